@@ -1,0 +1,61 @@
+"""Column names of the results files. Bump SCHEMA_VERSION when a column changes meaning.
+
+Run folder (``results/<name>/<run-id>/``):
+- ``sweep.yaml``      the sweep as run (normalised, every default spelled out)
+- ``env.json``        machine, versions, git commit, time
+- ``cells.csv`` / ``cells.parquet``   one row per cell (CELL_COLUMNS)
+- ``requests.parquet``  one row per request per pass, timed and traced (REQUEST_COLUMNS)
+- ``io.parquet``      every file-level operation of each cell's traced pass (IO_COLUMNS)
+- ``report.html`` + ``*.png``
+"""
+
+SCHEMA_VERSION = 1
+
+# One row per cell. Times in seconds; counts and bytes from the traced pass.
+CELL_COLUMNS = [
+    "schema_version",
+    "cell_id",            # stable hash of the cell's parameters: resume key
+    "chunks",             # "4x30x9x717" or "contiguous"
+    "filters",            # canonical filter spec, "none" when unfiltered
+    "cache_nbytes", "cache_nslots", "cache_w0",   # read back from the dataset access plist
+    "op",                 # read | write
+    "block",              # "1x1x1x717"
+    "order",              # "0x1x2x3": dims slowest first
+    "random",             # 0 = tiling; N = N random block-aligned requests
+    "requests",           # H5Dread/H5Dwrite calls per pass
+    "repeats",            # timed passes
+    "cold",               # page cache dropped before each pass
+    "time_s", "time_s_min", "time_s_max",   # median/min/max over passes, dataset open to close
+    "first_request_s",    # median over passes of the first request's time
+    "request_s_median",   # median request time (all passes)
+    "open_s", "close_s",  # median dataset open / close (close = flush for writes)
+    "raw_reads", "raw_read_bytes", "raw_writes", "raw_write_bytes",
+    "meta_reads", "meta_read_bytes", "meta_writes", "meta_write_bytes",
+    "chunk_bytes",        # uncompressed bytes of one full chunk (0 for contiguous)
+    "nchunks",            # chunks in the grid (0 for contiguous)
+    "file_bytes",         # size of the untraced file
+    "storage_bytes",      # H5Dget_storage_size
+    "logical_bytes",      # shape x itemsize
+    "compression_ratio",  # logical / storage
+    "repack_s",           # time to lay the user's file out in this cell's layout (NaN if none)
+    "spread",             # time_s_max / time_s_min
+    "flags",              # "unstable", "short", ... joined by ","
+    "status",             # "ok" or "failed: reason"
+    "dataset_file",       # the work file measured
+    "host",
+    "started_at",         # ISO time the cell started
+    "elapsed_s",          # wall time the whole cell took, traced pass included
+]
+
+# One row per request per pass. pass >= 0: timed passes; pass == -1: the traced pass.
+# phase: "open" (dataset open), "request", "close" (dataset close; the flush for writes).
+REQUEST_COLUMNS = [
+    "schema_version", "cell_id", "pass", "phase", "request", "start", "time_s",
+    "raw_reads", "raw_read_bytes", "raw_writes", "raw_write_bytes",
+    "meta_reads", "meta_read_bytes", "meta_writes", "meta_write_bytes",
+]
+
+# Every file-level operation of the traced pass, in order.
+IO_COLUMNS = [
+    "schema_version", "cell_id", "seq", "phase", "request", "kind", "mem_type", "offset", "size", "t_s",
+]
