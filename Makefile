@@ -1,0 +1,34 @@
+# Two commands for a fresh machine with only Python 3.11 on it:
+#   make demo   creates .venv, installs ccp, runs configs/quickstart.yaml, says where the report is
+#   make test   installs the test extras and runs the test suite
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+
+.PHONY: demo test venv clean bench
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# Re-install whenever pyproject.toml changes (the stamp is older than it).
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
+	$(BIN)/python -m pip install --quiet -e '.[test,notebooks]'
+	touch $@
+
+venv: $(VENV)/.installed
+
+demo: $(VENV)/.installed
+	$(BIN)/ccp run configs/quickstart.yaml --out results/quickstart/demo
+	@echo
+	@echo "Open the report: $(CURDIR)/results/quickstart/demo/report.html"
+
+test: $(VENV)/.installed-test
+	$(BIN)/python -m pytest -q
+
+clean:
+	$(BIN)/ccp clean 2>/dev/null || rm -rf results/work

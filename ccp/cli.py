@@ -1,0 +1,171 @@
+"""The `ccp` command: a thin click layer over the library. Every command's help shows an example."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from ccp.errors import CcpError
+
+
+class CcpGroup(click.Group):
+    """Turns every error into one line and an exit status; tracebacks only with CCP_DEBUG=1."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except CcpError as exc:
+            click.echo(f"ccp: error: {exc}", err=True)
+            sys.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            click.echo("\nccp: interrupted; finished cells are saved: rerun with the same --out to resume", err=True)
+            sys.exit(130)
+        except OSError as exc:
+            if os.environ.get("CCP_DEBUG"):
+                raise
+            where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+            click.echo(f"ccp: error: {exc.strerror or exc}{where}", err=True)
+            sys.exit(2)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException, SystemExit):
+            raise
+        except Exception as exc:  # the CLI's promise: one line, never a traceback
+            if os.environ.get("CCP_DEBUG"):
+                raise
+            click.echo(f"ccp: internal error: {type(exc).__name__}: {exc} (set CCP_DEBUG=1 for a traceback)", err=True)
+            sys.exit(1)
+
+
+@click.group(cls=CcpGroup)
+@click.version_option(package_name="ccp")
+def main():
+    """ccp: measure, explain and tune HDF5 chunking, compression and the chunk cache.
+
+    \b
+    Example:
+      ccp run configs/quickstart.yaml
+    """
+
+
+@main.command()
+@click.argument("sweep", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+              help="Run folder (default results/<name>/<time>/). Rerunning with the same --out resumes.")
+@click.option("--quick", is_flag=True, help="One warm pass per cell, no traced pass: a first look.")
+@click.option("--work", "work_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Folder for generated and repacked files (default results/work); reused across runs.")
+@click.option("--cell-timeout", type=float, default=None, help="Seconds after which a cell is stopped and recorded failed.")
+@click.option("--no-isolate", is_flag=True, help="Run cells in this process instead of one worker process each.")
+@click.option("--no-report", is_flag=True, help="Do not write report.html at the end.")
+def run(sweep, out, quick, work_dir, cell_timeout, no_isolate, no_report):
+    """Run a sweep: every cell of its matrix, timed and traced.
+
+    \b
+    Example:
+      ccp run configs/quickstart.yaml
+      ccp run configs/cris.yaml --out results/cris/full   # rerun the same line to resume
+    """
+    from ccp.engine import run_sweep
+
+    summary = run_sweep(sweep, out=out, quick=quick, work_dir=work_dir, isolate=not no_isolate,
+                        cell_timeout=cell_timeout, report=not no_report, echo=click.echo)
+    click.echo(f"{summary.ran} cell(s) run, {summary.skipped} already done, {summary.failed} failed")
+    click.echo(f"results: {summary.run_dir}")
+    if summary.report:
+        click.echo(f"report:  {summary.report}")
+    if summary.failed:
+        sys.exit(3)
+
+
+@main.command()
+@click.argument("run_dir", metavar="RUN", type=click.Path(file_okay=False, exists=True, path_type=Path))
+def report(run_dir):
+    """Write report.html (and its PNG plots) into a run folder.
+
+    \b
+    Example:
+      ccp report results/quickstart/20261122-120000
+    """
+    from ccp.report import write_report
+
+    if not (run_dir / "cells.csv").exists():
+        raise CcpError(f"{run_dir}: not a ccp run folder (no cells.csv)")
+    click.echo(f"report: {write_report(run_dir)}")
+
+
+@main.command()
+@click.argument("run_a", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.argument("run_b", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path), help="Also write an HTML page here.")
+def compare(run_a, run_b, html_out):
+    """Compare the cells two runs share, side by side with ratios (B / A).
+
+    \b
+    Example:
+      ccp compare results/cris/laptop results/cris/server --html compare.html
+    """
+    from ccp.report import write_compare
+
+    for r in (run_a, run_b):
+        if not (r / "cells.csv").exists():
+            raise CcpError(f"{r}: not a ccp run folder (no cells.csv)")
+    click.echo(write_compare(run_a, run_b, html_out))
+
+
+@main.command(name="inspect")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("dataset", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def inspect_cmd(file, dataset, as_json):
+    """Show a file's datasets as h5ls -v / h5dump -H would, and the chunk-cache traps in them.
+
+    \b
+    Example:
+      ccp inspect cris.h5 /All_Data/CrIS-SDR_All/ES_ImaginaryLW
+    """
+    from ccp.inspect import format_info, inspect_file
+
+    infos = inspect_file(file, dataset)
+    if as_json:
+        click.echo(json.dumps(infos, indent=2, default=str))
+    else:
+        click.echo("\n".join(format_info(i) for i in infos) if infos else f"{file}: no datasets")
+
+
+@main.command()
+@click.argument("sweep", type=click.Path(dir_okay=False, path_type=Path))
+def check(sweep):
+    """Validate a sweep file and list its cells, without measuring anything.
+
+    \b
+    Example:
+      ccp check configs/quickstart.yaml
+    """
+    from ccp.engine import prepare
+
+    sw, source, cells = prepare(sweep)
+    click.echo(f"{sweep}: valid; dataset {sw.dataset.path} {source.shape} {source.dtype.str}; {len(cells)} cells")
+    for c in cells:
+        click.echo(f"  {c.cell_id}  {c.label()}")
+
+
+def _register_optional_commands() -> None:
+    """Commands that live beside their library code (repack, plan, advise)."""
+    import importlib
+
+    for module, attr in (("ccp.repack.command", "repack_command"), ("ccp.model.command", "plan_command"),
+                         ("ccp.model.command", "advise_command")):
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module and not module.startswith(str(exc.name)):
+                raise
+            continue
+        if hasattr(mod, attr):
+            main.add_command(getattr(mod, attr))
+
+
+_register_optional_commands()

@@ -1,0 +1,379 @@
+"""The sweep file: YAML -> frozen, validated dataclasses.
+
+Every ``parse_*`` function takes raw YAML values and a ``where`` (the key path, for error messages)
+and returns a frozen value or raises :class:`ConfigError`. Unknown keys are errors, with a suggestion.
+Nothing here touches HDF5 except :func:`check_source`, which opens the user's file read-only.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from ccp.config.filters import FilterPipeline, parse_filters
+from ccp.errors import ConfigError, suggest
+from ccp.units import parse_duration, parse_shape_str, parse_size, shape_str
+
+# Stated defaults: a run never relies on the HDF5 library's own (1 MiB/521 in 1.x, 8 MiB/8191 in 2.0).
+DEFAULT_CACHE_NBYTES = 1024 * 1024
+DEFAULT_CACHE_NSLOTS = 521
+DEFAULT_CACHE_W0 = 0.75
+DEFAULT_DATASET_PATH = "/data"
+DEFAULT_REPEATS = 3
+DATA_KINDS = ("normal", "uniform", "randint", "smooth", "constant")
+SOURCE = "source"
+
+
+@dataclass(frozen=True)
+class GenerateSpec:
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    data: str = "normal"          # canonical: normal | uniform | randint:LOW:HIGH | smooth | constant:V
+    seed: int = 0
+    maxshape: tuple[int | None, ...] | None = None
+    fillvalue: float | int | None = None
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    path: str
+    generate: GenerateSpec | None = None
+    file: Path | None = None
+
+
+@dataclass(frozen=True)
+class CacheSpec:
+    nbytes: int
+    nslots: int
+    w0: float
+
+    @property
+    def label(self) -> str:
+        from ccp.units import format_bytes
+        return f"{format_bytes(self.nbytes)}/{self.nslots}/{self.w0:g}"
+
+
+@dataclass(frozen=True)
+class AccessSpec:
+    op: str
+    block: tuple[int, ...]
+    order: tuple[int, ...] | None = None   # dims slowest first; None = C order
+    random: int = 0                        # 0 = tile the dataset; N = N random block-aligned requests
+    seed: int = 0
+
+    @property
+    def order_str(self) -> str:
+        return "x".join(map(str, self.order or range(len(self.block))))
+
+
+Chunks = tuple[int, ...] | None | str   # a shape, None = contiguous, or SOURCE
+
+
+@dataclass(frozen=True)
+class Sweep:
+    name: str
+    dataset: DatasetSpec
+    chunks: tuple[Chunks, ...]
+    filters: tuple[FilterPipeline | str, ...]
+    cache: tuple[CacheSpec, ...]
+    access: tuple[AccessSpec, ...]
+    exclude: tuple[dict, ...] = ()
+    repeats: int = DEFAULT_REPEATS
+    cold: bool = True
+    time_budget: float | None = None
+    tables: tuple = ()
+    raw: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
+    base_dir: Path = Path(".")
+
+
+# ---------------------------------------------------------------- helpers
+
+def _check_keys(raw: dict, allowed, where: str) -> None:
+    if not isinstance(raw, dict):
+        raise ConfigError(where, f"expected a mapping, got {type(raw).__name__} {raw!r}")
+    for key in raw:
+        if key not in allowed:
+            prefix = f"{where}." if where else ""
+            raise ConfigError(f"{prefix}{key}", f"unknown key{suggest(key, allowed)}; allowed: {', '.join(allowed)}")
+
+
+def _int(value, where: str, lo: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(where, f"expected an integer, got {value!r}")
+    if lo is not None and value < lo:
+        raise ConfigError(where, f"must be >= {lo}, got {value}")
+    return value
+
+
+def parse_shape(value, where: str, allow_none: bool = False) -> tuple:
+    """[60, 30, 9, 717] or '60x30x9x717' -> (60, 30, 9, 717)."""
+    if isinstance(value, str):
+        return parse_shape_str(value, where)
+    if not isinstance(value, (list, tuple)) or not value:
+        raise ConfigError(where, f"expected a list of dimensions like [60, 30, 9, 717], got {value!r}")
+    dims = []
+    for i, d in enumerate(value):
+        if d is None and allow_none:
+            dims.append(None)
+            continue
+        dims.append(_int(d, f"{where}[{i}]", lo=1))
+    return tuple(dims)
+
+
+def parse_dtype(value, where: str) -> np.dtype:
+    try:
+        dtype = np.dtype(value)
+    except (TypeError, ValueError):
+        raise ConfigError(where, f"not a numpy dtype: {value!r} (examples: '<f4', '>f4', 'i4', 'u2')") from None
+    if dtype.kind not in "iuf":
+        raise ConfigError(where, f"only integer and float dtypes can be generated, got {value!r}")
+    return dtype
+
+
+def parse_data(value, where: str) -> str:
+    text = str(value).strip().lower()
+    kind, _, rest = text.partition(":")
+    if kind not in DATA_KINDS:
+        raise ConfigError(where, f"unknown data kind {value!r}{suggest(kind, DATA_KINDS)}; one of normal, uniform, randint:LOW:HIGH, smooth, constant:V")
+    if kind == "randint":
+        parts = rest.split(":")
+        try:
+            lo, hi = (int(p) for p in parts)
+        except ValueError:
+            raise ConfigError(where, f"randint needs integer bounds, like randint:0:100, got {value!r}") from None
+        if hi <= lo:
+            raise ConfigError(where, f"randint:LOW:HIGH needs LOW < HIGH, got {value!r}")
+        return f"randint:{lo}:{hi}"
+    if kind == "constant":
+        try:
+            v = float(rest)
+        except ValueError:
+            raise ConfigError(where, f"constant needs a value, like constant:0, got {value!r}") from None
+        return f"constant:{v:g}"
+    if rest:
+        raise ConfigError(where, f"{kind} takes no argument, got {value!r}")
+    return kind
+
+
+def parse_generate(raw, where: str) -> GenerateSpec:
+    _check_keys(raw, ("shape", "dtype", "data", "seed", "maxshape", "fillvalue"), where)
+    if "shape" not in raw:
+        raise ConfigError(f"{where}.shape", "missing: the dataset's dimensions, like [60, 30, 9, 717]")
+    shape = parse_shape(raw["shape"], f"{where}.shape")
+    dtype = parse_dtype(raw.get("dtype", "<f4"), f"{where}.dtype")
+    maxshape = None
+    if raw.get("maxshape") is not None:
+        maxshape = parse_shape(raw["maxshape"], f"{where}.maxshape", allow_none=True)
+        if len(maxshape) != len(shape):
+            raise ConfigError(f"{where}.maxshape", f"has rank {len(maxshape)} but shape {list(shape)} has rank {len(shape)}")
+        for i, (m, s) in enumerate(zip(maxshape, shape)):
+            if m is not None and m < s:
+                raise ConfigError(f"{where}.maxshape[{i}]", f"{m} is smaller than shape[{i}] = {s}")
+    fill = raw.get("fillvalue")
+    if fill is not None and (isinstance(fill, bool) or not isinstance(fill, (int, float))):
+        raise ConfigError(f"{where}.fillvalue", f"expected a number, got {fill!r}")
+    return GenerateSpec(shape=shape, dtype=dtype, data=parse_data(raw.get("data", "normal"), f"{where}.data"),
+                        seed=_int(raw.get("seed", 0), f"{where}.seed", lo=0), maxshape=maxshape, fillvalue=fill)
+
+
+def parse_dataset(raw, where: str, base_dir: Path) -> DatasetSpec:
+    _check_keys(raw, ("path", "generate", "file"), where)
+    path = raw.get("path", DEFAULT_DATASET_PATH)
+    if not isinstance(path, str) or not path:
+        raise ConfigError(f"{where}.path", f"expected a dataset path like /data, got {path!r}")
+    if not path.startswith("/"):
+        path = "/" + path
+    has_gen, has_file = raw.get("generate") is not None, raw.get("file") is not None
+    if has_gen == has_file:
+        raise ConfigError(where, "give exactly one of `generate:` (synthetic data) or `file:` (your HDF5 file)")
+    if has_gen:
+        return DatasetSpec(path=path, generate=parse_generate(raw["generate"], f"{where}.generate"))
+    file = Path(str(raw["file"])).expanduser()
+    if not file.is_absolute():
+        file = (base_dir / file).resolve()
+    return DatasetSpec(path=path, file=file)
+
+
+def parse_chunks(value, where: str) -> Chunks:
+    if value is None or (isinstance(value, str) and value.lower() == "contiguous"):
+        return None
+    if isinstance(value, str) and value.lower() == SOURCE:
+        return SOURCE
+    return parse_shape(value, where)
+
+
+def parse_cache(value, where: str) -> CacheSpec:
+    if isinstance(value, dict):
+        _check_keys(value, ("nbytes", "nslots", "w0"), where)
+        nbytes = parse_size(value.get("nbytes", DEFAULT_CACHE_NBYTES), f"{where}.nbytes")
+        nslots = _int(value.get("nslots", DEFAULT_CACHE_NSLOTS), f"{where}.nslots", lo=1)
+        w0 = value.get("w0", DEFAULT_CACHE_W0)
+        if isinstance(w0, bool) or not isinstance(w0, (int, float)) or not 0.0 <= float(w0) <= 1.0:
+            raise ConfigError(f"{where}.w0", f"must be a number from 0 to 1, got {w0!r}")
+        return CacheSpec(nbytes, nslots, float(w0))
+    return CacheSpec(parse_size(value, where), DEFAULT_CACHE_NSLOTS, DEFAULT_CACHE_W0)
+
+
+def parse_access(raw, where: str) -> AccessSpec:
+    _check_keys(raw, ("op", "block", "order", "random", "seed"), where)
+    op = raw.get("op", "read")
+    if op not in ("read", "write"):
+        raise ConfigError(f"{where}.op", f"must be read or write, got {op!r}{suggest(op, ('read', 'write'))}")
+    if "block" not in raw:
+        raise ConfigError(f"{where}.block", "missing: the shape of one request, like [1, 1, 1, 717]")
+    block = parse_shape(raw["block"], f"{where}.block")
+    order = None
+    if raw.get("order") is not None:
+        order = tuple(_int(d, f"{where}.order", lo=0) for d in (raw["order"] if isinstance(raw["order"], list) else [raw["order"]]))
+        if sorted(order) != list(range(len(block))):
+            raise ConfigError(f"{where}.order", f"must list each of the {len(block)} dims once, slowest first, got {list(order)}")
+    random = _int(raw.get("random", 0), f"{where}.random", lo=0)
+    if random and op == "write":
+        raise ConfigError(f"{where}.random", "random requests are for reads; a write cell writes every block once")
+    if random and order is not None:
+        raise ConfigError(f"{where}.order", "order applies to tiling; drop it or drop random")
+    return AccessSpec(op=op, block=block, order=order, random=random, seed=_int(raw.get("seed", 0), f"{where}.seed", lo=0))
+
+
+def _as_list(value, where: str) -> list:
+    if isinstance(value, list):
+        if not value:
+            raise ConfigError(where, "is an empty list; omit the key to use the default")
+        return value
+    return [value]
+
+
+SWEEP_KEYS = ("name", "dataset", "matrix", "exclude", "repeats", "cold", "time_budget", "tables")
+MATRIX_KEYS = ("chunks", "filters", "cache", "access")
+
+
+def parse_sweep(raw, base_dir: Path = Path(".")) -> Sweep:
+    """Validate a whole sweep mapping (the YAML document)."""
+    if raw is None:
+        raise ConfigError("", "the sweep file is empty")
+    _check_keys(raw, SWEEP_KEYS, "")
+    name = raw.get("name")
+    if not isinstance(name, str) or not name.strip() or "/" in name:
+        raise ConfigError("name", f"expected a short name (used as the results folder), got {name!r}")
+    if "dataset" not in raw:
+        raise ConfigError("dataset", "missing: give `dataset: {generate: ...}` or `dataset: {file: ...}`")
+    dataset = parse_dataset(raw["dataset"], "dataset", base_dir)
+    matrix = raw.get("matrix") or {}
+    _check_keys(matrix, MATRIX_KEYS, "matrix")
+    from_file = dataset.file is not None
+    default_layout = [SOURCE] if from_file else [None]
+    default_filters = [SOURCE] if from_file else ["none"]
+
+    chunks = tuple(parse_chunks(v, f"matrix.chunks[{i}]") for i, v in enumerate(_as_list(matrix.get("chunks", default_layout), "matrix.chunks")))
+    filters = []
+    for i, v in enumerate(_as_list(matrix.get("filters", default_filters), "matrix.filters")):
+        if isinstance(v, str) and v.strip().lower() == SOURCE:
+            filters.append(SOURCE)
+        else:
+            filters.append(parse_filters(v, f"matrix.filters[{i}]"))
+    if not from_file:
+        for i, c in enumerate(chunks):
+            if c == SOURCE:
+                raise ConfigError(f"matrix.chunks[{i}]", "`source` means the layout stored in `dataset.file`; this sweep generates its data")
+        for i, f in enumerate(filters):
+            if f == SOURCE:
+                raise ConfigError(f"matrix.filters[{i}]", "`source` means the filters stored in `dataset.file`; this sweep generates its data")
+    cache = tuple(parse_cache(v, f"matrix.cache[{i}]") for i, v in enumerate(_as_list(matrix.get("cache", [DEFAULT_CACHE_NBYTES]), "matrix.cache")))
+    access_raw = matrix.get("access")
+    access = tuple(parse_access(v, f"matrix.access[{i}]") for i, v in enumerate(_as_list(access_raw, "matrix.access"))) if access_raw is not None else ()
+
+    exclude = tuple(_parse_exclude(v, f"exclude[{i}]") for i, v in enumerate(raw.get("exclude") or []))
+    repeats = _int(raw.get("repeats", DEFAULT_REPEATS), "repeats", lo=1)
+    cold = raw.get("cold", True)
+    if not isinstance(cold, bool):
+        raise ConfigError("cold", f"expected true or false, got {cold!r}")
+    time_budget = parse_duration(raw["time_budget"], "time_budget") if raw.get("time_budget") is not None else None
+    tables = ()
+    if raw.get("tables") is not None:
+        from ccp.report import parse_tables
+        tables = parse_tables(raw["tables"])
+    return Sweep(name=name.strip(), dataset=dataset, chunks=chunks, filters=tuple(filters), cache=cache, access=access,
+                 exclude=exclude, repeats=repeats, cold=cold, time_budget=time_budget, tables=tables, raw=raw,
+                 base_dir=base_dir)
+
+
+def _parse_exclude(raw, where: str) -> dict:
+    """An exclude entry: the given axes must all match for a cell to be dropped."""
+    _check_keys(raw, MATRIX_KEYS, where)
+    out = {}
+    if "chunks" in raw:
+        out["chunks"] = parse_chunks(raw["chunks"], f"{where}.chunks")
+    if "filters" in raw:
+        v = raw["filters"]
+        out["filters"] = SOURCE if isinstance(v, str) and v.lower() == SOURCE else parse_filters(v, f"{where}.filters")
+    if "cache" in raw:
+        out["cache"] = parse_cache(raw["cache"], f"{where}.cache")
+    if "access" in raw:
+        a = raw["access"]
+        _check_keys(a, ("op", "block", "order", "random", "seed"), f"{where}.access")
+        sub = {}
+        if "op" in a:
+            sub["op"] = a["op"]
+        if "block" in a:
+            sub["block"] = parse_shape(a["block"], f"{where}.access.block")
+        if "order" in a:
+            sub["order"] = tuple(a["order"]) if a["order"] is not None else None
+        if "random" in a:
+            sub["random"] = a["random"]
+        out["access"] = sub
+    return out
+
+
+def load_sweep(path) -> Sweep:
+    """Read and validate a sweep file. YAML syntax errors name the line."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(str(path), "sweep file not found")
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(where, f"YAML syntax error: {problem}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(str(path), "not a text file") from None
+    return parse_sweep(raw, base_dir=path.resolve().parent)
+
+
+def sweep_as_dict(sweep: Sweep, dataset_shape=None) -> dict:
+    """The sweep as run: every default spelled out, for ``sweep.yaml`` in the run folder."""
+    ds = {"path": sweep.dataset.path}
+    if sweep.dataset.generate:
+        g = sweep.dataset.generate
+        ds["generate"] = {"shape": list(g.shape), "dtype": g.dtype.str, "data": g.data, "seed": g.seed,
+                          "maxshape": list(g.maxshape) if g.maxshape else None, "fillvalue": g.fillvalue}
+    else:
+        ds["file"] = str(sweep.dataset.file)
+    access = [{"op": a.op, "block": list(a.block), "order": list(a.order) if a.order else None,
+               "random": a.random, "seed": a.seed} for a in sweep.access]
+    out = {
+        "name": sweep.name,
+        "dataset": ds,
+        "matrix": {
+            "chunks": [c if isinstance(c, str) else shape_str(c) for c in sweep.chunks],
+            "filters": [f if isinstance(f, str) else f.spec for f in sweep.filters],
+            "cache": [{"nbytes": c.nbytes, "nslots": c.nslots, "w0": c.w0} for c in sweep.cache],
+            "access": access,
+        },
+        "exclude": sweep.raw.get("exclude") or [],
+        "repeats": sweep.repeats,
+        "cold": sweep.cold,
+        "time_budget": sweep.time_budget,
+    }
+    if sweep.raw.get("tables") is not None:
+        out["tables"] = sweep.raw["tables"]
+    return out
+
+
+def is_nan(x) -> bool:
+    return isinstance(x, float) and math.isnan(x)

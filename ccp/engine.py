@@ -1,0 +1,234 @@
+"""The sweep engine: config -> matrix -> workload -> measurement -> store, one cell at a time.
+
+Each cell runs in a forked worker process: a crash in a filter plugin, a MemoryError or a kill costs
+that cell only (recorded ``failed: reason``); a per-cell timeout does the same. Finished cells are
+committed as they finish, and a rerun with the same ``--out`` skips them.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import shutil
+import signal
+import sys
+import time
+import traceback
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ccp.config.sweep import Sweep, load_sweep, sweep_as_dict
+from ccp.errors import CcpError
+from ccp.matrix.cells import Cell, expand
+from ccp.measurement import env as envmod
+from ccp.measurement.runner import CellJob, Progress, measure
+from ccp.store.results import RunStore, new_run_dir
+from ccp.store.schema import SCHEMA_VERSION
+from ccp.units import format_count, format_seconds, shape_str
+from ccp.workload.files import ensure_layout_file
+from ccp.workload.source import describe_source
+
+FAULT_ENV = "CCP_FAULT_INJECT"   # tests: "CELL_ID:segv|memory|hang" makes that cell's worker misbehave
+
+
+@dataclass
+class RunSummary:
+    run_dir: Path
+    cells: int
+    ran: int
+    skipped: int
+    failed: int
+    report: Path | None = None
+
+
+def prepare(sweep_path):
+    """Load, validate and expand a sweep: everything checked before anything is measured."""
+    sweep = load_sweep(sweep_path)
+    source = describe_source(sweep.dataset)
+    cells = expand(sweep, source)
+    return sweep, source, cells
+
+
+def _status_line(text: str, tty: bool, stream) -> None:
+    if tty:
+        width = shutil.get_terminal_size((100, 20)).columns
+        stream.write("\r" + text[: width - 1].ljust(width - 1))
+        stream.flush()
+
+
+def run_sweep(sweep_path, *, out: Path | None = None, quick: bool = False, results_root: Path = Path("results"),
+              work_dir: Path | None = None, isolate: bool = True, cell_timeout: float | None = None,
+              report: bool = True, echo=print, stream=None) -> RunSummary:
+    stream = stream or sys.stderr
+    tty = stream.isatty()
+    sweep, source, cells = prepare(sweep_path)
+    if quick:
+        sweep = replace(sweep, repeats=1, cold=False)
+    run_dir = Path(out) if out else new_run_dir(results_root, sweep.name)
+    work_dir = Path(work_dir) if work_dir else Path(results_root) / "work"
+    work_dir.mkdir(parents=True, exist_ok=True)
+    store = RunStore(run_dir)
+    doc = sweep_as_dict(sweep)
+    doc["quick"] = quick
+    store.open(doc, source.identity)
+    store.write_env(envmod.collect(work_dir))
+    done = store.done_ids()
+    todo = [c for c in cells if c.cell_id not in done]
+    echo(f"ccp run {sweep.name}: {len(cells)} cells ({len(cells) - len(todo)} already done), "
+         f"{sweep.repeats} timed pass(es) each{', cold' if sweep.cold else ''}{'' if quick else ' + 1 traced pass'}; "
+         f"results in {run_dir}")
+    failed = 0
+    t_start = time.perf_counter()
+    for k, cell in enumerate(todo):
+        elapsed = time.perf_counter() - t_start
+        eta = elapsed / k * (len(todo) - k) if k else None
+        head = f"[{k + 1}/{len(todo)}] {cell.label()}"
+
+        def on_progress(stage, i, n, head=head, eta=eta):
+            tail = f" | ETA {format_seconds(eta)}" if eta is not None else ""
+            _status_line(f"{head}: {stage} {format_count(i)}/{format_count(n)} req{tail}", tty, stream)
+
+        try:
+            job = _job_for(cell, sweep, source, work_dir, quick)
+        except CcpError:
+            raise
+        if isolate:
+            row = _run_isolated(job, store, work_dir, on_progress, cell_timeout)
+        else:
+            row = _run_inline(job, store, work_dir, on_progress)
+        store.commit_row(row)
+        if tty:
+            _status_line("", tty, stream)
+            stream.write("\r")
+        ok = row["status"] == "ok"
+        failed += not ok
+        echo(f"  {'ok    ' if ok else 'FAILED'} {cell.label()}: " +
+             (f"{format_seconds(row['time_s'])}" + (f", raw reads {format_count(row['raw_reads'])}" if row.get('raw_reads') is not None else "")
+              if ok else row["status"]))
+    summary = RunSummary(run_dir, len(cells), len(todo), len(cells) - len(todo), failed)
+    if report:
+        from ccp.report import write_report
+        summary.report = write_report(run_dir)
+    return summary
+
+
+def _job_for(cell: Cell, sweep: Sweep, source, work_dir: Path, quick: bool) -> CellJob:
+    repack_s = float("nan")
+    if cell.access.op == "write":
+        file = ""
+    elif cell.from_source:
+        file = str(sweep.dataset.file)
+    else:
+        path, seconds = ensure_layout_file(work_dir, sweep, source, cell.chunks, cell.filters)
+        file = str(path)
+        if sweep.dataset.file is not None:
+            repack_s = seconds
+    return CellJob(cell=cell, file=file, dataset_path=sweep.dataset.path, source=source,
+                   generate=sweep.dataset.generate, user_file=str(sweep.dataset.file) if sweep.dataset.file else None,
+                   repeats=sweep.repeats, cold=sweep.cold, trace=not quick, repack_s=repack_s)
+
+
+def failed_row(cell: Cell, reason: str) -> dict:
+    return {"schema_version": SCHEMA_VERSION, "cell_id": cell.cell_id, "chunks": shape_str(cell.chunks),
+            "filters": cell.filters.spec, "cache_nbytes": cell.cache.nbytes, "cache_nslots": cell.cache.nslots,
+            "cache_w0": cell.cache.w0, "op": cell.access.op, "block": shape_str(cell.access.block),
+            "order": cell.access.order_str, "random": cell.access.random, "status": f"failed: {reason}"}
+
+
+def _inject_fault(cell_id: str) -> None:
+    spec = os.environ.get(FAULT_ENV, "")
+    target, _, kind = spec.partition(":")
+    if target != cell_id:
+        return
+    if kind == "segv":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    elif kind == "memory":
+        raise MemoryError("injected")
+    elif kind == "hang":
+        time.sleep(3600)
+
+
+def _measure_and_store(job: CellJob, store: RunStore, work_dir: Path, progress: Progress) -> dict:
+    scratch = Path(work_dir) / "tmp" / f"{job.cell.cell_id}-{os.getpid()}"
+    try:
+        _inject_fault(job.cell.cell_id)
+        row, req_df, io_df = measure(job, scratch, progress)
+        store.write_parts(job.cell.cell_id, req_df, io_df)
+        return row
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _run_inline(job: CellJob, store: RunStore, work_dir: Path, on_progress) -> dict:
+    try:
+        return _measure_and_store(job, store, work_dir, Progress(on_progress))
+    except CcpError as exc:
+        return failed_row(job.cell, str(exc))
+    except MemoryError:
+        return failed_row(job.cell, "MemoryError")
+
+
+def _worker(job: CellJob, store: RunStore, work_dir: Path, conn) -> None:
+    """Child process: measure, write the parts, send the row (or the reason it failed)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)    # the parent decides what an interrupt means
+    last = [0.0]
+
+    def send_progress(stage, i, n):
+        now = time.monotonic()
+        if now - last[0] > 0.2:
+            last[0] = now
+            conn.send(("progress", stage, i, n))
+
+    try:
+        row = _measure_and_store(job, store, work_dir, Progress(send_progress))
+        conn.send(("row", row))
+    except MemoryError:
+        conn.send(("failed", "MemoryError"))
+    except CcpError as exc:
+        conn.send(("failed", str(exc)))
+    except Exception as exc:  # a worker reports every error as the cell's failure reason
+        last_line = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        conn.send(("failed", last_line))
+    finally:
+        conn.close()
+
+
+def _run_isolated(job: CellJob, store: RunStore, work_dir: Path, on_progress, timeout: float | None) -> dict:
+    ctx = multiprocessing.get_context("fork")
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_worker, args=(job, store, work_dir, child), daemon=True)
+    proc.start()
+    child.close()
+    deadline = time.monotonic() + timeout if timeout else None
+    result = None
+    try:
+        while result is None:
+            if parent.poll(0.2):
+                try:
+                    msg = parent.recv()
+                except EOFError:
+                    break
+                if msg[0] == "progress":
+                    on_progress(*msg[1:])
+                elif msg[0] == "row":
+                    result = msg[1]
+                else:
+                    result = failed_row(job.cell, msg[1])
+            elif not proc.is_alive() and not parent.poll(0):
+                break
+            if deadline and time.monotonic() > deadline:
+                proc.kill()
+                proc.join()
+                store.write_parts(job.cell.cell_id, None, None)
+                return failed_row(job.cell, f"timeout after {format_seconds(timeout)}")
+    except BaseException:
+        proc.kill()
+        proc.join()
+        raise
+    proc.join()
+    if result is None:
+        code = proc.exitcode
+        reason = f"worker killed by signal {signal.Signals(-code).name}" if code and code < 0 else f"worker exited with status {code}"
+        store.write_parts(job.cell.cell_id, None, None)
+        return failed_row(job.cell, reason)
+    return result

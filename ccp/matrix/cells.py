@@ -1,0 +1,116 @@
+"""The matrix: the cartesian product of the sweep's axes, minus excludes, each cell validated."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+from ccp.config.filters import FilterPipeline
+from ccp.config.sweep import SOURCE, AccessSpec, CacheSpec, Sweep
+from ccp.errors import ConfigError
+from ccp.units import shape_str
+
+MAX_CHUNK_BYTES = 2**32 - 1   # HDF5's limit on one chunk
+
+
+@dataclass(frozen=True)
+class Cell:
+    chunks: tuple[int, ...] | None      # None = contiguous
+    filters: FilterPipeline
+    cache: CacheSpec
+    access: AccessSpec
+    from_source: bool = False           # the user's file already has this layout: no repack
+
+    @property
+    def key(self) -> str:
+        a = self.access
+        return "|".join([shape_str(self.chunks), self.filters.spec, str(self.cache.nbytes), str(self.cache.nslots),
+                         repr(self.cache.w0), a.op, shape_str(a.block), a.order_str, str(a.random), str(a.seed)])
+
+    @property
+    def cell_id(self) -> str:
+        return hashlib.sha1(self.key.encode()).hexdigest()[:12]
+
+    @property
+    def layout(self) -> tuple:
+        return (self.chunks, self.filters.spec)
+
+    def label(self) -> str:
+        return (f"{self.access.op} {shape_str(self.access.block)} | chunks {shape_str(self.chunks)} | "
+                f"{self.filters.spec} | cache {self.cache.label}")
+
+
+def _matches(rule: dict, chunks, filters, cache, access, raw_chunks, raw_filters) -> bool:
+    if "chunks" in rule and rule["chunks"] not in (chunks, raw_chunks):
+        return False
+    if "filters" in rule:
+        want = rule["filters"]
+        if want == SOURCE:
+            if raw_filters != SOURCE:
+                return False
+        elif want != filters:
+            return False
+    if "cache" in rule and rule["cache"] != cache:
+        return False
+    if "access" in rule:
+        for k, v in rule["access"].items():
+            if getattr(access, k) != v:
+                return False
+    return True
+
+
+def expand(sweep: Sweep, source) -> list[Cell]:
+    """All cells of the sweep, in matrix order, each checked against the dataset."""
+    shape = source.shape
+    rank = len(shape)
+    access_list = sweep.access or (AccessSpec(op="read", block=tuple(shape)),)
+    cells: list[Cell] = []
+    seen = set()
+    for ci, fi, cache, (ai, access) in itertools.product(range(len(sweep.chunks)), range(len(sweep.filters)),
+                                                        sweep.cache, enumerate(access_list)):
+        raw_chunks, raw_filters = sweep.chunks[ci], sweep.filters[fi]
+        chunks = source.chunks if raw_chunks == SOURCE else raw_chunks
+        filters = source.filters if raw_filters == SOURCE else raw_filters
+        if any(_matches(rule, chunks, filters, cache, access, raw_chunks, raw_filters) for rule in sweep.exclude):
+            continue
+        where = f"matrix.chunks[{ci}]"
+        if chunks is not None and raw_chunks != SOURCE:
+            check_chunks(chunks, source, where)
+        if chunks is None and not filters.is_none:
+            raise ConfigError(f"matrix.filters[{fi}]", f"filters {filters.spec!r} need chunked storage but matrix.chunks[{ci}] is contiguous; "
+                                                       f"add `exclude: [{{chunks: contiguous, filters: {filters.spec!r}}}]`")
+        if chunks is None and any(m is None or m != s for m, s in zip(source.maxshape, shape)):
+            raise ConfigError(where, f"contiguous storage cannot have maxshape {list(source.maxshape)} (extendible datasets need chunks)")
+        aw = f"matrix.access[{ai}]"
+        if len(access.block) != rank:
+            raise ConfigError(f"{aw}.block", f"has rank {len(access.block)} but the dataset {list(shape)} has rank {rank}")
+        for d, (b, s) in enumerate(zip(access.block, shape)):
+            if b > s:
+                raise ConfigError(f"{aw}.block[{d}]", f"{b} exceeds the dataset's dimension {d} ({s})")
+        cell = Cell(chunks=chunks, filters=filters, cache=cache, access=access,
+                    from_source=(chunks == source.chunks and filters == source.filters and source.identity.startswith("file:")))
+        if cell.key in seen:
+            continue
+        seen.add(cell.key)
+        cells.append(cell)
+    if not cells:
+        raise ConfigError("exclude", "every cell of the matrix is excluded: nothing to run")
+    return cells
+
+
+def check_chunks(chunks, source, where: str) -> None:
+    shape, maxshape = source.shape, source.maxshape
+    if len(chunks) != len(shape):
+        raise ConfigError(where, f"chunk {list(chunks)} has rank {len(chunks)} but the dataset {list(shape)} has rank {len(shape)}")
+    for d, (c, s, m) in enumerate(zip(chunks, shape, maxshape)):
+        if c < 1:
+            raise ConfigError(f"{where}[{d}]", f"chunk dimensions must be >= 1, got {c}")
+        if m is not None and c > m:
+            raise ConfigError(f"{where}[{d}]", f"chunk dimension {c} exceeds the fixed dimension {d} of the dataset ({m}); "
+                                               "make that dimension extendible (maxshape null) or use a smaller chunk")
+    nbytes = int(np.prod(chunks, dtype=np.int64)) * source.dtype.itemsize
+    if nbytes > MAX_CHUNK_BYTES:
+        raise ConfigError(where, f"chunk {shape_str(chunks)} is {nbytes} bytes; HDF5 chunks must be under 4 GiB")

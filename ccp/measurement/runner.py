@@ -1,0 +1,349 @@
+"""Measure one cell: timed passes with the default (sec2) driver, then one traced pass (log driver).
+
+The hot loop uses h5py's low-level API with a selection and memory buffers prepared in advance,
+so the tool adds well under a microsecond per request to what HDF5 itself costs.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+from ccp.measurement import iolog
+from ccp.measurement.pagecache import drop_file
+from ccp.store.schema import REQUEST_COLUMNS, SCHEMA_VERSION
+from ccp.units import shape_str
+
+UNSTABLE_SPREAD = 1.5      # max/min over passes above this: flagged "unstable"
+SHORT_REQUEST_S = 2e-6     # median request below this: flagged "short" (timer cost is ~0.05 us)
+
+
+@dataclass
+class PassTiming:
+    open_ns: int
+    request_ns: np.ndarray
+    close_ns: int
+    windows: list = field(default_factory=list)  # traced pass: (start_ns, end_ns) per phase window
+    cache: tuple = ()                             # (nslots, nbytes, w0) read back from the open dataset
+
+    @property
+    def total_s(self) -> float:
+        return (self.open_ns + int(self.request_ns.sum()) + self.close_ns) / 1e9
+
+
+@dataclass(frozen=True)
+class CellJob:
+    """Everything a worker needs to measure one cell (picklable)."""
+
+    cell: object            # ccp.matrix.cells.Cell
+    file: str               # the work file (reads) or the folder for pass files (writes)
+    dataset_path: str
+    source: object          # ccp.workload.source.SourceInfo
+    generate: object        # GenerateSpec or None
+    user_file: str | None   # the user's file, read-only data for write cells
+    repeats: int
+    cold: bool
+    trace: bool = True
+    repack_s: float = float("nan")
+    max_requests: int | None = None  # measure only this prefix (time budgets)
+
+
+class Progress:
+    """Called from the hot loop between requests, at most every 1024 requests."""
+
+    def __init__(self, callback=None):
+        self.callback = callback
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if self.callback is not None:
+            self.callback(stage, done, total)
+
+
+def _buffers(counts, dtype):
+    """One memory dataspace and array per distinct request shape (edge blocks differ)."""
+    from h5py import h5s
+
+    bufs = {}
+    for c in {tuple(int(x) for x in row) for row in counts}:
+        bufs[c] = (h5s.create_simple(c), np.empty(c, dtype=dtype))
+    return bufs
+
+
+def _spin_to_next_us(last_ns: int) -> None:
+    """Traced pass only: keep request windows apart at the log's microsecond resolution."""
+    target = (last_ns // 1000 + 2) * 1000
+    while time.monotonic_ns() < target:
+        pass
+
+
+def read_pass(job: CellJob, starts, counts, *, traced: bool, log_path: Path | None, progress: Progress) -> PassTiming:
+    from h5py import h5d, h5f, h5p, h5t
+
+    clock = time.monotonic_ns if traced else time.perf_counter_ns
+    cache = job.cell.cache
+    fapl = iolog.log_fapl(log_path) if traced else None
+    dtype = np.dtype(job.source.dtype)
+    mtype = h5t.py_create(dtype)
+    bufs = _buffers(counts, dtype)
+    n = len(starts)
+    req = np.zeros(n, dtype=np.int64)
+    windows = []
+    fid = h5f.open(job.file.encode(), h5f.ACC_RDONLY, fapl)
+    try:
+        dapl = h5p.create(h5p.DATASET_ACCESS)
+        dapl.set_chunk_cache(cache.nslots, cache.nbytes, cache.w0)
+        t0 = clock()
+        ds = h5d.open(fid, job.dataset_path.encode(), dapl)
+        t1 = clock()
+        open_ns = t1 - t0
+        windows.append((t0, t1))
+        effective = ds.get_access_plist().get_chunk_cache()
+        fspace = ds.get_space()
+        for i in range(n):
+            start, count = starts[i], counts[i]
+            mspace, arr = bufs[count]
+            fspace.select_hyperslab(start, count)
+            if traced:
+                _spin_to_next_us(t1)
+            t0 = clock()
+            ds.read(mspace, fspace, arr, mtype)
+            t1 = clock()
+            req[i] = t1 - t0
+            if traced:
+                windows.append((t0, t1))
+            if not i & 1023:
+                progress("traced pass" if traced else "timed pass", i, n)
+        if traced:
+            _spin_to_next_us(t1)
+        t0 = clock()
+        ds.close()
+        t1 = clock()
+        windows.append((t0, t1))
+        close_ns = t1 - t0
+    finally:
+        fid.close()
+    return PassTiming(open_ns, req, close_ns, windows, effective)
+
+
+def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, traced: bool, log_path: Path | None,
+               progress: Progress) -> tuple[PassTiming, int]:
+    """Create the dataset empty in the cell's layout, write every block, close it. Returns (timing, storage)."""
+    from h5py import h5d, h5f, h5p, h5s, h5t
+
+    from ccp.workload.files import make_dcpl
+
+    clock = time.monotonic_ns if traced else time.perf_counter_ns
+    cell, source = job.cell, job.source
+    fapl = iolog.log_fapl(log_path) if traced else h5p.create(h5p.FILE_ACCESS)
+    dtype = np.dtype(source.dtype)
+    mtype = h5t.py_create(dtype)
+    spaces = {c: h5s.create_simple(c) for c in {tuple(int(x) for x in row) for row in counts}}
+    n = len(starts)
+    req = np.zeros(n, dtype=np.int64)
+    windows = []
+    fid = h5f.create(str(out_file).encode(), h5f.ACC_TRUNC, fapl=fapl)
+    try:
+        maxshape = tuple(h5s.UNLIMITED if m is None else m for m in source.maxshape)
+        space = h5s.create_simple(tuple(source.shape), maxshape)
+        tid = h5t.py_create(dtype, logical=True)
+        dcpl = make_dcpl(source, cell.chunks, cell.filters)
+        lcpl = h5p.create(h5p.LINK_CREATE)
+        lcpl.set_create_intermediate_group(True)
+        dapl = h5p.create(h5p.DATASET_ACCESS)
+        dapl.set_chunk_cache(cell.cache.nslots, cell.cache.nbytes, cell.cache.w0)
+        t0 = clock()
+        ds = h5d.create(fid, job.dataset_path.encode(), tid, space, dcpl=dcpl, lcpl=lcpl, dapl=dapl)
+        t1 = clock()
+        open_ns = t1 - t0
+        windows.append((t0, t1))
+        effective = ds.get_access_plist().get_chunk_cache()
+        fspace = ds.get_space()
+        for i in range(n):
+            start, count = starts[i], counts[i]
+            block = data.read(start, count)          # generated outside the timed call
+            fspace.select_hyperslab(start, count)
+            if traced:
+                _spin_to_next_us(t1)
+            t0 = clock()
+            ds.write(spaces[count], fspace, block, mtype)
+            t1 = clock()
+            req[i] = t1 - t0
+            if traced:
+                windows.append((t0, t1))
+            if not i & 1023:
+                progress("traced pass" if traced else "timed pass", i, n)
+        storage = ds.get_storage_size()
+        if traced:
+            _spin_to_next_us(t1)
+        t0 = clock()
+        ds.close()                                   # flushes the chunk cache: the last request
+        t1 = clock()
+        windows.append((t0, t1))
+        close_ns = t1 - t0
+    finally:
+        fid.close()
+    return PassTiming(open_ns, req, close_ns, windows, effective), storage
+
+
+def _request_rows(cell_id: str, pass_no: int, timing: PassTiming, starts) -> dict:
+    n = len(timing.request_ns)
+    phases = ["open"] + ["request"] * n + ["close"]
+    return {
+        "cell_id": [cell_id] * (n + 2),
+        "pass": [pass_no] * (n + 2),
+        "phase": phases,
+        "request": [-1] + list(range(n)) + [n],
+        "start": [""] + [shape_str(s) if len(s) else "" for s in starts] + [""],
+        "time_s": np.concatenate([[timing.open_ns], timing.request_ns, [timing.close_ns]]) / 1e9,
+    }
+
+
+def measure(job: CellJob, scratch: Path, progress: Progress | None = None):
+    """Run a cell. Returns (cell_row: dict, requests: DataFrame, io: DataFrame)."""
+    import pandas as pd
+
+    from ccp.workload.requests import plan_for
+
+    progress = progress or Progress()
+    cell, source = job.cell, job.source
+    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    t_cell = time.perf_counter()
+    plan = plan_for(cell.access, source.shape)
+    starts = [tuple(int(x) for x in s) for s in plan.starts]
+    counts = [tuple(int(x) for x in c) for c in plan.counts]
+    if job.max_requests is not None:
+        starts, counts = starts[:job.max_requests], counts[:job.max_requests]
+    is_write = cell.access.op == "write"
+    data = _data_source(job) if is_write else None
+    scratch = Path(scratch)
+    scratch.mkdir(parents=True, exist_ok=True)
+
+    timings: list[PassTiming] = []
+    storage = file_bytes = None
+    for p in range(job.repeats):
+        if is_write:
+            out = scratch / f"pass{p}.h5"
+            t, storage = write_pass(job, data, starts, counts, out, traced=False, log_path=None, progress=progress)
+            file_bytes = out.stat().st_size
+            if p < job.repeats - 1:
+                out.unlink()
+        else:
+            if job.cold:
+                drop_file(job.file)
+            t = read_pass(job, starts, counts, traced=False, log_path=None, progress=progress)
+        timings.append(t)
+
+    io_df = None
+    io_counts = None
+    traced = None
+    if job.trace:
+        log_path = scratch / "trace.log"
+        log_path.unlink(missing_ok=True)
+        if is_write:
+            traced, _ = write_pass(job, data, starts, counts, scratch / "traced.h5", traced=True, log_path=log_path, progress=progress)
+            (scratch / "traced.h5").unlink(missing_ok=True)
+        else:
+            if job.cold:
+                drop_file(job.file)
+            traced = read_pass(job, starts, counts, traced=True, log_path=log_path, progress=progress)
+        ops = iolog.parse_log(log_path)
+        log_path.unlink(missing_ok=True)
+        ws = np.array([w[0] for w in traced.windows], dtype=np.int64)
+        we = np.array([w[1] for w in traced.windows], dtype=np.int64)
+        owner = iolog.attribute(ops, ws, we)
+        io_counts = iolog.count_by_window(ops, owner, len(traced.windows))
+        nreq = len(starts)
+        phase_of = np.array(["file", "open"] + ["request"] * nreq + ["close"], dtype=object)
+        req_of = np.concatenate([[-1, -1], np.arange(nreq), [nreq]])
+        io_df = pd.DataFrame({
+            "schema_version": SCHEMA_VERSION, "cell_id": cell.cell_id, "seq": np.arange(len(ops)),
+            "phase": phase_of[owner + 1], "request": req_of[owner + 1],
+            "kind": np.where(ops.is_write, "write", "read"), "mem_type": ops.mem_type,
+            "offset": ops.offset, "size": ops.size, "t_s": (ops.t_us - (ws[0] // 1000 if len(ws) else 0)) / 1e6,
+        })
+        whole = iolog.totals(ops)
+
+    # requests table: timed passes, then the traced pass with its I/O counts
+    parts = [_request_rows(cell.cell_id, p, t, starts) for p, t in enumerate(timings)]
+    req_df = pd.concat([pd.DataFrame(part) for part in parts], ignore_index=True)
+    if traced is not None:
+        tr = pd.DataFrame(_request_rows(cell.cell_id, -1, traced, starts))
+        for k, v in io_counts.items():
+            tr[k] = v
+        req_df = pd.concat([req_df, tr], ignore_index=True)
+    req_df.insert(0, "schema_version", SCHEMA_VERSION)
+    for k in REQUEST_COLUMNS[7:]:       # I/O counts: only the traced pass has them; same dtype in every part
+        req_df[k] = req_df[k].astype("Int64") if k in req_df else pd.array([pd.NA] * len(req_df), dtype="Int64")
+    req_df = req_df[REQUEST_COLUMNS]
+
+    totals = [t.total_s for t in timings]
+    all_req = np.concatenate([t.request_ns for t in timings]) / 1e9 if starts else np.array([0.0])
+    chunk_bytes = int(np.prod(cell.chunks, dtype=np.int64)) * np.dtype(source.dtype).itemsize if cell.chunks else 0
+    nchunks = int(np.prod([-(-s // c) for s, c in zip(source.shape, cell.chunks)], dtype=np.int64)) if cell.chunks else 0
+    logical = int(np.prod(source.shape, dtype=np.int64)) * np.dtype(source.dtype).itemsize
+    if not is_write:
+        storage, file_bytes = _storage_of(job.file, job.dataset_path), os.path.getsize(job.file)
+    time_s = statistics.median(totals)
+    spread = max(totals) / min(totals) if min(totals) > 0 else float("nan")
+    req_median = float(np.median(all_req))
+    flags = []
+    if job.repeats > 1 and spread > UNSTABLE_SPREAD:
+        flags.append("unstable")
+    if req_median < SHORT_REQUEST_S:
+        flags.append("short")
+    if job.max_requests is not None:
+        flags.append("partial")
+    row = {
+        "schema_version": SCHEMA_VERSION, "cell_id": cell.cell_id, "chunks": shape_str(cell.chunks),
+        "filters": cell.filters.spec, "cache_nbytes": None, "cache_nslots": None, "cache_w0": None,
+        "op": cell.access.op, "block": shape_str(cell.access.block), "order": cell.access.order_str,
+        "random": cell.access.random, "requests": len(starts), "repeats": job.repeats, "cold": job.cold and not is_write,
+        "time_s": time_s, "time_s_min": min(totals), "time_s_max": max(totals),
+        "first_request_s": float(np.median([t.request_ns[0] for t in timings])) / 1e9 if starts else float("nan"),
+        "request_s_median": req_median,
+        "open_s": float(np.median([t.open_ns for t in timings])) / 1e9,
+        "close_s": float(np.median([t.close_ns for t in timings])) / 1e9,
+        "chunk_bytes": chunk_bytes, "nchunks": nchunks, "file_bytes": file_bytes, "storage_bytes": storage,
+        "logical_bytes": logical, "compression_ratio": logical / storage if storage else float("nan"),
+        "repack_s": job.repack_s, "spread": spread, "flags": ",".join(flags), "status": "ok",
+        "dataset_file": job.file if not is_write else "", "host": socket.gethostname(), "started_at": started,
+    }
+    nslots, nbytes, w0 = timings[0].cache
+    row.update(cache_nbytes=int(nbytes), cache_nslots=int(nslots), cache_w0=float(w0))
+    if job.trace:
+        row.update(whole)
+    row["elapsed_s"] = time.perf_counter() - t_cell
+    return row, req_df, io_df
+
+
+def _storage_of(path: str, dset: str) -> int:
+    from h5py import h5d, h5f
+
+    fid = h5f.open(path.encode(), h5f.ACC_RDONLY)
+    try:
+        return h5d.open(fid, dset.encode()).get_storage_size()
+    finally:
+        fid.close()
+
+
+def _data_source(job: CellJob):
+    from ccp.workload.datagen import DatasetReader, Generator
+
+    if job.generate is not None:
+        return Generator(job.generate)
+    import h5py
+
+    f = h5py.File(job.user_file, "r")   # read-only; closed with the worker
+    return DatasetReader(f[job.dataset_path])
+
+
+def scratch_dir(base: Path | None = None) -> Path:
+    return Path(tempfile.mkdtemp(prefix="ccp-cell-", dir=base))

@@ -1,0 +1,106 @@
+"""The run folder: every finished cell committed atomically, so an interrupted sweep resumes.
+
+A cell is finished when its row is in ``cells.csv``. Its per-request and I/O parts are written first
+(``requests.parquet/<cell_id>.parquet``, ``io.parquet/<cell_id>.parquet``: directories that pandas
+reads as one table), each by write-to-temp-then-rename, so a kill at any moment leaves either the
+whole part or none; a rerun rewrites the parts of unfinished cells under the same names.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from ccp.errors import CcpError
+from ccp.store.schema import CELL_COLUMNS, SCHEMA_VERSION
+
+
+def new_run_dir(root: Path, name: str) -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = Path(root) / name / stamp
+    n = 1
+    while out.exists():
+        n += 1
+        out = Path(root) / name / f"{stamp}-{n}"
+    return out
+
+
+def _atomic_write(path: Path, write) -> None:
+    """``write(tmp_path)`` then rename over ``path``; a crash leaves the old file or the new one."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        write(tmp)
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise CcpError(f"cannot write {path}: {exc.strerror or exc}") from None
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+class RunStore:
+    def __init__(self, run_dir: Path):
+        self.dir = Path(run_dir)
+        self.cells_csv = self.dir / "cells.csv"
+        self.cells_parquet = self.dir / "cells.parquet"
+        self.requests_dir = self.dir / "requests.parquet"
+        self.io_dir = self.dir / "io.parquet"
+        self._rows: list[dict] = []
+
+    # -- opening ---------------------------------------------------------
+    def open(self, sweep_doc: dict, dataset_identity: str) -> None:
+        """Create the folder, or check a resumed one holds a run of the same dataset."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        meta_path = self.dir / "run.json"
+        if meta_path.exists():
+            meta = json.loads(meta_path.read_text())
+            if meta.get("schema_version") != SCHEMA_VERSION:
+                raise CcpError(f"--out {self.dir}: written by results schema {meta.get('schema_version')}, this ccp writes {SCHEMA_VERSION}; use a new --out")
+            if meta.get("dataset_identity") != dataset_identity:
+                raise CcpError(f"--out {self.dir}: holds a run of a different dataset; use a new --out to keep both")
+        else:
+            meta = {"schema_version": SCHEMA_VERSION, "dataset_identity": dataset_identity}
+            _atomic_write(meta_path, lambda p: p.write_text(json.dumps(meta, indent=2)))
+        _atomic_write(self.dir / "sweep.yaml", lambda p: p.write_text(yaml.safe_dump(sweep_doc, sort_keys=False)))
+        self.requests_dir.mkdir(exist_ok=True)
+        self.io_dir.mkdir(exist_ok=True)
+        if self.cells_csv.exists():
+            df = pd.read_csv(self.cells_csv, keep_default_na=False, na_values=[""])
+            self._rows = df.to_dict("records")
+
+    def write_env(self, env: dict) -> None:
+        _atomic_write(self.dir / "env.json", lambda p: p.write_text(json.dumps(env, indent=2, default=str)))
+
+    # -- cells -----------------------------------------------------------
+    def done_ids(self, include_failed: bool = False) -> set[str]:
+        return {r["cell_id"] for r in self._rows if include_failed or str(r.get("status")) == "ok"}
+
+    def write_parts(self, cid: str, requests: pd.DataFrame | None, io: pd.DataFrame | None) -> None:
+        """A cell's per-request and I/O tables; written before its row (workers call this)."""
+        for folder, df in ((self.requests_dir, requests), (self.io_dir, io)):
+            part = folder / f"{cid}.parquet"
+            if df is not None and len(df):
+                _atomic_write(part, lambda p, df=df: df.to_parquet(p, index=False))
+            else:
+                part.unlink(missing_ok=True)
+
+    def commit_row(self, row: dict) -> None:
+        """The row is the cell's commit record: once it is in cells.csv the cell is finished."""
+        cid = row["cell_id"]
+        self._rows = [r for r in self._rows if r["cell_id"] != cid] + [{c: row.get(c) for c in CELL_COLUMNS} | {
+            k: v for k, v in row.items() if k not in CELL_COLUMNS}]
+        df = self.cells_frame()
+        _atomic_write(self.cells_csv, lambda p: df.to_csv(p, index=False))
+        _atomic_write(self.cells_parquet, lambda p: df.to_parquet(p, index=False))
+
+    def cells_frame(self) -> pd.DataFrame:
+        cols = CELL_COLUMNS + sorted({k for r in self._rows for k in r} - set(CELL_COLUMNS))
+        return pd.DataFrame(self._rows, columns=cols)

@@ -1,0 +1,119 @@
+"""Work files: one real HDF5 file per distinct layout, made once and reused across cells and runs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ccp.errors import CcpError
+from ccp.units import format_bytes, shape_str
+
+SLAB_BYTES = 32 * 1024 * 1024   # write whole-chunk slabs of about this size (seed 003's buffer)
+
+
+def layout_key(source, dataset_path: str, chunks, filters) -> str:
+    text = "|".join([source.identity, dataset_path, shape_str(chunks), filters.spec, str(source.maxshape),
+                     str(source.fillvalue), np.dtype(source.dtype).str])
+    return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
+def make_dcpl(source, chunks, filters):
+    """Dataset creation property list for a layout; the fill value and maxshape come from the source."""
+    from h5py import h5p, h5t
+
+    dcpl = h5p.create(h5p.DATASET_CREATE)
+    if chunks is not None:
+        dcpl.set_chunk(tuple(int(c) for c in chunks))
+        filters.apply(dcpl, np.dtype(source.dtype))
+    if source.fillvalue is not None:
+        dcpl.set_fill_value(np.array(source.fillvalue, dtype=source.dtype))
+    _ = h5t  # noqa
+    return dcpl
+
+
+def create_dataset(fid, path: str, source, chunks, filters, shape=None):
+    """Create the dataset (and its parent groups) empty, in the given layout. Returns a DatasetID."""
+    from h5py import h5d, h5p, h5s, h5t
+
+    shape = tuple(source.shape if shape is None else shape)
+    maxshape = tuple(h5s.UNLIMITED if m is None else m for m in source.maxshape)
+    space = h5s.create_simple(shape, maxshape)
+    lcpl = h5p.create(h5p.LINK_CREATE)
+    lcpl.set_create_intermediate_group(True)
+    tid = h5t.py_create(np.dtype(source.dtype), logical=True)
+    return h5d.create(fid, path.encode(), tid, space, dcpl=make_dcpl(source, chunks, filters), lcpl=lcpl)
+
+
+def slab_plan(shape, chunks, itemsize: int):
+    """Slabs along dim 0 made of whole chunk rows, about SLAB_BYTES each: (start, count) pairs."""
+    row_bytes = int(np.prod(shape[1:], dtype=np.int64)) * itemsize
+    step = chunks[0] if chunks is not None else 1
+    rows = max(step, (SLAB_BYTES // max(1, row_bytes)) // step * step)
+    for r in range(0, shape[0], rows):
+        n = min(rows, shape[0] - r)
+        yield (r, *([0] * (len(shape) - 1))), (n, *shape[1:])
+
+
+def check_disk(folder: Path, needed: int, what: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(folder).free
+    if free < needed * 1.1 + 64 * 1024 * 1024:
+        raise CcpError(f"disk: {what} needs about {format_bytes(needed)} in {folder} but only {format_bytes(free)} is free")
+
+
+def write_layout_file(out: Path, source, data, dataset_path: str, chunks, filters) -> float:
+    """Write ``data`` (a Generator or DatasetReader) to a new file in this layout; returns seconds."""
+    import h5py
+    from h5py import h5f, h5p, h5s
+
+    tmp = out.with_name(out.name + f".tmp-{os.getpid()}")
+    t0 = time.perf_counter()
+    try:
+        fapl = h5p.create(h5p.FILE_ACCESS)
+        fapl.set_libver_bounds(h5f.LIBVER_EARLIEST, h5f.LIBVER_LATEST)
+        fid = h5f.create(str(tmp).encode(), h5f.ACC_TRUNC, fapl=fapl)
+        try:
+            ds = create_dataset(fid, dataset_path, source, chunks, filters)
+            fspace = ds.get_space()
+            for start, count in slab_plan(source.shape, chunks, np.dtype(source.dtype).itemsize):
+                block = data.read(start, count)
+                fspace.select_hyperslab(start, count)
+                ds.write(h5s.create_simple(count), fspace, block)
+            ds.close() if hasattr(ds, "close") else None
+            del ds
+        finally:
+            fid.close()
+        os.replace(tmp, out)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _ = h5py
+    return time.perf_counter() - t0
+
+
+def ensure_layout_file(work_dir: Path, sweep, source, chunks, filters) -> tuple[Path, float]:
+    """The work file for a layout, made if missing. Returns (path, seconds spent making it; 0 if reused)."""
+    import h5py
+
+    from ccp.workload.datagen import DatasetReader, Generator
+
+    work_dir = Path(work_dir)
+    out = work_dir / f"{sweep.name}-{layout_key(source, sweep.dataset.path, chunks, filters)}.h5"
+    meta = out.with_name(out.name + ".json")
+    if out.exists():
+        seconds = json.loads(meta.read_text()).get("seconds", 0.0) if meta.exists() else 0.0
+        return out, seconds
+    logical = int(np.prod(source.shape, dtype=np.int64)) * np.dtype(source.dtype).itemsize
+    check_disk(work_dir, logical, f"the work file for chunks {shape_str(chunks)} / {filters.spec}")
+    if sweep.dataset.generate is not None:
+        return out, write_layout_file(out, source, Generator(sweep.dataset.generate), sweep.dataset.path, chunks, filters)
+    with h5py.File(sweep.dataset.file, "r") as f:
+        seconds = write_layout_file(out, source, DatasetReader(f[sweep.dataset.path]), sweep.dataset.path, chunks, filters)
+    meta.write_text(json.dumps({"seconds": seconds, "from": str(sweep.dataset.file)}))
+    return out, seconds

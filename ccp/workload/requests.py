@@ -1,0 +1,56 @@
+"""Request plans: the hyperslabs a cell reads or writes, in order. Pure numpy, no I/O."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class RequestPlan:
+    """``starts[i]`` and ``counts[i]`` are the i-th request's hyperslab (edge blocks clipped)."""
+
+    starts: np.ndarray   # (n, rank) int64
+    counts: np.ndarray   # (n, rank) int64
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+
+def block_grid(shape, block) -> tuple[int, ...]:
+    """Blocks per dimension, edge blocks included."""
+    return tuple(-(-s // b) for s, b in zip(shape, block))
+
+
+def tile_requests(shape, block, order=None) -> RequestPlan:
+    """Tile the dataset with blocks; ``order`` lists dims slowest first (default C order)."""
+    shape, block = np.asarray(shape, np.int64), np.asarray(block, np.int64)
+    rank = len(shape)
+    order = list(order) if order is not None else list(range(rank))
+    grid = block_grid(shape, block)
+    # Enumerate block coordinates in the requested dim order: the last listed dim varies fastest.
+    idx = np.indices([grid[d] for d in order]).reshape(rank, -1).T     # (n, rank) in `order` dims
+    coords = np.empty_like(idx)
+    coords[:, order] = idx
+    starts = coords * block
+    counts = np.minimum(block, shape - starts)
+    return RequestPlan(starts.astype(np.int64), counts.astype(np.int64))
+
+
+def random_requests(shape, block, n: int, seed: int = 0) -> RequestPlan:
+    """``n`` block-aligned requests drawn uniformly (with replacement) from the block grid."""
+    shape, block = np.asarray(shape, np.int64), np.asarray(block, np.int64)
+    grid = np.asarray(block_grid(shape, block), np.int64)
+    rng = np.random.default_rng(seed)
+    coords = np.stack([rng.integers(0, g, size=n) for g in grid], axis=1) if len(grid) else np.zeros((n, 0), np.int64)
+    starts = coords * block
+    counts = np.minimum(block, shape - starts)
+    return RequestPlan(starts.astype(np.int64), counts.astype(np.int64))
+
+
+def plan_for(access, shape) -> RequestPlan:
+    """The plan of an :class:`~ccp.config.sweep.AccessSpec` over a dataset shape."""
+    if access.random:
+        return random_requests(shape, access.block, access.random, access.seed)
+    return tile_requests(shape, access.block, access.order)
