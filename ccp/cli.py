@@ -169,3 +169,5 @@ def _register_optional_commands() -> None:
 
 
 _register_optional_commands()
+if __name__ == "__main__":
+    main()

@@ -7,6 +7,7 @@ committed as they finish, and a rerun with the same ``--out`` skips them.
 
 from __future__ import annotations
 
+import faulthandler
 import multiprocessing
 import os
 import shutil
@@ -171,6 +172,7 @@ def _run_inline(job: CellJob, store: RunStore, work_dir: Path, on_progress) -> d
 def _worker(job: CellJob, store: RunStore, work_dir: Path, conn) -> None:
     """Child process: measure, write the parts, send the row (or the reason it failed)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)    # the parent decides what an interrupt means
+    faulthandler.disable()                           # a crash is reported by the parent, in one line
     last = [0.0]
 
     def send_progress(stage, i, n):

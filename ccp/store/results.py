@@ -72,6 +72,8 @@ class RunStore:
         _atomic_write(self.dir / "sweep.yaml", lambda p: p.write_text(yaml.safe_dump(sweep_doc, sort_keys=False)))
         self.requests_dir.mkdir(exist_ok=True)
         self.io_dir.mkdir(exist_ok=True)
+        for stale in [*self.dir.glob(".*.tmp-*"), *self.requests_dir.glob(".*.tmp-*"), *self.io_dir.glob(".*.tmp-*")]:
+            stale.unlink(missing_ok=True)      # left by a killed run; never part of a result
         if self.cells_csv.exists():
             df = pd.read_csv(self.cells_csv, keep_default_na=False, na_values=[""])
             self._rows = df.to_dict("records")
