@@ -60,18 +60,27 @@ def main():
 @click.option("--cell-timeout", type=float, default=None, help="Seconds after which a cell is stopped and recorded failed.")
 @click.option("--no-isolate", is_flag=True, help="Run cells in this process instead of one worker process each.")
 @click.option("--no-report", is_flag=True, help="Do not write report.html at the end.")
-def run(sweep, out, quick, work_dir, cell_timeout, no_isolate, no_report):
+@click.option("--executor", type=click.Choice(["local", "dask"]), default="local", show_default=True,
+              help="Where cells run: here, one worker process each, or on a Dask distributed cluster.")
+@click.option("--scheduler", help="Dask scheduler address, e.g. tcp://10.0.0.5:8786 (with --executor dask).")
+@click.option("--resources", default="benchmark=1", show_default=True,
+              help="Dask worker resources each cell needs: start workers with the same (dask worker --resources benchmark=1) "
+                   "so each runs one benchmark at a time.")
+def run(sweep, out, quick, work_dir, cell_timeout, no_isolate, no_report, executor, scheduler, resources):
     """Run a sweep: every cell of its matrix, timed and traced.
 
     \b
     Example:
       ccp run configs/quickstart.yaml
       ccp run configs/cris.yaml --out results/cris/full   # rerun the same line to resume
+      ccp run sweep.yaml --executor dask --scheduler tcp://head:8786
     """
+    from ccp.cluster import parse_resources
     from ccp.engine import run_sweep
 
     summary = run_sweep(sweep, out=out, quick=quick, work_dir=work_dir, isolate=not no_isolate,
-                        cell_timeout=cell_timeout, report=not no_report, echo=click.echo)
+                        cell_timeout=cell_timeout, report=not no_report, echo=click.echo, executor=executor,
+                        scheduler=scheduler, resources=parse_resources(resources) if executor == "dask" else None)
     click.echo(f"{summary.ran} cell(s) run, {summary.skipped} already done, {summary.failed} failed")
     click.echo(f"results: {summary.run_dir}")
     if summary.report:
@@ -150,6 +159,35 @@ def check(sweep):
     click.echo(f"{sweep}: valid; dataset {sw.dataset.path} {source.shape} {source.dtype.str}; {len(cells)} cells")
     for c in cells:
         click.echo(f"  {c.cell_id}  {c.label()}")
+
+
+@main.command()
+@click.option("--work", "work_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("results/work"),
+              show_default=True, help="The work folder to empty.")
+@click.option("--dry-run", is_flag=True, help="List what would be removed.")
+def clean(work_dir, dry_run):
+    """Remove generated and repacked work files (run folders are kept).
+
+    \b
+    Example:
+      ccp clean --dry-run
+    """
+    from ccp.units import format_bytes
+
+    if not work_dir.exists():
+        click.echo(f"{work_dir}: nothing to clean")
+        return
+    files = [p for p in work_dir.rglob("*") if p.is_file()]
+    total = sum(p.stat().st_size for p in files)
+    if dry_run:
+        for p in files:
+            click.echo(str(p))
+        click.echo(f"would remove {len(files)} file(s), {format_bytes(total)}")
+        return
+    import shutil
+
+    shutil.rmtree(work_dir)
+    click.echo(f"removed {len(files)} file(s), {format_bytes(total)} from {work_dir}")
 
 
 def _register_optional_commands() -> None:

@@ -59,7 +59,8 @@ def _status_line(text: str, tty: bool, stream) -> None:
 
 def run_sweep(sweep_path, *, out: Path | None = None, quick: bool = False, results_root: Path = Path("results"),
               work_dir: Path | None = None, isolate: bool = True, cell_timeout: float | None = None,
-              report: bool = True, echo=print, stream=None) -> RunSummary:
+              report: bool = True, echo=print, stream=None, executor: str = "local", scheduler: str | None = None,
+              resources: dict | None = None) -> RunSummary:
     stream = stream or sys.stderr
     tty = stream.isatty()
     sweep, source, cells = prepare(sweep_path)
@@ -80,7 +81,28 @@ def run_sweep(sweep_path, *, out: Path | None = None, quick: bool = False, resul
          f"results in {run_dir}")
     failed = 0
     t_start = time.perf_counter()
-    for k, cell in enumerate(todo):
+
+    def finished(cell, row):
+        nonlocal failed
+        store.commit_row(row)
+        ok = row["status"] == "ok"
+        failed += not ok
+        detail = (f"{format_seconds(row['time_s'])}" + (f", raw reads {format_count(row['raw_reads'])}"
+                  if row.get("raw_reads") is not None else "") + (f" on {row['host']}" if executor == "dask" else "")
+                  if ok else row["status"])
+        echo(f"  {'ok    ' if ok else 'FAILED'} {cell.label()}: {detail}")
+
+    if executor == "dask":
+        if not scheduler:
+            raise CcpError("--executor dask needs --scheduler tcp://HOST:PORT")
+        from ccp.cluster import run_on_dask
+        for cell, row, req, io in run_on_dask(todo, sweep, source, work_dir, quick, scheduler, resources or {}):
+            if row["status"] == "ok":
+                store.write_parts(cell.cell_id, req, io)
+            finished(cell, row)
+    elif executor != "local":
+        raise CcpError(f"--executor: unknown executor {executor!r}; use local or dask")
+    for k, cell in enumerate(todo if executor == "local" else []):
         elapsed = time.perf_counter() - t_start
         eta = elapsed / k * (len(todo) - k) if k else None
         head = f"[{k + 1}/{len(todo)}] {cell.label()}"
@@ -89,23 +111,15 @@ def run_sweep(sweep_path, *, out: Path | None = None, quick: bool = False, resul
             tail = f" | ETA {format_seconds(eta)}" if eta is not None else ""
             _status_line(f"{head}: {stage} {format_count(i)}/{format_count(n)} req{tail}", tty, stream)
 
-        try:
-            job = _job_for(cell, sweep, source, work_dir, quick)
-        except CcpError:
-            raise
+        job = _job_for(cell, sweep, source, work_dir, quick)
         if isolate:
             row = _run_isolated(job, store, work_dir, on_progress, cell_timeout)
         else:
             row = _run_inline(job, store, work_dir, on_progress)
-        store.commit_row(row)
         if tty:
             _status_line("", tty, stream)
             stream.write("\r")
-        ok = row["status"] == "ok"
-        failed += not ok
-        echo(f"  {'ok    ' if ok else 'FAILED'} {cell.label()}: " +
-             (f"{format_seconds(row['time_s'])}" + (f", raw reads {format_count(row['raw_reads'])}" if row.get('raw_reads') is not None else "")
-              if ok else row["status"]))
+        finished(cell, row)
     summary = RunSummary(run_dir, len(cells), len(todo), len(cells) - len(todo), failed)
     if report:
         from ccp.report import write_report
