@@ -16,8 +16,6 @@ import numpy as np
 # Never the LOG_FILE_* or LOG_FLAVOR flags: with buf_size 0 they crash the process.
 _LINE = re.compile(rb"^\s*(\d+)-\s*(\d+)\s+\(\s*(\d+) bytes\)\s+\(H5FD_MEM_(\w+)\)\s+(Read|Written)\s+\([\d.]+s @ ([\d.]+)\)",
                    re.MULTILINE)
-MEM_TYPES = {"DRAW": "draw", "SUPER": "super", "BTREE": "btree", "OHDR": "ohdr", "LHEAP": "lheap",
-             "GHEAP": "gheap", "DEFAULT": "default", "NOLIST": "nolist"}
 
 
 def log_fapl(log_path: Path):
@@ -29,6 +27,10 @@ def log_fapl(log_path: Path):
     return fapl
 
 
+MEM_NAMES = np.array(["draw", "super", "btree", "ohdr", "lheap", "gheap", "default", "nolist", "other"], dtype=object)
+_MEM_CODE = {name.upper().encode(): i for i, name in enumerate(MEM_NAMES)}
+
+
 @dataclass(frozen=True)
 class IoOps:
     """Operations of one traced pass, in log order (numpy columns)."""
@@ -37,27 +39,49 @@ class IoOps:
     size: np.ndarray       # int64
     is_raw: np.ndarray     # bool: H5FD_MEM_DRAW
     is_write: np.ndarray   # bool
-    mem_type: np.ndarray   # object: 'draw', 'ohdr', ...
+    mem_code: np.ndarray   # int8 index into MEM_NAMES
     t_us: np.ndarray       # int64 microseconds, CLOCK_MONOTONIC
 
     def __len__(self) -> int:
         return len(self.offset)
 
+    @property
+    def mem_type(self) -> np.ndarray:
+        return MEM_NAMES[self.mem_code]
 
-def parse_log(path: Path) -> IoOps:
-    rows = _LINE.findall(Path(path).read_bytes())
+
+def _parse_block(text: bytes):
+    rows = _LINE.findall(text)
     if not rows:
-        e = np.empty(0, np.int64)
-        return IoOps(e, e, e.astype(bool), e.astype(bool), e.astype(object), e)
+        return None
     start, _end, size, mem, kind, t = zip(*rows)
-    return IoOps(
-        offset=np.array(start, dtype=np.int64),
-        size=np.array(size, dtype=np.int64),
-        is_raw=np.array([m == b"DRAW" for m in mem]),
-        is_write=np.array([k == b"Written" for k in kind]),
-        mem_type=np.array([MEM_TYPES.get(m.decode(), m.decode().lower()) for m in mem], dtype=object),
-        t_us=np.rint(np.array(t, dtype=np.float64) * 1e6).astype(np.int64),
-    )
+    mem_code = np.array([_MEM_CODE.get(m, len(MEM_NAMES) - 1) for m in mem], dtype=np.int8)
+    return (np.array(start, dtype=np.int64), np.array(size, dtype=np.int64), mem_code == 0,
+            np.array([k == b"Written" for k in kind]), mem_code,
+            np.rint(np.array(t, dtype=np.float64) * 1e6).astype(np.int64))
+
+
+def parse_log(path: Path, block_bytes: int = 64 * 1024 * 1024) -> IoOps:
+    """Parse in blocks of whole lines, so a log of millions of operations stays within bounded memory."""
+    parts = []
+    with open(path, "rb") as fh:
+        tail = b""
+        while True:
+            data = fh.read(block_bytes)
+            if not data:
+                break
+            data = tail + data
+            cut = data.rfind(b"\n") + 1
+            tail = data[cut:]
+            parsed = _parse_block(data[:cut])
+            if parsed:
+                parts.append(parsed)
+        if tail and (parsed := _parse_block(tail)):
+            parts.append(parsed)
+    if not parts:
+        e = np.empty(0, np.int64)
+        return IoOps(e, e, e.astype(bool), e.astype(bool), e.astype(np.int8), e)
+    return IoOps(*[np.concatenate(c) for c in zip(*parts)])
 
 
 def attribute(ops: IoOps, win_start_ns: np.ndarray, win_end_ns: np.ndarray) -> np.ndarray:

@@ -24,6 +24,7 @@ from ccp.units import shape_str
 
 UNSTABLE_SPREAD = 1.5      # max/min over passes above this: flagged "unstable"
 SHORT_REQUEST_S = 2e-6     # median request below this: flagged "short" (timer cost is ~0.05 us)
+IO_TRACE_MAX = 2_000_000   # file-level operations kept per cell in io.parquet (counts are always exact)
 
 
 @dataclass
@@ -243,6 +244,7 @@ def measure(job: CellJob, scratch: Path, progress: Progress | None = None):
 
     io_df = None
     io_counts = None
+    io_truncated = False
     traced = None
     if job.trace:
         log_path = scratch / "trace.log"
@@ -263,12 +265,15 @@ def measure(job: CellJob, scratch: Path, progress: Progress | None = None):
         nreq = len(starts)
         phase_of = np.array(["file", "open"] + ["request"] * nreq + ["close"], dtype=object)
         req_of = np.concatenate([[-1, -1], np.arange(nreq), [nreq]])
+        keep = slice(0, IO_TRACE_MAX)     # counts above are exact; the stored trace is capped
         io_df = pd.DataFrame({
-            "schema_version": SCHEMA_VERSION, "cell_id": cell.cell_id, "seq": np.arange(len(ops)),
-            "phase": phase_of[owner + 1], "request": req_of[owner + 1],
-            "kind": np.where(ops.is_write, "write", "read"), "mem_type": ops.mem_type,
-            "offset": ops.offset, "size": ops.size, "t_s": (ops.t_us - (ws[0] // 1000 if len(ws) else 0)) / 1e6,
+            "schema_version": SCHEMA_VERSION, "cell_id": cell.cell_id, "seq": np.arange(len(ops))[keep],
+            "phase": phase_of[owner[keep] + 1], "request": req_of[owner[keep] + 1],
+            "kind": np.where(ops.is_write[keep], "write", "read"), "mem_type": ops.mem_type[keep],
+            "offset": ops.offset[keep], "size": ops.size[keep],
+            "t_s": (ops.t_us[keep] - (ws[0] // 1000 if len(ws) else 0)) / 1e6,
         })
+        io_truncated = len(ops) > IO_TRACE_MAX
         whole = iolog.totals(ops)
 
     # requests table: timed passes, then the traced pass with its I/O counts
@@ -301,6 +306,8 @@ def measure(job: CellJob, scratch: Path, progress: Progress | None = None):
         flags.append("short")
     if job.max_requests is not None:
         flags.append("partial")
+    if io_truncated:
+        flags.append("io-trace-truncated")
     row = {
         "schema_version": SCHEMA_VERSION, "cell_id": cell.cell_id, "chunks": shape_str(cell.chunks),
         "filters": cell.filters.spec, "cache_nbytes": None, "cache_nslots": None, "cache_w0": None,
