@@ -21,6 +21,9 @@ class CcpGroup(click.Group):
         except CcpError as exc:
             click.echo(f"ccp: error: {exc}", err=True)
             sys.exit(exc.exit_code)
+        except BrokenPipeError:              # `ccp check x.yaml | head`: the reader left; not an error
+            sys.stderr.close()
+            sys.exit(0)
         except KeyboardInterrupt:
             click.echo("\nccp: interrupted; finished cells are saved: rerun with the same --out to resume", err=True)
             sys.exit(130)

@@ -36,6 +36,7 @@ class GenerateSpec:
     seed: int = 0
     maxshape: tuple[int | None, ...] | None = None
     fillvalue: float | int | None = None
+    written_by: tuple[int, ...] | None = None   # block the work file is written with (sets chunk allocation order)
 
 
 @dataclass(frozen=True)
@@ -160,7 +161,7 @@ def parse_data(value, where: str) -> str:
 
 
 def parse_generate(raw, where: str) -> GenerateSpec:
-    _check_keys(raw, ("shape", "dtype", "data", "seed", "maxshape", "fillvalue"), where)
+    _check_keys(raw, ("shape", "dtype", "data", "seed", "maxshape", "fillvalue", "written_by"), where)
     if "shape" not in raw:
         raise ConfigError(f"{where}.shape", "missing: the dataset's dimensions, like [60, 30, 9, 717]")
     shape = parse_shape(raw["shape"], f"{where}.shape")
@@ -176,8 +177,14 @@ def parse_generate(raw, where: str) -> GenerateSpec:
     fill = raw.get("fillvalue")
     if fill is not None and (isinstance(fill, bool) or not isinstance(fill, (int, float))):
         raise ConfigError(f"{where}.fillvalue", f"expected a number, got {fill!r}")
+    written_by = None
+    if raw.get("written_by") is not None:
+        written_by = parse_shape(raw["written_by"], f"{where}.written_by")
+        if len(written_by) != len(shape):
+            raise ConfigError(f"{where}.written_by", f"has rank {len(written_by)} but shape {list(shape)} has rank {len(shape)}")
     return GenerateSpec(shape=shape, dtype=dtype, data=parse_data(raw.get("data", "normal"), f"{where}.data"),
-                        seed=_int(raw.get("seed", 0), f"{where}.seed", lo=0), maxshape=maxshape, fillvalue=fill)
+                        seed=_int(raw.get("seed", 0), f"{where}.seed", lo=0), maxshape=maxshape, fillvalue=fill,
+                        written_by=written_by)
 
 
 def parse_dataset(raw, where: str, base_dir: Path) -> DatasetSpec:
@@ -351,7 +358,8 @@ def sweep_as_dict(sweep: Sweep, dataset_shape=None) -> dict:
     if sweep.dataset.generate:
         g = sweep.dataset.generate
         ds["generate"] = {"shape": list(g.shape), "dtype": g.dtype.str, "data": g.data, "seed": g.seed,
-                          "maxshape": list(g.maxshape) if g.maxshape else None, "fillvalue": g.fillvalue}
+                          "maxshape": list(g.maxshape) if g.maxshape else None, "fillvalue": g.fillvalue,
+                          "written_by": list(g.written_by) if g.written_by else None}
     else:
         ds["file"] = str(sweep.dataset.file)
     access = [{"op": a.op, "block": list(a.block), "order": list(a.order) if a.order else None,

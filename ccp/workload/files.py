@@ -67,7 +67,7 @@ def check_disk(folder: Path, needed: int, what: str) -> None:
         raise CcpError(f"disk: {what} needs about {format_bytes(needed)} in {folder} but only {format_bytes(free)} is free")
 
 
-def write_layout_file(out: Path, source, data, dataset_path: str, chunks, filters) -> float:
+def write_layout_file(out: Path, source, data, dataset_path: str, chunks, filters, written_by=None) -> float:
     """Write ``data`` (a Generator or DatasetReader) to a new file in this layout; returns seconds."""
     import h5py
     from h5py import h5f, h5p, h5s
@@ -81,7 +81,13 @@ def write_layout_file(out: Path, source, data, dataset_path: str, chunks, filter
         try:
             ds = create_dataset(fid, dataset_path, source, chunks, filters)
             fspace = ds.get_space()
-            for start, count in slab_plan(source.shape, chunks, np.dtype(source.dtype).itemsize):
+            if written_by is not None:      # the user's write pattern: chunks are allocated in this order
+                from ccp.workload.requests import tile_requests
+                plan = tile_requests(source.shape, written_by)
+                pieces = [(tuple(map(int, s)), tuple(map(int, c))) for s, c in zip(plan.starts, plan.counts)]
+            else:
+                pieces = slab_plan(source.shape, chunks, np.dtype(source.dtype).itemsize)
+            for start, count in pieces:
                 block = data.read(start, count)
                 fspace.select_hyperslab(start, count)
                 ds.write(h5s.create_simple(count), fspace, block)
@@ -112,7 +118,8 @@ def ensure_layout_file(work_dir: Path, sweep, source, chunks, filters) -> tuple[
     logical = int(np.prod(source.shape, dtype=np.int64)) * np.dtype(source.dtype).itemsize
     check_disk(work_dir, logical, f"the work file for chunks {shape_str(chunks)} / {filters.spec}")
     if sweep.dataset.generate is not None:
-        return out, write_layout_file(out, source, Generator(sweep.dataset.generate), sweep.dataset.path, chunks, filters)
+        g = sweep.dataset.generate
+        return out, write_layout_file(out, source, Generator(g), sweep.dataset.path, chunks, filters, g.written_by)
     with h5py.File(sweep.dataset.file, "r") as f:
         seconds = write_layout_file(out, source, DatasetReader(f[sweep.dataset.path]), sweep.dataset.path, chunks, filters)
     meta.write_text(json.dumps({"seconds": seconds, "from": str(sweep.dataset.file)}))

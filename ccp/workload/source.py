@@ -28,6 +28,8 @@ def describe_source(dataset) -> SourceInfo:
         g = dataset.generate
         maxshape = g.maxshape if g.maxshape is not None else g.shape
         ident = f"generate:{list(g.shape)}:{g.dtype.str}:{g.data}:{g.seed}"
+        if g.written_by:
+            ident += f":written_by={list(g.written_by)}"
         return SourceInfo(g.shape, g.dtype, tuple(maxshape), g.fillvalue, None, FilterPipeline(), ident)
     import h5py
 
