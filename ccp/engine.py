@@ -92,34 +92,37 @@ def run_sweep(sweep_path, *, out: Path | None = None, quick: bool = False, resul
                   if ok else row["status"])
         echo(f"  {'ok    ' if ok else 'FAILED'} {cell.label()}: {detail}")
 
-    if executor == "dask":
-        if not scheduler:
-            raise CcpError("--executor dask needs --scheduler tcp://HOST:PORT")
-        from ccp.cluster import run_on_dask
-        for cell, row, req, io in run_on_dask(todo, sweep, source, work_dir, quick, scheduler, resources or {}):
-            if row["status"] == "ok":
-                store.write_parts(cell.cell_id, req, io)
+    try:
+        if executor == "dask":
+            if not scheduler:
+                raise CcpError("--executor dask needs --scheduler tcp://HOST:PORT")
+            from ccp.cluster import run_on_dask
+            for cell, row, req, io in run_on_dask(todo, sweep, source, work_dir, quick, scheduler, resources or {}):
+                if row["status"] == "ok":
+                    store.write_parts(cell.cell_id, req, io)
+                finished(cell, row)
+        elif executor != "local":
+            raise CcpError(f"--executor: unknown executor {executor!r}; use local or dask")
+        for k, cell in enumerate(todo if executor == "local" else []):
+            elapsed = time.perf_counter() - t_start
+            eta = elapsed / k * (len(todo) - k) if k else None
+            head = f"[{k + 1}/{len(todo)}] {cell.label()}"
+
+            def on_progress(stage, i, n, head=head, eta=eta):
+                tail = f" | ETA {format_seconds(eta)}" if eta is not None else ""
+                _status_line(f"{head}: {stage} {format_count(i)}/{format_count(n)} req{tail}", tty, stream)
+
+            job = _job_for(cell, sweep, source, work_dir, quick)
+            if isolate:
+                row = _run_isolated(job, store, work_dir, on_progress, cell_timeout)
+            else:
+                row = _run_inline(job, store, work_dir, on_progress)
+            if tty:
+                _status_line("", tty, stream)
+                stream.write("\r")
             finished(cell, row)
-    elif executor != "local":
-        raise CcpError(f"--executor: unknown executor {executor!r}; use local or dask")
-    for k, cell in enumerate(todo if executor == "local" else []):
-        elapsed = time.perf_counter() - t_start
-        eta = elapsed / k * (len(todo) - k) if k else None
-        head = f"[{k + 1}/{len(todo)}] {cell.label()}"
-
-        def on_progress(stage, i, n, head=head, eta=eta):
-            tail = f" | ETA {format_seconds(eta)}" if eta is not None else ""
-            _status_line(f"{head}: {stage} {format_count(i)}/{format_count(n)} req{tail}", tty, stream)
-
-        job = _job_for(cell, sweep, source, work_dir, quick)
-        if isolate:
-            row = _run_isolated(job, store, work_dir, on_progress, cell_timeout)
-        else:
-            row = _run_inline(job, store, work_dir, on_progress)
-        if tty:
-            _status_line("", tty, stream)
-            stream.write("\r")
-        finished(cell, row)
+    finally:
+        store.finalize()     # also when interrupted: cells.parquet matches cells.csv
     summary = RunSummary(run_dir, len(cells), len(todo), len(cells) - len(todo), failed)
     if report:
         from ccp.report import write_report
