@@ -161,8 +161,9 @@ class DatasetModel:
     ``chunks=None`` models a contiguous dataset (sieve buffer only). ``stored_chunk_bytes(coords)``
     gives a chunk's size on disk (what a load reads and, for filtered data, what a flush writes);
     default: the uncompressed full chunk. ``allocated`` says which chunks exist in the file when
-    the handle opens (None/True: all, False/empty: none, or a predicate / collection of coords);
-    for a contiguous dataset only its truth value matters.
+    the handle opens (None/True: all, False/empty: none, or a predicate / collection of coords;
+    False or an empty collection also means the chunk index does not exist yet, so reads before
+    the first write do nothing at all); for a contiguous dataset only its truth value matters.
     """
 
     def __init__(self, shape: Sequence[int], chunks: Optional[Sequence[int]], itemsize: int, *,
@@ -195,6 +196,10 @@ class DatasetModel:
         self.chunk_bytes = self.grid.chunk_nbytes(self.itemsize)
         self._stored = stored_chunk_bytes or (lambda c: self.chunk_bytes)
         self._initially_allocated = _allocated_predicate(allocated)
+        # H5D__read skips a dataset whose chunk index does not exist yet and has nothing cached
+        # (fill value, no chunk-cache activity at all). The index is created by the first write.
+        self._index_exists = not (allocated is False or
+                                  (isinstance(allocated, Collection) and len(allocated) == 0))
         self._written: set[Coords] = set()          # chunks allocated while the handle is open
         self._slots: dict[int, _Entry] = {}
         self._head: Optional[_Entry] = None
@@ -248,6 +253,9 @@ class DatasetModel:
     def _chunked_request(self, t: _Tally, op: str, start: Coords, count: Coords) -> None:
         grid = self.grid
         assert grid is not None
+        if op == "read" and not self._index_exists and self._nused == 0:
+            return
+        self._index_exists = True
         for coords in grid.chunks_touched(start, count):
             naccessed = grid.selected_in_chunk(start, count, coords) * self.itemsize
             ent = self._lookup(coords)

@@ -1,0 +1,182 @@
+"""The model against HDF5 itself: per-request raw-data I/O under the log VFD must agree exactly."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ccp.model import CacheParams, ChunkGrid, simulate, summarise
+
+SETTINGS = settings(max_examples=int(__import__("os").environ.get("CCP_MODEL_EXAMPLES", "40")), deadline=None, derandomize=False,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+DTYPES = {"i1": 1, "i2": 2, "i4": 4, "f8": 8}
+NSLOTS = [0, 1, 2, 3, 4, 5, 6, 7, 8, 11, 16, 17, 521]
+W0 = [0.0, 0.3, 0.5, 0.75, 0.9, 1.0]
+MAX_REQUESTS = 30
+
+
+def tiles(shape, block, order):
+    """Hyperslabs tiling ``shape`` with ``block`` (edge tiles clipped), in C or Fortran order."""
+    ranges = [range(0, s, b) for s, b in zip(shape, block)]
+    if order == "F":
+        starts = [tuple(reversed(p)) for p in itertools.product(*reversed(ranges))]
+    else:
+        starts = list(itertools.product(*ranges))
+    return [(st_, tuple(min(b, s - o) for o, b, s in zip(st_, block, shape))) for st_ in starts]
+
+
+@st.composite
+def layouts(draw, contiguous_ok=False):
+    rank = draw(st.integers(1, 3))
+    hi = {1: 40, 2: 12, 3: 7}[rank]
+    shape = tuple(draw(st.lists(st.integers(1, hi), min_size=rank, max_size=rank)))
+    if contiguous_ok and draw(st.booleans()):
+        chunks = None
+    else:
+        chunks = tuple(draw(st.integers(1, s)) for s in shape)
+    dtype = draw(st.sampled_from(sorted(DTYPES)))
+    return shape, chunks, dtype
+
+
+@st.composite
+def slabs(draw, shape):
+    start = tuple(draw(st.integers(0, s - 1)) for s in shape)
+    count = tuple(draw(st.integers(1, s - o)) for s, o in zip(shape, start))
+    return start, count
+
+
+@st.composite
+def request_lists(draw, shape, ops=("read",)):
+    """Tilings (C, Fortran or shuffled order, maybe twice) plus random hyperslabs."""
+    block = tuple(draw(st.integers(1, s)) for s in shape)
+    order = draw(st.sampled_from(["C", "F", "shuffled"]))
+    reqs = tiles(shape, block, "F" if order == "F" else "C")
+    if order == "shuffled":
+        reqs = draw(st.permutations(reqs))
+    reqs = reqs * draw(st.integers(1, 2))
+    reqs = reqs[:MAX_REQUESTS] + draw(st.lists(slabs(shape), max_size=4))
+    return [(draw(st.sampled_from(ops)), s, c) for s, c in reqs]
+
+
+@st.composite
+def caches(draw, chunk_bytes):
+    nbytes = draw(st.one_of(
+        st.sampled_from([0, max(chunk_bytes - 1, 0), chunk_bytes, chunk_bytes + 1, 2 * chunk_bytes,
+                         5 * chunk_bytes // 2, 3 * chunk_bytes, 4 * chunk_bytes]),
+        st.integers(0, 4 * chunk_bytes)))
+    return CacheParams(nbytes=nbytes, nslots=draw(st.sampled_from(NSLOTS)), w0=draw(st.sampled_from(W0)))
+
+
+def _cmp(pred, obs, *, write_bytes=True):
+    got = [(p.op, p.raw_reads, p.raw_read_bytes, p.raw_writes, p.raw_write_bytes if write_bytes else None)
+           for p in pred]
+    want = [(p.op, o.raw_reads, o.raw_read_bytes, o.raw_writes, o.raw_write_bytes if write_bytes else None)
+            for p, o in zip(pred, obs)]
+    assert len(pred) == len(obs)
+    assert got == want
+
+
+class _Files:
+    """Unique file names inside one test's tmp_path (hypothesis reuses the fixture)."""
+
+    def __init__(self, root):
+        self.root, self.n = root, itertools.count()
+
+    def new(self):
+        return self.root / f"f{next(self.n)}.h5"
+
+
+# --------------------------------------------------------------------------------------- reads
+@SETTINGS
+@given(data=st.data(), layout=layouts(contiguous_ok=True), filtered=st.booleans())
+def test_reads_match_hdf5(h5trace, tmp_path, data, layout, filtered):
+    shape, chunks, dtype = layout
+    filtered = filtered and chunks is not None
+    itemsize = DTYPES[dtype]
+    chunk_bytes = math.prod(chunks or shape) * itemsize
+    cache = data.draw(caches(chunk_bytes), label="cache")
+    requests = data.draw(request_lists(shape), label="requests")
+    path = _Files(tmp_path).new()
+    h5trace.make_file(path, shape, chunks, dtype, filtered=filtered, prewrite=[((0,) * len(shape), shape)])
+    sizes = h5trace.stored_chunk_sizes(path) if chunks else {}
+    obs = h5trace.trace(path, requests, cache, dtype)
+    pred = simulate(shape, chunks, itemsize, filtered=filtered, cache=cache, requests=requests,
+                    stored_chunk_bytes=sizes.__getitem__)
+    _cmp(pred, obs)
+    path.unlink()
+
+
+# -------------------------------------------------------------------------------------- writes
+@SETTINGS
+@given(data=st.data(), layout=layouts(contiguous_ok=True), filtered=st.booleans(),
+       pre=st.sampled_from(["none", "all", "some"]))
+def test_writes_and_mixed_match_hdf5(h5trace, tmp_path, data, layout, filtered, pre):
+    shape, chunks, dtype = layout
+    filtered = filtered and chunks is not None
+    itemsize = DTYPES[dtype]
+    chunk_bytes = math.prod(chunks or shape) * itemsize
+    cache = data.draw(caches(chunk_bytes), label="cache")
+    requests = data.draw(request_lists(shape, ops=("write", "write", "read")), label="requests")
+    if pre == "all":
+        prewrite = [((0,) * len(shape), shape)]
+    elif pre == "some":
+        prewrite = data.draw(st.lists(slabs(shape), min_size=1, max_size=3), label="prewrite")
+    else:
+        prewrite = []
+    if chunks is None:
+        allocated = bool(prewrite)
+    else:
+        g = ChunkGrid(shape, chunks)
+        allocated = {c for s, n in prewrite for c in g.chunks_touched(s, n)}
+    path = _Files(tmp_path).new()
+    h5trace.make_file(path, shape, chunks, dtype, filtered=filtered, prewrite=prewrite)
+    sizes = h5trace.stored_chunk_sizes(path) if chunks else {}
+    obs = h5trace.trace(path, requests, cache, dtype)
+    # Filtered: a read of a chunk that this handle rewrote reads its new compressed size, which
+    # the model cannot know -> compare byte counts only where sizes are knowable.
+    pred = simulate(shape, chunks, itemsize, filtered=filtered, cache=cache, requests=requests,
+                    stored_chunk_bytes=lambda c: sizes.get(c, chunk_bytes), allocated=allocated)
+    if filtered:
+        assert [(p.op, p.raw_reads, p.raw_writes) for p in pred] == \
+               [(p.op, o.raw_reads, o.raw_writes) for p, o in zip(pred, obs)]
+    else:
+        _cmp(pred, obs)
+    path.unlink()
+
+
+# ----------------------------------------------------------- the seed's write case, small scale
+@pytest.mark.parametrize("filtered", [False, True], ids=["none", "gzip"])
+@pytest.mark.parametrize("fits", [False, True], ids=["cache<chunk", "cache>chunk"])
+def test_plane_by_plane_write_case(h5trace, tmp_path, filtered, fits):
+    """Seed 001 at 40x10x10 int32, chunks 10x10x10 (4000 B): one plane per H5Dwrite."""
+    shape, chunks = (40, 10, 10), (10, 10, 10)
+    cache = CacheParams(nbytes=5 * 4000 if fits else 4000 // 2, nslots=521, w0=0.75)
+    requests = [("write", (i, 0, 0), (1, 10, 10)) for i in range(40)]
+    path = tmp_path / "planes.h5"
+    h5trace.make_file(path, shape, chunks, "i4", filtered=filtered)
+    obs = h5trace.trace(path, requests, cache, "i4")
+    pred = simulate(shape, chunks, 4, filtered=filtered, cache=cache, requests=requests, allocated=False)
+    tot = summarise(pred)
+    expected = {(False, False): (40, 0), (False, True): (4, 0), (True, False): (40, 36), (True, True): (4, 0)}
+    assert (tot.raw_writes, tot.raw_reads) == expected[filtered, fits]
+    assert sum(o.raw_writes for o in obs) == tot.raw_writes
+    assert [(p.raw_reads, p.raw_writes) for p in pred] == [(o.raw_reads, o.raw_writes) for o in obs]
+    if not filtered:
+        assert [p.raw_write_bytes for p in pred] == [o.raw_write_bytes for o in obs]
+
+
+def test_hash_slots_are_bit_packed_not_cindex(h5trace, tmp_path):
+    """3x3 chunks: (0,0) and (1,0) collide with 4 slots (packed keys 0, 4), not with 3 (cindex 0, 3)."""
+    path = tmp_path / "hash.h5"
+    h5trace.make_file(path, (12, 12), (4, 4), "i4", filtered=False, prewrite=[((0, 0), (12, 12))])
+    reqs = [("read", (0, 0), (1, 1)), ("read", (4, 0), (1, 1)), ("read", (0, 0), (1, 1))]
+    for nslots, third in [(4, 1), (3, 0)]:
+        cache = CacheParams(nbytes=10_000, nslots=nslots, w0=0.75)
+        obs = h5trace.trace(path, reqs, cache, "i4")
+        pred = simulate((12, 12), (4, 4), 4, filtered=False, cache=cache, requests=reqs)
+        assert [o.raw_reads for o in obs] == [p.raw_reads for p in pred] == [1, 1, third, 0]
