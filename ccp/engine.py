@@ -134,6 +134,11 @@ def _job_for(cell: Cell, sweep: Sweep, source, work_dir: Path, quick: bool) -> C
     repack_s = float("nan")
     if cell.access.op == "write":
         file = ""
+    elif cell.access.op == "copy":         # copy from the dataset as stored into the cell's layout
+        if sweep.dataset.file is not None:
+            file = str(sweep.dataset.file)
+        else:
+            file = str(ensure_layout_file(work_dir, sweep, source, source.chunks, source.filters)[0])
     elif cell.from_source:
         file = str(sweep.dataset.file)
     else:

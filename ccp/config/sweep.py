@@ -26,6 +26,7 @@ DEFAULT_DATASET_PATH = "/data"
 DEFAULT_REPEATS = 3
 DATA_KINDS = ("normal", "uniform", "randint", "smooth", "constant")
 SOURCE = "source"
+OPS = ("read", "write", "copy")
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,8 @@ class GenerateSpec:
     maxshape: tuple[int | None, ...] | None = None
     fillvalue: float | int | None = None
     written_by: tuple[int, ...] | None = None   # block the work file is written with (sets chunk allocation order)
+    chunks: tuple[int, ...] | None = None       # the layout the data is "stored" with: what `source` means
+    filters: FilterPipeline = FilterPipeline()
 
 
 @dataclass(frozen=True)
@@ -161,7 +164,7 @@ def parse_data(value, where: str) -> str:
 
 
 def parse_generate(raw, where: str) -> GenerateSpec:
-    _check_keys(raw, ("shape", "dtype", "data", "seed", "maxshape", "fillvalue", "written_by"), where)
+    _check_keys(raw, ("shape", "dtype", "data", "seed", "maxshape", "fillvalue", "written_by", "chunks", "filters"), where)
     if "shape" not in raw:
         raise ConfigError(f"{where}.shape", "missing: the dataset's dimensions, like [60, 30, 9, 717]")
     shape = parse_shape(raw["shape"], f"{where}.shape")
@@ -182,9 +185,15 @@ def parse_generate(raw, where: str) -> GenerateSpec:
         written_by = parse_shape(raw["written_by"], f"{where}.written_by")
         if len(written_by) != len(shape):
             raise ConfigError(f"{where}.written_by", f"has rank {len(written_by)} but shape {list(shape)} has rank {len(shape)}")
+    chunks = parse_chunks(raw.get("chunks"), f"{where}.chunks")
+    if chunks == SOURCE:
+        raise ConfigError(f"{where}.chunks", "is the stored layout itself; give a chunk shape or contiguous")
+    filters = parse_filters(raw.get("filters"), f"{where}.filters")
+    if chunks is None and not filters.is_none:
+        raise ConfigError(f"{where}.filters", "filters need chunks: give dataset.generate.chunks too")
     return GenerateSpec(shape=shape, dtype=dtype, data=parse_data(raw.get("data", "normal"), f"{where}.data"),
                         seed=_int(raw.get("seed", 0), f"{where}.seed", lo=0), maxshape=maxshape, fillvalue=fill,
-                        written_by=written_by)
+                        written_by=written_by, chunks=chunks, filters=filters)
 
 
 def parse_dataset(raw, where: str, base_dir: Path) -> DatasetSpec:
@@ -228,8 +237,8 @@ def parse_cache(value, where: str) -> CacheSpec:
 def parse_access(raw, where: str) -> AccessSpec:
     _check_keys(raw, ("op", "block", "order", "random", "seed"), where)
     op = raw.get("op", "read")
-    if op not in ("read", "write"):
-        raise ConfigError(f"{where}.op", f"must be read or write, got {op!r}{suggest(op, ('read', 'write'))}")
+    if op not in OPS:
+        raise ConfigError(f"{where}.op", f"must be read, write or copy, got {op!r}{suggest(op, OPS)}")
     if "block" not in raw:
         raise ConfigError(f"{where}.block", "missing: the shape of one request, like [1, 1, 1, 717]")
     block = parse_shape(raw["block"], f"{where}.block")
@@ -239,8 +248,8 @@ def parse_access(raw, where: str) -> AccessSpec:
         if sorted(order) != list(range(len(block))):
             raise ConfigError(f"{where}.order", f"must list each of the {len(block)} dims once, slowest first, got {list(order)}")
     random = _int(raw.get("random", 0), f"{where}.random", lo=0)
-    if random and op == "write":
-        raise ConfigError(f"{where}.random", "random requests are for reads; a write cell writes every block once")
+    if random and op != "read":
+        raise ConfigError(f"{where}.random", f"random requests are for reads; a {op} cell handles every block once")
     if random and order is not None:
         raise ConfigError(f"{where}.order", "order applies to tiling; drop it or drop random")
     return AccessSpec(op=op, block=block, order=order, random=random, seed=_int(raw.get("seed", 0), f"{where}.seed", lo=0))
@@ -282,13 +291,13 @@ def parse_sweep(raw, base_dir: Path = Path(".")) -> Sweep:
             filters.append(SOURCE)
         else:
             filters.append(parse_filters(v, f"matrix.filters[{i}]"))
-    if not from_file:
+    if not from_file and dataset.generate.chunks is None:
         for i, c in enumerate(chunks):
             if c == SOURCE:
-                raise ConfigError(f"matrix.chunks[{i}]", "`source` means the layout stored in `dataset.file`; this sweep generates its data")
+                raise ConfigError(f"matrix.chunks[{i}]", "`source` means the stored layout: give `dataset.file`, or `dataset.generate.chunks`")
         for i, f in enumerate(filters):
             if f == SOURCE:
-                raise ConfigError(f"matrix.filters[{i}]", "`source` means the filters stored in `dataset.file`; this sweep generates its data")
+                raise ConfigError(f"matrix.filters[{i}]", "`source` means the stored filters: give `dataset.file`, or `dataset.generate.chunks`/`filters`")
     cache = tuple(parse_cache(v, f"matrix.cache[{i}]") for i, v in enumerate(_as_list(matrix.get("cache", [DEFAULT_CACHE_NBYTES]), "matrix.cache")))
     access_raw = matrix.get("access")
     access = tuple(parse_access(v, f"matrix.access[{i}]") for i, v in enumerate(_as_list(access_raw, "matrix.access"))) if access_raw is not None else ()
@@ -335,13 +344,30 @@ def _parse_exclude(raw, where: str) -> dict:
     return out
 
 
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that rejects a key given twice in one mapping (PyYAML keeps the last one silently)."""
+
+
+def _no_duplicates(loader, node, deep=False):
+    seen = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+        seen.add(key)
+    return loader.construct_mapping(node, deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicates)
+
+
 def load_sweep(path) -> Sweep:
     """Read and validate a sweep file. YAML syntax errors name the line."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(str(path), "sweep file not found")
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = yaml.load(path.read_text(), Loader=_StrictLoader)  # noqa: S506 (a SafeLoader subclass)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
@@ -359,7 +385,8 @@ def sweep_as_dict(sweep: Sweep, dataset_shape=None) -> dict:
         g = sweep.dataset.generate
         ds["generate"] = {"shape": list(g.shape), "dtype": g.dtype.str, "data": g.data, "seed": g.seed,
                           "maxshape": list(g.maxshape) if g.maxshape else None, "fillvalue": g.fillvalue,
-                          "written_by": list(g.written_by) if g.written_by else None}
+                          "written_by": list(g.written_by) if g.written_by else None,
+                          "chunks": shape_str(g.chunks) if g.chunks else None, "filters": g.filters.spec}
     else:
         ds["file"] = str(sweep.dataset.file)
     access = [{"op": a.op, "block": list(a.block), "order": list(a.order) if a.order else None,

@@ -66,6 +66,8 @@ def expand(sweep: Sweep, source) -> list[Cell]:
     """All cells of the sweep, in matrix order, each checked against the dataset."""
     shape = source.shape
     rank = len(shape)
+    if source.chunks is not None and source.identity.startswith("generate:"):
+        check_chunks(source.chunks, source, "dataset.generate.chunks")
     access_list = sweep.access or (AccessSpec(op="read", block=tuple(shape)),)
     cells: list[Cell] = []
     seen = set()

@@ -84,6 +84,14 @@ def parse_log(path: Path, block_bytes: int = 64 * 1024 * 1024) -> IoOps:
     return IoOps(*[np.concatenate(c) for c in zip(*parts)])
 
 
+def merge(a: IoOps, b: IoOps) -> IoOps:
+    """Operations of two log files (a copy's destination and source) in time order."""
+    order = np.argsort(np.concatenate([a.t_us, b.t_us]), kind="stable")
+    return IoOps(*[np.concatenate([x, y])[order] for x, y in zip(
+        (a.offset, a.size, a.is_raw, a.is_write, a.mem_code, a.t_us),
+        (b.offset, b.size, b.is_raw, b.is_write, b.mem_code, b.t_us))])
+
+
 def attribute(ops: IoOps, win_start_ns: np.ndarray, win_end_ns: np.ndarray) -> np.ndarray:
     """Index of the window holding each op, or -1 for ops outside every window (file open/close)."""
     if len(ops) == 0:

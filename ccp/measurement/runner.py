@@ -135,8 +135,12 @@ def read_pass(job: CellJob, starts, counts, *, traced: bool, log_path: Path | No
 
 
 def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, traced: bool, log_path: Path | None,
-               progress: Progress) -> tuple[PassTiming, int]:
-    """Create the dataset empty in the cell's layout, write every block, close it. Returns (timing, storage)."""
+               progress: Progress, src_log: Path | None = None) -> tuple[PassTiming, int]:
+    """Create the dataset empty in the cell's layout, write every block, close it. Returns (timing, storage).
+
+    A copy cell (``data`` is None) reads each block from the stored dataset (``job.file``) inside the
+    timed request, as h5repack does; its traced pass logs the source file to ``src_log``.
+    """
     from h5py import h5d, h5f, h5p, h5s, h5t
 
     from ccp.workload.files import make_dcpl
@@ -150,6 +154,14 @@ def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, traced: bo
     n = len(starts)
     req = np.zeros(n, dtype=np.int64)
     windows = []
+    copying = data is None
+    if copying:
+        src_fid = h5f.open(job.file.encode(), h5f.ACC_RDONLY, iolog.log_fapl(src_log) if traced else None)
+        src_dapl = h5p.create(h5p.DATASET_ACCESS)
+        src_dapl.set_chunk_cache(cell.cache.nslots, cell.cache.nbytes, cell.cache.w0)
+        src = h5d.open(src_fid, job.dataset_path.encode(), src_dapl)
+        src_space = src.get_space()
+        bufs = {c: np.empty(c, dtype=dtype) for c in spaces}
     fid = h5f.create(str(out_file).encode(), h5f.ACC_TRUNC, fapl=fapl)
     try:
         maxshape = tuple(h5s.UNLIMITED if m is None else m for m in source.maxshape)
@@ -169,13 +181,23 @@ def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, traced: bo
         fspace = ds.get_space()
         for i in range(n):
             start, count = starts[i], counts[i]
-            block = data.read(start, count)          # generated outside the timed call
             fspace.select_hyperslab(start, count)
-            if traced:
-                _spin_to_next_us(t1)
-            t0 = clock()
-            ds.write(spaces[count], fspace, block, mtype)
-            t1 = clock()
+            if copying:
+                block = bufs[count]
+                src_space.select_hyperslab(start, count)
+                if traced:
+                    _spin_to_next_us(t1)
+                t0 = clock()
+                src.read(spaces[count], src_space, block, mtype)
+                ds.write(spaces[count], fspace, block, mtype)
+                t1 = clock()
+            else:
+                block = data.read(start, count)          # generated outside the timed call
+                if traced:
+                    _spin_to_next_us(t1)
+                t0 = clock()
+                ds.write(spaces[count], fspace, block, mtype)
+                t1 = clock()
             req[i] = t1 - t0
             if traced:
                 windows.append((t0, t1))
@@ -191,6 +213,9 @@ def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, traced: bo
         close_ns = t1 - t0
     finally:
         fid.close()
+        if copying:
+            src.close()
+            src_fid.close()
     return PassTiming(open_ns, req, close_ns, windows, effective), storage
 
 
@@ -222,8 +247,8 @@ def measure(job: CellJob, scratch: Path, progress: Progress | None = None):
     counts = [tuple(int(x) for x in c) for c in plan.counts]
     if job.max_requests is not None:
         starts, counts = starts[:job.max_requests], counts[:job.max_requests]
-    is_write = cell.access.op == "write"
-    data = _data_source(job) if is_write else None
+    is_write = cell.access.op in ("write", "copy")     # both create the dataset in the cell's layout
+    data = _data_source(job) if cell.access.op == "write" else None
     scratch = Path(scratch)
     scratch.mkdir(parents=True, exist_ok=True)
 
@@ -231,6 +256,8 @@ def measure(job: CellJob, scratch: Path, progress: Progress | None = None):
     storage = file_bytes = None
     for p in range(job.repeats):
         if is_write:
+            if job.cold and cell.access.op == "copy":
+                drop_file(job.file)
             out = scratch / f"pass{p}.h5"
             t, storage = write_pass(job, data, starts, counts, out, traced=False, log_path=None, progress=progress)
             file_bytes = out.stat().st_size
@@ -249,14 +276,19 @@ def measure(job: CellJob, scratch: Path, progress: Progress | None = None):
     if job.trace:
         log_path = scratch / "trace.log"
         log_path.unlink(missing_ok=True)
+        src_log = scratch / "source.log"
         if is_write:
-            traced, _ = write_pass(job, data, starts, counts, scratch / "traced.h5", traced=True, log_path=log_path, progress=progress)
+            traced, _ = write_pass(job, data, starts, counts, scratch / "traced.h5", traced=True, log_path=log_path,
+                                   progress=progress, src_log=src_log)
             (scratch / "traced.h5").unlink(missing_ok=True)
         else:
             if job.cold:
                 drop_file(job.file)
             traced = read_pass(job, starts, counts, traced=True, log_path=log_path, progress=progress)
         ops = iolog.parse_log(log_path)
+        if src_log.exists():           # a copy: the source file's reads belong to the same requests
+            ops = iolog.merge(ops, iolog.parse_log(src_log))
+            src_log.unlink()
         log_path.unlink(missing_ok=True)
         ws = np.array([w[0] for w in traced.windows], dtype=np.int64)
         we = np.array([w[1] for w in traced.windows], dtype=np.int64)
@@ -312,7 +344,7 @@ def measure(job: CellJob, scratch: Path, progress: Progress | None = None):
         "schema_version": SCHEMA_VERSION, "cell_id": cell.cell_id, "chunks": shape_str(cell.chunks),
         "filters": cell.filters.spec, "cache_nbytes": None, "cache_nslots": None, "cache_w0": None,
         "op": cell.access.op, "block": shape_str(cell.access.block), "order": cell.access.order_str,
-        "random": cell.access.random, "requests": len(starts), "repeats": job.repeats, "cold": job.cold and not is_write,
+        "random": cell.access.random, "requests": len(starts), "repeats": job.repeats, "cold": job.cold and cell.access.op != "write",
         "time_s": time_s, "time_s_min": min(totals), "time_s_max": max(totals),
         "first_request_s": float(np.median([t.request_ns[0] for t in timings])) / 1e9 if starts else float("nan"),
         "request_s_median": req_median,
@@ -321,7 +353,7 @@ def measure(job: CellJob, scratch: Path, progress: Progress | None = None):
         "chunk_bytes": chunk_bytes, "nchunks": nchunks, "file_bytes": file_bytes, "storage_bytes": storage,
         "logical_bytes": logical, "compression_ratio": logical / storage if storage else float("nan"),
         "repack_s": job.repack_s, "spread": spread, "flags": ",".join(flags), "status": "ok",
-        "dataset_file": job.file if not is_write else "", "host": socket.gethostname(), "started_at": started,
+        "dataset_file": job.file, "host": socket.gethostname(), "started_at": started,
     }
     nslots, nbytes, w0 = timings[0].cache
     row.update(cache_nbytes=int(nbytes), cache_nslots=int(nslots), cache_w0=float(w0))

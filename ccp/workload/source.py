@@ -30,7 +30,7 @@ def describe_source(dataset) -> SourceInfo:
         ident = f"generate:{list(g.shape)}:{g.dtype.str}:{g.data}:{g.seed}"
         if g.written_by:
             ident += f":written_by={list(g.written_by)}"
-        return SourceInfo(g.shape, g.dtype, tuple(maxshape), g.fillvalue, None, FilterPipeline(), ident)
+        return SourceInfo(g.shape, g.dtype, tuple(maxshape), g.fillvalue, g.chunks, g.filters, ident)
     import h5py
 
     path = dataset.file

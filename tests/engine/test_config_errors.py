@@ -40,6 +40,9 @@ CASES = [
     ("missing-shape", ("{shape: [8, 6], ", "{"), ["dataset.generate.shape", "missing"]),
     ("yaml-syntax", ("name: t", "name: [t"), ["YAML syntax error", "sweep.yaml:"]),
     ("bad-data-kind", ('dtype: "<f4"}', 'dtype: "<f4", data: gaussian}'), ["dataset.generate.data", "gaussian"]),
+    ("duplicate-key", ("repeats: 1", "repeats: 1\nrepeats: 2"), ["duplicate key 'repeats'", "sweep.yaml:"]),
+    ("copy-random", ("op: read, block: [1, 6]}", "op: copy, block: [1, 6], random: 3}"), ["matrix.access[0].random", "copy"]),
+    ("bad-generate-chunks", ('dtype: "<f4"}', 'dtype: "<f4", chunks: [9, 6]}'), ["dataset.generate.chunks[0]"]),
     ("repeats-zero", ("repeats: 1", "repeats: 0"), ["repeats", ">= 1"]),
     ("source-without-file", ("[[4, 6]]", "[source]"), ["matrix.chunks[0]", "source"]),
 ]

@@ -173,3 +173,29 @@ def test_cell_timeout(write_sweep, tmp_path, monkeypatch):
     summary = run(sweep, tmp_path, cell_timeout=3)
     assert summary.failed == 1
     assert cells(tmp_path).set_index("cell_id").loc[victim, "status"].startswith("failed: timeout")
+
+
+COPY = """
+name: copy
+dataset:
+  generate: {shape: [60, 60], dtype: "<f4", chunks: [20, 30], filters: "gzip:1"}
+matrix:
+  chunks: [[30, 20]]
+  filters: ["gzip:1"]
+  cache: ["0B"]                       # no chunk cache: every partial access goes to the file
+  access:
+    - {op: copy, block: [60, 60]}     # one request: each source chunk read once, each destination chunk written once
+    - {op: copy, block: [20, 30]}     # aligned with the source chunks only
+repeats: 1
+"""
+
+
+def test_copy_reads_the_stored_layout_and_writes_the_cell_layout(write_sweep, tmp_path):
+    run(write_sweep(COPY), tmp_path)
+    df = cells(tmp_path).set_index("block")
+    whole, src_aligned = df.loc["60x60"], df.loc["20x30"]
+    assert (whole.raw_reads, whole.raw_writes) == (6, 6)
+    # each 20x30 block covers one source chunk (1 read) and parts of two destination chunks:
+    # with no cache, every partial destination chunk is read back, merged and written again
+    assert src_aligned.raw_reads > 6 and src_aligned.raw_writes > 6
+    assert src_aligned.dataset_file.endswith(".h5")
