@@ -1,0 +1,50 @@
+"""Write seed 004's netCDF-4 file: pr(time=1560, lat=128, lon=256) float32, chunks 64x128x256, deflate 1.
+
+    .venv/bin/python notebooks/make_seed004_file.py [OUT] [--time N]
+
+The blog's file (pr_A1_z1_64_128_256.nc, CCSM precipitation) is not available here; this writes a
+stand-in of the same shape, chunking and compression with the netCDF4 library (so it is a real
+netCDF-4 file: dimensions, coordinate variables, attributes), filled with a smooth field plus noise.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+
+def make(out: Path, ntime: int = 1560, nlat: int = 128, nlon: int = 256, seed: int = 0) -> Path:
+    import netCDF4
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    rng = np.random.default_rng(seed)
+    with netCDF4.Dataset(tmp, "w", format="NETCDF4") as nc:
+        nc.createDimension("time", None)
+        nc.createDimension("lat", nlat)
+        nc.createDimension("lon", nlon)
+        nc.createVariable("time", "f8", ("time",))[:] = np.arange(ntime) * 30.0
+        nc.createVariable("lat", "f4", ("lat",))[:] = np.linspace(-90, 90, nlat)
+        nc.createVariable("lon", "f4", ("lon",))[:] = np.linspace(0, 360, nlon, endpoint=False)
+        pr = nc.createVariable("pr", "f4", ("time", "lat", "lon"), zlib=True, complevel=1, shuffle=False,
+                               chunksizes=(min(64, ntime), nlat, nlon))
+        pr.units = "kg m-2 s-1"
+        lat = np.linspace(-np.pi / 2, np.pi / 2, nlat)[:, None]
+        lon = np.linspace(0, 2 * np.pi, nlon)[None, :]
+        for t0 in range(0, ntime, 64):
+            n = min(64, ntime - t0)
+            t = (t0 + np.arange(n))[:, None, None]
+            field = 3e-5 * (1 + np.cos(lat) * np.sin(lon + t / 12.0))
+            pr[t0:t0 + n] = (field * rng.lognormal(0.0, 0.5, size=(n, nlat, nlon))).astype("f4")
+    tmp.replace(out)
+    return out
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out", nargs="?", type=Path, default=Path(__file__).resolve().parent.parent / "results/seed004/pr_A1_z1_64_128_256.nc")
+    ap.add_argument("--time", type=int, default=1560)
+    a = ap.parse_args()
+    print(make(a.out, a.time))
