@@ -68,13 +68,15 @@ def stored_chunk_sizes(path: Path) -> dict[tuple[int, ...], int]:
 
 
 def trace(path: Path, requests: Sequence[tuple[str, Sequence[int], Sequence[int]]], cache: CacheParams,
-          dtype: str) -> list[Observed]:
+          dtype: str, sieve_buf_size: Optional[int] = None) -> list[Observed]:
     """Replay ``requests`` on ``path:/d`` under the log VFD; one Observed per request, then the close."""
     log = Path(str(path) + ".log")
     log.unlink(missing_ok=True)
     writing = any(op == "write" for op, _, _ in requests)
     fapl = h5p.create(h5p.FILE_ACCESS)
     fapl.set_fapl_log(str(log).encode(), h5fd.LOG_LOC_IO | h5fd.LOG_TIME_IO, 0)
+    if sieve_buf_size is not None:
+        fapl.set_sieve_buf_size(sieve_buf_size)
     fid = h5f.open(str(path).encode(), h5f.ACC_RDWR if writing else h5f.ACC_RDONLY, fapl=fapl)
     dapl = h5p.create(h5p.DATASET_ACCESS)
     dapl.set_chunk_cache(cache.nslots, cache.nbytes, cache.w0)

@@ -17,7 +17,7 @@ SETTINGS = settings(max_examples=int(__import__("os").environ.get("CCP_MODEL_EXA
 DTYPES = {"i1": 1, "i2": 2, "i4": 4, "f8": 8}
 NSLOTS = [0, 1, 2, 3, 4, 5, 6, 7, 8, 11, 16, 17, 521]
 W0 = [0.0, 0.3, 0.5, 0.75, 0.9, 1.0]
-MAX_REQUESTS = 30
+MAX_REQUESTS = 36
 
 
 def tiles(shape, block, order):
@@ -32,13 +32,20 @@ def tiles(shape, block, order):
 
 @st.composite
 def layouts(draw, contiguous_ok=False):
+    """Either any shape with any chunks, or a grid of 1-8 chunks per dim with random edge chunks."""
     rank = draw(st.integers(1, 3))
-    hi = {1: 40, 2: 12, 3: 7}[rank]
-    shape = tuple(draw(st.lists(st.integers(1, hi), min_size=rank, max_size=rank)))
-    if contiguous_ok and draw(st.booleans()):
-        chunks = None
-    else:
+    if draw(st.booleans()):
+        hi = {1: 40, 2: 12, 3: 7}[rank]
+        shape = tuple(draw(st.lists(st.integers(1, hi), min_size=rank, max_size=rank)))
         chunks = tuple(draw(st.integers(1, s)) for s in shape)
+    else:
+        hi = {1: 8, 2: 4, 3: 3}[rank]
+        chunks = tuple(draw(st.lists(st.integers(1, hi), min_size=rank, max_size=rank)))
+        grid = tuple(draw(st.lists(st.integers(1, {1: 8, 2: 4, 3: 3}[rank]), min_size=rank, max_size=rank)))
+        shape = tuple(c * n - draw(st.integers(0, c - 1)) for c, n in zip(chunks, grid))
+        chunks = tuple(min(c, s) for c, s in zip(chunks, shape))
+    if contiguous_ok and draw(st.integers(0, 4)) == 0:
+        chunks = None
     dtype = draw(st.sampled_from(sorted(DTYPES)))
     return shape, chunks, dtype
 
@@ -51,25 +58,49 @@ def slabs(draw, shape):
 
 
 @st.composite
-def request_lists(draw, shape, ops=("read",)):
-    """Tilings (C, Fortran or shuffled order, maybe twice) plus random hyperslabs."""
-    block = tuple(draw(st.integers(1, s)) for s in shape)
+def small_slabs(draw, shape, chunks):
+    """A hyperslab of at most about one chunk."""
+    lim = chunks or tuple(max(1, s // 3) for s in shape)
+    start = tuple(draw(st.integers(0, s - 1)) for s in shape)
+    count = tuple(draw(st.integers(1, min(c, s - o))) for c, s, o in zip(lim, shape, start))
+    return start, count
+
+
+@st.composite
+def request_lists(draw, shape, chunks, ops=("read",)):
+    """Tilings (C, Fortran or shuffled order, one to three passes) plus random hyperslabs, or
+    random small hyperslabs revisiting a few chunks (hits, slot collisions and pruning order)."""
+    if draw(st.integers(0, 2)) == 0:
+        reqs = draw(st.lists(small_slabs(shape, chunks), min_size=8, max_size=MAX_REQUESTS))
+        return [(draw(st.sampled_from(ops)), s, c) for s, c in reqs]
+    if chunks is not None and draw(st.booleans()):
+        block = tuple(draw(st.integers(1, c)) for c in chunks)          # sub-chunk blocks: revisits
+    else:
+        block = tuple(draw(st.integers(1, s)) for s in shape)
     order = draw(st.sampled_from(["C", "F", "shuffled"]))
     reqs = tiles(shape, block, "F" if order == "F" else "C")
     if order == "shuffled":
         reqs = draw(st.permutations(reqs))
-    reqs = reqs * draw(st.integers(1, 2))
-    reqs = reqs[:MAX_REQUESTS] + draw(st.lists(slabs(shape), max_size=4))
+    reqs = (reqs * draw(st.integers(1, 3)))[:MAX_REQUESTS]
+    reqs = reqs + draw(st.lists(slabs(shape), max_size=4))
     return [(draw(st.sampled_from(ops)), s, c) for s, c in reqs]
 
 
 @st.composite
 def caches(draw, chunk_bytes):
-    nbytes = draw(st.one_of(
-        st.sampled_from([0, max(chunk_bytes - 1, 0), chunk_bytes, chunk_bytes + 1, 2 * chunk_bytes,
-                         5 * chunk_bytes // 2, 3 * chunk_bytes, 4 * chunk_bytes]),
-        st.integers(0, 4 * chunk_bytes)))
+    """nbytes from 0 to a few chunks (often exactly k chunks, or one byte either side)."""
+    if draw(st.booleans()):
+        nbytes = max(0, draw(st.integers(0, 5)) * chunk_bytes + draw(st.sampled_from([-1, 0, 0, 1])))
+    else:
+        nbytes = draw(st.integers(0, 5 * chunk_bytes))
     return CacheParams(nbytes=nbytes, nslots=draw(st.sampled_from(NSLOTS)), w0=draw(st.sampled_from(W0)))
+
+
+def sieve_sizes(draw, shape, chunks, itemsize):
+    """Contiguous only: the default 64 KiB, or a small sieve (down to one element)."""
+    if chunks is not None or draw(st.booleans()):
+        return 64 * 1024
+    return draw(st.integers(itemsize, 2 * math.prod(shape) * itemsize))
 
 
 def _cmp(pred, obs, *, write_bytes=True):
@@ -100,13 +131,14 @@ def test_reads_match_hdf5(h5trace, tmp_path, data, layout, filtered):
     itemsize = DTYPES[dtype]
     chunk_bytes = math.prod(chunks or shape) * itemsize
     cache = data.draw(caches(chunk_bytes), label="cache")
-    requests = data.draw(request_lists(shape), label="requests")
+    requests = data.draw(request_lists(shape, chunks), label="requests")
     path = _Files(tmp_path).new()
     h5trace.make_file(path, shape, chunks, dtype, filtered=filtered, prewrite=[((0,) * len(shape), shape)])
     sizes = h5trace.stored_chunk_sizes(path) if chunks else {}
-    obs = h5trace.trace(path, requests, cache, dtype)
+    sieve = sieve_sizes(data.draw, shape, chunks, itemsize)
+    obs = h5trace.trace(path, requests, cache, dtype, sieve_buf_size=sieve)
     pred = simulate(shape, chunks, itemsize, filtered=filtered, cache=cache, requests=requests,
-                    stored_chunk_bytes=sizes.__getitem__)
+                    stored_chunk_bytes=sizes.__getitem__, sieve_buf_size=sieve)
     _cmp(pred, obs)
     path.unlink()
 
@@ -121,7 +153,7 @@ def test_writes_and_mixed_match_hdf5(h5trace, tmp_path, data, layout, filtered, 
     itemsize = DTYPES[dtype]
     chunk_bytes = math.prod(chunks or shape) * itemsize
     cache = data.draw(caches(chunk_bytes), label="cache")
-    requests = data.draw(request_lists(shape, ops=("write", "write", "read")), label="requests")
+    requests = data.draw(request_lists(shape, chunks, ops=("write", "write", "read")), label="requests")
     if pre == "all":
         prewrite = [((0,) * len(shape), shape)]
     elif pre == "some":
@@ -136,11 +168,13 @@ def test_writes_and_mixed_match_hdf5(h5trace, tmp_path, data, layout, filtered, 
     path = _Files(tmp_path).new()
     h5trace.make_file(path, shape, chunks, dtype, filtered=filtered, prewrite=prewrite)
     sizes = h5trace.stored_chunk_sizes(path) if chunks else {}
-    obs = h5trace.trace(path, requests, cache, dtype)
+    sieve = sieve_sizes(data.draw, shape, chunks, itemsize)
+    obs = h5trace.trace(path, requests, cache, dtype, sieve_buf_size=sieve)
     # Filtered: a read of a chunk that this handle rewrote reads its new compressed size, which
     # the model cannot know -> compare byte counts only where sizes are knowable.
     pred = simulate(shape, chunks, itemsize, filtered=filtered, cache=cache, requests=requests,
-                    stored_chunk_bytes=lambda c: sizes.get(c, chunk_bytes), allocated=allocated)
+                    stored_chunk_bytes=lambda c: sizes.get(c, chunk_bytes), allocated=allocated,
+                    sieve_buf_size=sieve)
     if filtered:
         assert [(p.op, p.raw_reads, p.raw_writes) for p in pred] == \
                [(p.op, o.raw_reads, o.raw_writes) for p, o in zip(pred, obs)]
@@ -180,3 +214,16 @@ def test_hash_slots_are_bit_packed_not_cindex(h5trace, tmp_path):
         obs = h5trace.trace(path, reqs, cache, "i4")
         pred = simulate((12, 12), (4, 4), 4, filtered=False, cache=cache, requests=reqs)
         assert [o.raw_reads for o in obs] == [p.raw_reads for p in pred] == [1, 1, third, 0]
+
+
+@pytest.mark.parametrize(("w0", "rereads"), [(1.0, 0), (0.75, 4)], ids=["w0=1", "w0=0.75"])
+def test_w0_one_overflows_cache_in_hdf5_too(h5trace, tmp_path, w0, rereads):
+    """4 partially read 8-byte chunks in a 16-byte cache: with w0 == 1 HDF5 keeps all four."""
+    path = tmp_path / "w0.h5"
+    h5trace.make_file(path, (8,), (2,), "i4", filtered=False, prewrite=[((0,), (8,))])
+    reqs = [("read", (2 * i,), (1,)) for i in range(4)] * 2
+    cache = CacheParams(nbytes=16, nslots=17, w0=w0)
+    obs = h5trace.trace(path, reqs, cache, "i4")
+    pred = simulate((8,), (2,), 4, filtered=False, cache=cache, requests=reqs)
+    assert [o.raw_reads for o in obs] == [p.raw_reads for p in pred]
+    assert sum(p.raw_reads for p in pred[4:]) == rereads
