@@ -69,7 +69,9 @@ def main():
 @click.option("--resources", default="benchmark=1", show_default=True,
               help="Dask worker resources each cell needs: start workers with the same (dask worker --resources benchmark=1) "
                    "so each runs one benchmark at a time.")
-def run(sweep, out, quick, work_dir, cell_timeout, no_isolate, no_report, executor, scheduler, resources):
+@click.option("--time-budget", help="Per-cell time for its passes (e.g. 60s, 5min); a cell that would overrun measures "
+                                    "a prefix of its requests and reports an extrapolated time (status extrapolated).")
+def run(sweep, out, quick, work_dir, cell_timeout, no_isolate, no_report, executor, scheduler, resources, time_budget):
     """Run a sweep: every cell of its matrix, timed and traced.
 
     \b
@@ -80,10 +82,12 @@ def run(sweep, out, quick, work_dir, cell_timeout, no_isolate, no_report, execut
     """
     from ccp.cluster import parse_resources
     from ccp.engine import run_sweep
+    from ccp.units import parse_duration
 
     summary = run_sweep(sweep, out=out, quick=quick, work_dir=work_dir, isolate=not no_isolate,
                         cell_timeout=cell_timeout, report=not no_report, echo=click.echo, executor=executor,
-                        scheduler=scheduler, resources=parse_resources(resources) if executor == "dask" else None)
+                        scheduler=scheduler, resources=parse_resources(resources) if executor == "dask" else None,
+                        time_budget=parse_duration(time_budget, "--time-budget") if time_budget else None)
     click.echo(f"{summary.ran} cell(s) run, {summary.skipped} already done, {summary.failed} failed")
     click.echo(f"results: {summary.run_dir}")
     if summary.report:
@@ -191,6 +195,42 @@ def clean(work_dir, dry_run):
 
     shutil.rmtree(work_dir)
     click.echo(f"removed {len(files)} file(s), {format_bytes(total)} from {work_dir}")
+
+
+@main.command()
+@click.argument("sweep", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per cell, keys named as in cells.csv.")
+@click.option("--work", "work_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("results/work"),
+              show_default=True, help="Work folder: existing layout files give exact stored chunk sizes.")
+def plan(sweep, as_json, work_dir):
+    """Predict a sweep without running it: requests, raw reads and writes, chunk loads, time, traps.
+
+    Counts come from ccp's model of HDF5's chunk cache; times from a short calibration of this
+    machine (a few seconds, cached in the work folder), for all of a cell's timed passes.
+
+    \b
+    Example:
+      ccp plan configs/cris.yaml
+      ccp plan configs/cris.yaml --json | jq '.[] | {block, cache_nbytes, raw_reads}'
+    """
+    from ccp.plan import plan_sweep
+    from ccp.units import format_bytes, format_count, format_seconds
+
+    rows = plan_sweep(sweep, work_dir)
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    total = 0.0
+    for r in rows:
+        total += r["time_s"]
+        click.echo(f"{r['cell_id']}  {r['op']} {r['block']} | chunks {r['chunks']} | {r['filters']} | cache "
+                   f"{format_bytes(r['cache_nbytes'])}/{r['cache_nslots']}/{r['cache_w0']:g}: {format_count(r['requests'])} requests, "
+                   f"{format_count(r['raw_reads'])} raw reads ({format_bytes(r['raw_read_bytes'])}), "
+                   f"{format_count(r['raw_writes'])} raw writes, {format_count(r['chunk_loads'])} chunk loads, "
+                   f"~{format_seconds(r['time_s'])}")
+        for t in r["traps"]:
+            click.echo(f"    TRAP {t}")
+    click.echo(f"{len(rows)} cells; predicted measuring time ~{format_seconds(total)} (timed passes; the traced pass adds about one more)")
 
 
 def _register_optional_commands() -> None:

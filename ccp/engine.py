@@ -24,7 +24,7 @@ from ccp.matrix.cells import Cell, expand
 from ccp.measurement import env as envmod
 from ccp.measurement.runner import CellJob, Progress, measure
 from ccp.store.results import RunStore, new_run_dir
-from ccp.store.schema import SCHEMA_VERSION
+from ccp.store.schema import FINISHED, SCHEMA_VERSION
 from ccp.units import format_count, format_seconds, shape_str
 from ccp.workload.files import ensure_layout_file
 from ccp.workload.source import describe_source
@@ -60,12 +60,14 @@ def _status_line(text: str, tty: bool, stream) -> None:
 def run_sweep(sweep_path, *, out: Path | None = None, quick: bool = False, results_root: Path = Path("results"),
               work_dir: Path | None = None, isolate: bool = True, cell_timeout: float | None = None,
               report: bool = True, echo=print, stream=None, executor: str = "local", scheduler: str | None = None,
-              resources: dict | None = None) -> RunSummary:
+              resources: dict | None = None, time_budget: float | None = None) -> RunSummary:
     stream = stream or sys.stderr
     tty = stream.isatty()
     sweep, source, cells = prepare(sweep_path)
     if quick:
         sweep = replace(sweep, repeats=1, cold=False)
+    if time_budget is not None:
+        sweep = replace(sweep, time_budget=time_budget)
     run_dir = Path(out) if out else new_run_dir(results_root, sweep.name)
     work_dir = Path(work_dir) if work_dir else Path(results_root) / "work"
     work_dir.mkdir(parents=True, exist_ok=True)
@@ -81,11 +83,14 @@ def run_sweep(sweep_path, *, out: Path | None = None, quick: bool = False, resul
          f"results in {run_dir}")
     failed = 0
     t_start = time.perf_counter()
+    from ccp.plan import calibrate
+    calibration = calibrate([c.filters for c in cells], source.dtype,
+                            sweep.dataset.generate.data if sweep.dataset.generate else "normal", work_dir)
 
     def finished(cell, row):
         nonlocal failed
         store.commit_row(row)
-        ok = row["status"] == "ok"
+        ok = row["status"] in FINISHED
         failed += not ok
         detail = (f"{format_seconds(row['time_s'])}" + (f", raw reads {format_count(row['raw_reads'])}"
                   if row.get("raw_reads") is not None else "") + (f" on {row['host']}" if executor == "dask" else "")
@@ -98,7 +103,7 @@ def run_sweep(sweep_path, *, out: Path | None = None, quick: bool = False, resul
                 raise CcpError("--executor dask needs --scheduler tcp://HOST:PORT")
             from ccp.cluster import run_on_dask
             for cell, row, req, io in run_on_dask(todo, sweep, source, work_dir, quick, scheduler, resources or {}):
-                if row["status"] == "ok":
+                if row["status"] in FINISHED:
                     store.write_parts(cell.cell_id, req, io)
                 finished(cell, row)
         elif executor != "local":
@@ -113,6 +118,8 @@ def run_sweep(sweep_path, *, out: Path | None = None, quick: bool = False, resul
                 _status_line(f"{head}: {stage} {format_count(i)}/{format_count(n)} req{tail}", tty, stream)
 
             job = _job_for(cell, sweep, source, work_dir, quick)
+            predicted, classes = predict(job, calibration)
+            job = replace(job, request_class=classes)
             if isolate:
                 row = _run_isolated(job, store, work_dir, on_progress, cell_timeout)
             else:
@@ -120,7 +127,7 @@ def run_sweep(sweep_path, *, out: Path | None = None, quick: bool = False, resul
             if tty:
                 _status_line("", tty, stream)
                 stream.write("\r")
-            finished(cell, row)
+            finished(cell, {**row, **predicted})
     finally:
         store.finalize()     # also when interrupted: cells.parquet matches cells.csv
     summary = RunSummary(run_dir, len(cells), len(todo), len(cells) - len(todo), failed)
@@ -148,7 +155,30 @@ def _job_for(cell: Cell, sweep: Sweep, source, work_dir: Path, quick: bool) -> C
             repack_s = seconds
     return CellJob(cell=cell, file=file, dataset_path=sweep.dataset.path, source=source,
                    generate=sweep.dataset.generate, user_file=str(sweep.dataset.file) if sweep.dataset.file else None,
-                   repeats=sweep.repeats, cold=sweep.cold, trace=not quick, repack_s=repack_s)
+                   repeats=sweep.repeats, cold=sweep.cold, trace=not quick, repack_s=repack_s,
+                   time_budget=sweep.time_budget)
+
+
+MAX_PREDICTED_REQUESTS = 200_000   # the model walks requests one by one: beyond this, no prediction
+
+
+def predict(job: CellJob, calibration) -> tuple[dict, object]:
+    """The model's ``predicted_*`` columns for a cell and its per-request cost classes (or ({}, None))."""
+    import numpy as np
+
+    from ccp.plan import predict_requests, stored_chunk_sizes, summarise_predictions
+    from ccp.workload.requests import plan_for
+
+    cell = job.cell
+    if len(plan_for(cell.access, job.source.shape)) > MAX_PREDICTED_REQUESTS:
+        return {}, None
+    stored = None
+    if job.file and cell.access.op == "read":
+        stored = stored_chunk_sizes(job.file, job.dataset_path)
+    preds = predict_requests(cell, job.source, stored)
+    keys = np.array([(p.chunk_loads, p.raw_reads, p.raw_writes, p.chunk_hits > 0) for p in preds[:-1]], dtype=np.int64)
+    classes = np.unique(keys, axis=0, return_inverse=True)[1].ravel() if len(keys) else np.zeros(0, np.int64)
+    return summarise_predictions(cell, job.source, preds, calibration), classes
 
 
 def failed_row(cell: Cell, reason: str) -> dict:

@@ -54,7 +54,9 @@ class CellJob:
     cold: bool
     trace: bool = True
     repack_s: float = float("nan")
-    max_requests: int | None = None  # measure only this prefix (time budgets)
+    max_requests: int | None = None  # measure only this prefix
+    time_budget: float | None = None # seconds for the cell's passes; past it, measure a prefix and extrapolate
+    request_class: object = None     # np.ndarray: per request, a class of like cost (from the model), for extrapolation
 
 
 class Progress:
@@ -85,7 +87,8 @@ def _spin_to_next_us(last_ns: int) -> None:
         pass
 
 
-def read_pass(job: CellJob, starts, counts, *, traced: bool, log_path: Path | None, progress: Progress) -> PassTiming:
+def read_pass(job: CellJob, starts, counts, *, traced: bool, log_path: Path | None, progress: Progress,
+              deadline_ns: int | None = None) -> PassTiming:
     from h5py import h5d, h5f, h5p, h5t
 
     clock = time.monotonic_ns if traced else time.perf_counter_ns
@@ -122,6 +125,9 @@ def read_pass(job: CellJob, starts, counts, *, traced: bool, log_path: Path | No
                 windows.append((t0, t1))
             if not i & 1023:
                 progress("traced pass" if traced else "timed pass", i, n)
+            if deadline_ns is not None and t1 > deadline_ns:   # time budget: stop here, a measured prefix
+                req = req[:i + 1]
+                break
         if traced:
             _spin_to_next_us(t1)
         t0 = clock()
@@ -135,7 +141,7 @@ def read_pass(job: CellJob, starts, counts, *, traced: bool, log_path: Path | No
 
 
 def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, traced: bool, log_path: Path | None,
-               progress: Progress, src_log: Path | None = None) -> tuple[PassTiming, int]:
+               progress: Progress, src_log: Path | None = None, deadline_ns: int | None = None) -> tuple[PassTiming, int]:
     """Create the dataset empty in the cell's layout, write every block, close it. Returns (timing, storage).
 
     A copy cell (``data`` is None) reads each block from the stored dataset (``job.file``) inside the
@@ -203,6 +209,9 @@ def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, traced: bo
                 windows.append((t0, t1))
             if not i & 1023:
                 progress("traced pass" if traced else "timed pass", i, n)
+            if deadline_ns is not None and t1 > deadline_ns:   # time budget: stop here, a measured prefix
+                req = req[:i + 1]
+                break
         storage = ds.get_storage_size()
         if traced:
             _spin_to_next_us(t1)
@@ -227,7 +236,7 @@ def _request_rows(cell_id: str, pass_no: int, timing: PassTiming, starts) -> dic
         "pass": [pass_no] * (n + 2),
         "phase": phases,
         "request": [-1] + list(range(n)) + [n],
-        "start": [""] + [shape_str(s) if len(s) else "" for s in starts] + [""],
+        "start": [""] + [shape_str(s) if len(s) else "" for s in starts[:n]] + [""],
         "time_s": np.concatenate([[timing.open_ns], timing.request_ns, [timing.close_ns]]) / 1e9,
     }
 
@@ -254,20 +263,26 @@ def measure(job: CellJob, scratch: Path, progress: Progress | None = None):
 
     timings: list[PassTiming] = []
     storage = file_bytes = None
+    n_full = len(starts)
+    per_pass_s = job.time_budget / (job.repeats + job.trace) if job.time_budget else None
     for p in range(job.repeats):
+        deadline_ns = time.perf_counter_ns() + int(per_pass_s * 1e9) if per_pass_s and p == 0 else None
         if is_write:
             if job.cold and cell.access.op == "copy":
                 drop_file(job.file)
             out = scratch / f"pass{p}.h5"
-            t, storage = write_pass(job, data, starts, counts, out, traced=False, log_path=None, progress=progress)
+            t, storage = write_pass(job, data, starts, counts, out, traced=False, log_path=None, progress=progress,
+                                    deadline_ns=deadline_ns)
             file_bytes = out.stat().st_size
             if p < job.repeats - 1:
                 out.unlink()
         else:
             if job.cold:
                 drop_file(job.file)
-            t = read_pass(job, starts, counts, traced=False, log_path=None, progress=progress)
+            t = read_pass(job, starts, counts, traced=False, log_path=None, progress=progress, deadline_ns=deadline_ns)
         timings.append(t)
+        if len(t.request_ns) < len(starts):      # over budget: every later pass measures this prefix
+            starts, counts = starts[:len(t.request_ns)], counts[:len(t.request_ns)]
 
     io_df = None
     io_counts = None
@@ -321,7 +336,17 @@ def measure(job: CellJob, scratch: Path, progress: Progress | None = None):
         req_df[k] = req_df[k].astype("Int64") if k in req_df else pd.array([pd.NA] * len(req_df), dtype="Int64")
     req_df = req_df[REQUEST_COLUMNS]
 
-    totals = [t.total_s for t in timings]
+    k = len(starts)
+    extrapolated = k < n_full
+    if extrapolated:
+        classes = np.asarray(job.request_class if job.request_class is not None else np.zeros(n_full, np.int64))
+        totals = [(t.open_ns + t.close_ns + _extrapolate(classes, k, t.request_ns)) / 1e9 for t in timings]
+        if job.trace:
+            for name in list(whole):
+                per_req = io_counts[name][1:k + 1]
+                whole[name] = int(round(whole[name] - per_req.sum() + _extrapolate(classes, k, per_req)))
+    else:
+        totals = [t.total_s for t in timings]
     all_req = np.concatenate([t.request_ns for t in timings]) / 1e9 if starts else np.array([0.0])
     chunk_bytes = int(np.prod(cell.chunks, dtype=np.int64)) * np.dtype(source.dtype).itemsize if cell.chunks else 0
     nchunks = int(np.prod([-(-s // c) for s, c in zip(source.shape, cell.chunks)], dtype=np.int64)) if cell.chunks else 0
@@ -336,7 +361,7 @@ def measure(job: CellJob, scratch: Path, progress: Progress | None = None):
         flags.append("unstable")
     if req_median < SHORT_REQUEST_S:
         flags.append("short")
-    if job.max_requests is not None:
+    if job.max_requests is not None or extrapolated:
         flags.append("partial")
     if io_truncated:
         flags.append("io-trace-truncated")
@@ -344,7 +369,7 @@ def measure(job: CellJob, scratch: Path, progress: Progress | None = None):
         "schema_version": SCHEMA_VERSION, "cell_id": cell.cell_id, "chunks": shape_str(cell.chunks),
         "filters": cell.filters.spec, "cache_nbytes": None, "cache_nslots": None, "cache_w0": None,
         "op": cell.access.op, "block": shape_str(cell.access.block), "order": cell.access.order_str,
-        "random": cell.access.random, "requests": len(starts), "repeats": job.repeats, "cold": job.cold and cell.access.op != "write",
+        "random": cell.access.random, "requests": n_full, "repeats": job.repeats, "cold": job.cold and cell.access.op != "write",
         "time_s": time_s, "time_s_min": min(totals), "time_s_max": max(totals),
         "first_request_s": float(np.median([t.request_ns[0] for t in timings])) / 1e9 if starts else float("nan"),
         "request_s_median": req_median,
@@ -352,7 +377,8 @@ def measure(job: CellJob, scratch: Path, progress: Progress | None = None):
         "close_s": float(np.median([t.close_ns for t in timings])) / 1e9,
         "chunk_bytes": chunk_bytes, "nchunks": nchunks, "file_bytes": file_bytes, "storage_bytes": storage,
         "logical_bytes": logical, "compression_ratio": logical / storage if storage else float("nan"),
-        "repack_s": job.repack_s, "spread": spread, "flags": ",".join(flags), "status": "ok",
+        "repack_s": job.repack_s, "spread": spread, "flags": ",".join(flags),
+        "status": "extrapolated" if extrapolated else "ok", "fraction_measured": k / n_full if n_full else 1.0,
         "dataset_file": job.file, "host": socket.gethostname(), "started_at": started,
     }
     nslots, nbytes, w0 = timings[0].cache
@@ -361,6 +387,20 @@ def measure(job: CellJob, scratch: Path, progress: Progress | None = None):
         row.update(whole)
     row["elapsed_s"] = time.perf_counter() - t_cell
     return row, req_df, io_df
+
+
+def _extrapolate(classes: np.ndarray, k: int, measured: np.ndarray) -> float:
+    """Sum over all requests, from the first ``k`` measured: each request costs the mean of its class.
+
+    Classes group requests the model predicts to do the same work (chunk loads, file reads, writes);
+    a class absent from the prefix costs the prefix's overall mean.
+    """
+    measured = np.asarray(measured, dtype=np.float64)[:k]
+    ncls = int(classes.max()) + 1 if len(classes) else 1
+    seen = np.bincount(classes[:k], minlength=ncls)
+    sums = np.bincount(classes[:k], weights=measured, minlength=ncls)
+    means = np.where(seen > 0, sums / np.maximum(seen, 1), measured.mean() if k else 0.0)
+    return float(np.bincount(classes, minlength=ncls) @ means)
 
 
 def _storage_of(path: str, dset: str) -> int:

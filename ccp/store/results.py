@@ -19,7 +19,7 @@ import pandas as pd
 import yaml
 
 from ccp.errors import CcpError
-from ccp.store.schema import CELL_COLUMNS, SCHEMA_VERSION
+from ccp.store.schema import CELL_COLUMNS, FINISHED, SCHEMA_VERSION
 
 
 def new_run_dir(root: Path, name: str) -> Path:
@@ -89,7 +89,7 @@ class RunStore:
 
     # -- cells -----------------------------------------------------------
     def done_ids(self, include_failed: bool = False) -> set[str]:
-        return {cid for cid, st in self._status.items() if include_failed or st == "ok"}
+        return {cid for cid, st in self._status.items() if include_failed or st in FINISHED}
 
     def write_parts(self, cid: str, requests: pd.DataFrame | None, io: pd.DataFrame | None) -> None:
         """A cell's per-request and I/O tables; written before its row (workers call this)."""

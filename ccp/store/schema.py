@@ -10,6 +10,7 @@ Run folder (``results/<name>/<run-id>/``):
 """
 
 SCHEMA_VERSION = 1
+FINISHED = ("ok", "extrapolated")   # statuses of a cell a rerun does not measure again
 
 # One row per cell. Times in seconds; counts and bytes from the traced pass.
 CELL_COLUMNS = [
@@ -40,11 +41,16 @@ CELL_COLUMNS = [
     "repack_s",           # time to lay the user's file out in this cell's layout (NaN if none)
     "spread",             # time_s_max / time_s_min
     "flags",              # "unstable", "short", ... joined by ","
-    "status",             # "ok" or "failed: reason"
+    "status",             # "ok", "extrapolated" (time budget: a measured prefix) or "failed: reason"
+    "fraction_measured",  # requests measured / requests (1 unless extrapolated)
     "dataset_file",       # the work file measured
     "host",
     "started_at",         # ISO time the cell started
     "elapsed_s",          # wall time the whole cell took, traced pass included
+    # the chunk-cache model's prediction for the whole cell (ccp.plan), beside the measured values
+    "predicted_requests", "predicted_raw_reads", "predicted_raw_read_bytes", "predicted_raw_writes",
+    "predicted_raw_write_bytes", "predicted_chunk_loads", "predicted_chunk_hits", "predicted_evictions",
+    "predicted_time_s",
 ]
 
 # One row per request per pass. pass >= 0: timed passes; pass == -1: the traced pass.

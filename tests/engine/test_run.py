@@ -199,3 +199,36 @@ def test_copy_reads_the_stored_layout_and_writes_the_cell_layout(write_sweep, tm
     # with no cache, every partial destination chunk is read back, merged and written again
     assert src_aligned.raw_reads > 6 and src_aligned.raw_writes > 6
     assert src_aligned.dataset_file.endswith(".h5")
+
+
+BUDGET = """
+name: budget
+dataset:
+  generate: {shape: [40, 10, 2000], dtype: "<f4", data: normal}
+matrix:
+  chunks: [[8, 10, 2000]]           # 640 KB chunks through a 64 KiB cache: every row decodes its chunk
+  filters: ["gzip:1"]
+  cache: ["64KiB"]
+  access: [{op: read, block: [1, 1, 2000]}]
+repeats: 2
+cold: false
+"""
+
+
+def test_time_budget_measures_a_prefix_and_extrapolates(write_sweep, tmp_path):
+    sweep = write_sweep(BUDGET)
+    run(sweep, tmp_path, time_budget=0.15)
+    row = cells(tmp_path).iloc[0]
+    assert row["status"] == "extrapolated"
+    assert 0 < row["fraction_measured"] < 1
+    assert row["requests"] == 400
+    assert row["raw_reads"] == 400 == row["predicted_raw_reads"]      # every request loads its chunk
+    assert "partial" in row["flags"]
+    req = pd.read_parquet(tmp_path / "run" / "requests.parquet")
+    measured = req[(req["pass"] == 0) & (req["phase"] == "request")]
+    assert len(measured) == round(row["fraction_measured"] * 400)
+    # the estimate is of the same order as the whole pass (the benchmark checks it closely)
+    full = sum(measured["time_s"]) / row["fraction_measured"]
+    assert 0.5 < row["time_s"] / full < 2
+    # an extrapolated cell counts as finished: a rerun does not measure it again
+    assert run(sweep, tmp_path, time_budget=0.15).ran == 0

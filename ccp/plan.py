@@ -1,0 +1,283 @@
+"""Predict a cell before running it: the chunk-cache model's I/O counts and a calibrated time.
+
+The model (``ccp.model``) is pure; this module feeds it a cell's requests and, where a work file
+exists, the stored size of each chunk, and turns counts into seconds with a short calibration of
+this machine (per-request cost, decode cost per chunk byte for each filter, read bandwidth).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ccp.model import CacheParams, simulate, summarise
+from ccp.workload.requests import plan_for
+
+PREDICTED = ("predicted_raw_reads", "predicted_raw_read_bytes", "predicted_raw_writes", "predicted_raw_write_bytes",
+             "predicted_chunk_loads", "predicted_chunk_hits", "predicted_evictions", "predicted_time_s")
+
+
+def stored_chunk_sizes(path, dataset_path: str) -> dict | None:
+    """{chunk offset: stored bytes} from the file's chunk index (read-only); None if not chunked."""
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        d = f[dataset_path]
+        if d.chunks is None:
+            return None
+        sizes = {}
+        d.id.chunk_iter(lambda info: sizes.__setitem__(tuple(info.chunk_offset), info.size))
+        return sizes
+
+
+def _size_fn(sizes: dict | None, chunks):
+    if not sizes:
+        return None
+    chunks = np.asarray(chunks)
+    default = int(np.median(list(sizes.values())))
+    return lambda coords: sizes.get(tuple(int(c) for c in np.asarray(coords) * chunks), default)
+
+
+def _requests(op, plan, max_requests=None):
+    n = len(plan) if max_requests is None else min(len(plan), max_requests)
+    for i in range(n):
+        yield op, tuple(int(x) for x in plan.starts[i]), tuple(int(x) for x in plan.counts[i])
+
+
+def predict_requests(cell, source, stored=None, max_requests=None):
+    """Per-request predictions (the last one is the dataset close) for a read, write or copy cell."""
+    itemsize = np.dtype(source.dtype).itemsize
+    c = cell.cache
+    cache = CacheParams(c.nbytes, c.nslots, c.w0)
+    plan = plan_for(cell.access, source.shape)
+    op = "read" if cell.access.op == "read" else "write"
+    preds = simulate(source.shape, cell.chunks, itemsize, filtered=not cell.filters.is_none, cache=cache,
+                     requests=_requests(op, plan, max_requests), stored_chunk_bytes=_size_fn(stored, cell.chunks) if op == "read" else None,
+                     allocated=True if op == "read" else False)
+    if cell.access.op == "copy":   # the source handle's reads happen in the same requests
+        src = simulate(source.shape, source.chunks, itemsize, filtered=not source.filters.is_none, cache=cache,
+                       requests=_requests("read", plan, max_requests), allocated=True,
+                       stored_chunk_bytes=_size_fn(stored, source.chunks))
+        preds = [_add(a, b) for a, b in zip(preds, src)]
+    return preds
+
+
+def _add(a, b):
+    from dataclasses import replace
+
+    return replace(a, chunk_hits=a.chunk_hits + b.chunk_hits, chunk_loads=a.chunk_loads + b.chunk_loads,
+                   evictions=a.evictions + b.evictions, raw_reads=a.raw_reads + b.raw_reads,
+                   raw_read_bytes=a.raw_read_bytes + b.raw_read_bytes, raw_writes=a.raw_writes + b.raw_writes,
+                   raw_write_bytes=a.raw_write_bytes + b.raw_write_bytes)
+
+
+# ------------------------------------------------------------------ calibration
+
+@dataclass(frozen=True)
+class Calibration:
+    per_request_s: float                 # HDF5 + ccp per request, data already cached
+    read_s_per_byte: float               # raw file reads (page cache warm: a lower bound for cold)
+    decode_s_per_byte: dict              # filter spec -> seconds per uncompressed chunk byte decoded
+    encode_s_per_byte: dict              # filter spec -> seconds per uncompressed chunk byte encoded
+
+    def cell_time(self, cell, total, requests: int, chunk_bytes: int) -> float:
+        spec = cell.filters.spec
+        dec = self.decode_s_per_byte.get(spec, 0.0)
+        enc = self.encode_s_per_byte.get(spec, 0.0)
+        loads_bytes = total.chunk_loads * chunk_bytes
+        written_chunks = total.raw_writes if not cell.filters.is_none else 0
+        return (requests * self.per_request_s + total.raw_read_bytes * self.read_s_per_byte
+                + loads_bytes * dec + written_chunks * chunk_bytes * enc + total.raw_write_bytes * self.read_s_per_byte)
+
+
+def calibrate(filter_pipelines, dtype, data_kind: str = "normal", work_dir: Path | None = None) -> Calibration:
+    """A few seconds of measurement on this machine; cached in ``work_dir/calibration.json``."""
+    import h5py
+    from h5py import h5d, h5f, h5p, h5s, h5t
+
+    from ccp.config.sweep import GenerateSpec
+    from ccp.workload.datagen import Generator
+
+    specs = sorted({f.spec for f in filter_pipelines})
+    key = f"{h5py.version.hdf5_version}|{np.dtype(dtype).str}|{data_kind}"
+    cache_file = Path(work_dir) / "calibration.json" if work_dir else None
+    known = json.loads(cache_file.read_text()) if cache_file and cache_file.exists() else {}
+    entry = known.get(key, {"decode": {}, "encode": {}})
+    missing = [s for s in specs if s not in entry["decode"]]
+    if missing or "per_request_s" not in entry:
+        import tempfile
+
+        from ccp.config.filters import parse_filters
+
+        shape, chunks = (16, 128, 128), (16, 128, 128)       # one 1 MiB chunk (4-byte items)
+        data = Generator(GenerateSpec(shape, np.dtype(dtype), data_kind, 0)).read((0, 0, 0), shape)
+        with tempfile.TemporaryDirectory() as tmp:
+            for spec in missing or ["none"]:
+                path = f"{tmp}/c.h5"
+                dcpl = h5p.create(h5p.DATASET_CREATE)
+                dcpl.set_chunk(chunks)
+                parse_filters(spec).apply(dcpl, data.dtype)
+                fid = h5f.create(path.encode(), h5f.ACC_TRUNC)
+                ds = h5d.create(fid, b"d", h5t.py_create(data.dtype, logical=True), h5s.create_simple(shape), dcpl=dcpl)
+                t0 = time.perf_counter()
+                for _ in range(3):
+                    ds.write(h5s.ALL, h5s.ALL, data)
+                    ds.close()
+                    ds = h5d.open(fid, b"d")
+                enc = (time.perf_counter() - t0) / 3
+                ds.close()
+                fid.close()
+                fid = h5f.open(path.encode(), h5f.ACC_RDONLY)
+                dapl = h5p.create(h5p.DATASET_ACCESS)
+                dapl.set_chunk_cache(521, 0, 0.75)              # no cache: every read decodes the chunk
+                ds = h5d.open(fid, b"d", dapl)
+                out = np.empty(shape, data.dtype)
+                t0 = time.perf_counter()
+                for _ in range(5):
+                    ds.read(h5s.ALL, h5s.ALL, out)
+                dec = (time.perf_counter() - t0) / 5
+                ds.close()
+                fid.close()
+                nbytes = data.nbytes
+                if spec == "none":
+                    entry["read_s_per_byte"] = dec / nbytes
+                entry["decode"][spec] = dec / nbytes
+                entry["encode"][spec] = enc / nbytes
+            if "per_request_s" not in entry:
+                entry["per_request_s"] = _per_request_cost(f"{tmp}/r.h5", data)
+        entry.setdefault("read_s_per_byte", 1e-10)
+        for spec in ("none",):
+            entry["decode"].setdefault(spec, 0.0)
+            entry["encode"].setdefault(spec, 0.0)
+        if "none" in entry["decode"]:
+            base = entry["decode"]["none"]
+            for s in entry["decode"]:
+                if s != "none":
+                    entry["decode"][s] = max(entry["decode"][s] - base, 0.0)   # the read itself is counted apart
+            entry["decode"]["none"] = 0.0
+        known[key] = entry
+        if cache_file:
+            cache_file.parent.mkdir(parents=True, exist_ok=True)
+            cache_file.write_text(json.dumps(known, indent=2))
+    return Calibration(entry["per_request_s"], entry["read_s_per_byte"], dict(entry["decode"]), dict(entry["encode"]))
+
+
+def _per_request_cost(path: str, data) -> float:
+    """Seconds per one-element read from a cached chunk: HDF5's and ccp's fixed cost per request.
+
+    Its own file and dataset: HDF5 shares one chunk cache between handles of the same dataset,
+    set by the first open, so a second handle's cache settings would be ignored.
+    """
+    from h5py import h5d, h5f, h5p, h5s, h5t
+
+    shape = data.shape
+    dcpl = h5p.create(h5p.DATASET_CREATE)
+    dcpl.set_chunk(shape)
+    fid = h5f.create(path.encode(), h5f.ACC_TRUNC)
+    dapl = h5p.create(h5p.DATASET_ACCESS)
+    dapl.set_chunk_cache(521, 2 * data.nbytes, 0.75)
+    ds = h5d.create(fid, b"r", h5t.py_create(data.dtype, logical=True), h5s.create_simple(shape), dcpl=dcpl, dapl=dapl)
+    ds.write(h5s.ALL, h5s.ALL, data)
+    one, fs = h5s.create_simple((1,) * len(shape)), ds.get_space()
+    small = np.empty((1,) * len(shape), data.dtype)
+    mtype = h5t.py_create(data.dtype)
+    n = 20000
+    t0 = time.perf_counter()
+    for i in range(n):
+        fs.select_hyperslab(tuple(i % d for d in shape), (1,) * len(shape))
+        ds.read(one, fs, small, mtype)
+    cost = (time.perf_counter() - t0) / n
+    ds.close()
+    fid.close()
+    return cost
+
+
+def predict_cell(cell, source, calibration: Calibration | None = None, stored=None, max_requests=None) -> dict:
+    """The ``predicted_*`` columns of a cell (counts for the whole dataset handle, close included)."""
+    return summarise_predictions(cell, source, predict_requests(cell, source, stored, max_requests), calibration)
+
+
+def summarise_predictions(cell, source, preds, calibration: Calibration | None = None) -> dict:
+    total = summarise(preds)
+    n = len(preds) - 1
+    chunk_bytes = int(np.prod(cell.chunks)) * np.dtype(source.dtype).itemsize if cell.chunks else 0
+    out = {"predicted_requests": n, "predicted_raw_reads": total.raw_reads, "predicted_raw_read_bytes": total.raw_read_bytes,
+           "predicted_raw_writes": total.raw_writes, "predicted_raw_write_bytes": total.raw_write_bytes,
+           "predicted_chunk_loads": total.chunk_loads, "predicted_chunk_hits": total.chunk_hits,
+           "predicted_evictions": total.evictions}
+    out["predicted_time_s"] = calibration.cell_time(cell, total, n, chunk_bytes) if calibration else float("nan")
+    return out
+
+
+def calibration_dict(cal: Calibration) -> dict:
+    return asdict(cal)
+
+
+# ------------------------------------------------------------------ traps
+
+def traps(cell, source, max_requests: int = 256) -> list[str]:
+    """What in this cell's layout, cache and access pattern is a known way to be slow."""
+    from ccp.model import ChunkGrid
+    from ccp.units import format_bytes, shape_str
+
+    out = []
+    if cell.chunks is None:
+        return out
+    itemsize = np.dtype(source.dtype).itemsize
+    chunk_bytes = int(np.prod(cell.chunks)) * itemsize
+    nbytes = cell.cache.nbytes
+    grid = ChunkGrid(tuple(source.shape), tuple(cell.chunks))
+    plan = plan_for(cell.access, source.shape)
+    partial = any(any(c % k for c, k in zip(cnt, cell.chunks)) or any(s % k for s, k in zip(st, cell.chunks))
+                  for st, cnt in zip(plan.starts[:max_requests], plan.counts[:max_requests]))
+    if chunk_bytes > nbytes and partial and not cell.filters.is_none:
+        out.append(f"chunk larger than the cache: a {shape_str(cell.chunks)} chunk is {format_bytes(chunk_bytes)}, the cache "
+                   f"{format_bytes(nbytes)}; every request that covers part of a chunk decompresses the whole chunk again")
+    # chunks one request needs together, that could all be cached, but share a hash slot
+    fits = max(1, nbytes // max(chunk_bytes, 1))
+    for st, cnt in zip(plan.starts[:max_requests], plan.counts[:max_requests]):
+        touched = grid.chunks_touched(tuple(map(int, st)), tuple(map(int, cnt)))
+        if 1 < len(touched) <= fits:
+            slots = [grid.slot(c, cell.cache.nslots) for c in touched]
+            if len(set(slots)) < len(slots):
+                out.append(f"hash-slot collision: one request needs {len(touched)} chunks that fit the cache together, but some "
+                           f"share a slot of the {cell.cache.nslots}-slot hash table, so they evict each other "
+                           f"(use a prime nslots, 10-100x the chunks that fit)")
+                break
+    return out
+
+
+def plan_sweep(sweep_path, work_dir: Path | None = None) -> list[dict]:
+    """Every cell that `ccp run` would run, with the model's predictions and a calibrated time. No measurement."""
+    from ccp.engine import prepare
+    from ccp.units import shape_str
+    from ccp.workload.files import layout_key
+
+    sweep, source, cells = prepare(sweep_path)
+    cal = calibrate([c.filters for c in cells], source.dtype, sweep.dataset.generate.data if sweep.dataset.generate else "normal",
+                    work_dir)
+    rows = []
+    for cell in cells:
+        stored = None
+        if cell.access.op == "read":
+            if cell.from_source:
+                stored = stored_chunk_sizes(sweep.dataset.file, sweep.dataset.path)
+            elif work_dir is not None:
+                f = Path(work_dir) / f"{sweep.name}-{layout_key(source, sweep.dataset.path, cell.chunks, cell.filters)}.h5"
+                stored = stored_chunk_sizes(f, sweep.dataset.path) if f.exists() else None
+        p = predict_cell(cell, source, cal, stored)
+        rows.append({
+            "cell_id": cell.cell_id, "chunks": shape_str(cell.chunks), "filters": cell.filters.spec,
+            "cache_nbytes": cell.cache.nbytes, "cache_nslots": cell.cache.nslots, "cache_w0": cell.cache.w0,
+            "op": cell.access.op, "block": shape_str(cell.access.block), "order": cell.access.order_str,
+            "random": cell.access.random, "requests": p["predicted_requests"], "raw_reads": p["predicted_raw_reads"],
+            "raw_read_bytes": p["predicted_raw_read_bytes"], "raw_writes": p["predicted_raw_writes"],
+            "raw_write_bytes": p["predicted_raw_write_bytes"], "chunk_loads": p["predicted_chunk_loads"],
+            "time_s": p["predicted_time_s"] * sweep.repeats, "traps": traps(cell, source),
+            "bytes_exact": stored is not None or cell.filters.is_none,
+        })
+    return rows
