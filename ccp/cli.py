@@ -71,7 +71,9 @@ def main():
                    "so each runs one benchmark at a time.")
 @click.option("--time-budget", help="Per-cell time for its passes (e.g. 60s, 5min); a cell that would overrun measures "
                                     "a prefix of its requests and reports an extrapolated time (status extrapolated).")
-def run(sweep, out, quick, work_dir, cell_timeout, no_isolate, no_report, executor, scheduler, resources, time_budget):
+@click.option("--scale", type=float, help="Shrink the sweep by this factor (0-1): every dimension, chunk and block, and "
+                                         "cache sizes by its volume. A quick look at a big sweep's shape.")
+def run(sweep, out, quick, work_dir, cell_timeout, no_isolate, no_report, executor, scheduler, resources, time_budget, scale):
     """Run a sweep: every cell of its matrix, timed and traced.
 
     \b
@@ -79,6 +81,7 @@ def run(sweep, out, quick, work_dir, cell_timeout, no_isolate, no_report, execut
       ccp run configs/quickstart.yaml
       ccp run configs/cris.yaml --out results/cris/full   # rerun the same line to resume
       ccp run sweep.yaml --executor dask --scheduler tcp://head:8786
+      ccp run configs/cris.yaml --scale 0.25 --quick        # a small, fast look
     """
     from ccp.cluster import parse_resources
     from ccp.engine import run_sweep
@@ -87,7 +90,7 @@ def run(sweep, out, quick, work_dir, cell_timeout, no_isolate, no_report, execut
     summary = run_sweep(sweep, out=out, quick=quick, work_dir=work_dir, isolate=not no_isolate,
                         cell_timeout=cell_timeout, report=not no_report, echo=click.echo, executor=executor,
                         scheduler=scheduler, resources=parse_resources(resources) if executor == "dask" else None,
-                        time_budget=parse_duration(time_budget, "--time-budget") if time_budget else None)
+                        time_budget=parse_duration(time_budget, "--time-budget") if time_budget else None, scale=scale)
     click.echo(f"{summary.ran} cell(s) run, {summary.skipped} already done, {summary.failed} failed")
     click.echo(f"results: {summary.run_dir}")
     if summary.report:

@@ -42,9 +42,9 @@ class RunSummary:
     report: Path | None = None
 
 
-def prepare(sweep_path):
+def prepare(sweep_path, scale: float | None = None):
     """Load, validate and expand a sweep: everything checked before anything is measured."""
-    sweep = load_sweep(sweep_path)
+    sweep = load_sweep(sweep_path, scale)
     source = describe_source(sweep.dataset)
     cells = expand(sweep, source)
     return sweep, source, cells
@@ -60,10 +60,10 @@ def _status_line(text: str, tty: bool, stream) -> None:
 def run_sweep(sweep_path, *, out: Path | None = None, quick: bool = False, results_root: Path = Path("results"),
               work_dir: Path | None = None, isolate: bool = True, cell_timeout: float | None = None,
               report: bool = True, echo=print, stream=None, executor: str = "local", scheduler: str | None = None,
-              resources: dict | None = None, time_budget: float | None = None) -> RunSummary:
+              resources: dict | None = None, time_budget: float | None = None, scale: float | None = None) -> RunSummary:
     stream = stream or sys.stderr
     tty = stream.isatty()
-    sweep, source, cells = prepare(sweep_path)
+    sweep, source, cells = prepare(sweep_path, scale)
     if quick:
         sweep = replace(sweep, repeats=1, cold=False)
     if time_budget is not None:

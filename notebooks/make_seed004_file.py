@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 
-def make(out: Path, ntime: int = 1560, nlat: int = 128, nlon: int = 256, seed: int = 0) -> Path:
+def make(out: Path, ntime: int = 1560, nlat: int = 128, nlon: int = 256, seed: int = 0, tchunk: int = 64) -> Path:
     import netCDF4
 
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -29,12 +29,12 @@ def make(out: Path, ntime: int = 1560, nlat: int = 128, nlon: int = 256, seed: i
         nc.createVariable("lat", "f4", ("lat",))[:] = np.linspace(-90, 90, nlat)
         nc.createVariable("lon", "f4", ("lon",))[:] = np.linspace(0, 360, nlon, endpoint=False)
         pr = nc.createVariable("pr", "f4", ("time", "lat", "lon"), zlib=True, complevel=1, shuffle=False,
-                               chunksizes=(min(64, ntime), nlat, nlon))
+                               chunksizes=(min(tchunk, ntime), nlat, nlon))
         pr.units = "kg m-2 s-1"
         lat = np.linspace(-np.pi / 2, np.pi / 2, nlat)[:, None]
         lon = np.linspace(0, 2 * np.pi, nlon)[None, :]
-        for t0 in range(0, ntime, 64):
-            n = min(64, ntime - t0)
+        for t0 in range(0, ntime, tchunk):
+            n = min(tchunk, ntime - t0)
             t = (t0 + np.arange(n))[:, None, None]
             field = 3e-5 * (1 + np.cos(lat) * np.sin(lon + t / 12.0))
             pr[t0:t0 + n] = (field * rng.lognormal(0.0, 0.5, size=(n, nlat, nlon))).astype("f4")

@@ -361,8 +361,8 @@ def _no_duplicates(loader, node, deep=False):
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicates)
 
 
-def load_sweep(path) -> Sweep:
-    """Read and validate a sweep file. YAML syntax errors name the line."""
+def load_sweep(path, scale: float | None = None) -> Sweep:
+    """Read and validate a sweep file (scaled down by ``scale`` if given). YAML syntax errors name the line."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(str(path), "sweep file not found")
@@ -375,6 +375,9 @@ def load_sweep(path) -> Sweep:
         raise ConfigError(where, f"YAML syntax error: {problem}") from None
     except UnicodeDecodeError:
         raise ConfigError(str(path), "not a text file") from None
+    if scale is not None and scale != 1:
+        from ccp.config.scale import scale_sweep
+        raw = scale_sweep(raw, scale)
     return parse_sweep(raw, base_dir=path.resolve().parent)
 
 

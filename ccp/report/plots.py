@@ -133,7 +133,7 @@ def latency(cells: pd.DataFrame, requests: pd.DataFrame | None, out: Path) -> st
     a1.set_xlabel("seconds per request (log)")
     a1.set_title("First request vs the rest (seed 004)")
     a1.legend(fontsize=8, loc="lower right")
-    a2.boxplot([d[np.isfinite(d) & (d > 0)] if np.isfinite(d).any() else [np.nan] for d in data], vert=False,
+    a2.boxplot([d[np.isfinite(d) & (d > 0)] if np.isfinite(d).any() else [np.nan] for d in data], orientation="horizontal",
                positions=y, widths=0.6, showfliers=False)
     a1.set_yticks(y, [_short(s, 60) for s in ok["label"]], fontsize=8)   # after boxplot, which resets shared ticks
     a2.tick_params(labelleft=False)

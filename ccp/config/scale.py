@@ -1,0 +1,79 @@
+"""Scale a sweep down for a quick look: every dimension, chunk, block and cache size shrinks together.
+
+``factor`` multiplies each dimension (shapes, chunks, blocks, written_by; at least 1) and the chunk
+cache sizes by ``factor ** rank`` (volumes), so a chunk that did not fit a cache still does not,
+roughly. A sweep on the user's own file cannot be scaled (its data is what it is).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+
+from ccp.errors import ConfigError
+from ccp.units import parse_size
+
+
+def _dims(value, factor):
+    if isinstance(value, str):
+        if "x" not in value:
+            return value            # contiguous, source
+        return "x".join(str(max(1, round(int(v) * factor))) for v in value.split("x"))
+    if isinstance(value, list):
+        return [None if v is None else max(1, round(int(v) * factor)) for v in value]
+    return value
+
+
+def scale_sweep(raw: dict, factor: float) -> dict:
+    if not 0 < factor <= 1:
+        raise ConfigError("--scale", f"must be in (0, 1], got {factor}")
+    raw = copy.deepcopy(raw)
+    ds = raw.get("dataset") or {}
+    gen = ds.get("generate")
+    if not isinstance(gen, dict):
+        raise ConfigError("--scale", "only sweeps that generate their data can be scaled (dataset.file is used as it is)")
+    rank = len(gen.get("shape") or [])
+    for key in ("shape", "written_by", "chunks"):
+        if gen.get(key) is not None:
+            gen[key] = _dims(gen[key], factor)
+    if gen.get("maxshape") is not None:
+        gen["maxshape"] = [None if m is None else max(1, round(m * factor)) for m in gen["maxshape"]]
+    m = raw.get("matrix") or {}
+    if "chunks" in m:
+        m["chunks"] = [_dims(c, factor) for c in m["chunks"]] if isinstance(m["chunks"], list) else _dims(m["chunks"], factor)
+        if isinstance(m["chunks"], list) and m["chunks"] and not isinstance(m["chunks"][0], (list, str)):
+            m["chunks"] = _dims(m["chunks"], factor)
+    vol = factor ** max(rank, 1)
+
+    def cache(c):
+        if isinstance(c, dict):
+            c = dict(c)
+            if "nbytes" in c:
+                c["nbytes"] = max(1024, int(parse_size(c["nbytes"], "matrix.cache") * vol))
+            return c
+        return max(1024, int(parse_size(c, "matrix.cache") * vol))
+
+    if "cache" in m:
+        m["cache"] = [cache(c) for c in m["cache"]] if isinstance(m["cache"], list) else cache(m["cache"])
+    for a in m.get("access") or []:
+        if isinstance(a, dict) and "block" in a:
+            a["block"] = _dims(a["block"], factor)
+        if isinstance(a, dict) and a.get("random"):
+            a["random"] = max(1, math.ceil(a["random"] * factor))
+    for rule in raw.get("exclude") or []:
+        if isinstance(rule, dict):
+            if "chunks" in rule:
+                rule["chunks"] = _dims(rule["chunks"], factor)
+            if "cache" in rule:
+                rule["cache"] = cache(rule["cache"])
+            if isinstance(rule.get("access"), dict) and "block" in rule["access"]:
+                rule["access"]["block"] = _dims(rule["access"]["block"], factor)
+    for t in raw.get("tables") or []:
+        for sel in t.get("columns") or []:
+            for k in ("chunks", "block"):
+                if k in sel:
+                    sel[k] = _dims(sel[k], factor)
+            if "cache" in sel:
+                sel["cache"] = cache(sel["cache"])
+    raw["name"] = f"{raw.get('name', 'sweep')}-x{factor:g}"
+    return raw
