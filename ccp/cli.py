@@ -236,6 +236,42 @@ def plan(sweep, as_json, work_dir):
     click.echo(f"{len(rows)} cells; predicted measuring time ~{format_seconds(total)} (timed passes; the traced pass adds about one more)")
 
 
+@main.command()
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("dataset")
+@click.option("--access", "block", required=True, help="The block one read request covers, e.g. 1x1x1x717.")
+@click.option("--cache", default=None, help="The chunk cache the reader uses (size or NBYTES/NSLOTS/W0). "
+                                            "Default: this HDF5's own default, stated in the output.")
+@click.option("--memory", default="1GiB", show_default=True, help="The most memory a cure may give the chunk cache.")
+@click.option("--budget", default="20s", show_default=True, help="Time for measuring each setting; longer ones are extrapolated.")
+@click.option("--no-measure", is_flag=True, help="Explain and rank only; do not measure.")
+def advise(file, dataset, block, cache, memory, budget, no_measure):
+    """Explain why an access pattern is slow on a file's layout, rank the cures, measure the best one.
+
+    The file is opened read-only; a repack cure is measured on a temporary copy.
+
+    \b
+    Example:
+      ccp advise cris.h5 /All_Data/CrIS-SDR_All/ES_ImaginaryLW --access 1x1x1x717 --cache 1MiB
+    """
+    from ccp.advise import advise as run_advise
+    from ccp.config.sweep import CacheSpec, parse_cache
+    from ccp.units import parse_duration, parse_shape_str, parse_size
+
+    if cache is None:
+        from h5py import h5p
+        nslots, nbytes, w0 = h5p.create(h5p.DATASET_ACCESS).get_chunk_cache()
+        spec = CacheSpec(nbytes, nslots, w0)
+        click.echo(f"(no --cache given: assuming this HDF5's default chunk cache, {spec.label})")
+    elif "/" in cache:
+        parts = cache.split("/")
+        spec = parse_cache({"nbytes": parts[0], "nslots": int(parts[1]), "w0": float(parts[2]) if len(parts) > 2 else 0.75}, "--cache")
+    else:
+        spec = parse_cache(cache, "--cache")
+    run_advise(file, dataset, parse_shape_str(block, "--access"), spec, parse_size(memory, "--memory"),
+               parse_duration(budget, "--budget"), echo=click.echo, measure_top=not no_measure)
+
+
 def _register_optional_commands() -> None:
     """Commands that live beside their library code (repack, plan, advise)."""
     import importlib
