@@ -50,13 +50,9 @@ def next_prime(n: int) -> int:
 def _source(path: Path, dset: str):
     import h5py
 
-    if not path.exists():
-        raise CcpError(f"file not found: {path}")
-    try:
-        f = h5py.File(path, "r")
-    except OSError as exc:
-        raise CcpError(f"{path}: not an HDF5 file h5py can open ({str(exc).splitlines()[0]})") from None
-    with f:
+    from ccp.workload.source import open_readonly
+
+    with open_readonly(path) as f:
         d = f.get(dset)
         if d is None or not isinstance(d, h5py.Dataset):
             raise CcpError(f"{path}: no dataset {dset!r}")

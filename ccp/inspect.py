@@ -60,14 +60,9 @@ def traps(chunk_bytes: int, filters, cache_nbytes: int | None = None) -> list[st
 def inspect_file(path, dataset: str | None = None) -> list[dict]:
     import h5py
 
-    path = Path(path)
-    if not path.exists():
-        raise CcpError(f"file not found: {path}")
-    try:
-        f = h5py.File(path, "r")
-    except OSError as exc:
-        raise CcpError(f"{path}: not an HDF5 file h5py can open ({str(exc).splitlines()[0]})") from None
-    with f:
+    from ccp.workload.source import open_readonly
+
+    with open_readonly(Path(path)) as f:
         if dataset is not None:
             obj = f.get(dataset)
             if obj is None or not isinstance(obj, h5py.Dataset):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -22,6 +23,23 @@ class SourceInfo:
     identity: str                         # what the data is: changes when the data would
 
 
+def open_readonly(path: Path, where: str = "file"):
+    """h5py.File opened read-only, or a one-line CcpError saying why not."""
+    import h5py
+
+    from ccp.errors import CcpError
+
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(where, f"file not found: {path}")
+    if not os.access(path, os.R_OK):
+        raise ConfigError(where, f"cannot read {path}: permission denied")
+    try:
+        return h5py.File(path, "r")
+    except OSError as exc:
+        raise CcpError(f"{where}: {path} is not an HDF5 file h5py can open ({str(exc).splitlines()[0]})") from None
+
+
 def describe_source(dataset) -> SourceInfo:
     """Resolve a :class:`~ccp.config.sweep.DatasetSpec`; the user's file is opened read-only."""
     if dataset.generate is not None:
@@ -34,15 +52,7 @@ def describe_source(dataset) -> SourceInfo:
     import h5py
 
     path = dataset.file
-    if not path.exists():
-        raise ConfigError("dataset.file", f"file not found: {path}")
-    if not os.access(path, os.R_OK):
-        raise ConfigError("dataset.file", f"cannot read {path}: permission denied")
-    try:
-        f = h5py.File(path, "r")
-    except OSError as exc:
-        raise ConfigError("dataset.file", f"{path} is not an HDF5 file h5py can open ({str(exc).splitlines()[0]})") from None
-    with f:
+    with open_readonly(path, "dataset.file") as f:
         obj = f.get(dataset.path)
         if obj is None:
             names = []
