@@ -1,0 +1,254 @@
+"""HDF5 filters done in Python, byte for byte as HDF5's own filters store chunks.
+
+Used by the fast path: chunks are read raw (``read_direct_chunk``), decoded here, re-encoded
+here in worker threads (zlib, bz2 and zstandard release the GIL) and written raw
+(``write_direct_chunk``). A filter with no exact Python counterpart makes
+:func:`encoder` / :func:`decoder` return ``None`` and a reason; the caller then lets the
+HDF5 library do that side.
+
+Formats (HDF5 2.0 sources, H5Z*.c, and hdf5plugin's filters):
+
+* deflate (1): a zlib stream, ``compress2(level)`` == ``zlib.compress(data, level)``.
+* shuffle (2): element size ``cd[0]``; byte j of element i goes to ``j * n + i``; trailing
+  bytes (``nbytes % size``) are copied as they are; nothing happens when the size is 1
+  or the buffer holds at most one element.
+* fletcher32 (3): HDF5's Fletcher-32 over big-endian 16-bit words, reduced every 360
+  words, appended little-endian (4 bytes). Reads accept the pre-1.6.3 byte-swapped form.
+* bzip2 (307, hdf5plugin): a bzip2 stream, block size ``cd[0]``.
+* zstd (32015, hdf5plugin): one zstd frame with its content size, level ``cd[0]``;
+  only when the ``zstandard`` package (or Python 3.14's ``compression.zstd``) is installed.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+DEFLATE, SHUFFLE, FLETCHER32, SZIP, NBIT, SCALEOFFSET = 1, 2, 3, 4, 5, 6
+LZF, BZIP2, ZSTD, LZ4, BLOSC, BLOSC2, BSHUF = 32000, 307, 32015, 32004, 32001, 32026, 32008
+
+_NAMES = {DEFLATE: "gzip", SHUFFLE: "shuffle", FLETCHER32: "fletcher32", SZIP: "szip", NBIT: "nbit",
+          SCALEOFFSET: "scaleoffset", LZF: "lzf", BZIP2: "bzip2", ZSTD: "zstd", LZ4: "lz4", BLOSC: "blosc",
+          BLOSC2: "blosc2", BSHUF: "bitshuffle"}
+
+_M32 = 0xFFFFFFFF
+
+
+@dataclass(frozen=True)
+class RawFilter:
+    """One filter of a dataset's pipeline as HDF5 stores it (after ``set_local``)."""
+
+    id: int
+    flags: int
+    cd_values: tuple[int, ...]
+
+    @property
+    def name(self) -> str:
+        return _NAMES.get(self.id, f"filter {self.id}")
+
+
+def filters_of(dcpl) -> tuple[RawFilter, ...]:
+    out = []
+    for i in range(dcpl.get_nfilters()):
+        code, flags, values, _name = dcpl.get_filter(i)
+        out.append(RawFilter(int(code), int(flags), tuple(int(v) for v in values)))
+    return tuple(out)
+
+
+# ------------------------------------------------------------------ shuffle
+
+def shuffle(data, elsize: int) -> bytes:
+    """HDF5's byte shuffle (H5Z_filter_shuffle, forward)."""
+    buf = np.frombuffer(data, dtype=np.uint8)
+    n = buf.size
+    if elsize <= 1 or n <= elsize:
+        return bytes(buf)
+    nel = n // elsize
+    body = buf[: nel * elsize].reshape(nel, elsize).T
+    if nel * elsize == n:
+        return np.ascontiguousarray(body).tobytes()
+    return np.ascontiguousarray(body).tobytes() + buf[nel * elsize:].tobytes()
+
+
+def unshuffle(data, elsize: int) -> bytes:
+    buf = np.frombuffer(data, dtype=np.uint8)
+    n = buf.size
+    if elsize <= 1 or n <= elsize:
+        return bytes(buf)
+    nel = n // elsize
+    body = buf[: nel * elsize].reshape(elsize, nel).T
+    if nel * elsize == n:
+        return np.ascontiguousarray(body).tobytes()
+    return np.ascontiguousarray(body).tobytes() + buf[nel * elsize:].tobytes()
+
+
+# ------------------------------------------------------------------ fletcher32
+
+def fletcher32(data) -> int:
+    """``H5_checksum_fletcher32``: exactly the C code's 32-bit arithmetic and 360-word reductions."""
+    b = np.frombuffer(data, dtype=np.uint8)
+    n = b.size
+    nwords = n // 2
+    words = (b[0: 2 * nwords: 2].astype(np.int64) << 8) | b[1: 2 * nwords: 2].astype(np.int64)
+    sum1 = sum2 = 0
+    full = nwords // 360
+
+    def blocks(w, tlen):
+        s = w.sum(axis=1)
+        t = w @ np.arange(tlen, 0, -1, dtype=np.int64)
+        return s.tolist(), t.tolist()
+
+    plan = []
+    if full:
+        plan.append((360, *blocks(words[: full * 360].reshape(full, 360), 360)))
+    rem = nwords - full * 360
+    if rem:
+        plan.append((rem, *blocks(words[full * 360:].reshape(1, rem), rem)))
+    for tlen, sums, tsums in plan:
+        for s, t in zip(sums, tsums):
+            sum2 = (sum2 + tlen * sum1 + t) & _M32
+            sum1 = (sum1 + s) & _M32
+            sum1 = (sum1 & 0xFFFF) + (sum1 >> 16)
+            sum2 = (sum2 & 0xFFFF) + (sum2 >> 16)
+    if n % 2:
+        sum1 = (sum1 + (int(b[-1]) << 8)) & _M32
+        sum2 = (sum2 + sum1) & _M32
+        sum1 = (sum1 & 0xFFFF) + (sum1 >> 16)
+        sum2 = (sum2 & 0xFFFF) + (sum2 >> 16)
+    sum1 = (sum1 & 0xFFFF) + (sum1 >> 16)
+    sum2 = (sum2 & 0xFFFF) + (sum2 >> 16)
+    return ((sum2 << 16) | sum1) & _M32
+
+
+def fletcher32_append(data) -> bytes:
+    return bytes(data) + fletcher32(data).to_bytes(4, "little")
+
+
+def fletcher32_strip(data) -> bytes:
+    mv = memoryview(data)
+    if len(mv) < 4:
+        raise ValueError("fletcher32: chunk shorter than its checksum")
+    body = mv[:-4]
+    stored = int.from_bytes(mv[-4:], "little")
+    value = fletcher32(body)
+    c = value.to_bytes(4, "little")
+    swapped = int.from_bytes(bytes((c[1], c[0], c[3], c[2])), "little")
+    if stored not in (value, swapped):
+        raise ValueError("fletcher32 checksum mismatch: the source chunk is corrupt")
+    return bytes(body)
+
+
+# ------------------------------------------------------------------ optional codecs
+
+def _zstd_module():
+    try:
+        from compression import zstd  # Python >= 3.14
+
+        return ("stdlib", zstd)
+    except ImportError:
+        pass
+    try:
+        import zstandard
+
+        return ("zstandard", zstandard)
+    except ImportError:
+        return None
+
+
+def _zstd_encode(level: int):
+    kind, mod = _zstd_module()
+    if kind == "stdlib":
+        return lambda data: mod.compress(bytes(data), level=level)
+    return lambda data: mod.ZstdCompressor(level=level, write_content_size=True).compress(data)
+
+
+def _zstd_decode():
+    kind, mod = _zstd_module()
+    if kind == "stdlib":
+        return mod.decompress
+    return lambda data: mod.ZstdDecompressor().decompress(data)
+
+
+# ------------------------------------------------------------------ pipelines
+
+def _step_encoder(f: RawFilter, itemsize: int):
+    if f.id == DEFLATE:
+        level = f.cd_values[0] if f.cd_values else 6
+        return lambda data: zlib.compress(data, level)
+    if f.id == SHUFFLE:
+        size = f.cd_values[0] if f.cd_values else itemsize
+        return lambda data: shuffle(data, size)
+    if f.id == FLETCHER32:
+        return fletcher32_append
+    if f.id == BZIP2:
+        import bz2
+
+        level = f.cd_values[0] if f.cd_values else 9
+        level = min(9, max(1, level))
+        return lambda data: bz2.compress(data, level)
+    if f.id == ZSTD and _zstd_module() is not None:
+        level = f.cd_values[0] if f.cd_values else 3
+        if level > 2**31:
+            level -= 2**32  # negative levels are stored as unsigned ints
+        return _zstd_encode(level)
+    return None
+
+
+def _step_decoder(f: RawFilter, itemsize: int):
+    if f.id == DEFLATE:
+        return zlib.decompress
+    if f.id == SHUFFLE:
+        size = f.cd_values[0] if f.cd_values else itemsize
+        return lambda data: unshuffle(data, size)
+    if f.id == FLETCHER32:
+        return fletcher32_strip
+    if f.id == BZIP2:
+        import bz2
+
+        return bz2.decompress
+    if f.id == ZSTD and _zstd_module() is not None:
+        return _zstd_decode()
+    return None
+
+
+def _why_not(f: RawFilter) -> str:
+    if f.id == ZSTD:
+        return "zstd needs the zstandard package for a Python encoder"
+    return f"{f.name} has no Python encoder"
+
+
+def encoder(filters, itemsize: int):
+    """``(encode, "")`` where ``encode(bytes) -> bytes`` runs the whole pipeline, or ``(None, reason)``."""
+    steps = []
+    for f in filters:
+        fn = _step_encoder(f, itemsize)
+        if fn is None:
+            return None, _why_not(f)
+        steps.append(fn)
+
+    def encode(data):
+        for fn in steps:
+            data = fn(data)
+        return data
+
+    return encode, ""
+
+
+def decoder(filters, itemsize: int):
+    """``(decode, "")`` where ``decode(bytes, filter_mask) -> bytes``, or ``(None, reason)``."""
+    steps = []
+    for f in filters:
+        fn = _step_decoder(f, itemsize)
+        if fn is None:
+            return None, f"{f.name} has no Python decoder"
+        steps.append(fn)
+
+    def decode(data, mask: int = 0):
+        for i in range(len(steps) - 1, -1, -1):
+            if not (mask >> i) & 1:
+                data = steps[i](data)
+        return data
+
+    return decode, ""

@@ -1,0 +1,142 @@
+"""``ccp repack IN OUT``: the click command (imports h5py only when it runs)."""
+
+from __future__ import annotations
+
+import signal
+import sys
+
+import click
+
+EPILOG = """\b
+Examples:
+  ccp repack -l /All_Data/CrIS-SDR_All/ES_ImaginaryLW:CHUNK=1x30x9x717 in.h5 out.h5
+  ccp repack -l /d:CHUNK=1x30x9x717 -f /d:SHUF -f /d:GZIP=6 in.h5 out.h5
+  ccp repack -f zstd:3 --dry-run in.h5 out.h5
+
+\b
+Layouts (-l [DSET[,DSET...]:]LAYOUT, h5repack syntax):
+  CHUNK=DIMxDIM...   chunked          CONTI   contiguous     COMPA   compact
+\b
+Filters (-f [DSET[,DSET...]:]FILTER, repeat to chain in order):
+  GZIP=1-9  SZIP=PIXELS,NN|EC  SHUF  FLET  NBIT  SOFF=N,IN|DS  NONE
+  or a ccp spec: gzip:6, shuffle+gzip:6, zstd:3, blosc:lz4:5:shuffle, lz4, bzip2:9 ...
+Without DSET: an option applies to every dataset; a dataset's own options win.
+
+\b
+gzip, shuffle, fletcher32 and bzip2 (zstd with the zstandard package) are encoded
+in parallel threads and written as raw chunks; other filters, contiguous/compact
+layouts and non-numeric datatypes go through the HDF5 library (one thread).
+The output appears under OUT only when complete."""
+
+
+def _format_change(d) -> list[str]:
+    from ccp.units import format_bytes
+
+    lines = [f"{d.path}  {'x'.join(map(str, d.shape)) if d.shape else 'scalar'} {d.dtype}"]
+    lines.append(f"    layout   {d.old_layout} -> {d.new_layout}")
+    lines.append(f"    filters  {d.old_filters} -> {d.new_filters}")
+    if d.estimated_bytes is not None or d.new_stored_bytes is not None:
+        after = d.new_stored_bytes if d.new_stored_bytes is not None else d.estimated_bytes
+        approx = "~" if d.new_stored_bytes is None else ""
+        ratio = f" ({d.raw_bytes / after:.3g}:1)" if after else ""
+        lines.append(f"    storage  {format_bytes(d.old_stored_bytes)} -> {approx}{format_bytes(after)}{ratio}")
+    how = "fast path" if d.method == "fast" else f"library path ({d.reason})"
+    lines.append(f"    path     {how}")
+    for note in d.notes:
+        lines.append(f"    note     {note}")
+    return lines
+
+
+@click.command("repack", epilog=EPILOG)
+@click.argument("infile", metavar="IN")
+@click.argument("outfile", metavar="OUT")
+@click.option("-l", "--layout", "layouts", multiple=True, metavar="[DSET:]LAYOUT",
+              help="New layout, h5repack syntax: DSET:CHUNK=1x30x9x717, DSET:CONTI, CHUNK=... for all datasets.")
+@click.option("-f", "--filter", "filters", multiple=True, metavar="[DSET:]FILTER",
+              help="New filters: DSET:GZIP=6, DSET:SHUF, DSET:NONE, GZIP=6 for all, or a ccp spec DSET:shuffle+gzip:6. "
+                   "Repeat to chain.")
+@click.option("--buffer", "buffer", default="32MiB", show_default=True, metavar="SIZE",
+              help="Hyperslab buffer: each read/write step holds at most this much data.")
+@click.option("--threads", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Encoder threads (default: the number of CPUs).")
+@click.option("--dry-run", is_flag=True, help="Show what would change per dataset, with a storage estimate; write nothing.")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+def repack_command(infile, outfile, layouts, filters, buffer, threads, dry_run, quiet):
+    """Copy IN to OUT with new chunking and/or filters for some datasets (like h5repack, faster).
+
+    Everything else in the file (groups, attributes, links, other datasets) is copied as it is;
+    changed datasets keep their shape, maximum shape, datatype and fill value. IN is never modified.
+    """
+    import os
+
+    from ccp.errors import ConfigError
+    from ccp.repack.copy import describe  # noqa: F401  (imports h5py)
+    from ccp.repack.copy import repack
+    from ccp.repack.options import parse_options
+    from ccp.units import format_bytes, format_seconds, parse_size
+
+    opts = parse_options(layouts, filters)
+    buffer_bytes = parse_size(buffer, "--buffer")
+    if buffer_bytes <= 0:
+        raise ConfigError("--buffer", "must be > 0")
+    bar = None
+    state = {"total": 0}
+
+    def progress(event, value):
+        nonlocal bar
+        if quiet:
+            return
+        if event == "start":
+            state["total"] = value
+            if value and sys.stderr.isatty():
+                bar = click.progressbar(length=value, label="repacking", file=sys.stderr, show_eta=True,
+                                        show_percent=True, width=30)
+                bar.__enter__()
+        elif event == "dataset":
+            if bar is not None:
+                click.echo("", err=True)
+            click.echo(f"  {value}", err=True)
+        elif event == "advance" and bar is not None:
+            bar.update(value)
+
+    previous = None
+    try:
+        try:
+            previous = signal.signal(signal.SIGTERM, _terminate)
+        except ValueError:  # not the main thread
+            previous = None
+        result = repack(infile, outfile, opts.layouts, opts.filters, buffer_bytes=buffer_bytes, threads=threads,
+                        progress=progress, dry_run=dry_run)
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    if quiet:
+        return
+    if opts.is_empty:
+        click.echo("no -l or -f given: the file was copied as it is", err=True)
+    changed = result.repacked
+    kept = [d for d in result.datasets if not d.changed]
+    if dry_run:
+        for d in changed:
+            click.echo("\n".join(_format_change(d)))
+        for d in kept:
+            for note in d.notes:
+                click.echo(f"{d.path}: {note}")
+        click.echo(f"dry run: {len(changed)} dataset(s) would change, {len(kept)} would be copied as they are; "
+                   f"nothing written ({format_seconds(result.seconds)})")
+        return
+    for d in changed:
+        how = "fast" if d.method == "fast" else f"library: {d.reason}"
+        click.echo(f"{d.path}: {d.old_layout} {d.old_filters} -> {d.new_layout} {d.new_filters}, "
+                   f"{format_bytes(d.old_stored_bytes)} -> {format_bytes(d.new_stored_bytes)} "
+                   f"in {format_seconds(d.seconds)} ({how})")
+    click.echo(f"{os.path.basename(result.src)} ({format_bytes(result.in_bytes)}) -> {result.dst} "
+               f"({format_bytes(result.out_bytes)}) in {format_seconds(result.seconds)}: "
+               f"{len(changed)} dataset(s) repacked, {len(kept)} copied, "
+               f"{result.threads} thread(s), {format_bytes(result.buffer_bytes)} buffer")
+
+
+def _terminate(signum, frame):
+    raise SystemExit(128 + signum)
