@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 import h5py
 import numpy as np
-from h5py import h5, h5d, h5f, h5l, h5o, h5p, h5s, h5t
+from h5py import h5, h5d, h5f, h5l, h5o, h5p, h5s, h5t, h5z
 
 from ccp.config.filters import FilterPipeline, parse_filters, pipeline_from_dcpl
 from ccp.errors import CcpError, ConfigError
@@ -222,21 +222,17 @@ def _has_vlen_or_ref(tid) -> bool:
 def _copy_attr(sid, dst_obj, name: bytes) -> None:
     aid = h5py.h5a.open(sid, name)
     tid = aid.get_type()
-    acpl = h5p.create(h5p.ATTRIBUTE_CREATE)
-    try:
-        name.decode("ascii")
-    except UnicodeDecodeError:
-        acpl.set_char_encoding(h5t.CSET_UTF8)
-    if not _has_vlen_or_ref(tid):
+    if not _has_vlen_or_ref(tid) and name.isascii():
+        # raw copy in the file's own type: byte order, string padding and sizes stay as they are
         ftype = tid.copy() if tid.committed() else tid
         space = aid.get_space()
-        new = h5py.h5a.create(dst_obj.id, name, ftype, space, acpl=acpl)
+        new = h5py.h5a.create(dst_obj.id, name, ftype, space)
         if space.get_simple_extent_type() != h5s.NULL:
             buf = np.empty(aid.shape, dtype=np.dtype(f"V{tid.get_size()}"))
             aid.read(buf, mtype=ftype)
             new.write(buf, mtype=ftype)
         return
-    # variable-length data: let h5py convert (it keeps the string encoding and vlen-ness)
+    # variable-length data or a UTF-8 name: let h5py convert (it keeps the string encoding and vlen-ness)
     key = name.decode("utf-8", "surrogateescape")
     src_attrs = h5py.AttributeManager(_Holder(sid))
     dst_obj.attrs.create(key, src_attrs[key], dtype=aid.dtype)
@@ -282,6 +278,7 @@ class _Target:
     raw_bytes: int = 0
     stored_bytes: int = 0
     fast_dtype: bool = False
+    keep_filters: bool = False
 
     def result(self, **kw) -> DatasetResult:
         new_layout = self.new_layout.spec if (self.changed and self.new_layout) else self.old_layout
@@ -392,6 +389,8 @@ class _Planner:
                 if lay_req is not None and lay_req.kind == "chunked":
                     return refuse(l_explicit, "-l", "is a scalar: it cannot be chunked")
                 new_pipe = FilterPipeline()
+        elif lay_req is None and (old is None or old.kind != "chunked") and not new_pipe.is_none:
+            new_layout = Layout("chunked", _guess_chunks(shape, tgt.maxshape, itemsize))
         if new_layout is not None and new_layout.kind == "chunked":
             chunks = new_layout.chunks
             if len(chunks) != len(shape):
@@ -439,13 +438,14 @@ class _Planner:
         if new_layout == old and new_pipe.spec == tgt.old_pipeline.spec:
             tgt.notes.append("already in the requested layout and filters")
             return tgt
+        tgt.keep_filters = new_pipe is tgt.old_pipeline and new_layout.kind == "chunked"
         # let HDF5 judge the combination (filters that do not fit the datatype, compact too large ...)
         try:
-            self.probe(ds, new_layout, new_pipe)
+            self.probe(ds, new_layout, None if tgt.keep_filters else new_pipe)
         except CcpError as exc:
             where = f"-f {f_explicit}" if f_explicit else (f"-l {l_explicit}" if l_explicit else "")
             if explicit:
-                raise ConfigError(where, f"{path}: {exc}") from None
+                raise ConfigError(where, str(exc)) from None
             tgt.notes.append(f"kept as it is: {exc}")
             return tgt
         tgt.new_layout, tgt.new_pipeline, tgt.changed = new_layout, new_pipe, True
@@ -469,16 +469,20 @@ class _Planner:
             return "library", why
         return "fast", ""
 
-    def make_dcpl(self, ds, layout: Layout, pipeline: FilterPipeline):
-        """The source's creation properties with the new layout and filters."""
+    def make_dcpl(self, ds, layout: Layout, pipeline: FilterPipeline | None):
+        """The source's creation properties with the new layout and filters (None: keep the source's)."""
         src = ds.id.get_create_plist()
         fresh = src.get_layout() == h5d.VIRTUAL or src.get_external_count() > 0
         dcpl = src if not fresh else _fresh_dcpl(src, ds.dtype)
+        if layout.kind == "chunked" and pipeline is None and not fresh:
+            dcpl.set_chunk(layout.chunks)
+            return dcpl
         if dcpl.get_nfilters():
             dcpl.remove_filter(0)  # H5Z_FILTER_ALL
         if layout.kind == "chunked":
             dcpl.set_chunk(layout.chunks)
             pipeline.apply(dcpl, ds.dtype)
+            _plugins_optional(dcpl)
         else:
             dcpl.set_layout(h5d.CONTIGUOUS if layout.kind == "contiguous" else h5d.COMPACT)
         return dcpl
@@ -522,7 +526,7 @@ class _Planner:
             data = ds[sl]
             self._probe_n += 1
             name = f"p{self._probe_n}"
-            dcpl = self.make_dcpl(ds, lay, tgt.new_pipeline)
+            dcpl = self.make_dcpl(ds, lay, None if tgt.keep_filters else tgt.new_pipeline)
             tid = ds.id.get_type()
             tid = tid.copy() if tid.committed() else tid
             space = h5s.create_simple(chunks, chunks)
@@ -543,6 +547,19 @@ class _Planner:
                 src_alloc_fraction = min(1.0, ds.id.get_num_chunks() / total_src)
         allocated = math.ceil(ngrid * src_alloc_fraction)
         return int(allocated * math.prod(chunks) * tgt.itemsize * (stored / raw)) if raw else 0
+
+
+def _plugins_optional(dcpl) -> None:
+    """Plugin filters as h5py and hdf5plugin add them: optional, so a chunk that a compressor
+    cannot shrink (blosc, lz4 ... return failure) is stored unfiltered instead of failing the write."""
+    filters = [dcpl.get_filter(i) for i in range(dcpl.get_nfilters())]
+    if not any(code >= 256 and not flags & h5z.FLAG_OPTIONAL for code, flags, _v, _n in filters):
+        return
+    dcpl.remove_filter(0)
+    for code, flags, values, _name in filters:
+        if code >= 256:
+            flags |= h5z.FLAG_OPTIONAL
+        dcpl.set_filter(code, flags, tuple(values))
 
 
 def _h5_message(exc) -> str:
@@ -698,7 +715,7 @@ class _Writer:
         self.buffer = buffer_bytes
         self.progress = progress
         self.threads = pool._max_workers
-        dcpl = planner.make_dcpl(src_ds, tgt.new_layout, tgt.new_pipeline)
+        dcpl = planner.make_dcpl(src_ds, tgt.new_layout, None if tgt.keep_filters else tgt.new_pipeline)
         tid = src_ds.id.get_type()
         tid = tid.copy() if tid.committed() else tid
         try:

@@ -127,7 +127,7 @@ def parse_layout_option(text: str) -> tuple[tuple[str | None, ...], Layout]:
     up = body.strip().upper()
     if up in ("CONTI", "COMPA"):
         return targets, as_layout(up, where)
-    if not up.startswith("CHUNK"):
+    if not (up == "CHUNK" or up.startswith("CHUNK=")):
         raise ConfigError(where, f"unknown layout {body.strip()!r}; {LAYOUT_HELP}")
     rest = body.strip()[5:]
     if not rest.startswith("=") or not rest[1:].strip():
