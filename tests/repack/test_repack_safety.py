@@ -1,0 +1,135 @@
+"""The input is never modified; an interrupted repack leaves no OUT; a dry run writes nothing."""
+
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import h5py
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from conftest import CRIS
+
+from ccp.repack import repack
+from ccp.repack.options import parse_options
+
+
+def digest(path):
+    with open(path, "rb") as fh:
+        return hashlib.sha256(fh.read()).hexdigest(), os.stat(path).st_mtime_ns
+
+
+def leftovers(folder):
+    return [p.name for p in folder.iterdir() if ".ccp-tmp-" in p.name]
+
+
+def test_input_is_not_modified(rich, tmp_path):
+    before = digest(rich)
+    o = parse_options([f"{CRIS}:CHUNK=1x6x3x17", "/contig:CHUNK=3x3"], ["GZIP=1"])
+    repack(rich, tmp_path / "out.h5", o.layouts, o.filters)
+    repack(rich, tmp_path / "out2.h5", o.layouts, o.filters, dry_run=True)
+    assert digest(rich) == before
+
+
+def test_dry_run_writes_nothing(rich, tmp_path):
+    out = tmp_path / "out.h5"
+    o = parse_options([f"{CRIS}:CHUNK=1x6x3x17"], [f"{CRIS}:SHUF", f"{CRIS}:GZIP=6", "/strings:GZIP=1"])
+    before = sorted(p.name for p in tmp_path.iterdir())
+    res = repack(rich, out, o.layouts, o.filters, dry_run=True)
+    assert res.dry_run and res.out_bytes is None
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    d = res.dataset(CRIS)
+    assert d.changed and d.new_layout == "1x6x3x17" and d.new_filters == "shuffle+gzip:6"
+    assert 0.5 * d.old_stored_bytes < d.estimated_bytes < 1.5 * d.raw_bytes
+    assert res.dataset("/strings").estimated_bytes is None  # variable-length: no estimate
+
+
+@pytest.mark.parametrize("exc", [KeyboardInterrupt, RuntimeError])
+def test_interrupted_repack_leaves_no_out_and_keeps_an_old_out(rich, tmp_path, exc):
+    out = tmp_path / "out.h5"
+    out.write_bytes(b"previous output")
+    calls = []
+
+    def progress(event, value):
+        if event == "advance":
+            calls.append(value)
+            if len(calls) == 2:
+                raise exc("stop")
+
+    o = parse_options([f"{CRIS}:CHUNK=1x6x3x17"], [f"{CRIS}:GZIP=6"])
+    with pytest.raises(exc):
+        repack(rich, out, o.layouts, o.filters, progress=progress, buffer_bytes=2 * 1224)
+    assert out.read_bytes() == b"previous output"
+    assert leftovers(tmp_path) == []
+
+
+def test_failure_in_a_worker_cleans_up(rich, tmp_path, monkeypatch):
+    import ccp.repack.copy as copy_mod
+
+    def boom(*a, **k):
+        raise ValueError("encoder broke")
+
+    monkeypatch.setattr(copy_mod, "_encode_chunk", boom)
+    o = parse_options([f"{CRIS}:CHUNK=1x6x3x17"], [f"{CRIS}:GZIP=6"])
+    with pytest.raises(ValueError, match="encoder broke"):
+        repack(rich, tmp_path / "out.h5", o.layouts, o.filters)
+    assert not (tmp_path / "out.h5").exists() and leftovers(tmp_path) == []
+
+
+def test_sigterm_leaves_no_out(tmp_path):
+    src = tmp_path / "big.h5"
+    with h5py.File(src, "w") as f:
+        f.create_dataset("x", data=np.random.default_rng(0).standard_normal((256, 256, 64)).astype("f4"))
+    out = tmp_path / "out.h5"
+    proc = subprocess.Popen([sys.executable, "-m", "ccp.repack", "-q", "--threads", "1", "--buffer", "256KiB",
+                             "-l", "x:CHUNK=4x256x64", "-f", "x:GZIP=9", str(src), str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while not leftovers(tmp_path) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert leftovers(tmp_path), "the repack finished before it could be interrupted"
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert not out.exists() and leftovers(tmp_path) == []
+
+
+def test_cli(rich, tmp_path):
+    from ccp.repack.command import repack_command
+
+    runner = CliRunner()
+    out = tmp_path / "out.h5"
+    r = runner.invoke(repack_command, ["-l", f"{CRIS}:CHUNK=1x6x3x17", "-f", f"{CRIS}:GZIP=6", str(rich), str(out)])
+    assert r.exit_code == 0, r.output
+    assert "1 dataset(s) repacked" in r.output and "fast" in r.output
+    assert out.exists()
+    r = runner.invoke(repack_command, ["--dry-run", "-l", f"{CRIS}:CHUNK=2x6x3x17", str(rich), str(tmp_path / "d.h5")])
+    assert r.exit_code == 0 and "4x6x3x17 -> 2x6x3x17" in r.output and "nothing written" in r.output
+    assert not (tmp_path / "d.h5").exists()
+    r = runner.invoke(repack_command, ["-q", "-f", "/floats:SZIP=8,NN", str(rich), str(tmp_path / "q.h5")])
+    assert r.exit_code == 0 and r.output == ""
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["-l", f"{CRIS}:CHUNK=1x6x3", "IN", "OUT"], "rank 3"),
+    (["-l", f"{CRIS}:CHUNK=1x0x3x17", "IN", "OUT"], "> 0"),
+    (["-l", "/missing:CONTI", "IN", "OUT"], "no dataset /missing"),
+    (["-f", "/floats:GZIP=11", "IN", "OUT"], "1-9"),
+    (["IN", "IN"], "is the input"),
+    (["MISSING", "OUT"], "does not exist"),
+    (["--buffer", "lots", "IN", "OUT"], "--buffer"),
+])
+def test_cli_errors_are_one_line_exit_2(rich, tmp_path, args, needle):
+    from ccp.cli import main
+
+    args = [str(rich) if a == "IN" else str(tmp_path / "out.h5") if a == "OUT" else
+            str(tmp_path / "missing.h5") if a == "MISSING" else a for a in args]
+    r = CliRunner().invoke(main, ["repack", *args])
+    assert r.exit_code == 2, r.output
+    lines = [line for line in r.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and needle in lines[0], r.output
+    assert not (tmp_path / "out.h5").exists()
