@@ -8,7 +8,11 @@ HDF5 library do that side.
 
 Formats (HDF5 2.0 sources, H5Z*.c, and hdf5plugin's filters):
 
-* deflate (1): a zlib stream, ``compress2(level)`` == ``zlib.compress(data, level)``.
+* deflate (1): a zlib stream. Engine "zlib": ``zlib.compress(data, level)``, the same bytes as
+  HDF5's ``compress2(level)`` with the same zlib. Engine "libdeflate" (the ``deflate``
+  package): libdeflate at the same level, about 3x faster, a valid zlib stream that every
+  zlib/HDF5 reader decodes, usually a little smaller, not byte-identical. Decoding uses
+  libdeflate when it is installed (the output is the same either way).
 * shuffle (2): element size ``cd[0]``; byte j of element i goes to ``j * n + i``; trailing
   bytes (``nbytes % size``) are copied as they are; nothing happens when the size is 1
   or the buffer holds at most one element.
@@ -171,12 +175,61 @@ def _zstd_decode():
     return lambda data: mod.ZstdDecompressor().decompress(data)
 
 
+# ------------------------------------------------------------------ deflate engines
+
+DEFLATE_ENGINES = ("auto", "zlib", "libdeflate")
+
+
+def _libdeflate():
+    try:
+        import deflate
+    except ImportError:
+        return None
+    return deflate
+
+
+def resolve_deflate_engine(name: str = "auto") -> str:
+    """'auto' -> 'libdeflate' when the ``deflate`` package is installed, else 'zlib'."""
+    from ccp.errors import ConfigError
+
+    name = (name or "auto").lower()
+    if name not in DEFLATE_ENGINES:
+        raise ConfigError("--deflate", f"unknown engine {name!r}; one of {', '.join(DEFLATE_ENGINES)}")
+    if name == "auto":
+        return "libdeflate" if _libdeflate() is not None else "zlib"
+    if name == "libdeflate" and _libdeflate() is None:
+        raise ConfigError("--deflate", "libdeflate needs the deflate package (pip install deflate)")
+    return name
+
+
+def _deflate_encoder(level: int, engine: str):
+    lib = _libdeflate() if engine == "libdeflate" else None
+    if lib is None or not 1 <= level <= 9:
+        return lambda data: zlib.compress(data, level)
+    return lambda data: lib.zlib_compress(data, level)
+
+
+def _deflate_decoder(size: int | None):
+    lib = _libdeflate()
+    if lib is None or not size:
+        return zlib.decompress
+
+    def decode(data):
+        try:
+            out = lib.zlib_decompress(data, size)
+        except lib.DeflateError:  # e.g. a stream longer than expected: let zlib judge
+            return zlib.decompress(data)
+        return out
+
+    return decode
+
+
 # ------------------------------------------------------------------ pipelines
 
-def _step_encoder(f: RawFilter, itemsize: int):
+def _step_encoder(f: RawFilter, itemsize: int, engine: str = "zlib"):
     if f.id == DEFLATE:
         level = f.cd_values[0] if f.cd_values else 6
-        return lambda data: zlib.compress(data, level)
+        return _deflate_encoder(level, engine)
     if f.id == SHUFFLE:
         size = f.cd_values[0] if f.cd_values else itemsize
         return lambda data: shuffle(data, size)
@@ -196,9 +249,9 @@ def _step_encoder(f: RawFilter, itemsize: int):
     return None
 
 
-def _step_decoder(f: RawFilter, itemsize: int):
+def _step_decoder(f: RawFilter, itemsize: int, size: int | None = None):
     if f.id == DEFLATE:
-        return zlib.decompress
+        return _deflate_decoder(size)
     if f.id == SHUFFLE:
         size = f.cd_values[0] if f.cd_values else itemsize
         return lambda data: unshuffle(data, size)
@@ -219,11 +272,14 @@ def _why_not(f: RawFilter) -> str:
     return f"{f.name} has no Python encoder"
 
 
-def encoder(filters, itemsize: int):
-    """``(encode, "")`` where ``encode(bytes) -> bytes`` runs the whole pipeline, or ``(None, reason)``."""
+def encoder(filters, itemsize: int, deflate: str = "zlib"):
+    """``(encode, "")`` where ``encode(bytes) -> bytes`` runs the whole pipeline, or ``(None, reason)``.
+
+    ``deflate``: "zlib" or "libdeflate" (see :func:`resolve_deflate_engine`).
+    """
     steps = []
     for f in filters:
-        fn = _step_encoder(f, itemsize)
+        fn = _step_encoder(f, itemsize, deflate)
         if fn is None:
             return None, _why_not(f)
         steps.append(fn)
@@ -236,14 +292,22 @@ def encoder(filters, itemsize: int):
     return encode, ""
 
 
-def decoder(filters, itemsize: int):
-    """``(decode, "")`` where ``decode(bytes, filter_mask) -> bytes``, or ``(None, reason)``."""
+def decoder(filters, itemsize: int, chunk_bytes: int | None = None):
+    """``(decode, "")`` where ``decode(bytes, filter_mask) -> bytes``, or ``(None, reason)``.
+
+    ``chunk_bytes`` (the unfiltered chunk size) lets libdeflate inflate into a buffer of the right size.
+    """
     steps = []
+    size = chunk_bytes  # size of the data entering each filter on write, while it is known
     for f in filters:
-        fn = _step_decoder(f, itemsize)
+        fn = _step_decoder(f, itemsize, size)
         if fn is None:
             return None, f"{f.name} has no Python decoder"
         steps.append(fn)
+        if size is not None and f.id == FLETCHER32:
+            size += 4
+        elif f.id != SHUFFLE:
+            size = None
 
     def decode(data, mask: int = 0):
         for i in range(len(steps) - 1, -1, -1):

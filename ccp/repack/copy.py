@@ -75,6 +75,7 @@ class DatasetResult:
     seconds: float = 0.0
     hyperslabs: int = 0
     notes: tuple[str, ...] = ()
+    deflate: str = ""      # gzip encoder on the fast path: "zlib" | "libdeflate"; "hdf5" on the library path
 
     @property
     def changed(self) -> bool:
@@ -279,12 +280,16 @@ class _Target:
     stored_bytes: int = 0
     fast_dtype: bool = False
     keep_filters: bool = False
+    deflate: str = "zlib"
 
     def result(self, **kw) -> DatasetResult:
         new_layout = self.new_layout.spec if (self.changed and self.new_layout) else self.old_layout
         new_filters = self.new_pipeline.spec if (self.changed and self.new_pipeline is not None) else self.old_pipeline.spec
+        deflate = ""
+        if self.changed and self.new_pipeline is not None and any(s.name == "gzip" for s in self.new_pipeline.steps):
+            deflate = self.deflate if self.method == "fast" else "hdf5"
         return DatasetResult(
-            path=self.path, action="repacked" if self.changed else "copied", method=self.method, reason=self.reason,
+            deflate=deflate, path=self.path, action="repacked" if self.changed else "copied", method=self.method, reason=self.reason,
             shape=self.shape, dtype=_dtype_label(self.dtype), old_layout=self.old_layout, new_layout=new_layout,
             old_filters=self.old_pipeline.spec, new_filters=new_filters, raw_bytes=self.raw_bytes,
             old_stored_bytes=self.stored_bytes, notes=tuple(self.notes), **kw)
@@ -306,8 +311,9 @@ def _python_encodable(pipeline: FilterPipeline) -> str:
 class _Planner:
     """Turns the options into a decision per dataset (pure with respect to the output file)."""
 
-    def __init__(self, src: h5py.File, layouts, filters, buffer_bytes: int):
+    def __init__(self, src: h5py.File, layouts, filters, buffer_bytes: int, deflate: str = "zlib"):
         self.src = src
+        self.deflate = deflate
         self.buffer_bytes = buffer_bytes
         self.layouts: dict = {}
         self.filters: dict = {}
@@ -450,6 +456,7 @@ class _Planner:
             return tgt
         tgt.new_layout, tgt.new_pipeline, tgt.changed = new_layout, new_pipe, True
         tgt.method, tgt.reason = self._method(tgt)
+        tgt.deflate = self.deflate
         return tgt
 
     def _method(self, tgt: _Target) -> tuple[str, str]:
@@ -604,7 +611,8 @@ class _SourceReader:
         if self.chunks is None or dcpl.get_layout() != h5d.CHUNKED:
             self.why_library = f"{_layout_of(dcpl, ds)} source"
             return
-        self.decode, self.why_library = codecs.decoder(codecs.filters_of(dcpl), self.itemsize)
+        self.decode, self.why_library = codecs.decoder(codecs.filters_of(dcpl), self.itemsize,
+                                                       math.prod(self.chunks) * self.itemsize)
         if self.decode is None:
             return
         self.allocated: set = set()
@@ -780,7 +788,7 @@ class _Writer:
     def run_fast(self):
         tgt = self.tgt
         chunks = tgt.new_layout.chunks
-        encode, why = codecs.encoder(codecs.filters_of(self.dsid.get_create_plist()), tgt.itemsize)
+        encode, why = codecs.encoder(codecs.filters_of(self.dsid.get_create_plist()), tgt.itemsize, tgt.deflate)
         if encode is None:  # pragma: no cover - _method checked the pipeline already
             tgt.method, tgt.reason = "library", why
             return self.run_library()
@@ -1027,6 +1035,8 @@ def describe(tgt: _Target, threads: int) -> str:
     change = f"{tgt.old_layout} {tgt.old_pipeline.spec} -> {tgt.new_layout.spec} {tgt.new_pipeline.spec}"
     if tgt.method == "fast":
         how = f"fast path, {threads} thread{'s' if threads != 1 else ''}"
+        if any(s.name == "gzip" for s in tgt.new_pipeline.steps):
+            how += f", deflate by {tgt.deflate}"
     else:
         how = f"library path: {tgt.reason}"
     return f"{tgt.path}: {change} ({how})"
@@ -1053,7 +1063,8 @@ def _copy_userblock(src: str, tmp: str, size: int) -> None:
 
 
 def repack(src, dst, layouts=None, filters=None, *, buffer_bytes: int = DEFAULT_BUFFER_BYTES,
-           threads: int | None = None, progress=None, dry_run: bool = False, only=None) -> RepackResult:
+           threads: int | None = None, progress=None, dry_run: bool = False, only=None,
+           deflate: str = "auto") -> RepackResult:
     """Copy ``src`` to ``dst`` with new layouts / filters for some datasets.
 
     ``layouts``: ``{dataset path or None (every dataset): Layout | chunk tuple | "CONTI" | None}``.
@@ -1061,10 +1072,13 @@ def repack(src, dst, layouts=None, filters=None, *, buffer_bytes: int = DEFAULT_
     ``progress(event, value)`` is called with ``("start", total_bytes)``, ``("dataset", line)``
     for each dataset that changes, and ``("advance", nbytes)``.
     ``only``: dataset paths to copy (with their attributes); the rest of the file is left out.
+    ``deflate``: gzip encoder of the fast path: "zlib" (the bytes HDF5 itself writes), "libdeflate"
+    (the ``deflate`` package: ~3x faster, equally valid streams) or "auto" (libdeflate if installed).
     """
     t0 = time.perf_counter()
     src, dst = _check_paths(src, dst, dry_run)
     threads = max(1, int(threads or os.cpu_count() or 1))
+    engine = codecs.resolve_deflate_engine(deflate)
     buffer_bytes = max(1, int(buffer_bytes))
     try:
         fin = h5py.File(src, "r")
@@ -1075,7 +1089,7 @@ def repack(src, dst, layouts=None, filters=None, *, buffer_bytes: int = DEFAULT_
     fout = None
     done = False
     try:
-        planner = _Planner(fin, layouts, filters, buffer_bytes)
+        planner = _Planner(fin, layouts, filters, buffer_bytes, engine)
         only_keys = None
         if only is not None:
             only_keys = {planner._key_of(p, "dataset") for p in only}
@@ -1124,7 +1138,8 @@ def repack(src, dst, layouts=None, filters=None, *, buffer_bytes: int = DEFAULT_
             os.unlink(tmp)
 
 
-def repack_dataset(src_path, dset_path: str, dst_path, chunks: tuple | None, filters: str | None) -> float:
+def repack_dataset(src_path, dset_path: str, dst_path, chunks: tuple | None, filters: str | None,
+                   deflate: str = "auto") -> float:
     """Write ``dst_path`` holding only ``dset_path`` (same path, with its attributes) laid out as
     ``chunks`` (None: contiguous) with ``filters`` (a ccp spec such as ``"shuffle+gzip:6"``;
     ``"none"``: no filters). Returns the seconds taken. For the sweep engine."""
@@ -1133,7 +1148,7 @@ def repack_dataset(src_path, dset_path: str, dst_path, chunks: tuple | None, fil
     pipeline = parse_filters(filters, "filters") if filters is not None else None
     flt = {path: pipeline} if pipeline is not None else {}
     t0 = time.perf_counter()
-    res = repack(src_path, dst_path, {path: layout}, flt, only=[path])
+    res = repack(src_path, dst_path, {path: layout}, flt, only=[path], deflate=deflate)
     # an unchanged dataset is still copied (H5Ocopy): the file holds it either way
     return res.seconds if res.seconds else time.perf_counter() - t0
 

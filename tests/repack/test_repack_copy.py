@@ -235,3 +235,20 @@ def test_path_errors(rich, tmp_path):
         run(tmp_path / "text.h5", tmp_path / "out.h5")
     with pytest.raises(ConfigError, match="does not exist"):
         run(rich, tmp_path / "no" / "dir" / "out.h5")
+
+
+@pytest.mark.parametrize("engine", ["zlib", "libdeflate"])
+def test_deflate_engines_write_valid_gzip_chunks(rich, tmp_path, engine):
+    if engine == "libdeflate":
+        pytest.importorskip("deflate")
+    out = tmp_path / "out.h5"
+    res = run(rich, out, [f"{CRIS}:CHUNK=5x6x3x7"], [f"{CRIS}:SHUF", f"{CRIS}:GZIP=5", f"{CRIS}:FLET"], deflate=engine)
+    d = res.dataset(CRIS)
+    assert d.method == "fast" and d.deflate == engine
+    # HDF5 itself decodes (and checks the fletcher32 sums of) every chunk
+    assert_same_file(rich, out, {CRIS: ((5, 6, 3, 7), "shuffle+gzip:5+fletcher32")})
+
+
+def test_unknown_deflate_engine(rich, tmp_path):
+    with pytest.raises(ConfigError, match="--deflate"):
+        run(rich, tmp_path / "out.h5", deflate="zopfli")
