@@ -1,8 +1,22 @@
-"""``ccp repack``: change chunking and filters of HDF5 datasets, faster than h5repack."""
+"""``ccp repack``: change chunking and filters of HDF5 datasets, faster than h5repack.
 
-from ccp.repack.copy import DatasetResult, RepackResult, repack, repack_dataset
-from ccp.repack.options import Layout, RepackOptions, parse_options
-from ccp.repack.plan import DEFAULT_BUFFER_BYTES, SlabPlan, plan_slabs
+Names are imported lazily so that ``ccp --help`` (which loads :mod:`ccp.repack.command`)
+does not pay for h5py.
+"""
 
-__all__ = ["DEFAULT_BUFFER_BYTES", "DatasetResult", "Layout", "RepackOptions", "RepackResult", "SlabPlan",
-           "parse_options", "plan_slabs", "repack", "repack_dataset"]
+_EXPORTS = {
+    "DatasetResult": "ccp.repack.copy", "RepackResult": "ccp.repack.copy", "repack": "ccp.repack.copy",
+    "repack_dataset": "ccp.repack.copy",
+    "Layout": "ccp.repack.options", "RepackOptions": "ccp.repack.options", "parse_options": "ccp.repack.options",
+    "DEFAULT_BUFFER_BYTES": "ccp.repack.plan", "SlabPlan": "ccp.repack.plan", "plan_slabs": "ccp.repack.plan",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        import importlib
+
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'ccp.repack' has no attribute {name!r}")

@@ -649,18 +649,30 @@ class _SourceReader:
             raise CcpError(f"{self.ds.name}: a decoded chunk has {len(data)} bytes, expected {need}")
         return np.frombuffer(data, dtype=self.dtype).reshape(self.chunks)
 
-    def _decode_place(self, raw, mask, arr, dst_sl, src_sl):
+    def _decode_place(self, raw, mask, arr, dst_sl, src_sl, keep: bool):
         chunk = self._decode_chunk(raw, mask)
         arr[dst_sl] = chunk[src_sl]
-        return chunk
+        return chunk if keep else None
 
-    def read(self, slab, slab_index: int, plan, wait) -> np.ndarray:
-        """The slab's data; source chunks decoded in the pool. ``wait(futures)`` blocks usefully."""
+    def read(self, slab, slab_index: int, plan) -> np.ndarray:
+        """The slab's data; source chunks read raw here and decoded in the pool, a few at a time.
+
+        Source chunks that later hyperslabs need too are kept decoded (within ``cache_budget``).
+        """
         if self.decode is None:
             return self.read_library(slab)
         arr = np.empty(slab.count, dtype=self.dtype)
         dsid = self.ds.id
-        pending = []
+        chunk_bytes = math.prod(self.chunks) * self.itemsize
+        inflight: deque = deque()
+        limit = 2 * self.pool._max_workers + 2
+
+        def finish(item):
+            off, fut, last = item
+            chunk = fut.result()
+            if chunk is not None:
+                self.cache[off] = (chunk, last)
+
         for off in chunks_in(slab, self.chunks):
             lo = tuple(max(o, s) for o, s in zip(off, slab.start))
             hi = tuple(min(o + c, s + n, d) for o, c, s, n, d in zip(off, self.chunks, slab.start, slab.count, self.shape))
@@ -672,18 +684,17 @@ class _SourceReader:
             elif off not in self.allocated:
                 arr[dst_sl] = self.fill
             else:
+                while len(inflight) >= limit:
+                    finish(inflight.popleft())
+                last = self._last_slab(off, plan)
+                keep = last > slab_index and self.cache_bytes + chunk_bytes <= self.cache_budget
+                if keep:
+                    self.cache_bytes += chunk_bytes
                 mask, raw = dsid.read_direct_chunk(off)
-                fut = self.pool.submit(self._decode_place, raw, mask, arr, dst_sl, src_sl)
-                pending.append((off, fut))
-        if pending:
-            wait([f for _, f in pending])
-        chunk_bytes = math.prod(self.chunks) * self.itemsize
-        for off, fut in pending:
-            chunk = fut.result()
-            last = self._last_slab(off, plan)
-            if last > slab_index and self.cache_bytes + chunk_bytes <= self.cache_budget:
-                self.cache[off] = (chunk, last)
-                self.cache_bytes += chunk_bytes
+                inflight.append((off, self.pool.submit(self._decode_place, raw, mask, arr, dst_sl, src_sl, keep), last))
+                del raw
+        while inflight:
+            finish(inflight.popleft())
         for off in [o for o, (_, last) in self.cache.items() if last <= slab_index]:
             del self.cache[off]
             self.cache_bytes -= chunk_bytes
@@ -725,7 +736,9 @@ class _Writer:
         self.threads = pool._max_workers
         dcpl = planner.make_dcpl(src_ds, tgt.new_layout, None if tgt.keep_filters else tgt.new_pipeline)
         tid = src_ds.id.get_type()
-        tid = tid.copy() if tid.committed() else tid
+        if tid.committed():
+            tid = tid.copy()
+            tgt.notes.append("its named datatype is now stored in the dataset (same type, no longer shared)")
         try:
             dsid = h5d.create(dst_group.id, name, tid, src_ds.id.get_space(), dcpl=dcpl, lcpl=lcpl)
         except Exception as exc:
@@ -768,11 +781,11 @@ class _Writer:
             self.dsid.close()
             self.dsid = h5d.open(parent.id, name, dapl=dapl)
             self.dst = h5py.Dataset(self.dsid)
-        reader = _SourceReader(self.src, self.pool, self.buffer) if tgt.fast_dtype else None
+        reader = _SourceReader(self.src, self.pool, self.buffer // 2) if tgt.fast_dtype else None
         src_plan = plan if plan.mode != "elements-in-chunk" else None
         for i, slab in enumerate(plan):
             if reader is not None and reader.python_decoded and src_plan is not None:
-                arr = reader.read(slab, i, src_plan, lambda futs: cf.wait(futs))
+                arr = reader.read(slab, i, src_plan)
             elif reader is not None:
                 arr = reader.read_library(slab)
             else:
@@ -792,7 +805,7 @@ class _Writer:
         if encode is None:  # pragma: no cover - _method checked the pipeline already
             tgt.method, tgt.reason = "library", why
             return self.run_library()
-        reader = _SourceReader(self.src, self.pool, self.buffer)
+        reader = _SourceReader(self.src, self.pool, self.buffer // 2)
         if reader.python_decoded and tuple(self.src.chunks) == tuple(chunks):
             return self.run_recode(reader, encode)
         if not reader.python_decoded:
@@ -800,7 +813,8 @@ class _Writer:
         plan = plan_slabs(tgt.shape, chunks, tgt.itemsize, self.buffer)
         fill = reader.fill
         chunk_bytes = math.prod(chunks) * tgt.itemsize
-        max_pending = max(2 * self.threads, self.buffer // max(1, chunk_bytes))
+        # a few encoded chunks per thread in flight: enough to keep every thread busy, little memory
+        max_pending = 2 * self.threads + 2
         pending: deque = deque()
         dsid = self.dsid
 
@@ -810,15 +824,6 @@ class _Writer:
                 dsid.write_direct_chunk(off, fut.result(), 0)
                 self.advance(nbytes)
 
-        def wait(futs):
-            # write finished destination chunks while the source chunks decode
-            remaining = set(futs)
-            while remaining:
-                write_ready(max_pending)
-                head = [pending[0][1]] if pending else []
-                done, _ = cf.wait(list(remaining) + head, return_when=cf.FIRST_COMPLETED)
-                remaining -= done
-
         try:
             for i, slab in enumerate(plan):
                 if reader.python_decoded and reader.sparse and not reader.region_allocated(slab.start, slab.count):
@@ -826,7 +831,7 @@ class _Writer:
                     self.slabs += 1
                     continue
                 if reader.python_decoded:
-                    arr = reader.read(slab, i, plan, wait)
+                    arr = reader.read(slab, i, plan)
                 else:
                     arr = reader.read_library(slab)
                 self.slabs += 1
@@ -840,8 +845,9 @@ class _Writer:
                     fut = self.pool.submit(_encode_chunk, arr, sl, chunks, fill, encode)
                     pending.append((off, fut, nbytes))
                     write_ready(max_pending)
+                # finish this hyperslab before reading the next: one hyperslab in memory at a time
+                write_ready(0)
                 del arr
-            write_ready(0)
         finally:
             for _, fut, _ in pending:
                 fut.cancel()
@@ -851,7 +857,8 @@ class _Writer:
         tgt = self.tgt
         chunks = tgt.new_layout.chunks
         chunk_bytes = math.prod(chunks) * tgt.itemsize
-        max_pending = max(2 * self.threads, self.buffer // max(1, chunk_bytes))
+        # a few encoded chunks per thread in flight: enough to keep every thread busy, little memory
+        max_pending = 2 * self.threads + 2
         pending: deque = deque()
         src_id, dsid = self.src.id, self.dsid
         offsets = sorted(o for o in reader.allocated if all(x < d for x, d in zip(o, tgt.shape)))
