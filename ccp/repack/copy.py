@@ -956,6 +956,7 @@ class _Repacker:
         _copy_attrs(root_src, root_dst)
         self.changed_prefixes = {p for t in self.targets.values() if t.changed for p in _ancestors(t.path)}
         self._copy_group(root_src, root_dst, "/")
+        _fix_references(self.src, self.dst)
 
     def _copy_group(self, sgrp, dgrp, path):
         for name in _link_names(sgrp.id):
@@ -1029,6 +1030,63 @@ class _Repacker:
         stored = writer.dst.id.get_storage_size()
         self.results.append(tgt.result(new_stored_bytes=stored, seconds=time.perf_counter() - t0,
                                        hyperslabs=writer.slabs))
+
+
+def _map_refs(values, src: h5py.File, dst: h5py.File):
+    """Object and region references of the source, made again for the same objects in the output."""
+    from h5py import h5r
+
+    flat = np.asarray(values, dtype=object).reshape(-1)
+    out = np.empty(flat.shape, dtype=object)
+    for i, ref in enumerate(flat):
+        new = None
+        if ref:
+            try:
+                target = src[ref]
+                path = target.name
+                if path is not None and path in dst:
+                    if isinstance(ref, h5py.RegionReference):
+                        space = h5r.get_region(ref, target.id)
+                        new = h5r.create(dst[path].id, b".", h5r.DATASET_REGION, space)
+                    else:
+                        new = dst[path].ref
+            except (KeyError, ValueError, RuntimeError):
+                new = None
+        if new is None:
+            new = h5py.RegionReference() if isinstance(ref, h5py.RegionReference) else h5py.Reference()
+        out[i] = new
+    return out.reshape(np.shape(values))
+
+
+def _fix_references(src: h5py.File, dst: h5py.File) -> int:
+    """References point at objects by address; copies live at other addresses. Rewrite every
+    reference dataset and attribute (top-level reference types) of the output. Returns how many."""
+    todo = []
+
+    def visit(name, obj):
+        if isinstance(obj, h5py.Dataset) and obj.shape and h5py.check_ref_dtype(obj.dtype) is not None:
+            todo.append((name, None))
+        for key in obj.attrs:
+            aid = obj.attrs.get_id(key)
+            if aid.shape is not None and h5py.check_ref_dtype(aid.dtype) is not None:
+                todo.append((name, key))
+
+    visit("/", src["/"])
+    src.visititems(visit)
+    fixed = 0
+    for name, attr in todo:
+        if name not in dst:
+            continue
+        sobj, dobj = src[name], dst[name]
+        if attr is None:
+            if not isinstance(dobj, h5py.Dataset) or dobj.shape != sobj.shape:
+                continue
+            dobj[...] = _map_refs(sobj[()], src, dst)
+        elif attr in dobj.attrs:
+            dtype = sobj.attrs.get_id(attr).dtype
+            dobj.attrs.create(attr, _map_refs(sobj.attrs[attr], src, dst), dtype=dtype)
+        fixed += 1
+    return fixed
 
 
 def _ancestors(path: str):

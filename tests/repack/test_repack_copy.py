@@ -252,3 +252,22 @@ def test_deflate_engines_write_valid_gzip_chunks(rich, tmp_path, engine):
 def test_unknown_deflate_engine(rich, tmp_path):
     with pytest.raises(ConfigError, match="--deflate"):
         run(rich, tmp_path / "out.h5", deflate="zopfli")
+
+
+@pytest.mark.parametrize("filters", [[], ["GZIP=1"]])
+def test_object_and_region_references_point_at_the_copies(tmp_path, filters):
+    src = tmp_path / "refs.h5"
+    with h5py.File(src, "w") as f:
+        a = f.create_dataset("a", data=np.arange(10))
+        b = f.create_dataset("g/b", data=np.arange(5.0))
+        f.create_dataset("refs", data=[a.ref, b.ref, h5py.Reference()], dtype=h5py.ref_dtype)
+        f.create_dataset("rrefs", data=[a.regionref[2:5]], dtype=h5py.regionref_dtype)
+        a.attrs["other"] = b.ref
+        f.attrs["rootref"] = a.ref
+    out = tmp_path / "out.h5"
+    run(src, out, [], filters)
+    with h5py.File(out, "r") as g:
+        assert [g[r].name if r else None for r in g["refs"][()]] == ["/a", "/g/b", None]
+        assert g[g["a"].attrs["other"]].name == "/g/b" and g[g.attrs["rootref"]].name == "/a"
+        rr = g["rrefs"][0]
+        assert g[rr].name == "/a" and list(g[rr][rr]) == [2, 3, 4]
