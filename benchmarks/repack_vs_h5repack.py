@@ -15,7 +15,8 @@ Speed: generates the synthetic CrIS file of seed 000 (dataset /All_Data/CrIS-SDR
 
 alternately (one untimed warm-up each, then ROUNDS timed rounds, the order swapped every round),
 prints the median and the spread (min-max) of the wall time of each command, the ratio of the
-medians, the load average (another busy process on the machine takes a core from ccp's threads),
+medians (also for `ccp repack --deflate zlib`: stdlib zlib, the very bytes h5repack writes; the
+default engine is libdeflate when the `deflate` package is installed), the load average (another busy process on the machine takes a core from ccp's threads),
 and checks that both outputs hold equal values with the same chunks, filters, dtype, maxshape and
 fill value (and says whether the stored chunks are byte-identical).
 
@@ -109,16 +110,21 @@ def compare(a: Path, b: Path, dset: str) -> str:
     return "equal values and properties; stored chunks " + ("byte-identical" if identical else "differ in bytes")
 
 
-def speed(work: Path, rounds: int, extra: list[str]) -> None:
+def speed(work: Path, rounds: int, extra: list[str], zlib_too: bool = True) -> None:
     src = work / "cris.h5"
     make_cris(src)
     h5repack = shutil.which("h5repack")
     if not h5repack:
         sys.exit("h5repack not found: apt-get install hdf5-tools")
     opts = ["-l", f"{DSET}:CHUNK=1x30x9x717", "-f", f"{DSET}:GZIP=6"]
-    out_h, out_c = work / "out_h5repack.h5", work / "out_ccp.h5"
+    out_h, out_c, out_z = work / "out_h5repack.h5", work / "out_ccp.h5", work / "out_ccp_zlib.h5"
     cmds = {"h5repack": [h5repack, *opts, str(src), str(out_h)],
             "ccp repack": [*ccp_command(), "-q", *extra, *opts, str(src), str(out_c)]}
+    if zlib_too:
+        cmds["ccp --deflate zlib"] = [*ccp_command(), "-q", "--deflate", "zlib", *extra, *opts, str(src), str(out_z)]
+    from ccp.repack.codecs import resolve_deflate_engine
+
+    print(f"ccp repack's gzip engine (--deflate auto): {resolve_deflate_engine('auto')}")
     ver = subprocess.run([h5repack, "--version"], capture_output=True, text=True).stdout.strip()
     print(f"{ver}; ccp: {' '.join(cmds['ccp repack'][:2 if cmds['ccp repack'][1] == 'repack' else 3])}")
     for name, cmd in cmds.items():
@@ -128,7 +134,7 @@ def speed(work: Path, rounds: int, extra: list[str]) -> None:
     for name, cmd in cmds.items():  # warm-up: page cache, imports
         timed(cmd)
     for i in range(rounds):
-        order = list(cmds) if i % 2 == 0 else list(cmds)[::-1]
+        order = list(cmds) if i % 2 == 0 else list(cmds)[::-1]  # alternate who goes first
         for name in order:
             times[name].append(timed(cmds[name]))
         print(f"  round {i + 1}: " + ", ".join(f"{n} {times[n][-1]:.3f} s" for n in cmds))
@@ -136,8 +142,12 @@ def speed(work: Path, rounds: int, extra: list[str]) -> None:
     med = {n: statistics.median(t) for n, t in times.items()}
     for n, t in times.items():
         print(f"{n:>10}: median {med[n]:.3f} s, spread {min(t):.3f}-{max(t):.3f} s over {len(t)} rounds")
-    print(f"ratio h5repack / ccp repack (medians): {med['h5repack'] / med['ccp repack']:.2f}x")
-    print("check:", compare(out_h, out_c, DSET))
+    for n in cmds:
+        if n != "h5repack":
+            print(f"ratio h5repack / {n} (medians): {med['h5repack'] / med[n]:.2f}x")
+    print("check ccp repack:", compare(out_h, out_c, DSET))
+    if zlib_too:
+        print("check ccp --deflate zlib:", compare(out_h, out_z, DSET))
 
 
 def memory(work: Path, gib: float, extra: list[str]) -> None:
@@ -169,12 +179,14 @@ def main() -> None:
     ap.add_argument("--memory", action="store_true", help="also measure peak memory on a file much larger than the buffer")
     ap.add_argument("--memory-gib", type=float, default=1.0)
     ap.add_argument("--no-speed", action="store_true", help="only the memory measurement")
+    ap.add_argument("--no-zlib", action="store_true",
+                    help="skip the extra `ccp repack --deflate zlib` timing (stdlib zlib, byte-identical to h5repack)")
     args = ap.parse_args()
     extra = ["--threads", str(args.threads)] if args.threads else []
     with tempfile.TemporaryDirectory(dir=args.work, prefix="repack-bench-") as tmp:
         work = Path(tmp)
         if not args.no_speed:
-            speed(work, args.rounds, extra)
+            speed(work, args.rounds, extra, not args.no_zlib)
         if args.memory:
             memory(work, args.memory_gib, extra)
 
