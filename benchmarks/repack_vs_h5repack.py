@@ -72,17 +72,27 @@ def timed(cmd: list[str]) -> float:
     return wall
 
 
+# A small launcher measures the command: a child forked from this (large) process would count
+# this process's pages in its ru_maxrss until it execs.
+_LAUNCHER = """
+import os, subprocess, sys, time
+t0 = time.perf_counter()
+proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL)
+_, status, usage = os.wait4(proc.pid, 0)
+print(os.waitstatus_to_exitcode(status), time.perf_counter() - t0, usage.ru_maxrss)
+"""
+
+
 def peak_rss(cmd: list[str]) -> tuple[float, float]:
-    """(seconds, peak RSS in MiB) of one child process."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    err = proc.stderr.read().decode(errors="replace")
-    proc.stderr.close()
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"failed: {' '.join(cmd)}\n{err}")
-    return wall, usage.ru_maxrss / 1024
+    """(seconds, peak RSS in MiB) of one command (wait4's ru_maxrss of that process)."""
+    r = subprocess.run([sys.executable, "-c", _LAUNCHER, *cmd], capture_output=True, text=True)
+    try:
+        code, wall, rss = r.stdout.split()
+    except ValueError:
+        sys.exit(f"failed: {' '.join(cmd)}\n{r.stdout}{r.stderr}")
+    if int(code) != 0:
+        sys.exit(f"failed ({code}): {' '.join(cmd)}\n{r.stderr}")
+    return float(wall), int(rss) / 1024
 
 
 def compare(a: Path, b: Path, dset: str) -> str:
@@ -162,13 +172,20 @@ def memory(work: Path, gib: float, extra: list[str]) -> None:
     size = src.stat().st_size
     opts = ["-l", "x:CHUNK=1x1024x1024", "-f", "x:GZIP=1"]
     print(f"memory: {src.name} {n0}x1024x1024 <f4 = {size / 2**30:.2f} GiB, chunks 16x256x256 -> 1x1024x1024 gzip 1")
-    wall, rss = peak_rss([*ccp_command(), "-q", "--buffer", "32MiB", *extra, *opts, str(src), str(work / "big_ccp.h5")])
-    print(f"  ccp repack (32 MiB buffer): {wall:.1f} s, peak RSS {rss:.0f} MiB")
-    (work / "big_ccp.h5").unlink()
+    for buffer in ("32MiB", "8MiB"):
+        out = work / "big_ccp.h5"
+        wall, rss = peak_rss([*ccp_command(), "-q", "--buffer", buffer, *extra, *opts, str(src), str(out)])
+        print(f"  ccp repack --buffer {buffer:>5}: {wall:5.1f} s, peak RSS {rss:4.0f} MiB, "
+              f"output {out.stat().st_size / 2**20:.0f} MiB")
+        out.unlink()
+    wall, rss = peak_rss([*ccp_command(), "--help"])
+    print(f"  (ccp repack --help alone:        peak RSS {rss:4.0f} MiB)")
     h5repack = shutil.which("h5repack")
     if h5repack:
-        wall, rss = peak_rss([h5repack, *opts, str(src), str(work / "big_h5repack.h5")])
-        print(f"  h5repack:                   {wall:.1f} s, peak RSS {rss:.0f} MiB")
+        out = work / "big_h5repack.h5"
+        wall, rss = peak_rss([h5repack, *opts, str(src), str(out)])
+        print(f"  h5repack:                  {wall:5.1f} s, peak RSS {rss:4.0f} MiB, "
+              f"output {out.stat().st_size / 2**20:.0f} MiB")
 
 
 def main() -> None:
