@@ -246,6 +246,57 @@ class _Holder:
         self.id = oid
 
 
+_HDF5_LIB = None
+
+
+def _hdf5_library():
+    """The libhdf5 that h5py itself loaded (for the few calls h5py does not wrap), or None."""
+    global _HDF5_LIB
+    if _HDF5_LIB is None:
+        import ctypes
+
+        _HDF5_LIB = False
+        try:
+            with open("/proc/self/maps") as maps:
+                paths = {line.split()[-1] for line in maps if "libhdf5" in line and ".so" in line}
+            paths = [p for p in paths if not os.path.basename(p).startswith("libhdf5_hl")]
+            if len(paths) == 1:
+                lib = ctypes.CDLL(paths[0])
+                lib.H5Pget_chunk_opts.argtypes = (ctypes.c_int64, ctypes.POINTER(ctypes.c_uint))
+                _HDF5_LIB = lib
+        except (OSError, AttributeError):  # pragma: no cover - no /proc, or a static build
+            _HDF5_LIB = False
+    return _HDF5_LIB or None
+
+
+def _chunk_opts(dcpl) -> int:
+    """H5Pget_chunk_opts (h5py does not wrap it); 0 when unknown."""
+    if dcpl.get_layout() != h5d.CHUNKED:
+        return 0
+    lib = _hdf5_library()
+    if lib is None:  # pragma: no cover
+        return 0
+    import ctypes
+
+    opts = ctypes.c_uint(0)
+    if lib.H5Pget_chunk_opts(dcpl.id, ctypes.byref(opts)) < 0:  # pragma: no cover
+        return 0
+    return int(opts.value)
+
+
+def _set_chunk_opts(dcpl, opts: int) -> None:
+    lib = _hdf5_library()
+    if lib is not None and opts:
+        import ctypes
+
+        lib.H5Pset_chunk_opts(ctypes.c_int64(dcpl.id), ctypes.c_uint(opts))
+
+
+def _unfiltered_edges(dcpl) -> bool:
+    """H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS: partial edge chunks are stored without filters."""
+    return bool(dcpl.get_nfilters()) and bool(_chunk_opts(dcpl) & 0x0002)
+
+
 def _fill_array(ds, dtype) -> np.ndarray:
     """The fill value as a one-element array in the file's representation."""
     fill = np.zeros((), dtype=dtype)
@@ -474,6 +525,8 @@ class _Planner:
         why = _python_encodable(tgt.new_pipeline)
         if why:
             return "library", why
+        if _unfiltered_edges(self.make_dcpl(self.src[tgt.path], lay, None if tgt.keep_filters else tgt.new_pipeline)):
+            return "library", "partial edge chunks stay unfiltered (H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS)"
         return "fast", ""
 
     def make_dcpl(self, ds, layout: Layout, pipeline: FilterPipeline | None):
@@ -481,13 +534,16 @@ class _Planner:
         src = ds.id.get_create_plist()
         fresh = src.get_layout() == h5d.VIRTUAL or src.get_external_count() > 0
         dcpl = src if not fresh else _fresh_dcpl(src, ds.dtype)
+        opts = _chunk_opts(src)  # H5Pset_chunk forgets them; keep them
         if layout.kind == "chunked" and pipeline is None and not fresh:
             dcpl.set_chunk(layout.chunks)
+            _set_chunk_opts(dcpl, opts)
             return dcpl
         if dcpl.get_nfilters():
             dcpl.remove_filter(0)  # H5Z_FILTER_ALL
         if layout.kind == "chunked":
             dcpl.set_chunk(layout.chunks)
+            _set_chunk_opts(dcpl, opts)
             pipeline.apply(dcpl, ds.dtype)
             _plugins_optional(dcpl)
         else:
@@ -610,6 +666,9 @@ class _SourceReader:
         dcpl = ds.id.get_create_plist()
         if self.chunks is None or dcpl.get_layout() != h5d.CHUNKED:
             self.why_library = f"{_layout_of(dcpl, ds)} source"
+            return
+        if _unfiltered_edges(dcpl):
+            self.why_library = "its partial edge chunks are stored unfiltered"
             return
         self.decode, self.why_library = codecs.decoder(codecs.filters_of(dcpl), self.itemsize,
                                                        math.prod(self.chunks) * self.itemsize)

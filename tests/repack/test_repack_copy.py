@@ -271,3 +271,35 @@ def test_object_and_region_references_point_at_the_copies(tmp_path, filters):
         assert g[g["a"].attrs["other"]].name == "/g/b" and g[g.attrs["rootref"]].name == "/a"
         rr = g["rrefs"][0]
         assert g[rr].name == "/a" and list(g[rr][rr]) == [2, 3, 4]
+
+
+def test_unfiltered_partial_edge_chunks_use_the_library(tmp_path):
+    import ctypes
+
+    from ccp.repack.copy import _hdf5_library
+
+    lib = _hdf5_library()
+    if lib is None:
+        pytest.skip("libhdf5 not found in the process maps")
+    src = tmp_path / "edges.h5"
+    dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+    dcpl.set_chunk((4, 3))
+    dcpl.set_deflate(6)
+    assert lib.H5Pset_chunk_opts(ctypes.c_int64(dcpl.id), ctypes.c_uint(2)) >= 0
+    data = np.arange(10 * 7, dtype="<f8").reshape(10, 7)
+    with h5py.File(src, "w") as f:
+        sid = h5py.h5s.create_simple((10, 7), (h5py.h5s.UNLIMITED, 7))
+        ds = h5py.Dataset(h5py.h5d.create(f.id, b"x", h5py.h5t.py_create(data.dtype), sid, dcpl=dcpl))
+        ds[...] = data
+    out = tmp_path / "out.h5"
+    res = run(src, out, ["x:CHUNK=3x2"], ["x:GZIP=1"])  # source read through the library
+    d = res.dataset("/x")
+    assert d.method == "library" and "unfiltered" in d.reason
+    res = run(src, tmp_path / "out2.h5", [], ["x:SHUF", "x:GZIP=2"])  # same chunks, new filters
+    assert res.dataset("/x").method == "library"
+    from ccp.repack.copy import _unfiltered_edges
+
+    for path in (out, tmp_path / "out2.h5"):
+        with h5py.File(path, "r") as f:
+            assert np.array_equal(f["x"][()], data)
+            assert _unfiltered_edges(f["x"].id.get_create_plist())  # the property is kept
