@@ -13,14 +13,20 @@ buffer (:mod:`ccp.repack.plan`, seed 003). Two ways of writing them:
 * fast path: source chunks are read raw (``read_direct_chunk``) and decoded in Python, or
   read through the library when their filters have no Python decoder; destination chunks
   are padded to full chunks with the fill value (as HDF5 stores edge chunks), encoded
-  by :mod:`ccp.repack.codecs` in a thread pool (zlib releases the GIL) and written raw
-  (``write_direct_chunk``). Destination chunks whose source holds no allocated chunk are
-  not written (they read back as the fill value either way).
+  by :mod:`ccp.repack.codecs` in a thread pool (zlib, libdeflate and bz2 release the GIL)
+  and written raw (``write_direct_chunk``). gzip is encoded by libdeflate when the
+  ``deflate`` package is installed (``deflate="auto"``), else by zlib, whose output is
+  byte-identical to what HDF5 writes. Destination chunks whose source holds no allocated
+  chunk are not written (they read back as the fill value either way).
 * library path: hyperslab writes through HDF5, which encodes in one thread. Used when
   a destination filter has no exact Python encoder (szip, nbit, scaleoffset, lzf, blosc,
   lz4, bitshuffle, zstd without the ``zstandard`` package), for contiguous and compact
-  destinations, chunks larger than the buffer, scalars, and datatypes that are not
-  plain numbers or fixed-length strings (compound, variable-length, references...).
+  destinations, chunks larger than the buffer, scalars, datatypes that are not plain
+  numbers or fixed-length strings (compound, variable-length, references...), and
+  datasets whose partial edge chunks stay unfiltered (H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS).
+
+Object and region references are rewritten at the end to point at the copied objects.
+A repacked dataset that used a named datatype gets an inline copy of that type.
 
 The output is written as ``OUT.ccp-tmp-<pid>`` beside OUT and renamed to OUT only when
 complete; on any error or interrupt the temporary file is removed. The input is opened
@@ -1173,6 +1179,9 @@ def _temp_path(dst: str) -> str:
 def _create_output(tmp: str, src: h5py.File) -> h5py.File:
     try:
         fcpl = src.id.get_create_plist()
+        root = src["/"].id.get_create_plist()  # the file's plist does not report the root group's orders
+        fcpl.set_link_creation_order(root.get_link_creation_order())
+        fcpl.set_attr_creation_order(root.get_attr_creation_order())
         fid = h5f.create(tmp.encode(), h5f.ACC_TRUNC, fcpl=fcpl)
     except Exception:
         fid = h5f.create(tmp.encode(), h5f.ACC_TRUNC)

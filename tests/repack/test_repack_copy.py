@@ -303,3 +303,36 @@ def test_unfiltered_partial_edge_chunks_use_the_library(tmp_path):
         with h5py.File(path, "r") as f:
             assert np.array_equal(f["x"][()], data)
             assert _unfiltered_edges(f["x"].id.get_create_plist())  # the property is kept
+
+
+def test_userblock_and_root_creation_order_are_kept(tmp_path):
+    src = tmp_path / "ub.h5"
+    with h5py.File(src, "w", userblock_size=512, track_order=True) as f:
+        f.create_dataset("z", data=np.arange(100, dtype="<i4"), chunks=(10,))
+        f.create_dataset("a", data=np.arange(5.0))
+        f.attrs["second"] = 2
+        f.attrs["first"] = 1
+    with open(src, "r+b") as fh:
+        fh.write(b"my user block")
+    out = tmp_path / "out.h5"
+    run(src, out, ["z:CHUNK=25"], ["z:GZIP=3"])
+    with open(out, "rb") as fh:
+        assert fh.read(13) == b"my user block"
+    with h5py.File(out, "r") as f:
+        assert f.userblock_size == 512
+        assert list(f) == ["z", "a"] and list(f.attrs) == ["second", "first"]
+        assert f["z"].chunks == (25,) and np.array_equal(f["z"][()], np.arange(100))
+
+
+def test_h5diff_agrees(rich, tmp_path):
+    import shutil
+    import subprocess
+
+    h5diff = shutil.which("h5diff")
+    if h5diff is None:
+        pytest.skip("h5diff not installed (apt-get install hdf5-tools)")
+    out = tmp_path / "out.h5"
+    run(rich, out, [f"{CRIS}:CHUNK=1x6x3x17", "/contig:CHUNK=8x8"], [f"{CRIS}:GZIP=6", "/floats:shuffle+gzip:1"])
+    for path in (CRIS, "/contig", "/floats", "/All_Data/CrIS-SDR_All/ints"):
+        r = subprocess.run([h5diff, str(rich), str(out), path, path], capture_output=True, text=True)
+        assert r.returncode == 0, r.stdout + r.stderr
