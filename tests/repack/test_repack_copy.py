@@ -3,7 +3,7 @@
 import h5py
 import numpy as np
 import pytest
-from conftest import CRIS, assert_same_file
+from repack_helpers import CRIS, assert_same_file
 
 from ccp.errors import CcpError, ConfigError
 from ccp.repack import repack, repack_dataset

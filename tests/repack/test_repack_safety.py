@@ -11,7 +11,7 @@ import h5py
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from conftest import CRIS
+from repack_helpers import CRIS
 
 from ccp.repack import repack
 from ccp.repack.options import parse_options
