@@ -1,7 +1,45 @@
+import re
+import shutil
+import subprocess
 import textwrap
 from pathlib import Path
 
 import pytest
+
+_PROBE = """<script>
+window.addEventListener('load', () => {
+  const imgs = [...document.images];
+  const broken = imgs.filter(i => !i.complete || i.naturalWidth === 0).map(i => i.getAttribute('src'));
+  const p = document.createElement('p');
+  p.textContent = 'IMAGES ' + imgs.length + ' BROKEN [' + broken.join(',') + ']';
+  document.body.appendChild(p);
+});
+</script></body>"""
+
+
+@pytest.fixture
+def browser_check(tmp_path):
+    """Open a report in headless Chromium; assert every image loaded; return how many there are."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("chromium is not installed (.ci/run installs it: apt-get install chromium)")
+
+    def check(page: Path) -> int:
+        probe = page.with_name("report_check.html")
+        probe.write_text(page.read_text().replace("</body>", _PROBE))
+        try:
+            out = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                                  "--disable-component-update", "--disable-sync", "--no-first-run",
+                                  f"--user-data-dir={tmp_path / 'chromium-profile'}", "--virtual-time-budget=10000",
+                                  "--dump-dom", probe.as_uri()], capture_output=True, text=True, timeout=120)
+        finally:
+            probe.unlink()
+        m = re.search(r"IMAGES (\d+) BROKEN \[([^\]]*)\]", out.stdout)
+        assert m, f"{page}: the page did not load: {out.stderr[-2000:]}"
+        assert m.group(2) == "", f"{page}: images that did not load: {m.group(2)}"
+        return int(m.group(1))
+
+    return check
 
 
 @pytest.fixture

@@ -78,6 +78,8 @@ def heatmaps(cells: pd.DataFrame, out: Path) -> list[str]:
     names = []
     groups = list(ok.groupby(["filters", "access_label"], sort=False))[:4]
     for what, col, fmt in (("time", "time_s", format_seconds), ("raw-data reads", "raw_reads", lambda v: f"{int(v):,}")):
+        if ok[col].isna().all():          # e.g. raw reads of a --quick run: no traced pass
+            continue
         fig, axs = plt.subplots(1, len(groups), figsize=(4.6 * len(groups), 3.4), squeeze=False)
         everything = ok[col].to_numpy(dtype=float)
         positive = everything[everything > 0]
@@ -86,6 +88,9 @@ def heatmaps(cells: pd.DataFrame, out: Path) -> list[str]:
         for k, (ax, ((filt, acc), g)) in enumerate(zip(axs[0], groups)):
             piv = g.pivot_table(index="chunks", columns="cache_label", values=col, aggfunc="first")
             data = piv.to_numpy(dtype=float)
+            if data.size == 0 or np.isnan(data).all():
+                ax.axis("off")
+                continue
             shown = np.log10(np.where(data > 0, data, np.nan))
             ax.imshow(shown, cmap="viridis", aspect="auto", vmin=lo, vmax=max(hi, lo + 1e-9))
             for (i, j), v in np.ndenumerate(data):
