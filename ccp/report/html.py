@@ -92,7 +92,7 @@ def stability(cells: pd.DataFrame) -> str:
     if len(failed):
         out.append('<div class="fail"><b>Failed cells</b> (a rerun with the same --out retries them):<ul>' +
                    "".join(f"<li>{esc(l)}: {esc(s)}</li>" for l, s in zip(plots.cell_labels(failed), failed["status"])) + "</ul></div>")
-    flags = cells["flags"].fillna("").astype(str)
+    flags = cells["flags"].astype(object).fillna("").astype(str)   # all-empty flags read back as float NaN
     for flag, text in (("unstable", "passes spread by more than 1.5x (max/min): rerun on a quiet machine or add repeats"),
                        ("short", "median request under 2 us: single requests are too short to time reliably; trust the pass totals"),
                        ("partial", "time budget: a prefix of the requests was measured and the rest extrapolated"),

@@ -194,7 +194,7 @@ def with_labels(cells: pd.DataFrame) -> pd.DataFrame:
                      zip(cells["cache_nbytes"], cells["cache_nslots"].fillna(0), cells["cache_w0"].fillna(0))],
         access_label=[f"{op} {b}" + (f" order {o}" if o and o != "x".join(map(str, range(len(str(b).split("x"))))) else "")
                       + (f" random {int(r)}" if r == r and r else "")
-                      for op, b, o, r in zip(cells["op"], cells["block"], cells["order"].fillna(""), cells["random"].fillna(0))])
+                      for op, b, o, r in zip(cells["op"], cells["block"], cells["order"].astype(object).fillna(""), cells["random"].fillna(0))])
 
 
 def varying_axes(cells: pd.DataFrame) -> list[tuple[str, str]]:
