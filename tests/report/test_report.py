@@ -75,4 +75,4 @@ def test_report_loads_in_a_real_browser(run_dir, browser_check):
 def test_quickstart_report_loads_in_a_real_browser(tmp_path, browser_check):
     config = Path(__file__).resolve().parents[2] / "configs" / "quickstart.yaml"
     run_sweep(config, out=tmp_path / "run", work_dir=tmp_path / "work", quick=True, echo=lambda *a: None)
-    assert browser_check(tmp_path / "run" / "report.html") >= 6
+    assert browser_check(tmp_path / "run" / "report.html") >= 4   # a quick run has no trace plots
