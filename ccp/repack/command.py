@@ -41,6 +41,8 @@ def _format_change(d) -> list[str]:
         ratio = f" ({d.raw_bytes / after:.3g}:1)" if after else ""
         lines.append(f"    storage  {format_bytes(d.old_stored_bytes)} -> {approx}{format_bytes(after)}{ratio}")
     how = "fast path" if d.method == "fast" else f"library path ({d.reason})"
+    if d.method == "fast" and d.deflate:
+        how += f", deflate by {d.deflate}"
     lines.append(f"    path     {how}")
     for note in d.notes:
         lines.append(f"    note     {note}")
