@@ -75,7 +75,6 @@ def repack_command(infile, outfile, layouts, filters, buffer, threads, deflate, 
     import os
 
     from ccp.errors import ConfigError
-    from ccp.repack.copy import describe  # noqa: F401  (imports h5py)
     from ccp.repack.copy import repack
     from ccp.repack.options import parse_options
     from ccp.units import format_bytes, format_seconds, parse_size

@@ -877,7 +877,6 @@ class _Writer:
             tgt.notes.append(f"source read through the library ({reader.why_library})")
         plan = plan_slabs(tgt.shape, chunks, tgt.itemsize, self.buffer)
         fill = reader.fill
-        chunk_bytes = math.prod(chunks) * tgt.itemsize
         # a few encoded chunks per thread in flight: enough to keep every thread busy, little memory
         max_pending = 2 * self.threads + 2
         pending: deque = deque()
@@ -921,7 +920,6 @@ class _Writer:
         """Same chunk grid, new filters: each allocated chunk is decoded and re-encoded alone."""
         tgt = self.tgt
         chunks = tgt.new_layout.chunks
-        chunk_bytes = math.prod(chunks) * tgt.itemsize
         # a few encoded chunks per thread in flight: enough to keep every thread busy, little memory
         max_pending = 2 * self.threads + 2
         pending: deque = deque()
@@ -986,8 +984,6 @@ class _Repacker:
         self.targets: dict = {}     # object key -> _Target
         self.results: list = []
         self.multi_linked = False
-        self.dataset_paths: dict = {}  # key -> first path
-        self.subtree_bytes: dict = {}
 
     def survey(self):
         """Every dataset once (first path), decisions, and whether any object has several links."""
@@ -1006,14 +1002,10 @@ class _Repacker:
             ds = self.src[path]
             tgt = self.planner.decide(path, key, ds)
             self.targets[key] = tgt
-            self.dataset_paths[key] = path
         return self.targets
 
     def total_bytes(self) -> int:
         return sum(t.raw_bytes for t in self.targets.values())
-
-    def changed_paths(self):
-        return [t.path for t in self.targets.values() if t.changed]
 
     def run(self):
         root_src = self.src["/"]
