@@ -230,7 +230,9 @@ def _apply_step(step: FilterStep, dcpl, dtype) -> None:
         dcpl.set_filter(32000, h5z.FLAG_OPTIONAL, ())
     else:
         plugin = _plugin(step)
-        dcpl.set_filter(plugin.filter_id, h5z.FLAG_MANDATORY, tuple(plugin.filter_options))
+        # optional, as h5py and hdf5plugin add them: a chunk the codec cannot shrink is stored as is
+        # instead of failing the write
+        dcpl.set_filter(plugin.filter_id, h5z.FLAG_OPTIONAL, tuple(plugin.filter_options))
 
 
 # Reading filters back: HDF5 filter id -> how to turn cd_values into a step.
