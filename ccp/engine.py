@@ -18,6 +18,8 @@ import traceback
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import numpy as np
+
 from ccp.config.sweep import Sweep, load_sweep, sweep_as_dict
 from ccp.errors import CcpError
 from ccp.matrix.cells import Cell, expand
@@ -26,7 +28,7 @@ from ccp.measurement.runner import CellJob, Progress, measure
 from ccp.store.results import RunStore, new_run_dir
 from ccp.store.schema import FINISHED, SCHEMA_VERSION
 from ccp.units import format_count, format_seconds, shape_str
-from ccp.workload.files import ensure_layout_file
+from ccp.workload.files import check_disk, ensure_layout_file
 from ccp.workload.source import describe_source
 
 FAULT_ENV = "CCP_FAULT_INJECT"   # tests: "CELL_ID:segv|memory|hang" makes that cell's worker misbehave
@@ -83,7 +85,7 @@ def run_sweep(sweep_path, *, out: Path | None = None, quick: bool = False, resul
          f"results in {run_dir}")
     failed = 0
     t_start = time.perf_counter()
-    from ccp.plan import calibrate
+    from ccp.plan import calibrate, traps
     calibration = calibrate([c.filters for c in cells], source.dtype,
                             sweep.dataset.generate.data if sweep.dataset.generate else "normal", work_dir)
 
@@ -127,7 +129,7 @@ def run_sweep(sweep_path, *, out: Path | None = None, quick: bool = False, resul
             if tty:
                 _status_line("", tty, stream)
                 stream.write("\r")
-            finished(cell, {**row, **predicted})
+            finished(cell, {**row, **predicted, "traps": " | ".join(traps(cell, source))})
     finally:
         store.finalize()     # also when interrupted: cells.parquet matches cells.csv
     summary = RunSummary(run_dir, len(cells), len(todo), len(cells) - len(todo), failed)
@@ -139,6 +141,9 @@ def run_sweep(sweep_path, *, out: Path | None = None, quick: bool = False, resul
 
 def _job_for(cell: Cell, sweep: Sweep, source, work_dir: Path, quick: bool) -> CellJob:
     repack_s = float("nan")
+    if cell.access.op in ("write", "copy"):     # each pass writes a new file of about the dataset's size
+        logical = int(np.prod(source.shape, dtype=np.int64)) * np.dtype(source.dtype).itemsize
+        check_disk(Path(work_dir) / "tmp", 2 * logical, f"a {cell.access.op} cell's pass files")
     if cell.access.op == "write":
         file = ""
     elif cell.access.op == "copy":         # copy from the dataset as stored into the cell's layout

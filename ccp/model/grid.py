@@ -26,6 +26,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Iterator, Optional, Sequence
 
 Coords = tuple[int, ...]
@@ -89,7 +90,7 @@ class ChunkGrid:
     def rank(self) -> int:
         return len(self.shape)
 
-    @property
+    @cached_property
     def grid(self) -> Coords:
         """Number of chunks per dimension (partial edge chunks included)."""
         return tuple(ceil_div(s, c) for s, c in zip(self.shape, self.chunks))
@@ -119,6 +120,10 @@ class ChunkGrid:
 
     def encode_bits(self) -> Coords:
         """Bits per dimension HDF5 uses to pack scaled coords (``rdcc.scaled_encode_bits``)."""
+        return self._bits
+
+    @cached_property
+    def _bits(self) -> Coords:
         return tuple(next_pow2(g).bit_length() - 1 for g in self.grid)
 
     def hash_key(self, coords: Sequence[int]) -> int:

@@ -105,6 +105,22 @@ def stability(cells: pd.DataFrame) -> str:
     return "".join(out) or "<p>Every cell is stable: passes within 1.5x of each other, requests long enough to time.</p>"
 
 
+def traps_section(cells: pd.DataFrame) -> str:
+    """The traps ccp found in the cells' layouts, caches and patterns, and HDF5's version trap."""
+    out = []
+    if "traps" in cells:
+        lab = plots.cell_labels(cells)
+        items = [(lab.loc[i], t) for i, t in cells["traps"].items() if isinstance(t, str) and t]
+        if items:
+            out.append('<div class="warn"><ul>' + "".join(f"<li><b>{esc(l)}</b>: {esc(t)}</li>" for l, t in items) + "</ul></div>")
+    big = cells["chunk_bytes"].astype(float)
+    if ((big > 1024 * 1024) & (big <= 8 * 1024 * 1024)).any():
+        out.append('<p class="note">Version trap: some chunks are larger than HDF5 1.x\'s default chunk cache (1 MiB) but fit '
+                   "HDF5 2.0's (8 MiB): a reader that keeps the library default is fast with one version and slow with the other. "
+                   "ccp sets every cache explicitly, so the cells above do not depend on it.</p>")
+    return "".join(out) or "<p>No traps found in these cells.</p>"
+
+
 def cells_table(cells: pd.DataFrame) -> str:
     lab = plots.cell_labels(cells)
     cols = ["time", "min-max", "requests", "raw reads", "raw read", "raw writes", "raw written", "meta ops",
@@ -194,6 +210,7 @@ def build(run_dir: Path) -> Path:
         "Raw-data overhead (unfiltered layouts): allocated chunk bytes beyond the data, from partial edge chunks (seed 002, Table 1).</p>",
         table_html(["chunks", "filters", "data", "stored", "file", "metadata ppm", "raw-data ppm", "ratio"], storage_rows),
         img(figs["storage"], "storage"),
+        "<h2>Traps</h2>", traps_section(cells),
         "<h2>Stability</h2>", stability(cells),
         "<h2>All cells</h2>", cells_table(cells),
         f"<details><summary>The sweep as run</summary><pre>{esc(sweep_text)}</pre></details>",

@@ -41,6 +41,7 @@ CELL_COLUMNS = [
     "repack_s",           # time to lay the user's file out in this cell's layout (NaN if none)
     "spread",             # time_s_max / time_s_min
     "flags",              # "unstable", "short", ... joined by ","
+    "traps",              # known ways this layout, cache and pattern are slow (ccp.plan.traps), joined by " | "
     "status",             # "ok", "extrapolated" (time budget: a measured prefix) or "failed: reason"
     "fraction_measured",  # requests measured / requests (1 unless extrapolated)
     "dataset_file",       # the work file measured

@@ -49,6 +49,7 @@ def test_report_page_and_images(run_dir):
     assert "(paper: 345 s; x" in page                      # published value beside ours, with the ratio
     assert "Which configuration is fastest, and why" in page
     assert "raw-data reads for" in page                    # the why: raw reads per request
+    assert "chunk larger than the cache" in page           # traps flagged
     assert "http://" not in page and "https://" not in page  # opens from disk, no network
 
 
