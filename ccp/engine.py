@@ -107,7 +107,7 @@ def run_sweep(sweep_path, *, out: Path | None = None, quick: bool = False, resul
             for cell, row, req, io in run_on_dask(todo, sweep, source, work_dir, quick, scheduler, resources or {}):
                 if row["status"] in FINISHED:
                     store.write_parts(cell.cell_id, req, io)
-                finished(cell, row)
+                finished(cell, {**row, "traps": " | ".join(traps(cell, source))})   # predictions: local runs only
         elif executor != "local":
             raise CcpError(f"--executor: unknown executor {executor!r}; use local or dask")
         for k, cell in enumerate(todo if executor == "local" else []):
