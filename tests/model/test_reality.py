@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from ccp.model import CacheParams, ChunkGrid, simulate, summarise
 
-SETTINGS = settings(max_examples=int(__import__("os").environ.get("CCP_MODEL_EXAMPLES", "40")), deadline=None, derandomize=False,
+SETTINGS = settings(max_examples=int(__import__("os").environ.get("CCP_MODEL_EXAMPLES", "150")), deadline=None, derandomize=False,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 DTYPES = {"i1": 1, "i2": 2, "i4": 4, "f8": 8}
 NSLOTS = [0, 1, 2, 3, 4, 5, 6, 7, 8, 11, 16, 17, 521]
