@@ -73,6 +73,7 @@ def run_sweep(sweep_path, *, out: Path | None = None, quick: bool = False, resul
     run_dir = Path(out) if out else new_run_dir(results_root, sweep.name)
     work_dir = Path(work_dir) if work_dir else Path(results_root) / "work"
     work_dir.mkdir(parents=True, exist_ok=True)
+    check_disk(work_dir, _disk_needed(sweep, source, cells, work_dir), f"sweep {sweep.name!r} (its work files)")
     store = RunStore(run_dir)
     doc = sweep_as_dict(sweep)
     doc["quick"] = quick
@@ -137,6 +138,25 @@ def run_sweep(sweep_path, *, out: Path | None = None, quick: bool = False, resul
         from ccp.report import write_report
         summary.report = write_report(run_dir)
     return summary
+
+
+def _disk_needed(sweep: Sweep, source, cells, work_dir: Path) -> int:
+    """Bytes the sweep's missing work files and its largest pass file may take (uncompressed: an upper bound)."""
+    from ccp.workload.files import layout_key
+
+    logical = int(np.prod(source.shape, dtype=np.int64)) * np.dtype(source.dtype).itemsize
+    layouts = {(c.chunks, c.filters.spec) for c in cells if c.access.op == "read" and not c.from_source}
+    if any(c.access.op == "copy" for c in cells) and sweep.dataset.file is None:
+        layouts.add((source.chunks, source.filters.spec))
+    missing = sum(1 for ch, f in layouts
+                  if not (Path(work_dir) / f"{sweep.name}-{layout_key(source, sweep.dataset.path, ch, _pipeline(f))}.h5").exists())
+    writes = any(c.access.op in ("write", "copy") for c in cells)
+    return missing * logical + (2 * logical if writes else 0)
+
+
+def _pipeline(spec: str):
+    from ccp.config.filters import parse_filters
+    return parse_filters(spec)
 
 
 def _job_for(cell: Cell, sweep: Sweep, source, work_dir: Path, quick: bool) -> CellJob:
