@@ -1,42 +1,76 @@
-"""The report page: one self-contained HTML file (inline CSS, PNGs beside it), readable from disk."""
+"""The report page: one self-contained HTML file (inline CSS, no scripts, PNGs beside it), readable from disk."""
 
 from __future__ import annotations
 
 import html
-import json
-import math
+import traceback
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
-import yaml
 
 from ccp.report import plots
-from ccp.report.tables import auto_tables, parse_tables, render, varying_axes, with_labels
+from ccp.report.data import (SHORT_REQUEST_S, UNSTABLE_SPREAD, _num, finite, is_ok, load_cells, load_env, load_parts,
+                             load_sweep, prepare, requested_bytes, stability)
+from ccp.report.tables import Cell, Table, auto_tables, fmt_times, parse_tables, render
 from ccp.units import format_bytes, format_count, format_seconds
 
 CSS = """
-body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}
-h1{margin-bottom:.2em} h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}
-table{border-collapse:collapse;margin:.8em 0;font-size:14px} th,td{border:1px solid #ccc;padding:4px 8px;text-align:right}
-th{background:#f3f3f3} td:first-child,th:first-child{text-align:left}
-.meta td{text-align:left} .note{color:#555;font-size:14px} .warn{background:#fff4e5;border-left:4px solid #f0a030;padding:.5em 1em}
-.fail{background:#fdecea;border-left:4px solid #c0392b;padding:.5em 1em} .good{background:#eef7ee;border-left:4px solid #2e8b57;padding:.6em 1em}
-img{max-width:100%;border:1px solid #eee;margin:.5em 0} pre{background:#f7f7f7;padding:.8em;overflow-x:auto;font-size:13px}
-details summary{cursor:pointer;color:#2c7fb8}
+:root{--fg:#1d2330;--muted:#5b6475;--line:#dde1e8;--head:#f3f5f8;--accent:#2c7fb8}
+*{box-sizing:border-box}
+body{font:15px/1.5 -apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;color:var(--fg);max-width:1240px;margin:0 auto;padding:1.5em 1.5em 4em}
+h1{font-size:1.9em;margin:.2em 0 .1em} h2{font-size:1.35em;border-bottom:2px solid var(--line);padding-bottom:.25em;margin-top:2.2em}
+h3{font-size:1.08em;margin:1.6em 0 .3em}
+.sub{color:var(--muted);margin:0 0 1em}
+nav{background:var(--head);border:1px solid var(--line);border-radius:6px;padding:.5em .9em;margin:1em 0;font-size:14px}
+nav a{color:var(--accent);text-decoration:none;margin-right:1.1em;white-space:nowrap} nav a:hover{text-decoration:underline}
+table{border-collapse:collapse;margin:.5em 0 .8em;font-size:13.5px;font-variant-numeric:tabular-nums}
+th,td{border:1px solid var(--line);padding:4px 9px;text-align:right;vertical-align:top}
+th{background:var(--head);font-weight:600} td.l,th.l{text-align:left}
+tr:nth-child(even) td{background:#fafbfc}
+td.best{background:#e3f4e1 !important;font-weight:600} td.changed{background:#fff3c4 !important;font-weight:600}
+td.missing{color:#aaa} td:not(.l){white-space:nowrap} td small{display:block;color:var(--muted);font-size:11.5px;white-space:nowrap}
+table.meta td{text-align:left} td.l:first-child{min-width:15em} table.meta td:first-child{color:var(--muted);white-space:nowrap}
+.wide{overflow-x:auto}
+.note{color:var(--muted);font-size:14px;margin:.3em 0 .6em;max-width:62em}
+.box{border-radius:6px;padding:.7em 1.1em;margin:.8em 0}
+.good{background:#eef7ee;border-left:5px solid #31a354} .warn{background:#fff6e8;border-left:5px solid #f0a030}
+.fail{background:#fdecea;border-left:5px solid #c0392b} .box p{margin:.35em 0} .box ul{margin:.3em 0;padding-left:1.3em}
+.kpi{display:flex;gap:.8em;flex-wrap:wrap;margin:1em 0} .kpi div{background:var(--head);border:1px solid var(--line);border-radius:6px;padding:.45em .9em}
+.kpi b{display:block;font-size:1.25em}
+img{max-width:100%;height:auto;border:1px solid var(--line);border-radius:4px;margin:.4em 0;display:block}
+pre{background:#f6f8fa;border:1px solid var(--line);border-radius:6px;padding:.8em;overflow:auto;font-size:12.5px;max-height:26em}
+code{background:#f1f3f5;padding:0 .25em;border-radius:3px;font-size:90%}
+details summary{cursor:pointer;color:var(--accent);margin:.4em 0}
+footer{margin-top:3em;color:var(--muted);font-size:13px}
 """
+
+PNG_NAMES = ("time_per_cell.png", "time_by_axis.png", "heatmap_time_s.png", "heatmap_raw_reads.png", "heatmap_raw_writes.png",
+             "heatmap_raw_io.png", "latency.png", "model_vs_measured.png", "io_trace.png", "storage.png")
 
 
 def esc(x) -> str:
     return html.escape("" if x is None else str(x))
 
 
-def table_html(header, rows, cls="") -> str:
-    out = [f'<table class="{cls}">']
+def _td(c, left: bool) -> str:
+    cls = "l" if left else ""
+    if isinstance(c, Cell):
+        cls = " ".join(x for x in (cls, c.cls) if x)
+        inner = esc(c.text) + "".join(f"<small>{esc(s)}</small>" for s in c.sub)
+    else:
+        inner = esc(c)
+    return f'<td class="{cls}">{inner}</td>' if cls else f"<td>{inner}</td>"
+
+
+def table_html(header, rows, cls: str = "", label_columns: int = 1) -> str:
+    out = [f'<div class="wide"><table class="{cls}">']
     if header:
-        out.append("<tr>" + "".join(f"<th>{esc(h)}</th>" for h in header) + "</tr>")
+        out.append("<tr>" + "".join(f'<th class="l">{esc(h)}</th>' if i < label_columns else f"<th>{esc(h)}</th>"
+                                    for i, h in enumerate(header)) + "</tr>")
     for r in rows:
-        out.append("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>")
-    out.append("</table>")
+        out.append("<tr>" + "".join(_td(c, i < label_columns) for i, c in enumerate(r)) + "</tr>")
+    out.append("</table></div>")
     return "".join(out)
 
 
@@ -44,196 +78,397 @@ def img(name: str | None, alt: str) -> str:
     return f'<img src="{esc(name)}" alt="{esc(alt)}">' if name else ""
 
 
-def _num(v) -> float:
+def note(text: str) -> str:
+    return f'<p class="note">{text}</p>'
+
+
+def render_table(t: Table) -> str:
+    out = f"<h3>{esc(t.title)}</h3>"
+    if t.note:
+        out += note(esc(t.note))
+    out += table_html(t.header, t.rows, label_columns=t.label_columns)
+    if t.footnote:
+        out += note("Note: " + esc(t.footnote))
+    if t.warnings:
+        out += '<div class="box warn"><ul>' + "".join(f"<li>{esc(w)}</li>" for w in t.warnings) + "</ul></div>"
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- the why
+
+def _per(c, col) -> float:
+    return c[col] / c["requests"] if finite(c.get(col)) and finite(c.get("requests")) and c["requests"] else float("nan")
+
+
+def _io_sentence(c) -> str:
+    """What the cell's traced pass did, per request: the numbers that explain its time."""
+    op = c["op"]
+    col = "raw_writes" if op == "write" else "raw_reads"
+    if not finite(c.get(col)):
+        return "its I/O counts were not measured (a quick run has no traced pass)"
+    words = "raw-data writes" if op == "write" else "raw-data reads"
+    s = f"{format_count(c[col])} {words} for {format_count(c['requests'])} requests ({_per(c, col):,.3g} per request)"
+    moved = c["raw_write_bytes"] if op == "write" else c["raw_read_bytes"]
+    want = requested_bytes(c)
+    if finite(moved) and finite(want) and want:
+        s += f", moving {format_bytes(moved)} for {format_bytes(want)} of data ({fmt_times(moved / want)})"
+    if op == "write" and finite(c.get("raw_reads")) and c["raw_reads"] > 0:
+        s += f", plus {format_count(c['raw_reads'])} reads of partly written chunks the cache had evicted"
+    if finite(c.get("predicted_chunk_loads")) and c.get("filters") not in ("none", ""):
+        s += f"; the model counts {format_count(c['predicted_chunk_loads'])} chunk decompressions"
+    return s
+
+
+def _dims(text) -> list[int] | None:
     try:
-        v = float(v)
-    except (TypeError, ValueError):
-        return float("nan")
-    return v
+        return [int(d) for d in str(text).split("x")]
+    except ValueError:
+        return None
+
+
+def _cause(c) -> str:
+    """A plain reason for a cell's cost, from its layout, cache and pattern (and ccp's trap check when it found one)."""
+    if isinstance(c.get("traps"), str) and c["traps"]:
+        return "ccp's trap check says: " + c["traps"]
+    chunks, filt, op = c.get("chunks", ""), c.get("filters", ""), c.get("op", "read")
+    if chunks == "contiguous":
+        return "a contiguous layout: each request moves its bytes straight from the file, no chunk cache involved"
+    block, chunk = _dims(c.get("block")), _dims(chunks)
+    if not finite(c.get("chunk_bytes")) or not block or not chunk or len(block) != len(chunk) or not finite(c.get("cache_nbytes")):
+        return ""
+    cb, cache = float(c["chunk_bytes"]), float(c["cache_nbytes"])
+    compressed = filt not in ("none", "")
+    touched = int(np.prod([-(-b // k) for b, k in zip(block, chunk)]))
+    most = int(np.prod([b // k if b % k == 0 else -(-b // k) + 1 for b, k in zip(block, chunk)]))   # unaligned starts
+    per = _per(c, "raw_writes" if op == "write" else "raw_reads")
+    moved = c["raw_write_bytes"] if op == "write" else c["raw_read_bytes"]
+    want = requested_bytes(c)
+    amp = moved / want if finite(moved) and finite(want) and want else float("nan")
+    if all(b % k == 0 for b, k in zip(block, chunk)) and (not finite(amp) or amp <= 1.2):
+        return (f"each request covers whole chunks ({touched:,} of {format_bytes(cb)}), which HDF5 moves in one operation each, "
+                "past the chunk cache")
+    if cb <= cache and (most * cb <= cache or (finite(amp) and amp <= 1.2)):
+        what = f"each request touches {touched:,} chunks ({format_bytes(touched * cb)}), which fit" if touched > 1 else \
+            "each request touches one chunk, which fits"
+        return (f"{what} the {format_bytes(cache)} chunk cache, so each chunk is "
+                f"{'read and decompressed' if compressed else 'read'} once and the requests that follow find it in memory")
+    if compressed and cb > cache:
+        return (f"its {format_bytes(cb)} compressed chunks do not fit the {format_bytes(cache)} chunk cache, so every request "
+                "that covers part of a chunk reads and decompresses the whole chunk again")
+    if cb <= cache:   # one chunk fits, the chunks of a request (or of two neighbouring requests) do not
+        again = {"write": "partly written chunks are evicted, written and read back"}.get(
+            op, f"chunks are evicted before the next request needs them and {'read and decompressed' if compressed else 'read'} again")
+        if touched > 1 and touched * cb > cache:
+            span = f"each request touches {touched:,} chunks ({format_bytes(touched * cb)}), more than the {format_bytes(cache)} cache holds"
+        else:
+            span = (f"the requests are not aligned with the {chunks} chunks: a {c['block']} request can touch up to {most:,} chunks "
+                    f"({format_bytes(most * cb)}), more than the {format_bytes(cache)} cache holds")
+        return f"{span}, so {again}"
+    return (f"its {format_bytes(cb)} chunks do not fit the {format_bytes(cache)} cache; unfiltered, HDF5 then moves just the "
+            "requested bytes straight from the file, one operation per contiguous run of them"
+            + (f" ({per:,.3g} per request here)" if finite(per) else ""))
 
 
 def explain_fastest(cells: pd.DataFrame) -> str:
-    """The fastest and slowest cell doing the same work, and the raw reads per request that explain them."""
-    ok = with_labels(cells[cells["status"].isin(["ok", "extrapolated"])])
+    ok = cells[is_ok(cells) & cells["time_s"].notna()]
     if ok.empty:
-        return "<p>No cell finished.</p>"
+        return '<div class="box fail"><p>No cell finished, so there is nothing to rank; the failures are listed under Stability.</p></div>'
     parts = []
     for op, g in ok.groupby("op", sort=False):
         g = g.sort_values("time_s")
         best, worst = g.iloc[0], g.iloc[-1]
-        label = plots.cell_labels(g)
-
-        def why(c):
-            n = max(_num(c["requests"]), 1)
-            io = "raw_reads" if op == "read" else "raw_writes"
-            per = _num(c.get(io)) / n
-            loads = _num(c.get("predicted_chunk_loads"))
-            s = (f"{format_count(c.get(io))} raw-data {'reads' if op == 'read' else 'writes'} for {format_count(c['requests'])} requests "
-                 f"({per:.3g} per request)")
-            if loads == loads and c["filters"] != "none":
-                s += f", {format_count(loads)} chunk decompressions of {format_bytes(c['chunk_bytes'])} chunks (model)"
-            if op == "write" and _num(c.get("raw_reads")) > 0:
-                s += f", and {format_count(c['raw_reads'])} reads of chunks evicted half-written"
-            return s
-
-        text = (f"<p><b>{esc(op)}:</b> fastest is <b>{esc(label.loc[best.name])}</b> at {format_seconds(best['time_s'])} a pass: "
-                f"{esc(why(best))}.")
+        text = (f"<p><b>{esc(op.capitalize())}: the fastest configuration is {esc(best['label'])}</b>, "
+                f"at {esc(format_seconds(best['time_s']))} a pass")
+        if len(g) > 1 and worst["time_s"] > 0:
+            text += (f", {esc(fmt_times(worst['time_s'] / best['time_s']))} faster than the slowest, "
+                     f"<b>{esc(worst['label'])}</b> ({esc(format_seconds(worst['time_s']))})")
+        text += ".</p>"
+        cause = _cause(best)
+        text += f"<p><b>Why:</b> the fastest makes {esc(_io_sentence(best))}" + (f"; {esc(cause)}" if cause else "") + ".</p>"
         if len(g) > 1:
-            ratio = worst["time_s"] / best["time_s"] if best["time_s"] else float("nan")
-            text += (f" Slowest is <b>{esc(label.loc[worst.name])}</b> at {format_seconds(worst['time_s'])} "
-                     f"({ratio:,.0f}x slower): {esc(why(worst))}.")
-        parts.append(text + "</p>")
-    return '<div class="good">' + "".join(parts) + "</div>"
+            cause = _cause(worst)
+            text += f"<p>The slowest makes {esc(_io_sentence(worst))}" + (f"; {esc(cause)}" if cause else "") + ".</p>"
+        parts.append(text)
+    return '<div class="box good">' + "".join(parts) + "</div>"
 
 
-def stability(cells: pd.DataFrame) -> str:
+# ---------------------------------------------------------------------------------------------- sections
+
+def stability_html(cells: pd.DataFrame) -> str:
     out = []
-    failed = cells[~cells["status"].isin(["ok", "extrapolated"])]
+    failed = cells[~is_ok(cells)]
     if len(failed):
-        out.append('<div class="fail"><b>Failed cells</b> (a rerun with the same --out retries them):<ul>' +
-                   "".join(f"<li>{esc(l)}: {esc(s)}</li>" for l, s in zip(plots.cell_labels(failed), failed["status"])) + "</ul></div>")
-    flags = cells["flags"].astype(object).fillna("").astype(str)   # all-empty flags read back as float NaN
-    for flag, text in (("unstable", "passes spread by more than 1.5x (max/min): rerun on a quiet machine or add repeats"),
-                       ("short", "median request under 2 us: single requests are too short to time reliably; trust the pass totals"),
-                       ("partial", "time budget: a prefix of the requests was measured and the rest extrapolated"),
-                       ("io-trace-truncated", "the stored I/O trace is capped (counts are exact)")):
-        sel = cells[flags.str.contains(flag)]
+        out.append('<div class="box fail"><p><b>Failed cells</b>: not measured; a rerun with the same <code>--out</code> '
+                   "retries them.</p>" + table_html(["cell", "reason"], [[c["label"], c["status"] or "(no status recorded)"]
+                                                                      for _, c in failed.iterrows()], label_columns=2) + "</div>")
+    st = stability(cells)
+    checks = [
+        ("unstable", f"passes spread by more than {UNSTABLE_SPREAD}x (slowest / fastest): the median is less certain. Rerun on "
+                     "a quiet machine or with more repeats.",
+         lambda c, s: f"passes {format_seconds(c['time_s_min'])} to {format_seconds(c['time_s_max'])}, {s['spread']:.3f}x"),
+        ("short", f"median request under {format_seconds(SHORT_REQUEST_S)}: single requests are too short to time reliably "
+                  "(timer and page-fault noise); trust the pass totals, not the per-request plot.",
+         lambda c, s: f"median request {format_seconds(c['request_s_median'])}"),
+        ("partial", "time budget: a prefix of the requests was measured and the rest extrapolated.",
+         lambda c, s: f"{c['fraction_measured']:.0%} measured" if finite(c["fraction_measured"]) else ""),
+        ("truncated", "the stored I/O trace is capped (the counts are exact; the trace plot shows its start).",
+         lambda c, s: ""),
+    ]
+    for key, text, detail in checks:
+        sel = cells[st[key]]
         if len(sel):
-            items = "".join(f"<li>{esc(l)} (spread {_num(sp):.2f}x)</li>" if flag == "unstable" else f"<li>{esc(l)}</li>"
-                            for l, sp in zip(plots.cell_labels(sel), sel["spread"]))
-            out.append(f'<div class="warn"><b>{esc(flag)}</b>: {esc(text)}<ul>{items}</ul></div>')
-    return "".join(out) or "<p>Every cell is stable: passes within 1.5x of each other, requests long enough to time.</p>"
+            items = "".join(f"<li>{esc(c['label'])}" + (f" ({esc(d)})" if (d := detail(c, st.loc[i])) else "") + "</li>"
+                            for i, c in sel.iterrows())
+            out.append(f'<div class="box warn"><p><b>{esc(key)}</b>: {esc(text)}</p><ul>{items}</ul></div>')
+    if not out:
+        return note(f"Every cell finished and is stable: passes within {UNSTABLE_SPREAD}x of each other and requests of "
+                    f"{format_seconds(SHORT_REQUEST_S)} or more.")
+    return note(f"Thresholds: a cell is <i>unstable</i> when its slowest pass takes over {UNSTABLE_SPREAD}x its fastest, "
+                f"<i>short</i> when its median request is under {esc(format_seconds(SHORT_REQUEST_S))}.") + "".join(out)
 
 
-def traps_section(cells: pd.DataFrame) -> str:
-    """The traps ccp found in the cells' layouts, caches and patterns, and HDF5's version trap."""
+def traps_html(cells: pd.DataFrame) -> str:
     out = []
-    if "traps" in cells:
-        lab = plots.cell_labels(cells)
-        items = [(lab.loc[i], t) for i, t in cells["traps"].items() if isinstance(t, str) and t]
-        if items:
-            out.append('<div class="warn"><ul>' + "".join(f"<li><b>{esc(l)}</b>: {esc(t)}</li>" for l, t in items) + "</ul></div>")
+    items = [(c["label"], c["traps"]) for _, c in cells.iterrows() if c["traps"]]
+    if items:
+        out.append('<div class="box warn"><ul>' + "".join(f"<li><b>{esc(l)}</b>: {esc(t)}</li>" for l, t in items) + "</ul></div>")
     big = cells["chunk_bytes"].astype(float)
     if ((big > 1024 * 1024) & (big <= 8 * 1024 * 1024)).any():
-        out.append('<p class="note">Version trap: some chunks are larger than HDF5 1.x\'s default chunk cache (1 MiB) but fit '
-                   "HDF5 2.0's (8 MiB): a reader that keeps the library default is fast with one version and slow with the other. "
-                   "ccp sets every cache explicitly, so the cells above do not depend on it.</p>")
-    return "".join(out) or "<p>No traps found in these cells.</p>"
+        out.append(note("Version trap: some chunks are larger than HDF5 1.x's default chunk cache (1 MiB) but fit HDF5 2.0's "
+                        "(8 MiB): a reader that keeps the library default is fast with one version and slow with the other. "
+                        "ccp sets every cache explicitly, so the cells above do not depend on it."))
+    return "".join(out) or note("No known trap in these cells' layouts, caches and access patterns.")
+
+
+ALL_COLUMNS = [  # header, column, formatter
+    ("time", "time_s", format_seconds), ("passes", "_passes", str),
+    ("requests", "requests", format_count), ("first request", "first_request_s", format_seconds),
+    ("median request", "request_s_median", format_seconds), ("raw reads", "raw_reads", format_count),
+    ("raw read", "raw_read_bytes", format_bytes), ("raw writes", "raw_writes", format_count),
+    ("raw written", "raw_write_bytes", format_bytes), ("meta reads", "meta_reads", format_count),
+    ("meta writes", "meta_writes", format_count), ("model raw reads", "predicted_raw_reads", format_count),
+    ("model raw writes", "predicted_raw_writes", format_count), ("model chunk loads", "predicted_chunk_loads", format_count),
+    ("model time", "predicted_time_s", format_seconds), ("repack", "repack_s", format_seconds),
+]
 
 
 def cells_table(cells: pd.DataFrame) -> str:
-    lab = plots.cell_labels(cells)
-    cols = ["time", "min-max", "requests", "raw reads", "raw read", "raw writes", "raw written", "meta ops",
-            "model raw reads", "chunk loads (model)", "status"]
-    rows = []
-    for i, c in cells.iterrows():
-        rows.append([lab.loc[i], format_seconds(c.get("time_s")),
-                     f"{format_seconds(c.get('time_s_min'))}-{format_seconds(c.get('time_s_max'))}",
-                     format_count(c.get("requests")), format_count(c.get("raw_reads")), format_bytes(c.get("raw_read_bytes")),
-                     format_count(c.get("raw_writes")), format_bytes(c.get("raw_write_bytes")),
-                     format_count(_num(c.get("meta_reads")) + _num(c.get("meta_writes"))),
-                     format_count(c.get("predicted_raw_reads")), format_count(c.get("predicted_chunk_loads")), c.get("status")])
-    return table_html(["cell"] + cols, rows)
+    cells = cells.assign(_passes=[f"{format_seconds(a)} - {format_seconds(b)}" if finite(a) else np.nan
+                                  for a, b in zip(cells["time_s_min"], cells["time_s_max"])])
+    cols = [(h, c, f) for h, c, f in ALL_COLUMNS
+            if cells[c].notna().any() and (cells[c].dtype == object or (cells[c].fillna(0) != 0).any())]
+    order = cells.assign(_t=cells["time_s"].fillna(float("inf"))).sort_values("_t")
+    rows = [[c["label"]] + [f(c[col]) for _, col, f in cols] + [c["flags"] or "", c["status"]] for _, c in order.iterrows()]
+    return table_html(["cell"] + [h for h, _, _ in cols] + ["flags", "status"], rows)
+
+
+def _file_label(cell, sweep) -> str:
+    ds = sweep.get("dataset") or {}
+    base = Path(str(ds["file"])).name if isinstance(ds, dict) and ds.get("file") else "generated"
+    return f"{base} ({cell['chunks']}, {cell['filters']})"
+
+
+def _figure(fn, *args):
+    """Draw one figure; a figure that fails is named on the page instead of failing the whole report."""
+    try:
+        return fn(*args), ""
+    except Exception:  # noqa: BLE001  the report is written even when one figure cannot be
+        return None, f'<div class="box fail"><p>Could not draw this figure:</p><pre>{esc(traceback.format_exc(limit=4))}</pre></div>'
+
+
+def meta_rows(cells, env, sweep, run_dir) -> list[list[str]]:
+    caches = sorted({(int(n), int(s), float(w)) for n, s, w in zip(cells["cache_nbytes"], cells["cache_nslots"], cells["cache_w0"])
+                     if finite(n) and finite(s) and finite(w)})
+    default = (env.get("hdf5_default_chunk_cache") or {}).get("dapl") or {}
+    passes = f"{sweep.get('repeats', '?')} timed ({'cold: page cache dropped before each' if sweep.get('cold') else 'warm'}) + 1 traced"
+    if sweep.get("quick"):
+        passes = "quick run: 1 warm pass, no traced pass (no I/O counts or trace)"
+    ds = sweep.get("dataset") or {}
+    gen = ds.get("generate") if isinstance(ds, dict) else None
+    if isinstance(gen, dict):
+        shape = "x".join(str(d) for d in gen.get("shape") or [])
+        dataset = f"generated {shape} {gen.get('dtype', '')} ({gen.get('data', '')} data), path {ds.get('path', '')}"
+    elif isinstance(ds, dict) and ds.get("file"):
+        dataset = f"{ds['file']}, path {ds.get('path', '')}"
+    else:
+        dataset = "?"
+    dirty = " (with uncommitted changes)" if env.get("git_dirty") else ""
+    return [
+        ["sweep", str(sweep.get("name", run_dir.parent.name))], ["run folder", str(run_dir)],
+        ["when", str(env.get("time", "?"))], ["dataset", dataset],
+        ["machine", f"{env.get('host', '?')}: {env.get('cpu', '?')}, {env.get('cores', '?')} cores, "
+                    f"{format_bytes(env.get('memory_bytes'))} RAM, {env.get('kernel', '?')}"],
+        ["filesystem", str(env.get("filesystem", "?"))],
+        ["versions", f"HDF5 {env.get('hdf5', '?')}, h5py {env.get('h5py', '?')}, hdf5plugin {env.get('hdf5plugin', '?')}, "
+                     f"numpy {env.get('numpy', '?')}, Python {env.get('python', '?')}"],
+        ["ccp", f"{env.get('ccp', '?')}, commit {str(env.get('git_commit') or '?')[:12]}{dirty}"],
+        ["chunk caches in effect (read back from HDF5)", "; ".join(f"{format_bytes(n)}, {s:,} hash slots, w0 {w:g}" for n, s, w in caches) or "-"],
+        ["this HDF5's default (not used: ccp sets each cache)",
+         f"{format_bytes(default.get('nbytes'))}, {default.get('nslots', '?')} slots, w0 {default.get('w0', '?')}" if default else "?"],
+        ["passes per cell", passes],
+    ]
 
 
 def build(run_dir: Path) -> Path:
     run_dir = Path(run_dir)
-    cells = pd.read_csv(run_dir / "cells.csv", keep_default_na=False, na_values=[""])
-    env = json.loads((run_dir / "env.json").read_text()) if (run_dir / "env.json").exists() else {}
-    sweep_text = (run_dir / "sweep.yaml").read_text() if (run_dir / "sweep.yaml").exists() else ""
-    sweep = yaml.safe_load(sweep_text) or {}
-    requests = _read_parts(run_dir / "requests.parquet", ["cell_id", "pass", "phase", "request", "time_s"])
-    io = _read_parts(run_dir / "io.parquet", ["cell_id", "seq", "kind", "mem_type", "offset"])
+    cells, labels = prepare(load_cells(run_dir))
+    env = load_env(run_dir)
+    sweep_text, sweep = load_sweep(run_dir)
+    name = str(sweep.get("name") or run_dir.parent.name)
+    for png in PNG_NAMES:                       # figures of an earlier report this run may no longer have
+        (run_dir / png).unlink(missing_ok=True)
 
-    figs = {
-        "time": plots.time_per_cell(cells, run_dir), "axis": plots.time_by_axis(cells, run_dir),
-        "heat": plots.heatmaps(cells, run_dir), "lat": plots.latency(cells, requests, run_dir),
-        "io": plots.io_trace(cells, io, run_dir), "storage": plots.storage(cells, run_dir),
-    }
-    tables = []
+    ok = cells[is_ok(cells)]
+    lat_ids = list(plots._ok(cells).sort_values("time_s", ascending=False).head(plots.MAX_LATENCY_CELLS)["cell_id"])
+    requests = load_parts(run_dir / "requests.parquet", ["cell_id", "pass", "phase", "request", "time_s"], lat_ids,
+                          [("pass", ">=", 0), ("phase", "==", "request")])
+    io_ids = load_parts(run_dir / "io.parquet", ["cell_id"])
+    picked = plots.trace_cells(cells, set(io_ids["cell_id"]) if io_ids is not None else set())
+    io = load_parts(run_dir / "io.parquet", ["cell_id", "seq", "kind", "mem_type", "offset"], list(picked["cell_id"]))
+    lay = plots.storage_table(cells)
+
+    figs, errors = {}, {}
+    for key, fn, args in (("time", plots.time_per_cell, (cells, run_dir)), ("axis", plots.time_by_axis, (cells, labels, run_dir)),
+                          ("heat", plots.heatmaps, (cells, run_dir)), ("lat", plots.latency, (cells, requests, run_dir)),
+                          ("model", plots.model_vs_measured, (cells, run_dir)), ("io", plots.io_trace, (picked, io, run_dir)),
+                          ("storage", plots.storage, (lay, run_dir))):
+        figs[key], errors[key] = _figure(fn, *args)
+    heat, heat_left_out = figs["heat"] or ([], 0)
+
+    sweep_tables = []
     if sweep.get("tables"):
-        for spec in parse_tables(sweep["tables"]):
-            t = render(spec, cells, file_label=lambda c: _file_label(c, sweep))
-            t["header"] = [""] + t["header"]
-            tables.append(t)
-    tables += auto_tables(cells) if not sweep.get("tables") else []
+        try:
+            for spec in parse_tables(sweep["tables"]):
+                sweep_tables.append(render(spec, cells, labels, file_label=lambda c: _file_label(c, sweep)))
+        except Exception as exc:  # noqa: BLE001  a sweep file edited after the run: say so, draw the rest
+            sweep_tables = []
+            errors["tables"] = f'<div class="box fail"><p>The sweep\'s <code>tables:</code> could not be read: {esc(exc)}</p></div>'
+    automatic = auto_tables(cells, labels)
 
-    caches = sorted({(int(n), int(s), float(w)) for n, s, w in zip(cells["cache_nbytes"], cells["cache_nslots"], cells["cache_w0"])
-                     if n == n and s == s})
-    default = env.get("hdf5_default_chunk_cache", {}).get("dapl", {})
-    meta_rows = [
-        ["sweep", sweep.get("name", run_dir.parent.name)], ["run", str(run_dir)], ["when", env.get("time", "?")],
-        ["machine", f"{env.get('cpu', '?')}, {env.get('cores', '?')} cores, {format_bytes(env.get('memory_bytes'))} RAM, {env.get('kernel', '?')}"],
-        ["work folder filesystem", env.get("filesystem", "?")],
-        ["versions", f"HDF5 {env.get('hdf5', '?')}, h5py {env.get('h5py', '?')}, numpy {env.get('numpy', '?')}, "
-                     f"hdf5plugin {env.get('hdf5plugin', '?')}, Python {env.get('python', '?')}"],
-        ["ccp", f"{env.get('ccp', '?')} at {str(env.get('git_commit') or '?')[:12]}{' (uncommitted changes)' if env.get('git_dirty') else ''}"],
-        ["chunk caches used (read back from HDF5)", "; ".join(f"{format_bytes(n)}, {s} slots, w0 {w:g}" for n, s, w in caches)],
-        ["this HDF5's own default (not used)", f"{format_bytes(default.get('nbytes'))}, {default.get('nslots', '?')} slots, w0 {default.get('w0', '?')}"],
-        ["passes", f"{sweep.get('repeats', '?')} timed ({'cold: page cache dropped before each' if sweep.get('cold') else 'warm'}) + 1 traced"
-                   + (" (quick run: 1 warm pass, no trace)" if sweep.get("quick") else "")],
-    ]
-    axes = [n for n, _ in varying_axes(cells)] or ["none"]
-    storage_rows = [[r.chunks, r.filters, format_bytes(r.logical_bytes), format_bytes(r.storage_bytes), format_bytes(r.file_bytes),
-                     f"{r.meta_ppm:,.2f}", "-" if r.raw_ppm != r.raw_ppm else f"{r.raw_ppm:,.2f}",
-                     "-" if r.compression_ratio != r.compression_ratio else f"{r.compression_ratio:.4g}"]
-                    for r in plots.storage_table(cells).itertuples()]
+    st = stability(cells)
+    nflag = int((st["unstable"] | st["short"] | st["partial"]).sum())
+    nfail = int((~is_ok(cells)).sum())
+    kpis = [("cells", f"{len(cells):,}"), ("finished", f"{len(ok):,}"), ("failed", f"{nfail:,}"), ("flagged", f"{nflag:,}")]
+    if len(ok) and ok["time_s"].notna().any():
+        kpis += [("fastest", format_seconds(ok["time_s"].min())), ("slowest", format_seconds(ok["time_s"].max()))]
+    sections = [("summary", "Fastest and why"), ("sweep", "Sweep"), ("tables", "Tables"), ("time", "Time"),
+                ("heatmaps", "Chunks x cache"), ("requests", "Requests"), ("model", "Model"), ("io", "I/O trace"),
+                ("storage", "Storage"), ("traps", "Traps"), ("stability", "Stability"), ("cells", "All cells")]
+    if not heat:
+        sections.remove(("heatmaps", "Chunks x cache"))
+    if not figs["model"] and not errors["model"]:
+        sections.remove(("model", "Model"))
+
     body = [
-        f"<h1>ccp report: {esc(sweep.get('name', ''))}</h1>",
-        f'<p class="note">{len(cells)} cells; axes that vary: {esc(", ".join(axes))}. Regenerate with '
-        f"<code>ccp report {esc(run_dir)}</code>.</p>",
-        table_html(None, meta_rows, "meta"),
-        "<h2>Which configuration is fastest, and why</h2>", explain_fastest(cells),
-        "<h2>Comparison tables</h2>",
-        '<p class="note">Configurations side by side, as in the HDF Group papers. Where the sweep gives a published value, '
-        "it is printed beside ours with the ratio (ours / paper).</p>",
+        f"<h1>ccp report: {esc(name)}</h1>",
+        f'<p class="sub">{len(cells):,} cells; axes that vary: {esc(", ".join(labels.names) or "none")}. '
+        f"Measured {esc(env.get('time', '?'))} on {esc(env.get('host', '?'))} with HDF5 {esc(env.get('hdf5', '?'))}. "
+        f"Regenerate with <code>ccp report {esc(run_dir)}</code>.</p>",
+        "<nav>" + "".join(f'<a href="#{i}">{esc(t)}</a>' for i, t in sections) + "</nav>",
+        '<div class="kpi">' + "".join(f"<div>{esc(k)}<b>{esc(v)}</b></div>" for k, v in kpis) + "</div>",
+        table_html(None, meta_rows(cells, env, sweep, run_dir), "meta"),
+        '<h2 id="summary">Which configuration is fastest, and why</h2>', explain_fastest(cells),
+        note("Cells are named by the axes that vary in this sweep: " + esc(" | ".join(labels.names or ["access"])) + ". "
+             "Raw-data reads are the file reads of chunk data the traced pass made; per request they tell whether "
+             "each chunk is read once (cache or whole-chunk requests) or again and again."),
+        '<h2 id="sweep">The sweep as run</h2>',
+        note("The sweep file after validation, every default spelled out: enough to rerun it with <code>ccp run</code>."),
+        f"<details open><summary>sweep.yaml</summary><pre>{esc(sweep_text) or '(no sweep.yaml in the run folder)'}</pre></details>",
+        '<h2 id="tables">Comparison tables</h2>',
+        note("Configurations side by side, as in the HDF Group papers (seed 000, Tables 1-8)."),
+        errors.get("tables", ""),
     ]
-    for t in tables:
-        body.append(f"<h3>{esc(t['title'])}</h3>" + table_html(t["header"], t["rows"]))
-        if t.get("note"):
-            body.append(f'<p class="note">{esc(t["note"])}</p>')
-        if t["missing"]:
-            body.append(f'<p class="warn">No cell matches: {esc("; ".join(t["missing"]))}</p>')
+    body += [render_table(t) for t in sweep_tables]
+    if sweep_tables and automatic:
+        body.append("<details><summary>More tables, built automatically from the run</summary>" +
+                    "".join(render_table(t) for t in automatic) + "</details>")
+    elif automatic:
+        body.append(note("The sweep declares no <code>tables:</code>, so these are built from the axes that vary."))
+        body += [render_table(t) for t in automatic]
+    elif not sweep_tables:
+        body.append(note("Nothing to compare: fewer than two cells finished."))
+
     body += [
-        "<h2>Time</h2>", '<p class="note">Bars are the median pass; whiskers span the fastest and slowest pass. Red bars are '
-        "extrapolated from a measured prefix (time budget).</p>", img(figs["time"], "time per cell"), img(figs["axis"], "time by axis"),
-        *([f"<h2>Chunk shape x cache</h2><p class=\"note\">Each square is a cell; the brighter, the slower (or the more raw reads), on one scale for all panels. "
-           "A cache smaller than a compressed chunk shows as one raw read per request.</p>"] if figs["heat"] else []),
-        *[img(h, "heatmap") for h in figs["heat"]],
-        "<h2>Requests: first against the rest</h2>", '<p class="note">A first request that costs much more than the rest is a '
-        "chunk being read and decompressed; when every request costs that much, the cache is too small to keep the chunk (seed 004).</p>",
-        img(figs["lat"], "latency"),
-        "<h2>File-level I/O of the traced pass</h2>", '<p class="note">Every read and write HDF5 issued to the file, '
-        "by offset: raw data apart from metadata. Staircases are chunks read in order; repeated rows are the same chunk read again.</p>",
-        img(figs["io"], "I/O trace"),
-        "<h2>Storage</h2>", '<p class="note">Metadata overhead: file size minus dataset storage, per million bytes of data. '
-        "Raw-data overhead (unfiltered layouts): allocated chunk bytes beyond the data, from partial edge chunks (seed 002, Table 1).</p>",
-        table_html(["chunks", "filters", "data", "stored", "file", "metadata ppm", "raw-data ppm", "ratio"], storage_rows),
-        img(figs["storage"], "storage"),
-        "<h2>Traps</h2>", traps_section(cells),
-        "<h2>Stability</h2>", stability(cells),
-        "<h2>All cells</h2>", cells_table(cells),
-        f"<details><summary>The sweep as run</summary><pre>{esc(sweep_text)}</pre></details>",
+        '<h2 id="time">Time</h2>',
+        note("Bars are the median pass, whiskers the fastest and slowest pass; look at the gap between the top and the bottom: "
+             "that is what choosing the configuration is worth. The second chart groups the same cells by each axis: an axis "
+             "whose groups sit apart matters, one whose groups overlap does not."),
+        img(figs["time"], "time per cell"), errors["time"], img(figs["axis"], "time by axis"), errors["axis"],
     ]
-    page = f"<!doctype html><html><head><meta charset='utf-8'><title>ccp report: {esc(sweep.get('name', ''))}</title>" \
-           f"<style>{CSS}</style></head><body>{''.join(body)}</body></html>"
+    if heat or errors["heat"]:
+        body += ['<h2 id="heatmaps">Chunk shape x chunk cache</h2>',
+                 note("Each square is one cell, brighter is slower (or more raw I/O), on one colour scale across panels. Look for "
+                      "a bright square whose row is dark elsewhere: a chunk too big for that cache. A time heatmap that tracks the "
+                      "raw-reads heatmap means the time is the I/O."
+                      + (f" {heat_left_out} more panels (compression x access) are not drawn." if heat_left_out else "")),
+                 *[img(h, "heatmap") for h in heat], errors["heat"]]
+    lat_table = _latency_table(cells, requests)
+    body += [
+        '<h2 id="requests">Requests: the first against the rest</h2>',
+        note("Seed 004's test: a first request that costs much more than the others is a chunk being read and decompressed "
+             "once; when the others cost as much as the first, each is reading the chunk again (the cache is too small to keep "
+             "it). The right panel is the spread of every timed request."),
+        img(figs["lat"], "request latency") or note("No per-request times in this run."), errors["lat"],
+        lat_table,
+    ]
+    if figs["model"] or errors["model"]:
+        body += ['<h2 id="model">Measured against the chunk-cache model</h2>',
+                 note("Each point is a cell: on the diagonal, the model predicted the measurement. Counts far off the diagonal "
+                      "are a behaviour of HDF5 the model does not capture (see ccp/model/LIMITS.md)."),
+                 img(figs["model"], "model vs measured"), errors["model"]]
+    body += [
+        '<h2 id="io">File-level I/O of the traced pass</h2>',
+        note("Every read and write HDF5 sent to the file, by file offset, in order (seed 002's figures): one panel per layout "
+             "and access pattern, slowest first. A staircase is chunks read in file order; flat runs of points are the same "
+             "chunk read again and again; metadata reads (red x) are the chunk index and object headers."),
+        img(figs["io"], "I/O trace") or note("No I/O trace in this run (a quick run has no traced pass)."), errors["io"],
+        '<h2 id="storage">Storage</h2>',
+        note("Seed 002's Table 1. Metadata overhead: file bytes that are not the dataset's stored data (chunk index, headers), "
+             "per million bytes of data. Raw-data overhead (unfiltered): allocated chunk bytes beyond the data, the partly "
+             "filled edge chunks. For compressed layouts there is no honest stored figure for the padding (it is compressed "
+             "with the data), so the table gives the padding before compression, an upper bound, and the compression ratio."),
+        _storage_table(lay), img(figs["storage"], "storage"), errors["storage"],
+        '<h2 id="traps">Traps</h2>', note("Known ways a layout, cache and access pattern are slow, found by ccp in each cell."),
+        traps_html(cells),
+        '<h2 id="stability">Stability and failures</h2>', stability_html(cells),
+        '<h2 id="cells">All cells</h2>', note("Every cell, fastest first; columns that are empty or zero for the whole run are left out."),
+        cells_table(cells),
+        f"<footer>Written by ccp {esc(env.get('ccp', ''))} from {esc(run_dir)}. Schema version "
+        f"{esc(int(cells['schema_version'].dropna().iloc[0]) if cells['schema_version'].notna().any() else '?')}.</footer>",
+    ]
+    page = (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><meta name='viewport' content='width=device-width,initial-scale=1'>"
+            f"<title>ccp report: {esc(name)}</title><style>{CSS}</style></head><body>{''.join(body)}</body></html>")
     out = run_dir / "report.html"
     tmp = out.with_name(".report.html.tmp")
-    tmp.write_text(page)
+    tmp.write_text(page, encoding="utf-8")
     tmp.replace(out)
     return out
 
 
-def _file_label(cell, sweep) -> str:
-    ds = sweep.get("dataset", {})
-    base = Path(ds["file"]).name if ds.get("file") else "generated"
-    return f"{base} ({cell['chunks']}, {cell['filters']})"
+def _latency_table(cells: pd.DataFrame, requests) -> str:
+    stats = plots.latency_stats(cells, requests)
+    if stats.empty:
+        return ""
+    m = cells.merge(stats, on="cell_id").sort_values("time_s", ascending=False)
+    rows = [[c["label"], format_count(c["n"]), format_seconds(c["first"]), format_seconds(c["rest_mean"]),
+             format_seconds(c["rest_median"]),
+             fmt_times(c["first"] / c["rest_mean"]) if finite(c["rest_mean"]) and c["rest_mean"] > 0 else "-"]
+            for _, c in m.iterrows()]
+    return table_html(["cell", "requests", "first request", "average of the others", "median of the others", "first / average"], rows)
 
 
-def _read_parts(folder: Path, columns) -> pd.DataFrame | None:
-    if not folder.exists() or not any(folder.glob("*.parquet")):
-        return None
-    return pd.read_parquet(folder, columns=columns)
+def _storage_table(lay: pd.DataFrame) -> str:
+    if lay.empty:
+        return note("No storage figures in this run.")
+    rows = []
+    for _, r in lay.iterrows():
+        raw = f"{r['raw_ppm']:,.2f}" if r["unfiltered"] and finite(r["raw_ppm"]) else \
+            (Cell(f"({r['padding_ppm']:,.2f})", ("padding before compression",)) if finite(r["padding_ppm"]) else "-")
+        rows.append([r["chunks"], r["filters"], format_bytes(r["logical_bytes"]), format_bytes(r["allocated_bytes"]),
+                     format_bytes(r["storage_bytes"]), format_bytes(r["file_bytes"]),
+                     f"{r['meta_ppm']:,.2f}" if finite(r["meta_ppm"]) else "-", raw,
+                     f"{r['compression_ratio']:.4g}" if finite(r["compression_ratio"]) else "-"])
+    return table_html(["chunks", "filters", "data", "allocated (uncompressed)", "stored", "file", "metadata overhead (ppm)",
+                       "raw-data overhead (ppm)", "compression ratio"], rows, label_columns=2)
 
 
-_ = math

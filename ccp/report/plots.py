@@ -1,7 +1,12 @@
-"""The report's figures (matplotlib, Agg): each function writes one PNG and returns its name, or None."""
+"""The report's figures (matplotlib, Agg): each function writes one PNG into the run folder and returns its
+file name, or None when the run has nothing to draw (a quick run has no trace, one cell has no heatmap).
+
+Every function takes cells prepared by ``ccp.report.data.prepare`` (columns label, cache_label, access_label).
+"""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import matplotlib
@@ -10,220 +15,396 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.colors import LogNorm  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
 
-from ccp.report.tables import varying_axes, with_labels  # noqa: E402
-from ccp.units import format_bytes, format_seconds  # noqa: E402
+from ccp.report.data import Labels, finite, is_ok, storage_overhead  # noqa: E402
+from ccp.units import format_count, format_seconds  # noqa: E402
 
-MAX_TRACE_POINTS = 20_000     # per cell in the I/O trace plot
+MAX_TRACE_POINTS = 20_000     # per cell and kind in the I/O trace plot; more are subsampled evenly
+MAX_TRACE_CELLS = 6
 MAX_LATENCY_CELLS = 16
+MAX_LATENCY_SAMPLES = 5_000   # request times per cell in the distribution
+MAX_BARS = 60                 # cells in the time-per-cell chart (the fastest and the slowest half each)
+MAX_HEATMAP_PANELS = 8
+
+BLUE, ORANGE, GREEN, RED, PURPLE, GREY = "#2c7fb8", "#e6550d", "#31a354", "#d62728", "#756bb1", "#969696"
+STYLE = {
+    "font.size": 9, "axes.titlesize": 10, "axes.labelsize": 9, "xtick.labelsize": 8, "ytick.labelsize": 8,
+    "legend.fontsize": 8, "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True,
+    "grid.color": "#e6e6e6", "grid.linewidth": 0.6, "axes.axisbelow": True, "figure.dpi": 100,
+}
+DPI = 110
 
 
 def _save(fig, out: Path, name: str) -> str:
-    fig.savefig(out / name, dpi=110, bbox_inches="tight")
+    fig.savefig(Path(out) / name, dpi=DPI, bbox_inches="tight", facecolor="white")
     plt.close(fig)
     return name
 
 
-def _short(label: str, n: int = 42) -> str:
+def _short(label: str, n: int = 60) -> str:
+    label = str(label)
     return label if len(label) <= n else label[: n - 1] + "…"
 
 
-def cell_labels(cells: pd.DataFrame) -> pd.Series:
-    cells = with_labels(cells)
-    axes = [col for _, col in varying_axes(cells)] or ["access_label"]
-    return cells[axes].astype(str).agg(" | ".join, axis=1)
+def _seconds_axis(ax, axis: str = "x") -> None:
+    f = FuncFormatter(lambda v, _: format_seconds(v) if v > 0 else "0")
+    (ax.xaxis if axis == "x" else ax.yaxis).set_major_formatter(f)
 
+
+def _ok(cells: pd.DataFrame, col: str = "time_s") -> pd.DataFrame:
+    ok = cells[is_ok(cells)]
+    return ok[ok[col].notna() & (ok[col] > 0)] if col else ok
+
+
+def count_column(cells: pd.DataFrame) -> tuple[str, str]:
+    """The raw-data count that explains a cell's time: reads for reads, writes for writes, both when mixed."""
+    ops = set(cells["op"])
+    if ops == {"read"}:
+        return "raw_reads", "raw-data reads"
+    if ops == {"write"}:
+        return "raw_writes", "raw-data writes"
+    return "raw_io", "raw-data reads + writes"
+
+
+def with_raw_io(cells: pd.DataFrame) -> pd.DataFrame:
+    return cells.assign(raw_io=cells[["raw_reads", "raw_writes"]].sum(axis=1, min_count=1))
+
+
+# ---------------------------------------------------------------------------------------------- time
 
 def time_per_cell(cells: pd.DataFrame, out: Path) -> str | None:
-    ok = cells[cells["status"].isin(["ok", "extrapolated"])].copy()
+    ok = _ok(cells).sort_values("time_s")
     if ok.empty:
         return None
-    ok["label"] = cell_labels(ok)
-    ok = ok.sort_values("time_s")
-    fig, ax = plt.subplots(figsize=(9, 0.35 * len(ok) + 1.2))
-    y = np.arange(len(ok))
-    err = [ok["time_s"] - ok["time_s_min"], ok["time_s_max"] - ok["time_s"]]
-    colors = ["#c0392b" if s == "extrapolated" else "#2c7fb8" for s in ok["status"]]
-    ax.barh(y, ok["time_s"], xerr=err, color=colors, ecolor="#555", capsize=2)
-    ax.set_yticks(y, [_short(s, 70) for s in ok["label"]], fontsize=8)
-    ax.set_xscale("log")
-    ax.set_xlabel("time per pass, dataset open to close (s, log scale; bars: median, whiskers: min-max)")
-    ax.set_title("Time per cell, fastest first")
-    return _save(fig, out, "time_per_cell.png")
+    skipped = 0
+    if len(ok) > MAX_BARS:
+        skipped = len(ok) - MAX_BARS
+        ok = pd.concat([ok.head(MAX_BARS // 2), ok.tail(MAX_BARS // 2)])
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(10, 0.3 * len(ok) + 1.3))
+        y = np.arange(len(ok))[::-1]          # fastest at the top
+        lo = (ok["time_s"] - ok["time_s_min"]).clip(lower=0).fillna(0)
+        hi = (ok["time_s_max"] - ok["time_s"]).clip(lower=0).fillna(0)
+        colors = [ORANGE if s == "extrapolated" else BLUE for s in ok["status"]]
+        colors[0] = GREEN if ok.iloc[0]["status"] != "extrapolated" else ORANGE
+        ax.barh(y, ok["time_s"], xerr=[lo, hi], color=colors, ecolor="#444", capsize=2, height=0.7)
+        for yi, (t, tmax) in zip(y, zip(ok["time_s"], ok["time_s_max"].fillna(ok["time_s"]))):
+            ax.text(max(t, tmax) * 1.15, yi, format_seconds(t), va="center", fontsize=8)
+        ax.set_yticks(y, [_short(s, 70) for s in ok["label"]])
+        ax.set_xscale("log")
+        ax.set_xlim(ok["time_s_min"].fillna(ok["time_s"]).min() / 2, ok["time_s_max"].fillna(ok["time_s"]).max() * 8)
+        _seconds_axis(ax)
+        ax.grid(axis="y", visible=False)
+        ax.set_xlabel("time per pass, dataset open to close (log scale; bar: median pass, whiskers: fastest-slowest pass)")
+        title = "Time per cell, fastest first (green: fastest"
+        title += ", orange: extrapolated from a measured prefix)" if (ok["status"] == "extrapolated").any() else ")"
+        if skipped:
+            title += f"; {skipped} cells in the middle not shown"
+        ax.set_title(title, loc="left")
+        return _save(fig, out, "time_per_cell.png")
 
 
-def time_by_axis(cells: pd.DataFrame, out: Path) -> str | None:
-    ok = with_labels(cells[cells["status"].isin(["ok", "extrapolated"])])
-    axes = varying_axes(ok)
-    if not axes:
+def time_by_axis(cells: pd.DataFrame, labels: Labels, out: Path) -> str | None:
+    ok = _ok(cells)
+    axes = [(n, c) for n, c in labels.axes if ok[c].nunique() > 1]
+    if ok.empty or not axes:
         return None
-    fig, axs = plt.subplots(1, len(axes), figsize=(4.2 * len(axes), 3.6), squeeze=False)
-    for ax, (name, col) in zip(axs[0], axes):
-        values = list(dict.fromkeys(ok[col].astype(str)))
-        for i, v in enumerate(values):
-            t = ok.loc[ok[col].astype(str) == v, "time_s"]
-            ax.scatter(np.full(len(t), i) + np.linspace(-0.12, 0.12, len(t)), t, s=18, color="#2c7fb8")
-        ax.set_xticks(range(len(values)), [_short(v, 18) for v in values], rotation=30, ha="right", fontsize=8)
-        ax.set_yscale("log")
-        ax.set_title(f"by {name}")
-        ax.set_ylabel("time per pass (s)")
-    fig.suptitle("Time of every cell, grouped by each axis that varies")
-    return _save(fig, out, "time_by_axis.png")
-
-
-def heatmaps(cells: pd.DataFrame, out: Path) -> list[str]:
-    ok = with_labels(cells[cells["status"].isin(["ok", "extrapolated"])])
-    if ok["chunks"].nunique() < 2 and ok["cache_label"].nunique() < 2:
-        return []
-    names = []
-    groups = list(ok.groupby(["filters", "access_label"], sort=False))[:4]
-    for what, col, fmt in (("time", "time_s", format_seconds), ("raw-data reads", "raw_reads", lambda v: f"{int(v):,}")):
-        if ok[col].isna().all():          # e.g. raw reads of a --quick run: no traced pass
-            continue
-        fig, axs = plt.subplots(1, len(groups), figsize=(4.6 * len(groups), 3.4), squeeze=False)
-        everything = ok[col].to_numpy(dtype=float)
-        positive = everything[everything > 0]
-        # one colour scale for every panel (log), so equal colours mean equal values across panels
-        lo, hi = (np.log10(positive.min()), np.log10(positive.max())) if len(positive) else (0.0, 1.0)
-        for k, (ax, ((filt, acc), g)) in enumerate(zip(axs[0], groups)):
-            piv = g.pivot_table(index="chunks", columns="cache_label", values=col, aggfunc="first")
-            data = piv.to_numpy(dtype=float)
-            if data.size == 0 or np.isnan(data).all():
-                ax.axis("off")
-                continue
-            shown = np.log10(np.where(data > 0, data, np.nan))
-            ax.imshow(shown, cmap="viridis", aspect="auto", vmin=lo, vmax=max(hi, lo + 1e-9))
-            for (i, j), v in np.ndenumerate(data):
-                if v == v:
-                    ax.text(j, i, fmt(v), ha="center", va="center", fontsize=8, color="white",
-                            bbox=dict(facecolor="black", alpha=0.35, lw=0, pad=1))
-            ax.set_xticks(range(len(piv.columns)), piv.columns, fontsize=8, rotation=20)
-            ax.set_yticks(range(len(piv.index)), piv.index, fontsize=8)
-            ax.set_xlabel("chunk cache (nbytes/nslots/w0)")
+    fastest = ok["time_s"].idxmin()
+    with plt.rc_context(STYLE):
+        fig, axs = plt.subplots(1, len(axes), figsize=(max(3.2 * len(axes), 6), 3.8), squeeze=False, sharey=True,
+                                layout="constrained")
+        for k, (ax, (name, col)) in enumerate(zip(axs[0], axes)):
+            values = list(dict.fromkeys(ok[col]))
+            for i, v in enumerate(values):
+                g = ok[ok[col] == v]
+                x = i + (np.linspace(-0.18, 0.18, len(g)) if len(g) > 1 else np.zeros(1))
+                ax.scatter(x, g["time_s"], s=22, color=[GREEN if j == fastest else BLUE for j in g.index], zorder=3)
+                med = g["time_s"].median()
+                ax.plot([i - 0.28, i + 0.28], [med, med], color="#333", lw=1.2, zorder=2)
+            ax.set_xticks(range(len(values)), [_short(v, 22) for v in values], rotation=25 if len(values) > 2 else 0,
+                          ha="right" if len(values) > 2 else "center")
+            ax.set_xlim(-0.6, len(values) - 0.4)
+            ax.set_yscale("log")
+            _seconds_axis(ax, "y")
+            ax.set_title(f"by {name}")
             if k == 0:
-                ax.set_ylabel("chunk shape")
-            ax.set_title(_short(f"{filt} | {acc}", 40), fontsize=9)
-        fig.suptitle(f"{what.capitalize()}: chunk shape x cache size (one log colour scale: brighter is more; blank: not run)")
-        fig.tight_layout()
-        names.append(_save(fig, out, f"heatmap_{col}.png"))
-    return names
+                ax.set_ylabel("time per pass (log)")
+        fig.suptitle("Every cell's time, grouped by each axis that varies (line: median; green: fastest cell)", fontsize=10)
+        return _save(fig, out, "time_by_axis.png")
+
+
+# ---------------------------------------------------------------------------------------------- heatmaps
+
+def heatmaps(cells: pd.DataFrame, out: Path) -> tuple[list[str], int]:
+    """Chunk shape x cache size panels, one per (filters, access); returns the PNG names and the panels left out."""
+    ok = with_raw_io(_ok(cells))
+    if ok.empty or (ok["chunks"].nunique() < 2 and ok["cache_label"].nunique() < 2):
+        return [], 0
+    groups = list(ok.groupby(["filters", "access_label"], sort=False))
+    left_out = max(0, len(groups) - MAX_HEATMAP_PANELS)
+    groups = groups[:MAX_HEATMAP_PANELS]
+    chunk_order = list(dict.fromkeys(ok["chunks"]))
+    cache_order = [c for _, c in sorted({(n, c) for n, c in zip(ok["cache_nbytes"], ok["cache_label"])}, key=lambda t: (t[0], t[1]))]
+    count_col, count_name = count_column(ok)
+    names = []
+    for what, col, fmt in (("time per pass", "time_s", format_seconds), (count_name, count_col, format_count)):
+        values = ok[col].to_numpy(dtype=float)
+        positive = values[np.isfinite(values) & (values > 0)]
+        if not len(positive):            # e.g. counts of a quick run: no traced pass
+            continue
+        lo, hi = positive.min(), positive.max()
+        if hi <= lo:
+            lo, hi = lo / 2, hi * 2
+        norm = LogNorm(vmin=lo, vmax=hi)
+        ncols = min(4, len(groups))
+        nrows = math.ceil(len(groups) / ncols)
+        with plt.rc_context({**STYLE, "axes.grid": False}):
+            fig, axs = plt.subplots(nrows, ncols, figsize=(3.1 * ncols + 1.2, 0.42 * len(chunk_order) * nrows + 1.5 * nrows + 0.6),
+                                    squeeze=False, layout="constrained")
+            im = None
+            for k, ax in enumerate(axs.flat):
+                if k >= len(groups):
+                    ax.axis("off")
+                    continue
+                (filt, acc), g = groups[k]
+                rows = [c for c in chunk_order if (g["chunks"] == c).any()]
+                cols = [c for c in cache_order if (g["cache_label"] == c).any()]
+                data = np.full((len(rows), len(cols)), np.nan)
+                for _, c in g.iterrows():
+                    data[rows.index(c["chunks"]), cols.index(c["cache_label"])] = c[col]
+                shown = np.ma.masked_where(~np.isfinite(data) | (data <= 0), data)
+                im = ax.imshow(shown, cmap="viridis", norm=norm, aspect="auto")
+                for (i, j), v in np.ndenumerate(data):
+                    if np.isfinite(v):
+                        bright = v > 0 and norm(v) > 0.6
+                        ax.text(j, i, fmt(v), ha="center", va="center", fontsize=8, color="black" if bright else "white")
+                    else:
+                        ax.text(j, i, "not run", ha="center", va="center", fontsize=7, color=GREY)
+                ax.set_xticks(range(len(cols)), cols)
+                ax.set_yticks(range(len(rows)), rows)
+                ax.set_xlabel("chunk cache")
+                if k % ncols == 0:
+                    ax.set_ylabel("chunk shape")
+                ax.set_title(_short(f"{filt} | {acc}", 44), fontsize=9)
+            if im is not None:
+                cb = fig.colorbar(im, ax=axs, shrink=0.9, pad=0.02)
+                cb.set_label(f"{what} (log)")
+            fig.suptitle(f"{what.capitalize()}: chunk shape x chunk cache, one panel per compression and access pattern "
+                         "(one colour scale: brighter is more)", fontsize=10)
+            names.append(_save(fig, out, f"heatmap_{col}.png"))
+    return names, left_out
+
+
+# ---------------------------------------------------------------------------------------------- requests
+
+def latency_stats(cells: pd.DataFrame, requests: pd.DataFrame | None) -> pd.DataFrame:
+    """Per cell: first request (median over timed passes), mean and median of the other requests (seed 004)."""
+    rows = []
+    if requests is None or requests.empty:
+        return pd.DataFrame(columns=["cell_id", "first", "rest_mean", "rest_median", "n"])
+    timed = requests[(requests["pass"] >= 0) & (requests["phase"] == "request")]
+    for cid, t in timed.groupby("cell_id", sort=False):
+        first = t.loc[t["request"] == 0, "time_s"].median()
+        rest = t.loc[t["request"] > 0, "time_s"]
+        rows.append({"cell_id": cid, "first": first, "rest_mean": rest.mean() if len(rest) else np.nan,
+                     "rest_median": rest.median() if len(rest) else np.nan, "n": int(t["request"].max()) + 1})
+    return pd.DataFrame(rows)
 
 
 def latency(cells: pd.DataFrame, requests: pd.DataFrame | None, out: Path) -> str | None:
     if requests is None or requests.empty:
         return None
-    ok = cells[cells["status"].isin(["ok", "extrapolated"])].copy()
-    ok["label"] = cell_labels(ok)
-    ok = ok.sort_values("time_s", ascending=False).head(MAX_LATENCY_CELLS)
-    timed = requests[(requests["pass"] >= 0) & (requests["phase"] == "request")]
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 0.42 * len(ok) + 1.6), sharey=True)
-    y = np.arange(len(ok))
-    data = []
-    for k, cid in enumerate(ok["cell_id"]):
-        t = timed.loc[timed["cell_id"] == cid, ["pass", "request", "time_s"]]
-        if t.empty:
-            data.append(np.array([np.nan]))
-            continue
-        first = t.loc[t["request"] == 0, "time_s"].median()
-        rest = t.loc[t["request"] > 0, "time_s"]
-        a1.scatter([first], [k], color="#c0392b", marker="o", label="first request" if k == 0 else None)
-        if len(rest):
-            a1.scatter([rest.mean()], [k], color="#2c7fb8", marker="s", label="average of the rest" if k == 0 else None)
-        vals = t["time_s"].to_numpy()
-        if len(vals) > 5000:
-            vals = np.random.default_rng(0).choice(vals, 5000, replace=False)
-        data.append(vals)
-    a1.set_xscale("log")
-    a1.set_yticks(y, [_short(s, 60) for s in ok["label"]], fontsize=8)
-    a1.set_xlabel("seconds per request (log)")
-    a1.set_title("First request vs the rest (seed 004)")
-    a1.legend(fontsize=8, loc="lower right")
-    a2.boxplot([d[np.isfinite(d) & (d > 0)] if np.isfinite(d).any() else [np.nan] for d in data], orientation="horizontal",
-               positions=y, widths=0.6, showfliers=False)
-    a1.set_yticks(y, [_short(s, 60) for s in ok["label"]], fontsize=8)   # after boxplot, which resets shared ticks
-    a2.tick_params(labelleft=False)
-    a2.set_xscale("log")
-    a2.set_xlabel("seconds per request (log; box: quartiles, whiskers: 1.5 IQR)")
-    a2.set_title("Distribution of request times")
-    fig.tight_layout()
-    return _save(fig, out, "latency.png")
-
-
-def io_trace(cells: pd.DataFrame, io: pd.DataFrame | None, out: Path, limit: int = 6) -> str | None:
-    if io is None or io.empty:
-        return None
-    ok = cells[cells["status"].isin(["ok", "extrapolated"]) & cells["cell_id"].isin(set(io["cell_id"]))].copy()
+    timed = requests[(requests["pass"] >= 0) & (requests["phase"] == "request") & (requests["time_s"] > 0)]
+    ok = _ok(cells)
+    ok = ok[ok["cell_id"].isin(set(timed["cell_id"]))].sort_values("time_s", ascending=False).head(MAX_LATENCY_CELLS)
     if ok.empty:
         return None
-    ok["label"] = cell_labels(ok)
-    # one cell per distinct layout and access, slowest first: the traces that differ
-    ok = ok.sort_values("time_s", ascending=False).drop_duplicates(["chunks", "filters", "op", "block"]).head(limit)
-    n = len(ok)
-    fig, axs = plt.subplots(n, 1, figsize=(10, 2.4 * n), squeeze=False)
-    styles = {("read", True): ("#2c7fb8", "raw read"), ("write", True): ("#d95f02", "raw write"),
-              ("read", False): ("#7570b3", "metadata read"), ("write", False): ("#1b9e77", "metadata write")}
-    for ax, (_, cell) in zip(axs[:, 0], ok.iterrows()):
-        ops = io[io["cell_id"] == cell["cell_id"]]
-        total = len(ops)
-        if total > MAX_TRACE_POINTS:
-            ops = ops.iloc[np.linspace(0, total - 1, MAX_TRACE_POINTS).astype(int)]
-        for (kind, raw), (color, label) in styles.items():
-            sel = ops[(ops["kind"] == kind) & ((ops["mem_type"] == "draw") == raw)]
-            if len(sel):
-                ax.scatter(sel["seq"], sel["offset"] / 2**20, s=4, color=color, label=label)
-        if len(ops) < 2000:
-            ax.plot(ops["seq"], ops["offset"] / 2**20, color="#999", lw=0.4, zorder=0)
-        ax.set_ylabel("file offset (MiB)")
-        ax.set_title(_short(f"{cell['label']}: {total:,} file operations" + (" (subsampled)" if total > MAX_TRACE_POINTS else ""), 110), fontsize=9)
-        ax.legend(fontsize=7, loc="upper left", markerscale=2)
-    axs[-1, 0].set_xlabel("file operation number (traced pass)")
-    fig.suptitle("Every file-level operation of the traced pass: offset against order (seed 002)")
-    fig.tight_layout()
-    return _save(fig, out, "io_trace.png")
+    stats = latency_stats(ok, timed).set_index("cell_id")
+    rng = np.random.default_rng(0)
+    with plt.rc_context(STYLE):
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 0.4 * len(ok) + 1.7), sharey=True, layout="constrained")
+        y = np.arange(len(ok))[::-1]
+        data = []
+        for k, cid in zip(y, ok["cell_id"]):
+            s = stats.loc[cid]
+            a1.plot([s["first"], s["rest_mean"]], [k, k], color="#bbb", lw=1, zorder=1)
+            a1.scatter([s["first"]], [k], color=RED, marker="o", s=30, zorder=3, label="first request" if k == y[0] else None)
+            if finite(s["rest_mean"]):
+                a1.scatter([s["rest_mean"]], [k], color=BLUE, marker="s", s=26, zorder=3,
+                           label="average of the others" if k == y[0] else None)
+            vals = timed.loc[timed["cell_id"] == cid, "time_s"].to_numpy()
+            if len(vals) > MAX_LATENCY_SAMPLES:
+                vals = rng.choice(vals, MAX_LATENCY_SAMPLES, replace=False)
+            data.append(vals)
+        a1.set_xscale("log")
+        _seconds_axis(a1)
+        a1.set_yticks(y, [_short(s, 60) for s in ok["label"]])
+        a1.set_xlabel("time per request (log)")
+        a1.set_title("First request vs the average of the others (seed 004)", loc="left")
+        a1.legend(loc="best")
+        a2.boxplot(data, orientation="horizontal", positions=y, widths=0.6, showfliers=False,
+                   medianprops={"color": RED}, boxprops={"color": "#444"})
+        a2.set_xscale("log")
+        _seconds_axis(a2)
+        a1.set_yticks(y, [_short(s, 60) for s in ok["label"]])   # boxplot resets the shared ticks
+        a2.tick_params(labelleft=False)
+        a2.set_xlabel("time per request (log; box: quartiles, whiskers: 1.5 IQR, red: median)")
+        a2.set_title("Distribution of request times, all timed passes", loc="left")
+        return _save(fig, out, "latency.png")
 
+
+# ---------------------------------------------------------------------------------------------- model
+
+def model_vs_measured(cells: pd.DataFrame, out: Path) -> str | None:
+    """The chunk-cache model's predictions against the measurements, when the run has them."""
+    ok = with_raw_io(_ok(cells))
+    ok = ok.assign(predicted_raw_io=ok[["predicted_raw_reads", "predicted_raw_writes"]].sum(axis=1, min_count=1))
+    count_col, count_name = count_column(ok)
+    pairs = [(f"{count_name}", count_col, "predicted_" + count_col, format_count),
+             ("time per pass", "time_s", "predicted_time_s", format_seconds)]
+    pairs = [p for p in pairs if p[2] in ok and (ok[p[1]].notna() & ok[p[2]].notna()).any()]
+    if not pairs:
+        return None
+    with plt.rc_context(STYLE):
+        fig, axs = plt.subplots(1, len(pairs), figsize=(5 * len(pairs), 4.2), squeeze=False, layout="constrained")
+        for ax, (what, meas, pred, fmt) in zip(axs[0], pairs):
+            d = ok[ok[meas].notna() & ok[pred].notna()]
+            x, yv = d[pred].clip(lower=0.5 if meas != "time_s" else 1e-9), d[meas].clip(lower=0.5 if meas != "time_s" else 1e-9)
+            lo, hi = min(x.min(), yv.min()) / 2, max(x.max(), yv.max()) * 2
+            ax.plot([lo, hi], [lo, hi], color=GREY, lw=1, label="measured = model")
+            ax.scatter(x, yv, s=28, color=BLUE, zorder=3)
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlim(lo, hi)
+            ax.set_ylim(lo, hi)
+            if meas == "time_s":
+                _seconds_axis(ax)
+                _seconds_axis(ax, "y")
+            ax.set_xlabel(f"model: {what}")
+            ax.set_ylabel(f"measured: {what}")
+            ax.set_title(f"{what.capitalize()}: measured against the model", loc="left")
+            ax.legend(loc="upper left")
+        return _save(fig, out, "model_vs_measured.png")
+
+
+# ---------------------------------------------------------------------------------------------- I/O trace
+
+def trace_cells(cells: pd.DataFrame, with_io: set) -> pd.DataFrame:
+    """The cells whose traces are drawn: one per layout and access pattern, slowest and fastest first."""
+    ok = _ok(cells)
+    ok = ok[ok["cell_id"].isin(with_io)].sort_values("time_s", ascending=False)
+    ok = ok.drop_duplicates(["chunks", "filters", "op", "block", "order", "random"])
+    if len(ok) <= MAX_TRACE_CELLS:
+        return ok
+    return pd.concat([ok.head(MAX_TRACE_CELLS - 1), ok.tail(1)])
+
+
+def _subsample(ops: pd.DataFrame, n: int) -> pd.DataFrame:
+    return ops if len(ops) <= n else ops.iloc[np.linspace(0, len(ops) - 1, n).astype(int)]
+
+
+def io_trace(picked: pd.DataFrame, io: pd.DataFrame | None, out: Path) -> str | None:
+    if io is None or io.empty or picked.empty:
+        return None
+    picked = picked[picked["cell_id"].isin(set(io["cell_id"]))]
+    if picked.empty:
+        return None
+    styles = [("read", True, BLUE, "o", 5, "raw-data read"), ("write", True, ORANGE, "o", 5, "raw-data write"),
+              ("read", False, RED, "x", 18, "metadata read"), ("write", False, GREEN, "+", 24, "metadata write")]
+    n = len(picked)
+    with plt.rc_context(STYLE):
+        fig, axs = plt.subplots(n, 1, figsize=(10.5, 2.5 * n + 0.6), squeeze=False, layout="constrained")
+        for ax, (_, cell) in zip(axs[:, 0], picked.iterrows()):
+            ops = io[io["cell_id"] == cell["cell_id"]].sort_values("seq")
+            total = len(ops)
+            raw = ops["mem_type"] == "draw"
+            sub = False
+            for kind, is_raw, color, marker, size, label in styles:
+                sel = ops[(ops["kind"] == kind) & (raw == is_raw)]
+                if len(sel):
+                    shown = _subsample(sel, MAX_TRACE_POINTS)
+                    sub |= len(shown) < len(sel)
+                    ax.scatter(shown["seq"], shown["offset"] / 2**20, s=size, color=color, marker=marker, linewidths=1,
+                               label=f"{label} ({len(sel):,})", rasterized=len(shown) > 2000, zorder=3 if not is_raw else 2)
+            if total <= 400:
+                ax.plot(ops["seq"], ops["offset"] / 2**20, color="#ccc", lw=0.6, zorder=1)
+            ax.set_ylabel("file offset (MiB)")
+            ax.set_title(_short(f"{cell['label']}: {total:,} file operations, {format_seconds(cell['time_s'])} a pass"
+                                + (" (points subsampled evenly)" if sub else ""), 130), fontsize=9, loc="left")
+            ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), markerscale=1.5, frameon=False)
+            ax.margins(x=0.01)
+        axs[-1, 0].set_xlabel("file operation number in the traced pass")
+        fig.suptitle("Every file-level operation of the traced pass: where in the file, in which order (seed 002)", fontsize=10)
+        return _save(fig, out, "io_trace.png")
+
+
+# ---------------------------------------------------------------------------------------------- storage
 
 def storage_table(cells: pd.DataFrame) -> pd.DataFrame:
-    """One row per layout: metadata and raw-data overhead in ppm of the logical size, and the ratio."""
-    ok = cells[cells["status"].isin(["ok", "extrapolated"])]
-    lay = ok.drop_duplicates(["chunks", "filters"]).copy()
-    lay["meta_ppm"] = (lay["file_bytes"] - lay["storage_bytes"]) / lay["logical_bytes"] * 1e6
-    unfiltered = lay["filters"] == "none"
-    lay["raw_ppm"] = np.where(unfiltered, (lay["storage_bytes"] - lay["logical_bytes"]) / lay["logical_bytes"] * 1e6, np.nan)
-    return lay[["chunks", "filters", "logical_bytes", "storage_bytes", "file_bytes", "meta_ppm", "raw_ppm", "compression_ratio"]]
+    """One row per layout (chunks, filters): sizes, overheads in ppm and compression ratio."""
+    ok = cells[is_ok(cells) & cells["logical_bytes"].notna() & cells["storage_bytes"].notna()]
+    ok = ok.sort_values("op", key=lambda s: s.map({"read": 0, "copy": 1, "write": 2}).fillna(3))   # prefer the read cells' file
+    lay = ok.drop_duplicates(["chunks", "filters"]).sort_index()
+    return pd.concat([lay[["chunks", "filters", "logical_bytes", "storage_bytes", "file_bytes", "compression_ratio",
+                           "chunk_bytes", "nchunks"]], storage_overhead(lay)], axis=1)
 
 
-def storage(cells: pd.DataFrame, out: Path) -> str | None:
-    lay = storage_table(cells)
+def storage(lay: pd.DataFrame, out: Path) -> str | None:
     if lay.empty:
         return None
     labels = [f"{c} | {f}" for c, f in zip(lay["chunks"], lay["filters"])]
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 0.4 * len(lay) + 1.5), sharey=True)
-    y = np.arange(len(lay))
-    a1.barh(y - 0.2, lay["meta_ppm"], height=0.4, label="metadata", color="#7570b3")
-    a1.barh(y + 0.2, lay["raw_ppm"].fillna(0), height=0.4, label="raw data (unfiltered layouts)", color="#d95f02")
-    a1.set_yticks(y, [_short(s, 40) for s in labels], fontsize=8)
-    a1.set_xlabel("overhead, parts per million of the data")
-    a1.set_title("Storage overhead (seed 002, Table 1)")
-    a1.legend(fontsize=8)
-    a2.barh(y, lay["compression_ratio"], color="#1b9e77")
-    a2.axvline(1, color="#333", lw=0.6)
-    a2.set_xlabel("compression ratio (logical / stored)")
-    a2.set_title("Compression ratio")
-    fig.tight_layout()
-    return _save(fig, out, "storage.png")
+    with plt.rc_context(STYLE):
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 0.45 * len(lay) + 1.8), sharey=True, width_ratios=[3, 2],
+                                     layout="constrained")
+        y = np.arange(len(lay))[::-1]
+        raw = lay["raw_ppm"].where(lay["unfiltered"])
+        pad = lay["padding_ppm"].where(~lay["unfiltered"])
+        a1.barh(y + 0.2, lay["meta_ppm"].fillna(0), height=0.4, label="metadata", color=PURPLE)
+        a1.barh(y - 0.2, raw.fillna(0), height=0.4, label="raw data (unfiltered: allocated beyond the data)", color=ORANGE)
+        if pad.notna().any():
+            a1.barh(y - 0.2, pad.fillna(0), height=0.4, label="edge-chunk padding before compression (filtered: upper bound)",
+                    color="white", edgecolor=ORANGE, hatch="///")
+        top = np.nanmax(np.r_[lay["meta_ppm"].to_numpy(float), raw.to_numpy(float), pad.to_numpy(float), 1.0])
+        for yi, m, r, p in zip(y, lay["meta_ppm"], raw, pad):
+            a1.text(max(m, 0) * 1.05 + 0.3, yi + 0.2, f"{m:,.1f}" if finite(m) else "-", va="center", fontsize=7)
+            v = r if finite(r) else p
+            a1.text(max(v, 0) * 1.05 + 0.3 if finite(v) else 0.3, yi - 0.2, f"{v:,.1f}" if finite(v) else "-", va="center", fontsize=7)
+        a1.set_xscale("symlog", linthresh=1)
+        a1.set_xlim(0, top * 8)
+        a1.set_yticks(y, [_short(s, 40) for s in labels])
+        a1.set_xlabel("overhead, parts per million of the data (symlog)")
+        a1.set_title("Storage overhead (seed 002, Table 1)", loc="left")
+        a1.legend(loc="upper left", bbox_to_anchor=(0, -0.5 / (0.45 * len(lay) + 1.8) - 0.12), fontsize=8, frameon=False, ncols=1)
+        a2.barh(y, lay["compression_ratio"].fillna(0), color=GREEN, height=0.6)
+        for yi, r in zip(y, lay["compression_ratio"]):
+            a2.text(r * 1.01 if finite(r) else 0, yi, f" {r:.3g}" if finite(r) else " -", va="center", fontsize=8)
+        a2.axvline(1, color="#333", lw=0.8)
+        a2.set_xlabel("compression ratio (data / stored)")
+        a2.set_title("Compression ratio", loc="left")
+        a2.set_xlim(0, max(1.0, float(np.nanmax(np.r_[lay["compression_ratio"].to_numpy(float), 1.0]))) * 1.2)
+        return _save(fig, out, "storage.png")
 
+
+# ---------------------------------------------------------------------------------------------- compare
 
 def compare_plot(joined: pd.DataFrame, out: Path, name: str) -> str | None:
-    if joined.empty:
+    j = joined[joined["ratio"].notna() & (joined["ratio"] > 0)]
+    if j.empty:
         return None
-    fig, ax = plt.subplots(figsize=(9, 0.35 * len(joined) + 1.2))
-    y = np.arange(len(joined))
-    ax.barh(y, joined["ratio"], color=["#c0392b" if r > 1 else "#2c7fb8" for r in joined["ratio"]])
-    ax.axvline(1, color="#333", lw=0.8)
-    ax.set_xscale("log")
-    ax.set_yticks(y, [_short(s, 70) for s in joined["label"]], fontsize=8)
-    ax.set_xlabel("time B / time A (log; right of 1: B slower)")
-    return _save(fig, out, name)
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(10, 0.3 * len(j) + 1.3))
+        y = np.arange(len(j))[::-1]
+        ax.barh(y, j["ratio"] - 1, left=1, color=[RED if r > 1 else BLUE for r in j["ratio"]], height=0.7)
+        ax.axvline(1, color="#333", lw=0.8)
+        ax.set_xscale("log")
+        lo, hi = j["ratio"].min(), j["ratio"].max()
+        ax.set_xlim(min(lo, 1) / 1.5, max(hi, 1) * 1.5)
+        ax.set_yticks(y, [_short(s, 70) for s in j["label"]])
+        ax.grid(axis="y", visible=False)
+        ax.set_xlabel("time B / time A (log; right of 1, red: B is slower; left, blue: B is faster)")
+        ax.set_title("Cells both runs measured: how B's time compares with A's", loc="left")
+        return _save(fig, out, name)
 
 
-_ = format_bytes

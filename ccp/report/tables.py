@@ -1,61 +1,191 @@
 """Comparison tables in the seed papers' style: configurations as columns, quantities as rows.
 
 A sweep may declare ``tables:``; each picks cells by their axis values and lists rows from a fixed
-vocabulary, optionally with a published ``reference`` value per column printed beside ours.
+vocabulary (ROWS), optionally with a published ``reference`` value per column printed beside ours
+with the ratio measured / published. Without ``tables:`` the report builds its own (auto_tables).
+
+    tables:
+      - title: "Table 8: three cures"
+        rows: [file, cache, chunks, access, time, raw_reads, repack]
+        columns:
+          - {chunks: 4x30x9x717, filters: gzip:6, cache: 1MiB, block: 1x1x1x717}
+          - {chunks: 4x30x9x717, filters: gzip:6, cache: 3MiB, block: 1x1x1x717}
+        labels: [default cache, 3 MiB cache]
+        reference: [{time: 345}, {time: 0.37}]
+        note: the paper's times are approximate
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Callable
 
+import numpy as np
 import pandas as pd
 
 from ccp.errors import ConfigError, suggest
-from ccp.units import format_bytes, format_count, format_seconds, shape_str
+from ccp.report.data import LABEL_SEP, Labels, finite, is_ok, requested_bytes, storage_overhead
+from ccp.units import format_bytes, format_count, format_seconds, parse_duration, parse_size, shape_str
 
 
-def _fmt_ratio(v) -> str:
-    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{float(v):.4g}"
+# ---------------------------------------------------------------------------------------------- formatting
+
+def fmt_ratio(v) -> str:
+    return f"{float(v):.3g}" if finite(v) else "-"
 
 
-def _fmt_text(v) -> str:
-    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
+def fmt_times(v) -> str:
+    """A speed-up or slow-down factor: 1.5x, 37x, 12,670x."""
+    if not finite(v):
+        return "-"
+    v = float(v)
+    return f"{v:.2g}x" if v < 10 else f"{v:,.0f}x"
 
 
-# row name -> (label, cells column, formatter)
-ROWS = {
-    "file": ("File", None, _fmt_text),
-    "chunks": ("Chunk size", "chunks", _fmt_text),
-    "filters": ("Filters", "filters", _fmt_text),
-    "cache": ("Cache size", "cache_nbytes", format_bytes),
-    "nslots": ("Cache slots", "cache_nslots", format_count),
-    "w0": ("Cache w0", "cache_w0", _fmt_ratio),
-    "op": ("Operation", "op", _fmt_text),
-    "block": ("Access pattern (hyperslab)", "block", _fmt_text),
-    "requests": ("Requests", "requests", format_count),
-    "time": ("Time", "time_s", format_seconds),
-    "time_min": ("Time (fastest pass)", "time_s_min", format_seconds),
-    "time_max": ("Time (slowest pass)", "time_s_max", format_seconds),
-    "first_request": ("First request", "first_request_s", format_seconds),
-    "request_median": ("Median request", "request_s_median", format_seconds),
-    "raw_reads": ("Raw-data reads", "raw_reads", format_count),
-    "raw_read_bytes": ("Raw data read", "raw_read_bytes", format_bytes),
-    "raw_writes": ("Raw-data writes", "raw_writes", format_count),
-    "raw_write_bytes": ("Raw data written", "raw_write_bytes", format_bytes),
-    "meta_reads": ("Metadata reads", "meta_reads", format_count),
-    "meta_writes": ("Metadata writes", "meta_writes", format_count),
-    "io_ops": ("File I/O operations", "io_ops", format_count),
-    "chunk_loads": ("Chunk loads (model)", "predicted_chunk_loads", format_count),
-    "predicted_raw_reads": ("Raw-data reads (model)", "predicted_raw_reads", format_count),
-    "file_bytes": ("File size", "file_bytes", format_bytes),
-    "storage_bytes": ("Dataset storage", "storage_bytes", format_bytes),
-    "compression_ratio": ("Compression ratio", "compression_ratio", _fmt_ratio),
-    "repack": ("Repack time", "repack_s", format_seconds),
-    "status": ("Status", "status", _fmt_text),
+def fmt_ppm(v) -> str:
+    return f"{float(v):,.2f}" if finite(v) else "-"
+
+
+def fmt_text(v) -> str:
+    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) or v == "" else str(v)
+
+
+def fmt_per(v) -> str:
+    return f"{float(v):,.3g}" if finite(v) else "-"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One table cell: its text, optional small lines under it, and a CSS class (best, changed, missing)."""
+
+    text: str
+    sub: tuple[str, ...] = ()
+    cls: str = ""
+
+    def __str__(self) -> str:
+        return self.text + "".join(f" ({s})" for s in self.sub)
+
+
+@dataclass
+class Table:
+    title: str
+    header: list[str]
+    rows: list[list]              # str or Cell; the first column labels the row
+    note: str = ""                # one sentence: what to look at
+    warnings: list[str] = field(default_factory=list)
+    footnote: str = ""            # the sweep's own note
+    label_columns: int = 1        # leading columns that label the row (left-aligned)
+
+
+# ---------------------------------------------------------------------------------------------- vocabulary
+
+def _col(name: str) -> Callable:
+    return lambda c: c.get(name)
+
+
+def _ratio(a: str, b: str) -> Callable:
+    return lambda c: c[a] / c[b] if finite(c.get(a)) and finite(c.get(b)) and c[b] else float("nan")
+
+
+def _io_ops(c) -> float:
+    vals = [c.get(k) for k in ("raw_reads", "raw_writes", "meta_reads", "meta_writes")]
+    vals = [float(v) for v in vals if finite(v)]
+    return sum(vals) if vals else float("nan")
+
+
+def _amplification(c) -> float:
+    want = requested_bytes(c)
+    got = c.get("raw_read_bytes") if c.get("op") != "write" else c.get("raw_write_bytes")
+    return float(got) / want if finite(got) and finite(want) and want else float("nan")
+
+
+def _storage(key: str) -> Callable:
+    return lambda c: storage_overhead(pd.DataFrame([c]))[key].iloc[0]
+
+
+@dataclass(frozen=True)
+class Row:
+    label: str
+    value: Callable
+    fmt: Callable
+    kind: str            # time | bytes | count | ratio | text: how a reference value is read
+    column: str = ""     # the cells column it shows, if one: also accepted as the row's name
+    model: str = ""      # the predicted_* column shown beside it, if present
+
+
+def _r(label, column, fmt, kind, model="") -> Row:
+    return Row(label, _col(column), fmt, kind, column, model)
+
+
+ROWS: dict[str, Row] = {
+    "file": Row("File", lambda c: c.get("_file"), fmt_text, "text"),
+    "chunks": _r("Chunk size", "chunks", fmt_text, "text"),
+    "filters": _r("Compression (filters)", "filters", fmt_text, "text"),
+    "cache": _r("Cache size", "cache_nbytes", format_bytes, "bytes"),
+    "nslots": _r("Cache hash slots", "cache_nslots", format_count, "count"),
+    "w0": _r("Cache w0", "cache_w0", fmt_ratio, "ratio"),
+    "op": _r("Operation", "op", fmt_text, "text"),
+    "access": Row("Access pattern", lambda c: c.get("access_label"), fmt_text, "text"),
+    "block": _r("Access pattern (hyperslab size)", "block", fmt_text, "text"),
+    "order": _r("Request order (dims, slowest first)", "order", fmt_text, "text"),
+    "random": _r("Random requests", "random", format_count, "count"),
+    "requests": _r("Requests", "requests", format_count, "count", "predicted_requests"),
+    "time": _r("Time", "time_s", format_seconds, "time", "predicted_time_s"),
+    "time_min": _r("Time, fastest pass", "time_s_min", format_seconds, "time"),
+    "time_max": _r("Time, slowest pass", "time_s_max", format_seconds, "time"),
+    "spread": _r("Slowest / fastest pass", "spread", fmt_ratio, "ratio"),
+    "first_request": _r("First request", "first_request_s", format_seconds, "time"),
+    "request_median": _r("Median request", "request_s_median", format_seconds, "time"),
+    "open": _r("Dataset open", "open_s", format_seconds, "time"),
+    "close": _r("Dataset close", "close_s", format_seconds, "time"),
+    "raw_reads": _r("Raw-data reads", "raw_reads", format_count, "count", "predicted_raw_reads"),
+    "raw_reads_per_request": Row("Raw-data reads per request", _ratio("raw_reads", "requests"), fmt_per, "ratio"),
+    "raw_read_bytes": _r("Raw data read", "raw_read_bytes", format_bytes, "bytes", "predicted_raw_read_bytes"),
+    "raw_writes": _r("Raw-data writes", "raw_writes", format_count, "count", "predicted_raw_writes"),
+    "raw_write_bytes": _r("Raw data written", "raw_write_bytes", format_bytes, "bytes", "predicted_raw_write_bytes"),
+    "meta_reads": _r("Metadata reads", "meta_reads", format_count, "count"),
+    "meta_read_bytes": _r("Metadata read", "meta_read_bytes", format_bytes, "bytes"),
+    "meta_writes": _r("Metadata writes", "meta_writes", format_count, "count"),
+    "meta_write_bytes": _r("Metadata written", "meta_write_bytes", format_bytes, "bytes"),
+    "io_ops": Row("File I/O operations", _io_ops, format_count, "count"),
+    "read_amplification": Row("Raw bytes moved / bytes requested", _amplification, fmt_ratio, "ratio"),
+    "chunk_loads": _r("Chunk loads (model)", "predicted_chunk_loads", format_count, "count"),
+    "chunk_hits": _r("Chunk cache hits (model)", "predicted_chunk_hits", format_count, "count"),
+    "evictions": _r("Chunk evictions (model)", "predicted_evictions", format_count, "count"),
+    "predicted_raw_reads": _r("Raw-data reads (model)", "predicted_raw_reads", format_count, "count"),
+    "predicted_time": _r("Time (model)", "predicted_time_s", format_seconds, "time"),
+    "chunk_bytes": _r("Chunk size in bytes", "chunk_bytes", format_bytes, "bytes"),
+    "nchunks": _r("Chunks", "nchunks", format_count, "count"),
+    "logical_bytes": _r("Data size", "logical_bytes", format_bytes, "bytes"),
+    "storage_bytes": _r("Dataset storage", "storage_bytes", format_bytes, "bytes"),
+    "file_bytes": _r("File size", "file_bytes", format_bytes, "bytes"),
+    "compression_ratio": _r("Compression ratio", "compression_ratio", fmt_ratio, "ratio"),
+    "meta_overhead_ppm": Row("Metadata overhead (ppm)", _storage("meta_ppm"), fmt_ppm, "ratio"),
+    "raw_overhead_ppm": Row("Raw-data overhead (ppm, unfiltered)", _storage("raw_ppm"), fmt_ppm, "ratio"),
+    "repack": _r("Repack time", "repack_s", format_seconds, "time"),
+    "elapsed": _r("Wall time of the cell", "elapsed_s", format_seconds, "time"),
+    "status": _r("Status", "status", fmt_text, "text"),
+    "flags": _r("Flags", "flags", fmt_text, "text"),
 }
+# other names people will write for a row: every column a row shows, and the papers' wording
+ALIASES: dict[str, str] = {r.column: name for name, r in ROWS.items() if r.column and r.column not in ROWS}
+ALIASES.update({"cache_size": "cache", "chunk_size": "chunks", "access_pattern": "access", "hyperslab": "block",
+                "read_time": "time", "write_time": "time", "repack_time": "repack", "file_name": "file",
+                "compression": "filters", "predicted_chunk_loads": "chunk_loads", "predicted_time_s": "predicted_time"})
+ROW_NAMES = tuple(ROWS) + tuple(ALIASES)
+
 SELECTOR_KEYS = ("chunks", "filters", "cache", "nslots", "w0", "op", "block", "order", "random")
+_SELECT_COL = {"chunks": "chunks", "filters": "filters", "cache": "cache_nbytes", "nslots": "cache_nslots",
+               "w0": "cache_w0", "op": "op", "block": "block", "order": "order", "random": "random"}
 TABLE_KEYS = ("title", "rows", "columns", "labels", "reference", "note")
+DEFAULT_ROWS = ("file", "chunks", "filters", "cache", "access", "time", "raw_reads")
+
+
+def row_name(name) -> str | None:
+    """The canonical row for a name or alias, or None."""
+    name = str(name)
+    return name if name in ROWS else ALIASES.get(name)
 
 
 @dataclass(frozen=True)
@@ -68,14 +198,19 @@ class TableSpec:
     note: str = ""
 
 
+# ---------------------------------------------------------------------------------------------- validation
+
 def _norm_selector(key: str, value, where: str):
     from ccp.config.filters import parse_filters
     from ccp.config.sweep import parse_chunks, parse_shape
-    from ccp.units import parse_size
 
     if key == "chunks":
         c = parse_chunks(value, where)
-        return shape_str(c) if not isinstance(c, str) else c
+        if c is None:
+            return "contiguous"
+        if isinstance(c, str):
+            raise ConfigError(where, "pick a column by the layout measured (like 4x30x9x717 or contiguous), not `source`")
+        return shape_str(c)
     if key == "filters":
         return parse_filters(value, where).spec
     if key == "cache":
@@ -83,14 +218,45 @@ def _norm_selector(key: str, value, where: str):
     if key in ("block", "order"):
         return shape_str(parse_shape(value, where))
     if key in ("nslots", "random"):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ConfigError(where, f"expected a whole number, got {value!r}")
         return int(value)
     if key == "w0":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+            raise ConfigError(where, f"expected a number from 0 to 1, got {value!r}")
         return float(value)
-    return str(value)
+    if key == "op":
+        if value not in ("read", "write", "copy"):
+            raise ConfigError(where, f"must be read, write or copy, got {value!r}{suggest(value, ('read', 'write', 'copy'))}")
+        return value
+    return str(value)  # pragma: no cover
+
+
+def _reference_value(row: str, value, where: str) -> float:
+    kind = ROWS[row].kind
+    if kind == "text":
+        raise ConfigError(where, f"row {row!r} is text; a reference needs a number (time, count, bytes or ratio)")
+    if isinstance(value, bool):
+        raise ConfigError(where, f"expected a number, got {value!r}")
+    if isinstance(value, (int, float)):
+        if not math.isfinite(value) or value < 0:
+            raise ConfigError(where, f"expected a number >= 0, got {value!r}")
+        return float(value)
+    if isinstance(value, str) and kind == "bytes":
+        return float(parse_size(value, where))
+    if isinstance(value, str) and kind == "time":
+        return parse_duration(value, where)
+    raise ConfigError(where, f"expected a number, got {value!r}")
+
+
+def _check_keys(d: dict, allowed, where: str, what: str = "key") -> None:
+    for k in d:
+        if k not in allowed:
+            raise ConfigError(f"{where}.{k}", f"unknown {what}{suggest(k, allowed)}; allowed: {', '.join(allowed)}")
 
 
 def parse_tables(raw) -> tuple[TableSpec, ...]:
-    """Validate a sweep's ``tables:``; errors name the key."""
+    """Validate a sweep's ``tables:``; every error names the key at fault (``tables[0].columns[1].cache``)."""
     if not isinstance(raw, list):
         raise ConfigError("tables", "expected a list of tables, each {title, rows, columns}")
     out = []
@@ -98,123 +264,239 @@ def parse_tables(raw) -> tuple[TableSpec, ...]:
         where = f"tables[{i}]"
         if not isinstance(t, dict):
             raise ConfigError(where, "expected a mapping with title, rows and columns")
-        for k in t:
-            if k not in TABLE_KEYS:
-                raise ConfigError(f"{where}.{k}", f"unknown key{suggest(k, TABLE_KEYS)}; allowed: {', '.join(TABLE_KEYS)}")
-        rows = t.get("rows") or ["chunks", "filters", "cache", "block", "time", "raw_reads"]
+        _check_keys(t, TABLE_KEYS, where)
+        title = t.get("title", f"Table {i + 1}")
+        if not isinstance(title, (str, int, float)) or isinstance(title, bool):
+            raise ConfigError(f"{where}.title", f"expected text, got {title!r}")
+        rows = t.get("rows", list(DEFAULT_ROWS))
+        if not isinstance(rows, list) or not rows:
+            raise ConfigError(f"{where}.rows", f"expected a list of row names like [cache, chunks, time]; rows: {', '.join(ROWS)}")
+        canon = []
         for j, r in enumerate(rows):
-            if r not in ROWS:
-                raise ConfigError(f"{where}.rows[{j}]", f"unknown row {r!r}{suggest(r, ROWS)}; rows: {', '.join(ROWS)}")
+            name = row_name(r) if isinstance(r, str) else None
+            if name is None:
+                raise ConfigError(f"{where}.rows[{j}]", f"unknown row {r!r}{suggest(r, ROW_NAMES)}; rows: {', '.join(ROWS)}")
+            canon.append(name)
         cols = t.get("columns")
         if not isinstance(cols, list) or not cols:
             raise ConfigError(f"{where}.columns", "expected a list of cell selectors like {cache: 1MiB, block: 1x1x1x717}")
         columns = []
         for j, sel in enumerate(cols):
-            if not isinstance(sel, dict):
-                raise ConfigError(f"{where}.columns[{j}]", "expected a mapping of axis values")
-            for k in sel:
-                if k not in SELECTOR_KEYS:
-                    raise ConfigError(f"{where}.columns[{j}].{k}", f"unknown axis{suggest(k, SELECTOR_KEYS)}; axes: {', '.join(SELECTOR_KEYS)}")
-            columns.append(tuple((k, _norm_selector(k, v, f"{where}.columns[{j}].{k}")) for k, v in sel.items()))
+            w = f"{where}.columns[{j}]"
+            if not isinstance(sel, dict) or not sel:
+                raise ConfigError(w, f"expected a mapping of axis values, keys from: {', '.join(SELECTOR_KEYS)}")
+            _check_keys(sel, SELECTOR_KEYS, w, "axis")
+            columns.append(tuple((k, _norm_selector(k, v, f"{w}.{k}")) for k, v in sel.items()))
         labels = t.get("labels") or []
+        if not isinstance(labels, list):
+            raise ConfigError(f"{where}.labels", "expected a list of column labels")
         if labels and len(labels) != len(columns):
             raise ConfigError(f"{where}.labels", f"has {len(labels)} labels for {len(columns)} columns")
         refs = t.get("reference") or []
+        if not isinstance(refs, list):
+            raise ConfigError(f"{where}.reference", "expected a list, one mapping per column, like [{time: 345}, {}]")
         if refs and len(refs) != len(columns):
             raise ConfigError(f"{where}.reference", f"has {len(refs)} entries for {len(columns)} columns (use {{}} for none)")
         reference = []
         for j, ref in enumerate(refs):
+            w = f"{where}.reference[{j}]"
             ref = ref or {}
+            if not isinstance(ref, dict):
+                raise ConfigError(w, "expected a mapping of row name to published value, like {time: 345}")
+            entry = []
             for k, v in ref.items():
-                if k not in ROWS:
-                    raise ConfigError(f"{where}.reference[{j}].{k}", f"unknown row{suggest(k, ROWS)}")
-                if isinstance(v, bool) or not isinstance(v, (int, float)):
-                    raise ConfigError(f"{where}.reference[{j}].{k}", f"expected a number, got {v!r}")
-            reference.append(tuple((k, float(v)) for k, v in ref.items()))
-        out.append(TableSpec(str(t.get("title") or f"Table {i + 1}"), tuple(rows), tuple(columns),
-                             tuple(str(x) for x in labels), tuple(reference), str(t.get("note") or "")))
+                name = row_name(k)
+                if name is None:
+                    raise ConfigError(f"{w}.{k}", f"unknown row{suggest(k, ROW_NAMES)}; rows: {', '.join(ROWS)}")
+                entry.append((name, _reference_value(name, v, f"{w}.{k}")))
+            reference.append(tuple(entry))
+        note = t.get("note", "")
+        if not isinstance(note, str):
+            raise ConfigError(f"{where}.note", f"expected text, got {note!r}")
+        out.append(TableSpec(str(title), tuple(canon), tuple(columns), tuple(str(x) for x in labels), tuple(reference), note))
     return tuple(out)
 
 
-_SELECT_COL = {"chunks": "chunks", "filters": "filters", "cache": "cache_nbytes", "nslots": "cache_nslots",
-               "w0": "cache_w0", "op": "op", "block": "block", "order": "order", "random": "random"}
-
+# ---------------------------------------------------------------------------------------------- rendering
 
 def select(cells: pd.DataFrame, selector) -> pd.DataFrame:
     m = pd.Series(True, index=cells.index)
     for k, v in selector:
         col = cells[_SELECT_COL[k]]
-        m &= (col.astype(float) == float(v)) if k in ("cache", "nslots", "w0", "random") else (col.astype(str) == str(v))
+        if k in ("cache", "nslots", "w0", "random"):
+            m &= np.isclose(col.astype(float), float(v), rtol=1e-9, atol=0)
+        else:
+            m &= col.astype(str) == str(v)
     return cells[m]
 
 
-def render(spec: TableSpec, cells: pd.DataFrame, file_label=None) -> dict:
-    """{'title', 'header': [...], 'rows': [[label, cell text...]], 'missing': [...]} for one table."""
-    cells = cells.assign(io_ops=cells[["raw_reads", "raw_writes", "meta_reads", "meta_writes"]].sum(axis=1, min_count=1))
-    picked, missing = [], []
-    for j, sel in enumerate(spec.columns):
-        m = select(cells, sel)
-        if len(m) == 0:
-            missing.append(", ".join(f"{k}={v}" for k, v in sel))
-            picked.append(None)
-        else:
-            picked.append(m.iloc[0])
-    header = list(spec.labels) if spec.labels else [_column_label(sel) for sel in spec.columns]
-    rows = []
-    refs = dict(enumerate(spec.reference))
-    for r in spec.rows:
-        label, col, fmt = ROWS[r]
-        line = [label]
-        for j, cell in enumerate(picked):
-            if cell is None:
-                line.append("(no such cell)")
-                continue
-            value = (file_label(cell) if file_label else cell.get("dataset_file", "")) if r == "file" else cell.get(col)
-            text = fmt(value)
-            ref = dict(refs.get(j, ()))
-            if r in ref:
-                published = ref[r]
-                ratio = float(value) / published if value is not None and published else float("nan")
-                text += f" (paper: {fmt(published)}; x{ratio:.3g})"
-            line.append(text)
-        rows.append(line)
-    return {"title": spec.title, "header": header, "rows": rows, "missing": missing, "note": spec.note}
-
-
-def _column_label(selector) -> str:
+def _selector_text(selector) -> str:
     return ", ".join(f"{k} {format_bytes(v) if k == 'cache' else v}" for k, v in selector)
 
 
-AXES = [("chunks", "chunks"), ("filters", "filters"), ("cache", "cache_label"), ("access", "access_label")]
+def _time_label(picked) -> str:
+    ops = {c["op"] for c in picked if c is not None}
+    return {"read": "Read time", "write": "Write time", "copy": "Copy time"}.get(ops.pop(), "Time") if len(ops) == 1 else "Time"
 
 
-def with_labels(cells: pd.DataFrame) -> pd.DataFrame:
-    return cells.assign(
-        cache_label=[f"{format_bytes(n)}/{int(s)}/{w:g}" if n == n else "-" for n, s, w in
-                     zip(cells["cache_nbytes"], cells["cache_nslots"].fillna(0), cells["cache_w0"].fillna(0))],
-        access_label=[f"{op} {b}" + (f" order {o}" if o and o != "x".join(map(str, range(len(str(b).split("x"))))) else "")
-                      + (f" random {int(r)}" if r == r and r else "")
-                      for op, b, o, r in zip(cells["op"], cells["block"], cells["order"].astype(object).fillna(""), cells["random"].fillna(0))])
+def render(spec: TableSpec, cells: pd.DataFrame, labels: Labels | None = None, file_label=None) -> Table:
+    """One ``tables:`` entry against the run's cells (labelled with Labels.add)."""
+    if "access_label" not in cells:
+        cells = (labels or Labels.of(cells)).add(cells)
+    table = Table(spec.title, [""], [], footnote=spec.note)
+    picked = []
+    for j, sel in enumerate(spec.columns):
+        m = select(cells, sel)
+        good = m[is_ok(m)]
+        name = spec.labels[j] if spec.labels else _selector_text(sel)
+        table.header.append(name)
+        if m.empty:
+            table.warnings.append(f"column {j + 1} ({_selector_text(sel)}): no cell of this run matches")
+            picked.append(None)
+            continue
+        if good.empty:
+            table.warnings.append(f"column {j + 1} ({name}): the cell failed ({m.iloc[0]['status']})")
+        elif len(good) > 1:
+            differ = [n for n, c in (labels.axes if labels else []) if good[c].nunique() > 1]
+            table.warnings.append(f"column {j + 1} ({name}) matches {len(good)} cells; showing "
+                                  f"{good.iloc[0].get('label', 'the first')}. Add {' or '.join(differ) or 'an axis'} to pick one.")
+        cell = (good if len(good) else m).iloc[0].copy()
+        cell["_file"] = file_label(cell) if file_label else cell.get("dataset_file")
+        picked.append(cell if len(good) else None)
+    refs = dict(enumerate(spec.reference))
+    for r in spec.rows:
+        row = ROWS[r]
+        label = _time_label(picked) if r == "time" else row.label
+        line = [label]
+        for j, cell in enumerate(picked):
+            if cell is None:
+                line.append(Cell("-", cls="missing"))
+                continue
+            value = row.value(cell)
+            sub = []
+            if row.model and finite(cell.get(row.model)):
+                sub.append(f"model: {row.fmt(cell[row.model])}")
+            ref = dict(refs.get(j, ()))
+            if r in ref:
+                published = ref[r]
+                ratio = float(value) / published if finite(value) and published else float("nan")
+                sub.append(f"published: {row.fmt(published)}, x{ratio:.3g}" if finite(ratio) else f"published: {row.fmt(published)}")
+            line.append(Cell(row.fmt(value), tuple(sub)))
+        table.rows.append(line)
+    if spec.reference:
+        table.note = "Below each measured value: the published value and the ratio measured / published."
+    return table
 
 
-def varying_axes(cells: pd.DataFrame) -> list[tuple[str, str]]:
-    cells = with_labels(cells)
-    return [(name, col) for name, col in AXES if cells[col].nunique() > 1]
+# ---------------------------------------------------------------------------------------------- automatic tables
+
+def _count_col(cells: pd.DataFrame) -> tuple[str, str]:
+    ops = set(cells["op"])
+    if ops == {"write"}:
+        return "raw_writes", "raw-data writes"
+    if ops == {"read"}:
+        return "raw_reads", "raw-data reads"
+    return "raw_io", "raw-data reads + writes"
 
 
-def auto_tables(cells: pd.DataFrame) -> list[dict]:
-    """With no ``tables:``: one pivot per varying axis, for time and for raw reads."""
-    cells = with_labels(cells[cells["status"].isin(["ok", "extrapolated"])])
-    axes = varying_axes(cells)
+def _with_raw_io(cells: pd.DataFrame) -> pd.DataFrame:
+    return cells.assign(raw_io=cells[["raw_reads", "raw_writes"]].sum(axis=1, min_count=1))
+
+
+def one_change_tables(cells: pd.DataFrame, labels: Labels) -> list[Table]:
+    """Seed 000's Table 8, found in the run: the slowest configuration, then one change at a time, fastest first."""
+    ok = _with_raw_io(cells[is_ok(cells)])
     out = []
-    for name, col in axes:
-        others = [c for n, c in axes if c != col]
-        key = cells[others].astype(str).agg(" | ".join, axis=1) if others else pd.Series("all cells", index=cells.index)
-        for what, value_col, fmt in (("time", "time_s", format_seconds), ("raw-data reads", "raw_reads", format_count)):
-            if what == "raw-data reads" and cells["op"].eq("write").all():
-                value_col, what = "raw_writes", "raw-data writes"
-            piv = cells.assign(_row=key).pivot_table(index="_row", columns=col, values=value_col, aggfunc="first")
-            header = [" | ".join(others) if others else ""] + [str(c) for c in piv.columns]
-            rows = [[str(idx)] + [fmt(v) for v in piv.loc[idx]] for idx in piv.index]
-            out.append({"title": f"{what.capitalize()} by {name}", "header": header, "rows": rows, "missing": [], "note": ""})
+    for op, g in ok.groupby("op", sort=False):
+        axes = [(n, c) for n, c in labels.axes if g[c].nunique() > 1]
+        if len(g) < 2 or not axes or g["time_s"].isna().all():
+            continue
+        g = g.sort_values("time_s")
+        base = g.iloc[-1]
+        picks = [("slowest", base)]
+        for name, col in axes:
+            others = [c for n, c in axes if c != col]
+            same = g[(g[col] != base[col])]
+            for c in others:
+                same = same[same[c] == base[c]]
+            if len(same):
+                picks.append((f"change {name}", same.iloc[0]))
+        best = g.iloc[0]
+        if not any(p["cell_id"] == best["cell_id"] for _, p in picks):
+            picks.append(("fastest overall", best))
+        if len(picks) < 2:
+            continue
+        count_col, count_name = _count_col(g)
+        rows = []
+        for name, col, fmt in (("Chunk size", "chunks", fmt_text), ("Compression", "filters", fmt_text),
+                               ("Cache size", "cache_label", fmt_text), ("Access pattern", "access_label", fmt_text)):
+            rows.append([name] + [Cell(fmt(p[col]), cls="changed" if p[col] != base[col] else "") for _, p in picks])
+        rows.append([_time_label([base])] + [Cell(format_seconds(p["time_s"]), cls="best" if p["cell_id"] == best["cell_id"] else "")
+                                             for _, p in picks])
+        rows.append(["Faster than the slowest"] + [fmt_times(base["time_s"] / p["time_s"]) if p["time_s"] else "-" for _, p in picks])
+        rows.append([count_name.capitalize()] + [format_count(p[count_col]) for _, p in picks])
+        rows.append([f"{count_name.capitalize()} per request"] +
+                    [fmt_per(p[count_col] / p["requests"]) if p["requests"] else "-" for _, p in picks])
+        byte_col = "raw_write_bytes" if op == "write" else "raw_read_bytes"
+        rows.append(["Raw data " + ("written" if op == "write" else "read")] + [format_bytes(p[byte_col]) for _, p in picks])
+        if "predicted_chunk_loads" in g and g["predicted_chunk_loads"].notna().any():
+            rows.append(["Chunk loads (model)"] + [format_count(p["predicted_chunk_loads"]) for _, p in picks])
+        if g["repack_s"].notna().any():
+            rows.append(["Repack time"] + [format_seconds(p["repack_s"]) for _, p in picks])
+        out.append(Table(f"{op.capitalize()}: one change at a time from the slowest configuration",
+                         [""] + [n for n, _ in picks], rows,
+                         note=f"The first column is the slowest {op} configuration; each next column changes one parameter "
+                              "(highlighted) and keeps the others, as in seed 000's Table 8. The speed-up row says which "
+                              f"single change pays most; the {count_name} per request say why."))
     return out
+
+
+def _short_count(count_name: str) -> str:
+    return {"raw-data reads": "reads", "raw-data writes": "writes"}.get(count_name, "raw I/O")
+
+
+def pivot_tables(cells: pd.DataFrame, labels: Labels) -> list[Table]:
+    """One table per axis that varies: rows hold the other axes fixed, columns give time and raw I/O per value."""
+    ok = _with_raw_io(cells[is_ok(cells)])
+    if ok.empty:
+        return []
+    count_col, count_name = _count_col(ok)
+    out = []
+    for name, col in labels.axes:
+        values = list(dict.fromkeys(ok[col]))
+        if len(values) < 2:
+            continue
+        others = [(n, c) for n, c in labels.axes if c != col and ok[c].nunique() > 1]
+        keys = [c for _, c in others]
+        groups = ok.groupby(keys, sort=False) if keys else [((), ok)]
+        rows = []
+        for key, g in groups:
+            key = key if isinstance(key, tuple) else (key,)
+            by = {v: g[g[col] == v].iloc[0] for v in values if (g[col] == v).any()}
+            if len(by) < 2:
+                continue
+            times = {v: c["time_s"] for v, c in by.items() if finite(c["time_s"])}
+            fastest = min(times, key=times.get) if times else None
+            row = [str(k) for k in key] or ["all cells"]
+            row += [Cell(format_seconds(by[v]["time_s"]), cls="best" if v == fastest else "") if v in by else Cell("-", cls="missing")
+                    for v in values]
+            row += [format_count(by[v][count_col]) if v in by else "-" for v in values]
+            row.append(fmt_times(max(times.values()) / min(times.values())) if len(times) > 1 and min(times.values()) > 0 else "-")
+            rows.append(row)
+        if not rows:
+            continue
+        header = ([n for n, _ in others] or [""]) + [f"time: {v}" for v in values] + [f"{_short_count(count_name)}: {v}" for v in values] + \
+                 ["slowest / fastest"]
+        out.append(Table(f"By {name}: time and {count_name}", header, rows,
+                         note=f"Each row holds the other axes fixed, so reading across shows what {name} alone changes "
+                              f"(green: the fastest in the row). The last column is how much {name} matters there.",
+                         label_columns=max(len(others), 1)))
+    return out
+
+
+def auto_tables(cells: pd.DataFrame, labels: Labels) -> list[Table]:
+    """With no ``tables:``: seed 000's Table 8 built from the run, then one pivot per axis that varies."""
+    return one_change_tables(cells, labels) + pivot_tables(cells, labels)
+
+
+__all__ = ["ROWS", "ALIASES", "Cell", "Table", "TableSpec", "parse_tables", "render", "auto_tables", "select", "LABEL_SEP"]
