@@ -30,7 +30,7 @@ th{background:var(--head);font-weight:600} td.l,th.l{text-align:left}
 tr:nth-child(even) td{background:#fafbfc}
 td.best{background:#e3f4e1 !important;font-weight:600} td.changed{background:#fff3c4 !important;font-weight:600}
 td.missing{color:#aaa} td:not(.l){white-space:nowrap} td small{display:block;color:var(--muted);font-size:11.5px;white-space:nowrap}
-table.meta td{text-align:left} td.l:first-child{min-width:15em} table.meta td:first-child{color:var(--muted);white-space:nowrap}
+table.meta td{text-align:left} td.l:first-child{min-width:17em} table.cells{font-size:12.5px} table.meta td:first-child{color:var(--muted);white-space:nowrap}
 .wide{overflow-x:auto}
 .note{color:var(--muted);font-size:14px;margin:.3em 0 .6em;max-width:62em}
 .box{border-radius:6px;padding:.7em 1.1em;margin:.8em 0}
@@ -241,7 +241,7 @@ def traps_html(cells: pd.DataFrame) -> str:
 
 
 ALL_COLUMNS = [  # header, column, formatter
-    ("time", "time_s", format_seconds), ("passes", "_passes", str),
+    ("time", "time_s", format_seconds), ("passes", "_passes", lambda v: v if isinstance(v, str) else "-"),
     ("requests", "requests", format_count), ("first request", "first_request_s", format_seconds),
     ("median request", "request_s_median", format_seconds), ("raw reads", "raw_reads", format_count),
     ("raw read", "raw_read_bytes", format_bytes), ("raw writes", "raw_writes", format_count),
@@ -256,10 +256,10 @@ def cells_table(cells: pd.DataFrame) -> str:
     cells = cells.assign(_passes=[f"{format_seconds(a)} - {format_seconds(b)}" if finite(a) else np.nan
                                   for a, b in zip(cells["time_s_min"], cells["time_s_max"])])
     cols = [(h, c, f) for h, c, f in ALL_COLUMNS
-            if cells[c].notna().any() and (cells[c].dtype == object or (cells[c].fillna(0) != 0).any())]
+            if cells[c].notna().any() and (not pd.api.types.is_numeric_dtype(cells[c]) or (cells[c].fillna(0) != 0).any())]
     order = cells.assign(_t=cells["time_s"].fillna(float("inf"))).sort_values("_t")
     rows = [[c["label"]] + [f(c[col]) for _, col, f in cols] + [c["flags"] or "", c["status"]] for _, c in order.iterrows()]
-    return table_html(["cell"] + [h for h, _, _ in cols] + ["flags", "status"], rows)
+    return table_html(["cell"] + [h for h, _, _ in cols] + ["flags", "status"], rows, "cells")
 
 
 def _file_label(cell, sweep) -> str:

@@ -191,6 +191,7 @@ def heatmaps(cells: pd.DataFrame, out: Path) -> tuple[list[str], int]:
             if im is not None:
                 cb = fig.colorbar(im, ax=axs, shrink=0.9, pad=0.02)
                 cb.set_label(f"{what} (log)")
+                cb.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: fmt(v) if v > 0 else "0"))
             fig.suptitle(f"{what.capitalize()}: chunk shape x chunk cache, one panel per compression and access pattern "
                          "(one colour scale: brighter is more)", fontsize=10)
             names.append(_save(fig, out, f"heatmap_{col}.png"))
@@ -243,7 +244,7 @@ def latency(cells: pd.DataFrame, requests: pd.DataFrame | None, out: Path) -> st
         a1.set_yticks(y, [_short(s, 60) for s in ok["label"]])
         a1.set_xlabel("time per request (log)")
         a1.set_title("First request vs the average of the others (seed 004)", loc="left")
-        a1.legend(loc="best")
+        fig.legend(loc="outside lower center", ncols=2, frameon=False)
         a2.boxplot(data, orientation="horizontal", positions=y, widths=0.6, showfliers=False,
                    medianprops={"color": RED}, boxprops={"color": "#444"})
         a2.set_xscale("log")
