@@ -228,3 +228,11 @@ def storage_overhead(cells: pd.DataFrame) -> pd.DataFrame:
     padding = ((allocated - logical) / logical * 1e6)
     return pd.DataFrame({"meta_ppm": meta, "raw_ppm": raw, "padding_ppm": padding, "allocated_bytes": allocated,
                          "unfiltered": unfiltered}, index=cells.index)
+
+
+def workload(cells: pd.DataFrame) -> pd.Series:
+    """What a cell's passes ask for, so only cells doing the same work are ranked against each other:
+    'whole dataset' for tiling, else the random requests (a different amount of data)."""
+    return pd.Series([f"{op} the whole dataset" if not finite(r) or not int(r)
+                      else f"{op} {int(r):,} random {b} blocks" for op, r, b in zip(cells["op"], cells["random"], cells["block"])],
+                     index=cells.index, dtype=object)

@@ -11,7 +11,7 @@ import pandas as pd
 
 from ccp.report import plots
 from ccp.report.data import (SHORT_REQUEST_S, UNSTABLE_SPREAD, _num, finite, is_ok, load_cells, load_env, load_parts,
-                             load_sweep, prepare, requested_bytes, stability)
+                             load_sweep, prepare, requested_bytes, stability, workload)
 from ccp.report.tables import Cell, Table, auto_tables, fmt_times, parse_tables, render
 from ccp.units import format_bytes, format_count, format_seconds
 
@@ -174,17 +174,21 @@ def explain_fastest(cells: pd.DataFrame) -> str:
     if ok.empty:
         return '<div class="box fail"><p>No cell finished, so there is nothing to rank; the failures are listed under Stability.</p></div>'
     parts = []
-    for op, g in ok.groupby("op", sort=False):
+    ok = ok.assign(_work=workload(ok))
+    several = ok["_work"].nunique() > ok["op"].nunique()
+    for (op, work), g in ok.groupby(["op", "_work"], sort=False):
         g = g.sort_values("time_s")
         best, worst = g.iloc[0], g.iloc[-1]
-        text = (f"<p><b>{esc(op.capitalize())}: the fastest configuration is {esc(best['label'])}</b>, "
+        what = work[0].upper() + work[1:] if several else op.capitalize()
+        which = "the fastest configuration" if len(g) > 1 else "the only configuration measured"
+        text = (f"<p><b>{esc(what)}: {which} is {esc(best['label'])}</b>, "
                 f"at {esc(format_seconds(best['time_s']))} a pass")
         if len(g) > 1 and worst["time_s"] > 0:
             text += (f", {esc(fmt_times(worst['time_s'] / best['time_s']))} faster than the slowest, "
                      f"<b>{esc(worst['label'])}</b> ({esc(format_seconds(worst['time_s']))})")
         text += ".</p>"
         cause = _cause(best)
-        text += f"<p><b>Why:</b> the fastest makes {esc(_io_sentence(best))}" + (f"; {esc(cause)}" if cause else "") + ".</p>"
+        text += f"<p><b>Why:</b> {'the fastest' if len(g) > 1 else 'it'} makes {esc(_io_sentence(best))}" + (f"; {esc(cause)}" if cause else "") + ".</p>"
         if len(g) > 1:
             cause = _cause(worst)
             text += f"<p>The slowest makes {esc(_io_sentence(worst))}" + (f"; {esc(cause)}" if cause else "") + ".</p>"

@@ -92,7 +92,7 @@ def time_per_cell(cells: pd.DataFrame, out: Path) -> str | None:
         ax.barh(y, ok["time_s"], xerr=[lo, hi], color=colors, ecolor="#444", capsize=2, height=0.7)
         for yi, (t, tmax) in zip(y, zip(ok["time_s"], ok["time_s_max"].fillna(ok["time_s"]))):
             ax.text(max(t, tmax) * 1.15, yi, format_seconds(t), va="center", fontsize=8)
-        ax.set_yticks(y, [_short(s, 70) for s in ok["label"]])
+        ax.set_yticks(y, [_short(s, 90) for s in ok["label"]])
         ax.set_xscale("log")
         ax.set_xlim(ok["time_s_min"].fillna(ok["time_s"]).min() / 2, ok["time_s_max"].fillna(ok["time_s"]).max() * 8)
         _seconds_axis(ax)
@@ -123,8 +123,9 @@ def time_by_axis(cells: pd.DataFrame, labels: Labels, out: Path) -> str | None:
                 ax.scatter(x, g["time_s"], s=22, color=[GREEN if j == fastest else BLUE for j in g.index], zorder=3)
                 med = g["time_s"].median()
                 ax.plot([i - 0.28, i + 0.28], [med, med], color="#333", lw=1.2, zorder=2)
-            ax.set_xticks(range(len(values)), [_short(v, 22) for v in values], rotation=25 if len(values) > 2 else 0,
-                          ha="right" if len(values) > 2 else "center")
+            tilt = len(values) > 2 or max(len(v) for v in values) * len(values) > 30
+            ax.set_xticks(range(len(values)), [_short(v, 26) for v in values], rotation=25 if tilt else 0,
+                          ha="right" if tilt else "center")
             ax.set_xlim(-0.6, len(values) - 0.4)
             ax.set_yscale("log")
             _seconds_axis(ax, "y")
@@ -182,7 +183,7 @@ def heatmaps(cells: pd.DataFrame, out: Path) -> tuple[list[str], int]:
                         ax.text(j, i, fmt(v), ha="center", va="center", fontsize=8, color="black" if bright else "white")
                     else:
                         ax.text(j, i, "not run", ha="center", va="center", fontsize=7, color=GREY)
-                ax.set_xticks(range(len(cols)), cols)
+                ax.set_xticks(range(len(cols)), [c.replace(", ", "\n") for c in cols], fontsize=7 if len(cols) > 3 else 8)
                 ax.set_yticks(range(len(rows)), rows)
                 ax.set_xlabel("chunk cache")
                 if k % ncols == 0:
@@ -241,7 +242,7 @@ def latency(cells: pd.DataFrame, requests: pd.DataFrame | None, out: Path) -> st
             data.append(vals)
         a1.set_xscale("log")
         _seconds_axis(a1)
-        a1.set_yticks(y, [_short(s, 60) for s in ok["label"]])
+        a1.set_yticks(y, [_short(s, 80) for s in ok["label"]])
         a1.set_xlabel("time per request (log)")
         a1.set_title("First request vs the average of the others (seed 004)", loc="left")
         fig.legend(loc="outside lower center", ncols=2, frameon=False)
@@ -249,7 +250,7 @@ def latency(cells: pd.DataFrame, requests: pd.DataFrame | None, out: Path) -> st
                    medianprops={"color": RED}, boxprops={"color": "#444"})
         a2.set_xscale("log")
         _seconds_axis(a2)
-        a1.set_yticks(y, [_short(s, 60) for s in ok["label"]])   # boxplot resets the shared ticks
+        a1.set_yticks(y, [_short(s, 80) for s in ok["label"]])   # boxplot resets the shared ticks
         a2.tick_params(labelleft=False)
         a2.set_xlabel("time per request (log; box: quartiles, whiskers: 1.5 IQR, red: median)")
         a2.set_title("Distribution of request times, all timed passes", loc="left")

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ccp.errors import ConfigError, suggest
-from ccp.report.data import LABEL_SEP, Labels, finite, is_ok, requested_bytes, storage_overhead
+from ccp.report.data import LABEL_SEP, Labels, finite, is_ok, requested_bytes, storage_overhead, workload
 from ccp.units import format_bytes, format_count, format_seconds, parse_duration, parse_size, shape_str
 
 
@@ -407,7 +407,9 @@ def one_change_tables(cells: pd.DataFrame, labels: Labels) -> list[Table]:
     """Seed 000's Table 8, found in the run: the slowest configuration, then one change at a time, fastest first."""
     ok = _with_raw_io(cells[is_ok(cells)])
     out = []
-    for op, g in ok.groupby("op", sort=False):
+    ok = ok.assign(_work=workload(ok))
+    several = ok["_work"].nunique() > ok["op"].nunique()
+    for (op, work), g in ok.groupby(["op", "_work"], sort=False):
         axes = [(n, c) for n, c in labels.axes if g[c].nunique() > 1]
         if len(g) < 2 or not axes or g["time_s"].isna().all():
             continue
@@ -443,7 +445,8 @@ def one_change_tables(cells: pd.DataFrame, labels: Labels) -> list[Table]:
             rows.append(["Chunk loads (model)"] + [format_count(p["predicted_chunk_loads"]) for _, p in picks])
         if g["repack_s"].notna().any():
             rows.append(["Repack time"] + [format_seconds(p["repack_s"]) for _, p in picks])
-        out.append(Table(f"{op.capitalize()}: one change at a time from the slowest configuration",
+        what = work[0].upper() + work[1:] if several else op.capitalize()
+        out.append(Table(f"{what}: one change at a time from the slowest configuration",
                          [""] + [n for n, _ in picks], rows,
                          note=f"The first column is the slowest {op} configuration; each next column changes one parameter "
                               "(highlighted) and keeps the others, as in seed 000's Table 8. The speed-up row says which "
