@@ -1,10 +1,19 @@
-"""Reports: an HTML page with paper-style tables and PNG plots for a run; comparisons of two runs."""
+"""Reports: an HTML page with paper-style tables and PNG plots for a run; comparisons of two runs.
+
+- ``write_report(run_dir)``: ``report.html`` and its PNGs in the run folder (inline CSS, relative image paths,
+  no scripts, no network: it opens from disk in any browser).
+- ``write_compare(run_a, run_b, out_html=None)``: the cells both runs finished, side by side with ratios B / A;
+  returns the terminal text, and writes an HTML page (and its PNG beside it) when ``out_html`` is given.
+- ``parse_tables(raw)``: validates a sweep's ``tables:`` (sweep validation calls it); errors name the key.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ccp.report.tables import parse_tables  # noqa: F401  (sweep validation uses it)
+from ccp.report.tables import parse_tables
+
+__all__ = ["write_report", "write_compare", "parse_tables"]
 
 
 def write_report(run_dir: Path) -> Path:

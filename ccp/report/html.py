@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ccp.report import plots
-from ccp.report.data import (SHORT_REQUEST_S, UNSTABLE_SPREAD, _num, finite, is_ok, load_cells, load_env, load_parts,
+from ccp.report.data import (SHORT_REQUEST_S, UNSTABLE_SPREAD, finite, is_ok, load_cells, load_env, load_parts,
                              load_sweep, prepare, requested_bytes, stability, workload)
 from ccp.report.tables import Cell, Table, auto_tables, fmt_times, parse_tables, render
 from ccp.units import format_bytes, format_count, format_seconds

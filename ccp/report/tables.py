@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ccp.errors import ConfigError, suggest
-from ccp.report.data import LABEL_SEP, Labels, finite, is_ok, requested_bytes, storage_overhead, workload
+from ccp.report.data import Labels, finite, is_ok, requested_bytes, storage_overhead, workload
 from ccp.units import format_bytes, format_count, format_seconds, parse_duration, parse_size, shape_str
 
 
@@ -502,4 +502,4 @@ def auto_tables(cells: pd.DataFrame, labels: Labels) -> list[Table]:
     return one_change_tables(cells, labels) + pivot_tables(cells, labels)
 
 
-__all__ = ["ROWS", "ALIASES", "Cell", "Table", "TableSpec", "parse_tables", "render", "auto_tables", "select", "LABEL_SEP"]
+__all__ = ["ROWS", "ALIASES", "Cell", "Table", "TableSpec", "parse_tables", "render", "auto_tables", "select"]
