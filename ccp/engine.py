@@ -142,21 +142,15 @@ def run_sweep(sweep_path, *, out: Path | None = None, quick: bool = False, resul
 
 def _disk_needed(sweep: Sweep, source, cells, work_dir: Path) -> int:
     """Bytes the sweep's missing work files and its largest pass file may take (uncompressed: an upper bound)."""
-    from ccp.workload.files import layout_key
+    from ccp.workload.files import layout_path
 
     logical = int(np.prod(source.shape, dtype=np.int64)) * np.dtype(source.dtype).itemsize
-    layouts = {(c.chunks, c.filters.spec) for c in cells if c.access.op == "read" and not c.from_source}
+    layouts = {(c.chunks, c.filters) for c in cells if c.access.op == "read" and not c.from_source}
     if any(c.access.op == "copy" for c in cells) and sweep.dataset.file is None:
-        layouts.add((source.chunks, source.filters.spec))
-    missing = sum(1 for ch, f in layouts
-                  if not (Path(work_dir) / f"{sweep.name}-{layout_key(source, sweep.dataset.path, ch, _pipeline(f))}.h5").exists())
+        layouts.add((source.chunks, source.filters))
+    missing = sum(1 for ch, f in layouts if not layout_path(work_dir, sweep, source, ch, f).exists())
     writes = any(c.access.op in ("write", "copy") for c in cells)
     return missing * logical + (2 * logical if writes else 0)
-
-
-def _pipeline(spec: str):
-    from ccp.config.filters import parse_filters
-    return parse_filters(spec)
 
 
 def _job_for(cell: Cell, sweep: Sweep, source, work_dir: Path, quick: bool) -> CellJob:

@@ -255,7 +255,7 @@ def plan_sweep(sweep_path, work_dir: Path | None = None) -> list[dict]:
     """Every cell that `ccp run` would run, with the model's predictions and a calibrated time. No measurement."""
     from ccp.engine import prepare
     from ccp.units import shape_str
-    from ccp.workload.files import layout_key
+    from ccp.workload.files import layout_path
 
     sweep, source, cells = prepare(sweep_path)
     cal = calibrate([c.filters for c in cells], source.dtype, sweep.dataset.generate.data if sweep.dataset.generate else "normal",
@@ -267,7 +267,7 @@ def plan_sweep(sweep_path, work_dir: Path | None = None) -> list[dict]:
             if cell.from_source:
                 stored = stored_chunk_sizes(sweep.dataset.file, sweep.dataset.path)
             elif work_dir is not None:
-                f = Path(work_dir) / f"{sweep.name}-{layout_key(source, sweep.dataset.path, cell.chunks, cell.filters)}.h5"
+                f = layout_path(work_dir, sweep, source, cell.chunks, cell.filters)
                 stored = stored_chunk_sizes(f, sweep.dataset.path) if f.exists() else None
         p = predict_cell(cell, source, cal, stored)
         rows.append({

@@ -63,29 +63,24 @@ def filters_of(dcpl) -> tuple[RawFilter, ...]:
 
 # ------------------------------------------------------------------ shuffle
 
-def shuffle(data, elsize: int) -> bytes:
-    """HDF5's byte shuffle (H5Z_filter_shuffle, forward)."""
+def _transpose_bytes(data, elsize: int, forward: bool) -> bytes:
+    """Byte (un)shuffle: the element bytes as a (n, elsize) matrix, transposed; a ragged tail stays as is."""
     buf = np.frombuffer(data, dtype=np.uint8)
     n = buf.size
     if elsize <= 1 or n <= elsize:
         return bytes(buf)
     nel = n // elsize
-    body = buf[: nel * elsize].reshape(nel, elsize).T
-    if nel * elsize == n:
-        return np.ascontiguousarray(body).tobytes()
+    body = buf[: nel * elsize].reshape((nel, elsize) if forward else (elsize, nel)).T
     return np.ascontiguousarray(body).tobytes() + buf[nel * elsize:].tobytes()
+
+
+def shuffle(data, elsize: int) -> bytes:
+    """HDF5's byte shuffle (H5Z_filter_shuffle, forward)."""
+    return _transpose_bytes(data, elsize, forward=True)
 
 
 def unshuffle(data, elsize: int) -> bytes:
-    buf = np.frombuffer(data, dtype=np.uint8)
-    n = buf.size
-    if elsize <= 1 or n <= elsize:
-        return bytes(buf)
-    nel = n // elsize
-    body = buf[: nel * elsize].reshape(elsize, nel).T
-    if nel * elsize == n:
-        return np.ascontiguousarray(body).tobytes()
-    return np.ascontiguousarray(body).tobytes() + buf[nel * elsize:].tobytes()
+    return _transpose_bytes(data, elsize, forward=False)
 
 
 # ------------------------------------------------------------------ fletcher32

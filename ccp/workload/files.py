@@ -23,6 +23,11 @@ def layout_key(source, dataset_path: str, chunks, filters) -> str:
     return hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
+def layout_path(work_dir, sweep, source, chunks, filters) -> Path:
+    """Where the work file of a layout lives (named by layout, so runs and workers reuse it)."""
+    return Path(work_dir) / f"{sweep.name}-{layout_key(source, sweep.dataset.path, chunks, filters)}.h5"
+
+
 def make_dcpl(source, chunks, filters):
     """Dataset creation property list for a layout; the fill value and maxshape come from the source."""
     from h5py import h5p, h5t
@@ -108,7 +113,7 @@ def ensure_layout_file(work_dir: Path, sweep, source, chunks, filters) -> tuple[
     from ccp.workload.datagen import Generator
 
     work_dir = Path(work_dir)
-    out = work_dir / f"{sweep.name}-{layout_key(source, sweep.dataset.path, chunks, filters)}.h5"
+    out = layout_path(work_dir, sweep, source, chunks, filters)
     meta = out.with_name(out.name + ".json")
     if out.exists():
         seconds = json.loads(meta.read_text()).get("seconds", 0.0) if meta.exists() else 0.0
