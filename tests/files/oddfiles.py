@@ -64,8 +64,9 @@ def make_odd_file(path: Path) -> Path:
         for obj in (plain, f):
             a = h5a.create(obj.id, b"int128", int128_type(), h5s.create_simple((2,)))
             a.write(np.zeros(32, "u1"), mtype=int128_type())
-            a = h5a.create(obj.id, b"u16be_array", h5t.array_create(h5t.STD_U16BE, (3,)), h5s.create_simple((2,)))
-            a.write(np.arange(6, dtype=">u2").reshape(2, 3))
+            at = h5t.array_create(h5t.STD_U16BE, (3,))
+            a = h5a.create(obj.id, b"u16be_array", at, h5s.create_simple((2,)))
+            a.write(np.arange(6, dtype=">u2").reshape(2, 3), mtype=at)
         # a 128-bit float dataset, chunked and compressed
         dcpl = h5p.create(h5p.DATASET_CREATE)
         dcpl.set_chunk((4,))
