@@ -152,7 +152,7 @@ def inspect_file(path, dataset: str | None = None) -> list[dict]:
     """Every dataset of a file described (one that cannot be is listed with its reason), or one dataset."""
     import h5py
 
-    from ccp.workload.source import open_readonly
+    from ccp.workload.source import dangling_link, open_readonly
 
     with open_readonly(Path(path)) as f:
         if dataset is not None:
@@ -160,6 +160,8 @@ def inspect_file(path, dataset: str | None = None) -> list[dict]:
                 obj = f.get(dataset)
             except (KeyError, OSError, RuntimeError, ValueError) as exc:   # a dangling soft or external link
                 raise CcpError(f"{path}: {dataset!r} cannot be opened: {_reason(exc)}") from None
+            if obj is None and dangling_link(f, dataset):
+                raise CcpError(f"{path}: {dataset!r} cannot be opened: it is {dangling_link(f, dataset)}")
             if obj is None:
                 raise CcpError(f"{path}: no dataset {dataset!r}")
             if not isinstance(obj, h5py.Dataset):

@@ -113,6 +113,21 @@ def resolve(f, path: str):
     return obj, Path(target.filename), hard
 
 
+def dangling_link(f, path: str) -> str | None:
+    """'a soft link to /x, which does not exist' when ``path`` names a link that leads nowhere, else None."""
+    import h5py
+
+    try:
+        link = f.get(path, getlink=True)
+    except (KeyError, OSError, RuntimeError, ValueError):
+        return None
+    if isinstance(link, h5py.SoftLink):
+        return f"a soft link to {link.path!r}, which does not exist"
+    if isinstance(link, h5py.ExternalLink):
+        return f"an external link to {link.path!r} in {link.filename!r}, which cannot be opened"
+    return None
+
+
 def _hard_path(f, name: str) -> str | None:
     """``name`` if every component of it is a hard link in ``f``, else None."""
     import h5py
@@ -145,6 +160,8 @@ def describe_source(dataset) -> SourceInfo:
             obj, real_file, real_path = resolve(f, dataset.path)
         except (KeyError, OSError, RuntimeError) as exc:     # a dangling soft or external link
             raise ConfigError("dataset.path", f"{dataset.path!r} in {path} cannot be opened: {str(exc).splitlines()[0]}") from None
+        if obj is None and dangling_link(f, dataset.path):
+            raise ConfigError("dataset.path", f"{dataset.path!r} in {path} is {dangling_link(f, dataset.path)}")
         if obj is None:
             names = []
             f.visititems(lambda n, o: names.append("/" + n) if isinstance(o, h5py.Dataset) else None)
