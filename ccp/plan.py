@@ -160,6 +160,8 @@ def calibrate(filter_pipelines, dtype, data_kind: str = "normal", work_dir: Path
     from ccp.config.sweep import GenerateSpec
     from ccp.workload.datagen import Generator
 
+    if np.dtype(dtype).kind not in "iuf":   # raw records (compound, string, ...): costs per byte of bytes
+        dtype = np.dtype("u1")
     specs = sorted({f.spec for f in filter_pipelines})
     key = f"{h5py.version.hdf5_version}|{np.dtype(dtype).str}|{data_kind}"
     cache_file = Path(work_dir) / "calibration.json" if work_dir else None

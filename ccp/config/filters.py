@@ -389,6 +389,20 @@ def describe_filters(dcpl) -> list[dict]:
     return out
 
 
+def check_for_type(pipeline: FilterPipeline, dtype, numeric: bool, where: str = "filters") -> None:
+    """Filters HDF5 refuses for a datatype (its can_apply callbacks), before anything is written.
+
+    ``numeric`` is False for data read as raw records of its file type (compound, string, vlen, ...).
+    """
+    import numpy as np
+
+    kind = np.dtype(dtype).kind
+    for step in pipeline.steps:
+        if step.name == "scaleoffset" and (not numeric or kind not in "iuf"):
+            raise ConfigError(where, f"scaleoffset needs an integer or float dataset, not {np.dtype(dtype)}"
+                                     f"{'' if numeric else ' records'}")
+
+
 def check_decodable(pipeline: FilterPipeline, what: str, where: str) -> None:
     """A stored pipeline this HDF5 cannot decode: one line naming the filter and what provides it."""
     for step in pipeline.steps:
