@@ -20,8 +20,7 @@ def describe_dataset(dset) -> dict:
     Works for every type HDF5 stores, numpy equivalent or not (128-bit floats, H5T_TIME, ...): the
     type is described from ``H5Tget_class``/``H5Tget_size``, sizes come from the file's type on disk.
     """
-    import h5py
-    from h5py import h5d, h5s
+    from h5py import h5d, h5i, h5s
 
     from ccp.config.filters import describe_filters
     from ccp.workload import h5types
@@ -33,8 +32,8 @@ def describe_dataset(dset) -> dict:
     tid = dsid.get_type()
     dtype = h5types.numpy_dtype(tid)
     try:
-        sizeof_addr = dsid.get_file().get_create_plist().get_sizes()[0] if hasattr(dsid, "get_file") else 8
-    except (AttributeError, RuntimeError, ValueError):
+        sizeof_addr = h5i.get_file_id(dsid).get_create_plist().get_sizes()[0]
+    except (RuntimeError, ValueError, OSError):
         sizeof_addr = 8
     itemsize = h5types.disk_size(tid, sizeof_addr)
     space = dsid.get_space()
@@ -71,7 +70,6 @@ def describe_dataset(dset) -> dict:
         "attributes": _attributes(dset),
         "warnings": warnings,
     }
-    _ = h5py
     return info
 
 

@@ -110,7 +110,7 @@ def resolve(f, path: str):
         found = []
         target.visititems(lambda n, o: found.append("/" + n) or True if isinstance(o, h5py.Dataset) and o == obj else None)
         hard = found[0] if found else name
-    return obj, Path(target.filename), hard
+    return obj, Path(os.path.abspath(target.filename)), hard
 
 
 def dangling_link(f, path: str) -> str | None:
