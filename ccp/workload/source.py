@@ -217,3 +217,10 @@ def _fill_value(dcpl, dtype):
     buf = np.zeros((1,), dtype=dtype)
     dcpl.get_fill_value(buf)
     return buf[0].item()
+
+
+def source_of(file, dataset_path: str) -> SourceInfo:
+    """:func:`describe_source` for a file and a dataset path (``ccp advise`` and other commands without a sweep)."""
+    from types import SimpleNamespace
+
+    return describe_source(SimpleNamespace(generate=None, file=Path(file), path=dataset_path))
