@@ -140,11 +140,16 @@ def hdf5_library():
     if _LIB is None:
         import ctypes
 
+        import h5py
+
         _LIB = False
         try:
             with open("/proc/self/maps") as maps:
                 paths = {line.split()[-1] for line in maps if "libhdf5" in line and ".so" in line}
             paths = [p for p in paths if not os.path.basename(p).startswith("libhdf5_hl")]
+            # PyTables and netCDF4 wheels bring their own libhdf5 into the process: only h5py's shares its ids
+            own = [p for p in paths if os.path.dirname(p) == os.path.dirname(h5py.__file__) + ".libs"]
+            paths = own or paths
             if len(paths) == 1:
                 lib = ctypes.CDLL(paths[0])
                 lib.H5Treclaim.argtypes = (ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)

@@ -172,3 +172,19 @@ def test_a_file_of_another_kind_says_what_it_is(tmp_path):
     path.write_bytes(b"PAR1" + bytes(100))
     result = CliRunner().invoke(main, ["inspect", str(path)])
     assert result.exit_code == 2 and "Parquet" in result.output and "HDF5" in result.output
+
+
+def test_vlen_reads_are_freed_with_h5pys_own_libhdf5():
+    """PyTables and netCDF4 load other libhdf5 copies into the process; H5Treclaim must be h5py's (same ids)."""
+    import os
+
+    import netCDF4  # noqa: F401
+    import tables  # noqa: F401
+
+    from ccp.workload import h5types
+
+    h5types._LIB = None
+    lib = h5types.hdf5_library()
+    assert lib is not None and os.path.dirname(lib._name) == os.path.dirname(h5py.__file__) + ".libs"
+    assert h5types.reclaimer(h5py.h5t.vlen_create(h5py.h5t.STD_I32LE)) is not None
+    assert h5types.reclaimer(h5py.h5t.STD_I32LE) is None

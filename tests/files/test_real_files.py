@@ -5,6 +5,7 @@ of representative files finishes; the inputs are unchanged. Every file is copied
 """
 
 import hashlib
+import importlib.util
 import shutil
 import warnings
 from pathlib import Path
@@ -18,7 +19,9 @@ from oddfiles import make_allocation_file, make_odd_file
 
 from ccp.cli import main
 
-TABLES_TESTS = Path(pytest.importorskip("tables").__file__).parent / "tests"
+# located without importing PyTables (its own libhdf5 would be loaded into every later test's process)
+_TABLES = importlib.util.find_spec("tables")
+TABLES_TESTS = Path(_TABLES.origin).parent / "tests" if _TABLES else Path("/nonexistent")
 PYTABLES_FILES = sorted(TABLES_TESTS.glob("*.h5"))
 
 
