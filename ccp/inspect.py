@@ -170,14 +170,13 @@ def inspect_file(path, dataset: str | None = None) -> list[dict]:
                 raise CcpError(f"{path}: {dataset!r} cannot be described: {_reason(exc)}") from None
         found = []
 
-        def visit(name, obj):
+        def visit(name, obj) -> None:     # returns None: visititems goes on to the next object
             if not isinstance(obj, h5py.Dataset):
-                return None
+                return
             try:
                 found.append(describe_dataset(obj))
             except Exception as exc:   # noqa: BLE001 - one odd object costs that object only
                 found.append({"path": "/" + name, "error": _reason(exc)})
-            return None
 
         f.visititems(visit)
         return found

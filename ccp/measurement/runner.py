@@ -379,7 +379,7 @@ def measure(job: CellJob, scratch: Path, progress: Progress | None = None):
         if job.trace:
             for name in list(whole):
                 per_req = io_counts[name][1:k + 1]
-                whole[name] = int(round(whole[name] - per_req.sum() + _extrapolate(classes, k, per_req)))
+                whole[name] = round(whole[name] - per_req.sum() + _extrapolate(classes, k, per_req))
     else:
         totals = [t.total_s for t in timings]
     all_req = np.concatenate([t.request_ns for t in timings]) / 1e9 if starts else np.array([0.0])

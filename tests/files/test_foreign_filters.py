@@ -13,7 +13,13 @@ from h5py import h5p, h5z
 from oddfiles import libhdf5
 
 from ccp.cli import main
-from ccp.config.filters import FilterPipeline, FilterStep, describe_filters, parse_filters, pipeline_from_dcpl
+from ccp.config.filters import (
+    FilterPipeline,
+    FilterStep,
+    describe_filters,
+    parse_filters,
+    pipeline_from_dcpl,
+)
 from ccp.engine import run_sweep
 from ccp.errors import ConfigError
 
