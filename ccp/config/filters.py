@@ -213,7 +213,7 @@ def parse_filters(spec, where: str = "filters") -> FilterPipeline:
             steps.append(_generic_step(name, args, where))
             continue
         if name not in FILTER_HELP:
-            raise ConfigError(where, f"unknown filter {name!r}{suggest(name, FILTER_HELP)}; known: {', '.join(FILTER_HELP)}")
+            raise ConfigError(where, f"unknown filter {name!r}{suggest(name, FILTER_HELP)}; known: {', '.join(FILTER_HELP)}, or {GENERIC_HELP}")
         if name == "none":
             raise ConfigError(where, f"'none' cannot be combined with other filters in {spec!r}")
         steps.append(_normalise_step(name, args, where))
