@@ -15,28 +15,117 @@ HDF5_2X_DEFAULT_CACHE = 8 * 1024 * 1024
 
 
 def describe_dataset(dset) -> dict:
-    from h5py import h5d
+    """What h5ls -v / h5dump -H say about one dataset, from HDF5's own type and property lists.
 
-    dcpl = dset.id.get_create_plist()
-    layout = {h5d.CONTIGUOUS: "contiguous", h5d.CHUNKED: "chunked", h5d.COMPACT: "compact"}.get(dcpl.get_layout(), "other")
-    dtype = dset.dtype
-    logical = int(np.prod(dset.shape, dtype=np.int64)) * dtype.itemsize if dset.shape else dtype.itemsize
-    storage = dset.id.get_storage_size()
-    chunk_bytes = int(np.prod(dset.chunks)) * dtype.itemsize if dset.chunks else 0
-    nchunks_grid = int(np.prod([-(-s // c) for s, c in zip(dset.shape, dset.chunks)])) if dset.chunks else 0
-    allocated = dset.id.get_num_chunks() if dset.chunks else None
-    order = {"<": "little-endian", ">": "big-endian", "|": "not applicable", "=": "native"}.get(dtype.byteorder, dtype.byteorder)
-    fill = dset.fillvalue
+    Works for every type HDF5 stores, numpy equivalent or not (128-bit floats, H5T_TIME, ...): the
+    type is described from ``H5Tget_class``/``H5Tget_size``, sizes come from the file's type on disk.
+    """
+    from h5py import h5d, h5i, h5s
+
+    from ccp.config.filters import describe_filters
+    from ccp.workload import h5types
+
+    dsid = dset.id
+    dcpl = dsid.get_create_plist()
+    layout = {h5d.CONTIGUOUS: "contiguous", h5d.CHUNKED: "chunked", h5d.COMPACT: "compact",
+              getattr(h5d, "VIRTUAL", -1): "virtual"}.get(dcpl.get_layout(), "other")
+    tid = dsid.get_type()
+    dtype = h5types.numpy_dtype(tid)
+    try:
+        sizeof_addr = h5i.get_file_id(dsid).get_create_plist().get_sizes()[0]
+    except (RuntimeError, ValueError, OSError):
+        sizeof_addr = 8
+    itemsize = h5types.disk_size(tid, sizeof_addr)
+    space = dsid.get_space()
+    extent = space.get_simple_extent_type()
+    shape = tuple(space.shape) if extent == h5s.SIMPLE else (() if extent == h5s.SCALAR else None)
+    maxshape = tuple(None if m == h5s.UNLIMITED else int(m) for m in space.get_simple_extent_dims(True)) \
+        if extent == h5s.SIMPLE else ()
+    nelems = int(np.prod(shape, dtype=np.int64)) if shape is not None else 0
+    logical = nelems * itemsize
+    storage = dsid.get_storage_size()
+    chunks = tuple(dcpl.get_chunk()) if layout == "chunked" else None
+    chunk_bytes = int(np.prod(chunks)) * itemsize if chunks else 0
+    nchunks_grid = int(np.prod([-(-s // c) for s, c in zip(shape, chunks)])) if chunks else 0
+    allocated = dsid.get_num_chunks() if chunks else None
+    order = {"<": "little-endian", ">": "big-endian", "|": "not applicable", "=": "native"}.get(dtype.byteorder, dtype.byteorder) \
+        if dtype is not None else _order_word(tid)
+    pipeline = pipeline_from_dcpl(dcpl)
+    filters = describe_filters(dcpl)
+    warnings = traps(chunk_bytes, pipeline)
+    warnings += [f"filter {f['name']} (id {f['id']}) cannot be decoded here: it is provided by {f['provider']}"
+                 for f in filters if not f["available"]]
+    if dtype is None:
+        warnings.append(f"numpy has no equivalent of its type ({h5types.describe_type(tid)}): h5py cannot read it "
+                        f"as an array; ccp sweeps read it with the file type as memory type")
     info = {
-        "path": dset.name, "shape": list(dset.shape or ()), "maxshape": [m for m in (dset.maxshape or ())],
-        "dtype": dtype.str, "byte_order": order, "layout": layout, "chunks": shape_str(dset.chunks) if dset.chunks else None,
+        "path": dset.name, "shape": list(shape) if shape is not None else None, "maxshape": list(maxshape),
+        "dtype": dtype.str if dtype is not None else None, "type": h5types.describe_type(tid),
+        "type_class": h5types.class_name(tid), "itemsize": itemsize,
+        "byte_order": order, "layout": layout, "chunks": shape_str(chunks) if chunks else None,
         "chunk_bytes": chunk_bytes, "nchunks": nchunks_grid, "chunks_allocated": allocated,
-        "filters": pipeline_from_dcpl(dcpl).spec, "logical_bytes": logical, "storage_bytes": storage,
+        "filters": pipeline.spec, "filter_details": filters, "logical_bytes": logical, "storage_bytes": storage,
         "compression_ratio": logical / storage if storage else None,
-        "fillvalue": fill.item() if hasattr(fill, "item") else fill,
-        "warnings": traps(chunk_bytes, pipeline_from_dcpl(dcpl)),
+        "fillvalue": _fill_description(dcpl, dtype, tid),
+        "attributes": _attributes(dset),
+        "warnings": warnings,
     }
     return info
+
+
+def _order_word(tid) -> str:
+    from h5py import h5t
+
+    try:
+        return {h5t.ORDER_LE: "little-endian", h5t.ORDER_BE: "big-endian"}.get(tid.get_order(), "not applicable")
+    except (AttributeError, ValueError, RuntimeError):
+        return "not applicable"
+
+
+def _fill_description(dcpl, dtype, tid):
+    """The fill value as a number (or tuple) when numpy holds the type; otherwise what HDF5 says about it."""
+    from h5py import h5d
+
+    state = dcpl.fill_value_defined()
+    if state == h5d.FILL_VALUE_UNDEFINED:
+        return "undefined (H5D_FILL_VALUE_UNDEFINED: unwritten parts cannot be read)"
+    if dtype is None:
+        return "library default (zeros)" if state == h5d.FILL_VALUE_DEFAULT else \
+            "user-defined (its type has no numpy equivalent)"
+    if dtype.kind == "O" or dtype.hasobject:
+        return "library default" if state == h5d.FILL_VALUE_DEFAULT else "user-defined"
+    try:
+        buf = np.zeros((1,), dtype=dtype)
+        dcpl.get_fill_value(buf)
+    except (TypeError, ValueError, RuntimeError, OSError) as exc:
+        return f"not readable as {dtype} ({str(exc).splitlines()[0]})"
+    value = buf[0]
+    return value.item() if hasattr(value, "item") and dtype.kind in "biufc" else repr(value.tolist() if hasattr(value, "tolist") else value)
+
+
+def _attributes(obj) -> list[dict]:
+    """Each attribute's name and type, from HDF5 (reading no values: an odd type costs nothing)."""
+    from h5py import h5a
+
+    from ccp.workload import h5types
+
+    out = []
+    try:
+        n = h5a.get_num_attrs(obj.id)
+    except (RuntimeError, ValueError, OSError):
+        return out
+    for i in range(n):
+        try:
+            aid = h5a.open(obj.id, index=i)
+            name = aid.name.decode(errors="replace") if isinstance(aid.name, bytes) else str(aid.name)
+            shape = aid.shape
+            out.append({"name": name, "type": h5types.describe_type(aid.get_type()),
+                        "shape": list(shape) if shape is not None else None,
+                        "numpy": h5types.numpy_dtype(aid.get_type()) is not None})
+        except (RuntimeError, ValueError, TypeError, KeyError, OSError) as exc:
+            out.append({"name": f"#{i}", "type": f"unreadable ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})",
+                        "shape": None, "numpy": False})
+    return out
 
 
 def traps(chunk_bytes: int, filters, cache_nbytes: int | None = None) -> list[str]:
@@ -58,32 +147,74 @@ def traps(chunk_bytes: int, filters, cache_nbytes: int | None = None) -> list[st
 
 
 def inspect_file(path, dataset: str | None = None) -> list[dict]:
+    """Every dataset of a file described (one that cannot be is listed with its reason), or one dataset."""
     import h5py
 
-    from ccp.workload.source import open_readonly
+    from ccp.workload.source import dangling_link, open_readonly
 
     with open_readonly(Path(path)) as f:
         if dataset is not None:
-            obj = f.get(dataset)
-            if obj is None or not isinstance(obj, h5py.Dataset):
+            try:
+                obj = f.get(dataset)
+            except (KeyError, OSError, RuntimeError, ValueError) as exc:   # a dangling soft or external link
+                raise CcpError(f"{path}: {dataset!r} cannot be opened: {_reason(exc)}") from None
+            if obj is None and dangling_link(f, dataset):
+                raise CcpError(f"{path}: {dataset!r} cannot be opened: it is {dangling_link(f, dataset)}")
+            if obj is None:
                 raise CcpError(f"{path}: no dataset {dataset!r}")
-            return [describe_dataset(obj)]
+            if not isinstance(obj, h5py.Dataset):
+                raise CcpError(f"{path}: {dataset!r} is a {type(obj).__name__.lower()}, not a dataset")
+            try:
+                return [describe_dataset(obj)]
+            except Exception as exc:   # noqa: BLE001 - one line naming the dataset, never an internal error
+                raise CcpError(f"{path}: {dataset!r} cannot be described: {_reason(exc)}") from None
         found = []
-        f.visititems(lambda name, o: found.append(describe_dataset(o)) if isinstance(o, h5py.Dataset) else None)
+
+        def visit(name, obj) -> None:     # returns None: visititems goes on to the next object
+            if not isinstance(obj, h5py.Dataset):
+                return
+            try:
+                found.append(describe_dataset(obj))
+            except Exception as exc:   # noqa: BLE001 - one odd object costs that object only
+                found.append({"path": "/" + name, "error": _reason(exc)})
+
+        f.visititems(visit)
         return found
 
 
+def _reason(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
 def format_info(info: dict) -> str:
+    if "error" in info:
+        return f"{info['path']}\n  NOT DESCRIBED  {info['error']}"
+    shape = info["shape"]
+    shape_text = "null dataspace (no elements)" if shape is None else (shape_str(shape) if shape else "scalar")
+    dtype = f"{info['dtype']} ({info['byte_order']})" if info["dtype"] else f"no numpy equivalent ({info['byte_order']})"
     lines = [f"{info['path']}",
-             f"  shape       {shape_str(info['shape']) if info['shape'] else 'scalar'}   maxshape "
-             + "x".join("Inf" if m is None else str(m) for m in info["maxshape"]),
-             f"  dtype       {info['dtype']} ({info['byte_order']})",
+             f"  shape       {shape_text}" + (("   maxshape " + "x".join("Inf" if m is None else str(m) for m in info["maxshape"]))
+                                             if info["maxshape"] else ""),
+             f"  dtype       {dtype}",
+             f"  type        {info['type']}",
              f"  layout      {info['layout']}" + (f", chunks {info['chunks']} = {format_bytes(info['chunk_bytes'])} each, "
                                                     f"{format_count(info['chunks_allocated'])} of {format_count(info['nchunks'])} allocated"
-                                                    if info["chunks"] else ""),
-             f"  filters     {info['filters']}",
-             f"  storage     {format_bytes(info['storage_bytes'])} for {format_bytes(info['logical_bytes'])} logical"
-             + (f" (ratio {info['compression_ratio']:.4g})" if info["compression_ratio"] else ""),
-             f"  fill value  {info['fillvalue']}"]
+                                                    if info["chunks"] else "")]
+    details = info.get("filter_details") or []
+    if details:
+        lines.append(f"  filters     {info['filters']}")
+        for fd in details:
+            lines.append(f"              {fd['name']} (id {fd['id']}{', optional' if fd['optional'] else ''}) "
+                         f"cd_values {fd['cd_values']}" + ("" if fd["available"] else f"; NOT AVAILABLE: needs {fd['provider']}"))
+    else:
+        lines.append("  filters     none")
+    lines += [f"  storage     {format_bytes(info['storage_bytes'])} for {format_bytes(info['logical_bytes'])} logical"
+              + (f" (ratio {info['compression_ratio']:.4g})" if info["compression_ratio"] else ""),
+              f"  fill value  {info['fillvalue']}"]
+    attrs = info.get("attributes") or []
+    if attrs:
+        shown = ", ".join(f"{a['name']} ({a['type']})" for a in attrs[:6])
+        lines.append(f"  attributes  {len(attrs)}: {shown}{', ...' if len(attrs) > 6 else ''}")
     lines += [f"  WARNING     {w}" for w in info["warnings"]]
     return "\n".join(lines)

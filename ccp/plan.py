@@ -21,21 +21,75 @@ PREDICTED = ("predicted_raw_reads", "predicted_raw_read_bytes", "predicted_raw_w
              "predicted_chunk_loads", "predicted_chunk_hits", "predicted_evictions", "predicted_time_s")
 
 
-def stored_chunk_sizes(path, dataset_path: str) -> dict | None:
-    """{chunk offset: stored bytes} from the file's chunk index (read-only); None if not chunked."""
+class ChunkIndex(dict):
+    """{chunk offset: stored bytes} of the chunks the file's chunk index holds (the allocated ones).
+
+    Chunks absent from it were never written: HDF5 reads them as the fill value, with no I/O.
+    ``chunked`` is False for a contiguous dataset, whose storage is allocated or not as a whole.
+    """
+
+    def __init__(self, sizes=(), *, chunked: bool = True, storage_allocated: bool = True, nchunks_grid: int = 0):
+        super().__init__(sizes)
+        self.chunked = chunked
+        self.storage_allocated = storage_allocated
+        self.nchunks_grid = nchunks_grid
+
+    def allocated(self, chunks):
+        """What :func:`ccp.model.simulate` takes as ``allocated`` for a layout of ``chunks``."""
+        if not self.chunked:
+            return self.storage_allocated
+        if self.nchunks_grid and len(self) >= self.nchunks_grid:
+            return True                       # every chunk written: no set needed
+        chunks = tuple(int(c) for c in chunks)
+        return {tuple(int(o) // c for o, c in zip(off, chunks)) for off in self}
+
+
+def stored_chunk_sizes(path, dataset_path: str) -> ChunkIndex:
+    """The dataset's chunk index (read-only): allocated chunks and their stored sizes.
+
+    For a contiguous dataset, an empty index that says whether its storage was ever allocated.
+    """
     import h5py
 
     with h5py.File(path, "r") as f:
-        d = f[dataset_path]
-        if d.chunks is None:
-            return None
+        dsid = f[dataset_path].id
+        dcpl = dsid.get_create_plist()
+        if dcpl.get_layout() != h5py.h5d.CHUNKED:
+            return ChunkIndex(chunked=False, storage_allocated=dsid.get_storage_size() > 0)
+        chunks = dcpl.get_chunk()
+        grid = int(np.prod([-(-s // c) for s, c in zip(dsid.shape, chunks)], dtype=np.int64))
         sizes = {}
-        d.id.chunk_iter(lambda info: sizes.__setitem__(tuple(info.chunk_offset), info.size))
-        return sizes
+        if dsid.get_num_chunks():
+            dsid.chunk_iter(lambda info: sizes.__setitem__(tuple(info.chunk_offset), info.size))
+        return ChunkIndex(sizes, nchunks_grid=grid)
+
+
+def _allocated(stored, chunks):
+    """``allocated`` for the model from a chunk index: its chunks; True when nothing is known."""
+    if isinstance(stored, ChunkIndex):
+        return stored.allocated(chunks)
+    if stored and chunks is not None:     # a plain {offset: size} dict read from a chunk index
+        return ChunkIndex(stored).allocated(chunks)
+    return True
+
+
+_SOURCE_INDEX: dict = {}
+
+
+def source_index(source) -> ChunkIndex | None:
+    """The chunk index of the user's dataset a copy cell reads (None for generated data: fully written)."""
+    file, path = getattr(source, "file", None), getattr(source, "path", None)
+    if file is None or not path:
+        return None
+    key = (str(file), path, source.identity)
+    if key not in _SOURCE_INDEX:
+        _SOURCE_INDEX.clear()             # one source per sweep: keep only the latest
+        _SOURCE_INDEX[key] = stored_chunk_sizes(file, path)
+    return _SOURCE_INDEX[key]
 
 
 def _size_fn(sizes: dict | None, chunks):
-    if not sizes:
+    if not sizes or chunks is None:
         return None
     chunks = np.asarray(chunks)
     default = int(np.median(list(sizes.values())))
@@ -55,13 +109,17 @@ def predict_requests(cell, source, stored=None, max_requests=None):
     cache = CacheParams(c.nbytes, c.nslots, c.w0)
     plan = plan_for(cell.access, source.shape)
     op = "read" if cell.access.op == "read" else "write"
+    # a read touches only the chunks the file's index holds (the rest read as fill value, no I/O);
+    # a write or copy creates its dataset empty
     preds = simulate(source.shape, cell.chunks, itemsize, filtered=not cell.filters.is_none, cache=cache,
                      requests=_requests(op, plan, max_requests), stored_chunk_bytes=_size_fn(stored, cell.chunks) if op == "read" else None,
-                     allocated=True if op == "read" else False)
+                     allocated=_allocated(stored, cell.chunks) if op == "read" else False)
     if cell.access.op == "copy":   # the source handle's reads happen in the same requests
+        index = source_index(source)
+        index = stored if index is None else index
         src = simulate(source.shape, source.chunks, itemsize, filtered=not source.filters.is_none, cache=cache,
-                       requests=_requests("read", plan, max_requests), allocated=True,
-                       stored_chunk_bytes=_size_fn(stored, source.chunks))
+                       requests=_requests("read", plan, max_requests), allocated=_allocated(index, source.chunks),
+                       stored_chunk_bytes=_size_fn(index, source.chunks))
         preds = [_add(a, b) for a, b in zip(preds, src)]
     return preds
 
@@ -102,6 +160,8 @@ def calibrate(filter_pipelines, dtype, data_kind: str = "normal", work_dir: Path
     from ccp.config.sweep import GenerateSpec
     from ccp.workload.datagen import Generator
 
+    if np.dtype(dtype).kind not in "iuf":   # raw records (compound, string, ...): costs per byte of bytes
+        dtype = np.dtype("u1")
     specs = sorted({f.spec for f in filter_pipelines})
     key = f"{h5py.version.hdf5_version}|{np.dtype(dtype).str}|{data_kind}"
     cache_file = Path(work_dir) / "calibration.json" if work_dir else None

@@ -12,7 +12,7 @@ import statistics
 import tempfile
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -70,14 +70,40 @@ class Progress:
             self.callback(stage, done, total)
 
 
-def _buffers(counts, dtype):
-    """One memory dataspace and array per distinct request shape (edge blocks differ)."""
+def _buffers(counts, dtype, mtype=None):
+    """One memory dataspace and array per distinct request shape (edge blocks differ).
+
+    With ``mtype`` (non-numeric data read as its file type) the arrays are raw records of its
+    memory size.
+    """
     from h5py import h5s
+
+    from ccp.workload.h5types import memory_buffer
 
     bufs = {}
     for c in {tuple(int(x) for x in row) for row in counts}:
-        bufs[c] = (h5s.create_simple(c), np.empty(c, dtype=dtype))
+        bufs[c] = (h5s.create_simple(c), memory_buffer(c, mtype) if mtype is not None else np.empty(c, dtype=dtype))
     return bufs
+
+
+def target(job: CellJob) -> tuple[str, str]:
+    """(file, dataset path) a cell opens: for the user's own file, the object itself, links resolved."""
+    src = job.source
+    own = job.user_file is not None and job.file == job.user_file
+    if own and getattr(src, "file", None) is not None and getattr(src, "path", None):
+        return str(src.file), src.path
+    return job.file, job.dataset_path
+
+
+def _types(source):
+    """(memory type, numpy dtype of the buffers or None for raw records, reclaim function or None)."""
+    from ccp.workload.files import memory_type
+    from ccp.workload.h5types import reclaimer
+
+    mtype = memory_type(source)
+    if getattr(source, "filetype", None) is None:
+        return mtype, np.dtype(source.dtype), None
+    return mtype, None, reclaimer(mtype)
 
 
 def _spin_to_next_us(last_ns: int) -> None:
@@ -102,23 +128,23 @@ def _timed_close(ds, clock, traced: bool, last_ns: int, windows: list) -> int:
 # hot path, between timed calls.
 def read_pass(job: CellJob, starts, counts, *, traced: bool, log_path: Path | None, progress: Progress,
               deadline_ns: int | None = None) -> PassTiming:
-    from h5py import h5d, h5f, h5p, h5t
+    from h5py import h5d, h5f, h5p
 
     clock = time.monotonic_ns if traced else time.perf_counter_ns
     cache = job.cell.cache
     fapl = iolog.log_fapl(log_path) if traced else None
-    dtype = np.dtype(job.source.dtype)
-    mtype = h5t.py_create(dtype)
-    bufs = _buffers(counts, dtype)
+    mtype, dtype, reclaim = _types(job.source)
+    bufs = _buffers(counts, dtype, None if dtype is not None else mtype)
     n = len(starts)
     req = np.zeros(n, dtype=np.int64)
     windows = []
-    fid = h5f.open(job.file.encode(), h5f.ACC_RDONLY, fapl)
+    file, dataset_path = target(job)
+    fid = h5f.open(file.encode(), h5f.ACC_RDONLY, fapl)
     try:
         dapl = h5p.create(h5p.DATASET_ACCESS)
         dapl.set_chunk_cache(cache.nslots, cache.nbytes, cache.w0)
         t0 = clock()
-        ds = h5d.open(fid, job.dataset_path.encode(), dapl)
+        ds = h5d.open(fid, dataset_path.encode(), dapl)
         t1 = clock()
         open_ns = t1 - t0
         windows.append((t0, t1))
@@ -136,6 +162,8 @@ def read_pass(job: CellJob, starts, counts, *, traced: bool, log_path: Path | No
             req[i] = t1 - t0
             if traced:
                 windows.append((t0, t1))
+            if reclaim is not None:      # vlen data: free what the read allocated, outside the timed call
+                reclaim(mspace, arr)
             if not i & 1023:
                 progress("traced pass" if traced else "timed pass", i, n)
             if deadline_ns is not None and t1 > deadline_ns:   # time budget: stop here, a measured prefix
@@ -154,32 +182,34 @@ def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, traced: bo
     A copy cell (``data`` is None) reads each block from the stored dataset (``job.file``) inside the
     timed request, as h5repack does; its traced pass logs the source file to ``src_log``.
     """
-    from h5py import h5d, h5f, h5p, h5s, h5t
+    from h5py import h5d, h5f, h5p, h5s
 
-    from ccp.workload.files import make_dcpl
+    from ccp.workload.files import file_type, make_dcpl
+    from ccp.workload.h5types import memory_buffer
 
     clock = time.monotonic_ns if traced else time.perf_counter_ns
     cell, source = job.cell, job.source
     fapl = iolog.log_fapl(log_path) if traced else h5p.create(h5p.FILE_ACCESS)
-    dtype = np.dtype(source.dtype)
-    mtype = h5t.py_create(dtype)
+    mtype, dtype, reclaim = _types(source)
+    release = getattr(data, "release", None)
     spaces = {c: h5s.create_simple(c) for c in {tuple(int(x) for x in row) for row in counts}}
     n = len(starts)
     req = np.zeros(n, dtype=np.int64)
     windows = []
     copying = data is None
     if copying:
-        src_fid = h5f.open(job.file.encode(), h5f.ACC_RDONLY, iolog.log_fapl(src_log) if traced else None)
+        src_file, src_path = target(job)
+        src_fid = h5f.open(src_file.encode(), h5f.ACC_RDONLY, iolog.log_fapl(src_log) if traced else None)
         src_dapl = h5p.create(h5p.DATASET_ACCESS)
         src_dapl.set_chunk_cache(cell.cache.nslots, cell.cache.nbytes, cell.cache.w0)
-        src = h5d.open(src_fid, job.dataset_path.encode(), src_dapl)
+        src = h5d.open(src_fid, src_path.encode(), src_dapl)
         src_space = src.get_space()
-        bufs = {c: np.empty(c, dtype=dtype) for c in spaces}
+        bufs = {c: np.empty(c, dtype=dtype) if dtype is not None else memory_buffer(c, mtype) for c in spaces}
     fid = h5f.create(str(out_file).encode(), h5f.ACC_TRUNC, fapl=fapl)
     try:
         maxshape = tuple(h5s.UNLIMITED if m is None else m for m in source.maxshape)
         space = h5s.create_simple(tuple(source.shape), maxshape)
-        tid = h5t.py_create(dtype, logical=True)
+        tid = file_type(source)
         dcpl = make_dcpl(source, cell.chunks, cell.filters)
         lcpl = h5p.create(h5p.LINK_CREATE)
         lcpl.set_create_intermediate_group(True)
@@ -204,6 +234,8 @@ def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, traced: bo
                 src.read(spaces[count], src_space, block, mtype)
                 ds.write(spaces[count], fspace, block, mtype)
                 t1 = clock()
+                if reclaim is not None:
+                    reclaim(spaces[count], block)
             else:
                 block = data.read(start, count)          # generated outside the timed call
                 if traced:
@@ -211,6 +243,8 @@ def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, traced: bo
                 t0 = clock()
                 ds.write(spaces[count], fspace, block, mtype)
                 t1 = clock()
+                if release is not None:
+                    release(spaces[count], block)
             req[i] = t1 - t0
             if traced:
                 windows.append((t0, t1))
@@ -250,7 +284,7 @@ def measure(job: CellJob, scratch: Path, progress: Progress | None = None):
 
     progress = progress or Progress()
     cell, source = job.cell, job.source
-    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    started = datetime.now(UTC).isoformat(timespec="seconds")
     t_cell = time.perf_counter()
     plan = plan_for(cell.access, source.shape)
     starts = [tuple(int(x) for x in s) for s in plan.starts]
@@ -270,7 +304,7 @@ def measure(job: CellJob, scratch: Path, progress: Progress | None = None):
         deadline_ns = time.perf_counter_ns() + int(per_pass_s * 1e9) if per_pass_s and p == 0 else None
         if is_write:
             if job.cold and cell.access.op == "copy":
-                drop_file(job.file)
+                drop_file(target(job)[0])
             out = scratch / f"pass{p}.h5"
             t, storage = write_pass(job, data, starts, counts, out, traced=False, log_path=None, progress=progress,
                                     deadline_ns=deadline_ns)
@@ -279,7 +313,7 @@ def measure(job: CellJob, scratch: Path, progress: Progress | None = None):
                 out.unlink()
         else:
             if job.cold:
-                drop_file(job.file)
+                drop_file(target(job)[0])
             t = read_pass(job, starts, counts, traced=False, log_path=None, progress=progress, deadline_ns=deadline_ns)
         timings.append(t)
         if len(t.request_ns) < len(starts):      # over budget: every later pass measures this prefix
@@ -299,7 +333,7 @@ def measure(job: CellJob, scratch: Path, progress: Progress | None = None):
             (scratch / "traced.h5").unlink(missing_ok=True)
         else:
             if job.cold:
-                drop_file(job.file)
+                drop_file(target(job)[0])
             traced = read_pass(job, starts, counts, traced=True, log_path=log_path, progress=progress)
         ops = iolog.parse_log(log_path)
         if src_log.exists():           # a copy: the source file's reads belong to the same requests
@@ -345,7 +379,7 @@ def measure(job: CellJob, scratch: Path, progress: Progress | None = None):
         if job.trace:
             for name in list(whole):
                 per_req = io_counts[name][1:k + 1]
-                whole[name] = int(round(whole[name] - per_req.sum() + _extrapolate(classes, k, per_req)))
+                whole[name] = round(whole[name] - per_req.sum() + _extrapolate(classes, k, per_req))
     else:
         totals = [t.total_s for t in timings]
     all_req = np.concatenate([t.request_ns for t in timings]) / 1e9 if starts else np.array([0.0])
@@ -353,7 +387,7 @@ def measure(job: CellJob, scratch: Path, progress: Progress | None = None):
     nchunks = int(np.prod([-(-s // c) for s, c in zip(source.shape, cell.chunks)], dtype=np.int64)) if cell.chunks else 0
     logical = int(np.prod(source.shape, dtype=np.int64)) * np.dtype(source.dtype).itemsize
     if not is_write:
-        storage, file_bytes = _storage_of(job.file, job.dataset_path), os.path.getsize(job.file)
+        storage, file_bytes = _storage_of(*target(job)), os.path.getsize(target(job)[0])
     time_s = statistics.median(totals)
     spread = max(totals) / min(totals) if min(totals) > 0 else float("nan")
     req_median = float(np.median(all_req))
@@ -421,8 +455,12 @@ def _data_source(job: CellJob):
         return Generator(job.generate)
     import h5py
 
-    f = h5py.File(job.user_file, "r")   # read-only; closed with the worker
-    return DatasetReader(f[job.dataset_path])
+    src = job.source
+    if getattr(src, "file", None) is not None and getattr(src, "path", None):
+        f = h5py.File(src.file, "r")      # the object itself, links resolved; read-only, closed with the worker
+        return DatasetReader(f[src.path], src)
+    f = h5py.File(job.user_file, "r")
+    return DatasetReader(f[job.dataset_path], src)
 
 
 def scratch_dir(base: Path | None = None) -> Path:

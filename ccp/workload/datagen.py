@@ -79,13 +79,41 @@ class Generator:
 
 
 class DatasetReader:
-    """The same ``read(start, count)`` interface over a user's HDF5 dataset (opened read-only)."""
+    """The same ``read(start, count)`` interface over a user's HDF5 dataset (opened read-only).
 
-    def __init__(self, dset):
+    Numeric data comes back as numpy values; any other type (compound, string, vlen, enum, opaque,
+    types numpy cannot hold) as raw records of its file type, read with that type as memory type so
+    nothing is converted. A caller done with a block of vlen data gives it back with :meth:`release`.
+    """
+
+    def __init__(self, dset, source=None):
+        from ccp.workload import h5types
+
         self.dset = dset
-        self.shape = tuple(dset.shape)
-        self.dtype = dset.dtype
+        self.shape = tuple(dset.id.shape)
+        tid = dset.id.get_type()
+        if h5types.is_numeric(tid):
+            self.mtype, self.dtype, self._reclaim = None, dset.dtype, None
+        else:
+            self.mtype, self.dtype = tid, None
+            self._reclaim = h5types.reclaimer(tid)
 
     def read(self, start, count) -> np.ndarray:
-        sel = tuple(slice(int(s), int(s) + int(c)) for s, c in zip(start, count))
-        return np.ascontiguousarray(self.dset[sel])
+        if self.mtype is None:
+            sel = tuple(slice(int(s), int(s) + int(c)) for s, c in zip(start, count))
+            return np.ascontiguousarray(self.dset[sel])
+        from h5py import h5s
+
+        from ccp.workload.h5types import memory_buffer
+
+        start, count = tuple(int(s) for s in start), tuple(int(c) for c in count)
+        fspace = self.dset.id.get_space()
+        fspace.select_hyperslab(start, count)
+        buf = memory_buffer(count, self.mtype)
+        self.dset.id.read(h5s.create_simple(count), fspace, buf, self.mtype)
+        return buf
+
+    def release(self, mspace, block) -> None:
+        """Free the vlen data a :meth:`read` allocated in ``block`` (nothing for other types)."""
+        if self._reclaim is not None:
+            self._reclaim(mspace, block)

@@ -30,29 +30,45 @@ def layout_path(work_dir, sweep, source, chunks, filters) -> Path:
 
 def make_dcpl(source, chunks, filters):
     """Dataset creation property list for a layout; the fill value and maxshape come from the source."""
-    from h5py import h5p, h5t
+    from h5py import h5p
 
     dcpl = h5p.create(h5p.DATASET_CREATE)
     if chunks is not None:
         dcpl.set_chunk(tuple(int(c) for c in chunks))
         filters.apply(dcpl, np.dtype(source.dtype))
-    if source.fillvalue is not None:
+    if source.fillvalue is not None and getattr(source, "numeric", True):
         dcpl.set_fill_value(np.array(source.fillvalue, dtype=source.dtype))
-    _ = h5t  # noqa
     return dcpl
+
+
+def file_type(source):
+    """The HDF5 type a work or pass file stores: the source's own type for non-numeric data."""
+    from h5py import h5t
+
+    if getattr(source, "filetype", None) is not None:
+        return h5t.decode(source.filetype)
+    return h5t.py_create(np.dtype(source.dtype), logical=True)
+
+
+def memory_type(source):
+    """The memory type of reads and writes: the file type itself for non-numeric data (no conversion)."""
+    from h5py import h5t
+
+    if getattr(source, "filetype", None) is not None:
+        return h5t.decode(source.filetype)
+    return h5t.py_create(np.dtype(source.dtype))
 
 
 def create_dataset(fid, path: str, source, chunks, filters, shape=None):
     """Create the dataset (and its parent groups) empty, in the given layout. Returns a DatasetID."""
-    from h5py import h5d, h5p, h5s, h5t
+    from h5py import h5d, h5p, h5s
 
     shape = tuple(source.shape if shape is None else shape)
     maxshape = tuple(h5s.UNLIMITED if m is None else m for m in source.maxshape)
     space = h5s.create_simple(shape, maxshape)
     lcpl = h5p.create(h5p.LINK_CREATE)
     lcpl.set_create_intermediate_group(True)
-    tid = h5t.py_create(np.dtype(source.dtype), logical=True)
-    return h5d.create(fid, path.encode(), tid, space, dcpl=make_dcpl(source, chunks, filters), lcpl=lcpl)
+    return h5d.create(fid, path.encode(), file_type(source), space, dcpl=make_dcpl(source, chunks, filters), lcpl=lcpl)
 
 
 def slab_plan(shape, chunks, itemsize: int):
@@ -86,6 +102,8 @@ def write_layout_file(out: Path, source, data, dataset_path: str, chunks, filter
         try:
             ds = create_dataset(fid, dataset_path, source, chunks, filters)
             fspace = ds.get_space()
+            mtype = memory_type(source)
+            release = getattr(data, "release", None)
             if written_by is not None:      # the user's write pattern: chunks are allocated in this order
                 from ccp.workload.requests import tile_requests
                 plan = tile_requests(source.shape, written_by)
@@ -95,7 +113,10 @@ def write_layout_file(out: Path, source, data, dataset_path: str, chunks, filter
             for start, count in pieces:
                 block = data.read(start, count)
                 fspace.select_hyperslab(start, count)
-                ds.write(h5s.create_simple(count), fspace, block)
+                mspace = h5s.create_simple(count)
+                ds.write(mspace, fspace, block, mtype)
+                if release is not None:
+                    release(mspace, block)
             ds.close() if hasattr(ds, "close") else None
             del ds
         finally:
@@ -106,6 +127,22 @@ def write_layout_file(out: Path, source, data, dataset_path: str, chunks, filter
         raise
     _ = h5py
     return time.perf_counter() - t0
+
+
+def link_dataset_path(work_file: Path, dataset_path: str) -> None:
+    """Make ``dataset_path`` open the work file's one dataset (a soft link) when the copy put it elsewhere."""
+    import h5py
+
+    with h5py.File(work_file, "r+") as f:
+        if isinstance(f.get(dataset_path), h5py.Dataset):
+            return
+        found = []
+        f.visititems(lambda n, o: found.append("/" + n) if isinstance(o, h5py.Dataset) else None)
+        if len(found) != 1:
+            raise CcpError(f"work file {work_file}: expected one dataset for {dataset_path}, found {len(found)}")
+        if dataset_path.rstrip("/").rsplit("/", 1)[0]:
+            f.require_group(dataset_path.rstrip("/").rsplit("/", 1)[0])
+        f[dataset_path] = h5py.SoftLink(found[0])
 
 
 def ensure_layout_file(work_dir: Path, sweep, source, chunks, filters) -> tuple[Path, float]:
@@ -127,6 +164,29 @@ def ensure_layout_file(work_dir: Path, sweep, source, chunks, filters) -> tuple[
     # time is the cell's repack_s (seed 000's Tables 4 and 8)
     from ccp.repack import repack_dataset
 
-    seconds = repack_dataset(sweep.dataset.file, sweep.dataset.path, out, chunks, filters.spec)
-    meta.write_text(json.dumps({"seconds": seconds, "from": str(sweep.dataset.file), "by": "ccp repack"}))
+    # the object itself, links resolved (a soft or external link copies as nothing, or as its target's
+    # name); the work file then links the sweep's path to it, so every cell opens the same path
+    src_file = getattr(source, "file", None) or sweep.dataset.file
+    src_path = getattr(source, "path", None) or sweep.dataset.path
+    tmp = out.with_name(out.name + f".tmp-{os.getpid()}")
+    by = "ccp repack"
+    try:
+        seconds = repack_dataset(src_file, src_path, tmp, chunks, filters.spec)
+        link_dataset_path(tmp, sweep.dataset.path)
+        os.replace(tmp, out)
+    except (CcpError, KeyboardInterrupt, MemoryError):
+        tmp.unlink(missing_ok=True)
+        raise
+    except Exception as exc:   # noqa: BLE001 - one odd object elsewhere in the file must not cost this dataset
+        # the copy of the whole object failed (e.g. on an attribute or another object numpy cannot
+        # hold); this dataset's values alone, in the file's own type, are all a cell reads
+        tmp.unlink(missing_ok=True)
+        import h5py
+
+        from ccp.workload.datagen import DatasetReader
+
+        with h5py.File(src_file, "r") as f:
+            seconds = write_layout_file(out, source, DatasetReader(f[src_path], source), sweep.dataset.path, chunks, filters)
+        by = f"ccp sweep copy of the values (ccp repack failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
+    meta.write_text(json.dumps({"seconds": seconds, "from": str(sweep.dataset.file), "by": by}))
     return out, seconds

@@ -15,12 +15,54 @@ from ccp.errors import ConfigError
 @dataclass(frozen=True)
 class SourceInfo:
     shape: tuple[int, ...]
-    dtype: np.dtype
+    dtype: np.dtype                       # numeric: the stored dtype; otherwise raw records of the disk size (V<n>)
     maxshape: tuple[int | None, ...]
     fillvalue: float | int | None
     chunks: tuple[int, ...] | None        # stored layout (None = contiguous); for generate: None
     filters: FilterPipeline               # stored filters; for generate: none
     identity: str                         # what the data is: changes when the data would
+    file: Path | None = None              # the file that holds the object (an external link's target)
+    path: str | None = None               # the object's path there, by hard links only (links resolved)
+    filetype: bytes | None = None         # non-numeric: the HDF5 file type (H5Tencode), read as memory type
+
+    @property
+    def numeric(self) -> bool:
+        return self.filetype is None
+
+    def h5type(self):
+        """The HDF5 type reads and writes use as memory type (the file type for non-numeric data)."""
+        from h5py import h5t
+
+        return h5t.decode(self.filetype) if self.filetype is not None else h5t.py_create(np.dtype(self.dtype))
+
+
+# First bytes of formats people mistake for HDF5, and what to do about them.
+_MAGICS = (
+    (b"CDF\x01", "a netCDF-3 classic file"),
+    (b"CDF\x02", "a netCDF-3 64-bit offset file"),
+    (b"CDF\x05", "a netCDF-3 64-bit data (CDF-5) file"),
+    (b"\x0e\x03\x13\x01", "an HDF4 file"),
+    (b"PK\x03\x04", "a zip archive (a zipped Zarr store?)"),
+    (b"\x1f\x8b", "a gzip-compressed file"),
+    (b"\x89PNG", "a PNG image"),
+    (b"GRIB", "a GRIB file"),
+    (b"\x93NUMPY", "a numpy .npy file"),
+    (b"PAR1", "a Parquet file"),
+)
+
+
+def _what_file(path: Path) -> str | None:
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+    except OSError:
+        return None
+    if not head:
+        return "an empty file"
+    for magic, what in _MAGICS:
+        if head.startswith(magic):
+            return what
+    return None
 
 
 def open_readonly(path: Path, where: str = "file"):
@@ -37,7 +79,65 @@ def open_readonly(path: Path, where: str = "file"):
     try:
         return h5py.File(path, "r")
     except OSError as exc:
-        raise CcpError(f"{where}: {path} is not an HDF5 file h5py can open ({str(exc).splitlines()[0]})") from None
+        what = _what_file(path)
+        if what is not None and what.startswith("a netCDF-3"):
+            raise CcpError(f"{where}: {path} is {what}, not HDF5: ccp needs HDF5 or netCDF-4; convert it with "
+                           f"`nccopy -k nc4 {path.name} {path.stem}.nc4` (or `-k nc7` for netCDF-4 classic)") from None
+        if what is not None:
+            raise CcpError(f"{where}: {path} is {what}, not HDF5: ccp needs an HDF5 (or netCDF-4) file") from None
+        raise CcpError(f"{where}: {path} is not an HDF5 file h5py can open ({str(exc).splitlines()[0]}); "
+                       f"ccp needs HDF5 or netCDF-4") from None
+
+
+def resolve(f, path: str):
+    """The object at ``path`` (soft and external links followed), its file's name and a hard-link path to it.
+
+    Cells open the dataset many times, in the user's file and in work files copied from it; a link
+    resolved once here means every one of them opens the same object.
+    """
+    import h5py
+
+    obj = f.get(path)
+    if obj is None:
+        return None, None, None
+    target = obj.file
+    name = obj.name or path
+    try:
+        hard = _hard_path(target, name)
+    except (KeyError, ValueError, RuntimeError, OSError):
+        hard = None
+    if hard is None:
+        found = []
+        target.visititems(lambda n, o: found.append("/" + n) or True if isinstance(o, h5py.Dataset) and o == obj else None)
+        hard = found[0] if found else name
+    return obj, Path(os.path.abspath(target.filename)), hard
+
+
+def dangling_link(f, path: str) -> str | None:
+    """'a soft link to /x, which does not exist' when ``path`` names a link that leads nowhere, else None."""
+    import h5py
+
+    try:
+        link = f.get(path, getlink=True)
+    except (KeyError, OSError, RuntimeError, ValueError):
+        return None
+    if isinstance(link, h5py.SoftLink):
+        return f"a soft link to {link.path!r}, which does not exist"
+    if isinstance(link, h5py.ExternalLink):
+        return f"an external link to {link.path!r} in {link.filename!r}, which cannot be opened"
+    return None
+
+
+def _hard_path(f, name: str) -> str | None:
+    """``name`` if every component of it is a hard link in ``f``, else None."""
+    import h5py
+
+    parts = [p for p in name.split("/") if p]
+    for i in range(len(parts)):
+        link = f.get("/" + "/".join(parts[:i + 1]), getlink=True)
+        if not isinstance(link, h5py.HardLink):
+            return None
+    return "/" + "/".join(parts)
 
 
 def describe_source(dataset) -> SourceInfo:
@@ -51,22 +151,76 @@ def describe_source(dataset) -> SourceInfo:
         return SourceInfo(g.shape, g.dtype, tuple(maxshape), g.fillvalue, g.chunks, g.filters, ident)
     import h5py
 
-    path = dataset.file
+    from ccp.config.filters import check_decodable
+    from ccp.workload import h5types
+
+    path = Path(dataset.file)
     with open_readonly(path, "dataset.file") as f:
-        obj = f.get(dataset.path)
+        try:
+            obj, real_file, real_path = resolve(f, dataset.path)
+        except (KeyError, OSError, RuntimeError) as exc:     # a dangling soft or external link
+            raise ConfigError("dataset.path", f"{dataset.path!r} in {path} cannot be opened: {str(exc).splitlines()[0]}") from None
+        if obj is None and dangling_link(f, dataset.path):
+            raise ConfigError("dataset.path", f"{dataset.path!r} in {path} is {dangling_link(f, dataset.path)}")
         if obj is None:
             names = []
             f.visititems(lambda n, o: names.append("/" + n) if isinstance(o, h5py.Dataset) else None)
             hint = f"; datasets in the file: {', '.join(names[:8])}" + (" ..." if len(names) > 8 else "") if names else ""
             raise ConfigError("dataset.path", f"no dataset {dataset.path!r} in {path}{hint}")
         if not isinstance(obj, h5py.Dataset):
-            raise ConfigError("dataset.path", f"{dataset.path!r} in {path} is a group, not a dataset")
-        if obj.dtype.kind not in "iuf" or obj.shape is None or len(obj.shape) == 0:
-            raise ConfigError("dataset.path", f"{dataset.path!r} has dtype {obj.dtype} and shape {obj.shape}: ccp measures numeric arrays of rank >= 1")
-        dcpl = obj.id.get_create_plist()
+            raise ConfigError("dataset.path", f"{dataset.path!r} in {path} is a {type(obj).__name__.lower()}, not a dataset")
+        dsid = obj.id
+        tid = dsid.get_type()
+        space = dsid.get_space()
+        extent = space.get_simple_extent_type()
+        shape = tuple(space.shape) if extent == h5py.h5s.SIMPLE else ()
+        if not shape:
+            kind = "a scalar dataspace" if extent == h5py.h5s.SCALAR else "a null dataspace (no elements)"
+            raise ConfigError("dataset.path", f"{dataset.path!r} in {path} has {kind}: ccp measures arrays of rank >= 1")
+        maxshape = tuple(None if m == h5py.h5s.UNLIMITED else int(m) for m in space.get_simple_extent_dims(True))
+        dcpl = dsid.get_create_plist()
+        chunks = tuple(dcpl.get_chunk()) if dcpl.get_layout() == h5py.h5d.CHUNKED else None
+        pipeline = pipeline_from_dcpl(dcpl)
+        check_decodable(pipeline, f"{dataset.path!r} in {path}", "dataset.path")
+        if dcpl.fill_value_defined() == h5py.h5d.FILL_VALUE_UNDEFINED and not _fully_written(dsid, shape, chunks):
+            raise ConfigError("dataset.path", f"{dataset.path!r} in {path} has parts never written and no fill value "
+                                              "(H5D_FILL_VALUE_UNDEFINED): HDF5 refuses to read them")
         st = path.stat()
         ident = f"file:{path}:{st.st_size}:{st.st_mtime_ns}:{dataset.path}"
-        fill = obj.fillvalue
-        fill = fill.item() if hasattr(fill, "item") else fill
-        return SourceInfo(tuple(obj.shape), obj.dtype, tuple(obj.maxshape), fill,
-                          tuple(obj.chunks) if obj.chunks else None, pipeline_from_dcpl(dcpl), ident)
+        if real_file is not None and real_file.resolve() != path.resolve():
+            rst = real_file.stat()
+            ident += f"->{real_file}:{rst.st_size}:{rst.st_mtime_ns}"
+        if h5types.is_numeric(tid):
+            dtype, filetype, fill = tid.dtype, None, _fill_value(dcpl, tid.dtype)
+        else:   # compound, string, vlen, enum, opaque, time, 128-bit...: raw records of the file type
+            sizeof_addr = f.id.get_create_plist().get_sizes()[0]
+            dtype, filetype, fill = np.dtype(f"V{h5types.disk_size(tid, sizeof_addr)}"), tid.encode(), None
+            ident += f":type={filetype.hex()[:32]}"
+        return SourceInfo(shape, dtype, maxshape, fill, chunks, pipeline, ident,
+                          file=real_file, path=real_path, filetype=filetype)
+
+
+def _fully_written(dsid, shape, chunks) -> bool:
+    """Whether every element has storage (contiguous: allocated; chunked: every chunk of the grid)."""
+    if chunks is None:
+        return dsid.get_storage_size() > 0 or 0 in shape
+    grid = int(np.prod([-(-s // c) for s, c in zip(shape, chunks)], dtype=np.int64))
+    return dsid.get_num_chunks() >= grid
+
+
+def _fill_value(dcpl, dtype):
+    """The dataset's fill value as a Python number; None when undefined (H5D_FILL_VALUE_UNDEFINED)."""
+    from h5py import h5d
+
+    if dcpl.fill_value_defined() == h5d.FILL_VALUE_UNDEFINED:
+        return None
+    buf = np.zeros((1,), dtype=dtype)
+    dcpl.get_fill_value(buf)
+    return buf[0].item()
+
+
+def source_of(file, dataset_path: str) -> SourceInfo:
+    """:func:`describe_source` for a file and a dataset path (``ccp advise`` and other commands without a sweep)."""
+    from types import SimpleNamespace
+
+    return describe_source(SimpleNamespace(generate=None, file=Path(file), path=dataset_path))
