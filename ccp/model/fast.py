@@ -1,0 +1,558 @@
+"""The chunk-cache model of :mod:`ccp.model.cache`, compiled: same semantics, flat arrays, numba.
+
+:class:`ccp.model.cache.DatasetModel` stays the reference (readable, one object per cache entry);
+this module walks the same requests over flat arrays in a numba-compiled kernel, about a thousand
+times faster, and the tests hold both to HDF5 and to each other request by request.
+
+State, one row per hash slot (HDF5 keeps at most one chunk per slot, so a slot names its entry):
+the chunk's C-order index over the grid (-1: empty), its ``rd``/``wr`` countdowns, dirty flag and
+the doubly linked LRU list (``prev``/``next`` slot numbers). Chunks allocated while the handle is
+open are a byte per chunk of the grid (only when some chunk starts unallocated). Per request the
+kernel writes one row of seven counts (:data:`COLUMNS`); the last row is the dataset close.
+
+Entry points: :func:`simulate_fast` takes exactly :func:`ccp.model.simulate`'s arguments;
+:func:`simulate_arrays` takes a request plan as arrays (no Python tuple per request). Both return
+:class:`Predictions`, a sequence of :class:`RequestPrediction` backed by one int64 array, whose
+:meth:`Predictions.total` (and :func:`ccp.model.summarise`) sums columns without a Python loop.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from ccp.model.cache import (
+    DEFAULT_SIEVE_BUF_SIZE,
+    Allocated,
+    CacheParams,
+    Request,
+    RequestPrediction,
+)
+from ccp.model.grid import ChunkGrid, Coords
+
+#: Columns of :attr:`Predictions.counts`, in RequestPrediction's field order.
+COLUMNS = ("chunk_hits", "chunk_loads", "evictions", "raw_reads", "raw_read_bytes", "raw_writes", "raw_write_bytes")
+_HIT, _LOAD, _EVICT, _NR, _BR, _NW, _BW = range(7)
+OPS = ("read", "write", "close", "total")   # Predictions.ops codes 0-3 ("total": all requests summed)
+# chunked-kernel scalar state (one int64 array so helpers can update it in place)
+_HEAD, _TAIL, _NUSED, _NBUSED, _INDEX, _MISSING = range(6)
+_JIT = {"cache": True, "nogil": True}
+
+
+@dataclass(frozen=True, eq=False)
+class Predictions(Sequence):
+    """Per-request predictions as arrays: ``counts[i]`` holds :data:`COLUMNS` of request ``i``.
+
+    The last row is the dataset close (``ops[-1] == 2``). Indexing gives a :class:`RequestPrediction`
+    (a slice gives a Predictions), so code written for :func:`ccp.model.simulate`'s list works as is.
+    """
+
+    counts: np.ndarray      # (n + 1, 7) int64
+    ops: np.ndarray         # (n + 1,) uint8: 0 read, 1 write, 2 close
+
+    def __len__(self) -> int:
+        return len(self.ops)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return Predictions(self.counts[i], self.ops[i])
+        row = self.counts[i]
+        return RequestPrediction(*(int(v) for v in row), op=OPS[int(self.ops[i])])
+
+    def __iter__(self):
+        for row, op in zip(self.counts.tolist(), self.ops.tolist()):
+            yield RequestPrediction(*row, op=OPS[op])
+
+    def column(self, name: str) -> np.ndarray:
+        return self.counts[:, COLUMNS.index(name)]
+
+    def total(self) -> RequestPrediction:
+        """Same as ``summarise(self)``, vectorised."""
+        return RequestPrediction(*(int(v) for v in self.counts.sum(axis=0)), op="total")
+
+    def __add__(self, other: Predictions) -> Predictions:
+        """Request-wise sum of two handles' predictions (a copy: the source's reads and the
+        destination's writes happen in the same requests); ops are this one's."""
+        if len(other) != len(self):
+            raise ValueError(f"cannot add predictions of {len(self)} and {len(other)} requests")
+        return Predictions(self.counts + other.counts, self.ops)
+
+
+# ============================================================================== chunked kernel
+@numba.njit(**_JIT)
+def _flush_chunk(lin, res, r, filtered, stored, chunk_bytes, alloc):
+    if filtered:
+        size = stored[lin] if stored.shape[0] > 0 else chunk_bytes
+        if size < 0:
+            res[r, _NW] += 1          # unknown stored size: count it, report the gap
+            return True
+        res[r, _BW] += size
+    else:
+        res[r, _BW] += chunk_bytes
+    res[r, _NW] += 1
+    if alloc.shape[0] > 0:
+        alloc[lin] = 1
+    return False
+
+
+@numba.njit(**_JIT)
+def _evict(e, res, r, st, ent, rd, wr, dirty, prv, nxt, filtered, stored, chunk_bytes, alloc):
+    if dirty[e]:
+        if _flush_chunk(ent[e], res, r, filtered, stored, chunk_bytes, alloc):
+            st[_MISSING] = 1
+        dirty[e] = 0
+    p, q = prv[e], nxt[e]
+    if p >= 0:
+        nxt[p] = q
+    else:
+        st[_HEAD] = q
+    if q >= 0:
+        prv[q] = p
+    else:
+        st[_TAIL] = p
+    prv[e] = -1
+    nxt[e] = -1
+    ent[e] = -1
+    st[_NBUSED] -= chunk_bytes
+    st[_NUSED] -= 1
+    res[r, _EVICT] += 1
+
+
+@numba.njit(**_JIT)
+def _prune(res, r, st, ent, rd, wr, dirty, prv, nxt, filtered, stored, chunk_bytes, alloc, total, w0):
+    """``H5D__chunk_cache_prune`` as in DatasetModel._prune (two pointers from the head)."""
+    size = chunk_bytes
+    w = int(st[_NUSED] * w0)
+    p0 = st[_HEAD]
+    p1 = -1
+    while (p0 >= 0 or p1 >= 0) and st[_NBUSED] + size > total:
+        if w == 0:
+            p1 = st[_HEAD]
+        n0 = nxt[p0] if p0 >= 0 else -1
+        n1 = nxt[p1] if p1 >= 0 else -1
+        for i in range(2):
+            if st[_NBUSED] + size <= total:
+                break
+            cur = -1
+            if i == 0 and p0 >= 0 and ((rd[p0] == 0 and wr[p0] == 0) or (rd[p0] == 0 and wr[p0] == size)
+                                       or (rd[p0] == size and wr[p0] == 0)):
+                cur = p0
+            elif i == 1 and p1 >= 0:
+                cur = p1
+            if cur >= 0:
+                if p0 == cur:
+                    p0 = -1
+                if n0 == cur:
+                    n0 = nxt[cur]
+                if p1 == cur:
+                    p1 = -1
+                if n1 == cur:
+                    n1 = nxt[cur]
+                _evict(cur, res, r, st, ent, rd, wr, dirty, prv, nxt, filtered, stored, chunk_bytes, alloc)
+        p0 = n0
+        p1 = n1
+        w -= 1
+
+
+@numba.njit(**_JIT)
+def _chunked_kernel(ops, starts, counts, chunks, bits, grid, itemsize, chunk_bytes, filtered, keep, nslots,
+                    total, w0, stored, alloc, index_exists, per_request, res):
+    """Walk every request (row i of res), then the close (last row). Returns 1 if a needed stored
+    chunk size was unknown (``stored[lin] < 0``), else 0."""
+    rank = chunks.shape[0]
+    n = ops.shape[0]
+    ns = nslots if nslots > 0 else 1
+    ent = np.full(ns, -1, np.int64)
+    rd = np.zeros(ns, np.int64)
+    wr = np.zeros(ns, np.int64)
+    dirty = np.zeros(ns, np.uint8)
+    prv = np.full(ns, -1, np.int64)
+    nxt = np.full(ns, -1, np.int64)
+    st = np.zeros(6, np.int64)
+    st[_HEAD] = -1
+    st[_TAIL] = -1
+    st[_INDEX] = index_exists
+    enabled = nslots > 0 and total > 0
+    lo = np.empty(rank, np.int64)
+    hi = np.empty(rank, np.int64)
+    c = np.empty(rank, np.int64)
+    ext = np.empty(rank, np.int64)
+    for i in range(n):
+        r = i if per_request else 0
+        write = ops[i] == 1
+        if not write and st[_INDEX] == 0 and st[_NUSED] == 0:
+            continue                               # H5D__read shortcut: no chunk index yet, nothing cached
+        st[_INDEX] = 1
+        empty = False
+        for d in range(rank):
+            if counts[i, d] == 0:
+                empty = True
+            lo[d] = starts[i, d] // chunks[d]
+            hi[d] = (starts[i, d] + counts[i, d] - 1) // chunks[d]
+            c[d] = lo[d]
+        if empty:
+            continue
+        while True:
+            # ---- one chunk, coordinates c: linear index, hash key, selected elements
+            lin = 0
+            key = c[0]
+            nsel = 1
+            for d in range(rank):
+                lin = lin * grid[d] + c[d]
+                if d > 0:
+                    key = (key << bits[d]) ^ c[d]
+                a = max(starts[i, d], c[d] * chunks[d])
+                b = min(starts[i, d] + counts[i, d], (c[d] + 1) * chunks[d])
+                ext[d] = b - a
+                nsel *= b - a
+            naccessed = nsel * itemsize
+            e = -1
+            slot = -1
+            if enabled:
+                slot = key % nslots
+                if ent[slot] == lin:
+                    e = slot
+            allocated = alloc.shape[0] == 0 or alloc[lin] != 0
+            cached = filtered or keep
+            if write and not allocated:
+                cached = True
+            if cached:
+                # ---- lock
+                if e >= 0:
+                    res[r, _HIT] += 1
+                    q = nxt[e]
+                    if q >= 0:                     # a hit moves the entry one place towards the tail
+                        p = prv[e]
+                        after = nxt[q]
+                        if p >= 0:
+                            nxt[p] = q
+                        else:
+                            st[_HEAD] = q
+                        prv[q] = p
+                        nxt[q] = e
+                        prv[e] = q
+                        nxt[e] = after
+                        if after >= 0:
+                            prv[after] = e
+                        else:
+                            st[_TAIL] = e
+                else:
+                    relax = write and naccessed == chunk_bytes
+                    if not relax and allocated:
+                        res[r, _LOAD] += 1
+                        res[r, _NR] += 1
+                        size = stored[lin] if stored.shape[0] > 0 else chunk_bytes
+                        if size < 0:
+                            st[_MISSING] = 1
+                        else:
+                            res[r, _BR] += size
+                    if keep:
+                        if ent[slot] >= 0:
+                            _evict(slot, res, r, st, ent, rd, wr, dirty, prv, nxt, filtered, stored, chunk_bytes, alloc)
+                        _prune(res, r, st, ent, rd, wr, dirty, prv, nxt, filtered, stored, chunk_bytes, alloc, total, w0)
+                        ent[slot] = lin
+                        rd[slot] = chunk_bytes
+                        wr[slot] = chunk_bytes
+                        dirty[slot] = 0
+                        st[_NBUSED] += chunk_bytes
+                        st[_NUSED] += 1
+                        t = st[_TAIL]
+                        prv[slot] = t
+                        nxt[slot] = -1
+                        if t >= 0:
+                            nxt[t] = slot
+                        else:
+                            st[_HEAD] = slot
+                        st[_TAIL] = slot
+                        e = slot
+                # ---- unlock
+                if e < 0:
+                    if write and _flush_chunk(lin, res, r, filtered, stored, chunk_bytes, alloc):
+                        st[_MISSING] = 1
+                elif write:
+                    dirty[e] = 1
+                    wr[e] -= min(wr[e], naccessed)
+                else:
+                    rd[e] -= min(rd[e], naccessed)
+            elif allocated:
+                # ---- bypass: one operation per piece contiguous in the chunk on disk and in memory
+                k = rank - 1
+                while k > 0 and ext[k] == chunks[k] and ext[k] == counts[i, k]:
+                    k -= 1
+                nruns = 1
+                run = 1
+                for d in range(rank):
+                    if d < k:
+                        nruns *= ext[d]
+                    else:
+                        run *= ext[d]
+                if write:
+                    res[r, _NW] += nruns
+                    res[r, _BW] += nruns * run * itemsize
+                else:
+                    res[r, _NR] += nruns
+                    res[r, _BR] += nruns * run * itemsize
+            # ---- next chunk in C order
+            d = rank - 1
+            while d >= 0:
+                c[d] += 1
+                if c[d] <= hi[d]:
+                    break
+                c[d] = lo[d]
+                d -= 1
+            if d < 0:
+                break
+    r = res.shape[0] - 1
+    while st[_HEAD] >= 0:
+        _evict(st[_HEAD], res, r, st, ent, rd, wr, dirty, prv, nxt, filtered, stored, chunk_bytes, alloc)
+    return st[_MISSING]
+
+
+# =========================================================================== contiguous kernel
+@numba.njit(**_JIT)
+def _contig_kernel(ops, starts, counts, shape, itemsize, cap, storage, allocated, per_request, res):
+    """The sieve buffer of DatasetModel._sieve_read/_sieve_write, pieces generated in order."""
+    rank = shape.shape[0]
+    n = ops.shape[0]
+    strides = np.ones(max(rank, 1), np.int64)
+    for d in range(rank - 2, -1, -1):
+        strides[d] = strides[d + 1] * shape[d + 1]
+    idx = np.zeros(max(rank, 1), np.int64)
+    loc = -1
+    size = 0
+    sdirty = False
+    for i in range(n):
+        r = i if per_request else 0
+        write = ops[i] == 1
+        if not allocated:
+            if not write:
+                continue                            # fill value, no I/O
+            allocated = True                        # allocated on the first write, no fill I/O
+        empty = False
+        for d in range(rank):
+            if counts[i, d] == 0:
+                empty = True
+        if empty:
+            continue
+        k = max(rank - 1, 0)
+        while k > 0 and counts[i, k] == shape[k]:
+            k -= 1
+        run = 1
+        for d in range(k, rank):
+            run *= counts[i, d]
+        length = run * itemsize
+        base = 0
+        for d in range(rank):
+            base += starts[i, d] * strides[d]
+            idx[d] = 0
+        while True:
+            off = base
+            for d in range(k):
+                off += idx[d] * strides[d]
+            addr = off * itemsize
+            # ---- one piece [addr, addr + length)
+            if loc >= 0 and addr >= loc and addr + length <= loc + size:
+                if write:
+                    sdirty = True                   # lands in the sieve buffer
+            elif length > cap:
+                if loc >= 0 and size > 0 and ((addr <= loc < addr + length) or (addr <= loc + size - 1 < addr + length)):
+                    if sdirty:
+                        res[r, _NW] += 1
+                        res[r, _BW] += size
+                        sdirty = False
+                    if write:
+                        loc = -1
+                        size = 0
+                if write:
+                    res[r, _NW] += 1
+                    res[r, _BW] += length
+                else:
+                    res[r, _NR] += 1
+                    res[r, _BR] += length
+            elif write and loc >= 0 and sdirty and length + size <= cap and (addr + length == loc or addr == loc + size):
+                if addr + length == loc:
+                    loc = addr
+                size += length
+            else:
+                if sdirty:
+                    res[r, _NW] += 1
+                    res[r, _BW] += size
+                    sdirty = False
+                loc = addr
+                size = min(cap, storage - addr)
+                if not write or size > length:
+                    res[r, _NR] += 1
+                    res[r, _BR] += size
+                sdirty = write
+            # ---- next piece: odometer over dims [0, k)
+            d = k - 1
+            while d >= 0:
+                idx[d] += 1
+                if idx[d] < counts[i, d]:
+                    break
+                idx[d] = 0
+                d -= 1
+            if d < 0:
+                break
+    if sdirty:
+        res[res.shape[0] - 1, _NW] += 1
+        res[res.shape[0] - 1, _BW] += size
+
+
+# ================================================================================== Python side
+def _op_codes(ops: str | Sequence[str] | np.ndarray, n: int) -> np.ndarray:
+    if isinstance(ops, str):
+        if ops not in ("read", "write"):
+            raise ValueError(f"op must be 'read' or 'write', not {ops!r}")
+        return np.full(n, OPS.index(ops), np.uint8)
+    arr = np.asarray(ops)
+    if arr.dtype.kind in "iu":
+        codes = arr.astype(np.uint8)
+        if len(codes) and codes.max() > 1:
+            raise ValueError("op codes must be 0 (read) or 1 (write)")
+    else:
+        bad = sorted({str(o) for o in arr.tolist()} - {"read", "write"})
+        if bad:
+            raise ValueError(f"op must be 'read' or 'write', not {bad[0]!r}")
+        codes = (arr == "write").astype(np.uint8)
+    if len(codes) != n:
+        raise ValueError(f"{len(codes)} ops for {n} requests")
+    return codes
+
+
+def _per_chunk(grid: ChunkGrid, fn: Callable[[Coords], object], dtype) -> np.ndarray:
+    """``fn`` evaluated on every chunk of the grid (C order); a KeyError/LookupError gives -1."""
+    out = np.empty(grid.nchunks, dtype)
+    for i, coords in enumerate(grid.iter_chunks()):
+        try:
+            out[i] = fn(coords)
+        except LookupError:
+            out[i] = -1
+    return out
+
+
+def chunk_size_table(shape: Sequence[int], chunks: Sequence[int], sizes_by_offset: dict,
+                     default: int | None = None) -> np.ndarray:
+    """Stored bytes per chunk (C order over the grid) from ``{chunk offset in elements: bytes}`` as
+    ``DatasetID.chunk_iter`` gives it; chunks missing from it get ``default`` (median if None)."""
+    grid = ChunkGrid(tuple(shape), tuple(chunks))
+    if default is None:
+        default = int(np.median(list(sizes_by_offset.values()))) if sizes_by_offset else grid.chunk_nbytes(1)
+    table = np.full(grid.nchunks, int(default), np.int64)
+    if sizes_by_offset:
+        offs = np.array(list(sizes_by_offset.keys()), np.int64).reshape(len(sizes_by_offset), grid.rank)
+        vals = np.fromiter(sizes_by_offset.values(), np.int64, len(sizes_by_offset))
+        scaled = offs // np.asarray(chunks, np.int64)
+        ok = np.all((scaled >= 0) & (scaled < np.asarray(grid.grid, np.int64)) & (offs % np.asarray(chunks) == 0), axis=1)
+        table[np.ravel_multi_index(tuple(scaled[ok].T), grid.grid)] = vals[ok]
+    return table
+
+
+def _check_slabs(shape: Coords, starts: np.ndarray, counts: np.ndarray) -> None:
+    bad = np.any((starts < 0) | (counts < 0) | (starts + counts > np.asarray(shape, np.int64)), axis=1)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(f"selection {tuple(starts[i].tolist())}+{tuple(counts[i].tolist())} outside shape {shape}")
+
+
+def simulate_arrays(shape: Sequence[int], chunks: Sequence[int] | None, itemsize: int, *, filtered: bool,
+                    cache: CacheParams, ops: str | Sequence[str] | np.ndarray, starts, counts,
+                    stored_chunk_bytes: None | Callable[[Coords], int] | np.ndarray = None,
+                    allocated: Allocated = None, sieve_buf_size: int = DEFAULT_SIEVE_BUF_SIZE,
+                    per_request: bool = True) -> Predictions:
+    """:func:`ccp.model.simulate` for a plan given as arrays: ``starts``/``counts`` ``(n, rank)``.
+
+    ``ops`` is one op for all requests or one per request. ``stored_chunk_bytes`` may also be an
+    array of stored bytes per chunk in C order over the grid (see :func:`chunk_size_table`).
+    ``per_request=False`` keeps no row per request (memory: 56 bytes a request otherwise): the
+    result has two rows, all requests summed (op ``"total"``) and the close.
+    """
+    shape = tuple(int(s) for s in shape)
+    rank = len(shape)
+    starts = np.ascontiguousarray(starts, dtype=np.int64).reshape(-1, rank)
+    counts = np.ascontiguousarray(counts, dtype=np.int64).reshape(-1, rank)
+    if starts.shape != counts.shape:
+        raise ValueError(f"starts {starts.shape} and counts {counts.shape} differ")
+    n = len(starts)
+    codes = _op_codes(ops, n)
+    if per_request:
+        res = np.zeros((n + 1, len(COLUMNS)), np.int64)
+        out_ops = np.empty(n + 1, np.uint8)
+        out_ops[:n] = codes
+        out_ops[n] = 2
+    else:
+        res = np.zeros((2, len(COLUMNS)), np.int64)
+        out_ops = np.array([3, 2], np.uint8)
+    itemsize = int(itemsize)
+    if chunks is None:
+        if filtered:
+            raise ValueError("filters need a chunked layout")
+        ChunkGrid(shape, tuple(max(s, 1) for s in shape))     # rank/shape validation as the reference
+        _check_slabs(shape, starts, counts)
+        storage = math.prod(shape) * itemsize
+        if allocated is None or callable(allocated):
+            alloc0 = True
+        elif isinstance(allocated, bool):
+            alloc0 = allocated
+        else:
+            alloc0 = len(allocated) > 0
+        if n:
+            _contig_kernel(codes, starts, counts, np.asarray(shape, np.int64), itemsize,
+                           min(int(sieve_buf_size), storage), storage, alloc0, bool(per_request), res)
+        return Predictions(res, out_ops)
+    grid = ChunkGrid(shape, tuple(chunks))
+    _check_slabs(shape, starts, counts)
+    bits = np.asarray(grid.encode_bits(), np.int64)
+    if rank > 1 and int(bits[1:].sum()) + max(int(grid.grid[0]) - 1, 0).bit_length() > 62:
+        raise ValueError(f"chunk grid {grid.grid} too large for 64-bit hash keys")
+    chunk_bytes = grid.chunk_nbytes(itemsize)
+    if stored_chunk_bytes is None:
+        stored = np.zeros(0, np.int64)
+    elif isinstance(stored_chunk_bytes, np.ndarray):
+        stored = np.ascontiguousarray(stored_chunk_bytes, np.int64).ravel()
+        if len(stored) != grid.nchunks:
+            raise ValueError(f"{len(stored)} stored chunk sizes for {grid.nchunks} chunks")
+    else:
+        stored = _per_chunk(grid, stored_chunk_bytes, np.int64)
+    index_exists = not (allocated is False or (isinstance(allocated, Collection) and len(allocated) == 0))
+    if allocated is None or allocated is True:
+        alloc = np.zeros(0, np.uint8)
+    elif allocated is False:
+        alloc = np.zeros(grid.nchunks, np.uint8)
+    elif callable(allocated):
+        alloc = _per_chunk(grid, lambda c: bool(allocated(c)), np.uint8)
+    else:
+        alloc = np.zeros(grid.nchunks, np.uint8)
+        for cc in allocated:
+            cc = tuple(int(v) for v in cc)
+            if len(cc) == rank and all(0 <= v < g for v, g in zip(cc, grid.grid)):
+                alloc[grid.linear_index(cc)] = 1
+    keep = cache.holds(chunk_bytes)
+    missing = _chunked_kernel(codes, starts, counts, np.asarray(grid.chunks, np.int64), bits,
+                              np.asarray(grid.grid, np.int64), itemsize, chunk_bytes, bool(filtered), keep,
+                              int(cache.nslots) if cache.enabled else 0, int(cache.nbytes), float(cache.w0),
+                              stored, alloc, int(index_exists), bool(per_request), res)
+    if missing:
+        raise KeyError("stored_chunk_bytes has no size for a chunk the requests load or flush")
+    return Predictions(res, out_ops)
+
+
+def simulate_fast(shape: Sequence[int], chunks: Sequence[int] | None, itemsize: int, *, filtered: bool,
+                  cache: CacheParams, requests: Iterable[Request],
+                  stored_chunk_bytes: None | Callable[[Coords], int] | np.ndarray = None,
+                  allocated: Allocated = None, sieve_buf_size: int = DEFAULT_SIEVE_BUF_SIZE) -> Predictions:
+    """Drop-in for :func:`ccp.model.simulate` (same arguments, a sequence of the same predictions)."""
+    reqs = list(requests)
+    rank = len(shape)
+    for _op, s, c in reqs:
+        if len(s) != rank or len(c) != rank:
+            raise ValueError(f"selection rank mismatch: {tuple(s)}/{tuple(c)} for shape {tuple(shape)}")
+    starts = np.array([r[1] for r in reqs], np.int64).reshape(len(reqs), rank)
+    counts = np.array([r[2] for r in reqs], np.int64).reshape(len(reqs), rank)
+    return simulate_arrays(shape, chunks, itemsize, filtered=filtered, cache=cache, ops=[r[0] for r in reqs],
+                           starts=starts, counts=counts, stored_chunk_bytes=stored_chunk_bytes,
+                           allocated=allocated, sieve_buf_size=sieve_buf_size)
