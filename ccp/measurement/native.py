@@ -268,3 +268,87 @@ def run_requests(ds, fspace, starts, counts, dtype, *, op: str = "read", data=No
     done = i if n else 0
     windows = list(zip(t0s[:done].tolist(), t1s[:done].tolist())) if traced else []
     return LoopResult(req[:done], windows, int(last_ns))
+
+
+# ===================================================== drop-ins for runner.read_pass / write_pass
+def read_pass(job, starts, counts, *, traced: bool, log_path=None, progress=None, deadline_ns: int | None = None):
+    """:func:`ccp.measurement.runner.read_pass` with the native loop: same arguments, same PassTiming
+    (open and close timed by the Python clock as there; the requests by the loop's C clock)."""
+    from h5py import h5d, h5f, h5p
+
+    from ccp.measurement import iolog
+    from ccp.measurement.runner import PassTiming, _timed_close
+
+    clock = time.monotonic_ns if traced else time.perf_counter_ns
+    cache = job.cell.cache
+    fapl = iolog.log_fapl(log_path) if traced else None
+    windows = []
+    fid = h5f.open(job.file.encode(), h5f.ACC_RDONLY, fapl)
+    try:
+        dapl = h5p.create(h5p.DATASET_ACCESS)
+        dapl.set_chunk_cache(cache.nslots, cache.nbytes, cache.w0)
+        t0 = clock()
+        ds = h5d.open(fid, job.dataset_path.encode(), dapl)
+        t1 = clock()
+        open_ns = t1 - t0
+        windows.append((t0, t1))
+        effective = ds.get_access_plist().get_chunk_cache()
+        loop = run_requests(ds, ds.get_space(), starts, counts, job.source.dtype, traced=traced, last_ns=t1,
+                            deadline_ns=deadline_ns, progress=progress)
+        windows.extend(loop.windows)
+        close_ns = _timed_close(ds, clock, traced, loop.last_ns, windows)
+    finally:
+        fid.close()
+    return PassTiming(open_ns, loop.request_ns, close_ns, windows, effective)
+
+
+def write_pass(job, data, starts, counts, out_file, *, traced: bool, log_path=None, progress=None, src_log=None,
+               deadline_ns: int | None = None):
+    """:func:`ccp.measurement.runner.write_pass` with the native loop (write and copy cells)."""
+    from h5py import h5d, h5f, h5p, h5s, h5t
+
+    from ccp.measurement import iolog
+    from ccp.measurement.runner import PassTiming, _timed_close
+    from ccp.workload.files import make_dcpl
+
+    clock = time.monotonic_ns if traced else time.perf_counter_ns
+    cell, source = job.cell, job.source
+    fapl = iolog.log_fapl(log_path) if traced else h5p.create(h5p.FILE_ACCESS)
+    dtype = np.dtype(source.dtype)
+    windows = []
+    copying = data is None
+    src = src_space = src_fid = None
+    if copying:
+        src_fid = h5f.open(job.file.encode(), h5f.ACC_RDONLY, iolog.log_fapl(src_log) if traced else None)
+        src_dapl = h5p.create(h5p.DATASET_ACCESS)
+        src_dapl.set_chunk_cache(cell.cache.nslots, cell.cache.nbytes, cell.cache.w0)
+        src = h5d.open(src_fid, job.dataset_path.encode(), src_dapl)
+        src_space = src.get_space()
+    fid = h5f.create(str(out_file).encode(), h5f.ACC_TRUNC, fapl=fapl)
+    try:
+        maxshape = tuple(h5s.UNLIMITED if m is None else m for m in source.maxshape)
+        space = h5s.create_simple(tuple(source.shape), maxshape)
+        tid = h5t.py_create(dtype, logical=True)
+        dcpl = make_dcpl(source, cell.chunks, cell.filters)
+        lcpl = h5p.create(h5p.LINK_CREATE)
+        lcpl.set_create_intermediate_group(True)
+        dapl = h5p.create(h5p.DATASET_ACCESS)
+        dapl.set_chunk_cache(cell.cache.nslots, cell.cache.nbytes, cell.cache.w0)
+        t0 = clock()
+        ds = h5d.create(fid, job.dataset_path.encode(), tid, space, dcpl=dcpl, lcpl=lcpl, dapl=dapl)
+        t1 = clock()
+        open_ns = t1 - t0
+        windows.append((t0, t1))
+        effective = ds.get_access_plist().get_chunk_cache()
+        loop = run_requests(ds, ds.get_space(), starts, counts, dtype, op="copy" if copying else "write", data=data,
+                            src=src, src_space=src_space, traced=traced, last_ns=t1, deadline_ns=deadline_ns,
+                            progress=progress)
+        windows.extend(loop.windows)
+        storage = ds.get_storage_size()
+        close_ns = _timed_close(ds, clock, traced, loop.last_ns, windows)   # flushes the chunk cache
+    finally:
+        fid.close()
+        if copying:
+            src.close()
+            src_fid.close()
+    return PassTiming(open_ns, loop.request_ns, close_ns, windows, effective), storage

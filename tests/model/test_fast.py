@@ -35,7 +35,7 @@ from ccp.model import (
 )
 from ccp.workload.requests import random_requests, tile_requests
 
-AGREE = settings(SETTINGS, max_examples=SETTINGS.max_examples * 3)
+AGREE = settings(SETTINGS, max_examples=SETTINGS.max_examples * 2)
 
 
 @st.composite
@@ -87,8 +87,8 @@ def test_compiled_agrees_with_reference(data, layout, filtered):
 
 # ------------------------------------------------------------------- plans as arrays, whole cells
 @pytest.mark.parametrize(("shape", "chunks", "block", "filtered", "cache"), [
-    ((60, 30, 9, 717), (4, 30, 9, 717), (1, 1, 1, 717), True, CacheParams(3 * 2**20, 521, 0.75)),
-    ((60, 30, 9, 717), (4, 30, 9, 717), (1, 1, 1, 717), True, CacheParams(2**20, 521, 0.75)),
+    ((24, 30, 9, 717), (4, 30, 9, 717), (1, 1, 1, 717), True, CacheParams(3 * 2**20, 521, 0.75)),
+    ((24, 30, 9, 717), (4, 30, 9, 717), (1, 1, 1, 717), True, CacheParams(2**20, 521, 0.75)),
     ((200, 50, 20), (10, 50, 20), (1, 50, 1), False, CacheParams(2**16, 7, 0.3)),
     ((200, 50, 20), (13, 7, 5), (7, 7, 7), False, CacheParams(8 * 13 * 7 * 5 * 4, 16, 1.0)),
     ((200, 50, 20), None, (3, 50, 20), False, CacheParams()),
