@@ -33,9 +33,10 @@ __all__ = [
     "simulate",
     "simulate_arrays",
     "simulate_fast",
+    "simulate_tiling",
     "summarise",
 ]
-_FAST = ("Predictions", "simulate_fast", "simulate_arrays", "chunk_size_table")
+_FAST = ("Predictions", "simulate_fast", "simulate_arrays", "simulate_tiling", "chunk_size_table")
 
 
 def __getattr__(name: str):

@@ -160,29 +160,20 @@ def _prune(res, r, st, ent, rd, wr, dirty, prv, nxt, filtered, stored, chunk_byt
 
 @numba.njit(**_JIT)
 def _chunked_kernel(ops, starts, counts, chunks, bits, grid, itemsize, chunk_bytes, filtered, keep, nslots,
-                    total, w0, stored, alloc, index_exists, per_request, res):
-    """Walk every request (row i of res), then the close (last row). Returns 1 if a needed stored
-    chunk size was unknown (``stored[lin] < 0``), else 0."""
+                    total, w0, stored, alloc, per_request, res, row0, close, ent, rd, wr, dirty, prv, nxt, st):
+    """Walk requests (request i into row ``row0 + i`` of res, or row 0 if not per_request), then,
+    if ``close``, the close (last row). The cache state (one row per slot, and ``st``) lives in
+    the caller's arrays, so a long plan can be fed in batches. Returns 1 if a needed stored chunk
+    size was unknown (``stored[lin] < 0``), else 0."""
     rank = chunks.shape[0]
     n = ops.shape[0]
-    ns = nslots if nslots > 0 else 1
-    ent = np.full(ns, -1, np.int64)
-    rd = np.zeros(ns, np.int64)
-    wr = np.zeros(ns, np.int64)
-    dirty = np.zeros(ns, np.uint8)
-    prv = np.full(ns, -1, np.int64)
-    nxt = np.full(ns, -1, np.int64)
-    st = np.zeros(6, np.int64)
-    st[_HEAD] = -1
-    st[_TAIL] = -1
-    st[_INDEX] = index_exists
     enabled = nslots > 0 and total > 0
     lo = np.empty(rank, np.int64)
     hi = np.empty(rank, np.int64)
     c = np.empty(rank, np.int64)
     ext = np.empty(rank, np.int64)
     for i in range(n):
-        r = i if per_request else 0
+        r = row0 + i if per_request else 0
         write = ops[i] == 1
         if not write and st[_INDEX] == 0 and st[_NUSED] == 0:
             continue                               # H5D__read shortcut: no chunk index yet, nothing cached
@@ -306,27 +297,30 @@ def _chunked_kernel(ops, starts, counts, chunks, bits, grid, itemsize, chunk_byt
                 d -= 1
             if d < 0:
                 break
-    r = res.shape[0] - 1
-    while st[_HEAD] >= 0:
-        _evict(st[_HEAD], res, r, st, ent, rd, wr, dirty, prv, nxt, filtered, stored, chunk_bytes, alloc)
+    if close:
+        r = res.shape[0] - 1
+        while st[_HEAD] >= 0:
+            _evict(st[_HEAD], res, r, st, ent, rd, wr, dirty, prv, nxt, filtered, stored, chunk_bytes, alloc)
     return st[_MISSING]
 
 
 # =========================================================================== contiguous kernel
 @numba.njit(**_JIT)
-def _contig_kernel(ops, starts, counts, shape, itemsize, cap, storage, allocated, per_request, res):
-    """The sieve buffer of DatasetModel._sieve_read/_sieve_write, pieces generated in order."""
+def _contig_kernel(ops, starts, counts, shape, itemsize, cap, storage, per_request, res, row0, close, cst):
+    """The sieve buffer of DatasetModel._sieve_read/_sieve_write, pieces generated in order.
+    State in ``cst``: sieve address (-1: none), size, dirty, dataset allocated."""
     rank = shape.shape[0]
     n = ops.shape[0]
     strides = np.ones(max(rank, 1), np.int64)
     for d in range(rank - 2, -1, -1):
         strides[d] = strides[d + 1] * shape[d + 1]
     idx = np.zeros(max(rank, 1), np.int64)
-    loc = -1
-    size = 0
-    sdirty = False
+    loc = cst[0]
+    size = cst[1]
+    sdirty = cst[2] != 0
+    allocated = cst[3] != 0
     for i in range(n):
-        r = i if per_request else 0
+        r = row0 + i if per_request else 0
         write = ops[i] == 1
         if not allocated:
             if not write:
@@ -398,9 +392,14 @@ def _contig_kernel(ops, starts, counts, shape, itemsize, cap, storage, allocated
                 d -= 1
             if d < 0:
                 break
-    if sdirty:
+    if close and sdirty:
         res[res.shape[0] - 1, _NW] += 1
         res[res.shape[0] - 1, _BW] += size
+        sdirty = False
+    cst[0] = loc
+    cst[1] = size
+    cst[2] = 1 if sdirty else 0
+    cst[3] = 1 if allocated else 0
 
 
 # ================================================================================== Python side
@@ -459,6 +458,89 @@ def _check_slabs(shape: Coords, starts: np.ndarray, counts: np.ndarray) -> None:
         raise ValueError(f"selection {tuple(starts[i].tolist())}+{tuple(counts[i].tolist())} outside shape {shape}")
 
 
+class _Handle:
+    """One open dataset handle's compiled-model state; :meth:`feed` walks a batch of requests."""
+
+    def __init__(self, shape: Coords, chunks: Sequence[int] | None, itemsize: int, filtered: bool,
+                 cache: CacheParams, stored_chunk_bytes, allocated: Allocated, sieve_buf_size: int) -> None:
+        self.shape, self.itemsize, self.per_request = shape, int(itemsize), True
+        self.shape_arr = np.asarray(shape, np.int64)
+        if chunks is None:
+            if filtered:
+                raise ValueError("filters need a chunked layout")
+            ChunkGrid(shape, tuple(max(s, 1) for s in shape))     # rank/shape validation as the reference
+            self.grid = None
+            self.storage = math.prod(shape) * self.itemsize
+            self.cap = min(int(sieve_buf_size), self.storage)
+            if allocated is None or callable(allocated):
+                alloc0 = True
+            elif isinstance(allocated, bool):
+                alloc0 = allocated
+            else:
+                alloc0 = len(allocated) > 0
+            self.cst = np.array([-1, 0, 0, int(alloc0)], np.int64)
+            return
+        grid = self.grid = ChunkGrid(shape, tuple(chunks))
+        rank = grid.rank
+        self.bits = np.asarray(grid.encode_bits(), np.int64)
+        if rank > 1 and int(self.bits[1:].sum()) + max(int(grid.grid[0]) - 1, 0).bit_length() > 62:
+            raise ValueError(f"chunk grid {grid.grid} too large for 64-bit hash keys")
+        self.chunks_arr = np.asarray(grid.chunks, np.int64)
+        self.grid_arr = np.asarray(grid.grid, np.int64)
+        self.chunk_bytes = grid.chunk_nbytes(self.itemsize)
+        if stored_chunk_bytes is None:
+            self.stored = np.zeros(0, np.int64)
+        elif isinstance(stored_chunk_bytes, np.ndarray):
+            self.stored = np.ascontiguousarray(stored_chunk_bytes, np.int64).ravel()
+            if len(self.stored) != grid.nchunks:
+                raise ValueError(f"{len(self.stored)} stored chunk sizes for {grid.nchunks} chunks")
+        else:
+            self.stored = _per_chunk(grid, stored_chunk_bytes, np.int64)
+        index_exists = not (allocated is False or (isinstance(allocated, Collection) and len(allocated) == 0))
+        if allocated is None or allocated is True:
+            self.alloc = np.zeros(0, np.uint8)
+        elif allocated is False:
+            self.alloc = np.zeros(grid.nchunks, np.uint8)
+        elif callable(allocated):
+            self.alloc = _per_chunk(grid, lambda c: bool(allocated(c)), np.uint8)
+        else:
+            self.alloc = np.zeros(grid.nchunks, np.uint8)
+            for cc in allocated:
+                cc = tuple(int(v) for v in cc)
+                if len(cc) == rank and all(0 <= v < g for v, g in zip(cc, grid.grid)):
+                    self.alloc[grid.linear_index(cc)] = 1
+        self.filtered = bool(filtered)
+        self.keep = cache.holds(self.chunk_bytes)
+        self.nslots = int(cache.nslots) if cache.enabled else 0
+        self.nbytes, self.w0 = int(cache.nbytes), float(cache.w0)
+        ns = max(self.nslots, 1)
+        self.slots = (np.full(ns, -1, np.int64), np.zeros(ns, np.int64), np.zeros(ns, np.int64),
+                      np.zeros(ns, np.uint8), np.full(ns, -1, np.int64), np.full(ns, -1, np.int64))
+        self.st = np.array([-1, -1, 0, 0, int(index_exists), 0], np.int64)   # _HEAD .. _MISSING
+
+    def feed(self, codes: np.ndarray, starts: np.ndarray, counts: np.ndarray, res: np.ndarray, row0: int,
+             close: bool) -> None:
+        if self.grid is None:
+            if len(codes) or close:
+                _contig_kernel(codes, starts, counts, self.shape_arr, self.itemsize, self.cap, self.storage,
+                               self.per_request, res, row0, close, self.cst)
+            return
+        missing = _chunked_kernel(codes, starts, counts, self.chunks_arr, self.bits, self.grid_arr, self.itemsize,
+                                  self.chunk_bytes, self.filtered, self.keep, self.nslots, self.nbytes, self.w0,
+                                  self.stored, self.alloc, self.per_request, res, row0, close, *self.slots, self.st)
+        if missing:
+            raise KeyError("stored_chunk_bytes has no size for a chunk the requests load or flush")
+
+
+def _result(n: int, codes: np.ndarray | None, per_request: bool) -> tuple[np.ndarray, np.ndarray]:
+    if not per_request:
+        return np.zeros((2, len(COLUMNS)), np.int64), np.array([3, 2], np.uint8)
+    ops = np.empty(n + 1, np.uint8)
+    ops[:n] = codes
+    ops[n] = 2
+    return np.zeros((n + 1, len(COLUMNS)), np.int64), ops
+
+
 def simulate_arrays(shape: Sequence[int], chunks: Sequence[int] | None, itemsize: int, *, filtered: bool,
                     cache: CacheParams, ops: str | Sequence[str] | np.ndarray, starts, counts,
                     stored_chunk_bytes: None | Callable[[Coords], int] | np.ndarray = None,
@@ -479,65 +561,70 @@ def simulate_arrays(shape: Sequence[int], chunks: Sequence[int] | None, itemsize
         raise ValueError(f"starts {starts.shape} and counts {counts.shape} differ")
     n = len(starts)
     codes = _op_codes(ops, n)
-    if per_request:
-        res = np.zeros((n + 1, len(COLUMNS)), np.int64)
-        out_ops = np.empty(n + 1, np.uint8)
-        out_ops[:n] = codes
-        out_ops[n] = 2
-    else:
-        res = np.zeros((2, len(COLUMNS)), np.int64)
-        out_ops = np.array([3, 2], np.uint8)
-    itemsize = int(itemsize)
-    if chunks is None:
-        if filtered:
-            raise ValueError("filters need a chunked layout")
-        ChunkGrid(shape, tuple(max(s, 1) for s in shape))     # rank/shape validation as the reference
-        _check_slabs(shape, starts, counts)
-        storage = math.prod(shape) * itemsize
-        if allocated is None or callable(allocated):
-            alloc0 = True
-        elif isinstance(allocated, bool):
-            alloc0 = allocated
-        else:
-            alloc0 = len(allocated) > 0
-        if n:
-            _contig_kernel(codes, starts, counts, np.asarray(shape, np.int64), itemsize,
-                           min(int(sieve_buf_size), storage), storage, alloc0, bool(per_request), res)
-        return Predictions(res, out_ops)
-    grid = ChunkGrid(shape, tuple(chunks))
+    h = _Handle(shape, chunks, itemsize, filtered, cache, stored_chunk_bytes, allocated, sieve_buf_size)
     _check_slabs(shape, starts, counts)
-    bits = np.asarray(grid.encode_bits(), np.int64)
-    if rank > 1 and int(bits[1:].sum()) + max(int(grid.grid[0]) - 1, 0).bit_length() > 62:
-        raise ValueError(f"chunk grid {grid.grid} too large for 64-bit hash keys")
-    chunk_bytes = grid.chunk_nbytes(itemsize)
-    if stored_chunk_bytes is None:
-        stored = np.zeros(0, np.int64)
-    elif isinstance(stored_chunk_bytes, np.ndarray):
-        stored = np.ascontiguousarray(stored_chunk_bytes, np.int64).ravel()
-        if len(stored) != grid.nchunks:
-            raise ValueError(f"{len(stored)} stored chunk sizes for {grid.nchunks} chunks")
-    else:
-        stored = _per_chunk(grid, stored_chunk_bytes, np.int64)
-    index_exists = not (allocated is False or (isinstance(allocated, Collection) and len(allocated) == 0))
-    if allocated is None or allocated is True:
-        alloc = np.zeros(0, np.uint8)
-    elif allocated is False:
-        alloc = np.zeros(grid.nchunks, np.uint8)
-    elif callable(allocated):
-        alloc = _per_chunk(grid, lambda c: bool(allocated(c)), np.uint8)
-    else:
-        alloc = np.zeros(grid.nchunks, np.uint8)
-        for cc in allocated:
-            cc = tuple(int(v) for v in cc)
-            if len(cc) == rank and all(0 <= v < g for v, g in zip(cc, grid.grid)):
-                alloc[grid.linear_index(cc)] = 1
-    keep = cache.holds(chunk_bytes)
-    missing = _chunked_kernel(codes, starts, counts, np.asarray(grid.chunks, np.int64), bits,
-                              np.asarray(grid.grid, np.int64), itemsize, chunk_bytes, bool(filtered), keep,
-                              int(cache.nslots) if cache.enabled else 0, int(cache.nbytes), float(cache.w0),
-                              stored, alloc, int(index_exists), bool(per_request), res)
-    if missing:
-        raise KeyError("stored_chunk_bytes has no size for a chunk the requests load or flush")
+    h.per_request = bool(per_request)
+    res, out_ops = _result(n, codes, per_request)
+    h.feed(codes, starts, counts, res, 0, True)
+    return Predictions(res, out_ops)
+
+
+@numba.njit(**_JIT)
+def _tiles(shape, block, order, i0, i1, starts, counts):
+    """Requests [i0, i1) of tile_requests(shape, block, order): block coordinates in mixed radix over
+    the block grid, ``order[-1]`` fastest."""
+    rank = shape.shape[0]
+    for i in range(i0, i1):
+        rem = i
+        for j in range(rank - 1, -1, -1):
+            d = order[j]
+            nb = (shape[d] + block[d] - 1) // block[d]
+            b = rem % nb
+            rem //= nb
+            s = b * block[d]
+            starts[i - i0, d] = s
+            counts[i - i0, d] = min(block[d], shape[d] - s)
+
+
+TILE_BATCH = 1 << 16
+
+
+def simulate_tiling(shape: Sequence[int], chunks: Sequence[int] | None, itemsize: int, *, filtered: bool,
+                    cache: CacheParams, op: str, block: Sequence[int], order: Sequence[int] | None = None,
+                    stored_chunk_bytes: None | Callable[[Coords], int] | np.ndarray = None,
+                    allocated: Allocated = None, sieve_buf_size: int = DEFAULT_SIEVE_BUF_SIZE,
+                    per_request: bool = False, max_requests: int | None = None) -> Predictions:
+    """:func:`simulate_arrays` of ``ccp.workload.requests.tile_requests(shape, block, order)`` (its
+    first ``max_requests``) without building the plan: requests are generated in batches inside the
+    compiled code, so a 10 M-request tiling needs neither its 480 MB of plan nor the time to make it.
+    """
+    shape = tuple(int(s) for s in shape)
+    rank = len(shape)
+    block_arr = np.asarray(block, np.int64).reshape(rank)
+    if (block_arr < 1).any():
+        raise ValueError(f"block {tuple(block)} must be >= 1 in every dimension")
+    order_arr = np.asarray(list(order) if order is not None else range(rank), np.int64).reshape(rank)
+    if sorted(order_arr.tolist()) != list(range(rank)):
+        raise ValueError(f"order {tuple(order_arr.tolist())} is not a permutation of the dimensions")
+    n = math.prod(-(-s // b) for s, b in zip(shape, block_arr.tolist()))
+    if max_requests is not None:
+        n = min(n, int(max_requests))
+    h = _Handle(shape, chunks, itemsize, filtered, cache, stored_chunk_bytes, allocated, sieve_buf_size)
+    h.per_request = bool(per_request)
+    code = OPS.index(op) if op in ("read", "write") else _op_codes(op, 1)[0]
+    codes = np.full(min(n, TILE_BATCH), code, np.uint8)
+    res, out_ops = _result(n, np.full(n, code, np.uint8) if per_request else None, per_request)
+    starts = np.empty((len(codes), rank), np.int64)
+    counts = np.empty((len(codes), rank), np.int64)
+    shape_arr = np.asarray(shape, np.int64)
+    i = 0
+    while True:
+        j = min(n, i + TILE_BATCH)
+        _tiles(shape_arr, block_arr, order_arr, i, j, starts, counts)
+        h.feed(codes[:j - i], starts[:j - i], counts[:j - i], res, i, j == n)
+        if j == n:
+            break
+        i = j
     return Predictions(res, out_ops)
 
 

@@ -31,8 +31,10 @@ from ccp.model import (
     simulate,
     simulate_arrays,
     simulate_fast,
+    simulate_tiling,
     summarise,
 )
+from ccp.model import fast as fast_module
 from ccp.workload.requests import random_requests, tile_requests
 
 AGREE = settings(SETTINGS, max_examples=SETTINGS.max_examples * 2)
@@ -123,6 +125,29 @@ def test_random_plan_agrees():
     got = simulate_arrays(shape, chunks, 4, filtered=True, cache=cache, ops="read", starts=plan.starts, counts=plan.counts)
     reqs = [("read", tuple(s), tuple(c)) for s, c in zip(plan.starts.tolist(), plan.counts.tolist())]
     assert list(got) == simulate(shape, chunks, 4, filtered=True, cache=cache, requests=reqs)
+
+
+@settings(SETTINGS, max_examples=60)
+@given(data=st.data(), layout=layouts(contiguous_ok=True), filtered=st.booleans(), op=st.sampled_from(["read", "write"]))
+def test_tiling_generated_in_the_kernel_is_the_plan(monkeypatch, data, layout, filtered, op):
+    """simulate_tiling == simulate_arrays(tile_requests(...)) for any block and dim order, across
+    batch boundaries, per request or totals, whole or a prefix."""
+    shape, chunks, dtype = layout
+    filtered = filtered and chunks is not None
+    itemsize = DTYPES[dtype]
+    cache = data.draw(caches(math.prod(chunks or shape) * itemsize), label="cache")
+    block = tuple(data.draw(st.integers(1, s)) for s in shape)
+    order = data.draw(st.permutations(range(len(shape))))
+    plan = tile_requests(shape, block, order)
+    k = data.draw(st.sampled_from([None, 1, max(1, len(plan) // 2)]))
+    monkeypatch.setattr(fast_module, "TILE_BATCH", data.draw(st.sampled_from([1, 3, 1 << 16])))
+    per_request = data.draw(st.booleans())
+    allocated = op == "read"
+    got = simulate_tiling(shape, chunks, itemsize, filtered=filtered, cache=cache, op=op, block=block, order=order,
+                          allocated=allocated, per_request=per_request, max_requests=k)
+    want = simulate_arrays(shape, chunks, itemsize, filtered=filtered, cache=cache, ops=op, starts=plan.starts[:k],
+                           counts=plan.counts[:k], allocated=allocated, per_request=per_request)
+    assert got.counts.tolist() == want.counts.tolist() and got.ops.tolist() == want.ops.tolist()
 
 
 # ---------------------------------------------------------------------------- the result object
