@@ -51,15 +51,40 @@ class Predictions(Sequence):
     (a slice gives a Predictions), so code written for :func:`ccp.model.simulate`'s list works as is.
     """
 
-    counts: np.ndarray      # (n + 1, 7) int64
-    ops: np.ndarray         # (n + 1,) uint8: 0 read, 1 write, 2 close
+    counts: np.ndarray      # (n + 1, 7) int64, or (2, 7): all requests summed, then the close
+    ops: np.ndarray         # (n + 1,) uint8: 0 read, 1 write, 2 close (3: the summed row)
+    n: int = -1             # requests predicted (needed when the rows are summed)
+
+    @property
+    def n_requests(self) -> int:
+        """How many requests were predicted (not counting the close)."""
+        return self.n if self.n >= 0 else len(self.ops) - 1
+
+    @property
+    def per_request(self) -> bool:
+        return not (len(self.ops) and self.ops[0] == 3)
+
+    def classes(self) -> np.ndarray:
+        """Per request, a class of requests the model says do the same work: equal
+        ``(chunk_loads, raw_reads, raw_writes, chunk_hits > 0)``, numbered in sorted order of
+        those tuples (what ``np.unique(keys, axis=0, return_inverse=True)`` numbers)."""
+        if not self.per_request:
+            raise ValueError("classes need per-request predictions (per_request=True)")
+        c = self.counts[:-1]
+        keys = np.stack([c[:, _LOAD], c[:, _NR], c[:, _NW], (c[:, _HIT] > 0).astype(np.int64)], axis=1)
+        if len(keys) == 0:
+            return np.zeros(0, np.int64)
+        if int(keys[:, :3].max()) < (1 << 20):      # pack into one int64: same order, far faster
+            packed = (keys[:, 0] << 41) | (keys[:, 1] << 21) | (keys[:, 2] << 1) | keys[:, 3]
+            return np.unique(packed, return_inverse=True)[1].ravel().astype(np.int64)
+        return np.unique(keys, axis=0, return_inverse=True)[1].ravel().astype(np.int64)
 
     def __len__(self) -> int:
         return len(self.ops)
 
     def __getitem__(self, i):
         if isinstance(i, slice):
-            return Predictions(self.counts[i], self.ops[i])
+            return Predictions(self.counts[i], self.ops[i])   # rows as they are (n from their count)
         row = self.counts[i]
         return RequestPrediction(*(int(v) for v in row), op=OPS[int(self.ops[i])])
 
@@ -79,7 +104,7 @@ class Predictions(Sequence):
         destination's writes happen in the same requests); ops are this one's."""
         if len(other) != len(self):
             raise ValueError(f"cannot add predictions of {len(self)} and {len(other)} requests")
-        return Predictions(self.counts + other.counts, self.ops)
+        return Predictions(self.counts + other.counts, self.ops, self.n)
 
 
 # ============================================================================== chunked kernel
@@ -608,7 +633,7 @@ def simulate_arrays(shape: Sequence[int], chunks: Sequence[int] | None, itemsize
     h.per_request = bool(per_request)
     res, out_ops = _result(n, codes, per_request)
     h.feed(codes, starts, counts, res, 0, True)
-    return Predictions(res, out_ops)
+    return Predictions(res, out_ops, n)
 
 
 @numba.njit(**_JIT)
@@ -676,7 +701,7 @@ def simulate_tiling(shape: Sequence[int], chunks: Sequence[int] | None, itemsize
         if j == n:
             break
         i = j
-    return Predictions(res, out_ops)
+    return Predictions(res, out_ops, n)
 
 
 def simulate_fast(shape: Sequence[int], chunks: Sequence[int] | None, itemsize: int, *, filtered: bool,

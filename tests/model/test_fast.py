@@ -167,6 +167,21 @@ def test_predictions_behave_like_the_reference_list():
         got + got[:3]
 
 
+def test_classes_and_request_count_as_the_engine_computes_them():
+    plan = random_requests((64, 64), (4, 16), 2000, seed=5)
+    kw = {"filtered": True, "cache": CacheParams(3 * 8 * 32 * 4, 7, 0.5), "ops": "read", "starts": plan.starts,
+          "counts": plan.counts}
+    preds = simulate_arrays((64, 64), (8, 32), 4, **kw)
+    keys = np.array([(p.chunk_loads, p.raw_reads, p.raw_writes, p.chunk_hits > 0) for p in preds[:-1]], dtype=np.int64)
+    want = np.unique(keys, axis=0, return_inverse=True)[1].ravel()
+    assert preds.classes().tolist() == want.tolist() and len(set(want.tolist())) > 1
+    totals = simulate_arrays((64, 64), (8, 32), 4, per_request=False, **kw)
+    assert preds.n_requests == totals.n_requests == 2000 and not totals.per_request
+    assert (preds + preds).n_requests == 2000
+    with pytest.raises(ValueError, match="per-request"):
+        totals.classes()
+
+
 def test_chunk_size_table_places_offsets_in_c_order():
     table = chunk_size_table((10, 7), (5, 3), {(0, 0): 11, (5, 6): 22, (0, 3): 33})
     assert table.tolist() == [11, 33, 22, 22, 22, 22]      # missing chunks get the median (22)
