@@ -39,6 +39,21 @@ CRIS = (60, 30, 9, 717)
 SEED = (1000, 100, 100)
 
 
+class Timer:
+    """Wall and CPU seconds of a block (the machine may be shared: CPU time is this process's own)."""
+
+    def __enter__(self):
+        self.w, self.c = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall, self.cpu = time.perf_counter() - self.w, time.process_time() - self.c
+
+
+def _rate(n, t):
+    return f"{n / t.cpu:,.0f} ({n / t.wall:,.0f})"
+
+
 def _reqs(op, plan, k):
     for i in range(k):
         yield op, tuple(int(x) for x in plan.starts[i]), tuple(int(x) for x in plan.counts[i])
@@ -57,37 +72,35 @@ def pattern_rates(ref_n: int) -> None:
         ("write: rows 1x1x100, gzip 10x100x100, 1 MiB", SEED, (10, 100, 100), True, CacheParams(MiB, 521, 0.75),
          "write", tile_requests(SEED, (1, 1, 100)), False, (1, 1, 100)),
     ]
-    print("| pattern | requests | before: reference req/s | after: arrays, per request | arrays, totals | "
-          "tiling in kernel, totals | speed-up (best) |")
+    print("requests per second of CPU time (of wall time in parentheses; the machine may be shared)\n")
+    print("| pattern | requests | before: reference | after: arrays, per request | arrays, totals | "
+          "tiling in kernel, totals | speed-up (best, CPU) |")
     print("|---|---|---|---|---|---|---|")
     for name, shape, chunks, filtered, cache, op, plan, allocated, block in patterns:
         k = min(ref_n, len(plan))
-        t0 = time.perf_counter()
-        ref = simulate(shape, chunks, 4, filtered=filtered, cache=cache, requests=_reqs(op, plan, k), allocated=allocated)
-        t_ref = time.perf_counter() - t0
+        with Timer() as t_ref:
+            ref = simulate(shape, chunks, 4, filtered=filtered, cache=cache, requests=_reqs(op, plan, k),
+                           allocated=allocated)
         pre = simulate_arrays(shape, chunks, 4, filtered=filtered, cache=cache, ops=op, starts=plan.starts[:k],
                               counts=plan.counts[:k], allocated=allocated)
         assert list(pre) == ref, name
-        t0 = time.perf_counter()
-        simulate_arrays(shape, chunks, 4, filtered=filtered, cache=cache, ops=op, starts=plan.starts,
-                        counts=plan.counts, allocated=allocated)
-        t_per = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        full = simulate_arrays(shape, chunks, 4, filtered=filtered, cache=cache, ops=op, starts=plan.starts,
-                               counts=plan.counts, allocated=allocated, per_request=False).total()
-        t_tot = time.perf_counter() - t0
+        with Timer() as t_per:
+            simulate_arrays(shape, chunks, 4, filtered=filtered, cache=cache, ops=op, starts=plan.starts,
+                            counts=plan.counts, allocated=allocated)
+        with Timer() as t_tot:
+            full = simulate_arrays(shape, chunks, 4, filtered=filtered, cache=cache, ops=op, starts=plan.starts,
+                                   counts=plan.counts, allocated=allocated, per_request=False).total()
         n = len(plan)
         tiled = "n/a"
-        best = min(t_per, t_tot)
+        best = min(t_per.cpu, t_tot.cpu)
         if block is not None:
-            t0 = time.perf_counter()
-            tot = simulate_tiling(shape, chunks, 4, filtered=filtered, cache=cache, op=op, block=block,
-                                  allocated=allocated).total()
-            t_tile = time.perf_counter() - t0
+            with Timer() as t_tile:
+                tot = simulate_tiling(shape, chunks, 4, filtered=filtered, cache=cache, op=op, block=block,
+                                      allocated=allocated).total()
             assert tot == full, name
-            tiled, best = f"{n / t_tile:,.0f}", min(best, t_tile)
-        print(f"| {name} | {n:,} | {k / t_ref:,.0f} | {n / t_per:,.0f} | {n / t_tot:,.0f} | {tiled} | "
-              f"{(n / best) / (k / t_ref):,.0f}x |")
+            tiled, best = _rate(n, t_tile), min(best, t_tile.cpu)
+        print(f"| {name} | {n:,} | {_rate(k, t_ref)} | {_rate(n, t_per)} | {_rate(n, t_tot)} | {tiled} | "
+              f"{(n / best) / (k / t_ref.cpu):,.0f}x |")
 
 
 def sweep_cells():
@@ -124,31 +137,28 @@ def sweep_case() -> None:
 
 
 def ten_million() -> None:
+    print("seconds of CPU time (of wall time in parentheses)\n")
     print("| layout | simulate_tiling, totals | simulate_tiling, a row per request | tile_requests | "
           "simulate_arrays, totals | raw reads | chunk loads |")
     print("|---|---|---|---|---|---|---|")
     for name, chunks, filtered in (("50x100x100, none (one read per element)", (50, 100, 100), False),
                                    ("10x100x100, gzip 6 (hits)", (10, 100, 100), True)):
         kw = {"filtered": filtered, "cache": CacheParams(MiB, 521, 0.75)}
-        t0 = time.perf_counter()
-        tot = simulate_tiling(SEED, chunks, 4, op="read", block=(1, 1, 1), **kw).total()
-        t_tile = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        per = simulate_tiling(SEED, chunks, 4, op="read", block=(1, 1, 1), per_request=True, **kw)
-        t_tile_per = time.perf_counter() - t0
+        with Timer() as t_tile:
+            tot = simulate_tiling(SEED, chunks, 4, op="read", block=(1, 1, 1), **kw).total()
+        with Timer() as t_tile_per:
+            per = simulate_tiling(SEED, chunks, 4, op="read", block=(1, 1, 1), per_request=True, **kw)
         assert per.total() == tot
         del per
-        t0 = time.perf_counter()
-        plan = tile_requests(SEED, (1, 1, 1))
-        t_plan = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        arr = simulate_arrays(SEED, chunks, 4, ops="read", starts=plan.starts, counts=plan.counts, per_request=False,
-                              **kw).total()
-        t_arr = time.perf_counter() - t0
+        with Timer() as t_plan:
+            plan = tile_requests(SEED, (1, 1, 1))
+        with Timer() as t_arr:
+            arr = simulate_arrays(SEED, chunks, 4, ops="read", starts=plan.starts, counts=plan.counts,
+                                  per_request=False, **kw).total()
         assert arr == tot
         del plan
-        print(f"| {name} | {t_tile:.2f} s | {t_tile_per:.2f} s | {t_plan:.2f} s | {t_arr:.2f} s | {tot.raw_reads:,} | "
-              f"{tot.chunk_loads:,} |")
+        cells = [f"{t.cpu:.2f} s ({t.wall:.2f} s)" for t in (t_tile, t_tile_per, t_plan, t_arr)]
+        print(f"| {name} | {' | '.join(cells)} | {tot.raw_reads:,} | {tot.chunk_loads:,} |")
 
 
 COMPILE_PROBE = """
