@@ -148,7 +148,7 @@ def _flush_chunk(lin, res, r, filtered, stored, chunk_bytes, alloc):
     return False
 
 
-@numba.njit(inline="always")
+@numba.njit(**_JIT)
 def _evict(e, res, r, st, ent, rd, wr, dirty, prv, nxt, filtered, stored, chunk_bytes, alloc):
     if _preemptible(rd[e], wr[e], chunk_bytes):
         st[_NPRE] -= 1
@@ -173,7 +173,7 @@ def _evict(e, res, r, st, ent, rd, wr, dirty, prv, nxt, filtered, stored, chunk_
     res[r, _EVICT] += 1
 
 
-@numba.njit(inline="always")
+@numba.njit(**_JIT)
 def _prune(res, r, st, ent, rd, wr, dirty, prv, nxt, filtered, stored, chunk_bytes, alloc, total, w0):
     """``H5D__chunk_cache_prune`` as in DatasetModel._prune (two pointers from the head).
 
