@@ -72,6 +72,11 @@ def pattern_rates(ref_n: int) -> None:
         ("write: rows 1x1x100, gzip 10x100x100, 1 MiB", SEED, (10, 100, 100), True, CacheParams(MiB, 521, 0.75),
          "write", tile_requests(SEED, (1, 1, 100)), False, (1, 1, 100)),
     ]
+    for per_request in (True, False):     # load every compiled function from numba's cache before timing
+        simulate_tiling((8, 8), (4, 4), 4, filtered=False, cache=CacheParams(), op="read", block=(1, 1),
+                        per_request=per_request)
+        simulate_arrays((8, 8), (4, 4), 4, filtered=False, cache=CacheParams(), ops="read", starts=[(0, 0)],
+                        counts=[(1, 1)], per_request=per_request)
     print("requests per second of CPU time (of wall time in parentheses; the machine may be shared)\n")
     print("| pattern | requests | before: reference | after: arrays, per request | arrays, totals | "
           "tiling in kernel, totals | speed-up (best, CPU) |")
