@@ -2,7 +2,7 @@
 
 ``simulate`` is the reference (Python, one object per cache entry); ``simulate_fast`` and
 ``simulate_arrays`` (``ccp.model.fast``, numba-compiled, imported on first use) give the same
-predictions about a thousand times faster.
+predictions several hundred times faster (``benchmarks/model_speed.py``).
 """
 
 from ccp.model.cache import (

@@ -1,8 +1,9 @@
 """The chunk-cache model of :mod:`ccp.model.cache`, compiled: same semantics, flat arrays, numba.
 
 :class:`ccp.model.cache.DatasetModel` stays the reference (readable, one object per cache entry);
-this module walks the same requests over flat arrays in a numba-compiled kernel, about a thousand
-times faster, and the tests hold both to HDF5 and to each other request by request.
+this module walks the same requests over flat arrays in a numba-compiled kernel, several hundred
+times faster per CPU second (``benchmarks/model_speed.py``), and the tests hold both to HDF5 and to
+each other request by request.
 
 State, one row per hash slot (HDF5 keeps at most one chunk per slot, so a slot names its entry):
 the chunk's C-order index over the grid (-1: empty), its ``rd``/``wr`` countdowns, dirty flag and
