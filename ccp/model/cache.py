@@ -105,6 +105,9 @@ _COUNT_FIELDS = tuple(f.name for f in fields(RequestPrediction) if f.name != "op
 
 def summarise(predictions: Iterable[RequestPrediction]) -> RequestPrediction:
     """Totals of a sequence of predictions (``op == "total"``)."""
+    total = getattr(predictions, "total", None)
+    if callable(total):                 # ccp.model.fast.Predictions: column sums, no Python loop
+        return total()
     tot = dict.fromkeys(_COUNT_FIELDS, 0)
     for p in predictions:
         for k in _COUNT_FIELDS:

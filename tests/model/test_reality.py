@@ -5,103 +5,22 @@ from __future__ import annotations
 import itertools
 import math
 
-import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from model_strategies import (
+    DTYPES,
+    SETTINGS,
+    caches,
+    layouts,
+    request_lists,
+    sieve_sizes,
+    slabs,
+)
 
-from ccp.model import CacheParams, ChunkGrid, simulate, summarise
+from ccp.model import CacheParams, ChunkGrid, simulate, simulate_fast, summarise
 
-SETTINGS = settings(max_examples=int(__import__("os").environ.get("CCP_MODEL_EXAMPLES", "150")), deadline=None, derandomize=False,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-DTYPES = {"i1": 1, "i2": 2, "i4": 4, "f8": 8}
-NSLOTS = [0, 1, 2, 3, 4, 5, 6, 7, 8, 11, 16, 17, 521]
-W0 = [0.0, 0.3, 0.5, 0.75, 0.9, 1.0]
-MAX_REQUESTS = 36
-
-
-def tiles(shape, block, order):
-    """Hyperslabs tiling ``shape`` with ``block`` (edge tiles clipped), in C or Fortran order."""
-    ranges = [range(0, s, b) for s, b in zip(shape, block)]
-    if order == "F":
-        starts = [tuple(reversed(p)) for p in itertools.product(*reversed(ranges))]
-    else:
-        starts = list(itertools.product(*ranges))
-    return [(st_, tuple(min(b, s - o) for o, b, s in zip(st_, block, shape))) for st_ in starts]
-
-
-@st.composite
-def layouts(draw, contiguous_ok=False):
-    """Either any shape with any chunks, or a grid of 1-8 chunks per dim with random edge chunks."""
-    rank = draw(st.integers(1, 3))
-    if draw(st.booleans()):
-        hi = {1: 40, 2: 12, 3: 7}[rank]
-        shape = tuple(draw(st.lists(st.integers(1, hi), min_size=rank, max_size=rank)))
-        chunks = tuple(draw(st.integers(1, s)) for s in shape)
-    else:
-        hi = {1: 8, 2: 4, 3: 3}[rank]
-        chunks = tuple(draw(st.lists(st.integers(1, hi), min_size=rank, max_size=rank)))
-        grid = tuple(draw(st.lists(st.integers(1, {1: 8, 2: 4, 3: 3}[rank]), min_size=rank, max_size=rank)))
-        shape = tuple(c * n - draw(st.integers(0, c - 1)) for c, n in zip(chunks, grid))
-        chunks = tuple(min(c, s) for c, s in zip(chunks, shape))
-    if contiguous_ok and draw(st.integers(0, 4)) == 0:
-        chunks = None
-    dtype = draw(st.sampled_from(sorted(DTYPES)))
-    return shape, chunks, dtype
-
-
-@st.composite
-def slabs(draw, shape):
-    start = tuple(draw(st.integers(0, s - 1)) for s in shape)
-    count = tuple(draw(st.integers(1, s - o)) for s, o in zip(shape, start))
-    return start, count
-
-
-@st.composite
-def small_slabs(draw, shape, chunks):
-    """A hyperslab of at most about one chunk."""
-    lim = chunks or tuple(max(1, s // 3) for s in shape)
-    start = tuple(draw(st.integers(0, s - 1)) for s in shape)
-    count = tuple(draw(st.integers(1, min(c, s - o))) for c, s, o in zip(lim, shape, start))
-    return start, count
-
-
-@st.composite
-def request_lists(draw, shape, chunks, ops=("read",)):
-    """Tilings (C, Fortran or shuffled order, one to three passes) plus random hyperslabs, or
-    random small hyperslabs revisiting a few chunks (hits, slot collisions and pruning order)."""
-    if draw(st.integers(0, 2)) == 0:
-        reqs = draw(st.lists(small_slabs(shape, chunks), min_size=8, max_size=MAX_REQUESTS))
-        return [(draw(st.sampled_from(ops)), s, c) for s, c in reqs]
-    if chunks is not None and draw(st.booleans()):
-        block = tuple(draw(st.integers(1, c)) for c in chunks)          # sub-chunk blocks: revisits
-    else:
-        block = tuple(draw(st.integers(1, s)) for s in shape)
-    order = draw(st.sampled_from(["C", "F", "shuffled"]))
-    reqs = tiles(shape, block, "F" if order == "F" else "C")
-    if order == "shuffled":
-        reqs = draw(st.permutations(reqs))
-    reqs = (reqs * draw(st.integers(1, 3)))[:MAX_REQUESTS]
-    reqs = reqs + draw(st.lists(slabs(shape), max_size=4))
-    return [(draw(st.sampled_from(ops)), s, c) for s, c in reqs]
-
-
-@st.composite
-def caches(draw, chunk_bytes):
-    """nbytes from 0 to a few chunks (often exactly k chunks, or one byte either side)."""
-    if draw(st.booleans()):
-        nbytes = max(0, draw(st.integers(0, 5)) * chunk_bytes + draw(st.sampled_from([-1, 0, 0, 1])))
-    else:
-        nbytes = draw(st.integers(0, 5 * chunk_bytes))
-    return CacheParams(nbytes=nbytes, nslots=draw(st.sampled_from(NSLOTS)), w0=draw(st.sampled_from(W0)))
-
-
-def sieve_sizes(draw, shape, chunks, itemsize):
-    """Contiguous only: the default 64 KiB, or a small sieve (down to one element)."""
-    if chunks is not None or draw(st.booleans()):
-        return 64 * 1024
-    return draw(st.integers(itemsize, 2 * math.prod(shape) * itemsize))
-
+SIMULATORS = {"reference": simulate, "compiled": simulate_fast}
 
 def _cmp(pred, obs, *, write_bytes=True):
     got = [(p.op, p.raw_reads, p.raw_read_bytes, p.raw_writes, p.raw_write_bytes if write_bytes else None)
@@ -137,9 +56,13 @@ def test_reads_match_hdf5(h5trace, tmp_path, data, layout, filtered):
     sizes = h5trace.stored_chunk_sizes(path) if chunks else {}
     sieve = sieve_sizes(data.draw, shape, chunks, itemsize)
     obs = h5trace.trace(path, requests, cache, dtype, sieve_buf_size=sieve)
-    pred = simulate(shape, chunks, itemsize, filtered=filtered, cache=cache, requests=requests,
-                    stored_chunk_bytes=sizes.__getitem__, sieve_buf_size=sieve)
+    kw = {"filtered": filtered, "cache": cache, "requests": requests, "stored_chunk_bytes": sizes.__getitem__,
+              "sieve_buf_size": sieve}
+    pred = simulate(shape, chunks, itemsize, **kw)
     _cmp(pred, obs)
+    fast = simulate_fast(shape, chunks, itemsize, **kw)
+    _cmp(fast, obs)
+    assert list(fast) == pred            # hits, loads and evictions too
     path.unlink()
 
 
@@ -172,21 +95,25 @@ def test_writes_and_mixed_match_hdf5(h5trace, tmp_path, data, layout, filtered, 
     obs = h5trace.trace(path, requests, cache, dtype, sieve_buf_size=sieve)
     # Filtered: a read of a chunk that this handle rewrote reads its new compressed size, which
     # the model cannot know -> compare byte counts only where sizes are knowable.
-    pred = simulate(shape, chunks, itemsize, filtered=filtered, cache=cache, requests=requests,
-                    stored_chunk_bytes=lambda c: sizes.get(c, chunk_bytes), allocated=allocated,
-                    sieve_buf_size=sieve)
-    if filtered:
-        assert [(p.op, p.raw_reads, p.raw_writes) for p in pred] == \
-               [(p.op, o.raw_reads, o.raw_writes) for p, o in zip(pred, obs)]
-    else:
-        _cmp(pred, obs)
+    kw = {"filtered": filtered, "cache": cache, "requests": requests, "allocated": allocated, "sieve_buf_size": sieve,
+              "stored_chunk_bytes": lambda c: sizes.get(c, chunk_bytes)}
+    pred = simulate(shape, chunks, itemsize, **kw)
+    fast = simulate_fast(shape, chunks, itemsize, **kw)
+    for p_ in (pred, fast):
+        if filtered:
+            assert [(p.op, p.raw_reads, p.raw_writes) for p in p_] == \
+                   [(p.op, o.raw_reads, o.raw_writes) for p, o in zip(p_, obs)]
+        else:
+            _cmp(p_, obs)
+    assert list(fast) == pred
     path.unlink()
 
 
 # ----------------------------------------------------------- the seed's write case, small scale
+@pytest.mark.parametrize("sim", SIMULATORS)
 @pytest.mark.parametrize("filtered", [False, True], ids=["none", "gzip"])
 @pytest.mark.parametrize("fits", [False, True], ids=["cache<chunk", "cache>chunk"])
-def test_plane_by_plane_write_case(h5trace, tmp_path, filtered, fits):
+def test_plane_by_plane_write_case(h5trace, tmp_path, filtered, fits, sim):
     """Seed 001 at 40x10x10 int32, chunks 10x10x10 (4000 B): one plane per H5Dwrite."""
     shape, chunks = (40, 10, 10), (10, 10, 10)
     cache = CacheParams(nbytes=5 * 4000 if fits else 4000 // 2, nslots=521, w0=0.75)
@@ -194,7 +121,7 @@ def test_plane_by_plane_write_case(h5trace, tmp_path, filtered, fits):
     path = tmp_path / "planes.h5"
     h5trace.make_file(path, shape, chunks, "i4", filtered=filtered)
     obs = h5trace.trace(path, requests, cache, "i4")
-    pred = simulate(shape, chunks, 4, filtered=filtered, cache=cache, requests=requests, allocated=False)
+    pred = SIMULATORS[sim](shape, chunks, 4, filtered=filtered, cache=cache, requests=requests, allocated=False)
     tot = summarise(pred)
     expected = {(False, False): (40, 0), (False, True): (4, 0), (True, False): (40, 36), (True, True): (4, 0)}
     assert (tot.raw_writes, tot.raw_reads) == expected[filtered, fits]
@@ -204,7 +131,8 @@ def test_plane_by_plane_write_case(h5trace, tmp_path, filtered, fits):
         assert [p.raw_write_bytes for p in pred] == [o.raw_write_bytes for o in obs]
 
 
-def test_hash_slots_are_bit_packed_not_cindex(h5trace, tmp_path):
+@pytest.mark.parametrize("sim", SIMULATORS)
+def test_hash_slots_are_bit_packed_not_cindex(h5trace, tmp_path, sim):
     """3x3 chunks: (0,0) and (1,0) collide with 4 slots (packed keys 0, 4), not with 3 (cindex 0, 3)."""
     path = tmp_path / "hash.h5"
     h5trace.make_file(path, (12, 12), (4, 4), "i4", filtered=False, prewrite=[((0, 0), (12, 12))])
@@ -212,18 +140,19 @@ def test_hash_slots_are_bit_packed_not_cindex(h5trace, tmp_path):
     for nslots, third in [(4, 1), (3, 0)]:
         cache = CacheParams(nbytes=10_000, nslots=nslots, w0=0.75)
         obs = h5trace.trace(path, reqs, cache, "i4")
-        pred = simulate((12, 12), (4, 4), 4, filtered=False, cache=cache, requests=reqs)
+        pred = SIMULATORS[sim]((12, 12), (4, 4), 4, filtered=False, cache=cache, requests=reqs)
         assert [o.raw_reads for o in obs] == [p.raw_reads for p in pred] == [1, 1, third, 0]
 
 
+@pytest.mark.parametrize("sim", SIMULATORS)
 @pytest.mark.parametrize(("w0", "rereads"), [(1.0, 0), (0.75, 4)], ids=["w0=1", "w0=0.75"])
-def test_w0_one_overflows_cache_in_hdf5_too(h5trace, tmp_path, w0, rereads):
+def test_w0_one_overflows_cache_in_hdf5_too(h5trace, tmp_path, w0, rereads, sim):
     """4 partially read 8-byte chunks in a 16-byte cache: with w0 == 1 HDF5 keeps all four."""
     path = tmp_path / "w0.h5"
     h5trace.make_file(path, (8,), (2,), "i4", filtered=False, prewrite=[((0,), (8,))])
     reqs = [("read", (2 * i,), (1,)) for i in range(4)] * 2
     cache = CacheParams(nbytes=16, nslots=17, w0=w0)
     obs = h5trace.trace(path, reqs, cache, "i4")
-    pred = simulate((8,), (2,), 4, filtered=False, cache=cache, requests=reqs)
+    pred = SIMULATORS[sim]((8,), (2,), 4, filtered=False, cache=cache, requests=reqs)
     assert [o.raw_reads for o in obs] == [p.raw_reads for p in pred]
     assert sum(p.raw_reads for p in pred[4:]) == rereads

@@ -1,0 +1,339 @@
+"""The chunk-cache model of :mod:`ccp.model.cache`, compiled: same semantics, flat arrays, numba.
+
+:class:`ccp.model.cache.DatasetModel` stays the reference (readable, one object per cache entry);
+this module walks the same requests over flat arrays in a numba-compiled kernel, several hundred
+times faster per CPU second (``benchmarks/model_speed.py``), and the tests hold both to HDF5 and to
+each other request by request.
+
+State, one row per hash slot (HDF5 keeps at most one chunk per slot, so a slot names its entry):
+the chunk's C-order index over the grid (-1: empty), its ``rd``/``wr`` countdowns, dirty flag and
+the doubly linked LRU list (``prev``/``next`` slot numbers). Chunks allocated while the handle is
+open are a byte per chunk of the grid (only when some chunk starts unallocated). Per request the
+kernel writes one row of seven counts (:data:`COLUMNS`); the last row is the dataset close.
+
+The kernels are in :mod:`ccp.model.kernels`. Entry points: :func:`simulate_fast` takes exactly
+:func:`ccp.model.simulate`'s arguments; :func:`simulate_arrays` takes a request plan as arrays (no
+Python tuple per request); :func:`simulate_tiling` generates a tiling in the kernel. They return
+:class:`Predictions`, a sequence of :class:`RequestPrediction` backed by one int64 array, whose
+:meth:`Predictions.total` (and :func:`ccp.model.summarise`) sums columns without a Python loop.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ccp.model.cache import (
+    DEFAULT_SIEVE_BUF_SIZE,
+    Allocated,
+    CacheParams,
+    Request,
+    RequestPrediction,
+)
+from ccp.model.grid import ChunkGrid, Coords
+from ccp.model.kernels import (
+    _HIT,
+    _LOAD,
+    _NR,
+    _NW,
+    _chunked_kernel,
+    _contig_kernel,
+    _tiles,
+)
+
+#: Columns of :attr:`Predictions.counts`, in RequestPrediction's field order.
+COLUMNS = ("chunk_hits", "chunk_loads", "evictions", "raw_reads", "raw_read_bytes", "raw_writes", "raw_write_bytes")
+OPS = ("read", "write", "close", "total")   # Predictions.ops codes 0-3 ("total": all requests summed)
+
+
+@dataclass(frozen=True, eq=False)
+class Predictions(Sequence):
+    """Per-request predictions as arrays: ``counts[i]`` holds :data:`COLUMNS` of request ``i``.
+
+    The last row is the dataset close (``ops[-1] == 2``). Indexing gives a :class:`RequestPrediction`
+    (a slice gives a Predictions), so code written for :func:`ccp.model.simulate`'s list works as is.
+    """
+
+    counts: np.ndarray      # (n + 1, 7) int64, or (2, 7): all requests summed, then the close
+    ops: np.ndarray         # (n + 1,) uint8: 0 read, 1 write, 2 close (3: the summed row)
+    n: int = -1             # requests predicted (needed when the rows are summed)
+
+    @property
+    def n_requests(self) -> int:
+        """How many requests were predicted (not counting the close)."""
+        return self.n if self.n >= 0 else len(self.ops) - 1
+
+    @property
+    def per_request(self) -> bool:
+        return not (len(self.ops) and self.ops[0] == 3)
+
+    def classes(self) -> np.ndarray:
+        """Per request, a class of requests the model says do the same work: equal
+        ``(chunk_loads, raw_reads, raw_writes, chunk_hits > 0)``, numbered in sorted order of
+        those tuples (what ``np.unique(keys, axis=0, return_inverse=True)`` numbers)."""
+        if not self.per_request:
+            raise ValueError("classes need per-request predictions (per_request=True)")
+        c = self.counts[:-1]
+        keys = np.stack([c[:, _LOAD], c[:, _NR], c[:, _NW], (c[:, _HIT] > 0).astype(np.int64)], axis=1)
+        if len(keys) == 0:
+            return np.zeros(0, np.int64)
+        if int(keys[:, :3].max()) < (1 << 20):      # pack into one int64: same order, far faster
+            packed = (keys[:, 0] << 41) | (keys[:, 1] << 21) | (keys[:, 2] << 1) | keys[:, 3]
+            return np.unique(packed, return_inverse=True)[1].ravel().astype(np.int64)
+        return np.unique(keys, axis=0, return_inverse=True)[1].ravel().astype(np.int64)
+
+    def __len__(self) -> int:
+        return len(self.ops)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return Predictions(self.counts[i], self.ops[i])   # rows as they are (n from their count)
+        row = self.counts[i]
+        return RequestPrediction(*(int(v) for v in row), op=OPS[int(self.ops[i])])
+
+    def __iter__(self):
+        for row, op in zip(self.counts.tolist(), self.ops.tolist()):
+            yield RequestPrediction(*row, op=OPS[op])
+
+    def column(self, name: str) -> np.ndarray:
+        return self.counts[:, COLUMNS.index(name)]
+
+    def total(self) -> RequestPrediction:
+        """Same as ``summarise(self)``, vectorised."""
+        return RequestPrediction(*(int(v) for v in self.counts.sum(axis=0)), op="total")
+
+    def __add__(self, other: Predictions) -> Predictions:
+        """Request-wise sum of two handles' predictions (a copy: the source's reads and the
+        destination's writes happen in the same requests); ops are this one's."""
+        if len(other) != len(self):
+            raise ValueError(f"cannot add predictions of {len(self)} and {len(other)} requests")
+        return Predictions(self.counts + other.counts, self.ops, self.n)
+
+
+# ================================================================================== Python side
+def _op_codes(ops: str | Sequence[str] | np.ndarray, n: int) -> np.ndarray:
+    if isinstance(ops, str):
+        if ops not in ("read", "write"):
+            raise ValueError(f"op must be 'read' or 'write', not {ops!r}")
+        return np.full(n, OPS.index(ops), np.uint8)
+    arr = np.asarray(ops)
+    if arr.dtype.kind in "iu":
+        codes = arr.astype(np.uint8)
+        if len(codes) and codes.max() > 1:
+            raise ValueError("op codes must be 0 (read) or 1 (write)")
+    else:
+        bad = sorted({str(o) for o in arr.tolist()} - {"read", "write"})
+        if bad:
+            raise ValueError(f"op must be 'read' or 'write', not {bad[0]!r}")
+        codes = (arr == "write").astype(np.uint8)
+    if len(codes) != n:
+        raise ValueError(f"{len(codes)} ops for {n} requests")
+    return codes
+
+
+def _per_chunk(grid: ChunkGrid, fn: Callable[[Coords], object], dtype) -> np.ndarray:
+    """``fn`` evaluated on every chunk of the grid (C order); a KeyError/LookupError gives -1."""
+    out = np.empty(grid.nchunks, dtype)
+    for i, coords in enumerate(grid.iter_chunks()):
+        try:
+            out[i] = fn(coords)
+        except LookupError:
+            out[i] = -1
+    return out
+
+
+def chunk_size_table(shape: Sequence[int], chunks: Sequence[int], sizes_by_offset: dict,
+                     default: int | None = None) -> np.ndarray:
+    """Stored bytes per chunk (C order over the grid) from ``{chunk offset in elements: bytes}`` as
+    ``DatasetID.chunk_iter`` gives it; chunks missing from it get ``default`` (median if None)."""
+    grid = ChunkGrid(tuple(shape), tuple(chunks))
+    if default is None:
+        default = int(np.median(list(sizes_by_offset.values()))) if sizes_by_offset else grid.chunk_nbytes(1)
+    table = np.full(grid.nchunks, int(default), np.int64)
+    if sizes_by_offset:
+        offs = np.array(list(sizes_by_offset.keys()), np.int64).reshape(len(sizes_by_offset), grid.rank)
+        vals = np.fromiter(sizes_by_offset.values(), np.int64, len(sizes_by_offset))
+        scaled = offs // np.asarray(chunks, np.int64)
+        ok = np.all((scaled >= 0) & (scaled < np.asarray(grid.grid, np.int64)) & (offs % np.asarray(chunks) == 0), axis=1)
+        table[np.ravel_multi_index(tuple(scaled[ok].T), grid.grid)] = vals[ok]
+    return table
+
+
+def _check_slabs(shape: Coords, starts: np.ndarray, counts: np.ndarray) -> None:
+    bad = np.any((starts < 0) | (counts < 0) | (starts + counts > np.asarray(shape, np.int64)), axis=1)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(f"selection {tuple(starts[i].tolist())}+{tuple(counts[i].tolist())} outside shape {shape}")
+
+
+class _Handle:
+    """One open dataset handle's compiled-model state; :meth:`feed` walks a batch of requests."""
+
+    def __init__(self, shape: Coords, chunks: Sequence[int] | None, itemsize: int, filtered: bool,
+                 cache: CacheParams, stored_chunk_bytes, allocated: Allocated, sieve_buf_size: int) -> None:
+        self.shape, self.itemsize, self.per_request = shape, int(itemsize), True
+        self.shape_arr = np.asarray(shape, np.int64)
+        if chunks is None:
+            if filtered:
+                raise ValueError("filters need a chunked layout")
+            ChunkGrid(shape, tuple(max(s, 1) for s in shape))     # rank/shape validation as the reference
+            self.grid = None
+            self.storage = math.prod(shape) * self.itemsize
+            self.cap = min(int(sieve_buf_size), self.storage)
+            if allocated is None or callable(allocated):
+                alloc0 = True
+            elif isinstance(allocated, bool):
+                alloc0 = allocated
+            else:
+                alloc0 = len(allocated) > 0
+            self.cst = np.array([-1, 0, 0, int(alloc0)], np.int64)
+            return
+        grid = self.grid = ChunkGrid(shape, tuple(chunks))
+        rank = grid.rank
+        self.bits = np.asarray(grid.encode_bits(), np.int64)
+        if rank > 1 and int(self.bits[1:].sum()) + max(int(grid.grid[0]) - 1, 0).bit_length() > 62:
+            raise ValueError(f"chunk grid {grid.grid} too large for 64-bit hash keys")
+        self.chunks_arr = np.asarray(grid.chunks, np.int64)
+        self.grid_arr = np.asarray(grid.grid, np.int64)
+        self.chunk_bytes = grid.chunk_nbytes(self.itemsize)
+        if stored_chunk_bytes is None:
+            self.stored = np.zeros(0, np.int64)
+        elif isinstance(stored_chunk_bytes, np.ndarray):
+            self.stored = np.ascontiguousarray(stored_chunk_bytes, np.int64).ravel()
+            if len(self.stored) != grid.nchunks:
+                raise ValueError(f"{len(self.stored)} stored chunk sizes for {grid.nchunks} chunks")
+        else:
+            self.stored = _per_chunk(grid, stored_chunk_bytes, np.int64)
+        index_exists = not (allocated is False or (isinstance(allocated, Collection) and len(allocated) == 0))
+        if allocated is None or allocated is True:
+            self.alloc = np.zeros(0, np.uint8)
+        elif allocated is False:
+            self.alloc = np.zeros(grid.nchunks, np.uint8)
+        elif callable(allocated):
+            self.alloc = _per_chunk(grid, lambda c: bool(allocated(c)), np.uint8)
+        else:
+            self.alloc = np.zeros(grid.nchunks, np.uint8)
+            for cc in allocated:
+                cc = tuple(int(v) for v in cc)
+                if len(cc) == rank and all(0 <= v < g for v, g in zip(cc, grid.grid)):
+                    self.alloc[grid.linear_index(cc)] = 1
+        self.filtered = bool(filtered)
+        self.keep = cache.holds(self.chunk_bytes)
+        self.nslots = int(cache.nslots) if cache.enabled else 0
+        self.nbytes, self.w0 = int(cache.nbytes), float(cache.w0)
+        ns = max(self.nslots, 1)
+        self.slots = (np.full(ns, -1, np.int64), np.zeros(ns, np.int64), np.zeros(ns, np.int64),
+                      np.zeros(ns, np.uint8), np.full(ns, -1, np.int64), np.full(ns, -1, np.int64))
+        self.st = np.array([-1, -1, 0, 0, int(index_exists), 0, 0], np.int64)   # _HEAD .. _NPRE
+
+    def feed(self, codes: np.ndarray, starts: np.ndarray, counts: np.ndarray, res: np.ndarray, row0: int,
+             close: bool) -> None:
+        if self.grid is None:
+            if len(codes) or close:
+                _contig_kernel(codes, starts, counts, self.shape_arr, self.itemsize, self.cap, self.storage,
+                               self.per_request, res, row0, close, self.cst)
+            return
+        missing = _chunked_kernel(codes, starts, counts, self.chunks_arr, self.bits, self.grid_arr, self.itemsize,
+                                  self.chunk_bytes, self.filtered, self.keep, self.nslots, self.nbytes, self.w0,
+                                  self.stored, self.alloc, self.per_request, res, row0, close, *self.slots, self.st)
+        if missing:
+            raise KeyError("stored_chunk_bytes has no size for a chunk the requests load or flush")
+
+
+def _result(n: int, codes: np.ndarray | None, per_request: bool) -> tuple[np.ndarray, np.ndarray]:
+    if not per_request:
+        return np.zeros((2, len(COLUMNS)), np.int64), np.array([3, 2], np.uint8)
+    ops = np.empty(n + 1, np.uint8)
+    ops[:n] = codes
+    ops[n] = 2
+    return np.zeros((n + 1, len(COLUMNS)), np.int64), ops
+
+
+def simulate_arrays(shape: Sequence[int], chunks: Sequence[int] | None, itemsize: int, *, filtered: bool,
+                    cache: CacheParams, ops: str | Sequence[str] | np.ndarray, starts, counts,
+                    stored_chunk_bytes: None | Callable[[Coords], int] | np.ndarray = None,
+                    allocated: Allocated = None, sieve_buf_size: int = DEFAULT_SIEVE_BUF_SIZE,
+                    per_request: bool = True) -> Predictions:
+    """:func:`ccp.model.simulate` for a plan given as arrays: ``starts``/``counts`` ``(n, rank)``.
+
+    ``ops`` is one op for all requests or one per request. ``stored_chunk_bytes`` may also be an
+    array of stored bytes per chunk in C order over the grid (see :func:`chunk_size_table`).
+    ``per_request=False`` keeps no row per request (memory: 56 bytes a request otherwise): the
+    result has two rows, all requests summed (op ``"total"``) and the close.
+    """
+    shape = tuple(int(s) for s in shape)
+    rank = len(shape)
+    starts = np.ascontiguousarray(starts, dtype=np.int64).reshape(-1, rank)
+    counts = np.ascontiguousarray(counts, dtype=np.int64).reshape(-1, rank)
+    if starts.shape != counts.shape:
+        raise ValueError(f"starts {starts.shape} and counts {counts.shape} differ")
+    n = len(starts)
+    codes = _op_codes(ops, n)
+    h = _Handle(shape, chunks, itemsize, filtered, cache, stored_chunk_bytes, allocated, sieve_buf_size)
+    _check_slabs(shape, starts, counts)
+    h.per_request = bool(per_request)
+    res, out_ops = _result(n, codes, per_request)
+    h.feed(codes, starts, counts, res, 0, True)
+    return Predictions(res, out_ops, n)
+
+
+TILE_BATCH = 1 << 16
+
+
+def simulate_tiling(shape: Sequence[int], chunks: Sequence[int] | None, itemsize: int, *, filtered: bool,
+                    cache: CacheParams, op: str, block: Sequence[int], order: Sequence[int] | None = None,
+                    stored_chunk_bytes: None | Callable[[Coords], int] | np.ndarray = None,
+                    allocated: Allocated = None, sieve_buf_size: int = DEFAULT_SIEVE_BUF_SIZE,
+                    per_request: bool = False, max_requests: int | None = None) -> Predictions:
+    """:func:`simulate_arrays` of ``ccp.workload.requests.tile_requests(shape, block, order)`` (its
+    first ``max_requests``) without building the plan: requests are generated in batches inside the
+    compiled code, so a 10 M-request tiling needs neither its 480 MB of plan nor the time to make it.
+    """
+    shape = tuple(int(s) for s in shape)
+    rank = len(shape)
+    block_arr = np.asarray(block, np.int64).reshape(rank)
+    if (block_arr < 1).any():
+        raise ValueError(f"block {tuple(block)} must be >= 1 in every dimension")
+    order_arr = np.asarray(list(order) if order is not None else range(rank), np.int64).reshape(rank)
+    if sorted(order_arr.tolist()) != list(range(rank)):
+        raise ValueError(f"order {tuple(order_arr.tolist())} is not a permutation of the dimensions")
+    n = math.prod(-(-s // b) for s, b in zip(shape, block_arr.tolist()))
+    if max_requests is not None:
+        n = min(n, int(max_requests))
+    h = _Handle(shape, chunks, itemsize, filtered, cache, stored_chunk_bytes, allocated, sieve_buf_size)
+    h.per_request = bool(per_request)
+    code = OPS.index(op) if op in ("read", "write") else _op_codes(op, 1)[0]
+    codes = np.full(min(n, TILE_BATCH), code, np.uint8)
+    res, out_ops = _result(n, np.full(n, code, np.uint8) if per_request else None, per_request)
+    starts = np.empty((len(codes), rank), np.int64)
+    counts = np.empty((len(codes), rank), np.int64)
+    shape_arr = np.asarray(shape, np.int64)
+    i = 0
+    while True:
+        j = min(n, i + TILE_BATCH)
+        _tiles(shape_arr, block_arr, order_arr, i, j, starts, counts)
+        h.feed(codes[:j - i], starts[:j - i], counts[:j - i], res, i, j == n)
+        if j == n:
+            break
+        i = j
+    return Predictions(res, out_ops, n)
+
+
+def simulate_fast(shape: Sequence[int], chunks: Sequence[int] | None, itemsize: int, *, filtered: bool,
+                  cache: CacheParams, requests: Iterable[Request],
+                  stored_chunk_bytes: None | Callable[[Coords], int] | np.ndarray = None,
+                  allocated: Allocated = None, sieve_buf_size: int = DEFAULT_SIEVE_BUF_SIZE) -> Predictions:
+    """Drop-in for :func:`ccp.model.simulate` (same arguments, a sequence of the same predictions)."""
+    reqs = list(requests)
+    rank = len(shape)
+    for _op, s, c in reqs:
+        if len(s) != rank or len(c) != rank:
+            raise ValueError(f"selection rank mismatch: {tuple(s)}/{tuple(c)} for shape {tuple(shape)}")
+    starts = np.array([r[1] for r in reqs], np.int64).reshape(len(reqs), rank)
+    counts = np.array([r[2] for r in reqs], np.int64).reshape(len(reqs), rank)
+    return simulate_arrays(shape, chunks, itemsize, filtered=filtered, cache=cache, ops=[r[0] for r in reqs],
+                           starts=starts, counts=counts, stored_chunk_bytes=stored_chunk_bytes,
+                           allocated=allocated, sieve_buf_size=sieve_buf_size)
