@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ccp.model import CacheParams, simulate, summarise
+from ccp.model import CacheParams, chunk_size_table, simulate_arrays, simulate_tiling, summarise
 from ccp.workload.requests import plan_for
 
 PREDICTED = ("predicted_raw_reads", "predicted_raw_read_bytes", "predicted_raw_writes", "predicted_raw_write_bytes",
@@ -88,49 +88,45 @@ def source_index(source) -> ChunkIndex | None:
     return _SOURCE_INDEX[key]
 
 
-def _size_fn(sizes: dict | None, chunks):
-    if not sizes or chunks is None:
-        return None
-    chunks = np.asarray(chunks)
-    default = int(np.median(list(sizes.values())))
-    return lambda coords: sizes.get(tuple(int(c) for c in np.asarray(coords) * chunks), default)
+def predict_requests(cell, source, stored=None, max_requests=None, per_request=True):
+    """Per-request predictions (the last one is the dataset close) for a read, write or copy cell.
 
-
-def _requests(op, plan, max_requests=None):
-    n = len(plan) if max_requests is None else min(len(plan), max_requests)
-    for i in range(n):
-        yield op, tuple(int(x) for x in plan.starts[i]), tuple(int(x) for x in plan.counts[i])
-
-
-def predict_requests(cell, source, stored=None, max_requests=None):
-    """Per-request predictions (the last one is the dataset close) for a read, write or copy cell."""
+    The compiled model (``ccp.model.fast``) walks the requests; a tiled pattern is generated inside it,
+    so even a 10 M-request cell needs no plan in memory. ``per_request=False`` keeps totals only.
+    """
     itemsize = np.dtype(source.dtype).itemsize
     c = cell.cache
     cache = CacheParams(c.nbytes, c.nslots, c.w0)
-    plan = plan_for(cell.access, source.shape)
-    op = "read" if cell.access.op == "read" else "write"
+    access = cell.access
+
+    def run(chunks, filtered, op, index, allocated):
+        kw = {"filtered": filtered, "cache": cache, "allocated": allocated, "per_request": per_request,
+              "stored_chunk_bytes": _size_table(source.shape, chunks, index)}
+        if access.random or getattr(access, "trace", None):
+            plan = plan_for(access, source.shape)
+            k = len(plan) if max_requests is None else min(len(plan), max_requests)
+            return simulate_arrays(source.shape, chunks, itemsize, ops=op, starts=plan.starts[:k],
+                                   counts=plan.counts[:k], **kw)
+        return simulate_tiling(source.shape, chunks, itemsize, op=op, block=access.block, order=access.order,
+                               max_requests=max_requests, **kw)
+
+    op = "read" if access.op == "read" else "write"
     # a read touches only the chunks the file's index holds (the rest read as fill value, no I/O);
     # a write or copy creates its dataset empty
-    preds = simulate(source.shape, cell.chunks, itemsize, filtered=not cell.filters.is_none, cache=cache,
-                     requests=_requests(op, plan, max_requests), stored_chunk_bytes=_size_fn(stored, cell.chunks) if op == "read" else None,
-                     allocated=_allocated(stored, cell.chunks) if op == "read" else False)
-    if cell.access.op == "copy":   # the source handle's reads happen in the same requests
+    preds = run(cell.chunks, not cell.filters.is_none, op, stored if op == "read" else None,
+                _allocated(stored, cell.chunks) if op == "read" else False)
+    if access.op == "copy":   # the source handle's reads happen in the same requests
         index = source_index(source)
         index = stored if index is None else index
-        src = simulate(source.shape, source.chunks, itemsize, filtered=not source.filters.is_none, cache=cache,
-                       requests=_requests("read", plan, max_requests), allocated=_allocated(index, source.chunks),
-                       stored_chunk_bytes=_size_fn(index, source.chunks))
-        preds = [_add(a, b) for a, b in zip(preds, src)]
+        preds = preds + run(source.chunks, not source.filters.is_none, "read", index, _allocated(index, source.chunks))
     return preds
 
 
-def _add(a, b):
-    from dataclasses import replace
-
-    return replace(a, chunk_hits=a.chunk_hits + b.chunk_hits, chunk_loads=a.chunk_loads + b.chunk_loads,
-                   evictions=a.evictions + b.evictions, raw_reads=a.raw_reads + b.raw_reads,
-                   raw_read_bytes=a.raw_read_bytes + b.raw_read_bytes, raw_writes=a.raw_writes + b.raw_writes,
-                   raw_write_bytes=a.raw_write_bytes + b.raw_write_bytes)
+def _size_table(shape, chunks, sizes):
+    """Stored bytes per chunk over the grid (C order) from a chunk index; None when nothing is known."""
+    if not sizes or chunks is None:
+        return None
+    return chunk_size_table(shape, chunks, dict(sizes))
 
 
 # ------------------------------------------------------------------ calibration
@@ -258,12 +254,13 @@ def _per_request_cost(path: str, data) -> float:
 
 def predict_cell(cell, source, calibration: Calibration | None = None, stored=None, max_requests=None) -> dict:
     """The ``predicted_*`` columns of a cell (counts for the whole dataset handle, close included)."""
-    return summarise_predictions(cell, source, predict_requests(cell, source, stored, max_requests), calibration)
+    preds = predict_requests(cell, source, stored, max_requests, per_request=False)
+    return summarise_predictions(cell, source, preds, calibration)
 
 
 def summarise_predictions(cell, source, preds, calibration: Calibration | None = None) -> dict:
     total = summarise(preds)
-    n = len(preds) - 1
+    n = preds.n_requests
     chunk_bytes = int(np.prod(cell.chunks)) * np.dtype(source.dtype).itemsize if cell.chunks else 0
     out = {"predicted_requests": n, "predicted_raw_reads": total.raw_reads, "predicted_raw_read_bytes": total.raw_read_bytes,
            "predicted_raw_writes": total.raw_writes, "predicted_raw_write_bytes": total.raw_write_bytes,
