@@ -1,0 +1,138 @@
+"""The `h5py` client: the high-level slicing most Python users write (``dset[sel]``, ``dset[sel] = block``).
+
+Same arguments and result as :func:`ccp.measurement.runner.read_pass` / ``write_pass``, so a cell's
+``client`` axis only chooses the loop. The chunk cache is set the way an h5py user sets it, on the file
+(``rdcc_nbytes``/``rdcc_nslots``/``rdcc_w0`` are the file access list's cache), and read back from the
+open dataset as for every client. The file and dataset are created and opened through the low-level API
+(so the log driver can trace them) and handed to h5py's high-level objects, which is what ``h5py.File``
+itself does.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+
+def _slices(starts, counts) -> list[tuple[slice, ...]]:
+    return [tuple(slice(s, s + c) for s, c in zip(st, ct)) for st, ct in zip(starts, counts)]
+
+
+def _fapl(cache, log_path):
+    from h5py import h5p
+
+    from ccp.measurement import iolog
+
+    fapl = iolog.log_fapl(log_path) if log_path is not None else h5p.create(h5p.FILE_ACCESS)
+    fapl.set_cache(0, cache.nslots, cache.nbytes, cache.w0)      # what h5py.File(rdcc_*=...) sets
+    return fapl
+
+
+def read_pass(job, starts, counts, *, traced: bool, log_path=None, progress=None, deadline_ns: int | None = None):
+    import h5py
+    from h5py import h5f
+
+    from ccp.measurement.runner import PassTiming, _spin_to_next_us, _timed_close, target
+
+    clock = time.monotonic_ns if traced else time.perf_counter_ns
+    file, dataset_path = target(job)
+    n = len(starts)
+    req = np.zeros(n, dtype=np.int64)
+    windows = []
+    sels = _slices(starts, counts)
+    fid = h5f.open(file.encode(), h5f.ACC_RDONLY, _fapl(job.cell.cache, log_path if traced else None))
+    try:
+        f = h5py.File(fid)
+        t0 = clock()
+        ds = f[dataset_path]
+        t1 = clock()
+        open_ns = t1 - t0
+        windows.append((t0, t1))
+        effective = ds.id.get_access_plist().get_chunk_cache()
+        for i in range(n):
+            sel = sels[i]
+            if traced:
+                _spin_to_next_us(t1)
+            t0 = clock()
+            ds[sel]
+            t1 = clock()
+            req[i] = t1 - t0
+            if traced:
+                windows.append((t0, t1))
+            if progress is not None and not i & 1023:
+                progress("traced pass" if traced else "timed pass", i, n)
+            if deadline_ns is not None and t1 > deadline_ns:
+                req = req[:i + 1]
+                break
+        close_ns = _timed_close(ds.id, clock, traced, t1, windows)
+    finally:
+        fid.close()
+    return PassTiming(open_ns, req, close_ns, windows, effective)
+
+
+def write_pass(job, data, starts, counts, out_file, *, traced: bool, log_path=None, progress=None, src_log=None,
+               deadline_ns: int | None = None):
+    import h5py
+    from h5py import h5d, h5f, h5p, h5s, h5t
+
+    from ccp.measurement.runner import PassTiming, _spin_to_next_us, _timed_close, target
+    from ccp.workload.files import make_dcpl
+
+    clock = time.monotonic_ns if traced else time.perf_counter_ns
+    cell, source = job.cell, job.source
+    dtype = np.dtype(source.dtype)
+    n = len(starts)
+    req = np.zeros(n, dtype=np.int64)
+    windows = []
+    sels = _slices(starts, counts)
+    copying = data is None
+    src_fid = None
+    if copying:
+        file, dataset_path = target(job)
+        src_fid = h5f.open(file.encode(), h5f.ACC_RDONLY, _fapl(cell.cache, src_log if traced else None))
+        src = h5py.File(src_fid)[dataset_path]
+    fid = h5f.create(str(out_file).encode(), h5f.ACC_TRUNC, fapl=_fapl(cell.cache, log_path if traced else None))
+    try:
+        maxshape = tuple(h5s.UNLIMITED if m is None else m for m in source.maxshape)
+        space = h5s.create_simple(tuple(source.shape), maxshape)
+        tid = h5t.py_create(dtype, logical=True)
+        dcpl = make_dcpl(source, cell.chunks, cell.filters)
+        lcpl = h5p.create(h5p.LINK_CREATE)
+        lcpl.set_create_intermediate_group(True)
+        t0 = clock()
+        ds = h5py.Dataset(h5d.create(fid, job.dataset_path.encode(), tid, space, dcpl=dcpl, lcpl=lcpl))
+        t1 = clock()
+        open_ns = t1 - t0
+        windows.append((t0, t1))
+        effective = ds.id.get_access_plist().get_chunk_cache()
+        for i in range(n):
+            sel = sels[i]
+            if copying:
+                if traced:
+                    _spin_to_next_us(t1)
+                t0 = clock()
+                ds[sel] = src[sel]
+                t1 = clock()
+            else:
+                block = data.read(starts[i], counts[i])      # generated outside the timed call
+                if traced:
+                    _spin_to_next_us(t1)
+                t0 = clock()
+                ds[sel] = block
+                t1 = clock()
+            req[i] = t1 - t0
+            if traced:
+                windows.append((t0, t1))
+            if progress is not None and not i & 1023:
+                progress("traced pass" if traced else "timed pass", i, n)
+            if deadline_ns is not None and t1 > deadline_ns:
+                req = req[:i + 1]
+                break
+        storage = ds.id.get_storage_size()
+        close_ns = _timed_close(ds.id, clock, traced, t1, windows)
+    finally:
+        fid.close()
+        if src_fid is not None:
+            src_fid.close()
+    return PassTiming(open_ns, req, close_ns, windows, effective), storage
