@@ -17,6 +17,10 @@ What is recorded (one JSON object per line in ``<CCP_TRACE_DIR>/<pid>-<n>.jsonl`
   cache is gone).
 * ``kind="layout"``: shape, dtype, chunks, filters, fill value of each dataset touched.
 
+Part files are written when the buffer fills, at exit (``atexit``; ``multiprocessing``'s own
+exit hook for its forked children, which leave by ``os._exit``) and before a process puts
+anything on a multiprocessing queue (a worker's result: see :func:`_patch_queues`).
+
 Low-level methods live on Cython extension types, which refuse ``setattr``; they are replaced in
 the type's dict (then ``PyType_Modified`` drops CPython's method cache). This is CPython-only.
 """
@@ -29,7 +33,6 @@ import gc
 import itertools
 import json
 import os
-import signal
 import sys
 import threading
 import time
@@ -112,14 +115,6 @@ class Recorder:
                     f.write("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in buf))
             finally:
                 self.flushing = False
-
-    def on_sigterm(self, signum, frame) -> None:
-        """Pool.terminate() kills workers with SIGTERM: write what we have, then die as before."""
-        try:
-            self.flush()
-        finally:
-            signal.signal(signum, signal.SIG_DFL)
-            os.kill(os.getpid(), signum)
 
     # ------------------------------------------------------------------ datasets and files
     def event(self, op: str, file: str, dataset: str | None = None, **extra) -> None:
@@ -483,8 +478,30 @@ def _patch_h5py(rec: Recorder) -> None:
                 rec.failed(exc)
 
     File.close = file_close_wrapper
+    _patch_queues(rec)
     rec.patched = True
     rec.h5py_version = h5py.__version__
+
+
+def _patch_queues(rec: Recorder) -> None:
+    """Flush before a process hands anything to another through a multiprocessing queue.
+
+    Pool and ProcessPoolExecutor workers send each result through a ``SimpleQueue``; their parent
+    may then kill them (``Pool.terminate``, which ``with Pool()`` calls) before any exit hook
+    runs. Writing the buffer before each result leaves the part file complete by the time the
+    parent knows the work is done.
+    """
+    import multiprocessing.queues as mpq
+
+    for cls in (mpq.SimpleQueue, mpq.Queue):
+        orig = cls.put
+
+        def put(self, *args, _orig=orig, **kwargs):
+            if rec.buf:
+                rec.flush()
+            return _orig(self, *args, **kwargs)
+
+        cls.put = put
 
 
 class _H5pyHook:
@@ -532,9 +549,4 @@ def install(out_dir: str) -> Recorder:
         sys.meta_path.insert(0, _H5pyHook(rec))
     atexit.register(rec.flush)
     os.register_at_fork(after_in_child=rec.after_fork)
-    try:
-        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-            signal.signal(signal.SIGTERM, rec.on_sigterm)
-    except ValueError:     # not the main thread
-        pass
     return rec
