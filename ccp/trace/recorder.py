@@ -158,7 +158,7 @@ class Recorder:
         entry = self.handles.pop(token, None)
         if entry is None:
             return
-        info, ref, ident = entry
+        info, _ref, ident = entry
         if self.handle_of.get(ident) == token:     # ref() is already None inside a finalizer
             del self.handle_of[ident]
         key = info[:2]
@@ -301,7 +301,7 @@ def describe_key(args, shape) -> dict:
     try:
         sel = selections.select(shape, args, None)
         return describe_space(sel.id, shape)
-    except Exception:  # the call itself will raise or fall back; the selection stays unknown
+    except Exception:  # noqa: BLE001 -- the call itself will raise or fall back; the selection stays unknown
         return {"sel": "unknown", "nelems": 0}
 
 
@@ -309,7 +309,7 @@ def _layout(dsid) -> dict:
     dcpl = dsid.get_create_plist()
     filters = []
     for i in range(dcpl.get_nfilters()):
-        code, flags, values, name = dcpl.get_filter(i)
+        code, _flags, values, name = dcpl.get_filter(i)
         filters.append({"id": int(code), "name": name.decode("utf-8", "replace"), "values": [int(v) for v in values]})
     chunks = dcpl.get_chunk() if dcpl.get_layout() == 2 else None   # H5D_CHUNKED
     try:
@@ -318,7 +318,7 @@ def _layout(dsid) -> dict:
         fill = np.zeros((1,), dsid.dtype)
         dcpl.get_fill_value(fill)
         fill_value = fill[0].item() if fill.dtype.kind in "biuf" else None
-    except Exception:
+    except Exception:  # noqa: BLE001 -- the program must never see the recorder fail
         fill_value = None
     return {"shape": list(dsid.shape), "dtype": dsid.dtype.str, "itemsize": dsid.dtype.itemsize,
             "chunks": list(chunks) if chunks else None, "filters": filters, "fill_value": fill_value,
@@ -350,7 +350,7 @@ def _patch_h5py(rec: Recorder) -> None:
                     file, name, itemsize, shape = rec.handle_info(self)
                     sel = describe_space(fspace, shape)
                     r.update(sel, file=file, dataset=name, bytes=sel["nelems"] * itemsize)
-                except Exception as exc:
+                except Exception as exc:  # noqa: BLE001 -- the program must never see the recorder fail
                     rec.failed(exc)
                 rec.end(r, t0, t1, low=True)
         wrapper.__name__ = orig.__name__
@@ -375,7 +375,7 @@ def _patch_h5py(rec: Recorder) -> None:
                     file, name, itemsize, shape = rec.handle_info(dset.id)
                     sel = describe_key(args, shape)
                     r.update(sel, file=file, dataset=name, bytes=sel["nelems"] * itemsize)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 -- the program must never see the recorder fail
                 rec.failed(exc)
             rec.end(r, t0, t1, low=True)
 
@@ -394,9 +394,9 @@ def _patch_h5py(rec: Recorder) -> None:
                 t1 = perf()
                 rec.local.dataset = saved
                 try:
-                    file, name, itemsize, shape = rec.handle_info(dset.id)
+                    file, name, _itemsize, _shape = rec.handle_info(dset.id)
                     r.update(file=file, dataset=name)
-                except Exception as exc:
+                except Exception as exc:  # noqa: BLE001 -- the program must never see the recorder fail
                     rec.failed(exc)
                 rec.end(r, t0, t1, low=False)
         wrapper.__name__ = orig.__name__
@@ -427,9 +427,9 @@ def _patch_h5py(rec: Recorder) -> None:
             raise
         t1 = perf()
         try:
-            file, name, itemsize, shape = rec.handle_info(orig_result.id)
+            file, name, _itemsize, _shape = rec.handle_info(orig_result.id)
             r.update(file=file, dataset=name)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 -- the program must never see the recorder fail
             rec.failed(exc)
         rec.end(r, t0, t1, low=False)
         return out
@@ -441,8 +441,8 @@ def _patch_h5py(rec: Recorder) -> None:
         init_orig(self, bind, *args, **kwargs)
         try:
             rec.handle_info(bind)
-        except Exception:   # never break the user's program over bookkeeping
-            pass
+        except Exception as exc:  # noqa: BLE001 -- never break the user's program over bookkeeping
+            rec.failed(exc)
 
     Dataset.__init__ = dataset_init
 
@@ -455,11 +455,11 @@ def _patch_h5py(rec: Recorder) -> None:
             return
         try:
             name = _file_name(self.filename)
-            mdc, nslots, nbytes, w0 = self.id.get_access_plist().get_cache()
+            _mdc, nslots, nbytes, w0 = self.id.get_access_plist().get_cache()
             rec.event("file_open", name, mode=self.mode, rdcc_nbytes=int(nbytes), rdcc_nslots=int(nslots),
                       rdcc_w0=float(w0))
-        except Exception:
-            pass
+        except Exception as exc:  # noqa: BLE001 -- never break the user's program over bookkeeping
+            rec.failed(exc)
 
     File.__init__ = file_init_wrapper
     file_close = File.close
@@ -467,14 +467,14 @@ def _patch_h5py(rec: Recorder) -> None:
     def file_close_wrapper(self):
         try:
             name = _file_name(self.filename) if self.id.valid else None
-        except Exception:
+        except Exception:  # noqa: BLE001 -- the program must never see the recorder fail
             name = None
         file_close(self)
         if name is not None:
             try:
                 rec.file_closed(name)
                 rec.event("file_close", name)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 -- the program must never see the recorder fail
                 rec.failed(exc)
 
     File.close = file_close_wrapper

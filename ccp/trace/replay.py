@@ -59,13 +59,14 @@ class ReplaySequence:
     call_of: np.ndarray             # (n,) index of the low-level call each box belongs to
     session_starts: np.ndarray      # request indices where a fresh cache starts (reopen / new process)
     session_caches: tuple[CacheInForce, ...]
+    session_pids: tuple[int, ...]   # the process of each session
     ncalls: int                     # low-level calls
     approximate: int                # calls replayed by their bounding box
 
     @property
     def reopens(self) -> int:
         """Times the cache was lost between requests within one process."""
-        return int(len(self.session_starts)) - len(self.pids)
+        return len(self.session_starts) - len(set(self.session_pids))
 
     def sessions(self):
         """(cache, slice of requests) for each session, in order."""
@@ -108,8 +109,9 @@ def _boxes(row, rank: int, max_boxes: int) -> tuple[list, list, bool]:
 
 
 def replay_sequence(trace: Trace, dataset: str, pid: int | None = None, file: str | None = None,
-                    max_boxes: int = 65536) -> ReplaySequence:
-    """The exact sequence of ``dataset``'s selections in ``trace`` (one process with ``pid``)."""
+                    max_boxes: int = 65536, op: str | None = None) -> ReplaySequence:
+    """The exact sequence of ``dataset``'s selections in ``trace`` (one process with ``pid``; only
+    ``op`` requests, "read" or "write", when given; open/close boundaries are kept either way)."""
     file, dataset = trace.find_dataset(dataset, file)
     layout = trace.layout(file, dataset) or {}
     if not layout:
@@ -117,13 +119,13 @@ def replay_sequence(trace: Trace, dataset: str, pid: int | None = None, file: st
     t = trace.table
     rows = t[(t["file"] == file) & (t["dataset"] == dataset)]
     if pid is not None:
-        if pid not in set(int(p) for p in rows["pid"].unique()):
+        if pid not in {int(p) for p in rows["pid"].unique()}:
             raise CcpError(f"{trace.path}: pid {pid} made no call on {dataset} (pids: "
                            f"{', '.join(str(int(p)) for p in sorted(rows['pid'].unique()))})")
         rows = rows[rows["pid"] == pid]
     rank = len(layout["shape"])
     default_cache = CacheInForce(8 * 1024 * 1024, 8191, 0.75)
-    starts, counts, ops, call_of, session_starts, caches, pids = [], [], [], [], [], [], []
+    starts, counts, ops, call_of, session_starts, caches, pids, session_pids = [], [], [], [], [], [], [], []
     ncalls = approximate = 0
     for p, prow in rows.groupby("pid", sort=True):
         pids.append(int(p))
@@ -140,12 +142,15 @@ def replay_sequence(trace: Trace, dataset: str, pid: int | None = None, file: st
                 continue
             if r["kind"] != "call" or r["api"] not in LOW_APIS or r["sel"] in ("none", "unknown", None):
                 continue
+            if op is not None and r["op"] != op:
+                continue
             b_starts, b_counts, approx = _boxes(r, rank, max_boxes)
             if not b_starts:
                 continue
             if fresh:
                 session_starts.append(len(starts))
                 caches.append(cache)
+                session_pids.append(int(p))
                 fresh = False
             approximate += approx
             starts.extend(b_starts)
@@ -162,7 +167,7 @@ def replay_sequence(trace: Trace, dataset: str, pid: int | None = None, file: st
         ops=np.asarray(ops, dtype=object), plan=RequestPlan(np.asarray(starts, np.int64).reshape(-1, rank),
                                                              np.asarray(counts, np.int64).reshape(-1, rank)),
         call_of=np.asarray(call_of, np.int64), session_starts=np.asarray(session_starts, np.int64),
-        session_caches=tuple(caches), ncalls=ncalls, approximate=approximate)
+        session_caches=tuple(caches), session_pids=tuple(session_pids), ncalls=ncalls, approximate=approximate)
 
 
 def _first_cache(rows) -> CacheInForce | None:

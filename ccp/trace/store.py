@@ -111,7 +111,7 @@ def merge(trace_dir: Path, command: list[str], exit_status: int, wall_s: float, 
     header = {
         "schema_version": SCHEMA_VERSION, "tool": "ccp trace", "command": list(command), "exit_status": exit_status,
         "wall_s": wall_s, "environment": environment(), "pids": sorted(int(p) for p in df["pid"].dropna().unique()),
-        "calls": int(len(user)), "nested_calls": int(len(calls) - len(user)),
+        "calls": len(user), "nested_calls": int(len(calls) - len(user)),
         "events": int((df["kind"] == "event").sum()), "files": list(files.values()), "datasets": list(datasets.values()),
         "recorder_errors": errors,
         "checksum_note": "sha256 and size taken after the program ended" if checksum else "checksums skipped (--no-checksum)",
