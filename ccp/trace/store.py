@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pickle
 import platform
 import sys
 from dataclasses import dataclass
@@ -36,15 +37,18 @@ COLUMNS = ("kind", "pid", "seq", "depth", "parent", "api", "op", "file", "datase
 def read_parts(parts_dir: Path) -> tuple[list[dict], list[dict], list[dict]]:
     """(records, layouts, errors) from every part file; a torn last line (a killed process) is skipped."""
     records, layouts, errors = [], [], []
-    for part in sorted(Path(parts_dir).glob("*.jsonl")):
-        with open(part, encoding="utf-8") as f:
-            for line in f:
+    for part in sorted(Path(parts_dir).glob("*.part")):
+        with open(part, "rb") as f:
+            while True:
                 try:
-                    r = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                kind = r.get("kind")
-                (layouts if kind == "layout" else errors if kind == "error" else records).append(r)
+                    batch = pickle.load(f)
+                except EOFError:
+                    break
+                except (pickle.UnpicklingError, ValueError, TypeError):   # torn by a killed process
+                    break
+                for r in batch:
+                    kind = r.get("kind")
+                    (layouts if kind == "layout" else errors if kind == "error" else records).append(r)
     return records, layouts, errors
 
 

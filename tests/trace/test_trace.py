@@ -14,7 +14,7 @@ EXAMPLES = ROOT / "examples"
 
 
 def ccp(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "ccp.cli", *map(str, args)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "ccp.cli", *map(str, args)], check=False, capture_output=True, text=True,
                           cwd=cwd, env={**_env(), "PYTHONPATH": str(ROOT)}, timeout=600)
 
 
