@@ -199,14 +199,17 @@ class Recorder:
             return
         rec.pop("drop_if_no_io", None)
         rec["t0_ns"] = t0
-        rec["wall_ns"] = t1 - t0
+        # an enclosing call's time excludes the recorder's own work on the calls nested in it
+        rec["wall_ns"] = t1 - t0 - rec.pop("rec_ns", 0)
         if low:
             rec["hdf5_ns"] = t1 - t0
             nbytes = rec.get("bytes", 0)
+            own = time.perf_counter_ns() - t1      # describing this call's selection, after HDF5 returned
             for outer in st:           # every enclosing call spent this time inside HDF5
                 outer["hdf5_ns"] += t1 - t0
                 outer["nlow"] += 1
                 outer["bytes"] = outer.get("bytes", 0) + nbytes
+                outer["rec_ns"] = outer.get("rec_ns", 0) + own
         self.add(rec)
 
 

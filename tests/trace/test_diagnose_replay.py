@@ -110,3 +110,10 @@ def test_band_reader_example_diagnosis(tmp_path_factory):
     # six bands from one 32-band chunk slab: each reopen reloads the same 9 chunks
     assert d["chunk_loads"] == 6 * 9
     assert d["cures"] and d["cures"][0]["predicted_s"] < d["predicted_s"]
+
+
+def test_verify_replays_the_top_cure(reader):
+    d = diagnose(reader, verify=True)["datasets"][0]
+    v = d["verified"]
+    assert v["cure"] == d["cures"][0]["cure"]
+    assert v["before_s"] > 0 and v["after_s"] > 0 and "median of 3" in v["note"]
