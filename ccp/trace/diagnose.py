@@ -14,6 +14,7 @@ model's counts for the cured sequence.
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 
 import numpy as np
@@ -320,12 +321,12 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
                     if best is None or t < best[0]:
                         best = (t, cand, m, r)
                 _, cand, m, r = best
-                stem = file.removesuffix(".h5")
+                stem, ext = os.path.splitext(file)
                 cure(f"repack with {shape_str(cand)} chunks",
                      f"chunks shaped like the reads: {m['chunk_loads']} chunk loads instead of {base['chunk_loads']}, "
                      f"each {r:.2g}x the cost of a {shape_str(chunks)} load (measured on a sample of the real data); "
                      "one-time repack cost not included", m,
-                     f"ccp repack -l {dataset}:CHUNK={shape_str(cand)} {file} {stem}-rechunked.h5", ratio=r)
+                     f"ccp repack -l {dataset}:CHUNK={shape_str(cand)} {file} {stem}-rechunked{ext or '.h5'}", ratio=r)
     points = int((low["sel"] == "points").sum())
     if points:
         f.append(f"point selections: {points} call(s) select individual elements; HDF5 handles them one element at a "
