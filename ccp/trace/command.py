@@ -8,8 +8,6 @@ from pathlib import Path
 
 import click
 
-from ccp.errors import CcpError
-
 
 @click.command(name="trace", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("-o", "--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
@@ -88,7 +86,3 @@ def from_darshan_command(log, out, h5file):
     for line in darshan_to_sweep(log, out, h5file):
         click.echo(line)
 
-
-def _check_cmd(cmd):
-    if not cmd:
-        raise CcpError("no command given: ccp trace -o TRACE -- python your_program.py")

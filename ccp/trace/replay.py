@@ -177,3 +177,22 @@ def _first_cache(rows) -> CacheInForce | None:
         return None
     r = opens.iloc[0]
     return CacheInForce(int(r["cache_nbytes"]), int(r["cache_nslots"]), float(r["cache_w0"]))
+
+
+def traced_plan(trace_dir, dataset: str, shape=None, pid: int | None = None, op: str = "read"):
+    """What a sweep's ``{trace: TRACE, dataset: /path, pid: N}`` access replays.
+
+    Returns ``(plan, reopen_before, caches)``: the ``RequestPlan`` of the traced ``op`` requests,
+    the request indices before which the program's chunk cache was lost (close and reopen the
+    dataset there; a new process also starts there), and the cache each session had. ``shape``,
+    when given, must be the traced dataset's shape (a sweep's layouts keep the shape).
+    """
+    from ccp.trace.store import load_trace
+
+    seq = replay_sequence(load_trace(trace_dir), dataset, pid=pid, op=op)
+    if shape is not None and tuple(int(s) for s in shape) != tuple(seq.shape):
+        raise CcpError(f"{trace_dir}: {seq.dataset} was traced with shape {list(seq.shape)}, "
+                       f"the sweep's dataset has {list(shape)}")
+    if not len(seq.plan):
+        raise CcpError(f"{trace_dir}: no {op} requests on {seq.dataset} in the trace")
+    return seq.plan, seq.session_starts[1:].copy(), seq.session_caches

@@ -117,3 +117,12 @@ def test_verify_replays_the_top_cure(reader):
     v = d["verified"]
     assert v["cure"] == d["cures"][0]["cure"]
     assert v["before_s"] > 0 and v["after_s"] > 0 and "median of 3" in v["note"]
+
+
+def test_traced_plan_is_what_a_sweep_replays(reader):
+    from ccp.trace.replay import traced_plan
+
+    plan, reopen_before, caches = traced_plan(reader.path, "/cube", shape=(8, 12, 6))
+    assert len(plan) == 8 and reopen_before.tolist() == [1, 2, 3] and len(caches) == 4
+    with pytest.raises(CcpError, match="traced with shape"):
+        traced_plan(reader.path, "/cube", shape=(8, 12, 7))
