@@ -1,0 +1,41 @@
+"""Put first on PYTHONPATH by `ccp trace`: starts ccp's h5py recorder in every Python process.
+
+Python imports ``sitecustomize`` at startup of every interpreter that inherits the environment
+(spawned multiprocessing workers and subprocesses included). After starting the recorder this
+module runs the sitecustomize it shadows, if there is one, so the program's own setup still happens.
+"""
+
+import os
+import sys
+
+
+def _start():
+    out_dir = os.environ.get("CCP_TRACE_DIR")
+    if not out_dir:
+        return
+    root = os.environ.get("CCP_TRACE_ROOT")
+    if root and root not in sys.path:
+        sys.path.append(root)          # appended: never shadows the program's own modules
+    try:
+        from ccp.trace.recorder import install
+    except Exception as exc:  # noqa: BLE001 -- never stop the program; say why nothing is recorded
+        sys.stderr.write(f"ccp trace: recorder not started in pid {os.getpid()}: {exc}\n")
+        return
+    install(out_dir)
+
+
+def _chain():
+    """Run the next sitecustomize on sys.path (the one this file hides)."""
+    import importlib.machinery
+    import importlib.util
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", path)
+    if spec is not None and spec.loader is not None:
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+
+
+_start()
+_chain()

@@ -1,0 +1,88 @@
+"""`ccp trace`, `ccp diagnose` and `ccp from-darshan`: thin click commands over ccp.trace."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+
+@click.command(name="trace", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("-o", "--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="The trace folder to write (calls.parquet, trace.json).")
+@click.option("--force", is_flag=True, help="Replace a trace already in the folder.")
+@click.option("--no-checksum", is_flag=True, help="Do not compute sha256 of the files the program touched.")
+@click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
+def trace_command(out, force, no_checksum, cmd):
+    """Run a Python program and record every h5py dataset call it and its child processes make.
+
+    The program's output and exit status pass through unchanged; ccp's own lines go to stderr.
+    Multiprocessing workers (fork and spawn) and Python subprocesses are recorded too.
+
+    \b
+    Example:
+      ccp trace -o results/trace-bands -- python examples/band_reader.py
+      ccp trace -o t1 -- python -m mypkg.train --epochs 1
+      ccp trace -o t2 -- jupyter nbconvert --to notebook --execute analysis.ipynb
+    """
+    from ccp.trace.run import run_traced
+
+    status, header = run_traced(list(cmd), out, force=force, checksum=not no_checksum)
+    if header["calls"] == 0:
+        click.echo(f"ccp trace: the program made no h5py dataset calls; {out} holds an empty trace", err=True)
+    else:
+        click.echo(f"ccp trace: {header['calls']} dataset calls on {len(header['datasets'])} dataset(s) in "
+                   f"{len(header['pids'])} process(es) -> {out} (exit status {status})", err=True)
+    for err in header.get("recorder_errors", []):
+        click.echo(f"ccp trace: recorder problem in pid {err['pid']}: {err['error']}", err=True)
+    sys.exit(status)
+
+
+@click.command(name="diagnose")
+@click.argument("trace", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--memory", default="1GiB", show_default=True, help="The most memory a cure may give the chunk cache.")
+@click.option("--verify", is_flag=True, help="Replay the sequence with the top cure applied and measure it "
+                                             "(a repack cure on a temporary copy).")
+def diagnose_command(trace, as_json, memory, verify):
+    """Explain where a traced program's HDF5 time went, and rank the cures with predicted times.
+
+    Chunk loads come from ccp's chunk-cache model run over the program's real selections, with the
+    cache it had and the reopens it made; times from the trace's own per-call and per-load costs.
+
+    \b
+    Example:
+      ccp trace -o results/trace-bands -- python examples/band_reader.py
+      ccp diagnose results/trace-bands
+      ccp diagnose results/trace-bands --json | jq '.datasets[0].cures[0]'
+    """
+    from ccp.trace.diagnose import diagnose, format_diagnosis
+    from ccp.trace.store import load_trace
+    from ccp.units import parse_size
+
+    diag = diagnose(load_trace(trace), memory=parse_size(memory, "--memory"), verify=verify)
+    if as_json:
+        click.echo(json.dumps(diag, indent=2, default=str))
+    else:
+        click.echo(format_diagnosis(diag))
+
+
+@click.command(name="from-darshan")
+@click.argument("log", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("-o", "--out", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The sweep file to write.")
+@click.option("--file", "h5file", help="The HDF5 file the sweep replays against (default: the file the log names).")
+def from_darshan_command(log, out, h5file):
+    """Turn a Darshan log's H5D records into a sweep that replays their access patterns.
+
+    \b
+    Example:
+      ccp from-darshan job.darshan -o sweep.yaml --file /data/run42.h5
+    """
+    from ccp.trace.darshan import darshan_to_sweep
+
+    for line in darshan_to_sweep(log, out, h5file):
+        click.echo(line)
+

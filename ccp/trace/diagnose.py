@@ -1,0 +1,402 @@
+"""``ccp diagnose``: where a traced program's HDF5 time went, what in it is slow, and the cures.
+
+For each dataset the program touched: its share of the program's time; chunk loads per call and
+bytes decoded per byte delivered, from ccp's chunk-cache model (``ccp.model``) run over the real
+selection sequence with the cache the program had and its reopens (a reopen empties the cache);
+findings in plain words; cures ranked by predicted time, each with the exact code or command.
+
+Predicted times use costs fitted on the trace itself (no extra measurement): the h5py Python
+layer per user call (median call time minus HDF5 time), HDF5's fixed cost per call (median HDF5
+time of calls the model says loaded nothing) and its cost per loaded chunk byte (the rest of HDF5's
+time over the bytes the model says were loaded). A cure's time is those costs applied to the
+model's counts for the cured sequence.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+
+import numpy as np
+
+from ccp.model import CacheParams, ChunkGrid, simulate
+from ccp.trace.costs import load_costs
+from ccp.trace.replay import CacheInForce, ReplaySequence, replay_sequence
+from ccp.trace.store import Trace
+from ccp.units import format_bytes, format_seconds, shape_str
+
+TINY_BYTES = 64 * 1024            # a request smaller than this is "tiny"
+MIN_GAIN = 0.9                    # a cure must predict at most 90% of the current time
+
+
+# ---------------------------------------------------------------------- model over a sequence
+
+def run_model(seq: ReplaySequence, chunks=None, caches=None, merge_sessions: bool = False) -> dict:
+    """Chunk loads per low-level call (and totals) of ``seq`` under a layout and caches.
+
+    ``merge_sessions``: one session per process (the file kept open), with its first cache.
+    """
+    chunks = seq.chunks if chunks is None else tuple(chunks)
+    n_calls = seq.ncalls
+    loads = np.zeros(n_calls, np.int64)
+    hits = 0
+    sessions = list(seq.sessions())
+    if merge_sessions:
+        pid_starts = _pid_starts(seq)
+        merged = []
+        for i, (a, b) in enumerate(zip(pid_starts, pid_starts[1:] + [len(seq.plan)])):
+            cache = next(c for c, s in sessions if s.start >= a)
+            merged.append((cache, slice(a, b)))
+        sessions = merged
+    if caches is not None:
+        sessions = [(caches, s) for _, s in sessions]
+    read_loads = 0
+    for cache, sl in sessions:
+        params = CacheParams(int(cache.nbytes), int(cache.nslots), float(cache.w0))
+        reqs = [(seq.ops[i], seq.plan.starts[i], seq.plan.counts[i]) for i in range(sl.start, sl.stop)]
+        preds = simulate(seq.shape, chunks, seq.itemsize, filtered=seq.filtered and chunks is not None, cache=params,
+                         requests=reqs, allocated=True)
+        for i, p in zip(range(sl.start, sl.stop), preds[:-1]):
+            loads[seq.call_of[i]] += p.chunk_loads
+            hits += p.chunk_hits
+            if seq.ops[i] == "read":
+                read_loads += p.chunk_loads
+    chunk_bytes = int(np.prod(chunks)) * seq.itemsize if chunks else 0
+    return {"loads_per_call": loads, "chunk_loads": int(loads.sum()), "read_chunk_loads": read_loads, "chunk_hits": hits,
+            "chunk_bytes": chunk_bytes, "loaded_bytes": int(loads.sum()) * chunk_bytes,
+            "sessions": len(sessions)}
+
+
+def _pid_starts(seq: ReplaySequence) -> list[int]:
+    """Request index where each process's requests begin."""
+    out = []
+    for i, (start, pid) in enumerate(zip(seq.session_starts, seq.session_pids)):
+        if i == 0 or pid != seq.session_pids[i - 1]:
+            out.append(int(start))
+    return out
+
+
+# ---------------------------------------------------------------------- costs
+
+def fit_costs(user_wall, user_hdf5, low_hdf5, low_loads) -> dict:
+    """Per-call Python cost, per-call HDF5 cost and HDF5 cost per chunk load, from the trace."""
+    user_wall, user_hdf5 = np.asarray(user_wall, float), np.asarray(user_hdf5, float)
+    low_hdf5, low_loads = np.asarray(low_hdf5, float), np.asarray(low_loads, float)
+    python = float(np.median(np.maximum(user_wall - user_hdf5, 0))) if len(user_wall) else 0.0
+    idle = low_hdf5[low_loads == 0]
+    if len(idle) >= 3:
+        per_call = float(np.median(idle))
+    else:                     # no call without loads: the cheapest call per load bounds the fixed cost
+        per_call = float(np.min(low_hdf5 / np.maximum(low_loads, 1))) if len(low_hdf5) else 0.0
+    rest = max(float(low_hdf5.sum()) - per_call * len(low_hdf5), 0.0)
+    per_load = rest / low_loads.sum() if low_loads.sum() else 0.0
+    return {"python_per_call_s": python, "hdf5_per_call_s": per_call, "hdf5_per_load_s": per_load}
+
+
+def predict_time(costs: dict, user_calls: int, low_calls: int, loads: int, load_ratio: float = 1.0) -> float:
+    return (user_calls * costs["python_per_call_s"] + low_calls * costs["hdf5_per_call_s"]
+            + loads * costs["hdf5_per_load_s"] * load_ratio)
+
+
+# ---------------------------------------------------------------------- cure candidates
+
+def _next_prime(n: int) -> int:
+    n = max(int(n), 2)
+    while any(n % p == 0 for p in range(2, int(n ** 0.5) + 1)):
+        n += 1
+    return n
+
+
+def cache_for(nbytes: int, chunk_bytes: int) -> CacheInForce:
+    """A cache of ``nbytes`` with a prime slot count about 100x the chunks it holds."""
+    held = max(1, nbytes // max(chunk_bytes, 1))
+    return CacheInForce(int(nbytes), _next_prime(min(max(100 * held, 521), 1_000_003)), 0.75)
+
+
+def working_set(seq: ReplaySequence, chunks) -> tuple[int, int]:
+    """(largest number of distinct chunks one session touches, that in bytes)."""
+    if not chunks:
+        return 0, 0
+    grid = ChunkGrid(seq.shape, tuple(chunks))
+    most = 0
+    for _, sl in seq.sessions():
+        seen = set()
+        for i in range(sl.start, sl.stop):
+            seen.update(grid.chunks_touched(tuple(seq.plan.starts[i]), tuple(seq.plan.counts[i])))
+        most = max(most, len(seen))
+    return most, most * int(np.prod(chunks)) * seq.itemsize
+
+
+def chunk_candidates(seq: ReplaySequence) -> list[tuple[int, ...]]:
+    """Chunk shapes like the most common read: as it is, and grown to 64 KiB and 1 MiB (at most 4 MiB)."""
+    reads = seq.plan.counts[seq.ops == "read"]
+    if not len(reads):
+        return []
+    shapes, freq = np.unique(reads, axis=0, return_counts=True)
+    base = [int(x) for x in shapes[int(np.argmax(freq))]]
+    full, item = list(seq.shape), seq.itemsize
+    out = []
+    for target in (0, 64 * 1024, 1024 * 1024):
+        shape = list(base)
+        for d in reversed(range(len(shape))):          # grow the fastest-varying dims first
+            while np.prod(shape) * item < target and shape[d] < full[d]:
+                shape[d] = min(full[d], shape[d] * 2)
+        for d in range(len(shape)):                    # cut the slowest-varying dims first
+            while np.prod(shape) * item > 4 * 1024 * 1024 and shape[d] > 1:
+                shape[d] = -(-shape[d] // 2)
+        cand = tuple(max(1, x) for x in shape)
+        if cand not in out and cand != tuple(seq.chunks or ()):
+            out.append(cand)
+    return out
+
+
+def block_sequence(seq: ReplaySequence) -> ReplaySequence:
+    """The requests as whole chunks: each run of requests inside one chunk becomes one read of it."""
+    grid = ChunkGrid(seq.shape, seq.chunks)
+    starts, counts, ops, call_of, sess, last = [], [], [], [], [], None
+    session_starts = {int(s) for s in seq.session_starts}
+    for i in range(len(seq.plan)):
+        if i in session_starts:
+            sess.append(len(starts))
+            last = None
+        for c in grid.chunks_touched(tuple(seq.plan.starts[i]), tuple(seq.plan.counts[i])):
+            if c == last:
+                continue
+            last = c
+            lo, hi = grid.chunk_box(c)
+            starts.append(lo)
+            counts.append([h - a for a, h in zip(lo, hi)])
+            ops.append(seq.ops[i])
+            call_of.append(len(call_of))
+    from ccp.workload.requests import RequestPlan
+
+    rank = len(seq.shape)
+    return replace(seq, ops=np.asarray(ops, dtype=object),
+                   plan=RequestPlan(np.asarray(starts, np.int64).reshape(-1, rank), np.asarray(counts, np.int64).reshape(-1, rank)),
+                   call_of=np.asarray(call_of, np.int64), session_starts=np.asarray(sess, np.int64), ncalls=len(call_of))
+
+
+# ---------------------------------------------------------------------- the diagnosis
+
+def _pct(a: float, b: float) -> str:
+    return f"{100 * a / b:.0f}%" if b else "-"
+
+
+def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program_s: float) -> dict:
+    calls = trace.calls
+    every = calls[(calls["file"] == file) & (calls["dataset"] == dataset)]
+    mine = every[every["op"] == "read"]
+    low = trace.low_calls
+    low = low[(low["file"] == file) & (low["dataset"] == dataset) & (low["op"] == "read")]
+    layout = trace.layout(file, dataset) or {}
+    wall, hdf5 = float(mine["wall_s"].sum()), float(mine["hdf5_s"].sum())
+    reads = mine
+    delivered = int(reads["bytes"].fillna(0).sum())
+    out = {"file": file, "dataset": dataset, "calls": len(every), "reads": len(reads),
+           "writes": int(len(every) - len(reads)), "wall_s": wall, "hdf5_s": hdf5,
+           "share": wall / program_s if program_s else None, "bytes_read": delivered,
+           "shape": layout.get("shape"), "dtype": layout.get("dtype"), "chunks": layout.get("chunks"),
+           "filters": [f["name"] for f in layout.get("filters", [])], "findings": [], "cures": [], "notes": []}
+    if not len(reads):
+        out["findings"].append(f"{len(mine)} write call(s) and no reads: the diagnosis covers reads")
+        return out
+    seq = replay_sequence(trace, dataset, file=file, op="read")
+    out["reopens"] = seq.reopens
+    out["approximate_calls"] = seq.approximate
+    cache0 = seq.session_caches[0] if seq.session_caches else cache_for(8 * 1024 * 1024, 1)
+    out["cache"] = {"nbytes": cache0.nbytes, "nslots": cache0.nslots, "w0": cache0.w0}
+    if not len(seq.plan):
+        out["findings"].append("no data moved (every call selected nothing)")
+        return out
+    base = run_model(seq)
+    # the trace's low-level rows in the order the replay saw them: one per low-level call
+    low_sorted = low.sort_values(["pid", "seq"])
+    low_sorted = low_sorted[~low_sorted["sel"].isin(["none", "unknown"])]
+    low_hdf5 = low_sorted["hdf5_s"].to_numpy(float)[:seq.ncalls]
+    loads = base["loads_per_call"][:len(low_hdf5)]
+    costs = fit_costs(mine["wall_s"], mine["hdf5_s"], low_hdf5, loads)
+    out["costs"] = costs
+    now = predict_time(costs, len(mine), seq.ncalls, base["chunk_loads"])
+    decoded = base["read_chunk_loads"] * base["chunk_bytes"]
+    out.update({"chunk_loads": base["chunk_loads"], "chunk_loads_per_call": base["chunk_loads"] / max(len(mine), 1),
+                "bytes_decoded": decoded, "decoded_per_delivered": decoded / delivered if delivered else None,
+                "predicted_s": now})
+    f = out["findings"]
+    f.append(f"{_pct(wall, program_s)} of the program's time ({format_seconds(wall)} of {format_seconds(program_s)}) "
+             f"in {len(mine)} read call(s); HDF5 itself {format_seconds(hdf5)}")
+    chunks = seq.chunks
+    cures = out["cures"]
+    user_calls, low_calls = len(mine), seq.ncalls
+
+    def cure(name, why, model, code, n_user=user_calls, n_low=low_calls, ratio=1.0):
+        t = predict_time(costs, n_user, n_low, model["chunk_loads"], ratio)
+        cures.append({"cure": name, "why": why, "predicted_s": t, "speedup": now / t if t else None,
+                      "chunk_loads": model["chunk_loads"], "code": code})
+
+    if chunks is None:
+        f.append(f"contiguous layout: no chunk cache; {len(mine)} call(s), median "
+                 f"{format_bytes(float(np.median(mine['bytes'].fillna(0))))} each")
+    else:
+        chunk_bytes = base["chunk_bytes"]
+        ws_chunks, ws_bytes = working_set(seq, chunks)
+        if seq.reopens:
+            kept = run_model(seq, merge_sessions=True)
+            lost = base["chunk_loads"] - kept["chunk_loads"]
+            f.append(f"file or dataset reopened between reads: the chunk cache was lost {seq.reopens} time(s); "
+                     f"{lost} of {base['chunk_loads']} chunk loads ({format_bytes(lost * chunk_bytes)} decoded) only "
+                     "re-read chunks the cache had held" if lost > 0 else
+                     f"file or dataset reopened {seq.reopens} time(s), but no chunk was needed again after a reopen")
+            if lost > 0:
+                cure("keep the file and dataset open", f"open {file} and the dataset once, reuse them: {lost} fewer chunk loads", kept,
+                     f'f = h5py.File("{file}", "r")      # once, before the loop\n'
+                     f'dset = f["{dataset}"]             # once; use dset[...] inside the loop')
+        reloads = base["chunk_loads"] - ws_chunks * len(seq.session_starts)
+        if cache0.nbytes < ws_bytes and base["chunk_loads"] > ws_chunks and reloads > 0:
+            f.append(f"cache smaller than the working set: the cache holds {format_bytes(cache0.nbytes)}, one session "
+                     f"touches {ws_chunks} chunks ({format_bytes(ws_bytes)}), so chunks are evicted and loaded again")
+        if chunk_bytes < 16 * 1024 and base["chunk_loads"] >= 100 * user_calls:
+            f.append(f"tiny chunks: a {shape_str(chunks)} chunk is {format_bytes(chunk_bytes)}; each call loads "
+                     f"{base['chunk_loads'] / user_calls:.0f} chunks on average, each with HDF5's fixed cost per chunk "
+                     f"(~{format_seconds(costs['hdf5_per_load_s'])} per load here)")
+        if chunk_bytes > cache0.nbytes:
+            f.append(f"a chunk ({format_bytes(chunk_bytes)}) is larger than the cache ({format_bytes(cache0.nbytes)}): "
+                     "it is never kept; every call that touches it reads (and decodes) it again")
+        # the smallest cache that reaches the fewest loads, file kept open when that helps
+        merge = seq.reopens > 0
+        best = None
+        size = max(chunk_bytes, 1)
+        target = min(max(ws_bytes, chunk_bytes), memory)
+        sizes = sorted({min(memory, s) for s in [chunk_bytes * 2 ** k for k in range(40)
+                                                   if chunk_bytes * 2 ** k <= 2 * target] + [target]} - {0})
+        floor = run_model(seq, caches=cache_for(target, chunk_bytes), merge_sessions=merge)
+        for size in sizes:
+            m = run_model(seq, caches=cache_for(size, chunk_bytes), merge_sessions=merge)
+            if m["chunk_loads"] <= floor["chunk_loads"]:
+                best = (size, m)
+                break
+        if best and best[0] > cache0.nbytes and best[1]["chunk_loads"] < (kept["chunk_loads"] if merge else base["chunk_loads"]):
+            c = cache_for(best[0], chunk_bytes)
+            lead = "keep the file open and " if merge else ""
+            cure(f"{lead}a chunk cache of {format_bytes(c.nbytes)}",
+                 f"holds the {ws_chunks} chunks ({format_bytes(ws_bytes)}) the reads come back to", best[1],
+                 f'f = h5py.File("{file}", "r", rdcc_nbytes={c.nbytes}, rdcc_nslots={c.nslots})'
+                 + ("   # once, before the loop" if merge else ""))
+        # alignment: requests covering only part of the chunks they touch
+        grid = ChunkGrid(seq.shape, chunks)
+        partial = 0
+        for i in range(len(seq.plan)):
+            st, ct = tuple(seq.plan.starts[i]), tuple(seq.plan.counts[i])
+            touched = grid.chunks_touched(st, ct)
+            if any(grid.selected_in_chunk(st, ct, c) < grid.chunk_valid_elements(c) for c in touched):
+                partial += 1
+        ratio = out["decoded_per_delivered"]
+        if partial and ratio and ratio > 1.5:
+            f.append(f"selections misaligned with chunks: {_pct(partial, len(seq.plan))} of requests cover only part of "
+                     f"the {shape_str(chunks)} chunks they touch; {ratio:.1f} bytes decoded per byte delivered")
+        # tiny requests
+        med = float(np.median(mine["bytes"].fillna(0))) if len(mine) else 0.0
+        fixed = user_calls * (costs["python_per_call_s"] + costs["hdf5_per_call_s"])
+        if user_calls >= 50 and med < TINY_BYTES and fixed > 0.3 * max(now, 1e-12):
+            f.append(f"tiny requests dominated by per-call overhead: {user_calls} calls of median {format_bytes(med)}; "
+                     f"~{format_seconds(costs['python_per_call_s'] + costs['hdf5_per_call_s'])} fixed cost per call is "
+                     f"{_pct(fixed, now)} of this dataset's predicted time")
+            blocks = block_sequence(seq)
+            if blocks.ncalls < user_calls * MIN_GAIN:
+                mb = run_model(blocks)
+                cure(f"read whole {shape_str(chunks)} chunks", f"{blocks.ncalls} block reads instead of {user_calls} calls",
+                     mb, f'block = dset[i0:i0 + {chunks[0]}, ...]   # one chunk-aligned block, then index it in memory',
+                     n_user=blocks.ncalls, n_low=blocks.ncalls)
+        if base["chunk_loads"] > max(ws_chunks, 1) * 4 or (ratio and ratio > 4) or chunk_bytes < 16 * 1024:
+            cands = chunk_candidates(seq)
+            measured = load_costs(file, dataset, [tuple(chunks)] + cands) if cands else None
+            if cands and measured is None:
+                out["notes"].append(f"{file} is not there any more: the cost of a chunk load for other chunk shapes "
+                                    "cannot be measured, so no repack cure is predicted (trace a program whose file stays)")
+            elif cands:
+                best = None
+                for cand in cands:
+                    m = run_model(seq, chunks=cand, caches=cache0)
+                    r = measured[cand] / measured[tuple(chunks)] if measured[tuple(chunks)] else 1.0
+                    t = predict_time(costs, user_calls, low_calls, m["chunk_loads"], r)
+                    if best is None or t < best[0]:
+                        best = (t, cand, m, r)
+                _, cand, m, r = best
+                stem, ext = os.path.splitext(file)
+                cure(f"repack with {shape_str(cand)} chunks",
+                     f"chunks shaped like the reads: {m['chunk_loads']} chunk loads instead of {base['chunk_loads']}, "
+                     f"each {r:.2g}x the cost of a {shape_str(chunks)} load (measured on a sample of the real data); "
+                     "one-time repack cost not included", m,
+                     f"ccp repack -l {dataset}:CHUNK={shape_str(cand)} {file} {stem}-rechunked{ext or '.h5'}", ratio=r)
+    points = int((low["sel"] == "points").sum())
+    if points:
+        f.append(f"point selections: {points} call(s) select individual elements; HDF5 handles them one element at a "
+                 "time (a bounding block read and indexed in memory is usually faster)")
+    if wall > 0.01 and (wall - hdf5) > 0.3 * wall:
+        f.append(f"high-level h5py overhead: {_pct(wall - hdf5, wall)} of the time of these calls was h5py's Python layer "
+                 f"(selection parsing, array allocation), {format_seconds(hdf5)} was HDF5 itself")
+    cures.sort(key=lambda c: c["predicted_s"])
+    out["cures"] = [c for c in cures if c["predicted_s"] <= now * MIN_GAIN]
+    return out
+
+
+def diagnose(trace: Trace, memory: int = 1 << 30, verify: bool = False) -> dict:
+    """Every dataset's diagnosis, busiest first."""
+    h = trace.header
+    program = float(h.get("wall_s") or 0.0)
+    calls = trace.calls
+    out = {"trace": str(trace.path), "command": h.get("command"), "program_s": program, "calls": len(calls),
+           "pids": h.get("pids", []), "datasets": []}
+    if not len(calls):
+        out["message"] = "the program made no h5py dataset calls: nothing to diagnose"
+        return out
+    keys = (calls.groupby(["file", "dataset"])["wall_s"].sum().sort_values(ascending=False).index.tolist())
+    for file, dataset in keys:
+        out["datasets"].append(diagnose_dataset(trace, file, dataset, memory, program))
+    if verify:
+        from ccp.trace.verify import verify_top
+
+        for d in out["datasets"]:
+            if d["cures"]:
+                d["verified"] = verify_top(trace, d)
+    return out
+
+
+def format_diagnosis(diag: dict) -> str:
+    lines = [(f"trace {diag['trace']}: {diag['calls']} dataset call(s) in {len(diag['pids'])} process(es); "
+             f"program time {format_seconds(diag['program_s'])}")]
+    if diag.get("message"):
+        return "\n".join(lines + [diag["message"]])
+    for d in diag["datasets"]:
+        lines.append("")
+        lines.append(f"{d['dataset']} in {d['file']}: shape {d['shape']} {d['dtype']}, chunks "
+                     f"{shape_str(d['chunks']) if d['chunks'] else 'contiguous'}"
+                     f"{', ' + '+'.join(d['filters']) if d['filters'] else ''}; cache {format_bytes(d['cache']['nbytes'])}"
+                     f"/{d['cache']['nslots']} slots")
+        if "chunk_loads" in d:
+            ratio = d["decoded_per_delivered"]
+            lines.append(f"  model over the real sequence: {d['chunk_loads']} chunk loads, "
+                         f"{d['chunk_loads_per_call']:.1f} per call, "
+                         f"{ratio:.2f} bytes decoded per byte delivered" if ratio else
+                         f"  model over the real sequence: {d['chunk_loads']} chunk loads")
+            lines.append(f"  time: measured {format_seconds(d['wall_s'])}, predicted from the trace's own costs "
+                         f"{format_seconds(d['predicted_s'])}")
+        for f in d["findings"]:
+            lines.append(f"  - {f}")
+        if d["cures"]:
+            lines.append("  cures, best first (predicted time for this dataset's calls):")
+            for i, c in enumerate(d["cures"], 1):
+                sp = f", {c['speedup']:.1f}x faster" if c.get("speedup") else ""
+                lines.append(f"  {i}. {c['cure']}: {format_seconds(c['predicted_s'])}{sp} ({c['why']})")
+                for code in c["code"].splitlines():
+                    lines.append(f"       {code}")
+        else:
+            lines.append("  no cure predicts a gain of 10% or more")
+        if d.get("verified"):
+            v = d["verified"]
+            lines.append(f"  verified: {v['cure']}: replayed {format_seconds(v['before_s'])} -> {format_seconds(v['after_s'])} "
+                         f"({v['before_s'] / v['after_s']:.1f}x; {v['note']})")
+        for note in d.get("notes", []):
+            lines.append(f"  note: {note}")
+        if d.get("approximate_calls"):
+            lines.append(f"  note: {d['approximate_calls']} call(s) replayed by their bounding box (selection too large to list)")
+    return "\n".join(lines)

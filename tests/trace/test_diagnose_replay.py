@@ -1,0 +1,128 @@
+"""Replay sequences and diagnoses of traced programs (one trace per program, shared by the tests)."""
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from ccp.errors import CcpError
+from ccp.model import CacheParams, simulate
+from ccp.trace.diagnose import diagnose, format_diagnosis, run_model
+from ccp.trace.replay import replay_sequence
+from ccp.trace.store import load_trace
+
+ROOT = Path(__file__).resolve().parents[2]
+
+READER = textwrap.dedent("""
+    import sys, h5py, numpy as np
+    path = sys.argv[1]
+    with h5py.File(path, "w") as f:
+        f.create_dataset("cube", data=np.arange(8 * 12 * 6, dtype="f4").reshape(8, 12, 6), chunks=(4, 4, 6))
+    for band in range(3):                      # a reopen per band: the cache is lost twice
+        with h5py.File(path, "r", rdcc_nbytes=4096, rdcc_nslots=11) as f:
+            f["cube"][:, :, band]
+    with h5py.File(path, "r") as f:
+        d = f["cube"]
+        d[1:3, 2:9, 0:6]
+        d[::4, 0, 0]                           # regular hyperslab with stride: two boxes
+        d[[0, 5], 1, 1]                        # fancy index: two blocks
+""")
+
+
+def _trace(tmp_path_factory, source, name):
+    tmp = tmp_path_factory.mktemp(name)
+    prog = tmp / "prog.py"
+    prog.write_text(source)
+    out = tmp / "trace"
+    r = subprocess.run([sys.executable, "-m", "ccp.cli", "trace", "-o", str(out), "--", sys.executable, str(prog),  # noqa: PLW1510
+                        str(tmp / "data.h5")], capture_output=True, text=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+                       timeout=600)
+    assert r.returncode == 0, r.stderr
+    return load_trace(out)
+
+
+@pytest.fixture(scope="module")
+def reader(tmp_path_factory):
+    return _trace(tmp_path_factory, READER, "reader")
+
+
+def test_replay_sequence_is_the_exact_selection_order(reader):
+    seq = replay_sequence(reader, "/cube", op="read")
+    assert seq.plan.starts.tolist() == [[0, 0, 0], [0, 0, 1], [0, 0, 2], [1, 2, 0], [0, 0, 0], [4, 0, 0], [0, 1, 1], [5, 1, 1]]
+    assert seq.plan.counts.tolist() == [[8, 12, 1]] * 3 + [[2, 7, 6]] + [[1, 1, 1]] * 4
+    assert seq.call_of.tolist() == [0, 1, 2, 3, 4, 4, 5, 5]
+    # each reopen starts a new session with the cache that reader set; the last file has the default cache
+    assert seq.session_starts.tolist() == [0, 1, 2, 3]
+    assert [c.nbytes for c in seq.session_caches] == [4096, 4096, 4096, 8 * 1024 * 1024]
+    assert seq.reopens == 3
+    writes = replay_sequence(reader, "/cube", op="write")
+    assert writes.plan.counts.tolist() == [[8, 12, 6]]
+
+
+def test_model_over_the_sequence_matches_simulate_session_by_session(reader):
+    seq = replay_sequence(reader, "/cube", op="read")
+    got = run_model(seq)
+    want = 0
+    for cache, sl in seq.sessions():
+        reqs = [("read", seq.plan.starts[i], seq.plan.counts[i]) for i in range(sl.start, sl.stop)]
+        preds = simulate(seq.shape, seq.chunks, seq.itemsize, filtered=False,
+                         cache=CacheParams(cache.nbytes, cache.nslots, cache.w0), requests=reqs, allocated=True)
+        want += sum(p.chunk_loads for p in preds)
+    assert got["chunk_loads"] == want
+    # kept open, the three band reads share their chunks: fewer loads than with the reopens
+    assert run_model(seq, merge_sessions=True)["chunk_loads"] < want
+
+
+def test_unknown_dataset_and_pid_are_one_line_errors(reader):
+    with pytest.raises(CcpError, match="not in the trace"):
+        replay_sequence(reader, "/cub")
+    with pytest.raises(CcpError, match="pid 1 made no call"):
+        replay_sequence(reader, "/cube", pid=1)
+
+
+def test_diagnosis_names_the_reopens_and_the_cure(reader):
+    diag = diagnose(reader)
+    d = diag["datasets"][0]
+    assert d["dataset"] == "/cube" and d["reopens"] == 3
+    assert any("reopened" in f and "lost 3 time(s)" in f for f in d["findings"])
+    names = [c["cure"] for c in d["cures"]]
+    assert any("keep the file" in n for n in names)
+    keep = next(c for c in d["cures"] if "keep the file" in c["cure"])
+    assert d["file"] in keep["code"] and "/cube" in keep["code"]
+    assert keep["chunk_loads"] < d["chunk_loads"]
+    text = format_diagnosis(diag)
+    assert "cures, best first" in text
+    json.dumps(diag, default=str)
+
+
+def test_band_reader_example_diagnosis(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("bands")
+    out = tmp / "trace"
+    r = subprocess.run([sys.executable, "-m", "ccp.cli", "trace", "-o", str(out), "--", sys.executable,  # noqa: PLW1510
+                        str(ROOT / "examples" / "band_reader.py"), "--bands", "6", "--file", str(tmp / "cube.h5")],
+                       capture_output=True, text=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=600)
+    assert r.returncode == 0, r.stderr
+    d = diagnose(load_trace(out))["datasets"][0]
+    assert d["reopens"] == 5
+    # six bands from one 32-band chunk slab: each reopen reloads the same 9 chunks
+    assert d["chunk_loads"] == 6 * 9
+    assert d["cures"] and d["cures"][0]["predicted_s"] < d["predicted_s"]
+
+
+def test_verify_replays_the_top_cure(reader):
+    d = diagnose(reader, verify=True)["datasets"][0]
+    v = d["verified"]
+    assert v["cure"] == d["cures"][0]["cure"]
+    assert v["before_s"] > 0 and v["after_s"] > 0 and "median of 3" in v["note"]
+
+
+def test_traced_plan_is_what_a_sweep_replays(reader):
+    from ccp.trace.replay import traced_plan
+
+    plan, reopen_before, caches = traced_plan(reader.path, "/cube", shape=(8, 12, 6))
+    assert len(plan) == 8 and reopen_before.tolist() == [1, 2, 3] and len(caches) == 4
+    with pytest.raises(CcpError, match="traced with shape"):
+        traced_plan(reader.path, "/cube", shape=(8, 12, 7))
