@@ -71,8 +71,8 @@ def time_text(c, run: RunKind | None = None, with_tags: bool = True) -> str:
 
 def config_label(c, axes: list[str]) -> str:
     cols = dict(CONFIG_AXES)
-    parts = [f"{'cache ' if a == 'cache' else ''}{c[cols[a]]}" for a in axes]
-    return LABEL_SEP.join(parts) or "the only configuration"
+    parts = [f"{'cache ' if a == 'cache' else ''}{c[cols[a]]}" for a in (axes or [n for n, _ in CONFIG_AXES])]
+    return LABEL_SEP.join(parts)
 
 
 @dataclass

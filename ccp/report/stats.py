@@ -82,13 +82,16 @@ def _rankdata(a: np.ndarray) -> np.ndarray:
 
 
 def ci95(s: Sample) -> tuple[float, float]:
-    """95% confidence interval of the pass time from per-request samples; (NaN, NaN) without them."""
+    """95% confidence interval of the pass time from per-request samples; (NaN, NaN) without them.
+
+    A pass's requests cost n x their mean; the mean's standard error from all timed requests gives the half-width,
+    n x 1.96 s / sqrt(N), around the measured median pass (the part of a pass outside its requests, open, close and the
+    loop between requests, is taken as fixed)."""
     r = s.requests
-    if not s.complete or len(r) < 2 or not np.isfinite(s.n_requests):
+    if not s.complete or len(r) < 2 or not np.isfinite(s.n_requests) or not np.isfinite(s.time_s):
         return float("nan"), float("nan")
     half = 1.96 * float(r.std(ddof=1)) / math.sqrt(len(r)) * s.n_requests
-    mid = float(r.mean()) * s.n_requests + s.overhead_s
-    return max(0.0, mid - half), mid + half
+    return max(0.0, s.time_s - half), s.time_s + half
 
 
 def judge(a: Sample, b: Sample, threshold: float = THRESHOLD, alpha: float = ALPHA) -> Verdict:

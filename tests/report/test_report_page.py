@@ -69,7 +69,7 @@ def test_fastest_and_why(synthetic_report):
     """One headline per access pattern; each names the fastest stable cell of that pattern only."""
     run, page = synthetic_report
     cells, _ = prepare(load_cells(run))
-    boxes = [text_of(b) for b in re.findall(r'<div class="box (?:good|warn)"><p class="headline">(.*?)</div>', page, re.S)]
+    boxes = [text_of(b).strip() for b in re.findall(r'<div class="box (?:good|warn)"><p class="headline">(.*?)</div>', page, re.S)]
     assert len(boxes) == cells.loc[cells["status"].isin(["ok", "extrapolated"]), "access_label"].nunique() == 3
     rows = next(b for b in boxes if b.startswith("Read 1x1x1x100"))
     ok = cells[cells["status"].isin(["ok", "extrapolated"]) & (cells["access_label"] == "read 1x1x1x100")]
@@ -81,7 +81,11 @@ def test_fastest_and_why(synthetic_report):
     assert f"raw-data reads for {int(best['requests']):,} requests ({per:,.3g} per request)" in rows
     assert "chunk larger than the cache" in rows            # the slowest's cause, from ccp's trap check
     assert "Cheapest change from the slowest" in rows
-    assert any(b.startswith("Write 1x30x9x100") and "the only configuration measured" in b for b in boxes)
+    assert any(b.startswith("Write 1x30x9x100") and "the only configuration measured is 4x30x9x100 | none | cache 1 MiB" in b
+               for b in boxes)
+    # the 95% interval from the per-request samples surrounds the median pass
+    m = re.search(r"fastest is [^,]+, ([\d.]+) ms a pass \(95% CI ([\d.]+) ms to ([\d.]+) ms\)", rows)
+    assert m and float(m.group(2)) <= float(m.group(1)) <= float(m.group(3)), rows
 
 
 def test_stability_and_failures_listed(synthetic_report):
