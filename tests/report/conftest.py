@@ -258,9 +258,13 @@ _PROBE = """<script>
   window.addEventListener('load', () => {
     const imgs = [...document.images];
     const broken = imgs.filter(i => !i.complete || i.naturalWidth === 0).map(i => i.getAttribute('src'));
-    const remote = performance.getEntriesByType('resource').map(r => r.name).filter(n => !n.startsWith('file:'));
+    const remote = performance.getEntriesByType('resource').map(r => r.name).filter(n => !n.startsWith('file:') && !n.startsWith('data:'));
     const out = {images: imgs.length, broken: broken, errors: errors, remote: remote,
-                 widths: imgs.map(i => i.naturalWidth)};
+                 widths: imgs.map(i => i.naturalWidth),
+                 sections: [...document.querySelectorAll('h2')].map(h => h.id),
+                 headlines: [...document.querySelectorAll('p.headline')].map(p => p.parentElement.innerText),
+                 visible_text: document.body.innerText,
+                 folded: [...document.querySelectorAll('details:not([open]) summary')].map(s => s.innerText)};
     const pre = document.createElement('pre');
     pre.id = 'ccp-probe';
     pre.textContent = 'CCP-PROBE ' + JSON.stringify(out) + ' END-PROBE';
