@@ -164,7 +164,7 @@ def headline_text(h: Headline, run: RunKind = PLAIN, threshold: float = THRESHOL
     lines = []
     if h.n == 1:
         return [f"{head}: the only configuration measured is {config_label(win, h.axes)}, {time_text(win, run)} a pass."]
-    if h.vs_slowest is not None and not h.vs_slowest.differs and not h.unstable_faster:
+    if h.vs_slowest is not None and len(h.ties) == h.n - 1 and not h.unstable_faster:
         lines.append(f"{head}: all {h.n} configurations are a tie, within noise of each other "
                      f"({format_seconds(win['time_s'])} to {time_text(slow, run)}): nothing to choose here for this pattern.")
         lines.append(f"Fastest on the median: {config_label(win, h.axes)}, {time_text(win, run)}{ci}; the slowest, "
@@ -185,9 +185,8 @@ def headline_text(h: Headline, run: RunKind = PLAIN, threshold: float = THRESHOL
             lines.append(f"The slowest, {config_label(slow, h.axes)} ({time_text(slow, run)}), is {_x(v.ratio)} slower "
                          f"({v.why}).")
         elif v is not None:
-            lines.append(f"Every configuration of this pattern is within noise of the fastest: the slowest, "
-                         f"{config_label(slow, h.axes)} ({time_text(slow, run)}), is a tie ({v.why}). "
-                         "Nothing to choose here.")
+            lines.append(f"The slowest, {config_label(slow, h.axes)} ({time_text(slow, run)}), is itself within noise of "
+                         f"the fastest ({v.why}): only the cells between them differ from it.")
     if h.cheapest is not None:
         c = h.cheapest
         what = _change_text(slow, c, h.cheapest_changes)

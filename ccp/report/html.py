@@ -463,7 +463,7 @@ def build(run_dir: Path, self_contained: bool = False) -> Path:
                  *[img(h, "heatmap") for h in heat], errors["heat"]]
     if figs["pareto"] or errors["pareto"]:
         body += ['<h2 id="tradeoff">Storage against time</h2>',
-                 note("What a data producer chooses on: each point is a layout (chunks and filters) at its best cache, per access "
+                 note("What a data producer chooses on: each point is a layout (chunks and filters) at its fastest cache, per access "
                       "pattern. The line joins the Pareto front: the layouts no other layout beats on both size and time; a "
                       "layout above and right of it is worse on both."),
                  img(figs["pareto"], "storage against time"), errors["pareto"]]

@@ -341,6 +341,9 @@ def model_vs_measured(cells: pd.DataFrame, out: Path) -> str | None:
             if meas == "time_s":
                 _seconds_axis(ax)
                 _seconds_axis(ax, "y")
+            else:
+                for a in (ax.xaxis, ax.yaxis):
+                    _log_ticks(a, FuncFormatter(lambda v, _: format_count(v)))
             ax.set_xlabel(f"model: {what}")
             ax.set_ylabel(f"measured: {what}")
             ax.set_title(f"{what.capitalize()}: measured against the model", loc="left")
@@ -470,13 +473,17 @@ def storage_vs_time(cells: pd.DataFrame, out: Path, run: RunKind = PLAIN) -> str
     access pattern, the Pareto front joined: the trade-off a data producer chooses a filter and chunk shape on."""
     ok = _ok(cells)
     ok = ok[ok["storage_bytes"].notna() & (ok["storage_bytes"] > 0)]
-    ok = ok[~stability(ok)["unstable"]] if len(ok) else ok
-    if ok.empty or ok.groupby(["chunks", "filters"]).ngroups < 2 or ok["storage_bytes"].nunique() < 2:
+    if ok.empty or ok.groupby(["chunks", "filters"]).ngroups < 2:
         return None
+    sizes = ok.drop_duplicates(["chunks", "filters"])["storage_bytes"].astype(float)
+    if sizes.max() < 1.05 * sizes.min():
+        return None                     # the layouts store the same bytes: no trade-off to draw
+    ok = ok.assign(_unstable=stability(ok)["unstable"].to_numpy())
     best = ok.sort_values("time_s").drop_duplicates(["access_label", "chunks", "filters"])
     patterns = list(dict.fromkeys(best.sort_values("time_s")["access_label"]))[:MAX_HEATMAP_PANELS]
     ncols = min(3, len(patterns))
     nrows = math.ceil(len(patterns) / ncols)
+    log_x = sizes.max() > 10 * sizes.min()
     with plt.rc_context(STYLE):
         fig, axs = plt.subplots(nrows, ncols, figsize=(4.2 * ncols + 0.6, 3.6 * nrows + 0.5), squeeze=False, layout="constrained")
         for ax in axs.flat[len(patterns):]:
@@ -488,23 +495,28 @@ def storage_vs_time(cells: pd.DataFrame, out: Path, run: RunKind = PLAIN) -> str
             on = set(front)
             for i, (sb, t) in enumerate(pts):
                 c = g.iloc[i]
-                ax.scatter([sb], [t], s=36 if i in on else 22, color=GREEN if i in on else GREY, zorder=3,
-                           edgecolor="#222" if i in on else "none", marker="s" if c["status"] == "extrapolated" else "o")
+                color = GREEN if i in on else GREY
+                ax.scatter([sb], [t], s=36 if i in on else 22, zorder=3, marker="s" if c["status"] == "extrapolated" else "o",
+                           facecolors="white" if c["_unstable"] else color, edgecolors="#222" if i in on else color)
                 ax.annotate(_short(f"{c['chunks']} | {c['filters']}", 28), (sb, t), xytext=(4, 3), textcoords="offset points",
                             fontsize=7, color="#222" if i in on else "#777")
             fx = [pts[i] for i in front]
             if len(fx) > 1:
                 ax.plot([x for x, _ in fx], [t for _, t in fx], color=GREEN, lw=1.2, zorder=2, label="Pareto front")
                 ax.legend(loc="upper right", frameon=False)
-            ax.set_xscale("log")
             ax.set_yscale("log")
-            _seconds_axis(ax, "y")
-            _log_ticks(ax.xaxis, FuncFormatter(lambda v, _: format_bytes(v)))
             ax.margins(0.25)
-            ax.set_xlabel("stored bytes of the dataset (log)")
+            _seconds_axis(ax, "y")
+            if log_x:
+                ax.set_xscale("log")
+                _log_ticks(ax.xaxis, FuncFormatter(lambda v, _: format_bytes(v)))
+            else:
+                ax.xaxis.set_major_locator(plt.MaxNLocator(4))
+                ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_bytes(v) if v > 0 else ""))
+            ax.set_xlabel("stored bytes of the dataset" + (" (log)" if log_x else ""))
             ax.set_ylabel("time per pass (log)")
             ax.set_title(_short(p, 50), loc="left")
-        title = "Storage against time: each layout at its fastest stable cache; green: the Pareto front"
+        title = "Storage against time: each layout at its fastest cache; green: the Pareto front; hollow: unstable"
         if (best["status"] == "extrapolated").any():
             title += " (squares: extrapolated)"
         if run.tags:

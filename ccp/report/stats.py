@@ -110,11 +110,11 @@ def judge(a: Sample, b: Sample, threshold: float = THRESHOLD, alpha: float = ALP
         if (u > len(a.requests) * len(b.requests) / 2) != (word == "slower"):
             return Verdict("tie", ratio, p, "per-request times point the other way")
         if not p < alpha:
-            return Verdict("tie", ratio, p, f"not significant (Mann-Whitney {fmt_p(p)})")
+            return Verdict("tie", ratio, p, f"not significant: Mann-Whitney {fmt_p(p)}")
     elif len(a.passes) >= MIN_PASSES_FOR_U and len(b.passes) >= MIN_PASSES_FOR_U:
         _, p = mann_whitney(b.passes, a.passes)
         if not p < alpha:
-            return Verdict("tie", ratio, p, f"not significant (Mann-Whitney on passes, {fmt_p(p)})")
+            return Verdict("tie", ratio, p, f"not significant: Mann-Whitney on passes, {fmt_p(p)}")
     elif len(a.passes) < 2 or len(b.passes) < 2:
         return Verdict("unknown", ratio, p, "one pass each and no per-request times: cannot tell noise from a difference")
     if len(a.passes) >= 2 and len(b.passes) >= 2:
