@@ -210,7 +210,7 @@ def _py_tuple(t) -> str:
 def _h5py_filters(spec: str) -> str:
     """create_dataset keywords for a filter pipeline spec (``shuffle,gzip:6``); others via hdf5plugin, named."""
     kw, other = [], []
-    for step in [x for x in spec.split(",") if x and x != "none"]:
+    for step in [x for x in spec.split("+") if x and x != "none"]:
         name, _, arg = step.partition(":")
         if name == "gzip":
             kw.append(f'compression="gzip", compression_opts={arg or 6}')
@@ -220,16 +220,27 @@ def _h5py_filters(spec: str) -> str:
             kw.append("fletcher32=True")
         elif name == "lzf":
             kw.append('compression="lzf"')
+        elif name == "szip":
+            coding, _, ppb = arg.partition(":")
+            kw.append(f'compression="szip", compression_opts=("{coding or "nn"}", {ppb or 8})')
+        elif name == "scaleoffset":
+            kw.append(f"scaleoffset={arg or 0}")
+        elif name == "zstd":
+            kw.append(f"**hdf5plugin.Zstd(clevel={arg or 3})")
+        elif name == "lz4":
+            kw.append("**hdf5plugin.LZ4()")
+        elif name == "bzip2":
+            kw.append(f"**hdf5plugin.BZip2(blocksize={arg or 9})")
         else:
             other.append(step)
-    if other:
-        kw.append(f"**hdf5plugin filter for {','.join(other)}")
+    if other:   # blosc, blosc2, bitshuffle, nbit: their arguments differ between hdf5plugin versions; name them exactly
+        kw.append(f"**<hdf5plugin filter {'+'.join(other)}>")
     return (", " + ", ".join(kw)) if kw else ""
 
 
 def _nc_filters(spec: str) -> str:
     kw = []
-    for step in [x for x in spec.split(",") if x and x != "none"]:
+    for step in [x for x in spec.split("+") if x and x != "none"]:
         name, _, arg = step.partition(":")
         if name == "gzip":
             kw.append(f"zlib=True, complevel={arg or 6}")

@@ -220,4 +220,8 @@ def winner_ci(h: Headline, samples: dict[str, Sample]) -> str:
         return ""
     s = samples.get(str(h.winner["cell_id"]))
     lo, hi = ci95(s) if s is not None else (float("nan"), float("nan"))
-    return f"95% CI {format_seconds(lo)} to {format_seconds(hi)}" if finite(lo) else ""
+    if not finite(lo):
+        return ""
+    if lo < 0.2 * h.winner["time_s"]:    # a few slow requests swamp the standard error: say so rather than print "0 ns"
+        return f"95% CI up to {format_seconds(hi)}: a few requests took much longer than the rest"
+    return f"95% CI {format_seconds(lo)} to {format_seconds(hi)}"

@@ -15,7 +15,7 @@ only when a difference is both significant and larger than a stated threshold.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +35,8 @@ class Sample:
     n_requests: float = float("nan")   # requests per pass
     overhead_s: float = 0.0            # median open + close of a pass
     complete: bool = True              # False when extrapolated: the samples cover a prefix only
+    firsts: np.ndarray = field(default_factory=lambda: np.zeros(0))   # each timed pass's first request (seed 004: the
+    #                                    one that reads and decompresses a chunk the others then find in the cache)
 
 
 @dataclass(frozen=True)
@@ -84,14 +86,32 @@ def _rankdata(a: np.ndarray) -> np.ndarray:
 def ci95(s: Sample) -> tuple[float, float]:
     """95% confidence interval of the pass time from per-request samples; (NaN, NaN) without them.
 
-    A pass's requests cost n x their mean; the mean's standard error from all timed requests gives the half-width,
-    n x 1.96 s / sqrt(N), around the measured median pass (the part of a pass outside its requests, open, close and the
-    loop between requests, is taken as fixed)."""
-    r = s.requests
+    A pass's requests cost its first request plus n - 1 times the mean of the others (the first is its own class: it
+    often reads and decompresses what the others find in the cache, and one such outlier would swamp a pooled standard
+    deviation). Half-width: 1.96 x sqrt((n - 1)^2 var(others) / N_others + var(first) / passes), around the measured
+    median pass; the part of a pass outside its requests (open, close, the loop) is taken as fixed."""
+    r, first = s.requests, s.firsts
     if not s.complete or len(r) < 2 or not np.isfinite(s.n_requests) or not np.isfinite(s.time_s):
         return float("nan"), float("nan")
-    half = 1.96 * float(r.std(ddof=1)) / math.sqrt(len(r)) * s.n_requests
+    n = s.n_requests
+    if len(first) and n > 1 and len(r) > len(first) + 1:
+        rest = _without(r, first)
+        var = (n - 1) ** 2 * float(rest.var(ddof=1)) / len(rest) + (float(first.var(ddof=1)) / len(first) if len(first) > 1 else 0.0)
+    else:
+        var = n ** 2 * float(r.var(ddof=1)) / len(r)
+    half = 1.96 * math.sqrt(var)
     return max(0.0, s.time_s - half), s.time_s + half
+
+
+def _without(r: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """The request times less one occurrence of each first request."""
+    r = list(r)
+    for f in first:
+        try:
+            r.remove(f)
+        except ValueError:
+            pass
+    return np.asarray(r, float)
 
 
 def judge(a: Sample, b: Sample, threshold: float = THRESHOLD, alpha: float = ALPHA) -> Verdict:
@@ -155,7 +175,7 @@ def samples(run_dir: Path, cells: pd.DataFrame) -> dict[str, Sample]:
     ok = cells[is_ok(cells) & cells["time_s"].notna()]
     req = None
     try:
-        req = load_parts(Path(run_dir) / "requests.parquet", ["cell_id", "pass", "phase", "time_s"], list(ok["cell_id"]),
+        req = load_parts(Path(run_dir) / "requests.parquet", ["cell_id", "pass", "phase", "request", "time_s"], list(ok["cell_id"]),
                          [("pass", ">=", 0)])
     except (OSError, ValueError, KeyError):   # a damaged part: judge from the cells table alone
         req = None
@@ -170,12 +190,15 @@ def samples(run_dir: Path, cells: pd.DataFrame) -> dict[str, Sample]:
             out[cid] = Sample(float(c["time_s"]), _passes_from_cells(c), np.zeros(0), _num(c.get("requests")), 0.0, complete)
             continue
         passes = g.groupby("pass")["time_s"].sum().to_numpy(float) if complete else _passes_from_cells(c)
-        r = g.loc[g["phase"] == "request", "time_s"].to_numpy(float)
-        if len(r) > MAX_REQUEST_SAMPLES:
-            r = np.sort(rng.choice(r, MAX_REQUEST_SAMPLES, replace=False))
+        rq = g[g["phase"] == "request"]
+        firsts = rq.loc[rq["request"] == 0, "time_s"].to_numpy(float)
+        rest = rq.loc[rq["request"] != 0, "time_s"].to_numpy(float)
+        if len(rest) > MAX_REQUEST_SAMPLES:
+            rest = rng.choice(rest, MAX_REQUEST_SAMPLES, replace=False)
+        r = np.concatenate([firsts, rest])
         oc = g[g["phase"] != "request"].groupby("pass")["time_s"].sum()
         out[cid] = Sample(float(c["time_s"]), passes, r, _num(c.get("requests")), float(oc.median()) if len(oc) else 0.0,
-                          complete)
+                          complete, firsts)
     return out
 
 

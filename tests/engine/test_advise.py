@@ -12,7 +12,15 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from ccp.advise import MIN_SPEEDUP, Option, cure_code, fmt_speedup, next_prime, rank, shrink_chunks
+from ccp.advise import (
+    MIN_SPEEDUP,
+    Option,
+    cure_code,
+    fmt_speedup,
+    next_prime,
+    rank,
+    shrink_chunks,
+)
 from ccp.cli import main
 
 
@@ -70,7 +78,7 @@ def test_fmt_speedup_never_says_1x_or_0x():
 
 
 def _cures(output: str) -> list[tuple[str, float]]:
-    found = re.findall(r"^\s+\d+\. (.*)\n\s+.*predicted .*\(([\d.,]+)x faster than now\)", output, re.M)
+    found = re.findall(r"^\s+\d+\. (.*)\n\s+.*predicted .*\(([\d.,]+)x faster than now\)", output, re.MULTILINE)
     return [(what, float(x.replace(",", ""))) for what, x in found]
 
 

@@ -297,7 +297,7 @@ def open_in_chromium(tmp_path):
                                   probe.as_uri()], capture_output=True, text=True, timeout=120)
         finally:
             probe.unlink()
-        m = re.search(r'<pre id="ccp-probe">CCP-PROBE (.*?) END-PROBE</pre>', out.stdout, re.S)
+        m = re.search(r'<pre id="ccp-probe">CCP-PROBE (.*?) END-PROBE</pre>', out.stdout, re.DOTALL)
         assert m, f"{page}: the page did not load in Chromium: {out.stderr[-2000:]}"
         return json.loads(html.unescape(m.group(1)))
 

@@ -7,9 +7,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ccp.report import write_report
-from ccp.report import plots
-from ccp.report.data import SHORT_REQUEST_S, UNSTABLE_SPREAD, load_cells, prepare, storage_overhead
+from ccp.report import plots, write_report
+from ccp.report.data import (
+    SHORT_REQUEST_S,
+    UNSTABLE_SPREAD,
+    load_cells,
+    prepare,
+    storage_overhead,
+)
 
 
 def text_of(page: str) -> str:
@@ -69,7 +74,7 @@ def test_fastest_and_why(synthetic_report):
     """One headline per access pattern; each names the fastest stable cell of that pattern only."""
     run, page = synthetic_report
     cells, _ = prepare(load_cells(run))
-    boxes = [text_of(b).strip() for b in re.findall(r'<div class="box (?:good|warn)"><p class="headline">(.*?)</div>', page, re.S)]
+    boxes = [text_of(b).strip() for b in re.findall(r'<div class="box (?:good|warn)"><p class="headline">(.*?)</div>', page, re.DOTALL)]
     assert len(boxes) == cells.loc[cells["status"].isin(["ok", "extrapolated"]), "access_label"].nunique() == 3
     rows = next(b for b in boxes if b.startswith("Read 1x1x1x100"))
     ok = cells[cells["status"].isin(["ok", "extrapolated"]) & (cells["access_label"] == "read 1x1x1x100")]
