@@ -185,8 +185,9 @@ def headline_text(h: Headline, run: RunKind = PLAIN, threshold: float = THRESHOL
             lines.append(f"The slowest, {config_label(slow, h.axes)} ({time_text(slow, run)}), is {_x(v.ratio)} slower "
                          f"({v.why}).")
         elif v is not None:
-            lines.append(f"The slowest, {config_label(slow, h.axes)} ({time_text(slow, run)}), is itself within noise of "
-                         f"the fastest ({v.why}): only the cells between them differ from it.")
+            lines.append(f"The slowest, {config_label(slow, h.axes)} ({time_text(slow, run)}), is {_x(v.ratio)} slower but not "
+                         f"shown to differ from the fastest ({v.why})" + ("; a quick run has one pass, so only the "
+                         "per-request times can tell" if run.quick else "") + ".")
     if h.cheapest is not None:
         c = h.cheapest
         what = _change_text(slow, c, h.cheapest_changes)

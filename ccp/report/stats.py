@@ -7,9 +7,10 @@ only when a difference is both significant and larger than a stated threshold.
   are its cost: requests x mean request time, +- 1.96 standard errors, plus the median open and close).
 - ``mann_whitney``: the two-sided Mann-Whitney U test with the normal approximation and tie correction, in numpy
   (scipy is not a dependency); tested against brute-force exact values in tests/report/test_report_stats.py.
-- ``judge``: "faster", "slower" or "tie" for B against A: different only when B / A is beyond THRESHOLD, the
-  per-request times differ (U test, p < ALPHA, in the same direction as the totals) and, with two or more passes
-  each, every pass of the faster cell beat every pass of the slower one.
+- ``judge``: "faster", "slower" or "tie" for B against A: different only when B / A is beyond THRESHOLD and either
+  the per-request times differ (U test, p < ALPHA, in the same direction as the totals; with two or more passes each,
+  the passes must not overlap either) or every pass of the faster cell beat every pass of the slower one (the cost of
+  a pass can sit in a few requests, a chunk decompressed once, which a rank test on requests cannot see).
 """
 
 from __future__ import annotations
@@ -124,25 +125,32 @@ def judge(a: Sample, b: Sample, threshold: float = THRESHOLD, alpha: float = ALP
     if max(ratio, 1 / ratio) < threshold:
         return Verdict("tie", ratio, float("nan"), f"within {threshold:g}x")
     p = float("nan")
+    fast, slow = (a, b) if word == "slower" else (b, a)
+    passes_ok = len(a.passes) >= 2 and len(b.passes) >= 2
+    apart = passes_ok and fast.passes.max() < slow.passes.min()
     if a.complete and b.complete and len(a.requests) >= 2 and len(b.requests) >= 2:
         u, p = mann_whitney(b.requests, a.requests)
         # U of B above its mean: B's requests tend to be slower. It must agree with the totals.
-        if (u > len(a.requests) * len(b.requests) / 2) != (word == "slower"):
+        agree = (u > len(a.requests) * len(b.requests) / 2) == (word == "slower")
+        if agree and p < alpha:
+            if passes_ok and not apart:
+                return Verdict("tie", ratio, p, "the passes overlap")
+            return Verdict(word, ratio, p, f"Mann-Whitney {fmt_p(p)}")
+        if apart:   # the cost sits in a few requests (a chunk decompressed once): the ranks cannot see it, every pass can
+            return Verdict(word, ratio, p, f"every pass apart; per-request Mann-Whitney {fmt_p(p)}")
+        if not agree:
             return Verdict("tie", ratio, p, "per-request times point the other way")
-        if not p < alpha:
-            return Verdict("tie", ratio, p, f"not significant: Mann-Whitney {fmt_p(p)}")
-    elif len(a.passes) >= MIN_PASSES_FOR_U and len(b.passes) >= MIN_PASSES_FOR_U:
+        return Verdict("tie", ratio, p, f"not significant: Mann-Whitney {fmt_p(p)}")
+    if len(a.passes) >= MIN_PASSES_FOR_U and len(b.passes) >= MIN_PASSES_FOR_U:
         _, p = mann_whitney(b.passes, a.passes)
         if not p < alpha:
             return Verdict("tie", ratio, p, f"not significant: Mann-Whitney on passes, {fmt_p(p)}")
-    elif len(a.passes) < 2 or len(b.passes) < 2:
+        return Verdict(word, ratio, p, f"Mann-Whitney on passes, {fmt_p(p)}")
+    if not passes_ok:
         return Verdict("unknown", ratio, p, "one pass each and no per-request times: cannot tell noise from a difference")
-    if len(a.passes) >= 2 and len(b.passes) >= 2:
-        fast, slow = (a, b) if word == "slower" else (b, a)
-        if fast.passes.max() >= slow.passes.min():
-            return Verdict("tie", ratio, p, "the passes overlap")
-    how = f"Mann-Whitney {fmt_p(p)}" if np.isfinite(p) else "every pass apart"
-    return Verdict(word, ratio, p, how)
+    if not apart:
+        return Verdict("tie", ratio, p, "the passes overlap")
+    return Verdict(word, ratio, p, "every pass apart")
 
 
 def fmt_p(p: float) -> str:
