@@ -479,11 +479,12 @@ def one_change_tables(cells: pd.DataFrame, labels: Labels, samples: dict | None 
             gain_row.append("-" if vb is None else fmt_times(base["time_s"] / p["time_s"]) if vb.differs else
                             Cell(f"tie ({fmt_times(base['time_s'] / p['time_s'])})", (vb.why,)))
         rows += [time_row, gain_row]
-        rows.append([count_name.capitalize()] + [format_count(p[count_col]) for _, p in picks])
-        rows.append([f"{count_name.capitalize()} per request"] +
-                    [fmt_per(p[count_col] / p["requests"]) if p["requests"] else "-" for _, p in picks])
-        byte_col = "raw_write_bytes" if op == "write" else "raw_read_bytes"
-        rows.append(["Raw data " + ("written" if op == "write" else "read")] + [format_bytes(p[byte_col]) for _, p in picks])
+        if any(finite(p[count_col]) for _, p in picks):     # a quick run has no traced pass: no empty rows
+            rows.append([count_name.capitalize()] + [format_count(p[count_col]) for _, p in picks])
+            rows.append([f"{count_name.capitalize()} per request"] +
+                        [fmt_per(p[count_col] / p["requests"]) if p["requests"] else "-" for _, p in picks])
+            byte_col = "raw_write_bytes" if op == "write" else "raw_read_bytes"
+            rows.append(["Raw data " + ("written" if op == "write" else "read")] + [format_bytes(p[byte_col]) for _, p in picks])
         if "predicted_chunk_loads" in g and g["predicted_chunk_loads"].notna().any():
             rows.append(["Chunk loads (model)"] + [format_count(p["predicted_chunk_loads"]) for _, p in picks])
         if g["repack_s"].notna().any():
@@ -511,6 +512,7 @@ def pivot_tables(cells: pd.DataFrame, labels: Labels, samples: dict | None = Non
         return []
     jd = _Judge(cells, samples, run, threshold)
     count_col, count_name = _count_col(ok)
+    has_counts = bool(ok[count_col].notna().any())     # a quick run has no traced pass
     out = []
     for name, col in labels.axes:
         if col == "access_label":
@@ -541,14 +543,15 @@ def pivot_tables(cells: pd.DataFrame, labels: Labels, samples: dict | None = Non
                 else:
                     tie = v in verdicts and not verdicts[v].differs
                     row.append(jd.time_cell(by[v], "", ("tie with the fastest",) if tie else ()))
-            row += [format_count(by[v][count_col]) if v in by else "-" for v in values]
+            if has_counts:
+                row += [format_count(by[v][count_col]) if v in by else "-" for v in values]
             row.append(fmt_times(max(times.values()) / min(times.values())) if len(times) > 1 and min(times.values()) > 0 else "-")
             rows.append(row)
         if not rows:
             continue
-        header = ([n for n, _ in others] or [""]) + [f"time: {v}" for v in values] + [f"{_short_count(count_name)}: {v}" for v in values] + \
-                 ["slowest / fastest"]
-        out.append(Table(f"By {name}: time and {count_name}", header, rows,
+        header = ([n for n, _ in others] or [""]) + [f"time: {v}" for v in values] + \
+            ([f"{_short_count(count_name)}: {v}" for v in values] if has_counts else []) + ["slowest / fastest"]
+        out.append(Table(f"By {name}: time" + (f" and {count_name}" if has_counts else ""), header, rows,
                          note=f"Each row holds the other axes fixed, so reading across shows what {name} alone changes. Green: "
                               f"the fastest stable value, faster than every other in the row by more than {threshold:g}x and "
                               "significantly (Mann-Whitney U on per-request times, p < 0.05, and every pass apart); values "

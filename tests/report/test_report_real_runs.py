@@ -68,6 +68,14 @@ def test_cli_report_rewrites_the_page(run_dir):
     assert (run_dir / "report.html").exists()
 
 
+def test_cli_report_self_contained(run_dir):
+    result = CliRunner().invoke(main, ["report", str(run_dir), "--self-contained"])
+    assert result.exit_code == 0, result.output
+    page = (run_dir / "report.html").read_text()
+    assert 'src="data:image/png;base64,' in page and not re.search(r'<img src="[^"d][^"]*\.png"', page)
+    CliRunner().invoke(main, ["report", str(run_dir)])      # back to the page with PNGs beside it, for the tests below
+
+
 def test_bad_tables_key_is_a_config_error(write_sweep):
     bad = SWEEP.replace("    labels:", "    lables:")
     result = CliRunner().invoke(main, ["check", str(write_sweep(bad))])
