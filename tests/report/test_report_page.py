@@ -205,3 +205,14 @@ def test_thresholds_match_the_engine():
     from ccp.measurement import runner
 
     assert runner.UNSTABLE_SPREAD == UNSTABLE_SPREAD and runner.SHORT_REQUEST_S == SHORT_REQUEST_S
+
+
+@pytest.mark.parametrize("sweep_name, scale", [("synthetic-x0.5", "0.5"), ("synthetic-x0.25", "0.25")], ids=["half", "quarter"])
+def test_scaled_run_says_so_beside_every_time(tmp_path, sweep_name, scale):
+    """`ccp run --scale F` names the sweep NAME-xF: the page says the times are for scaled data, wherever they appear."""
+    from conftest import write_run
+
+    text = text_of(write_report(write_run(tmp_path / "run", tables=False, name=sweep_name)).read_text())
+    assert f"This sweep was scaled by {scale}" in text
+    assert f"(scaled x{scale})" in text                                  # in the headline and tables
+    assert f"one change at a time from the slowest configuration (scaled x{scale})" in text
