@@ -65,7 +65,10 @@ def _source(path: Path, dset: str):
         d = f.get(dset)
         if d is None or not isinstance(d, h5py.Dataset):
             raise CcpError(f"{path}: no dataset {dset!r}")
-        fill = d.fillvalue
+        try:
+            fill = d.fillvalue
+        except (RuntimeError, OSError):   # "fill value is undefined" (H5D_FILL_VALUE_UNDEFINED): files from other writers
+            fill = None
         return SourceInfo(tuple(d.shape), d.dtype, tuple(d.maxshape), fill.item() if hasattr(fill, "item") else fill,
                           tuple(d.chunks) if d.chunks else None, pipeline_from_dcpl(d.id.get_create_plist()),
                           f"file:{path}:{dset}")
@@ -85,9 +88,10 @@ def _predict(cell: Cell, source, stored, cal, limit: int) -> tuple[int, int, int
             n * cal.per_request_s)
 
 
-def shrink_chunks(chunks, block, itemsize: int, target: int) -> tuple[int, ...]:
-    """Halve the slowest dimensions first (never below the block) until a chunk is at most ``target`` bytes."""
-    c = list(chunks)
+def shrink_chunks(chunks, block, itemsize: int, target: int, shape=None) -> tuple[int, ...]:
+    """Clip to the dataset's shape, then halve the slowest dimensions first (never below the block) until a chunk is at
+    most ``target`` bytes."""
+    c = [min(k, s) for k, s in zip(chunks, shape)] if shape is not None else list(chunks)
     while int(np.prod(c)) * itemsize > target:
         for d in range(len(c)):
             if c[d] > max(1, block[d]):
@@ -146,7 +150,7 @@ def options(source, stored, block, cache: CacheSpec, memory: int, cal) -> list[O
                           cell, *_predict(cell, source, None, cal, MAX_MODEL_REQUESTS)))
     # 3. repack to chunks that fit the cache (seed 000: under 1 MiB for readers you do not know)
     target = min(cache.nbytes, 1024 * 1024) if cache.nbytes > 0 else 1024 * 1024
-    small = shrink_chunks(source.chunks, block, itemsize, target)
+    small = shrink_chunks(source.chunks, block, itemsize, target, source.shape)
     if small != tuple(source.chunks):
         cell = replace(base, chunks=small)
         out.append(Option("repack", f"repack to chunks {shape_str(small)} ({format_bytes(int(np.prod(small)) * itemsize)})",
@@ -162,13 +166,14 @@ EFFORT = {"cache": 0, "block": 1, "repack": 2}   # a setting < a code change < a
 
 
 def rank(cures: list[Option]) -> list[Option]:
-    """The least invasive cure whose predicted I/O and decompression time is within 2x of the best leads; the rest follow
-    fastest first. Compared on ``io_s``, not the whole time: a cure that reads bigger blocks also makes fewer requests, and
-    the per-request overhead (a calibration constant that varies from run to run) would otherwise decide the order."""
+    """The least invasive cure within 2x of the fastest leads; the rest follow fastest first. Within 2x on the whole
+    prediction or on its I/O and decompression alone (``io_s``): a cure that reads bigger blocks also makes fewer
+    requests, and the per-request overhead (a calibration constant that varies from run to run) must not be what
+    pushes the cache cure out of the lead."""
     if not cures:
         return []
-    floor = max(min(o.io_s for o in cures), 1e-9)
-    near = [o for o in cures if o.io_s <= 2 * floor]
+    floor, floor_io = min(o.time_s for o in cures), max(min(o.io_s for o in cures), 1e-9)
+    near = [o for o in cures if o.time_s <= 2 * floor or o.io_s <= 2 * floor_io]
     lead = min(near, key=lambda o: (EFFORT[o.kind], o.io_s))
     return [lead] + sorted((o for o in cures if o is not lead), key=lambda o: o.time_s)
 
@@ -326,8 +331,8 @@ def advise(path, dset: str, block, cache: CacheSpec, memory: int, budget: float,
         echo(f"No cure is predicted faster than the current setting by {MIN_SPEEDUP:g}x or more: the layout and cache suit "
              "this access pattern.")
     else:
-        echo(f"Cures, best first (the least invasive whose predicted I/O and decompression time is within 2x of the best "
-             f"leads; only cures predicted at least {MIN_SPEEDUP:g}x faster are listed; model counts, calibrated time):")
+        echo(f"Cures, best first (the least invasive within 2x of the fastest prediction leads; only cures predicted at "
+             f"least {MIN_SPEEDUP:g}x faster are listed; model counts, calibrated time):")
     for i, o in enumerate(cures, 1):
         echo(f"  {i}. {o.what}\n     {format_count(o.loads)} chunk loads, {format_count(o.raw_reads)} raw reads, "
              f"predicted {format_seconds(o.time_s)} ({fmt_speedup(speedup(cur, o))} faster than now)")
