@@ -150,7 +150,6 @@ def test_advise_on_a_pytables_file_with_an_undefined_fill_value():
     result = CliRunner().invoke(main, ["advise", str(path), "wfm_group0/axes/axis1/data_vector/data", "--access", "1x8",
                                        "--cache", "16KiB", "--no-measure"])
     assert result.exit_code == 0, result.output
-    assert "Cures, best first" in result.output and "CHUNK=8125" not in result.output
-    first = result.output.split("Cures, best first")[1].splitlines()[1]
-    assert "set the chunk cache to" in first
+    assert "Cures, best first" in result.output and "CHUNK=8125" not in result.output and "CHUNK=256x8" in result.output
+    assert "set the chunk cache to 64.5 KiB (1 chunk)" in result.output
     assert path.read_bytes() == before
