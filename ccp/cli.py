@@ -128,9 +128,9 @@ def report(run_dir, self_contained):
 def compare(run_a, run_b, html_out, fail_above, threshold):
     """Compare the cells two runs share, side by side with ratios (B / A) and a verdict per cell.
 
-    "Slower" and "faster" need a difference beyond --threshold that the per-request times support
-    (Mann-Whitney U, p < 0.05) with every pass apart; anything else is a tie. Exit status: 0, or 1
-    with --fail-above when a cell regressed by more than RATIO.
+    "Slower" and "faster" need a difference beyond --threshold that the per-request times
+    (Mann-Whitney U, p < 0.05) or the passes (every pass apart) support; anything else is a tie.
+    Exit status: 0, or 1 with --fail-above when a cell regressed by more than RATIO.
 
     \b
     Example:

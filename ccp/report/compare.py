@@ -162,8 +162,8 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
         summary = (f"B / A time: geometric mean {gm:.3g}x. B slower in {n.get('slower', 0)} cells, faster in "
                    f"{n.get('faster', 0)}, a tie in {n.get('tie', 0)}"
                    + (f", cannot tell in {n.get('unknown', 0)} (one pass, no per-request times)" if n.get("unknown", 0) else "")
-                   + f". Slower or faster means by more than {threshold:g}x and significant (Mann-Whitney U on per-request "
-                   "times, p < 0.05, and every pass apart)")
+                   + f". Slower or faster means by {threshold:g}x or more and significant (Mann-Whitney U on per-request "
+                   "times, p < 0.05, or every pass apart)")
         lines.append(summary)
         counts_differ = j[(j["raw_reads_a"] != j["raw_reads_b"]) & j["raw_reads_a"].notna() & j["raw_reads_b"].notna()]
         if len(counts_differ):

@@ -429,10 +429,10 @@ def build(run_dir: Path, self_contained: bool = False) -> Path:
         banner,
         '<h2 id="summary">Which configuration is fastest for each access pattern, and why</h2>',
         note(f"Only cells that do the same work (the same operation, block, order and requests) are ranked against each "
-             f"other. Two cells are a <i>tie</i> when their median passes differ by less than {THRESHOLD:g}x or the "
-             "difference is not significant (Mann-Whitney U on per-request times, p &lt; 0.05, with every pass of one "
-             "faster than every pass of the other); an unstable cell never wins. The interval is a 95% confidence "
-             "interval of the pass time from the per-request samples."),
+             f"other. Two cells are a <i>tie</i> unless their median passes differ by {THRESHOLD:g}x or more and the "
+             "difference is significant: Mann-Whitney U on the per-request times, p &lt; 0.05, with passes that do not "
+             "overlap, or every pass of one faster than every pass of the other. An unstable cell never wins. The "
+             "interval is a 95% confidence interval of the pass time from the per-request samples."),
         explain_fastest(cells, samples, run),
         '<h2 id="tables">Comparison tables</h2>',
         errors.get("tables", ""),

@@ -494,8 +494,9 @@ def one_change_tables(cells: pd.DataFrame, labels: Labels, samples: dict | None 
                          [""] + [n for n, _ in picks], rows,
                          note=f"The first column is the slowest configuration for this access pattern; each next column "
                               "changes one parameter (highlighted) and keeps the others, as in seed 000's Table 8. Green: the "
-                              f"fastest stable cell. A speed-up under {threshold:g}x, or one the per-request times do not "
-                              "support (Mann-Whitney U, p < 0.05), is called a tie; the per-request counts say why."))
+                              f"fastest stable cell. A speed-up under {threshold:g}x, or one neither the per-request times "
+                              "(Mann-Whitney U, p < 0.05) nor the passes (every pass apart) support, is called a tie; the "
+                              "per-request counts say why."))
     return out
 
 
@@ -553,8 +554,8 @@ def pivot_tables(cells: pd.DataFrame, labels: Labels, samples: dict | None = Non
             ([f"{_short_count(count_name)}: {v}" for v in values] if has_counts else []) + ["slowest / fastest"]
         out.append(Table(f"By {name}: time" + (f" and {count_name}" if has_counts else ""), header, rows,
                          note=f"Each row holds the other axes fixed, so reading across shows what {name} alone changes. Green: "
-                              f"the fastest stable value, faster than every other in the row by more than {threshold:g}x and "
-                              "significantly (Mann-Whitney U on per-request times, p < 0.05, and every pass apart); values "
+                              f"the fastest stable value, faster than every other in the row by {threshold:g}x or more and "
+                              "significantly (Mann-Whitney U on per-request times, p < 0.05, or every pass apart); values "
                               "within noise are marked as ties. The last column is how much the raw times differ.",
                          label_columns=max(len(others), 1)))
     return out
