@@ -230,14 +230,18 @@ def heatmaps(cells: pd.DataFrame, out: Path) -> tuple[list[str], int]:
                 rows = [c for c in chunk_order if (g["chunks"] == c).any()]
                 cols = [c for c in cache_order if (g["cache_label"] == c).any()]
                 data = np.full((len(rows), len(cols)), np.nan)
+                extrapolated = set()
                 for _, c in g.iterrows():
                     data[rows.index(c["chunks"]), cols.index(c["cache_label"])] = c[col]
+                    if c["status"] == "extrapolated" and col == "time_s":
+                        extrapolated.add((rows.index(c["chunks"]), cols.index(c["cache_label"])))
                 shown = np.ma.masked_where(~np.isfinite(data) | (data <= 0), data)
                 im = ax.imshow(shown, cmap="viridis", norm=norm, aspect="auto")
                 for (i, j), v in np.ndenumerate(data):
                     if np.isfinite(v):
                         bright = v > 0 and norm(v) > 0.6
-                        ax.text(j, i, fmt(v), ha="center", va="center", fontsize=8, color="black" if bright else "white")
+                        ax.text(j, i, fmt(v) + ("\nextrapolated" if (i, j) in extrapolated else ""), ha="center", va="center",
+                                fontsize=8, color="black" if bright else "white")
                     else:
                         ax.text(j, i, "not run", ha="center", va="center", fontsize=7, color=GREY)
                 ax.set_xticks(range(len(cols)), [c.replace(", ", "\n") for c in cols], fontsize=7 if len(cols) > 3 else 8)
