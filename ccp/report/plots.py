@@ -484,6 +484,10 @@ def storage_vs_time(cells: pd.DataFrame, out: Path, run: RunKind = PLAIN) -> str
         return None                     # the layouts store the same bytes: no trade-off to draw
     ok = ok.assign(_unstable=stability(ok)["unstable"].to_numpy())
     best = ok.sort_values("time_s").drop_duplicates(["access_label", "chunks", "filters"])
+    several = best.groupby("access_label")["chunks"].transform("size") > 1     # one layout: no trade-off to show
+    best = best[several]
+    if best.empty:
+        return None
     patterns = list(dict.fromkeys(best.sort_values("time_s")["access_label"]))[:MAX_HEATMAP_PANELS]
     ncols = min(3, len(patterns))
     nrows = math.ceil(len(patterns) / ncols)
@@ -497,13 +501,19 @@ def storage_vs_time(cells: pd.DataFrame, out: Path, run: RunKind = PLAIN) -> str
             pts = list(zip(g["storage_bytes"].astype(float), g["time_s"].astype(float)))
             front = pareto_front(pts)
             on = set(front)
+            spots: dict = {}      # layouts drawn on the same spot share one label instead of overprinting
             for i, (sb, t) in enumerate(pts):
                 c = g.iloc[i]
                 color = GREEN if i in on else GREY
                 ax.scatter([sb], [t], s=36 if i in on else 22, zorder=3, marker="s" if c["status"] == "extrapolated" else "o",
                            facecolors="white" if c["_unstable"] else color, edgecolors="#222" if i in on else color)
-                ax.annotate(_short(f"{c['chunks']} | {c['filters']}", 28), (sb, t), xytext=(4, 3), textcoords="offset points",
-                            fontsize=7, color="#222" if i in on else "#777")
+                key = (round(math.log10(sb), 2), round(math.log10(t), 1))
+                spots.setdefault(key, [sb, t, [], False])
+                spots[key][2].append(_short(f"{c['chunks']} | {c['filters']}", 28))
+                spots[key][3] |= i in on
+            for sb, t, names, front_spot in spots.values():
+                ax.annotate("\n".join(names), (sb, t), xytext=(4, 3), textcoords="offset points", fontsize=7,
+                            color="#222" if front_spot else "#777")
             fx = [pts[i] for i in front]
             if len(fx) > 1:
                 ax.plot([x for x, _ in fx], [t for _, t in fx], color=GREEN, lw=1.2, zorder=2, label="Pareto front")
