@@ -101,37 +101,51 @@ def run(sweep, out, quick, work_dir, cell_timeout, no_isolate, no_report, execut
 
 @main.command()
 @click.argument("run_dir", metavar="RUN", type=click.Path(file_okay=False, exists=True, path_type=Path))
-def report(run_dir):
+@click.option("--self-contained", is_flag=True, help="Embed the plots in report.html (base64): one file to attach or mail.")
+def report(run_dir, self_contained):
     """Write report.html (and its PNG plots) into a run folder.
 
     \b
     Example:
       ccp report results/quickstart/20261122-120000
+      ccp report results/quickstart/20261122-120000 --self-contained   # one file, images inside
     """
     from ccp.report import write_report
 
     if not (run_dir / "cells.csv").exists():
         raise CcpError(f"{run_dir}: not a ccp run folder (no cells.csv)")
-    click.echo(f"report: {write_report(run_dir)}")
+    click.echo(f"report: {write_report(run_dir, self_contained=self_contained)}")
 
 
 @main.command()
 @click.argument("run_a", type=click.Path(file_okay=False, exists=True, path_type=Path))
 @click.argument("run_b", type=click.Path(file_okay=False, exists=True, path_type=Path))
 @click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path), help="Also write an HTML page here.")
-def compare(run_a, run_b, html_out):
-    """Compare the cells two runs share, side by side with ratios (B / A).
+@click.option("--fail-above", type=click.FloatRange(min=1.0), metavar="RATIO",
+              help="Exit 1 when a shared cell is significantly slower in B by more than RATIO (B / A), e.g. 1.5: a CI gate.")
+@click.option("--threshold", type=click.FloatRange(min=1.0), default=1.25, show_default=True, metavar="RATIO",
+              help="Call a cell faster or slower only beyond this ratio (and when significant); closer is a tie.")
+def compare(run_a, run_b, html_out, fail_above, threshold):
+    """Compare the cells two runs share, side by side with ratios (B / A) and a verdict per cell.
+
+    "Slower" and "faster" need a difference beyond --threshold that the per-request times
+    (Mann-Whitney U, p < 0.05) or the passes (every pass apart) support; anything else is a tie.
+    Exit status: 0, or 1 with --fail-above when a cell regressed by more than RATIO.
 
     \b
     Example:
       ccp compare results/cris/laptop results/cris/server --html compare.html
+      ccp compare results/cris/main results/cris/branch --fail-above 1.5   # in CI
     """
     from ccp.report import write_compare
 
     for r in (run_a, run_b):
         if not (r / "cells.csv").exists():
             raise CcpError(f"{r}: not a ccp run folder (no cells.csv)")
-    click.echo(write_compare(run_a, run_b, html_out))
+    result = write_compare(run_a, run_b, html_out, fail_above=fail_above, threshold=threshold)
+    click.echo(result)
+    if fail_above is not None and result.regressions:
+        sys.exit(1)
 
 
 @main.command(name="inspect")

@@ -1,7 +1,7 @@
 """Reports: an HTML page with paper-style tables and PNG plots for a run; comparisons of two runs.
 
-- ``write_report(run_dir)``: ``report.html`` and its PNGs in the run folder (inline CSS, relative image paths,
-  no scripts, no network: it opens from disk in any browser).
+- ``write_report(run_dir, self_contained=False)``: ``report.html`` and its PNGs in the run folder (inline CSS, relative
+  image paths or, self-contained, embedded ones; no scripts, no network: it opens from disk in any browser).
 - ``write_compare(run_a, run_b, out_html=None)``: the cells both runs finished, side by side with ratios B / A;
   returns the terminal text, and writes an HTML page (and its PNG beside it) when ``out_html`` is given.
 - ``parse_tables(raw)``: validates a sweep's ``tables:`` (sweep validation calls it); errors name the key.
@@ -13,18 +13,21 @@ from pathlib import Path
 
 from ccp.report.tables import parse_tables
 
-__all__ = ["write_report", "write_compare", "parse_tables"]
+__all__ = ["parse_tables", "write_compare", "write_report"]
 
 
-def write_report(run_dir: Path) -> Path:
-    """Write ``report.html`` and its PNGs into the run folder; returns the page's path."""
+def write_report(run_dir: Path, self_contained: bool = False) -> Path:
+    """Write ``report.html`` and its PNGs into the run folder; returns the page's path. With ``self_contained`` the
+    page embeds its images (base64), one file to attach to an issue or an email."""
     from ccp.report.html import build
 
-    return build(Path(run_dir))
+    return build(Path(run_dir), self_contained)
 
 
-def write_compare(run_a: Path, run_b: Path, out_html: Path | None = None) -> str:
-    """The cells two runs share, side by side with ratios; returns the terminal text."""
+def write_compare(run_a: Path, run_b: Path, out_html: Path | None = None, fail_above: float | None = None,
+                  threshold: float | None = None):
+    """The cells two runs share, side by side with ratios; returns the terminal text (a str subclass whose
+    ``regressions`` lists the cells significantly slower in B by more than ``fail_above``)."""
     from ccp.report.compare import compare
 
-    return compare(Path(run_a), Path(run_b), out_html)
+    return compare(Path(run_a), Path(run_b), out_html, fail_above=fail_above, threshold=threshold)

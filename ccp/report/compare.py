@@ -1,7 +1,15 @@
-"""Two runs side by side: the cells they share (same chunks, filters, cache, access), with ratios B / A."""
+"""Two runs side by side: the cells they share, with ratios B / A and a noise-aware verdict per cell.
+
+Cells are matched by ``cell_id``, the hash of the parameters the sweep configured (chunks, filters, cache, access):
+not by the cache read back from HDF5, which for a contiguous dataset is the library's default whatever the sweep
+set, so matching on it paired every contiguous cell of A with every contiguous cell of B. "Faster" and "slower"
+need the difference to be significant and beyond a threshold (stats.judge); ``fail_above`` makes the result a CI
+gate: the cells significantly slower in B by more than that ratio are its ``regressions``.
+"""
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -9,12 +17,23 @@ import numpy as np
 import pandas as pd
 
 from ccp.report import plots
-from ccp.report.data import Labels, finite, is_ok, load_cells, load_env
+from ccp.report.data import Labels, finite, is_ok, load_cells, load_env, load_sweep
+from ccp.report.headline import RunKind
 from ccp.report.html import CSS, esc, img, note, table_html
+from ccp.report.stats import THRESHOLD, from_cell, judge
+from ccp.report.stats import samples as load_samples
 from ccp.units import format_count, format_seconds
 
 KEY = ["chunks", "filters", "cache_nbytes", "cache_nslots", "cache_w0", "op", "block", "order", "random"]
-NOISE = 1.1   # a ratio within 10% of 1 is called "about the same"
+SETTINGS = ("repeats", "cold", "quick", "time_budget")   # measurement settings that change what a time means
+
+
+class Comparison(str):
+    """The terminal text, with the verdicts behind it."""
+
+    regressions: list[str]
+    joined: pd.DataFrame
+    warnings: list[str]
 
 
 def _env_line(run: Path) -> str:
@@ -40,59 +59,130 @@ def _ratio(b, a) -> float:
 
 
 def _fmt_ratio(r) -> str:
-    return f"{r:.3g}" if finite(r) else "-"
+    if not finite(r):
+        return "-"
+    return f"{r:.3g}x"
+
+
+def _run_meta(run: Path) -> dict:
+    p = run / "run.json"
+    try:
+        return json.loads(p.read_text()) if p.exists() else {}
+    except ValueError:
+        return {}
+
+
+def differences(run_a: Path, run_b: Path) -> list[str]:
+    """What the two runs measured differently (dataset, data, settings): each makes a ratio mean something else."""
+    out = []
+    (_, sa), (_, sb) = load_sweep(run_a), load_sweep(run_b)
+    ia, ib = _run_meta(run_a).get("dataset_identity"), _run_meta(run_b).get("dataset_identity")
+    da, db = sa.get("dataset"), sb.get("dataset")
+    if ia and ib and ia != ib:
+        out.append(f"the runs measured different datasets: A {ia}, B {ib}")
+    elif da != db and da is not None and db is not None:
+        out.append(f"the runs' dataset settings differ: A {json.dumps(da, default=str)}, B {json.dumps(db, default=str)}")
+    for key in SETTINGS:
+        va, vb = sa.get(key), sb.get(key)
+        if va != vb:
+            out.append(f"{key} differs: A {va!r}, B {vb!r}")
+    ka, kb = RunKind.of(sa), RunKind.of(sb)
+    if ka.scale != kb.scale:
+        out.append(f"scale differs: A {ka.scale or 1:g}, B {kb.scale or 1:g} (times of scaled data are not comparable)")
+    return out
 
 
 def join(run_a: Path, run_b: Path):
     a, b = load_cells(Path(run_a)), load_cells(Path(run_b))
     labels = Labels.of(a, b)
     a, b = labels.add(_keyed(a)), labels.add(_keyed(b))
-    keys = [f"_k_{c}" for c in KEY]
     fa, fb = a[is_ok(a)], b[is_ok(b)]
-    cols = keys + ["label", "time_s", "time_s_min", "time_s_max", "raw_reads", "raw_writes", "first_request_s", "status"]
-    j = fa[cols].merge(fb[cols].drop(columns=["label"]), on=keys, suffixes=("_a", "_b"))
+    by_id = (fa["cell_id"] != "").all() and (fb["cell_id"] != "").all()
+    keys = ["cell_id"] if by_id else [f"_k_{c}" for c in KEY]
+    cols = list(dict.fromkeys(keys + ["cell_id", "label", "time_s", "time_s_min", "time_s_max", "repeats", "requests",
+                                      "raw_reads", "raw_writes", "first_request_s", "status", "fraction_measured"]))
+    fa = fa[cols].drop_duplicates(keys)
+    fb = fb[cols].drop_duplicates(keys)
+    j = fa.merge(fb.drop(columns=["label"]), on=keys, suffixes=("_a", "_b"))
+    if by_id:
+        j["cell_id_a"] = j["cell_id_b"] = j["cell_id"]
+    dup = j["label"].duplicated(keep=False)
+    j.loc[dup, "label"] = j.loc[dup, "label"] + " (cell " + j.loc[dup, "cell_id_a"].astype(str) + ")"
     j["ratio"] = [_ratio(tb, ta) for ta, tb in zip(j["time_s_a"], j["time_s_b"])]
     j = j.sort_values("ratio", na_position="last").reset_index(drop=True)
     return a, b, j
 
 
-def compare(run_a: Path, run_b: Path, out_html: Path | None) -> str:
+def _side(j: pd.DataFrame, suffix: str):
+    """The joined rows' cells of one run, as cells rows (for stats.from_cell)."""
+    cols = ["time_s", "time_s_min", "time_s_max", "repeats", "requests", "status"]
+    return [dict(zip(cols, vals)) for vals in zip(*(j[f"{c}_{suffix}"] for c in cols))]
+
+
+def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float | None = None,
+            threshold: float | None = None) -> Comparison:
     run_a, run_b = Path(run_a), Path(run_b)
+    threshold = THRESHOLD if threshold is None else float(threshold)
     a, b, j = join(run_a, run_b)
-    head = ["cell", "time A", "time B", "B / A", "raw reads A", "raw reads B", "raw writes A", "raw writes B"]
+    sa, sb = load_samples(run_a, a), load_samples(run_b, b)
+    verdicts, gate = [], []
+    for (_, r), ca, cb in zip(j.iterrows(), _side(j, "a"), _side(j, "b")):
+        xa = sa.get(str(r["cell_id_a"])) or from_cell(ca)
+        xb = sb.get(str(r["cell_id_b"])) or from_cell(cb)
+        verdicts.append(judge(xa, xb, threshold))
+        gate.append(judge(xa, xb, fail_above) if fail_above is not None else None)
+    j["verdict"] = [v.word for v in verdicts]
+    j["why"] = [v.why for v in verdicts]
+    regressions = [r["label"] for (_, r), g in zip(j.iterrows(), gate) if g is not None and g.word == "slower" and g.ratio > fail_above]
+
+    head = ["cell", "time A", "time B", "B / A", "verdict", "raw reads A", "raw reads B", "raw writes A", "raw writes B"]
     show_writes = (j[["raw_writes_a", "raw_writes_b"]].fillna(0) != 0).any().any()
     show_reads = (j[["raw_reads_a", "raw_reads_b"]].fillna(0) != 0).any().any() or not show_writes
-    keep = [True, True, True, True, show_reads, show_reads, show_writes, show_writes]
+    keep = [True, True, True, True, True, show_reads, show_reads, show_writes, show_writes]
     head = [h for h, k in zip(head, keep) if k]
     rows = []
     for r in j.itertuples():
-        row = [r.label, format_seconds(r.time_s_a), format_seconds(r.time_s_b), _fmt_ratio(r.ratio),
+        tag = lambda s, f: " (extrapolated)" if s == "extrapolated" else ""
+        word = {"unknown": "cannot tell"}.get(r.verdict, r.verdict)
+        row = [r.label, format_seconds(r.time_s_a) + tag(r.status_a, r.fraction_measured_a),
+               format_seconds(r.time_s_b) + tag(r.status_b, r.fraction_measured_b), _fmt_ratio(r.ratio), word,
                format_count(r.raw_reads_a), format_count(r.raw_reads_b), format_count(r.raw_writes_a), format_count(r.raw_writes_b)]
         rows.append([c for c, k in zip(row, keep) if k])
 
+    warnings = differences(run_a, run_b)
     ratios = j["ratio"][j["ratio"].map(finite) & (j["ratio"] > 0)]
-    lines = [f"A: {_env_line(run_a)}", f"B: {_env_line(run_b)}",
-             f"{len(j)} cells in common ({len(a)} in A, {len(b)} in B; only finished cells are compared)"]
+    lines = [f"A: {_env_line(run_a)}", f"B: {_env_line(run_b)}"]
+    lines += [f"warning: {w}" for w in warnings]
+    lines.append(f"{len(j)} cells in common ({len(a)} in A, {len(b)} in B; only finished cells are compared, matched by "
+                 "their configured parameters)")
     summary = ""
     if len(ratios):
         gm = math.exp(float(np.log(ratios).mean()))
-        slower, faster = int((ratios > NOISE).sum()), int((ratios < 1 / NOISE).sum())
-        summary = (f"B / A time: geometric mean {gm:.3g}; B slower by more than {NOISE - 1:.0%} in {slower} cells, "
-                   f"faster in {faster}, about the same in {len(ratios) - slower - faster}")
+        n = j["verdict"].value_counts()
+        summary = (f"B / A time: geometric mean {gm:.3g}x. B slower in {n.get('slower', 0)} cells, faster in "
+                   f"{n.get('faster', 0)}, a tie in {n.get('tie', 0)}"
+                   + (f", cannot tell in {n.get('unknown', 0)} (one pass, no per-request times)" if n.get("unknown", 0) else "")
+                   + f". Slower or faster means by {threshold:g}x or more and significant (Mann-Whitney U on per-request "
+                   "times, p < 0.05, or every pass apart)")
         lines.append(summary)
         counts_differ = j[(j["raw_reads_a"] != j["raw_reads_b"]) & j["raw_reads_a"].notna() & j["raw_reads_b"].notna()]
         if len(counts_differ):
             lines.append(f"raw-data reads differ in {len(counts_differ)} cells: the two runs' HDF5 did different I/O there")
+    if fail_above is not None:
+        lines.append(f"FAIL: {len(regressions)} cell(s) significantly slower in B by more than {fail_above:g}x: "
+                     + "; ".join(regressions) if regressions else
+                     f"pass: no cell significantly slower in B by more than {fail_above:g}x")
     lines.append("")
     if rows:
         widths = [max(len(str(x[i])) for x in [head] + rows) for i in range(len(head))]
-        fmt_line = lambda r: "  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
+        fmt_line = lambda r: "  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
         lines.append(fmt_line(head))
         lines.append("  ".join("-" * w for w in widths))
         lines += [fmt_line(r) for r in rows]
     else:
         lines.append(f"no cells in common between {run_a} and {run_b}")
-    text = "\n".join(lines)
+    text = Comparison("\n".join(lines))
+    text.regressions, text.joined, text.warnings = regressions, j, warnings
 
     if out_html is not None:
         out_html = Path(out_html)
@@ -100,10 +190,11 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None) -> str:
         name = plots.compare_plot(j, out_html.parent, out_html.stem + ".png") if len(j) else None
         body = [
             "<h1>ccp compare</h1>",
+            "".join(f'<div class="box warn"><p>Warning: {esc(w)}</p></div>' for w in warnings),
             table_html(None, [["A", _env_line(run_a)], ["B", _env_line(run_b)],
                               ["cells", f"{len(j)} in common ({len(a)} in A, {len(b)} in B)"]], "meta"),
-            note(esc(summary) + ("." if summary else "") + " Ratios are time B / time A: above 1, B is slower. Cells match on "
-                 "chunks, filters, cache (bytes, slots, w0) and access (op, block, order, random)."),
+            note(esc(summary) + ("." if summary else "") + " Ratios are time B / time A: above 1x, B is slower. Cells match on "
+                 "the parameters the sweep configured (chunks, filters, cache, access)."),
             img(name, "time ratios B / A"),
             table_html(head, rows) if rows else note("No cells in common."),
         ]

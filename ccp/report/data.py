@@ -144,7 +144,7 @@ class Labels:
     with_w0: bool = False
 
     @classmethod
-    def of(cls, *frames: pd.DataFrame) -> "Labels":
+    def of(cls, *frames: pd.DataFrame) -> Labels:
         allc = pd.concat([f[["chunks", "filters", "cache_nbytes", "cache_nslots", "cache_w0", "op", "block", "order", "random"]]
                           for f in frames], ignore_index=True)
         lab = cls(with_slots=allc["cache_nslots"].dropna().nunique() > 1, with_w0=allc["cache_w0"].dropna().nunique() > 1)
@@ -162,6 +162,8 @@ class Labels:
         if label:
             cols = [c for _, c in self.axes] or ["access_label"]
             cells["label"] = cells[cols].astype(str).agg(LABEL_SEP.join, axis=1)
+            conf = [c for c in cols if c != "access_label"]   # the layout and cache alone, for charts grouped by pattern
+            cells["config_label"] = cells[conf].astype(str).agg(LABEL_SEP.join, axis=1) if conf else cells["access_label"]
         return cells
 
     @property

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import html
+import re
 import traceback
 from pathlib import Path
 
@@ -10,9 +12,31 @@ import numpy as np
 import pandas as pd
 
 from ccp.report import plots
-from ccp.report.data import (SHORT_REQUEST_S, UNSTABLE_SPREAD, finite, is_ok, load_cells, load_env, load_parts,
-                             load_sweep, prepare, requested_bytes, stability, workload)
-from ccp.report.tables import Cell, Table, auto_tables, fmt_times, parse_tables, render
+from ccp.report.data import (
+    SHORT_REQUEST_S,
+    UNSTABLE_SPREAD,
+    finite,
+    is_ok,
+    load_cells,
+    load_env,
+    load_parts,
+    load_sweep,
+    prepare,
+    requested_bytes,
+    stability,
+)
+from ccp.report.headline import PLAIN, RunKind, cell_tags, headline_text, headlines
+from ccp.report.stats import THRESHOLD, ci95
+from ccp.report.stats import samples as load_samples
+from ccp.report.tables import (
+    Cell,
+    Table,
+    fmt_times,
+    one_change_tables,
+    parse_tables,
+    pivot_tables,
+    render,
+)
 from ccp.units import format_bytes, format_count, format_seconds
 
 CSS = """
@@ -46,7 +70,7 @@ footer{margin-top:3em;color:var(--muted);font-size:13px}
 """
 
 PNG_NAMES = ("time_per_cell.png", "time_by_axis.png", "heatmap_time_s.png", "heatmap_raw_reads.png", "heatmap_raw_writes.png",
-             "heatmap_raw_io.png", "latency.png", "model_vs_measured.png", "io_trace.png", "storage.png")
+             "heatmap_raw_io.png", "latency.png", "model_vs_measured.png", "io_trace.png", "storage.png", "storage_vs_time.png")
 
 
 def esc(x) -> str:
@@ -169,31 +193,26 @@ def _cause(c) -> str:
             + (f" ({per:,.3g} per request here)" if finite(per) else ""))
 
 
-def explain_fastest(cells: pd.DataFrame) -> str:
+def explain_fastest(cells: pd.DataFrame, samples: dict | None = None, run: RunKind = PLAIN,
+                    threshold: float = THRESHOLD) -> str:
+    """Per access pattern: the fastest stable configuration, its ties, the cheapest change, and why (headline.py)."""
     ok = cells[is_ok(cells) & cells["time_s"].notna()]
     if ok.empty:
         return '<div class="box fail"><p>No cell finished, so there is nothing to rank; the failures are listed under Stability.</p></div>'
     parts = []
-    ok = ok.assign(_work=workload(ok))
-    several = ok["_work"].nunique() > ok["op"].nunique()
-    for (op, work), g in ok.groupby(["op", "_work"], sort=False):
-        g = g.sort_values("time_s")
-        best, worst = g.iloc[0], g.iloc[-1]
-        what = work[0].upper() + work[1:] if several else op.capitalize()
-        which = "the fastest configuration" if len(g) > 1 else "the only configuration measured"
-        text = (f"<p><b>{esc(what)}: {which} is {esc(best['label'])}</b>, "
-                f"at {esc(format_seconds(best['time_s']))} a pass")
-        if len(g) > 1 and worst["time_s"] > 0:
-            text += (f", {esc(fmt_times(worst['time_s'] / best['time_s']))} faster than the slowest, "
-                     f"<b>{esc(worst['label'])}</b> ({esc(format_seconds(worst['time_s']))})")
-        text += ".</p>"
-        cause = _cause(best)
-        text += f"<p><b>Why:</b> {'the fastest' if len(g) > 1 else 'it'} makes {esc(_io_sentence(best))}" + (f"; {esc(cause)}" if cause else "") + ".</p>"
-        if len(g) > 1:
-            cause = _cause(worst)
-            text += f"<p>The slowest makes {esc(_io_sentence(worst))}" + (f"; {esc(cause)}" if cause else "") + ".</p>"
-        parts.append(text)
-    return '<div class="box good">' + "".join(parts) + "</div>"
+    for h in headlines(cells, samples, threshold):
+        lines = headline_text(h, run, threshold, samples)
+        text = f'<p class="headline"><b>{esc(lines[0])}</b></p>' + "".join(f"<p>{esc(x)}</p>" for x in lines[1:])
+        best, worst = h.winner, h.slowest
+        if best is not None:
+            cause = _cause(best)
+            text += (f"<p><b>Why:</b> {'the fastest' if h.n > 1 else 'it'} makes {esc(_io_sentence(best))}"
+                     + (f"; {esc(cause)}" if cause else "") + ".</p>")
+            if h.n > 1 and worst is not None and worst["cell_id"] != best["cell_id"]:
+                cause = _cause(worst)
+                text += f"<p>The slowest makes {esc(_io_sentence(worst))}" + (f"; {esc(cause)}" if cause else "") + ".</p>"
+        parts.append(f'<div class="box {"good" if best is not None else "warn"}">{text}</div>')
+    return "".join(parts)
 
 
 # ---------------------------------------------------------------------------------------------- sections
@@ -207,11 +226,11 @@ def stability_html(cells: pd.DataFrame) -> str:
                                                                       for _, c in failed.iterrows()], label_columns=2) + "</div>")
     st = stability(cells)
     checks = [
-        ("unstable", f"passes spread by more than {UNSTABLE_SPREAD}x (slowest / fastest): the median is less certain. Rerun on "
-                     "a quiet machine or with more repeats.",
+        ("unstable", (f"passes spread by more than {UNSTABLE_SPREAD}x (slowest / fastest): the median is less certain. Rerun on "
+                     "a quiet machine or with more repeats."),
          lambda c, s: f"passes {format_seconds(c['time_s_min'])} to {format_seconds(c['time_s_max'])}, {s['spread']:.3f}x"),
-        ("short", f"median request under {format_seconds(SHORT_REQUEST_S)}: single requests are too short to time reliably "
-                  "(timer and page-fault noise); trust the pass totals, not the per-request plot.",
+        ("short", (f"median request under {format_seconds(SHORT_REQUEST_S)}: single requests are too short to time reliably "
+                  "(timer and page-fault noise); trust the pass totals, not the per-request plot."),
          lambda c, s: f"median request {format_seconds(c['request_s_median'])}"),
         ("partial", "time budget: a prefix of the requests was measured and the rest extrapolated.",
          lambda c, s: f"{c['fraction_measured']:.0%} measured" if finite(c["fraction_measured"]) else ""),
@@ -245,7 +264,8 @@ def traps_html(cells: pd.DataFrame) -> str:
 
 
 ALL_COLUMNS = [  # header, column, formatter
-    ("time", "time_s", format_seconds), ("passes", "_passes", lambda v: v if isinstance(v, str) else "-"),
+    ("time", "time_s", format_seconds), ("95% interval", "_ci", lambda v: v if isinstance(v, str) else "-"),
+    ("passes", "_passes", lambda v: v if isinstance(v, str) else "-"),
     ("requests", "requests", format_count), ("first request", "first_request_s", format_seconds),
     ("median request", "request_s_median", format_seconds), ("raw reads", "raw_reads", format_count),
     ("raw read", "raw_read_bytes", format_bytes), ("raw writes", "raw_writes", format_count),
@@ -256,13 +276,19 @@ ALL_COLUMNS = [  # header, column, formatter
 ]
 
 
-def cells_table(cells: pd.DataFrame) -> str:
+def cells_table(cells: pd.DataFrame, samples: dict | None = None, run: RunKind = PLAIN) -> str:
+    samples = samples or {}
+    ci = [ci95(samples[str(i)]) if str(i) in samples else (np.nan, np.nan) for i in cells["cell_id"]]
     cells = cells.assign(_passes=[f"{format_seconds(a)} - {format_seconds(b)}" if finite(a) else np.nan
-                                  for a, b in zip(cells["time_s_min"], cells["time_s_max"])])
+                                  for a, b in zip(cells["time_s_min"], cells["time_s_max"])],
+                         _ci=[f"{format_seconds(a)} - {format_seconds(b)}" if finite(a) else np.nan for a, b in ci])
     cols = [(h, c, f) for h, c, f in ALL_COLUMNS
             if cells[c].notna().any() and (not pd.api.types.is_numeric_dtype(cells[c]) or (cells[c].fillna(0) != 0).any())]
     order = cells.assign(_t=cells["time_s"].fillna(float("inf"))).sort_values("_t")
-    rows = [[c["label"]] + [f(c[col]) for _, col, f in cols] + [c["flags"] or "", c["status"]] for _, c in order.iterrows()]
+    rows = []
+    for _, c in order.iterrows():
+        vals = [Cell(f(c[col]), tuple(cell_tags(c, run))) if col == "time_s" and finite(c[col]) else f(c[col]) for _, col, f in cols]
+        rows.append([c["label"]] + vals + [c["flags"] or "", c["status"]])
     return table_html(["cell"] + [h for h, _, _ in cols] + ["flags", "status"], rows, "cells")
 
 
@@ -300,11 +326,11 @@ def meta_rows(cells, env, sweep, run_dir) -> list[list[str]]:
     return [
         ["sweep", str(sweep.get("name", run_dir.parent.name))], ["run folder", str(run_dir)],
         ["when", str(env.get("time", "?"))], ["dataset", dataset],
-        ["machine", f"{env.get('host', '?')}: {env.get('cpu', '?')}, {env.get('cores', '?')} cores, "
-                    f"{format_bytes(env.get('memory_bytes'))} RAM, {env.get('kernel', '?')}"],
+        ["machine", (f"{env.get('host', '?')}: {env.get('cpu', '?')}, {env.get('cores', '?')} cores, "
+                    f"{format_bytes(env.get('memory_bytes'))} RAM, {env.get('kernel', '?')}")],
         ["filesystem", str(env.get("filesystem", "?"))],
-        ["versions", f"HDF5 {env.get('hdf5', '?')}, h5py {env.get('h5py', '?')}, hdf5plugin {env.get('hdf5plugin', '?')}, "
-                     f"numpy {env.get('numpy', '?')}, Python {env.get('python', '?')}"],
+        ["versions", (f"HDF5 {env.get('hdf5', '?')}, h5py {env.get('h5py', '?')}, hdf5plugin {env.get('hdf5plugin', '?')}, "
+                     f"numpy {env.get('numpy', '?')}, Python {env.get('python', '?')}")],
         ["ccp", f"{env.get('ccp', '?')}, commit {str(env.get('git_commit') or '?')[:12]}{dirty}"],
         ["chunk caches in effect (read back from HDF5)", "; ".join(f"{format_bytes(n)}, {s:,} hash slots, w0 {w:g}" for n, s, w in caches) or "-"],
         ["this HDF5's default (not used: ccp sets each cache)",
@@ -313,16 +339,28 @@ def meta_rows(cells, env, sweep, run_dir) -> list[list[str]]:
     ]
 
 
-def build(run_dir: Path) -> Path:
+def _embed(page: str, run_dir: Path) -> str:
+    """Every <img src="NAME.png"> of the run folder as a data: URI, so the page is one file to attach or mail."""
+    def data_uri(m):
+        p = run_dir / html.unescape(m.group(1))
+        if "/" in m.group(1) or not p.is_file():
+            return m.group(0)
+        return f'<img src="data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}"'
+    return re.sub(r'<img src="([^"]+\.png)"', data_uri, page)
+
+
+def build(run_dir: Path, self_contained: bool = False) -> Path:
     run_dir = Path(run_dir)
     cells, labels = prepare(load_cells(run_dir))
     env = load_env(run_dir)
     sweep_text, sweep = load_sweep(run_dir)
+    run = RunKind.of(sweep)
     name = str(sweep.get("name") or run_dir.parent.name)
     for png in PNG_NAMES:                       # figures of an earlier report this run may no longer have
         (run_dir / png).unlink(missing_ok=True)
 
     ok = cells[is_ok(cells)]
+    samples = load_samples(run_dir, cells)
     lat_ids = list(plots._ok(cells).sort_values("time_s", ascending=False).head(plots.MAX_LATENCY_CELLS)["cell_id"])
     requests = load_parts(run_dir / "requests.parquet", ["cell_id", "pass", "phase", "request", "time_s"], lat_ids,
                           [("pass", ">=", 0), ("phase", "==", "request")])
@@ -332,10 +370,10 @@ def build(run_dir: Path) -> Path:
     lay = plots.storage_table(cells)
 
     figs, errors = {}, {}
-    for key, fn, args in (("time", plots.time_per_cell, (cells, run_dir)), ("axis", plots.time_by_axis, (cells, labels, run_dir)),
+    for key, fn, args in (("time", plots.time_per_cell, (cells, run_dir, run)), ("axis", plots.time_by_axis, (cells, labels, run_dir)),
                           ("heat", plots.heatmaps, (cells, run_dir)), ("lat", plots.latency, (cells, requests, run_dir)),
                           ("model", plots.model_vs_measured, (cells, run_dir)), ("io", plots.io_trace, (picked, io, run_dir)),
-                          ("storage", plots.storage, (lay, run_dir))):
+                          ("pareto", plots.storage_vs_time, (cells, run_dir, run)), ("storage", plots.storage, (lay, run_dir))):
         figs[key], errors[key] = _figure(fn, *args)
     heat, heat_left_out = figs["heat"] or ([], 0)
 
@@ -343,60 +381,77 @@ def build(run_dir: Path) -> Path:
     if sweep.get("tables"):
         try:
             for spec in parse_tables(sweep["tables"]):
-                sweep_tables.append(render(spec, cells, labels, file_label=lambda c: _file_label(c, sweep)))
+                sweep_tables.append(render(spec, cells, labels, file_label=lambda c: _file_label(c, sweep), run=run))
         except Exception as exc:  # noqa: BLE001  a sweep file edited after the run: say so, draw the rest
             sweep_tables = []
             errors["tables"] = f'<div class="box fail"><p>The sweep\'s <code>tables:</code> could not be read: {esc(exc)}</p></div>'
-    automatic = auto_tables(cells, labels)
+    one_change = one_change_tables(cells, labels, samples, run)
+    pivots = pivot_tables(cells, labels, samples, run)
 
     st = stability(cells)
     nflag = int((st["unstable"] | st["short"] | st["partial"]).sum())
     nfail = int((~is_ok(cells)).sum())
     kpis = [("cells", f"{len(cells):,}"), ("finished", f"{len(ok):,}"), ("failed", f"{nfail:,}"), ("flagged", f"{nflag:,}")]
-    if len(ok) and ok["time_s"].notna().any():
-        kpis += [("fastest", format_seconds(ok["time_s"].min())), ("slowest", format_seconds(ok["time_s"].max()))]
-    sections = [("summary", "Fastest and why"), ("sweep", "Sweep"), ("tables", "Tables"), ("time", "Time"),
-                ("heatmaps", "Chunks x cache"), ("requests", "Requests"), ("model", "Model"), ("io", "I/O trace"),
-                ("storage", "Storage"), ("traps", "Traps"), ("stability", "Stability"), ("cells", "All cells")]
-    if not heat:
+    sections = [("summary", "Fastest and why"), ("tables", "Tables"), ("time", "Time"),
+                ("heatmaps", "Chunks x cache"), ("tradeoff", "Storage vs time"), ("requests", "Requests"), ("model", "Model"),
+                ("storage", "Storage"), ("traps", "Traps"), ("stability", "Stability"), ("cells", "All cells"),
+                ("run", "How it was run"), ("io", "I/O trace")]
+    if not heat and not errors["heat"]:
         sections.remove(("heatmaps", "Chunks x cache"))
     if not figs["model"] and not errors["model"]:
         sections.remove(("model", "Model"))
+    if not figs["pareto"] and not errors["pareto"]:
+        sections.remove(("tradeoff", "Storage vs time"))
 
+    banner = ""
+    if run.tags or (cells["status"] == "extrapolated").any():
+        items = []
+        if run.quick:
+            items.append("This is a <b>quick run</b>: one warm pass per cell and no traced pass, so there are no I/O counts, "
+                         "no spread between passes and more noise. Every time is marked <i>quick</i>.")
+        if run.scale:
+            items.append(f"This sweep was <b>scaled by {run.scale:g}</b> (<code>--scale</code>): every dimension, chunk and block "
+                         "shrank, caches by the volume. Times are for the scaled data, not the full sweep; every time is marked "
+                         "<i>scaled</i>.")
+        if (cells["status"] == "extrapolated").any():
+            items.append("Some cells ran over their time budget: a prefix of their requests was measured and the rest "
+                         "<b>extrapolated</b>. Their times are marked wherever they appear.")
+        banner = '<div class="box warn">' + "".join(f"<p>{x}</p>" for x in items) + "</div>"
+
+    passes = meta_rows(cells, env, sweep, run_dir)[-1][1]
     body = [
         f"<h1>ccp report: {esc(name)}</h1>",
-        f'<p class="sub">{len(cells):,} cells; axes that vary: {esc(", ".join(labels.names) or "none")}. '
+        (f'<p class="sub">{len(cells):,} cells; axes that vary: {esc(", ".join(labels.names) or "none")}; {esc(passes)}. '
         f"Measured {esc(env.get('time', '?'))} on {esc(env.get('host', '?'))} with HDF5 {esc(env.get('hdf5', '?'))}. "
-        f"Regenerate with <code>ccp report {esc(run_dir)}</code>.</p>",
+        f"Regenerate with <code>ccp report {esc(run_dir)}</code>.</p>"),
         "<nav>" + "".join(f'<a href="#{i}">{esc(t)}</a>' for i, t in sections) + "</nav>",
         '<div class="kpi">' + "".join(f"<div>{esc(k)}<b>{esc(v)}</b></div>" for k, v in kpis) + "</div>",
-        table_html(None, meta_rows(cells, env, sweep, run_dir), "meta"),
-        '<h2 id="summary">Which configuration is fastest, and why</h2>', explain_fastest(cells),
-        note("Cells are named by the axes that vary in this sweep: " + esc(" | ".join(labels.names or ["access"])) + ". "
-             "Raw-data reads are the file reads of chunk data the traced pass made; per request they tell whether "
-             "each chunk is read once (cache or whole-chunk requests) or again and again."),
-        '<h2 id="sweep">The sweep as run</h2>',
-        note("The sweep file after validation, every default spelled out: enough to rerun it with <code>ccp run</code>."),
-        f"<details open><summary>sweep.yaml</summary><pre>{esc(sweep_text) or '(no sweep.yaml in the run folder)'}</pre></details>",
+        banner,
+        '<h2 id="summary">Which configuration is fastest for each access pattern, and why</h2>',
+        note(f"Only cells that do the same work (the same operation, block, order and requests) are ranked against each "
+             f"other. Two cells are a <i>tie</i> unless their median passes differ by {THRESHOLD:g}x or more and the "
+             "difference is significant: Mann-Whitney U on the per-request times, p &lt; 0.05, with passes that do not "
+             "overlap, or every pass of one faster than every pass of the other. An unstable cell never wins. The "
+             "interval is a 95% confidence interval of the pass time from the per-request samples."),
+        explain_fastest(cells, samples, run),
         '<h2 id="tables">Comparison tables</h2>',
-        note("Configurations side by side, as in the HDF Group papers (seed 000, Tables 1-8)."),
         errors.get("tables", ""),
     ]
     body += [render_table(t) for t in sweep_tables]
-    if sweep_tables and automatic:
-        body.append("<details><summary>More tables, built automatically from the run</summary>" +
-                    "".join(render_table(t) for t in automatic) + "</details>")
-    elif automatic:
-        body.append(note("The sweep declares no <code>tables:</code>, so these are built from the axes that vary."))
-        body += [render_table(t) for t in automatic]
-    elif not sweep_tables:
-        body.append(note("Nothing to compare: fewer than two cells finished."))
+    if one_change:
+        body.append(note("Configurations side by side, as in the HDF Group papers (seed 000, Table 8): one change at a time."))
+        body += [render_table(t) for t in one_change]
+    if pivots:
+        body.append("<details><summary>Tables by axis: what each axis alone changes</summary>"
+                    + "".join(render_table(t) for t in pivots) + "</details>")
+    if not (sweep_tables or one_change or pivots):
+        body.append(note("Nothing to compare: fewer than two finished cells share an access pattern."))
 
     body += [
         '<h2 id="time">Time</h2>',
-        note("Bars are the median pass, whiskers the fastest and slowest pass; look at the gap between the top and the bottom: "
-             "that is what choosing the configuration is worth. The second chart groups the same cells by each axis: an axis "
-             "whose groups sit apart matters, one whose groups overlap does not."),
+        note("Bars are the median pass, whiskers the fastest and slowest pass; look at the gap between the top and the bottom of "
+             "each access pattern: that is what choosing the configuration is worth. The second chart groups the same cells by "
+             "each axis: an axis whose groups sit apart matters, one whose groups overlap does not."),
         img(figs["time"], "time per cell"), errors["time"], img(figs["axis"], "time by axis"), errors["axis"],
     ]
     if heat or errors["heat"]:
@@ -406,6 +461,12 @@ def build(run_dir: Path) -> Path:
                       "raw-reads heatmap means the time is the I/O."
                       + (f" {heat_left_out} more panels (compression x access) are not drawn." if heat_left_out else "")),
                  *[img(h, "heatmap") for h in heat], errors["heat"]]
+    if figs["pareto"] or errors["pareto"]:
+        body += ['<h2 id="tradeoff">Storage against time</h2>',
+                 note("What a data producer chooses on: each point is a layout (chunks and filters) at its fastest cache, per access "
+                      "pattern. The line joins the Pareto front: the layouts no other layout beats on both size and time; a "
+                      "layout above and right of it is worse on both."),
+                 img(figs["pareto"], "storage against time"), errors["pareto"]]
     lat_table = _latency_table(cells, requests)
     body += [
         '<h2 id="requests">Requests: the first against the rest</h2>',
@@ -421,11 +482,6 @@ def build(run_dir: Path) -> Path:
                       "are a behaviour of HDF5 the model does not capture (see ccp/model/LIMITS.md)."),
                  img(figs["model"], "model vs measured"), errors["model"]]
     body += [
-        '<h2 id="io">File-level I/O of the traced pass</h2>',
-        note("Every read and write HDF5 sent to the file, by file offset, in order (seed 002's figures): one panel per layout "
-             "and access pattern, slowest first. A staircase is chunks read in file order; flat runs of points are the same "
-             "chunk read again and again; metadata reads (red x) are the chunk index and object headers."),
-        img(figs["io"], "I/O trace") or note("No I/O trace in this run (a quick run has no traced pass)."), errors["io"],
         '<h2 id="storage">Storage</h2>',
         note("Seed 002's Table 1. Metadata overhead: file bytes that are not the dataset's stored data (chunk index, headers), "
              "per million bytes of data. Raw-data overhead (unfiltered): allocated chunk bytes beyond the data, the partly "
@@ -435,15 +491,28 @@ def build(run_dir: Path) -> Path:
         '<h2 id="traps">Traps</h2>', note("Known ways a layout, cache and access pattern are slow, found by ccp in each cell."),
         traps_html(cells),
         '<h2 id="stability">Stability and failures</h2>', stability_html(cells),
-        '<h2 id="cells">All cells</h2>', note("Every cell, fastest first; columns that are empty or zero for the whole run are left out."),
-        cells_table(cells),
-        f"<footer>Written by ccp {esc(env.get('ccp', ''))} from {esc(run_dir)}. Schema version "
-        f"{esc(int(cells['schema_version'].dropna().iloc[0]) if cells['schema_version'].notna().any() else '?')}.</footer>",
+        '<h2 id="cells">All cells</h2>', note("Every cell, fastest first; columns that are empty or zero for the whole run are left "
+                                              "out. The 95% interval is from the per-request samples."),
+        cells_table(cells, samples, run),
+        '<h2 id="run">How it was run</h2>',
+        table_html(None, meta_rows(cells, env, sweep, run_dir), "meta"),
+        note("The sweep file after validation, every default spelled out: enough to rerun it with <code>ccp run</code>."),
+        f"<details><summary>sweep.yaml</summary><pre>{esc(sweep_text) or '(no sweep.yaml in the run folder)'}</pre></details>",
+        '<h2 id="io">File-level I/O of the traced pass</h2>',
+        note("Every read and write HDF5 sent to the file, by file offset, in order (seed 002's figures): one panel per layout "
+             "and access pattern, slowest first. A staircase is chunks read in file order; flat runs of points are the same "
+             "chunk read again and again; metadata reads (red x) are the chunk index and object headers."),
+        (f"<details><summary>I/O trace ({len(picked)} cells)</summary>{img(figs['io'], 'I/O trace')}</details>" if figs["io"]
+         else note("No I/O trace in this run (a quick run has no traced pass).")), errors["io"],
+        (f"<footer>Written by ccp {esc(env.get('ccp', ''))} from {esc(run_dir)}. Schema version "
+        f"{esc(int(cells['schema_version'].dropna().iloc[0]) if cells['schema_version'].notna().any() else '?')}.</footer>"),
     ]
     page = (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><meta name='viewport' content='width=device-width,initial-scale=1'>"
             f"<title>ccp report: {esc(name)}</title><style>{CSS}</style></head><body>{''.join(body)}</body></html>")
     out = run_dir / "report.html"
-    tmp = out.with_name(".report.html.tmp")
+    if self_contained:   # the PNGs stay beside it too, for people who want them alone
+        page = _embed(page, run_dir)
+    tmp = out.with_name(f".{out.name}.tmp")
     tmp.write_text(page, encoding="utf-8")
     tmp.replace(out)
     return out

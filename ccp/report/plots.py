@@ -12,14 +12,15 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.colors import LogNorm  # noqa: E402
-from matplotlib.ticker import FuncFormatter  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.colors import LogNorm
+from matplotlib.ticker import EngFormatter, FuncFormatter, LogLocator, NullFormatter
 
-from ccp.report.data import Labels, finite, is_ok, storage_overhead  # noqa: E402
-from ccp.units import format_count, format_seconds  # noqa: E402
+from ccp.report.data import Labels, finite, is_ok, stability, storage_overhead
+from ccp.report.headline import PLAIN, RunKind, cell_tags
+from ccp.units import format_bytes, format_count, format_seconds
 
 MAX_TRACE_POINTS = 20_000     # per cell and kind in the I/O trace plot; more are subsampled evenly
 MAX_TRACE_CELLS = 6
@@ -48,9 +49,30 @@ def _short(label: str, n: int = 60) -> str:
     return label if len(label) <= n else label[: n - 1] + "…"
 
 
+def _log_ticks(a, formatter) -> None:
+    """Labels at 1, 2 and 5 of each decade (at each decade when the axis spans more than two), none on minor ticks:
+    no "6x10^-2" next to "100 ms", no labels on top of each other."""
+    lo, hi = sorted(a.get_view_interval())
+    span = math.log10(hi / lo) if lo > 0 and hi > lo else 1.0
+    a.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if span <= 2 else (1.0,), numticks=9))
+    a.set_minor_locator(LogLocator(base=10, subs=np.arange(2, 10) * 1.0, numticks=12))
+    a.set_major_formatter(formatter)
+    a.set_minor_formatter(NullFormatter())
+
+
 def _seconds_axis(ax, axis: str = "x") -> None:
-    f = FuncFormatter(lambda v, _: format_seconds(v) if v > 0 else "0")
-    (ax.xaxis if axis == "x" else ax.yaxis).set_major_formatter(f)
+    """Engineering units on a log time axis: 100 µs, 2 ms, 1 s."""
+    _log_ticks(ax.xaxis if axis == "x" else ax.yaxis, EngFormatter(unit="s", sep=" "))
+
+
+def _times_axis(ax, axis: str = "x") -> None:
+    """A log ratio axis read as factors: 0.5x, 1x, 2x."""
+    _log_ticks(ax.xaxis if axis == "x" else ax.yaxis, FuncFormatter(lambda v, _: f"{v:g}x" if v > 0 else ""))
+
+
+def _tagged(label: str, c, run: RunKind, n: int = 90) -> str:
+    tags = [t.split(" from ")[0] for t in cell_tags(c, PLAIN)]   # run-wide tags go in the title, not every row
+    return _short(label, n - 16 if tags else n) + (f" [{', '.join(tags)}]" if tags else "")
 
 
 def _ok(cells: pd.DataFrame, col: str = "time_s") -> pd.DataFrame:
@@ -74,32 +96,53 @@ def with_raw_io(cells: pd.DataFrame) -> pd.DataFrame:
 
 # ---------------------------------------------------------------------------------------------- time
 
-def time_per_cell(cells: pd.DataFrame, out: Path) -> str | None:
-    ok = _ok(cells).sort_values("time_s")
+def time_per_cell(cells: pd.DataFrame, out: Path, run: RunKind = PLAIN) -> str | None:
+    """Every cell's pass time, grouped by access pattern (only cells of one pattern do the same work), fastest first."""
+    ok = _ok(cells)
     if ok.empty:
         return None
+    order = {a: i for i, a in enumerate(ok.groupby("access_label", sort=False)["time_s"].min().sort_values().index)}
+    ok = ok.assign(_g=ok["access_label"].map(order)).sort_values(["_g", "time_s"])
     skipped = 0
     if len(ok) > MAX_BARS:
         skipped = len(ok) - MAX_BARS
         ok = pd.concat([ok.head(MAX_BARS // 2), ok.tail(MAX_BARS // 2)])
+    unstable = stability(ok)["unstable"]
+    several = ok["access_label"].nunique() > 1
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(10, 0.3 * len(ok) + 1.3))
         y = np.arange(len(ok))[::-1]          # fastest at the top
         lo = (ok["time_s"] - ok["time_s_min"]).clip(lower=0).fillna(0)
         hi = (ok["time_s_max"] - ok["time_s"]).clip(lower=0).fillna(0)
-        colors = [ORANGE if s == "extrapolated" else BLUE for s in ok["status"]]
-        colors[0] = GREEN if ok.iloc[0]["status"] != "extrapolated" else ORANGE
+        colors = []
+        seen = set()
+        for (_, c), u in zip(ok.iterrows(), unstable):
+            if c["status"] == "extrapolated":
+                colors.append(ORANGE)
+            elif not u and c["_g"] not in seen:
+                colors.append(GREEN)
+                seen.add(c["_g"])
+            else:
+                colors.append(GREY if u else BLUE)
         ax.barh(y, ok["time_s"], xerr=[lo, hi], color=colors, ecolor="#444", capsize=2, height=0.7)
         for yi, (t, tmax) in zip(y, zip(ok["time_s"], ok["time_s_max"].fillna(ok["time_s"]))):
             ax.text(max(t, tmax) * 1.15, yi, format_seconds(t), va="center", fontsize=8)
-        ax.set_yticks(y, [_short(s, 90) for s in ok["label"]])
+        labels = [_tagged(lab if not several else f"{a}: {lab}", c, run) for (_, c), lab, a in
+                  zip(ok.iterrows(), ok["config_label"] if "config_label" in ok else ok["label"], ok["access_label"])]
+        ax.set_yticks(y, labels)
+        for k in range(1, len(ok)):
+            if ok["_g"].iloc[k] != ok["_g"].iloc[k - 1]:
+                ax.axhline(y[k] + 0.5, color="#888", lw=0.8, ls="--")
         ax.set_xscale("log")
         ax.set_xlim(ok["time_s_min"].fillna(ok["time_s"]).min() / 2, ok["time_s_max"].fillna(ok["time_s"]).max() * 8)
         _seconds_axis(ax)
         ax.grid(axis="y", visible=False)
         ax.set_xlabel("time per pass, dataset open to close (log scale; bar: median pass, whiskers: fastest-slowest pass)")
-        title = "Time per cell, fastest first (green: fastest"
-        title += ", orange: extrapolated from a measured prefix)" if (ok["status"] == "extrapolated").any() else ")"
+        title = "Time per cell" + (", one group per access pattern (dashed lines)" if several else "") + \
+            ", fastest first (green: fastest stable cell of its pattern; grey: unstable"
+        title += "; orange: extrapolated from a measured prefix)" if (ok["status"] == "extrapolated").any() else ")"
+        if run.tags:
+            title += f" [{', '.join(run.tags)}]"
         if skipped:
             title += f"; {skipped} cells in the middle not shown"
         ax.set_title(title, loc="left")
@@ -107,22 +150,33 @@ def time_per_cell(cells: pd.DataFrame, out: Path) -> str | None:
 
 
 def time_by_axis(cells: pd.DataFrame, labels: Labels, out: Path) -> str | None:
+    """Each layout or cache axis that varies, every cell by its value; one colour per access pattern (patterns do
+    different work, so the access pattern is a colour, never an axis)."""
     ok = _ok(cells)
-    axes = [(n, c) for n, c in labels.axes if ok[c].nunique() > 1]
+    axes = [(n, c) for n, c in labels.axes if c != "access_label" and ok[c].nunique() > 1]
     if ok.empty or not axes:
         return None
-    fastest = ok["time_s"].idxmin()
+    patterns = list(dict.fromkeys(ok["access_label"]))
+    palette = [BLUE, ORANGE, GREEN, PURPLE, RED, "#8c564b", "#e377c2", "#17becf"]
+    color = {p: palette[i % len(palette)] for i, p in enumerate(patterns)}
+    labelled: set = set()
     with plt.rc_context(STYLE):
-        fig, axs = plt.subplots(1, len(axes), figsize=(max(3.2 * len(axes), 6), 3.8), squeeze=False, sharey=True,
+        fig, axs = plt.subplots(1, len(axes), figsize=(max(3.4 * len(axes), 6), 3.9), squeeze=False, sharey=True,
                                 layout="constrained")
         for k, (ax, (name, col)) in enumerate(zip(axs[0], axes)):
             values = list(dict.fromkeys(ok[col]))
             for i, v in enumerate(values):
-                g = ok[ok[col] == v]
-                x = i + (np.linspace(-0.18, 0.18, len(g)) if len(g) > 1 else np.zeros(1))
-                ax.scatter(x, g["time_s"], s=22, color=[GREEN if j == fastest else BLUE for j in g.index], zorder=3)
-                med = g["time_s"].median()
-                ax.plot([i - 0.28, i + 0.28], [med, med], color="#333", lw=1.2, zorder=2)
+                for j, p in enumerate(patterns):
+                    g = ok[(ok[col] == v) & (ok["access_label"] == p)]
+                    if g.empty:
+                        continue
+                    off = (j - (len(patterns) - 1) / 2) * 0.5 / max(len(patterns), 1)
+                    x = i + off + (np.linspace(-0.04, 0.04, len(g)) if len(g) > 1 else np.zeros(1))
+                    first = k == 0 and p not in labelled
+                    labelled.add(p)
+                    ax.scatter(x, g["time_s"], s=22, color=color[p], zorder=3, label=_short(p, 40) if first else None)
+                    med = g["time_s"].median()
+                    ax.plot([i + off - 0.08, i + off + 0.08], [med, med], color="#333", lw=1.2, zorder=2)
             tilt = len(values) > 2 or max(len(v) for v in values) * len(values) > 30
             ax.set_xticks(range(len(values)), [_short(v, 26) for v in values], rotation=25 if tilt else 0,
                           ha="right" if tilt else "center")
@@ -132,7 +186,10 @@ def time_by_axis(cells: pd.DataFrame, labels: Labels, out: Path) -> str | None:
             ax.set_title(f"by {name}")
             if k == 0:
                 ax.set_ylabel("time per pass (log)")
-        fig.suptitle("Every cell's time, grouped by each axis that varies (line: median; green: fastest cell)", fontsize=10)
+        if len(patterns) > 1:
+            fig.legend(loc="outside lower center", ncols=min(4, len(patterns)), frameon=False, title="access pattern")
+        fig.suptitle("Every cell's time, grouped by each axis that varies (one colour per access pattern; line: median)",
+                     fontsize=10)
         return _save(fig, out, "time_by_axis.png")
 
 
@@ -141,8 +198,8 @@ def time_by_axis(cells: pd.DataFrame, labels: Labels, out: Path) -> str | None:
 def heatmaps(cells: pd.DataFrame, out: Path) -> tuple[list[str], int]:
     """Chunk shape x cache size panels, one per (filters, access); returns the PNG names and the panels left out."""
     ok = with_raw_io(_ok(cells))
-    if ok.empty or (ok["chunks"].nunique() < 2 and ok["cache_label"].nunique() < 2):
-        return [], 0
+    if ok.empty or ok["chunks"].nunique() < 2 or ok["cache_label"].nunique() < 2:
+        return [], 0      # one row or one column: the time chart already says it all
     groups = list(ok.groupby(["filters", "access_label"], sort=False))
     left_out = max(0, len(groups) - MAX_HEATMAP_PANELS)
     groups = groups[:MAX_HEATMAP_PANELS]
@@ -173,14 +230,18 @@ def heatmaps(cells: pd.DataFrame, out: Path) -> tuple[list[str], int]:
                 rows = [c for c in chunk_order if (g["chunks"] == c).any()]
                 cols = [c for c in cache_order if (g["cache_label"] == c).any()]
                 data = np.full((len(rows), len(cols)), np.nan)
+                extrapolated = set()
                 for _, c in g.iterrows():
                     data[rows.index(c["chunks"]), cols.index(c["cache_label"])] = c[col]
+                    if c["status"] == "extrapolated" and col == "time_s":
+                        extrapolated.add((rows.index(c["chunks"]), cols.index(c["cache_label"])))
                 shown = np.ma.masked_where(~np.isfinite(data) | (data <= 0), data)
                 im = ax.imshow(shown, cmap="viridis", norm=norm, aspect="auto")
                 for (i, j), v in np.ndenumerate(data):
                     if np.isfinite(v):
                         bright = v > 0 and norm(v) > 0.6
-                        ax.text(j, i, fmt(v), ha="center", va="center", fontsize=8, color="black" if bright else "white")
+                        ax.text(j, i, fmt(v) + ("\nextrapolated" if (i, j) in extrapolated else ""), ha="center", va="center",
+                                fontsize=8, color="black" if bright else "white")
                     else:
                         ax.text(j, i, "not run", ha="center", va="center", fontsize=7, color=GREY)
                 ax.set_xticks(range(len(cols)), [c.replace(", ", "\n") for c in cols], fontsize=7 if len(cols) > 3 else 8)
@@ -192,7 +253,7 @@ def heatmaps(cells: pd.DataFrame, out: Path) -> tuple[list[str], int]:
             if im is not None:
                 cb = fig.colorbar(im, ax=axs, shrink=0.9, pad=0.02)
                 cb.set_label(f"{what} (log)")
-                cb.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: fmt(v) if v > 0 else "0"))
+                cb.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _, fmt=fmt: fmt(v) if v > 0 else "0"))
             fig.suptitle(f"{what.capitalize()}: chunk shape x chunk cache, one panel per compression and access pattern "
                          "(one colour scale: brighter is more)", fontsize=10)
             names.append(_save(fig, out, f"heatmap_{col}.png"))
@@ -284,6 +345,9 @@ def model_vs_measured(cells: pd.DataFrame, out: Path) -> str | None:
             if meas == "time_s":
                 _seconds_axis(ax)
                 _seconds_axis(ax, "y")
+            else:
+                for a in (ax.xaxis, ax.yaxis):
+                    _log_ticks(a, FuncFormatter(lambda v, _: format_count(v)))
             ax.set_xlabel(f"model: {what}")
             ax.set_ylabel(f"measured: {what}")
             ax.set_title(f"{what.capitalize()}: measured against the model", loc="left")
@@ -357,9 +421,14 @@ def storage(lay: pd.DataFrame, out: Path) -> str | None:
     if lay.empty:
         return None
     labels = [f"{c} | {f}" for c, f in zip(lay["chunks"], lay["filters"])]
+    filtered = not lay["unfiltered"].all()      # a compression-ratio panel of 1.0s says nothing
     with plt.rc_context(STYLE):
-        fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 0.45 * len(lay) + 1.8), sharey=True, width_ratios=[3, 2],
-                                     layout="constrained")
+        if filtered:
+            fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 0.45 * len(lay) + 1.8), sharey=True, width_ratios=[3, 2],
+                                         layout="constrained")
+        else:
+            fig, a1 = plt.subplots(figsize=(8, 0.45 * len(lay) + 1.8), layout="constrained")
+            a2 = None
         y = np.arange(len(lay))[::-1]
         raw = lay["raw_ppm"].where(lay["unfiltered"])
         pad = lay["padding_ppm"].where(~lay["unfiltered"])
@@ -379,14 +448,95 @@ def storage(lay: pd.DataFrame, out: Path) -> str | None:
         a1.set_xlabel("overhead, parts per million of the data (symlog)")
         a1.set_title("Storage overhead (seed 002, Table 1)", loc="left")
         a1.legend(loc="upper left", bbox_to_anchor=(0, -0.5 / (0.45 * len(lay) + 1.8) - 0.12), fontsize=8, frameon=False, ncols=1)
+        if a2 is None:
+            return _save(fig, out, "storage.png")
         a2.barh(y, lay["compression_ratio"].fillna(0), color=GREEN, height=0.6)
         for yi, r in zip(y, lay["compression_ratio"]):
             a2.text(r * 1.01 if finite(r) else 0, yi, f" {r:.3g}" if finite(r) else " -", va="center", fontsize=8)
         a2.axvline(1, color="#333", lw=0.8)
+        a2.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
         a2.set_xlabel("compression ratio (data / stored)")
         a2.set_title("Compression ratio", loc="left")
         a2.set_xlim(0, max(1.0, float(np.nanmax(np.r_[lay["compression_ratio"].to_numpy(float), 1.0]))) * 1.2)
         return _save(fig, out, "storage.png")
+
+
+def pareto_front(points: list[tuple[float, float]]) -> list[int]:
+    """Indices of the points no other point beats on both coordinates (smaller is better), by the first coordinate."""
+    order = sorted(range(len(points)), key=lambda i: (points[i][0], points[i][1]))
+    front, best = [], float("inf")
+    for i in order:
+        if points[i][1] < best:
+            front.append(i)
+            best = points[i][1]
+    return front
+
+
+def storage_vs_time(cells: pd.DataFrame, out: Path, run: RunKind = PLAIN) -> str | None:
+    """Stored bytes against time, one point per layout (chunks, filters) at its fastest stable cache, one panel per
+    access pattern, the Pareto front joined: the trade-off a data producer chooses a filter and chunk shape on."""
+    ok = _ok(cells)
+    ok = ok[ok["storage_bytes"].notna() & (ok["storage_bytes"] > 0)]
+    if ok.empty or ok.groupby(["chunks", "filters"]).ngroups < 2:
+        return None
+    sizes = ok.drop_duplicates(["chunks", "filters"])["storage_bytes"].astype(float)
+    if sizes.max() < 1.05 * sizes.min():
+        return None                     # the layouts store the same bytes: no trade-off to draw
+    ok = ok.assign(_unstable=stability(ok)["unstable"].to_numpy())
+    best = ok.sort_values("time_s").drop_duplicates(["access_label", "chunks", "filters"])
+    several = best.groupby("access_label")["chunks"].transform("size") > 1     # one layout: no trade-off to show
+    best = best[several]
+    if best.empty:
+        return None
+    patterns = list(dict.fromkeys(best.sort_values("time_s")["access_label"]))[:MAX_HEATMAP_PANELS]
+    ncols = min(3, len(patterns))
+    nrows = math.ceil(len(patterns) / ncols)
+    log_x = sizes.max() > 10 * sizes.min()
+    with plt.rc_context(STYLE):
+        fig, axs = plt.subplots(nrows, ncols, figsize=(4.2 * ncols + 0.6, 3.6 * nrows + 0.5), squeeze=False, layout="constrained")
+        for ax in axs.flat[len(patterns):]:
+            ax.axis("off")
+        for ax, p in zip(axs.flat, patterns):
+            g = best[best["access_label"] == p].reset_index(drop=True)
+            pts = list(zip(g["storage_bytes"].astype(float), g["time_s"].astype(float)))
+            front = pareto_front(pts)
+            on = set(front)
+            spots: dict = {}      # layouts drawn on the same spot share one label instead of overprinting
+            for i, (sb, t) in enumerate(pts):
+                c = g.iloc[i]
+                color = GREEN if i in on else GREY
+                ax.scatter([sb], [t], s=36 if i in on else 22, zorder=3, marker="s" if c["status"] == "extrapolated" else "o",
+                           facecolors="white" if c["_unstable"] else color, edgecolors="#222" if i in on else color)
+                key = (round(math.log10(sb), 2), round(math.log10(t), 1))
+                spots.setdefault(key, [sb, t, [], False])
+                spots[key][2].append(_short(f"{c['chunks']} | {c['filters']}", 28))
+                spots[key][3] |= i in on
+            for sb, t, names, front_spot in spots.values():
+                ax.annotate("\n".join(names), (sb, t), xytext=(4, 3), textcoords="offset points", fontsize=7,
+                            color="#222" if front_spot else "#777")
+            fx = [pts[i] for i in front]
+            if len(fx) > 1:
+                ax.plot([x for x, _ in fx], [t for _, t in fx], color=GREEN, lw=1.2, zorder=2, label="Pareto front")
+                ax.legend(loc="upper right", frameon=False)
+            ax.set_yscale("log")
+            ax.margins(0.25)
+            _seconds_axis(ax, "y")
+            if log_x:
+                ax.set_xscale("log")
+                _log_ticks(ax.xaxis, FuncFormatter(lambda v, _: format_bytes(v)))
+            else:
+                ax.xaxis.set_major_locator(plt.MaxNLocator(4))
+                ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_bytes(v) if v > 0 else ""))
+            ax.set_xlabel("stored bytes of the dataset" + (" (log)" if log_x else ""))
+            ax.set_ylabel("time per pass (log)")
+            ax.set_title(_short(p, 50), loc="left")
+        title = "Storage against time: each layout at its fastest cache; green: the Pareto front; hollow: unstable"
+        if (best["status"] == "extrapolated").any():
+            title += " (squares: extrapolated)"
+        if run.tags:
+            title += f" [{', '.join(run.tags)}]"
+        fig.suptitle(title, fontsize=10)
+        return _save(fig, out, "storage_vs_time.png")
 
 
 # ---------------------------------------------------------------------------------------------- compare
@@ -403,6 +553,7 @@ def compare_plot(joined: pd.DataFrame, out: Path, name: str) -> str | None:
         ax.set_xscale("log")
         lo, hi = j["ratio"].min(), j["ratio"].max()
         ax.set_xlim(min(lo, 1) / 1.5, max(hi, 1) * 1.5)
+        _times_axis(ax)
         ax.set_yticks(y, [_short(s, 70) for s in j["label"]])
         ax.grid(axis="y", visible=False)
         ax.set_xlabel("time B / time A (log; right of 1, red: B is slower; left, blue: B is faster)")

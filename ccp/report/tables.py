@@ -18,16 +18,31 @@ with the ratio measured / published. Without ``tables:`` the report builds its o
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 import pandas as pd
 
 from ccp.errors import ConfigError, suggest
-from ccp.report.data import Labels, finite, is_ok, requested_bytes, storage_overhead, workload
-from ccp.units import format_bytes, format_count, format_seconds, parse_duration, parse_size, shape_str
-
+from ccp.report.data import (
+    Labels,
+    finite,
+    is_ok,
+    requested_bytes,
+    stability,
+    storage_overhead,
+)
+from ccp.report.headline import PLAIN, RunKind, cell_tags
+from ccp.report.stats import THRESHOLD, from_cell, judge
+from ccp.units import (
+    format_bytes,
+    format_count,
+    format_seconds,
+    parse_duration,
+    parse_size,
+    shape_str,
+)
 
 # ---------------------------------------------------------------------------------------------- formatting
 
@@ -339,7 +354,7 @@ def _time_label(picked) -> str:
     return {"read": "Read time", "write": "Write time", "copy": "Copy time"}.get(ops.pop(), "Time") if len(ops) == 1 else "Time"
 
 
-def render(spec: TableSpec, cells: pd.DataFrame, labels: Labels | None = None, file_label=None) -> Table:
+def render(spec: TableSpec, cells: pd.DataFrame, labels: Labels | None = None, file_label=None, run: RunKind = PLAIN) -> Table:
     """One ``tables:`` entry against the run's cells (labelled with Labels.add)."""
     if "access_label" not in cells:
         cells = (labels or Labels.of(cells)).add(cells)
@@ -373,7 +388,7 @@ def render(spec: TableSpec, cells: pd.DataFrame, labels: Labels | None = None, f
                 line.append(Cell("-", cls="missing"))
                 continue
             value = row.value(cell)
-            sub = []
+            sub = cell_tags(cell, run) if r == "time" else []
             if row.model and finite(cell.get(row.model)):
                 sub.append(f"model: {row.fmt(cell[row.model])}")
             ref = dict(refs.get(j, ()))
@@ -403,15 +418,34 @@ def _with_raw_io(cells: pd.DataFrame) -> pd.DataFrame:
     return cells.assign(raw_io=cells[["raw_reads", "raw_writes"]].sum(axis=1, min_count=1))
 
 
-def one_change_tables(cells: pd.DataFrame, labels: Labels) -> list[Table]:
-    """Seed 000's Table 8, found in the run: the slowest configuration, then one change at a time, fastest first."""
-    ok = _with_raw_io(cells[is_ok(cells)])
+class _Judge:
+    """Verdicts between cells of one run, from their samples (stats.py); unstable cells never count as the best."""
+
+    def __init__(self, cells: pd.DataFrame, samples: dict | None, run: RunKind, threshold: float):
+        self.samples, self.run, self.threshold = samples or {}, run, threshold
+        self.unstable = set(cells.loc[stability(cells)["unstable"], "cell_id"].astype(str))
+
+    def sample(self, c):
+        return self.samples.get(str(c["cell_id"])) or from_cell(c)
+
+    def __call__(self, a, b):
+        """B against A."""
+        return judge(self.sample(a), self.sample(b), self.threshold)
+
+    def time_cell(self, c, cls: str = "", extra: tuple[str, ...] = ()) -> Cell:
+        tags = tuple(cell_tags(c)) + (("unstable",) if str(c["cell_id"]) in self.unstable else ()) + extra
+        return Cell(format_seconds(c["time_s"]), tags, cls)
+
+
+def one_change_tables(cells: pd.DataFrame, labels: Labels, samples: dict | None = None, run: RunKind = PLAIN,
+                      threshold: float = THRESHOLD) -> list[Table]:
+    """Seed 000's Table 8, found in the run, per access pattern: the slowest configuration, then one change at a time."""
+    ok = _with_raw_io(cells[is_ok(cells) & cells["time_s"].notna()])
     out = []
-    ok = ok.assign(_work=workload(ok))
-    several = ok["_work"].nunique() > ok["op"].nunique()
-    for (op, work), g in ok.groupby(["op", "_work"], sort=False):
-        axes = [(n, c) for n, c in labels.axes if g[c].nunique() > 1]
-        if len(g) < 2 or not axes or g["time_s"].isna().all():
+    jd = _Judge(cells, samples, run, threshold)
+    for (op, pattern), g in ok.groupby(["op", "access_label"], sort=False):
+        axes = [(n, c) for n, c in labels.axes if c != "access_label" and g[c].nunique() > 1]
+        if len(g) < 2 or not axes:
             continue
         g = g.sort_values("time_s")
         base = g.iloc[-1]
@@ -423,34 +457,46 @@ def one_change_tables(cells: pd.DataFrame, labels: Labels) -> list[Table]:
                 same = same[same[c] == base[c]]
             if len(same):
                 picks.append((f"change {name}", same.iloc[0]))
-        best = g.iloc[0]
-        if not any(p["cell_id"] == best["cell_id"] for _, p in picks):
-            picks.append(("fastest overall", best))
+        stable = g[~g["cell_id"].astype(str).isin(jd.unstable)]
+        best = stable.iloc[0] if len(stable) else None
+        if best is not None and not any(p["cell_id"] == best["cell_id"] for _, p in picks):
+            picks.append(("fastest (stable)", best))
         if len(picks) < 2:
             continue
         count_col, count_name = _count_col(g)
         rows = []
         for name, col, fmt in (("Chunk size", "chunks", fmt_text), ("Compression", "filters", fmt_text),
-                               ("Cache size", "cache_label", fmt_text), ("Access pattern", "access_label", fmt_text)):
+                               ("Cache size", "cache_label", fmt_text)):
             rows.append([name] + [Cell(fmt(p[col]), cls="changed" if p[col] != base[col] else "") for _, p in picks])
-        rows.append([_time_label([base])] + [Cell(format_seconds(p["time_s"]), cls="best" if p["cell_id"] == best["cell_id"] else "")
-                                             for _, p in picks])
-        rows.append(["Faster than the slowest"] + [fmt_times(base["time_s"] / p["time_s"]) if p["time_s"] else "-" for _, p in picks])
-        rows.append([count_name.capitalize()] + [format_count(p[count_col]) for _, p in picks])
-        rows.append([f"{count_name.capitalize()} per request"] +
-                    [fmt_per(p[count_col] / p["requests"]) if p["requests"] else "-" for _, p in picks])
-        byte_col = "raw_write_bytes" if op == "write" else "raw_read_bytes"
-        rows.append(["Raw data " + ("written" if op == "write" else "read")] + [format_bytes(p[byte_col]) for _, p in picks])
+        apart = best is not None and jd(best, base).differs    # else every column is within noise: no green
+        time_row, gain_row = [_time_label([base])], ["Faster than the slowest"]
+        for _, p in picks:
+            v = jd(best, p) if best is not None and p["cell_id"] != best["cell_id"] else None
+            is_best = best is not None and p["cell_id"] == best["cell_id"]
+            tie = v is not None and not v.differs
+            time_row.append(jd.time_cell(p, "best" if is_best and apart else "", ("tie with the fastest",) if tie else ()))
+            vb = jd(p, base) if p["cell_id"] != base["cell_id"] else None
+            gain_row.append("-" if vb is None else fmt_times(base["time_s"] / p["time_s"]) if vb.differs else
+                            Cell(f"tie ({fmt_times(base['time_s'] / p['time_s'])})", (vb.why,)))
+        rows += [time_row, gain_row]
+        if any(finite(p[count_col]) for _, p in picks):     # a quick run has no traced pass: no empty rows
+            rows.append([count_name.capitalize()] + [format_count(p[count_col]) for _, p in picks])
+            rows.append([f"{count_name.capitalize()} per request"] +
+                        [fmt_per(p[count_col] / p["requests"]) if p["requests"] else "-" for _, p in picks])
+            byte_col = "raw_write_bytes" if op == "write" else "raw_read_bytes"
+            rows.append(["Raw data " + ("written" if op == "write" else "read")] + [format_bytes(p[byte_col]) for _, p in picks])
         if "predicted_chunk_loads" in g and g["predicted_chunk_loads"].notna().any():
             rows.append(["Chunk loads (model)"] + [format_count(p["predicted_chunk_loads"]) for _, p in picks])
         if g["repack_s"].notna().any():
             rows.append(["Repack time"] + [format_seconds(p["repack_s"]) for _, p in picks])
-        what = work[0].upper() + work[1:] if several else op.capitalize()
-        out.append(Table(f"{what}: one change at a time from the slowest configuration",
+        out.append(Table(f"{pattern[0].upper()}{pattern[1:]}: one change at a time from the slowest configuration"
+                         + (f" ({'; '.join(run.tags)})" if run.tags else ""),
                          [""] + [n for n, _ in picks], rows,
-                         note=f"The first column is the slowest {op} configuration; each next column changes one parameter "
-                              "(highlighted) and keeps the others, as in seed 000's Table 8. The speed-up row says which "
-                              f"single change pays most; the {count_name} per request say why."))
+                         note=f"The first column is the slowest configuration for this access pattern; each next column "
+                              "changes one parameter (highlighted) and keeps the others, as in seed 000's Table 8. Green: the "
+                              f"fastest stable cell. A speed-up under {threshold:g}x, or one neither the per-request times "
+                              "(Mann-Whitney U, p < 0.05) nor the passes (every pass apart) support, is called a tie; the "
+                              "per-request counts say why."))
     return out
 
 
@@ -458,14 +504,20 @@ def _short_count(count_name: str) -> str:
     return {"raw-data reads": "reads", "raw-data writes": "writes"}.get(count_name, "raw I/O")
 
 
-def pivot_tables(cells: pd.DataFrame, labels: Labels) -> list[Table]:
-    """One table per axis that varies: rows hold the other axes fixed, columns give time and raw I/O per value."""
-    ok = _with_raw_io(cells[is_ok(cells)])
+def pivot_tables(cells: pd.DataFrame, labels: Labels, samples: dict | None = None, run: RunKind = PLAIN,
+                 threshold: float = THRESHOLD) -> list[Table]:
+    """One table per layout or cache axis that varies: rows hold the other axes (and the access pattern) fixed,
+    columns give time and raw I/O per value. The access pattern is never a column: patterns do different work."""
+    ok = _with_raw_io(cells[is_ok(cells) & cells["time_s"].notna()])
     if ok.empty:
         return []
+    jd = _Judge(cells, samples, run, threshold)
     count_col, count_name = _count_col(ok)
+    has_counts = bool(ok[count_col].notna().any())     # a quick run has no traced pass
     out = []
     for name, col in labels.axes:
+        if col == "access_label":
+            continue
         values = list(dict.fromkeys(ok[col]))
         if len(values) < 2:
             continue
@@ -479,27 +531,40 @@ def pivot_tables(cells: pd.DataFrame, labels: Labels) -> list[Table]:
             if len(by) < 2:
                 continue
             times = {v: c["time_s"] for v, c in by.items() if finite(c["time_s"])}
-            fastest = min(times, key=times.get) if times else None
+            stable = {v: t for v, t in times.items() if str(by[v]["cell_id"]) not in jd.unstable}
+            fastest = min(stable, key=stable.get) if stable else None
+            verdicts = {v: jd(by[fastest], by[v]) for v in by if fastest is not None and v != fastest}
+            clear = fastest is not None and all(x.differs for x in verdicts.values())
             row = [str(k) for k in key] or ["all cells"]
-            row += [Cell(format_seconds(by[v]["time_s"]), cls="best" if v == fastest else "") if v in by else Cell("-", cls="missing")
-                    for v in values]
-            row += [format_count(by[v][count_col]) if v in by else "-" for v in values]
+            for v in values:
+                if v not in by:
+                    row.append(Cell("-", cls="missing"))
+                elif v == fastest:
+                    row.append(jd.time_cell(by[v], "best" if clear else "", () if clear else ("fastest, but tied",)))
+                else:
+                    tie = v in verdicts and not verdicts[v].differs
+                    row.append(jd.time_cell(by[v], "", ("tie with the fastest",) if tie else ()))
+            if has_counts:
+                row += [format_count(by[v][count_col]) if v in by else "-" for v in values]
             row.append(fmt_times(max(times.values()) / min(times.values())) if len(times) > 1 and min(times.values()) > 0 else "-")
             rows.append(row)
         if not rows:
             continue
-        header = ([n for n, _ in others] or [""]) + [f"time: {v}" for v in values] + [f"{_short_count(count_name)}: {v}" for v in values] + \
-                 ["slowest / fastest"]
-        out.append(Table(f"By {name}: time and {count_name}", header, rows,
-                         note=f"Each row holds the other axes fixed, so reading across shows what {name} alone changes "
-                              f"(green: the fastest in the row). The last column is how much {name} matters there.",
+        header = ([n for n, _ in others] or [""]) + [f"time: {v}" for v in values] + \
+            ([f"{_short_count(count_name)}: {v}" for v in values] if has_counts else []) + ["slowest / fastest"]
+        out.append(Table(f"By {name}: time" + (f" and {count_name}" if has_counts else ""), header, rows,
+                         note=f"Each row holds the other axes fixed, so reading across shows what {name} alone changes. Green: "
+                              f"the fastest stable value, faster than every other in the row by {threshold:g}x or more and "
+                              "significantly (Mann-Whitney U on per-request times, p < 0.05, or every pass apart); values "
+                              "within noise are marked as ties. The last column is how much the raw times differ.",
                          label_columns=max(len(others), 1)))
     return out
 
 
-def auto_tables(cells: pd.DataFrame, labels: Labels) -> list[Table]:
+def auto_tables(cells: pd.DataFrame, labels: Labels, samples: dict | None = None, run: RunKind = PLAIN,
+                threshold: float = THRESHOLD) -> list[Table]:
     """With no ``tables:``: seed 000's Table 8 built from the run, then one pivot per axis that varies."""
-    return one_change_tables(cells, labels) + pivot_tables(cells, labels)
+    return one_change_tables(cells, labels, samples, run, threshold) + pivot_tables(cells, labels, samples, run, threshold)
 
 
-__all__ = ["ROWS", "ALIASES", "Cell", "Table", "TableSpec", "parse_tables", "render", "auto_tables", "select"]
+__all__ = ["ALIASES", "ROWS", "Cell", "Table", "TableSpec", "auto_tables", "parse_tables", "render", "select"]

@@ -1,18 +1,39 @@
-"""`ccp advise` explains a slow pattern, recommends a cache that holds a chunk, and measures the cure."""
+"""`ccp advise` explains a slow pattern, recommends a cache that holds a chunk, and measures the cure.
+
+The ranking and the cures' filters are tested on the model alone (no timing): which cure leads must not depend on
+the calibration's per-request constant, no cure is listed that its own prediction does not call faster, and no
+cache is larger than the dataset's chunks.
+"""
+
+import re
 
 import h5py
 import numpy as np
+import pytest
 from click.testing import CliRunner
 
-from ccp.advise import next_prime, shrink_chunks
+from ccp.advise import (
+    MIN_SPEEDUP,
+    Option,
+    cure_code,
+    fmt_speedup,
+    next_prime,
+    rank,
+    shrink_chunks,
+)
 from ccp.cli import main
 
 
-def test_advise_recommends_a_cache_that_holds_a_chunk(tmp_path):
+def _file(tmp_path, shape=(8, 10, 400), chunks=(4, 10, 400)):
     path = tmp_path / "f.h5"
     with h5py.File(path, "w") as f:
-        f.create_dataset("/g/d", data=np.random.default_rng(0).standard_normal((8, 10, 400)).astype(">f4"),
-                         chunks=(4, 10, 400), compression="gzip", compression_opts=6, maxshape=(None, None, None))
+        f.create_dataset("/g/d", data=np.random.default_rng(0).standard_normal(shape).astype(">f4"),
+                         chunks=chunks, compression="gzip", compression_opts=6, maxshape=(None,) * len(shape))
+    return path
+
+
+def test_advise_recommends_a_cache_that_holds_a_chunk(tmp_path):
+    path = _file(tmp_path)
     before = path.read_bytes()
     result = CliRunner().invoke(main, ["advise", str(path), "/g/d", "--access", "1x1x400", "--cache", "16KiB", "--budget", "2s"])
     assert result.exit_code == 0, result.output
@@ -20,15 +41,115 @@ def test_advise_recommends_a_cache_that_holds_a_chunk(tmp_path):
     assert "1 chunk loads per request" in out and "decompresses its chunk again" in out
     first = out.split("Cures, best first")[1].splitlines()[1]
     assert "set the chunk cache to" in first and "(1 chunk)" in first
+    # in the user's own API, with the real file and dataset names and numbers, no placeholders
+    assert f'h5py.File("{path}", "r", rdcc_nbytes=65024, rdcc_nslots=101' in out
+    assert "set_var_chunk_cache(size=65024, nelems=101, preemption=0.75)" in out
+    assert "H5Pset_chunk_cache(dapl, 101, 65024, 0.75)" in out and 'H5Dopen2(file, "/g/d", dapl)' in out
+    assert f"ccp repack -l /g/d:CHUNK=1x10x400 {path} " in out and f"h5repack -l /g/d:CHUNK=1x10x400 {path} " in out
+    assert "chunks=(1, 10, 400)" in out and "chunksizes=(1, 10, 400)" in out
+    assert "DSET" not in out and " IN " not in out and "H5Pset_chunk_cache(dapl, ...)" not in out
     assert "measured speed-up" in out
     assert path.read_bytes() == before
+
+
+def _opt(kind, time_s, request_s, loads=2):
+    return Option(kind, kind, None, loads, loads, 0, 80, time_s, request_s)
+
+
+@pytest.mark.parametrize("per_request_s", [1e-6, 1e-5, 3e-5, 1e-4], ids=["1us", "10us", "30us", "100us"])
+def test_rank_does_not_depend_on_the_per_request_constant(per_request_s):
+    """Issue 16: the block cure (2 requests) led the cache cure (80 requests) when calibration measured a slow
+    per-request overhead. Both load the same 2 chunks; the least invasive, the cache, must lead whatever the constant."""
+    io = 5e-4
+    cache = _opt("cache", io + 80 * per_request_s, 80 * per_request_s)
+    block = _opt("block", io + 2 * per_request_s, 2 * per_request_s)
+    repack = _opt("repack", io * 1.1 + 80 * per_request_s, 80 * per_request_s, loads=8)
+    assert rank([block, repack, cache])[0] is cache
+
+
+def test_rank_within_2x_of_the_whole_prediction():
+    """A cache cure 1.15x the repack's time leads even when its decompression alone is 4x (a chunk padded past the data)."""
+    cache = _opt("cache", 15.2e-3, 10e-3)
+    repack = _opt("repack", 13.3e-3, 12e-3)
+    assert rank([repack, cache])[0] is cache
+
+
+def test_rank_prefers_a_much_faster_cure_over_a_cheap_one():
+    cache = _opt("cache", 1.0, 0.01)       # still decompresses too much: 99x the repack's I/O
+    repack = _opt("repack", 0.02, 0.01)
+    assert rank([cache, repack])[0] is repack
+
+
+def test_fmt_speedup_never_says_1x_or_0x():
+    assert fmt_speedup(1.3) == "1.3x" and fmt_speedup(37.2) == "37x" and fmt_speedup(12670) == "12,670x"
+
+
+def _cures(output: str) -> list[tuple[str, float]]:
+    found = re.findall(r"^\s+\d+\. (.*)\n\s+.*predicted .*\(([\d.,]+)x faster than now\)", output, re.MULTILINE)
+    return [(what, float(x.replace(",", ""))) for what, x in found]
+
+
+def test_no_cure_that_is_not_faster(tmp_path):
+    """Issue 10: a cure its own prediction called 186x slower was listed ("0x faster"). With a cache that already
+    holds the chunk, a bigger cache is no cure; what is listed must be at least MIN_SPEEDUP faster."""
+    path = _file(tmp_path)
+    result = CliRunner().invoke(main, ["advise", str(path), "/g/d", "--access", "1x1x400", "--cache", "1MiB", "--no-measure"])
+    assert result.exit_code == 0, result.output
+    cures = _cures(result.output)
+    assert all(x >= MIN_SPEEDUP for _, x in cures), result.output
+    assert not any("chunk cache" in what for what, _ in cures), result.output
+    assert " 0x faster" not in result.output and " 1x faster" not in result.output
+
+
+def test_cache_never_larger_than_the_dataset_needs(tmp_path):
+    """Issue 16: a 756 MiB cache was listed for a 44 MiB dataset. Every request here spans both chunks along the first
+    dimension; the dataset has 2 chunks, so no cache cure may hold more than 2 (plus HDF5's slack)."""
+    path = _file(tmp_path)
+    result = CliRunner().invoke(main, ["advise", str(path), "/g/d", "--access", "8x1x1", "--cache", "16KiB", "--memory", "1GiB",
+                                       "--no-measure"])
+    assert result.exit_code == 0, result.output
+    sizes = [int(n) for n in re.findall(r"rdcc_nbytes=(\d+)", result.output)]
+    assert sizes and max(sizes) <= 2 * 4 * 10 * 400 * 4 + 1024, result.output
+
+
+def test_cure_code_names_the_file_and_dataset(tmp_path):
+    from ccp.advise import _source
+    from ccp.config.filters import parse_filters
+    from ccp.config.sweep import AccessSpec, CacheSpec
+    from ccp.matrix.cells import Cell
+
+    path = _file(tmp_path)
+    source = _source(path, "/g/d")
+    cell = Cell((1, 10, 400), parse_filters("gzip:6", "f"), CacheSpec(16384, 521, 0.75), AccessSpec("read", (1, 1, 400)))
+    code = dict(cure_code(Option("repack", "", cell, 8, 8, 0, 80, 1.0), path, "/g/d", source))
+    assert code["command"].startswith(f"ccp repack -l /g/d:CHUNK=1x10x400 {path} {tmp_path / 'f-rechunked.h5'}")
+    assert 'compression="gzip", compression_opts=6' in code["h5py"] and 'endian="big"' in code["netCDF4"]
+    assert "H5Pset_chunk(dcpl, 3, chunk)" in code["C"]
 
 
 def test_helpers():
     assert next_prime(100) == 101 and next_prime(521) == 521
     assert shrink_chunks((4, 30, 9, 717), (1, 1, 1, 717), 4, 1024 * 1024) == (1, 30, 9, 717)
+    assert shrink_chunks((8125, 8), (1, 8), 1, 16384, shape=(256, 8)) == (256, 8)     # PyTables: a chunk past the data
 
 
 def test_advise_errors_are_one_line(tmp_path):
     result = CliRunner().invoke(main, ["advise", str(tmp_path / "nope.h5"), "/d", "--access", "1x2"])
     assert result.exit_code == 2 and "file not found" in result.output
+
+
+def test_advise_on_a_pytables_file_with_an_undefined_fill_value():
+    """A real file written by PyTables: its fill value is undefined (h5py raises on .fillvalue); advise still explains
+    it, and never offers a chunk larger than the 256-row dataset."""
+    from pathlib import Path
+
+    import tables
+
+    path = Path(tables.__file__).parent / "tests" / "attr-u16.h5"
+    before = path.read_bytes()
+    result = CliRunner().invoke(main, ["advise", str(path), "wfm_group0/axes/axis1/data_vector/data", "--access", "1x8",
+                                       "--cache", "16KiB", "--no-measure"])
+    assert result.exit_code == 0, result.output
+    assert "Cures, best first" in result.output and "CHUNK=8125" not in result.output and "CHUNK=256x8" in result.output
+    assert "set the chunk cache to 64.5 KiB (1 chunk)" in result.output
+    assert path.read_bytes() == before

@@ -157,12 +157,12 @@ def _request_part(cell: pd.Series, traced: bool) -> pd.DataFrame:
 def _io_part(cell: pd.Series, long_trace: int = 0) -> pd.DataFrame:
     """Metadata reads at the start, then one raw op per raw read/write, offsets walking chunk by chunk."""
     nraw = int(long_trace or (cell["raw_reads"] + cell["raw_writes"]))
-    stored = int(cell["storage_bytes"] / cell["nchunks"])
+    stored = int(cell["storage_bytes"] / max(int(cell["nchunks"]), 1))   # contiguous: one extent
     kind = "write" if cell["op"] == "write" else "read"
     meta = pd.DataFrame({"phase": "open", "request": -1, "kind": "read",
                          "mem_type": ["super"] * 3 + ["ohdr"] * 6 + ["btree"] * 8, "offset": np.arange(17) * 48, "size": 48})
     idx = np.arange(nraw)
-    chunk_of = (idx * int(cell["nchunks"]) // max(nraw, 1)).astype(np.int64)
+    chunk_of = (idx * max(int(cell["nchunks"]), 1) // max(nraw, 1)).astype(np.int64)
     raw = pd.DataFrame({"phase": "request", "request": idx * int(cell["requests"]) // max(nraw, 1), "kind": kind, "mem_type": "draw",
                         "offset": 7120 + chunk_of * stored, "size": stored})
     tail = pd.DataFrame({"phase": "close", "request": -1, "kind": "write" if kind == "write" else "read",
@@ -258,9 +258,13 @@ _PROBE = """<script>
   window.addEventListener('load', () => {
     const imgs = [...document.images];
     const broken = imgs.filter(i => !i.complete || i.naturalWidth === 0).map(i => i.getAttribute('src'));
-    const remote = performance.getEntriesByType('resource').map(r => r.name).filter(n => !n.startsWith('file:'));
+    const remote = performance.getEntriesByType('resource').map(r => r.name).filter(n => !n.startsWith('file:') && !n.startsWith('data:'));
     const out = {images: imgs.length, broken: broken, errors: errors, remote: remote,
-                 widths: imgs.map(i => i.naturalWidth)};
+                 widths: imgs.map(i => i.naturalWidth),
+                 sections: [...document.querySelectorAll('h2')].map(h => h.id),
+                 headlines: [...document.querySelectorAll('p.headline')].map(p => p.parentElement.innerText),
+                 visible_text: document.body.innerText,
+                 folded: [...document.querySelectorAll('details:not([open]) summary')].map(s => s.innerText)};
     const pre = document.createElement('pre');
     pre.id = 'ccp-probe';
     pre.textContent = 'CCP-PROBE ' + JSON.stringify(out) + ' END-PROBE';
@@ -293,8 +297,29 @@ def open_in_chromium(tmp_path):
                                   probe.as_uri()], capture_output=True, text=True, timeout=120)
         finally:
             probe.unlink()
-        m = re.search(r'<pre id="ccp-probe">CCP-PROBE (.*?) END-PROBE</pre>', out.stdout, re.S)
+        m = re.search(r'<pre id="ccp-probe">CCP-PROBE (.*?) END-PROBE</pre>', out.stdout, re.DOTALL)
         assert m, f"{page}: the page did not load in Chromium: {out.stderr[-2000:]}"
         return json.loads(html.unescape(m.group(1)))
 
     return _open
+
+
+def slow_down(run: Path, factor: float, where=None, noise: float = 0.0) -> Path:
+    """Make a synthetic run consistently ``factor`` times slower (every cell, or the cells ``where(cells)`` picks): the
+    times in cells.csv/.parquet and every request and pass in requests.parquet, as a real slower run would record.
+    With ``noise``, every request is drawn again (x lognormal(0, noise)) and each cell's passes move by up to 4%: a rerun."""
+    rng = np.random.default_rng(1)
+    cells = pd.read_parquet(run / "cells.parquet")
+    pick = where(cells) if where is not None else pd.Series(True, index=cells.index)
+    jitter = 1 + rng.uniform(-0.04, 0.04, len(cells)) if noise else np.ones(len(cells))
+    for k in ("time_s", "time_s_min", "time_s_max", "first_request_s", "request_s_median", "open_s", "close_s"):
+        cells.loc[pick, k] = cells.loc[pick, k] * factor * jitter[pick.to_numpy()]
+    cells.to_parquet(run / "cells.parquet", index=False)
+    cells.to_csv(run / "cells.csv", index=False)
+    for cid in cells.loc[pick, "cell_id"]:
+        part = run / "requests.parquet" / f"{cid}.parquet"
+        if part.exists():
+            req = pd.read_parquet(part)
+            req["time_s"] = req["time_s"] * factor * (rng.lognormal(0, noise, len(req)) if noise else 1.0)
+            req.to_parquet(part, index=False)
+    return run

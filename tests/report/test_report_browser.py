@@ -1,8 +1,11 @@
 """Pages opened in a real browser (headless Chromium): every image loads, nothing fails, nothing leaves the disk."""
 
+import re
+
 import pytest
 
-from ccp.report import write_compare
+from ccp.report import write_compare, write_report
+from ccp.report.data import load_cells, prepare
 
 
 def check(seen: dict, at_least: int) -> None:
@@ -37,3 +40,44 @@ def test_a_broken_image_is_caught(synthetic_report, open_in_chromium, tmp_path):
     bad.write_text(page.replace('src="storage.png"', 'src="missing.png"'))
     seen = open_in_chromium(bad)
     assert seen["broken"] == ["missing.png"] and any("missing.png" in e for e in seen["errors"])
+
+
+def test_what_a_reader_sees_in_order(synthetic_report, open_in_chromium):
+    """Headline first, then the Table-8 tables, then the plots; the sweep and the long trace folded at the end."""
+    run, _ = synthetic_report
+    seen = open_in_chromium(run / "report.html")
+    s = seen["sections"]
+    assert s[:3] == ["summary", "tables", "time"] and s.index("run") > s.index("cells") and s[-1] == "io"
+    assert "sweep.yaml" in seen["folded"] and any(f.startswith("I/O trace") for f in seen["folded"])
+
+
+def test_no_headline_compares_different_access_patterns(synthetic_report, open_in_chromium):
+    run, _ = synthetic_report
+    cells, _ = prepare(load_cells(run))
+    patterns = set(cells.loc[cells["status"].isin(["ok", "extrapolated"]), "access_label"])
+    seen = open_in_chromium(run / "report.html")
+    assert len(seen["headlines"]) == len(patterns)
+    for box in seen["headlines"]:
+        mine = [p for p in patterns if box.lower().startswith(p)]
+        assert len(mine) == 1, box
+        others = [p for p in patterns if p != mine[0] and re.search(rf"\b{re.escape(p)}\b", box.lower())]
+        assert not others, f"a headline about {mine[0]} names {others}: {box}"
+
+
+def test_extrapolated_and_unstable_say_so_where_they_are_read(synthetic_report, open_in_chromium):
+    run, _ = synthetic_report
+    text = open_in_chromium(run / "report.html")["visible_text"]
+    assert "extrapolated from 25% of the requests" in text          # beside the time, in the tables and the headline
+    assert "Faster on the median but unstable, so not ranked" in text or "unstable" in text
+    assert "Green: the fastest stable cell" in text and "tie with the fastest" in text
+
+
+def test_self_contained_page_has_every_image_inside(make_run, open_in_chromium, tmp_path):
+    run = make_run(tables=False)
+    page = write_report(run, self_contained=True)
+    moved = tmp_path / "mail" / "report.html"                  # attached to an email: no PNG beside it
+    moved.parent.mkdir()
+    moved.write_text(page.read_text())
+    assert 'src="data:image/png;base64,' in moved.read_text()
+    seen = open_in_chromium(moved)
+    check(seen, 6)

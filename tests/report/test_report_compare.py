@@ -1,19 +1,24 @@
-"""write_compare: the cells two runs share, side by side with ratios, as terminal text and an HTML page."""
+"""write_compare and `ccp compare`: the cells two runs share, matched by their configured parameters, with a
+noise-aware verdict per cell and an exit status a CI job can gate on (--fail-above)."""
 
 import re
 
+import numpy as np
 import pandas as pd
 import pytest
+from click.testing import CliRunner
+from conftest import slow_down
 
+from ccp.cli import main
 from ccp.report import write_compare
 
 
 @pytest.fixture
 def two_runs(make_run):
+    """B: twice as slow everywhere (cells and per-request times), two cells missing, only a CSV."""
     a = make_run("a", tables=False)
-    b = make_run("b", tables=False)
+    b = slow_down(make_run("b", tables=False), 2.0)
     cells = pd.read_parquet(b / "cells.parquet")
-    cells["time_s"] *= 2.0
     cells["cache_w0"] = cells["cache_w0"] + 1e-12          # read back through another float path: still the same cache
     cells = cells[~((cells["chunks"] == "1x30x9x100") & (cells["filters"] == "none"))]   # B lacks two cells
     (b / "cells.parquet").unlink()                          # and only has the CSV
@@ -25,12 +30,13 @@ def test_terminal_text(two_runs):
     a, b = two_runs
     text = write_compare(a, b)
     # 13 finished in A; B lacks 2 of them; the failed cell is never compared
-    assert "11 cells in common (14 in A, 12 in B; only finished cells are compared)" in text
-    assert "geometric mean 2" in text and "B slower by more than 10% in 11 cells" in text
+    assert "11 cells in common (14 in A, 12 in B; only finished cells are compared, matched by their configured parameters)" in text
+    assert "geometric mean 2x" in text and "B slower in 11 cells, faster in 0, a tie in 0" in text
     header = next(line for line in text.splitlines() if line.startswith("cell "))
-    assert re.search(r"time A\s+time B\s+B / A\s+raw reads A\s+raw reads B\s+raw writes A\s+raw writes B", header)
+    assert re.search(r"time A\s+time B\s+B / A\s+verdict\s+raw reads A\s+raw reads B\s+raw writes A\s+raw writes B", header)
     rows = [line for line in text.splitlines() if " | " in line]
-    assert len(rows) == 11 and all(re.search(r"\s2\s", r) for r in rows)
+    assert len(rows) == 11 and all(re.search(r"\s2x\s+slower\s", r) for r in rows)
+    assert "(extrapolated)" in text                          # how a number was measured, where it is read
 
 
 def test_html_page(two_runs, tmp_path):
@@ -48,5 +54,83 @@ def test_nothing_in_common(make_run):
     b = make_run("b", tables=False)
     cells = pd.read_parquet(b / "cells.parquet")
     cells["cache_nbytes"] = cells["cache_nbytes"] * 2
+    cells["cell_id"] = cells["cell_id"].str[::-1]          # other caches configured: other cells
     cells.to_parquet(b / "cells.parquet", index=False)
     assert "no cells in common" in write_compare(a, b)
+
+
+def _cli(*args):
+    return CliRunner().invoke(main, ["compare", *map(str, args)])
+
+
+def test_two_runs_of_the_same_sweep_exit_0(make_run):
+    """Same sweep, same machine, noise only: each request time and median pass drawn again: every cell a tie, exit 0."""
+    a = make_run("a", tables=False)
+    b = slow_down(make_run("b", tables=False), 1.0, noise=0.2)
+    r = _cli(a, b, "--fail-above", "1.1")
+    assert r.exit_code == 0, r.output
+    assert "B slower in 0 cells, faster in 0, a tie in 13" in r.output and "pass: no cell significantly slower" in r.output
+
+
+def test_a_clearly_slower_run_fails_the_gate(make_run):
+    a = make_run("a", tables=False)
+    b = slow_down(make_run("b", tables=False), 3.0, where=lambda c: c["filters"] == "gzip:6")
+    r = _cli(a, b, "--fail-above", "1.5")
+    assert r.exit_code == 1, r.output
+    n = int((pd.read_parquet(a / "cells.parquet")["filters"] == "gzip:6").sum()) - 1    # less the failed cell
+    assert f"FAIL: {n} cell(s) significantly slower in B by more than 1.5x" in r.output
+    assert _cli(a, b, "--fail-above", "4").exit_code == 0      # slower, but by less than the gate
+    assert _cli(a, b).exit_code == 0                           # no gate: a report, never a failure
+
+
+def test_slower_by_noise_is_a_tie(make_run):
+    """1.35x on the median but the per-request times say nothing (the cells table moved, the samples did not): a tie,
+    as 6.32 -> 4.67 ms was in issue 16."""
+    a = make_run("a", tables=False)
+    b = make_run("b", tables=False)
+    cells = pd.read_parquet(b / "cells.parquet")
+    ok = cells["status"] == "ok"           # an extrapolated cell has only its passes to judge by: every pass apart is evidence
+    for k in ("time_s", "time_s_min", "time_s_max"):
+        cells.loc[ok, k] = cells.loc[ok, k] * 1.35
+    cells.to_parquet(b / "cells.parquet", index=False)
+    r = _cli(a, b, "--fail-above", "1.2")
+    assert r.exit_code == 0, r.output
+    assert "B slower in 0 cells" in r.output
+
+
+def _contiguous_run(make_run, name, times):
+    """Three contiguous cells configured with 256 KiB, 1 MiB and 4 MiB caches: each records the cache HDF5 reports
+    for a contiguous dataset (the library default), so their cache columns are equal; their cell_ids differ."""
+    from conftest import _cell
+
+    rows = []
+    for cache, t in zip((256 * 1024, 1024 * 1024, 4 * 1024 * 1024), times):
+        row = _cell("4x30x9x100", "none", cache, "1x1x1x100", seed=len(rows))
+        row.update(chunks="contiguous", cache_nbytes=8 * 1024 * 1024, cache_nslots=8191, chunk_bytes=0, nchunks=0,
+                   time_s=t, time_s_min=t * 0.98, time_s_max=t * 1.02, traps="")
+        rows.append(row)
+    cells = pd.DataFrame(rows)
+    return make_run(name, tables=False, cells=cells)
+
+
+def test_contiguous_cells_are_not_double_counted(make_run):
+    """Issue 17: matched on the recorded cache, 3 contiguous cells in each run made 9 pairs."""
+    a = _contiguous_run(make_run, "a", [0.010, 0.011, 0.012])
+    b = _contiguous_run(make_run, "b", [0.010, 0.011, 0.012])
+    result = write_compare(a, b)
+    assert "3 cells in common" in result and len(result.joined) == 3
+    assert sorted(np.round(result.joined["ratio"], 6)) == [1.0, 1.0, 1.0]
+
+
+def test_different_datasets_are_named(make_run):
+    import yaml
+
+    a = make_run("a", tables=False)
+    b = make_run("b", tables=False)
+    sweep = yaml.safe_load((b / "sweep.yaml").read_text())
+    sweep["dataset"]["generate"]["data"] = "zeros"
+    sweep["repeats"] = 5
+    (b / "sweep.yaml").write_text(yaml.safe_dump(sweep))
+    text = write_compare(a, b)
+    assert "warning: the runs' dataset settings differ" in text and "zeros" in text
+    assert "warning: repeats differs: A 3, B 5" in text

@@ -7,9 +7,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ccp.report import write_report
-from ccp.report import plots
-from ccp.report.data import SHORT_REQUEST_S, UNSTABLE_SPREAD, load_cells, prepare, storage_overhead
+from ccp.report import plots, write_report
+from ccp.report.data import (
+    SHORT_REQUEST_S,
+    UNSTABLE_SPREAD,
+    load_cells,
+    prepare,
+    storage_overhead,
+)
 
 
 def text_of(page: str) -> str:
@@ -39,9 +44,14 @@ def test_header(synthetic_report, expected):
     assert expected in text_of(synthetic_report[1])
 
 
-def test_sweep_yaml_is_shown(synthetic_report):
+def test_sweep_yaml_is_shown_folded_at_the_end(synthetic_report):
     page = synthetic_report[1]
-    assert '<h2 id="sweep">' in page and "name: synthetic" in page and "tables:" in page
+    assert '<h2 id="run">' in page and "name: synthetic" in page and "tables:" in page
+    assert "<details><summary>sweep.yaml</summary>" in page                  # folded, not open
+    # the page reads: headline, the Table-8 tables, plots; the sweep and the long trace at the end
+    order = [page.index(x) for x in ('id="summary"', 'id="tables"', 'id="time"', 'id="storage"', 'id="run"',
+                                     "<summary>sweep.yaml", 'id="io"', "<summary>I/O trace")]
+    assert order == sorted(order)
 
 
 def test_sweep_table_with_published_values_and_model(synthetic_report):
@@ -61,17 +71,26 @@ def test_sweep_table_with_published_values_and_model(synthetic_report):
 
 
 def test_fastest_and_why(synthetic_report):
+    """One headline per access pattern; each names the fastest stable cell of that pattern only."""
     run, page = synthetic_report
     cells, _ = prepare(load_cells(run))
-    ok = cells[cells["status"].isin(["ok", "extrapolated"]) & (cells["op"] == "read")].sort_values("time_s")
-    box = text_of(re.search(r'<div class="box good">(.*?)</div>', page, re.S).group(1))
+    boxes = [text_of(b).strip() for b in re.findall(r'<div class="box (?:good|warn)"><p class="headline">(.*?)</div>', page, re.DOTALL)]
+    assert len(boxes) == cells.loc[cells["status"].isin(["ok", "extrapolated"]), "access_label"].nunique() == 3
+    rows = next(b for b in boxes if b.startswith("Read 1x1x1x100"))
+    ok = cells[cells["status"].isin(["ok", "extrapolated"]) & (cells["access_label"] == "read 1x1x1x100")]
+    ok = ok[~ok["flags"].str.contains("unstable")].sort_values("time_s")
     best, worst = ok.iloc[0], ok.iloc[-1]
-    assert f"the fastest configuration is {best['label']}" in box
-    assert worst["label"] in box
+    assert f"fastest is {best['chunks']} | {best['filters']} | cache {best['cache_label']}" in rows
+    assert f"The slowest, {worst['chunks']} | {worst['filters']} | cache {worst['cache_label']}" in rows
     per = best["raw_reads"] / best["requests"]
-    assert f"raw-data reads for {int(best['requests']):,} requests ({per:,.3g} per request)" in box
-    assert "chunk larger than the cache" in box            # the slowest's cause, from ccp's trap check
-    assert "Write: the only configuration measured is" in box    # each operation ranked on its own
+    assert f"raw-data reads for {int(best['requests']):,} requests ({per:,.3g} per request)" in rows
+    assert "chunk larger than the cache" in rows            # the slowest's cause, from ccp's trap check
+    assert "Cheapest change from the slowest" in rows
+    assert any(b.startswith("Write 1x30x9x100") and "the only configuration measured is 4x30x9x100 | none | cache 1 MiB" in b
+               for b in boxes)
+    # the 95% interval from the per-request samples surrounds the median pass
+    m = re.search(r"fastest is [^,]+, ([\d.]+) ms a pass \(95% CI ([\d.]+) ms to ([\d.]+) ms\)", rows)
+    assert m and float(m.group(2)) <= float(m.group(1)) <= float(m.group(3)), rows
 
 
 def test_stability_and_failures_listed(synthetic_report):
@@ -88,13 +107,14 @@ def test_stability_and_failures_listed(synthetic_report):
 
 def test_automatic_tables_and_every_section(synthetic_report):
     page = synthetic_report[1]
-    for anchor in ("summary", "sweep", "tables", "time", "heatmaps", "requests", "model", "io", "storage", "traps",
+    for anchor in ("summary", "run", "tables", "time", "heatmaps", "tradeoff", "requests", "model", "io", "storage", "traps",
                    "stability", "cells"):
         assert f'id="{anchor}"' in page and f'href="#{anchor}"' in page, anchor
     text = text_of(page)
-    assert "More tables, built automatically" in text                    # beside the sweep's own tables
-    assert "Read: one change at a time from the slowest configuration" in text
+    assert "Read 1x1x1x100: one change at a time from the slowest configuration" in text
+    assert "Tables by axis: what each axis alone changes" in text
     assert "By cache: time and raw-data reads + writes" in text
+    assert "By access" not in text                                        # patterns do different work: never a column
     assert "first / average" in text                                      # seed 004's table
 
 
@@ -109,7 +129,6 @@ def test_notes_for_every_figure(synthetic_report):
 def test_no_tables_key_gives_automatic_pivots(make_run):
     run = make_run(tables=False)
     text = text_of(write_report(run).read_text())
-    assert "The sweep declares no tables:" in text
     assert "By chunks: time" in text and "By filters: time" in text
     assert "slowest / fastest" in text
 
@@ -122,6 +141,7 @@ def test_quick_run_without_trace(make_run):
     assert "No I/O trace in this run" in text
     assert "its I/O counts were not measured" in text
     assert "quick run: 1 warm pass" in text
+    assert "This is a quick run" in text and "(quick: 1 warm pass)" in text   # every time says how it was measured
     assert "Could not draw" not in page
 
 
@@ -185,3 +205,14 @@ def test_thresholds_match_the_engine():
     from ccp.measurement import runner
 
     assert runner.UNSTABLE_SPREAD == UNSTABLE_SPREAD and runner.SHORT_REQUEST_S == SHORT_REQUEST_S
+
+
+@pytest.mark.parametrize("sweep_name, scale", [("synthetic-x0.5", "0.5"), ("synthetic-x0.25", "0.25")], ids=["half", "quarter"])
+def test_scaled_run_says_so_beside_every_time(tmp_path, sweep_name, scale):
+    """`ccp run --scale F` names the sweep NAME-xF: the page says the times are for scaled data, wherever they appear."""
+    from conftest import write_run
+
+    text = text_of(write_report(write_run(tmp_path / "run", tables=False, name=sweep_name)).read_text())
+    assert f"This sweep was scaled by {scale}" in text
+    assert f"(scaled x{scale})" in text                                  # in the headline and tables
+    assert f"one change at a time from the slowest configuration (scaled x{scale})" in text

@@ -53,7 +53,8 @@ def test_report_page_and_images(run_dir):
     assert "Table 5 in miniature" in text and "small cache" in text
     assert "published: 345 s, x" in text                    # published value beside ours, with the ratio
     assert "model: " in text                                # the chunk-cache model beside the measurement
-    assert "Which configuration is fastest, and why" in text
+    assert "Which configuration is fastest for each access pattern, and why" in text
+    assert "Read 1x1x200 (" in text and "Write 1x10x200 (" in text             # one headline per access pattern
     assert "raw-data reads for" in text and "per request" in text
     assert "chunk larger than the cache" in text            # traps flagged
     assert "Could not draw" not in page
@@ -67,6 +68,14 @@ def test_cli_report_rewrites_the_page(run_dir):
     assert (run_dir / "report.html").exists()
 
 
+def test_cli_report_self_contained(run_dir):
+    result = CliRunner().invoke(main, ["report", str(run_dir), "--self-contained"])
+    assert result.exit_code == 0, result.output
+    page = (run_dir / "report.html").read_text()
+    assert 'src="data:image/png;base64,' in page and not re.search(r'<img src="[^"d][^"]*\.png"', page)
+    CliRunner().invoke(main, ["report", str(run_dir)])      # back to the page with PNGs beside it, for the tests below
+
+
 def test_bad_tables_key_is_a_config_error(write_sweep):
     bad = SWEEP.replace("    labels:", "    lables:")
     result = CliRunner().invoke(main, ["check", str(write_sweep(bad))])
@@ -75,9 +84,11 @@ def test_bad_tables_key_is_a_config_error(write_sweep):
 
 
 def test_compare_a_run_with_itself(run_dir, tmp_path):
-    result = CliRunner().invoke(main, ["compare", str(run_dir), str(run_dir), "--html", str(tmp_path / "cmp.html")])
+    result = CliRunner().invoke(main, ["compare", str(run_dir), str(run_dir), "--html", str(tmp_path / "cmp.html"),
+                                       "--fail-above", "1.01"])
     assert result.exit_code == 0, result.output
-    assert "8 cells in common" in result.output and "geometric mean 1;" in result.output
+    assert "8 cells in common" in result.output and "geometric mean 1x" in result.output
+    assert "B slower in 0 cells, faster in 0, a tie in 8" in result.output
     assert (tmp_path / "cmp.html").exists() and (tmp_path / "cmp.png").exists()
 
 

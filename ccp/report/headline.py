@@ -1,0 +1,228 @@
+"""The report's headline: per access pattern, the fastest configuration and the cheapest change that gets within
+noise of it, with ties called ties.
+
+Only cells doing the same work are ranked against each other: the same operation, block, order and random
+requests (a time-series reader cannot be told to read planes instead). An unstable cell never wins; a cell whose
+time was extrapolated, or a run that was quick or scaled, says so beside every number.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from ccp.report.data import LABEL_SEP, finite, is_ok, stability
+from ccp.report.stats import THRESHOLD, Sample, Verdict, ci95, from_cell, judge
+from ccp.units import format_seconds
+
+CONFIG_AXES = (("chunks", "chunks"), ("filters", "filters"), ("cache", "cache_label"))
+# what each change costs a user: a reader setting < a new file (repack)
+EFFORT = {"cache": 0, "filters": 1, "chunks": 1}
+CHANGE_WORDS = {"cache": "a reader setting, no new file", "filters": "a new file: ccp repack",
+                "chunks": "a new file: ccp repack"}
+
+
+@dataclass(frozen=True)
+class RunKind:
+    """How the whole run was measured, when that changes what its numbers mean."""
+
+    quick: bool = False
+    scale: float | None = None
+
+    @classmethod
+    def of(cls, sweep: dict) -> RunKind:
+        scale = sweep.get("scale")
+        if not isinstance(scale, (int, float)) or isinstance(scale, bool):
+            m = re.search(r"-x(0?\.\d+|1)$", str(sweep.get("name", "")))   # ccp.config.scale names a scaled sweep NAME-xF
+            scale = float(m.group(1)) if m else None
+        return cls(bool(sweep.get("quick")), float(scale) if scale and float(scale) != 1 else None)
+
+    @property
+    def tags(self) -> list[str]:
+        out = []
+        if self.quick:
+            out.append("quick: 1 warm pass")
+        if self.scale:
+            out.append(f"scaled x{self.scale:g}")
+        return out
+
+
+PLAIN = RunKind()   # a full run, neither quick nor scaled
+
+
+def cell_tags(c, run: RunKind | None = None) -> list[str]:
+    """Provenance of one cell's time, to print beside it: extrapolated, and the run's quick or scaled."""
+    run = run or PLAIN
+    out = []
+    if str(c.get("status")) == "extrapolated":
+        fm = c.get("fraction_measured")
+        out.append(f"extrapolated from {float(fm):.0%} of the requests" if finite(fm) else "extrapolated")
+    out += run.tags
+    return out
+
+
+def time_text(c, run: RunKind | None = None, with_tags: bool = True) -> str:
+    s = format_seconds(c["time_s"])
+    tags = cell_tags(c, run or PLAIN) if with_tags else []
+    return s + (f" ({'; '.join(tags)})" if tags else "")
+
+
+def config_label(c, axes: list[str]) -> str:
+    cols = dict(CONFIG_AXES)
+    parts = [f"{'cache ' if a == 'cache' else ''}{c[cols[a]]}" for a in (axes or [n for n, _ in CONFIG_AXES])]
+    return LABEL_SEP.join(parts)
+
+
+@dataclass
+class Headline:
+    pattern: str                          # "read 1x1x1x100"
+    work: str                             # "2,160 requests a pass, the whole dataset"
+    winner: pd.Series | None
+    slowest: pd.Series | None
+    ties: list[tuple[pd.Series, Verdict]] = field(default_factory=list)
+    unstable_faster: list[pd.Series] = field(default_factory=list)
+    cheapest: pd.Series | None = None     # the least invasive change from the slowest that is within noise of the winner
+    cheapest_changes: tuple[str, ...] = ()
+    vs_slowest: Verdict | None = None
+    cheapest_vs_winner: Verdict | None = None
+    n: int = 0
+    axes: list[str] = field(default_factory=list)
+    unstable_ids: set = field(default_factory=set)
+    note: str = ""
+
+
+def _changes(a, b) -> tuple[str, ...]:
+    return tuple(name for name, col in CONFIG_AXES if a[col] != b[col])
+
+
+def headlines(cells: pd.DataFrame, samples: dict[str, Sample] | None = None, threshold: float = THRESHOLD) -> list[Headline]:
+    """One Headline per access pattern (op, block, order, random), in the run's order. ``cells`` must be labelled."""
+    samples = samples or {}
+    ok = cells[is_ok(cells) & cells["time_s"].notna() & (cells["time_s"] > 0)]
+    st = stability(cells)
+    out = []
+    for pattern, g in ok.groupby("access_label", sort=False):
+        g = g.sort_values("time_s")
+        axes = [name for name, col in CONFIG_AXES if g[col].nunique() > 1]
+        req = g["requests"].dropna()
+        work = (f"{int(req.iloc[0]):,} requests a pass" if len(req) else "") + \
+            (", the whole dataset" if not finite(g["random"].iloc[0]) or not int(g["random"].iloc[0]) else "")
+        h = Headline(str(pattern), work, None, g.iloc[-1], n=len(g), axes=axes,
+                     unstable_ids=set(g.loc[st.loc[g.index, "unstable"], "cell_id"]))
+        sample = lambda c: samples.get(str(c["cell_id"])) or from_cell(c)
+        stable = g[~st.loc[g.index, "unstable"]]
+        if stable.empty:
+            h.note = "every cell of this pattern is unstable (its passes spread too far): no winner; rerun on a quiet machine"
+            out.append(h)
+            continue
+        win = stable.iloc[0]
+        h.winner = win
+        h.unstable_faster = [c for _, c in g[st.loc[g.index, "unstable"] & (g["time_s"] < win["time_s"])].iterrows()]
+        sw = sample(win)
+        for _, c in g.iterrows():
+            if c["cell_id"] == win["cell_id"]:
+                continue
+            v = judge(sw, sample(c), threshold)
+            if not v.differs:
+                h.ties.append((c, v))
+        slow = g.iloc[-1]
+        if slow["cell_id"] != win["cell_id"]:
+            h.vs_slowest = judge(sw, sample(slow), threshold)
+            tied_ids = {str(c["cell_id"]) for c, _ in h.ties if not st.loc[c.name, "unstable"]} | {str(win["cell_id"])}
+            if h.vs_slowest.differs and str(slow["cell_id"]) not in tied_ids:
+                cands = []
+                for _, c in g[g["cell_id"].astype(str).isin(tied_ids)].iterrows():
+                    ch = _changes(slow, c)
+                    if ch:
+                        cands.append((max(EFFORT[x] for x in ch), len(ch), c["time_s"], ch, c))
+                if cands:
+                    _, _, _, ch, best = min(cands, key=lambda t: t[:3])
+                    h.cheapest, h.cheapest_changes = best, ch
+                    if best["cell_id"] != win["cell_id"]:
+                        h.cheapest_vs_winner = judge(sw, sample(best), threshold)
+        out.append(h)
+    return out
+
+
+def _change_text(slow, c, changes) -> str:
+    cols = dict(CONFIG_AXES)
+    words = {"cache": "set the chunk cache to {}", "chunks": "chunks {}", "filters": "filters {}"}
+    return ", ".join(words[x].format(c[cols[x]]) + f" (from {slow[cols[x]]})" for x in changes)
+
+
+def headline_text(h: Headline, run: RunKind = PLAIN, threshold: float = THRESHOLD,
+                  samples: dict[str, Sample] | None = None) -> list[str]:
+    """The headline as sentences (plain text; the page escapes them)."""
+    head = f"{h.pattern[0].upper()}{h.pattern[1:]}" + (f" ({h.work})" if h.work else "")
+    if h.winner is None:
+        return [f"{head}: {h.note}."]
+    win, slow = h.winner, h.slowest
+    ci = winner_ci(h, samples or {})
+    ci = f" ({ci})" if ci else ""
+    lines = []
+    if h.n == 1:
+        return [f"{head}: the only configuration measured is {config_label(win, h.axes)}, {time_text(win, run)} a pass."]
+    if h.vs_slowest is not None and len(h.ties) == h.n - 1 and not h.unstable_faster:
+        lines.append(f"{head}: all {h.n} configurations are a tie, within noise of each other "
+                     f"({format_seconds(win['time_s'])} to {time_text(slow, run)}): nothing to choose here for this pattern.")
+        lines.append(f"Fastest on the median: {config_label(win, h.axes)}, {time_text(win, run)}{ci}; the slowest, "
+                     f"{config_label(slow, h.axes)}, is not apart from it ({h.vs_slowest.why}).")
+        return lines
+    lines.append(f"{head}: fastest is {config_label(win, h.axes)}, {time_text(win, run)} a pass{ci}.")
+    if h.ties:
+        ties = "; ".join(f"{config_label(c, h.axes)} ({time_text(c, run)}, {_ratio_words(v)}"
+                         + (", unstable" if c["cell_id"] in h.unstable_ids else "") + ")" for c, v in h.ties[:6])
+        more = f" and {len(h.ties) - 6} more" if len(h.ties) > 6 else ""
+        lines.append(f"Tied with it within noise (a difference under {threshold:g}x or not significant): {ties}{more}.")
+    if h.unstable_faster:
+        lines.append("Faster on the median but unstable, so not ranked: " +
+                     "; ".join(f"{config_label(c, h.axes)} ({time_text(c, run)})" for c in h.unstable_faster) + ".")
+    if slow is not None and slow["cell_id"] != win["cell_id"]:
+        v = h.vs_slowest
+        if v is not None and v.differs:
+            lines.append(f"The slowest, {config_label(slow, h.axes)} ({time_text(slow, run)}), is {_x(v.ratio)} slower "
+                         f"({v.why}).")
+        elif v is not None:
+            lines.append(f"The slowest, {config_label(slow, h.axes)} ({time_text(slow, run)}), is {_x(v.ratio)} slower but not "
+                         f"shown to differ from the fastest ({v.why})" + ("; a quick run has one pass, so only the "
+                         "per-request times can tell" if run.quick else "") + ".")
+    if h.cheapest is not None:
+        c = h.cheapest
+        what = _change_text(slow, c, h.cheapest_changes)
+        cost = CHANGE_WORDS[max(h.cheapest_changes, key=lambda x: EFFORT[x])]
+        if c["cell_id"] == win["cell_id"]:
+            lines.append(f"Cheapest change from the slowest that gets there: {what} ({cost}).")
+        else:
+            lines.append(f"Cheapest change from the slowest that gets within noise of the fastest: {what} ({cost}), "
+                         f"{time_text(c, run)}.")
+    elif h.vs_slowest is not None and h.vs_slowest.differs:
+        lines.append("No change of one reader setting or layout alone reaches the fastest: it changes "
+                     f"{', '.join(_changes(slow, win))}.")
+    return lines
+
+
+def _x(r: float) -> str:
+    r = max(r, 1 / r) if finite(r) and r > 0 else float("nan")
+    if not finite(r):
+        return "-"
+    return f"{r:.2g}x" if r < 10 else f"{r:,.0f}x"
+
+
+def _ratio_words(v: Verdict) -> str:
+    if v.word == "unknown":
+        return f"{_x(v.ratio)} apart, {v.why}"
+    return f"{_x(v.ratio)} {'slower' if v.ratio > 1 else 'faster'}, {v.why}" if finite(v.ratio) else v.why
+
+
+def winner_ci(h: Headline, samples: dict[str, Sample]) -> str:
+    if h.winner is None:
+        return ""
+    s = samples.get(str(h.winner["cell_id"]))
+    lo, hi = ci95(s) if s is not None else (float("nan"), float("nan"))
+    if not finite(lo):
+        return ""
+    if lo < 0.2 * h.winner["time_s"]:    # a few slow requests swamp the standard error: say so rather than print "0 ns"
+        return f"95% CI up to {format_seconds(hi)}: a few requests took much longer than the rest"
+    return f"95% CI {format_seconds(lo)} to {format_seconds(hi)}"
