@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ccp.config.filters import pipeline_from_dcpl
 from ccp.config.sweep import AccessSpec, CacheSpec
 from ccp.errors import CcpError
 from ccp.matrix.cells import Cell
@@ -23,9 +22,8 @@ from ccp.model import summarise
 from ccp.plan import calibrate, predict_requests, stored_chunk_sizes
 from ccp.units import format_bytes, format_count, format_seconds, shape_str
 from ccp.workload.requests import plan_for
-from ccp.workload.source import SourceInfo
 
-MAX_MODEL_REQUESTS = 50_000
+MAX_MODEL_REQUESTS = 50_000_000   # the compiled model walks ~10 M requests a second: whole patterns
 
 
 MIN_SPEEDUP = 1.25   # a cure predicted faster by less than this is within the model's noise: not listed (as the report's ties)
@@ -57,21 +55,10 @@ def next_prime(n: int) -> int:
 
 
 def _source(path: Path, dset: str):
-    import h5py
+    """The dataset as every command describes it: HDF5's own type and property lists, links resolved, odd types named."""
+    from ccp.workload.source import source_of
 
-    from ccp.workload.source import open_readonly
-
-    with open_readonly(path) as f:
-        d = f.get(dset)
-        if d is None or not isinstance(d, h5py.Dataset):
-            raise CcpError(f"{path}: no dataset {dset!r}")
-        try:
-            fill = d.fillvalue
-        except (RuntimeError, OSError):   # "fill value is undefined" (H5D_FILL_VALUE_UNDEFINED): files from other writers
-            fill = None
-        return SourceInfo(tuple(d.shape), d.dtype, tuple(d.maxshape), fill.item() if hasattr(fill, "item") else fill,
-                          tuple(d.chunks) if d.chunks else None, pipeline_from_dcpl(d.id.get_create_plist()),
-                          f"file:{path}:{dset}")
+    return source_of(path, dset)
 
 
 def _predict(cell: Cell, source, stored, cal, limit: int) -> tuple[int, int, int, int, float, float]:
@@ -79,7 +66,7 @@ def _predict(cell: Cell, source, stored, cal, limit: int) -> tuple[int, int, int
     whole pattern (a prefix scaled up)."""
     n = len(plan_for(cell.access, source.shape))
     k = min(n, limit)
-    preds = predict_requests(cell, source, stored, max_requests=k)
+    preds = predict_requests(cell, source, stored, max_requests=k, per_request=False)
     tot = summarise(preds)
     scale = n / k
     chunk_bytes = int(np.prod(cell.chunks)) * np.dtype(source.dtype).itemsize if cell.chunks else 0
@@ -197,7 +184,7 @@ def measure_option(opt: Option, path: Path, dset: str, source, budget: float, tm
             write_layout_file(file, source, DatasetReader(f[dset]), dset, opt.cell.chunks, opt.cell.filters)
     job = CellJob(cell=opt.cell, file=str(file), dataset_path=dset, source=source, generate=None, user_file=None,
                   repeats=1, cold=True, trace=False, time_budget=budget)
-    _, classes = predict_classes(job, None) if opt.requests <= 200_000 else ({}, None)
+    _, classes = predict_classes(job, None)
     job = replace(job, request_class=classes)
     row, _, _ = measure(job, tmp / f"scratch-{opt.kind}")
     return row
