@@ -34,7 +34,7 @@ from ccp.units import format_count, format_seconds, shape_str
 from ccp.workload.files import ensure_layout_file, layout_path
 from ccp.workload.source import describe_source
 
-FAULT_ENV = "CCP_FAULT_INJECT"   # tests: "CELL_ID:segv|memory|hang" makes that cell's worker misbehave
+FAULT_ENV = "CCP_FAULT_INJECT"   # tests: "CELL_ID:segv|memory|hang|fill-disk" makes that cell's worker misbehave
 
 
 @dataclass
@@ -370,7 +370,7 @@ def failed_row(cell: Cell, reason: str) -> dict:
             "order": cell.access.order_str, "random": cell.access.random, "status": f"failed: {reason}"}
 
 
-def _inject_fault(cell_id: str) -> None:
+def _inject_fault(cell_id: str, scratch: Path | None = None) -> None:
     spec = os.environ.get(FAULT_ENV, "")
     target, _, kind = spec.partition(":")
     if target != cell_id:
@@ -381,12 +381,20 @@ def _inject_fault(cell_id: str) -> None:
         raise MemoryError("injected")
     elif kind == "hang":
         time.sleep(3600)
+    elif kind == "fill-disk" and scratch is not None:   # the work folder's disk fills up during the cell
+        scratch.mkdir(parents=True, exist_ok=True)
+        with open(scratch / "ballast", "wb", buffering=0) as fh:
+            try:
+                while True:
+                    fh.write(b"\0" * 65536)
+            except OSError:
+                pass
 
 
 def _measure_and_store(job: CellJob, store: RunStore, work_dir: Path, progress: Progress) -> dict:
     scratch = Path(work_dir) / "tmp" / f"{job.cell.cell_id}-{os.getpid()}"
     try:
-        _inject_fault(job.cell.cell_id)
+        _inject_fault(job.cell.cell_id, scratch)
         row, req_df, io_df = measure(job, scratch, progress)
         store.write_parts(job.cell.cell_id, req_df, io_df)
         return row

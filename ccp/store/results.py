@@ -197,7 +197,14 @@ class RunStore:
         """cells.parquet from cells.csv: written at the end of a run (and when one resumes)."""
         if self.cells_csv.exists():
             df = self.cells_frame()
-            _atomic_write(self.cells_parquet, lambda p: df.to_parquet(p, index=False))
+            try:
+                _atomic_write(self.cells_parquet, lambda p: df.to_parquet(p, index=False))
+            except (OverflowError, ValueError, TypeError):
+                # a row no int64 holds (an older ccp let `cache: [10**30]` through): keep such columns as
+                # text rather than fail every rerun into this folder
+                for col in df.columns[df.dtypes == object]:
+                    df[col] = df[col].map(lambda v: v if v is None or isinstance(v, str) or v != v else str(v))
+                _atomic_write(self.cells_parquet, lambda p: df.to_parquet(p, index=False))
 
     def cells_frame(self) -> pd.DataFrame:
         return read_cells(self.dir)
