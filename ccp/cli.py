@@ -313,14 +313,13 @@ def advise(file, dataset, block, cache, memory, budget, no_measure):
     access = parse_shape_str(block, "--access")
     memory_bytes = parse_size(memory, "--memory")
     budget_s = parse_duration(budget, "--budget")
-    if cache is None:
+    spec = parse_cache(parse_cache_option(cache), "--cache") if cache is not None else None
+    _check_advise_dataset(file, dataset, access)
+    if spec is None:
         from h5py import h5p
         nslots, nbytes, w0 = h5p.create(h5p.DATASET_ACCESS).get_chunk_cache()
         spec = CacheSpec(nbytes, nslots, w0)
         click.echo(f"(no --cache given: assuming this HDF5's default chunk cache, {spec.label})")
-    else:
-        spec = parse_cache(parse_cache_option(cache), "--cache")
-    _check_advise_dataset(file, dataset, access)
     run_advise(file, dataset, access, spec, memory_bytes, budget_s, echo=click.echo, measure_top=not no_measure)
 
 

@@ -85,8 +85,12 @@ def _status_line(text: str, tty: bool, stream) -> None:
         stream.flush()
 
 
-def check_run_options(*, cell_timeout=None, time_budget=None, out=None, work_dir=None) -> None:
-    """The options `ccp run` takes beside the sweep file; ``ccp check`` and ``ccp run`` both call this."""
+def check_run_options(*, cell_timeout=None, time_budget=None, out=None, work_dir=None, executor="local", scheduler=None) -> None:
+    """The options `ccp run` takes beside the sweep file, checked before anything is written."""
+    if executor not in ("local", "dask"):
+        raise CcpError(f"--executor: unknown executor {executor!r}; use local or dask")
+    if executor == "dask" and not scheduler:
+        raise CcpError("--executor dask needs --scheduler tcp://HOST:PORT")
     if cell_timeout is not None and (isinstance(cell_timeout, bool) or not isinstance(cell_timeout, (int, float))
                                      or not math.isfinite(cell_timeout) or cell_timeout <= 0):
         raise CcpError(f"--cell-timeout: must be a positive number of seconds, got {cell_timeout!r}")
@@ -137,7 +141,8 @@ def run_sweep(sweep_path, *, out: Path | None = None, quick: bool = False, resul
     tty = stream.isatty()
     echo = echo if isinstance(echo, _Echo) else _Echo(echo)
     warn = warn or echo
-    check_run_options(cell_timeout=cell_timeout, time_budget=time_budget, out=out, work_dir=work_dir)
+    check_run_options(cell_timeout=cell_timeout, time_budget=time_budget, out=out, work_dir=work_dir,
+                      executor=executor, scheduler=scheduler)
     sweep, source, cells = prepare(sweep_path, scale)
     if quick:
         sweep = replace(sweep, repeats=1, cold=False)
