@@ -203,7 +203,7 @@ class RunStore:
                 # a row no int64 holds (an older ccp let `cache: [10**30]` through): keep such columns as
                 # text rather than fail every rerun into this folder
                 for col in df.columns[df.dtypes == object]:
-                    df[col] = df[col].map(lambda v: v if v is None or isinstance(v, str) or v != v else str(v))
+                    df[col] = df[col].map(lambda v: v if v is None or isinstance(v, (str, float)) else str(v))
                 _atomic_write(self.cells_parquet, lambda p: df.to_parquet(p, index=False))
 
     def cells_frame(self) -> pd.DataFrame:

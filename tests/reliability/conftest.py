@@ -23,7 +23,7 @@ def tmpfs(tmp_path):
             pytest.skip("no mount command to make a small tmpfs")
         d = tmp_path / name
         d.mkdir()
-        r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_mib}m", "tmpfs", str(d)], capture_output=True, text=True)
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_mib}m", "tmpfs", str(d)], capture_output=True, text=True, check=False)
         if r.returncode != 0:
             pytest.skip(f"cannot mount a tmpfs here: {r.stderr.strip()}")
         mounts.append(d)
@@ -31,7 +31,7 @@ def tmpfs(tmp_path):
 
     yield make
     for d in mounts:
-        subprocess.run(["umount", "-l", str(d)], capture_output=True)
+        subprocess.run(["umount", "-l", str(d)], capture_output=True, check=False)
 
 
 def ccp_cmd(*args) -> list[str]:
@@ -50,6 +50,6 @@ def run_ccp():
     """Run ``ccp ARGS`` as a subprocess: returns CompletedProcess (text)."""
 
     def _run(*args, timeout=300, cwd=None, **env):
-        return subprocess.run(ccp_cmd(*args), capture_output=True, text=True, timeout=timeout, env=ccp_env(**env), cwd=cwd)
+        return subprocess.run(ccp_cmd(*args), capture_output=True, text=True, timeout=timeout, env=ccp_env(**env), cwd=cwd, check=False)
 
     return _run

@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from ccp.config.sweep import load_sweep
 from ccp.engine import run_sweep
 from ccp.matrix.cells import expand
-from ccp.config.sweep import load_sweep
 from ccp.measurement import iolog
 from ccp.workload.source import describe_source
 
