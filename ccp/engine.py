@@ -184,9 +184,9 @@ def _run_locked(sweep, source, cells, store: RunStore, doc, settings, work_dir: 
     failed = 0
     t_start = time.perf_counter()
     from ccp.plan import calibrate, traps
-    wd.register(Path(work_dir) / "calibration.json")
     calibration = calibrate([c.filters for c in cells], source.dtype,
-                            sweep.dataset.generate.data if sweep.dataset.generate else "normal", work_dir)
+                            sweep.dataset.generate.data if sweep.dataset.generate else "normal",
+                            calibration_dir(wd))
 
     def finished(cell, row):
         nonlocal failed
@@ -241,6 +241,26 @@ def _run_locked(sweep, source, cells, store: RunStore, doc, settings, work_dir: 
         from ccp.report import write_report
         summary.report = write_report(run_dir)
     return summary
+
+
+def calibration_dir(wd: WorkDir) -> Path:
+    """The work folder, with its calibration cache usable: one ccp left cut short (a full disk) is dropped.
+
+    ccp.plan.calibrate writes calibration.json in place; a truncated one would fail every later run.
+    A broken file that is not ccp's is the user's: refused with one line, never removed.
+    """
+    import json
+
+    path = Path(wd.path) / "calibration.json"
+    wd.register(path)
+    if path.exists():
+        try:
+            json.loads(path.read_text())
+        except (ValueError, UnicodeDecodeError):
+            if "calibration.json" not in wd.entries():
+                raise CcpError(f"{path}: not a calibration file ccp can read (and not one ccp wrote); move it or use another --work") from None
+            path.unlink()
+    return Path(wd.path)
 
 
 def _one_line(exc: BaseException) -> str:
