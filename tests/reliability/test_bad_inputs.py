@@ -6,6 +6,7 @@ run runs), and nothing may be written into --out. The README's bad-input table l
 
 import os
 import textwrap
+from pathlib import Path
 
 import h5py
 import numpy as np
@@ -296,3 +297,9 @@ def test_bad_option(files, argv, expected):
 
     one_line(CliRunner().invoke(main, [fill(a) for a in argv]), expected)
     assert not os.path.exists(files["OUT"])          # nothing written before the refusal
+
+
+def test_readme_has_a_row_for_every_case():
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    missing = [c[0] for c in SWEEP_CASES + WHOLE_FILE_CASES + OPTION_CASES if f"| {c[0]} |" not in readme]
+    assert not missing, f"README.md's bad-input table lacks: {missing}"
