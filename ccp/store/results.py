@@ -210,6 +210,24 @@ class RunStore:
         return read_cells(self.dir)
 
 
+def check_run_folder(run_dir: Path) -> None:
+    """One line unless ``run_dir`` holds a run ccp wrote (run.json a run record, cells.csv with ccp's columns).
+
+    For readers of a finished run (`ccp report`, `ccp compare`): someone's own cells.csv is not a run.
+    """
+    d = Path(run_dir)
+    store = RunStore(d)
+    if not (d / "cells.csv").is_file():
+        raise CcpError(f"{d}: not a ccp run folder (no cells.csv)")
+    try:
+        meta = json.loads((d / "run.json").read_text())
+    except (OSError, UnicodeDecodeError, ValueError):
+        meta = None
+    if not isinstance(meta, dict) or "schema_version" not in meta or "dataset_identity" not in meta:
+        raise CcpError(f"{d}: not a ccp run folder (no readable run.json beside cells.csv)")
+    store.check(meta.get("sweep"), meta["dataset_identity"], {})
+
+
 def read_cells(run_dir: Path) -> pd.DataFrame:
     return pd.read_csv(Path(run_dir) / "cells.csv", keep_default_na=False, na_values=[""])
 

@@ -205,3 +205,29 @@ def test_stale_scratch_of_dead_workers_is_cleaned_at_the_next_run(sweep, tmp_pat
     assert ccp("run", sweep, "--out", tmp_path / "run2", "--work", work, "--no-report").exit_code == 0
     assert not dead.exists() and not partial.exists()
     assert alive.exists()          # a live process's scratch is never touched
+
+
+def test_check_run_folder_tells_a_run_from_someones_cells_csv(sweep, tmp_path):
+    from ccp.errors import CcpError
+    from ccp.store.results import check_run_folder
+
+    out = tmp_path / "out"
+    assert ccp("run", sweep, "--out", out, "--work", tmp_path / "work", "--no-report").exit_code == 0
+    check_run_folder(out)
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "cells.csv").write_text("cell_id,time_s\na,1\n")
+    with pytest.raises(CcpError, match="not a ccp run folder"):
+        check_run_folder(foreign)
+    (foreign / "run.json").write_text((out / "run.json").read_text())
+    with pytest.raises(CcpError, match="cells.csv is not one ccp wrote"):
+        check_run_folder(foreign)
+
+
+def test_plan_says_so_before_a_long_prediction(sweep, tmp_path, monkeypatch):
+    import ccp.cli
+
+    monkeypatch.setattr(ccp.cli, "LONG_PLAN_REQUESTS", 3)     # the sweep has 8 requests a cell
+    r = CliRunner().invoke(main, ["plan", str(sweep), "--work", str(tmp_path / "work")])
+    assert r.exit_code == 0, r.output
+    assert r.output.splitlines()[0].startswith("ccp plan: predicting 8 requests")
