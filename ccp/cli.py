@@ -260,18 +260,20 @@ def plan(sweep, as_json, work_dir):
       ccp plan configs/cris.yaml
       ccp plan configs/cris.yaml --json | jq '.[] | {block, cache_nbytes, raw_reads}'
     """
-    from ccp.engine import calibration_dir, prepare
+    from ccp.engine import calibration_dir, prepare, request_count
     from ccp.plan import plan_sweep
     from ccp.store.workdir import WorkDir
     from ccp.units import format_bytes, format_count, format_seconds
-    from ccp.workload.requests import plan_for
 
     _, source, cells = prepare(sweep)
-    n = sum(len(plan_for(c.access, source.shape)) for c in cells)
+    n = sum(request_count(c.access, source.shape) for c in cells)
     if n > LONG_PLAN_REQUESTS:
         click.echo(f"ccp plan: predicting {format_count(n)} requests request by request; this may take minutes", err=True)
     calibration_dir(WorkDir(work_dir))         # a cut-short calibration cache of ccp's is dropped, not fatal
-    rows = plan_sweep(sweep, work_dir)
+    try:
+        rows = plan_sweep(sweep, work_dir)
+    except MemoryError:
+        raise CcpError(f"{sweep}: predicting {format_count(n)} requests needs more memory than this machine has") from None
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return

@@ -53,7 +53,20 @@ def prepare(sweep_path, scale: float | None = None):
     source = describe_source(sweep.dataset)
     cells = expand(sweep, source)
     check_layouts(cells, source)
+    check_request_counts(sweep, cells, source)
     return sweep, source, cells
+
+
+MAX_REQUESTS = 10**8     # a pass's plan is held in memory: 16 bytes per request and dimension
+
+
+def check_request_counts(sweep, cells, source) -> None:
+    for cell in cells:
+        n = request_count(cell.access, source.shape)
+        if n > MAX_REQUESTS:
+            i = sweep.access.index(cell.access) if cell.access in sweep.access else 0
+            raise CcpError(f"matrix.access[{i}].block: {shape_str(cell.access.block)} tiles {list(source.shape)} in {n:,} requests; "
+                           f"ccp plans at most {MAX_REQUESTS:,} a pass (use a larger block, or random: N)")
 
 
 def check_layouts(cells, source) -> None:
@@ -286,10 +299,15 @@ def _ops_per_request(cell, shape) -> int:
     return runs
 
 
-def _requests(cell, source) -> int:
-    from ccp.workload.requests import plan_for
+def request_count(access, shape) -> int:
+    """Requests of one pass, without building the plan (a huge sweep is refused, not allocated)."""
+    if access.random:
+        return int(access.random)
+    return math.prod(-(-s // b) for s, b in zip(shape, access.block))
 
-    return len(plan_for(cell.access, source.shape))
+
+def _requests(cell, source) -> int:
+    return request_count(cell.access, source.shape)
 
 
 def _disk_needed(sweep: Sweep, source, cells, work_dir: Path) -> int:
@@ -374,10 +392,9 @@ def predict(job: CellJob, calibration) -> tuple[dict, object]:
     import numpy as np
 
     from ccp.plan import predict_requests, stored_chunk_sizes, summarise_predictions
-    from ccp.workload.requests import plan_for
 
     cell = job.cell
-    if len(plan_for(cell.access, job.source.shape)) > MAX_PREDICTED_REQUESTS:
+    if request_count(cell.access, job.source.shape) > MAX_PREDICTED_REQUESTS:
         return {}, None
     stored = None
     if job.file and cell.access.op == "read":

@@ -157,6 +157,7 @@ SWEEP_CASES = [
     ("access-random-write", ("op: read, block: [1, 6]}", "op: write, block: [1, 6], random: 3}"), ["matrix.access[0].random"]),
     ("access-random-with-order", ("block: [1, 6]}", "block: [1, 6], random: 3, order: [1, 0]}"), ["matrix.access[0].order"]),
     ("access-seed-negative", ("block: [1, 6]}", "block: [1, 6], seed: -2}"), ["matrix.access[0].seed"]),
+    ("access-too-many-requests", ("shape: [8, 6]", "shape: [100000000000, 6]"), ["matrix.access[0].block", "requests"]),
     ("access-unknown-key", ("block: [1, 6]}", "block: [1, 6], ordr: [0, 1]}"), ["ordr", "did you mean 'order'"]),
     # YAML itself
     ("yaml-syntax", ("name: t", "name: [t"), ["YAML syntax error"]),
