@@ -188,7 +188,9 @@ def run_trial(kind: str, rng: random.Random, tmp: Path, sweep: Path, truth: dict
                 if any(_alive(w) for w in workers):
                     return {"kind": kind, "violations": ["a worker outlived its killed ccp run"]}
             elif kind == "kill-worker":
-                workers = children(proc.pid)
+                deadline = time.monotonic() + 30      # between cells there is no worker: wait for the next
+                while not (workers := children(proc.pid)) and proc.poll() is None and time.monotonic() < deadline:
+                    time.sleep(0.01)
                 for w in workers:
                     os.kill(w, signal.SIGKILL)
                 note = f"killed {len(workers)} worker(s)"
