@@ -112,6 +112,8 @@ def check_run_options(*, cell_timeout=None, time_budget=None, out=None, work_dir
     for name, value in (("--out", out), ("--work", work_dir)):
         if value is not None and (str(value).strip() == "" or "\0" in str(value)):
             raise CcpError(f"{name}: expected a folder name, got {str(value)!r}")
+        if value is not None and Path(value).exists() and not Path(value).is_dir():
+            raise CcpError(f"{name} {value}: is a file, not a folder")
 
 
 def run_settings(sweep: Sweep, *, quick: bool, scale: float | None) -> dict:

@@ -240,6 +240,7 @@ OPTION_CASES = [
     ("run-out-foreign", ["run", "SWEEP", "--out", "FOREIGN"], ["--out", "no run.json"]),
     ("run-out-a-file", ["run", "SWEEP", "--out", "TEXT"], ["--out", "is a file"]),
     ("run-work-empty", ["run", "SWEEP", "--work", ""], ["--work"]),
+    ("run-work-a-file", ["run", "SWEEP", "--work", "TEXT", "--out", "OUT"], ["--work", "is a file"]),
     ("run-time-budget-word", ["run", "SWEEP", "--time-budget", "soon", "--out", "OUT"], ["--time-budget"]),
     ("run-time-budget-negative", ["run", "SWEEP", "--time-budget", "-5s", "--out", "OUT"], ["--time-budget"]),
     ("run-time-budget-zero", ["run", "SWEEP", "--time-budget", "0", "--out", "OUT"], ["--time-budget"]),
