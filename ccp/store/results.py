@@ -13,6 +13,7 @@ import io
 import json
 import math
 import os
+import re
 from datetime import datetime
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from ccp.errors import CcpError
 from ccp.store.schema import CELL_COLUMNS, FINISHED, SCHEMA_VERSION
 
 LOCK = ".ccp.lock"
+_TEMP = re.compile(r"^\.[^/]+\.tmp-\d+$")     # _atomic_write's temporaries
 
 
 def new_run_dir(root: Path, name: str) -> Path:
@@ -72,8 +74,8 @@ class RunStore:
         d = self.dir
         if d.exists() and not d.is_dir():
             raise CcpError(f"--out {d}: is a file, not a folder")
-        if not d.exists() or not any(p for p in d.iterdir() if p.name != LOCK):
-            return
+        if not d.exists() or not any(p for p in d.iterdir() if p.name != LOCK and not _TEMP.match(p.name)):
+            return      # new, empty, or only what a run killed before its run.json left (lock, temp files)
         meta_path = d / "run.json"
         if not meta_path.is_file():
             raise CcpError(f"--out {d}: holds files but no ccp run (no run.json); give an empty or new folder")

@@ -231,3 +231,13 @@ def test_plan_says_so_before_a_long_prediction(sweep, tmp_path, monkeypatch):
     r = CliRunner().invoke(main, ["plan", str(sweep), "--work", str(tmp_path / "work")])
     assert r.exit_code == 0, r.output
     assert r.output.splitlines()[0].startswith("ccp plan: predicting 8 requests")
+
+
+def test_a_run_killed_before_its_run_json_leaves_a_folder_the_rerun_takes(sweep, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / LOCK).write_text("999999999\n")
+    (out / ".run.json.tmp-999999999").write_text('{"schema_ver')       # killed inside the first atomic write
+    r = ccp("run", sweep, "--out", out, "--work", tmp_path / "work", "--no-report")
+    assert r.exit_code == 0, r.output
+    assert not list(out.glob(".*.tmp-*"))
