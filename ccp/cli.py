@@ -231,7 +231,7 @@ def clean(work_dir, dry_run):
         click.echo(f"{work_dir}: nothing to clean")
         return
     wd = WorkDir(work_dir)
-    owned = wd.owned()
+    owned = wd.removable()
     if dry_run:
         for p in owned:
             click.echo(str(p))

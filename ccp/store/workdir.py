@@ -117,9 +117,19 @@ class WorkDir:
                 p.unlink(missing_ok=True)
         return freed
 
+    def removable(self) -> list[Path]:
+        """owned(), less the scratch folders and partial files of ccp processes still running."""
+        out = []
+        for p in self.owned():
+            m = _SCRATCH.match(p.name) if p.is_dir() else _PARTIAL.match(p.name)
+            if m and pid_alive(int(m.groups()[-1])):
+                continue
+            out.append(p)
+        return out
+
     def clean(self) -> tuple[int, int]:
-        """Remove everything ccp made here; returns (entries removed, bytes freed)."""
-        owned = self.owned()
+        """Remove everything ccp made here (but what running ccp processes write); returns (entries, bytes)."""
+        owned = self.removable()
         freed = self.remove(owned)
         root = Path(self.path)
         tmp = root / TMP

@@ -241,3 +241,14 @@ def test_a_run_killed_before_its_run_json_leaves_a_folder_the_rerun_takes(sweep,
     r = ccp("run", sweep, "--out", out, "--work", tmp_path / "work", "--no-report")
     assert r.exit_code == 0, r.output
     assert not list(out.glob(".*.tmp-*"))
+
+
+def test_clean_leaves_the_scratch_of_a_running_ccp(sweep, tmp_path):
+    work = tmp_path / "work"
+    assert ccp("run", sweep, "--out", tmp_path / "run", "--work", work, "--no-report").exit_code == 0
+    live = work / "tmp" / f"0123456789ab-{os.getpid()}"
+    live.mkdir()
+    dead = work / "tmp" / "0123456789ab-999999999"
+    dead.mkdir()
+    assert ccp("clean", "--work", work).exit_code == 0
+    assert live.is_dir() and not dead.exists()
