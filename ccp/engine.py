@@ -50,7 +50,15 @@ class RunSummary:
 def prepare(sweep_path, scale: float | None = None):
     """Load, validate and expand a sweep: everything checked before anything is measured."""
     sweep = load_sweep(sweep_path, scale)
-    source = describe_source(sweep.dataset)
+    try:
+        source = describe_source(sweep.dataset)
+    except CcpError:
+        raise
+    except Exception as exc:  # noqa: BLE001 -- a dataset h5py opens but cannot describe (a time type, no fill value)
+        raise CcpError(f"dataset.path: {sweep.dataset.path!r} in {sweep.dataset.file}: ccp cannot measure it "
+                       f"({_one_line(exc)})") from None
+    if any(d == 0 for d in source.shape):
+        raise CcpError(f"dataset.path: {sweep.dataset.path!r} has shape {tuple(source.shape)}: an empty dataset has nothing to read or write")
     cells = expand(sweep, source)
     check_layouts(cells, source)
     check_request_counts(sweep, cells, source)
@@ -79,7 +87,7 @@ def check_layouts(cells, source) -> None:
 
     seen = set()
     for cell in cells:
-        if cell.layout in seen:
+        if cell.layout in seen or (cell.from_source and cell.access.op == "read"):   # reads the user's file as stored
             continue
         seen.add(cell.layout)
         try:
@@ -198,10 +206,8 @@ def _run_locked(sweep, source, cells, store: RunStore, doc, settings, work_dir: 
          f"results in {run_dir}")
     failed = 0
     t_start = time.perf_counter()
-    from ccp.plan import calibrate, traps
-    calibration = calibrate([c.filters for c in cells], source.dtype,
-                            sweep.dataset.generate.data if sweep.dataset.generate else "normal",
-                            calibration_dir(wd))
+    from ccp.plan import traps
+    calibration = _calibration([c.filters for c in cells], source, sweep, wd)
 
     def finished(cell, row):
         nonlocal failed
@@ -277,6 +283,32 @@ def without_prefix_counts(row: dict) -> dict:
         return row
     flags = [f for f in str(row.get("flags") or "").split(",") if f] + ["io-prefix-only"]
     return {**row, **dict.fromkeys(IO_COUNT_COLUMNS), "flags": ",".join(flags)}
+
+
+def _calibration(pipelines, source, sweep, wd: WorkDir):
+    """The model's time calibration, or None: predictions are an aside and never stop a sweep.
+
+    A filter read from the user's file that ccp cannot spell back (an unknown plugin's parameters,
+    shown as ``id32001``) is left out: its predicted decode time is then 0.
+    """
+    from ccp.config.filters import parse_filters
+    from ccp.plan import calibrate
+
+    usable = []
+    for p in pipelines:
+        try:
+            parse_filters(p.spec)
+        except CcpError:
+            continue
+        usable.append(p)
+    data = sweep.dataset.generate.data if sweep.dataset.generate else "normal"
+    try:
+        return calibrate(usable, source.dtype, data, calibration_dir(wd))
+    except CcpError:
+        raise
+    except (OSError, ValueError, RuntimeError) as exc:   # an HDF5 or filter error while calibrating
+        print(f"ccp: warning: no time predictions (calibration failed: {_one_line(exc)})", file=sys.stderr)
+        return None
 
 
 def calibration_dir(wd: WorkDir) -> Path:
