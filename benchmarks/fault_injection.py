@@ -162,10 +162,11 @@ def run_trial(kind: str, rng: random.Random, tmp: Path, sweep: Path, truth: dict
         out = tmpfs(4, "outfs") / "out"
     inputs = {sweep: sha(sweep)}
     args = ccp_args(sweep, out, work)
-    delay = rng.uniform(0.2, max(0.3, duration * 0.9))
+    delay = rng.uniform(0.2, max(0.3, duration * 0.6))
     proc = start(args, tmp / "stderr.txt")
     note = ""
     ballast = None
+    missed = False
     try:
         if kind == "concurrent":
             time.sleep(rng.uniform(0.0, min(1.0, delay)))
@@ -178,7 +179,9 @@ def run_trial(kind: str, rng: random.Random, tmp: Path, sweep: Path, truth: dict
             proc.wait(timeout=600)
         else:
             time.sleep(delay)
-            if kind == "kill-parent":
+            if proc.poll() is not None:
+                missed = True             # the run finished before the fault: the trial tests nothing
+            elif kind == "kill-parent":
                 workers = children(proc.pid)
                 os.kill(proc.pid, signal.SIGKILL)
                 proc.wait()
@@ -191,6 +194,7 @@ def run_trial(kind: str, rng: random.Random, tmp: Path, sweep: Path, truth: dict
                 deadline = time.monotonic() + 30      # between cells there is no worker: wait for the next
                 while not (workers := children(proc.pid)) and proc.poll() is None and time.monotonic() < deadline:
                     time.sleep(0.01)
+                missed = not workers
                 for w in workers:
                     os.kill(w, signal.SIGKILL)
                 note = f"killed {len(workers)} worker(s)"
@@ -218,7 +222,7 @@ def run_trial(kind: str, rng: random.Random, tmp: Path, sweep: Path, truth: dict
     rerun = subprocess.run(args, capture_output=True, env=_env(), timeout=600, check=False)
     if rerun.returncode != 0:
         return {"kind": kind, "note": note, "violations": [f"rerun exited {rerun.returncode}: {rerun.stderr.decode()[-300:]}"]}
-    return {"kind": kind, "note": note, "violations": check_invariants(out, work, truth, inputs)}
+    return {"kind": kind, "note": note, "missed": missed, "violations": check_invariants(out, work, truth, inputs)}
 
 
 class Tmpfs:
@@ -271,12 +275,14 @@ def main() -> None:
                 res = run_trial(kind, rng, tmp / f"trial{t}", sweep, truth, duration, fs)
                 ok = not res["violations"]
                 failures += not ok
-                tally.setdefault(kind, [0, 0])[0 if ok else 1] += 1
-                print(f"trial {t + 1}/{args.trials} {kind}: {'ok' if ok else 'VIOLATED'} ({res.get('note', '')})"
+                tally.setdefault(kind, [0, 0, 0])[2 if ok and res.get("missed") else 0 if ok else 1] += 1
+                verdict = "ok" if ok else "VIOLATED"
+                verdict += " (the run ended before the fault: not counted)" if res.get("missed") else ""
+                print(f"trial {t + 1}/{args.trials} {kind}: {verdict} ({res.get('note', '')})"
                       + "".join(f"\n    {v}" for v in res["violations"]), flush=True)
         finally:
             fs.close()
-    print("summary: " + ", ".join(f"{k} {v[0]} ok / {v[1]} violated" for k, v in tally.items()))
+    print("summary: " + ", ".join(f"{k} {v[0]} ok / {v[1]} violated / {v[2]} missed" for k, v in tally.items()))
     sys.exit(1 if failures else 0)
 
 
