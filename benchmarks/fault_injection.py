@@ -60,9 +60,9 @@ def ccp_args(sweep: Path, out: Path, work: Path) -> list[str]:
     return [sys.executable, "-m", "ccp.cli", "run", str(sweep), "--out", str(out), "--work", str(work), "--no-report"]
 
 
-def start(args, stderr_path: Path) -> subprocess.Popen:
+def start(args, stderr_path: Path, **env) -> subprocess.Popen:
     with open(stderr_path, "wb") as err:
-        return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=err, env=_env(), start_new_session=True)
+        return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=err, env={**_env(), **env}, start_new_session=True)
 
 
 def children(pid: int) -> list[int]:
@@ -152,8 +152,12 @@ def check_invariants(out: Path, work: Path, truth: dict, inputs: dict) -> list[s
     return bad
 
 
-def run_trial(kind: str, rng: random.Random, tmp: Path, sweep: Path, truth: dict, duration: float, tmpfs=None) -> dict:
-    """One fault of ``kind`` at a random moment, a rerun, the invariants. tmpfs(size_mib, name) -> Path for fill-*."""
+def run_trial(kind: str, rng: random.Random, tmp: Path, sweep: Path, truth: dict, duration: float, tmpfs=None,
+              hang_cell: str | None = None) -> dict:
+    """One fault of ``kind`` at a random moment, a rerun, the invariants. tmpfs(size_mib, name) -> Path for fill-*.
+
+    ``hang_cell``: that cell hangs in the faulted run (never in the rerun), so a fault always lands.
+    """
     tmp.mkdir(parents=True, exist_ok=True)
     out, work = tmp / "out", tmp / "work"
     if kind == "fill-work":
@@ -163,7 +167,7 @@ def run_trial(kind: str, rng: random.Random, tmp: Path, sweep: Path, truth: dict
     inputs = {sweep: sha(sweep)}
     args = ccp_args(sweep, out, work)
     delay = rng.uniform(0.2, max(0.3, duration * 0.6))
-    proc = start(args, tmp / "stderr.txt")
+    proc = start(args, tmp / "stderr.txt", **({"CCP_FAULT_INJECT": f"{hang_cell}:hang"} if hang_cell else {}))
     note = ""
     ballast = None
     missed = False
@@ -202,7 +206,8 @@ def run_trial(kind: str, rng: random.Random, tmp: Path, sweep: Path, truth: dict
             elif kind == "sigint":
                 os.killpg(proc.pid, signal.SIGINT)
                 proc.wait(timeout=600)
-                if proc.returncode not in (0, 130):
+                # 130: ccp's "interrupted" line; -SIGINT: Ctrl-C while Python was still starting (before ccp ran)
+                if proc.returncode not in (0, 130, -signal.SIGINT):
                     return {"kind": kind, "violations": [f"Ctrl-C: exit {proc.returncode}"]}
             elif kind in ("fill-work", "fill-out"):
                 ballast = fill((work if kind == "fill-work" else out).parent)

@@ -31,11 +31,13 @@ def test_fault_then_rerun_keeps_the_invariants(kind, reference, tmp_path):
         pytest.skip("a full disk is emulated with a tmpfs mount, which needs root")
     sweep, truth, duration = reference
     fs = fi.Tmpfs(tmp_path / "mnt")
+    hang = max(truth) if kind in ("kill-parent", "sigint") else None   # the fault always lands
     try:
-        result = fi.run_trial(kind, random.Random(7), tmp_path / "trial", sweep, truth, duration, fs)
+        result = fi.run_trial(kind, random.Random(7), tmp_path / "trial", sweep, truth, duration, fs, hang_cell=hang)
     finally:
         fs.close()
     assert result["violations"] == [], result
+    assert not (hang and result.get("missed")), result
 
 
 def test_the_invariants_catch_a_smaller_count(reference, tmp_path):

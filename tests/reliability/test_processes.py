@@ -65,9 +65,9 @@ def test_killed_run_takes_its_worker_with_it(sweep, tmp_path):
     proc = subprocess.Popen(ccp_cmd("run", sweep, "--out", tmp_path / "out", "--work", tmp_path / "work", "--no-report"),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env=ccp_env(CCP_FAULT_INJECT=f"{first.cell_id}:hang"))
+    workers = []
     try:
         deadline = time.monotonic() + 60
-        workers = []
         while not workers and time.monotonic() < deadline:
             workers = children(proc.pid)
             time.sleep(0.05)
@@ -80,8 +80,12 @@ def test_killed_run_takes_its_worker_with_it(sweep, tmp_path):
             time.sleep(0.05)
         assert not any(alive(w) for w in workers), "the worker outlived its ccp run"
     finally:
-        for w in children(proc.pid):
-            os.kill(w, signal.SIGKILL)
+        for w in workers + children(proc.pid):     # never leave a hanging worker behind, fix or no fix
+            if alive(w):
+                os.kill(w, signal.SIGKILL)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def test_broken_pipe_ends_output_not_the_sweep(sweep, tmp_path):
