@@ -252,3 +252,29 @@ def test_clean_leaves_the_scratch_of_a_running_ccp(sweep, tmp_path):
     dead.mkdir()
     assert ccp("clean", "--work", work).exit_code == 0
     assert live.is_dir() and not dead.exists()
+
+
+def test_a_poisoned_row_does_not_fail_every_rerun(sweep, tmp_path):
+    """Issue 17: a failed row with cache_nbytes 10**30 (an older ccp let it through) made every rerun an
+    OverflowError; now the value is refused at parse time, and an old folder holding one still resumes."""
+    import csv
+
+    out, work = tmp_path / "out", tmp_path / "work"
+    assert ccp("run", sweep, "--out", out, "--work", work, "--no-report").exit_code == 0
+    with open(out / "cells.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    poisoned = {**rows[0], "cell_id": "0123456789ab", "cache_nbytes": str(10**30), "status": "failed: OverflowError"}
+    with open(out / "cells.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows([rows[0], poisoned])
+    r = ccp("run", sweep, "--out", out, "--work", work, "--no-report")
+    assert r.exit_code == 0, r.output
+    assert (out / "cells.parquet").exists()
+    one_line_error(ccp("run", _poison(sweep), "--out", tmp_path / "out2", "--work", work), "matrix.cache[0]")
+
+
+def _poison(sweep):
+    p = sweep.with_name("poison.yaml")
+    p.write_text(sweep.read_text().replace("  chunks: [[4, 6]]", "  chunks: [[4, 6]]\n  cache: [1000000000000000000000000000000]"))
+    return p
