@@ -15,6 +15,29 @@ from ccp.errors import CcpError
 class CcpGroup(click.Group):
     """Turns every error into one line and an exit status; tracebacks only with CCP_DEBUG=1."""
 
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        """click's usage errors as one line (``ccp: error: run: ...``, exit 2), not its three-line usage block."""
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.exceptions.NoArgsIsHelpError as exc:     # bare `ccp`: the help, as click gives it
+            click.echo(exc.ctx.get_help() if exc.ctx else str(exc))
+            sys.exit(0)
+        except click.UsageError as exc:
+            sub = exc.ctx.command.name if exc.ctx is not None and exc.ctx.parent is not None else None
+            where = f"{sub}: " if sub else ""
+            click.echo(f"ccp: error: {where}{' '.join(exc.format_message().split())} (see ccp {sub + ' ' if sub else ''}--help)",
+                       err=True)
+            sys.exit(2)
+        except click.ClickException as exc:
+            click.echo(f"ccp: error: {' '.join(exc.format_message().split())}", err=True)
+            sys.exit(2)
+        except click.exceptions.Abort:
+            click.echo("ccp: aborted", err=True)
+            sys.exit(130)
+        if not standalone_mode:
+            return rv
+        sys.exit(rv if isinstance(rv, int) else 0)
+
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
@@ -53,12 +76,21 @@ def main():
     """
 
 
+def _folder(ctx, param, value):
+    """--out/--work: a folder name; "" is not "." (Path("") would be) and NUL never reaches the OS."""
+    if value is None:
+        return None
+    if not value.strip() or "\0" in value:
+        raise click.BadParameter(f"expected a folder name, got {value!r}")
+    return Path(value)
+
+
 @main.command()
 @click.argument("sweep", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--out", callback=_folder,
               help="Run folder (default results/<name>/<time>/). Rerunning with the same --out resumes.")
 @click.option("--quick", is_flag=True, help="One warm pass per cell, no traced pass: a first look.")
-@click.option("--work", "work_dir", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--work", "work_dir", callback=_folder,
               help="Folder for generated and repacked files (default results/work); reused across runs.")
 @click.option("--cell-timeout", type=float, default=None, help="Seconds after which a cell is stopped and recorded failed.")
 @click.option("--no-isolate", is_flag=True, help="Run cells in this process instead of one worker process each.")
@@ -90,7 +122,8 @@ def run(sweep, out, quick, work_dir, cell_timeout, no_isolate, no_report, execut
     summary = run_sweep(sweep, out=out, quick=quick, work_dir=work_dir, isolate=not no_isolate,
                         cell_timeout=cell_timeout, report=not no_report, echo=click.echo, executor=executor,
                         scheduler=scheduler, resources=parse_resources(resources) if executor == "dask" else None,
-                        time_budget=parse_duration(time_budget, "--time-budget") if time_budget else None, scale=scale)
+                        time_budget=parse_duration(time_budget, "--time-budget") if time_budget is not None else None,
+                        scale=scale, warn=lambda line: click.echo(line, err=True))
     click.echo(f"{summary.ran} cell(s) run, {summary.skipped} already done, {summary.failed} failed")
     click.echo(f"results: {summary.run_dir}")
     if summary.report:
@@ -170,54 +203,65 @@ def inspect_cmd(file, dataset, as_json):
 
 @main.command()
 @click.argument("sweep", type=click.Path(dir_okay=False, path_type=Path))
-def check(sweep):
+@click.option("--scale", type=float, help="Check the sweep as `ccp run --scale` would run it.")
+def check(sweep, scale):
     """Validate a sweep file and list its cells, without measuring anything.
+
+    Every check `ccp run` makes before it writes is made here: what check accepts, run runs.
 
     \b
     Example:
       ccp check configs/quickstart.yaml
     """
-    from ccp.engine import prepare
+    from ccp.engine import prepare, scale_warnings
 
-    sw, source, cells = prepare(sweep)
+    sw, source, cells = prepare(sweep, scale)
+    for line in scale_warnings(sweep, scale):
+        click.echo(f"ccp: warning: {line}", err=True)
     click.echo(f"{sweep}: valid; dataset {sw.dataset.path} {source.shape} {source.dtype.str}; {len(cells)} cells")
     for c in cells:
         click.echo(f"  {c.cell_id}  {c.label()}")
 
 
 @main.command()
-@click.option("--work", "work_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("results/work"),
-              show_default=True, help="The work folder to empty.")
+@click.option("--work", "work_dir", callback=_folder, default="results/work", show_default=True,
+              help="The work folder ccp run and ccp plan used.")
 @click.option("--dry-run", is_flag=True, help="List what would be removed.")
 def clean(work_dir, dry_run):
-    """Remove generated and repacked work files (run folders are kept).
+    """Remove the work files ccp made (generated and repacked files, scratch folders): nothing else.
+
+    Only files named as ccp names them *and* listed in the manifest ccp keeps beside them
+    (.ccp-work-manifest) are removed: your own files, run folders and the folder itself stay.
 
     \b
     Example:
       ccp clean --dry-run
+      ccp clean --work /scratch/ccp-work
     """
+    from ccp.store.workdir import WorkDir
     from ccp.units import format_bytes
 
-    if not work_dir.exists():
+    if not work_dir.is_dir():
         click.echo(f"{work_dir}: nothing to clean")
         return
-    files = [p for p in work_dir.rglob("*") if p.is_file()]
-    total = sum(p.stat().st_size for p in files)
+    wd = WorkDir(work_dir)
+    owned = wd.removable()
     if dry_run:
-        for p in files:
+        for p in owned:
             click.echo(str(p))
-        click.echo(f"would remove {len(files)} file(s), {format_bytes(total)}")
+        click.echo(f"would remove {len(owned)} work file(s) and folder(s) ccp made in {work_dir}")
         return
-    import shutil
+    n, freed = wd.clean()
+    click.echo(f"removed {n} work file(s) and folder(s) ccp made, {format_bytes(freed)}, from {work_dir}")
 
-    shutil.rmtree(work_dir)
-    click.echo(f"removed {len(files)} file(s), {format_bytes(total)} from {work_dir}")
+
+LONG_PLAN_REQUESTS = 1_000_000    # the model walks requests one by one: ~1 s per 100,000 on this machine
 
 
 @main.command()
 @click.argument("sweep", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per cell, keys named as in cells.csv.")
-@click.option("--work", "work_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("results/work"),
+@click.option("--work", "work_dir", callback=_folder, default="results/work",
               show_default=True, help="Work folder: existing layout files give exact stored chunk sizes.")
 def plan(sweep, as_json, work_dir):
     """Predict a sweep without running it: requests, raw reads and writes, chunk loads, time, traps.
@@ -230,10 +274,20 @@ def plan(sweep, as_json, work_dir):
       ccp plan configs/cris.yaml
       ccp plan configs/cris.yaml --json | jq '.[] | {block, cache_nbytes, raw_reads}'
     """
+    from ccp.engine import calibration_dir, prepare, request_count
     from ccp.plan import plan_sweep
+    from ccp.store.workdir import WorkDir
     from ccp.units import format_bytes, format_count, format_seconds
 
-    rows = plan_sweep(sweep, work_dir)
+    _, source, cells = prepare(sweep)
+    n = sum(request_count(c.access, source.shape) for c in cells)
+    if n > LONG_PLAN_REQUESTS:
+        click.echo(f"ccp plan: predicting {format_count(n)} requests request by request; this may take minutes", err=True)
+    calibration_dir(WorkDir(work_dir))         # a cut-short calibration cache of ccp's is dropped, not fatal
+    try:
+        rows = plan_sweep(sweep, work_dir)
+    except MemoryError:
+        raise CcpError(f"{sweep}: predicting {format_count(n)} requests needs more memory than this machine has") from None
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
@@ -272,18 +326,53 @@ def advise(file, dataset, block, cache, memory, budget, no_measure):
     from ccp.config.sweep import CacheSpec, parse_cache
     from ccp.units import parse_duration, parse_shape_str, parse_size
 
-    if cache is None:
+    access = parse_shape_str(block, "--access")
+    memory_bytes = parse_size(memory, "--memory")
+    budget_s = parse_duration(budget, "--budget")
+    spec = parse_cache(parse_cache_option(cache), "--cache") if cache is not None else None
+    _check_advise_dataset(file, dataset, access)
+    if spec is None:
         from h5py import h5p
         nslots, nbytes, w0 = h5p.create(h5p.DATASET_ACCESS).get_chunk_cache()
         spec = CacheSpec(nbytes, nslots, w0)
         click.echo(f"(no --cache given: assuming this HDF5's default chunk cache, {spec.label})")
-    elif "/" in cache:
-        parts = cache.split("/")
-        spec = parse_cache({"nbytes": parts[0], "nslots": int(parts[1]), "w0": float(parts[2]) if len(parts) > 2 else 0.75}, "--cache")
-    else:
-        spec = parse_cache(cache, "--cache")
-    run_advise(file, dataset, parse_shape_str(block, "--access"), spec, parse_size(memory, "--memory"),
-               parse_duration(budget, "--budget"), echo=click.echo, measure_top=not no_measure)
+    run_advise(file, dataset, access, spec, memory_bytes, budget_s, echo=click.echo, measure_top=not no_measure)
+
+
+def parse_cache_option(text: str):
+    """--cache SIZE or NBYTES/NSLOTS[/W0] -> the value parse_cache takes (one line naming the part at fault)."""
+    parts = text.split("/")
+    if len(parts) == 1:
+        return text
+    if len(parts) > 3 or not all(p.strip() for p in parts):
+        raise CcpError(f"--cache: expected SIZE or NBYTES/NSLOTS/W0 like 1MiB/521/0.75, got {text!r}")
+    try:
+        nslots = int(parts[1])
+    except ValueError:
+        raise CcpError(f"--cache: NSLOTS must be a whole number, got {parts[1]!r} in {text!r}") from None
+    try:
+        w0 = float(parts[2]) if len(parts) > 2 else 0.75
+    except ValueError:
+        raise CcpError(f"--cache: W0 must be a number from 0 to 1, got {parts[2]!r} in {text!r}") from None
+    return {"nbytes": parts[0], "nslots": nslots, "w0": w0}
+
+
+def _check_advise_dataset(file: Path, dataset: str, access) -> None:
+    """The dataset advise explains: a numeric array of rank >= 1 (never a null or scalar dataspace)."""
+    import h5py
+
+    from ccp.workload.source import open_readonly
+
+    if "\0" in dataset:
+        raise CcpError(f"DATASET: expected a dataset path, got {dataset!r}")
+    with open_readonly(file, "FILE") as f:
+        obj = f.get(dataset)
+        if not isinstance(obj, h5py.Dataset):
+            raise CcpError(f"{file}: {dataset!r} is {'not in the file' if obj is None else 'a group, not a dataset'}")
+        if obj.shape is None or len(obj.shape) == 0 or obj.dtype.kind not in "iuf":
+            raise CcpError(f"{file}: {dataset!r} has shape {obj.shape} and dtype {obj.dtype}: advise explains numeric arrays of rank >= 1")
+        if len(access) != len(obj.shape):
+            raise CcpError(f"--access: {'x'.join(map(str, access))} has rank {len(access)} but {dataset!r} {list(obj.shape)} has rank {len(obj.shape)}")
 
 
 def _register_optional_commands() -> None:

@@ -40,12 +40,15 @@ _DURATION_UNITS = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "m": 60.0, "min": 
 
 def parse_duration(value, where: str = "duration") -> float:
     """'60s' -> 60.0, '5min' -> 300.0, 2.5 -> 2.5."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 and math.isfinite(value):
         return float(value)
     m = _SIZE_RE.match(str(value))
-    if not m or m.group(2).lower() not in _DURATION_UNITS or float(m.group(1)) <= 0:
+    if not m or m.group(2).lower() not in _DURATION_UNITS or not 0 < float(m.group(1)) < math.inf:
         raise ConfigError(where, f"expected a duration like 60s, 5min or 1h, got {value!r}")
-    return float(m.group(1)) * _DURATION_UNITS[m.group(2).lower()]
+    seconds = float(m.group(1)) * _DURATION_UNITS[m.group(2).lower()]
+    if not math.isfinite(seconds):
+        raise ConfigError(where, f"expected a duration like 60s, 5min or 1h, got {value!r}")
+    return seconds
 
 
 def format_bytes(n) -> str:
@@ -94,6 +97,8 @@ def parse_shape_str(text: str, where: str = "shape") -> tuple[int, ...]:
     """'1x30x9x717' -> (1, 30, 9, 717)."""
     try:
         dims = tuple(int(p) for p in str(text).lower().split("x"))
+        if len(dims) > 32:
+            raise ConfigError(where, f"has rank {len(dims)}; HDF5 datasets have at most 32 dimensions")
     except ValueError:
         raise ConfigError(where, f"expected dimensions like 1x30x9x717, got {text!r}") from None
     if not dims or any(d <= 0 for d in dims):

@@ -25,6 +25,12 @@ DEFAULT_CACHE_W0 = 0.75
 DEFAULT_DATASET_PATH = "/data"
 DEFAULT_REPEATS = 3
 DATA_KINDS = ("normal", "uniform", "randint", "smooth", "constant")
+MAX_RANK = 32                    # HDF5's H5S_MAX_RANK
+MAX_DIM = 2**63 - 1              # hsize_t as h5py and the results files (int64) hold it
+MAX_CACHE_NBYTES = 2**63 - 1     # size_t, and an int64 column in cells.csv/parquet
+MAX_CACHE_NSLOTS = 2**27         # HDF5 allocates the slot table up front: 8 bytes a slot (1 GiB here)
+MAX_RANDOM = 10**8               # random requests are planned in memory: rank x 8 bytes each
+MAX_REPEATS = 10**4
 SOURCE = "source"
 OPS = ("read", "write", "copy")
 
@@ -39,7 +45,7 @@ class GenerateSpec:
     fillvalue: float | int | None = None
     written_by: tuple[int, ...] | None = None   # block the work file is written with (sets chunk allocation order)
     chunks: tuple[int, ...] | None = None       # the layout the data is "stored" with: what `source` means
-    filters: FilterPipeline = FilterPipeline()
+    filters: FilterPipeline = FilterPipeline()   # noqa: RUF009 -- frozen, so one shared default is safe
 
 
 @dataclass(frozen=True)
@@ -105,11 +111,21 @@ def _check_keys(raw: dict, allowed, where: str) -> None:
             raise ConfigError(f"{prefix}{key}", f"unknown key{suggest(key, allowed)}; allowed: {', '.join(allowed)}")
 
 
-def _int(value, where: str, lo: int | None = None) -> int:
+def _int(value, where: str, lo: int | None = None, hi: int | None = None, why: str = "") -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigError(where, f"expected an integer, got {value!r}")
     if lo is not None and value < lo:
         raise ConfigError(where, f"must be >= {lo}, got {value}")
+    if hi is not None and value > hi:
+        raise ConfigError(where, f"must be <= {hi:,}{why}, got {value:,}")
+    return value
+
+
+def _text(value, where: str, what: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(where, f"expected {what}, got {value!r}")
+    if "\0" in value or any(not ch.isprintable() for ch in value):
+        raise ConfigError(where, f"{what} must be printable text without NUL or control characters, got {value!r}")
     return value
 
 
@@ -119,26 +135,59 @@ def parse_shape(value, where: str, allow_none: bool = False) -> tuple:
         return parse_shape_str(value, where)
     if not isinstance(value, (list, tuple)) or not value:
         raise ConfigError(where, f"expected a list of dimensions like [60, 30, 9, 717], got {value!r}")
+    if len(value) > MAX_RANK:
+        raise ConfigError(where, f"has rank {len(value)}; HDF5 datasets have at most {MAX_RANK} dimensions")
     dims = []
     for i, d in enumerate(value):
         if d is None and allow_none:
             dims.append(None)
             continue
-        dims.append(_int(d, f"{where}[{i}]", lo=1))
+        dims.append(_int(d, f"{where}[{i}]", lo=1, hi=MAX_DIM))
     return tuple(dims)
 
 
 def parse_dtype(value, where: str) -> np.dtype:
+    if not isinstance(value, str) or not value.strip():      # np.dtype(None) is float64: never silently
+        raise ConfigError(where, f"expected a dtype name like '<f4', '>f4', 'i4' or 'u2', got {value!r}")
     try:
         dtype = np.dtype(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, SyntaxError):
         raise ConfigError(where, f"not a numpy dtype: {value!r} (examples: '<f4', '>f4', 'i4', 'u2')") from None
     if dtype.kind not in "iuf":
         raise ConfigError(where, f"only integer and float dtypes can be generated, got {value!r}")
     return dtype
 
 
+def _fits(value, dtype: np.dtype) -> bool:
+    """``value`` is representable in ``dtype`` (integers exactly and in range; floats within range or inf/nan)."""
+    if dtype.kind in "iu":
+        if isinstance(value, float) and not value.is_integer():
+            return False
+        try:
+            v = int(value)
+        except (OverflowError, ValueError):
+            return False
+        info = np.iinfo(dtype)
+        return info.min <= v <= info.max
+    v = float(value)
+    return math.isnan(v) or math.isinf(v) or abs(v) <= float(np.finfo(dtype).max)
+
+
+def _check_data_fits(data: str, dtype: np.dtype, where: str) -> None:
+    kind, _, rest = data.partition(":")
+    if kind == "randint":
+        lo, hi = (int(p) for p in rest.split(":"))
+        if dtype.kind in "iu" and not (_fits(lo, dtype) and _fits(hi - 1, dtype)):
+            raise ConfigError(where, f"{data!r} does not fit dtype {dtype.str} ({np.iinfo(dtype).min} to {np.iinfo(dtype).max})")
+        if not (_fits(lo, np.dtype("i8")) and _fits(hi - 1, np.dtype("i8"))):
+            raise ConfigError(where, f"{data!r}: randint bounds must fit a 64-bit integer")
+    if kind == "constant" and not _fits(float(rest), dtype):
+        raise ConfigError(where, f"{data!r} does not fit dtype {dtype.str}")
+
+
 def parse_data(value, where: str) -> str:
+    if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+        raise ConfigError(where, f"expected a data kind (normal, uniform, randint:LOW:HIGH, smooth, constant:V), got {value!r}")
     text = str(value).strip().lower()
     kind, _, rest = text.partition(":")
     if kind not in DATA_KINDS:
@@ -180,6 +229,11 @@ def parse_generate(raw, where: str) -> GenerateSpec:
     fill = raw.get("fillvalue")
     if fill is not None and (isinstance(fill, bool) or not isinstance(fill, (int, float))):
         raise ConfigError(f"{where}.fillvalue", f"expected a number, got {fill!r}")
+    if fill is not None and not _fits(fill, dtype):
+        raise ConfigError(f"{where}.fillvalue", f"{fill!r} cannot be stored in dtype {dtype.str}")
+    nbytes = float(np.prod([float(d) for d in shape])) * dtype.itemsize
+    if nbytes > MAX_DIM:
+        raise ConfigError(f"{where}.shape", f"{list(shape)} of {dtype.str} is {nbytes:.3g} bytes: more than a file can hold")
     written_by = None
     if raw.get("written_by") is not None:
         written_by = parse_shape(raw["written_by"], f"{where}.written_by")
@@ -191,8 +245,10 @@ def parse_generate(raw, where: str) -> GenerateSpec:
     filters = parse_filters(raw.get("filters"), f"{where}.filters")
     if chunks is None and not filters.is_none:
         raise ConfigError(f"{where}.filters", "filters need chunks: give dataset.generate.chunks too")
-    return GenerateSpec(shape=shape, dtype=dtype, data=parse_data(raw.get("data", "normal"), f"{where}.data"),
-                        seed=_int(raw.get("seed", 0), f"{where}.seed", lo=0), maxshape=maxshape, fillvalue=fill,
+    data = parse_data(raw.get("data", "normal"), f"{where}.data")
+    _check_data_fits(data, dtype, f"{where}.data")
+    return GenerateSpec(shape=shape, dtype=dtype, data=data,
+                        seed=_int(raw.get("seed", 0), f"{where}.seed", lo=0, hi=2**63 - 1), maxshape=maxshape, fillvalue=fill,
                         written_by=written_by, chunks=chunks, filters=filters)
 
 
@@ -201,6 +257,7 @@ def parse_dataset(raw, where: str, base_dir: Path) -> DatasetSpec:
     path = raw.get("path", DEFAULT_DATASET_PATH)
     if not isinstance(path, str) or not path:
         raise ConfigError(f"{where}.path", f"expected a dataset path like /data, got {path!r}")
+    _text(path, f"{where}.path", "a dataset path like /data")
     if not path.startswith("/"):
         path = "/" + path
     has_gen, has_file = raw.get("generate") is not None, raw.get("file") is not None
@@ -208,7 +265,7 @@ def parse_dataset(raw, where: str, base_dir: Path) -> DatasetSpec:
         raise ConfigError(where, "give exactly one of `generate:` (synthetic data) or `file:` (your HDF5 file)")
     if has_gen:
         return DatasetSpec(path=path, generate=parse_generate(raw["generate"], f"{where}.generate"))
-    file = Path(str(raw["file"])).expanduser()
+    file = Path(_text(raw["file"], f"{where}.file", "a file name")).expanduser()
     if not file.is_absolute():
         file = (base_dir / file).resolve()
     return DatasetSpec(path=path, file=file)
@@ -225,19 +282,29 @@ def parse_chunks(value, where: str) -> Chunks:
 def parse_cache(value, where: str) -> CacheSpec:
     if isinstance(value, dict):
         _check_keys(value, ("nbytes", "nslots", "w0"), where)
-        nbytes = parse_size(value.get("nbytes", DEFAULT_CACHE_NBYTES), f"{where}.nbytes")
-        nslots = _int(value.get("nslots", DEFAULT_CACHE_NSLOTS), f"{where}.nslots", lo=1)
+        nbytes = _cache_nbytes(value.get("nbytes", DEFAULT_CACHE_NBYTES), f"{where}.nbytes")
+        nslots = _int(value.get("nslots", DEFAULT_CACHE_NSLOTS), f"{where}.nslots", lo=1, hi=MAX_CACHE_NSLOTS,
+                      why=" (HDF5 allocates every slot up front)")
         w0 = value.get("w0", DEFAULT_CACHE_W0)
         if isinstance(w0, bool) or not isinstance(w0, (int, float)) or not 0.0 <= float(w0) <= 1.0:
             raise ConfigError(f"{where}.w0", f"must be a number from 0 to 1, got {w0!r}")
         return CacheSpec(nbytes, nslots, float(w0))
-    return CacheSpec(parse_size(value, where), DEFAULT_CACHE_NSLOTS, DEFAULT_CACHE_W0)
+    return CacheSpec(_cache_nbytes(value, where), DEFAULT_CACHE_NSLOTS, DEFAULT_CACHE_W0)
+
+
+def _cache_nbytes(value, where: str) -> int:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(where, f"expected a size like 1MiB, got {value!r}")
+    n = parse_size(value, where)
+    if n > MAX_CACHE_NBYTES:
+        raise ConfigError(where, f"{value!r} is larger than any chunk cache can be (at most {MAX_CACHE_NBYTES:,} bytes)")
+    return n
 
 
 def parse_access(raw, where: str) -> AccessSpec:
     _check_keys(raw, ("op", "block", "order", "random", "seed"), where)
     op = raw.get("op", "read")
-    if op not in OPS:
+    if not isinstance(op, str) or op not in OPS:
         raise ConfigError(f"{where}.op", f"must be read, write or copy, got {op!r}{suggest(op, OPS)}")
     if "block" not in raw:
         raise ConfigError(f"{where}.block", "missing: the shape of one request, like [1, 1, 1, 717]")
@@ -247,12 +314,13 @@ def parse_access(raw, where: str) -> AccessSpec:
         order = tuple(_int(d, f"{where}.order", lo=0) for d in (raw["order"] if isinstance(raw["order"], list) else [raw["order"]]))
         if sorted(order) != list(range(len(block))):
             raise ConfigError(f"{where}.order", f"must list each of the {len(block)} dims once, slowest first, got {list(order)}")
-    random = _int(raw.get("random", 0), f"{where}.random", lo=0)
+    random = _int(raw.get("random", 0), f"{where}.random", lo=0, hi=MAX_RANDOM, why=" (requests are planned in memory)")
     if random and op != "read":
         raise ConfigError(f"{where}.random", f"random requests are for reads; a {op} cell handles every block once")
     if random and order is not None:
         raise ConfigError(f"{where}.order", "order applies to tiling; drop it or drop random")
-    return AccessSpec(op=op, block=block, order=order, random=random, seed=_int(raw.get("seed", 0), f"{where}.seed", lo=0))
+    return AccessSpec(op=op, block=block, order=order, random=random,
+                      seed=_int(raw.get("seed", 0), f"{where}.seed", lo=0, hi=2**63 - 1))
 
 
 def _as_list(value, where: str) -> list:
@@ -271,14 +339,19 @@ def parse_sweep(raw, base_dir: Path = Path(".")) -> Sweep:
     """Validate a whole sweep mapping (the YAML document)."""
     if raw is None:
         raise ConfigError("", "the sweep file is empty")
+    if not isinstance(raw, dict):
+        raise ConfigError("", f"the sweep file must be a mapping of keys (name, dataset, matrix, ...), got {type(raw).__name__}")
     _check_keys(raw, SWEEP_KEYS, "")
     name = raw.get("name")
-    if not isinstance(name, str) or not name.strip() or "/" in name:
-        raise ConfigError("name", f"expected a short name (used as the results folder), got {name!r}")
+    if (not isinstance(name, str) or not name.strip() or "/" in name or "\\" in name or name.strip() in (".", "..")
+            or "\0" in name or any(not ch.isprintable() for ch in name) or len(name.encode()) > 200):
+        raise ConfigError("name", f"expected a short name (used as the results folder: no '/', not '.' or '..', "
+                                  f"printable), got {name!r}")
     if "dataset" not in raw:
         raise ConfigError("dataset", "missing: give `dataset: {generate: ...}` or `dataset: {file: ...}`")
     dataset = parse_dataset(raw["dataset"], "dataset", base_dir)
-    matrix = raw.get("matrix") or {}
+    matrix = raw.get("matrix")
+    matrix = {} if matrix is None else matrix
     _check_keys(matrix, MATRIX_KEYS, "matrix")
     from_file = dataset.file is not None
     default_layout = [SOURCE] if from_file else [None]
@@ -302,8 +375,11 @@ def parse_sweep(raw, base_dir: Path = Path(".")) -> Sweep:
     access_raw = matrix.get("access")
     access = tuple(parse_access(v, f"matrix.access[{i}]") for i, v in enumerate(_as_list(access_raw, "matrix.access"))) if access_raw is not None else ()
 
-    exclude = tuple(_parse_exclude(v, f"exclude[{i}]") for i, v in enumerate(raw.get("exclude") or []))
-    repeats = _int(raw.get("repeats", DEFAULT_REPEATS), "repeats", lo=1)
+    exclude_raw = raw.get("exclude")
+    if exclude_raw is not None and not isinstance(exclude_raw, list):
+        raise ConfigError("exclude", f"expected a list of rules like [{{chunks: contiguous, filters: gzip:4}}], got {exclude_raw!r}")
+    exclude = tuple(_parse_exclude(v, f"exclude[{i}]") for i, v in enumerate(exclude_raw or []))
+    repeats = _int(raw.get("repeats", DEFAULT_REPEATS), "repeats", lo=1, hi=MAX_REPEATS)
     cold = raw.get("cold", True)
     if not isinstance(cold, bool):
         raise ConfigError("cold", f"expected true or false, got {cold!r}")
@@ -333,13 +409,17 @@ def _parse_exclude(raw, where: str) -> dict:
         _check_keys(a, ("op", "block", "order", "random", "seed"), f"{where}.access")
         sub = {}
         if "op" in a:
+            if not isinstance(a["op"], str) or a["op"] not in OPS:
+                raise ConfigError(f"{where}.access.op", f"must be read, write or copy, got {a['op']!r}")
             sub["op"] = a["op"]
         if "block" in a:
             sub["block"] = parse_shape(a["block"], f"{where}.access.block")
         if "order" in a:
-            sub["order"] = tuple(a["order"]) if a["order"] is not None else None
+            if a["order"] is not None and not isinstance(a["order"], list):
+                raise ConfigError(f"{where}.access.order", f"expected a list of dims like [0, 1], got {a['order']!r}")
+            sub["order"] = tuple(_int(d, f"{where}.access.order", lo=0) for d in a["order"]) if a["order"] is not None else None
         if "random" in a:
-            sub["random"] = a["random"]
+            sub["random"] = _int(a["random"], f"{where}.access.random", lo=0)
         out["access"] = sub
     return out
 
@@ -367,7 +447,7 @@ def load_sweep(path, scale: float | None = None) -> Sweep:
     if not path.is_file():
         raise ConfigError(str(path), "sweep file not found")
     try:
-        raw = yaml.load(path.read_text(), Loader=_StrictLoader)  # noqa: S506 (a SafeLoader subclass)
+        raw = yaml.load(path.read_text(), Loader=_StrictLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)

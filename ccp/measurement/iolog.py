@@ -3,6 +3,11 @@
 Each log line gives the byte range, the memory type (H5FD_MEM_DRAW = raw data, anything else is
 metadata) and a CLOCK_MONOTONIC timestamp with microsecond resolution. Operations are attributed to
 the request whose time window holds them; the traced pass keeps windows a microsecond apart.
+
+The driver writes its log with unchecked ``fprintf``: on a full disk lines are dropped silently and
+the pass itself succeeds. So the log also carries the driver's own operation counters (LOG_NUM_IO),
+which it prints when the file closes, and :func:`parse_log` refuses a log whose closing summary is
+missing or disagrees with the lines it holds: a truncated trace fails the cell, never a smaller count.
 """
 
 from __future__ import annotations
@@ -13,7 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ccp.errors import CcpError
+
 # Never the LOG_FILE_* or LOG_FLAVOR flags: with buf_size 0 they crash the process.
+# LOG_NUM_IO only adds counters, printed once at close: the log's completeness check.
 _LINE = re.compile(rb"^\s*(\d+)-\s*(\d+)\s+\(\s*(\d+) bytes\)\s+\(H5FD_MEM_(\w+)\)\s+(Read|Written)\s+\([\d.]+s @ ([\d.]+)\)",
                    re.MULTILINE)
 
@@ -23,7 +31,7 @@ def log_fapl(log_path: Path):
     from h5py import h5fd, h5p
 
     fapl = h5p.create(h5p.FILE_ACCESS)
-    fapl.set_fapl_log(str(log_path).encode(), h5fd.LOG_LOC_IO | h5fd.LOG_TIME_IO, 0)
+    fapl.set_fapl_log(str(log_path).encode(), h5fd.LOG_LOC_IO | h5fd.LOG_TIME_IO | h5fd.LOG_NUM_IO, 0)
     return fapl
 
 
@@ -61,9 +69,37 @@ def _parse_block(text: bytes):
             np.rint(np.array(t, dtype=np.float64) * 1e6).astype(np.int64))
 
 
-def parse_log(path: Path, block_bytes: int = 64 * 1024 * 1024) -> IoOps:
-    """Parse in blocks of whole lines, so a log of millions of operations stays within bounded memory."""
+_TOTAL = re.compile(rb"^Total number of (read|write) operations: (\d+)\s*$", re.MULTILINE)
+_LAST_LINE = b"Total time in truncate operations:"   # the summary's last line (H5FD__log_close)
+
+
+class TraceError(CcpError):
+    """The traced pass's I/O log is incomplete or unreadable: its counts cannot be trusted."""
+
+
+def _free(path: Path) -> str:
+    import shutil
+
+    from ccp.units import format_bytes
+    try:
+        return f"{format_bytes(shutil.disk_usage(path.parent).free)} free in {path.parent}"
+    except OSError:
+        return f"{path.parent} unreadable"
+
+
+def parse_log(path: Path, block_bytes: int = 64 * 1024 * 1024, complete: bool = True) -> IoOps:
+    """Parse in blocks of whole lines, so a log of millions of operations stays within bounded memory.
+
+    ``complete``: the log must end with the driver's closing summary, and its read and write totals
+    must equal the lines parsed (else :class:`TraceError`); a log cut short by a full disk, or one with
+    a gap where a buffer was dropped, is never taken for a pass that did less I/O.
+    """
+    path = Path(path)
     parts = []
+    totals_seen: dict[bytes, int] = {}
+    last = b""
+    if not path.is_file():
+        raise TraceError(f"traced pass: HDF5's I/O log {path} is missing ({_free(path)})")
     with open(path, "rb") as fh:
         tail = b""
         while True:
@@ -76,8 +112,21 @@ def parse_log(path: Path, block_bytes: int = 64 * 1024 * 1024) -> IoOps:
             parsed = _parse_block(data[:cut])
             if parsed:
                 parts.append(parsed)
+            for kind, n in _TOTAL.findall(data[:cut]):
+                totals_seen[kind] = int(n)
+            if cut:
+                last = data[:cut].rstrip(b"\n").rsplit(b"\n", 1)[-1]
         if tail and (parsed := _parse_block(tail)):
             parts.append(parsed)
+    if complete:
+        nread = sum(int(np.sum(~p[3])) for p in parts)
+        nwrite = sum(int(np.sum(p[3])) for p in parts)
+        if tail or not last.startswith(_LAST_LINE) or set(totals_seen) != {b"read", b"write"}:
+            raise TraceError(f"traced pass: HDF5's I/O log {path.name} is cut short (no closing summary; {_free(path)}): "
+                             "its counts would be too small")
+        if (nread, nwrite) != (totals_seen[b"read"], totals_seen[b"write"]):
+            raise TraceError(f"traced pass: HDF5's I/O log {path.name} holds {nread:,} reads and {nwrite:,} writes but the "
+                             f"driver counted {totals_seen[b'read']:,} and {totals_seen[b'write']:,} (lines lost; {_free(path)})")
     if not parts:
         e = np.empty(0, np.int64)
         return IoOps(e, e, e.astype(bool), e.astype(bool), e.astype(np.int8), e)

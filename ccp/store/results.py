@@ -11,7 +11,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
+import re
 from datetime import datetime
 from pathlib import Path
 
@@ -20,6 +22,9 @@ import yaml
 
 from ccp.errors import CcpError
 from ccp.store.schema import CELL_COLUMNS, FINISHED, SCHEMA_VERSION
+
+LOCK = ".ccp.lock"
+_TEMP = re.compile(r"^\.[^/]+\.tmp-\d+$")     # _atomic_write's temporaries
 
 
 def new_run_dir(root: Path, name: str) -> Path:
@@ -59,19 +64,93 @@ class RunStore:
         self._status: dict[str, str] = {}
 
     # -- opening ---------------------------------------------------------
-    def open(self, sweep_doc: dict, dataset_identity: str) -> None:
-        """Create the folder, or check a resumed one holds a run of the same dataset."""
+    def check(self, sweep_name: str, dataset_identity: str, settings: dict) -> None:
+        """Refuse (one line, nothing written) a folder that is not a run of this sweep with these settings.
+
+        A new or empty folder is fine; so is one holding a ccp run of the same sweep on the same data
+        measured the same way (a resume). Anything else -- someone's cells.csv, a garbage run.json, other
+        files, a run of another sweep, a --quick run under a full one -- is refused.
+        """
+        d = self.dir
+        if d.exists() and not d.is_dir():
+            raise CcpError(f"--out {d}: is a file, not a folder")
+        if not d.exists() or not any(p for p in d.iterdir() if p.name != LOCK and not _TEMP.match(p.name)):
+            return      # new, empty, or only what a run killed before its run.json left (lock, temp files)
+        meta_path = d / "run.json"
+        if not meta_path.is_file():
+            raise CcpError(f"--out {d}: holds files but no ccp run (no run.json); give an empty or new folder")
+        try:
+            meta = json.loads(meta_path.read_text())
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise CcpError(f"--out {d}: run.json is not a ccp run record ({type(exc).__name__}); give an empty or new folder") from None
+        if not isinstance(meta, dict) or "schema_version" not in meta or "dataset_identity" not in meta:
+            raise CcpError(f"--out {d}: run.json is not a ccp run record; give an empty or new folder")
+        if meta.get("schema_version") != SCHEMA_VERSION:
+            raise CcpError(f"--out {d}: written by results schema {meta.get('schema_version')!r}, this ccp writes {SCHEMA_VERSION}; use a new --out")
+        if meta.get("sweep") not in (None, sweep_name):
+            raise CcpError(f"--out {d}: holds a run of sweep {meta.get('sweep')!r}, not {sweep_name!r}; use a new --out")
+        if meta.get("dataset_identity") != dataset_identity:
+            raise CcpError(f"--out {d}: holds a run of a different dataset; use a new --out to keep both")
+        old = meta.get("settings") or {}
+        for key, value in settings.items():
+            if key in old and old[key] != _jsonable(value):
+                raise CcpError(f"--out {d}: its cells were measured with {key}={old[key]!r}, this run has {key}={_jsonable(value)!r}; "
+                               "runs measured differently cannot mix: use a new --out")
+        if self.cells_csv.exists():
+            try:
+                with open(self.cells_csv, newline="") as fh:
+                    header = next(csv.reader(fh), [])
+            except (OSError, UnicodeDecodeError, csv.Error) as exc:
+                raise CcpError(f"--out {d}: cells.csv is unreadable ({type(exc).__name__}); use a new --out") from None
+            if header != CELL_COLUMNS:
+                raise CcpError(f"--out {d}: cells.csv is not one ccp wrote (its columns differ); use a new --out")
+
+    def lock(self) -> None:
+        """One run per folder: an flock on ``.ccp.lock`` holding our pid; the kernel drops it when we die."""
+        import fcntl
+
+        self.dir.mkdir(parents=True, exist_ok=True)
+        path = self.dir / LOCK
+        while True:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+                os.close(fd)
+                raise CcpError(f"--out {self.dir}: another ccp run (pid {holder}) is writing into it; wait for it or use a new --out") from None
+            try:
+                same = os.fstat(fd).st_ino == os.stat(path).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:       # not a lock file its last holder unlinked while we waited: ours
+                break
+            os.close(fd)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._lock_fd = fd
+        self._lock_pid = os.getpid()
+
+    def unlock(self) -> None:
+        fd = getattr(self, "_lock_fd", None)
+        if fd is None or self._lock_pid != os.getpid():     # a forked worker never releases its parent's lock
+            return
+        (self.dir / LOCK).unlink(missing_ok=True)
+        os.close(fd)
+        self._lock_fd = None
+
+    def open(self, sweep_doc: dict, dataset_identity: str, settings: dict | None = None) -> None:
+        """Create the folder, or resume one holding a run of the same sweep (see :meth:`check`)."""
+        settings = settings or {}
+        name = sweep_doc.get("name")
+        self.check(name, dataset_identity, settings)
         self.dir.mkdir(parents=True, exist_ok=True)
         meta_path = self.dir / "run.json"
-        if meta_path.exists():
-            meta = json.loads(meta_path.read_text())
-            if meta.get("schema_version") != SCHEMA_VERSION:
-                raise CcpError(f"--out {self.dir}: written by results schema {meta.get('schema_version')}, this ccp writes {SCHEMA_VERSION}; use a new --out")
-            if meta.get("dataset_identity") != dataset_identity:
-                raise CcpError(f"--out {self.dir}: holds a run of a different dataset; use a new --out to keep both")
-        else:
-            meta = {"schema_version": SCHEMA_VERSION, "dataset_identity": dataset_identity}
-            _atomic_write(meta_path, lambda p: p.write_text(json.dumps(meta, indent=2)))
+        meta = json.loads(meta_path.read_text()) if meta_path.exists() else {
+            "schema_version": SCHEMA_VERSION, "dataset_identity": dataset_identity}
+        meta.setdefault("sweep", name)
+        meta["settings"] = {**(meta.get("settings") or {}), **{k: _jsonable(v) for k, v in settings.items()}}
+        _atomic_write(meta_path, lambda p: p.write_text(json.dumps(meta, indent=2)))
         _atomic_write(self.dir / "sweep.yaml", lambda p: p.write_text(yaml.safe_dump(sweep_doc, sort_keys=False)))
         self.requests_dir.mkdir(exist_ok=True)
         self.io_dir.mkdir(exist_ok=True)
@@ -82,6 +161,8 @@ class RunStore:
                 for rec in csv.DictReader(fh):
                     self._lines[rec["cell_id"]] = _csv_line([rec.get(c, "") for c in CELL_COLUMNS])
                     self._status[rec["cell_id"]] = rec.get("status", "")
+            for cid in {p.stem for p in [*self.requests_dir.glob("*.parquet"), *self.io_dir.glob("*.parquet")]} - set(self.done_ids()):
+                self.write_parts(cid, None, None)   # parts without a finished row: a killed or failed cell's
             self.finalize()   # a killed run left cells.parquet behind cells.csv
 
     def write_env(self, env: dict) -> None:
@@ -118,18 +199,48 @@ class RunStore:
         """cells.parquet from cells.csv: written at the end of a run (and when one resumes)."""
         if self.cells_csv.exists():
             df = self.cells_frame()
-            _atomic_write(self.cells_parquet, lambda p: df.to_parquet(p, index=False))
+            try:
+                _atomic_write(self.cells_parquet, lambda p: df.to_parquet(p, index=False))
+            except (OverflowError, ValueError, TypeError):
+                # a row no int64 holds (an older ccp let `cache: [10**30]` through): keep such columns as
+                # text rather than fail every rerun into this folder
+                for col in df.columns[df.dtypes == object]:
+                    df[col] = df[col].map(lambda v: v if v is None or isinstance(v, (str, float)) else str(v))
+                _atomic_write(self.cells_parquet, lambda p: df.to_parquet(p, index=False))
 
     def cells_frame(self) -> pd.DataFrame:
         return read_cells(self.dir)
+
+
+def check_run_folder(run_dir: Path) -> None:
+    """One line unless ``run_dir`` holds a run ccp wrote (run.json a run record, cells.csv with ccp's columns).
+
+    For readers of a finished run (`ccp report`, `ccp compare`): someone's own cells.csv is not a run.
+    """
+    d = Path(run_dir)
+    store = RunStore(d)
+    if not (d / "cells.csv").is_file():
+        raise CcpError(f"{d}: not a ccp run folder (no cells.csv)")
+    try:
+        meta = json.loads((d / "run.json").read_text())
+    except (OSError, UnicodeDecodeError, ValueError):
+        meta = None
+    if not isinstance(meta, dict) or "schema_version" not in meta or "dataset_identity" not in meta:
+        raise CcpError(f"{d}: not a ccp run folder (no readable run.json beside cells.csv)")
+    store.check(meta.get("sweep"), meta["dataset_identity"], {})
 
 
 def read_cells(run_dir: Path) -> pd.DataFrame:
     return pd.read_csv(Path(run_dir) / "cells.csv", keep_default_na=False, na_values=[""])
 
 
+def _jsonable(v):
+    """Settings as run.json stores them (tuples are lists), for comparison with a resumed run's."""
+    return json.loads(json.dumps(v, default=str))
+
+
 def _csv_value(v):
-    if v is None or (isinstance(v, float) and v != v):
+    if v is None or (isinstance(v, float) and math.isnan(v)):
         return ""
     if isinstance(v, bool):
         return str(v)
