@@ -161,7 +161,7 @@ def run_trial(kind: str, rng: random.Random, tmp: Path, sweep: Path, truth: dict
     tmp.mkdir(parents=True, exist_ok=True)
     out, work = tmp / "out", tmp / "work"
     if kind == "fill-work":
-        work = tmpfs(80, "workfs") / "work"     # > the 64 MiB margin files.check_disk keeps when making work files
+        work = tmpfs(80, "workfs") / "work"     # room for the work files and complete logs, until a fault fills it
     if kind == "fill-out":
         out = tmpfs(4, "outfs") / "out"
     inputs = {sweep: sha(sweep)}

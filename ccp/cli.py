@@ -144,9 +144,9 @@ def report(run_dir, self_contained):
       ccp report results/quickstart/20261122-120000 --self-contained   # one file, images inside
     """
     from ccp.report import write_report
+    from ccp.store.results import check_run_folder
 
-    if not (run_dir / "cells.csv").exists():
-        raise CcpError(f"{run_dir}: not a ccp run folder (no cells.csv)")
+    check_run_folder(run_dir)          # someone's own cells.csv is not a run: one line
     click.echo(f"report: {write_report(run_dir, self_contained=self_contained)}")
 
 
@@ -171,10 +171,10 @@ def compare(run_a, run_b, html_out, fail_above, threshold):
       ccp compare results/cris/main results/cris/branch --fail-above 1.5   # in CI
     """
     from ccp.report import write_compare
+    from ccp.store.results import check_run_folder
 
     for r in (run_a, run_b):
-        if not (r / "cells.csv").exists():
-            raise CcpError(f"{r}: not a ccp run folder (no cells.csv)")
+        check_run_folder(r)
     result = write_compare(run_a, run_b, html_out, fail_above=fail_above, threshold=threshold)
     click.echo(result)
     if fail_above is not None and result.regressions:

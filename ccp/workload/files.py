@@ -5,14 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import time
 from pathlib import Path
 
 import numpy as np
 
 from ccp.errors import CcpError
-from ccp.units import format_bytes, shape_str
+from ccp.units import shape_str
 
 SLAB_BYTES = 32 * 1024 * 1024   # write whole-chunk slabs of about this size (seed 003's buffer)
 
@@ -82,10 +81,10 @@ def slab_plan(shape, chunks, itemsize: int):
 
 
 def check_disk(folder: Path, needed: int, what: str) -> None:
+    from ccp.store.disk import check_free  # one margin rule for every disk check (5% + 1 MiB)
+
     folder.mkdir(parents=True, exist_ok=True)
-    free = shutil.disk_usage(folder).free
-    if free < needed * 1.1 + 64 * 1024 * 1024:
-        raise CcpError(f"disk: {what} needs about {format_bytes(needed)} in {folder} but only {format_bytes(free)} is free")
+    check_free(folder, needed, what)
 
 
 def write_layout_file(out: Path, source, data, dataset_path: str, chunks, filters, written_by=None) -> float:

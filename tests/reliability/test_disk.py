@@ -57,8 +57,6 @@ def test_sweep_too_big_for_the_out_disk_is_refused_before_writing(tmpfs, tmp_pat
     assert not (out / "run").exists()
 
 
-@pytest.mark.xfail(strict=True, reason="ccp/workload/files.py check_disk still adds a fixed 64 MiB margin when it "
-                                       "makes a work file (owned by another engineer; the change is in the report)")
 def test_a_small_sweep_runs_with_30_mib_free(tmpfs, tmp_path):
     work = tmpfs(30)
     r = CliRunner().invoke(main, ["run", str(sweep_file(tmp_path, SMALL)), "--out", str(tmp_path / "out"),

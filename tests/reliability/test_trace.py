@@ -73,7 +73,7 @@ cold: false
 
 def test_full_work_disk_during_the_traced_pass_fails_the_cell(tmpfs, tmp_path, monkeypatch):
     """Issue 17's case: the work folder's disk fills while HDF5 writes its log (10,000 raw reads)."""
-    work = tmpfs(72)     # > the 64 MiB margin ccp/workload/files.py still keeps (see test_disk.py)
+    work = tmpfs(72)     # room for the work file and a complete log, until the fault fills it
     sweep = tmp_path / "s.yaml"
     sweep.write_text(textwrap.dedent(SWEEP))
     sw = load_sweep(sweep)

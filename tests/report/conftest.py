@@ -204,6 +204,8 @@ def write_run(folder: Path, *, tables=True, quick: bool = False, long_trace: int
         sweep["repeats"], sweep["cold"] = 1, False
     (folder / "sweep.yaml").write_text(yaml.safe_dump(sweep, sort_keys=False))
     (folder / "env.json").write_text(json.dumps(ENV, indent=2))
+    (folder / "run.json").write_text(json.dumps({"schema_version": SCHEMA_VERSION, "sweep": name,
+                                                 "dataset_identity": "generate:synthetic", "settings": {}}))
     cells = build_cells(quick) if cells is None else cells
     cells.to_csv(folder / "cells.csv", index=False)
     cells.to_parquet(folder / "cells.parquet", index=False)
