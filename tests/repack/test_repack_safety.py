@@ -67,7 +67,7 @@ def test_interrupted_repack_leaves_no_out_and_keeps_an_old_out(rich, tmp_path, e
 
 
 def test_failure_in_a_worker_cleans_up(rich, tmp_path, monkeypatch):
-    import ccp.repack.copy as copy_mod
+    import ccp.repack.chunks as copy_mod
 
     def boom(*a, **k):
         raise ValueError("encoder broke")
