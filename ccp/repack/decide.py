@@ -15,7 +15,7 @@ import h5py
 import numpy as np
 from h5py import h5d, h5f, h5o, h5p, h5s, h5t, h5z
 
-from ccp.config.filters import FilterPipeline, pipeline_from_dcpl
+from ccp.config.filters import FilterPipeline, FilterStep, pipeline_from_dcpl
 from ccp.errors import CcpError, ConfigError
 from ccp.repack import codecs
 from ccp.repack import lowlevel as low
@@ -153,6 +153,18 @@ _PLUGINS = {4: "h5py's bundled libaec (szip)", 32000: "h5py (lzf)", 32001: "hdf5
             32013: "hdf5plugin (ZFP)", 32024: "hdf5plugin (SZ3)", 32018: "hdf5plugin (FCIDECOMP)"}
 
 
+def source_pipeline(dcpl) -> FilterPipeline:
+    """A dataset's filters as a ccp pipeline; without hdf5plugin, plugin filters by id (``id32026``)."""
+    try:
+        return pipeline_from_dcpl(dcpl)
+    except ImportError:
+        steps = []
+        for i in range(dcpl.get_nfilters()):
+            code, _flags, values, _name = dcpl.get_filter(i)
+            steps.append(FilterStep(f"id{code}", tuple(str(v) for v in values)))
+        return FilterPipeline(tuple(steps))
+
+
 def missing_filter(dcpl) -> str:
     """'' when HDF5 can decode every filter of a dataset, else one sentence naming the first that it cannot."""
     _load_plugins(dcpl)
@@ -249,7 +261,7 @@ class _Planner:
         itemsize = tid.get_size()
         tgt = _Target(path=path, key=key, shape=shape, maxshape=ds.maxshape if shape is not None else None,
                       dtype=numpy_dtype(tid), label=type_label(tid), itemsize=itemsize,
-                      old_layout=_layout_of(dcpl, ds), old_pipeline=pipeline_from_dcpl(dcpl),
+                      old_layout=_layout_of(dcpl, ds), old_pipeline=source_pipeline(dcpl),
                       raw_bytes=(math.prod(shape) * itemsize) if shape is not None else 0,
                       stored_bytes=ds.id.get_storage_size(), fast_dtype=_fast_type(tid))
         lay_req, l_explicit = self.layouts.get(key, (self.global_layout, None))
