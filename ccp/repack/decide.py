@@ -147,7 +147,7 @@ class _Target:
             old_stored_bytes=self.stored_bytes, notes=tuple(self.notes), **kw)
 
 
-_PLUGINS = {4: "h5py's bundled libaec (szip)", 32000: "h5py (lzf)", 32001: "hdf5plugin (Blosc)",
+_PLUGINS = {4: "h5py's bundled libaec (szip)", 305: "an HDF5 LZO plugin (PyTables writes it; hdf5plugin has none)", 32000: "h5py (lzf)", 32001: "hdf5plugin (Blosc)",
             32026: "hdf5plugin (Blosc2)", 32015: "hdf5plugin (Zstd)", 32004: "hdf5plugin (LZ4)",
             32008: "hdf5plugin (Bitshuffle)", 307: "hdf5plugin (BZip2)", 32017: "hdf5plugin (SZ)",
             32013: "hdf5plugin (ZFP)", 32024: "hdf5plugin (SZ3)", 32018: "hdf5plugin (FCIDECOMP)"}
@@ -354,6 +354,22 @@ class _Planner:
         tgt.method, tgt.reason = self._method(tgt)
         tgt.deflate = self.deflate
         return tgt
+
+    def rewrite_instead_of_copy(self, tgt: _Target, ds) -> None:
+        """H5Ocopy of a dataset whose fill value is variable-length (netCDF-4 string variables) writes a
+        fill value message that points into the source's global heap (HDF5 2.0): the copy cannot be
+        opened. Such a dataset is written through the library, in its own layout and filters."""
+        if tgt.changed or tgt.shape is None:
+            return
+        dcpl = ds.id.get_create_plist()
+        if dcpl.fill_value_defined() != h5d.FILL_VALUE_USER_DEFINED or not low.has_vlen(ds.id.get_type()):
+            return
+        old = _as_layout_str(tgt.old_layout)
+        if old is None or missing_filter(dcpl):
+            return
+        tgt.new_layout, tgt.new_pipeline, tgt.changed = old, tgt.old_pipeline, True
+        tgt.keep_filters = old.kind == "chunked"
+        tgt.method, tgt.reason = "library", "a variable-length fill value, which H5Ocopy would leave in the source's heap"
 
     def _method(self, tgt: _Target) -> tuple[str, str]:
         lay = tgt.new_layout

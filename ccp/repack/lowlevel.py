@@ -13,7 +13,6 @@ The ctypes handle is to the very libhdf5 h5py loaded, so ids are shared with h5p
 from __future__ import annotations
 
 import ctypes
-import os
 
 import numpy as np
 from h5py import h5d, h5s, h5t
@@ -39,28 +38,28 @@ def library():
     if _LIB is None:
         _LIB = False
         try:
-            with open("/proc/self/maps") as maps:
-                paths = {line.split()[-1] for line in maps if "libhdf5" in line and ".so" in line}
-            paths = [p for p in paths if not os.path.basename(p).startswith("libhdf5_hl")]
-            if len(paths) == 1:
-                lib = ctypes.CDLL(paths[0])
-                i64, vp = ctypes.c_int64, ctypes.c_void_p
-                lib.H5Pget_chunk_opts.argtypes = (i64, ctypes.POINTER(ctypes.c_uint))
-                lib.H5Pset_chunk_opts.argtypes = (i64, ctypes.c_uint)
-                lib.H5Treclaim.argtypes = (i64, i64, i64, vp)
-                lib.H5Pget_fill_value.argtypes = (i64, i64, vp)
-                lib.H5Pset_fill_value.argtypes = (i64, i64, vp)
-                lib.H5Oget_info3.argtypes = (i64, ctypes.POINTER(_ObjInfo), ctypes.c_uint)
-                lib.H5Rdereference2.argtypes = (i64, i64, ctypes.c_int, vp)
-                lib.H5Rdereference2.restype = i64
-                lib.H5Rget_region.argtypes = (i64, ctypes.c_int, vp)
-                lib.H5Rget_region.restype = i64
-                lib.H5Rcreate.argtypes = (vp, i64, ctypes.c_char_p, ctypes.c_int, i64)
-                lib.H5Sclose.argtypes = (i64,)
-                lib.H5Oclose.argtypes = (i64,)
-                lib.H5Eset_auto2.argtypes = (i64, vp, vp)
-                _LIB = lib
-        except (OSError, AttributeError):  # pragma: no cover - no /proc, or a static build
+            # dlsym on h5py's own extension module searches its dependencies: h5py's libhdf5, even when
+            # another libhdf5 (PyTables', netCDF4's) is loaded in the same process
+            from h5py import h5 as _h5
+
+            lib = ctypes.CDLL(_h5.__file__)
+            i64, vp = ctypes.c_int64, ctypes.c_void_p
+            lib.H5Pget_chunk_opts.argtypes = (i64, ctypes.POINTER(ctypes.c_uint))
+            lib.H5Pset_chunk_opts.argtypes = (i64, ctypes.c_uint)
+            lib.H5Treclaim.argtypes = (i64, i64, i64, vp)
+            lib.H5Pget_fill_value.argtypes = (i64, i64, vp)
+            lib.H5Pset_fill_value.argtypes = (i64, i64, vp)
+            lib.H5Oget_info3.argtypes = (i64, ctypes.POINTER(_ObjInfo), ctypes.c_uint)
+            lib.H5Rdereference2.argtypes = (i64, i64, ctypes.c_int, vp)
+            lib.H5Rdereference2.restype = i64
+            lib.H5Rget_region.argtypes = (i64, ctypes.c_int, vp)
+            lib.H5Rget_region.restype = i64
+            lib.H5Rcreate.argtypes = (vp, i64, ctypes.c_char_p, ctypes.c_int, i64)
+            lib.H5Sclose.argtypes = (i64,)
+            lib.H5Oclose.argtypes = (i64,)
+            lib.H5Eset_auto2.argtypes = (i64, vp, vp)
+            _LIB = lib
+        except (OSError, AttributeError):  # pragma: no cover - a static build
             _LIB = False
     return _LIB or None
 

@@ -137,6 +137,8 @@ def test_netcdf4_dimension_scales_resolve(tmp_path):
         v = nc.createVariable("temp", "f4", ("time", "lat", "lon"), zlib=True, fill_value=-9.0)
         v[:] = np.arange(60, dtype="f4").reshape(5, 3, 4)
         v.units = "K"
+        names = nc.createVariable("names", str, ("lat",))  # a variable-length fill value: H5Ocopy mis-copies it
+        names[:] = np.array(["a", "", "é"], dtype=object)
         g = nc.createGroup("sub")
         g.createVariable("x", "i2", ("lat",))[:] = [7, 8, 9]
     for i, opts in enumerate([[], ["-f", "GZIP=6"], ["-l", "/temp:CHUNK=1x3x4"], ["-l", "CONTI"]]):
@@ -149,5 +151,6 @@ def test_netcdf4_dimension_scales_resolve(tmp_path):
                     assert np.array_equal(a[name][:], b[name][:]), (opts, name)
                     assert a[name].dimensions == b[name].dimensions
             assert np.array_equal(a["sub"]["x"][:], b["sub"]["x"][:])
+            assert list(a["names"][:]) == list(b["names"][:])
             assert b["temp"].units == "K"
         assert differences(src, out, layouts_may_differ=bool(opts)) == []
