@@ -40,6 +40,9 @@ class _SourceReader:
         self.cache_budget = cache_budget
         self.allocated: set = set()
         self.sparse = False
+        # a contiguous dataset never written has no storage: it reads as its fill value, or (fill value
+        # undefined) not at all; the copy, not written either, reads back the same
+        self.unwritten = dcpl.get_layout() == h5d.CONTIGUOUS and ds.id.get_storage_size() == 0
         if self.chunks is None or dcpl.get_layout() != h5d.CHUNKED:
             self.why_library = f"{_layout_of(dcpl, ds)} source"
             return
@@ -72,6 +75,8 @@ class _SourceReader:
 
     def region_allocated(self, start, count) -> bool:
         """Whether any source chunk under this region is allocated (chunked sources)."""
+        if self.unwritten:
+            return False
         if not self.sparse:
             return True
         ranges = [range((s // c) * c, s + n, c) for s, n, c in zip(start, count, self.chunks)]
@@ -191,6 +196,9 @@ class _Writer:
     def run(self) -> None:
         tgt = self.tgt
         if tgt.shape == ():
+            dcpl = self.src.id.get_create_plist()
+            if dcpl.get_layout() == h5d.CONTIGUOUS and self.src.id.get_storage_size() == 0:
+                return  # never written: nothing to copy (see _SourceReader.unwritten)
             buf = low.read_slab(self.src.id, self.tid, ())
             try:
                 low.write_slab(self.dsid, self.tid, (), buf)
@@ -225,7 +233,7 @@ class _Writer:
         src_plan = plan if plan.mode != "elements-in-chunk" else None
         for i, slab in enumerate(plan):
             self.slabs += 1
-            if reader.sparse and not reader.region_allocated(slab.start, slab.count):
+            if (reader.sparse or reader.unwritten) and not reader.region_allocated(slab.start, slab.count):
                 # nothing stored there: the copy reads back the same fill value (or, undefined, nothing)
                 self.advance(slab.size * tgt.itemsize)
                 continue
@@ -267,7 +275,7 @@ class _Writer:
 
         try:
             for i, slab in enumerate(plan):
-                if reader.sparse and not reader.region_allocated(slab.start, slab.count):
+                if (reader.sparse or reader.unwritten) and not reader.region_allocated(slab.start, slab.count):
                     self.advance(slab.size * tgt.itemsize)
                     self.slabs += 1
                     continue
