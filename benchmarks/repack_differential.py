@@ -7,7 +7,7 @@ where h5repack is installed, with h5repack's output of the same command (h5diff)
 
 Generation only (no shrinking), so every failure is listed as drawn; the run goes on after one.
 Exit status 1 if any file differed. The generator is tests/repack/h5gen.py (the test suite runs
-15 examples of the same property).
+12 examples of the same property).
 """
 
 from __future__ import annotations

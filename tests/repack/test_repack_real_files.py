@@ -64,7 +64,7 @@ def check_repacks(src, tmp_path):
             continue
         assert r.exit_code == 0, (label, r.output)
         assert differences(src, out, layouts_may_differ=bool(opts)) == [], label
-        if shutil.which("h5diff"):
+        if shutil.which("h5diff") and not opts:  # HDF5's own comparer once per file (ours compares every option)
             h = subprocess.run(["h5diff", "-r", str(src), str(out)], check=False, capture_output=True, text=True)
             found = [line for line in h.stdout.splitlines() if re.match(r"^[1-9]\d* differences? found", line)]
             assert not found, (label, h.stdout[-1500:])
