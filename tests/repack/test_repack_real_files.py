@@ -27,12 +27,12 @@ def sha(path):
 
 
 def first_dataset(path):
-    """(path, rank) of the first non-scalar dataset, or None."""
+    """(path, shape, maxshape) of the first non-scalar dataset, or None."""
     found = []
 
     def visit(name, obj):
         if isinstance(obj, h5py.Dataset) and obj.shape and not found:
-            found.append(("/" + name, len(obj.shape), obj.maxshape))
+            found.append(("/" + name, obj.shape, obj.maxshape))
 
     with h5py.File(path, "r") as f:
         f.visititems(visit)
@@ -43,8 +43,9 @@ def option_sets(path):
     sets = {"plain": [], "gzip6": ["-f", "GZIP=6"]}
     first = first_dataset(path)
     if first:
-        name, _rank, maxshape = first
-        dims = [str(max(1, min(2, m))) if m is not None else "2" for m in maxshape]
+        name, shape, maxshape = first
+        # about three chunks per dimension, with edge chunks when it does not divide
+        dims = [str(max(1, min(d // 3 or 1, m if m is not None else d or 1))) for d, m in zip(shape, maxshape)]
         sets["chunk"] = ["-l", f"{name}:CHUNK={'x'.join(dims)}"]
     return sets
 
