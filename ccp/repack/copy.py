@@ -34,7 +34,6 @@ space is checked first; a full disk is one line. The input is opened read-only.
 from __future__ import annotations
 
 import concurrent.futures as cf
-import errno
 import glob
 import os
 import stat
@@ -130,13 +129,6 @@ def _check_free_space(dst: str, needed: int) -> None:
     if free < needed:
         raise CcpError(f"OUT {dst}: needs about {format_bytes(needed)} but only {format_bytes(free)} is free "
                        f"in {folder}; nothing written")
-
-
-def _is_enospc(exc: BaseException) -> bool:
-    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return True
-    text = str(exc).lower()
-    return "no space left" in text or "disk quota" in text
 
 
 def _create_output(tmp: str, src: h5py.File) -> h5py.File:
@@ -236,7 +228,7 @@ def repack(src, dst, layouts=None, filters=None, *, buffer_bytes: int = DEFAULT_
                             os.path.getsize(dst), tuple(sorted(results.values(), key=lambda r: r.path)),
                             tuple(notes))
     except Exception as exc:
-        if _is_enospc(exc):
+        if low.is_enospc(exc):
             raise CcpError(f"OUT {dst}: no space left on the device while writing; nothing written") from None
         raise
     finally:

@@ -64,6 +64,16 @@ def library():
     return _LIB or None
 
 
+def is_enospc(exc: BaseException) -> bool:
+    """A full disk (or quota), as an OSError or inside an HDF5 error message."""
+    import errno
+
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    text = str(exc).lower()
+    return "no space left" in text or "disk quota" in text
+
+
 # ------------------------------------------------------------------ creation properties
 
 def chunk_opts(dcpl) -> int:

@@ -148,7 +148,7 @@ class _Repacker:
             self.copied[key] = child
             if oinfo.type == h5o.TYPE_GROUP:
                 if self.only is None and not self.multi_linked and child not in self.changed_prefixes:
-                    h5o.copy(sgrp.id, name, dgrp.id, name, lcpl=_lcpl(info.cset))
+                    _ocopy(sgrp, dgrp, name, info.cset, child)
                     self._advance_copied(child)
                     continue
                 gcpl = oid.get_create_plist()
@@ -163,7 +163,7 @@ class _Repacker:
                 tgt = self.targets.get(key)
                 if tgt is None or not tgt.changed:
                     t0 = time.perf_counter()
-                    h5o.copy(sgrp.id, name, dgrp.id, name, lcpl=_lcpl(info.cset))
+                    _ocopy(sgrp, dgrp, name, info.cset, child)
                     if tgt is not None:
                         if self.progress is not None:
                             self.progress("advance", tgt.raw_bytes)
@@ -173,7 +173,7 @@ class _Repacker:
                     continue
                 self._repack_dataset(h5py.Dataset(oid), dgrp, name, info.cset, tgt)
             else:
-                h5o.copy(sgrp.id, name, dgrp.id, name, lcpl=_lcpl(info.cset))
+                _ocopy(sgrp, dgrp, name, info.cset, child)
 
     def _wanted(self, path: str) -> bool:
         return any(t.path == path or t.path.startswith(path + "/") for t in self.targets.values())
@@ -191,11 +191,29 @@ class _Repacker:
         if self.progress is not None:
             self.progress("dataset", describe(tgt, self.pool._max_workers))
         writer = _Writer(src_ds, dgrp, name, _lcpl(cset), tgt, self.planner, self.pool, self.buffer, self.progress)
-        writer.run()
+        try:
+            writer.run()
+        except (CcpError, OSError):
+            raise
+        except Exception as exc:  # one line naming the dataset, never an internal error
+            if low.is_enospc(exc):
+                raise
+            raise CcpError(f"{tgt.path}: could not be repacked ({tgt.method} path): {_h5_message(exc)}; "
+                           f"nothing written") from exc
         _copy_attrs(src_ds, writer.dst)
         stored = writer.dst.id.get_storage_size()
         self.results.append(tgt.result(new_stored_bytes=stored, seconds=time.perf_counter() - t0,
                                        hyperslabs=writer.slabs))
+
+
+def _ocopy(sgrp, dgrp, name: bytes, cset: int, path: str) -> None:
+    """H5Ocopy of one object; a failure is one line naming it (HDF5's reason in it)."""
+    try:
+        h5o.copy(sgrp.id, name, dgrp.id, name, lcpl=_lcpl(cset))
+    except (ValueError, RuntimeError, KeyError, TypeError) as exc:
+        if low.is_enospc(exc):
+            raise
+        raise CcpError(f"{path}: HDF5 cannot copy it: {_h5_message(exc)}; nothing written") from exc
 
 
 def _ancestors(path: str):

@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 from repack_helpers import CRIS
 
+from ccp.errors import CcpError
 from ccp.repack import repack
 from ccp.repack.options import parse_options
 
@@ -60,7 +61,8 @@ def test_interrupted_repack_leaves_no_out_and_keeps_an_old_out(rich, tmp_path, e
                 raise exc("stop")
 
     o = parse_options([f"{CRIS}:CHUNK=1x6x3x17"], [f"{CRIS}:GZIP=6"])
-    with pytest.raises(exc):
+    # KeyboardInterrupt goes through; any other failure inside a dataset is one line naming it
+    with pytest.raises(exc if exc is KeyboardInterrupt else CcpError):
         repack(rich, out, o.layouts, o.filters, progress=progress, buffer_bytes=2 * 1224)
     assert out.read_bytes() == b"previous output"
     assert leftovers(tmp_path) == []
@@ -74,7 +76,7 @@ def test_failure_in_a_worker_cleans_up(rich, tmp_path, monkeypatch):
 
     monkeypatch.setattr(copy_mod, "_encode_chunk", boom)
     o = parse_options([f"{CRIS}:CHUNK=1x6x3x17"], [f"{CRIS}:GZIP=6"])
-    with pytest.raises(ValueError, match="encoder broke"):
+    with pytest.raises(CcpError, match=f"{CRIS}: could not be repacked .*encoder broke"):  # one line, not internal
         repack(rich, tmp_path / "out.h5", o.layouts, o.filters)
     assert not (tmp_path / "out.h5").exists() and leftovers(tmp_path) == []
 
@@ -215,3 +217,23 @@ def test_disk_full_mid_write_is_one_line_and_leaves_nothing(small_tmpfs, eight_m
     one_line_error(cli("-q", *opts, eight_mib, small_tmpfs / "out.h5"), "no space left")
     assert list(small_tmpfs.iterdir()) == []
     assert digest(eight_mib) == before
+
+
+def test_an_object_hdf5_cannot_copy_is_named_in_one_line(rich, tmp_path, monkeypatch):
+    from ccp.repack import tree
+
+    real_h5o = tree.h5o
+
+    class FailingH5o:  # h5py.h5o whose copy of /contig fails as HDF5 does, in two lines
+        def __getattr__(self, name):
+            return getattr(real_h5o, name)
+
+        @staticmethod
+        def copy(src, name, dst, dname, **kw):
+            if name == b"contig":
+                raise RuntimeError("Unable to copy object (something odd)\nsecond line")
+            return real_h5o.copy(src, name, dst, dname, **kw)
+
+    monkeypatch.setattr(tree, "h5o", FailingH5o())
+    one_line_error(cli(rich, tmp_path / "out.h5"), "/contig: HDF5 cannot copy it: Unable to copy object")
+    assert not (tmp_path / "out.h5").exists() and leftovers(tmp_path) == []
