@@ -65,13 +65,13 @@ def _check_paths(src, dst, dry_run: bool) -> tuple[str, str]:
     if not os.path.exists(src):
         raise CcpError(f"input file {src} does not exist")
     if os.path.isdir(src):
-        raise CcpError(f"input {src} is a folder, not an HDF5 file")
+        raise CcpError(f"input {src} is a folder, not an HDF5 file; to repack the HDF5 files in it, give -o OUTDIR")
     if not h5py.is_hdf5(src):
         raise CcpError(f"input file {src} is not an HDF5 file")
     if os.path.abspath(src) == os.path.abspath(dst) or (os.path.exists(dst) and os.path.samefile(src, dst)):
         raise ConfigError("OUT", f"output {dst} is the input file; write to another file")
     if os.path.isdir(dst):
-        raise ConfigError("OUT", f"output {dst} is a folder")
+        raise ConfigError("OUT", f"output {dst} is a folder; to write {os.path.basename(src)} into it, give -o {dst}")
     parent = os.path.dirname(os.path.abspath(dst))
     if not dry_run and not os.path.isdir(parent):
         raise ConfigError("OUT", f"folder {parent} does not exist")

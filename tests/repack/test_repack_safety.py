@@ -124,12 +124,14 @@ def test_cli(rich, tmp_path):
     (["IN", "IN"], "is the input"),
     (["MISSING", "OUT"], "does not exist"),
     (["--buffer", "lots", "IN", "OUT"], "--buffer"),
+    (["IN", "DIR"], "give -o"),
+    (["DIR", "OUT"], "give -o OUTDIR"),
 ])
 def test_cli_errors_are_one_line_exit_2(rich, tmp_path, args, needle):
     from ccp.cli import main
 
     args = [str(rich) if a == "IN" else str(tmp_path / "out.h5") if a == "OUT" else
-            str(tmp_path / "missing.h5") if a == "MISSING" else a for a in args]
+            str(tmp_path / "missing.h5") if a == "MISSING" else str(tmp_path) if a == "DIR" else a for a in args]
     r = CliRunner().invoke(main, ["repack", *args])
     assert r.exit_code == 2, r.output
     lines = [line for line in r.output.splitlines() if line.strip()]
