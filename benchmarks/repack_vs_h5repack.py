@@ -57,7 +57,7 @@ def ccp_command() -> list[str]:
     """`ccp repack` if the CLI has it, else the same command through `python -m ccp.repack`."""
     ccp = Path(sys.executable).with_name("ccp")
     if ccp.exists():
-        r = subprocess.run([str(ccp), "repack", "--help"], capture_output=True, text=True)
+        r = subprocess.run([str(ccp), "repack", "--help"], check=False, capture_output=True, text=True)
         if r.returncode == 0:
             return [str(ccp), "repack"]
     return [sys.executable, "-m", "ccp.repack"]
@@ -65,7 +65,7 @@ def ccp_command() -> list[str]:
 
 def timed(cmd: list[str]) -> float:
     t0 = time.perf_counter()
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    r = subprocess.run(cmd, check=False, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     if r.returncode != 0:
         sys.exit(f"failed ({r.returncode}): {' '.join(cmd)}\n{r.stdout}{r.stderr}")
@@ -85,7 +85,7 @@ print(os.waitstatus_to_exitcode(status), time.perf_counter() - t0, usage.ru_maxr
 
 def peak_rss(cmd: list[str]) -> tuple[float, float]:
     """(seconds, peak RSS in MiB) of one command (wait4's ru_maxrss of that process)."""
-    r = subprocess.run([sys.executable, "-c", _LAUNCHER, *cmd], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-c", _LAUNCHER, *cmd], check=False, capture_output=True, text=True)
     try:
         code, wall, rss = r.stdout.split()
     except ValueError:
@@ -135,7 +135,7 @@ def speed(work: Path, rounds: int, extra: list[str], zlib_too: bool = True) -> N
     from ccp.repack.codecs import resolve_deflate_engine
 
     print(f"ccp repack's gzip engine (--deflate auto): {resolve_deflate_engine('auto')}")
-    ver = subprocess.run([h5repack, "--version"], capture_output=True, text=True).stdout.strip()
+    ver = subprocess.run([h5repack, "--version"], check=False, capture_output=True, text=True).stdout.strip()
     print(f"{ver}; ccp: {' '.join(cmds['ccp repack'][:2 if cmds['ccp repack'][1] == 'repack' else 3])}")
     for name, cmd in cmds.items():
         print(f"  {name}: {' '.join(cmd)}")

@@ -11,7 +11,8 @@ _EXPORTS = {
     "DEFAULT_BUFFER_BYTES": "ccp.repack.plan", "SlabPlan": "ccp.repack.plan", "plan_slabs": "ccp.repack.plan",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = ["DEFAULT_BUFFER_BYTES", "DatasetResult", "Layout", "RepackOptions", "RepackResult", "SlabPlan",
+           "parse_options", "plan_slabs", "repack", "repack_dataset"]
 
 
 def __getattr__(name):

@@ -12,6 +12,7 @@ Examples:
   ccp repack -l /All_Data/CrIS-SDR_All/ES_ImaginaryLW:CHUNK=1x30x9x717 in.h5 out.h5
   ccp repack -l /d:CHUNK=1x30x9x717 -f /d:SHUF -f /d:GZIP=6 in.h5 out.h5
   ccp repack -f zstd:3 --dry-run in.h5 out.h5
+  ccp repack -f GZIP=6 granules/*.h5 -o repacked/     (many files, in parallel)
 
 \b
 Layouts (-l [DSET[,DSET...]:]LAYOUT, h5repack syntax):
@@ -26,7 +27,8 @@ Without DSET: an option applies to every dataset; a dataset's own options win.
 gzip, shuffle, fletcher32 and bzip2 (zstd with the zstandard package) are encoded
 in parallel threads and written as raw chunks; other filters, contiguous/compact
 layouts and non-numeric datatypes go through the HDF5 library (one thread).
-The output appears under OUT only when complete."""
+Values move in their file datatypes (compound, variable-length, references...: exactly);
+references are remapped to the copies. The output appears under OUT only when complete."""
 
 
 def _format_change(d) -> list[str]:
@@ -50,8 +52,11 @@ def _format_change(d) -> list[str]:
 
 
 @click.command("repack", epilog=EPILOG)
-@click.argument("infile", metavar="IN")
-@click.argument("outfile", metavar="OUT")
+@click.argument("paths", nargs=-1, required=True, metavar="IN... [OUT]")
+@click.option("-o", "--out-dir", "out_dir", metavar="OUTDIR",
+              help="Repack every IN (files, or folders of HDF5 files) into OUTDIR under its own name, in parallel.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, metavar="N",
+              help="With -o: files repacked at once (default: the number of CPUs).")
 @click.option("-l", "--layout", "layouts", multiple=True, metavar="[DSET:]LAYOUT",
               help="New layout, h5repack syntax: DSET:CHUNK=1x30x9x717, DSET:CONTI, CHUNK=... for all datasets.")
 @click.option("-f", "--filter", "filters", multiple=True, metavar="[DSET:]FILTER",
@@ -60,29 +65,46 @@ def _format_change(d) -> list[str]:
 @click.option("--buffer", "buffer", default="32MiB", show_default=True, metavar="SIZE",
               help="Hyperslab buffer: each read/write step holds at most this much data.")
 @click.option("--threads", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Encoder threads (default: the number of CPUs).")
+              help="Encoder threads (default: the number of CPUs; 1 per file with -o).")
 @click.option("--deflate", type=click.Choice(["auto", "zlib", "libdeflate"]), default="auto", show_default=True,
               help="gzip encoder of the fast path: zlib writes the very bytes HDF5 would; libdeflate (pip install "
                    "deflate) is ~3x faster with equally valid, usually smaller streams; auto = libdeflate if installed.")
 @click.option("--dry-run", is_flag=True, help="Show what would change per dataset, with a storage estimate; write nothing.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
-def repack_command(infile, outfile, layouts, filters, buffer, threads, deflate, dry_run, quiet):
+def repack_command(paths, out_dir, jobs, layouts, filters, buffer, threads, deflate, dry_run, quiet):
     """Copy IN to OUT with new chunking and/or filters for some datasets (like h5repack, faster).
 
     Everything else in the file (groups, attributes, links, other datasets) is copied as it is;
-    changed datasets keep their shape, maximum shape, datatype and fill value. IN is never modified.
+    changed datasets keep their shape, maximum shape, datatype and fill value; every value is
+    copied exactly. IN is never modified. With -o OUTDIR, any number of IN files (or folders of
+    them) are repacked in parallel, each to OUTDIR/its name.
     """
-    import os
-
     from ccp.errors import ConfigError
-    from ccp.repack.copy import repack
     from ccp.repack.options import parse_options
-    from ccp.units import format_bytes, format_seconds, parse_size
+    from ccp.units import parse_size
 
     opts = parse_options(layouts, filters)
     buffer_bytes = parse_size(buffer, "--buffer")
     if buffer_bytes <= 0:
         raise ConfigError("--buffer", "must be > 0")
+    if out_dir is not None:
+        from ccp.repack.many import repack_many
+
+        repack_many(paths, out_dir, opts, buffer_bytes=buffer_bytes, jobs=jobs, threads=threads or 1,
+                    deflate=deflate, dry_run=dry_run, quiet=quiet, echo=click.echo)
+        return
+    if len(paths) != 2:
+        raise ConfigError("IN OUT", f"expected one IN and one OUT, got {len(paths)} path(s); "
+                          "for several inputs give -o OUTDIR")
+    _repack_one(paths[0], paths[1], opts, buffer_bytes, threads, deflate, dry_run, quiet)
+
+
+def _repack_one(infile, outfile, opts, buffer_bytes, threads, deflate, dry_run, quiet):
+    import os
+
+    from ccp.repack.copy import repack
+    from ccp.units import format_bytes, format_seconds
+
     bar = None
     state = {"total": 0}
 
@@ -138,6 +160,11 @@ def repack_command(infile, outfile, layouts, filters, buffer, threads, deflate, 
         click.echo(f"{d.path}: {d.old_layout} {d.old_filters} -> {d.new_layout} {d.new_filters}, "
                    f"{format_bytes(d.old_stored_bytes)} -> {format_bytes(d.new_stored_bytes)} "
                    f"in {format_seconds(d.seconds)} ({how})")
+    for d in kept:
+        for note in d.notes:
+            click.echo(f"{d.path}: {note}")
+    for note in result.notes:
+        click.echo(note)
     click.echo(f"{os.path.basename(result.src)} ({format_bytes(result.in_bytes)}) -> {result.dst} "
                f"({format_bytes(result.out_bytes)}) in {format_seconds(result.seconds)}: "
                f"{len(changed)} dataset(s) repacked, {len(kept)} copied, "

@@ -23,7 +23,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ccp.config.filters import FILTER_HELP, FilterPipeline, FilterStep, check_available, parse_filters
+from ccp.config.filters import (
+    FILTER_HELP,
+    FilterPipeline,
+    FilterStep,
+    check_available,
+    parse_filters,
+)
 from ccp.errors import ConfigError
 from ccp.units import shape_str
 

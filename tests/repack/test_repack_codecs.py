@@ -13,9 +13,9 @@ from ccp.repack import codecs
     ((1000,), (777,), "u1"), ((50, 33), (7, 9), ">f4"), ((5000,), (3001,), "<i2"), ((13,), (13,), "u1"),
     ((1,), (1,), "u1"), ((3,), (3,), "u1"), ((7,), (3,), "S3"), ((4, 5), (3, 3), "<f8"), ((721 * 3,), (721,), "u1"),
 ])
-@pytest.mark.parametrize("kw", [dict(fletcher32=True), dict(shuffle=True, fletcher32=True),
-                                dict(shuffle=True, compression="gzip"), dict(fletcher32=True, compression="gzip",
-                                                                               shuffle=True)])
+@pytest.mark.parametrize("kw", [{"fletcher32": True}, {"shuffle": True, "fletcher32": True},
+                                {"shuffle": True, "compression": "gzip"}, {"fletcher32": True, "compression": "gzip",
+                                                                               "shuffle": True}])
 def test_encoder_matches_hdf5(tmp_path, shape, chunks, dtype, kw):
     rng = np.random.default_rng(1)
     data = (rng.standard_normal(shape) * 1000).astype(dtype)
@@ -83,6 +83,6 @@ def test_bzip2_matches_plugin(tmp_path):
         flt = codecs.filters_of(ds.id.get_create_plist())
         enc, _ = codecs.encoder(flt, 8)
         dec, _ = codecs.decoder(flt, 8)
-        mask, raw = ds.id.read_direct_chunk((1000,))
+        _mask, raw = ds.id.read_direct_chunk((1000,))
         assert dec(raw) == data[1000:2000].tobytes()
         assert enc(data[1000:2000].tobytes()) == raw

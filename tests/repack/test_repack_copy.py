@@ -96,13 +96,13 @@ def test_global_options_reach_every_dataset_that_can_take_them(rich, tmp_path):
     res = run(rich, out, [], ["SHUF", "GZIP=4"])
     changed = {d.path: d for d in res.repacked}
     assert "/strings" in changed and changed["/strings"].method == "library"
-    assert "/compound" in changed and changed["/compound"].method == "library"
+    assert "/compound" in changed and changed["/compound"].method == "fast"  # fixed-size: its bytes move as they are
     assert changed[CRIS].method == "fast"
     assert "/scalar" not in changed and "/null" not in changed
     assert "/contig" in changed and changed["/contig"].new_layout == "33x21"  # chunked to take the filters
     expected = {}
     with h5py.File(out, "r") as f:
-        for path, d in changed.items():
+        for path in changed:
             expected[path] = (f[path].chunks, "shuffle+gzip:4")
     assert_same_file(rich, out, expected)
 
@@ -276,7 +276,7 @@ def test_object_and_region_references_point_at_the_copies(tmp_path, filters):
 def test_unfiltered_partial_edge_chunks_use_the_library(tmp_path):
     import ctypes
 
-    from ccp.repack.copy import _hdf5_library
+    from ccp.repack.lowlevel import library as _hdf5_library
 
     lib = _hdf5_library()
     if lib is None:
@@ -297,7 +297,7 @@ def test_unfiltered_partial_edge_chunks_use_the_library(tmp_path):
     assert d.method == "library" and "unfiltered" in d.reason
     res = run(src, tmp_path / "out2.h5", [], ["x:SHUF", "x:GZIP=2"])  # same chunks, new filters
     assert res.dataset("/x").method == "library"
-    from ccp.repack.copy import _unfiltered_edges
+    from ccp.repack.lowlevel import unfiltered_edges as _unfiltered_edges
 
     for path in (out, tmp_path / "out2.h5"):
         with h5py.File(path, "r") as f:
@@ -334,5 +334,5 @@ def test_h5diff_agrees(rich, tmp_path):
     out = tmp_path / "out.h5"
     run(rich, out, [f"{CRIS}:CHUNK=1x6x3x17", "/contig:CHUNK=8x8"], [f"{CRIS}:GZIP=6", "/floats:shuffle+gzip:1"])
     for path in (CRIS, "/contig", "/floats", "/All_Data/CrIS-SDR_All/ints"):
-        r = subprocess.run([h5diff, str(rich), str(out), path, path], capture_output=True, text=True)
+        r = subprocess.run([h5diff, str(rich), str(out), path, path], check=False, capture_output=True, text=True)
         assert r.returncode == 0, r.stdout + r.stderr

@@ -3,7 +3,14 @@
 import pytest
 
 from ccp.errors import ConfigError
-from ccp.repack.options import CONTIGUOUS, COMPACT, Layout, parse_filter_option, parse_layout_option, parse_options
+from ccp.repack.options import (
+    COMPACT,
+    CONTIGUOUS,
+    Layout,
+    parse_filter_option,
+    parse_layout_option,
+    parse_options,
+)
 
 D = "/All_Data/CrIS-SDR_All/ES_ImaginaryLW"
 

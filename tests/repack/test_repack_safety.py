@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 from repack_helpers import CRIS
 
+from ccp.errors import CcpError
 from ccp.repack import repack
 from ccp.repack.options import parse_options
 
@@ -60,21 +61,22 @@ def test_interrupted_repack_leaves_no_out_and_keeps_an_old_out(rich, tmp_path, e
                 raise exc("stop")
 
     o = parse_options([f"{CRIS}:CHUNK=1x6x3x17"], [f"{CRIS}:GZIP=6"])
-    with pytest.raises(exc):
+    # KeyboardInterrupt goes through; any other failure inside a dataset is one line naming it
+    with pytest.raises(exc if exc is KeyboardInterrupt else CcpError):
         repack(rich, out, o.layouts, o.filters, progress=progress, buffer_bytes=2 * 1224)
     assert out.read_bytes() == b"previous output"
     assert leftovers(tmp_path) == []
 
 
 def test_failure_in_a_worker_cleans_up(rich, tmp_path, monkeypatch):
-    import ccp.repack.copy as copy_mod
+    import ccp.repack.chunks as copy_mod
 
     def boom(*a, **k):
         raise ValueError("encoder broke")
 
     monkeypatch.setattr(copy_mod, "_encode_chunk", boom)
     o = parse_options([f"{CRIS}:CHUNK=1x6x3x17"], [f"{CRIS}:GZIP=6"])
-    with pytest.raises(ValueError, match="encoder broke"):
+    with pytest.raises(CcpError, match=f"{CRIS}: could not be repacked .*encoder broke"):  # one line, not internal
         repack(rich, tmp_path / "out.h5", o.layouts, o.filters)
     assert not (tmp_path / "out.h5").exists() and leftovers(tmp_path) == []
 
@@ -122,14 +124,118 @@ def test_cli(rich, tmp_path):
     (["IN", "IN"], "is the input"),
     (["MISSING", "OUT"], "does not exist"),
     (["--buffer", "lots", "IN", "OUT"], "--buffer"),
+    (["IN", "DIR"], "give -o"),
+    (["DIR", "OUT"], "give -o OUTDIR"),
 ])
 def test_cli_errors_are_one_line_exit_2(rich, tmp_path, args, needle):
     from ccp.cli import main
 
     args = [str(rich) if a == "IN" else str(tmp_path / "out.h5") if a == "OUT" else
-            str(tmp_path / "missing.h5") if a == "MISSING" else a for a in args]
+            str(tmp_path / "missing.h5") if a == "MISSING" else str(tmp_path) if a == "DIR" else a for a in args]
     r = CliRunner().invoke(main, ["repack", *args])
     assert r.exit_code == 2, r.output
     lines = [line for line in r.output.splitlines() if line.strip()]
     assert len(lines) == 1 and needle in lines[0], r.output
     assert not (tmp_path / "out.h5").exists()
+
+
+def one_line_error(r, needle):
+    lines = [line for line in r.output.splitlines() if line.strip()]
+    assert r.exit_code == 2, r.output
+    assert len(lines) == 1 and needle in lines[0], r.output
+    assert "internal error" not in r.output
+
+
+def cli(*args):
+    from ccp.cli import main
+
+    return CliRunner().invoke(main, ["repack", *map(str, args)])
+
+
+def test_write_protected_out_is_refused(rich, tmp_path):
+    out = tmp_path / "out.h5"
+    out.write_bytes(b"keep me")
+    out.chmod(0o444)
+    one_line_error(cli(rich, out), "write-protected")
+    assert out.read_bytes() == b"keep me"
+
+
+def test_stale_temp_of_a_dead_repack_is_removed(rich, tmp_path):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    out = tmp_path / "out.h5"
+    stale = tmp_path / f"out.h5.ccp-tmp-{dead.pid}"
+    stale.write_bytes(b"half a file")
+    alive = tmp_path / f"out.h5.ccp-tmp-{os.getppid()}"  # a live process's temp is not ours to remove
+    alive.write_bytes(b"busy")
+    assert cli(rich, out).exit_code == 0
+    assert not stale.exists() and alive.exists() and out.exists()
+
+
+def test_too_little_free_space_is_refused_before_writing(rich, tmp_path, monkeypatch):
+    import ccp.repack.copy as copy_mod
+
+    class Tiny:
+        f_bavail, f_frsize = 10, 4096
+
+    monkeypatch.setattr(copy_mod.os, "statvfs", lambda path: Tiny())
+    one_line_error(cli(rich, tmp_path / "out.h5"), "only 40 KiB is free")
+    assert not (tmp_path / "out.h5").exists() and leftovers(tmp_path) == []
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("a 5 MiB tmpfs needs root (mount -t tmpfs)")
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=5m", "tmpfs", str(mnt)], check=False, capture_output=True)
+    if r.returncode:
+        pytest.skip(f"cannot mount a tmpfs here: {r.stderr.decode(errors='replace').strip()}")
+    yield mnt
+    subprocess.run(["umount", str(mnt)], check=False)
+
+
+@pytest.fixture
+def eight_mib(tmp_path):
+    src = tmp_path / "big.h5"
+    with h5py.File(src, "w") as f:
+        f.create_dataset("x", data=np.random.default_rng(0).random((1000, 1000)), chunks=(100, 1000))
+    return src
+
+
+def test_full_disk_is_refused_up_front(small_tmpfs, eight_mib):
+    one_line_error(cli(eight_mib, small_tmpfs / "out.h5"), "is free")
+    assert list(small_tmpfs.iterdir()) == []
+
+
+@pytest.mark.parametrize("opts", [[], ["-l", "CHUNK=50x1000", "-f", "SHUF"], ["-f", "GZIP=1"]],
+                         ids=["no-option", "fast-path", "gzip"])
+def test_disk_full_mid_write_is_one_line_and_leaves_nothing(small_tmpfs, eight_mib, monkeypatch, opts):
+    import ccp.repack.copy as copy_mod
+
+    monkeypatch.setattr(copy_mod, "_check_free_space", lambda *a: None)  # another writer filled the disk meanwhile
+    before = digest(eight_mib)
+    one_line_error(cli("-q", *opts, eight_mib, small_tmpfs / "out.h5"), "no space left")
+    assert list(small_tmpfs.iterdir()) == []
+    assert digest(eight_mib) == before
+
+
+def test_an_object_hdf5_cannot_copy_is_named_in_one_line(rich, tmp_path, monkeypatch):
+    from ccp.repack import tree
+
+    real_h5o = tree.h5o
+
+    class FailingH5o:  # h5py.h5o whose copy of /contig fails as HDF5 does, in two lines
+        def __getattr__(self, name):
+            return getattr(real_h5o, name)
+
+        @staticmethod
+        def copy(src, name, dst, dname, **kw):
+            if name == b"contig":
+                raise RuntimeError("Unable to copy object (something odd)\nsecond line")
+            return real_h5o.copy(src, name, dst, dname, **kw)
+
+    monkeypatch.setattr(tree, "h5o", FailingH5o())
+    one_line_error(cli(rich, tmp_path / "out.h5"), "/contig: HDF5 cannot copy it: Unable to copy object")
+    assert not (tmp_path / "out.h5").exists() and leftovers(tmp_path) == []

@@ -1,0 +1,336 @@
+"""Writing one changed dataset: the fast path (raw chunks, Python codecs in threads) and the
+library path (hyperslabs in the file datatype through HDF5)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import deque
+
+import h5py
+import numpy as np
+from h5py import h5d, h5p
+
+from ccp.errors import CcpError
+from ccp.repack import codecs
+from ccp.repack import lowlevel as low
+from ccp.repack.decide import _h5_message, _layout_of, _Planner, _Target
+from ccp.repack.plan import chunks_in, plan_slabs
+
+# ------------------------------------------------------------------ reading the source
+
+class _SourceReader:
+    """Hyperslabs of the source dataset in its file representation (byte order kept)."""
+
+    def __init__(self, ds, pool, cache_budget: int):
+        self.ds = ds
+        self.pool = pool
+        self.tid = low.file_type(ds.id.get_type())
+        self.itemsize = self.tid.get_size()
+        # values are bytes here: numpy never interprets them, so no type mapping can change one
+        # (an unsigned integer of the same size when there is one: numpy copies those faster, bit for bit)
+        self.dtype = np.dtype(f"u{self.itemsize}" if self.itemsize in (1, 2, 4, 8) else f"V{self.itemsize}")
+        self.shape = ds.shape
+        dcpl = ds.id.get_create_plist()
+        self.fill = low.fill_bytes(dcpl, self.tid).view(self.dtype).reshape(())
+        self.chunks = ds.chunks
+        self.decode = None
+        self.why_library = ""
+        self.cache: dict = {}
+        self.cache_bytes = 0
+        self.cache_budget = cache_budget
+        self.allocated: set = set()
+        self.sparse = False
+        # a contiguous dataset never written has no storage: it reads as its fill value, or (fill value
+        # undefined) not at all; the copy, not written either, reads back the same
+        self.unwritten = dcpl.get_layout() == h5d.CONTIGUOUS and ds.id.get_storage_size() == 0
+        if self.chunks is None or dcpl.get_layout() != h5d.CHUNKED:
+            self.why_library = f"{_layout_of(dcpl, ds)} source"
+            return
+        if ds.id.get_storage_size() and ds.id.get_num_chunks():
+            def add(info):
+                self.allocated.add(tuple(info.chunk_offset))
+            ds.id.chunk_iter(add)
+        self.total_chunks = math.prod(-(-d // c) for d, c in zip(self.shape, self.chunks))
+        self.sparse = len(self.allocated) < self.total_chunks
+        if low.unfiltered_edges(dcpl):
+            self.why_library = "its partial edge chunks are stored unfiltered"
+            return
+        if low.has_vlen(self.tid) or low.has_reference(self.tid):
+            self.why_library = "variable-length data or references live outside the chunks"
+            return
+        self.decode, self.why_library = codecs.decoder(codecs.filters_of(dcpl), self.itemsize,
+                                                       math.prod(self.chunks) * self.itemsize)
+
+    @property
+    def python_decoded(self) -> bool:
+        return self.decode is not None
+
+    def read_library(self, slab) -> np.ndarray:
+        """A hyperslab read by HDF5 with the file datatype as memory type: the stored bytes
+        (variable-length data as memory sequences of the same base type: free with release())."""
+        return low.read_slab(self.ds.id, self.tid, slab.slices).view(self.dtype)
+
+    def release(self, arr) -> None:
+        low.reclaim(self.tid, arr)
+
+    def region_allocated(self, start, count) -> bool:
+        """Whether any source chunk under this region is allocated (chunked sources)."""
+        if self.unwritten:
+            return False
+        if not self.sparse:
+            return True
+        ranges = [range((s // c) * c, s + n, c) for s, n, c in zip(start, count, self.chunks)]
+        return any(off in self.allocated for off in itertools.product(*ranges))
+
+    def _decode_chunk(self, raw, mask):
+        data = self.decode(raw, mask)
+        need = math.prod(self.chunks) * self.itemsize
+        if len(data) != need:
+            raise CcpError(f"{self.ds.name}: a decoded chunk has {len(data)} bytes, expected {need}")
+        return np.frombuffer(data, dtype=self.dtype).reshape(self.chunks)
+
+    def _decode_place(self, raw, mask, arr, dst_sl, src_sl, keep: bool):
+        chunk = self._decode_chunk(raw, mask)
+        arr[dst_sl] = chunk[src_sl]
+        return chunk if keep else None
+
+    def read(self, slab, slab_index: int, plan) -> np.ndarray:
+        """The slab's data; source chunks read raw here and decoded in the pool, a few at a time.
+
+        Source chunks that later hyperslabs need too are kept decoded (within ``cache_budget``).
+        """
+        if self.decode is None:
+            return self.read_library(slab)
+        arr = np.empty(slab.count, dtype=self.dtype)
+        dsid = self.ds.id
+        chunk_bytes = math.prod(self.chunks) * self.itemsize
+        inflight: deque = deque()
+        limit = 2 * self.pool._max_workers + 2
+
+        def finish(item):
+            off, fut, last = item
+            chunk = fut.result()
+            if chunk is not None:
+                self.cache[off] = (chunk, last)
+
+        for off in chunks_in(slab, self.chunks):
+            lo = tuple(max(o, s) for o, s in zip(off, slab.start))
+            hi = tuple(min(o + c, s + n, d) for o, c, s, n, d in zip(off, self.chunks, slab.start, slab.count, self.shape))
+            dst_sl = tuple(slice(a - s, b - s) for a, b, s in zip(lo, hi, slab.start))
+            src_sl = tuple(slice(a - o, b - o) for a, b, o in zip(lo, hi, off))
+            cached = self.cache.get(off)
+            if cached is not None:
+                arr[dst_sl] = cached[0][src_sl]
+            elif off not in self.allocated:
+                arr[dst_sl] = self.fill
+            else:
+                while len(inflight) >= limit:
+                    finish(inflight.popleft())
+                last = self._last_slab(off, plan)
+                keep = last > slab_index and self.cache_bytes + chunk_bytes <= self.cache_budget
+                if keep:
+                    self.cache_bytes += chunk_bytes
+                mask, raw = dsid.read_direct_chunk(off)
+                inflight.append((off, self.pool.submit(self._decode_place, raw, mask, arr, dst_sl, src_sl, keep), last))
+                del raw
+        while inflight:
+            finish(inflight.popleft())
+        for off in [o for o, (_, last) in self.cache.items() if last <= slab_index]:
+            del self.cache[off]
+            self.cache_bytes -= chunk_bytes
+        return arr
+
+    def _last_slab(self, off, plan) -> int:
+        end = tuple(min(o + c, d) - 1 for o, c, d in zip(off, self.chunks, self.shape))
+        return plan.slab_index(end)
+
+
+# ------------------------------------------------------------------ writing one dataset
+
+def _encode_chunk(arr, sl, chunk_shape, fill, encode):
+    part = arr[sl]
+    if part.shape != chunk_shape:
+        buf = np.empty(chunk_shape, dtype=arr.dtype)
+        buf[...] = fill
+        buf[tuple(slice(0, n) for n in part.shape)] = part
+    else:
+        buf = np.ascontiguousarray(part)
+    return encode(buf.reshape(-1).view(np.uint8))
+
+
+def _recode_chunk(reader, raw, mask, encode):
+    data = reader.decode(raw, mask)
+    return encode(data)
+
+
+class _Writer:
+    """Runs the fast or library path for one changed dataset."""
+
+    def __init__(self, src_ds, dst_group, name: bytes, lcpl, tgt: _Target, planner: _Planner, pool,
+                 buffer_bytes: int, progress):
+        self.src = src_ds
+        self.tgt = tgt
+        self.pool = pool
+        self.buffer = buffer_bytes
+        self.progress = progress
+        self.threads = pool._max_workers
+        dcpl = planner.make_dcpl(src_ds, tgt.new_layout, None if tgt.keep_filters else tgt.new_pipeline)
+        tid = src_ds.id.get_type()
+        self.tid = low.file_type(tid)
+        if tid.committed():
+            tid = tid.copy()
+            tgt.notes.append("its named datatype is now stored in the dataset (same type, no longer shared)")
+        try:
+            dsid = h5d.create(dst_group.id, name, tid, src_ds.id.get_space(), dcpl=dcpl, lcpl=lcpl)
+        except Exception as exc:  # noqa: BLE001 - HDF5 says why in its message
+            raise CcpError(f"{tgt.path}: HDF5 cannot create it as {tgt.new_layout.spec} with filters "
+                           f"{tgt.new_pipeline.spec}: {_h5_message(exc)}") from None
+        self.dsid = dsid
+        self.dst = h5py.Dataset(dsid)
+        self.slabs = 0
+
+    def advance(self, nbytes):
+        if self.progress is not None and nbytes:
+            self.progress("advance", int(nbytes))
+
+    def run(self) -> None:
+        tgt = self.tgt
+        if tgt.shape == ():
+            dcpl = self.src.id.get_create_plist()
+            if dcpl.get_layout() == h5d.CONTIGUOUS and self.src.id.get_storage_size() == 0:
+                return  # never written: nothing to copy (see _SourceReader.unwritten)
+            buf = low.read_slab(self.src.id, self.tid, ())
+            try:
+                low.write_slab(self.dsid, self.tid, (), buf)
+            finally:
+                low.reclaim(self.tid, buf)
+            self.slabs = 1
+            self.advance(tgt.raw_bytes)
+            return
+        if tgt.raw_bytes == 0 and tgt.shape and 0 in tgt.shape:
+            return
+        if tgt.method == "fast":
+            self.run_fast()
+        else:
+            self.run_library()
+
+    # -------------------------------------------------- library path
+    def run_library(self):
+        tgt = self.tgt
+        chunks = tgt.new_layout.chunks if tgt.new_layout.kind == "chunked" else None
+        plan = plan_slabs(tgt.shape, chunks, max(1, tgt.itemsize), self.buffer)
+        if chunks is not None:
+            # keep a whole destination chunk in the chunk cache while element blocks fill it
+            chunk_bytes = math.prod(chunks) * tgt.itemsize
+            dapl = h5p.create(h5p.DATASET_ACCESS)
+            dapl.set_chunk_cache(1009, max(chunk_bytes + 1024 * 1024, 2 * 1024 * 1024), 1.0)
+            parent = self.dst.parent
+            name = self.dst.name.rsplit("/", 1)[-1].encode("utf-8", "surrogateescape")
+            self.dsid.close()
+            self.dsid = h5d.open(parent.id, name, dapl=dapl)
+            self.dst = h5py.Dataset(self.dsid)
+        reader = _SourceReader(self.src, self.pool, self.buffer // 2)
+        src_plan = plan if plan.mode != "elements-in-chunk" else None
+        for i, slab in enumerate(plan):
+            self.slabs += 1
+            if (reader.sparse or reader.unwritten) and not reader.region_allocated(slab.start, slab.count):
+                # nothing stored there: the copy reads back the same fill value (or, undefined, nothing)
+                self.advance(slab.size * tgt.itemsize)
+                continue
+            if reader.python_decoded and src_plan is not None:
+                arr = reader.read(slab, i, src_plan)
+            else:
+                arr = reader.read_library(slab)
+            try:
+                low.write_slab(self.dsid, self.tid, slab.slices, arr)
+            finally:
+                reader.release(arr)
+            self.advance(slab.size * tgt.itemsize)
+
+    # -------------------------------------------------- fast path
+    def run_fast(self):
+        tgt = self.tgt
+        chunks = tgt.new_layout.chunks
+        encode, why = codecs.encoder(codecs.filters_of(self.dsid.get_create_plist()), tgt.itemsize, tgt.deflate)
+        if encode is None:  # pragma: no cover - _method checked the pipeline already
+            tgt.method, tgt.reason = "library", why
+            return self.run_library()
+        reader = _SourceReader(self.src, self.pool, self.buffer // 2)
+        if reader.python_decoded and tuple(self.src.chunks) == tuple(chunks):
+            return self.run_recode(reader, encode)
+        if not reader.python_decoded:
+            tgt.notes.append(f"source read through the library ({reader.why_library})")
+        plan = plan_slabs(tgt.shape, chunks, tgt.itemsize, self.buffer)
+        fill = reader.fill
+        # a few encoded chunks per thread in flight: enough to keep every thread busy, little memory
+        max_pending = 2 * self.threads + 2
+        pending: deque = deque()
+        dsid = self.dsid
+
+        def write_ready(block_until: int):
+            while pending and (len(pending) > block_until or pending[0][1].done()):
+                off, fut, nbytes = pending.popleft()
+                dsid.write_direct_chunk(off, fut.result(), 0)
+                self.advance(nbytes)
+
+        try:
+            for i, slab in enumerate(plan):
+                if (reader.sparse or reader.unwritten) and not reader.region_allocated(slab.start, slab.count):
+                    self.advance(slab.size * tgt.itemsize)
+                    self.slabs += 1
+                    continue
+                if reader.python_decoded:
+                    arr = reader.read(slab, i, plan)
+                else:
+                    arr = reader.read_library(slab)
+                self.slabs += 1
+                for off in chunks_in(slab, chunks):
+                    count = tuple(min(c, d - o) for c, d, o in zip(chunks, tgt.shape, off))
+                    nbytes = math.prod(count) * tgt.itemsize
+                    if reader.sparse and not reader.region_allocated(off, count):
+                        self.advance(nbytes)
+                        continue
+                    sl = tuple(slice(o - s, o - s + n) for o, s, n in zip(off, slab.start, count))
+                    fut = self.pool.submit(_encode_chunk, arr, sl, chunks, fill, encode)
+                    pending.append((off, fut, nbytes))
+                    write_ready(max_pending)
+                # finish this hyperslab before reading the next: one hyperslab in memory at a time
+                write_ready(0)
+                del arr
+        finally:
+            for _, fut, _ in pending:
+                fut.cancel()
+
+    def run_recode(self, reader, encode):
+        """Same chunk grid, new filters: each allocated chunk is decoded and re-encoded alone."""
+        tgt = self.tgt
+        chunks = tgt.new_layout.chunks
+        # a few encoded chunks per thread in flight: enough to keep every thread busy, little memory
+        max_pending = 2 * self.threads + 2
+        pending: deque = deque()
+        src_id, dsid = self.src.id, self.dsid
+        offsets = sorted(o for o in reader.allocated if all(x < d for x, d in zip(o, tgt.shape)))
+        skipped = tgt.raw_bytes
+        try:
+            for off in offsets:
+                count = tuple(min(c, d - o) for c, d, o in zip(chunks, tgt.shape, off))
+                mask, raw = src_id.read_direct_chunk(off)
+                pending.append((off, self.pool.submit(_recode_chunk, reader, raw, mask, encode),
+                                math.prod(count) * tgt.itemsize))
+                while pending and (len(pending) > max_pending or pending[0][1].done()):
+                    o, fut, nbytes = pending.popleft()
+                    dsid.write_direct_chunk(o, fut.result(), 0)
+                    self.advance(nbytes)
+                    skipped -= nbytes
+            while pending:
+                o, fut, nbytes = pending.popleft()
+                dsid.write_direct_chunk(o, fut.result(), 0)
+                self.advance(nbytes)
+                skipped -= nbytes
+            self.slabs = len(offsets)
+            self.advance(skipped)
+        finally:
+            for _, fut, _ in pending:
+                fut.cancel()
+

@@ -1,0 +1,305 @@
+"""Two HDF5 files hold the same things: value by value, in the file datatypes.
+
+Used by the tests and the differential benchmark to check a repack. Values are read with
+each object's file datatype as memory type (:mod:`ccp.repack.lowlevel`), so nothing is
+compared through a numpy dtype: fixed-size values compare as their stored bytes;
+variable-length data compares element by element; a reference compares as the path of the
+object it points at (and, for a region reference, the selection), since copies live at
+other addresses.
+
+``differences(a, b)`` lists what differs (empty: the same). Layout and filters may differ
+when ``layouts_may_differ`` (a repack with options); datatypes, shapes, maximum shapes,
+fill values, attributes, links, link order and time tracking may not.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+
+import h5py
+from h5py import h5, h5a, h5d, h5l, h5o, h5p, h5s, h5t, h5z
+
+from ccp.repack import lowlevel as low
+from ccp.repack.plan import plan_slabs
+
+_SLAB_BYTES = 8 * 1024 * 1024
+
+
+class _Names:
+    """Object addresses of one file -> a path (the first found)."""
+
+    def __init__(self, f: h5py.File):
+        self.f = f
+        self.paths = {h5o.get_info(f.id).addr: "/"}
+
+        def visit(name, info):
+            self.paths.setdefault(info.addr, "/" + name.decode("utf-8", "surrogateescape"))
+
+        h5o.visit(f.id, visit, info=True)
+
+    def obj(self, addr: int):
+        return None if addr == 0 else self.paths.get(addr, f"<unreachable {addr}>")
+
+    def region(self, raw: bytes):
+        if raw == bytes(len(raw)):
+            return None
+        lib = low.library()
+        ref = ctypes.create_string_buffer(raw, len(raw))
+        oid = lib.H5Rdereference2(self.f.id.id, low.H5P_DEFAULT, low.H5R_DATASET_REGION1, ref)
+        if oid < 0:
+            return "<bad region reference>"
+        info = low._ObjInfo()
+        lib.H5Oget_info3(oid, ctypes.byref(info), 0x0001)
+        lib.H5Oclose(oid)
+        sid = lib.H5Rget_region(self.f.id.id, low.H5R_DATASET_REGION1, ref)
+        space = h5s.SpaceID(sid)
+        kind = space.get_select_type()
+        if kind == h5s.SEL_HYPERSLABS:
+            sel = space.get_select_hyper_blocklist().tolist()
+        elif kind == h5s.SEL_POINTS:
+            sel = space.get_select_elem_pointlist().tolist()
+        else:
+            sel = None
+        return (self.obj(int.from_bytes(bytes(info.token)[:8], "little")), space.shape, kind, sel)
+
+
+def _canon(tid, raw: bytes, names: _Names):
+    """One element (its memory form after a read in the file type) as a comparable value."""
+    if not low.has_vlen(tid) and not low.has_reference(tid):
+        return raw
+    cls = tid.get_class()
+    if cls == h5t.COMPOUND:
+        out = []
+        for i in range(tid.get_nmembers()):
+            mt = tid.get_member_type(i)
+            off = tid.get_member_offset(i)
+            out.append(_canon(mt, raw[off:off + mt.get_size()], names))
+        return tuple(out)
+    if cls == h5t.ARRAY:
+        base = tid.get_super()
+        size = base.get_size()
+        n = len(raw) // size
+        return [_canon(base, raw[k * size:(k + 1) * size], names) for k in range(n)]
+    if cls == h5t.VLEN:
+        base = tid.get_super()
+        size = base.get_size()
+        length, ptr = struct.unpack("<QQ", raw[:16])
+        data = ctypes.string_at(ptr, length * size) if length and ptr else b""
+        return [_canon(base, data[k * size:(k + 1) * size], names) for k in range(length)]
+    if cls == h5t.STRING:
+        (ptr,) = struct.unpack("<Q", raw[:8])
+        return None if ptr == 0 else ctypes.string_at(ptr)
+    if cls == h5t.REFERENCE:
+        if tid.equal(h5t.STD_REF_OBJ):
+            return ("obj", names.obj(struct.unpack("<Q", raw[:8])[0]))
+        if tid.equal(h5t.STD_REF_DSETREG):
+            return ("region", names.region(raw))
+        return ("new-reference", raw)
+    return raw  # pragma: no cover
+
+
+def _values(buf, tid, names: _Names):
+    if buf is None:
+        return None
+    if not low.has_vlen(tid) and not low.has_reference(tid):
+        return buf.tobytes()
+    size = tid.get_size()
+    flat = buf.reshape(-1).view("u1").reshape(-1, size)
+    return [_canon(tid, row.tobytes(), names) for row in flat]
+
+
+def _type_text(tid) -> str:
+    try:
+        return str(tid.dtype)
+    except Exception:  # noqa: BLE001 - types h5py cannot map
+        return f"class {tid.get_class()} size {tid.get_size()}"
+
+
+class _Diff:
+    def __init__(self, a: h5py.File, b: h5py.File, layouts_may_differ: bool):
+        self.a, self.b = a, b
+        self.na, self.nb = _Names(a), _Names(b)
+        self.layouts_may_differ = layouts_may_differ
+        self.out: list[str] = []
+
+    def note(self, text: str) -> None:
+        self.out.append(text)
+
+    def attrs(self, path: str, oa, ob) -> None:
+        names_a = [h5a.open(oa, index=i).get_name() for i in range(h5a.get_num_attrs(oa))]
+        names_b = [h5a.open(ob, index=i).get_name() for i in range(h5a.get_num_attrs(ob))]
+        if sorted(names_a) != sorted(names_b):
+            self.note(f"{path}: attributes {sorted(names_a)} != {sorted(names_b)}")
+            return
+        for name in names_a:
+            aa, ab = h5a.open(oa, name), h5a.open(ob, name)
+            ta, tb = low.file_type(aa.get_type()), low.file_type(ab.get_type())
+            where = f"{path} attribute {name.decode(errors='replace')}"
+            if not ta.equal(tb):
+                self.note(f"{where}: type {_type_text(ta)} != {_type_text(tb)}")
+                continue
+            if aa.shape != ab.shape or aa.get_space().get_simple_extent_type() != ab.get_space().get_simple_extent_type():
+                self.note(f"{where}: shape {aa.shape} != {ab.shape}")
+                continue
+            ba, bb = low.read_attr(aa, ta), low.read_attr(ab, tb)
+            try:
+                if _values(ba, ta, self.na) != _values(bb, tb, self.nb):
+                    self.note(f"{where}: values differ")
+            finally:
+                if ba is not None:
+                    low.reclaim(ta, ba)
+                if bb is not None:
+                    low.reclaim(tb, bb)
+
+    def dataset(self, path: str, da, db) -> None:
+        ta, tb = low.file_type(da.get_type()), low.file_type(db.get_type())
+        if not ta.equal(tb):
+            self.note(f"{path}: type {_type_text(ta)} != {_type_text(tb)}")
+            return
+        sa, sb = da.get_space(), db.get_space()
+        if sa.get_simple_extent_type() != sb.get_simple_extent_type() or da.shape != db.shape:
+            self.note(f"{path}: shape {da.shape} != {db.shape}")
+            return
+        if sa.get_simple_extent_type() == h5s.SIMPLE and sa.get_simple_extent_dims(True) != sb.get_simple_extent_dims(True):
+            self.note(f"{path}: maxshape differs")
+        pa, pb = da.get_create_plist(), db.get_create_plist()
+        if pa.fill_value_defined() != pb.fill_value_defined():
+            self.note(f"{path}: fill value defined {pa.fill_value_defined()} != {pb.fill_value_defined()}")
+        elif low.fill_bytes(pa, ta).tobytes() != low.fill_bytes(pb, tb).tobytes():
+            self.note(f"{path}: fill value differs")
+        if pa.get_fill_time() != pb.get_fill_time():
+            self.note(f"{path}: fill time differs")
+        if not self.layouts_may_differ:
+            if pa.get_layout() != pb.get_layout() or (pa.get_layout() == h5d.CHUNKED and pa.get_chunk() != pb.get_chunk()):
+                self.note(f"{path}: layout differs")
+            fa = [pa.get_filter(i)[:3] for i in range(pa.get_nfilters())]
+            fb = [pb.get_filter(i)[:3] for i in range(pb.get_nfilters())]
+            if [f[0] for f in fa] != [f[0] for f in fb]:
+                self.note(f"{path}: filters {fa} != {fb}")
+        if sa.get_simple_extent_type() == h5s.NULL:
+            return
+        if pa.get_layout() == h5d.CHUNKED and any(not h5z.filter_avail(pa.get_filter(i)[0])
+                                                  for i in range(pa.get_nfilters())):
+            return self._same_raw_chunks(path, da, db)
+        shape = da.shape
+        if shape and 0 in shape:
+            return
+        if pa.fill_value_defined() == h5d.FILL_VALUE_UNDEFINED or pa.get_fill_time() == h5d.FILL_TIME_NEVER:
+            # unwritten elements have no defined value: compare what is allocated in the source only
+            if pa.get_layout() == h5d.CHUNKED and da.get_num_chunks() < _total_chunks(shape, pa.get_chunk()):
+                return self._chunked_written_only(path, da, db, ta, pa.get_chunk())
+            if da.get_storage_size() == 0:
+                return
+        slabs = [()] if not shape else [s.slices for s in plan_slabs(shape, None, ta.get_size(), _SLAB_BYTES)]
+        for slices in slabs:
+            if not self._same_slab(da, db, ta, tb, slices):
+                self.note(f"{path}: values differ in {slices}")
+                return
+
+    def _same_slab(self, da, db, ta, tb, slices) -> bool:
+        ba, bb = low.read_slab(da, ta, slices), low.read_slab(db, tb, slices)
+        try:
+            return _values(ba, ta, self.na) == _values(bb, tb, self.nb)
+        finally:
+            low.reclaim(ta, ba)
+            low.reclaim(tb, bb)
+
+    def _same_raw_chunks(self, path, da, db) -> None:
+        """A filter HDF5 cannot decode here: the stored chunks must be the same bytes."""
+        chunks_a, chunks_b = [], []
+        da.chunk_iter(lambda info: chunks_a.append(tuple(info.chunk_offset)))
+        db.chunk_iter(lambda info: chunks_b.append(tuple(info.chunk_offset)))
+        if sorted(chunks_a) != sorted(chunks_b):
+            self.note(f"{path}: allocated chunks differ (undecodable filter)")
+            return
+        pb = db.get_create_plist()
+        if [pb.get_filter(i)[0] for i in range(pb.get_nfilters())] != [
+                da.get_create_plist().get_filter(i)[0] for i in range(da.get_create_plist().get_nfilters())]:
+            self.note(f"{path}: filters changed on a dataset whose filter cannot be decoded")
+            return
+        for off in chunks_a:
+            if da.read_direct_chunk(off) != db.read_direct_chunk(off):
+                self.note(f"{path}: raw chunk at {off} differs (undecodable filter)")
+                return
+
+    def _chunked_written_only(self, path, da, db, ta, chunks) -> None:
+        offsets = []
+        da.chunk_iter(lambda info: offsets.append(tuple(info.chunk_offset)))
+        for off in offsets:
+            sl = tuple(slice(o, min(o + c, d)) for o, c, d in zip(off, chunks, da.shape))
+            if not self._same_slab(da, db, ta, low.file_type(db.get_type()), sl):
+                self.note(f"{path}: values differ in the chunk at {off}")
+                return
+
+    def group(self, path: str, ga, gb) -> None:
+        la, lb = _links(ga), _links(gb)
+        if [n for n, _ in la] != [n for n, _ in lb]:
+            self.note(f"{path}: links {[n for n, _ in la]} != {[n for n, _ in lb]}")
+            return
+        for (name, ia), (_, ib) in zip(la, lb):
+            child = ("/" if path == "/" else path + "/") + name.decode("utf-8", "surrogateescape")
+            if ia.type != ib.type:
+                self.note(f"{child}: link type {ia.type} != {ib.type}")
+                continue
+            if ia.type in (h5l.TYPE_SOFT, h5l.TYPE_EXTERNAL):
+                if ga.links.get_val(name) != gb.links.get_val(name):
+                    self.note(f"{child}: link value differs")
+                continue
+
+    def run(self) -> list[str]:
+        seen: dict = {}
+        todo = [("/", h5o.open(self.a.id, b"/"), h5o.open(self.b.id, b"/"))]
+        while todo:
+            path, oa, ob = todo.pop(0)
+            ia, ib = h5o.get_info(oa), h5o.get_info(ob)
+            if ia.addr in seen:
+                if seen[ia.addr] != ib.addr:
+                    self.note(f"{path}: a hard link to {self.na.obj(ia.addr)} became a separate object")
+                continue
+            seen[ia.addr] = ib.addr
+            if ia.type != ib.type:
+                self.note(f"{path}: object type {ia.type} != {ib.type}")
+                continue
+            if low.tracks_times(oa) != low.tracks_times(ob):
+                self.note(f"{path}: time tracking {low.tracks_times(oa)} != {low.tracks_times(ob)}")
+            self.attrs(path, oa, ob)
+            if ia.type == h5o.TYPE_DATASET:
+                self.dataset(path, oa, ob)
+            elif ia.type == h5o.TYPE_GROUP:
+                self.group(path, oa, ob)
+                for name, info in _links(oa):
+                    if info.type == h5l.TYPE_HARD and name in {n for n, _ in _links(ob)}:
+                        child = ("/" if path == "/" else path + "/") + name.decode("utf-8", "surrogateescape")
+                        todo.append((child, h5o.open(oa, name), h5o.open(ob, name)))
+            elif ia.type == h5o.TYPE_NAMED_DATATYPE and not oa.equal(ob):
+                self.note(f"{path}: named datatype differs")
+        return self.out
+
+
+def _total_chunks(shape, chunks) -> int:
+    n = 1
+    for d, c in zip(shape, chunks):
+        n *= -(-d // c)
+    return n
+
+
+def _links(gid) -> list:
+    order = gid.get_create_plist().get_link_creation_order()
+    idx = h5.INDEX_CRT_ORDER if order & h5p.CRT_ORDER_TRACKED else h5.INDEX_NAME
+    names: list[bytes] = []
+    gid.links.iterate(names.append, idx_type=idx)
+    return [(n, gid.links.get_info(n)) for n in names]
+
+
+def differences(a, b, layouts_may_differ: bool = False) -> list[str]:
+    """What differs between HDF5 files ``a`` and ``b`` (paths); empty when they hold the same."""
+    try:
+        import hdf5plugin  # noqa: F401  (registers the plugin filters other writers use)
+    except ImportError:  # pragma: no cover
+        pass
+    with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:
+        return _Diff(fa, fb, layouts_may_differ).run()
+
+
+__all__ = ["differences"]

@@ -1,0 +1,510 @@
+"""Per-dataset decisions: which layout and filters, and which path writes a dataset.
+
+Pure with respect to the output: it reads the source and probes combinations in an
+in-memory file. Datatypes are judged by their HDF5 type, never only by a numpy dtype (h5py
+cannot map every type: 128-bit floats, H5T_TIME, ...).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+
+import h5py
+import numpy as np
+from h5py import h5d, h5f, h5o, h5p, h5s, h5t, h5z
+
+from ccp.config.filters import FilterPipeline, FilterStep, pipeline_from_dcpl
+from ccp.errors import CcpError, ConfigError
+from ccp.repack import codecs
+from ccp.repack import lowlevel as low
+from ccp.repack.options import COMPACT, CONTIGUOUS, Layout, as_layout, normalise_path
+from ccp.repack.results import DatasetResult
+from ccp.units import format_bytes, shape_str
+
+_FAST_KINDS = "iufbS"
+_MAX_CHUNK_BYTES = 2**32 - 1
+_GUESS_CHUNK_BYTES = 1024 * 1024
+
+
+def _layout_of(dcpl, ds) -> str:
+    kind = dcpl.get_layout()
+    if kind == h5d.CHUNKED:
+        return shape_str(ds.chunks)
+    if kind == h5d.COMPACT:
+        return "compact"
+    if kind == h5d.VIRTUAL:
+        return "virtual"
+    return "contiguous"
+
+
+def _as_layout_str(text: str) -> Layout | None:
+    if text == "contiguous":
+        return CONTIGUOUS
+    if text == "compact":
+        return COMPACT
+    if text == "virtual":
+        return None
+    return Layout("chunked", tuple(int(d) for d in text.split("x")))
+
+
+_CLASS_NAMES = {h5t.INTEGER: "integer", h5t.FLOAT: "float", h5t.TIME: "time", h5t.STRING: "string",
+                h5t.BITFIELD: "bitfield", h5t.OPAQUE: "opaque", h5t.COMPOUND: "compound", h5t.REFERENCE: "reference",
+                h5t.ENUM: "enum", h5t.VLEN: "vlen", h5t.ARRAY: "array"}
+
+
+def numpy_dtype(tid) -> np.dtype | None:
+    """h5py's numpy dtype for a type, or None when h5py cannot map it (128-bit floats, H5T_TIME ...)."""
+    try:
+        return tid.dtype
+    except Exception:  # noqa: BLE001 - h5py raises several kinds for types it cannot map
+        return None
+
+
+def type_label(tid) -> str:
+    """A short name for an HDF5 datatype, whether or not numpy can hold it."""
+    cls = tid.get_class()
+    size = tid.get_size()
+    if cls == h5t.STRING:
+        cset = "utf-8" if tid.get_cset() == h5t.CSET_UTF8 else "ascii"
+        return f"string({'vlen' if tid.is_variable_str() else size}, {cset})"
+    if cls == h5t.VLEN:
+        return f"vlen({type_label(tid.get_super())})"
+    if cls == h5t.ARRAY:
+        return f"array({type_label(tid.get_super())})"
+    if cls in (h5t.INTEGER, h5t.FLOAT):
+        dt = numpy_dtype(tid)
+        if dt is not None and dt.itemsize == size:
+            return dt.str
+    if cls in (h5t.COMPOUND, h5t.ENUM, h5t.REFERENCE):
+        return _CLASS_NAMES[cls]
+    return f"{_CLASS_NAMES.get(cls, f'class {cls}')}({8 * size}-bit)"
+
+
+def _fast_type(tid) -> bool:
+    """Fixed-size values without references: their chunks can be moved as bytes."""
+    return not low.has_vlen(tid) and not low.has_reference(tid) and tid.get_size() > 0
+
+
+def _guess_chunks(shape, maxshape, itemsize) -> tuple[int, ...]:
+    """Chunks for a dataset that gains filters but had none: <= 1 MiB, halving from the first dim."""
+    dims = [max(1, d if m is None or d else (m or 1)) for d, m in zip(shape, maxshape)]
+    dims = [min(d, m) if m is not None else d for d, m in zip(dims, maxshape)]
+    dims = [max(1, d) for d in dims]
+    i = 0
+    while math.prod(dims) * itemsize > _GUESS_CHUNK_BYTES and any(d > 1 for d in dims):
+        if dims[i % len(dims)] > 1:
+            dims[i % len(dims)] = -(-dims[i % len(dims)] // 2)
+        i += 1
+    return tuple(dims)
+
+
+def _pipeline(value, where: str) -> FilterPipeline:
+    if isinstance(value, FilterPipeline):
+        return value
+    if value is None:
+        return FilterPipeline()
+    from ccp.repack.options import _parse_filter_body
+
+    return FilterPipeline(_parse_filter_body(str(value), where))
+
+# ------------------------------------------------------------------ per-dataset decisions
+
+@dataclass
+class _Target:
+    path: str
+    key: tuple
+    shape: tuple | None
+    maxshape: tuple | None
+    dtype: np.dtype | None  # h5py's numpy dtype, None when it has none
+    label: str
+    itemsize: int
+    old_layout: str
+    old_pipeline: FilterPipeline
+    new_layout: Layout | None = None
+    new_pipeline: FilterPipeline | None = None
+    changed: bool = False
+    method: str = "copy"
+    reason: str = ""
+    notes: list = field(default_factory=list)
+    raw_bytes: int = 0
+    stored_bytes: int = 0
+    fast_dtype: bool = False
+    keep_filters: bool = False
+    deflate: str = "zlib"
+
+    def result(self, **kw) -> DatasetResult:
+        new_layout = self.new_layout.spec if (self.changed and self.new_layout) else self.old_layout
+        new_filters = self.new_pipeline.spec if (self.changed and self.new_pipeline is not None) else self.old_pipeline.spec
+        deflate = ""
+        if self.changed and self.new_pipeline is not None and any(s.name == "gzip" for s in self.new_pipeline.steps):
+            deflate = self.deflate if self.method == "fast" else "hdf5"
+        return DatasetResult(
+            deflate=deflate, path=self.path, action="repacked" if self.changed else "copied", method=self.method, reason=self.reason,
+            shape=self.shape, dtype=self.label, old_layout=self.old_layout, new_layout=new_layout,
+            old_filters=self.old_pipeline.spec, new_filters=new_filters, raw_bytes=self.raw_bytes,
+            old_stored_bytes=self.stored_bytes, notes=tuple(self.notes), **kw)
+
+
+_PLUGINS = {4: "h5py's bundled libaec (szip)", 305: "an HDF5 LZO plugin (PyTables writes it; hdf5plugin has none)", 32000: "h5py (lzf)", 32001: "hdf5plugin (Blosc)",
+            32026: "hdf5plugin (Blosc2)", 32015: "hdf5plugin (Zstd)", 32004: "hdf5plugin (LZ4)",
+            32008: "hdf5plugin (Bitshuffle)", 307: "hdf5plugin (BZip2)", 32017: "hdf5plugin (SZ)",
+            32013: "hdf5plugin (ZFP)", 32024: "hdf5plugin (SZ3)", 32018: "hdf5plugin (FCIDECOMP)"}
+
+
+def source_pipeline(dcpl) -> FilterPipeline:
+    """A dataset's filters as a ccp pipeline; without hdf5plugin, plugin filters by id (``id32026``)."""
+    try:
+        return pipeline_from_dcpl(dcpl)
+    except ImportError:
+        steps = []
+        for i in range(dcpl.get_nfilters()):
+            code, _flags, values, _name = dcpl.get_filter(i)
+            steps.append(FilterStep(f"id{code}", tuple(str(v) for v in values)))
+        return FilterPipeline(tuple(steps))
+
+
+def missing_filter(dcpl) -> str:
+    """'' when HDF5 can decode every filter of a dataset, else one sentence naming the first that it cannot."""
+    _load_plugins(dcpl)
+    for i in range(dcpl.get_nfilters()):
+        code, _flags, _values, name = dcpl.get_filter(i)
+        if not h5z.filter_avail(code):
+            label = name.decode(errors="replace") if isinstance(name, bytes) and name else f"filter {code}"
+            where = _PLUGINS.get(code, f"an HDF5 plugin for filter id {code} (HDF5_PLUGIN_PATH)")
+            return f"its filter {label!r} (id {code}) is not available to decode it; it is provided by {where}"
+    return ""
+
+
+def _load_plugins(dcpl) -> None:
+    """hdf5plugin registers its filters when imported: only then, and only for plugin filters."""
+    if any(dcpl.get_filter(i)[0] >= 256 and dcpl.get_filter(i)[0] != 32000 for i in range(dcpl.get_nfilters())):
+        try:
+            import hdf5plugin  # noqa: F401
+        except ImportError:  # pragma: no cover
+            pass
+
+
+def _python_encodable(pipeline: FilterPipeline) -> str:
+    """'' when every step has an exact Python encoder, else the reason."""
+    for step in pipeline.steps:
+        if step.name in ("gzip", "shuffle", "fletcher32", "bzip2"):
+            continue
+        if step.name == "zstd" and codecs._zstd_module() is not None:
+            continue
+        if step.name == "zstd":
+            return "zstd needs the zstandard package for a Python encoder"
+        return f"{step.name} has no Python encoder"
+    return ""
+
+
+class _Planner:
+    """Turns the options into a decision per dataset (pure with respect to the output file)."""
+
+    def __init__(self, src: h5py.File, layouts, filters, buffer_bytes: int, deflate: str = "zlib"):
+        self.src = src
+        self.deflate = deflate
+        self.buffer_bytes = buffer_bytes
+        self.layouts: dict = {}
+        self.filters: dict = {}
+        self.global_layout = None
+        self.global_filters = None
+        for key, value in (layouts or {}).items():
+            where = "-l" if key is None else f"-l {key}"
+            lay = as_layout(value, where)
+            if key is None:
+                self.global_layout = lay
+            else:
+                self.layouts[self._key_of(key, "-l")] = (lay, normalise_path(key))
+        for key, value in (filters or {}).items():
+            where = "-f" if key is None else f"-f {key}"
+            pipe = _pipeline(value, where)
+            if key is None:
+                self.global_filters = pipe
+            else:
+                self.filters[self._key_of(key, "-f")] = (pipe, normalise_path(key))
+        self._probe_file = None
+        self._probe_n = 0
+
+    def _key_of(self, name: str, opt: str) -> tuple:
+        path = normalise_path(name)
+        try:
+            obj = self.src.get(path)
+        except Exception:  # noqa: BLE001 - any lookup failure means "no such dataset"
+            obj = None
+        if obj is None:
+            raise ConfigError(f"{opt} {name}", f"no dataset {path} in {self.src.filename}")
+        if not isinstance(obj, h5py.Dataset):
+            raise ConfigError(f"{opt} {name}", f"{path} is a {type(obj).__name__.lower()}, not a dataset")
+        info = h5o.get_info(obj.id)
+        return (info.fileno, info.addr)
+
+    def close(self):
+        if self._probe_file is not None:
+            self._probe_file.close()
+            self._probe_file = None
+
+    def probe_file(self) -> h5py.File:
+        if self._probe_file is None:
+            fapl = h5p.create(h5p.FILE_ACCESS)
+            fapl.set_fapl_core(1024 * 1024, False)
+            fid = h5f.create(f"ccp-repack-probe-{os.getpid()}-{id(self)}.h5".encode(), h5f.ACC_TRUNC, fapl=fapl)
+            self._probe_file = h5py.File(fid)
+        return self._probe_file
+
+    def decide(self, path: str, key: tuple, ds: h5py.Dataset, options: bool = True) -> _Target:
+        """What happens to one dataset; ``options=False``: nothing (it is copied as it is)."""
+        dcpl = ds.id.get_create_plist()
+        shape = ds.shape
+        tid = ds.id.get_type()
+        itemsize = tid.get_size()
+        tgt = _Target(path=path, key=key, shape=shape, maxshape=ds.maxshape if shape is not None else None,
+                      dtype=numpy_dtype(tid), label=type_label(tid), itemsize=itemsize,
+                      old_layout=_layout_of(dcpl, ds), old_pipeline=source_pipeline(dcpl),
+                      raw_bytes=(math.prod(shape) * itemsize) if shape is not None else 0,
+                      stored_bytes=ds.id.get_storage_size(), fast_dtype=_fast_type(tid))
+        lay_req, l_explicit = self.layouts.get(key, (self.global_layout, None))
+        pipe_req, f_explicit = self.filters.get(key, (self.global_filters, None))
+        if (lay_req is None and pipe_req is None) or not options:
+            return tgt
+        explicit = l_explicit or f_explicit
+
+        def refuse(opt_path, opt, message):
+            if opt_path:
+                raise ConfigError(f"{opt} {opt_path}", message)
+            tgt.notes.append(f"kept as it is: {message}")
+            return tgt
+
+        if shape is None:
+            return refuse(explicit, "-l" if l_explicit else "-f", "has an empty (null) dataspace")
+        old = _as_layout_str(tgt.old_layout)
+        new_layout = lay_req if lay_req is not None else old
+        new_pipe = pipe_req if pipe_req is not None else tgt.old_pipeline
+        if not shape:
+            if (new_layout is None or new_layout.kind == "chunked") or not new_pipe.is_none:
+                if pipe_req is not None and not pipe_req.is_none:
+                    return refuse(f_explicit, "-f", "is a scalar: it cannot be chunked or filtered")
+                if lay_req is not None and lay_req.kind == "chunked":
+                    return refuse(l_explicit, "-l", "is a scalar: it cannot be chunked")
+                new_pipe = FilterPipeline()
+        elif lay_req is None and (old is None or old.kind != "chunked") and not new_pipe.is_none:
+            new_layout = Layout("chunked", _guess_chunks(shape, tgt.maxshape, itemsize))
+        if new_layout is not None and new_layout.kind == "chunked":
+            chunks = new_layout.chunks
+            if len(chunks) != len(shape):
+                if l_explicit:
+                    raise ConfigError(f"-l {l_explicit}", f"chunk {shape_str(chunks)} has rank {len(chunks)}, "
+                                      f"the dataset has rank {len(shape)} (shape {shape_str(shape)})")
+                tgt.notes.append(f"layout kept: chunk {shape_str(chunks)} has rank {len(chunks)}, dataset rank {len(shape)}")
+                new_layout = old
+                if new_layout is not None and new_layout.kind != "chunked" and not new_pipe.is_none:
+                    new_layout = Layout("chunked", _guess_chunks(shape, tgt.maxshape, itemsize))
+            else:
+                too_big = [i for i, (c, m) in enumerate(zip(chunks, tgt.maxshape)) if m is not None and c > m]
+                if too_big:
+                    if l_explicit:
+                        i = too_big[0]
+                        raise ConfigError(f"-l {l_explicit}", f"chunk dimension {i} is {chunks[i]}, larger than "
+                                          f"the fixed maximum size {tgt.maxshape[i]} (maxshape "
+                                          f"{'x'.join('inf' if m is None else str(m) for m in tgt.maxshape)})")
+                    clipped = tuple(min(c, m) if m is not None else c for c, m in zip(chunks, tgt.maxshape))
+                    if any(c == 0 for c in clipped):
+                        tgt.notes.append("layout kept: a fixed dimension of size 0 cannot be chunked")
+                        return tgt
+                    tgt.notes.append(f"chunk {shape_str(chunks)} clipped to {shape_str(clipped)} (fixed maxshape)")
+                    new_layout = Layout("chunked", clipped)
+        if new_layout is not None and new_layout.kind == "chunked":
+            if math.prod(new_layout.chunks) * itemsize > _MAX_CHUNK_BYTES:
+                raise ConfigError(f"-l {l_explicit or ''}".strip(), f"{path}: chunk {shape_str(new_layout.chunks)} is "
+                                  f"{format_bytes(math.prod(new_layout.chunks) * itemsize)}; HDF5 chunks must be < 4 GiB")
+        elif new_layout is not None:  # contiguous / compact
+            if tuple(tgt.maxshape) != tuple(shape):
+                ms = "x".join("inf" if m is None else str(m) for m in tgt.maxshape)
+                msg = f"has maxshape {ms}: a {new_layout.kind} dataset cannot be extended; use CHUNK=..."
+                if lay_req is not None:
+                    return refuse(l_explicit, "-l", msg)
+            if not new_pipe.is_none:
+                if pipe_req is not None and not pipe_req.is_none:
+                    where = f"-f {f_explicit}" if f_explicit else (f"-l {l_explicit}" if l_explicit else "-f")
+                    raise ConfigError(where, f"{path}: filters {new_pipe.spec} need a chunked layout, not {new_layout.kind}")
+                tgt.notes.append(f"filters {new_pipe.spec} removed: a {new_layout.kind} dataset cannot be filtered")
+                new_pipe = FilterPipeline()
+        else:  # virtual source, filters only
+            new_layout = Layout("chunked", _guess_chunks(shape, tgt.maxshape, itemsize))
+        if (old is None or old.kind != "chunked") and lay_req is None and new_layout.kind == "chunked":
+            tgt.notes.append(f"chunked {shape_str(new_layout.chunks)} to take filters {new_pipe.spec}")
+        if new_layout == old and new_pipe.spec == tgt.old_pipeline.spec:
+            tgt.notes.append("already in the requested layout and filters")
+            return tgt
+        missing = missing_filter(dcpl)
+        if missing:
+            return refuse(explicit, "-f" if f_explicit else "-l", f"{path}: {missing}")
+        tgt.keep_filters = new_pipe is tgt.old_pipeline and new_layout.kind == "chunked"
+        # let HDF5 judge the combination (filters that do not fit the datatype, compact too large ...)
+        try:
+            self.probe(ds, new_layout, None if tgt.keep_filters else new_pipe)
+        except CcpError as exc:
+            where = f"-f {f_explicit}" if f_explicit else (f"-l {l_explicit}" if l_explicit else "")
+            if explicit:
+                raise ConfigError(where, str(exc)) from None
+            tgt.notes.append(f"kept as it is: {exc}")
+            return tgt
+        tgt.new_layout, tgt.new_pipeline, tgt.changed = new_layout, new_pipe, True
+        tgt.method, tgt.reason = self._method(tgt)
+        tgt.deflate = self.deflate
+        return tgt
+
+    def rewrite_instead_of_copy(self, tgt: _Target, ds) -> None:
+        """H5Ocopy of a dataset whose fill value is variable-length (netCDF-4 string variables) writes a
+        fill value message that points into the source's global heap (HDF5 2.0): the copy cannot be
+        opened. Such a dataset is written through the library, in its own layout and filters."""
+        if tgt.changed or tgt.shape is None:
+            return
+        dcpl = ds.id.get_create_plist()
+        if dcpl.fill_value_defined() != h5d.FILL_VALUE_USER_DEFINED or not low.has_vlen(ds.id.get_type()):
+            return
+        old = _as_layout_str(tgt.old_layout)
+        if old is None or missing_filter(dcpl):
+            return
+        tgt.new_layout, tgt.new_pipeline, tgt.changed = old, tgt.old_pipeline, True
+        tgt.keep_filters = old.kind == "chunked"
+        tgt.method, tgt.reason = "library", "a variable-length fill value, which H5Ocopy would leave in the source's heap"
+
+    def _method(self, tgt: _Target) -> tuple[str, str]:
+        lay = tgt.new_layout
+        if not tgt.shape:
+            return "library", "scalar"
+        if lay.kind != "chunked":
+            return "library", f"{lay.kind} destination"
+        if not tgt.fast_dtype:
+            return "library", f"datatype {tgt.label}: HDF5 reads and writes it in its file type"
+        chunk_bytes = math.prod(lay.chunks) * tgt.itemsize
+        if chunk_bytes > self.buffer_bytes:
+            return "library", (f"chunk of {format_bytes(chunk_bytes)} is larger than the "
+                               f"{format_bytes(self.buffer_bytes)} buffer: element blocks")
+        why = _python_encodable(tgt.new_pipeline)
+        if why:
+            return "library", why
+        if low.unfiltered_edges(self.make_dcpl(self.src[tgt.path], lay, None if tgt.keep_filters else tgt.new_pipeline)):
+            return "library", "partial edge chunks stay unfiltered (H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS)"
+        return "fast", ""
+
+    def make_dcpl(self, ds, layout: Layout, pipeline: FilterPipeline | None):
+        """The source's creation properties with the new layout and filters (None: keep the source's)."""
+        src = ds.id.get_create_plist()
+        fresh = src.get_layout() == h5d.VIRTUAL or src.get_external_count() > 0
+        tid = ds.id.get_type()
+        dcpl = src if not fresh else _fresh_dcpl(src, tid)
+        # a re-opened dataset's plist always says "track times": the header knows (h5repack keeps them as they were)
+        dcpl.set_obj_track_times(low.tracks_times(ds.id))
+        opts = low.chunk_opts(src)  # H5Pset_chunk forgets them; keep them
+        if layout.kind == "chunked" and pipeline is None and not fresh:
+            dcpl.set_chunk(layout.chunks)
+            low.set_chunk_opts(dcpl, opts)
+            return dcpl
+        if dcpl.get_nfilters():
+            dcpl.remove_filter(0)  # H5Z_FILTER_ALL
+        if layout.kind == "chunked":
+            dcpl.set_chunk(layout.chunks)
+            low.set_chunk_opts(dcpl, opts)
+            pipeline.apply(dcpl, numpy_dtype(tid) if numpy_dtype(tid) is not None else np.dtype("V1"))
+            _plugins_optional(dcpl)
+        else:
+            dcpl.set_layout(h5d.CONTIGUOUS if layout.kind == "contiguous" else h5d.COMPACT)
+        return dcpl
+
+    def probe(self, ds, layout, pipeline):
+        f = self.probe_file()
+        self._probe_n += 1
+        name = f"p{self._probe_n}".encode()
+        try:
+            dcpl = self.make_dcpl(ds, layout, pipeline)
+            tid = ds.id.get_type()
+            tid = tid.copy() if tid.committed() else tid
+            dsid = h5d.create(f.id, name, tid, ds.id.get_space(), dcpl=dcpl)
+            dsid.close()
+            del f[name.decode()]
+        except CcpError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - HDF5 says why in its message
+            raise CcpError(f"HDF5 cannot create it as {layout.spec} with filters {pipeline.spec}: {_h5_message(exc)}") from None
+
+    def estimate(self, ds, tgt: _Target) -> int | None:
+        """Sampled estimate of the new storage size (bytes)."""
+        lay = tgt.new_layout
+        tid = low.file_type(ds.id.get_type())
+        if not tgt.fast_dtype:
+            return None
+        if lay.kind != "chunked":
+            return tgt.raw_bytes
+        chunks = lay.chunks
+        shape = tgt.shape
+        grid = tuple(-(-d // c) for d, c in zip(shape, chunks))
+        ngrid = math.prod(grid)
+        if ngrid == 0:
+            return 0
+        picks = sorted({0, ngrid // 2, max(0, ngrid - 2)})
+        f = self.probe_file()
+        raw = stored = 0
+        for p in picks:
+            idx = np.unravel_index(p, grid)
+            start = tuple(int(i) * c for i, c in zip(idx, chunks))
+            sl = tuple(slice(s, min(s + c, d)) for s, c, d in zip(start, chunks, shape))
+            data = low.read_slab(ds.id, tid, sl)
+            self._probe_n += 1
+            name = f"p{self._probe_n}"
+            dcpl = self.make_dcpl(ds, lay, None if tgt.keep_filters else tgt.new_pipeline)
+            space = h5s.create_simple(chunks, chunks)
+            dsid = h5d.create(f.id, name.encode(), tid, space, dcpl=dcpl)
+            probe = h5py.Dataset(dsid)
+            low.write_slab(dsid, tid, tuple(slice(0, n) for n in data.shape), data)
+            f.flush()
+            stored += probe.id.get_storage_size()
+            raw += math.prod(chunks) * tgt.itemsize
+            dsid.close()
+            del probe
+            del f[name]
+        allocated = ngrid
+        src_alloc_fraction = 1.0
+        if ds.chunks is not None:
+            total_src = math.prod(-(-d // c) for d, c in zip(shape, ds.chunks))
+            if total_src:
+                src_alloc_fraction = min(1.0, ds.id.get_num_chunks() / total_src)
+        allocated = math.ceil(ngrid * src_alloc_fraction)
+        return int(allocated * math.prod(chunks) * tgt.itemsize * (stored / raw)) if raw else 0
+
+
+def _plugins_optional(dcpl) -> None:
+    """Plugin filters as h5py and hdf5plugin add them: optional, so a chunk that a compressor
+    cannot shrink (blosc, lz4 ... return failure) is stored unfiltered instead of failing the write."""
+    filters = [dcpl.get_filter(i) for i in range(dcpl.get_nfilters())]
+    if not any(code >= 256 and not flags & h5z.FLAG_OPTIONAL for code, flags, _v, _n in filters):
+        return
+    dcpl.remove_filter(0)
+    for code, flags, values, _name in filters:
+        if code >= 256:
+            flags |= h5z.FLAG_OPTIONAL
+        dcpl.set_filter(code, flags, tuple(values))
+
+
+def _h5_message(exc) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text
+
+
+def _fresh_dcpl(src, tid):
+    dcpl = h5p.create(h5p.DATASET_CREATE)
+    try:
+        defined = src.fill_value_defined()
+        if defined == h5d.FILL_VALUE_USER_DEFINED:
+            fill = low.fill_bytes(src, tid)
+            low.library().H5Pset_fill_value(dcpl.id, tid.id, fill.ctypes.data)
+        elif defined == h5d.FILL_VALUE_UNDEFINED:
+            low.set_fill_undefined(dcpl, tid)
+        dcpl.set_fill_time(src.get_fill_time())
+        dcpl.set_attr_creation_order(src.get_attr_creation_order())
+    except Exception:  # noqa: BLE001, S110  # pragma: no cover - best effort for exotic plists
+        pass
+    return dcpl
+

@@ -1,0 +1,129 @@
+"""``ccp repack IN... -o OUTDIR``: many files in one invocation, in parallel processes.
+
+Users repack folders of thousands of small granules; one interpreter start per file costs more
+than the copy. Here the interpreter and h5py start once, and files are repacked by a pool of
+forked processes (one per CPU by default), each with one encoder thread. A file that fails is
+one line naming it; the others go on; the exit status is 2 if any failed.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import multiprocessing
+import os
+import time
+from dataclasses import dataclass
+
+from ccp.errors import CcpError, ConfigError
+
+
+@dataclass(frozen=True)
+class FileOutcome:
+    src: str
+    dst: str
+    ok: bool
+    message: str          # the error when not ok
+    repacked: int = 0
+    copied: int = 0
+    in_bytes: int = 0
+    out_bytes: int = 0
+    seconds: float = 0.0
+
+
+def expand_inputs(paths) -> list[str]:
+    """Files as given; a folder stands for its HDF5 files (not recursive), sorted by name."""
+    import h5py
+
+    out: list[str] = []
+    for p in paths:
+        p = os.fspath(p)
+        if os.path.isdir(p):
+            names = sorted(n for n in os.listdir(p) if os.path.isfile(os.path.join(p, n)) and ".ccp-tmp-" not in n)
+            found = [os.path.join(p, n) for n in names if h5py.is_hdf5(os.path.join(p, n))]
+            if not found:
+                raise ConfigError("IN", f"folder {p} holds no HDF5 file")
+            out.extend(found)
+        elif not os.path.exists(p):
+            raise ConfigError("IN", f"input file {p} does not exist")
+        else:
+            out.append(p)
+    return out
+
+
+def plan_outputs(inputs: list[str], out_dir: str) -> list[tuple[str, str]]:
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise ConfigError("-o", f"{out_dir} exists and is not a folder")
+    pairs, seen = [], {}
+    for src in inputs:
+        name = os.path.basename(src)
+        if name in seen:
+            raise ConfigError("IN", f"{seen[name]} and {src} would both be written to {os.path.join(out_dir, name)}")
+        seen[name] = src
+        dst = os.path.join(out_dir, name)
+        if os.path.abspath(dst) == os.path.abspath(src):
+            raise ConfigError("-o", f"{out_dir} is the folder of {src}: the output would replace the input")
+        pairs.append((src, dst))
+    return pairs
+
+
+def _one(job) -> FileOutcome:
+    src, dst, layouts, filters, buffer_bytes, threads, deflate, dry_run = job
+    from ccp.repack.copy import repack
+
+    try:
+        res = repack(src, dst, layouts, filters, buffer_bytes=buffer_bytes, threads=threads, deflate=deflate,
+                     dry_run=dry_run)
+    except CcpError as exc:
+        return FileOutcome(src, dst, False, str(exc))
+    except Exception as exc:  # noqa: BLE001 - one file's failure is that file's line, the others go on
+        return FileOutcome(src, dst, False, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+    return FileOutcome(src, dst, True, "", len(res.repacked), len(res.datasets) - len(res.repacked), res.in_bytes,
+                       res.out_bytes or 0, res.seconds)
+
+
+def repack_many(paths, out_dir, opts, *, buffer_bytes: int, jobs: int | None = None, threads: int = 1,
+                deflate: str = "auto", dry_run: bool = False, quiet: bool = False, echo=None) -> list[FileOutcome]:
+    """Repack every input into ``out_dir``; raises CcpError (exit 2) after the run if any file failed."""
+    from ccp.repack.codecs import resolve_deflate_engine
+    from ccp.units import format_bytes, format_seconds
+
+    if echo is None:
+        import click
+
+        echo = click.echo
+    out_dir = os.fspath(out_dir)
+    pairs = plan_outputs(expand_inputs(paths), out_dir)
+    resolve_deflate_engine(deflate)  # a bad engine is one error, not one per file
+    if not dry_run:
+        os.makedirs(out_dir, exist_ok=True)
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(pairs)))
+    work = [(src, dst, opts.layouts, opts.filters, buffer_bytes, threads, deflate, dry_run) for src, dst in pairs]
+    t0 = time.perf_counter()
+    outcomes: list[FileOutcome] = []
+
+    def report(o: FileOutcome):
+        outcomes.append(o)
+        if not o.ok:
+            echo(f"ccp: error: {o.src}: {o.message}", err=True)
+        elif not quiet:
+            echo(f"{o.src} -> {o.dst}: {o.repacked} dataset(s) repacked, {o.copied} copied, "
+                 f"{format_bytes(o.in_bytes)} -> {format_bytes(o.out_bytes)} in {format_seconds(o.seconds)}")
+
+    if jobs == 1:
+        for job in work:
+            report(_one(job))
+    else:
+        # fork: the workers start with ccp, h5py and numpy already imported
+        ctx = multiprocessing.get_context("fork")
+        with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+            for o in pool.map(_one, work, chunksize=max(1, len(work) // (jobs * 8))):
+                report(o)
+    seconds = time.perf_counter() - t0
+    failed = [o for o in outcomes if not o.ok]
+    if not quiet:
+        echo(f"{len(outcomes) - len(failed)} of {len(outcomes)} file(s) {'checked' if dry_run else 'repacked into ' + out_dir} "
+             f"in {format_seconds(seconds)} ({len(outcomes) / seconds if seconds else 0:.1f} files/s, "
+             f"{jobs} process{'es' if jobs != 1 else ''})")
+    if failed:
+        raise CcpError(f"{len(failed)} of {len(outcomes)} file(s) failed (each named above); the others are in {out_dir}")
+    return outcomes

@@ -1,0 +1,103 @@
+"""Filters written by other software: decoded, kept on untouched datasets, re-encodable; a missing one named."""
+
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from ccp.repack.compare import differences
+
+hdf5plugin = pytest.importorskip("hdf5plugin")
+
+FILTERS = {
+    "blosc-lz4": (32001, lambda: hdf5plugin.Blosc(cname="lz4", clevel=5, shuffle=hdf5plugin.Blosc.SHUFFLE)),
+    "blosc-zstd": (32001, lambda: hdf5plugin.Blosc(cname="zstd", clevel=3, shuffle=hdf5plugin.Blosc.BITSHUFFLE)),
+    "blosc2": (32026, lambda: hdf5plugin.Blosc2(cname="zstd", clevel=5, filters=hdf5plugin.Blosc2.SHUFFLE)),
+    "zstd": (32015, lambda: hdf5plugin.Zstd(clevel=4)),
+    "lz4": (32004, lambda: hdf5plugin.LZ4()),
+    "bitshuffle": (32008, lambda: hdf5plugin.Bitshuffle(cname="lz4")),
+    "bzip2": (307, lambda: hdf5plugin.BZip2(blocksize=5)),
+    "lzf": (32000, lambda: {"compression": "lzf"}),
+    "szip": (4, lambda: {"compression": "szip", "compression_opts": ("nn", 8)}),
+}
+
+
+def make(path, kind):
+    fid, make_filter = FILTERS[kind]
+    kw = make_filter()
+    kw = kw if isinstance(kw, dict) else dict(kw)
+    with h5py.File(path, "w") as f:
+        data = (np.arange(40 * 30, dtype="<f4").reshape(40, 30) % 17) * 0.5
+        f.create_dataset("x", data=data, chunks=(16, 30), **kw)
+        f.create_dataset("i", data=np.arange(500, dtype=">i4"), chunks=(64,), **kw)
+        f.create_dataset("plain", data=np.arange(5))
+    return fid
+
+
+def filter_ids(path, name):
+    with h5py.File(path, "r") as f:
+        dcpl = f[name].id.get_create_plist()
+        return [dcpl.get_filter(i)[0] for i in range(dcpl.get_nfilters())], dcpl
+
+
+def cli(*args):
+    from ccp.cli import main
+
+    return CliRunner().invoke(main, ["repack", *map(str, args)])
+
+
+@pytest.mark.parametrize("kind", FILTERS)
+def test_other_writers_filters(tmp_path, kind):
+    src = tmp_path / "in.h5"
+    fid = make(src, kind)
+    # untouched: the filter and its parameters stay as the writer set them
+    out = tmp_path / "plain.h5"
+    assert cli(src, out).exit_code == 0
+    assert differences(src, out) == []
+    ids, dcpl = filter_ids(out, "x")
+    assert ids == [fid]
+    assert filter_ids(src, "x")[1].get_filter(0)[2] == dcpl.get_filter(0)[2]  # same cd_values
+    # re-encoded as asked
+    out = tmp_path / "gzip.h5"
+    r = cli("-f", "GZIP=6", src, out)
+    assert r.exit_code == 0, r.output
+    assert differences(src, out, layouts_may_differ=True) == []
+    assert filter_ids(out, "x")[0] == [1]
+    # rechunked: the writer's filter is kept
+    out = tmp_path / "chunk.h5"
+    r = cli("-l", "/x:CHUNK=8x10", src, out)
+    assert r.exit_code == 0, r.output
+    assert differences(src, out, layouts_may_differ=True) == []
+    assert filter_ids(out, "x")[0] == [fid]
+
+
+SCRIPT = """
+import sys
+sys.modules["hdf5plugin"] = None  # as if it were not installed
+sys.argv = ["ccp", "repack", *sys.argv[1:]]
+from ccp.cli import main
+main()
+"""
+
+
+def test_unavailable_filter_is_named_with_its_plugin(tmp_path):
+    src = tmp_path / "in.h5"
+    make(src, "blosc2")
+    env_cmd = [sys.executable, "-c", SCRIPT]
+    out = tmp_path / "out.h5"
+    r = subprocess.run([*env_cmd, "-f", "/x:GZIP=6", str(src), str(out)], check=False, capture_output=True, text=True,
+                       env={"PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join(sys.path)})
+    lines = [line for line in (r.stdout + r.stderr).splitlines() if line.strip()]
+    assert r.returncode == 2 and len(lines) == 1, r.stdout + r.stderr
+    assert "/x" in lines[0] and "32026" in lines[0] and "hdf5plugin" in lines[0]
+    assert not out.exists()
+    # untouched, or under an all-dataset option: copied as it is, with a note naming the plugin
+    r = subprocess.run([*env_cmd, "-f", "GZIP=6", str(src), str(out)], check=False, capture_output=True, text=True,
+                       env={"PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join(sys.path)})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "hdf5plugin (Blosc2)" in r.stdout and "internal error" not in r.stderr
+    assert filter_ids(out, "x")[0] == [32026]
+    assert differences(src, out, layouts_may_differ=True) == []
