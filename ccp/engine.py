@@ -99,6 +99,72 @@ def check_layouts(cells, source) -> None:
                            f"{_one_line(exc)}") from None
 
 
+def _bar(fraction: float, width: int = 20) -> str:
+    done = max(0, min(width, int(round(fraction * width))))
+    return "[" + "#" * done + "." * (width - done) + "]"
+
+
+def _predicted_seconds(cells, source, calibration, passes: int) -> list:
+    """Each cell's predicted measuring time (all its passes), from the model without its work file; None if unknown."""
+    from ccp.plan import predict_cell
+
+    out = []
+    for cell in cells:
+        try:
+            t = predict_cell(cell, source, calibration)["predicted_time_s"] if calibration is not None else None
+        except Exception:  # noqa: BLE001 -- an estimate for the progress line only
+            t = None
+        out.append(t * passes if t is not None and t == t else None)
+    return out
+
+
+class EtaClock:
+    """The progress line's ETA: the model's predicted time of each cell, corrected by measured/predicted so far.
+
+    Averaging the cells already done misleads when one cell dominates (a 13-minute cell after ten 0.3 s
+    ones showed "ETA 3.72 s"); the model knows each cell's cost before it starts.
+    """
+
+    def __init__(self, predicted: list):
+        self.predicted = predicted
+        self.measured_s = 0.0
+        self.predicted_s = 0.0
+        self.started = time.perf_counter()
+        self.cell_started = self.started
+        self.done: set = set()
+        self.current = None
+
+    @property
+    def ratio(self) -> float:
+        return min(max(self.measured_s / self.predicted_s, 0.05), 20.0) if self.predicted_s > 0 else 1.0
+
+    def start_cell(self, predicted_time_s, passes: int) -> None:
+        """The running cell's own prediction (with its work file's chunk sizes) replaces the estimate."""
+        self.cell_started = time.perf_counter()
+        ok = predicted_time_s is not None and predicted_time_s == predicted_time_s
+        self.current = predicted_time_s * passes if ok else None
+
+    def cell_done(self, k: int, elapsed_s) -> None:
+        self.done.add(k)
+        p = self.predicted[k] if k < len(self.predicted) else None
+        if p and elapsed_s is not None and elapsed_s == elapsed_s:
+            self.measured_s += float(elapsed_s)
+            self.predicted_s += p
+
+    def describe(self, k: int) -> str:
+        in_cell = time.perf_counter() - self.cell_started
+        own = self.predicted[k] if k < len(self.predicted) else None
+        own = self.current if self.current is not None else own
+        if own is None:
+            return ""
+        cell_left = max(own * self.ratio - in_cell, 0.0)
+        rest = [p for j, p in enumerate(self.predicted) if j > k]
+        sweep_left = cell_left + sum(p for p in rest if p) * self.ratio
+        unknown = sum(p is None for p in rest)
+        more = f" + {unknown} cells unpredicted" if unknown else ""
+        return f" | cell {format_seconds(cell_left)} left, sweep {format_seconds(sweep_left)}{more} (model ETA)"
+
+
 def _status_line(text: str, tty: bool, stream) -> None:
     if tty:
         width = shutil.get_terminal_size((100, 20)).columns
@@ -178,6 +244,7 @@ def run_sweep(sweep_path, *, out: Path | None = None, quick: bool = False, resul
     store = RunStore(run_dir)
     doc = sweep_as_dict(sweep)
     doc["quick"] = quick
+    doc["scale"] = scale
     settings = run_settings(sweep, quick=quick, scale=scale)
     store.check(sweep.name, source.identity, settings)          # before anything is written
     check_free(work_dir, _disk_needed(sweep, source, cells, work_dir), f"sweep {sweep.name!r} (its work files and traces)")
@@ -205,7 +272,6 @@ def _run_locked(sweep, source, cells, store: RunStore, doc, settings, work_dir: 
          f"{sweep.repeats} timed pass(es) each{', cold' if sweep.cold else ''}{'' if quick else ' + 1 traced pass'}; "
          f"results in {run_dir}")
     failed = 0
-    t_start = time.perf_counter()
     from ccp.plan import traps
     calibration = _calibration([c.filters for c in cells], source, sweep, wd)
 
@@ -216,9 +282,18 @@ def _run_locked(sweep, source, cells, store: RunStore, doc, settings, work_dir: 
         ok = row["status"] in FINISHED
         failed += not ok
         extrap = row["status"] == "extrapolated"
-        detail = (f"{format_seconds(row['time_s'])}" + (f" (extrapolated from {row['fraction_measured']:.1%} of the requests)"
-                  if extrap else "") + (f", raw reads {format_count(row['raw_reads'])}"
-                  if row.get("raw_reads") is not None else "") + (f" on {row['host']}" if executor == "dask" else "")
+        tags = []
+        if extrap:
+            tags.append(f"extrapolated from {row['fraction_measured']:.1%} of the requests")
+        if quick:
+            tags.append("quick: 1 warm pass")
+        if doc.get("scale") not in (None, 1):
+            tags.append(f"scaled x{doc['scale']:g}")
+        if "unstable" in str(row.get("flags") or ""):
+            tags.append("unstable")
+        detail = (f"{format_seconds(row['time_s'])}" + (f" ({'; '.join(tags)})" if tags else "")
+                  + (f", raw reads {format_count(row['raw_reads'])}" if row.get("raw_reads") is not None else "")
+                  + (f" on {row['host']}" if executor == "dask" else "")
                   if ok else row["status"])
         echo(f"  {'extrap' if extrap else 'ok    ' if ok else 'FAILED'} {cell.label()}: {detail}")
 
@@ -233,14 +308,15 @@ def _run_locked(sweep, source, cells, store: RunStore, doc, settings, work_dir: 
                 finished(cell, {**row, "traps": " | ".join(traps(cell, source))})   # predictions: local runs only
         elif executor != "local":
             raise CcpError(f"--executor: unknown executor {executor!r}; use local or dask")
+        eta_clock = EtaClock(_predicted_seconds(todo if executor == "local" else [], source, calibration,
+                                                sweep.repeats + (not quick)))
         for k, cell in enumerate(todo if executor == "local" else []):
-            elapsed = time.perf_counter() - t_start
-            eta = elapsed / k * (len(todo) - k) if k else None
-            head = f"[{k + 1}/{len(todo)}] {cell.label()}"
+            head = f"[{k + 1}/{len(todo)}]"
 
-            def on_progress(stage, i, n, head=head, eta=eta):
-                tail = f" | ETA {format_seconds(eta)}" if eta is not None else ""
-                _status_line(f"{head}: {stage} {format_count(i)}/{format_count(n)} req{tail}", tty, stream)
+            def on_progress(stage, i, n, head=head, k=k, label=cell.label()):
+                bar = _bar(i / n if n else 1.0)     # what matters first: a narrow terminal cuts the label
+                tail = eta_clock.describe(k)
+                _status_line(f"{head} {bar} {format_count(i)}/{format_count(n)} req{tail} | {stage}: {label}", tty, stream)
 
             try:
                 job = _job_for(cell, sweep, source, work_dir, quick)
@@ -248,8 +324,13 @@ def _run_locked(sweep, source, cells, store: RunStore, doc, settings, work_dir: 
                 # HDF5 refuses, a full disk) fails the cells that need it, not the sweep
                 finished(cell, {**failed_row(cell, f"work file: {_one_line(exc)}"), "traps": " | ".join(traps(cell, source))})
                 continue
-            predicted, classes = predict(job, calibration)
+            try:
+                predicted, classes = predict(job, calibration, classes=job.time_budget is not None)
+            except Exception as exc:  # noqa: BLE001 -- a prediction is an aside: it never stops a measurement
+                predicted, classes = {}, None
+                echo(f"  ccp: warning: no prediction for {cell.label()}: {_one_line(exc)}")
             job = replace(job, request_class=classes)
+            eta_clock.start_cell(predicted.get("predicted_time_s"), sweep.repeats + (not quick))
             if isolate:
                 row = _run_isolated(job, store, work_dir, on_progress, cell_timeout)
             else:
@@ -257,6 +338,7 @@ def _run_locked(sweep, source, cells, store: RunStore, doc, settings, work_dir: 
             if tty:
                 _status_line("", tty, stream)
                 stream.write("\r")
+            eta_clock.cell_done(k, row.get("elapsed_s"))
             finished(cell, {**row, **predicted, "traps": " | ".join(traps(cell, source))})
     finally:
         store.finalize()     # also when interrupted: cells.parquet matches cells.csv
@@ -439,25 +521,20 @@ def _work_file(work_dir: Path, sweep, source, chunks, filters) -> tuple[Path, fl
     return ensure_layout_file(work_dir, sweep, source, chunks, filters)
 
 
-MAX_PREDICTED_REQUESTS = 200_000   # the model walks requests one by one: beyond this, no prediction
+def predict(job: CellJob, calibration, *, classes: bool = True) -> tuple[dict, object]:
+    """The model's ``predicted_*`` columns for a cell and, with ``classes``, its per-request cost classes.
 
-
-def predict(job: CellJob, calibration) -> tuple[dict, object]:
-    """The model's ``predicted_*`` columns for a cell and its per-request cost classes (or ({}, None))."""
-    import numpy as np
-
+    The compiled model predicts every cell whole (10 M requests in about a second); per-request rows,
+    56 bytes a request, are kept only when a time budget needs classes to extrapolate with.
+    """
     from ccp.plan import predict_requests, stored_chunk_sizes, summarise_predictions
 
     cell = job.cell
-    if request_count(cell.access, job.source.shape) > MAX_PREDICTED_REQUESTS:
-        return {}, None
     stored = None
     if job.file and cell.access.op == "read":
         stored = stored_chunk_sizes(job.file, job.dataset_path)
-    preds = predict_requests(cell, job.source, stored)
-    keys = np.array([(p.chunk_loads, p.raw_reads, p.raw_writes, p.chunk_hits > 0) for p in preds[:-1]], dtype=np.int64)
-    classes = np.unique(keys, axis=0, return_inverse=True)[1].ravel() if len(keys) else np.zeros(0, np.int64)
-    return summarise_predictions(cell, job.source, preds, calibration), classes
+    preds = predict_requests(cell, job.source, stored, per_request=classes)
+    return summarise_predictions(cell, job.source, preds, calibration), preds.classes() if classes else None
 
 
 def failed_row(cell: Cell, reason: str) -> dict:
