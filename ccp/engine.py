@@ -541,7 +541,8 @@ def failed_row(cell: Cell, reason: str) -> dict:
     return {"schema_version": SCHEMA_VERSION, "cell_id": cell.cell_id, "chunks": shape_str(cell.chunks),
             "filters": cell.filters.spec, "cache_nbytes": cell.cache.nbytes, "cache_nslots": cell.cache.nslots,
             "cache_w0": cell.cache.w0, "op": cell.access.op, "block": shape_str(cell.access.block),
-            "order": cell.access.order_str, "random": cell.access.random, "status": f"failed: {reason}"}
+            "order": cell.access.order_str, "random": cell.access.random, "client": cell.client,
+            "status": f"failed: {reason}"}
 
 
 def _inject_fault(cell_id: str, scratch: Path | None = None) -> None:

@@ -331,7 +331,7 @@ def plan_sweep(sweep_path, work_dir: Path | None = None) -> list[dict]:
             "cell_id": cell.cell_id, "chunks": shape_str(cell.chunks), "filters": cell.filters.spec,
             "cache_nbytes": cell.cache.nbytes, "cache_nslots": cell.cache.nslots, "cache_w0": cell.cache.w0,
             "op": cell.access.op, "block": shape_str(cell.access.block), "order": cell.access.order_str,
-            "random": cell.access.random, "requests": p["predicted_requests"], "raw_reads": p["predicted_raw_reads"],
+            "random": cell.access.random, "client": cell.client, "requests": p["predicted_requests"], "raw_reads": p["predicted_raw_reads"],
             "raw_read_bytes": p["predicted_raw_read_bytes"], "raw_writes": p["predicted_raw_writes"],
             "raw_write_bytes": p["predicted_raw_write_bytes"], "chunk_loads": p["predicted_chunk_loads"],
             "time_s": p["predicted_time_s"] * sweep.repeats, "traps": traps(cell, source),

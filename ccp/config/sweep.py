@@ -33,6 +33,10 @@ MAX_RANDOM = 10**8               # random requests are planned in memory: rank x
 MAX_REPEATS = 10**4
 SOURCE = "source"
 OPS = ("read", "write", "copy")
+# How a cell's requests reach HDF5: the native loop (HDF5's own cost), today's h5py low-level loop, and
+# the high-level slicing most Python users write. A cell with the old loop keeps its old id.
+CLIENTS = ("native", "h5py-lowlevel", "h5py")
+DEFAULT_CLIENT = "native"
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,7 @@ class Sweep:
     cold: bool = True
     time_budget: float | None = None
     tables: tuple = ()
+    client: tuple[str, ...] = (DEFAULT_CLIENT,)
     raw: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
     base_dir: Path = Path(".")
 
@@ -332,7 +337,13 @@ def _as_list(value, where: str) -> list:
 
 
 SWEEP_KEYS = ("name", "dataset", "matrix", "exclude", "repeats", "cold", "time_budget", "tables")
-MATRIX_KEYS = ("chunks", "filters", "cache", "access")
+MATRIX_KEYS = ("chunks", "filters", "cache", "access", "client")
+
+
+def parse_client(raw, where: str) -> str:
+    if not isinstance(raw, str) or raw.strip().lower() not in CLIENTS:
+        raise ConfigError(where, f"expected one of {', '.join(CLIENTS)}, got {raw!r}")
+    return raw.strip().lower()
 
 
 def parse_sweep(raw, base_dir: Path = Path(".")) -> Sweep:
@@ -372,6 +383,8 @@ def parse_sweep(raw, base_dir: Path = Path(".")) -> Sweep:
             if f == SOURCE:
                 raise ConfigError(f"matrix.filters[{i}]", "`source` means the stored filters: give `dataset.file`, or `dataset.generate.chunks`/`filters`")
     cache = tuple(parse_cache(v, f"matrix.cache[{i}]") for i, v in enumerate(_as_list(matrix.get("cache", [DEFAULT_CACHE_NBYTES]), "matrix.cache")))
+    client = tuple(dict.fromkeys(parse_client(v, f"matrix.client[{i}]")
+                                 for i, v in enumerate(_as_list(matrix.get("client", [DEFAULT_CLIENT]), "matrix.client"))))
     access_raw = matrix.get("access")
     access = tuple(parse_access(v, f"matrix.access[{i}]") for i, v in enumerate(_as_list(access_raw, "matrix.access"))) if access_raw is not None else ()
 
@@ -389,7 +402,7 @@ def parse_sweep(raw, base_dir: Path = Path(".")) -> Sweep:
         from ccp.report import parse_tables
         tables = parse_tables(raw["tables"])
     return Sweep(name=name.strip(), dataset=dataset, chunks=chunks, filters=tuple(filters), cache=cache, access=access,
-                 exclude=exclude, repeats=repeats, cold=cold, time_budget=time_budget, tables=tables, raw=raw,
+                 exclude=exclude, repeats=repeats, cold=cold, time_budget=time_budget, tables=tables, client=client, raw=raw,
                  base_dir=base_dir)
 
 
@@ -404,6 +417,8 @@ def _parse_exclude(raw, where: str) -> dict:
         out["filters"] = SOURCE if isinstance(v, str) and v.lower() == SOURCE else parse_filters(v, f"{where}.filters")
     if "cache" in raw:
         out["cache"] = parse_cache(raw["cache"], f"{where}.cache")
+    if "client" in raw:
+        out["client"] = parse_client(raw["client"], f"{where}.client")
     if "access" in raw:
         a = raw["access"]
         _check_keys(a, ("op", "block", "order", "random", "seed"), f"{where}.access")
@@ -482,6 +497,7 @@ def sweep_as_dict(sweep: Sweep, dataset_shape=None) -> dict:
             "filters": [f if isinstance(f, str) else f.spec for f in sweep.filters],
             "cache": [{"nbytes": c.nbytes, "nslots": c.nslots, "w0": c.w0} for c in sweep.cache],
             "access": access,
+            "client": list(sweep.client),
         },
         "exclude": sweep.raw.get("exclude") or [],
         "repeats": sweep.repeats,

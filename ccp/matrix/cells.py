@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ccp.config.filters import FilterPipeline
-from ccp.config.sweep import SOURCE, AccessSpec, CacheSpec, Sweep
+from ccp.config.filters import FilterPipeline, check_for_type
+from ccp.config.sweep import DEFAULT_CLIENT, SOURCE, AccessSpec, CacheSpec, Sweep
 from ccp.errors import ConfigError
 from ccp.units import shape_str
 
@@ -23,12 +23,15 @@ class Cell:
     cache: CacheSpec
     access: AccessSpec
     from_source: bool = False           # the user's file already has this layout: no repack
+    client: str = DEFAULT_CLIENT        # how requests reach HDF5 (ccp.config.sweep.CLIENTS)
 
     @property
     def key(self) -> str:
         a = self.access
         return "|".join([shape_str(self.chunks), self.filters.spec, str(self.cache.nbytes), str(self.cache.nslots),
-                         repr(self.cache.w0), a.op, shape_str(a.block), a.order_str, str(a.random), str(a.seed)])
+                         repr(self.cache.w0), a.op, shape_str(a.block), a.order_str, str(a.random), str(a.seed)]
+                        # cells measured with the h5py low-level loop (every run before the client axis) keep their ids
+                        + ([] if self.client == "h5py-lowlevel" else [self.client]))
 
     @property
     def cell_id(self) -> str:
@@ -40,10 +43,12 @@ class Cell:
 
     def label(self) -> str:
         return (f"{self.access.op} {shape_str(self.access.block)} | chunks {shape_str(self.chunks)} | "
-                f"{self.filters.spec} | cache {self.cache.label}")
+                f"{self.filters.spec} | cache {self.cache.label}" + ("" if self.client == DEFAULT_CLIENT else f" | {self.client}"))
 
 
-def _matches(rule: dict, chunks, filters, cache, access, raw_chunks, raw_filters) -> bool:
+def _matches(rule: dict, chunks, filters, cache, access, raw_chunks, raw_filters, client=None) -> bool:
+    if "client" in rule and rule["client"] != client:
+        return False
     if "chunks" in rule and rule["chunks"] not in (chunks, raw_chunks):
         return False
     if "filters" in rule:
@@ -71,13 +76,14 @@ def expand(sweep: Sweep, source) -> list[Cell]:
     access_list = sweep.access or (AccessSpec(op="read", block=tuple(shape)),)
     cells: list[Cell] = []
     seen = set()
-    for ci, fi, cache, (ai, access) in itertools.product(range(len(sweep.chunks)), range(len(sweep.filters)),
-                                                        sweep.cache, enumerate(access_list)):
+    for ci, fi, cache, (ai, access), client in itertools.product(range(len(sweep.chunks)), range(len(sweep.filters)),
+                                                                sweep.cache, enumerate(access_list), sweep.client):
         raw_chunks, raw_filters = sweep.chunks[ci], sweep.filters[fi]
         chunks = source.chunks if raw_chunks == SOURCE else raw_chunks
         filters = source.filters if raw_filters == SOURCE else raw_filters
-        if any(_matches(rule, chunks, filters, cache, access, raw_chunks, raw_filters) for rule in sweep.exclude):
+        if any(_matches(rule, chunks, filters, cache, access, raw_chunks, raw_filters, client) for rule in sweep.exclude):
             continue
+        check_for_type(filters, source.dtype, getattr(source, "numeric", True), f"matrix.filters[{fi}]")
         where = f"matrix.chunks[{ci}]"
         if chunks is not None and raw_chunks != SOURCE:
             check_chunks(chunks, source, where)
@@ -92,7 +98,7 @@ def expand(sweep: Sweep, source) -> list[Cell]:
         for d, (b, s) in enumerate(zip(access.block, shape)):
             if b > s:
                 raise ConfigError(f"{aw}.block[{d}]", f"{b} exceeds the dataset's dimension {d} ({s})")
-        cell = Cell(chunks=chunks, filters=filters, cache=cache, access=access,
+        cell = Cell(chunks=chunks, filters=filters, cache=cache, access=access, client=client,
                     from_source=(chunks == source.chunks and filters == source.filters and source.identity.startswith("file:")))
         if cell.key in seen:
             continue

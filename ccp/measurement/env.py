@@ -6,7 +6,7 @@ import os
 import platform
 import socket
 import subprocess
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 
@@ -91,7 +91,7 @@ def hdf5_default_cache() -> dict:
 def collect(work_dir: Path) -> dict:
     commit, dirty = git_state()
     return {
-        "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "time": datetime.now(UTC).isoformat(timespec="seconds"),
         "host": socket.gethostname(),
         "cpu": _cpu_model(),
         "cores": os.cpu_count(),

@@ -277,18 +277,19 @@ def read_pass(job, starts, counts, *, traced: bool, log_path=None, progress=None
     from h5py import h5d, h5f, h5p
 
     from ccp.measurement import iolog
-    from ccp.measurement.runner import PassTiming, _timed_close
+    from ccp.measurement.runner import PassTiming, _timed_close, target
 
     clock = time.monotonic_ns if traced else time.perf_counter_ns
     cache = job.cell.cache
     fapl = iolog.log_fapl(log_path) if traced else None
     windows = []
-    fid = h5f.open(job.file.encode(), h5f.ACC_RDONLY, fapl)
+    file, dataset_path = target(job)       # the user's own file: the object itself, links resolved
+    fid = h5f.open(file.encode(), h5f.ACC_RDONLY, fapl)
     try:
         dapl = h5p.create(h5p.DATASET_ACCESS)
         dapl.set_chunk_cache(cache.nslots, cache.nbytes, cache.w0)
         t0 = clock()
-        ds = h5d.open(fid, job.dataset_path.encode(), dapl)
+        ds = h5d.open(fid, dataset_path.encode(), dapl)
         t1 = clock()
         open_ns = t1 - t0
         windows.append((t0, t1))
@@ -308,7 +309,7 @@ def write_pass(job, data, starts, counts, out_file, *, traced: bool, log_path=No
     from h5py import h5d, h5f, h5p, h5s, h5t
 
     from ccp.measurement import iolog
-    from ccp.measurement.runner import PassTiming, _timed_close
+    from ccp.measurement.runner import PassTiming, _timed_close, target
     from ccp.workload.files import make_dcpl
 
     clock = time.monotonic_ns if traced else time.perf_counter_ns
@@ -319,10 +320,11 @@ def write_pass(job, data, starts, counts, out_file, *, traced: bool, log_path=No
     copying = data is None
     src = src_space = src_fid = None
     if copying:
-        src_fid = h5f.open(job.file.encode(), h5f.ACC_RDONLY, iolog.log_fapl(src_log) if traced else None)
+        src_file, src_path = target(job)
+        src_fid = h5f.open(src_file.encode(), h5f.ACC_RDONLY, iolog.log_fapl(src_log) if traced else None)
         src_dapl = h5p.create(h5p.DATASET_ACCESS)
         src_dapl.set_chunk_cache(cell.cache.nslots, cell.cache.nbytes, cell.cache.w0)
-        src = h5d.open(src_fid, job.dataset_path.encode(), src_dapl)
+        src = h5d.open(src_fid, src_path.encode(), src_dapl)
         src_space = src.get_space()
     fid = h5f.create(str(out_file).encode(), h5f.ACC_TRUNC, fapl=fapl)
     try:

@@ -276,6 +276,22 @@ def _request_rows(cell_id: str, pass_no: int, timing: PassTiming, starts) -> dic
     }
 
 
+def client_loops(job: CellJob):
+    """(read_pass, write_pass, flags) of the cell's client; the native loop falls back, flagged, where it cannot run."""
+    client = getattr(job.cell, "client", "h5py-lowlevel")
+    if client == "h5py":
+        from ccp.measurement import highlevel
+        return highlevel.read_pass, highlevel.write_pass, []
+    if client == "native":
+        from ccp.measurement import native
+        if getattr(job.source, "filetype", None) is not None:      # raw records of a non-numeric type
+            return read_pass, write_pass, ["native-unavailable"]
+        if native.available() is None:
+            return native.read_pass, native.write_pass, []
+        return read_pass, write_pass, ["native-unavailable"]
+    return read_pass, write_pass, []
+
+
 def measure(job: CellJob, scratch: Path, progress: Progress | None = None):
     """Run a cell. Returns (cell_row: dict, requests: DataFrame, io: DataFrame)."""
     import pandas as pd
@@ -284,6 +300,8 @@ def measure(job: CellJob, scratch: Path, progress: Progress | None = None):
 
     progress = progress or Progress()
     cell, source = job.cell, job.source
+    client = getattr(cell, "client", "h5py-lowlevel")
+    read_loop, write_loop, client_flags = client_loops(job)
     started = datetime.now(UTC).isoformat(timespec="seconds")
     t_cell = time.perf_counter()
     plan = plan_for(cell.access, source.shape)
@@ -306,7 +324,7 @@ def measure(job: CellJob, scratch: Path, progress: Progress | None = None):
             if job.cold and cell.access.op == "copy":
                 drop_file(target(job)[0])
             out = scratch / f"pass{p}.h5"
-            t, storage = write_pass(job, data, starts, counts, out, traced=False, log_path=None, progress=progress,
+            t, storage = write_loop(job, data, starts, counts, out, traced=False, log_path=None, progress=progress,
                                     deadline_ns=deadline_ns)
             file_bytes = out.stat().st_size
             if p < job.repeats - 1:
@@ -314,7 +332,7 @@ def measure(job: CellJob, scratch: Path, progress: Progress | None = None):
         else:
             if job.cold:
                 drop_file(target(job)[0])
-            t = read_pass(job, starts, counts, traced=False, log_path=None, progress=progress, deadline_ns=deadline_ns)
+            t = read_loop(job, starts, counts, traced=False, log_path=None, progress=progress, deadline_ns=deadline_ns)
         timings.append(t)
         if len(t.request_ns) < len(starts):      # over budget: every later pass measures this prefix
             starts, counts = starts[:len(t.request_ns)], counts[:len(t.request_ns)]
@@ -328,13 +346,13 @@ def measure(job: CellJob, scratch: Path, progress: Progress | None = None):
         log_path.unlink(missing_ok=True)
         src_log = scratch / "source.log"
         if is_write:
-            traced, _ = write_pass(job, data, starts, counts, scratch / "traced.h5", traced=True, log_path=log_path,
+            traced, _ = write_loop(job, data, starts, counts, scratch / "traced.h5", traced=True, log_path=log_path,
                                    progress=progress, src_log=src_log)
             (scratch / "traced.h5").unlink(missing_ok=True)
         else:
             if job.cold:
                 drop_file(target(job)[0])
-            traced = read_pass(job, starts, counts, traced=True, log_path=log_path, progress=progress)
+            traced = read_loop(job, starts, counts, traced=True, log_path=log_path, progress=progress)
         ops = iolog.parse_log(log_path)
         if src_log.exists():           # a copy: the source file's reads belong to the same requests
             ops = iolog.merge(ops, iolog.parse_log(src_log))
@@ -391,7 +409,7 @@ def measure(job: CellJob, scratch: Path, progress: Progress | None = None):
     time_s = statistics.median(totals)
     spread = max(totals) / min(totals) if min(totals) > 0 else float("nan")
     req_median = float(np.median(all_req))
-    flags = []
+    flags = list(client_flags)
     if job.repeats > 1 and spread > UNSTABLE_SPREAD:
         flags.append("unstable")
     if req_median < SHORT_REQUEST_S:
@@ -404,7 +422,7 @@ def measure(job: CellJob, scratch: Path, progress: Progress | None = None):
         "schema_version": SCHEMA_VERSION, "cell_id": cell.cell_id, "chunks": shape_str(cell.chunks),
         "filters": cell.filters.spec, "cache_nbytes": None, "cache_nslots": None, "cache_w0": None,
         "op": cell.access.op, "block": shape_str(cell.access.block), "order": cell.access.order_str,
-        "random": cell.access.random, "requests": n_full, "repeats": job.repeats, "cold": job.cold and cell.access.op != "write",
+        "random": cell.access.random, "client": client, "requests": n_full, "repeats": job.repeats, "cold": job.cold and cell.access.op != "write",
         "time_s": time_s, "time_s_min": min(totals), "time_s_max": max(totals),
         "first_request_s": float(np.median([t.request_ns[0] for t in timings])) / 1e9 if starts else float("nan"),
         "request_s_median": req_median,

@@ -25,7 +25,7 @@ SHORT_REQUEST_S = 2e-6    # median request below 2 us: "short". A perf_counter_n
 #                           request below 2 us is also where page faults and the CPU's clock changes (a few us)
 #                           swamp it: pass totals stay exact, single request times do not.
 
-TEXT_COLUMNS = ("cell_id", "chunks", "filters", "op", "block", "order", "flags", "traps", "status",
+TEXT_COLUMNS = ("cell_id", "chunks", "filters", "op", "block", "order", "client", "flags", "traps", "status",
                 "dataset_file", "host", "started_at")
 LABEL_SEP = " | "
 
@@ -70,6 +70,8 @@ def normalise(cells: pd.DataFrame) -> pd.DataFrame:
         else:
             cells[col] = pd.to_numeric(cells[col], errors="coerce").astype(float)
     cells["random"] = cells["random"].fillna(0)
+    # runs before the client axis (schema 1) measured with h5py's low-level API
+    cells["client"] = [c or "h5py-lowlevel" for c in cells["client"]]
     return cells.reset_index(drop=True)
 
 
@@ -145,12 +147,13 @@ class Labels:
 
     @classmethod
     def of(cls, *frames: pd.DataFrame) -> Labels:
-        allc = pd.concat([f[["chunks", "filters", "cache_nbytes", "cache_nslots", "cache_w0", "op", "block", "order", "random"]]
-                          for f in frames], ignore_index=True)
+        cols = ["chunks", "filters", "cache_nbytes", "cache_nslots", "cache_w0", "op", "block", "order", "random"]
+        allc = pd.concat([f.reindex(columns=[*cols, "client"]).fillna({"client": "h5py-lowlevel"}) for f in frames],
+                         ignore_index=True)
         lab = cls(with_slots=allc["cache_nslots"].dropna().nunique() > 1, with_w0=allc["cache_w0"].dropna().nunique() > 1)
         allc = lab.add(allc, label=False)
         lab.axes = [(n, c) for n, c in (("chunks", "chunks"), ("filters", "filters"), ("cache", "cache_label"),
-                                        ("access", "access_label")) if allc[c].nunique() > 1]
+                                        ("client", "client"), ("access", "access_label")) if allc[c].nunique() > 1]
         return lab
 
     def add(self, cells: pd.DataFrame, label: bool = True) -> pd.DataFrame:

@@ -17,11 +17,11 @@ from ccp.report.data import LABEL_SEP, finite, is_ok, stability
 from ccp.report.stats import THRESHOLD, Sample, Verdict, ci95, from_cell, judge
 from ccp.units import format_seconds
 
-CONFIG_AXES = (("chunks", "chunks"), ("filters", "filters"), ("cache", "cache_label"))
+CONFIG_AXES = (("chunks", "chunks"), ("filters", "filters"), ("cache", "cache_label"), ("client", "client"))
 # what each change costs a user: a reader setting < a new file (repack)
-EFFORT = {"cache": 0, "filters": 1, "chunks": 1}
+EFFORT = {"cache": 0, "filters": 1, "chunks": 1, "client": 1}
 CHANGE_WORDS = {"cache": "a reader setting, no new file", "filters": "a new file: ccp repack",
-                "chunks": "a new file: ccp repack"}
+                "chunks": "a new file: ccp repack", "client": "the reading code: another API to HDF5"}
 
 
 @dataclass(frozen=True)
@@ -148,7 +148,7 @@ def headlines(cells: pd.DataFrame, samples: dict[str, Sample] | None = None, thr
 
 def _change_text(slow, c, changes) -> str:
     cols = dict(CONFIG_AXES)
-    words = {"cache": "set the chunk cache to {}", "chunks": "chunks {}", "filters": "filters {}"}
+    words = {"cache": "set the chunk cache to {}", "chunks": "chunks {}", "filters": "filters {}", "client": "read through {}"}
     return ", ".join(words[x].format(c[cols[x]]) + f" (from {slow[cols[x]]})" for x in changes)
 
 

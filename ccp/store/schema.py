@@ -9,7 +9,8 @@ Run folder (``results/<name>/<run-id>/``):
 - ``report.html`` + ``*.png``
 """
 
-SCHEMA_VERSION = 1
+# History: 1, the first; 2 adds "client" (how requests reach HDF5: native, h5py-lowlevel, h5py).
+SCHEMA_VERSION = 2
 FINISHED = ("ok", "extrapolated")   # statuses of a cell a rerun does not measure again
 
 # One row per cell. Times in seconds; counts and bytes from the traced pass.
@@ -23,6 +24,7 @@ CELL_COLUMNS = [
     "block",              # "1x1x1x717"
     "order",              # "0x1x2x3": dims slowest first
     "random",             # 0 = tiling; N = N random block-aligned requests
+    "client",             # native | h5py-lowlevel | h5py: the loop that made the requests
     "requests",           # H5Dread/H5Dwrite calls per pass
     "repeats",            # timed passes
     "cold",               # page cache dropped before each pass

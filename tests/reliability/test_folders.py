@@ -9,6 +9,7 @@ from click.testing import CliRunner
 
 from ccp.cli import main
 from ccp.store.results import LOCK, RunStore
+from ccp.store.schema import SCHEMA_VERSION
 from ccp.store.workdir import MANIFEST
 
 SWEEP = """
@@ -49,14 +50,14 @@ def snapshot(folder):
 FOREIGN = [
     ("cells-csv-with-cell-id", {"cells.csv": "cell_id,notes\nabc,my notes\n"}, "no run.json"),
     ("foreign-cells-csv-beside-a-run-json", {"cells.csv": "cell_id,notes\nabc,my notes\n",
-                                             "run.json": json.dumps({"schema_version": 1, "dataset_identity": "generate:[8, 6]:<f4:normal:0"})},
+                                             "run.json": json.dumps({"schema_version": SCHEMA_VERSION, "dataset_identity": "generate:[8, 6]:<f4:normal:0"})},
      "cells.csv is not one ccp wrote"),
     ("cells-csv-without-cell-id", {"cells.csv": "a,b\n1,2\n"}, "no run.json"),
     ("garbage-run-json", {"run.json": "{not json"}, "run.json is not a ccp run record"),
     ("run-json-not-a-record", {"run.json": "[1, 2]"}, "run.json is not a ccp run record"),
     ("binary-run-json", {"run.json": b"\xff\xfe\x00"}, "run.json is not a ccp run record"),
     ("other-files", {"notes.txt": "mine"}, "no run.json"),
-    ("other-sweep", {"run.json": json.dumps({"schema_version": 1, "dataset_identity": "x", "sweep": "other"})}, "sweep 'other'"),
+    ("other-sweep", {"run.json": json.dumps({"schema_version": SCHEMA_VERSION, "dataset_identity": "x", "sweep": "other"})}, "sweep 'other'"),
     ("other-schema", {"run.json": json.dumps({"schema_version": 99, "dataset_identity": "x"})}, "schema 99"),
 ]
 
