@@ -105,8 +105,14 @@ def predict_requests(cell, source, stored=None, max_requests=None, per_request=T
         if access.random or getattr(access, "trace", None):
             plan = plan_for(access, source.shape)
             k = len(plan) if max_requests is None else min(len(plan), max_requests)
-            return simulate_arrays(source.shape, chunks, itemsize, ops=op, starts=plan.starts[:k],
-                                   counts=plan.counts[:k], **kw)
+            cuts = [int(r) for r in (plan.reopen_before if plan.reopen_before is not None else ()) if 0 < r < k]
+            if not cuts or op != "read":
+                return simulate_arrays(source.shape, chunks, itemsize, ops=op, starts=plan.starts[:k],
+                                       counts=plan.counts[:k], **kw)
+            # a replay whose program lost its cache: each session starts with an empty cache
+            bounds = [0, *cuts, k]
+            return _sessions([simulate_arrays(source.shape, chunks, itemsize, ops=op, starts=plan.starts[a:b],
+                                              counts=plan.counts[a:b], **kw) for a, b in zip(bounds, bounds[1:])])
         return simulate_tiling(source.shape, chunks, itemsize, op=op, block=access.block, order=access.order,
                                max_requests=max_requests, **kw)
 
@@ -120,6 +126,29 @@ def predict_requests(cell, source, stored=None, max_requests=None, per_request=T
         index = stored if index is None else index
         preds = preds + run(source.chunks, not source.filters.is_none, "read", index, _allocated(index, source.chunks))
     return preds
+
+
+def _sessions(parts):
+    """One prediction of consecutive sessions: a session's close happens in the next session's first
+    request (the replay reopens the dataset inside that request's timed call); the last close stays last."""
+    from ccp.model.fast import Predictions
+
+    n = sum(p.n_requests for p in parts)
+    if not parts[0].per_request:
+        counts = sum(p.counts for p in parts)
+        return Predictions(counts, parts[0].ops, n)
+    rows, ops = [], []
+    carry = None
+    for p in parts:
+        req = p.counts[:-1].copy()
+        if carry is not None and len(req):
+            req[0] += carry
+        rows.append(req)
+        ops.append(p.ops[:-1])
+        carry = p.counts[-1]
+    rows.append(carry[None, :])
+    ops.append(parts[-1].ops[-1:])
+    return Predictions(np.concatenate(rows), np.concatenate(ops), n)
 
 
 def _size_table(shape, chunks, sizes):

@@ -78,9 +78,14 @@ class AccessSpec:
     order: tuple[int, ...] | None = None   # dims slowest first; None = C order
     random: int = 0                        # 0 = tile the dataset; N = N random block-aligned requests
     seed: int = 0
+    trace: str | None = None               # a `ccp trace` folder: replay its selections on `trace_dataset`
+    trace_dataset: str | None = None
+    pid: int | None = None                 # only this process's calls (None: every process, in time order)
 
     @property
     def order_str(self) -> str:
+        if self.trace is not None:         # a replay: its identity is the trace, the dataset and the process
+            return f"trace:{Path(self.trace).name}:{self.trace_dataset}" + (f":pid{self.pid}" if self.pid is not None else "")
         return "x".join(map(str, self.order or range(len(self.block))))
 
 
@@ -307,10 +312,15 @@ def _cache_nbytes(value, where: str) -> int:
 
 
 def parse_access(raw, where: str) -> AccessSpec:
-    _check_keys(raw, ("op", "block", "order", "random", "seed"), where)
+    _check_keys(raw, ("op", "block", "order", "random", "seed", "trace", "dataset", "pid"), where)
     op = raw.get("op", "read")
     if not isinstance(op, str) or op not in OPS:
         raise ConfigError(f"{where}.op", f"must be read, write or copy, got {op!r}{suggest(op, OPS)}")
+    if raw.get("trace") is not None:
+        return _parse_replay(raw, op, where)
+    for key in ("dataset", "pid"):
+        if key in raw:
+            raise ConfigError(f"{where}.{key}", "belongs to a replay: give `trace: FOLDER` (from ccp trace) too")
     if "block" not in raw:
         raise ConfigError(f"{where}.block", "missing: the shape of one request, like [1, 1, 1, 717]")
     block = parse_shape(raw["block"], f"{where}.block")
@@ -326,6 +336,31 @@ def parse_access(raw, where: str) -> AccessSpec:
         raise ConfigError(f"{where}.order", "order applies to tiling; drop it or drop random")
     return AccessSpec(op=op, block=block, order=order, random=random,
                       seed=_int(raw.get("seed", 0), f"{where}.seed", lo=0, hi=2**63 - 1))
+
+
+def _parse_replay(raw, op: str, where: str) -> AccessSpec:
+    """``{trace: FOLDER, dataset: /path, pid: N}``: the selections a traced program made, in its order."""
+    for key in ("block", "order", "random", "seed"):
+        if key in raw:
+            raise ConfigError(f"{where}.{key}", "a replay takes its requests from the trace; drop this key")
+    if op == "copy":
+        raise ConfigError(f"{where}.op", "a replay reads or writes as the program did; use read or write")
+    trace = Path(str(raw["trace"])).expanduser()
+    if not (trace / "trace.json").is_file():
+        raise ConfigError(f"{where}.trace", f"{trace}: not a ccp trace folder (no trace.json; make one with `ccp trace -o {trace} -- ...`)")
+    dataset = raw.get("dataset")
+    if not isinstance(dataset, str) or not dataset.strip():
+        raise ConfigError(f"{where}.dataset", "a replay names the traced dataset to replay, like /g/data")
+    pid = _int(raw["pid"], f"{where}.pid", lo=0) if raw.get("pid") is not None else None
+    from ccp.errors import CcpError
+    from ccp.trace.replay import traced_plan
+
+    try:
+        plan, _, _ = traced_plan(trace, dataset.strip(), None, pid, op)
+    except CcpError as exc:
+        raise ConfigError(f"{where}.trace", str(exc)) from None
+    block = tuple(int(c) for c in np.asarray(plan.counts).max(axis=0))    # the largest request (labels, checks)
+    return AccessSpec(op=op, block=block, trace=str(trace.resolve()), trace_dataset=dataset.strip(), pid=pid)
 
 
 def _as_list(value, where: str) -> list:
@@ -487,7 +522,8 @@ def sweep_as_dict(sweep: Sweep, dataset_shape=None) -> dict:
                           "chunks": shape_str(g.chunks) if g.chunks else None, "filters": g.filters.spec}
     else:
         ds["file"] = str(sweep.dataset.file)
-    access = [{"op": a.op, "block": list(a.block), "order": list(a.order) if a.order else None,
+    access = [{"op": a.op, "trace": a.trace, "dataset": a.trace_dataset, "pid": a.pid} if a.trace is not None else
+              {"op": a.op, "block": list(a.block), "order": list(a.order) if a.order else None,
                "random": a.random, "seed": a.seed} for a in sweep.access]
     out = {
         "name": sweep.name,

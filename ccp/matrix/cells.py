@@ -42,7 +42,8 @@ class Cell:
         return (self.chunks, self.filters.spec)
 
     def label(self) -> str:
-        return (f"{self.access.op} {shape_str(self.access.block)} | chunks {shape_str(self.chunks)} | "
+        what = self.access.order_str if self.access.trace is not None else shape_str(self.access.block)
+        return (f"{self.access.op} {what} | chunks {shape_str(self.chunks)} | "
                 f"{self.filters.spec} | cache {self.cache.label}" + ("" if self.client == DEFAULT_CLIENT else f" | {self.client}"))
 
 

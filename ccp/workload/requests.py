@@ -13,6 +13,7 @@ class RequestPlan:
 
     starts: np.ndarray   # (n, rank) int64
     counts: np.ndarray   # (n, rank) int64
+    reopen_before: np.ndarray | None = None   # replays: requests before which the program lost its cache
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -51,6 +52,12 @@ def random_requests(shape, block, n: int, seed: int = 0) -> RequestPlan:
 
 def plan_for(access, shape) -> RequestPlan:
     """The plan of an :class:`~ccp.config.sweep.AccessSpec` over a dataset shape."""
+    if getattr(access, "trace", None) is not None:
+        from ccp.trace.replay import traced_plan
+
+        plan, reopen_before, _caches = traced_plan(access.trace, access.trace_dataset, shape, access.pid, access.op)
+        return RequestPlan(np.asarray(plan.starts, np.int64), np.asarray(plan.counts, np.int64),
+                           np.asarray(reopen_before, np.int64))
     if access.random:
         return random_requests(shape, access.block, access.random, access.seed)
     return tile_requests(shape, access.block, access.order)
