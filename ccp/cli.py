@@ -15,6 +15,14 @@ from ccp.errors import CcpError
 class CcpGroup(click.Group):
     """Turns every error into one line and an exit status; tracebacks only with CCP_DEBUG=1."""
 
+    def list_commands(self, ctx):
+        return sorted({*super().list_commands(ctx), *LAZY_COMMANDS})
+
+    def get_command(self, ctx, name):
+        if name in LAZY_COMMANDS and name not in self.commands:
+            self.add_command(_lazy_command(name), name)
+        return super().get_command(ctx, name)
+
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         """click's usage errors as one line (``ccp: error: run: ...``, exit 2), not its three-line usage block."""
         try:
@@ -375,22 +383,23 @@ def _check_advise_dataset(file: Path, dataset: str, access) -> None:
             raise CcpError(f"--access: {'x'.join(map(str, access))} has rank {len(access)} but {dataset!r} {list(obj.shape)} has rank {len(obj.shape)}")
 
 
-def _register_optional_commands() -> None:
-    """Commands that live beside their library code (repack, plan, advise)."""
+# Commands that live beside their library code, imported only when used: `ccp repack --help` should not
+# pay for numpy, pandas and numba (a directory of granules is repacked in one call, but a single small
+# file still pays the start-up).
+LAZY_COMMANDS = {
+    "repack": ("ccp.repack.command", "repack_command"),
+    "trace": ("ccp.trace.command", "trace_command"),
+    "diagnose": ("ccp.trace.command", "diagnose_command"),
+    "from-darshan": ("ccp.trace.command", "from_darshan_command"),
+}
+
+
+def _lazy_command(name: str):
     import importlib
 
-    for module, attr in (("ccp.repack.command", "repack_command"), ("ccp.model.command", "plan_command"),
-                         ("ccp.model.command", "advise_command"), ("ccp.trace.command", "trace_command"), ("ccp.trace.command", "diagnose_command"), ("ccp.trace.command", "from_darshan_command")):
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module and not module.startswith(str(exc.name)):
-                raise
-            continue
-        if hasattr(mod, attr):
-            main.add_command(getattr(mod, attr))
+    module, attr = LAZY_COMMANDS[name]
+    return getattr(importlib.import_module(module), attr)
 
 
-_register_optional_commands()
 if __name__ == "__main__":
     main()
