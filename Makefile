@@ -28,6 +28,7 @@ demo: $(VENV)/.installed
 	@echo "Open the report: $(CURDIR)/results/quickstart/demo/report.html"
 
 test: $(VENV)/.installed-test
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
 clean:

@@ -141,7 +141,7 @@ def speed(work: Path, rounds: int, extra: list[str], zlib_too: bool = True) -> N
         print(f"  {name}: {' '.join(cmd)}")
     print(f"machine: {os.cpu_count()} CPUs, load average before {os.getloadavg()[0]:.2f}")
     times: dict = {name: [] for name in cmds}
-    for name, cmd in cmds.items():  # warm-up: page cache, imports
+    for cmd in cmds.values():  # warm-up: page cache, imports
         timed(cmd)
     for i in range(rounds):
         order = list(cmds) if i % 2 == 0 else list(cmds)[::-1]  # alternate who goes first

@@ -312,8 +312,9 @@ def _run_locked(sweep, source, cells, store: RunStore, doc, settings, work_dir: 
                                                 sweep.repeats + (not quick)))
         for k, cell in enumerate(todo if executor == "local" else []):
             head = f"[{k + 1}/{len(todo)}]"
+            label = cell.label()
 
-            def on_progress(stage, i, n, head=head, k=k, label=cell.label()):
+            def on_progress(stage, i, n, head=head, k=k, label=label):
                 bar = _bar(i / n if n else 1.0)     # what matters first: a narrow terminal cuts the label
                 tail = eta_clock.describe(k)
                 _status_line(f"{head} {bar} {format_count(i)}/{format_count(n)} req{tail} | {stage}: {label}", tty, stream)

@@ -114,7 +114,7 @@ def check_chunks(chunks, source, where: str) -> None:
     shape, maxshape = source.shape, source.maxshape
     if len(chunks) != len(shape):
         raise ConfigError(where, f"chunk {list(chunks)} has rank {len(chunks)} but the dataset {list(shape)} has rank {len(shape)}")
-    for d, (c, s, m) in enumerate(zip(chunks, shape, maxshape)):
+    for d, (c, _s, m) in enumerate(zip(chunks, shape, maxshape)):
         if c < 1:
             raise ConfigError(f"{where}[{d}]", f"chunk dimensions must be >= 1, got {c}")
         if m is not None and c > m:

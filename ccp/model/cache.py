@@ -39,9 +39,9 @@ buffer, default fill value settings (fill defined, fill time IFSET), no
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, fields
-from typing import Optional, Sequence, Union
+from typing import Optional, Union
 
 import numpy as np
 

@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Iterator, Optional, Sequence
+from typing import Optional
 
 Coords = tuple[int, ...]
 Box = tuple[Coords, Coords]          # (lo, hi): half-open per dimension

@@ -142,7 +142,8 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
     head = [h for h, k in zip(head, keep) if k]
     rows = []
     for r in j.itertuples():
-        tag = lambda s, f: " (extrapolated)" if s == "extrapolated" else ""
+        def tag(s, f):
+            return " (extrapolated)" if s == "extrapolated" else ""
         word = {"unknown": "cannot tell"}.get(r.verdict, r.verdict)
         row = [r.label, format_seconds(r.time_s_a) + tag(r.status_a, r.fraction_measured_a),
                format_seconds(r.time_s_b) + tag(r.status_b, r.fraction_measured_b), _fmt_ratio(r.ratio), word,
@@ -175,7 +176,8 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
     lines.append("")
     if rows:
         widths = [max(len(str(x[i])) for x in [head] + rows) for i in range(len(head))]
-        fmt_line = lambda r: "  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+        def fmt_line(r):
+            return "  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
         lines.append(fmt_line(head))
         lines.append("  ".join("-" * w for w in widths))
         lines += [fmt_line(r) for r in rows]

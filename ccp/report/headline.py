@@ -111,7 +111,8 @@ def headlines(cells: pd.DataFrame, samples: dict[str, Sample] | None = None, thr
             (", the whole dataset" if not finite(g["random"].iloc[0]) or not int(g["random"].iloc[0]) else "")
         h = Headline(str(pattern), work, None, g.iloc[-1], n=len(g), axes=axes,
                      unstable_ids=set(g.loc[st.loc[g.index, "unstable"], "cell_id"]))
-        sample = lambda c: samples.get(str(c["cell_id"])) or from_cell(c)
+        def sample(c):
+            return samples.get(str(c["cell_id"])) or from_cell(c)
         stable = g[~st.loc[g.index, "unstable"]]
         if stable.empty:
             h.note = "every cell of this pattern is unstable (its passes spread too far): no winner; rerun on a quiet machine"

@@ -332,7 +332,7 @@ def model_vs_measured(cells: pd.DataFrame, out: Path) -> str | None:
         return None
     with plt.rc_context(STYLE):
         fig, axs = plt.subplots(1, len(pairs), figsize=(5 * len(pairs), 4.2), squeeze=False, layout="constrained")
-        for ax, (what, meas, pred, fmt) in zip(axs[0], pairs):
+        for ax, (what, meas, pred, _fmt) in zip(axs[0], pairs):
             d = ok[ok[meas].notna() & ok[pred].notna()]
             x, yv = d[pred].clip(lower=0.5 if meas != "time_s" else 1e-9), d[meas].clip(lower=0.5 if meas != "time_s" else 1e-9)
             lo, hi = min(x.min(), yv.min()) / 2, max(x.max(), yv.max()) * 2

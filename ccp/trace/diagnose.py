@@ -44,7 +44,7 @@ def run_model(seq: ReplaySequence, chunks=None, caches=None, merge_sessions: boo
     if merge_sessions:
         pid_starts = _pid_starts(seq)
         merged = []
-        for i, (a, b) in enumerate(zip(pid_starts, pid_starts[1:] + [len(seq.plan)])):
+        for a, b in zip(pid_starts, pid_starts[1:] + [len(seq.plan)]):
             cache = next(c for c, s in sessions if s.start >= a)
             merged.append((cache, slice(a, b)))
         sessions = merged

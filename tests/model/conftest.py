@@ -10,10 +10,11 @@ from __future__ import annotations
 import gc
 import re
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Iterable, Optional, Sequence
+from typing import Optional
 
 import h5py
 import hdf5plugin  # noqa: F401  (filters registered as the product does)

@@ -137,7 +137,7 @@ def test_low_level_calls_and_nested_views_count_once(tmp_path):
     assert user.iloc[-1]["sel"] == "points" and list(user.iloc[-1]["points"]) == [0, 0, 9, 9]
     assert (user["hdf5_s"] <= user["wall_s"] + 1e-9).all()
     calls = t[t["kind"] == "call"].set_index("seq")
-    for seq, row in calls[calls["depth"] > 0].iterrows():      # each nested call hangs under the call one level up
+    for _seq, row in calls[calls["depth"] > 0].iterrows():      # each nested call hangs under the call one level up
         assert calls.loc[row["parent"], "depth"] == row["depth"] - 1
 
 
