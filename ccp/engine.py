@@ -23,6 +23,7 @@ import numpy as np
 
 from ccp.config.sweep import Sweep, load_sweep, sweep_as_dict
 from ccp.errors import CcpError
+from ccp.eta import EtaClock, predicted_seconds, progress_bar
 from ccp.matrix.cells import Cell, expand
 from ccp.measurement import env as envmod
 from ccp.measurement.runner import CellJob, Progress, measure
@@ -97,72 +98,6 @@ def check_layouts(cells, source) -> None:
         except Exception as exc:  # noqa: BLE001 -- whatever HDF5 or a filter raises, named by layout
             raise CcpError(f"matrix: chunks {shape_str(cell.chunks)} with filters {cell.filters.spec!r} cannot be laid out: "
                            f"{_one_line(exc)}") from None
-
-
-def _bar(fraction: float, width: int = 20) -> str:
-    done = max(0, min(width, int(round(fraction * width))))
-    return "[" + "#" * done + "." * (width - done) + "]"
-
-
-def _predicted_seconds(cells, source, calibration, passes: int) -> list:
-    """Each cell's predicted measuring time (all its passes), from the model without its work file; None if unknown."""
-    from ccp.plan import predict_cell
-
-    out = []
-    for cell in cells:
-        try:
-            t = predict_cell(cell, source, calibration)["predicted_time_s"] if calibration is not None else None
-        except Exception:  # noqa: BLE001 -- an estimate for the progress line only
-            t = None
-        out.append(t * passes if t is not None and t == t else None)
-    return out
-
-
-class EtaClock:
-    """The progress line's ETA: the model's predicted time of each cell, corrected by measured/predicted so far.
-
-    Averaging the cells already done misleads when one cell dominates (a 13-minute cell after ten 0.3 s
-    ones showed "ETA 3.72 s"); the model knows each cell's cost before it starts.
-    """
-
-    def __init__(self, predicted: list):
-        self.predicted = predicted
-        self.measured_s = 0.0
-        self.predicted_s = 0.0
-        self.started = time.perf_counter()
-        self.cell_started = self.started
-        self.done: set = set()
-        self.current = None
-
-    @property
-    def ratio(self) -> float:
-        return min(max(self.measured_s / self.predicted_s, 0.05), 20.0) if self.predicted_s > 0 else 1.0
-
-    def start_cell(self, predicted_time_s, passes: int) -> None:
-        """The running cell's own prediction (with its work file's chunk sizes) replaces the estimate."""
-        self.cell_started = time.perf_counter()
-        ok = predicted_time_s is not None and predicted_time_s == predicted_time_s
-        self.current = predicted_time_s * passes if ok else None
-
-    def cell_done(self, k: int, elapsed_s) -> None:
-        self.done.add(k)
-        p = self.predicted[k] if k < len(self.predicted) else None
-        if p and elapsed_s is not None and elapsed_s == elapsed_s:
-            self.measured_s += float(elapsed_s)
-            self.predicted_s += p
-
-    def describe(self, k: int) -> str:
-        in_cell = time.perf_counter() - self.cell_started
-        own = self.predicted[k] if k < len(self.predicted) else None
-        own = self.current if self.current is not None else own
-        if own is None:
-            return ""
-        cell_left = max(own * self.ratio - in_cell, 0.0)
-        rest = [p for j, p in enumerate(self.predicted) if j > k]
-        sweep_left = cell_left + sum(p for p in rest if p) * self.ratio
-        unknown = sum(p is None for p in rest)
-        more = f" + {unknown} cells unpredicted" if unknown else ""
-        return f" | cell {format_seconds(cell_left)} left, sweep {format_seconds(sweep_left)}{more} (model ETA)"
 
 
 def _status_line(text: str, tty: bool, stream) -> None:
@@ -308,14 +243,14 @@ def _run_locked(sweep, source, cells, store: RunStore, doc, settings, work_dir: 
                 finished(cell, {**row, "traps": " | ".join(traps(cell, source))})   # predictions: local runs only
         elif executor != "local":
             raise CcpError(f"--executor: unknown executor {executor!r}; use local or dask")
-        eta_clock = EtaClock(_predicted_seconds(todo if executor == "local" else [], source, calibration,
+        eta_clock = EtaClock(predicted_seconds(todo if executor == "local" else [], source, calibration,
                                                 sweep.repeats + (not quick)))
         for k, cell in enumerate(todo if executor == "local" else []):
             head = f"[{k + 1}/{len(todo)}]"
             label = cell.label()
 
             def on_progress(stage, i, n, head=head, k=k, label=label):
-                bar = _bar(i / n if n else 1.0)     # what matters first: a narrow terminal cuts the label
+                bar = progress_bar(i / n if n else 1.0)     # what matters first: a narrow terminal cuts the label
                 tail = eta_clock.describe(k)
                 _status_line(f"{head} {bar} {format_count(i)}/{format_count(n)} req{tail} | {stage}: {label}", tty, stream)
 
