@@ -138,3 +138,26 @@ def test_fsspec_errors(value, where):
     with pytest.raises(ConfigError) as info:
         parse_fsspec(value)
     assert str(info.value).startswith(where + ":")
+
+
+def test_session_local_starts_checks_and_reads(layouts):
+    """``s3: local`` in a sweep: server up, bucket made and checked, a cell's columns measured == predicted."""
+    from ccp.model.cache import CacheParams
+    from ccp.storage.network import EmulatedNetwork
+    from ccp.storage.s3 import FsspecOptions, parse_s3
+    from ccp.storage.session import remote_read, s3_session
+
+    with s3_session(parse_s3("local")) as store:
+        key = store.upload(layouts["gzip"], "cell").key
+        kw = CACHES["big"]
+        counts, cols = remote_read(store, key, layouts["gzip"], "x", ROWS, FsspecOptions("readahead", 4096),
+                                   EmulatedNetwork(), kw, CacheParams(kw["rdcc_nbytes"], kw["rdcc_nslots"],
+                                                                      kw["rdcc_w0"]))
+        url = store.settings.endpoint
+    assert cols["http_gets"] == cols["predicted_http_gets"] > 0
+    assert cols["http_bytes"] == cols["predicted_http_bytes"]
+    assert len(counts.requests) == len(ROWS)
+    from ccp.storage.s3 import S3Error, S3Settings, check_endpoint
+
+    with pytest.raises(S3Error, match="cannot reach"):     # the server is gone with the session
+        check_endpoint(S3Settings(url, "ccp-local"))
