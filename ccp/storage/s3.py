@@ -285,6 +285,22 @@ class RemoteFile:
 
         return h5py.File(self.fileobj, "r", **kwargs)
 
+    def fapl(self, page_buffer: int = 0):
+        """A file-access property list for ``h5f.open(self.name, h5f.ACC_RDONLY, fapl)`` (the sweep
+        runner's low-level loop): h5py's file-object driver over this object, and the page buffer."""
+        from h5py import h5fd, h5p
+
+        fapl = h5p.create(h5p.FILE_ACCESS)
+        fapl.set_fileobj_driver(h5fd.fileobj_driver, self.fileobj)
+        if page_buffer:
+            fapl.set_page_buffer_size(int(page_buffer), 0, 0)
+        return fapl
+
+    @property
+    def name(self) -> bytes:
+        """The name HDF5 is given for the file object (h5py uses the object's repr)."""
+        return repr(self.fileobj).encode("ascii", "replace")
+
     def close(self) -> None:
         self.fileobj.close()
 

@@ -161,3 +161,32 @@ def test_session_local_starts_checks_and_reads(layouts):
 
     with pytest.raises(S3Error, match="cannot reach"):     # the server is gone with the session
         check_endpoint(S3Settings(url, "ccp-local"))
+
+
+def test_low_level_open_counts_like_h5py_file(s3, layouts):
+    """The runner's loop opens with h5f.open and a fapl: the same GETs as h5py.File over the object."""
+    from h5py import h5d, h5f, h5p, h5s
+
+    from ccp.storage.s3 import FsspecOptions
+
+    _, store = s3
+    key = store.upload(layouts["paged"], "test-paged").key
+    remote = store.open(key, FsspecOptions("blockcache", 4096))
+    fid = h5f.open(remote.name, h5f.ACC_RDONLY, remote.fapl(page_buffer=65536))
+    try:
+        dapl = h5p.create(h5p.DATASET_ACCESS)
+        dapl.set_chunk_cache(521, 0, 0.75)
+        ds = h5d.open(fid, b"x", dapl)
+        ds.get_num_chunks()
+        fspace = ds.get_space()
+        out = np.empty((1, *SHAPE[1:]), ">f4")
+        fspace.select_hyperslab((3, 0, 0, 0), (1, *SHAPE[1:]))
+        before = remote.log.http_gets
+        ds.read(h5s.create_simple(out.shape), fspace, out)
+        low = remote.log.http_gets - before
+    finally:
+        fid.close()
+        remote.close()
+    np.testing.assert_array_equal(out, cris_like()[3:4])
+    counts, _ = _cell(store, layouts["paged"], key, "blockcache", 4096, [ROWS[3]], CACHES["none"], page_buffer=65536)
+    assert low == counts.http_gets
