@@ -47,9 +47,17 @@ def s3_group():
 @click.option("--bucket", default="ccp-local", show_default=True, help="Bucket to create when the server is up.")
 def serve_command(port, bucket):
     """Run moto's S3 server on 127.0.0.1 until Ctrl-C; print the endpoint and what to export."""
+    import signal
+
     from ccp.storage.s3 import Credentials, S3Settings, S3Store
     from ccp.storage.server import S3Server
 
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    # Ctrl-C even when started in the background of a script (which inherits SIGINT ignored); kill stops it too
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, stop)
     server = S3Server(port or None)
     ep = server.start()
     try:

@@ -38,6 +38,17 @@ def free_port(host: str = HOST) -> int:
         return int(s.getsockname()[1])
 
 
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Linux: the server gets SIGTERM if ccp dies without stopping it (kill -9, a crash): no orphans."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)   # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def _have_moto_server() -> bool:
     import importlib.util
 
@@ -85,7 +96,8 @@ class S3Server:
             env.pop("INITIAL_NO_AUTH_ACTION_COUNT", None)
         self._log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", HOST, "-p", str(port)],
-                                     stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+                                     stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                     preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
         url = f"http://{HOST}:{port}"
         try:
             self._wait_ready(url, port)
