@@ -139,3 +139,31 @@ def test_help_has_examples():
         res = CliRunner().invoke(main, [*cmd, "--help"])
         assert res.exit_code == 0
         assert "Example" in res.output and "ccp s3" in res.output
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["term", "kill-9"])
+def test_serve_leaves_no_server_behind(sig):
+    """SIGTERM stops ``ccp s3 serve`` cleanly; even SIGKILL takes its moto child down (no orphan)."""
+    import time
+
+    from ccp.storage.server import free_port
+
+    port = free_port()
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen([sys.executable, "-m", "ccp.cli", "s3", "serve", "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    try:
+        assert f"127.0.0.1:{port}" in proc.stdout.readline()
+        proc.send_signal(sig)
+        rc = proc.wait(30)
+        if sig == signal.SIGTERM:
+            assert rc == 0
+        deadline = time.monotonic() + 20
+        while _listening(port) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _listening(port)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
