@@ -117,7 +117,7 @@ def _copy_root(src, dst) -> None:
     """Every link of ``/`` and its attributes into ``dst``: H5Ocopy per object (chunks copied as stored,
     no decode), soft and external links recreated."""
     import h5py
-    from h5py import h5l, h5o
+    from h5py import h5o
 
     for name, value in src.attrs.items():
         dst.attrs.create(name, value, dtype=src.attrs.get_id(name).dtype)
@@ -129,7 +129,6 @@ def _copy_root(src, dst) -> None:
             dst[name] = h5py.ExternalLink(link.filename, link.path)
         else:
             h5o.copy(src.id, name.encode("utf-8", "surrogateescape"), dst.id, name.encode("utf-8", "surrogateescape"))
-    del h5l  # the low-level module is only needed for its side effect of loading link classes
 
 
 def cloud_optimized_copy(src, dst, file_space: FileSpace = FileSpace(), *, layouts=None, filters=None,
