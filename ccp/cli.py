@@ -391,6 +391,7 @@ LAZY_COMMANDS = {
     "trace": ("ccp.trace.command", "trace_command"),
     "diagnose": ("ccp.trace.command", "diagnose_command"),
     "from-darshan": ("ccp.trace.command", "from_darshan_command"),
+    "s3": ("ccp.storage.command", "s3_command"),
 }
 
 

@@ -1,0 +1,127 @@
+"""Paged file-space aggregation, the page buffer and cloud-optimized copies (local files, no server)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from ccp.errors import ConfigError
+from ccp.storage.layout import (
+    FileSpace,
+    cloud_optimized_copy,
+    create_file,
+    file_page_size,
+    page_buffer_kwargs,
+    parse_file_space,
+    parse_page_buffer,
+)
+
+TABLES = Path(h5py.__file__).parents[1] / "tables" / "tests"
+
+
+def test_paged_file_reads_back_equal(tmp_path):
+    data = np.arange(60 * 30 * 9 * 17, dtype=">f4").reshape(60, 30, 9, 17)
+    path = tmp_path / "paged.h5"
+    with create_file(path, parse_file_space({"strategy": "page", "page_size": "64KiB"})) as f:
+        f.create_dataset("x", data=data, chunks=(4, 30, 9, 17), compression="gzip")
+        f.attrs["title"] = "paged"
+    assert file_page_size(path) == 65536
+    with h5py.File(path, "r", **page_buffer_kwargs(parse_page_buffer("1MiB"), 65536)) as f:
+        np.testing.assert_array_equal(f["x"][()], data)
+        assert f.attrs["title"] == "paged"
+        fcpl = f.id.get_create_plist()
+        assert fcpl.get_file_space_strategy()[0] == h5py.h5f.FSPACE_STRATEGY_PAGE
+
+
+def test_default_file_is_not_paged(tmp_path):
+    with create_file(tmp_path / "plain.h5", None) as f:
+        f["x"] = np.arange(3)
+    assert file_page_size(tmp_path / "plain.h5") is None
+
+
+@pytest.mark.parametrize(("value", "where"), [
+    ({"strategy": "pages"}, "file_space.strategy"), ({"page_size": 100}, "file_space.page_size"),
+    ({"strategy": "none", "page_size": "4MiB"}, "file_space.page_size"), ({"pagesize": 1}, "file_space.pagesize"),
+    ({"persist": "yes"}, "file_space.persist"), ("paged", "file_space"),
+], ids=["strategy", "too-small", "page-without-paging", "typo", "persist", "not-a-mapping"])
+def test_file_space_errors(value, where):
+    with pytest.raises(ConfigError) as info:
+        parse_file_space(value)
+    assert str(info.value).startswith(where + ":")
+
+
+def test_page_buffer_needs_a_paged_file():
+    with pytest.raises(ConfigError, match="^page_buffer: a page buffer needs a paged file"):
+        page_buffer_kwargs(16 * 2**20, None)
+    with pytest.raises(ConfigError, match="smaller than the file's page"):
+        page_buffer_kwargs(4096, 65536)
+    assert page_buffer_kwargs(0, None) == {}
+
+
+def _same_datasets(a_path, b_path):
+    """Every dataset's stored chunks (or values) and attributes equal."""
+    seen = 0
+    with h5py.File(a_path, "r") as a, h5py.File(b_path, "r") as b:
+        def visit(name, obj):
+            nonlocal seen
+            other = b[name]
+            assert sorted(obj.attrs) == sorted(other.attrs)
+            if not isinstance(obj, h5py.Dataset):
+                return
+            seen += 1
+            assert obj.shape == other.shape and obj.dtype == other.dtype
+            if obj.dtype.kind == "O":                  # vlen: chunks hold heap ids, which move; compare values
+                a_vals, b_vals = obj[()], other[()]
+                assert all(np.array_equal(x, y) for x, y in zip(np.ravel(a_vals), np.ravel(b_vals)))
+            elif obj.chunks is not None and obj.id.get_num_chunks():
+                for i in range(obj.id.get_num_chunks()):
+                    off = obj.id.get_chunk_info(i).chunk_offset
+                    assert obj.id.read_direct_chunk(off) == other.id.read_direct_chunk(off)
+            elif obj.dtype.kind not in "OV" and obj.id.get_storage_size():
+                np.testing.assert_array_equal(obj[()], other[()])
+        a.visititems(visit)
+    return seen
+
+
+@pytest.mark.parametrize("name", ["blosc_bigendian.h5", "Tables_lzo1_shuffle.h5", "zerodim-attrs-1.3.h5",
+                                  "flavored_vlarrays-format1.6.h5", "indexes_2_1.h5"])
+def test_cloud_optimized_copy_of_pytables_files(tmp_path, name):
+    src = TABLES / name
+    if not src.exists():
+        pytest.skip(f"{name} is not in this PyTables")
+    before = src.read_bytes()
+    out = cloud_optimized_copy(src, tmp_path / "paged.h5", FileSpace(page_size=65536))
+    assert src.read_bytes() == before              # the source is only read
+    assert file_page_size(out) == 65536
+    _same_datasets(src, out)
+
+
+def test_cloud_copy_with_rechunking(tmp_path):
+    data = np.arange(60 * 30 * 9 * 7, dtype=">f4").reshape(60, 30, 9, 7)
+    src = tmp_path / "in.h5"
+    with h5py.File(src, "w") as f:
+        f.create_dataset("x", data=data, chunks=(60, 30, 9, 7), compression="gzip")
+    out = cloud_optimized_copy(src, tmp_path / "out.h5", FileSpace(page_size=16384), layouts={"/x": (4, 30, 9, 7)})
+    with h5py.File(out, "r") as f:
+        assert f["x"].chunks == (4, 30, 9, 7)
+        np.testing.assert_array_equal(f["x"][()], data)
+    assert file_page_size(out) == 16384
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.h5", "out.h5"]     # no staging file left
+
+
+def test_cloud_copy_command(tmp_path):
+    from ccp.cli import main
+
+    src = tmp_path / "in.h5"
+    with h5py.File(src, "w") as f:
+        f["x"] = np.arange(10)
+    res = CliRunner().invoke(main, ["s3", "cloud-copy", "--page-size", "8KiB", str(src), str(tmp_path / "o.h5")])
+    assert res.exit_code == 0, res.output
+    assert file_page_size(tmp_path / "o.h5") == 8192
+    bad = CliRunner().invoke(main, ["s3", "cloud-copy", "--page-size", "12", str(src), str(tmp_path / "p.h5")])
+    assert bad.exit_code == 2 and bad.output.count("\n") == 1 and "--page-size" in bad.output
+    assert not (tmp_path / "p.h5").exists()
