@@ -64,11 +64,11 @@ def serve_command(port, bucket):
         store = S3Store(S3Settings(ep.url, bucket), Credentials(ep.access_key, ep.secret_key, ep.region))
         store.create_bucket()
         store.close()
-        click.echo(f"S3 endpoint {ep.url} (moto, loopback only), bucket {bucket}")
-        for k, v in ep.environment().items():
-            click.echo(f"export {k}={v}")
-        click.echo("Ctrl-C stops it.", err=True)
-        try:
+        try:        # a stop may come as soon as the endpoint line is out, before the loop
+            click.echo(f"S3 endpoint {ep.url} (moto, loopback only), bucket {bucket}")
+            for k, v in ep.environment().items():
+                click.echo(f"export {k}={v}")
+            click.echo("Ctrl-C stops it.", err=True)
             while server.running:
                 time.sleep(0.2)
         except KeyboardInterrupt:
