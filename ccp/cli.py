@@ -277,7 +277,7 @@ def _register_optional_commands() -> None:
     import importlib
 
     for module, attr in (("ccp.repack.command", "repack_command"), ("ccp.model.command", "plan_command"),
-                         ("ccp.model.command", "advise_command")):
+                         ("ccp.model.command", "advise_command"), ("ccp.tune.command", "tune_command")):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as exc:

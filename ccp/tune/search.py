@@ -38,6 +38,8 @@ class Costs:
     calibration: Calibration
     raw_read_s: float                         # one file read call (page cache warm), apart from its bytes
     ratio: dict = field(default_factory=dict)  # filter spec -> stored bytes / uncompressed bytes on a sample
+    load_s: float = 0.0                       # per distinct chunk fetched, cold: index lookup and the device
+    visit_s: float = 0.0                      # per chunk a request touches (hit or load): HDF5's per-chunk work
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,7 @@ class ItemCost:
 
 @dataclass(frozen=True)
 class Candidate:
-    chunks: tuple[int, ...]
+    chunks: tuple[int, ...] | None
     filters: FilterPipeline
     cache: CacheSpec
     read_s: float                 # weighted time of the workload's reads
@@ -112,7 +114,13 @@ def item_cost(cell: Cell, source, costs: Costs, max_requests: int = MAX_MODEL_RE
     ratio = costs.ratio.get(cell.filters.spec, 1.0) if filtered else 1.0
     # without stored sizes the model reads a filtered chunk as its uncompressed size: price the stored bytes
     total = replace(total, raw_read_bytes=int(total.raw_read_bytes * ratio), raw_write_bytes=int(total.raw_write_bytes * ratio))
-    seconds = costs.calibration.cell_time(cell, total, k, chunk_bytes) + (total.raw_reads + total.raw_writes) * costs.raw_read_s
+    # the first fetch of a chunk is cold (the sweep drops the page cache before each pass); at most
+    # every chunk of the grid once, at most every fetch (a prefix: scaled back below)
+    grid = nchunks(source.shape, cell.chunks) if cell.chunks else 1
+    fetched = max(total.chunk_loads, total.raw_reads if not filtered else 0)
+    distinct = min(fetched, grid * k / n if n else grid)
+    seconds = (costs.calibration.cell_time(cell, total, k, chunk_bytes) + (total.raw_reads + total.raw_writes) * costs.raw_read_s
+               + (total.chunk_loads + total.chunk_hits) * costs.visit_s + distinct * costs.load_s)
     return ItemCost(n, total.chunk_loads * scale, total.raw_reads * scale, total.raw_read_bytes * scale,
                     total.chunk_loads * chunk_bytes * scale if filtered else 0.0, total.raw_writes * scale, seconds * scale)
 
@@ -136,8 +144,9 @@ def storage(shape, itemsize: int, chunks, ratio: float) -> tuple[int, float]:
 def production_cost(chunks, filters, source, costs: Costs) -> float:
     """Writing the whole dataset once, a chunk per request: the write axis when the workload has no writes."""
     itemsize = np.dtype(source.dtype).itemsize
-    nb = math.prod(chunks) * itemsize + 1024
-    cell = Cell(tuple(chunks), filters, CacheSpec(nb, 521, 0.75), AccessSpec("write", tuple(chunks)))
+    block = tuple(chunks) if chunks is not None else tuple(source.shape)
+    nb = math.prod(block) * itemsize + 1024
+    cell = Cell(tuple(chunks) if chunks is not None else None, filters, CacheSpec(nb, 521, 0.75), AccessSpec("write", block))
     return item_cost(cell, source, costs).seconds
 
 
@@ -149,15 +158,19 @@ def evaluate(chunks, filters: FilterPipeline, cache: CacheSpec, source, items, c
     per = []
     for it in items:
         st = stored(it.access) if stored else None
-        per.append(item_cost(Cell(tuple(chunks), filters, cache, it.access), source, costs, max_requests, st))
+        per.append(item_cost(Cell(tuple(chunks) if chunks is not None else None, filters, cache, it.access),
+                             source, costs, max_requests, st))
     read_s = sum(it.weight * c.seconds for it, c in zip(items, per) if it.access.op == "read")
     writes = [(it, c) for it, c in zip(items, per) if it.access.op != "read"]
     if write_s is None:
         write_s = sum(it.weight * c.seconds for it, c in writes) if writes else production_cost(chunks, filters, source, costs)
     ratio = costs.ratio.get(filters.spec, 1.0) if not filters.is_none else 1.0
-    sb, over = storage(source.shape, itemsize, chunks, ratio)
+    if chunks is None:
+        sb, over = math.prod(source.shape) * itemsize, 0.0
+    else:
+        sb, over = storage(source.shape, itemsize, chunks, ratio)
     workload_s = sum(it.weight * c.seconds for it, c in zip(items, per))
-    return Candidate(tuple(chunks), filters, cache, read_s, write_s, workload_s, sb, over, tuple(per), label)
+    return Candidate(tuple(chunks) if chunks is not None else None, filters, cache, read_s, write_s, workload_s, sb, over, tuple(per), label)
 
 
 def search(source, items, lattice: Sequence[tuple[int, ...]], filters: Sequence[FilterPipeline], costs: Costs, *,

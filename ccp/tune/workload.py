@@ -6,7 +6,7 @@ rules: unknown keys are errors naming the key path, one line, exit 2.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -15,10 +15,12 @@ from ccp.config.filters import FilterPipeline, parse_filters
 from ccp.config.sweep import (
     SOURCE,
     AccessSpec,
+    CacheSpec,
     DatasetSpec,
     _check_keys,
     _StrictLoader,
     parse_access,
+    parse_cache,
     parse_dataset,
 )
 from ccp.errors import ConfigError
@@ -26,7 +28,7 @@ from ccp.units import parse_size
 
 WORKLOAD_KEYS = ("name", "dataset", "workload", "constraints")
 ITEM_KEYS = ("access", "weight")
-CONSTRAINT_KEYS = ("filters", "max_chunk_bytes", "cache_nbytes", "max_cache_bytes", "max_storage_overhead")
+CONSTRAINT_KEYS = ("filters", "max_chunk_bytes", "cache_nbytes", "max_cache_bytes", "max_storage_overhead", "current_cache")
 DEFAULT_MAX_CHUNK_BYTES = 4 * 1024 * 1024
 DEFAULT_MAX_CACHE_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_STORAGE_OVERHEAD = 0.25
@@ -45,6 +47,7 @@ class Constraints:
     cache_nbytes: int | None = None                           # fixed cache budget; None: searched
     max_cache_bytes: int = DEFAULT_MAX_CACHE_BYTES
     max_storage_overhead: float = DEFAULT_MAX_STORAGE_OVERHEAD   # padding of edge chunks + chunk index
+    current_cache: CacheSpec | None = None   # the cache readers use today (current layout, heuristics); None: HDF5's default
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,7 @@ class Workload:
     items: tuple[WorkItem, ...]
     constraints: Constraints
     base_dir: Path = Path(".")
+    raw_dataset: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
 
 def parse_weight(value, where: str) -> float:
@@ -90,7 +94,8 @@ def parse_constraints(raw, where: str = "constraints") -> Constraints:
     over = raw.get("max_storage_overhead", DEFAULT_MAX_STORAGE_OVERHEAD)
     if isinstance(over, bool) or not isinstance(over, (int, float)) or over < 0:
         raise ConfigError(f"{where}.max_storage_overhead", f"expected a fraction >= 0 (0.1 = 10% more than the data), got {over!r}")
-    return Constraints(filters, max_chunk, cache, max_cache, float(over))
+    current = parse_cache(raw["current_cache"], f"{where}.current_cache") if raw.get("current_cache") is not None else None
+    return Constraints(filters, max_chunk, cache, max_cache, float(over), current)
 
 
 def parse_workload(raw, base_dir: Path = Path(".")) -> Workload:
@@ -107,7 +112,7 @@ def parse_workload(raw, base_dir: Path = Path(".")) -> Workload:
     if not isinstance(items_raw, list) or not items_raw:
         raise ConfigError("workload", f"expected a list of {{access: ..., weight: W}}, got {items_raw!r}")
     items = tuple(parse_item(v, f"workload[{i}]") for i, v in enumerate(items_raw))
-    return Workload(name.strip(), dataset, items, parse_constraints(raw.get("constraints")), base_dir)
+    return Workload(name.strip(), dataset, items, parse_constraints(raw.get("constraints")), base_dir, dict(raw["dataset"]))
 
 
 def load_workload(path) -> Workload:
