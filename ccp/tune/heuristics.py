@@ -79,6 +79,11 @@ def balanced(shape: Sequence[int], itemsize: int, series: int = 0, target: int =
     for d in maps:
         floor[d] = 1.0 if shape[d] / a < 1.0 else float((prod * shape[d]) // a)
     floor = [max(1, min(int(f), n)) for f, n in zip(floor, shape)]
+    # Rew's floor can overshoot when several axes are too short for their share (the shortfall is
+    # passed on to every long axis): cut the longest axis until it fits (not in his algorithm)
+    while math.prod(floor) * itemsize > target and max(floor) > 1:
+        d = floor.index(max(floor))
+        floor[d] = max(1, int(target // itemsize // (math.prod(floor) // floor[d])))
     best, best_bytes = tuple(floor), 0
     for bits in itertools.product((0, 1), repeat=rank):
         cand = tuple(min(f + b, n) for f, b, n in zip(floor, bits, shape))

@@ -20,6 +20,7 @@ import numpy as np
 
 from ccp.config.filters import FilterPipeline
 from ccp.config.sweep import AccessSpec, CacheSpec
+from ccp.errors import CcpError
 from ccp.matrix.cells import Cell
 from ccp.plan import Calibration, predict_requests
 from ccp.tune.lattice import cache_candidates, nchunks, padding
@@ -220,7 +221,8 @@ def search(source, items, lattice: Sequence[tuple[int, ...]], filters: Sequence[
         best.append(chosen)
         points.append((chosen.read_s, chosen.write_s, chosen.storage_bytes))
     if not best:
-        raise ValueError("no candidate layout within the constraints")
+        raise CcpError(f"constraints: no chunk shape of at most max_chunk_bytes is within max_storage_overhead "
+                       f"{max_storage_overhead:g} ({rejected} shapes over it): raise max_storage_overhead or max_chunk_bytes")
     front_idx = pareto_front(points)
     best_sorted = sorted(best, key=lambda c: (c.workload_s, c.storage_bytes))
     rec = recommend(best_sorted, current)
