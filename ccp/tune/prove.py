@@ -91,7 +91,8 @@ def measure_all(workload, source, contenders, out_dir: Path, work_dir: Path, bud
         echo(f"  measuring {c.label}: chunks {shape_str(c.chunks)}, {c.filters.spec}, cache {c.cache.label} ({i + 1}/{len(distinct)})")
         _, _, cells = prepare(sweep_file)
         run_sweep(sweep_file, out=run_dir, work_dir=work_dir, report=False, echo=lambda *_: None)
-        rows = {r["cell_id"]: r for r in csv.DictReader((run_dir / "cells.csv").open())}
+        with (run_dir / "cells.csv").open(newline="") as fh:
+            rows = {r["cell_id"]: r for r in csv.DictReader(fh)}
         by_access = {cell.access: rows.get(cell.cell_id) for cell in cells}
         per, total, ok = [], 0.0, True
         for it in workload.items:

@@ -84,7 +84,7 @@ def test_no_shape_within_the_constraints_is_one_line(costs, nofilter):
         run(source_of((10, 10)), items((10, 10)), [nofilter], costs, max_storage_overhead=0.0)
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(shape=st.lists(st.integers(2, 12), min_size=2, max_size=3), data=st.data())
 def test_search_finds_the_brute_force_optimum(costs, gzip, nofilter, shape, data):
     """Every (chunks, filters, cache) costed with no pruning: the search's pick is as fast, up to
