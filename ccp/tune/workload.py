@@ -141,6 +141,3 @@ def check_against(workload: Workload, source) -> None:
         for d, (b, s) in enumerate(zip(item.access.block, source.shape)):
             if b > s:
                 raise ConfigError(f"{where}.block[{d}]", f"{b} exceeds the dataset's dimension {d} ({s})")
-    for i, f in enumerate(workload.constraints.filters):
-        if f == SOURCE and source.chunks is None and not source.identity.startswith("file:") and not source.filters.is_none:
-            raise ConfigError(f"constraints.filters[{i}]", "`source` means the stored filters")

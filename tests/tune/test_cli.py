@@ -105,3 +105,20 @@ def test_tune_a_users_file_end_to_end(tmp_path):
     assert src.read_bytes() == before                   # the user's file is only read
     rec = r["recommended"]
     assert r["commands"]["ccp"].startswith(f"ccp repack -l /cube:CHUNK={'x'.join(map(str, rec['chunks']))}")
+
+
+def test_no_measure_predicts_only(tmp_path):
+    w = tmp_path / "w.yaml"
+    w.write_text(textwrap.dedent("""
+        name: nm
+        dataset: {generate: {shape: [16, 8, 8]}}
+        workload: [{access: {block: [16, 1, 1]}}]
+        constraints: {max_chunk_bytes: 1KiB, cache_nbytes: 2KiB}
+    """))
+    res = CliRunner().invoke(main, ["tune", str(w), "--json", "--no-measure", "--out", str(tmp_path / "o"),
+                                    "--work", str(tmp_path / "work")])
+    assert res.exit_code == 0, res.output
+    r = json.loads(res.output)
+    assert r["verified"]["recommended"] is None and r["recommended"]["predicted_s"] > 0
+    assert r["recommended"]["cache_nbytes"] == 2048
+    assert not (tmp_path / "o" / "runs").exists()
