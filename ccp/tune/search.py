@@ -29,9 +29,9 @@ from ccp.workload.requests import plan_for
 INDEX_BYTES_PER_CHUNK = 48        # a chunk-index entry (B-tree v1 key + address), roughly: storage estimate only
 NEAR_BEST = 0.02                  # caches within 2% of the fastest count as equally fast: the smallest wins
 NO_REPACK_MARGIN = 0.05           # the current layout (a new cache only) is recommended if within 5% of the best
-MAX_MODEL_REQUESTS = 20_000
-MODEL_WORK = 40_000               # chunk visits one pattern may cost the model: the prefix shrinks for small chunks
-MIN_MODEL_REQUESTS = 500
+MAX_MODEL_REQUESTS = 5_000
+MODEL_WORK = 20_000               # chunk visits one pattern may cost the model: the prefix shrinks for small chunks
+MIN_MODEL_REQUESTS = 100
 
 
 @dataclass(frozen=True)
