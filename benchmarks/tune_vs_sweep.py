@@ -114,7 +114,8 @@ def main() -> None:
         wfile = args.out / f"{name}.yaml"
         wfile.write_text(yaml.safe_dump(doc, sort_keys=False))
         t0 = time.perf_counter()
-        r = tune(wfile, budget=parse_duration(args.budget), out=args.out / name / "tune", work_dir=work,
+        # a fresh tune folder each time; the grid folder resumes (a rerun measures only missing grid cells)
+        r = tune(wfile, budget=parse_duration(args.budget), out=args.out / name / f"tune-{time.strftime('%Y%m%d-%H%M%S')}", work_dir=work,
                  repeats=args.repeats, echo=lambda *_: None)
         t_tune = time.perf_counter() - t0
         gfile = args.out / f"{name}-grid.yaml"
