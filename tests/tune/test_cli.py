@@ -122,3 +122,26 @@ def test_no_measure_predicts_only(tmp_path):
     assert r["verified"]["recommended"] is None and r["recommended"]["predicted_s"] > 0
     assert r["recommended"]["cache_nbytes"] == 2048
     assert not (tmp_path / "o" / "runs").exists()
+
+
+PYTABLES = Path(__import__("tables").__file__).parent / "tests"
+
+
+@pytest.mark.parametrize("file, dset, blocks, current", [
+    ("attr-u16.h5", "/wfm_group0/axes/axis1/data_vector/data", [[1, 8]], [8125, 8]),   # chunk larger than the data
+    ("test_szip.h5", "/dset_szip", [[40, 1], [1, 20]], [20, 10]),                       # szip, two patterns
+], ids=["pytables-oversized-chunk", "pytables-szip"])
+def test_tune_pytables_files(tmp_path, file, dset, blocks, current):
+    w = tmp_path / "w.yaml"
+    w.write_text(textwrap.dedent(f"""
+        name: pt
+        dataset: {{file: {PYTABLES / file}, path: {dset}}}
+        workload: [{", ".join(f"{{access: {{block: {b}}}}}" for b in blocks)}]
+    """))
+    res = CliRunner().invoke(main, ["tune", str(w), "--json", "--no-measure", "--out", str(tmp_path / "o"),
+                                    "--work", str(tmp_path / "work")])
+    assert res.exit_code == 0, res.output
+    r = json.loads(res.output)
+    assert r["dataset"]["current_chunks"] == current
+    cur = next(c for c in r["contenders"] if c["kind"] == "current")
+    assert r["recommended"]["predicted_s"] <= cur["predicted_s"]
