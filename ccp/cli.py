@@ -392,6 +392,7 @@ LAZY_COMMANDS = {
     "diagnose": ("ccp.trace.command", "diagnose_command"),
     "from-darshan": ("ccp.trace.command", "from_darshan_command"),
     "s3": ("ccp.storage.command", "s3_command"),
+    "tune": ("ccp.tune.command", "tune_command"),
 }
 
 

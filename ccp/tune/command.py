@@ -1,0 +1,57 @@
+"""The ``ccp tune`` click command: a thin layer over :func:`ccp.tune.tune.tune`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+
+@click.command(name="tune")
+@click.argument("workload", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (keys recommended, candidates, front, verified).")
+@click.option("--budget", default="10min", show_default=True,
+              help="Time for measuring the shortlisted layouts, the current one and the heuristics; long cells are extrapolated.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+              help="Folder for tune.json, tune.html and the measured runs (default results/<name>/tune-<time>/).")
+@click.option("--work", "work_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("results/work"),
+              show_default=True, help="Folder for generated and repacked work files (reused).")
+@click.option("--top", type=click.IntRange(min=1), default=3, show_default=True, help="Model-ranked candidates to measure.")
+@click.option("--repeats", type=click.IntRange(min=1), default=3, show_default=True, help="Timed passes per measured cell.")
+@click.option("--no-measure", is_flag=True, help="Search with the model only; measure nothing.")
+def tune_command(workload, as_json, budget, out, work_dir, top, repeats, no_measure):
+    """Find the chunk shape, filter and chunk cache for a workload: searched with the model, proved by measurement.
+
+    The workload file has a sweep file's name and dataset, a `workload:` list of
+    {access: ..., weight: W} and optional `constraints:` (filters, max_chunk_bytes,
+    cache_nbytes or max_cache_bytes, max_storage_overhead, current_cache).
+
+    \b
+    Example:
+      ccp tune configs/tune-series-maps.yaml --budget 2min
+      ccp tune configs/tune-series-maps.yaml --json | jq .recommended
+
+    \b
+    A workload file:
+      name: series-maps
+      dataset: {generate: {shape: [256, 64, 64], dtype: "<f4"}}
+      workload:
+        - {access: {op: read, block: [256, 1, 1]}, weight: 1}   # time series
+        - {access: {op: read, block: [1, 64, 64]}, weight: 1}   # maps
+      constraints: {cache_nbytes: 64KiB, max_chunk_bytes: 64KiB}
+    """
+    from ccp.tune.tune import console_table, summary_lines, tune
+    from ccp.units import parse_duration
+
+    echo = (lambda *_: None) if as_json else click.echo
+    result = tune(workload, budget=parse_duration(budget, "--budget"), out=out, work_dir=work_dir, top=top,
+                  measure=not no_measure, repeats=repeats, echo=echo)
+    if as_json:
+        click.echo(json.dumps(result, indent=2, default=str))
+        return
+    for line in console_table(result):
+        click.echo(line)
+    for line in summary_lines(result):
+        click.echo(line)
+    click.echo(f"page: {result['page']}")

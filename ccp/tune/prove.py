@@ -1,0 +1,106 @@
+"""Measure the tuner's candidates, the current layout and the heuristics with the sweep engine.
+
+Each contender becomes a one-layout sweep file (its chunks, filters and cache; every access of the
+workload) run by :func:`ccp.engine.run_sweep` into its own run folder under the tune folder, so
+the proof is the same measurement ``ccp run`` makes (cold passes, repeats, time budgets, work
+files reused), and each run folder can be opened with ``ccp report``.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from ccp.config.filters import FilterPipeline
+from ccp.config.sweep import CacheSpec
+from ccp.store.schema import FINISHED
+from ccp.units import shape_str
+
+MIN_CELL_BUDGET = 2.0
+
+
+@dataclass(frozen=True)
+class Contender:
+    label: str
+    chunks: tuple[int, ...] | None      # None: contiguous
+    filters: FilterPipeline
+    cache: CacheSpec
+    predicted_s: float                  # weighted, the whole workload
+    kind: str                           # candidate | current | heuristic
+
+    @property
+    def key(self) -> tuple:
+        return (self.chunks, self.filters.spec, self.cache)
+
+
+@dataclass(frozen=True)
+class Measured:
+    contender: Contender
+    measured_s: float | None            # weighted over the workload; None when a cell failed
+    per_item: tuple                     # (time_s, status) per workload item
+    run_dir: Path
+
+
+def access_dict(a) -> dict:
+    d = {"op": a.op, "block": list(a.block)}
+    if a.order is not None:
+        d["order"] = list(a.order)
+    if a.random:
+        d["random"], d["seed"] = a.random, a.seed
+    return d
+
+
+def sweep_doc(workload, c: Contender, source, repeats: int, cell_budget: float | None, cold: bool = True) -> dict:
+    dataset = dict(workload.raw_dataset)
+    if workload.dataset.file is not None:
+        dataset["file"] = str(workload.dataset.file)
+    from_file_current = c.kind == "current"
+    chunks = "source" if from_file_current and source.chunks is not None else (shape_str(c.chunks) if c.chunks else "contiguous")
+    filters = "source" if from_file_current and source.chunks is not None else c.filters.spec
+    return {"name": f"{workload.name}-tune", "dataset": dataset,
+            "matrix": {"chunks": [chunks], "filters": [filters],
+                       "cache": [{"nbytes": c.cache.nbytes, "nslots": c.cache.nslots, "w0": c.cache.w0}],
+                       "access": [access_dict(it.access) for it in workload.items]},
+            "repeats": repeats, "cold": cold, "time_budget": cell_budget}
+
+
+def slug(label: str) -> str:
+    return "".join(ch if ch.isalnum() else "-" for ch in label.lower()).strip("-") or "x"
+
+
+def measure_all(workload, source, contenders, out_dir: Path, work_dir: Path, budget: float, repeats: int = 3,
+                echo=print, cold: bool = True) -> list[Measured]:
+    """Every distinct contender measured once (equal layouts and caches share a run)."""
+    from ccp.engine import prepare, run_sweep
+
+    distinct: dict[tuple, Contender] = {}
+    for c in contenders:
+        distinct.setdefault(c.key, c)
+    n_cells = max(1, len(distinct) * len(workload.items))
+    cell_budget = max(MIN_CELL_BUDGET, budget / n_cells / (repeats + 1)) if budget else None
+    runs: dict[tuple, tuple] = {}
+    for i, (key, c) in enumerate(distinct.items()):
+        run_dir = out_dir / "runs" / f"{i:02d}-{slug(c.label)}"
+        run_dir.mkdir(parents=True, exist_ok=True)
+        sweep_file = run_dir.parent / f"{i:02d}-{slug(c.label)}.yaml"
+        sweep_file.write_text(yaml.safe_dump(sweep_doc(workload, c, source, repeats, cell_budget, cold), sort_keys=False))
+        echo(f"  measuring {c.label}: chunks {shape_str(c.chunks)}, {c.filters.spec}, cache {c.cache.label} ({i + 1}/{len(distinct)})")
+        _, _, cells = prepare(sweep_file)
+        run_sweep(sweep_file, out=run_dir, work_dir=work_dir, report=False, echo=lambda *_: None)
+        with (run_dir / "cells.csv").open(newline="") as fh:
+            rows = {r["cell_id"]: r for r in csv.DictReader(fh)}
+        by_access = {cell.access: rows.get(cell.cell_id) for cell in cells}
+        per, total, ok = [], 0.0, True
+        for it in workload.items:
+            row = by_access.get(it.access)
+            status = row["status"] if row else "missing"
+            t = float(row["time_s"]) if row and status in FINISHED and row.get("time_s") not in (None, "") else math.nan
+            ok &= status in FINISHED
+            per.append((t, status))
+            total += it.weight * t
+        runs[key] = (total if ok else None, tuple(per), run_dir)
+    return [Measured(c, *runs[c.key]) for c in contenders]

@@ -1,0 +1,143 @@
+"""The workload file of ``ccp tune``: YAML -> frozen, validated dataclasses.
+
+It shares the sweep file's ``name`` and ``dataset`` (parsed by :mod:`ccp.config.sweep`) and its
+rules: unknown keys are errors naming the key path, one line, exit 2.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from ccp.config.filters import FilterPipeline, parse_filters
+from ccp.config.sweep import (
+    SOURCE,
+    AccessSpec,
+    CacheSpec,
+    DatasetSpec,
+    _check_keys,
+    _StrictLoader,
+    parse_access,
+    parse_cache,
+    parse_dataset,
+)
+from ccp.errors import ConfigError
+from ccp.units import parse_size
+
+WORKLOAD_KEYS = ("name", "dataset", "workload", "constraints")
+ITEM_KEYS = ("access", "weight")
+CONSTRAINT_KEYS = ("filters", "max_chunk_bytes", "cache_nbytes", "max_cache_bytes", "max_storage_overhead", "current_cache")
+DEFAULT_MAX_CHUNK_BYTES = 4 * 1024 * 1024
+DEFAULT_MAX_CACHE_BYTES = 64 * 1024 * 1024
+DEFAULT_MAX_STORAGE_OVERHEAD = 0.25
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    access: AccessSpec
+    weight: float
+
+
+@dataclass(frozen=True)
+class Constraints:
+    filters: tuple[FilterPipeline | str, ...] = (SOURCE,)   # SOURCE: the dataset's own pipeline
+    max_chunk_bytes: int = DEFAULT_MAX_CHUNK_BYTES
+    cache_nbytes: int | None = None                           # fixed cache budget; None: searched
+    max_cache_bytes: int = DEFAULT_MAX_CACHE_BYTES
+    max_storage_overhead: float = DEFAULT_MAX_STORAGE_OVERHEAD   # padding of edge chunks + chunk index
+    current_cache: CacheSpec | None = None   # the cache readers use today (current layout, heuristics); None: HDF5's default
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    dataset: DatasetSpec
+    items: tuple[WorkItem, ...]
+    constraints: Constraints
+    base_dir: Path = Path(".")
+    raw_dataset: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+
+def parse_weight(value, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ConfigError(where, f"expected a positive number (how often this access happens), got {value!r}")
+    return float(value)
+
+
+def parse_item(raw, where: str) -> WorkItem:
+    _check_keys(raw, ITEM_KEYS, where)
+    if "access" not in raw:
+        raise ConfigError(f"{where}.access", "missing: an access entry as in a sweep's matrix.access, like {op: read, block: [1, 100, 100]}")
+    return WorkItem(parse_access(raw["access"], f"{where}.access"), parse_weight(raw.get("weight", 1), f"{where}.weight"))
+
+
+def parse_constraints(raw, where: str = "constraints") -> Constraints:
+    if raw is None:
+        return Constraints()
+    _check_keys(raw, CONSTRAINT_KEYS, where)
+    filters: tuple = (SOURCE,)
+    if raw.get("filters") is not None:
+        values = raw["filters"] if isinstance(raw["filters"], list) else [raw["filters"]]
+        if not values:
+            raise ConfigError(f"{where}.filters", "is an empty list; omit the key to keep the dataset's own filters")
+        filters = tuple(SOURCE if isinstance(v, str) and v.strip().lower() == SOURCE else parse_filters(v, f"{where}.filters[{i}]")
+                        for i, v in enumerate(values))
+    max_chunk = parse_size(raw.get("max_chunk_bytes", DEFAULT_MAX_CHUNK_BYTES), f"{where}.max_chunk_bytes")
+    if max_chunk < 1:
+        raise ConfigError(f"{where}.max_chunk_bytes", f"must be at least 1 byte, got {raw.get('max_chunk_bytes')!r}")
+    cache = parse_size(raw["cache_nbytes"], f"{where}.cache_nbytes") if raw.get("cache_nbytes") is not None else None
+    max_cache = parse_size(raw.get("max_cache_bytes", DEFAULT_MAX_CACHE_BYTES), f"{where}.max_cache_bytes")
+    if cache is not None and "max_cache_bytes" in raw:
+        raise ConfigError(f"{where}.max_cache_bytes", "the cache is fixed by cache_nbytes; give one of the two")
+    over = raw.get("max_storage_overhead", DEFAULT_MAX_STORAGE_OVERHEAD)
+    if isinstance(over, bool) or not isinstance(over, (int, float)) or over < 0:
+        raise ConfigError(f"{where}.max_storage_overhead", f"expected a fraction >= 0 (0.1 = 10% more than the data), got {over!r}")
+    current = parse_cache(raw["current_cache"], f"{where}.current_cache") if raw.get("current_cache") is not None else None
+    return Constraints(filters, max_chunk, cache, max_cache, float(over), current)
+
+
+def parse_workload(raw, base_dir: Path = Path(".")) -> Workload:
+    if raw is None:
+        raise ConfigError("", "the workload file is empty")
+    _check_keys(raw, WORKLOAD_KEYS, "")
+    name = raw.get("name")
+    if not isinstance(name, str) or not name.strip() or "/" in name:
+        raise ConfigError("name", f"expected a short name (used as the results folder), got {name!r}")
+    if "dataset" not in raw:
+        raise ConfigError("dataset", "missing: give `dataset: {generate: ...}` or `dataset: {file: ...}`")
+    dataset = parse_dataset(raw["dataset"], "dataset", base_dir)
+    items_raw = raw.get("workload")
+    if not isinstance(items_raw, list) or not items_raw:
+        raise ConfigError("workload", f"expected a list of {{access: ..., weight: W}}, got {items_raw!r}")
+    items = tuple(parse_item(v, f"workload[{i}]") for i, v in enumerate(items_raw))
+    return Workload(name.strip(), dataset, items, parse_constraints(raw.get("constraints")), base_dir, dict(raw["dataset"]))
+
+
+def load_workload(path) -> Workload:
+    """Read and validate a workload file; YAML syntax errors name the line."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(str(path), "workload file not found")
+    try:
+        raw = yaml.load(path.read_text(), Loader=_StrictLoader)  # noqa: S506 (a SafeLoader subclass)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        raise ConfigError(where, f"YAML syntax error: {getattr(exc, 'problem', None) or str(exc).splitlines()[0]}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(str(path), "not a text file") from None
+    return parse_workload(raw, base_dir=path.resolve().parent)
+
+
+def check_against(workload: Workload, source) -> None:
+    """The access entries against the dataset (rank, block within the shape), as the sweep matrix checks them."""
+    rank = len(source.shape)
+    for i, item in enumerate(workload.items):
+        where = f"workload[{i}].access"
+        if len(item.access.block) != rank:
+            raise ConfigError(f"{where}.block", f"has rank {len(item.access.block)} but the dataset {list(source.shape)} has rank {rank}")
+        for d, (b, s) in enumerate(zip(item.access.block, source.shape)):
+            if b > s:
+                raise ConfigError(f"{where}.block[{d}]", f"{b} exceeds the dataset's dimension {d} ({s})")

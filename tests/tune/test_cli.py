@@ -1,0 +1,147 @@
+"""ccp tune from the command line: help, one-line errors, and a tiny end-to-end run."""
+
+import json
+import textwrap
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from ccp.cli import main
+from ccp.tune.workload import load_workload
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_help_has_an_example_whose_file_is_valid():
+    res = CliRunner().invoke(main, ["tune", "--help"])
+    assert res.exit_code == 0
+    assert "Example:" in res.output
+    assert "ccp tune configs/tune-series-maps.yaml" in res.output
+    load_workload(ROOT / "configs" / "tune-series-maps.yaml")
+
+
+@pytest.mark.parametrize("name", ["tune-series-maps.yaml", "tune-cache-trap.yaml", "tune-single.yaml"])
+def test_example_workloads_are_valid(name):
+    load_workload(ROOT / "configs" / name)
+
+
+GOOD = {"name": "t", "dataset": {"generate": {"shape": [16, 8, 8]}},
+        "workload": [{"access": {"block": [16, 1, 1]}, "weight": 1}]}
+
+
+def _with(**changes):
+    import copy
+
+    doc = copy.deepcopy(GOOD)
+    for path, value in changes.items():
+        cur = doc
+        keys = path.split("__")
+        for k in keys[:-1]:
+            cur = cur[int(k)] if isinstance(cur, list) else cur.setdefault(k, {})
+        cur[keys[-1]] = value
+    return doc
+
+
+@pytest.mark.parametrize("doc, where", [
+    (_with(colour="red"), "colour: unknown key"),
+    (_with(constraints={"max_chunk": 5}), "constraints.max_chunk: unknown key"),
+    (_with(workload=[{"access": {"block": [16, 1, 1]}, "weigth": 2}]), "workload[0].weigth: unknown key"),
+    (_with(workload=[{"access": {"block": [16, 1, 1]}, "weight": -1}]), "workload[0].weight"),
+    (_with(workload=[{"access": {"block": [16, 1]}}]), "workload[0].access.block: has rank 2"),
+    (_with(workload=[{"access": {"block": [17, 1, 1]}}]), "workload[0].access.block[0]: 17 exceeds"),
+    (_with(workload=[]), "workload: expected a list"),
+    (_with(constraints={"filters": ["gzap"]}), "constraints.filters[0]: unknown filter"),
+    (_with(constraints={"cache_nbytes": "1MiB", "max_cache_bytes": "2MiB"}), "constraints.max_cache_bytes"),
+    (_with(constraints={"max_storage_overhead": -1}), "constraints.max_storage_overhead"),
+    (_with(dataset={"generate": {"shape": [16, 8, 8]}, "files": "x"}), "dataset.files: unknown key"),
+], ids=["top", "constraints", "item", "weight", "rank", "too-big", "empty", "filter", "two-caches", "overhead", "dataset"])
+def test_errors_are_one_line_naming_the_key(tmp_path, doc, where):
+    import yaml
+
+    f = tmp_path / "w.yaml"
+    f.write_text(yaml.safe_dump(doc))
+    res = CliRunner().invoke(main, ["tune", str(f), "--out", str(tmp_path / "o"), "--work", str(tmp_path / "work")])
+    assert res.exit_code == 2, res.output
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and where in lines[0], res.output
+
+
+def test_missing_file_is_one_line(tmp_path):
+    res = CliRunner().invoke(main, ["tune", str(tmp_path / "nope.yaml")])
+    assert res.exit_code == 2 and "workload file not found" in res.output
+
+
+def test_tune_a_users_file_end_to_end(tmp_path):
+    """A file stored in rows, read as time series and maps: the whole chain, measured, in a few seconds."""
+    data = np.arange(24 * 16 * 16, dtype="<f4").reshape(24, 16, 16)
+    src = tmp_path / "user.h5"
+    with h5py.File(src, "w") as f:
+        f.create_dataset("cube", data=data, chunks=(1, 16, 16))
+    before = src.read_bytes()
+    w = tmp_path / "w.yaml"
+    w.write_text(textwrap.dedent(f"""
+        name: e2e
+        dataset: {{file: {src}, path: /cube}}
+        workload:
+          - {{access: {{op: read, block: [24, 1, 1]}}, weight: 2}}
+          - {{access: {{op: read, block: [1, 16, 16]}}, weight: 1}}
+        constraints: {{max_chunk_bytes: 4KiB, max_cache_bytes: 16KiB, current_cache: 1KiB}}
+    """))
+    out = tmp_path / "out"
+    res = CliRunner().invoke(main, ["tune", str(w), "--json", "--budget", "4s", "--repeats", "1", "--top", "2",
+                                    "--out", str(out), "--work", str(tmp_path / "work")])
+    assert res.exit_code == 0, res.output
+    r = json.loads(res.output)
+    assert set(r["recommended"]) >= {"chunks", "filters", "cache_nbytes", "cache_nslots", "cache_w0"}
+    assert r["candidates"] > 10 and r["front"]
+    v = r["verified"]
+    assert v["recommended"] > 0 and v["current"] > 0
+    assert set(v["heuristics"]) == {"h5py guess", "1 MiB rows", "Unidata balanced"}
+    assert all(t is not None and t > 0 for t in v["heuristics"].values())
+    assert "predicted" in (out / "tune.html").read_text() and (out / "tune.json").exists()
+    assert src.read_bytes() == before                   # the user's file is only read
+    rec = r["recommended"]
+    assert r["commands"]["ccp"].startswith(f"ccp repack -l /cube:CHUNK={'x'.join(map(str, rec['chunks']))}")
+
+
+def test_no_measure_predicts_only(tmp_path):
+    w = tmp_path / "w.yaml"
+    w.write_text(textwrap.dedent("""
+        name: nm
+        dataset: {generate: {shape: [16, 8, 8]}}
+        workload: [{access: {block: [16, 1, 1]}}]
+        constraints: {max_chunk_bytes: 1KiB, cache_nbytes: 2KiB}
+    """))
+    res = CliRunner().invoke(main, ["tune", str(w), "--json", "--no-measure", "--out", str(tmp_path / "o"),
+                                    "--work", str(tmp_path / "work")])
+    assert res.exit_code == 0, res.output
+    r = json.loads(res.output)
+    assert r["verified"]["recommended"] is None and r["recommended"]["predicted_s"] > 0
+    assert r["recommended"]["cache_nbytes"] == 2048
+    assert not (tmp_path / "o" / "runs").exists()
+
+
+PYTABLES = Path(__import__("tables").__file__).parent / "tests"
+
+
+@pytest.mark.parametrize("file, dset, blocks, current", [
+    ("attr-u16.h5", "/wfm_group0/axes/axis1/data_vector/data", [[1, 8]], [8125, 8]),   # chunk larger than the data
+    ("test_szip.h5", "/dset_szip", [[40, 1], [1, 20]], [20, 10]),                       # szip, two patterns
+], ids=["pytables-oversized-chunk", "pytables-szip"])
+def test_tune_pytables_files(tmp_path, file, dset, blocks, current):
+    w = tmp_path / "w.yaml"
+    w.write_text(textwrap.dedent(f"""
+        name: pt
+        dataset: {{file: {PYTABLES / file}, path: {dset}}}
+        workload: [{", ".join(f"{{access: {{block: {b}}}}}" for b in blocks)}]
+    """))
+    res = CliRunner().invoke(main, ["tune", str(w), "--json", "--no-measure", "--out", str(tmp_path / "o"),
+                                    "--work", str(tmp_path / "work")])
+    assert res.exit_code == 0, res.output
+    r = json.loads(res.output)
+    assert r["dataset"]["current_chunks"] == current
+    cur = next(c for c in r["contenders"] if c["kind"] == "current")
+    assert r["recommended"]["predicted_s"] <= cur["predicted_s"]

@@ -1,0 +1,125 @@
+"""The search on workloads whose best layout is known, and against brute force (model only, fixed costs)."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ccp.config.sweep import AccessSpec, CacheSpec, DatasetSpec, GenerateSpec
+from ccp.tune.lattice import cache_candidates, chunk_lattice, workload_blocks
+from ccp.tune.search import NEAR_BEST, evaluate, search
+from ccp.tune.workload import WorkItem
+from ccp.workload.source import describe_source
+
+
+def source_of(shape, chunks=None, filters=None):
+    from ccp.config.filters import FilterPipeline
+
+    spec = GenerateSpec(tuple(shape), np.dtype("<f4"), chunks=chunks, filters=filters or FilterPipeline())
+    return describe_source(DatasetSpec("/data", generate=spec))
+
+
+def items(*blocks, weights=None):
+    return tuple(WorkItem(AccessSpec("read", tuple(b)), w) for b, w in zip(blocks, weights or [1.0] * len(blocks)))
+
+
+def run(src, its, filters, costs, **kw):
+    lat = chunk_lattice(src.shape, 4, kw.pop("max_chunk_bytes", 64 * 1024), workload_blocks(its),
+                        extra=[src.chunks] if src.chunks else [])
+    kw.setdefault("max_cache_bytes", 1 << 20)
+    kw.setdefault("max_storage_overhead", 0.25)
+    kw.setdefault("fixed_cache", None)
+    current = (src.chunks, src.filters) if src.chunks else None
+    return search(src, its, lat, filters, costs, current=current, **kw)
+
+
+def test_single_pattern_best_chunk_is_the_block(costs, gzip):
+    # compressed, no room to keep a chunk: a request must decode exactly its own block, once
+    # (blocks of 32 KiB: decoding more than the block costs more than fetching one more chunk)
+    src = source_of((32, 64, 64))
+    res = run(src, items((8, 32, 32)), [gzip], costs, fixed_cache=0)
+    assert res.recommended.chunks == (8, 32, 32)
+
+
+def test_time_series_and_maps_get_a_balanced_shape(costs, nofilter):
+    src = source_of((64, 32, 32))
+    series, maps = (64, 1, 1), (1, 32, 32)
+    res = run(src, items(series, maps), [nofilter], costs, fixed_cache=4096 + 1024, max_chunk_bytes=4096)
+    c = res.recommended.chunks
+    # neither extreme: a series read and a map read both span several chunks, and fewer than the extremes make them
+    assert 1 < c[0] < 64 and 1 < c[1] * c[2] < 1024, c
+    best = res.recommended.workload_s
+    for extreme in [(64, 4, 4), (1, 32, 32)]:
+        ext = evaluate(extreme, nofilter, CacheSpec(4096 + 1024, 521, 0.75), src, items(series, maps), costs)
+        assert best < ext.workload_s
+
+
+def test_cache_trap_is_cured_by_a_cache_not_a_repack(costs, gzip):
+    # rows read out of compressed 32 KiB chunks with a 16 KiB cache: every row decodes its chunk again
+    src = source_of((16, 32, 32), chunks=(8, 32, 32), filters=gzip)
+    trap = items((1, 1, 32))
+    res = run(src, trap, [gzip], costs)
+    rec = res.recommended
+    assert rec.chunks == (8, 32, 32)
+    assert rec.cache.nbytes >= 8 * 32 * 32 * 4
+    current = evaluate((8, 32, 32), gzip, CacheSpec(16 * 1024, 521, 0.75), src, trap, costs)
+    assert rec.workload_s < current.workload_s / 5
+
+
+def test_storage_constraint_rejects_padded_shapes(costs, nofilter):
+    from ccp.tune.lattice import padding
+
+    src = source_of((200, 200))
+    res = run(src, items((200, 200)), [nofilter], costs, max_storage_overhead=0.02)
+    assert res.rejected > 0
+    assert all(padding(src.shape, cand.chunks) <= 0.02 for cand in res.best)
+
+
+def test_no_shape_within_the_constraints_is_one_line(costs, nofilter):
+    from ccp.errors import CcpError
+
+    with pytest.raises(CcpError, match="max_storage_overhead"):
+        run(source_of((10, 10)), items((10, 10)), [nofilter], costs, max_storage_overhead=0.0)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(shape=st.lists(st.integers(2, 12), min_size=2, max_size=3), data=st.data())
+def test_search_finds_the_brute_force_optimum(costs, gzip, nofilter, shape, data):
+    """Every (chunks, filters, cache) costed with no pruning: the search's pick is as fast, up to
+    the NEAR_BEST slack it allows itself for a smaller cache."""
+    block = tuple(data.draw(st.integers(1, n)) for n in shape)
+    its = items(block)
+    src = source_of(shape)
+    filters = [nofilter, gzip]
+    res = run(src, its, filters, costs, max_cache_bytes=64 * 1024, max_storage_overhead=10.0)
+    lat = chunk_lattice(src.shape, 4, 64 * 1024, workload_blocks(its))
+    brute = min(evaluate(c, f, CacheSpec(*k), src, its, costs).workload_s
+                for c in lat for f in filters for k in cache_candidates(math.prod(c) * 4, 64 * 1024))
+    assert res.recommended.workload_s <= brute * (1 + NEAR_BEST) + 1e-12
+
+
+def test_front_is_not_dominated(costs, gzip, nofilter):
+    src = source_of((32, 16, 16))
+    res = run(src, items((32, 1, 1), (1, 16, 16)), [nofilter, gzip], costs)
+    pts = [(c.read_s, c.write_s, c.storage_bytes) for c in res.best]
+    for f in res.front:
+        p = (f.read_s, f.write_s, f.storage_bytes)
+        assert not any(all(a <= b for a, b in zip(q, p)) and q != p for q in pts)
+    assert res.evaluated >= len(res.best)
+
+
+@pytest.mark.parametrize("chunks", [(4, 8, 8), (16, 1, 32)], ids=["aligned", "rows"])
+def test_evaluate_counts_match_the_plan_module(costs, nofilter, chunks):
+    """The search's counts are ccp.plan's predictions, the ones `ccp run` stores beside its measurements."""
+    from ccp.matrix.cells import Cell
+    from ccp.plan import predict_cell
+
+    src = source_of((16, 32, 32))
+    cache = CacheSpec(1 << 20, 521, 0.75)
+    its = items((4, 8, 8))
+    cand = evaluate(chunks, nofilter, cache, src, its, costs)
+    p = predict_cell(Cell(chunks, nofilter, cache, its[0].access), src)
+    assert cand.items[0].chunk_loads == p["predicted_chunk_loads"]
+    assert cand.items[0].raw_reads == p["predicted_raw_reads"]
