@@ -204,7 +204,7 @@ class RunStore:
             except (OverflowError, ValueError, TypeError):
                 # a row no int64 holds (an older ccp let `cache: [10**30]` through): keep such columns as
                 # text rather than fail every rerun into this folder
-                for col in df.select_dtypes(include="object").columns:
+                for col in [c for c in df.columns if pd.api.types.is_object_dtype(df[c])]:
                     df[col] = df[col].map(lambda v: v if v is None or isinstance(v, (str, float)) else str(v))
                 _atomic_write(self.cells_parquet, lambda p: df.to_parquet(p, index=False))
 
