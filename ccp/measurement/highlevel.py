@@ -74,14 +74,12 @@ def read_pass(job, starts, counts, *, traced: bool, log_path=None, progress=None
 def write_pass(job, data, starts, counts, out_file, *, traced: bool, log_path=None, progress=None, src_log=None,
                deadline_ns: int | None = None):
     import h5py
-    from h5py import h5d, h5f, h5p, h5s, h5t
+    from h5py import h5f
 
-    from ccp.measurement.runner import PassTiming, _spin_to_next_us, _timed_close, target
-    from ccp.workload.files import make_dcpl
+    from ccp.measurement.runner import PassTiming, _spin_to_next_us, _timed_close, create_timed, target
 
     clock = time.monotonic_ns if traced else time.perf_counter_ns
-    cell, source = job.cell, job.source
-    dtype = np.dtype(source.dtype)
+    cell = job.cell
     n = len(starts)
     req = np.zeros(n, dtype=np.int64)
     windows = []
@@ -94,15 +92,8 @@ def write_pass(job, data, starts, counts, out_file, *, traced: bool, log_path=No
         src = h5py.File(src_fid)[dataset_path]
     fid = h5f.create(str(out_file).encode(), h5f.ACC_TRUNC, fapl=_fapl(cell.cache, log_path if traced else None))
     try:
-        maxshape = tuple(h5s.UNLIMITED if m is None else m for m in source.maxshape)
-        space = h5s.create_simple(tuple(source.shape), maxshape)
-        tid = h5t.py_create(dtype, logical=True)
-        dcpl = make_dcpl(source, cell.chunks, cell.filters)
-        lcpl = h5p.create(h5p.LINK_CREATE)
-        lcpl.set_create_intermediate_group(True)
-        t0 = clock()
-        ds = h5py.Dataset(h5d.create(fid, job.dataset_path.encode(), tid, space, dcpl=dcpl, lcpl=lcpl))
-        t1 = clock()
+        dsid, t0, t1 = create_timed(fid, job, clock, cache_on_dataset=False)
+        ds = h5py.Dataset(dsid)
         open_ns = t1 - t0
         windows.append((t0, t1))
         effective = ds.id.get_access_plist().get_chunk_cache()

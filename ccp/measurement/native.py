@@ -306,11 +306,10 @@ def read_pass(job, starts, counts, *, traced: bool, log_path=None, progress=None
 def write_pass(job, data, starts, counts, out_file, *, traced: bool, log_path=None, progress=None, src_log=None,
                deadline_ns: int | None = None):
     """:func:`ccp.measurement.runner.write_pass` with the native loop (write and copy cells)."""
-    from h5py import h5d, h5f, h5p, h5s, h5t
+    from h5py import h5d, h5f, h5p
 
     from ccp.measurement import iolog
-    from ccp.measurement.runner import PassTiming, _timed_close, target
-    from ccp.workload.files import make_dcpl
+    from ccp.measurement.runner import PassTiming, _timed_close, create_timed, target
 
     clock = time.monotonic_ns if traced else time.perf_counter_ns
     cell, source = job.cell, job.source
@@ -328,17 +327,7 @@ def write_pass(job, data, starts, counts, out_file, *, traced: bool, log_path=No
         src_space = src.get_space()
     fid = h5f.create(str(out_file).encode(), h5f.ACC_TRUNC, fapl=fapl)
     try:
-        maxshape = tuple(h5s.UNLIMITED if m is None else m for m in source.maxshape)
-        space = h5s.create_simple(tuple(source.shape), maxshape)
-        tid = h5t.py_create(dtype, logical=True)
-        dcpl = make_dcpl(source, cell.chunks, cell.filters)
-        lcpl = h5p.create(h5p.LINK_CREATE)
-        lcpl.set_create_intermediate_group(True)
-        dapl = h5p.create(h5p.DATASET_ACCESS)
-        dapl.set_chunk_cache(cell.cache.nslots, cell.cache.nbytes, cell.cache.w0)
-        t0 = clock()
-        ds = h5d.create(fid, job.dataset_path.encode(), tid, space, dcpl=dcpl, lcpl=lcpl, dapl=dapl)
-        t1 = clock()
+        ds, t0, t1 = create_timed(fid, job, clock)
         open_ns = t1 - t0
         windows.append((t0, t1))
         effective = ds.get_access_plist().get_chunk_cache()

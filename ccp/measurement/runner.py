@@ -183,6 +183,28 @@ def read_pass(job: CellJob, starts, counts, *, traced: bool, log_path: Path | No
     return PassTiming(open_ns, req, close_ns, windows, effective)
 
 
+def create_timed(fid, job: CellJob, clock, *, cache_on_dataset: bool = True):
+    """Create the cell's dataset empty in its layout, timed: (dataset id, t0, t1). Every client's write pass
+    starts here. ``cache_on_dataset=False`` leaves the chunk cache to the file's access list (h5py's way)."""
+    from h5py import h5d, h5p, h5s
+
+    from ccp.workload.files import file_type, make_dcpl
+
+    cell, source = job.cell, job.source
+    maxshape = tuple(h5s.UNLIMITED if m is None else m for m in source.maxshape)
+    space = h5s.create_simple(tuple(source.shape), maxshape)
+    dcpl = make_dcpl(source, cell.chunks, cell.filters)
+    lcpl = h5p.create(h5p.LINK_CREATE)
+    lcpl.set_create_intermediate_group(True)
+    dapl = h5p.create(h5p.DATASET_ACCESS)
+    if cache_on_dataset:
+        dapl.set_chunk_cache(cell.cache.nslots, cell.cache.nbytes, cell.cache.w0)
+    t0 = clock()
+    ds = h5d.create(fid, job.dataset_path.encode(), file_type(source), space, dcpl=dcpl, lcpl=lcpl, dapl=dapl)
+    t1 = clock()
+    return ds, t0, t1
+
+
 def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, traced: bool, log_path: Path | None,
                progress: Progress, src_log: Path | None = None, deadline_ns: int | None = None) -> tuple[PassTiming, int]:
     """Create the dataset empty in the cell's layout, write every block, close it. Returns (timing, storage).
@@ -192,7 +214,6 @@ def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, traced: bo
     """
     from h5py import h5d, h5f, h5p, h5s
 
-    from ccp.workload.files import file_type, make_dcpl
     from ccp.workload.h5types import memory_buffer
 
     clock = time.monotonic_ns if traced else time.perf_counter_ns
@@ -215,17 +236,7 @@ def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, traced: bo
         bufs = {c: np.empty(c, dtype=dtype) if dtype is not None else memory_buffer(c, mtype) for c in spaces}
     fid = h5f.create(str(out_file).encode(), h5f.ACC_TRUNC, fapl=fapl)
     try:
-        maxshape = tuple(h5s.UNLIMITED if m is None else m for m in source.maxshape)
-        space = h5s.create_simple(tuple(source.shape), maxshape)
-        tid = file_type(source)
-        dcpl = make_dcpl(source, cell.chunks, cell.filters)
-        lcpl = h5p.create(h5p.LINK_CREATE)
-        lcpl.set_create_intermediate_group(True)
-        dapl = h5p.create(h5p.DATASET_ACCESS)
-        dapl.set_chunk_cache(cell.cache.nslots, cell.cache.nbytes, cell.cache.w0)
-        t0 = clock()
-        ds = h5d.create(fid, job.dataset_path.encode(), tid, space, dcpl=dcpl, lcpl=lcpl, dapl=dapl)
-        t1 = clock()
+        ds, t0, t1 = create_timed(fid, job, clock)
         open_ns = t1 - t0
         windows.append((t0, t1))
         effective = ds.get_access_plist().get_chunk_cache()
