@@ -23,6 +23,8 @@ CASES = [
     # (id, text replacement (old, new), expected substrings in the message)
     ("unknown-top-key", ("repeats: 1", "repeat: 1"), ["repeat", "did you mean 'repeats'"]),
     ("unknown-matrix-key", ("  cache:", "  caches:"), ["matrix.caches", "did you mean 'cache'"]),
+    ("unknown-client", ("  cache:", "  client: [fortran]\n  cache:"), ["matrix.client[0]", "native, h5py-lowlevel, h5py"]),
+    ("client-number", ("  cache:", "  client: [3]\n  cache:"), ["matrix.client[0]"]),
     ("unknown-access-key", ("block: [1, 6]}", "block: [1, 6], ordr: [0, 1]}"), ["ordr", "did you mean 'order'"]),
     ("rank-mismatch-block", ("block: [1, 6]", "block: [1, 6, 1]"), ["matrix.access[0].block", "rank 3"]),
     ("rank-mismatch-chunks", ("[[4, 6]]", "[[4, 6, 2]]"), ["matrix.chunks[0]", "rank 3"]),
