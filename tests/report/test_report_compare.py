@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from conftest import slow_down
+from report_synthetic import slow_down
 
 from ccp.cli import main
 from ccp.report import write_compare
@@ -101,7 +101,7 @@ def test_slower_by_noise_is_a_tie(make_run):
 def _contiguous_run(make_run, name, times):
     """Three contiguous cells configured with 256 KiB, 1 MiB and 4 MiB caches: each records the cache HDF5 reports
     for a contiguous dataset (the library default), so their cache columns are equal; their cell_ids differ."""
-    from conftest import _cell
+    from report_synthetic import _cell
 
     rows = []
     for cache, t in zip((256 * 1024, 1024 * 1024, 4 * 1024 * 1024), times):

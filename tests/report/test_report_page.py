@@ -146,7 +146,7 @@ def test_quick_run_without_trace(make_run):
 
 
 def test_every_cell_failed(make_run):
-    from conftest import build_cells
+    from report_synthetic import build_cells
 
     cells = build_cells()
     cells["status"] = "failed: cell timed out after 600 s"
@@ -210,7 +210,7 @@ def test_thresholds_match_the_engine():
 @pytest.mark.parametrize("sweep_name, scale", [("synthetic-x0.5", "0.5"), ("synthetic-x0.25", "0.25")], ids=["half", "quarter"])
 def test_scaled_run_says_so_beside_every_time(tmp_path, sweep_name, scale):
     """`ccp run --scale F` names the sweep NAME-xF: the page says the times are for scaled data, wherever they appear."""
-    from conftest import write_run
+    from report_synthetic import write_run
 
     text = text_of(write_report(write_run(tmp_path / "run", tables=False, name=sweep_name)).read_text())
     assert f"This sweep was scaled by {scale}" in text

@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import KIB, build_cells
+from report_synthetic import KIB, build_cells
 
 from ccp.report import plots
 from ccp.report.data import normalise, prepare
