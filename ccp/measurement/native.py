@@ -274,10 +274,10 @@ def run_requests(ds, fspace, starts, counts, dtype, *, op: str = "read", data=No
 def read_pass(job, starts, counts, *, traced: bool, log_path=None, progress=None, deadline_ns: int | None = None):
     """:func:`ccp.measurement.runner.read_pass` with the native loop: same arguments, same PassTiming
     (open and close timed by the Python clock as there; the requests by the loop's C clock)."""
-    from h5py import h5d, h5f, h5p
+    from h5py import h5f
 
     from ccp.measurement import iolog
-    from ccp.measurement.runner import PassTiming, _timed_close, target
+    from ccp.measurement.runner import PassTiming, _timed_close, open_timed, target
 
     clock = time.monotonic_ns if traced else time.perf_counter_ns
     cache = job.cell.cache
@@ -286,11 +286,7 @@ def read_pass(job, starts, counts, *, traced: bool, log_path=None, progress=None
     file, dataset_path = target(job)       # the user's own file: the object itself, links resolved
     fid = h5f.open(file.encode(), h5f.ACC_RDONLY, fapl)
     try:
-        dapl = h5p.create(h5p.DATASET_ACCESS)
-        dapl.set_chunk_cache(cache.nslots, cache.nbytes, cache.w0)
-        t0 = clock()
-        ds = h5d.open(fid, dataset_path.encode(), dapl)
-        t1 = clock()
+        ds, _, t0, t1 = open_timed(fid, dataset_path, cache, clock)
         open_ns = t1 - t0
         windows.append((t0, t1))
         effective = ds.get_access_plist().get_chunk_cache()

@@ -131,7 +131,7 @@ def read_pass(job: CellJob, starts, counts, *, traced: bool, log_path: Path | No
               deadline_ns: int | None = None, reopen_before=()) -> PassTiming:
     """One pass of read requests. ``reopen_before`` (a replay): close and reopen the dataset before those
     requests, inside their timed call, as the traced program lost its chunk cache there."""
-    from h5py import h5d, h5f, h5p
+    from h5py import h5d, h5f
 
     clock = time.monotonic_ns if traced else time.perf_counter_ns
     cache = job.cell.cache
@@ -144,11 +144,7 @@ def read_pass(job: CellJob, starts, counts, *, traced: bool, log_path: Path | No
     file, dataset_path = target(job)
     fid = h5f.open(file.encode(), h5f.ACC_RDONLY, fapl)
     try:
-        dapl = h5p.create(h5p.DATASET_ACCESS)
-        dapl.set_chunk_cache(cache.nslots, cache.nbytes, cache.w0)
-        t0 = clock()
-        ds = h5d.open(fid, dataset_path.encode(), dapl)
-        t1 = clock()
+        ds, dapl, t0, t1 = open_timed(fid, dataset_path, cache, clock)
         open_ns = t1 - t0
         windows.append((t0, t1))
         effective = ds.get_access_plist().get_chunk_cache()
@@ -181,6 +177,18 @@ def read_pass(job: CellJob, starts, counts, *, traced: bool, log_path: Path | No
     finally:
         fid.close()
     return PassTiming(open_ns, req, close_ns, windows, effective)
+
+
+def open_timed(fid, dataset_path: str, cache, clock):
+    """Open a dataset with the cell's chunk cache, timed: (dataset id, its access list, t0, t1)."""
+    from h5py import h5d, h5p
+
+    dapl = h5p.create(h5p.DATASET_ACCESS)
+    dapl.set_chunk_cache(cache.nslots, cache.nbytes, cache.w0)
+    t0 = clock()
+    ds = h5d.open(fid, dataset_path.encode(), dapl)
+    t1 = clock()
+    return ds, dapl, t0, t1
 
 
 def create_timed(fid, job: CellJob, clock, *, cache_on_dataset: bool = True):
