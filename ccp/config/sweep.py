@@ -15,8 +15,10 @@ import numpy as np
 import yaml
 
 from ccp.config.filters import FilterPipeline, parse_filters
+from ccp.config.shapes import MAX_DIM, SOURCE, Chunks, parse_chunks, parse_int, parse_shape
+from ccp.config.tables import TableSpec, parse_tables
 from ccp.errors import ConfigError, suggest
-from ccp.units import parse_duration, parse_shape_str, parse_size, shape_str
+from ccp.units import parse_duration, parse_size, shape_str
 
 # Stated defaults: a run never relies on the HDF5 library's own (1 MiB/521 in 1.x, 8 MiB/8191 in 2.0).
 DEFAULT_CACHE_NBYTES = 1024 * 1024
@@ -25,13 +27,10 @@ DEFAULT_CACHE_W0 = 0.75
 DEFAULT_DATASET_PATH = "/data"
 DEFAULT_REPEATS = 3
 DATA_KINDS = ("normal", "uniform", "randint", "smooth", "constant")
-MAX_RANK = 32                    # HDF5's H5S_MAX_RANK
-MAX_DIM = 2**63 - 1              # hsize_t as h5py and the results files (int64) hold it
 MAX_CACHE_NBYTES = 2**63 - 1     # size_t, and an int64 column in cells.csv/parquet
 MAX_CACHE_NSLOTS = 2**27         # HDF5 allocates the slot table up front: 8 bytes a slot (1 GiB here)
 MAX_RANDOM = 10**8               # random requests are planned in memory: rank x 8 bytes each
 MAX_REPEATS = 10**4
-SOURCE = "source"
 OPS = ("read", "write", "copy")
 # How a cell's requests reach HDF5: the native loop (HDF5's own cost), today's h5py low-level loop, and
 # the high-level slicing most Python users write. A cell with the old loop keeps its old id.
@@ -89,9 +88,6 @@ class AccessSpec:
         return "x".join(map(str, self.order or range(len(self.block))))
 
 
-Chunks = tuple[int, ...] | None | str   # a shape, None = contiguous, or SOURCE
-
-
 @dataclass(frozen=True)
 class Sweep:
     name: str
@@ -104,7 +100,7 @@ class Sweep:
     repeats: int = DEFAULT_REPEATS
     cold: bool = True
     time_budget: float | None = None
-    tables: tuple = ()
+    tables: tuple[TableSpec, ...] = ()
     client: tuple[str, ...] = (DEFAULT_CLIENT,)
     raw: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
     base_dir: Path = Path(".")
@@ -121,39 +117,12 @@ def _check_keys(raw: dict, allowed, where: str) -> None:
             raise ConfigError(f"{prefix}{key}", f"unknown key{suggest(key, allowed)}; allowed: {', '.join(allowed)}")
 
 
-def _int(value, where: str, lo: int | None = None, hi: int | None = None, why: str = "") -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(where, f"expected an integer, got {value!r}")
-    if lo is not None and value < lo:
-        raise ConfigError(where, f"must be >= {lo}, got {value}")
-    if hi is not None and value > hi:
-        raise ConfigError(where, f"must be <= {hi:,}{why}, got {value:,}")
-    return value
-
-
 def _text(value, where: str, what: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ConfigError(where, f"expected {what}, got {value!r}")
     if "\0" in value or any(not ch.isprintable() for ch in value):
         raise ConfigError(where, f"{what} must be printable text without NUL or control characters, got {value!r}")
     return value
-
-
-def parse_shape(value, where: str, allow_none: bool = False) -> tuple:
-    """[60, 30, 9, 717] or '60x30x9x717' -> (60, 30, 9, 717)."""
-    if isinstance(value, str):
-        return parse_shape_str(value, where)
-    if not isinstance(value, (list, tuple)) or not value:
-        raise ConfigError(where, f"expected a list of dimensions like [60, 30, 9, 717], got {value!r}")
-    if len(value) > MAX_RANK:
-        raise ConfigError(where, f"has rank {len(value)}; HDF5 datasets have at most {MAX_RANK} dimensions")
-    dims = []
-    for i, d in enumerate(value):
-        if d is None and allow_none:
-            dims.append(None)
-            continue
-        dims.append(_int(d, f"{where}[{i}]", lo=1, hi=MAX_DIM))
-    return tuple(dims)
 
 
 def parse_dtype(value, where: str) -> np.dtype:
@@ -258,7 +227,7 @@ def parse_generate(raw, where: str) -> GenerateSpec:
     data = parse_data(raw.get("data", "normal"), f"{where}.data")
     _check_data_fits(data, dtype, f"{where}.data")
     return GenerateSpec(shape=shape, dtype=dtype, data=data,
-                        seed=_int(raw.get("seed", 0), f"{where}.seed", lo=0, hi=2**63 - 1), maxshape=maxshape, fillvalue=fill,
+                        seed=parse_int(raw.get("seed", 0), f"{where}.seed", lo=0, hi=2**63 - 1), maxshape=maxshape, fillvalue=fill,
                         written_by=written_by, chunks=chunks, filters=filters)
 
 
@@ -281,19 +250,11 @@ def parse_dataset(raw, where: str, base_dir: Path) -> DatasetSpec:
     return DatasetSpec(path=path, file=file)
 
 
-def parse_chunks(value, where: str) -> Chunks:
-    if value is None or (isinstance(value, str) and value.lower() == "contiguous"):
-        return None
-    if isinstance(value, str) and value.lower() == SOURCE:
-        return SOURCE
-    return parse_shape(value, where)
-
-
 def parse_cache(value, where: str) -> CacheSpec:
     if isinstance(value, dict):
         _check_keys(value, ("nbytes", "nslots", "w0"), where)
         nbytes = _cache_nbytes(value.get("nbytes", DEFAULT_CACHE_NBYTES), f"{where}.nbytes")
-        nslots = _int(value.get("nslots", DEFAULT_CACHE_NSLOTS), f"{where}.nslots", lo=1, hi=MAX_CACHE_NSLOTS,
+        nslots = parse_int(value.get("nslots", DEFAULT_CACHE_NSLOTS), f"{where}.nslots", lo=1, hi=MAX_CACHE_NSLOTS,
                       why=" (HDF5 allocates every slot up front)")
         w0 = value.get("w0", DEFAULT_CACHE_W0)
         if isinstance(w0, bool) or not isinstance(w0, (int, float)) or not 0.0 <= float(w0) <= 1.0:
@@ -326,16 +287,16 @@ def parse_access(raw, where: str) -> AccessSpec:
     block = parse_shape(raw["block"], f"{where}.block")
     order = None
     if raw.get("order") is not None:
-        order = tuple(_int(d, f"{where}.order", lo=0) for d in (raw["order"] if isinstance(raw["order"], list) else [raw["order"]]))
+        order = tuple(parse_int(d, f"{where}.order", lo=0) for d in (raw["order"] if isinstance(raw["order"], list) else [raw["order"]]))
         if sorted(order) != list(range(len(block))):
             raise ConfigError(f"{where}.order", f"must list each of the {len(block)} dims once, slowest first, got {list(order)}")
-    random = _int(raw.get("random", 0), f"{where}.random", lo=0, hi=MAX_RANDOM, why=" (requests are planned in memory)")
+    random = parse_int(raw.get("random", 0), f"{where}.random", lo=0, hi=MAX_RANDOM, why=" (requests are planned in memory)")
     if random and op != "read":
         raise ConfigError(f"{where}.random", f"random requests are for reads; a {op} cell handles every block once")
     if random and order is not None:
         raise ConfigError(f"{where}.order", "order applies to tiling; drop it or drop random")
     return AccessSpec(op=op, block=block, order=order, random=random,
-                      seed=_int(raw.get("seed", 0), f"{where}.seed", lo=0, hi=2**63 - 1))
+                      seed=parse_int(raw.get("seed", 0), f"{where}.seed", lo=0, hi=2**63 - 1))
 
 
 def _parse_replay(raw, op: str, where: str) -> AccessSpec:
@@ -351,7 +312,7 @@ def _parse_replay(raw, op: str, where: str) -> AccessSpec:
     dataset = raw.get("dataset")
     if not isinstance(dataset, str) or not dataset.strip():
         raise ConfigError(f"{where}.dataset", "a replay names the traced dataset to replay, like /g/data")
-    pid = _int(raw["pid"], f"{where}.pid", lo=0) if raw.get("pid") is not None else None
+    pid = parse_int(raw["pid"], f"{where}.pid", lo=0) if raw.get("pid") is not None else None
     from ccp.errors import CcpError
     from ccp.trace.replay import traced_plan
 
@@ -427,14 +388,13 @@ def parse_sweep(raw, base_dir: Path = Path(".")) -> Sweep:
     if exclude_raw is not None and not isinstance(exclude_raw, list):
         raise ConfigError("exclude", f"expected a list of rules like [{{chunks: contiguous, filters: gzip:4}}], got {exclude_raw!r}")
     exclude = tuple(_parse_exclude(v, f"exclude[{i}]") for i, v in enumerate(exclude_raw or []))
-    repeats = _int(raw.get("repeats", DEFAULT_REPEATS), "repeats", lo=1, hi=MAX_REPEATS)
+    repeats = parse_int(raw.get("repeats", DEFAULT_REPEATS), "repeats", lo=1, hi=MAX_REPEATS)
     cold = raw.get("cold", True)
     if not isinstance(cold, bool):
         raise ConfigError("cold", f"expected true or false, got {cold!r}")
     time_budget = parse_duration(raw["time_budget"], "time_budget") if raw.get("time_budget") is not None else None
     tables = ()
     if raw.get("tables") is not None:
-        from ccp.report import parse_tables
         tables = parse_tables(raw["tables"])
     return Sweep(name=name.strip(), dataset=dataset, chunks=chunks, filters=tuple(filters), cache=cache, access=access,
                  exclude=exclude, repeats=repeats, cold=cold, time_budget=time_budget, tables=tables, client=client, raw=raw,
@@ -467,9 +427,9 @@ def _parse_exclude(raw, where: str) -> dict:
         if "order" in a:
             if a["order"] is not None and not isinstance(a["order"], list):
                 raise ConfigError(f"{where}.access.order", f"expected a list of dims like [0, 1], got {a['order']!r}")
-            sub["order"] = tuple(_int(d, f"{where}.access.order", lo=0) for d in a["order"]) if a["order"] is not None else None
+            sub["order"] = tuple(parse_int(d, f"{where}.access.order", lo=0) for d in a["order"]) if a["order"] is not None else None
         if "random" in a:
-            sub["random"] = _int(a["random"], f"{where}.access.random", lo=0)
+            sub["random"] = parse_int(a["random"], f"{where}.access.random", lo=0)
         out["access"] = sub
     return out
 

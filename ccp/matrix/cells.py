@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ccp.config.filters import FilterPipeline, check_for_type
-from ccp.config.sweep import DEFAULT_CLIENT, SOURCE, AccessSpec, CacheSpec, Sweep
+from ccp.config.shapes import SOURCE
+from ccp.config.sweep import DEFAULT_CLIENT, AccessSpec, CacheSpec, Sweep
 from ccp.errors import ConfigError
 from ccp.units import shape_str
 

@@ -4,16 +4,13 @@
   image paths or, self-contained, embedded ones; no scripts, no network: it opens from disk in any browser).
 - ``write_compare(run_a, run_b, out_html=None)``: the cells both runs finished, side by side with ratios B / A;
   returns the terminal text, and writes an HTML page (and its PNG beside it) when ``out_html`` is given.
-- ``parse_tables(raw)``: validates a sweep's ``tables:`` (sweep validation calls it); errors name the key.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ccp.report.tables import parse_tables
-
-__all__ = ["parse_tables", "write_compare", "write_report"]
+__all__ = ["write_compare", "write_report"]
 
 
 def write_report(run_dir: Path, self_contained: bool = False) -> Path:

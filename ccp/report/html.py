@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ccp.config.tables import parse_tables
 from ccp.report import plots
 from ccp.report.data import (
     SHORT_REQUEST_S,
@@ -33,7 +34,6 @@ from ccp.report.tables import (
     Table,
     fmt_times,
     one_change_tables,
-    parse_tables,
     pivot_tables,
     render,
 )

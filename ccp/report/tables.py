@@ -1,18 +1,10 @@
 """Comparison tables in the seed papers' style: configurations as columns, quantities as rows.
 
-A sweep may declare ``tables:``; each picks cells by their axis values and lists rows from a fixed
-vocabulary (ROWS), optionally with a published ``reference`` value per column printed beside ours
-with the ratio measured / published. Without ``tables:`` the report builds its own (auto_tables).
-
-    tables:
-      - title: "Table 8: three cures"
-        rows: [file, cache, chunks, access, time, raw_reads, repack]
-        columns:
-          - {chunks: 4x30x9x717, filters: gzip:6, cache: 1MiB, block: 1x1x1x717}
-          - {chunks: 4x30x9x717, filters: gzip:6, cache: 3MiB, block: 1x1x1x717}
-        labels: [default cache, 3 MiB cache]
-        reference: [{time: 345}, {time: 0.37}]
-        note: the paper's times are approximate
+A sweep may declare ``tables:`` (parsed and validated by :mod:`ccp.config.tables`, which owns the row
+names); this module renders each against a run's cells, printing a published ``reference`` value beside
+ours with the ratio measured / published. How each row is labelled, computed and formatted is here
+(:data:`ROWS`, one entry per name in ``ccp.config.tables.TABLE_ROWS``). Without ``tables:`` the report
+builds its own (auto_tables).
 """
 
 from __future__ import annotations
@@ -24,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ccp.errors import ConfigError, suggest
+from ccp.config.tables import TableSpec
 from ccp.report.data import (
     Labels,
     finite,
@@ -35,14 +27,7 @@ from ccp.report.data import (
 )
 from ccp.report.headline import PLAIN, RunKind, cell_tags
 from ccp.report.stats import THRESHOLD, from_cell, judge
-from ccp.units import (
-    format_bytes,
-    format_count,
-    format_seconds,
-    parse_duration,
-    parse_size,
-    shape_str,
-)
+from ccp.units import format_bytes, format_count, format_seconds
 
 # ---------------------------------------------------------------------------------------------- formatting
 
@@ -124,212 +109,67 @@ class Row:
     label: str
     value: Callable
     fmt: Callable
-    kind: str            # time | bytes | count | ratio | text: how a reference value is read
-    column: str = ""     # the cells column it shows, if one: also accepted as the row's name
     model: str = ""      # the predicted_* column shown beside it, if present
 
 
-def _r(label, column, fmt, kind, model="") -> Row:
-    return Row(label, _col(column), fmt, kind, column, model)
+def _r(label, column, fmt, model="") -> Row:
+    """A row that shows one cells column (the one ``ccp.config.tables.TABLE_ROWS`` names for it)."""
+    return Row(label, _col(column), fmt, model)
 
 
+# one entry per row name of the sweep file's vocabulary (ccp.config.tables.TABLE_ROWS, same keys)
 ROWS: dict[str, Row] = {
-    "file": Row("File", lambda c: c.get("_file"), fmt_text, "text"),
-    "chunks": _r("Chunk size", "chunks", fmt_text, "text"),
-    "filters": _r("Compression (filters)", "filters", fmt_text, "text"),
-    "cache": _r("Cache size", "cache_nbytes", format_bytes, "bytes"),
-    "nslots": _r("Cache hash slots", "cache_nslots", format_count, "count"),
-    "w0": _r("Cache w0", "cache_w0", fmt_ratio, "ratio"),
-    "op": _r("Operation", "op", fmt_text, "text"),
-    "access": Row("Access pattern", lambda c: c.get("access_label"), fmt_text, "text"),
-    "block": _r("Access pattern (hyperslab size)", "block", fmt_text, "text"),
-    "order": _r("Request order (dims, slowest first)", "order", fmt_text, "text"),
-    "random": _r("Random requests", "random", format_count, "count"),
-    "requests": _r("Requests", "requests", format_count, "count", "predicted_requests"),
-    "time": _r("Time", "time_s", format_seconds, "time", "predicted_time_s"),
-    "time_min": _r("Time, fastest pass", "time_s_min", format_seconds, "time"),
-    "time_max": _r("Time, slowest pass", "time_s_max", format_seconds, "time"),
-    "spread": _r("Slowest / fastest pass", "spread", fmt_ratio, "ratio"),
-    "first_request": _r("First request", "first_request_s", format_seconds, "time"),
-    "request_median": _r("Median request", "request_s_median", format_seconds, "time"),
-    "open": _r("Dataset open", "open_s", format_seconds, "time"),
-    "close": _r("Dataset close", "close_s", format_seconds, "time"),
-    "raw_reads": _r("Raw-data reads", "raw_reads", format_count, "count", "predicted_raw_reads"),
-    "raw_reads_per_request": Row("Raw-data reads per request", _ratio("raw_reads", "requests"), fmt_per, "ratio"),
-    "raw_read_bytes": _r("Raw data read", "raw_read_bytes", format_bytes, "bytes", "predicted_raw_read_bytes"),
-    "raw_writes": _r("Raw-data writes", "raw_writes", format_count, "count", "predicted_raw_writes"),
-    "raw_write_bytes": _r("Raw data written", "raw_write_bytes", format_bytes, "bytes", "predicted_raw_write_bytes"),
-    "meta_reads": _r("Metadata reads", "meta_reads", format_count, "count"),
-    "meta_read_bytes": _r("Metadata read", "meta_read_bytes", format_bytes, "bytes"),
-    "meta_writes": _r("Metadata writes", "meta_writes", format_count, "count"),
-    "meta_write_bytes": _r("Metadata written", "meta_write_bytes", format_bytes, "bytes"),
-    "io_ops": Row("File I/O operations", _io_ops, format_count, "count"),
-    "read_amplification": Row("Raw bytes moved / bytes requested", _amplification, fmt_ratio, "ratio"),
-    "chunk_loads": _r("Chunk loads (model)", "predicted_chunk_loads", format_count, "count"),
-    "chunk_hits": _r("Chunk cache hits (model)", "predicted_chunk_hits", format_count, "count"),
-    "evictions": _r("Chunk evictions (model)", "predicted_evictions", format_count, "count"),
-    "predicted_raw_reads": _r("Raw-data reads (model)", "predicted_raw_reads", format_count, "count"),
-    "predicted_time": _r("Time (model)", "predicted_time_s", format_seconds, "time"),
-    "chunk_bytes": _r("Chunk size in bytes", "chunk_bytes", format_bytes, "bytes"),
-    "nchunks": _r("Chunks", "nchunks", format_count, "count"),
-    "logical_bytes": _r("Data size", "logical_bytes", format_bytes, "bytes"),
-    "storage_bytes": _r("Dataset storage", "storage_bytes", format_bytes, "bytes"),
-    "file_bytes": _r("File size", "file_bytes", format_bytes, "bytes"),
-    "compression_ratio": _r("Compression ratio", "compression_ratio", fmt_ratio, "ratio"),
-    "meta_overhead_ppm": Row("Metadata overhead (ppm)", _storage("meta_ppm"), fmt_ppm, "ratio"),
-    "raw_overhead_ppm": Row("Raw-data overhead (ppm, unfiltered)", _storage("raw_ppm"), fmt_ppm, "ratio"),
-    "repack": _r("Repack time", "repack_s", format_seconds, "time"),
-    "elapsed": _r("Wall time of the cell", "elapsed_s", format_seconds, "time"),
-    "status": _r("Status", "status", fmt_text, "text"),
-    "flags": _r("Flags", "flags", fmt_text, "text"),
+    "file": Row("File", lambda c: c.get("_file"), fmt_text),
+    "chunks": _r("Chunk size", "chunks", fmt_text),
+    "filters": _r("Compression (filters)", "filters", fmt_text),
+    "cache": _r("Cache size", "cache_nbytes", format_bytes),
+    "nslots": _r("Cache hash slots", "cache_nslots", format_count),
+    "w0": _r("Cache w0", "cache_w0", fmt_ratio),
+    "op": _r("Operation", "op", fmt_text),
+    "access": Row("Access pattern", lambda c: c.get("access_label"), fmt_text),
+    "block": _r("Access pattern (hyperslab size)", "block", fmt_text),
+    "order": _r("Request order (dims, slowest first)", "order", fmt_text),
+    "random": _r("Random requests", "random", format_count),
+    "requests": _r("Requests", "requests", format_count, "predicted_requests"),
+    "time": _r("Time", "time_s", format_seconds, "predicted_time_s"),
+    "time_min": _r("Time, fastest pass", "time_s_min", format_seconds),
+    "time_max": _r("Time, slowest pass", "time_s_max", format_seconds),
+    "spread": _r("Slowest / fastest pass", "spread", fmt_ratio),
+    "first_request": _r("First request", "first_request_s", format_seconds),
+    "request_median": _r("Median request", "request_s_median", format_seconds),
+    "open": _r("Dataset open", "open_s", format_seconds),
+    "close": _r("Dataset close", "close_s", format_seconds),
+    "raw_reads": _r("Raw-data reads", "raw_reads", format_count, "predicted_raw_reads"),
+    "raw_reads_per_request": Row("Raw-data reads per request", _ratio("raw_reads", "requests"), fmt_per),
+    "raw_read_bytes": _r("Raw data read", "raw_read_bytes", format_bytes, "predicted_raw_read_bytes"),
+    "raw_writes": _r("Raw-data writes", "raw_writes", format_count, "predicted_raw_writes"),
+    "raw_write_bytes": _r("Raw data written", "raw_write_bytes", format_bytes, "predicted_raw_write_bytes"),
+    "meta_reads": _r("Metadata reads", "meta_reads", format_count),
+    "meta_read_bytes": _r("Metadata read", "meta_read_bytes", format_bytes),
+    "meta_writes": _r("Metadata writes", "meta_writes", format_count),
+    "meta_write_bytes": _r("Metadata written", "meta_write_bytes", format_bytes),
+    "io_ops": Row("File I/O operations", _io_ops, format_count),
+    "read_amplification": Row("Raw bytes moved / bytes requested", _amplification, fmt_ratio),
+    "chunk_loads": _r("Chunk loads (model)", "predicted_chunk_loads", format_count),
+    "chunk_hits": _r("Chunk cache hits (model)", "predicted_chunk_hits", format_count),
+    "evictions": _r("Chunk evictions (model)", "predicted_evictions", format_count),
+    "predicted_raw_reads": _r("Raw-data reads (model)", "predicted_raw_reads", format_count),
+    "predicted_time": _r("Time (model)", "predicted_time_s", format_seconds),
+    "chunk_bytes": _r("Chunk size in bytes", "chunk_bytes", format_bytes),
+    "nchunks": _r("Chunks", "nchunks", format_count),
+    "logical_bytes": _r("Data size", "logical_bytes", format_bytes),
+    "storage_bytes": _r("Dataset storage", "storage_bytes", format_bytes),
+    "file_bytes": _r("File size", "file_bytes", format_bytes),
+    "compression_ratio": _r("Compression ratio", "compression_ratio", fmt_ratio),
+    "meta_overhead_ppm": Row("Metadata overhead (ppm)", _storage("meta_ppm"), fmt_ppm),
+    "raw_overhead_ppm": Row("Raw-data overhead (ppm, unfiltered)", _storage("raw_ppm"), fmt_ppm),
+    "repack": _r("Repack time", "repack_s", format_seconds),
+    "elapsed": _r("Wall time of the cell", "elapsed_s", format_seconds),
+    "status": _r("Status", "status", fmt_text),
+    "flags": _r("Flags", "flags", fmt_text),
 }
-# other names people will write for a row: every column a row shows, and the papers' wording
-ALIASES: dict[str, str] = {r.column: name for name, r in ROWS.items() if r.column and r.column not in ROWS}
-ALIASES.update({"cache_size": "cache", "chunk_size": "chunks", "access_pattern": "access", "hyperslab": "block",
-                "read_time": "time", "write_time": "time", "repack_time": "repack", "file_name": "file",
-                "compression": "filters", "predicted_chunk_loads": "chunk_loads", "predicted_time_s": "predicted_time"})
-ROW_NAMES = tuple(ROWS) + tuple(ALIASES)
-
-SELECTOR_KEYS = ("chunks", "filters", "cache", "nslots", "w0", "op", "block", "order", "random")
 _SELECT_COL = {"chunks": "chunks", "filters": "filters", "cache": "cache_nbytes", "nslots": "cache_nslots",
                "w0": "cache_w0", "op": "op", "block": "block", "order": "order", "random": "random"}
-TABLE_KEYS = ("title", "rows", "columns", "labels", "reference", "note")
-DEFAULT_ROWS = ("file", "chunks", "filters", "cache", "access", "time", "raw_reads")
-
-
-def row_name(name) -> str | None:
-    """The canonical row for a name or alias, or None."""
-    name = str(name)
-    return name if name in ROWS else ALIASES.get(name)
-
-
-@dataclass(frozen=True)
-class TableSpec:
-    title: str
-    rows: tuple[str, ...]
-    columns: tuple[tuple[tuple[str, object], ...], ...]   # each: ((key, normalised value), ...)
-    labels: tuple[str, ...] = ()
-    reference: tuple[tuple[tuple[str, float], ...], ...] = ()
-    note: str = ""
-
-
-# ---------------------------------------------------------------------------------------------- validation
-
-def _norm_selector(key: str, value, where: str):
-    from ccp.config.filters import parse_filters
-    from ccp.config.sweep import parse_chunks, parse_shape
-
-    if key == "chunks":
-        c = parse_chunks(value, where)
-        if c is None:
-            return "contiguous"
-        if isinstance(c, str):
-            raise ConfigError(where, "pick a column by the layout measured (like 4x30x9x717 or contiguous), not `source`")
-        return shape_str(c)
-    if key == "filters":
-        return parse_filters(value, where).spec
-    if key == "cache":
-        return parse_size(value, where)
-    if key in ("block", "order"):
-        return shape_str(parse_shape(value, where))
-    if key in ("nslots", "random"):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ConfigError(where, f"expected a whole number, got {value!r}")
-        return int(value)
-    if key == "w0":
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-            raise ConfigError(where, f"expected a number from 0 to 1, got {value!r}")
-        return float(value)
-    if key == "op":
-        if value not in ("read", "write", "copy"):
-            raise ConfigError(where, f"must be read, write or copy, got {value!r}{suggest(value, ('read', 'write', 'copy'))}")
-        return value
-    return str(value)  # pragma: no cover
-
-
-def _reference_value(row: str, value, where: str) -> float:
-    kind = ROWS[row].kind
-    if kind == "text":
-        raise ConfigError(where, f"row {row!r} is text; a reference needs a number (time, count, bytes or ratio)")
-    if isinstance(value, bool):
-        raise ConfigError(where, f"expected a number, got {value!r}")
-    if isinstance(value, (int, float)):
-        if not math.isfinite(value) or value < 0:
-            raise ConfigError(where, f"expected a number >= 0, got {value!r}")
-        return float(value)
-    if isinstance(value, str) and kind == "bytes":
-        return float(parse_size(value, where))
-    if isinstance(value, str) and kind == "time":
-        return parse_duration(value, where)
-    raise ConfigError(where, f"expected a number, got {value!r}")
-
-
-def _check_keys(d: dict, allowed, where: str, what: str = "key") -> None:
-    for k in d:
-        if k not in allowed:
-            raise ConfigError(f"{where}.{k}", f"unknown {what}{suggest(k, allowed)}; allowed: {', '.join(allowed)}")
-
-
-def parse_tables(raw) -> tuple[TableSpec, ...]:
-    """Validate a sweep's ``tables:``; every error names the key at fault (``tables[0].columns[1].cache``)."""
-    if not isinstance(raw, list):
-        raise ConfigError("tables", "expected a list of tables, each {title, rows, columns}")
-    out = []
-    for i, t in enumerate(raw):
-        where = f"tables[{i}]"
-        if not isinstance(t, dict):
-            raise ConfigError(where, "expected a mapping with title, rows and columns")
-        _check_keys(t, TABLE_KEYS, where)
-        title = t.get("title", f"Table {i + 1}")
-        if not isinstance(title, (str, int, float)) or isinstance(title, bool):
-            raise ConfigError(f"{where}.title", f"expected text, got {title!r}")
-        rows = t.get("rows", list(DEFAULT_ROWS))
-        if not isinstance(rows, list) or not rows:
-            raise ConfigError(f"{where}.rows", f"expected a list of row names like [cache, chunks, time]; rows: {', '.join(ROWS)}")
-        canon = []
-        for j, r in enumerate(rows):
-            name = row_name(r) if isinstance(r, str) else None
-            if name is None:
-                raise ConfigError(f"{where}.rows[{j}]", f"unknown row {r!r}{suggest(r, ROW_NAMES)}; rows: {', '.join(ROWS)}")
-            canon.append(name)
-        cols = t.get("columns")
-        if not isinstance(cols, list) or not cols:
-            raise ConfigError(f"{where}.columns", "expected a list of cell selectors like {cache: 1MiB, block: 1x1x1x717}")
-        columns = []
-        for j, sel in enumerate(cols):
-            w = f"{where}.columns[{j}]"
-            if not isinstance(sel, dict) or not sel:
-                raise ConfigError(w, f"expected a mapping of axis values, keys from: {', '.join(SELECTOR_KEYS)}")
-            _check_keys(sel, SELECTOR_KEYS, w, "axis")
-            columns.append(tuple((k, _norm_selector(k, v, f"{w}.{k}")) for k, v in sel.items()))
-        labels = t.get("labels") or []
-        if not isinstance(labels, list):
-            raise ConfigError(f"{where}.labels", "expected a list of column labels")
-        if labels and len(labels) != len(columns):
-            raise ConfigError(f"{where}.labels", f"has {len(labels)} labels for {len(columns)} columns")
-        refs = t.get("reference") or []
-        if not isinstance(refs, list):
-            raise ConfigError(f"{where}.reference", "expected a list, one mapping per column, like [{time: 345}, {}]")
-        if refs and len(refs) != len(columns):
-            raise ConfigError(f"{where}.reference", f"has {len(refs)} entries for {len(columns)} columns (use {{}} for none)")
-        reference = []
-        for j, ref in enumerate(refs):
-            w = f"{where}.reference[{j}]"
-            ref = ref or {}
-            if not isinstance(ref, dict):
-                raise ConfigError(w, "expected a mapping of row name to published value, like {time: 345}")
-            entry = []
-            for k, v in ref.items():
-                name = row_name(k)
-                if name is None:
-                    raise ConfigError(f"{w}.{k}", f"unknown row{suggest(k, ROW_NAMES)}; rows: {', '.join(ROWS)}")
-                entry.append((name, _reference_value(name, v, f"{w}.{k}")))
-            reference.append(tuple(entry))
-        note = t.get("note", "")
-        if not isinstance(note, str):
-            raise ConfigError(f"{where}.note", f"expected text, got {note!r}")
-        out.append(TableSpec(str(title), tuple(canon), tuple(columns), tuple(str(x) for x in labels), tuple(reference), note))
-    return tuple(out)
 
 
 # ---------------------------------------------------------------------------------------------- rendering
@@ -567,4 +407,4 @@ def auto_tables(cells: pd.DataFrame, labels: Labels, samples: dict | None = None
     return one_change_tables(cells, labels, samples, run, threshold) + pivot_tables(cells, labels, samples, run, threshold)
 
 
-__all__ = ["ALIASES", "ROWS", "Cell", "Table", "TableSpec", "auto_tables", "parse_tables", "render", "select"]
+__all__ = ["ROWS", "Cell", "Table", "auto_tables", "render", "select"]

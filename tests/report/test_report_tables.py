@@ -2,10 +2,10 @@
 
 import pytest
 
+from ccp.config.tables import TableSpec, parse_tables
 from ccp.errors import ConfigError
-from ccp.report import parse_tables
 from ccp.report.data import load_cells, prepare
-from ccp.report.tables import ROWS, TableSpec, render
+from ccp.report.tables import ROWS, render
 
 GOOD = {"title": "T", "rows": ["cache", "time"], "columns": [{"cache": "1MiB", "block": [1, 1, 1, 100]}]}
 
