@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ccp.config.sweep import Sweep, load_sweep, sweep_as_dict
+from ccp.config.sweep import Sweep, sweep_as_dict
 from ccp.errors import CcpError
 from ccp.eta import EtaClock, predicted_seconds, progress_bar
 from ccp.matrix.cells import Cell, expand
@@ -34,6 +34,7 @@ from ccp.store.workdir import WorkDir
 from ccp.units import format_count, format_seconds, shape_str
 from ccp.workload.files import ensure_layout_file, layout_path
 from ccp.workload.source import describe_source
+from ccp.workload.sweep import load_sweep
 
 FAULT_ENV = "CCP_FAULT_INJECT"   # tests: "CELL_ID:segv|memory|hang|fill-disk" makes that cell's worker misbehave
 
@@ -418,7 +419,7 @@ def scale_warnings(sweep_path, scale) -> list[str]:
     """What ``--scale`` changes in the experiment's meaning (see :func:`ccp.config.scale.scale_effects`)."""
     if scale is None or scale == 1:
         return []
-    from ccp.config.scale import scale_effects
+    from ccp.workload.scale import scale_effects
 
     return scale_effects(sweep_path, scale)
 

@@ -73,7 +73,7 @@ class CacheSpec:
 @dataclass(frozen=True)
 class AccessSpec:
     op: str
-    block: tuple[int, ...]
+    block: tuple[int, ...]                 # a replay's is () until its trace is loaded (ccp.workload.sweep)
     order: tuple[int, ...] | None = None   # dims slowest first; None = C order
     random: int = 0                        # 0 = tile the dataset; N = N random block-aligned requests
     seed: int = 0
@@ -313,15 +313,8 @@ def _parse_replay(raw, op: str, where: str) -> AccessSpec:
     if not isinstance(dataset, str) or not dataset.strip():
         raise ConfigError(f"{where}.dataset", "a replay names the traced dataset to replay, like /g/data")
     pid = parse_int(raw["pid"], f"{where}.pid", lo=0) if raw.get("pid") is not None else None
-    from ccp.errors import CcpError
-    from ccp.trace.replay import traced_plan
-
-    try:
-        plan, _, _ = traced_plan(trace, dataset.strip(), None, pid, op)
-    except CcpError as exc:
-        raise ConfigError(f"{where}.trace", str(exc)) from None
-    block = tuple(int(c) for c in np.asarray(plan.counts).max(axis=0))    # the largest request (labels, checks)
-    return AccessSpec(op=op, block=block, trace=str(trace.resolve()), trace_dataset=dataset.strip(), pid=pid)
+    # the block (the largest request: labels, cell ids, checks) is set when the trace is loaded (ccp.workload.sweep)
+    return AccessSpec(op=op, block=(), trace=str(trace.resolve()), trace_dataset=dataset.strip(), pid=pid)
 
 
 def _as_list(value, where: str) -> list:

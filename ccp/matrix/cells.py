@@ -95,6 +95,8 @@ def expand(sweep: Sweep, source) -> list[Cell]:
         if chunks is None and any(m is None or m != s for m, s in zip(source.maxshape, shape)):
             raise ConfigError(where, f"contiguous storage cannot have maxshape {list(source.maxshape)} (extendible datasets need chunks)")
         aw = f"matrix.access[{ai}]"
+        if access.trace is not None and not access.block:
+            raise ConfigError(f"{aw}.trace", "the replay's trace is not loaded: expand a sweep from ccp.workload.sweep.load_sweep")
         if len(access.block) != rank:
             raise ConfigError(f"{aw}.block", f"has rank {len(access.block)} but the dataset {list(shape)} has rank {rank}")
         for d, (b, s) in enumerate(zip(access.block, shape)):

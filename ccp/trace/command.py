@@ -59,8 +59,8 @@ def diagnose_command(trace, as_json, memory, verify):
       ccp diagnose results/trace-bands --json | jq '.datasets[0].cures[0]'
     """
     from ccp.trace.diagnose import diagnose, format_diagnosis
-    from ccp.trace.store import load_trace
     from ccp.units import parse_size
+    from ccp.workload.tracefile import load_trace
 
     diag = diagnose(load_trace(trace), memory=parse_size(memory, "--memory"), verify=verify)
     if as_json:

@@ -21,9 +21,9 @@ import numpy as np
 
 from ccp.model import CacheParams, ChunkGrid, simulate
 from ccp.trace.costs import load_costs
-from ccp.trace.replay import CacheInForce, ReplaySequence, replay_sequence
-from ccp.trace.store import Trace
 from ccp.units import format_bytes, format_seconds, shape_str
+from ccp.workload.replay import CacheInForce, ReplaySequence, replay_sequence
+from ccp.workload.tracefile import Trace
 
 TINY_BYTES = 64 * 1024            # a request smaller than this is "tiny"
 MIN_GAIN = 0.9                    # a cure must predict at most 90% of the current time

@@ -17,9 +17,9 @@ import time
 import numpy as np
 
 from ccp.trace.diagnose import block_sequence, cache_for
-from ccp.trace.replay import ReplaySequence, replay_sequence
-from ccp.trace.store import Trace
 from ccp.units import parse_shape_str
+from ccp.workload.replay import ReplaySequence, replay_sequence
+from ccp.workload.tracefile import Trace
 
 
 def replay_reads(path: str, dataset: str, seq: ReplaySequence, merge: bool = False, cache=None) -> float:

@@ -6,7 +6,7 @@ import pytest
 from click.testing import CliRunner
 
 from ccp.cli import main
-from ccp.config.scale import scale_effects
+from ccp.workload.scale import scale_effects
 
 CRIS = Path(__file__).resolve().parents[2] / "configs" / "cris.yaml"
 

@@ -1,5 +1,9 @@
 """A traced dataset's exact sequence of selections, in the shape of ccp's request plans.
 
+A sweep's ``{trace: FOLDER, dataset: /path}`` access is parsed by config into a spec; the trace is
+loaded and its requests planned here (:func:`traced_plan`, used by :func:`ccp.workload.requests.plan_for`
+and :mod:`ccp.workload.sweep`); ``ccp diagnose`` (ccp.trace) reads the same sequence.
+
 :func:`replay_sequence` turns the low-level rows of a trace (what HDF5 was asked to do) into
 ``starts``/``counts`` boxes, in the order each process made them, with the points where the
 chunk cache was lost (the last handle of the dataset closed, or its file closed), so a replay can
@@ -29,8 +33,8 @@ import numpy as np
 import pandas as pd
 
 from ccp.errors import CcpError
-from ccp.trace.store import Trace
 from ccp.workload.requests import RequestPlan
+from ccp.workload.tracefile import Trace, load_trace
 
 LOW_APIS = ("DatasetID.read", "DatasetID.write", "fast_reader")
 
@@ -187,8 +191,6 @@ def traced_plan(trace_dir, dataset: str, shape=None, pid: int | None = None, op:
     dataset there; a new process also starts there), and the cache each session had. ``shape``,
     when given, must be the traced dataset's shape (a sweep's layouts keep the shape).
     """
-    from ccp.trace.store import load_trace
-
     seq = replay_sequence(load_trace(trace_dir), dataset, pid=pid, op=op)
     if shape is not None and tuple(int(s) for s in shape) != tuple(seq.shape):
         raise CcpError(f"{trace_dir}: {seq.dataset} was traced with shape {list(seq.shape)}, "
