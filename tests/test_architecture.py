@@ -1,0 +1,275 @@
+"""The house's floors (docs/ARCHITECTURE.md): no import goes up, no circle between rooms, no module over 600 lines.
+
+Every module under ccp/ is parsed with ast; every import counts, wherever it is written: at module level,
+inside a function (the lazy imports that used to hide circles), under ``if TYPE_CHECKING:``, and
+``importlib.import_module("ccp...")`` with a literal name. A violation names the importing file and line,
+the importing module and the module it imports.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "ccp"
+MAX_LINES = 600
+
+# The rooms, lowest floor first (docs/ARCHITECTURE.md). A module may import from its own room or from a room
+# on a lower floor; two rooms on one floor may not import each other, except the pairs in SAME_FLOOR_ALLOWED.
+FLOORS: dict[str, int] = {
+    "ccp": 0,                 # the package itself: __version__
+    "ccp.errors": 0,
+    "ccp.units": 0,
+    "ccp.model": 1,           # pure math, no I/O
+    "ccp.hdf5": 1,            # the one place that knows HDF5
+    "ccp.store": 2,           # CellRow, schema, the run folder
+    "ccp.config": 2,          # sweep-file parsing
+    "ccp.matrix": 3,          # cells from a sweep
+    "ccp.workload": 4,        # data, request plans, layout files, trace replays
+    "ccp.measurement": 5,     # timed passes, I/O log, environment, page cache
+    "ccp.predict": 6,         # predictions, calibration, explain
+    "ccp.run": 7,             # jobs, executors, run_sweep, plan
+    "ccp.report": 8,          # reads run folders, renders
+    "ccp.inspect": 9,         # apps: each imports lower rooms, not another app
+    "ccp.advise": 9,
+    "ccp.repack": 9,
+    "ccp.trace": 9,
+    "ccp.tune": 9,
+    "ccp.storage": 9,
+    "ccp.cli": 10,            # the top: commands import lazily
+}
+# units parses and formats for everyone and raises ccp.errors; any app may use repack (which imports no app)
+SAME_FLOOR_ALLOWED = {("ccp.units", "ccp.errors")} | {
+    (app, "ccp.repack") for app, floor in FLOORS.items() if floor == FLOORS["ccp.repack"] and app != "ccp.repack"}
+
+
+@dataclass(frozen=True)
+class Import:
+    path: Path           # the importing file
+    line: int
+    importer: str        # module name
+    imported: str        # module name as written (resolved when relative)
+
+    def where(self, root: Path) -> str:
+        return f"{self.path.relative_to(root)}:{self.line}"
+
+
+def room(module: str) -> str:
+    parts = module.split(".")
+    return module if len(parts) == 1 else ".".join(parts[:2])
+
+
+def modules(package: Path) -> dict[str, Path]:
+    """Module name -> file for every .py under ``package`` (a package is named by its __init__.py)."""
+    out = {}
+    for p in sorted(package.rglob("*.py")):
+        parts = list(p.relative_to(package.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = p
+    return out
+
+
+def _import_module_name(node: ast.Call) -> str | None:
+    """The literal module of ``importlib.import_module("x")`` / ``import_module("x")`` / ``__import__("x")``."""
+    f = node.func
+    name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+    if name in ("import_module", "__import__") and node.args and isinstance(node.args[0], ast.Constant) \
+            and isinstance(node.args[0].value, str):
+        return node.args[0].value
+    return None
+
+
+def imports(package: Path) -> list[Import]:
+    """Every import of a module of ``package`` by a module of ``package``, wherever in the file it is written."""
+    mods = modules(package)
+    top = package.name
+    out = []
+    for name, path in mods.items():
+        is_pkg = path.name == "__init__.py"
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = name.split(".") if is_pkg else name.split(".")[:-1]
+                    base = base[:len(base) - (node.level - 1)]
+                    module = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    module = node.module or ""
+                # `from ccp import config` imports the room ccp.config; `from ccp.x import y` imports ccp.x (or ccp.x.y)
+                subs = [f"{module}.{a.name}" for a in node.names if f"{module}.{a.name}" in mods]
+                targets = subs if subs and len(subs) == len(node.names) else [module, *subs]
+            elif isinstance(node, ast.Call):
+                called = _import_module_name(node)
+                targets = [called] if called else []
+            for t in targets:
+                if t == top or t.startswith(top + "."):
+                    out.append(Import(path, node.lineno, name, t))
+    return out
+
+
+def layer_violations(package: Path, floors: dict[str, int], allowed: set[tuple[str, str]]) -> list[str]:
+    root = package.parent
+    out = []
+    for name, path in modules(package).items():
+        if room(name) not in floors:
+            out.append(f"{path.relative_to(root)}: {name} is in no room of the house ({room(name)} is not a floor); "
+                       "move it into one")
+    for imp in imports(package):
+        a, b = room(imp.importer), room(imp.imported)
+        if a == b or a not in floors or b not in floors:
+            if a != b and b not in floors:
+                out.append(f"{imp.where(root)}: {imp.importer} imports {imp.imported}, which is in no room of the house")
+            continue
+        if floors[b] > floors[a]:
+            out.append(f"{imp.where(root)}: {imp.importer} imports {imp.imported}: {a} (floor {floors[a]}) imports "
+                       f"upward from {b} (floor {floors[b]})")
+        elif floors[b] == floors[a] and (a, b) not in allowed:
+            out.append(f"{imp.where(root)}: {imp.importer} imports {imp.imported}: {a} and {b} share floor "
+                       f"{floors[a]} and may not import each other")
+    return out
+
+
+def room_cycles(package: Path) -> list[str]:
+    """Each circle among rooms (a strongly connected component of the room graph), with the imports that make it."""
+    edges: dict[str, dict[str, Import]] = {}
+    for imp in imports(package):
+        a, b = room(imp.importer), room(imp.imported)
+        if a != b:
+            edges.setdefault(a, {}).setdefault(b, imp)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    comps: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in edges.get(v, {}):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                comps.append(sorted(comp))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    root = package.parent
+    out = []
+    for comp in comps:
+        links = [f"{imp.where(root)} ({imp.importer} imports {imp.imported})"
+                 for a in comp for b, imp in sorted(edges.get(a, {}).items()) if b in comp]
+        out.append(f"circle among {', '.join(comp)}: " + "; ".join(links))
+    return out
+
+
+def long_modules(package: Path, limit: int = MAX_LINES) -> list[str]:
+    root = package.parent
+    out = []
+    for path in modules(package).values():
+        n = len(path.read_text().splitlines())
+        if n > limit:
+            out.append(f"{path.relative_to(root)}: {n} lines (more than {limit}: usually two ideas; split it by role)")
+    return out
+
+
+def _report(problems: list[str]) -> str:
+    return f"{len(problems)} problem(s):\n  " + "\n  ".join(problems)
+
+
+# ---------------------------------------------------------------------------------------------- the house itself
+
+def test_no_import_goes_up_a_floor():
+    problems = layer_violations(PACKAGE, FLOORS, SAME_FLOOR_ALLOWED)
+    assert not problems, _report(problems)
+
+
+def test_no_circle_between_rooms():
+    problems = room_cycles(PACKAGE)
+    assert not problems, _report(problems)
+
+
+def test_no_module_over_600_lines():
+    problems = long_modules(PACKAGE)
+    assert not problems, _report(problems)
+
+
+# ---------------------------------------------------------------------------------------------- the checker
+
+def _package(tmp_path: Path, files: dict[str, str]) -> Path:
+    pkg = tmp_path / "ccp"
+    for rel, text in files.items():
+        p = pkg / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text))
+    return pkg
+
+
+FLOORS_SMALL = {"ccp": 0, "ccp.errors": 0, "ccp.config": 2, "ccp.matrix": 3, "ccp.report": 8}
+
+
+@pytest.mark.parametrize("source, found", [
+    ("from ccp.matrix.cells import Cell\n", "ccp/config/sweep.py:1: ccp.config.sweep imports ccp.matrix.cells"),
+    ("def f():\n    from ccp.report import tables\n", "ccp/config/sweep.py:2: ccp.config.sweep imports ccp.report.tables"),
+    ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import ccp.matrix\n", "ccp/config/sweep.py:3:"),
+    ("from .. import matrix\n", "ccp.config.sweep imports ccp.matrix: ccp.config (floor 2) imports upward"),
+    ("from ccp import report\n", "imports ccp.report"),
+    ("import importlib\nm = importlib.import_module('ccp.report')\n", "ccp/config/sweep.py:2:"),
+    ("from ccp.engine import run\n", "imports ccp.engine, which is in no room"),
+], ids=["module-level", "function-local", "type-checking", "relative", "from-package", "import_module", "unknown-room"])
+def test_checker_finds_an_upward_import_wherever_it_is_written(tmp_path, source, found):
+    pkg = _package(tmp_path, {"__init__.py": "", "errors.py": "", "config/__init__.py": "", "config/sweep.py": source,
+                              "matrix/__init__.py": "", "matrix/cells.py": "", "report/__init__.py": "",
+                              "report/tables.py": "", "engine.py": ""})
+    problems = layer_violations(pkg, FLOORS_SMALL, set())
+    assert any(found in p for p in problems), problems
+
+
+def test_checker_allows_downward_and_same_room_imports(tmp_path):
+    pkg = _package(tmp_path, {"__init__.py": "", "errors.py": "", "config/__init__.py": "",
+                              "config/sweep.py": "from ccp.errors import E\nfrom . import shapes\n",
+                              "config/shapes.py": "import ccp\n", "matrix/__init__.py": "",
+                              "matrix/cells.py": "def f():\n    from ccp.config.sweep import S\n"})
+    assert layer_violations(pkg, FLOORS_SMALL, set()) == []
+    assert room_cycles(pkg) == []
+
+
+def test_checker_names_a_circle_hidden_in_functions(tmp_path):
+    pkg = _package(tmp_path, {"__init__.py": "", "a.py": "def f():\n    from ccp.b import x\n",
+                              "b.py": "def g():\n    import ccp.a\n"})
+    [circle] = room_cycles(pkg)
+    assert circle.startswith("circle among ccp.a, ccp.b") and "ccp/a.py:2" in circle and "ccp/b.py:2" in circle
+
+
+def test_checker_names_a_long_module(tmp_path):
+    pkg = _package(tmp_path, {"__init__.py": "", "short.py": "x = 1\n" * 600, "long.py": "x = 1\n" * 601})
+    assert long_modules(pkg) == ["ccp/long.py: 601 lines (more than 600: usually two ideas; split it by role)"]
+
+
+def test_same_floor_rooms_may_not_import_each_other_unless_allowed(tmp_path):
+    pkg = _package(tmp_path, {"__init__.py": "", "tune/__init__.py": "from ccp.repack import copy\n",
+                              "trace/__init__.py": "from ccp.tune import x\n", "repack/__init__.py": ""})
+    floors = {"ccp": 0, "ccp.repack": 9, "ccp.tune": 9, "ccp.trace": 9}
+    problems = layer_violations(pkg, floors, {("ccp.tune", "ccp.repack"), ("ccp.trace", "ccp.repack")})
+    assert problems == ["ccp/trace/__init__.py:1: ccp.trace imports ccp.tune: ccp.trace and ccp.tune share floor 9 "
+                        "and may not import each other"]
