@@ -6,14 +6,29 @@ raises :class:`ConfigError` naming that key.
 
 from __future__ import annotations
 
+import enum
+from typing import Literal
+
 from ccp.errors import ConfigError
 from ccp.units import parse_shape_str
 
 MAX_RANK = 32                    # HDF5's H5S_MAX_RANK
 MAX_DIM = 2**63 - 1              # hsize_t as h5py and the results files (int64) hold it
-SOURCE = "source"                # the stored layout (chunks) or pipeline (filters) of the user's dataset
 
-Chunks = tuple[int, ...] | None | str   # a shape, None = contiguous, or SOURCE
+
+class Stored(enum.StrEnum):
+    """``source`` in a sweep: the dataset's own stored layout (chunks) or pipeline (filters).
+
+    A type of its own, so a layout is ``tuple | None | FromSource`` rather than ``tuple | None | str``;
+    a ``StrEnum``, so it still equals, prints and serialises as the word ``source``.
+    """
+
+    SOURCE = "source"
+
+
+SOURCE = Stored.SOURCE
+FromSource = Literal[Stored.SOURCE]
+Chunks = tuple[int, ...] | None | FromSource   # a shape, None = contiguous, or SOURCE
 
 
 def parse_int(value, where: str, lo: int | None = None, hi: int | None = None, why: str = "") -> int:
@@ -34,7 +49,7 @@ def parse_shape(value, where: str, allow_none: bool = False) -> tuple:
         raise ConfigError(where, f"expected a list of dimensions like [60, 30, 9, 717], got {value!r}")
     if len(value) > MAX_RANK:
         raise ConfigError(where, f"has rank {len(value)}; HDF5 datasets have at most {MAX_RANK} dimensions")
-    dims = []
+    dims: list[int | None] = []
     for i, d in enumerate(value):
         if d is None and allow_none:
             dims.append(None)
@@ -46,6 +61,6 @@ def parse_shape(value, where: str, allow_none: bool = False) -> tuple:
 def parse_chunks(value, where: str) -> Chunks:
     if value is None or (isinstance(value, str) and value.lower() == "contiguous"):
         return None
-    if isinstance(value, str) and value.lower() == SOURCE:
+    if isinstance(value, str) and value.lower() == SOURCE.value:
         return SOURCE
     return parse_shape(value, where)

@@ -15,7 +15,7 @@ import numpy as np
 import yaml
 
 from ccp.config.filters import FilterPipeline, parse_filters
-from ccp.config.shapes import MAX_DIM, SOURCE, Chunks, parse_chunks, parse_int, parse_shape
+from ccp.config.shapes import MAX_DIM, SOURCE, Chunks, FromSource, parse_chunks, parse_int, parse_shape
 from ccp.config.tables import TableSpec, parse_tables
 from ccp.errors import ConfigError, suggest
 from ccp.units import parse_duration, parse_size, shape_str
@@ -93,7 +93,7 @@ class Sweep:
     name: str
     dataset: DatasetSpec
     chunks: tuple[Chunks, ...]
-    filters: tuple[FilterPipeline | str, ...]
+    filters: tuple[FilterPipeline | FromSource, ...]
     cache: tuple[CacheSpec, ...]
     access: tuple[AccessSpec, ...]
     exclude: tuple[dict, ...] = ()
@@ -143,11 +143,11 @@ def _fits(value, dtype: np.dtype) -> bool:
         if isinstance(value, float) and not value.is_integer():
             return False
         try:
-            v = int(value)
+            whole = int(value)
         except (OverflowError, ValueError):
             return False
         info = np.iinfo(dtype)
-        return info.min <= v <= info.max
+        return info.min <= whole <= info.max
     v = float(value)
     return math.isnan(v) or math.isinf(v) or abs(v) <= float(np.finfo(dtype).max)
 
@@ -219,7 +219,7 @@ def parse_generate(raw, where: str) -> GenerateSpec:
         if len(written_by) != len(shape):
             raise ConfigError(f"{where}.written_by", f"has rank {len(written_by)} but shape {list(shape)} has rank {len(shape)}")
     chunks = parse_chunks(raw.get("chunks"), f"{where}.chunks")
-    if chunks == SOURCE:
+    if chunks is SOURCE:
         raise ConfigError(f"{where}.chunks", "is the stored layout itself; give a chunk shape or contiguous")
     filters = parse_filters(raw.get("filters"), f"{where}.filters")
     if chunks is None and not filters.is_none:
@@ -358,18 +358,18 @@ def parse_sweep(raw, base_dir: Path = Path(".")) -> Sweep:
     default_filters = [SOURCE] if from_file else ["none"]
 
     chunks = tuple(parse_chunks(v, f"matrix.chunks[{i}]") for i, v in enumerate(_as_list(matrix.get("chunks", default_layout), "matrix.chunks")))
-    filters = []
+    filters: list[FilterPipeline | FromSource] = []
     for i, v in enumerate(_as_list(matrix.get("filters", default_filters), "matrix.filters")):
-        if isinstance(v, str) and v.strip().lower() == SOURCE:
+        if isinstance(v, str) and v.strip().lower() == SOURCE.value:
             filters.append(SOURCE)
         else:
             filters.append(parse_filters(v, f"matrix.filters[{i}]"))
-    if not from_file and dataset.generate.chunks is None:
+    if dataset.generate is not None and dataset.generate.chunks is None:
         for i, c in enumerate(chunks):
-            if c == SOURCE:
+            if c is SOURCE:
                 raise ConfigError(f"matrix.chunks[{i}]", "`source` means the stored layout: give `dataset.file`, or `dataset.generate.chunks`")
         for i, f in enumerate(filters):
-            if f == SOURCE:
+            if f is SOURCE:
                 raise ConfigError(f"matrix.filters[{i}]", "`source` means the stored filters: give `dataset.file`, or `dataset.generate.chunks`/`filters`")
     cache = tuple(parse_cache(v, f"matrix.cache[{i}]") for i, v in enumerate(_as_list(matrix.get("cache", [DEFAULT_CACHE_NBYTES]), "matrix.cache")))
     client = tuple(dict.fromkeys(parse_client(v, f"matrix.client[{i}]")
@@ -386,7 +386,7 @@ def parse_sweep(raw, base_dir: Path = Path(".")) -> Sweep:
     if not isinstance(cold, bool):
         raise ConfigError("cold", f"expected true or false, got {cold!r}")
     time_budget = parse_duration(raw["time_budget"], "time_budget") if raw.get("time_budget") is not None else None
-    tables = ()
+    tables: tuple[TableSpec, ...] = ()
     if raw.get("tables") is not None:
         tables = parse_tables(raw["tables"])
     return Sweep(name=name.strip(), dataset=dataset, chunks=chunks, filters=tuple(filters), cache=cache, access=access,
@@ -397,12 +397,12 @@ def parse_sweep(raw, base_dir: Path = Path(".")) -> Sweep:
 def _parse_exclude(raw, where: str) -> dict:
     """An exclude entry: the given axes must all match for a cell to be dropped."""
     _check_keys(raw, MATRIX_KEYS, where)
-    out = {}
+    out: dict[str, object] = {}
     if "chunks" in raw:
         out["chunks"] = parse_chunks(raw["chunks"], f"{where}.chunks")
     if "filters" in raw:
         v = raw["filters"]
-        out["filters"] = SOURCE if isinstance(v, str) and v.lower() == SOURCE else parse_filters(v, f"{where}.filters")
+        out["filters"] = SOURCE if isinstance(v, str) and v.lower() == SOURCE.value else parse_filters(v, f"{where}.filters")
     if "cache" in raw:
         out["cache"] = parse_cache(raw["cache"], f"{where}.cache")
     if "client" in raw:
@@ -410,7 +410,7 @@ def _parse_exclude(raw, where: str) -> dict:
     if "access" in raw:
         a = raw["access"]
         _check_keys(a, ("op", "block", "order", "random", "seed"), f"{where}.access")
-        sub = {}
+        sub: dict[str, object] = {}
         if "op" in a:
             if not isinstance(a["op"], str) or a["op"] not in OPS:
                 raise ConfigError(f"{where}.access.op", f"must be read, write or copy, got {a['op']!r}")
@@ -466,7 +466,7 @@ def load_sweep(path, scale: float | None = None) -> Sweep:
 
 def sweep_as_dict(sweep: Sweep, dataset_shape=None) -> dict:
     """The sweep as run: every default spelled out, for ``sweep.yaml`` in the run folder."""
-    ds = {"path": sweep.dataset.path}
+    ds: dict[str, object] = {"path": sweep.dataset.path}
     if sweep.dataset.generate:
         g = sweep.dataset.generate
         ds["generate"] = {"shape": list(g.shape), "dtype": g.dtype.str, "data": g.data, "seed": g.seed,
@@ -482,8 +482,8 @@ def sweep_as_dict(sweep: Sweep, dataset_shape=None) -> dict:
         "name": sweep.name,
         "dataset": ds,
         "matrix": {
-            "chunks": [c if isinstance(c, str) else shape_str(c) for c in sweep.chunks],
-            "filters": [f if isinstance(f, str) else f.spec for f in sweep.filters],
+            "chunks": [SOURCE.value if c is SOURCE else shape_str(c) for c in sweep.chunks],
+            "filters": [SOURCE.value if f is SOURCE else f.spec for f in sweep.filters],
             "cache": [{"nbytes": c.nbytes, "nslots": c.nslots, "w0": c.w0} for c in sweep.cache],
             "access": access,
             "client": list(sweep.client),

@@ -81,13 +81,13 @@ def expand(sweep: Sweep, source) -> list[Cell]:
     for ci, fi, cache, (ai, access), client in itertools.product(range(len(sweep.chunks)), range(len(sweep.filters)),
                                                                 sweep.cache, enumerate(access_list), sweep.client):
         raw_chunks, raw_filters = sweep.chunks[ci], sweep.filters[fi]
-        chunks = source.chunks if raw_chunks == SOURCE else raw_chunks
-        filters = source.filters if raw_filters == SOURCE else raw_filters
+        chunks = source.chunks if raw_chunks is SOURCE else raw_chunks
+        filters = source.filters if raw_filters is SOURCE else raw_filters
         if any(_matches(rule, chunks, filters, cache, access, raw_chunks, raw_filters, client) for rule in sweep.exclude):
             continue
         check_for_type(filters, source.dtype, getattr(source, "numeric", True), f"matrix.filters[{fi}]")
         where = f"matrix.chunks[{ci}]"
-        if chunks is not None and raw_chunks != SOURCE:
+        if chunks is not None and raw_chunks is not SOURCE:
             check_chunks(chunks, source, where)
         if chunks is None and not filters.is_none:
             raise ConfigError(f"matrix.filters[{fi}]", f"filters {filters.spec!r} need chunked storage but matrix.chunks[{ci}] is contiguous; "

@@ -41,7 +41,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, fields
-from typing import Optional, Union
+from typing import Optional, Union, cast
 
 import numpy as np
 
@@ -117,6 +117,13 @@ def summarise(predictions: Iterable[RequestPrediction]) -> RequestPrediction:
 
 class _Tally:
     __slots__ = _COUNT_FIELDS
+    chunk_hits: int              # the count fields of RequestPrediction (set in __init__)
+    chunk_loads: int
+    evictions: int
+    raw_reads: int
+    raw_read_bytes: int
+    raw_writes: int
+    raw_write_bytes: int
 
     def __init__(self) -> None:
         for k in _COUNT_FIELDS:
@@ -283,7 +290,7 @@ class DatasetModel:
     def _lookup(self, coords: Coords) -> Optional[_Entry]:
         if not self.cache.enabled:
             return None
-        ent = self._slots.get(self.grid.slot(coords, self.cache.nslots))
+        ent = self._slots.get(cast(ChunkGrid, self.grid).slot(coords, self.cache.nslots))   # chunked: a grid
         return ent if ent is not None and ent.coords == coords else None
 
     def _lock(self, t: _Tally, coords: Coords, ent: Optional[_Entry], allocated: bool,
@@ -300,7 +307,7 @@ class DatasetModel:
         # else: chunk not in the file: filled with the fill value, no I/O
         if not self._keep:
             return None
-        slot = self.grid.slot(coords, self.cache.nslots)
+        slot = cast(ChunkGrid, self.grid).slot(coords, self.cache.nslots)
         occupant = self._slots.get(slot)
         if occupant is not None:
             self._evict(t, occupant)
@@ -458,7 +465,8 @@ class DatasetModel:
         """Index of the first piece from i on that does not lie inside the sieve buffer."""
         if not self._within(int(offsets[i]), length):
             return i
-        return int(np.searchsorted(offsets, self._sieve_loc + self._sieve_size - length, side="right"))
+        end = cast(int, self._sieve_loc) + self._sieve_size     # _within held: the sieve has a location
+        return int(np.searchsorted(offsets, end - length, side="right"))
 
     def _flush_sieve(self, t: _Tally) -> None:
         if self._sieve_dirty:

@@ -49,6 +49,12 @@ COLUMNS = ("chunk_hits", "chunk_loads", "evictions", "raw_reads", "raw_read_byte
 OPS = ("read", "write", "close", "total")   # Predictions.ops codes 0-3 ("total": all requests summed)
 
 
+def _prediction(counts, op: str) -> RequestPrediction:
+    """One row of counts (COLUMNS order) as a RequestPrediction."""
+    hits, loads, evictions, reads, read_bytes, writes, write_bytes = (int(v) for v in counts)
+    return RequestPrediction(hits, loads, evictions, reads, read_bytes, writes, write_bytes, op)
+
+
 @dataclass(frozen=True, eq=False)
 class Predictions(Sequence):
     """Per-request predictions as arrays: ``counts[i]`` holds :data:`COLUMNS` of request ``i``.
@@ -92,18 +98,18 @@ class Predictions(Sequence):
         if isinstance(i, slice):
             return Predictions(self.counts[i], self.ops[i])   # rows as they are (n from their count)
         row = self.counts[i]
-        return RequestPrediction(*(int(v) for v in row), op=OPS[int(self.ops[i])])
+        return _prediction(row, OPS[int(self.ops[i])])
 
     def __iter__(self):
         for row, op in zip(self.counts.tolist(), self.ops.tolist()):
-            yield RequestPrediction(*row, op=OPS[op])
+            yield _prediction(row, OPS[op])
 
     def column(self, name: str) -> np.ndarray:
         return self.counts[:, COLUMNS.index(name)]
 
     def total(self) -> RequestPrediction:
         """Same as ``summarise(self)``, vectorised."""
-        return RequestPrediction(*(int(v) for v in self.counts.sum(axis=0)), op="total")
+        return _prediction(self.counts.sum(axis=0), "total")
 
     def __add__(self, other: Predictions) -> Predictions:
         """Request-wise sum of two handles' predictions (a copy: the source's reads and the
@@ -246,6 +252,7 @@ class _Handle:
 def _result(n: int, codes: np.ndarray | None, per_request: bool) -> tuple[np.ndarray, np.ndarray]:
     if not per_request:
         return np.zeros((2, len(COLUMNS)), np.int64), np.array([3, 2], np.uint8)
+    assert codes is not None, "per-request results need the requests' op codes"
     ops = np.empty(n + 1, np.uint8)
     ops[:n] = codes
     ops[n] = 2

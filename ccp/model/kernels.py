@@ -7,13 +7,15 @@ fed in batches. Counts go into ``res`` rows in the order of ``COLUMNS`` (``ccp.m
 
 from __future__ import annotations
 
+from typing import Any
+
 import numba
 import numpy as np
 
 _HIT, _LOAD, _EVICT, _NR, _BR, _NW, _BW = range(7)          # res columns (fast.COLUMNS order)
 # chunked-kernel scalar state (one int64 array so helpers can update it in place)
 _HEAD, _TAIL, _NUSED, _NBUSED, _INDEX, _MISSING, _NPRE = range(7)   # _NPRE: entries pointer 0 may evict
-_JIT = {"cache": True, "nogil": True}
+_JIT: dict[str, Any] = {"cache": True, "nogil": True}
 
 
 # ============================================================================== chunked kernel

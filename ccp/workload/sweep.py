@@ -25,7 +25,7 @@ def resolve_replay(access: AccessSpec, where: str) -> AccessSpec:
     from ccp.workload.replay import traced_plan
 
     try:
-        plan, _, _ = traced_plan(access.trace, access.trace_dataset, None, access.pid, access.op)
+        plan, _, _ = traced_plan(access.trace, str(access.trace_dataset), None, access.pid, access.op)
     except CcpError as exc:
         raise ConfigError(f"{where}.trace", str(exc)) from None
     return replace(access, block=tuple(int(c) for c in np.asarray(plan.counts).max(axis=0)))

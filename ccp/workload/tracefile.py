@@ -23,8 +23,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ccp.errors import CcpError, suggest
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SCHEMA_VERSION = 1
 LIST_COLUMNS = ("start", "count", "stride", "block", "blocks", "points")
@@ -39,7 +43,7 @@ class Trace:
 
     path: Path
     header: dict
-    table: object           # pandas.DataFrame of every row
+    table: pd.DataFrame     # every row
 
     @property
     def calls(self):
