@@ -126,3 +126,51 @@ def test_traced_plan_is_what_a_sweep_replays(reader):
     assert len(plan) == 8 and reopen_before.tolist() == [1, 2, 3] and len(caches) == 4
     with pytest.raises(CcpError, match="traced with shape"):
         traced_plan(reader.path, "/cube", shape=(8, 12, 7))
+
+
+def _replay_sweep(tmp_path, trace, dataset="/cube", pid=None):
+    sweep = tmp_path / "s.yaml"
+    extra = f", pid: {pid}" if pid is not None else ""
+    sweep.write_text(textwrap.dedent(f"""
+        name: replay
+        dataset: {{generate: {{shape: [8, 12, 6], dtype: "<f4", chunks: [4, 4, 6]}}}}
+        matrix: {{chunks: [[4, 4, 6]], access: [{{trace: {trace}, dataset: {dataset}{extra}}}]}}
+        """))
+    return sweep
+
+
+def test_config_parses_a_replay_and_the_workload_loads_its_trace(reader, tmp_path):
+    """Config (below the workload room) parses the entry without reading the trace; the workload sets the block."""
+    from ccp.config.sweep import load_sweep as parse_only
+    from ccp.workload.sweep import load_sweep
+
+    path = _replay_sweep(tmp_path, reader.path)
+    [spec] = parse_only(path).access
+    assert spec.trace == str(Path(reader.path).resolve()) and spec.block == ()
+    [access] = load_sweep(path).access
+    seq = replay_sequence(reader, "/cube", op="read")
+    assert access.block == tuple(int(c) for c in seq.plan.counts.max(axis=0))    # the largest request
+    assert (access.trace, access.trace_dataset, access.pid) == (spec.trace, "/cube", None)
+
+
+@pytest.mark.parametrize("dataset, pid, message", [
+    ("/nope", None, r"matrix\.access\[0\]\.trace: .*dataset '/nope' is not in the trace"),
+    ("/cube", 1, r"matrix\.access\[0\]\.trace: .*pid 1 made no call on /cube"),
+], ids=["unknown-dataset", "unknown-pid"])
+def test_a_replay_the_trace_cannot_give_names_its_key(reader, tmp_path, dataset, pid, message):
+    from ccp.errors import ConfigError
+    from ccp.workload.sweep import load_sweep
+
+    with pytest.raises(ConfigError, match=message):
+        load_sweep(_replay_sweep(tmp_path, reader.path, dataset, pid))
+
+
+def test_the_matrix_refuses_a_replay_whose_trace_was_not_loaded(reader, tmp_path):
+    from ccp.config.sweep import load_sweep as parse_only
+    from ccp.errors import ConfigError
+    from ccp.matrix.cells import expand
+    from ccp.workload.source import describe_source
+
+    sweep = parse_only(_replay_sweep(tmp_path, reader.path))
+    with pytest.raises(ConfigError, match=r"matrix\.access\[0\]\.trace: the replay's trace is not loaded"):
+        expand(sweep, describe_source(sweep.dataset))
