@@ -34,16 +34,20 @@ from ccp.storage.predict import NotModelled, Prediction, dataset_layout, predict
 from ccp.storage.s3 import S3Settings, S3Store
 
 
-def file_space_variant(work_file, file_space: FileSpace | None, out_dir=None) -> Path:
+def file_space_variant(work_file, file_space: FileSpace | None, out_dir) -> Path:
     """The file a cell with ``file_space`` reads: ``work_file`` itself (default), or a copy of it with that
-    strategy next to it (or in ``out_dir``: a user's file is never written beside), made once, atomically."""
+    strategy in ``out_dir`` (the sweep's work folder: never beside a user's file), made once, atomically.
+    The copy's name carries a hash of the source's path, so two sources of one name never share a copy."""
+    import hashlib
+
     work_file = Path(work_file)
     if file_space is None:
         return work_file
     from ccp.storage.axes import file_space_label
 
     tag = file_space_label(file_space).replace("/", "-")
-    out = Path(out_dir or work_file.parent) / f"{work_file.stem}.fs-{tag}{work_file.suffix or '.h5'}"
+    where = hashlib.sha1(str(work_file.resolve()).encode()).hexdigest()[:8]
+    out = Path(out_dir) / f"{work_file.stem}-{where}.fs-{tag}{work_file.suffix or '.h5'}"
     if not out.exists() or out.stat().st_mtime < work_file.stat().st_mtime:
         cloud_optimized_copy(work_file, out, file_space)          # writes a temporary name, then renames
     return out
@@ -229,8 +233,12 @@ class RemoteSession:
         st = path.stat()
         ident = (str(path.resolve()), st.st_size, st.st_mtime_ns)
         if ident not in self._uploaded:
-            # the work file's name is its layout key (ccp.workload.files.layout_path): one object per layout
-            self._uploaded[ident] = self.store.upload(path, path.stem).key
+            # a work file's name is its layout key (ccp.workload.files.layout_path); the content hash keeps
+            # two files of one name (a user's product.nc from two folders) apart in the bucket
+            from ccp.storage.s3 import file_checksum
+
+            digest = file_checksum(path)
+            self._uploaded[ident] = self.store.upload(path, f"{path.stem}-{digest[:12]}", digest).key
         return self._uploaded[ident]
 
     def cell(self, local_path, dataset: str, setting: StorageSetting) -> RemoteCell:

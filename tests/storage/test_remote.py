@@ -35,26 +35,16 @@ def _cris(path):
 
 
 def _netcdf(path):
-    """A small netCDF-4 product: coordinates, several deflated variables with attributes, a group."""
-    netCDF4 = pytest.importorskip("netCDF4")
-    rng = np.random.default_rng(4)
-    t, y, x = NC_SHAPE
-    pr = rng.normal(280, 3, NC_SHAPE).astype("f4")
-    with netCDF4.Dataset(path, "w", format="NETCDF4") as nc:
-        nc.title = "ccp test product"
-        for name, n in (("time", None), ("lat", y), ("lon", x)):
-            nc.createDimension(name, n)
-        nc.createVariable("time", "f8", ("time",))[:] = np.arange(t)
-        nc.createVariable("lat", "f4", ("lat",))[:] = np.linspace(-60, 60, y)
-        nc.createVariable("lon", "f4", ("lon",))[:] = np.linspace(0, 360, x, endpoint=False)
-        for k, name in enumerate(("pr", "tas", "huss")):
-            v = nc.createVariable(name, "f4", ("time", "lat", "lon"), zlib=True, complevel=1, chunksizes=(4, 16, 32))
-            v.units = "K"
-            v.long_name = f"variable {k}"
-            v[:] = pr + k
-        grp = nc.createGroup("quality")
-        grp.createVariable("flag", "u1", ("time",))[:] = np.zeros(t, "u1")
-    return pr
+    """A small multi-dataset netCDF-4 product, written by the netCDF4 library."""
+    pytest.importorskip("netCDF4")
+    import h5py
+
+    from ccp.storage.product import write_netcdf_product
+
+    write_netcdf_product(path, NC_SHAPE, chunk_time=4)
+    with h5py.File(path, "r") as f:
+        assert {"pr", "tas", "huss", "lat", "lon", "time", "quality"} <= set(f)
+        return f["pr"][()]
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +59,7 @@ def files(tmp_path_factory):
     nc = _netcdf(d / "product.nc")
     for name, path, ds, data in (("cris", d / "cris.h5", CRIS, cris), ("netcdf", d / "product.nc", "/pr", nc)):
         out[name] = (path, ds, data)
-        out[f"{name}-paged"] = (file_space_variant(path, FileSpace(page_size=8192)), ds, data)
+        out[f"{name}-paged"] = (file_space_variant(path, FileSpace(page_size=8192), d), ds, data)
     return out
 
 
@@ -151,7 +141,22 @@ def test_upload_once_per_layout_file(s3, files, monkeypatch):
     path = files["cris"][0]
     keys = {session.upload(path) for _ in range(3)}
     assert len(keys) == 1 and len(calls) == 1
-    assert keys.pop().endswith(f"/{path.stem}{path.suffix}")
+    key = keys.pop()
+    assert key.startswith(f"ccp/{path.stem}-") and key.endswith(path.suffix)
+
+
+def test_two_files_of_one_name_are_two_objects(s3, files, tmp_path):
+    import shutil
+
+    from ccp.storage.remote import RemoteSession
+
+    _, store = s3
+    session = RemoteSession(store)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    a = shutil.copy(files["cris"][0], tmp_path / "a" / "granule.h5")
+    b = shutil.copy(files["cris-paged"][0], tmp_path / "b" / "granule.h5")
+    assert session.upload(a) != session.upload(b)
 
 
 def test_page_buffer_on_unpaged_file_is_refused(s3, files):
@@ -198,7 +203,7 @@ def test_file_space_variant_is_made_once_and_paged(files, tmp_path):
     assert file_page_size(out) == 16384 and file_page_size(path) is None
     mtime = out.stat().st_mtime_ns
     assert file_space_variant(path, FileSpace(page_size=16384), tmp_path) == out and out.stat().st_mtime_ns == mtime
-    assert file_space_variant(path, None) == path
+    assert file_space_variant(path, None, tmp_path) == path
     with h5py.File(out, "r") as f, h5py.File(path, "r") as g:
         assert sorted(f) == sorted(g)
         np.testing.assert_array_equal(f["pr"][()], g["pr"][()])
