@@ -254,6 +254,49 @@ def check_effective_page_buffer(setting: StorageSetting, effective: int, file: s
                        f"{int(effective)} bytes): the file is not paged")
 
 
-__all__ = ["AXES", "LABEL_COLUMNS", "RESULT_COLUMNS", "STORAGES", "StorageAxes", "StorageSetting",
+__all__ = ["AXES", "LABEL_COLUMNS", "RESULT_COLUMNS", "STORAGES", "StorageAxes", "StorageConfig", "StorageSetting",
            "check_effective_page_buffer", "page_size_of", "parse_matrix_file_space", "parse_storage",
-           "parse_storage_axes", "parse_sweep_s3", "size_label", "storage_cells"]
+           "parse_storage_axes", "parse_storage_config", "parse_sweep_s3", "size_label", "split_sweep", "storage_cells"]
+
+
+@dataclass(frozen=True)
+class StorageConfig:
+    """What a sweep file says about storage: the six matrix axes and the top-level ``s3:`` (None: no S3 cell)."""
+
+    axes: StorageAxes = StorageAxes()
+    s3: S3Settings | None = None
+
+    def as_dict(self) -> dict:
+        """The settings as run, every default spelled out (for the run folder's sweep.yaml)."""
+        a = self.axes
+        out = {"storage": list(a.storage), "file_space": [file_space_label(f) for f in a.file_space],
+               "page_buffer": [page_buffer_label(p) for p in a.page_buffer]}
+        if a.has_s3:
+            out.update(fsspec=[{"cache_type": f.cache_type, "block_size": f.block_size} for f in a.fsspec],
+                       latency=[latency_label(x) for x in a.latency], bandwidth=[bandwidth_label(b) for b in a.bandwidth])
+        return out
+
+    def s3_as_dict(self):
+        if self.s3 is None:
+            return None
+        return "local" if self.s3.local else {"endpoint": self.s3.endpoint, "bucket": self.s3.bucket,
+                                              "prefix": self.s3.prefix}
+
+
+def parse_storage_config(raw_sweep: dict) -> StorageConfig:
+    """The storage part of a whole sweep mapping (its ``matrix`` axes and ``s3``); the rest is the caller's."""
+    matrix = raw_sweep.get("matrix") or {}
+    if not isinstance(matrix, dict):
+        return StorageConfig()                      # the core parser names a matrix that is not a mapping
+    axes = parse_storage_axes({k: v for k, v in matrix.items() if k in AXES})
+    return StorageConfig(axes, parse_sweep_s3(raw_sweep, axes))
+
+
+def split_sweep(raw_sweep: dict) -> tuple[dict, StorageConfig]:
+    """(the sweep mapping without the storage keys, the storage settings): what the core parser takes
+    today, and what the storage axes add. Phase 2 parses both in ``parse_sweep`` instead."""
+    cfg = parse_storage_config(raw_sweep)
+    core = {k: v for k, v in raw_sweep.items() if k != "s3"}
+    if isinstance(core.get("matrix"), dict):
+        core["matrix"] = {k: v for k, v in core["matrix"].items() if k not in AXES}
+    return core, cfg
