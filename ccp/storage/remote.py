@@ -201,17 +201,37 @@ def _diff(a, b) -> RequestCount:
     return RequestCount(b[0] - a[0], b[1] - a[1], b[3] - a[3], b[2] - a[2], b[4] - a[4])
 
 
+def prediction_columns(pred: Prediction | None) -> dict:
+    """``predicted_http_*`` of a cell (open included; None where the access is not modelled)."""
+    if pred is None:
+        return {"predicted_http_gets": None, "predicted_http_bytes": None, "predicted_http_open_gets": None}
+    return {"predicted_http_gets": pred.open_cost.gets + pred.http_gets,
+            "predicted_http_bytes": pred.open_cost.fetched + pred.http_bytes,
+            "predicted_http_open_gets": pred.open_cost.gets}
+
+
+def measured_columns(passes, effective_page_buffer: int | None = None) -> tuple[dict, list[str]]:
+    """The measured ``http_*`` columns of an S3 cell from its timed passes' :class:`CellCounts` (the
+    first pass's counts, the median wait) and its flags: ``http-counts-vary`` when passes differ."""
+    import statistics
+
+    passes = list(passes)
+    first = passes[0]
+    flags = []
+    if any((c.open.gets + c.http_gets, c.open.fetched + c.http_bytes)
+           != (first.open.gets + first.http_gets, first.open.fetched + first.http_bytes) for c in passes[1:]):
+        flags.append("http-counts-vary")
+    return {"http_gets": first.open.gets + first.http_gets, "http_bytes": first.open.fetched + first.http_bytes,
+            "network": first.network, "http_open_gets": first.open.gets,
+            "http_bytes_used": first.open.used + first.bytes_used,
+            "http_wait_s": statistics.median(c.open.wait_s + c.wait_s for c in passes),
+            "page_buffer_effective": effective_page_buffer}, flags
+
+
 def result_columns(counts: CellCounts, pred: Prediction | None, effective_page_buffer: int | None = None) -> dict:
-    """The cells.csv columns of an S3 cell: one pass's GETs and bytes (open and requests) beside the prediction."""
-    gets = counts.open.gets + counts.http_gets
-    nbytes = counts.open.fetched + counts.http_bytes
-    return {"http_gets": gets, "http_bytes": nbytes,
-            "predicted_http_gets": None if pred is None else pred.open_cost.gets + pred.http_gets,
-            "predicted_http_bytes": None if pred is None else pred.open_cost.fetched + pred.http_bytes,
-            "network": counts.network, "http_open_gets": counts.open.gets,
-            "predicted_http_open_gets": None if pred is None else pred.open_cost.gets,
-            "http_bytes_used": counts.open.used + counts.bytes_used,
-            "http_wait_s": counts.open.wait_s + counts.wait_s, "page_buffer_effective": effective_page_buffer}
+    """The cells.csv columns of an S3 cell from one pass (``measured_columns`` for several) and the prediction."""
+    measured, _ = measured_columns([counts], effective_page_buffer)
+    return {**measured, **prediction_columns(pred)}
 
 
 def request_columns(counts: CellCounts) -> dict:
@@ -272,6 +292,6 @@ def stored_page_size(path) -> int | None:
     return file_page_size(os.fspath(path))
 
 
-__all__ = ["RemoteCell", "RemoteSession", "file_space_variant", "load_index", "lowlevel_fapl", "open_dataset",
-           "predict_http", "preflight", "remote_session", "request_columns", "result_columns", "stored_page_size",
+__all__ = ["RemoteCell", "RemoteSession", "file_space_variant", "load_index", "lowlevel_fapl", "measured_columns",
+           "open_dataset", "predict_http", "prediction_columns", "preflight", "remote_session", "request_columns", "result_columns", "stored_page_size",
            "trace_cell_open"]

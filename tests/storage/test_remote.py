@@ -207,3 +207,16 @@ def test_file_space_variant_is_made_once_and_paged(files, tmp_path):
     with h5py.File(out, "r") as f, h5py.File(path, "r") as g:
         assert sorted(f) == sorted(g)
         np.testing.assert_array_equal(f["pr"][()], g["pr"][()])
+
+
+def test_measured_columns_flag_passes_that_differ():
+    from ccp.storage.cell import CellCounts, RequestCount
+    from ccp.storage.remote import measured_columns
+
+    def counts(gets, wait):
+        return CellCounts(RequestCount(2, 100, 80, wait, 0.1), (RequestCount(gets, 1000, 900, wait, 0.2),), "none")
+
+    cols, flags = measured_columns([counts(3, 0.1), counts(3, 0.3), counts(3, 0.2)], 0)
+    assert (cols["http_gets"], cols["http_bytes"], cols["http_open_gets"], cols["http_bytes_used"]) == (5, 1100, 2, 980)
+    assert cols["http_wait_s"] == pytest.approx(0.4) and flags == []
+    assert measured_columns([counts(3, 0.1), counts(4, 0.1)])[1] == ["http-counts-vary"]
