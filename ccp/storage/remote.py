@@ -31,7 +31,7 @@ from ccp.storage.cell import CellCounts, RequestCount
 from ccp.storage.layout import FileSpace, cloud_optimized_copy, file_page_size
 from ccp.storage.network import TracedFile
 from ccp.storage.predict import NotModelled, Prediction, dataset_layout, predict_gets
-from ccp.storage.s3 import S3Settings, S3Store
+from ccp.storage.s3 import Credentials, S3Settings, S3Store
 
 
 def file_space_variant(work_file, file_space: FileSpace | None, out_dir) -> Path:
@@ -262,9 +262,33 @@ class RemoteSession:
         return self._uploaded[ident]
 
     def cell(self, local_path, dataset: str, setting: StorageSetting) -> RemoteCell:
+        """A remote cell in this process (uploads first if needed)."""
+        return self.target(local_path, dataset, setting).open(self.store)
+
+    def target(self, local_path, dataset: str, setting: StorageSetting) -> RemoteTarget:
+        """What a cell job carries to its worker (picklable, fork-safe): uploads here, in the sweep's process."""
         if not setting.remote:
             raise ValueError("a remote cell needs storage s3")
-        return RemoteCell(self.store, self.upload(local_path), Path(local_path), dataset, setting)
+        return RemoteTarget(self.store.settings, self.store.creds, self.upload(local_path), str(local_path), dataset,
+                            setting)
+
+
+@dataclass(frozen=True)
+class RemoteTarget:
+    """An uploaded layout file and a cell's storage setting, as plain data: a forked or remote worker makes
+    its own S3 client from it (s3fs's event loop and botocore's connections do not survive a fork)."""
+
+    settings: S3Settings
+    creds: Credentials
+    key: str
+    local_path: str
+    dataset: str
+    setting: StorageSetting
+
+    def open(self, store: S3Store | None = None) -> RemoteCell:
+        """The :class:`RemoteCell`; with no ``store``, over a new client of this process (close it with the cell)."""
+        return RemoteCell(store or S3Store(self.settings, self.creds), self.key, Path(self.local_path), self.dataset,
+                          self.setting)
 
 
 @contextmanager
@@ -292,6 +316,6 @@ def stored_page_size(path) -> int | None:
     return file_page_size(os.fspath(path))
 
 
-__all__ = ["RemoteCell", "RemoteSession", "file_space_variant", "load_index", "lowlevel_fapl", "measured_columns",
+__all__ = ["RemoteCell", "RemoteSession", "RemoteTarget", "file_space_variant", "load_index", "lowlevel_fapl", "measured_columns",
            "open_dataset", "predict_http", "prediction_columns", "preflight", "remote_session", "request_columns", "result_columns", "stored_page_size",
            "trace_cell_open"]

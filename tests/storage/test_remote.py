@@ -220,3 +220,41 @@ def test_measured_columns_flag_passes_that_differ():
     assert (cols["http_gets"], cols["http_bytes"], cols["http_open_gets"], cols["http_bytes_used"]) == (5, 1100, 2, 980)
     assert cols["http_wait_s"] == pytest.approx(0.4) and flags == []
     assert measured_columns([counts(3, 0.1), counts(4, 0.1)])[1] == ["http-counts-vary"]
+
+
+def _in_forked_child(target, requests, cache, dtype, conn):
+    try:
+        remote = target.open()
+        counts, _ = _runner_pass(remote, target.dataset, requests, cache, dtype)
+        remote.store.close()
+        conn.send(("ok", counts.open.gets + counts.http_gets, counts.open.fetched + counts.http_bytes))
+    except BaseException as exc:  # noqa: BLE001 -- reported to the parent
+        conn.send(("error", repr(exc)))
+
+
+def test_target_runs_in_a_forked_worker(s3, files):
+    """The runner measures each cell in a forked worker: the job carries a RemoteTarget, not a client,
+    and the worker's GETs equal the prediction after the parent has used its own client."""
+    import multiprocessing
+
+    from ccp.storage.axes import StorageSetting
+    from ccp.storage.remote import RemoteSession
+    from ccp.storage.s3 import FsspecOptions
+
+    _, store = s3
+    path, dataset, data = files["netcdf"]
+    setting = StorageSetting("s3", FsspecOptions("blockcache", 65536), 0.0)
+    session = RemoteSession(store)
+    target = session.target(path, dataset, setting)
+    requests, cache = _requests(data.shape, "rows"), Cache(1 << 20)
+    _runner_pass(session.cell(path, dataset, setting), dataset, requests, cache, data.dtype)   # parent's client in use
+    ctx = multiprocessing.get_context("fork")
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_in_forked_child, args=(target, requests, cache, data.dtype, child))
+    proc.start()
+    assert parent.poll(120), "the forked worker did not answer"
+    msg = parent.recv()
+    proc.join(30)
+    assert msg[0] == "ok", msg
+    pred = target.open(store).predict([s for s, _ in requests], [c for _, c in requests], cache)
+    assert msg[1:] == (pred.open_cost.gets + pred.http_gets, pred.open_cost.fetched + pred.http_bytes)
