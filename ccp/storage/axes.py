@@ -255,8 +255,24 @@ def check_effective_page_buffer(setting: StorageSetting, effective: int, file: s
 
 
 __all__ = ["AXES", "LABEL_COLUMNS", "RESULT_COLUMNS", "STORAGES", "StorageAxes", "StorageConfig", "StorageSetting",
-           "check_effective_page_buffer", "page_size_of", "parse_matrix_file_space", "parse_storage",
+           "check_effective_page_buffer", "matches_storage", "parse_storage_exclude", "page_size_of", "parse_matrix_file_space", "parse_storage",
            "parse_storage_axes", "parse_storage_config", "parse_sweep_s3", "size_label", "split_sweep", "storage_cells"]
+
+
+_ONE = {"storage": parse_storage, "fsspec": parse_fsspec, "latency": parse_latency, "bandwidth": parse_bandwidth,
+        "file_space": parse_matrix_file_space, "page_buffer": parse_page_buffer}
+_FIELD = {"storage": "storage", "fsspec": "fsspec", "latency": "latency_s", "bandwidth": "bandwidth_bps",
+          "file_space": "file_space", "page_buffer": "page_buffer"}
+
+
+def parse_storage_exclude(rule: dict, where: str) -> dict:
+    """The storage keys of one ``exclude:`` entry, parsed (``{storage: s3, latency: 80ms}``); other keys ignored."""
+    return {k: _ONE[k](v, f"{where}.{k}") for k, v in rule.items() if k in _ONE}
+
+
+def matches_storage(rule: dict, setting: StorageSetting) -> bool:
+    """True when every storage key of a parsed exclude rule equals the setting's (no storage key: True)."""
+    return all(getattr(setting, _FIELD[k]) == v for k, v in rule.items() if k in _FIELD)
 
 
 @dataclass(frozen=True)
