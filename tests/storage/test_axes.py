@@ -135,11 +135,11 @@ def test_duplicates_collapse():
 def test_exclude_rules_on_storage_axes():
     from ccp.storage.axes import matches_storage, parse_storage_exclude
 
-    rule = parse_storage_exclude({"storage": "s3", "latency": "80ms", "chunks": [1, 2]}, "exclude[0]")
-    assert rule == {"storage": "s3", "latency": 0.08}
+    rule = parse_storage_exclude({"storage": "s3", "latency": "20ms", "chunks": [1, 2]}, "exclude[0]")
+    assert rule == {"storage": "s3", "latency": 0.02}
     cells = storage_cells("read", parse_storage_axes(ISSUE_MATRIX))
     dropped = [c for c in cells if matches_storage(rule, c)]
-    assert dropped and all(c.remote and c.latency_s == 0.08 for c in dropped)
+    assert len(dropped) == 6 and all(c.remote and c.latency_s == 0.02 for c in dropped)
     assert all(matches_storage({}, c) for c in cells)
     assert matches_storage(parse_storage_exclude({"file_space": "default", "page_buffer": "none"}, "e"), cells[0])
     with pytest.raises(ConfigError, match=r"^exclude\[2\]\.latency:"):
