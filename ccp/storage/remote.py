@@ -16,6 +16,8 @@ Per sweep (before any cell; one line and exit 2 when the endpoint, bucket or cre
 :func:`open_dataset` is the one open path of a remote cell, used by the runner's pass and by the local
 trace the prediction replays, so both make the same metadata reads. Emulated latency and bandwidth are
 slept inside the GET (so inside the timed call that caused it) and recorded apart as ``wait_s``.
+The counts start before ``h5f.open`` (the file open's GETs belong to the cell's open phase); the runner's
+``time_s`` starts at the dataset open, so a cell's wait can exceed its time by the file open's GETs.
 """
 
 from __future__ import annotations
