@@ -166,3 +166,22 @@ def test_apply_file_space_on_a_low_level_create(tmp_path, fs):
     want = {None: h5py.h5f.FSPACE_STRATEGY_FSM_AGGR, "page": h5py.h5f.FSPACE_STRATEGY_PAGE,
             "fsm_aggr": h5py.h5f.FSPACE_STRATEGY_FSM_AGGR}[fs.strategy if fs else None]
     assert got == want
+
+
+def test_hdf5_behaviour_the_page_buffer_checks_rely_on(tmp_path):
+    """HDF5 2.0 refuses neither mistake: a page buffer on a file that is not paged is dropped (the access list
+    reports 0), one smaller than the page is rounded up to a page. ccp refuses both itself
+    (ccp.storage.axes); if HDF5 starts raising, these checks become a second line of defence."""
+    from ccp.storage.remote import lowlevel_fapl
+
+    plain, paged = tmp_path / "plain.h5", tmp_path / "paged.h5"
+    with create_file(plain, None) as f:
+        f["x"] = np.arange(10)
+    with create_file(paged, FileSpace(page_size=65536)) as f:
+        f["x"] = np.arange(10)
+    for path, asked, got in ((plain, 1 << 20, 0), (paged, 4096, 65536), (paged, 1 << 20, 1 << 20)):
+        fid = h5py.h5f.open(str(path).encode(), h5py.h5f.ACC_RDONLY, lowlevel_fapl(None, asked))
+        try:
+            assert fid.get_access_plist().get_page_buffer_size()[0] == got, (path.name, asked)
+        finally:
+            fid.close()
