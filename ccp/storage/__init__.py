@@ -1,11 +1,18 @@
 """Files in object storage: a loopback S3 server, remote reads counted per HTTP request, paged files.
 
+- :mod:`ccp.storage.axes`: the sweep's storage axes (storage, fsspec, latency, bandwidth, file_space,
+  page_buffer) and the pure rule that expands a cell by them (:func:`~ccp.storage.axes.storage_cells`).
+- :mod:`ccp.storage.remote`: what the runner calls for an S3 cell (session, upload once per layout, a fresh
+  fsspec file per pass, marks between requests) and :func:`~ccp.storage.remote.predict_http`.
 - :mod:`ccp.storage.server`: moto's S3 server as a subprocess on 127.0.0.1 (``ccp s3 serve``).
 - :mod:`ccp.storage.s3`: the ``s3:`` setting, endpoint checks, uploads, remote files for h5py.
+- :mod:`ccp.storage.session`: the S3 session of a sweep (loopback server for ``s3: local``, checks first).
 - :mod:`ccp.storage.network`: counting and emulated latency / bandwidth around each GET.
 - :mod:`ccp.storage.fsspec_model`: pure model of fsspec's caches (reads -> GETs and bytes).
 - :mod:`ccp.storage.predict`: the byte ranges a read cell touches, from the file's chunk index.
-- :mod:`ccp.storage.layout`: paged file-space aggregation, page buffer, cloud-optimized copies.
+- :mod:`ccp.storage.layout`: paged file-space aggregation, page buffer, cloud-optimized copies, h5repack -S/-G.
+- :mod:`ccp.storage.product`: a multi-dataset netCDF-4 product written by the netCDF4 library.
 
 Needs the ``s3`` extra (moto[server], s3fs) for everything that talks to a server; the model does not.
+``WIRING.md`` here lists the lines that wire the axes into ``ccp run``.
 """

@@ -74,6 +74,50 @@ def parse_file_space(value, where: str = "file_space") -> FileSpace | None:
     return FileSpace(strategy, page, persist, threshold)
 
 
+_H5F_STRATEGY = {"page": "FSPACE_STRATEGY_PAGE", "fsm_aggr": "FSPACE_STRATEGY_FSM_AGGR",
+                 "aggregate": "FSPACE_STRATEGY_AGGR", "none": "FSPACE_STRATEGY_NONE"}
+# h5repack -S names -> ours
+REPACK_STRATEGIES = {"PAGE": "page", "FSM_AGGR": "fsm_aggr", "AGGR": "aggregate", "NONE": "none"}
+
+
+def apply_file_space(fcpl, file_space: FileSpace | None):
+    """Set ``file_space`` on a file-creation list (``h5f.create(..., fcpl=)``; None leaves it as it is).
+    Returns the list: the write pass's and repack's one line."""
+    import h5py
+
+    if file_space is None:
+        return fcpl
+    if fcpl is None:
+        fcpl = h5py.h5p.create(h5py.h5p.FILE_CREATE)
+    strategy = getattr(h5py.h5f, _H5F_STRATEGY[file_space.strategy])
+    fcpl.set_file_space_strategy(strategy, file_space.persist, file_space.threshold)
+    if file_space.strategy == "page":
+        fcpl.set_file_space_page_size(file_space.page_size)
+    return fcpl
+
+
+def parse_repack_file_space(strategy: str | None, page_size, persist: bool = False,
+                            threshold: int = 1) -> FileSpace | None:
+    """h5repack's ``-S STRATEGY`` / ``-G SIZE`` / ``-P`` / ``-T`` as a FileSpace (``ccp repack``'s options):
+    ``-G`` alone means PAGE, as in h5repack; neither: None (the source's strategy is kept)."""
+    if strategy is None and page_size is None:
+        return None
+    name = REPACK_STRATEGIES.get(str(strategy or "PAGE").upper())
+    if name is None:
+        raise ConfigError("-S", f"expected one of {', '.join(REPACK_STRATEGIES)}, got {strategy!r}"
+                          + suggest(str(strategy).upper(), REPACK_STRATEGIES))
+    if page_size is not None and name != "page":
+        raise ConfigError("-G", f"a page size needs -S PAGE (got -S {strategy})")
+    raw = {"strategy": name, "persist": bool(persist), "threshold": int(threshold)}
+    if page_size is not None:
+        raw["page_size"] = page_size
+    try:
+        return parse_file_space(raw, "file_space")
+    except ConfigError as exc:          # name the option, not the sweep key
+        option = "-G" if exc.where == "file_space.page_size" else "-S"
+        raise ConfigError(option, str(exc)[len(exc.where) + 2:]) from None
+
+
 def parse_page_buffer(value, where: str = "page_buffer") -> int:
     """``16MiB`` -> bytes; 0, None or 'none': no page buffer."""
     if value is None or value == 0 or str(value).strip().lower() == "none":
@@ -171,5 +215,5 @@ def cloud_optimized_copy(src, dst, file_space: FileSpace = FileSpace(), *, layou
                 os.unlink(p)
 
 
-__all__ = ["FileSpace", "STRATEGIES", "cloud_optimized_copy", "create_file", "file_page_size",
-           "page_buffer_kwargs", "parse_file_space", "parse_page_buffer"]
+__all__ = ["FileSpace", "REPACK_STRATEGIES", "STRATEGIES", "apply_file_space", "cloud_optimized_copy", "create_file",
+           "file_page_size", "page_buffer_kwargs", "parse_file_space", "parse_page_buffer", "parse_repack_file_space"]

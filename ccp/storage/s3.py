@@ -232,17 +232,18 @@ class S3Store:
             if exc.response.get("Error", {}).get("Code") not in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists"):
                 raise
 
-    def key_for(self, path, layout_key: str | None = None) -> tuple[str, str]:
+    def key_for(self, path, layout_key: str | None = None, digest: str | None = None) -> tuple[str, str]:
         """(object key, sha256): under the prefix, named by the layout key or the content hash."""
-        digest = file_checksum(path)
+        digest = digest or file_checksum(path)
         name = layout_key or digest
         return f"{self.settings.prefix}/{name}{Path(path).suffix or '.h5'}", digest
 
-    def upload(self, path, layout_key: str | None = None) -> Uploaded:
-        """Upload ``path`` once: skipped when the key holds an object of the same size and sha256."""
+    def upload(self, path, layout_key: str | None = None, digest: str | None = None) -> Uploaded:
+        """Upload ``path`` once: skipped when the key holds an object of the same size and sha256
+        (``digest``: the file's sha256 when the caller has it already)."""
         from botocore.exceptions import ClientError
 
-        key, digest = self.key_for(path, layout_key)
+        key, digest = self.key_for(path, layout_key, digest)
         size = os.path.getsize(path)
         try:
             head = self.client.head_object(Bucket=self.settings.bucket, Key=key)

@@ -142,23 +142,25 @@ def test_fsspec_errors(value, where):
 
 def test_session_local_starts_checks_and_reads(layouts):
     """``s3: local`` in a sweep: server up, bucket made and checked, a cell's columns measured == predicted."""
-    from ccp.model.cache import CacheParams
-    from ccp.storage.network import EmulatedNetwork
-    from ccp.storage.s3 import FsspecOptions, parse_s3
-    from ccp.storage.session import remote_read, s3_session
+    from ccp.storage.axes import StorageSetting
+    from ccp.storage.remote import open_dataset, remote_session, result_columns
+    from ccp.storage.s3 import FsspecOptions, S3Error, S3Settings, check_endpoint, parse_s3
 
-    with s3_session(parse_s3("local")) as store:
-        key = store.upload(layouts["gzip"], "cell").key
-        kw = CACHES["big"]
-        counts, cols = remote_read(store, key, layouts["gzip"], "x", ROWS, FsspecOptions("readahead", 4096),
-                                   EmulatedNetwork(), kw, CacheParams(kw["rdcc_nbytes"], kw["rdcc_nslots"],
-                                                                      kw["rdcc_w0"]))
-        url = store.settings.endpoint
+    class Cache:
+        nbytes, nslots, w0 = 1 << 20, 521, 0.75
+
+    with remote_session(parse_s3("local")) as session:
+        remote = session.cell(layouts["gzip"], "x", StorageSetting("s3", FsspecOptions("readahead", 4096), 0.0))
+        fid = remote.open_file()
+        try:
+            open_dataset(fid, "x", Cache).read(h5py.h5s.ALL, h5py.h5s.ALL, np.empty(SHAPE, ">f4"))
+        finally:
+            fid.close()
+        counts = remote.end_pass()
+        cols = result_columns(counts, remote.predict([(0, 0, 0, 0)], [SHAPE], Cache))
+        url = session.store.settings.endpoint
     assert cols["http_gets"] == cols["predicted_http_gets"] > 0
     assert cols["http_bytes"] == cols["predicted_http_bytes"]
-    assert len(counts.requests) == len(ROWS)
-    from ccp.storage.s3 import S3Error, S3Settings, check_endpoint
-
     with pytest.raises(S3Error, match="cannot reach"):     # the server is gone with the session
         check_endpoint(S3Settings(url, "ccp-local"))
 

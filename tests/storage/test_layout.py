@@ -125,3 +125,63 @@ def test_cloud_copy_command(tmp_path):
     bad = CliRunner().invoke(main, ["s3", "cloud-copy", "--page-size", "12", str(src), str(tmp_path / "p.h5")])
     assert bad.exit_code == 2 and bad.output.count("\n") == 1 and "--page-size" in bad.output
     assert not (tmp_path / "p.h5").exists()
+
+
+@pytest.mark.parametrize(("strategy", "page", "expect"), [
+    ("PAGE", "64KiB", FileSpace("page", 65536, False, 1)), (None, 8192, FileSpace("page", 8192, False, 1)),
+    ("FSM_AGGR", None, FileSpace("fsm_aggr", 4 * 2**20, False, 1)), ("none", None, FileSpace("none", 4 * 2**20, False, 1)),
+    (None, None, None),
+], ids=["page", "G-alone", "fsm-aggr", "lower-case", "neither"])
+def test_repack_options(strategy, page, expect):
+    from ccp.storage.layout import parse_repack_file_space
+
+    assert parse_repack_file_space(strategy, page) == expect
+
+
+@pytest.mark.parametrize(("strategy", "page", "where"), [("PAGES", None, "-S"), ("AGGR", "4MiB", "-G"),
+                                                         ("PAGE", 100, "-G")], ids=["typo", "G-without-page", "tiny"])
+def test_repack_option_errors(strategy, page, where):
+    from ccp.storage.layout import parse_repack_file_space
+
+    with pytest.raises(ConfigError) as info:
+        parse_repack_file_space(strategy, page)
+    assert str(info.value).startswith(where + ":")
+
+
+@pytest.mark.parametrize("fs", [FileSpace("page", 16384), FileSpace("fsm_aggr"), None], ids=["page", "fsm-aggr", "none"])
+def test_apply_file_space_on_a_low_level_create(tmp_path, fs):
+    """What the write pass and repack will do: h5f.create with the fcpl, then read the strategy back."""
+    from h5py import h5f
+
+    from ccp.storage.layout import apply_file_space
+
+    path = tmp_path / "w.h5"
+    fcpl = apply_file_space(None, fs)
+    fid = h5f.create(str(path).encode(), h5f.ACC_TRUNC, fcpl=fcpl) if fcpl is not None else \
+        h5f.create(str(path).encode(), h5f.ACC_TRUNC)
+    fid.close()
+    assert file_page_size(path) == (16384 if fs is not None and fs.strategy == "page" else None)
+    with h5py.File(path, "r") as f:
+        got = f.id.get_create_plist().get_file_space_strategy()[0]
+    want = {None: h5py.h5f.FSPACE_STRATEGY_FSM_AGGR, "page": h5py.h5f.FSPACE_STRATEGY_PAGE,
+            "fsm_aggr": h5py.h5f.FSPACE_STRATEGY_FSM_AGGR}[fs.strategy if fs else None]
+    assert got == want
+
+
+def test_hdf5_behaviour_the_page_buffer_checks_rely_on(tmp_path):
+    """HDF5 2.0 refuses neither mistake: a page buffer on a file that is not paged is dropped (the access list
+    reports 0), one smaller than the page is rounded up to a page. ccp refuses both itself
+    (ccp.storage.axes); if HDF5 starts raising, these checks become a second line of defence."""
+    from ccp.storage.remote import lowlevel_fapl
+
+    plain, paged = tmp_path / "plain.h5", tmp_path / "paged.h5"
+    with create_file(plain, None) as f:
+        f["x"] = np.arange(10)
+    with create_file(paged, FileSpace(page_size=65536)) as f:
+        f["x"] = np.arange(10)
+    for path, asked, got in ((plain, 1 << 20, 0), (paged, 4096, 65536), (paged, 1 << 20, 1 << 20)):
+        fid = h5py.h5f.open(str(path).encode(), h5py.h5f.ACC_RDONLY, lowlevel_fapl(None, asked))
+        try:
+            assert fid.get_access_plist().get_page_buffer_size()[0] == got, (path.name, asked)
+        finally:
+            fid.close()
