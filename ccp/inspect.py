@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ccp.config.filters import pipeline_from_dcpl
 from ccp.errors import CcpError
+from ccp.hdf5.filters import pipeline_from_dcpl
 from ccp.units import format_bytes, format_count, shape_str
 
 HDF5_1X_DEFAULT_CACHE = 1024 * 1024
@@ -22,8 +22,8 @@ def describe_dataset(dset) -> dict:
     """
     from h5py import h5d, h5i, h5s
 
-    from ccp.config.filters import describe_filters
-    from ccp.workload import h5types
+    from ccp.hdf5 import h5types
+    from ccp.hdf5.filters import describe_filters
 
     dsid = dset.id
     dcpl = dsid.get_create_plist()
@@ -107,7 +107,7 @@ def _attributes(obj) -> list[dict]:
     """Each attribute's name and type, from HDF5 (reading no values: an odd type costs nothing)."""
     from h5py import h5a
 
-    from ccp.workload import h5types
+    from ccp.hdf5 import h5types
 
     out = []
     try:
@@ -150,7 +150,7 @@ def inspect_file(path, dataset: str | None = None) -> list[dict]:
     """Every dataset of a file described (one that cannot be is listed with its reason), or one dataset."""
     import h5py
 
-    from ccp.workload.source import dangling_link, open_readonly
+    from ccp.hdf5.dataset import dangling_link, open_readonly
 
     with open_readonly(Path(path)) as f:
         if dataset is not None:

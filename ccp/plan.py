@@ -196,7 +196,7 @@ def calibrate(filter_pipelines, dtype, data_kind: str = "normal", work_dir: Path
     if missing or "per_request_s" not in entry:
         import tempfile
 
-        from ccp.config.filters import parse_filters
+        from ccp.hdf5.filters import parse_filters
 
         shape, chunks = (16, 128, 128), (16, 128, 128)       # one 1 MiB chunk (4-byte items)
         data = Generator(GenerateSpec(shape, np.dtype(dtype), data_kind, 0)).read((0, 0, 0), shape)

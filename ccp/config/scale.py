@@ -109,8 +109,8 @@ def scale_effects(sweep_path, factor: float) -> list[str]:
 
 def _axes(sweep_path, factor):
     from ccp.config.sweep import load_sweep
+    from ccp.hdf5.dataset import describe_source
     from ccp.matrix.cells import expand
-    from ccp.workload.source import describe_source
 
     sweep = load_sweep(sweep_path, factor)
     return sweep, expand(sweep, describe_source(sweep.dataset))

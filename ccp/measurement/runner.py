@@ -48,7 +48,7 @@ class CellJob:
     cell: object            # ccp.matrix.cells.Cell
     file: str               # the work file (reads) or the folder for pass files (writes)
     dataset_path: str
-    source: object          # ccp.workload.source.SourceInfo
+    source: object          # ccp.hdf5.dataset.DatasetInfo
     generate: object        # GenerateSpec or None
     user_file: str | None   # the user's file, read-only data for write cells
     repeats: int
@@ -79,7 +79,7 @@ def _buffers(counts, dtype, mtype=None):
     """
     from h5py import h5s
 
-    from ccp.workload.h5types import memory_buffer
+    from ccp.hdf5.h5types import memory_buffer
 
     bufs = {}
     for c in {tuple(int(x) for x in row) for row in counts}:
@@ -98,8 +98,8 @@ def target(job: CellJob) -> tuple[str, str]:
 
 def _types(source):
     """(memory type, numpy dtype of the buffers or None for raw records, reclaim function or None)."""
+    from ccp.hdf5.h5types import reclaimer
     from ccp.workload.files import memory_type
-    from ccp.workload.h5types import reclaimer
 
     mtype = memory_type(source)
     if getattr(source, "filetype", None) is None:
@@ -196,7 +196,8 @@ def create_timed(fid, job: CellJob, clock, *, cache_on_dataset: bool = True):
     starts here. ``cache_on_dataset=False`` leaves the chunk cache to the file's access list (h5py's way)."""
     from h5py import h5d, h5p, h5s
 
-    from ccp.workload.files import file_type, make_dcpl
+    from ccp.hdf5.plists import dcpl as make_dcpl
+    from ccp.workload.files import file_type
 
     cell, source = job.cell, job.source
     maxshape = tuple(h5s.UNLIMITED if m is None else m for m in source.maxshape)
@@ -222,7 +223,7 @@ def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, traced: bo
     """
     from h5py import h5d, h5f, h5p, h5s
 
-    from ccp.workload.h5types import memory_buffer
+    from ccp.hdf5.h5types import memory_buffer
 
     clock = time.monotonic_ns if traced else time.perf_counter_ns
     cell, source = job.cell, job.source

@@ -12,7 +12,7 @@ import numpy as np
 from h5py import h5d, h5p
 
 from ccp.errors import CcpError
-from ccp.repack import codecs
+from ccp.hdf5.filters import codecs, pipeline_from_dcpl
 from ccp.repack import lowlevel as low
 from ccp.repack.decide import _h5_message, _layout_of, _Planner, _Target
 from ccp.repack.plan import chunks_in, plan_slabs
@@ -59,7 +59,7 @@ class _SourceReader:
         if low.has_vlen(self.tid) or low.has_reference(self.tid):
             self.why_library = "variable-length data or references live outside the chunks"
             return
-        self.decode, self.why_library = codecs.decoder(codecs.filters_of(dcpl), self.itemsize,
+        self.decode, self.why_library = codecs.decoder(pipeline_from_dcpl(dcpl).steps, self.itemsize,
                                                        math.prod(self.chunks) * self.itemsize)
 
     @property
@@ -252,7 +252,7 @@ class _Writer:
     def run_fast(self):
         tgt = self.tgt
         chunks = tgt.new_layout.chunks
-        encode, why = codecs.encoder(codecs.filters_of(self.dsid.get_create_plist()), tgt.itemsize, tgt.deflate)
+        encode, why = codecs.encoder(pipeline_from_dcpl(self.dsid.get_create_plist()).steps, tgt.itemsize, tgt.deflate)
         if encode is None:  # pragma: no cover - _method checked the pipeline already
             tgt.method, tgt.reason = "library", why
             return self.run_library()

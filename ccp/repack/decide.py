@@ -15,11 +15,10 @@ import h5py
 import numpy as np
 from h5py import h5d, h5f, h5o, h5p, h5s, h5t, h5z
 
-from ccp.config.filters import FilterPipeline, FilterStep, pipeline_from_dcpl
 from ccp.errors import CcpError, ConfigError
-from ccp.repack import codecs
+from ccp.hdf5.filters import FilterPipeline, pipeline_from_dcpl
 from ccp.repack import lowlevel as low
-from ccp.repack.options import COMPACT, CONTIGUOUS, Layout, as_layout, normalise_path
+from ccp.repack.options import COMPACT, CONTIGUOUS, Layout, as_layout, normalise_path, parse_filter_body
 from ccp.repack.results import DatasetResult
 from ccp.units import format_bytes, shape_str
 
@@ -105,9 +104,7 @@ def _pipeline(value, where: str) -> FilterPipeline:
         return value
     if value is None:
         return FilterPipeline()
-    from ccp.repack.options import _parse_filter_body
-
-    return FilterPipeline(_parse_filter_body(str(value), where))
+    return FilterPipeline(parse_filter_body(str(value), where))
 
 # ------------------------------------------------------------------ per-dataset decisions
 
@@ -154,15 +151,8 @@ _PLUGINS = {4: "h5py's bundled libaec (szip)", 305: "an HDF5 LZO plugin (PyTable
 
 
 def source_pipeline(dcpl) -> FilterPipeline:
-    """A dataset's filters as a ccp pipeline; without hdf5plugin, plugin filters by id (``id32026``)."""
-    try:
-        return pipeline_from_dcpl(dcpl)
-    except ImportError:
-        steps = []
-        for i in range(dcpl.get_nfilters()):
-            code, _flags, values, _name = dcpl.get_filter(i)
-            steps.append(FilterStep(f"id{code}", tuple(str(v) for v in values)))
-        return FilterPipeline(tuple(steps))
+    """A dataset's filters as a ccp pipeline (needs no plugin: filters are known by id)."""
+    return pipeline_from_dcpl(dcpl)
 
 
 def missing_filter(dcpl) -> str:
@@ -189,13 +179,9 @@ def _load_plugins(dcpl) -> None:
 def _python_encodable(pipeline: FilterPipeline) -> str:
     """'' when every step has an exact Python encoder, else the reason."""
     for step in pipeline.steps:
-        if step.name in ("gzip", "shuffle", "fletcher32", "bzip2"):
-            continue
-        if step.name == "zstd" and codecs._zstd_module() is not None:
-            continue
-        if step.name == "zstd":
-            return "zstd needs the zstandard package for a Python encoder"
-        return f"{step.name} has no Python encoder"
+        why = step.filter.codec_missing(step)
+        if why:
+            return why
     return ""
 
 

@@ -216,8 +216,8 @@ class TableSpec:
 # ---------------------------------------------------------------------------------------------- validation
 
 def _norm_selector(key: str, value, where: str):
-    from ccp.config.filters import parse_filters
     from ccp.config.sweep import parse_chunks, parse_shape
+    from ccp.hdf5.filters import parse_filters
 
     if key == "chunks":
         c = parse_chunks(value, where)

@@ -28,7 +28,7 @@ def sample_block(source, dataset) -> np.ndarray:
         from ccp.workload.datagen import Generator
 
         return Generator(dataset.generate).read(start, count)
-    from ccp.workload.source import open_readonly
+    from ccp.hdf5.dataset import open_readonly
 
     with open_readonly(dataset.file, "dataset.file") as f:
         sel = tuple(slice(s, s + c) for s, c in zip(start, count))
