@@ -5,7 +5,7 @@ sweep's ``generate:``; and opening a user's file read-only, with links resolved.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +32,7 @@ class DatasetInfo:
     layout: str = ""                      # stored: one of LAYOUTS; "" for data not stored yet (generate:)
     storage_bytes: int | None = None      # bytes allocated in the file (None: not stored)
     chunks_allocated: int | None = None   # chunked: chunks with storage (None otherwise)
+    extent: str = "simple"                # dataspace: "simple", "scalar" (shape ()) or "null" (shape (), no elements)
 
     @property
     def numeric(self) -> bool:
@@ -180,17 +181,13 @@ def describe_source(dataset) -> DatasetInfo:
             raise ConfigError("dataset.path", f"no dataset {dataset.path!r} in {path}{hint}")
         if not isinstance(obj, h5py.Dataset):
             raise ConfigError("dataset.path", f"{dataset.path!r} in {path} is a {type(obj).__name__.lower()}, not a dataset")
-        dsid = obj.id
-        extent, shape, maxshape = dataspace(dsid)
-        if not shape:
-            kind = "a scalar dataspace" if extent == "scalar" else "a null dataspace (no elements)"
+        info = dataset_info(obj.id)
+        if not info.shape:
+            kind = "a scalar dataspace" if info.extent == "scalar" else "a null dataspace (no elements)"
             raise ConfigError("dataset.path", f"{dataset.path!r} in {path} has {kind}: ccp measures arrays of rank >= 1")
-        dcpl = dsid.get_create_plist()
-        layout = stored_layout(dcpl)
-        chunks = tuple(dcpl.get_chunk()) if layout == "chunked" else None
-        pipeline = pipeline_from_dcpl(dcpl)
-        check_decodable(pipeline, f"{dataset.path!r} in {path}", "dataset.path")
-        if dcpl.fill_value_defined() == h5py.h5d.FILL_VALUE_UNDEFINED and not _fully_written(dsid, shape, chunks):
+        check_decodable(info.filters, f"{dataset.path!r} in {path}", "dataset.path")
+        dcpl = obj.id.get_create_plist()
+        if dcpl.fill_value_defined() == h5py.h5d.FILL_VALUE_UNDEFINED and not _fully_written(obj.id, info.shape, info.chunks):
             raise ConfigError("dataset.path", f"{dataset.path!r} in {path} has parts never written and no fill value "
                                               "(H5D_FILL_VALUE_UNDEFINED): HDF5 refuses to read them")
         st = path.stat()
@@ -198,17 +195,33 @@ def describe_source(dataset) -> DatasetInfo:
         if real_file is not None and real_file.resolve() != path.resolve():
             rst = real_file.stat()
             ident += f"->{real_file}:{rst.st_size}:{rst.st_mtime_ns}"
-        tid = dsid.get_type()
-        if h5types.is_numeric(tid):
-            dtype, filetype, fill = tid.dtype, None, _fill_value(dcpl, tid.dtype)
-        else:   # compound, string, vlen, enum, opaque, time, 128-bit...: raw records of the file type
-            sizeof_addr = f.id.get_create_plist().get_sizes()[0]
-            dtype, filetype, fill = np.dtype(f"V{h5types.disk_size(tid, sizeof_addr)}"), tid.encode(), None
-            ident += f":type={filetype.hex()[:32]}"
-        return DatasetInfo(shape, dtype, maxshape, fill, chunks, pipeline, ident,
-                           file=real_file, path=real_path, filetype=filetype, layout=layout,
-                           storage_bytes=dsid.get_storage_size(),
-                           chunks_allocated=dsid.get_num_chunks() if chunks is not None else None)
+        if info.filetype is not None:
+            ident += f":type={info.filetype.hex()[:32]}"
+        return replace(info, identity=ident, file=real_file, path=real_path)
+
+
+def dataset_info(dsid, identity: str = "") -> DatasetInfo:
+    """What HDF5 says about a dataset (an ``h5py.h5d.DatasetID``), whatever it holds: nothing is refused
+    here (scalar and null dataspaces, undefined fill values, filters this HDF5 lacks are all described)."""
+    from h5py import h5i
+
+    extent, shape, maxshape = dataspace(dsid)
+    dcpl = dsid.get_create_plist()
+    layout = stored_layout(dcpl)
+    chunks = tuple(int(c) for c in dcpl.get_chunk()) if layout == "chunked" else None
+    tid = dsid.get_type()
+    if h5types.is_numeric(tid):
+        dtype, filetype, fill = tid.dtype, None, _fill_value(dcpl, tid.dtype)
+    else:   # compound, string, vlen, enum, opaque, time, 128-bit...: raw records of the file type
+        try:
+            sizeof_addr = h5i.get_file_id(dsid).get_create_plist().get_sizes()[0]
+        except (RuntimeError, ValueError, OSError):
+            sizeof_addr = 8
+        dtype, filetype, fill = np.dtype(f"V{h5types.disk_size(tid, sizeof_addr)}"), tid.encode(), None
+    return DatasetInfo(shape if shape is not None else (), dtype, maxshape, fill, chunks, pipeline_from_dcpl(dcpl),
+                       identity, filetype=filetype, layout=layout, storage_bytes=dsid.get_storage_size(),
+                       chunks_allocated=dsid.get_num_chunks() if chunks is not None else None, extent=extent)
+
 
 
 

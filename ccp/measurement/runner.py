@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ccp.hdf5 import plists
 from ccp.measurement import iolog
 from ccp.measurement.pagecache import drop_file
 from ccp.store.schema import REQUEST_COLUMNS, SCHEMA_VERSION
@@ -181,10 +182,9 @@ def read_pass(job: CellJob, starts, counts, *, traced: bool, log_path: Path | No
 
 def open_timed(fid, dataset_path: str, cache, clock):
     """Open a dataset with the cell's chunk cache, timed: (dataset id, its access list, t0, t1)."""
-    from h5py import h5d, h5p
+    from h5py import h5d
 
-    dapl = h5p.create(h5p.DATASET_ACCESS)
-    dapl.set_chunk_cache(cache.nslots, cache.nbytes, cache.w0)
+    dapl = plists.cache_dapl(cache)
     t0 = clock()
     ds = h5d.open(fid, dataset_path.encode(), dapl)
     t1 = clock()
@@ -205,9 +205,7 @@ def create_timed(fid, job: CellJob, clock, *, cache_on_dataset: bool = True):
     dcpl = make_dcpl(source, cell.chunks, cell.filters)
     lcpl = h5p.create(h5p.LINK_CREATE)
     lcpl.set_create_intermediate_group(True)
-    dapl = h5p.create(h5p.DATASET_ACCESS)
-    if cache_on_dataset:
-        dapl.set_chunk_cache(cell.cache.nslots, cell.cache.nbytes, cell.cache.w0)
+    dapl = plists.cache_dapl(cell.cache) if cache_on_dataset else h5p.create(h5p.DATASET_ACCESS)
     t0 = clock()
     ds = h5d.create(fid, job.dataset_path.encode(), file_type(source), space, dcpl=dcpl, lcpl=lcpl, dapl=dapl)
     t1 = clock()
@@ -238,8 +236,7 @@ def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, traced: bo
     if copying:
         src_file, src_path = target(job)
         src_fid = h5f.open(src_file.encode(), h5f.ACC_RDONLY, iolog.log_fapl(src_log) if traced else None)
-        src_dapl = h5p.create(h5p.DATASET_ACCESS)
-        src_dapl.set_chunk_cache(cell.cache.nslots, cell.cache.nbytes, cell.cache.w0)
+        src_dapl = plists.cache_dapl(cell.cache)
         src = h5d.open(src_fid, src_path.encode(), src_dapl)
         src_space = src.get_space()
         bufs = {c: np.empty(c, dtype=dtype) if dtype is not None else memory_buffer(c, mtype) for c in spaces}

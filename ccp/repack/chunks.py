@@ -9,9 +9,10 @@ from collections import deque
 
 import h5py
 import numpy as np
-from h5py import h5d, h5p
+from h5py import h5d
 
 from ccp.errors import CcpError
+from ccp.hdf5 import plists
 from ccp.hdf5.filters import codecs, pipeline_from_dcpl
 from ccp.repack import lowlevel as low
 from ccp.repack.decide import _h5_message, _layout_of, _Planner, _Target
@@ -223,8 +224,7 @@ class _Writer:
         if chunks is not None:
             # keep a whole destination chunk in the chunk cache while element blocks fill it
             chunk_bytes = math.prod(chunks) * tgt.itemsize
-            dapl = h5p.create(h5p.DATASET_ACCESS)
-            dapl.set_chunk_cache(1009, max(chunk_bytes + 1024 * 1024, 2 * 1024 * 1024), 1.0)
+            dapl = plists.dapl(1009, max(chunk_bytes + 1024 * 1024, 2 * 1024 * 1024), 1.0)
             parent = self.dst.parent
             name = self.dst.name.rsplit("/", 1)[-1].encode("utf-8", "surrogateescape")
             self.dsid.close()
