@@ -128,7 +128,9 @@ class Zstd(_Plugin):
 
     @classmethod
     def from_stored(cls, values):
-        return FilterStep(cls.name, (str(at(values, 0, 3)),)) if -131072 <= signed(at(values, 0, 3)) <= 22 else None
+        # negative levels are stored two's complement: the spec says the level, as a sweep file would
+        level = signed(at(values, 0, 3))
+        return FilterStep(cls.name, (str(level),)) if -131072 <= level <= 22 else None
 
     @classmethod
     def codec_missing(cls, step):
@@ -181,8 +183,8 @@ class Bitshuffle(_Plugin):
     @classmethod
     def plugin(cls, step):
         a = step.args
-        cname = None if a[0] == "none" else a[0]
-        return _hdf5plugin().Bitshuffle(cname=cname, clevel=int(a[1]) if len(a) > 1 else 3)
+        # "none" spelled out: hdf5plugin reads cname=None as its default, lz4
+        return _hdf5plugin().Bitshuffle(cname=a[0], clevel=int(a[1]) if len(a) > 1 else 3)
 
     @classmethod
     def from_stored(cls, values):
