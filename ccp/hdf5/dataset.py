@@ -121,8 +121,15 @@ def resolve(f, path: str):
     except (KeyError, ValueError, RuntimeError, OSError):
         hard = None
     if hard is None:
-        found = []
-        target.visititems(lambda n, o: found.append("/" + n) or True if isinstance(o, h5py.Dataset) and o == obj else None)
+        found: list[str] = []
+
+        def visit(n, o) -> bool | None:      # True stops the visit at the first hard path to the object
+            if isinstance(o, h5py.Dataset) and o == obj:
+                found.append("/" + n)
+                return True
+            return None
+
+        target.visititems(visit)
         hard = found[0] if found else name
     return obj, Path(os.path.abspath(target.filename)), hard
 
