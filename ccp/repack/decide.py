@@ -16,7 +16,8 @@ import numpy as np
 from h5py import h5d, h5f, h5o, h5p, h5s, h5t, h5z
 
 from ccp.errors import CcpError, ConfigError
-from ccp.hdf5.filters import FilterPipeline, pipeline_from_dcpl
+from ccp.hdf5.dataset import dataset_info
+from ccp.hdf5.filters import FilterPipeline
 from ccp.repack import lowlevel as low
 from ccp.repack.options import COMPACT, CONTIGUOUS, Layout, as_layout, normalise_path, parse_filter_body
 from ccp.repack.results import DatasetResult
@@ -144,15 +145,11 @@ class _Target:
             old_stored_bytes=self.stored_bytes, notes=tuple(self.notes), **kw)
 
 
+# repack's own wording (its CLI output) of what provides a filter; ccp.hdf5.filters.provider says it for sweeps
 _PLUGINS = {4: "h5py's bundled libaec (szip)", 305: "an HDF5 LZO plugin (PyTables writes it; hdf5plugin has none)", 32000: "h5py (lzf)", 32001: "hdf5plugin (Blosc)",
             32026: "hdf5plugin (Blosc2)", 32015: "hdf5plugin (Zstd)", 32004: "hdf5plugin (LZ4)",
             32008: "hdf5plugin (Bitshuffle)", 307: "hdf5plugin (BZip2)", 32017: "hdf5plugin (SZ)",
             32013: "hdf5plugin (ZFP)", 32024: "hdf5plugin (SZ3)", 32018: "hdf5plugin (FCIDECOMP)"}
-
-
-def source_pipeline(dcpl) -> FilterPipeline:
-    """A dataset's filters as a ccp pipeline (needs no plugin: filters are known by id)."""
-    return pipeline_from_dcpl(dcpl)
 
 
 def missing_filter(dcpl) -> str:
@@ -241,15 +238,16 @@ class _Planner:
 
     def decide(self, path: str, key: tuple, ds: h5py.Dataset, options: bool = True) -> _Target:
         """What happens to one dataset; ``options=False``: nothing (it is copied as it is)."""
-        dcpl = ds.id.get_create_plist()
-        shape = ds.shape
+        info = dataset_info(ds.id)
+        shape = None if info.extent == "null" else info.shape
         tid = ds.id.get_type()
         itemsize = tid.get_size()
-        tgt = _Target(path=path, key=key, shape=shape, maxshape=ds.maxshape if shape is not None else None,
+        tgt = _Target(path=path, key=key, shape=shape, maxshape=info.maxshape if shape is not None else None,
                       dtype=numpy_dtype(tid), label=type_label(tid), itemsize=itemsize,
-                      old_layout=_layout_of(dcpl, ds), old_pipeline=source_pipeline(dcpl),
+                      old_layout=shape_str(info.chunks) if info.chunks is not None else info.layout,
+                      old_pipeline=info.filters,
                       raw_bytes=(math.prod(shape) * itemsize) if shape is not None else 0,
-                      stored_bytes=ds.id.get_storage_size(), fast_dtype=_fast_type(tid))
+                      stored_bytes=info.storage_bytes or 0, fast_dtype=_fast_type(tid))
         lay_req, l_explicit = self.layouts.get(key, (self.global_layout, None))
         pipe_req, f_explicit = self.filters.get(key, (self.global_filters, None))
         if (lay_req is None and pipe_req is None) or not options:
@@ -323,7 +321,7 @@ class _Planner:
         if new_layout == old and new_pipe.spec == tgt.old_pipeline.spec:
             tgt.notes.append("already in the requested layout and filters")
             return tgt
-        missing = missing_filter(dcpl)
+        missing = missing_filter(ds.id.get_create_plist())
         if missing:
             return refuse(explicit, "-f" if f_explicit else "-l", f"{path}: {missing}")
         tgt.keep_filters = new_pipe is tgt.old_pipeline and new_layout.kind == "chunked"
