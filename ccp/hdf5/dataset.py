@@ -43,8 +43,14 @@ class DatasetInfo:
         """The layout as stored, or the one a generated dataset is written in."""
         return self.layout or ("chunked" if self.chunks is not None else "contiguous")
 
-    def h5type(self):
-        """The HDF5 type reads and writes use as memory type (the file type for non-numeric data)."""
+    def file_type(self):
+        """The HDF5 type a work or pass file stores: the source's own type for non-numeric data."""
+        from h5py import h5t
+
+        return h5t.decode(self.filetype) if self.filetype is not None else h5t.py_create(np.dtype(self.dtype), logical=True)
+
+    def memory_type(self):
+        """The memory type of reads and writes: the file type itself for non-numeric data (no conversion)."""
         from h5py import h5t
 
         return h5t.decode(self.filetype) if self.filetype is not None else h5t.py_create(np.dtype(self.dtype))

@@ -100,9 +100,8 @@ def target(job: CellJob) -> tuple[str, str]:
 def _types(source):
     """(memory type, numpy dtype of the buffers or None for raw records, reclaim function or None)."""
     from ccp.hdf5.h5types import reclaimer
-    from ccp.workload.files import memory_type
 
-    mtype = memory_type(source)
+    mtype = source.memory_type()
     if getattr(source, "filetype", None) is None:
         return mtype, np.dtype(source.dtype), None
     return mtype, None, reclaimer(mtype)
@@ -197,7 +196,6 @@ def create_timed(fid, job: CellJob, clock, *, cache_on_dataset: bool = True):
     from h5py import h5d, h5p, h5s
 
     from ccp.hdf5.plists import dcpl as make_dcpl
-    from ccp.workload.files import file_type
 
     cell, source = job.cell, job.source
     maxshape = tuple(h5s.UNLIMITED if m is None else m for m in source.maxshape)
@@ -207,7 +205,7 @@ def create_timed(fid, job: CellJob, clock, *, cache_on_dataset: bool = True):
     lcpl.set_create_intermediate_group(True)
     dapl = plists.cache_dapl(cell.cache) if cache_on_dataset else h5p.create(h5p.DATASET_ACCESS)
     t0 = clock()
-    ds = h5d.create(fid, job.dataset_path.encode(), file_type(source), space, dcpl=dcpl, lcpl=lcpl, dapl=dapl)
+    ds = h5d.create(fid, job.dataset_path.encode(), source.file_type(), space, dcpl=dcpl, lcpl=lcpl, dapl=dapl)
     t1 = clock()
     return ds, t0, t1
 

@@ -27,24 +27,6 @@ def layout_path(work_dir, sweep, source, chunks, filters) -> Path:
     return Path(work_dir) / f"{sweep.name}-{layout_key(source, sweep.dataset.path, chunks, filters)}.h5"
 
 
-def file_type(source):
-    """The HDF5 type a work or pass file stores: the source's own type for non-numeric data."""
-    from h5py import h5t
-
-    if getattr(source, "filetype", None) is not None:
-        return h5t.decode(source.filetype)
-    return h5t.py_create(np.dtype(source.dtype), logical=True)
-
-
-def memory_type(source):
-    """The memory type of reads and writes: the file type itself for non-numeric data (no conversion)."""
-    from h5py import h5t
-
-    if getattr(source, "filetype", None) is not None:
-        return h5t.decode(source.filetype)
-    return h5t.py_create(np.dtype(source.dtype))
-
-
 def create_dataset(fid, path: str, source, chunks, filters, shape=None):
     """Create the dataset (and its parent groups) empty, in the given layout. Returns a DatasetID."""
     from h5py import h5d, h5p, h5s
@@ -56,7 +38,7 @@ def create_dataset(fid, path: str, source, chunks, filters, shape=None):
     space = h5s.create_simple(shape, maxshape)
     lcpl = h5p.create(h5p.LINK_CREATE)
     lcpl.set_create_intermediate_group(True)
-    return h5d.create(fid, path.encode(), file_type(source), space, dcpl=plists.dcpl(source, chunks, filters), lcpl=lcpl)
+    return h5d.create(fid, path.encode(), source.file_type(), space, dcpl=plists.dcpl(source, chunks, filters), lcpl=lcpl)
 
 
 def slab_plan(shape, chunks, itemsize: int):
@@ -90,7 +72,7 @@ def write_layout_file(out: Path, source, data, dataset_path: str, chunks, filter
         try:
             ds = create_dataset(fid, dataset_path, source, chunks, filters)
             fspace = ds.get_space()
-            mtype = memory_type(source)
+            mtype = source.memory_type()
             release = getattr(data, "release", None)
             if written_by is not None:      # the user's write pattern: chunks are allocated in this order
                 from ccp.workload.requests import tile_requests
