@@ -177,3 +177,20 @@ def test_bad_h5repack_filter_is_one_line(option, words):
 def test_not_h5repack_syntax_is_left_to_the_spec_parser():
     assert parse_h5repack_filter("zstd:3", "-f") is None
     assert parse_h5repack_filter("NONE", "-f") == ()
+
+
+@pytest.mark.parametrize(("spec", "dtype", "numeric", "words"), [
+    ("scaleoffset", "S4", True, "scaleoffset needs an integer or float dataset, not |S4"),
+    ("scaleoffset", "V8", False, "not |V8 records"),
+    ("scaleoffset:2", "<f8", True, ""),
+    ("shuffle+gzip:6", "V8", False, ""),
+], ids=["so-strings", "so-records", "so-floats", "others-take-anything"])
+def test_a_filter_refuses_types_hdf5_would_refuse(spec, dtype, numeric, words):
+    from ccp.hdf5.filters import check_for_type
+
+    if not words:
+        check_for_type(parse_filters(spec), np.dtype(dtype), numeric)
+        return
+    with pytest.raises(ConfigError) as err:
+        check_for_type(parse_filters(spec), np.dtype(dtype), numeric)
+    assert words in str(err.value)

@@ -163,11 +163,10 @@ def check_for_type(pipeline: FilterPipeline, dtype, numeric: bool, where: str = 
     """
     import numpy as np
 
-    kind = np.dtype(dtype).kind
     for step in pipeline.steps:
-        if step.name == "scaleoffset" and (not numeric or kind not in "iuf"):
-            raise ConfigError(where, f"scaleoffset needs an integer or float dataset, not {np.dtype(dtype)}"
-                                     f"{'' if numeric else ' records'}")
+        why = step.filter.refuses(np.dtype(dtype), numeric)
+        if why:
+            raise ConfigError(where, why)
 
 
 def check_decodable(pipeline: FilterPipeline, what: str, where: str) -> None:

@@ -199,6 +199,12 @@ class Filter:
         dcpl.set_filter(cls.filter_id(step), h5z.FLAG_OPTIONAL, cls.cd_values(step))
 
     @classmethod
+    def refuses(cls, dtype, numeric: bool) -> str:
+        """Why HDF5 refuses this filter for a datatype (its can_apply callback), or ''. ``numeric`` is
+        False for data read as raw records of its file type (compound, string, vlen, ...)."""
+        return ""
+
+    @classmethod
     def from_stored(cls, values: tuple[int, ...]) -> FilterStep | None:
         """The step for cd_values as stored (after set_local); None when no spec of ours says them."""
         return FilterStep(cls.name, ())

@@ -185,6 +185,12 @@ class ScaleOffset(Filter):
             raise ConfigError("filters", f"scaleoffset needs an integer or float dtype, not {dtype}")
 
     @classmethod
+    def refuses(cls, dtype, numeric):
+        if numeric and dtype.kind in "iuf":
+            return ""
+        return f"scaleoffset needs an integer or float dataset, not {dtype}{'' if numeric else ' records'}"
+
+    @classmethod
     def from_stored(cls, values):
         return FilterStep(cls.name, (str(at(values, 1, 0)),)) if 0 <= at(values, 1, 0) <= 64 else None
 
