@@ -12,9 +12,9 @@ import numpy as np
 from h5py import h5d
 
 from ccp.errors import CcpError
+from ccp.hdf5 import lowlevel as low
 from ccp.hdf5 import plists
 from ccp.hdf5.filters import codecs, pipeline_from_dcpl
-from ccp.repack import lowlevel as low
 from ccp.repack.decide import _h5_message, _layout_of, _Planner, _Target
 from ccp.repack.plan import chunks_in, plan_slabs
 

@@ -6,7 +6,7 @@ datatypes, and every dataset. Objects that do not change are copied by ``H5Ocopy
 library's own copy: raw chunks, any datatype). Datasets that change keep their shape,
 maximum shape, file datatype, fill value and other creation properties; only the layout
 and the filter pipeline are replaced. Every value moves in its file datatype, never through
-a numpy dtype (:mod:`ccp.repack.lowlevel`), so the output holds exactly the input's values.
+a numpy dtype (:mod:`ccp.hdf5.lowlevel`), so the output holds exactly the input's values.
 
 Changed datasets are written in hyperslabs of whole destination chunks within a bounded
 buffer (:mod:`ccp.repack.plan`, seed 003), by one of two paths (:mod:`ccp.repack.chunks`):
@@ -43,8 +43,8 @@ import h5py
 from h5py import h5f
 
 from ccp.errors import CcpError, ConfigError
+from ccp.hdf5 import lowlevel as low
 from ccp.hdf5.filters import FilterPipeline, check_available, codecs, parse_filters
-from ccp.repack import lowlevel as low
 from ccp.repack.decide import _h5_message, _Planner
 from ccp.repack.options import CONTIGUOUS, as_layout, normalise_path
 from ccp.repack.plan import DEFAULT_BUFFER_BYTES

@@ -16,9 +16,9 @@ import numpy as np
 from h5py import h5d, h5f, h5o, h5p, h5s, h5t, h5z
 
 from ccp.errors import CcpError, ConfigError
+from ccp.hdf5 import lowlevel as low
 from ccp.hdf5.dataset import dataset_info
 from ccp.hdf5.filters import FilterPipeline
-from ccp.repack import lowlevel as low
 from ccp.repack.options import COMPACT, CONTIGUOUS, Layout, as_layout, normalise_path, parse_filter_body
 from ccp.repack.results import DatasetResult
 from ccp.units import format_bytes, shape_str
