@@ -17,6 +17,7 @@ from h5py import h5d, h5f, h5o, h5p, h5s, h5t, h5z
 
 from ccp.errors import CcpError, ConfigError
 from ccp.hdf5 import lowlevel as low
+from ccp.hdf5 import plists
 from ccp.hdf5.dataset import dataset_info
 from ccp.hdf5.filters import FilterPipeline
 from ccp.repack.options import COMPACT, CONTIGUOUS, Layout, as_layout, normalise_path, parse_filter_body
@@ -376,27 +377,7 @@ class _Planner:
 
     def make_dcpl(self, ds, layout: Layout, pipeline: FilterPipeline | None):
         """The source's creation properties with the new layout and filters (None: keep the source's)."""
-        src = ds.id.get_create_plist()
-        fresh = src.get_layout() == h5d.VIRTUAL or src.get_external_count() > 0
-        tid = ds.id.get_type()
-        dcpl = src if not fresh else _fresh_dcpl(src, tid)
-        # a re-opened dataset's plist always says "track times": the header knows (h5repack keeps them as they were)
-        dcpl.set_obj_track_times(low.tracks_times(ds.id))
-        opts = low.chunk_opts(src)  # H5Pset_chunk forgets them; keep them
-        if layout.kind == "chunked" and pipeline is None and not fresh:
-            dcpl.set_chunk(layout.chunks)
-            low.set_chunk_opts(dcpl, opts)
-            return dcpl
-        if dcpl.get_nfilters():
-            dcpl.remove_filter(0)  # H5Z_FILTER_ALL
-        if layout.kind == "chunked":
-            dcpl.set_chunk(layout.chunks)
-            low.set_chunk_opts(dcpl, opts)
-            pipeline.apply(dcpl, numpy_dtype(tid) if numpy_dtype(tid) is not None else np.dtype("V1"))
-            _plugins_optional(dcpl)
-        else:
-            dcpl.set_layout(h5d.CONTIGUOUS if layout.kind == "contiguous" else h5d.COMPACT)
-        return dcpl
+        return plists.relaid_dcpl(ds.id, layout.kind, layout.chunks, pipeline)
 
     def probe(self, ds, layout, pipeline):
         f = self.probe_file()
@@ -459,36 +440,8 @@ class _Planner:
         return int(allocated * math.prod(chunks) * tgt.itemsize * (stored / raw)) if raw else 0
 
 
-def _plugins_optional(dcpl) -> None:
-    """Plugin filters as h5py and hdf5plugin add them: optional, so a chunk that a compressor
-    cannot shrink (blosc, lz4 ... return failure) is stored unfiltered instead of failing the write."""
-    filters = [dcpl.get_filter(i) for i in range(dcpl.get_nfilters())]
-    if not any(code >= 256 and not flags & h5z.FLAG_OPTIONAL for code, flags, _v, _n in filters):
-        return
-    dcpl.remove_filter(0)
-    for code, flags, values, _name in filters:
-        if code >= 256:
-            flags |= h5z.FLAG_OPTIONAL
-        dcpl.set_filter(code, flags, tuple(values))
-
-
 def _h5_message(exc) -> str:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return text
 
-
-def _fresh_dcpl(src, tid):
-    dcpl = h5p.create(h5p.DATASET_CREATE)
-    try:
-        defined = src.fill_value_defined()
-        if defined == h5d.FILL_VALUE_USER_DEFINED:
-            fill = low.fill_bytes(src, tid)
-            low.library().H5Pset_fill_value(dcpl.id, tid.id, fill.ctypes.data)
-        elif defined == h5d.FILL_VALUE_UNDEFINED:
-            low.set_fill_undefined(dcpl, tid)
-        dcpl.set_fill_time(src.get_fill_time())
-        dcpl.set_attr_creation_order(src.get_attr_creation_order())
-    except Exception:  # noqa: BLE001, S110  # pragma: no cover - best effort for exotic plists
-        pass
-    return dcpl
 
