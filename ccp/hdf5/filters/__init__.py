@@ -2,8 +2,15 @@
 stored cd_values <-> h5repack's ``-f`` syntax <-> Python codecs.
 
 One class per filter (:mod:`.builtin`, :mod:`.plugins`), registered by spec name and HDF5 id in
-:mod:`.base`. Adding a filter is one class there. Parsing is pure; :meth:`FilterPipeline.apply` and
-:func:`pipeline_from_dcpl` talk to HDF5.
+:mod:`.base`. Parsing is pure; :meth:`FilterPipeline.apply` and :func:`pipeline_from_dcpl` talk to HDF5.
+
+Adding a filter is one ``@register`` class in :mod:`.builtin` (HDF5's own) or :mod:`.plugins`: ``name``,
+``id``, ``help`` and ``max_args``; ``normalise`` (spec arguments, defaults spelled out), ``apply`` or
+``cd_values`` (the dcpl), ``from_stored`` (cd_values as other writers store them -> a step, or None for
+the generic ``idN`` step); optionally ``h5repack``/``from_h5repack`` (its ``-f`` keyword), ``refuses``
+(types HDF5 would refuse) and ``encoder``/``decoder``/``codec_missing`` (a byte-exact Python codec for
+repack's raw-chunk path). Sweeps, inspect and repack then know it; add its row to
+tests/hdf5/test_filters.py's ROUND_TRIPS.
 """
 
 from __future__ import annotations
