@@ -34,12 +34,12 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from ccp.config.filters import parse_filters
 from ccp.config.sweep import AccessSpec, CacheSpec
+from ccp.hdf5.dataset import DatasetInfo
+from ccp.hdf5.filters import parse_filters
 from ccp.matrix.cells import Cell
 from ccp.measurement import native, runner
 from ccp.workload.requests import tile_requests
-from ccp.workload.source import SourceInfo
 
 SHAPE, CHUNKS, ROW = (60, 30, 9, 717), (4, 30, 9, 717), (1, 1, 1, 717)
 MiB = 1024 * 1024
@@ -142,7 +142,7 @@ def c_loop(exe: Path, path: str, cache: CacheSpec, starts, counts, tmp: Path) ->
 
 
 def job_for(path: str, chunks, cache: CacheSpec) -> runner.CellJob:
-    source = SourceInfo(SHAPE, np.dtype(">f4"), SHAPE, None, chunks, parse_filters("none"), "bench")
+    source = DatasetInfo(SHAPE, np.dtype(">f4"), SHAPE, None, chunks, parse_filters("none"), "bench")
     cell = Cell(chunks, parse_filters("none"), cache, AccessSpec("read", ROW))
     return runner.CellJob(cell=cell, file=path, dataset_path="/data", source=source, generate=None, user_file=None,
                           repeats=1, cold=False, trace=False)

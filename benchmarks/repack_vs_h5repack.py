@@ -132,7 +132,7 @@ def speed(work: Path, rounds: int, extra: list[str], zlib_too: bool = True) -> N
             "ccp repack": [*ccp_command(), "-q", *extra, *opts, str(src), str(out_c)]}
     if zlib_too:
         cmds["ccp --deflate zlib"] = [*ccp_command(), "-q", "--deflate", "zlib", *extra, *opts, str(src), str(out_z)]
-    from ccp.repack.codecs import resolve_deflate_engine
+    from ccp.hdf5.filters.codecs import resolve_deflate_engine
 
     print(f"ccp repack's gzip engine (--deflate auto): {resolve_deflate_engine('auto')}")
     ver = subprocess.run([h5repack, "--version"], check=False, capture_output=True, text=True).stdout.strip()

@@ -19,12 +19,12 @@ import h5py
 import numpy as np
 from h5py import h5d, h5f, h5p, h5s, h5t
 
-from ccp.config.filters import parse_filters
 from ccp.config.sweep import AccessSpec, CacheSpec
+from ccp.hdf5.dataset import DatasetInfo
+from ccp.hdf5.filters import parse_filters
 from ccp.matrix.cells import Cell
 from ccp.measurement.runner import CellJob, Progress, read_pass
 from ccp.workload.requests import tile_requests
-from ccp.workload.source import SourceInfo
 
 
 def plain_loop(path: str, starts, counts, cache: CacheSpec) -> float:
@@ -61,7 +61,7 @@ def main() -> None:
         plan = tile_requests(shape, block)
         starts = [tuple(map(int, s)) for s in plan.starts]
         counts = [tuple(map(int, c)) for c in plan.counts]
-        source = SourceInfo(shape, np.dtype("<f4"), shape, None, chunks, parse_filters("none"), "bench")
+        source = DatasetInfo(shape, np.dtype("<f4"), shape, None, chunks, parse_filters("none"), "bench")
         cell = Cell(chunks, parse_filters("none"), cache, AccessSpec("read", block))
         job = CellJob(cell=cell, file=path, dataset_path="/data", source=source, generate=None, user_file=None,
                       repeats=1, cold=False, trace=False)

@@ -65,10 +65,10 @@ def main() -> None:
 
     from ccp.config.sweep import parse_sweep
     from ccp.engine import _work_file
+    from ccp.hdf5.dataset import describe_source
     from ccp.matrix.cells import expand
     from ccp.measurement.pagecache import drop_file
     from ccp.workload.requests import plan_for
-    from ccp.workload.source import describe_source
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("config")

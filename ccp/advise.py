@@ -56,7 +56,7 @@ def next_prime(n: int) -> int:
 
 def _source(path: Path, dset: str):
     """The dataset as every command describes it: HDF5's own type and property lists, links resolved, odd types named."""
-    from ccp.workload.source import source_of
+    from ccp.hdf5.dataset import source_of
 
     return source_of(path, dset)
 

@@ -369,7 +369,7 @@ def _check_advise_dataset(file: Path, dataset: str, access) -> None:
     """The dataset advise explains: a numeric array of rank >= 1 (never a null or scalar dataspace)."""
     import h5py
 
-    from ccp.workload.source import open_readonly
+    from ccp.hdf5.dataset import open_readonly
 
     if "\0" in dataset:
         raise CcpError(f"DATASET: expected a dataset path, got {dataset!r}")

@@ -24,6 +24,7 @@ import numpy as np
 from ccp.config.sweep import Sweep, sweep_as_dict
 from ccp.errors import CcpError
 from ccp.eta import EtaClock, predicted_seconds, progress_bar
+from ccp.hdf5.dataset import describe_source
 from ccp.matrix.cells import Cell, expand
 from ccp.measurement import env as envmod
 from ccp.measurement.runner import CellJob, Progress, measure
@@ -33,7 +34,6 @@ from ccp.store.schema import FINISHED, SCHEMA_VERSION
 from ccp.store.workdir import WorkDir
 from ccp.units import format_count, format_seconds, shape_str
 from ccp.workload.files import ensure_layout_file, layout_path
-from ccp.workload.source import describe_source
 from ccp.workload.sweep import load_sweep
 
 FAULT_ENV = "CCP_FAULT_INJECT"   # tests: "CELL_ID:segv|memory|hang|fill-disk" makes that cell's worker misbehave
@@ -85,7 +85,7 @@ def check_layouts(cells, source) -> None:
     A filter or chunk shape HDF5 refuses is refused here (one line, before anything is written),
     so `ccp check` refuses what `ccp run` would fail on.
     """
-    from ccp.workload.files import make_dcpl
+    from ccp.hdf5.plists import dcpl as make_dcpl
 
     seen = set()
     for cell in cells:
@@ -310,7 +310,7 @@ def _calibration(pipelines, source, sweep, wd: WorkDir):
     A filter read from the user's file that ccp cannot spell back (an unknown plugin's parameters,
     shown as ``id32001``) is left out: its predicted decode time is then 0.
     """
-    from ccp.config.filters import parse_filters
+    from ccp.hdf5.filters import parse_filters
     from ccp.plan import calibrate
 
     usable = []

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ccp.config.filters import pipeline_from_dcpl
 from ccp.errors import CcpError
+from ccp.hdf5.defaults import CACHE_1X, CACHE_2X
 from ccp.units import format_bytes, format_count, shape_str
 
-HDF5_1X_DEFAULT_CACHE = 1024 * 1024
-HDF5_2X_DEFAULT_CACHE = 8 * 1024 * 1024
+HDF5_1X_DEFAULT_CACHE = CACHE_1X.nbytes
+HDF5_2X_DEFAULT_CACHE = CACHE_2X.nbytes
 
 
 def describe_dataset(dset) -> dict:
@@ -20,15 +20,16 @@ def describe_dataset(dset) -> dict:
     Works for every type HDF5 stores, numpy equivalent or not (128-bit floats, H5T_TIME, ...): the
     type is described from ``H5Tget_class``/``H5Tget_size``, sizes come from the file's type on disk.
     """
-    from h5py import h5d, h5i, h5s
+    from h5py import h5i
 
-    from ccp.config.filters import describe_filters
-    from ccp.workload import h5types
+    from ccp.hdf5 import h5types
+    from ccp.hdf5.dataset import dataset_info
+    from ccp.hdf5.filters import describe_filters
 
     dsid = dset.id
     dcpl = dsid.get_create_plist()
-    layout = {h5d.CONTIGUOUS: "contiguous", h5d.CHUNKED: "chunked", h5d.COMPACT: "compact",
-              getattr(h5d, "VIRTUAL", -1): "virtual"}.get(dcpl.get_layout(), "other")
+    ds = dataset_info(dsid)
+    layout = ds.layout
     tid = dsid.get_type()
     dtype = h5types.numpy_dtype(tid)
     try:
@@ -36,21 +37,18 @@ def describe_dataset(dset) -> dict:
     except (RuntimeError, ValueError, OSError):
         sizeof_addr = 8
     itemsize = h5types.disk_size(tid, sizeof_addr)
-    space = dsid.get_space()
-    extent = space.get_simple_extent_type()
-    shape = tuple(space.shape) if extent == h5s.SIMPLE else (() if extent == h5s.SCALAR else None)
-    maxshape = tuple(None if m == h5s.UNLIMITED else int(m) for m in space.get_simple_extent_dims(True)) \
-        if extent == h5s.SIMPLE else ()
+    shape = None if ds.extent == "null" else ds.shape
+    maxshape = ds.maxshape
     nelems = int(np.prod(shape, dtype=np.int64)) if shape is not None else 0
     logical = nelems * itemsize
-    storage = dsid.get_storage_size()
-    chunks = tuple(dcpl.get_chunk()) if layout == "chunked" else None
+    storage = ds.storage_bytes
+    chunks = ds.chunks
     chunk_bytes = int(np.prod(chunks)) * itemsize if chunks else 0
-    nchunks_grid = int(np.prod([-(-s // c) for s, c in zip(shape, chunks)])) if chunks else 0
-    allocated = dsid.get_num_chunks() if chunks else None
+    nchunks_grid = int(np.prod([-(-s // c) for s, c in zip(shape, chunks)])) if chunks and shape is not None else 0
+    allocated = ds.chunks_allocated
     order = {"<": "little-endian", ">": "big-endian", "|": "not applicable", "=": "native"}.get(dtype.byteorder, dtype.byteorder) \
         if dtype is not None else _order_word(tid)
-    pipeline = pipeline_from_dcpl(dcpl)
+    pipeline = ds.filters
     filters = describe_filters(dcpl)
     warnings = traps(chunk_bytes, pipeline)
     warnings += [f"filter {f['name']} (id {f['id']}) cannot be decoded here: it is provided by {f['provider']}"
@@ -107,7 +105,7 @@ def _attributes(obj) -> list[dict]:
     """Each attribute's name and type, from HDF5 (reading no values: an odd type costs nothing)."""
     from h5py import h5a
 
-    from ccp.workload import h5types
+    from ccp.hdf5 import h5types
 
     out = []
     try:
@@ -150,7 +148,7 @@ def inspect_file(path, dataset: str | None = None) -> list[dict]:
     """Every dataset of a file described (one that cannot be is listed with its reason), or one dataset."""
     import h5py
 
-    from ccp.workload.source import dangling_link, open_readonly
+    from ccp.hdf5.dataset import dangling_link, open_readonly
 
     with open_readonly(Path(path)) as f:
         if dataset is not None:

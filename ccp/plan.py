@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ccp.hdf5 import plists
 from ccp.model import CacheParams, chunk_size_table, simulate_arrays, simulate_tiling, summarise
 from ccp.workload.requests import plan_for
 
@@ -196,7 +197,7 @@ def calibrate(filter_pipelines, dtype, data_kind: str = "normal", work_dir: Path
     if missing or "per_request_s" not in entry:
         import tempfile
 
-        from ccp.config.filters import parse_filters
+        from ccp.hdf5.filters import parse_filters
 
         shape, chunks = (16, 128, 128), (16, 128, 128)       # one 1 MiB chunk (4-byte items)
         data = Generator(GenerateSpec(shape, np.dtype(dtype), data_kind, 0)).read((0, 0, 0), shape)
@@ -217,8 +218,7 @@ def calibrate(filter_pipelines, dtype, data_kind: str = "normal", work_dir: Path
                 ds.close()
                 fid.close()
                 fid = h5f.open(path.encode(), h5f.ACC_RDONLY)
-                dapl = h5p.create(h5p.DATASET_ACCESS)
-                dapl.set_chunk_cache(521, 0, 0.75)              # no cache: every read decodes the chunk
+                dapl = plists.no_cache_dapl()              # no cache: every read decodes the chunk
                 ds = h5d.open(fid, b"d", dapl)
                 out = np.empty(shape, data.dtype)
                 t0 = time.perf_counter()
@@ -263,8 +263,7 @@ def _per_request_cost(path: str, data) -> float:
     dcpl = h5p.create(h5p.DATASET_CREATE)
     dcpl.set_chunk(shape)
     fid = h5f.create(path.encode(), h5f.ACC_TRUNC)
-    dapl = h5p.create(h5p.DATASET_ACCESS)
-    dapl.set_chunk_cache(521, 2 * data.nbytes, 0.75)
+    dapl = plists.dapl(521, 2 * data.nbytes, 0.75)
     ds = h5d.create(fid, b"r", h5t.py_create(data.dtype, logical=True), h5s.create_simple(shape), dcpl=dcpl, dapl=dapl)
     ds.write(h5s.ALL, h5s.ALL, data)
     one, fs = h5s.create_simple((1,) * len(shape)), ds.get_space()

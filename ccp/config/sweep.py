@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from ccp.config.filters import FilterPipeline, parse_filters
 from ccp.config.shapes import MAX_DIM, SOURCE, Chunks, FromSource, parse_chunks, parse_int, parse_shape
 from ccp.config.tables import TableSpec, parse_tables
 from ccp.errors import ConfigError, suggest
+from ccp.hdf5.filters import FilterPipeline, parse_filters
 from ccp.units import parse_duration, parse_size, shape_str
 
 # Stated defaults: a run never relies on the HDF5 library's own (1 MiB/521 in 1.x, 8 MiB/8191 in 2.0).

@@ -21,9 +21,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ccp.config.filters import parse_filters
 from ccp.config.shapes import parse_chunks, parse_shape
 from ccp.errors import ConfigError, suggest
+from ccp.hdf5.filters import parse_filters
 from ccp.units import parse_duration, parse_size, shape_str
 
 

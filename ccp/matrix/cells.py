@@ -8,10 +8,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ccp.config.filters import FilterPipeline, check_for_type
 from ccp.config.shapes import SOURCE
 from ccp.config.sweep import DEFAULT_CLIENT, AccessSpec, CacheSpec, Sweep
 from ccp.errors import ConfigError
+from ccp.hdf5.filters import FilterPipeline, check_for_type
 from ccp.units import shape_str
 
 MAX_CHUNK_BYTES = 2**32 - 1   # HDF5's limit on one chunk

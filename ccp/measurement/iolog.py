@@ -19,20 +19,10 @@ from pathlib import Path
 import numpy as np
 
 from ccp.errors import CcpError
+from ccp.hdf5.plists import log_fapl  # noqa: F401  (the builder lives with the other property lists)
 
-# Never the LOG_FILE_* or LOG_FLAVOR flags: with buf_size 0 they crash the process.
-# LOG_NUM_IO only adds counters, printed once at close: the log's completeness check.
 _LINE = re.compile(rb"^\s*(\d+)-\s*(\d+)\s+\(\s*(\d+) bytes\)\s+\(H5FD_MEM_(\w+)\)\s+(Read|Written)\s+\([\d.]+s @ ([\d.]+)\)",
                    re.MULTILINE)
-
-
-def log_fapl(log_path: Path):
-    """A file access property list with the log driver writing to ``log_path``."""
-    from h5py import h5fd, h5p
-
-    fapl = h5p.create(h5p.FILE_ACCESS)
-    fapl.set_fapl_log(str(log_path).encode(), h5fd.LOG_LOC_IO | h5fd.LOG_TIME_IO | h5fd.LOG_NUM_IO, 0)
-    return fapl
 
 
 MEM_NAMES = np.array(["draw", "super", "btree", "ohdr", "lheap", "gheap", "default", "nolist", "other"], dtype=object)

@@ -304,6 +304,7 @@ def write_pass(job, data, starts, counts, out_file, *, traced: bool, log_path=No
     """:func:`ccp.measurement.runner.write_pass` with the native loop (write and copy cells)."""
     from h5py import h5d, h5f, h5p
 
+    from ccp.hdf5 import plists
     from ccp.measurement import iolog
     from ccp.measurement.runner import PassTiming, _timed_close, create_timed, target
 
@@ -317,8 +318,7 @@ def write_pass(job, data, starts, counts, out_file, *, traced: bool, log_path=No
     if copying:
         src_file, src_path = target(job)
         src_fid = h5f.open(src_file.encode(), h5f.ACC_RDONLY, iolog.log_fapl(src_log) if traced else None)
-        src_dapl = h5p.create(h5p.DATASET_ACCESS)
-        src_dapl.set_chunk_cache(cell.cache.nslots, cell.cache.nbytes, cell.cache.w0)
+        src_dapl = plists.cache_dapl(cell.cache)
         src = h5d.open(src_fid, src_path.encode(), src_dapl)
         src_space = src.get_space()
     fid = h5f.create(str(out_file).encode(), h5f.ACC_TRUNC, fapl=fapl)

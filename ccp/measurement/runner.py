@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ccp.hdf5 import plists
 from ccp.measurement import iolog
 from ccp.measurement.pagecache import drop_file
 from ccp.store.schema import REQUEST_COLUMNS, SCHEMA_VERSION
@@ -48,7 +49,7 @@ class CellJob:
     cell: object            # ccp.matrix.cells.Cell
     file: str               # the work file (reads) or the folder for pass files (writes)
     dataset_path: str
-    source: object          # ccp.workload.source.SourceInfo
+    source: object          # ccp.hdf5.dataset.DatasetInfo
     generate: object        # GenerateSpec or None
     user_file: str | None   # the user's file, read-only data for write cells
     repeats: int
@@ -79,7 +80,7 @@ def _buffers(counts, dtype, mtype=None):
     """
     from h5py import h5s
 
-    from ccp.workload.h5types import memory_buffer
+    from ccp.hdf5.h5types import memory_buffer
 
     bufs = {}
     for c in {tuple(int(x) for x in row) for row in counts}:
@@ -98,10 +99,9 @@ def target(job: CellJob) -> tuple[str, str]:
 
 def _types(source):
     """(memory type, numpy dtype of the buffers or None for raw records, reclaim function or None)."""
-    from ccp.workload.files import memory_type
-    from ccp.workload.h5types import reclaimer
+    from ccp.hdf5.h5types import reclaimer
 
-    mtype = memory_type(source)
+    mtype = source.memory_type()
     if getattr(source, "filetype", None) is None:
         return mtype, np.dtype(source.dtype), None
     return mtype, None, reclaimer(mtype)
@@ -181,10 +181,9 @@ def read_pass(job: CellJob, starts, counts, *, traced: bool, log_path: Path | No
 
 def open_timed(fid, dataset_path: str, cache, clock):
     """Open a dataset with the cell's chunk cache, timed: (dataset id, its access list, t0, t1)."""
-    from h5py import h5d, h5p
+    from h5py import h5d
 
-    dapl = h5p.create(h5p.DATASET_ACCESS)
-    dapl.set_chunk_cache(cache.nslots, cache.nbytes, cache.w0)
+    dapl = plists.cache_dapl(cache)
     t0 = clock()
     ds = h5d.open(fid, dataset_path.encode(), dapl)
     t1 = clock()
@@ -196,7 +195,7 @@ def create_timed(fid, job: CellJob, clock, *, cache_on_dataset: bool = True):
     starts here. ``cache_on_dataset=False`` leaves the chunk cache to the file's access list (h5py's way)."""
     from h5py import h5d, h5p, h5s
 
-    from ccp.workload.files import file_type, make_dcpl
+    from ccp.hdf5.plists import dcpl as make_dcpl
 
     cell, source = job.cell, job.source
     maxshape = tuple(h5s.UNLIMITED if m is None else m for m in source.maxshape)
@@ -204,11 +203,9 @@ def create_timed(fid, job: CellJob, clock, *, cache_on_dataset: bool = True):
     dcpl = make_dcpl(source, cell.chunks, cell.filters)
     lcpl = h5p.create(h5p.LINK_CREATE)
     lcpl.set_create_intermediate_group(True)
-    dapl = h5p.create(h5p.DATASET_ACCESS)
-    if cache_on_dataset:
-        dapl.set_chunk_cache(cell.cache.nslots, cell.cache.nbytes, cell.cache.w0)
+    dapl = plists.cache_dapl(cell.cache) if cache_on_dataset else h5p.create(h5p.DATASET_ACCESS)
     t0 = clock()
-    ds = h5d.create(fid, job.dataset_path.encode(), file_type(source), space, dcpl=dcpl, lcpl=lcpl, dapl=dapl)
+    ds = h5d.create(fid, job.dataset_path.encode(), source.file_type(), space, dcpl=dcpl, lcpl=lcpl, dapl=dapl)
     t1 = clock()
     return ds, t0, t1
 
@@ -222,7 +219,7 @@ def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, traced: bo
     """
     from h5py import h5d, h5f, h5p, h5s
 
-    from ccp.workload.h5types import memory_buffer
+    from ccp.hdf5.h5types import memory_buffer
 
     clock = time.monotonic_ns if traced else time.perf_counter_ns
     cell, source = job.cell, job.source
@@ -237,8 +234,7 @@ def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, traced: bo
     if copying:
         src_file, src_path = target(job)
         src_fid = h5f.open(src_file.encode(), h5f.ACC_RDONLY, iolog.log_fapl(src_log) if traced else None)
-        src_dapl = h5p.create(h5p.DATASET_ACCESS)
-        src_dapl.set_chunk_cache(cell.cache.nslots, cell.cache.nbytes, cell.cache.w0)
+        src_dapl = plists.cache_dapl(cell.cache)
         src = h5d.open(src_fid, src_path.encode(), src_dapl)
         src_space = src.get_space()
         bufs = {c: np.empty(c, dtype=dtype) if dtype is not None else memory_buffer(c, mtype) for c in spaces}

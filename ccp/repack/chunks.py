@@ -9,11 +9,12 @@ from collections import deque
 
 import h5py
 import numpy as np
-from h5py import h5d, h5p
+from h5py import h5d
 
 from ccp.errors import CcpError
-from ccp.repack import codecs
-from ccp.repack import lowlevel as low
+from ccp.hdf5 import lowlevel as low
+from ccp.hdf5 import plists
+from ccp.hdf5.filters import codecs, pipeline_from_dcpl
 from ccp.repack.decide import _h5_message, _layout_of, _Planner, _Target
 from ccp.repack.plan import chunks_in, plan_slabs
 
@@ -59,7 +60,7 @@ class _SourceReader:
         if low.has_vlen(self.tid) or low.has_reference(self.tid):
             self.why_library = "variable-length data or references live outside the chunks"
             return
-        self.decode, self.why_library = codecs.decoder(codecs.filters_of(dcpl), self.itemsize,
+        self.decode, self.why_library = codecs.decoder(pipeline_from_dcpl(dcpl).steps, self.itemsize,
                                                        math.prod(self.chunks) * self.itemsize)
 
     @property
@@ -223,8 +224,7 @@ class _Writer:
         if chunks is not None:
             # keep a whole destination chunk in the chunk cache while element blocks fill it
             chunk_bytes = math.prod(chunks) * tgt.itemsize
-            dapl = h5p.create(h5p.DATASET_ACCESS)
-            dapl.set_chunk_cache(1009, max(chunk_bytes + 1024 * 1024, 2 * 1024 * 1024), 1.0)
+            dapl = plists.dapl(1009, max(chunk_bytes + 1024 * 1024, 2 * 1024 * 1024), 1.0)
             parent = self.dst.parent
             name = self.dst.name.rsplit("/", 1)[-1].encode("utf-8", "surrogateescape")
             self.dsid.close()
@@ -252,7 +252,7 @@ class _Writer:
     def run_fast(self):
         tgt = self.tgt
         chunks = tgt.new_layout.chunks
-        encode, why = codecs.encoder(codecs.filters_of(self.dsid.get_create_plist()), tgt.itemsize, tgt.deflate)
+        encode, why = codecs.encoder(pipeline_from_dcpl(self.dsid.get_create_plist()).steps, tgt.itemsize, tgt.deflate)
         if encode is None:  # pragma: no cover - _method checked the pipeline already
             tgt.method, tgt.reason = "library", why
             return self.run_library()

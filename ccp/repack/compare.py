@@ -1,7 +1,7 @@
 """Two HDF5 files hold the same things: value by value, in the file datatypes.
 
 Used by the tests and the differential benchmark to check a repack. Values are read with
-each object's file datatype as memory type (:mod:`ccp.repack.lowlevel`), so nothing is
+each object's file datatype as memory type (:mod:`ccp.hdf5.lowlevel`), so nothing is
 compared through a numpy dtype: fixed-size values compare as their stored bytes;
 variable-length data compares element by element; a reference compares as the path of the
 object it points at (and, for a region reference, the selection), since copies live at
@@ -20,7 +20,7 @@ import struct
 import h5py
 from h5py import h5, h5a, h5d, h5l, h5o, h5p, h5s, h5t, h5z
 
-from ccp.repack import lowlevel as low
+from ccp.hdf5 import lowlevel as low
 from ccp.repack.plan import plan_slabs
 
 _SLAB_BYTES = 8 * 1024 * 1024

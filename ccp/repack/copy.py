@@ -6,7 +6,7 @@ datatypes, and every dataset. Objects that do not change are copied by ``H5Ocopy
 library's own copy: raw chunks, any datatype). Datasets that change keep their shape,
 maximum shape, file datatype, fill value and other creation properties; only the layout
 and the filter pipeline are replaced. Every value moves in its file datatype, never through
-a numpy dtype (:mod:`ccp.repack.lowlevel`), so the output holds exactly the input's values.
+a numpy dtype (:mod:`ccp.hdf5.lowlevel`), so the output holds exactly the input's values.
 
 Changed datasets are written in hyperslabs of whole destination chunks within a bounded
 buffer (:mod:`ccp.repack.plan`, seed 003), by one of two paths (:mod:`ccp.repack.chunks`):
@@ -15,7 +15,7 @@ buffer (:mod:`ccp.repack.plan`, seed 003), by one of two paths (:mod:`ccp.repack
   compounds, arrays, enums, opaque...): source chunks are read raw and decoded in Python
   (or read through the library in the file datatype when their filters have no Python
   decoder), destination chunks are padded with the fill value's bytes, encoded by
-  :mod:`ccp.repack.codecs` in a thread pool and written raw.
+  :mod:`ccp.hdf5.filters.codecs` in a thread pool and written raw.
 * library path: hyperslabs read and written by HDF5 with the file datatype as memory type.
   Used for variable-length data and references (they live outside the chunks), filters
   without an exact Python encoder, contiguous and compact destinations, chunks larger than
@@ -42,10 +42,9 @@ import time
 import h5py
 from h5py import h5f
 
-from ccp.config.filters import parse_filters
 from ccp.errors import CcpError, ConfigError
-from ccp.repack import codecs
-from ccp.repack import lowlevel as low
+from ccp.hdf5 import lowlevel as low
+from ccp.hdf5.filters import FilterPipeline, check_available, codecs, parse_filters
 from ccp.repack.decide import _h5_message, _Planner
 from ccp.repack.options import CONTIGUOUS, as_layout, normalise_path
 from ccp.repack.plan import DEFAULT_BUFFER_BYTES
@@ -244,14 +243,18 @@ def repack(src, dst, layouts=None, filters=None, *, buffer_bytes: int = DEFAULT_
             os.unlink(tmp)
 
 
-def repack_dataset(src_path, dset_path: str, dst_path, chunks: tuple | None, filters: str | None,
+def repack_dataset(src_path, dset_path: str, dst_path, chunks: tuple | None, filters: FilterPipeline | str | None,
                    deflate: str = "auto") -> float:
     """Write ``dst_path`` holding only ``dset_path`` (same path, with its attributes) laid out as
     ``chunks`` (None: contiguous) with ``filters`` (a ccp spec such as ``"shuffle+gzip:6"``;
     ``"none"``: no filters). Returns the seconds taken. For the sweep engine."""
     path = normalise_path(dset_path)
     layout = CONTIGUOUS if chunks is None else as_layout(tuple(int(c) for c in chunks), "chunks")
-    pipeline = parse_filters(filters, "filters") if filters is not None else None
+    if isinstance(filters, FilterPipeline):     # the sweep's own pipeline: no round trip through its spec
+        check_available(filters, "filters")
+        pipeline: FilterPipeline | None = filters
+    else:
+        pipeline = parse_filters(filters, "filters") if filters is not None else None
     flt = {path: pipeline} if pipeline is not None else {}
     t0 = time.perf_counter()
     res = repack(src_path, dst_path, {path: layout}, flt, only=[path], deflate=deflate)

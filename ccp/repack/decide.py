@@ -15,11 +15,12 @@ import h5py
 import numpy as np
 from h5py import h5d, h5f, h5o, h5p, h5s, h5t, h5z
 
-from ccp.config.filters import FilterPipeline, FilterStep, pipeline_from_dcpl
 from ccp.errors import CcpError, ConfigError
-from ccp.repack import codecs
-from ccp.repack import lowlevel as low
-from ccp.repack.options import COMPACT, CONTIGUOUS, Layout, as_layout, normalise_path
+from ccp.hdf5 import lowlevel as low
+from ccp.hdf5 import plists
+from ccp.hdf5.dataset import dataset_info
+from ccp.hdf5.filters import FilterPipeline
+from ccp.repack.options import COMPACT, CONTIGUOUS, Layout, as_layout, normalise_path, parse_filter_body
 from ccp.repack.results import DatasetResult
 from ccp.units import format_bytes, shape_str
 
@@ -105,9 +106,7 @@ def _pipeline(value, where: str) -> FilterPipeline:
         return value
     if value is None:
         return FilterPipeline()
-    from ccp.repack.options import _parse_filter_body
-
-    return FilterPipeline(_parse_filter_body(str(value), where))
+    return FilterPipeline(parse_filter_body(str(value), where))
 
 # ------------------------------------------------------------------ per-dataset decisions
 
@@ -147,22 +146,11 @@ class _Target:
             old_stored_bytes=self.stored_bytes, notes=tuple(self.notes), **kw)
 
 
+# repack's own wording (its CLI output) of what provides a filter; ccp.hdf5.filters.provider says it for sweeps
 _PLUGINS = {4: "h5py's bundled libaec (szip)", 305: "an HDF5 LZO plugin (PyTables writes it; hdf5plugin has none)", 32000: "h5py (lzf)", 32001: "hdf5plugin (Blosc)",
             32026: "hdf5plugin (Blosc2)", 32015: "hdf5plugin (Zstd)", 32004: "hdf5plugin (LZ4)",
             32008: "hdf5plugin (Bitshuffle)", 307: "hdf5plugin (BZip2)", 32017: "hdf5plugin (SZ)",
             32013: "hdf5plugin (ZFP)", 32024: "hdf5plugin (SZ3)", 32018: "hdf5plugin (FCIDECOMP)"}
-
-
-def source_pipeline(dcpl) -> FilterPipeline:
-    """A dataset's filters as a ccp pipeline; without hdf5plugin, plugin filters by id (``id32026``)."""
-    try:
-        return pipeline_from_dcpl(dcpl)
-    except ImportError:
-        steps = []
-        for i in range(dcpl.get_nfilters()):
-            code, _flags, values, _name = dcpl.get_filter(i)
-            steps.append(FilterStep(f"id{code}", tuple(str(v) for v in values)))
-        return FilterPipeline(tuple(steps))
 
 
 def missing_filter(dcpl) -> str:
@@ -189,13 +177,9 @@ def _load_plugins(dcpl) -> None:
 def _python_encodable(pipeline: FilterPipeline) -> str:
     """'' when every step has an exact Python encoder, else the reason."""
     for step in pipeline.steps:
-        if step.name in ("gzip", "shuffle", "fletcher32", "bzip2"):
-            continue
-        if step.name == "zstd" and codecs._zstd_module() is not None:
-            continue
-        if step.name == "zstd":
-            return "zstd needs the zstandard package for a Python encoder"
-        return f"{step.name} has no Python encoder"
+        why = step.filter.codec_missing(step)
+        if why:
+            return why
     return ""
 
 
@@ -255,15 +239,16 @@ class _Planner:
 
     def decide(self, path: str, key: tuple, ds: h5py.Dataset, options: bool = True) -> _Target:
         """What happens to one dataset; ``options=False``: nothing (it is copied as it is)."""
-        dcpl = ds.id.get_create_plist()
-        shape = ds.shape
+        info = dataset_info(ds.id)
+        shape = None if info.extent == "null" else info.shape
         tid = ds.id.get_type()
         itemsize = tid.get_size()
-        tgt = _Target(path=path, key=key, shape=shape, maxshape=ds.maxshape if shape is not None else None,
+        tgt = _Target(path=path, key=key, shape=shape, maxshape=info.maxshape if shape is not None else None,
                       dtype=numpy_dtype(tid), label=type_label(tid), itemsize=itemsize,
-                      old_layout=_layout_of(dcpl, ds), old_pipeline=source_pipeline(dcpl),
+                      old_layout=shape_str(info.chunks) if info.chunks is not None else info.layout,
+                      old_pipeline=info.filters,
                       raw_bytes=(math.prod(shape) * itemsize) if shape is not None else 0,
-                      stored_bytes=ds.id.get_storage_size(), fast_dtype=_fast_type(tid))
+                      stored_bytes=info.storage_bytes or 0, fast_dtype=_fast_type(tid))
         lay_req, l_explicit = self.layouts.get(key, (self.global_layout, None))
         pipe_req, f_explicit = self.filters.get(key, (self.global_filters, None))
         if (lay_req is None and pipe_req is None) or not options:
@@ -337,7 +322,7 @@ class _Planner:
         if new_layout == old and new_pipe.spec == tgt.old_pipeline.spec:
             tgt.notes.append("already in the requested layout and filters")
             return tgt
-        missing = missing_filter(dcpl)
+        missing = missing_filter(ds.id.get_create_plist())
         if missing:
             return refuse(explicit, "-f" if f_explicit else "-l", f"{path}: {missing}")
         tgt.keep_filters = new_pipe is tgt.old_pipeline and new_layout.kind == "chunked"
@@ -392,27 +377,7 @@ class _Planner:
 
     def make_dcpl(self, ds, layout: Layout, pipeline: FilterPipeline | None):
         """The source's creation properties with the new layout and filters (None: keep the source's)."""
-        src = ds.id.get_create_plist()
-        fresh = src.get_layout() == h5d.VIRTUAL or src.get_external_count() > 0
-        tid = ds.id.get_type()
-        dcpl = src if not fresh else _fresh_dcpl(src, tid)
-        # a re-opened dataset's plist always says "track times": the header knows (h5repack keeps them as they were)
-        dcpl.set_obj_track_times(low.tracks_times(ds.id))
-        opts = low.chunk_opts(src)  # H5Pset_chunk forgets them; keep them
-        if layout.kind == "chunked" and pipeline is None and not fresh:
-            dcpl.set_chunk(layout.chunks)
-            low.set_chunk_opts(dcpl, opts)
-            return dcpl
-        if dcpl.get_nfilters():
-            dcpl.remove_filter(0)  # H5Z_FILTER_ALL
-        if layout.kind == "chunked":
-            dcpl.set_chunk(layout.chunks)
-            low.set_chunk_opts(dcpl, opts)
-            pipeline.apply(dcpl, numpy_dtype(tid) if numpy_dtype(tid) is not None else np.dtype("V1"))
-            _plugins_optional(dcpl)
-        else:
-            dcpl.set_layout(h5d.CONTIGUOUS if layout.kind == "contiguous" else h5d.COMPACT)
-        return dcpl
+        return plists.relaid_dcpl(ds.id, layout.kind, layout.chunks, pipeline)
 
     def probe(self, ds, layout, pipeline):
         f = self.probe_file()
@@ -475,36 +440,8 @@ class _Planner:
         return int(allocated * math.prod(chunks) * tgt.itemsize * (stored / raw)) if raw else 0
 
 
-def _plugins_optional(dcpl) -> None:
-    """Plugin filters as h5py and hdf5plugin add them: optional, so a chunk that a compressor
-    cannot shrink (blosc, lz4 ... return failure) is stored unfiltered instead of failing the write."""
-    filters = [dcpl.get_filter(i) for i in range(dcpl.get_nfilters())]
-    if not any(code >= 256 and not flags & h5z.FLAG_OPTIONAL for code, flags, _v, _n in filters):
-        return
-    dcpl.remove_filter(0)
-    for code, flags, values, _name in filters:
-        if code >= 256:
-            flags |= h5z.FLAG_OPTIONAL
-        dcpl.set_filter(code, flags, tuple(values))
-
-
 def _h5_message(exc) -> str:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return text
 
-
-def _fresh_dcpl(src, tid):
-    dcpl = h5p.create(h5p.DATASET_CREATE)
-    try:
-        defined = src.fill_value_defined()
-        if defined == h5d.FILL_VALUE_USER_DEFINED:
-            fill = low.fill_bytes(src, tid)
-            low.library().H5Pset_fill_value(dcpl.id, tid.id, fill.ctypes.data)
-        elif defined == h5d.FILL_VALUE_UNDEFINED:
-            low.set_fill_undefined(dcpl, tid)
-        dcpl.set_fill_time(src.get_fill_time())
-        dcpl.set_attr_creation_order(src.get_attr_creation_order())
-    except Exception:  # noqa: BLE001, S110  # pragma: no cover - best effort for exotic plists
-        pass
-    return dcpl
 

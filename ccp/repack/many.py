@@ -84,7 +84,7 @@ def _one(job) -> FileOutcome:
 def repack_many(paths, out_dir, opts, *, buffer_bytes: int, jobs: int | None = None, threads: int = 1,
                 deflate: str = "auto", dry_run: bool = False, quiet: bool = False, echo=None) -> list[FileOutcome]:
     """Repack every input into ``out_dir``; raises CcpError (exit 2) after the run if any file failed."""
-    from ccp.repack.codecs import resolve_deflate_engine
+    from ccp.hdf5.filters.codecs import resolve_deflate_engine
     from ccp.units import format_bytes, format_seconds
 
     if echo is None:

@@ -23,19 +23,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ccp.config.filters import (
-    FILTER_HELP,
+from ccp.errors import ConfigError
+from ccp.hdf5.filters import (
     FilterPipeline,
     FilterStep,
     check_available,
+    looks_like_filter,
     parse_filters,
+    parse_h5repack_filter,
 )
-from ccp.errors import ConfigError
 from ccp.units import shape_str
 
 ALL = None  # key for "every dataset"
 
-H5REPACK_FILTERS = ("GZIP", "SZIP", "SHUF", "FLET", "NBIT", "SOFF", "NONE", "UD")
 LAYOUT_HELP = "expected [DSET[,DSET...]:]CHUNK=DIMxDIM..., CONTI or COMPA (e.g. /data:CHUNK=1x30x9x717)"
 FILTER_SYNTAX = ("expected [DSET[,DSET...]:]FILTER with FILTER one of GZIP=1-9, SZIP=PIXELS,NN|EC, SHUF, FLET, "
                  "NBIT, SOFF=N,IN|DS, NONE, or a ccp filter spec like shuffle+gzip:6 or zstd:3")
@@ -146,60 +146,13 @@ def parse_layout_option(text: str) -> tuple[tuple[str | None, ...], Layout]:
 
 # ---------------------------------------------------------------- filters
 
-def _h5repack_filter(body: str, where: str) -> tuple[FilterStep, ...] | None:
-    """h5repack filter syntax -> steps (``()`` for NONE), or None if ``body`` is not h5repack syntax."""
-    name, eq, arg = body.strip().partition("=")
-    name = name.strip().upper()
-    arg = arg.strip()
-    if name not in H5REPACK_FILTERS:
-        return None
-    if name in ("SHUF", "FLET", "NBIT", "NONE"):
-        if eq:
-            raise ConfigError(where, f"{name} takes no parameter, got {body.strip()!r}")
-        return {"SHUF": (FilterStep("shuffle"),), "FLET": (FilterStep("fletcher32"),),
-                "NBIT": (FilterStep("nbit"),), "NONE": ()}[name]
-    if name == "UD":
-        raise ConfigError(where, "user-defined filters (UD=) are not supported; use a ccp filter spec such as "
-                          "zstd:3, blosc:lz4:5:shuffle or bzip2:9")
-    if not eq or not arg:
-        example = {"GZIP": "GZIP=6", "SZIP": "SZIP=8,NN", "SOFF": "SOFF=2,DS"}[name]
-        raise ConfigError(where, f"{name} needs a parameter, e.g. {example}")
-    if name == "GZIP":
-        if not arg.isdigit() or not 1 <= int(arg) <= 9:
-            raise ConfigError(where, f"GZIP level must be an integer 1-9, got {arg!r}")
-        return (FilterStep("gzip", (str(int(arg)),)),)
-    if name == "SZIP":
-        ppb, comma, coding = arg.partition(",")
-        coding = coding.strip().upper() or "NN"
-        if not ppb.strip().isdigit():
-            raise ConfigError(where, f"SZIP pixels per block must be an even integer 2-32, got {ppb.strip()!r}")
-        n = int(ppb)
-        if n % 2 or not 2 <= n <= 32:
-            raise ConfigError(where, f"SZIP pixels per block must be an even integer 2-32, got {n}")
-        if coding not in ("NN", "EC"):
-            raise ConfigError(where, f"SZIP coding must be NN or EC, got {coding!r}")
-        return (FilterStep("szip", (coding.lower(), str(n))),)
-    # SOFF=N,IN|DS
-    factor, comma, kind = arg.partition(",")
-    kind = kind.strip().upper()
-    if not comma or kind not in ("IN", "DS"):
-        raise ConfigError(where, f"SOFF needs a scale type IN (integers) or DS (floats), e.g. SOFF=2,DS; got {arg!r}")
-    if not factor.strip().isdigit() or int(factor) > 64:
-        raise ConfigError(where, f"SOFF scale factor must be an integer 0-64, got {factor.strip()!r}")
-    return (FilterStep("scaleoffset", (str(int(factor)),)),)
-
-
-def _parse_filter_body(body: str, where: str) -> tuple[FilterStep, ...]:
-    steps = _h5repack_filter(body, where)
+def parse_filter_body(body: str, where: str) -> tuple[FilterStep, ...]:
+    """One filter option's filter: h5repack syntax (``GZIP=6``) or a ccp spec (``shuffle+gzip:6``)."""
+    steps = parse_h5repack_filter(body, where)
     if steps is not None:
         check_available(FilterPipeline(steps), where)
         return steps
     return parse_filters(body, where).steps
-
-
-def _looks_like_filter(body: str) -> bool:
-    word = re.split(r"[=:+,]", body.strip(), maxsplit=1)[0].strip()
-    return word.upper() in H5REPACK_FILTERS or word.lower() in FILTER_HELP
 
 
 def parse_filter_option(text: str) -> tuple[tuple[str | None, ...], tuple[FilterStep, ...]]:
@@ -220,9 +173,9 @@ def parse_filter_option(text: str) -> tuple[tuple[str | None, ...], tuple[Filter
         if not body.strip():
             continue
         try:
-            steps = _parse_filter_body(body, where)
+            steps = parse_filter_body(body, where)
         except ConfigError as exc:
-            if first_error is None and _looks_like_filter(body):
+            if first_error is None and looks_like_filter(body):
                 first_error = exc
             continue
         if head is None:

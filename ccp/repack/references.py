@@ -24,7 +24,7 @@ import h5py
 import numpy as np
 from h5py import h5a, h5o, h5s, h5t
 
-from ccp.repack import lowlevel as low
+from ccp.hdf5 import lowlevel as low
 from ccp.repack.plan import plan_slabs
 
 _REF_BUFFER = 16 * 1024 * 1024

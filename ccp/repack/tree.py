@@ -8,7 +8,7 @@ import h5py
 from h5py import h5, h5l, h5o, h5p
 
 from ccp.errors import CcpError
-from ccp.repack import lowlevel as low
+from ccp.hdf5 import lowlevel as low
 from ccp.repack.chunks import _Writer
 from ccp.repack.decide import _h5_message, _Planner, _Target
 from ccp.repack.references import fix_references

@@ -37,7 +37,9 @@ def _region(shape, shapes, itemsize) -> tuple[int, ...]:
 def load_costs(file: str, dataset: str, shapes, min_loads: int = 24) -> dict | None:
     """{chunk shape: seconds per whole-chunk load} for each shape, or None if the file is gone."""
     import h5py
-    from h5py import h5d, h5f, h5p, h5s
+    from h5py import h5d, h5f, h5s
+
+    from ccp.hdf5 import plists
 
     if not os.path.isfile(file):
         return None
@@ -63,8 +65,7 @@ def load_costs(file: str, dataset: str, shapes, min_loads: int = 24) -> dict | N
                 ds.close()
                 fid.close()
                 fid = h5f.open(path, h5f.ACC_RDONLY)
-                dapl = h5p.create(h5p.DATASET_ACCESS)
-                dapl.set_chunk_cache(521, 0, 0.75)         # no cache: every read is a load
+                dapl = plists.no_cache_dapl()         # no cache: every read is a load
                 ds = h5d.open(fid, b"d", dapl)
                 grid = [range(0, r, c) for r, c in zip(region, chunks)]
                 starts = list(np.ndindex(*[len(g) for g in grid]))

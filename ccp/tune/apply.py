@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ccp.config.filters import FilterPipeline
 from ccp.config.sweep import CacheSpec
+from ccp.hdf5.filters import FilterPipeline
 from ccp.units import shape_str
 
 _H5REPACK = {"gzip": lambda a: f"GZIP={a[0] if a else 6}", "shuffle": lambda a: "SHUF", "fletcher32": lambda a: "FLET",

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ccp.hdf5 import plists
 from ccp.plan import calibrate
 from ccp.tune.heuristics import whole_rows
 from ccp.tune.search import Costs
@@ -28,7 +29,7 @@ def sample_block(source, dataset) -> np.ndarray:
         from ccp.workload.datagen import Generator
 
         return Generator(dataset.generate).read(start, count)
-    from ccp.workload.source import open_readonly
+    from ccp.hdf5.dataset import open_readonly
 
     with open_readonly(dataset.file, "dataset.file") as f:
         sel = tuple(slice(s, s + c) for s, c in zip(start, count))
@@ -100,8 +101,7 @@ def chunk_load_cost(work_dir: Path, per_request_s: float, raw_read_s: float, n: 
         fid.close()
         drop_file(path.decode())
         fid = h5f.open(path, h5f.ACC_RDONLY)
-        dapl = h5p.create(h5p.DATASET_ACCESS)
-        dapl.set_chunk_cache(521, 0, 0.75)
+        dapl = plists.no_cache_dapl()
         ds = h5d.open(fid, b"d", dapl)
         mspace, fspace, buf = h5s.create_simple(chunks), ds.get_space(), np.empty(chunks, np.float32)
         t0 = time.perf_counter()
@@ -126,8 +126,7 @@ def chunk_visit_cost(per_request_s: float, passes: int = 10) -> float:
         dcpl = h5p.create(h5p.DATASET_CREATE)
         dcpl.set_chunk(chunks)
         fid = h5f.create(path, h5f.ACC_TRUNC)
-        dapl = h5p.create(h5p.DATASET_ACCESS)
-        dapl.set_chunk_cache(100_003, 4 << 20, 0.75)
+        dapl = plists.dapl(100_003, 4 << 20, 0.75)
         ds = h5d.create(fid, b"d", h5t.NATIVE_FLOAT, h5s.create_simple(shape), dcpl=dcpl, dapl=dapl)
         ds.write(h5s.ALL, h5s.ALL, data)
         mspace, fspace, buf = h5s.create_simple(block), ds.get_space(), np.empty(block, np.float32)

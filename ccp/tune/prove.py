@@ -15,8 +15,8 @@ from pathlib import Path
 
 import yaml
 
-from ccp.config.filters import FilterPipeline
 from ccp.config.sweep import CacheSpec
+from ccp.hdf5.filters import FilterPipeline
 from ccp.store.schema import FINISHED
 from ccp.units import shape_str
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ccp.config.filters import FilterPipeline
 from ccp.config.sweep import AccessSpec, CacheSpec
 from ccp.errors import CcpError
+from ccp.hdf5.filters import FilterPipeline
 from ccp.matrix.cells import Cell
 from ccp.plan import Calibration, predict_requests
 from ccp.tune.lattice import cache_candidates, nchunks, padding

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ccp.config.filters import check_for_type
 from ccp.config.sweep import SOURCE, CacheSpec
+from ccp.hdf5.filters import check_for_type
 from ccp.tune.apply import commands
 from ccp.tune.heuristics import ONE_MIB, heuristics
 from ccp.tune.lattice import chunk_lattice, workload_blocks
@@ -45,8 +45,8 @@ def _cand_dict(c: Candidate) -> dict:
 
 def tune(workload_path, *, budget: float = 600.0, out: Path | None = None, work_dir: Path = Path("results/work"),
          top: int = TOP, measure: bool = True, repeats: int = 3, echo=print) -> dict:
+    from ccp.hdf5.dataset import describe_source
     from ccp.tune.costs import measure_costs
-    from ccp.workload.source import describe_source
 
     wl = load_workload(workload_path)
     source = describe_source(wl.dataset)

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import yaml
 
-from ccp.config.filters import FilterPipeline, parse_filters
 from ccp.config.sweep import (
     SOURCE,
     AccessSpec,
@@ -24,6 +23,7 @@ from ccp.config.sweep import (
     parse_dataset,
 )
 from ccp.errors import ConfigError
+from ccp.hdf5.filters import FilterPipeline, parse_filters
 from ccp.units import parse_size
 
 WORKLOAD_KEYS = ("name", "dataset", "workload", "constraints")

@@ -87,7 +87,7 @@ class DatasetReader:
     """
 
     def __init__(self, dset, source=None):
-        from ccp.workload import h5types
+        from ccp.hdf5 import h5types
 
         self.dset = dset
         self.shape = tuple(dset.id.shape)
@@ -104,7 +104,7 @@ class DatasetReader:
             return np.ascontiguousarray(self.dset[sel])
         from h5py import h5s
 
-        from ccp.workload.h5types import memory_buffer
+        from ccp.hdf5.h5types import memory_buffer
 
         start, count = tuple(int(s) for s in start), tuple(int(c) for c in count)
         fspace = self.dset.id.get_space()

@@ -27,47 +27,18 @@ def layout_path(work_dir, sweep, source, chunks, filters) -> Path:
     return Path(work_dir) / f"{sweep.name}-{layout_key(source, sweep.dataset.path, chunks, filters)}.h5"
 
 
-def make_dcpl(source, chunks, filters):
-    """Dataset creation property list for a layout; the fill value and maxshape come from the source."""
-    from h5py import h5p
-
-    dcpl = h5p.create(h5p.DATASET_CREATE)
-    if chunks is not None:
-        dcpl.set_chunk(tuple(int(c) for c in chunks))
-        filters.apply(dcpl, np.dtype(source.dtype))
-    if source.fillvalue is not None and getattr(source, "numeric", True):
-        dcpl.set_fill_value(np.array(source.fillvalue, dtype=source.dtype))
-    return dcpl
-
-
-def file_type(source):
-    """The HDF5 type a work or pass file stores: the source's own type for non-numeric data."""
-    from h5py import h5t
-
-    if getattr(source, "filetype", None) is not None:
-        return h5t.decode(source.filetype)
-    return h5t.py_create(np.dtype(source.dtype), logical=True)
-
-
-def memory_type(source):
-    """The memory type of reads and writes: the file type itself for non-numeric data (no conversion)."""
-    from h5py import h5t
-
-    if getattr(source, "filetype", None) is not None:
-        return h5t.decode(source.filetype)
-    return h5t.py_create(np.dtype(source.dtype))
-
-
 def create_dataset(fid, path: str, source, chunks, filters, shape=None):
     """Create the dataset (and its parent groups) empty, in the given layout. Returns a DatasetID."""
     from h5py import h5d, h5p, h5s
+
+    from ccp.hdf5 import plists
 
     shape = tuple(source.shape if shape is None else shape)
     maxshape = tuple(h5s.UNLIMITED if m is None else m for m in source.maxshape)
     space = h5s.create_simple(shape, maxshape)
     lcpl = h5p.create(h5p.LINK_CREATE)
     lcpl.set_create_intermediate_group(True)
-    return h5d.create(fid, path.encode(), file_type(source), space, dcpl=make_dcpl(source, chunks, filters), lcpl=lcpl)
+    return h5d.create(fid, path.encode(), source.file_type(), space, dcpl=plists.dcpl(source, chunks, filters), lcpl=lcpl)
 
 
 def slab_plan(shape, chunks, itemsize: int):
@@ -101,7 +72,7 @@ def write_layout_file(out: Path, source, data, dataset_path: str, chunks, filter
         try:
             ds = create_dataset(fid, dataset_path, source, chunks, filters)
             fspace = ds.get_space()
-            mtype = memory_type(source)
+            mtype = source.memory_type()
             release = getattr(data, "release", None)
             if written_by is not None:      # the user's write pattern: chunks are allocated in this order
                 from ccp.workload.requests import tile_requests
@@ -170,7 +141,7 @@ def ensure_layout_file(work_dir: Path, sweep, source, chunks, filters) -> tuple[
     tmp = out.with_name(out.name + f".tmp-{os.getpid()}")
     by = "ccp repack"
     try:
-        seconds = repack_dataset(src_file, src_path, tmp, chunks, filters.spec)
+        seconds = repack_dataset(src_file, src_path, tmp, chunks, filters)
         link_dataset_path(tmp, sweep.dataset.path)
         os.replace(tmp, out)
     except (CcpError, KeyboardInterrupt, MemoryError):

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import math
 
+from ccp.hdf5.dataset import describe_source
 from ccp.matrix.cells import expand
 from ccp.units import format_bytes, shape_str
-from ccp.workload.source import describe_source
 from ccp.workload.sweep import load_sweep
 
 

@@ -114,8 +114,8 @@ def test_cache_never_larger_than_the_dataset_needs(tmp_path):
 
 def test_cure_code_names_the_file_and_dataset(tmp_path):
     from ccp.advise import _source
-    from ccp.config.filters import parse_filters
     from ccp.config.sweep import AccessSpec, CacheSpec
+    from ccp.hdf5.filters import parse_filters
     from ccp.matrix.cells import Cell
 
     path = _file(tmp_path)

@@ -13,15 +13,15 @@ from h5py import h5p, h5z
 from oddfiles import libhdf5
 
 from ccp.cli import main
-from ccp.config.filters import (
+from ccp.engine import run_sweep
+from ccp.errors import ConfigError
+from ccp.hdf5.filters import (
     FilterPipeline,
     FilterStep,
     describe_filters,
     parse_filters,
     pipeline_from_dcpl,
 )
-from ccp.engine import run_sweep
-from ccp.errors import ConfigError
 
 DATA = np.arange(40 * 100, dtype="<f4").reshape(40, 100)
 

@@ -12,8 +12,8 @@ from oddfiles import make_odd_file
 
 from ccp.cli import main
 from ccp.engine import run_sweep
+from ccp.hdf5.dataset import describe_source
 from ccp.workload.datagen import DatasetReader
-from ccp.workload.source import describe_source
 
 
 def _sha(path):
@@ -181,7 +181,7 @@ def test_vlen_reads_are_freed_with_h5pys_own_libhdf5():
     import netCDF4  # noqa: F401
     import tables  # noqa: F401
 
-    from ccp.workload import h5types
+    from ccp.hdf5 import h5types
 
     h5types._LIB = None
     lib = h5types.hdf5_library()

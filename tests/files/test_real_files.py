@@ -139,7 +139,7 @@ def _first_numeric(path: Path) -> str | None:
     from types import SimpleNamespace
 
     from ccp.errors import CcpError
-    from ccp.workload.source import describe_source
+    from ccp.hdf5.dataset import describe_source
 
     for dset in _datasets(path):
         try:

@@ -8,13 +8,13 @@ import h5py
 import numpy as np
 import pytest
 
-from ccp.config.filters import parse_filters
 from ccp.config.sweep import AccessSpec, CacheSpec
+from ccp.hdf5.dataset import DatasetInfo
+from ccp.hdf5.filters import parse_filters
 from ccp.matrix.cells import Cell
 from ccp.measurement import iolog, native, runner
 from ccp.model import CacheParams, simulate_arrays
 from ccp.workload.requests import random_requests, tile_requests
-from ccp.workload.source import SourceInfo
 
 pytestmark = pytest.mark.skipif(native.available() is not None, reason=f"native loop: {native.available()}")
 
@@ -32,7 +32,7 @@ class ArrayData:
 
 
 def _job(path, chunks, filters, cache, block, dtype="<i4", op="read"):
-    source = SourceInfo(SHAPE, np.dtype(dtype), SHAPE, None, chunks, parse_filters("none"), "test")
+    source = DatasetInfo(SHAPE, np.dtype(dtype), SHAPE, None, chunks, parse_filters("none"), "test")
     cell = Cell(chunks, parse_filters(filters), cache, AccessSpec(op, block))
     return runner.CellJob(cell=cell, file=str(path), dataset_path="/data", source=source, generate=None,
                           user_file=None, repeats=1, cold=False, trace=True)

@@ -12,8 +12,8 @@ import pytest
 
 from ccp import engine
 from ccp.config.sweep import load_sweep
+from ccp.hdf5.dataset import describe_source
 from ccp.matrix.cells import expand
-from ccp.workload.source import describe_source
 
 from .conftest import ccp_cmd, ccp_env
 

@@ -24,7 +24,7 @@ import numpy as np
 from h5py import h5d, h5p, h5s, h5t
 from hypothesis import strategies as st
 
-from ccp.repack import lowlevel as low
+from ccp.hdf5 import lowlevel as low
 
 INT_SIZES = (1, 2, 4, 8)
 PADS = {"nullterm": h5t.STR_NULLTERM, "nullpad": h5t.STR_NULLPAD, "spacepad": h5t.STR_SPACEPAD}

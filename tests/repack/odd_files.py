@@ -4,7 +4,7 @@ import h5py
 import numpy as np
 from h5py import h5a, h5d, h5p, h5s, h5t
 
-from ccp.repack import lowlevel as low
+from ccp.hdf5 import lowlevel as low
 
 
 def raw_dataset(loc, name, tid, shape, data: bytes | None = None, chunks=None, maxshape=None, dcpl=None,

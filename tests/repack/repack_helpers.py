@@ -62,7 +62,7 @@ def _values_equal(a, b):
 
 
 def _filters(ds):
-    from ccp.config.filters import pipeline_from_dcpl
+    from ccp.hdf5.filters import pipeline_from_dcpl
 
     return pipeline_from_dcpl(ds.id.get_create_plist()).spec
 

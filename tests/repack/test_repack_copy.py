@@ -276,7 +276,7 @@ def test_object_and_region_references_point_at_the_copies(tmp_path, filters):
 def test_unfiltered_partial_edge_chunks_use_the_library(tmp_path):
     import ctypes
 
-    from ccp.repack.lowlevel import library as _hdf5_library
+    from ccp.hdf5.lowlevel import library as _hdf5_library
 
     lib = _hdf5_library()
     if lib is None:
@@ -297,7 +297,7 @@ def test_unfiltered_partial_edge_chunks_use_the_library(tmp_path):
     assert d.method == "library" and "unfiltered" in d.reason
     res = run(src, tmp_path / "out2.h5", [], ["x:SHUF", "x:GZIP=2"])  # same chunks, new filters
     assert res.dataset("/x").method == "library"
-    from ccp.repack.lowlevel import unfiltered_edges as _unfiltered_edges
+    from ccp.hdf5.lowlevel import unfiltered_edges as _unfiltered_edges
 
     for path in (out, tmp_path / "out2.h5"):
         with h5py.File(path, "r") as f:

@@ -16,7 +16,7 @@ from odd_files import (
     make_vlen_file,
 )
 
-from ccp.repack import lowlevel as low
+from ccp.hdf5 import lowlevel as low
 from ccp.repack.compare import differences
 
 OPTIONS = {"plain": [], "gzip6": ["-f", "GZIP=6"], "chunk2": ["-l", "CHUNK=2"], "conti": ["-l", "CONTI"],

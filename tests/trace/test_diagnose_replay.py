@@ -168,8 +168,8 @@ def test_a_replay_the_trace_cannot_give_names_its_key(reader, tmp_path, dataset,
 def test_the_matrix_refuses_a_replay_whose_trace_was_not_loaded(reader, tmp_path):
     from ccp.config.sweep import load_sweep as parse_only
     from ccp.errors import ConfigError
+    from ccp.hdf5.dataset import describe_source
     from ccp.matrix.cells import expand
-    from ccp.workload.source import describe_source
 
     sweep = parse_only(_replay_sweep(tmp_path, reader.path))
     with pytest.raises(ConfigError, match=r"matrix\.access\[0\]\.trace: the replay's trace is not loaded"):

@@ -1,6 +1,6 @@
 import pytest
 
-from ccp.config.filters import parse_filters
+from ccp.hdf5.filters import parse_filters
 from ccp.plan import Calibration
 from ccp.tune.search import Costs
 

@@ -8,14 +8,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ccp.config.sweep import AccessSpec, CacheSpec, DatasetSpec, GenerateSpec
+from ccp.hdf5.dataset import describe_source
 from ccp.tune.lattice import cache_candidates, chunk_lattice, workload_blocks
 from ccp.tune.search import NEAR_BEST, evaluate, search
 from ccp.tune.workload import WorkItem
-from ccp.workload.source import describe_source
 
 
 def source_of(shape, chunks=None, filters=None):
-    from ccp.config.filters import FilterPipeline
+    from ccp.hdf5.filters import FilterPipeline
 
     spec = GenerateSpec(tuple(shape), np.dtype("<f4"), chunks=chunks, filters=filters or FilterPipeline())
     return describe_source(DatasetSpec("/data", generate=spec))

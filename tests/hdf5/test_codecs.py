@@ -6,7 +6,7 @@ import h5py
 import numpy as np
 import pytest
 
-from ccp.repack import codecs
+from ccp.hdf5.filters import codecs, pipeline_from_dcpl, stored_step
 
 
 @pytest.mark.parametrize("shape,chunks,dtype", [
@@ -22,7 +22,7 @@ def test_encoder_matches_hdf5(tmp_path, shape, chunks, dtype, kw):
     fill = np.array(7).astype(dtype)
     with h5py.File(tmp_path / "t.h5", "w") as f:
         ds = f.create_dataset("a", data=data, chunks=chunks, fillvalue=fill, **kw)
-        flt = codecs.filters_of(ds.id.get_create_plist())
+        flt = pipeline_from_dcpl(ds.id.get_create_plist()).steps
         enc, why = codecs.encoder(flt, data.itemsize)
         dec, _ = codecs.decoder(flt, data.itemsize)
         assert why == ""
@@ -61,7 +61,7 @@ def test_shuffle_roundtrip_with_trailing_bytes():
 
 
 def test_decoder_honours_filter_mask():
-    flt = (codecs.RawFilter(2, 0, (4,)), codecs.RawFilter(1, 0, (6,)))
+    flt = (stored_step(2, (4,)), stored_step(1, (6,)))
     dec, _ = codecs.decoder(flt, 4)
     data = np.arange(100, dtype="<i4").tobytes()
     assert dec(codecs.shuffle(data, 4), 0b10) == data  # deflate skipped for this chunk
@@ -69,9 +69,9 @@ def test_decoder_honours_filter_mask():
 
 
 def test_unsupported_filters_have_reasons():
-    enc, why = codecs.encoder((codecs.RawFilter(4, 0, (4, 8)),), 4)
+    enc, why = codecs.encoder((stored_step(4, (4, 8)),), 4)
     assert enc is None and "szip" in why
-    dec, why = codecs.decoder((codecs.RawFilter(32000, 0, ()),), 4)
+    dec, why = codecs.decoder((stored_step(32000, ()),), 4)
     assert dec is None and "lzf" in why
 
 
@@ -80,7 +80,7 @@ def test_bzip2_matches_plugin(tmp_path):
     data = np.arange(5000, dtype="<f8")
     with h5py.File(tmp_path / "b.h5", "w") as f:
         ds = f.create_dataset("a", data=data, chunks=(1000,), **hdf5plugin.BZip2(blocksize=5))
-        flt = codecs.filters_of(ds.id.get_create_plist())
+        flt = pipeline_from_dcpl(ds.id.get_create_plist()).steps
         enc, _ = codecs.encoder(flt, 8)
         dec, _ = codecs.decoder(flt, 8)
         _mask, raw = ds.id.read_direct_chunk((1000,))

@@ -1,10 +1,11 @@
 """HDF5 filters done in Python, byte for byte as HDF5's own filters store chunks.
 
-Used by the fast path: chunks are read raw (``read_direct_chunk``), decoded here, re-encoded
+Used by repack's fast path: chunks are read raw (``read_direct_chunk``), decoded here, re-encoded
 here in worker threads (zlib, bz2 and zstandard release the GIL) and written raw
-(``write_direct_chunk``). A filter with no exact Python counterpart makes
-:func:`encoder` / :func:`decoder` return ``None`` and a reason; the caller then lets the
-HDF5 library do that side.
+(``write_direct_chunk``). Which filter has a codec is each filter class's business
+(:mod:`ccp.hdf5.filters.builtin`, :mod:`~ccp.hdf5.filters.plugins`); a filter with no exact Python
+counterpart makes :func:`encoder` / :func:`decoder` return ``None`` and a reason; the caller then
+lets the HDF5 library do that side.
 
 Formats (HDF5 2.0 sources, H5Z*.c, and hdf5plugin's filters):
 
@@ -26,39 +27,14 @@ Formats (HDF5 2.0 sources, H5Z*.c, and hdf5plugin's filters):
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import numpy as np
 
-DEFLATE, SHUFFLE, FLETCHER32, SZIP, NBIT, SCALEOFFSET = 1, 2, 3, 4, 5, 6
-LZF, BZIP2, ZSTD, LZ4, BLOSC, BLOSC2, BSHUF = 32000, 307, 32015, 32004, 32001, 32026, 32008
-
-_NAMES = {DEFLATE: "gzip", SHUFFLE: "shuffle", FLETCHER32: "fletcher32", SZIP: "szip", NBIT: "nbit",
-          SCALEOFFSET: "scaleoffset", LZF: "lzf", BZIP2: "bzip2", ZSTD: "zstd", LZ4: "lz4", BLOSC: "blosc",
-          BLOSC2: "blosc2", BSHUF: "bitshuffle"}
+from ccp.hdf5.filters.base import Codec, FilterStep, class_for_id
 
 _M32 = 0xFFFFFFFF
-
-
-@dataclass(frozen=True)
-class RawFilter:
-    """One filter of a dataset's pipeline as HDF5 stores it (after ``set_local``)."""
-
-    id: int
-    flags: int
-    cd_values: tuple[int, ...]
-
-    @property
-    def name(self) -> str:
-        return _NAMES.get(self.id, f"filter {self.id}")
-
-
-def filters_of(dcpl) -> tuple[RawFilter, ...]:
-    out = []
-    for i in range(dcpl.get_nfilters()):
-        code, flags, values, _name = dcpl.get_filter(i)
-        out.append(RawFilter(int(code), int(flags), tuple(int(v) for v in values)))
-    return tuple(out)
 
 
 # ------------------------------------------------------------------ shuffle
@@ -94,12 +70,12 @@ def fletcher32(data) -> int:
     sum1 = sum2 = 0
     full = nwords // 360
 
-    def blocks(w, tlen):
+    def blocks(w, tlen: int) -> tuple[list, list]:
         s = w.sum(axis=1)
         t = w @ np.arange(tlen, 0, -1, dtype=np.int64)
         return s.tolist(), t.tolist()
 
-    plan = []
+    plan: list[tuple[int, list, list]] = []
     if full:
         plan.append((360, *blocks(words[: full * 360].reshape(full, 360), 360)))
     rem = nwords - full * 360
@@ -139,11 +115,11 @@ def fletcher32_strip(data) -> bytes:
     return bytes(body)
 
 
-# ------------------------------------------------------------------ optional codecs
+# ------------------------------------------------------------------ zstd
 
-def _zstd_module():
+def zstd_module() -> tuple[str, Any] | None:
     try:
-        from compression import zstd  # Python >= 3.14
+        from compression import zstd  # type: ignore[import-not-found]  # Python >= 3.14
 
         return ("stdlib", zstd)
     except ImportError:
@@ -156,15 +132,19 @@ def _zstd_module():
         return None
 
 
-def _zstd_encode(level: int):
-    kind, mod = _zstd_module()
+def zstd_encoder(level: int) -> Codec:
+    found = zstd_module()
+    assert found is not None
+    kind, mod = found
     if kind == "stdlib":
         return lambda data: mod.compress(bytes(data), level=level)
     return lambda data: mod.ZstdCompressor(level=level, write_content_size=True).compress(data)
 
 
-def _zstd_decode():
-    kind, mod = _zstd_module()
+def zstd_decoder() -> Codec:
+    found = zstd_module()
+    assert found is not None
+    kind, mod = found
     if kind == "stdlib":
         return mod.decompress
     return lambda data: mod.ZstdDecompressor().decompress(data)
@@ -197,7 +177,7 @@ def resolve_deflate_engine(name: str = "auto") -> str:
     return name
 
 
-def _deflate_encoder(level: int, engine: str):
+def deflate_encoder(level: int, engine: str) -> Codec:
     lib = _libdeflate() if engine == "libdeflate" else None
     if lib is None or not 1 <= level <= 9:
         return lambda data: zlib.compress(data, level)
@@ -207,7 +187,7 @@ def _deflate_encoder(level: int, engine: str):
     return lambda data: lib.zlib_compress(data, lib_level)
 
 
-def _deflate_decoder(size: int | None):
+def deflate_decoder(size: int | None) -> Codec:
     lib = _libdeflate()
     if lib is None or not size:
         return zlib.decompress
@@ -224,93 +204,53 @@ def _deflate_decoder(size: int | None):
 
 # ------------------------------------------------------------------ pipelines
 
-def _step_encoder(f: RawFilter, itemsize: int, engine: str = "zlib"):
-    if f.id == DEFLATE:
-        level = f.cd_values[0] if f.cd_values else 6
-        return _deflate_encoder(level, engine)
-    if f.id == SHUFFLE:
-        size = f.cd_values[0] if f.cd_values else itemsize
-        return lambda data: shuffle(data, size)
-    if f.id == FLETCHER32:
-        return fletcher32_append
-    if f.id == BZIP2:
-        import bz2
-
-        level = f.cd_values[0] if f.cd_values else 9
-        level = min(9, max(1, level))
-        return lambda data: bz2.compress(data, level)
-    if f.id == ZSTD and _zstd_module() is not None:
-        level = f.cd_values[0] if f.cd_values else 3
-        if level > 2**31:
-            level -= 2**32  # negative levels are stored as unsigned ints
-        return _zstd_encode(level)
-    return None
+def _label(step: FilterStep) -> str:
+    cls = class_for_id(step.id)
+    return cls.name if cls.id == step.id else f"filter {step.id}"
 
 
-def _step_decoder(f: RawFilter, itemsize: int, size: int | None = None):
-    if f.id == DEFLATE:
-        return _deflate_decoder(size)
-    if f.id == SHUFFLE:
-        size = f.cd_values[0] if f.cd_values else itemsize
-        return lambda data: unshuffle(data, size)
-    if f.id == FLETCHER32:
-        return fletcher32_strip
-    if f.id == BZIP2:
-        import bz2
-
-        return bz2.decompress
-    if f.id == ZSTD and _zstd_module() is not None:
-        return _zstd_decode()
-    return None
-
-
-def _why_not(f: RawFilter) -> str:
-    if f.id == ZSTD:
-        return "zstd needs the zstandard package for a Python encoder"
-    return f"{f.name} has no Python encoder"
-
-
-def encoder(filters, itemsize: int, deflate: str = "zlib"):
+def encoder(steps: Iterable[FilterStep], itemsize: int, deflate: str = "zlib") -> tuple[Callable | None, str]:
     """``(encode, "")`` where ``encode(bytes) -> bytes`` runs the whole pipeline, or ``(None, reason)``.
 
-    ``deflate``: "zlib" or "libdeflate" (see :func:`resolve_deflate_engine`).
+    ``steps`` are as stored (:func:`~ccp.hdf5.filters.pipeline_from_dcpl`): the codecs take the stored
+    cd_values. ``deflate``: "zlib" or "libdeflate" (see :func:`resolve_deflate_engine`).
     """
-    steps = []
-    for f in filters:
-        fn = _step_encoder(f, itemsize, deflate)
+    fns = []
+    for step in steps:
+        cls = class_for_id(step.id)
+        fn = cls.encoder(step.stored, itemsize, deflate)
         if fn is None:
-            return None, _why_not(f)
-        steps.append(fn)
+            why = cls.codec_missing(step) if cls.id == step.id else ""
+            return None, why or f"{_label(step)} has no Python encoder"
+        fns.append(fn)
 
     def encode(data):
-        for fn in steps:
+        for fn in fns:
             data = fn(data)
         return data
 
     return encode, ""
 
 
-def decoder(filters, itemsize: int, chunk_bytes: int | None = None):
+def decoder(steps: Iterable[FilterStep], itemsize: int, chunk_bytes: int | None = None) -> tuple[Callable | None, str]:
     """``(decode, "")`` where ``decode(bytes, filter_mask) -> bytes``, or ``(None, reason)``.
 
     ``chunk_bytes`` (the unfiltered chunk size) lets libdeflate inflate into a buffer of the right size.
     """
-    steps = []
+    fns = []
     size = chunk_bytes  # size of the data entering each filter on write, while it is known
-    for f in filters:
-        fn = _step_decoder(f, itemsize, size)
+    for step in steps:
+        cls = class_for_id(step.id)
+        fn = cls.decoder(step.stored, itemsize, size)
         if fn is None:
-            return None, f"{f.name} has no Python decoder"
-        steps.append(fn)
-        if size is not None and f.id == FLETCHER32:
-            size += 4
-        elif f.id != SHUFFLE:
-            size = None
+            return None, f"{_label(step)} has no Python decoder"
+        fns.append(fn)
+        size = cls.size_after(size)
 
     def decode(data, mask: int = 0):
-        for i in range(len(steps) - 1, -1, -1):
+        for i in range(len(fns) - 1, -1, -1):
             if not (mask >> i) & 1:
-                data = steps[i](data)
+                data = fns[i](data)
         return data
 
     return decode, ""

@@ -21,7 +21,7 @@ H5P_DEFAULT = 0
 H5R_OBJECT1, H5R_DATASET_REGION1 = 0, 1
 H5O_INFO_TIME = 0x0002
 
-_LIB = None
+_LIB: ctypes.CDLL | bool | None = None   # h5py's own libhdf5; False when it cannot be loaded
 
 
 class _ObjInfo(ctypes.Structure):

@@ -1,19 +1,24 @@
-"""What the sweep's dataset is: shape, dtype and stored layout, from `generate:` or the user's file."""
+"""What a dataset is: shape, dtype, stored layout, filters, fill value and storage, from a file or a
+sweep's ``generate:``; and opening a user's file read-only, with links resolved.
+"""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
-from ccp.config.filters import FilterPipeline, pipeline_from_dcpl
 from ccp.errors import ConfigError
+from ccp.hdf5 import h5types
+from ccp.hdf5.filters import FilterPipeline, check_decodable, pipeline_from_dcpl
+
+LAYOUTS = ("contiguous", "chunked", "compact", "virtual")
 
 
 @dataclass(frozen=True)
-class SourceInfo:
+class DatasetInfo:
     shape: tuple[int, ...]
     dtype: np.dtype                       # numeric: the stored dtype; otherwise raw records of the disk size (V<n>)
     maxshape: tuple[int | None, ...]
@@ -24,13 +29,28 @@ class SourceInfo:
     file: Path | None = None              # the file that holds the object (an external link's target)
     path: str | None = None               # the object's path there, by hard links only (links resolved)
     filetype: bytes | None = None         # non-numeric: the HDF5 file type (H5Tencode), read as memory type
+    layout: str = ""                      # stored: one of LAYOUTS; "" for data not stored yet (generate:)
+    storage_bytes: int | None = None      # bytes allocated in the file (None: not stored)
+    chunks_allocated: int | None = None   # chunked: chunks with storage (None otherwise)
+    extent: str = "simple"                # dataspace: "simple", "scalar" (shape ()) or "null" (shape (), no elements)
 
     @property
     def numeric(self) -> bool:
         return self.filetype is None
 
-    def h5type(self):
-        """The HDF5 type reads and writes use as memory type (the file type for non-numeric data)."""
+    @property
+    def stored_layout(self) -> str:
+        """The layout as stored, or the one a generated dataset is written in."""
+        return self.layout or ("chunked" if self.chunks is not None else "contiguous")
+
+    def file_type(self):
+        """The HDF5 type a work or pass file stores: the source's own type for non-numeric data."""
+        from h5py import h5t
+
+        return h5t.decode(self.filetype) if self.filetype is not None else h5t.py_create(np.dtype(self.dtype), logical=True)
+
+    def memory_type(self):
+        """The memory type of reads and writes: the file type itself for non-numeric data (no conversion)."""
         from h5py import h5t
 
         return h5t.decode(self.filetype) if self.filetype is not None else h5t.py_create(np.dtype(self.dtype))
@@ -107,8 +127,15 @@ def resolve(f, path: str):
     except (KeyError, ValueError, RuntimeError, OSError):
         hard = None
     if hard is None:
-        found = []
-        target.visititems(lambda n, o: found.append("/" + n) or True if isinstance(o, h5py.Dataset) and o == obj else None)
+        found: list[str] = []
+
+        def visit(n, o) -> bool | None:      # True stops the visit at the first hard path to the object
+            if isinstance(o, h5py.Dataset) and o == obj:
+                found.append("/" + n)
+                return True
+            return None
+
+        target.visititems(visit)
         hard = found[0] if found else name
     return obj, Path(os.path.abspath(target.filename)), hard
 
@@ -140,19 +167,17 @@ def _hard_path(f, name: str) -> str | None:
     return "/" + "/".join(parts)
 
 
-def describe_source(dataset) -> SourceInfo:
-    """Resolve a :class:`~ccp.config.sweep.DatasetSpec`; the user's file is opened read-only."""
+def describe_source(dataset) -> DatasetInfo:
+    """Resolve a sweep's dataset (``generate``, ``file``, ``path``: a :class:`~ccp.config.sweep.DatasetSpec`);
+    the user's file is opened read-only."""
     if dataset.generate is not None:
         g = dataset.generate
         maxshape = g.maxshape if g.maxshape is not None else g.shape
         ident = f"generate:{list(g.shape)}:{g.dtype.str}:{g.data}:{g.seed}"
         if g.written_by:
             ident += f":written_by={list(g.written_by)}"
-        return SourceInfo(g.shape, g.dtype, tuple(maxshape), g.fillvalue, g.chunks, g.filters, ident)
+        return DatasetInfo(g.shape, g.dtype, tuple(maxshape), g.fillvalue, g.chunks, g.filters, ident)
     import h5py
-
-    from ccp.config.filters import check_decodable
-    from ccp.workload import h5types
 
     path = Path(dataset.file)
     with open_readonly(path, "dataset.file") as f:
@@ -169,20 +194,13 @@ def describe_source(dataset) -> SourceInfo:
             raise ConfigError("dataset.path", f"no dataset {dataset.path!r} in {path}{hint}")
         if not isinstance(obj, h5py.Dataset):
             raise ConfigError("dataset.path", f"{dataset.path!r} in {path} is a {type(obj).__name__.lower()}, not a dataset")
-        dsid = obj.id
-        tid = dsid.get_type()
-        space = dsid.get_space()
-        extent = space.get_simple_extent_type()
-        shape = tuple(space.shape) if extent == h5py.h5s.SIMPLE else ()
-        if not shape:
-            kind = "a scalar dataspace" if extent == h5py.h5s.SCALAR else "a null dataspace (no elements)"
+        info = dataset_info(obj.id)
+        if not info.shape:
+            kind = "a scalar dataspace" if info.extent == "scalar" else "a null dataspace (no elements)"
             raise ConfigError("dataset.path", f"{dataset.path!r} in {path} has {kind}: ccp measures arrays of rank >= 1")
-        maxshape = tuple(None if m == h5py.h5s.UNLIMITED else int(m) for m in space.get_simple_extent_dims(True))
-        dcpl = dsid.get_create_plist()
-        chunks = tuple(dcpl.get_chunk()) if dcpl.get_layout() == h5py.h5d.CHUNKED else None
-        pipeline = pipeline_from_dcpl(dcpl)
-        check_decodable(pipeline, f"{dataset.path!r} in {path}", "dataset.path")
-        if dcpl.fill_value_defined() == h5py.h5d.FILL_VALUE_UNDEFINED and not _fully_written(dsid, shape, chunks):
+        check_decodable(info.filters, f"{dataset.path!r} in {path}", "dataset.path")
+        dcpl = obj.id.get_create_plist()
+        if dcpl.fill_value_defined() == h5py.h5d.FILL_VALUE_UNDEFINED and not _fully_written(obj.id, info.shape, info.chunks):
             raise ConfigError("dataset.path", f"{dataset.path!r} in {path} has parts never written and no fill value "
                                               "(H5D_FILL_VALUE_UNDEFINED): HDF5 refuses to read them")
         st = path.stat()
@@ -190,14 +208,34 @@ def describe_source(dataset) -> SourceInfo:
         if real_file is not None and real_file.resolve() != path.resolve():
             rst = real_file.stat()
             ident += f"->{real_file}:{rst.st_size}:{rst.st_mtime_ns}"
-        if h5types.is_numeric(tid):
-            dtype, filetype, fill = tid.dtype, None, _fill_value(dcpl, tid.dtype)
-        else:   # compound, string, vlen, enum, opaque, time, 128-bit...: raw records of the file type
-            sizeof_addr = f.id.get_create_plist().get_sizes()[0]
-            dtype, filetype, fill = np.dtype(f"V{h5types.disk_size(tid, sizeof_addr)}"), tid.encode(), None
-            ident += f":type={filetype.hex()[:32]}"
-        return SourceInfo(shape, dtype, maxshape, fill, chunks, pipeline, ident,
-                          file=real_file, path=real_path, filetype=filetype)
+        if info.filetype is not None:
+            ident += f":type={info.filetype.hex()[:32]}"
+        return replace(info, identity=ident, file=real_file, path=real_path)
+
+
+def dataset_info(dsid, identity: str = "") -> DatasetInfo:
+    """What HDF5 says about a dataset (an ``h5py.h5d.DatasetID``), whatever it holds: nothing is refused
+    here (scalar and null dataspaces, undefined fill values, filters this HDF5 lacks are all described)."""
+    from h5py import h5i
+
+    extent, shape, maxshape = dataspace(dsid)
+    dcpl = dsid.get_create_plist()
+    layout = stored_layout(dcpl)
+    chunks = tuple(int(c) for c in dcpl.get_chunk()) if layout == "chunked" else None
+    tid = dsid.get_type()
+    if h5types.is_numeric(tid):
+        dtype, filetype, fill = tid.dtype, None, _fill_value(dcpl, tid.dtype)
+    else:   # compound, string, vlen, enum, opaque, time, 128-bit...: raw records of the file type
+        try:
+            sizeof_addr = h5i.get_file_id(dsid).get_create_plist().get_sizes()[0]
+        except (RuntimeError, ValueError, OSError):
+            sizeof_addr = 8
+        dtype, filetype, fill = np.dtype(f"V{h5types.disk_size(tid, sizeof_addr)}"), tid.encode(), None
+    return DatasetInfo(shape if shape is not None else (), dtype, maxshape, fill, chunks, pipeline_from_dcpl(dcpl),
+                       identity, filetype=filetype, layout=layout, storage_bytes=dsid.get_storage_size(),
+                       chunks_allocated=dsid.get_num_chunks() if chunks is not None else None, extent=extent)
+
+
 
 
 def _fully_written(dsid, shape, chunks) -> bool:
@@ -219,8 +257,38 @@ def _fill_value(dcpl, dtype):
     return buf[0].item()
 
 
-def source_of(file, dataset_path: str) -> SourceInfo:
+def source_of(file, dataset_path: str) -> DatasetInfo:
     """:func:`describe_source` for a file and a dataset path (``ccp advise`` and other commands without a sweep)."""
     from types import SimpleNamespace
 
     return describe_source(SimpleNamespace(generate=None, file=Path(file), path=dataset_path))
+
+
+def stored_layout(dcpl) -> str:
+    """'contiguous', 'chunked', 'compact' or 'virtual' ('other' for a layout this HDF5 does not name)."""
+    from h5py import h5d
+
+    return {h5d.CONTIGUOUS: "contiguous", h5d.CHUNKED: "chunked", h5d.COMPACT: "compact",
+            getattr(h5d, "VIRTUAL", -1): "virtual"}.get(dcpl.get_layout(), "other")
+
+
+def dataspace(dsid) -> tuple[str, tuple[int, ...] | None, tuple[int | None, ...]]:
+    """(extent, shape, maxshape): extent 'simple', 'scalar' (shape ()) or 'null' (shape None)."""
+    from h5py import h5s
+
+    space = dsid.get_space()
+    extent = space.get_simple_extent_type()
+    if extent == h5s.SIMPLE:
+        maxshape = tuple(None if m == h5s.UNLIMITED else int(m) for m in space.get_simple_extent_dims(True))
+        return "simple", tuple(int(s) for s in space.shape), maxshape
+    return ("scalar", (), ()) if extent == h5s.SCALAR else ("null", None, ())
+
+
+def stored_chunk_sizes(dsid) -> np.ndarray:
+    """The stored (filtered) size in bytes of every allocated chunk, in the chunk index's order."""
+    from h5py import h5d
+
+    sizes: list[int] = []
+    if dsid.get_create_plist().get_layout() == h5d.CHUNKED and dsid.get_storage_size():
+        dsid.chunk_iter(lambda info: sizes.append(int(info.size)))
+    return np.asarray(sizes, dtype=np.int64)

@@ -10,12 +10,13 @@ is measured. Everything here uses h5py's low-level API (and, for the one call h5
 
 from __future__ import annotations
 
+import ctypes
 import math
 import os
 
 import numpy as np
 
-_LIB = None
+_LIB: ctypes.CDLL | bool | None = None   # h5py's own libhdf5; False when it cannot be found
 
 
 def _class_names() -> dict:
@@ -138,15 +139,13 @@ def hdf5_library():
     """ctypes handle on the libhdf5 h5py loaded (same ids), or None."""
     global _LIB
     if _LIB is None:
-        import ctypes
-
         import h5py
 
         _LIB = False
         try:
             with open("/proc/self/maps") as maps:
-                paths = {line.split()[-1] for line in maps if "libhdf5" in line and ".so" in line}
-            paths = [p for p in paths if not os.path.basename(p).startswith("libhdf5_hl")]
+                mapped = {line.split()[-1] for line in maps if "libhdf5" in line and ".so" in line}
+            paths = [p for p in mapped if not os.path.basename(p).startswith("libhdf5_hl")]
             # PyTables and netCDF4 wheels bring their own libhdf5 into the process: only h5py's shares its ids
             own = [p for p in paths if os.path.dirname(p) == os.path.dirname(h5py.__file__) + ".libs"]
             paths = own or paths

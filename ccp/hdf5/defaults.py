@@ -1,0 +1,35 @@
+"""The HDF5 library's own defaults, per version: what a dataset gets when nobody sets anything.
+
+The raw-data chunk cache (``H5Pset_chunk_cache`` / ``H5Pset_cache``): 1 MiB and 521 slots in every
+1.x release, 8 MiB and 8191 slots from 2.0 (H5Dprivate.h, ``H5D_CHUNK_CACHE_NBYTES_DEFAULT`` /
+``H5D_CHUNK_CACHE_NSLOTS_DEFAULT``); the preemption weight w0 is 0.75 in both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ChunkCacheDefault:
+    nbytes: int
+    nslots: int
+    w0: float
+
+
+CACHE_1X = ChunkCacheDefault(1024 * 1024, 521, 0.75)
+CACHE_2X = ChunkCacheDefault(8 * 1024 * 1024, 8191, 0.75)
+
+
+def hdf5_version() -> tuple[int, int, int]:
+    """The version of the libhdf5 h5py is linked with (its wheel bundles one)."""
+    import h5py
+
+    major, minor, release = (int(v) for v in h5py.version.hdf5_version_tuple[:3])
+    return major, minor, release
+
+
+def chunk_cache_default(version: tuple[int, ...] | None = None) -> ChunkCacheDefault:
+    """The chunk cache HDF5 ``version`` gives a dataset (default: the HDF5 in this process)."""
+    version = hdf5_version() if version is None else tuple(version)
+    return CACHE_2X if version[:1] >= (2,) else CACHE_1X

@@ -1,0 +1,185 @@
+"""HDF5 filter pipelines: specs like ``"shuffle+gzip:6"`` <-> dataset creation property lists <->
+stored cd_values <-> h5repack's ``-f`` syntax <-> Python codecs.
+
+One class per filter (:mod:`.builtin`, :mod:`.plugins`), registered by spec name and HDF5 id in
+:mod:`.base`. Parsing is pure; :meth:`FilterPipeline.apply` and :func:`pipeline_from_dcpl` talk to HDF5.
+
+Adding a filter is one ``@register`` class in :mod:`.builtin` (HDF5's own) or :mod:`.plugins`: ``name``,
+``id``, ``help`` and ``max_args``; ``normalise`` (spec arguments, defaults spelled out), ``apply`` or
+``cd_values`` (the dcpl), ``from_stored`` (cd_values as other writers store them -> a step, or None for
+the generic ``idN`` step); optionally ``h5repack``/``from_h5repack`` (its ``-f`` keyword), ``refuses``
+(types HDF5 would refuse) and ``encoder``/``decoder``/``codec_missing`` (a byte-exact Python codec for
+repack's raw-chunk path). Sweeps, inspect and repack then know it; add its row to
+tests/hdf5/test_filters.py's ROUND_TRIPS.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ccp.errors import ConfigError, suggest
+from ccp.hdf5.filters import builtin, plugins  # noqa: F401  (register the filter classes)
+from ccp.hdf5.filters.base import (
+    GENERIC,
+    GENERIC_HELP,
+    KNOWN_FILTERS,
+    Filter,
+    FilterPipeline,
+    FilterStep,
+    can_decode,
+    class_for_id,
+    filter_class,
+    filter_label,
+    provider,
+    registered,
+)
+from ccp.hdf5.filters.plugins import Generic
+
+__all__ = ["FILTER_HELP", "GENERIC_HELP", "H5REPACK_FILTERS", "KNOWN_FILTERS", "Filter", "FilterPipeline",
+           "FilterStep", "can_decode", "check_available", "check_decodable", "check_for_type", "class_for_id",
+           "describe_filters", "filter_class", "filter_id", "filter_label", "looks_like_filter", "parse_filters",
+           "parse_h5repack_filter", "pipeline_from_dcpl", "provider", "registered", "stored_step"]
+
+FILTER_HELP = {"none": "no filter", **{name: cls.help for name, cls in registered().items()}}
+H5REPACK_FILTERS = (*(cls.h5repack for cls in registered().values() if cls.h5repack), "NONE", "UD")
+
+
+def filter_id(step: FilterStep) -> int:
+    return step.id
+
+
+def parse_filters(spec, where: str = "filters") -> FilterPipeline:
+    """Parse a spec string; raise :class:`ConfigError` naming the bad step."""
+    if spec is None:
+        return FilterPipeline()
+    if not isinstance(spec, str):
+        raise ConfigError(where, f"expected a filter spec string like 'shuffle+gzip:6', got {spec!r}")
+    text = spec.strip().lower()
+    if text in ("", "none"):
+        return FilterPipeline()
+    steps = []
+    for raw in text.split("+"):
+        parts = raw.strip().split(":")
+        name, args = parts[0].strip(), tuple(a.strip() for a in parts[1:])
+        if GENERIC.fullmatch(name):
+            steps.append(Generic.parse_generic(name, args, where))
+            continue
+        if name not in FILTER_HELP:
+            raise ConfigError(where, f"unknown filter {name!r}{suggest(name, FILTER_HELP)}; known: {', '.join(FILTER_HELP)}, or {GENERIC_HELP}")
+        if name == "none":
+            raise ConfigError(where, f"'none' cannot be combined with other filters in {spec!r}")
+        steps.append(filter_class(name).parse(args, where))
+    pipeline = FilterPipeline(tuple(steps))
+    check_available(pipeline, where)
+    return pipeline
+
+
+def parse_h5repack_filter(body: str, where: str) -> tuple[FilterStep, ...] | None:
+    """h5repack's ``-f`` filter syntax -> steps (``()`` for NONE), or None if ``body`` is not h5repack syntax."""
+    name, eq, arg = body.strip().partition("=")
+    name = name.strip().upper()
+    arg = arg.strip()
+    if name not in H5REPACK_FILTERS:
+        return None
+    if name == "UD":
+        raise ConfigError(where, "user-defined filters (UD=) are not supported; use a ccp filter spec such as "
+                          "zstd:3, blosc:lz4:5:shuffle or bzip2:9")
+    if name == "NONE":
+        if eq:
+            raise ConfigError(where, f"{name} takes no parameter, got {body.strip()!r}")
+        return ()
+    cls = next(c for c in registered().values() if c.h5repack == name)
+    if cls.h5repack_example is None:
+        if eq:
+            raise ConfigError(where, f"{name} takes no parameter, got {body.strip()!r}")
+        return (FilterStep(cls.name),)
+    if not eq or not arg:
+        raise ConfigError(where, f"{name} needs a parameter, e.g. {cls.h5repack_example}")
+    return (cls.from_h5repack(arg, where),)
+
+
+def looks_like_filter(body: str) -> bool:
+    """Whether ``body`` starts with a filter's name (h5repack's or ours): its parse error is the one to show."""
+    word = re.split(r"[=:+,]", body.strip(), maxsplit=1)[0].strip()
+    return word.upper() in H5REPACK_FILTERS or word.lower() in FILTER_HELP
+
+
+def check_available(pipeline: FilterPipeline, where: str = "filters") -> None:
+    """Fail early when HDF5 cannot encode a filter here (no plugin, no szip encoder)."""
+    import h5py  # noqa: F401  (registers lzf)
+    from h5py import h5z
+
+    for step in pipeline.steps:
+        if step.filter.needs_hdf5plugin:
+            try:
+                import hdf5plugin  # noqa: F401
+            except ImportError:
+                raise ConfigError(where, f"filter {step.name!r} needs the hdf5plugin package (pip install hdf5plugin)") from None
+        fid = step.id
+        if not can_decode(fid):
+            raise ConfigError(where, f"filter {step.name!r} ({filter_label(fid)}) is not available in this HDF5; "
+                                     f"it is provided by {provider(fid)}")
+        if fid < 256:
+            info = h5z.get_filter_info(fid)
+            if not info & h5z.FILTER_CONFIG_ENCODE_ENABLED:
+                raise ConfigError(where, f"filter {step.name!r} can decode but not encode in this HDF5")
+
+
+def stored_step(fid: int, values: tuple[int, ...], flags: int = 0) -> FilterStep:
+    """The step for a filter as HDF5 stores it (after set_local), carrying its cd_values and flags.
+
+    The cd_values are as stored: PyTables, hdf5plugin, netCDF-C and h5py store the same filter with
+    different lengths (absent trailing values take the filter's defaults). A filter whose values no
+    spec of ours says is kept as the generic ``idN:cd...`` step.
+    """
+    values = tuple(int(v) for v in values)
+    cls = class_for_id(fid)
+    step = cls.from_stored(values) if cls.id == fid else None
+    if step is None:
+        step = Generic.stored_step(fid, values)
+    return FilterStep(step.name, step.args, values, int(flags))
+
+
+def pipeline_from_dcpl(dcpl) -> FilterPipeline:
+    """The pipeline stored in a dataset creation property list (``source`` filters), with cd_values."""
+    steps = []
+    for i in range(dcpl.get_nfilters()):
+        code, flags, values, _name = dcpl.get_filter(i)
+        steps.append(stored_step(int(code), tuple(values), int(flags)))
+    return FilterPipeline(tuple(steps))
+
+
+def describe_filters(dcpl) -> list[dict]:
+    """Each stored filter as a dict: id, name, the ccp step, flags, cd_values, whether it decodes here."""
+    out = []
+    for i in range(dcpl.get_nfilters()):
+        code, flags, values, name = dcpl.get_filter(i)
+        label = name.decode(errors="replace") if isinstance(name, bytes) else str(name)
+        avail = can_decode(code)
+        out.append({"id": int(code), "name": KNOWN_FILTERS.get(code, (label or f"id{code}",))[0],
+                    "step": stored_step(int(code), tuple(values)).spec, "optional": bool(flags & 1),
+                    "cd_values": [int(v) for v in values], "available": avail,
+                    "provider": None if avail else provider(code)})
+    return out
+
+
+def check_for_type(pipeline: FilterPipeline, dtype, numeric: bool, where: str = "filters") -> None:
+    """Filters HDF5 refuses for a datatype (its can_apply callbacks), before anything is written.
+
+    ``numeric`` is False for data read as raw records of its file type (compound, string, vlen, ...).
+    """
+    import numpy as np
+
+    for step in pipeline.steps:
+        why = step.filter.refuses(np.dtype(dtype), numeric)
+        if why:
+            raise ConfigError(where, why)
+
+
+def check_decodable(pipeline: FilterPipeline, what: str, where: str) -> None:
+    """A stored pipeline this HDF5 cannot decode: one line naming the filter and what provides it."""
+    for step in pipeline.steps:
+        fid = step.id
+        if not can_decode(fid):
+            raise ConfigError(where, f"{what} is compressed with {filter_label(fid)}, which this HDF5 cannot decode; "
+                                     f"it is provided by {provider(fid)}")

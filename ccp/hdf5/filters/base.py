@@ -1,0 +1,269 @@
+"""Filter steps, pipelines and the registry: one :class:`Filter` subclass per HDF5 filter.
+
+A spec is steps joined by ``+``, each ``NAME[:ARG...]``; ``none`` is the empty pipeline. A
+:class:`FilterStep` is one step, whether parsed from a spec, from an h5repack ``-f`` option or read
+back from a dataset's creation property list (then it also carries the stored ``cd_values``, which
+the Python codecs of the fast repack path need). Each filter's class knows all of its forms:
+spec <-> dcpl <-> stored cd_values <-> h5repack syntax <-> Python codec.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from ccp.errors import ConfigError
+
+Codec = Callable[[Any], bytes]
+
+GENERIC_HELP = "idN:CD0:CD1:... (any HDF5 filter by its registered id N, with its cd_values)"
+GENERIC = re.compile(r"id(\d+)")
+
+# Filters other software writes, by registered id: (name, what provides the decoder). The ids and
+# their plugins are the HDF Group's registry (RegisteredFilterPlugins.md).
+_HDF5PLUGIN = "the hdf5plugin package (pip install hdf5plugin)"
+KNOWN_FILTERS = {
+    1: ("deflate (gzip)", "HDF5 itself"), 2: ("shuffle", "HDF5 itself"), 3: ("fletcher32", "HDF5 itself"),
+    4: ("szip", "an HDF5 built with szip/libaec (h5py's wheel has it)"), 5: ("nbit", "HDF5 itself"),
+    6: ("scaleoffset", "HDF5 itself"), 305: ("LZO", "PyTables' LZO filter (not in hdf5plugin)"),
+    307: ("bzip2", _HDF5PLUGIN), 32000: ("LZF", "h5py (or hdf5plugin)"), 32001: ("Blosc", _HDF5PLUGIN),
+    32002: ("MAFISC", "the MAFISC plugin"), 32003: ("Snappy", "the HDF Group's hdf5_plugins"),
+    32004: ("LZ4", _HDF5PLUGIN), 32005: ("APAX", "the APAX plugin"), 32006: ("CBF", "the CBF plugin"),
+    32007: ("JPEG-XR", "the JPEG-XR plugin"), 32008: ("Bitshuffle", _HDF5PLUGIN), 32009: ("SPDP", "the SPDP plugin"),
+    32010: ("LPC-Rice", "the LPC-Rice plugin"), 32011: ("CCSDS-123", "the CCSDS-123 plugin"),
+    32012: ("JPEG-LS", "the JPEG-LS plugin"), 32013: ("ZFP", _HDF5PLUGIN), 32014: ("FPZip", "the FPZip plugin"),
+    32015: ("Zstandard", _HDF5PLUGIN), 32016: ("B3D", "the B3D plugin"), 32017: ("SZ", _HDF5PLUGIN),
+    32018: ("FCIDECOMP", _HDF5PLUGIN), 32019: ("JPEG", "the HDF Group's hdf5_plugins"),
+    32020: ("VBZ", "Oxford Nanopore's vbz plugin"), 32022: ("BitGroom", "netCDF-C's plugins (CCR)"),
+    32023: ("Granular BitRound", "netCDF-C's plugins (CCR)"), 32024: ("SZ3", _HDF5PLUGIN),
+    32026: ("Blosc2", _HDF5PLUGIN), 32028: ("SPERR", _HDF5PLUGIN), 32033: ("HTJ2K", _HDF5PLUGIN),
+}
+
+
+def filter_label(fid: int) -> str:
+    """'Blosc (id 32001)'; 'filter id 40000' for an id nobody registered here."""
+    known = KNOWN_FILTERS.get(fid)
+    return f"{known[0]} (id {fid})" if known else f"filter id {fid}"
+
+
+def provider(fid: int) -> str:
+    known = KNOWN_FILTERS.get(fid)
+    return known[1] if known else "its plugin (put it on HDF5_PLUGIN_PATH)"
+
+
+def can_decode(fid: int) -> bool:
+    """Whether this process's HDF5 has the filter (h5py's built-ins, hdf5plugin's, or HDF5_PLUGIN_PATH's)."""
+    import h5py  # noqa: F401  (registers lzf)
+    from h5py import h5z
+
+    try:
+        import hdf5plugin  # noqa: F401  (registers its filters)
+    except ImportError:
+        pass
+    try:
+        return bool(h5z.filter_avail(fid))
+    except (ValueError, OverflowError):     # an id HDF5 refuses to look up (out of range)
+        return False
+
+
+@dataclass(frozen=True)
+class FilterStep:
+    """One step of a pipeline: its spec name and arguments (defaults spelled out).
+
+    ``cd_values`` and ``flags`` are what HDF5 stored, for a step read back from a dataset (None
+    otherwise); they do not take part in equality: two steps are equal when their specs are.
+    """
+
+    name: str
+    args: tuple[str, ...] = ()
+    cd_values: tuple[int, ...] | None = field(default=None, compare=False, repr=False)
+    flags: int = field(default=0, compare=False, repr=False)
+
+    @property
+    def spec(self) -> str:
+        return ":".join((self.name, *self.args))
+
+    @property
+    def filter(self) -> type[Filter]:
+        return filter_class(self.name)
+
+    @property
+    def id(self) -> int:
+        return self.filter.filter_id(self)
+
+    @property
+    def stored(self) -> tuple[int, ...]:
+        """The stored cd_values, or () for a step that was never written (its codec takes the defaults)."""
+        return self.cd_values if self.cd_values is not None else ()
+
+
+@dataclass(frozen=True)
+class FilterPipeline:
+    steps: tuple[FilterStep, ...] = ()
+
+    @property
+    def spec(self) -> str:
+        return "+".join(s.spec for s in self.steps) if self.steps else "none"
+
+    @property
+    def is_none(self) -> bool:
+        return not self.steps
+
+    def __str__(self) -> str:
+        return self.spec
+
+    def apply(self, dcpl, dtype) -> None:
+        """Add this pipeline's filters to an ``h5py.h5p.PropDCID``, in order."""
+        for step in self.steps:
+            step.filter.apply(step, dcpl, dtype)
+
+
+def int_arg(flt: type[Filter], args: Sequence[str], i: int, default: int, lo: int, hi: int, where: str) -> int:
+    if len(args) <= i or args[i] == "":
+        return default
+    try:
+        v = int(args[i])
+    except ValueError:
+        raise ConfigError(where, f"{flt.name} argument {args[i]!r} is not an integer; {flt.help}") from None
+    if not lo <= v <= hi:
+        raise ConfigError(where, f"{flt.name} argument {v} is out of range {lo}-{hi}; {flt.help}")
+    return v
+
+
+def choice_arg(flt: type[Filter], args: Sequence[str], i: int, default: str, choices, where: str) -> str:
+    from ccp.errors import suggest
+
+    if len(args) <= i or args[i] == "":
+        return default
+    v = args[i].lower()
+    if v not in choices:
+        raise ConfigError(where, f"{flt.name} argument {args[i]!r} is not one of {', '.join(map(str, choices))}{suggest(v, choices)}")
+    return v
+
+
+def at(values: Sequence[int], i: int, default: int) -> int:
+    """Stored cd_value ``i``; writers store the same filter with different lengths (absent = default)."""
+    return int(values[i]) if len(values) > i else default
+
+
+def signed(v: int) -> int:
+    """cd_values are unsigned 32-bit; Zstandard's negative levels are stored two's complement."""
+    return v - 2**32 if v >= 2**31 else v
+
+
+class Filter:
+    """One HDF5 filter: how ccp spells it, sets it, reads it back, and (if it can) runs it in Python.
+
+    Subclasses override what differs; every method takes or returns :class:`FilterStep`.
+    """
+
+    name: ClassVar[str]
+    id: ClassVar[int]
+    help: ClassVar[str]
+    max_args: ClassVar[int] = 0
+    h5repack: ClassVar[str | None] = None        # h5repack's -f keyword, where h5repack has one
+    h5repack_example: ClassVar[str | None] = None  # its KEYWORD=ARG form; None: the keyword takes no parameter
+    needs_hdf5plugin: ClassVar[bool] = False     # encoded by a filter that hdf5plugin registers
+
+    # ---------------------------------------------------------------- spec
+    @classmethod
+    def parse(cls, args: tuple[str, ...], where: str) -> FilterStep:
+        """Validate a spec's arguments and spell defaults out, so equal pipelines have equal specs."""
+        if len(args) > cls.max_args:
+            raise ConfigError(where, f"{cls.name} takes at most {cls.max_args} argument(s), got {':'.join(args)!r}; {cls.help}")
+        return cls.normalise(args, where)
+
+    @classmethod
+    def normalise(cls, args: tuple[str, ...], where: str) -> FilterStep:
+        return FilterStep(cls.name, ())
+
+    @classmethod
+    def filter_id(cls, step: FilterStep) -> int:
+        return cls.id
+
+    # ---------------------------------------------------------------- dcpl
+    @classmethod
+    def cd_values(cls, step: FilterStep) -> tuple[int, ...]:
+        """The cd_values a new dataset is created with (the filter's set_local may fill more)."""
+        return ()
+
+    @classmethod
+    def apply(cls, step: FilterStep, dcpl, dtype) -> None:
+        """Append this filter to a dataset creation property list."""
+        from h5py import h5z
+
+        # optional, as h5py and hdf5plugin add them: a chunk the codec cannot shrink is stored as is
+        # instead of failing the write
+        dcpl.set_filter(cls.filter_id(step), h5z.FLAG_OPTIONAL, cls.cd_values(step))
+
+    @classmethod
+    def refuses(cls, dtype, numeric: bool) -> str:
+        """Why HDF5 refuses this filter for a datatype (its can_apply callback), or ''. ``numeric`` is
+        False for data read as raw records of its file type (compound, string, vlen, ...)."""
+        return ""
+
+    @classmethod
+    def from_stored(cls, values: tuple[int, ...]) -> FilterStep | None:
+        """The step for cd_values as stored (after set_local); None when no spec of ours says them."""
+        return FilterStep(cls.name, ())
+
+    # ---------------------------------------------------------------- h5repack -f
+    @classmethod
+    def from_h5repack(cls, arg: str, where: str) -> FilterStep:
+        """h5repack's ``KEYWORD=arg`` (only called with an argument when ``h5repack_example`` is set)."""
+        return FilterStep(cls.name, ())
+
+    # ---------------------------------------------------------------- Python codec (fast repack path)
+    @classmethod
+    def codec_missing(cls, step: FilterStep) -> str:
+        """'' when this process has an exact Python encoder and decoder for the filter, else why not."""
+        return f"{step.name} has no Python encoder"
+
+    @classmethod
+    def encoder(cls, cd: tuple[int, ...], itemsize: int, engine: str) -> Codec | None:
+        return None
+
+    @classmethod
+    def decoder(cls, cd: tuple[int, ...], itemsize: int, size: int | None) -> Codec | None:
+        return None
+
+    @classmethod
+    def size_after(cls, size: int | None) -> int | None:
+        """The size of a chunk after this filter encoded one of ``size`` bytes, when known in advance."""
+        return None
+
+
+_BY_NAME: dict[str, type[Filter]] = {}
+_BY_ID: dict[int, type[Filter]] = {}
+_GENERIC_CLASS: list[type[Filter]] = []
+
+
+def register(cls: type[Filter]) -> type[Filter]:
+    """Class decorator: make a filter known by its spec name and its HDF5 id."""
+    _BY_NAME[cls.name] = cls
+    _BY_ID[cls.id] = cls
+    return cls
+
+
+def register_generic(cls: type[Filter]) -> type[Filter]:
+    _GENERIC_CLASS.append(cls)
+    return cls
+
+
+def registered() -> dict[str, type[Filter]]:
+    """Every named filter, by spec name (the generic ``idN`` one not included)."""
+    return dict(_BY_NAME)
+
+
+def filter_class(name: str) -> type[Filter]:
+    """The class of a spec name (``gzip``, ``id32001``); KeyError when there is none."""
+    if GENERIC.fullmatch(name):
+        return _GENERIC_CLASS[0]
+    return _BY_NAME[name]
+
+
+def class_for_id(fid: int) -> type[Filter]:
+    """The class that knows filter ``fid``; the generic filter for ids without one."""
+    return _BY_ID.get(fid, _GENERIC_CLASS[0])

@@ -1,0 +1,138 @@
+"""Property-list builders: every dataset creation, dataset access and logging file access list ccp makes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+
+class _CacheLike(Protocol):
+    nbytes: int
+    nslots: int
+    w0: float
+
+
+def dcpl(info, chunks, filters):
+    """Dataset creation property list for a layout of a dataset (:class:`~ccp.hdf5.dataset.DatasetInfo`):
+    ``chunks`` (None = contiguous) and a :class:`~ccp.hdf5.filters.FilterPipeline`; the fill value comes
+    from ``info`` (numeric data only: a non-numeric type keeps HDF5's default fill)."""
+    from h5py import h5p
+
+    plist = h5p.create(h5p.DATASET_CREATE)
+    if chunks is not None:
+        plist.set_chunk(tuple(int(c) for c in chunks))
+        filters.apply(plist, np.dtype(info.dtype))
+    if info.fillvalue is not None and getattr(info, "numeric", True):
+        plist.set_fill_value(np.array(info.fillvalue, dtype=info.dtype))
+    return plist
+
+
+def relaid_dcpl(dsid, kind: str, chunks: tuple[int, ...] | None, pipeline):
+    """A dataset's own creation properties with a new layout (``kind`` 'chunked', 'contiguous' or
+    'compact') and a new :class:`~ccp.hdf5.filters.FilterPipeline` (None: keep the dataset's filters).
+
+    Everything else stays as the dataset has it: fill value and fill time, attribute creation order,
+    time tracking (from the object header: a re-opened dataset's plist always says "track times") and
+    the chunk options H5Pset_chunk forgets. A virtual or external dataset starts from a fresh list.
+    """
+    from h5py import h5d
+
+    from ccp.hdf5 import lowlevel as low
+
+    src = dsid.get_create_plist()
+    fresh = src.get_layout() == h5d.VIRTUAL or src.get_external_count() > 0
+    tid = dsid.get_type()
+    plist = src if not fresh else _fresh_dcpl(src, tid)
+    plist.set_obj_track_times(low.tracks_times(dsid))
+    opts = low.chunk_opts(src)
+    if kind == "chunked" and pipeline is None and not fresh:
+        plist.set_chunk(chunks)
+        low.set_chunk_opts(plist, opts)
+        return plist
+    if plist.get_nfilters():
+        plist.remove_filter(0)  # H5Z_FILTER_ALL
+    if kind == "chunked":
+        plist.set_chunk(chunks)
+        low.set_chunk_opts(plist, opts)
+        dtype = _numpy_dtype(tid)
+        pipeline.apply(plist, dtype if dtype is not None else np.dtype("V1"))
+        _plugins_optional(plist)
+    else:
+        plist.set_layout(h5d.CONTIGUOUS if kind == "contiguous" else h5d.COMPACT)
+    return plist
+
+
+def _numpy_dtype(tid) -> np.dtype | None:
+    try:
+        return tid.dtype
+    except Exception:  # noqa: BLE001 - h5py raises several kinds for types it cannot map
+        return None
+
+
+def _fresh_dcpl(src, tid):
+    from h5py import h5d, h5p
+
+    from ccp.hdf5 import lowlevel as low
+
+    plist = h5p.create(h5p.DATASET_CREATE)
+    try:
+        defined = src.fill_value_defined()
+        if defined == h5d.FILL_VALUE_USER_DEFINED:
+            fill = low.fill_bytes(src, tid)
+            low.library().H5Pset_fill_value(plist.id, tid.id, fill.ctypes.data)
+        elif defined == h5d.FILL_VALUE_UNDEFINED:
+            low.set_fill_undefined(plist, tid)
+        plist.set_fill_time(src.get_fill_time())
+        plist.set_attr_creation_order(src.get_attr_creation_order())
+    except Exception:  # noqa: BLE001, S110  # pragma: no cover - best effort for exotic plists
+        pass
+    return plist
+
+
+def _plugins_optional(plist) -> None:
+    """Plugin filters as h5py and hdf5plugin add them: optional, so a chunk that a compressor
+    cannot shrink (blosc, lz4 ... return failure) is stored unfiltered instead of failing the write."""
+    from h5py import h5z
+
+    filters = [plist.get_filter(i) for i in range(plist.get_nfilters())]
+    if not any(code >= 256 and not flags & h5z.FLAG_OPTIONAL for code, flags, _v, _n in filters):
+        return
+    plist.remove_filter(0)
+    for code, flags, values, _name in filters:
+        if code >= 256:
+            flags |= h5z.FLAG_OPTIONAL
+        plist.set_filter(code, flags, tuple(values))
+
+
+def dapl(nslots: int, nbytes: int, w0: float):
+    """Dataset access property list with this raw-data chunk cache (``H5Pset_chunk_cache``)."""
+    from h5py import h5p
+
+    plist = h5p.create(h5p.DATASET_ACCESS)
+    plist.set_chunk_cache(int(nslots), int(nbytes), float(w0))
+    return plist
+
+
+def cache_dapl(cache: _CacheLike):
+    """:func:`dapl` for a cache setting (anything with ``nslots``, ``nbytes``, ``w0``)."""
+    return dapl(cache.nslots, cache.nbytes, cache.w0)
+
+
+def no_cache_dapl():
+    """A dataset access list with no chunk cache: every chunk a request touches is read and decoded."""
+    return dapl(521, 0, 0.75)
+
+
+def log_fapl(log_path: Path):
+    """A file access property list with the log driver writing to ``log_path``.
+
+    Never the LOG_FILE_* or LOG_FLAVOR flags: with buf_size 0 they crash the process. LOG_NUM_IO only
+    adds counters, printed once at close: the log's completeness check.
+    """
+    from h5py import h5fd, h5p
+
+    fapl = h5p.create(h5p.FILE_ACCESS)
+    fapl.set_fapl_log(str(log_path).encode(), h5fd.LOG_LOC_IO | h5fd.LOG_TIME_IO | h5fd.LOG_NUM_IO, 0)
+    return fapl
