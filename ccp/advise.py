@@ -19,7 +19,7 @@ from ccp.config.sweep import AccessSpec, CacheSpec
 from ccp.errors import CcpError
 from ccp.matrix.cells import Cell
 from ccp.model import summarise
-from ccp.plan import calibrate, predict_requests, stored_chunk_sizes
+from ccp.predict import calibrate, predict_requests, stored_chunk_sizes
 from ccp.units import format_bytes, format_count, format_seconds, shape_str
 from ccp.workload.requests import plan_for
 
@@ -170,7 +170,7 @@ def _min_loads(source) -> int:
 
 
 def measure_option(opt: Option, path: Path, dset: str, source, budget: float, tmp: Path) -> dict:
-    from ccp.engine import predict as predict_classes
+    from ccp.predict import predict_job as predict_classes
     from ccp.measurement.runner import CellJob, measure
     from ccp.workload.datagen import DatasetReader
     from ccp.workload.files import write_layout_file

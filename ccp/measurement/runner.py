@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,6 +23,11 @@ from ccp.measurement import iolog
 from ccp.measurement.pagecache import drop_file
 from ccp.store.schema import REQUEST_COLUMNS, SCHEMA_VERSION
 from ccp.units import shape_str
+
+if TYPE_CHECKING:
+    from ccp.config.sweep import GenerateSpec
+    from ccp.matrix.cells import Cell
+    from ccp.workload.source import SourceInfo
 
 UNSTABLE_SPREAD = 1.5      # max/min over passes above this: flagged "unstable"
 SHORT_REQUEST_S = 2e-6     # median request below this: flagged "short" (timer cost is ~0.05 us)
@@ -45,11 +51,11 @@ class PassTiming:
 class CellJob:
     """Everything a worker needs to measure one cell (picklable)."""
 
-    cell: object            # ccp.matrix.cells.Cell
+    cell: Cell
     file: str               # the work file (reads) or the folder for pass files (writes)
     dataset_path: str
-    source: object          # ccp.workload.source.SourceInfo
-    generate: object        # GenerateSpec or None
+    source: SourceInfo
+    generate: GenerateSpec | None
     user_file: str | None   # the user's file, read-only data for write cells
     repeats: int
     cold: bool
@@ -57,7 +63,7 @@ class CellJob:
     repack_s: float = float("nan")
     max_requests: int | None = None  # measure only this prefix
     time_budget: float | None = None # seconds for the cell's passes; past it, measure a prefix and extrapolate
-    request_class: object = None     # np.ndarray: per request, a class of like cost (from the model), for extrapolation
+    request_class: np.ndarray | None = None  # np.ndarray: per request, a class of like cost (from the model), for extrapolation
 
 
 class Progress:

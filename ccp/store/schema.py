@@ -43,14 +43,14 @@ CELL_COLUMNS = [
     "repack_s",           # time to lay the user's file out in this cell's layout (NaN if none)
     "spread",             # time_s_max / time_s_min
     "flags",              # "unstable", "short", ... joined by ","
-    "traps",              # known ways this layout, cache and pattern are slow (ccp.plan.traps), joined by " | "
+    "traps",              # known ways this layout, cache and pattern are slow (ccp.predict.explain.traps), joined by " | "
     "status",             # "ok", "extrapolated" (time budget: a measured prefix) or "failed: reason"
     "fraction_measured",  # requests measured / requests (1 unless extrapolated)
     "dataset_file",       # the work file measured
     "host",
     "started_at",         # ISO time the cell started
     "elapsed_s",          # wall time the whole cell took, traced pass included
-    # the chunk-cache model's prediction for the whole cell (ccp.plan), beside the measured values
+    # the chunk-cache model's prediction for the whole cell (ccp.predict), beside the measured values
     "predicted_requests", "predicted_raw_reads", "predicted_raw_read_bytes", "predicted_raw_writes",
     "predicted_raw_write_bytes", "predicted_chunk_loads", "predicted_chunk_hits", "predicted_evictions",
     "predicted_time_s",

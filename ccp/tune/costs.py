@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ccp.plan import calibrate
+from ccp.predict import calibrate
 from ccp.tune.heuristics import whole_rows
 from ccp.tune.search import Costs
 

@@ -20,7 +20,7 @@ from ccp.config.filters import (
     parse_filters,
     pipeline_from_dcpl,
 )
-from ccp.engine import run_sweep
+from ccp.run import run_sweep
 from ccp.errors import ConfigError
 
 DATA = np.arange(40 * 100, dtype="<f4").reshape(40, 100)

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from oddfiles import make_odd_file
 
 from ccp.cli import main
-from ccp.engine import run_sweep
+from ccp.run import run_sweep
 from ccp.workload.datagen import DatasetReader
 from ccp.workload.source import describe_source
 

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from ccp.cli import main
-from ccp.engine import run_sweep
+from ccp.run import run_sweep
 
 SWEEP = """
 name: rep
