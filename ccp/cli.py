@@ -123,8 +123,8 @@ def run(sweep, out, quick, work_dir, cell_timeout, no_isolate, no_report, execut
       ccp run sweep.yaml --executor dask --scheduler tcp://head:8786
       ccp run configs/cris.yaml --scale 0.25 --quick        # a small, fast look
     """
-    from ccp.run.dask import parse_resources
     from ccp.run import run_sweep
+    from ccp.run.dask import parse_resources
     from ccp.units import parse_duration
 
     summary = run_sweep(sweep, out=out, quick=quick, work_dir=work_dir, isolate=not no_isolate,

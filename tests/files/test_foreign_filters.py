@@ -20,8 +20,8 @@ from ccp.config.filters import (
     parse_filters,
     pipeline_from_dcpl,
 )
-from ccp.run import run_sweep
 from ccp.errors import ConfigError
+from ccp.run import run_sweep
 
 DATA = np.arange(40 * 100, dtype="<f4").reshape(40, 100)
 

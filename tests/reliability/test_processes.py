@@ -10,10 +10,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ccp.run import job as run_job
-from ccp.run import run_sweep
 from ccp.config.sweep import load_sweep
 from ccp.matrix.cells import expand
+from ccp.run import job as run_job
+from ccp.run import run_sweep
 from ccp.workload.source import describe_source
 
 from .conftest import ccp_cmd, ccp_env

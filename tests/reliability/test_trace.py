@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 
 from ccp.config.sweep import load_sweep
-from ccp.run import run_sweep
 from ccp.matrix.cells import expand
 from ccp.measurement import iolog
+from ccp.run import run_sweep
 from ccp.workload.source import describe_source
 
 
