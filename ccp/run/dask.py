@@ -21,6 +21,7 @@ from ccp.measurement.runner import measure
 from ccp.predict import Calibration
 from ccp.run.executors import Executor, SweepContext, predicted_columns
 from ccp.run.job import failed_row, job_for
+from ccp.store.row import CellRow
 from ccp.workload.source import SourceInfo
 
 
@@ -39,7 +40,7 @@ def dask_cell(sweep: Sweep, source: SourceInfo, cell: Cell, work_dir: str, quick
         row, req, io = failed_row(cell, str(exc) or type(exc).__name__), None, None
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return {**row, **predicted}, req, io
+    return row.with_columns(**predicted), req, io
 
 
 def parse_resources(text: str | None) -> dict:
@@ -79,7 +80,7 @@ class DaskExecutor(Executor):
         except (OSError, TimeoutError) as exc:
             raise CcpError(f"--scheduler {self.scheduler}: cannot connect ({exc})") from None
 
-    def run(self, todo: list[Cell], ctx: SweepContext) -> Iterator[tuple[Cell, dict]]:
+    def run(self, todo: list[Cell], ctx: SweepContext) -> Iterator[tuple[Cell, CellRow]]:
         """(cell, row) as cells finish on the cluster, in completion order; parts written here, on the client."""
         from distributed import as_completed
 

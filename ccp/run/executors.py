@@ -31,6 +31,7 @@ from ccp.run.checks import one_line
 from ccp.run.eta import EtaClock, predicted_seconds, progress_bar
 from ccp.run.job import failed_row, job_for
 from ccp.store.results import RunStore
+from ccp.store.row import CellRow
 from ccp.units import format_count, format_seconds
 from ccp.workload.source import SourceInfo
 
@@ -74,7 +75,7 @@ class Executor:
 
     name = "executor"
 
-    def run(self, todo: list[Cell], ctx: SweepContext) -> Iterator[tuple[Cell, dict]]:
+    def run(self, todo: list[Cell], ctx: SweepContext) -> Iterator[tuple[Cell, CellRow]]:
         raise NotImplementedError
 
 
@@ -83,10 +84,10 @@ class LocalExecutor(Executor):
 
     name = "local"
 
-    def measure(self, job: CellJob, ctx: SweepContext, on_progress) -> dict:
+    def measure(self, job: CellJob, ctx: SweepContext, on_progress) -> CellRow:
         raise NotImplementedError
 
-    def run(self, todo: list[Cell], ctx: SweepContext) -> Iterator[tuple[Cell, dict]]:
+    def run(self, todo: list[Cell], ctx: SweepContext) -> Iterator[tuple[Cell, CellRow]]:
         tty = ctx.stream.isatty()
         eta_clock = EtaClock(predicted_seconds(todo, ctx.source, ctx.calibration, ctx.passes))
         for k, cell in enumerate(todo):
@@ -110,14 +111,14 @@ class LocalExecutor(Executor):
             if tty:
                 status_line("", tty, ctx.stream)
                 ctx.stream.write("\r")
-            eta_clock.cell_done(k, row.get("elapsed_s"))
-            yield cell, {**row, **predicted}
+            eta_clock.cell_done(k, row.elapsed_s)
+            yield cell, row.with_columns(**predicted)
 
 
 class InlineExecutor(LocalExecutor):
     """In this process (``isolate=False``): a crash in a filter takes the sweep with it."""
 
-    def measure(self, job: CellJob, ctx: SweepContext, on_progress) -> dict:
+    def measure(self, job: CellJob, ctx: SweepContext, on_progress) -> CellRow:
         try:
             return measure_and_store(job, ctx.store, ctx.work_dir, Progress(on_progress))
         except CcpError as exc:
@@ -132,7 +133,7 @@ class ForkedExecutor(LocalExecutor):
     def __init__(self, cell_timeout: float | None = None):
         self.cell_timeout = cell_timeout
 
-    def measure(self, job: CellJob, ctx: SweepContext, on_progress) -> dict:
+    def measure(self, job: CellJob, ctx: SweepContext, on_progress) -> CellRow:
         return run_isolated(job, ctx.store, ctx.work_dir, on_progress, self.cell_timeout)
 
 
@@ -165,7 +166,7 @@ def inject_fault(cell_id: str, scratch: Path | None = None) -> None:
                 pass
 
 
-def measure_and_store(job: CellJob, store: RunStore, work_dir: Path, progress: Progress) -> dict:
+def measure_and_store(job: CellJob, store: RunStore, work_dir: Path, progress: Progress) -> CellRow:
     scratch = Path(work_dir) / "tmp" / f"{job.cell.cell_id}-{os.getpid()}"
     try:
         inject_fault(job.cell.cell_id, scratch)
@@ -231,7 +232,7 @@ def _worker(job: CellJob, store: RunStore, work_dir: Path, conn, parent_pid: int
         conn.close()
 
 
-def run_isolated(job: CellJob, store: RunStore, work_dir: Path, on_progress, timeout: float | None) -> dict:
+def run_isolated(job: CellJob, store: RunStore, work_dir: Path, on_progress, timeout: float | None) -> CellRow:
     ctx = multiprocessing.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_worker, args=(job, store, work_dir, child, os.getpid()), daemon=True)

@@ -15,9 +15,8 @@ from ccp.config.sweep import Sweep
 from ccp.matrix.cells import Cell
 from ccp.measurement.runner import CellJob
 from ccp.store.disk import check_free
-from ccp.store.schema import SCHEMA_VERSION
+from ccp.store.row import CellRow
 from ccp.store.workdir import WorkDir
-from ccp.units import shape_str
 from ccp.workload.files import ensure_layout_file, layout_path
 from ccp.workload.source import SourceInfo
 
@@ -57,10 +56,6 @@ def work_file(work_dir: Path, sweep: Sweep, source: SourceInfo, chunks, filters)
     return ensure_layout_file(work_dir, sweep, source, chunks, filters)
 
 
-def failed_row(cell: Cell, reason: str) -> dict:
+def failed_row(cell: Cell, reason: str) -> CellRow:
     """The row of a cell that was not measured: its parameters and ``failed: reason``."""
-    return {"schema_version": SCHEMA_VERSION, "cell_id": cell.cell_id, "chunks": shape_str(cell.chunks),
-            "filters": cell.filters.spec, "cache_nbytes": cell.cache.nbytes, "cache_nslots": cell.cache.nslots,
-            "cache_w0": cell.cache.w0, "op": cell.access.op, "block": shape_str(cell.access.block),
-            "order": cell.access.order_str, "random": cell.access.random, "client": cell.client,
-            "status": f"failed: {reason}"}
+    return CellRow.for_cell(cell, f"failed: {reason}")

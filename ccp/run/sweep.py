@@ -20,6 +20,7 @@ from ccp.run.checks import check_run_options, disk_needed, out_needed, prepare, 
 from ccp.run.executors import Executor, ForkedExecutor, InlineExecutor, SweepContext
 from ccp.store.disk import check_free
 from ccp.store.results import RunStore, new_run_dir
+from ccp.store.row import CellRow
 from ccp.store.schema import FINISHED
 from ccp.store.workdir import WorkDir
 from ccp.units import format_count, format_seconds
@@ -128,24 +129,24 @@ def _run_locked(sweep, source, cells, store: RunStore, doc, settings, work_dir: 
 
     def finished(cell, row):
         nonlocal failed
-        row = without_prefix_counts({**row, "traps": " | ".join(traps(cell, source))})
+        row = without_prefix_counts(row.with_columns(traps=" | ".join(traps(cell, source))))
         store.commit_row(row)
-        ok = row["status"] in FINISHED
+        ok = row.status in FINISHED
         failed += not ok
-        extrap = row["status"] == "extrapolated"
+        extrap = row.status == "extrapolated"
         tags = []
         if extrap:
-            tags.append(f"extrapolated from {row['fraction_measured']:.1%} of the requests")
+            tags.append(f"extrapolated from {row.fraction_measured:.1%} of the requests")
         if quick:
             tags.append("quick: 1 warm pass")
         if doc.get("scale") not in (None, 1):
             tags.append(f"scaled x{doc['scale']:g}")
-        if "unstable" in str(row.get("flags") or ""):
+        if "unstable" in str(row.flags or ""):
             tags.append("unstable")
-        detail = (f"{format_seconds(row['time_s'])}" + (f" ({'; '.join(tags)})" if tags else "")
-                  + (f", raw reads {format_count(row['raw_reads'])}" if row.get("raw_reads") is not None else "")
-                  + (f" on {row['host']}" if runner.name == "dask" else "")
-                  if ok else row["status"])
+        detail = (f"{format_seconds(row.time_s)}" + (f" ({'; '.join(tags)})" if tags else "")
+                  + (f", raw reads {format_count(row.raw_reads)}" if row.raw_reads is not None else "")
+                  + (f" on {row.host}" if runner.name == "dask" else "")
+                  if ok else row.status)
         echo(f"  {'extrap' if extrap else 'ok    ' if ok else 'FAILED'} {cell.label()}: {detail}")
 
     try:
@@ -164,7 +165,7 @@ IO_COUNT_COLUMNS = ("raw_reads", "raw_read_bytes", "raw_writes", "raw_write_byte
                     "meta_reads", "meta_read_bytes", "meta_writes", "meta_write_bytes")
 
 
-def without_prefix_counts(row: dict) -> dict:
+def without_prefix_counts(row: CellRow) -> CellRow:
     """An extrapolated write or copy cell's I/O counts are blanked (flag ``io-prefix-only``).
 
     The runner extrapolates per-request counts, but a write pass does most of its raw writes when the
@@ -172,7 +173,7 @@ def without_prefix_counts(row: dict) -> dict:
     raw_writes 1 instead of 10), so the counts would be smaller than the truth. Until the runner
     extrapolates the flush too, no count is better than a smaller one.
     """
-    if row.get("status") != "extrapolated" or row.get("op") not in ("write", "copy"):
+    if row.status != "extrapolated" or row.op not in ("write", "copy"):
         return row
-    flags = [f for f in str(row.get("flags") or "").split(",") if f] + ["io-prefix-only"]
-    return {**row, **dict.fromkeys(IO_COUNT_COLUMNS), "flags": ",".join(flags)}
+    flags = [f for f in str(row.flags or "").split(",") if f] + ["io-prefix-only"]
+    return row.with_columns(**dict.fromkeys(IO_COUNT_COLUMNS), flags=",".join(flags))

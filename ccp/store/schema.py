@@ -13,6 +13,23 @@ Run folder (``results/<name>/<run-id>/``):
 SCHEMA_VERSION = 2
 FINISHED = ("ok", "extrapolated")   # statuses of a cell a rerun does not measure again
 
+# Stability thresholds: the one place they are defined. The runner flags a cell with them when it measures it
+# (``flags``); the report reads the flags and names the thresholds, it does not apply them again.
+UNSTABLE_SPREAD = 1.5     # slowest pass / fastest pass above this: "unstable"
+SHORT_REQUEST_S = 2e-6    # median request below 2 us: "short". A perf_counter_ns read costs ~50 ns, and one
+#                           request below 2 us is also where page faults and the CPU's clock changes (a few us)
+#                           swamp it: pass totals stay exact, single request times do not.
+
+
+def stability_flags(repeats: int, spread: float, request_s_median: float) -> list[str]:
+    """``unstable`` (passes spread by more than UNSTABLE_SPREAD) and ``short`` (median request under SHORT_REQUEST_S)."""
+    flags = []
+    if repeats > 1 and spread > UNSTABLE_SPREAD:
+        flags.append("unstable")
+    if request_s_median < SHORT_REQUEST_S:
+        flags.append("short")
+    return flags
+
 # One row per cell. Times in seconds; counts and bytes from the traced pass.
 CELL_COLUMNS = [
     "schema_version",
