@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ccp.predict import calibrate, predict_cell, stored_chunk_sizes, traps
 from ccp.run.checks import prepare
-from ccp.units import shape_str
+from ccp.store.row import cell_columns
 from ccp.workload.files import layout_path
 
 
@@ -27,10 +27,8 @@ def plan_sweep(sweep_path, work_dir: Path | None = None) -> list[dict]:
                 stored = stored_chunk_sizes(f, sweep.dataset.path) if f.exists() else None
         p = predict_cell(cell, source, cal, stored)
         rows.append({
-            "cell_id": cell.cell_id, "chunks": shape_str(cell.chunks), "filters": cell.filters.spec,
-            "cache_nbytes": cell.cache.nbytes, "cache_nslots": cell.cache.nslots, "cache_w0": cell.cache.w0,
-            "op": cell.access.op, "block": shape_str(cell.access.block), "order": cell.access.order_str,
-            "random": cell.access.random, "client": cell.client, "requests": p["predicted_requests"], "raw_reads": p["predicted_raw_reads"],
+            **{k: v for k, v in cell_columns(cell).items() if k != "schema_version"},   # named as in cells.csv
+            "requests": p["predicted_requests"], "raw_reads": p["predicted_raw_reads"],
             "raw_read_bytes": p["predicted_raw_read_bytes"], "raw_writes": p["predicted_raw_writes"],
             "raw_write_bytes": p["predicted_raw_write_bytes"], "chunk_loads": p["predicted_chunk_loads"],
             "time_s": p["predicted_time_s"] * sweep.repeats, "traps": traps(cell, source),
