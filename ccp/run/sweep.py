@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -73,7 +74,7 @@ def choose_executor(executor: str | Executor = "local", *, isolate: bool = True,
 
 def run_sweep(sweep_path, *, out: Path | None = None, quick: bool = False, results_root: Path = Path("results"),
               work_dir: Path | None = None, isolate: bool = True, cell_timeout: float | None = None,
-              report: bool = True, echo=print, stream=None, executor: str | Executor = "local", scheduler=None,
+              report: Callable[[Path], Path] | None = None, echo=print, stream=None, executor: str | Executor = "local", scheduler=None,
               resources: dict | None = None, time_budget: float | None = None, scale: float | None = None,
               warn=None) -> RunSummary:
     stream = stream or sys.stderr
@@ -155,9 +156,8 @@ def _run_locked(sweep, source, cells, store: RunStore, doc, settings, work_dir: 
     finally:
         store.finalize()     # also when interrupted: cells.parquet matches cells.csv
     summary = RunSummary(run_dir, len(cells), len(todo), len(cells) - len(todo), failed)
-    if report:
-        from ccp.report import write_report
-        summary.report = write_report(run_dir)
+    if report:            # the caller's report writer (the CLI's is ccp.report.write_report): the report reads runs
+        summary.report = report(run_dir)
     return summary
 
 
