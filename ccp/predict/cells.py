@@ -59,7 +59,7 @@ def stored_chunk_sizes(path, dataset_path: str) -> ChunkIndex:
             return ChunkIndex(chunked=False, storage_allocated=dsid.get_storage_size() > 0)
         chunks = dcpl.get_chunk()
         grid = int(np.prod([-(-s // c) for s, c in zip(dsid.shape, chunks)], dtype=np.int64))
-        sizes = {}
+        sizes: dict[tuple[int, ...], int] = {}
         if dsid.get_num_chunks():
             dsid.chunk_iter(lambda info: sizes.__setitem__(tuple(info.chunk_offset), info.size))
         return ChunkIndex(sizes, nchunks_grid=grid)
@@ -147,6 +147,7 @@ def _sessions(parts):
         rows.append(req)
         ops.append(p.ops[:-1])
         carry = p.counts[-1]
+    assert carry is not None     # parts is never empty
     rows.append(carry[None, :])
     ops.append(parts[-1].ops[-1:])
     return Predictions(np.concatenate(rows), np.concatenate(ops), n)
@@ -177,7 +178,7 @@ def summarise_predictions(cell, source, preds, calibration: Calibration | None =
     return out
 
 
-def predict_job(job: CellJob, calibration: Calibration | None, *, classes: bool = True) -> tuple[dict, object]:
+def predict_job(job: CellJob, calibration: Calibration | None, *, classes: bool = True) -> tuple[dict, np.ndarray | None]:
     """The model's ``predicted_*`` columns for a cell's job and, with ``classes``, its per-request cost classes.
 
     A read cell's prediction uses its file's chunk index (the stored size of each chunk). The compiled

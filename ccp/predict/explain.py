@@ -43,7 +43,7 @@ def _dims(text) -> list[int] | None:
 
 def chunk_traps(chunk_bytes: int, filters, cache_nbytes: int | None = None) -> list[str]:
     """What a stored dataset's chunk size is a known way to be slow with (no access pattern known: `ccp inspect`)."""
-    out = []
+    out: list[str] = []
     if not chunk_bytes:
         return out
     if cache_nbytes is not None and chunk_bytes > cache_nbytes:
@@ -64,7 +64,7 @@ def traps(cell, source, max_requests: int = 256) -> list[str]:
     """What in this cell's layout, cache and access pattern is a known way to be slow."""
     from ccp.model import ChunkGrid
 
-    out = []
+    out: list[str] = []
     if cell.chunks is None:
         return out
     itemsize = np.dtype(source.dtype).itemsize

@@ -124,31 +124,45 @@ class CellRow:
 
 
 class _Cache(Protocol):
-    nbytes: int
-    nslots: int
-    w0: float
+    @property
+    def nbytes(self) -> int: ...
+    @property
+    def nslots(self) -> int: ...
+    @property
+    def w0(self) -> float: ...
 
 
 class _Access(Protocol):
-    op: str
-    block: tuple[int, ...]
-    order_str: str
-    random: int
+    @property
+    def op(self) -> str: ...
+    @property
+    def block(self) -> tuple[int, ...]: ...
+    @property
+    def order_str(self) -> str: ...
+    @property
+    def random(self) -> int: ...
 
 
 class _Filters(Protocol):
-    spec: str
+    @property
+    def spec(self) -> str: ...
 
 
 class _CellLike(Protocol):
     """What a row needs of a matrix cell (:class:`ccp.matrix.cells.Cell`; the store does not import the matrix)."""
 
-    cell_id: str
-    chunks: tuple[int, ...] | None
-    filters: _Filters
-    cache: _Cache
-    access: _Access
-    client: str
+    @property
+    def cell_id(self) -> str: ...
+    @property
+    def chunks(self) -> tuple[int, ...] | None: ...
+    @property
+    def filters(self) -> _Filters: ...
+    @property
+    def cache(self) -> _Cache: ...
+    @property
+    def access(self) -> _Access: ...
+    @property
+    def client(self) -> str: ...
 
 
 def cell_columns(cell: _CellLike) -> dict[str, Any]:
