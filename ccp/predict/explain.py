@@ -47,9 +47,9 @@ def chunk_traps(chunk_bytes: int, filters, cache_nbytes: int | None = None) -> l
     if not chunk_bytes:
         return out
     if cache_nbytes is not None and chunk_bytes > cache_nbytes:
-        out.append(f"a chunk ({format_bytes(chunk_bytes)}) is larger than the chunk cache ({format_bytes(cache_nbytes)}): "
-                   + ("every partial read decompresses the whole chunk again" if not filters.is_none else
-                      "partial reads bypass the cache and go to the file"))
+        # `ccp advise` (the reader's cache is known): the words its users and tests know
+        out.append(f"a chunk ({format_bytes(chunk_bytes)}) is larger than the cache ({format_bytes(cache_nbytes)}), so HDF5 cannot "
+                   "keep it between requests" + (": every request decompresses its chunk again" if not filters.is_none else ""))
     elif cache_nbytes is None:
         if chunk_bytes > HDF5_2X_DEFAULT_CACHE:
             out.append(f"a chunk ({format_bytes(chunk_bytes)}) is larger than HDF5's default chunk cache in every version "

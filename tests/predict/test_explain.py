@@ -24,8 +24,8 @@ MIB = 1024 * 1024
 
 
 @pytest.mark.parametrize("chunk_bytes, spec, cache, expect", [
-    (4 * MIB, "gzip:1", 1 * MIB, "every partial read decompresses the whole chunk again"),
-    (4 * MIB, "none", 1 * MIB, "partial reads bypass the cache"),
+    (4 * MIB, "gzip:1", 1 * MIB, "cannot keep it between requests: every request decompresses its chunk again"),
+    (4 * MIB, "none", 1 * MIB, "so HDF5 cannot keep it between requests"),
     (16 * MIB, "gzip:1", None, "larger than HDF5's default chunk cache in every version"),
     (4 * MIB, "gzip:1", None, "though it fits HDF5 2.0's (8 MiB)"),
     (512 * 1024, "gzip:1", None, None),
