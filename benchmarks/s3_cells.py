@@ -64,10 +64,10 @@ def main() -> None:
     from h5py import h5f
 
     from ccp.config.sweep import parse_sweep
-    from ccp.engine import _work_file
     from ccp.hdf5.dataset import describe_source
     from ccp.matrix.cells import expand
     from ccp.measurement.pagecache import drop_file
+    from ccp.run.job import work_file as _work_file
     from ccp.workload.requests import plan_for
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from ccp.engine import run_sweep
+from ccp.run import run_sweep
 from ccp.units import parse_duration
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from ccp.engine import prepare, run_sweep
+from ccp.run import prepare, run_sweep
 from ccp.store.schema import FINISHED
 from ccp.tune.tune import tune
 from ccp.units import parse_duration, parse_size

@@ -19,7 +19,7 @@ from ccp.config.sweep import AccessSpec, CacheSpec
 from ccp.errors import CcpError
 from ccp.matrix.cells import Cell
 from ccp.model import summarise
-from ccp.plan import calibrate, predict_requests, stored_chunk_sizes
+from ccp.predict import calibrate, chunk_traps, predict_requests, stored_chunk_sizes
 from ccp.units import format_bytes, format_count, format_seconds, shape_str
 from ccp.workload.requests import plan_for
 
@@ -170,8 +170,8 @@ def _min_loads(source) -> int:
 
 
 def measure_option(opt: Option, path: Path, dset: str, source, budget: float, tmp: Path) -> dict:
-    from ccp.engine import predict as predict_classes
     from ccp.measurement.runner import CellJob, measure
+    from ccp.predict import predict_job as predict_classes
     from ccp.workload.datagen import DatasetReader
     from ccp.workload.files import write_layout_file
 
@@ -310,9 +310,8 @@ def advise(path, dset: str, block, cache: CacheSpec, memory: int, budget: float,
     echo(f"  {cur.loads / cur.requests:.3g} chunk loads per request ({format_count(cur.loads)} in all, "
          f"{format_count(_min_loads(source))} chunks in the dataset); {decoded / delivered:.3g} bytes "
          f"{'decoded' if not source.filters.is_none else 'read'} per byte delivered; predicted {format_seconds(cur.time_s)}")
-    if chunk_bytes > cache.nbytes:
-        echo(f"  why: a chunk ({format_bytes(chunk_bytes)}) is larger than the cache ({format_bytes(cache.nbytes)}), so HDF5 cannot "
-             "keep it between requests" + (": every request decompresses its chunk again" if not source.filters.is_none else ""))
+    for why in chunk_traps(chunk_bytes, source.filters, cache.nbytes):     # the one "why is this slow" (ccp.predict.explain)
+        echo(f"  why: {why}")
     cures = rank(opts[1:])
     if not cures:
         echo(f"No cure is predicted faster than the current setting by {MIN_SPEEDUP:g}x or more: the layout and cache suit "

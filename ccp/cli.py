@@ -123,12 +123,13 @@ def run(sweep, out, quick, work_dir, cell_timeout, no_isolate, no_report, execut
       ccp run sweep.yaml --executor dask --scheduler tcp://head:8786
       ccp run configs/cris.yaml --scale 0.25 --quick        # a small, fast look
     """
-    from ccp.cluster import parse_resources
-    from ccp.engine import run_sweep
+    from ccp.report import write_report
+    from ccp.run import run_sweep
+    from ccp.run.dask import parse_resources
     from ccp.units import parse_duration
 
     summary = run_sweep(sweep, out=out, quick=quick, work_dir=work_dir, isolate=not no_isolate,
-                        cell_timeout=cell_timeout, report=not no_report, echo=click.echo, executor=executor,
+                        cell_timeout=cell_timeout, report=None if no_report else write_report, echo=click.echo, executor=executor,
                         scheduler=scheduler, resources=parse_resources(resources) if executor == "dask" else None,
                         time_budget=parse_duration(time_budget, "--time-budget") if time_budget is not None else None,
                         scale=scale, warn=lambda line: click.echo(line, err=True))
@@ -221,7 +222,7 @@ def check(sweep, scale):
     Example:
       ccp check configs/quickstart.yaml
     """
-    from ccp.engine import prepare, scale_warnings
+    from ccp.run import prepare, scale_warnings
 
     sw, source, cells = prepare(sweep, scale)
     for line in scale_warnings(sweep, scale):
@@ -282,8 +283,9 @@ def plan(sweep, as_json, work_dir):
       ccp plan configs/cris.yaml
       ccp plan configs/cris.yaml --json | jq '.[] | {block, cache_nbytes, raw_reads}'
     """
-    from ccp.engine import calibration_dir, prepare, request_count
-    from ccp.plan import plan_sweep
+    from ccp.predict import calibration_dir
+    from ccp.run import prepare, request_count
+    from ccp.run.plan import plan_sweep
     from ccp.store.workdir import WorkDir
     from ccp.units import format_bytes, format_count, format_seconds
 

@@ -7,11 +7,8 @@ from pathlib import Path
 import numpy as np
 
 from ccp.errors import CcpError
-from ccp.hdf5.defaults import CACHE_1X, CACHE_2X
+from ccp.predict.explain import chunk_traps as traps
 from ccp.units import format_bytes, format_count, shape_str
-
-HDF5_1X_DEFAULT_CACHE = CACHE_1X.nbytes
-HDF5_2X_DEFAULT_CACHE = CACHE_2X.nbytes
 
 
 def describe_dataset(dset) -> dict:
@@ -123,24 +120,6 @@ def _attributes(obj) -> list[dict]:
         except (RuntimeError, ValueError, TypeError, KeyError, OSError) as exc:
             out.append({"name": f"#{i}", "type": f"unreadable ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})",
                         "shape": None, "numpy": False})
-    return out
-
-
-def traps(chunk_bytes: int, filters, cache_nbytes: int | None = None) -> list[str]:
-    out = []
-    if not chunk_bytes:
-        return out
-    if cache_nbytes is not None and chunk_bytes > cache_nbytes:
-        out.append(f"a chunk ({format_bytes(chunk_bytes)}) is larger than the chunk cache ({format_bytes(cache_nbytes)}): "
-                   + ("every partial read decompresses the whole chunk again" if not filters.is_none else
-                      "partial reads bypass the cache and go to the file"))
-    elif cache_nbytes is None:
-        if chunk_bytes > HDF5_2X_DEFAULT_CACHE:
-            out.append(f"a chunk ({format_bytes(chunk_bytes)}) is larger than HDF5's default chunk cache in every version "
-                       f"(1 MiB in 1.x, 8 MiB in 2.0): readers that read less than a chunk at a time pay for the whole chunk each time")
-        elif chunk_bytes > HDF5_1X_DEFAULT_CACHE:
-            out.append(f"a chunk ({format_bytes(chunk_bytes)}) is larger than HDF5 1.x's default chunk cache (1 MiB) "
-                       f"though it fits HDF5 2.0's (8 MiB): the same reader can be fast or very slow depending on the library version")
     return out
 
 

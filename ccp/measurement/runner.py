@@ -11,21 +11,28 @@ import socket
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+import pandas as pd
 
 from ccp.hdf5 import plists
 from ccp.measurement import iolog
 from ccp.measurement.pagecache import drop_file
-from ccp.store.schema import REQUEST_COLUMNS, SCHEMA_VERSION
+from ccp.store.row import CellRow
+from ccp.store.schema import REQUEST_COLUMNS, SCHEMA_VERSION, stability_flags
 from ccp.units import shape_str
 
-UNSTABLE_SPREAD = 1.5      # max/min over passes above this: flagged "unstable"
-SHORT_REQUEST_S = 2e-6     # median request below this: flagged "short" (timer cost is ~0.05 us)
+if TYPE_CHECKING:
+    from ccp.config.sweep import GenerateSpec
+    from ccp.hdf5.dataset import DatasetInfo
+    from ccp.matrix.cells import Cell
+
 IO_TRACE_MAX = 2_000_000   # file-level operations kept per cell in io.parquet (counts are always exact)
 
 
@@ -46,11 +53,11 @@ class PassTiming:
 class CellJob:
     """Everything a worker needs to measure one cell (picklable)."""
 
-    cell: object            # ccp.matrix.cells.Cell
+    cell: Cell
     file: str               # the work file (reads) or the folder for pass files (writes)
     dataset_path: str
-    source: object          # ccp.hdf5.dataset.DatasetInfo
-    generate: object        # GenerateSpec or None
+    source: DatasetInfo
+    generate: GenerateSpec | None
     user_file: str | None   # the user's file, read-only data for write cells
     repeats: int
     cold: bool
@@ -58,7 +65,7 @@ class CellJob:
     repack_s: float = float("nan")
     max_requests: int | None = None  # measure only this prefix
     time_budget: float | None = None # seconds for the cell's passes; past it, measure a prefix and extrapolate
-    request_class: object = None     # np.ndarray: per request, a class of like cost (from the model), for extrapolation
+    request_class: np.ndarray | None = None  # np.ndarray: per request, a class of like cost (from the model), for extrapolation
 
 
 class Progress:
@@ -315,38 +322,69 @@ def client_loops(job: CellJob):
     return read_pass, write_pass, []
 
 
-def measure(job: CellJob, scratch: Path, progress: Progress | None = None):
-    """Run a cell. Returns (cell_row: dict, requests: DataFrame, io: DataFrame)."""
-    import pandas as pd
-
+def measure(job: CellJob, scratch: Path, progress: Progress | None = None) -> tuple[CellRow, pd.DataFrame, pd.DataFrame | None]:
+    """Run a cell: its timed passes, its traced pass, then its row. Returns (row, requests table, io table or None)."""
     from ccp.workload.requests import plan_for
 
     progress = progress or Progress()
-    cell, source = job.cell, job.source
-    client = getattr(cell, "client", "h5py-lowlevel")
-    read_loop, write_loop, client_flags = client_loops(job)
+    cell = job.cell
     started = datetime.now(UTC).isoformat(timespec="seconds")
     t_cell = time.perf_counter()
-    plan = plan_for(cell.access, source.shape)
-    reopen_before = tuple(int(r) for r in plan.reopen_before) if plan.reopen_before is not None else ()
-    if reopen_before and cell.access.op == "read":   # a replay that lost its cache: the low-level loop reopens
-        if client != "h5py-lowlevel":
-            client_flags = [*client_flags, "reopens-lowlevel"]
-        read_loop = partial(read_pass, reopen_before=reopen_before)
-    elif reopen_before:
-        client_flags = [*client_flags, "reopens-ignored"]
+    plan = plan_for(cell.access, job.source.shape)
+    loops = _loops(job, plan)
     starts = [tuple(int(x) for x in s) for s in plan.starts]
     counts = [tuple(int(x) for x in c) for c in plan.counts]
     if job.max_requests is not None:
         starts, counts = starts[:job.max_requests], counts[:job.max_requests]
-    is_write = cell.access.op in ("write", "copy")     # both create the dataset in the cell's layout
+    n_full = len(starts)
     data = _data_source(job) if cell.access.op == "write" else None
     scratch = Path(scratch)
     scratch.mkdir(parents=True, exist_ok=True)
+    passes = timed_passes(job, loops, data, starts, counts, scratch, progress)
+    starts = starts[:passes.measured]          # over budget: the traced pass measures the same prefix
+    counts = counts[:passes.measured]
+    trace = traced_pass(job, loops, data, starts, counts, scratch, progress) if job.trace else None
+    req_df = request_table(cell.cell_id, passes.timings, trace, starts)
+    row = cell_row(job, passes, trace, n_full, loops.flags, started)
+    return row.with_columns(elapsed_s=time.perf_counter() - t_cell), req_df, trace.io if trace else None
 
+
+@dataclass(frozen=True)
+class Loops:
+    """The cell's client's read and write loops, and the flags that say where they fell back."""
+
+    read: Callable
+    write: Callable
+    flags: tuple[str, ...]
+
+
+def _loops(job: CellJob, plan) -> Loops:
+    client = job.cell.client
+    read_loop, write_loop, flags = client_loops(job)
+    reopen_before = tuple(int(r) for r in plan.reopen_before) if plan.reopen_before is not None else ()
+    if reopen_before and job.cell.access.op == "read":   # a replay that lost its cache: the low-level loop reopens
+        if client != "h5py-lowlevel":
+            flags = [*flags, "reopens-lowlevel"]
+        read_loop = partial(read_pass, reopen_before=reopen_before)
+    elif reopen_before:
+        flags = [*flags, "reopens-ignored"]
+    return Loops(read_loop, write_loop, tuple(flags))
+
+
+@dataclass(frozen=True)
+class TimedPasses:
+    timings: list[PassTiming]
+    measured: int                  # requests each pass measured (fewer than planned when over the time budget)
+    storage: int | None            # write and copy cells: the last pass's dataset storage and file size
+    file_bytes: int | None
+
+
+def timed_passes(job: CellJob, loops: Loops, data, starts, counts, scratch: Path, progress: Progress) -> TimedPasses:
+    """The untraced passes whose times are the cell's; the first one stops at the time budget, the rest follow its prefix."""
+    cell = job.cell
+    is_write = cell.access.op in ("write", "copy")     # both create the dataset in the cell's layout
     timings: list[PassTiming] = []
     storage = file_bytes = None
-    n_full = len(starts)
     per_pass_s = job.time_budget / (job.repeats + job.trace) if job.time_budget else None
     for p in range(job.repeats):
         deadline_ns = time.perf_counter_ns() + int(per_pass_s * 1e9) if per_pass_s and p == 0 else None
@@ -354,122 +392,130 @@ def measure(job: CellJob, scratch: Path, progress: Progress | None = None):
             if job.cold and cell.access.op == "copy":
                 drop_file(target(job)[0])
             out = scratch / f"pass{p}.h5"
-            t, storage = write_loop(job, data, starts, counts, out, traced=False, log_path=None, progress=progress,
-                                    deadline_ns=deadline_ns)
+            t, storage = loops.write(job, data, starts, counts, out, traced=False, log_path=None, progress=progress,
+                                     deadline_ns=deadline_ns)
             file_bytes = out.stat().st_size
             if p < job.repeats - 1:
                 out.unlink()
         else:
             if job.cold:
                 drop_file(target(job)[0])
-            t = read_loop(job, starts, counts, traced=False, log_path=None, progress=progress, deadline_ns=deadline_ns)
+            t = loops.read(job, starts, counts, traced=False, log_path=None, progress=progress, deadline_ns=deadline_ns)
         timings.append(t)
         if len(t.request_ns) < len(starts):      # over budget: every later pass measures this prefix
             starts, counts = starts[:len(t.request_ns)], counts[:len(t.request_ns)]
+    return TimedPasses(timings, len(starts), storage, file_bytes)
 
-    io_df = None
-    io_counts = None
-    io_truncated = False
-    traced = None
-    if job.trace:
-        log_path = scratch / "trace.log"
-        log_path.unlink(missing_ok=True)
-        src_log = scratch / "source.log"
-        if is_write:
-            traced, _ = write_loop(job, data, starts, counts, scratch / "traced.h5", traced=True, log_path=log_path,
-                                   progress=progress, src_log=src_log)
-            (scratch / "traced.h5").unlink(missing_ok=True)
-        else:
-            if job.cold:
-                drop_file(target(job)[0])
-            traced = read_loop(job, starts, counts, traced=True, log_path=log_path, progress=progress)
-        ops = iolog.parse_log(log_path)
-        if src_log.exists():           # a copy: the source file's reads belong to the same requests
-            ops = iolog.merge(ops, iolog.parse_log(src_log))
-            src_log.unlink()
-        log_path.unlink(missing_ok=True)
-        ws = np.array([w[0] for w in traced.windows], dtype=np.int64)
-        we = np.array([w[1] for w in traced.windows], dtype=np.int64)
-        owner = iolog.attribute(ops, ws, we)
-        io_counts = iolog.count_by_window(ops, owner, len(traced.windows))
-        nreq = len(starts)
-        phase_of = np.array(["file", "open"] + ["request"] * nreq + ["close"], dtype=object)
-        req_of = np.concatenate([[-1, -1], np.arange(nreq), [nreq]])
-        keep = slice(0, IO_TRACE_MAX)     # counts above are exact; the stored trace is capped
-        io_df = pd.DataFrame({
-            "schema_version": SCHEMA_VERSION, "cell_id": cell.cell_id, "seq": np.arange(len(ops))[keep],
-            "phase": phase_of[owner[keep] + 1], "request": req_of[owner[keep] + 1],
-            "kind": np.where(ops.is_write[keep], "write", "read"), "mem_type": ops.mem_type[keep],
-            "offset": ops.offset[keep], "size": ops.size[keep],
-            "t_s": (ops.t_us[keep] - (ws[0] // 1000 if len(ws) else 0)) / 1e6,
-        })
-        io_truncated = len(ops) > IO_TRACE_MAX
-        whole = iolog.totals(ops)
 
-    # requests table: timed passes, then the traced pass with its I/O counts
-    parts = [_request_rows(cell.cell_id, p, t, starts) for p, t in enumerate(timings)]
+@dataclass(frozen=True)
+class Trace:
+    """The traced pass: its timing, the file operations of each window, and the stored I/O table."""
+
+    timing: PassTiming
+    counts: dict                   # column -> per-window counts (file, open, requests..., close)
+    whole: dict                    # column -> the pass's totals
+    io: pd.DataFrame
+    truncated: bool                # the stored table holds the first IO_TRACE_MAX operations only
+
+
+def traced_pass(job: CellJob, loops: Loops, data, starts, counts, scratch: Path, progress: Progress) -> Trace:
+    """One more pass with HDF5's log driver: every file operation, attributed to the request that made it."""
+    cell = job.cell
+    log_path = scratch / "trace.log"
+    log_path.unlink(missing_ok=True)
+    src_log = scratch / "source.log"
+    if cell.access.op in ("write", "copy"):
+        traced, _ = loops.write(job, data, starts, counts, scratch / "traced.h5", traced=True, log_path=log_path,
+                                progress=progress, src_log=src_log)
+        (scratch / "traced.h5").unlink(missing_ok=True)
+    else:
+        if job.cold:
+            drop_file(target(job)[0])
+        traced = loops.read(job, starts, counts, traced=True, log_path=log_path, progress=progress)
+    ops = iolog.parse_log(log_path)
+    if src_log.exists():           # a copy: the source file's reads belong to the same requests
+        ops = iolog.merge(ops, iolog.parse_log(src_log))
+        src_log.unlink()
+    log_path.unlink(missing_ok=True)
+    ws = np.array([w[0] for w in traced.windows], dtype=np.int64)
+    we = np.array([w[1] for w in traced.windows], dtype=np.int64)
+    owner = iolog.attribute(ops, ws, we)
+    io_counts = iolog.count_by_window(ops, owner, len(traced.windows))
+    nreq = len(starts)
+    phase_of = np.array(["file", "open"] + ["request"] * nreq + ["close"], dtype=object)
+    req_of = np.concatenate([[-1, -1], np.arange(nreq), [nreq]])
+    keep = slice(0, IO_TRACE_MAX)     # counts above are exact; the stored trace is capped
+    io_df = pd.DataFrame({
+        "schema_version": SCHEMA_VERSION, "cell_id": cell.cell_id, "seq": np.arange(len(ops))[keep],
+        "phase": phase_of[owner[keep] + 1], "request": req_of[owner[keep] + 1],
+        "kind": np.where(ops.is_write[keep], "write", "read"), "mem_type": ops.mem_type[keep],
+        "offset": ops.offset[keep], "size": ops.size[keep],
+        "t_s": (ops.t_us[keep] - (ws[0] // 1000 if len(ws) else 0)) / 1e6,
+    })
+    return Trace(traced, io_counts, iolog.totals(ops), io_df, len(ops) > IO_TRACE_MAX)
+
+
+def request_table(cell_id: str, timings: list[PassTiming], trace: Trace | None, starts) -> pd.DataFrame:
+    """The requests table: timed passes, then the traced pass with its I/O counts."""
+    parts = [_request_rows(cell_id, p, t, starts) for p, t in enumerate(timings)]
     req_df = pd.concat([pd.DataFrame(part) for part in parts], ignore_index=True)
-    if traced is not None:
-        tr = pd.DataFrame(_request_rows(cell.cell_id, -1, traced, starts))
-        for k, v in io_counts.items():
+    if trace is not None:
+        tr = pd.DataFrame(_request_rows(cell_id, -1, trace.timing, starts))
+        for k, v in trace.counts.items():
             tr[k] = v
         req_df = pd.concat([req_df, tr], ignore_index=True)
     req_df.insert(0, "schema_version", SCHEMA_VERSION)
     for k in REQUEST_COLUMNS[7:]:       # I/O counts: only the traced pass has them; same dtype in every part
         req_df[k] = req_df[k].astype("Int64") if k in req_df else pd.array([pd.NA] * len(req_df), dtype="Int64")
-    req_df = req_df[REQUEST_COLUMNS]
+    return req_df[REQUEST_COLUMNS]
 
-    k = len(starts)
+
+def cell_row(job: CellJob, passes: TimedPasses, trace: Trace | None, n_full: int, client_flags, started: str) -> CellRow:
+    """The cell's row from its passes: median time and spread, flags, sizes; a measured prefix extrapolated."""
+    cell, source = job.cell, job.source
+    timings, k = passes.timings, passes.measured
+    is_write = cell.access.op in ("write", "copy")
     extrapolated = k < n_full
+    whole = dict(trace.whole) if trace is not None else None
     if extrapolated:
         classes = np.asarray(job.request_class if job.request_class is not None else np.zeros(n_full, np.int64))
         totals = [(t.open_ns + t.close_ns + _extrapolate(classes, k, t.request_ns)) / 1e9 for t in timings]
-        if job.trace:
+        if trace is not None and whole is not None:
             for name in list(whole):
-                per_req = io_counts[name][1:k + 1]
+                per_req = trace.counts[name][1:k + 1]
                 whole[name] = round(whole[name] - per_req.sum() + _extrapolate(classes, k, per_req))
     else:
         totals = [t.total_s for t in timings]
-    all_req = np.concatenate([t.request_ns for t in timings]) / 1e9 if starts else np.array([0.0])
+    all_req = np.concatenate([t.request_ns for t in timings]) / 1e9 if k else np.array([0.0])
     chunk_bytes = int(np.prod(cell.chunks, dtype=np.int64)) * np.dtype(source.dtype).itemsize if cell.chunks else 0
     nchunks = int(np.prod([-(-s // c) for s, c in zip(source.shape, cell.chunks)], dtype=np.int64)) if cell.chunks else 0
     logical = int(np.prod(source.shape, dtype=np.int64)) * np.dtype(source.dtype).itemsize
+    storage, file_bytes = passes.storage, passes.file_bytes
     if not is_write:
         storage, file_bytes = _storage_of(*target(job)), os.path.getsize(target(job)[0])
     time_s = statistics.median(totals)
     spread = max(totals) / min(totals) if min(totals) > 0 else float("nan")
     req_median = float(np.median(all_req))
-    flags = list(client_flags)
-    if job.repeats > 1 and spread > UNSTABLE_SPREAD:
-        flags.append("unstable")
-    if req_median < SHORT_REQUEST_S:
-        flags.append("short")
+    flags = list(client_flags) + stability_flags(job.repeats, spread, req_median)
     if job.max_requests is not None or extrapolated:
         flags.append("partial")
-    if io_truncated:
+    if trace is not None and trace.truncated:
         flags.append("io-trace-truncated")
-    row = {
-        "schema_version": SCHEMA_VERSION, "cell_id": cell.cell_id, "chunks": shape_str(cell.chunks),
-        "filters": cell.filters.spec, "cache_nbytes": None, "cache_nslots": None, "cache_w0": None,
-        "op": cell.access.op, "block": shape_str(cell.access.block), "order": cell.access.order_str,
-        "random": cell.access.random, "client": client, "requests": n_full, "repeats": job.repeats, "cold": job.cold and cell.access.op != "write",
-        "time_s": time_s, "time_s_min": min(totals), "time_s_max": max(totals),
-        "first_request_s": float(np.median([t.request_ns[0] for t in timings])) / 1e9 if starts else float("nan"),
-        "request_s_median": req_median,
-        "open_s": float(np.median([t.open_ns for t in timings])) / 1e9,
-        "close_s": float(np.median([t.close_ns for t in timings])) / 1e9,
-        "chunk_bytes": chunk_bytes, "nchunks": nchunks, "file_bytes": file_bytes, "storage_bytes": storage,
-        "logical_bytes": logical, "compression_ratio": logical / storage if storage else float("nan"),
-        "repack_s": job.repack_s, "spread": spread, "flags": ",".join(flags),
-        "status": "extrapolated" if extrapolated else "ok", "fraction_measured": k / n_full if n_full else 1.0,
-        "dataset_file": job.file, "host": socket.gethostname(), "started_at": started,
-    }
     nslots, nbytes, w0 = timings[0].cache
-    row.update(cache_nbytes=int(nbytes), cache_nslots=int(nslots), cache_w0=float(w0))
-    if job.trace:
-        row.update(whole)
-    row["elapsed_s"] = time.perf_counter() - t_cell
-    return row, req_df, io_df
+    return CellRow.for_cell(
+        cell, "extrapolated" if extrapolated else "ok",
+        cache_nbytes=int(nbytes), cache_nslots=int(nslots), cache_w0=float(w0),
+        requests=n_full, repeats=job.repeats, cold=job.cold and cell.access.op != "write",
+        time_s=time_s, time_s_min=min(totals), time_s_max=max(totals),
+        first_request_s=float(np.median([t.request_ns[0] for t in timings])) / 1e9 if k else float("nan"),
+        request_s_median=req_median,
+        open_s=float(np.median([t.open_ns for t in timings])) / 1e9,
+        close_s=float(np.median([t.close_ns for t in timings])) / 1e9,
+        chunk_bytes=chunk_bytes, nchunks=nchunks, file_bytes=file_bytes, storage_bytes=storage,
+        logical_bytes=logical, compression_ratio=logical / storage if storage else float("nan"),
+        repack_s=job.repack_s, spread=spread, flags=",".join(flags),
+        fraction_measured=k / n_full if n_full else 1.0,
+        dataset_file=job.file, host=socket.gethostname(), started_at=started, **(whole or {}))
 
 
 def _extrapolate(classes: np.ndarray, k: int, measured: np.ndarray) -> float:

@@ -15,15 +15,9 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from ccp.store.schema import CELL_COLUMNS, FINISHED
+from ccp.store.results import read_cells
+from ccp.store.schema import CELL_COLUMNS, FINISHED, SHORT_REQUEST_S, UNSTABLE_SPREAD  # noqa: F401 -- the report names them
 from ccp.units import format_bytes
-
-# Stability thresholds (the engine flags cells with the same values in ccp.measurement.runner; the report
-# also applies them itself, so a run written before a flag existed is judged the same way).
-UNSTABLE_SPREAD = 1.5     # slowest pass / fastest pass above this: "unstable"
-SHORT_REQUEST_S = 2e-6    # median request below 2 us: "short". A perf_counter_ns read costs ~50 ns, and one
-#                           request below 2 us is also where page faults and the CPU's clock changes (a few us)
-#                           swamp it: pass totals stay exact, single request times do not.
 
 TEXT_COLUMNS = ("cell_id", "chunks", "filters", "op", "block", "order", "client", "flags", "traps", "status",
                 "dataset_file", "host", "started_at")
@@ -45,14 +39,7 @@ def finite(v) -> bool:
 
 def load_cells(run_dir: Path) -> pd.DataFrame:
     """cells.parquet (or cells.csv), every CELL_COLUMNS column present, text as str ('' for missing), numbers as float."""
-    pq, csv = run_dir / "cells.parquet", run_dir / "cells.csv"
-    if pq.exists():
-        cells = pd.read_parquet(pq)
-    elif csv.exists():
-        cells = pd.read_csv(csv, keep_default_na=False, na_values=[""])
-    else:
-        raise FileNotFoundError(f"{run_dir}: no cells.parquet or cells.csv")
-    return normalise(cells)
+    return normalise(read_cells(Path(run_dir)))
 
 
 def normalise(cells: pd.DataFrame) -> pd.DataFrame:
@@ -202,12 +189,11 @@ def requested_bytes(cell) -> float:
 
 
 def stability(cells: pd.DataFrame) -> pd.DataFrame:
-    """unstable / short, from the engine's flags or from the columns with the thresholds above."""
+    """unstable / short / partial / truncated, as the runner flagged each cell (thresholds: ccp.store.schema)."""
     flags = cells["flags"].astype(str)
     spread = cells["spread"].where(cells["spread"].notna(), cells["time_s_max"] / cells["time_s_min"])
-    repeats = cells["repeats"].fillna(2)
-    unstable = flags.str.contains("unstable") | ((spread > UNSTABLE_SPREAD) & (repeats > 1))
-    short = flags.str.contains("short") | (cells["request_s_median"] < SHORT_REQUEST_S)
+    unstable = flags.str.contains("unstable")
+    short = flags.str.contains("short")
     ok = is_ok(cells)
     return pd.DataFrame({"spread": spread, "unstable": unstable & ok, "short": short & ok,
                          "partial": flags.str.contains("partial") & ok,

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ccp.config.tables import parse_tables
+from ccp.predict.explain import cause as explain_cause
 from ccp.report import plots
 from ccp.report.data import (
     SHORT_REQUEST_S,
@@ -143,56 +144,6 @@ def _io_sentence(c) -> str:
     return s
 
 
-def _dims(text) -> list[int] | None:
-    try:
-        return [int(d) for d in str(text).split("x")]
-    except ValueError:
-        return None
-
-
-def _cause(c) -> str:
-    """A plain reason for a cell's cost, from its layout, cache and pattern (and ccp's trap check when it found one)."""
-    if isinstance(c.get("traps"), str) and c["traps"]:
-        return "ccp's trap check says: " + c["traps"]
-    chunks, filt, op = c.get("chunks", ""), c.get("filters", ""), c.get("op", "read")
-    if chunks == "contiguous":
-        return "a contiguous layout: each request moves its bytes straight from the file, no chunk cache involved"
-    block, chunk = _dims(c.get("block")), _dims(chunks)
-    if not finite(c.get("chunk_bytes")) or not block or not chunk or len(block) != len(chunk) or not finite(c.get("cache_nbytes")):
-        return ""
-    cb, cache = float(c["chunk_bytes"]), float(c["cache_nbytes"])
-    compressed = filt not in ("none", "")
-    touched = int(np.prod([-(-b // k) for b, k in zip(block, chunk)]))
-    most = int(np.prod([b // k if b % k == 0 else -(-b // k) + 1 for b, k in zip(block, chunk)]))   # unaligned starts
-    per = _per(c, "raw_writes" if op == "write" else "raw_reads")
-    moved = c["raw_write_bytes"] if op == "write" else c["raw_read_bytes"]
-    want = requested_bytes(c)
-    amp = moved / want if finite(moved) and finite(want) and want else float("nan")
-    if all(b % k == 0 for b, k in zip(block, chunk)) and (not finite(amp) or amp <= 1.2):
-        return (f"each request covers whole chunks ({touched:,} of {format_bytes(cb)}), which HDF5 moves in one operation each, "
-                "past the chunk cache")
-    if cb <= cache and (most * cb <= cache or (finite(amp) and amp <= 1.2)):
-        what = f"each request touches {touched:,} chunks ({format_bytes(touched * cb)}), which fit" if touched > 1 else \
-            "each request touches one chunk, which fits"
-        return (f"{what} the {format_bytes(cache)} chunk cache, so each chunk is "
-                f"{'read and decompressed' if compressed else 'read'} once and the requests that follow find it in memory")
-    if compressed and cb > cache:
-        return (f"its {format_bytes(cb)} compressed chunks do not fit the {format_bytes(cache)} chunk cache, so every request "
-                "that covers part of a chunk reads and decompresses the whole chunk again")
-    if cb <= cache:   # one chunk fits, the chunks of a request (or of two neighbouring requests) do not
-        again = {"write": "partly written chunks are evicted, written and read back"}.get(
-            op, f"chunks are evicted before the next request needs them and {'read and decompressed' if compressed else 'read'} again")
-        if touched > 1 and touched * cb > cache:
-            span = f"each request touches {touched:,} chunks ({format_bytes(touched * cb)}), more than the {format_bytes(cache)} cache holds"
-        else:
-            span = (f"the requests are not aligned with the {chunks} chunks: a {c['block']} request can touch up to {most:,} chunks "
-                    f"({format_bytes(most * cb)}), more than the {format_bytes(cache)} cache holds")
-        return f"{span}, so {again}"
-    return (f"its {format_bytes(cb)} chunks do not fit the {format_bytes(cache)} cache; unfiltered, HDF5 then moves just the "
-            "requested bytes straight from the file, one operation per contiguous run of them"
-            + (f" ({per:,.3g} per request here)" if finite(per) else ""))
-
-
 def explain_fastest(cells: pd.DataFrame, samples: dict | None = None, run: RunKind = PLAIN,
                     threshold: float = THRESHOLD) -> str:
     """Per access pattern: the fastest stable configuration, its ties, the cheapest change, and why (headline.py)."""
@@ -205,11 +156,11 @@ def explain_fastest(cells: pd.DataFrame, samples: dict | None = None, run: RunKi
         text = f'<p class="headline"><b>{esc(lines[0])}</b></p>' + "".join(f"<p>{esc(x)}</p>" for x in lines[1:])
         best, worst = h.winner, h.slowest
         if best is not None:
-            cause = _cause(best)
+            cause = explain_cause(best, requested_bytes(best))
             text += (f"<p><b>Why:</b> {'the fastest' if h.n > 1 else 'it'} makes {esc(_io_sentence(best))}"
                      + (f"; {esc(cause)}" if cause else "") + ".</p>")
             if h.n > 1 and worst is not None and worst["cell_id"] != best["cell_id"]:
-                cause = _cause(worst)
+                cause = explain_cause(worst, requested_bytes(worst))
                 text += f"<p>The slowest makes {esc(_io_sentence(worst))}" + (f"; {esc(cause)}" if cause else "") + ".</p>"
         parts.append(f'<div class="box {"good" if best is not None else "warn"}">{text}</div>')
     return "".join(parts)

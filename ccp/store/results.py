@@ -21,6 +21,7 @@ import pandas as pd
 import yaml
 
 from ccp.errors import CcpError
+from ccp.store.row import CellRow
 from ccp.store.schema import CELL_COLUMNS, FINISHED, SCHEMA_VERSION
 
 LOCK = ".ccp.lock"
@@ -62,9 +63,11 @@ class RunStore:
         self.io_dir = self.dir / "io.parquet"
         self._lines: dict[str, str] = {}     # cell_id -> its CSV line, in commit order
         self._status: dict[str, str] = {}
+        self._lock_fd: int | None = None
+        self._lock_pid: int | None = None
 
     # -- opening ---------------------------------------------------------
-    def check(self, sweep_name: str, dataset_identity: str, settings: dict) -> None:
+    def check(self, sweep_name: str | None, dataset_identity: str, settings: dict) -> None:
         """Refuse (one line, nothing written) a folder that is not a run of this sweep with these settings.
 
         A new or empty folder is fine; so is one holding a ccp run of the same sweep on the same data
@@ -132,7 +135,7 @@ class RunStore:
         self._lock_pid = os.getpid()
 
     def unlock(self) -> None:
-        fd = getattr(self, "_lock_fd", None)
+        fd = self._lock_fd
         if fd is None or self._lock_pid != os.getpid():     # a forked worker never releases its parent's lock
             return
         (self.dir / LOCK).unlink(missing_ok=True)
@@ -146,7 +149,7 @@ class RunStore:
         self.check(name, dataset_identity, settings)
         self.dir.mkdir(parents=True, exist_ok=True)
         meta_path = self.dir / "run.json"
-        meta = json.loads(meta_path.read_text()) if meta_path.exists() else {
+        meta: dict = json.loads(meta_path.read_text()) if meta_path.exists() else {
             "schema_version": SCHEMA_VERSION, "dataset_identity": dataset_identity}
         meta.setdefault("sweep", name)
         meta["settings"] = {**(meta.get("settings") or {}), **{k: _jsonable(v) for k, v in settings.items()}}
@@ -181,17 +184,19 @@ class RunStore:
             else:
                 part.unlink(missing_ok=True)
 
-    def commit_row(self, row: dict) -> None:
+    def commit_row(self, row: CellRow) -> None:
         """The row is the cell's commit record: once it is in cells.csv the cell is finished.
 
         cells.csv is rewritten whole (temp file, fsync, rename) from lines kept in memory, so a kill
         at any moment leaves the previous complete file or the new one; it costs well under a
         millisecond per cell even for thousands of cells.
         """
-        cid = row["cell_id"]
+        if not isinstance(row, CellRow):     # a dict would let a misspelt column through as an empty one
+            raise TypeError(f"RunStore.commit_row takes a CellRow, not {type(row).__name__}")
+        cid = row.cell_id
         self._lines.pop(cid, None)
-        self._lines[cid] = _csv_line([_csv_value(row.get(c)) for c in CELL_COLUMNS])
-        self._status[cid] = str(row.get("status"))
+        self._lines[cid] = _csv_line([_csv_value(v) for v in row.values()])
+        self._status[cid] = str(row.status)
         text = _csv_line(CELL_COLUMNS) + "".join(self._lines.values())
         _atomic_write(self.cells_csv, lambda p: p.write_text(text))
 
@@ -209,7 +214,7 @@ class RunStore:
                 _atomic_write(self.cells_parquet, lambda p: df.to_parquet(p, index=False))
 
     def cells_frame(self) -> pd.DataFrame:
-        return read_cells(self.dir)
+        return read_cells(self.dir, csv_only=True)
 
 
 def check_run_folder(run_dir: Path) -> None:
@@ -230,8 +235,15 @@ def check_run_folder(run_dir: Path) -> None:
     store.check(meta.get("sweep"), meta["dataset_identity"], {})
 
 
-def read_cells(run_dir: Path) -> pd.DataFrame:
-    return pd.read_csv(Path(run_dir) / "cells.csv", keep_default_na=False, na_values=[""])
+def read_cells(run_dir: Path, *, csv_only: bool = False) -> pd.DataFrame:
+    """The one reader of a run folder's cells: cells.parquet (written when a run ends) or else cells.csv (the
+    commit record, always current). ``csv_only``: the commit record itself (to write cells.parquet from it)."""
+    d = Path(run_dir)
+    if not csv_only and (d / "cells.parquet").exists():
+        return pd.read_parquet(d / "cells.parquet")
+    if not (d / "cells.csv").exists():
+        raise FileNotFoundError(f"{d}: no cells.parquet or cells.csv")
+    return pd.read_csv(d / "cells.csv", keep_default_na=False, na_values=[""])
 
 
 def _jsonable(v):

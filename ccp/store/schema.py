@@ -13,6 +13,23 @@ Run folder (``results/<name>/<run-id>/``):
 SCHEMA_VERSION = 2
 FINISHED = ("ok", "extrapolated")   # statuses of a cell a rerun does not measure again
 
+# Stability thresholds: the one place they are defined. The runner flags a cell with them when it measures it
+# (``flags``); the report reads the flags and names the thresholds, it does not apply them again.
+UNSTABLE_SPREAD = 1.5     # slowest pass / fastest pass above this: "unstable"
+SHORT_REQUEST_S = 2e-6    # median request below 2 us: "short". A perf_counter_ns read costs ~50 ns, and one
+#                           request below 2 us is also where page faults and the CPU's clock changes (a few us)
+#                           swamp it: pass totals stay exact, single request times do not.
+
+
+def stability_flags(repeats: int, spread: float, request_s_median: float) -> list[str]:
+    """``unstable`` (passes spread by more than UNSTABLE_SPREAD) and ``short`` (median request under SHORT_REQUEST_S)."""
+    flags = []
+    if repeats > 1 and spread > UNSTABLE_SPREAD:
+        flags.append("unstable")
+    if request_s_median < SHORT_REQUEST_S:
+        flags.append("short")
+    return flags
+
 # One row per cell. Times in seconds; counts and bytes from the traced pass.
 CELL_COLUMNS = [
     "schema_version",
@@ -43,14 +60,14 @@ CELL_COLUMNS = [
     "repack_s",           # time to lay the user's file out in this cell's layout (NaN if none)
     "spread",             # time_s_max / time_s_min
     "flags",              # "unstable", "short", ... joined by ","
-    "traps",              # known ways this layout, cache and pattern are slow (ccp.plan.traps), joined by " | "
+    "traps",              # known ways this layout, cache and pattern are slow (ccp.predict.explain.traps), joined by " | "
     "status",             # "ok", "extrapolated" (time budget: a measured prefix) or "failed: reason"
     "fraction_measured",  # requests measured / requests (1 unless extrapolated)
     "dataset_file",       # the work file measured
     "host",
     "started_at",         # ISO time the cell started
     "elapsed_s",          # wall time the whole cell took, traced pass included
-    # the chunk-cache model's prediction for the whole cell (ccp.plan), beside the measured values
+    # the chunk-cache model's prediction for the whole cell (ccp.predict), beside the measured values
     "predicted_requests", "predicted_raw_reads", "predicted_raw_read_bytes", "predicted_raw_writes",
     "predicted_raw_write_bytes", "predicted_chunk_loads", "predicted_chunk_hits", "predicted_evictions",
     "predicted_time_s",

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from ccp.hdf5 import plists
-from ccp.plan import calibrate
+from ccp.predict import calibrate
 from ccp.tune.heuristics import whole_rows
 from ccp.tune.search import Costs
 

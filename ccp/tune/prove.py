@@ -75,7 +75,7 @@ def slug(label: str) -> str:
 def measure_all(workload, source, contenders, out_dir: Path, work_dir: Path, budget: float, repeats: int = 3,
                 echo=print, cold: bool = True) -> list[Measured]:
     """Every distinct contender measured once (equal layouts and caches share a run)."""
-    from ccp.engine import prepare, run_sweep
+    from ccp.run import prepare, run_sweep
 
     distinct: dict[tuple, Contender] = {}
     for c in contenders:

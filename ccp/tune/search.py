@@ -22,7 +22,7 @@ from ccp.config.sweep import AccessSpec, CacheSpec
 from ccp.errors import CcpError
 from ccp.hdf5.filters import FilterPipeline
 from ccp.matrix.cells import Cell
-from ccp.plan import Calibration, predict_requests
+from ccp.predict import Calibration, predict_requests
 from ccp.tune.lattice import cache_candidates, nchunks, padding
 from ccp.workload.requests import plan_for
 

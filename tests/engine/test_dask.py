@@ -5,7 +5,7 @@ import pytest
 
 distributed = pytest.importorskip("distributed")
 
-from ccp.engine import run_sweep  # noqa: E402
+from ccp.run import run_sweep  # noqa: E402
 
 SWEEP = """
 name: dask

@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from ccp.cli import main
-from ccp.engine import run_sweep
+from ccp.run import run_sweep
 
 SWEEP = """
 name: plan
@@ -69,7 +69,7 @@ ALLOCATION = [
 
 @pytest.mark.parametrize(("path", "block", "ops"), ALLOCATION, ids=[a[0] for a in ALLOCATION])
 def test_predictions_skip_chunks_never_written(tmp_path, write_sweep, path, block, ops):
-    from ccp.plan import stored_chunk_sizes
+    from ccp.predict import stored_chunk_sizes
 
     file = _allocation_file(tmp_path)
     access = ", ".join(f"{{op: {op}, block: {block}}}" for op in ops)
@@ -101,7 +101,7 @@ def test_predictions_skip_chunks_never_written(tmp_path, write_sweep, path, bloc
 
 
 def test_the_chunk_index_lists_allocated_chunks_and_sizes(tmp_path):
-    from ccp.plan import stored_chunk_sizes
+    from ccp.predict import stored_chunk_sizes
 
     file = _allocation_file(tmp_path)
     index = stored_chunk_sizes(file, "/partial")

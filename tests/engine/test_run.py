@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ccp.engine import run_sweep
+from ccp.run import run_sweep
 from ccp.store.schema import CELL_COLUMNS, REQUEST_COLUMNS, SCHEMA_VERSION
 
 
@@ -144,7 +144,7 @@ def test_user_file_is_opened_read_only_and_not_modified(write_sweep, tmp_path):
 
 @pytest.mark.parametrize("fault", ["segv", "memory"])
 def test_a_crashing_cell_is_recorded_failed_and_the_rest_finish(write_sweep, tmp_path, monkeypatch, fault):
-    from ccp.engine import prepare
+    from ccp.run import prepare
 
     sweep = write_sweep(ROWS)
     victim = prepare(sweep)[2][0].cell_id
@@ -165,7 +165,7 @@ def test_a_crashing_cell_is_recorded_failed_and_the_rest_finish(write_sweep, tmp
 
 
 def test_cell_timeout(write_sweep, tmp_path, monkeypatch):
-    from ccp.engine import prepare
+    from ccp.run import prepare
 
     sweep = write_sweep(ROWS)
     victim = prepare(sweep)[2][1].cell_id

@@ -13,7 +13,6 @@ from h5py import h5p, h5z
 from oddfiles import libhdf5
 
 from ccp.cli import main
-from ccp.engine import run_sweep
 from ccp.errors import ConfigError
 from ccp.hdf5.filters import (
     FilterPipeline,
@@ -22,6 +21,7 @@ from ccp.hdf5.filters import (
     parse_filters,
     pipeline_from_dcpl,
 )
+from ccp.run import run_sweep
 
 DATA = np.arange(40 * 100, dtype="<f4").reshape(40, 100)
 

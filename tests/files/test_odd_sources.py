@@ -11,8 +11,8 @@ from click.testing import CliRunner
 from oddfiles import make_odd_file
 
 from ccp.cli import main
-from ccp.engine import run_sweep
 from ccp.hdf5.dataset import describe_source
+from ccp.run import run_sweep
 from ccp.workload.datagen import DatasetReader
 
 

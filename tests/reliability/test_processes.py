@@ -10,10 +10,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ccp import engine
 from ccp.config.sweep import load_sweep
 from ccp.hdf5.dataset import describe_source
 from ccp.matrix.cells import expand
+from ccp.run import job as run_job
+from ccp.run import run_sweep
 
 from .conftest import ccp_cmd, ccp_env
 
@@ -104,15 +105,15 @@ def test_broken_pipe_ends_output_not_the_sweep(sweep, tmp_path):
 
 def test_a_layout_error_fails_only_its_cells(sweep, tmp_path, monkeypatch):
     cells = cells_of(sweep)
-    real = engine.ensure_layout_file
+    real = run_job.ensure_layout_file
 
     def broken(work_dir, sw, source, chunks, filters):
         if chunks == (2, 6):
             raise ValueError("Unable to create dataset (injected)")
         return real(work_dir, sw, source, chunks, filters)
 
-    monkeypatch.setattr(engine, "ensure_layout_file", broken)
-    summary = engine.run_sweep(sweep, out=tmp_path / "out", work_dir=tmp_path / "work", report=False, echo=lambda *a: None)
+    monkeypatch.setattr(run_job, "ensure_layout_file", broken)
+    summary = run_sweep(sweep, out=tmp_path / "out", work_dir=tmp_path / "work", report=False, echo=lambda *a: None)
     df = pd.read_csv(tmp_path / "out" / "cells.csv").set_index("cell_id")
     assert summary.failed == 2 and len(df) == len(cells) == 6
     bad = df[df["chunks"] == "2x6"]

@@ -4,7 +4,7 @@ import textwrap
 
 import pandas as pd
 
-from ccp.engine import run_sweep
+from ccp.run import run_sweep
 
 SWEEP = """
 name: tb

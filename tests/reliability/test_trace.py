@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 
 from ccp.config.sweep import load_sweep
-from ccp.engine import run_sweep
 from ccp.hdf5.dataset import describe_source
 from ccp.matrix.cells import expand
 from ccp.measurement import iolog
+from ccp.run import run_sweep
 
 
 @pytest.fixture

@@ -201,10 +201,13 @@ def test_io_trace_subsamples_a_long_trace(synthetic_report):
     assert len(sub) == plots.MAX_TRACE_POINTS and sub["seq"].is_monotonic_increasing
 
 
-def test_thresholds_match_the_engine():
-    from ccp.measurement import runner
+def test_thresholds_are_the_ones_the_runner_flags_with():
+    """One definition (ccp.store.schema): the runner flags with it, the report names it and reads the flags."""
+    from ccp.store import schema
 
-    assert runner.UNSTABLE_SPREAD == UNSTABLE_SPREAD and runner.SHORT_REQUEST_S == SHORT_REQUEST_S
+    assert schema.UNSTABLE_SPREAD == UNSTABLE_SPREAD and schema.SHORT_REQUEST_S == SHORT_REQUEST_S
+    assert schema.stability_flags(3, UNSTABLE_SPREAD * 1.01, SHORT_REQUEST_S / 2) == ["unstable", "short"]
+    assert schema.stability_flags(1, UNSTABLE_SPREAD * 2, SHORT_REQUEST_S) == []
 
 
 @pytest.mark.parametrize("sweep_name, scale", [("synthetic-x0.5", "0.5"), ("synthetic-x0.25", "0.25")], ids=["half", "quarter"])

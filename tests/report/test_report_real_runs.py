@@ -8,7 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from ccp.cli import main
-from ccp.engine import run_sweep
+from ccp.report import write_report
+from ccp.run import run_sweep
 
 SWEEP = """
 name: rep
@@ -39,7 +40,7 @@ def text_of(page: str) -> str:
 def run_dir(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("rep")
     (tmp / "s.yaml").write_text(SWEEP)
-    run_sweep(tmp / "s.yaml", out=tmp / "run", work_dir=tmp / "work", echo=lambda *a: None)
+    run_sweep(tmp / "s.yaml", out=tmp / "run", work_dir=tmp / "work", echo=lambda *a: None, report=write_report)
     return tmp / "run"
 
 
@@ -99,6 +100,7 @@ def test_report_loads_in_a_real_browser(run_dir, open_in_chromium):
 
 def test_quickstart_report_loads_in_a_real_browser(tmp_path, open_in_chromium):
     config = Path(__file__).resolve().parents[2] / "configs" / "quickstart.yaml"
-    run_sweep(config, out=tmp_path / "run", work_dir=tmp_path / "work", quick=True, echo=lambda *a: None)
+    run_sweep(config, out=tmp_path / "run", work_dir=tmp_path / "work", quick=True, echo=lambda *a: None,
+              report=write_report)
     seen = open_in_chromium(tmp_path / "run" / "report.html")
     assert seen["broken"] == [] and seen["errors"] == [] and seen["images"] >= 4   # a quick run has no trace plots

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from ccp.cli import main
-from ccp.engine import run_sweep
+from ccp.run import run_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"

@@ -1,7 +1,7 @@
 import pytest
 
 from ccp.hdf5.filters import parse_filters
-from ccp.plan import Calibration
+from ccp.predict import Calibration
 from ccp.tune.search import Costs
 
 

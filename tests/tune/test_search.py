@@ -114,7 +114,7 @@ def test_front_is_not_dominated(costs, gzip, nofilter):
 def test_evaluate_counts_match_the_plan_module(costs, nofilter, chunks):
     """The search's counts are ccp.plan's predictions, the ones `ccp run` stores beside its measurements."""
     from ccp.matrix.cells import Cell
-    from ccp.plan import predict_cell
+    from ccp.predict import predict_cell
 
     src = source_of((16, 32, 32))
     cache = CacheSpec(1 << 20, 521, 0.75)

@@ -18,7 +18,7 @@ def progress_bar(fraction: float, width: int = 20) -> str:
 
 def predicted_seconds(cells, source, calibration, passes: int) -> list:
     """Each cell's predicted measuring time (all its passes), from the model without its work file; None if unknown."""
-    from ccp.plan import predict_cell
+    from ccp.predict import predict_cell
 
     out = []
     for cell in cells:

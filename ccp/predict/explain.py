@@ -1,0 +1,140 @@
+"""Why is this slow: the one place ccp turns a layout, a cache and an access pattern into plain reasons.
+
+Three levels of knowledge, one vocabulary: :func:`chunk_traps` knows a stored dataset only (`ccp inspect`),
+:func:`traps` a cell before it runs (`ccp plan`, `ccp run`'s ``traps`` column), :func:`cause` a measured
+row (the report's "Why"). Every command renders these messages; none derives its own.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ccp.hdf5.defaults import CACHE_1X, CACHE_2X
+from ccp.units import format_bytes, shape_str
+from ccp.workload.requests import plan_for
+
+HDF5_1X_DEFAULT_CACHE = CACHE_1X.nbytes
+HDF5_2X_DEFAULT_CACHE = CACHE_2X.nbytes
+
+
+def _num(v) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def finite(v) -> bool:
+    v = _num(v)
+    return not math.isnan(v) and not math.isinf(v)
+
+
+def _per(c, col) -> float:
+    return c[col] / c["requests"] if finite(c.get(col)) and finite(c.get("requests")) and c["requests"] else float("nan")
+
+
+def _dims(text) -> list[int] | None:
+    try:
+        return [int(d) for d in str(text).split("x")]
+    except ValueError:
+        return None
+
+
+def chunk_traps(chunk_bytes: int, filters, cache_nbytes: int | None = None) -> list[str]:
+    """What a stored dataset's chunk size is a known way to be slow with (no access pattern known: `ccp inspect`)."""
+    out: list[str] = []
+    if not chunk_bytes:
+        return out
+    if cache_nbytes is not None and chunk_bytes > cache_nbytes:
+        # `ccp advise` (the reader's cache is known): the words its users and tests know
+        out.append(f"a chunk ({format_bytes(chunk_bytes)}) is larger than the cache ({format_bytes(cache_nbytes)}), so HDF5 cannot "
+                   "keep it between requests" + (": every request decompresses its chunk again" if not filters.is_none else ""))
+    elif cache_nbytes is None:
+        if chunk_bytes > HDF5_2X_DEFAULT_CACHE:
+            out.append(f"a chunk ({format_bytes(chunk_bytes)}) is larger than HDF5's default chunk cache in every version "
+                       f"(1 MiB in 1.x, 8 MiB in 2.0): readers that read less than a chunk at a time pay for the whole chunk each time")
+        elif chunk_bytes > HDF5_1X_DEFAULT_CACHE:
+            out.append(f"a chunk ({format_bytes(chunk_bytes)}) is larger than HDF5 1.x's default chunk cache (1 MiB) "
+                       f"though it fits HDF5 2.0's (8 MiB): the same reader can be fast or very slow depending on the library version")
+    return out
+
+
+def traps(cell, source, max_requests: int = 256) -> list[str]:
+    """What in this cell's layout, cache and access pattern is a known way to be slow."""
+    from ccp.model import ChunkGrid
+
+    out: list[str] = []
+    if cell.chunks is None:
+        return out
+    itemsize = np.dtype(source.dtype).itemsize
+    chunk_bytes = int(np.prod(cell.chunks)) * itemsize
+    nbytes = cell.cache.nbytes
+    grid = ChunkGrid(tuple(source.shape), tuple(cell.chunks))
+    plan = plan_for(cell.access, source.shape)
+    partial = any(any(c % k for c, k in zip(cnt, cell.chunks)) or any(s % k for s, k in zip(st, cell.chunks))
+                  for st, cnt in zip(plan.starts[:max_requests], plan.counts[:max_requests]))
+    if chunk_bytes > nbytes and partial and not cell.filters.is_none:
+        out.append(f"chunk larger than the cache: a {shape_str(cell.chunks)} chunk is {format_bytes(chunk_bytes)}, the cache "
+                   f"{format_bytes(nbytes)}; every request that covers part of a chunk decompresses the whole chunk again")
+    # chunks one request needs together, that could all be cached, but share a hash slot
+    fits = max(1, nbytes // max(chunk_bytes, 1))
+    for st, cnt in zip(plan.starts[:max_requests], plan.counts[:max_requests]):
+        touched = grid.chunks_touched(tuple(map(int, st)), tuple(map(int, cnt)))
+        if 1 < len(touched) <= fits:
+            slots = [grid.slot(c, cell.cache.nslots) for c in touched]
+            if len(set(slots)) < len(slots):
+                out.append(f"hash-slot collision: one request needs {len(touched)} chunks that fit the cache together, but some "
+                           f"share a slot of the {cell.cache.nslots}-slot hash table, so they evict each other "
+                           f"(use a prime nslots, 10-100x the chunks that fit)")
+                break
+    return out
+
+
+
+
+def cause(c, requested: float) -> str:
+    """A plain reason for a measured cell's cost, from its layout, cache and pattern (and the trap check when it found one).
+
+    ``c`` is a cells.csv row (a mapping); ``requested`` the bytes its application asked for in one pass.
+    """
+    if isinstance(c.get("traps"), str) and c["traps"]:
+        return "ccp's trap check says: " + c["traps"]
+    chunks, filt, op = c.get("chunks", ""), c.get("filters", ""), c.get("op", "read")
+    if chunks == "contiguous":
+        return "a contiguous layout: each request moves its bytes straight from the file, no chunk cache involved"
+    block, chunk = _dims(c.get("block")), _dims(chunks)
+    if not finite(c.get("chunk_bytes")) or not block or not chunk or len(block) != len(chunk) or not finite(c.get("cache_nbytes")):
+        return ""
+    cb, cache = float(c["chunk_bytes"]), float(c["cache_nbytes"])
+    compressed = filt not in ("none", "")
+    touched = int(np.prod([-(-b // k) for b, k in zip(block, chunk)]))
+    most = int(np.prod([b // k if b % k == 0 else -(-b // k) + 1 for b, k in zip(block, chunk)]))   # unaligned starts
+    per = _per(c, "raw_writes" if op == "write" else "raw_reads")
+    moved = c["raw_write_bytes"] if op == "write" else c["raw_read_bytes"]
+    want = requested
+    amp = moved / want if finite(moved) and finite(want) and want else float("nan")
+    if all(b % k == 0 for b, k in zip(block, chunk)) and (not finite(amp) or amp <= 1.2):
+        return (f"each request covers whole chunks ({touched:,} of {format_bytes(cb)}), which HDF5 moves in one operation each, "
+                "past the chunk cache")
+    if cb <= cache and (most * cb <= cache or (finite(amp) and amp <= 1.2)):
+        what = f"each request touches {touched:,} chunks ({format_bytes(touched * cb)}), which fit" if touched > 1 else \
+            "each request touches one chunk, which fits"
+        return (f"{what} the {format_bytes(cache)} chunk cache, so each chunk is "
+                f"{'read and decompressed' if compressed else 'read'} once and the requests that follow find it in memory")
+    if compressed and cb > cache:
+        return (f"its {format_bytes(cb)} compressed chunks do not fit the {format_bytes(cache)} chunk cache, so every request "
+                "that covers part of a chunk reads and decompresses the whole chunk again")
+    if cb <= cache:   # one chunk fits, the chunks of a request (or of two neighbouring requests) do not
+        again = {"write": "partly written chunks are evicted, written and read back"}.get(
+            op, f"chunks are evicted before the next request needs them and {'read and decompressed' if compressed else 'read'} again")
+        if touched > 1 and touched * cb > cache:
+            span = f"each request touches {touched:,} chunks ({format_bytes(touched * cb)}), more than the {format_bytes(cache)} cache holds"
+        else:
+            span = (f"the requests are not aligned with the {chunks} chunks: a {c['block']} request can touch up to {most:,} chunks "
+                    f"({format_bytes(most * cb)}), more than the {format_bytes(cache)} cache holds")
+        return f"{span}, so {again}"
+    return (f"its {format_bytes(cb)} chunks do not fit the {format_bytes(cache)} cache; unfiltered, HDF5 then moves just the "
+            "requested bytes straight from the file, one operation per contiguous run of them"
+            + (f" ({per:,.3g} per request here)" if finite(per) else ""))

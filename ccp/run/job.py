@@ -1,0 +1,61 @@
+"""One job description per cell, the same for every executor: what a worker needs to measure it.
+
+The job names the file the cell reads (a work file laid out in the cell's layout, made here if it is
+missing, or the user's file as stored), the pass count and the time budget. A cell whose job cannot be
+made (a layout HDF5 refuses, a full disk) gets a failed row instead; the sweep goes on.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ccp.config.sweep import Sweep
+from ccp.hdf5.dataset import DatasetInfo
+from ccp.matrix.cells import Cell
+from ccp.measurement.runner import CellJob
+from ccp.store.disk import check_free
+from ccp.store.row import CellRow
+from ccp.store.workdir import WorkDir
+from ccp.workload.files import ensure_layout_file, layout_path
+
+
+def job_for(cell: Cell, sweep: Sweep, source: DatasetInfo, work_dir: Path, quick: bool) -> CellJob:
+    """The cell's job, its work file made if missing (write and copy cells: disk for two pass files checked)."""
+    repack_s = float("nan")
+    if cell.access.op in ("write", "copy"):     # each pass writes a new file of about the dataset's size
+        logical = int(np.prod(source.shape, dtype=np.int64)) * np.dtype(source.dtype).itemsize
+        check_free(Path(work_dir) / "tmp", 2 * logical, f"a {cell.access.op} cell's pass files")
+    if cell.access.op == "write":
+        file = ""
+    elif cell.access.op == "copy":         # copy from the dataset as stored into the cell's layout
+        if sweep.dataset.file is not None:
+            file = str(sweep.dataset.file)
+        else:
+            file = str(work_file(work_dir, sweep, source, source.chunks, source.filters)[0])
+    elif cell.from_source:
+        file = str(sweep.dataset.file)
+    else:
+        path, seconds = work_file(work_dir, sweep, source, cell.chunks, cell.filters)
+        file = str(path)
+        if sweep.dataset.file is not None:
+            repack_s = seconds
+    return CellJob(cell=cell, file=file, dataset_path=sweep.dataset.path, source=source,
+                   generate=sweep.dataset.generate, user_file=str(sweep.dataset.file) if sweep.dataset.file else None,
+                   repeats=sweep.repeats, cold=sweep.cold, trace=not quick, repack_s=repack_s,
+                   time_budget=sweep.time_budget)
+
+
+def work_file(work_dir: Path, sweep: Sweep, source: DatasetInfo, chunks, filters) -> tuple[Path, float]:
+    """ensure_layout_file, with the file (and its .json) recorded as ccp's before it exists (for `ccp clean`)."""
+    path = layout_path(work_dir, sweep, source, chunks, filters)
+    wd = WorkDir(work_dir)
+    wd.register(path)
+    wd.register(path.with_name(path.name + ".json"))
+    return ensure_layout_file(work_dir, sweep, source, chunks, filters)
+
+
+def failed_row(cell: Cell, reason: str) -> CellRow:
+    """The row of a cell that was not measured: its parameters and ``failed: reason``."""
+    return CellRow.for_cell(cell, f"failed: {reason}")

@@ -1,0 +1,181 @@
+"""The typed result row: one :class:`CellRow` per cell, the only thing :class:`ccp.store.results.RunStore` commits.
+
+Every column of ``cells.csv`` (:data:`ccp.store.schema.CELL_COLUMNS`, in that order) is a field; a cell
+that failed carries its parameters and status and leaves the measured fields None (empty in the CSV).
+Building a row with a name that is not a column is an error (``TypeError``), so a typo can no longer
+become an empty column; a row missing its identity (cell id, parameters, status) cannot be built.
+
+Schema versions (``schema_version``; bump :data:`ccp.store.schema.SCHEMA_VERSION` when a column is added,
+removed or changes meaning, and add a line here):
+
+- 1: the first.
+- 2: adds ``client`` (how requests reach HDF5: native, h5py-lowlevel, h5py), after ``random``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any, Protocol
+
+from ccp.store.schema import CELL_COLUMNS, SCHEMA_VERSION
+from ccp.units import shape_str
+
+SCHEMA_HISTORY = {1: "the first", 2: "adds client (native | h5py-lowlevel | h5py), after random"}
+
+
+@dataclass(frozen=True)
+class CellRow:
+    """One row of cells.csv. Field order is column order; None is an empty cell."""
+
+    schema_version: int
+    cell_id: str
+    chunks: str
+    filters: str
+    cache_nbytes: int
+    cache_nslots: int
+    cache_w0: float
+    op: str
+    block: str
+    order: str
+    random: int
+    client: str
+    status: str                                 # placed last in the CSV by CELL_COLUMNS, required here
+    requests: int | None = None
+    repeats: int | None = None
+    cold: bool | None = None
+    time_s: float | None = None
+    time_s_min: float | None = None
+    time_s_max: float | None = None
+    first_request_s: float | None = None
+    request_s_median: float | None = None
+    open_s: float | None = None
+    close_s: float | None = None
+    raw_reads: int | None = None
+    raw_read_bytes: int | None = None
+    raw_writes: int | None = None
+    raw_write_bytes: int | None = None
+    meta_reads: int | None = None
+    meta_read_bytes: int | None = None
+    meta_writes: int | None = None
+    meta_write_bytes: int | None = None
+    chunk_bytes: int | None = None
+    nchunks: int | None = None
+    file_bytes: int | None = None
+    storage_bytes: int | None = None
+    logical_bytes: int | None = None
+    compression_ratio: float | None = None
+    repack_s: float | None = None
+    spread: float | None = None
+    flags: str | None = None
+    traps: str | None = None
+    fraction_measured: float | None = None
+    dataset_file: str | None = None
+    host: str | None = None
+    started_at: str | None = None
+    elapsed_s: float | None = None
+    predicted_requests: int | None = None
+    predicted_raw_reads: int | None = None
+    predicted_raw_read_bytes: int | None = None
+    predicted_raw_writes: int | None = None
+    predicted_raw_write_bytes: int | None = None
+    predicted_chunk_loads: int | None = None
+    predicted_chunk_hits: int | None = None
+    predicted_evictions: int | None = None
+    predicted_time_s: float | None = None
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> CellRow:
+        """A row from column -> value; a name that is not a column, or a missing identity column, is an error."""
+        unknown = sorted(set(values) - FIELDS)
+        if unknown:
+            raise TypeError(f"cells.csv row: unknown column(s) {', '.join(unknown)}")
+        missing = [f for f in REQUIRED if f not in values]
+        if missing:
+            raise TypeError(f"cells.csv row: missing column(s) {', '.join(missing)}")
+        return cls(**values)
+
+    @classmethod
+    def for_cell(cls, cell: _CellLike, status: str, **values: Any) -> CellRow:
+        """A row with the cell's parameters (as the matrix set them) and ``values``; unknown names are errors."""
+        return cls.from_dict({**cell_columns(cell), "status": status, **values})
+
+    def with_columns(self, **values: Any) -> CellRow:
+        """This row with some columns replaced (predictions, traps); a name that is not a column is an error."""
+        unknown = sorted(set(values) - FIELDS)
+        if unknown:
+            raise TypeError(f"cells.csv row: unknown column(s) {', '.join(unknown)}")
+        return replace(self, **values)
+
+    def values(self) -> list[Any]:
+        """The row's values in CELL_COLUMNS order (the CSV's)."""
+        return [getattr(self, c) for c in CELL_COLUMNS]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def __getitem__(self, name: str) -> Any:     # read access as before: row["time_s"]
+        if name not in FIELDS:
+            raise KeyError(name)
+        return getattr(self, name)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return getattr(self, name) if name in FIELDS else default
+
+
+class _Cache(Protocol):
+    @property
+    def nbytes(self) -> int: ...
+    @property
+    def nslots(self) -> int: ...
+    @property
+    def w0(self) -> float: ...
+
+
+class _Access(Protocol):
+    @property
+    def op(self) -> str: ...
+    @property
+    def block(self) -> tuple[int, ...]: ...
+    @property
+    def order_str(self) -> str: ...
+    @property
+    def random(self) -> int: ...
+
+
+class _Filters(Protocol):
+    @property
+    def spec(self) -> str: ...
+
+
+class _CellLike(Protocol):
+    """What a row needs of a matrix cell (:class:`ccp.matrix.cells.Cell`; the store does not import the matrix)."""
+
+    @property
+    def cell_id(self) -> str: ...
+    @property
+    def chunks(self) -> tuple[int, ...] | None: ...
+    @property
+    def filters(self) -> _Filters: ...
+    @property
+    def cache(self) -> _Cache: ...
+    @property
+    def access(self) -> _Access: ...
+    @property
+    def client(self) -> str: ...
+
+
+def cell_columns(cell: _CellLike) -> dict[str, Any]:
+    """The columns that name a cell's parameters: every row has them, measured or failed or planned."""
+    return {"schema_version": SCHEMA_VERSION, "cell_id": cell.cell_id, "chunks": shape_str(cell.chunks),
+            "filters": cell.filters.spec, "cache_nbytes": cell.cache.nbytes, "cache_nslots": cell.cache.nslots,
+            "cache_w0": cell.cache.w0, "op": cell.access.op, "block": shape_str(cell.access.block),
+            "order": cell.access.order_str, "random": cell.access.random, "client": cell.client}
+
+
+FIELDS = frozenset(f.name for f in fields(CellRow))
+REQUIRED = tuple(f.name for f in fields(CellRow) if f.name in ("schema_version", "cell_id", "chunks", "filters", "cache_nbytes",
+                                                              "cache_nslots", "cache_w0", "op", "block", "order", "random",
+                                                              "client", "status"))
+if FIELDS != set(CELL_COLUMNS) or len(CELL_COLUMNS) != len(FIELDS):    # one list of columns, two spellings
+    raise ImportError("ccp.store.row.CellRow and ccp.store.schema.CELL_COLUMNS name different columns")
