@@ -30,22 +30,21 @@ FLOORS: dict[str, int] = {
     "ccp.store": 2,           # CellRow, schema, the run folder
     "ccp.config": 2,          # sweep-file parsing
     "ccp.matrix": 3,          # cells from a sweep
+    "ccp.repack": 3,          # copy a file into new layouts (a library: layout files and paged copies are made with it)
     "ccp.workload": 4,        # data, request plans, layout files, trace replays
+    "ccp.storage": 4,         # S3 sessions, fsspec files, emulated network, GET predictions
     "ccp.measurement": 5,     # timed passes, I/O log, environment, page cache
     "ccp.predict": 6,         # predictions, calibration, explain
     "ccp.run": 7,             # jobs, executors, run_sweep, plan
     "ccp.report": 8,          # reads run folders, renders
     "ccp.inspect": 9,         # apps: each imports lower rooms, not another app
     "ccp.advise": 9,
-    "ccp.repack": 9,
     "ccp.trace": 9,
     "ccp.tune": 9,
-    "ccp.storage": 9,
     "ccp.cli": 10,            # the top: commands import lazily
 }
-# units parses and formats for everyone and raises ccp.errors; any app may use repack (which imports no app)
-SAME_FLOOR_ALLOWED = {("ccp.units", "ccp.errors")} | {
-    (app, "ccp.repack") for app, floor in FLOORS.items() if floor == FLOORS["ccp.repack"] and app != "ccp.repack"}
+# units parses and formats for everyone and raises ccp.errors
+SAME_FLOOR_ALLOWED = {("ccp.units", "ccp.errors")}
 
 
 @dataclass(frozen=True)
