@@ -33,7 +33,7 @@ def write_page(out: Path, result: dict) -> Path:
 ({e(result['dataset']['current_filters'])}).</p>
 <h2>Recommended</h2><p>chunks <b>{e(shape_str(rec['chunks']))}</b>, filters <b>{e(rec['filters'])}</b>, chunk cache
 <b>{e(format_bytes(rec['cache_nbytes']))}</b> / {rec['cache_nslots']} slots / w0 {rec['cache_w0']:g}:
-measured {_t(rec['measured_s'])}, predicted {_t(rec['predicted_s'])} for the weighted workload.</p>
+measured {_t(rec['measured_s'])}, predicted {_t(rec['predicted_s'])} for the weighted workload: {e(rec.get('why', ''))}.</p>
 <table>{cmds}</table>
 <h2>Predicted and measured</h2>
 <p>Weighted workload time (sum of weight x time of each pattern). Measured with the sweep engine: each layout's run folder is

@@ -41,6 +41,7 @@ class Costs:
     ratio: dict = field(default_factory=dict)  # filter spec -> stored bytes / uncompressed bytes on a sample
     load_s: float = 0.0                       # per distinct chunk fetched, cold: index lookup and the device
     visit_s: float = 0.0                      # per chunk a request touches (hit or load): HDF5's per-chunk work
+    cold_byte_s: float = 0.0                  # per stored byte of a distinct chunk fetched, cold, beyond a warm read
 
 
 @dataclass(frozen=True)
@@ -121,7 +122,8 @@ def item_cost(cell: Cell, source, costs: Costs, max_requests: int = MAX_MODEL_RE
     fetched = max(total.chunk_loads, total.raw_reads if not filtered else 0)
     distinct = min(fetched, grid * k / n if n else grid)
     seconds = (costs.calibration.cell_time(cell, total, k, chunk_bytes) + (total.raw_reads + total.raw_writes) * costs.raw_read_s
-               + (total.chunk_loads + total.chunk_hits) * costs.visit_s + distinct * costs.load_s)
+               + (total.chunk_loads + total.chunk_hits) * costs.visit_s
+               + distinct * (costs.load_s + chunk_bytes * ratio * costs.cold_byte_s))
     return ItemCost(n, total.chunk_loads * scale, total.raw_reads * scale, total.raw_read_bytes * scale,
                     total.chunk_loads * chunk_bytes * scale if filtered else 0.0, total.raw_writes * scale, seconds * scale)
 
