@@ -19,7 +19,7 @@ from ccp.tune.search import Costs
 
 SAMPLE_BYTES = 4 * 1024 * 1024
 SAMPLE_CHUNK_BYTES = 256 * 1024
-PROBE_REPEATS = 5          # timed passes per probe: the median stands (a shared machine's passes vary)
+PROBE_REPEATS = 5          # timed passes per probe: the fastest stands (a shared machine's passes vary)
 
 
 def sample_block(source, dataset) -> np.ndarray:
@@ -48,13 +48,15 @@ class FilterProbe:
     read_s_per_byte: float   # an unfiltered chunk read from the page cache, per byte (read + copy out)
 
 
-def _median_s(fn, reps: int) -> float:
+def _min_s(fn, reps: int) -> float:
+    """The fastest of ``reps`` passes: on a shared machine every pass is the cost plus whatever else
+    ran meanwhile, so the least disturbed pass is the best estimate of the cost itself (as timeit)."""
     times = []
     for _ in range(reps):
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
-    return float(np.median(times))
+    return min(times)
 
 
 def _write_sample(path: bytes, dcpl, ftype, sample: np.ndarray) -> None:
@@ -77,7 +79,7 @@ def _read_chunks(ds, fspace, selections, bufs) -> None:
 def probe_filters(sample: np.ndarray, pipelines, reps: int = PROBE_REPEATS) -> FilterProbe:
     """``sample`` (the dataset's own data) written with each pipeline in chunks of about 256 KiB,
     then read back chunk by chunk with no chunk cache (every read decodes), from the page cache:
-    the stored ratio, decode and encode cost on this data and this machine, now. Medians of
+    the stored ratio, decode and encode cost on this data and this machine, now. The fastest of
     ``reps`` passes; an unfiltered copy is the baseline the filters' costs are measured above."""
     from h5py import h5d, h5f, h5p, h5s, h5t
 
@@ -96,7 +98,7 @@ def probe_filters(sample: np.ndarray, pipelines, reps: int = PROBE_REPEATS) -> F
             dcpl.set_chunk(chunks)
             if spec != "none":
                 by_spec[spec].apply(dcpl, sample.dtype)
-            write_t[spec] = _median_s(partial(_write_sample, path, dcpl, ftype, sample), max(2, reps // 2))
+            write_t[spec] = _min_s(partial(_write_sample, path, dcpl, ftype, sample), max(2, reps // 2))
             fid = h5f.open(path, h5f.ACC_RDONLY)
             dapl = h5p.create(h5p.DATASET_ACCESS)
             dapl.set_chunk_cache(521, 0, 0.75)           # no cache: every read decodes its chunk
@@ -107,7 +109,7 @@ def probe_filters(sample: np.ndarray, pipelines, reps: int = PROBE_REPEATS) -> F
             bufs = {cnt: (h5s.create_simple(cnt), np.empty(cnt, sample.dtype)) for _, cnt in sel}
             read = partial(_read_chunks, ds, fspace, sel, bufs)
             read()                                       # the page cache holds the file: warm passes only
-            read_t[spec] = _median_s(read, reps)
+            read_t[spec] = _min_s(read, reps)
             ds.close()
             fid.close()
             ratio[spec] = 1.0 if spec == "none" else min(1.0, max(stored / padded, 1e-4))
@@ -119,7 +121,7 @@ def probe_filters(sample: np.ndarray, pipelines, reps: int = PROBE_REPEATS) -> F
 def per_request_cost(dtype, reps: int = PROBE_REPEATS, n: int = 2000) -> float:
     """Seconds of one small read served from the chunk cache, as the sweep's read loop makes it
     (selection made outside the timed call, memory type the stored type): HDF5's and the loop's
-    fixed cost per request, beyond the per-chunk visit. Median of ``reps`` batches of ``n``."""
+    fixed cost per request, beyond the per-chunk visit. The fastest of ``reps`` batches of ``n``."""
     from h5py import h5d, h5f, h5p, h5s, h5t
 
     dtype = np.dtype(dtype)
@@ -143,30 +145,31 @@ def per_request_cost(dtype, reps: int = PROBE_REPEATS, n: int = 2000) -> float:
                 ds.read(one, fs, buf, mtype)
 
         batch()
-        t = _median_s(batch, reps) / n
+        t = _min_s(batch, reps) / n
         ds.close()
         fid.close()
     return t
 
 
-def raw_read_cost(n: int = 20000) -> float:
+def _preads(fd: int, offsets: list[int]) -> None:
+    for off in offsets:
+        os.pread(fd, 8, off)
+
+
+def raw_read_cost(n: int = 4000, reps: int = PROBE_REPEATS) -> float:
     """Seconds of one small ``pread`` from a file in the page cache: the fixed cost of a raw read."""
     with tempfile.NamedTemporaryFile() as fh:
         fh.write(os.urandom(1 << 20))
         fh.flush()
-        fd = fh.fileno()
-        offsets = np.random.default_rng(0).integers(0, (1 << 20) - 8, n)
-        t0 = time.perf_counter()
-        for off in offsets.tolist():
-            os.pread(fd, 8, off)
-        return (time.perf_counter() - t0) / n
+        offsets = np.random.default_rng(0).integers(0, (1 << 20) - 8, n).tolist()
+        return _min_s(partial(_preads, fh.fileno(), offsets), reps) / n
 
 
 def cold_fetch_time(work_dir: Path, chunks: tuple[int, int], grid: tuple[int, int], n: int, reps: int = 3) -> float:
     """Seconds per read of one whole uncompressed chunk of ``chunks`` (float32) from a file whose
     pages were dropped (as the sweep's cold passes drop them): ``n`` chunks of the ``grid`` in
     random order, so readahead does not help (as it does not for a time series crossing a file of
-    maps). Median of ``reps`` passes, each over a freshly dropped file."""
+    maps). The fastest of ``reps`` passes, each over a freshly dropped file."""
     from h5py import h5d, h5f, h5p, h5s, h5t
 
     from ccp.measurement.pagecache import drop_file
@@ -199,7 +202,7 @@ def cold_fetch_time(work_dir: Path, chunks: tuple[int, int], grid: tuple[int, in
             times.append((time.perf_counter() - t0) / len(order))
             ds.close()
             fid.close()
-    return float(np.median(times))
+    return min(times)
 
 
 def cold_costs(work_dir: Path, warm_per_fetch_s: float, read_s_per_byte: float) -> tuple[float, float]:
@@ -240,7 +243,7 @@ def chunk_visit_cost(per_request_s: float, passes: int = 10) -> float:
             times.append(time.perf_counter() - t0)
         ds.close()
         fid.close()
-    per_req = float(np.median(times[1:])) / (shape[1] // block[1])
+    per_req = min(times[1:]) / (shape[1] // block[1])
     return max(per_req - per_request_s, 0.0) / (block[0] // chunks[0])
 
 
