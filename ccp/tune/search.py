@@ -256,7 +256,8 @@ def evaluate(chunks, filters: FilterPipeline, cache: CacheSpec, source, items, c
 
 def search(source, items, lattice: Sequence[tuple[int, ...]], filters: Sequence[FilterPipeline], costs: Costs, *,
            fixed_cache: int | None, max_cache_bytes: int, max_storage_overhead: float, current=None,
-           max_requests: int = MAX_MODEL_REQUESTS, progress: Callable[[int, int], None] | None = None) -> SearchResult:
+           max_requests: int = MAX_MODEL_REQUESTS, progress: Callable[[int, int], None] | None = None,
+           keep_best: int = 5) -> SearchResult:
     """Every (chunks, filters) of the lattice within the storage constraint, each with the cache
     that makes it fastest (the smallest one within :data:`NEAR_BEST` of that), then the front.
 
@@ -267,7 +268,8 @@ def search(source, items, lattice: Sequence[tuple[int, ...]], filters: Sequence[
     if dominated; the rest get the smallest cache within :data:`NEAR_BEST` of the largest one's
     time, found by bisection over the cache sizes (time falls as the cache grows). ``current`` is
     the stored (chunks, filters): within :data:`NO_REPACK_MARGIN` of the best it is recommended,
-    a new cache being cheaper to apply than a repack.
+    a new cache being cheaper to apply than a repack. The ``keep_best`` fastest layouts are never
+    dropped, dominated or not: they are the shortlist measurement chooses from.
     """
     itemsize = np.dtype(source.dtype).itemsize
     w0s = (0.75, 1.0) if any(it.access.op != "read" for it in items) else (0.75,)
@@ -289,17 +291,23 @@ def search(source, items, lattice: Sequence[tuple[int, ...]], filters: Sequence[
             wb = 0.0 if has_writes else write_bound(chunks, filt, source, costs)
             queue.append((not is_current, rb, wb, sb, tuple(chunks), filt, is_current))
     queue.sort(key=lambda q: (q[0], q[1] + q[2], q[3]))       # the current layout first, then by bound
+    fastest_k: list[float] = []                                # the keep_best fastest workload times so far
+
+    def droppable(point, workload_lb) -> bool:
+        beaten = keep_best <= 0 or (len(fastest_k) >= keep_best and workload_lb >= fastest_k[keep_best - 1])
+        return beaten and _dominated(points, point)
+
     for i, (_, rb, wb, sb, chunks, filt, is_current) in enumerate(queue):
         if progress:
             progress(i, len(queue))
-        if not is_current and _dominated(points, (rb, wb, sb)):
+        if not is_current and droppable((rb, wb, sb), rb):
             pruned += 1
             continue
         chunk_bytes = math.prod(chunks) * itemsize
         caches = cache_candidates(chunk_bytes, max_cache_bytes, fixed_cache, w0s)
         top = evaluate(chunks, filt, CacheSpec(*caches[-1]), source, items, costs, None, max_requests)
         evaluated += 1
-        if not is_current and len(caches) > 1 and _dominated(points, (top.read_s, top.write_s, top.storage_bytes)):
+        if not is_current and len(caches) > 1 and droppable((top.read_s, top.write_s, top.storage_bytes), top.workload_s):
             pruned += 1
             continue
         tried = {caches[-1]: top}
@@ -327,6 +335,7 @@ def search(source, items, lattice: Sequence[tuple[int, ...]], filters: Sequence[
                      key=lambda t: (t.cache.nbytes, t.cache.nslots, t.workload_s))
         best.append(chosen)
         points.append((chosen.read_s, chosen.write_s, chosen.storage_bytes))
+        fastest_k = sorted([*fastest_k, chosen.workload_s])[:keep_best]
     if not best:
         raise CcpError(f"constraints: no chunk shape of at most max_chunk_bytes is within max_storage_overhead "
                        f"{max_storage_overhead:g} ({rejected} shapes over it): raise max_storage_overhead or max_chunk_bytes")

@@ -78,7 +78,8 @@ def tune(workload_path, *, budget: float = 600.0, out: Path | None = None, work_
                             extra=[*heur.values(), *([current[0]] if current else [])])
     t1 = time.perf_counter()
     res = search(source, wl.items, lattice, filters, costs, fixed_cache=k.cache_nbytes, max_cache_bytes=k.max_cache_bytes,
-                 max_storage_overhead=k.max_storage_overhead, current=current)
+                 max_storage_overhead=k.max_storage_overhead, current=current,
+                 keep_best=top + 2)
     t_search = time.perf_counter() - t1
     echo(f"  searched {res.evaluated} candidates ({res.layouts} layouts, {res.pruned} pruned as dominated, "
          f"{res.rejected} shapes over max_storage_overhead) in {format_seconds(t_search)} "
