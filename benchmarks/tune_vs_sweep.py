@@ -1,7 +1,7 @@
 """ccp tune against an exhaustive measured sweep over a grid of chunk shapes, on three workloads.
 
     PYTHONPATH=. .venv/bin/python benchmarks/tune_vs_sweep.py [--out results/tune-bench] [--budget 60s]
-        [--cell-budget 2s] [--repeats 1] [--tune-repeats 3] [--final-repeats 5] [--speed]
+        [--cell-budget 2s] [--repeats 3] [--tune-repeats 3] [--final-repeats 5] [--speed]
 
 For each workload (time series + maps, the cache trap, a single random-tile pattern; small enough
 for a shared machine): ``ccp tune`` with a measuring budget, then one ``ccp run`` sweep over a grid
@@ -10,7 +10,9 @@ workload's max_chunk_bytes) x the workload's filters x the largest cache the tun
 fixed one), every pattern measured, cold. Quality: the tuner's pick over the grid's best weighted
 time, twice: as each run measured it (separate runs, minutes apart on a shared machine), and
 head-to-head, the two layouts measured again back to back with ``--final-repeats`` passes each
-(medians). Cost: wall time of the tuner and of the grid.
+(medians). The head-to-head is the figure to trust: the grid's best is the fastest of many noisy
+measurements, so on a busy machine it is biased low (the winner's curse), and the two runs happen
+minutes apart under different loads. Cost: wall time of the tuner and of the grid.
 
 ``--speed``: also the search alone (model, no measurement) on configs/tune-series-maps.yaml, a
 20 MiB dataset: candidates costed and seconds.
@@ -41,8 +43,8 @@ from ccp.workload.source import describe_source
 WORKLOADS = {
     "series-maps": {
         "name": "bench-series-maps",
-        "dataset": {"path": "/data", "generate": {"shape": [128, 48, 72], "dtype": "<f4", "data": "smooth"}},
-        "workload": [{"access": {"op": "read", "block": [128, 1, 1]}, "weight": 1},
+        "dataset": {"path": "/data", "generate": {"shape": [256, 48, 72], "dtype": "<f4", "data": "smooth"}},
+        "workload": [{"access": {"op": "read", "block": [256, 1, 1]}, "weight": 1},
                      {"access": {"op": "read", "block": [1, 48, 72]}, "weight": 1}],
         "constraints": {"filters": ["none"], "max_chunk_bytes": "64KiB", "max_cache_bytes": "256KiB",
                         "current_cache": "64KiB"},
@@ -57,7 +59,7 @@ WORKLOADS = {
     "single-tile": {
         "name": "bench-single-tile",
         "dataset": {"path": "/data", "generate": {"shape": [64, 128, 128], "dtype": "<f4", "data": "smooth"}},
-        "workload": [{"access": {"op": "read", "block": [8, 32, 32], "random": 100}, "weight": 1}],
+        "workload": [{"access": {"op": "read", "block": [8, 32, 32], "random": 400}, "weight": 1}],
         "constraints": {"filters": ["gzip:1"], "cache_nbytes": 0, "max_chunk_bytes": "256KiB"},
     },
 }
@@ -138,7 +140,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("results/tune-bench"))
     ap.add_argument("--budget", default="60s", help="ccp tune's measuring budget")
     ap.add_argument("--cell-budget", default="2s", help="time budget per grid cell")
-    ap.add_argument("--repeats", type=int, default=1, help="timed passes per cell, tuner and grid")
+    ap.add_argument("--repeats", type=int, default=3, help="timed passes per grid cell (the median stands)")
     ap.add_argument("--tune-repeats", type=int, default=3, help="timed passes per cell in the tuner's own proof")
     ap.add_argument("--final-repeats", type=int, default=5, help="passes each in the head-to-head of the two picks")
     ap.add_argument("--speed", action="store_true", help="also time the search alone on the 20 MiB series+maps config")
