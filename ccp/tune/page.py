@@ -18,7 +18,7 @@ def write_page(out: Path, result: dict) -> Path:
     rows = "".join(
         f"<tr><td>{e(r['label'])}</td><td>{e(r['kind'])}</td><td>{e(shape_str(r['chunks']))}</td><td>{e(r['filters'])}</td>"
         f"<td>{e(format_bytes(r['cache_nbytes']))}/{r['cache_nslots']}/{r['cache_w0']:g}</td><td>{_t(r['predicted_s'])}</td>"
-        f"<td>{_t(r['measured_s'])}</td><td>{(format(r['speedup_of_pick'], '.2f') + 'x') if r.get('speedup_of_pick') else '-'}</td>"
+        f"<td>{_t(r['measured_s'])}{' (runoff; first round ' + _t(r.get('first_measured_s')) + ')' if r.get('runoff') else ''}</td><td>{(format(r['speedup_of_pick'], '.2f') + 'x') if r.get('speedup_of_pick') else '-'}</td>"
         f"<td>{e(', '.join(r['statuses'] or []))}</td></tr>" for r in result["contenders"])
     front = "".join(
         f"<tr><td>{e(shape_str(c['chunks']))}</td><td>{e(c['filters'])}</td><td>{e(format_bytes(c['cache_nbytes']))}/{c['cache_nslots']}</td>"

@@ -43,3 +43,30 @@ def test_keeping_the_layout_is_offered_when_within_the_margin():
     rows[1]["measured_s"] = 1.2
     assert no_repack_alternative(rows, pick, current) is None
     assert no_repack_alternative(rows, rows[1], current) is None       # the pick keeps the layout already
+
+
+def test_runoff_remeasures_only_the_close_ones(monkeypatch, tmp_path):
+    """Layouts within RUNOFF_WITHIN of the fastest are measured again together (at most RUNOFF_MAX,
+    each once); a runoff of one is none."""
+    from pathlib import Path
+
+    from ccp.config.sweep import CacheSpec
+    from ccp.tune import tune as tune_mod
+    from ccp.tune.prove import Contender, Measured
+
+    none = parse_filters("none")
+    cs = [Contender(f"c{i}", (i + 1, 4), none, CacheSpec(1024, 521, 0.75), 1.0, "candidate") for i in range(5)]
+    cs.append(Contender("h5py guess", (1, 4), none, CacheSpec(1024, 521, 0.75), 1.0, "heuristic"))   # same key as c0
+    first = [Measured(c, t, (), Path(".")) for c, t in zip(cs, [1.0, 1.2, 1.29, 1.25, 2.0, 1.0])]
+    seen = []
+
+    def fake_measure_all(wl, source, contenders, out, work, budget, repeats, echo):
+        seen.append(([c.label for c in contenders], repeats))
+        return [Measured(c, 0.5 + k, (), out) for k, c in enumerate(contenders)]
+
+    monkeypatch.setattr(tune_mod, "measure_all", fake_measure_all)
+    again = tune_mod.run_off(None, None, cs, first, tmp_path, tmp_path, 10.0, 3, lambda *_: None)
+    assert seen == [(["c0", "c1", "c3"], 7)]
+    assert {k: m.measured_s for k, m in again.items()} == {cs[0].key: 0.5, cs[1].key: 1.5, cs[3].key: 2.5}
+    alone = [Measured(c, t, (), Path(".")) for c, t in zip(cs, [1.0, 2.0, 2.0, 2.0, 2.0, 1.0])]
+    assert tune_mod.run_off(None, None, cs, alone, tmp_path, tmp_path, 10.0, 3, lambda *_: None) == {}
