@@ -12,7 +12,8 @@ import click
 @click.argument("workload", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (keys recommended, candidates, front, verified).")
 @click.option("--budget", default="10min", show_default=True,
-              help="Time for measuring the shortlisted layouts, the current one and the heuristics; long cells are extrapolated.")
+              help="Time for measuring the shortlisted layouts, the current one and the heuristics (a third of it for "
+                   "re-measuring the close ones back to back); long cells are extrapolated.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
               help="Folder for tune.json, tune.html and the measured runs (default results/<name>/tune-<time>/).")
 @click.option("--work", "work_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("results/work"),

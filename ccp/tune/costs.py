@@ -7,17 +7,20 @@ import math
 import os
 import tempfile
 import time
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 from ccp.hdf5 import plists
-from ccp.predict import calibrate
+from ccp.predict import Calibration, calibrate
 from ccp.tune.heuristics import whole_rows
 from ccp.tune.search import Costs
 
 SAMPLE_BYTES = 4 * 1024 * 1024
 SAMPLE_CHUNK_BYTES = 256 * 1024
+PROBE_REPEATS = 5          # timed passes per probe: the fastest stands (a shared machine's passes vary)
 
 
 def sample_block(source, dataset) -> np.ndarray:
@@ -36,60 +39,147 @@ def sample_block(source, dataset) -> np.ndarray:
         return np.ascontiguousarray(f[source.path or dataset.path][sel])
 
 
-def filter_ratios(sample: np.ndarray, pipelines) -> dict[str, float]:
-    """Stored bytes over uncompressed bytes of ``sample`` written with each pipeline (chunks of about 256 KiB)."""
-    import h5py
+@dataclass(frozen=True)
+class FilterProbe:
+    """Each pipeline on the sample: stored/uncompressed ratio and seconds per uncompressed byte."""
 
-    out = {}
+    ratio: dict          # spec -> stored bytes / padded uncompressed bytes
+    decode: dict         # spec -> seconds per byte decoded, beyond an unfiltered read of the same chunks
+    encode: dict         # spec -> seconds per byte encoded, beyond an unfiltered write
+    read_s_per_byte: float   # an unfiltered chunk read from the page cache, per byte (read + copy out)
+
+
+def _min_s(fn, reps: int) -> float:
+    """CPU seconds of the fastest of ``reps`` passes of ``fn`` (work served from memory: page cache,
+    chunk cache). CPU time, not wall time: on a shared machine a pass's wall time is its cost plus
+    the time it waited for a core, which says how busy the machine was, not what the work costs;
+    and the fastest pass is the least disturbed (as timeit)."""
+    times = []
+    for _ in range(reps):
+        t0 = time.process_time()
+        fn()
+        times.append(time.process_time() - t0)
+    return min(times)
+
+
+def _write_sample(path: bytes, dcpl, ftype, sample: np.ndarray) -> None:
+    from h5py import h5d, h5f, h5s
+
+    fid = h5f.create(path, h5f.ACC_TRUNC)
+    ds = h5d.create(fid, b"d", ftype, h5s.create_simple(sample.shape), dcpl=dcpl)
+    ds.write(h5s.ALL, h5s.ALL, sample)
+    ds.close()
+    fid.close()
+
+
+def _read_chunks(ds, fspace, selections, bufs) -> None:
+    for st, cnt in selections:
+        fspace.select_hyperslab(st, cnt)
+        ms, buf = bufs[cnt]
+        ds.read(ms, fspace, buf)
+
+
+def probe_filters(sample: np.ndarray, pipelines, reps: int = PROBE_REPEATS) -> FilterProbe:
+    """``sample`` (the dataset's own data) written with each pipeline in chunks of about 256 KiB,
+    then read back chunk by chunk with no chunk cache (every read decodes), from the page cache:
+    the stored ratio, decode and encode cost on this data and this machine, now. The fastest of
+    ``reps`` passes; an unfiltered copy is the baseline the filters' costs are measured above."""
+    from h5py import h5d, h5f, h5p, h5s, h5t
+
     chunks = whole_rows(sample.shape, sample.dtype.itemsize, SAMPLE_CHUNK_BYTES)
+    grid = [-(-n // c) for n, c in zip(sample.shape, chunks)]
+    padded = math.prod(g * c for g, c in zip(grid, chunks)) * sample.dtype.itemsize
+    starts = [tuple(i * c for i, c in zip(idx, chunks)) for idx in np.ndindex(*grid)]
+    ftype = h5t.py_create(sample.dtype, logical=True)
+    read_t, write_t, ratio = {}, {}, {}
+    specs = ["none", *[p.spec for p in pipelines if not p.is_none]]
+    by_spec = {p.spec: p for p in pipelines}
     with tempfile.TemporaryDirectory() as tmp:
-        for p in pipelines:
-            if p.is_none:
-                out[p.spec] = 1.0
-                continue
-            path = Path(tmp) / "ratio.h5"
-            dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        for spec in specs:
+            path = f"{tmp}/probe.h5".encode()
+            dcpl = h5p.create(h5p.DATASET_CREATE)
             dcpl.set_chunk(chunks)
-            p.apply(dcpl, sample.dtype)
-            fid = h5py.h5f.create(str(path).encode(), h5py.h5f.ACC_TRUNC)
-            ds = h5py.h5d.create(fid, b"d", h5py.h5t.py_create(sample.dtype, logical=True),
-                                 h5py.h5s.create_simple(sample.shape), dcpl=dcpl)
-            ds.write(h5py.h5s.ALL, h5py.h5s.ALL, sample)
+            if spec != "none":
+                by_spec[spec].apply(dcpl, sample.dtype)
+            write_t[spec] = _min_s(partial(_write_sample, path, dcpl, ftype, sample), max(2, reps // 2))
+            fid = h5f.open(path, h5f.ACC_RDONLY)
+            dapl = plists.no_cache_dapl()           # no cache: every read decodes its chunk
+            ds = h5d.open(fid, b"d", dapl)
             stored = ds.get_storage_size()
+            fspace = ds.get_space()
+            sel = [(st, tuple(min(c, n - s) for c, s, n in zip(chunks, st, sample.shape))) for st in starts]
+            bufs = {cnt: (h5s.create_simple(cnt), np.empty(cnt, sample.dtype)) for _, cnt in sel}
+            read = partial(_read_chunks, ds, fspace, sel, bufs)
+            read()                                       # the page cache holds the file: warm passes only
+            read_t[spec] = _min_s(read, reps)
             ds.close()
             fid.close()
-            # the sample's grid pads its edge chunks: compare with the padded size
-            padded = math.prod(-(-n // c) * c for n, c in zip(sample.shape, chunks)) * sample.dtype.itemsize
-            out[p.spec] = min(1.0, max(stored / padded, 1e-4))
-    return out
+            ratio[spec] = 1.0 if spec == "none" else min(1.0, max(stored / padded, 1e-4))
+    base_r, base_w = read_t["none"], write_t["none"]
+    return FilterProbe(ratio, {s: max(read_t[s] - base_r, 0.0) / padded for s in specs},
+                       {s: max(write_t[s] - base_w, 0.0) / padded for s in specs}, base_r / padded)
 
 
-def raw_read_cost(n: int = 20000) -> float:
+def per_request_cost(dtype, reps: int = PROBE_REPEATS, n: int = 2000) -> float:
+    """Seconds of one small read served from the chunk cache, as the sweep's read loop makes it
+    (selection made outside the timed call, memory type the stored type): HDF5's and the loop's
+    fixed cost per request, beyond the per-chunk visit. The fastest of ``reps`` batches of ``n``."""
+    from h5py import h5d, h5f, h5p, h5s, h5t
+
+    dtype = np.dtype(dtype)
+    shape = (64, 64)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = f"{tmp}/req.h5".encode()
+        dcpl = h5p.create(h5p.DATASET_CREATE)
+        dcpl.set_chunk(shape)
+        fid = h5f.create(path, h5f.ACC_TRUNC)
+        dapl = plists.dapl(521, 1 << 20, 0.75)
+        ftype = h5t.py_create(dtype, logical=True)
+        ds = h5d.create(fid, b"d", ftype, h5s.create_simple(shape), dcpl=dcpl, dapl=dapl)
+        ds.write(h5s.ALL, h5s.ALL, np.zeros(shape, dtype))
+        one, fs, buf, mtype = h5s.create_simple((1, 1)), ds.get_space(), np.empty((1, 1), dtype), h5t.py_create(dtype)
+        idx = [(i % 64, (i * 7) % 64) for i in range(n)]
+
+        def batch(read=True):
+            for st in idx:
+                fs.select_hyperslab(st, (1, 1))
+                if read:
+                    ds.read(one, fs, buf, mtype)
+
+        batch()
+        # the read loop selects outside its timed call: the selection and the Python loop are not the request's
+        t = max(_min_s(batch, reps) - _min_s(partial(batch, False), reps), 0.0) / n
+        ds.close()
+        fid.close()
+    return t
+
+
+def _preads(fd: int, offsets: list[int]) -> None:
+    for off in offsets:
+        os.pread(fd, 8, off)
+
+
+def raw_read_cost(n: int = 4000, reps: int = PROBE_REPEATS) -> float:
     """Seconds of one small ``pread`` from a file in the page cache: the fixed cost of a raw read."""
     with tempfile.NamedTemporaryFile() as fh:
         fh.write(os.urandom(1 << 20))
         fh.flush()
-        fd = fh.fileno()
-        offsets = np.random.default_rng(0).integers(0, (1 << 20) - 8, n)
-        t0 = time.perf_counter()
-        for off in offsets.tolist():
-            os.pread(fd, 8, off)
-        return (time.perf_counter() - t0) / n
+        offsets = np.random.default_rng(0).integers(0, (1 << 20) - 8, n).tolist()
+        return _min_s(partial(_preads, fh.fileno(), offsets), reps) / n
 
 
-def chunk_load_cost(work_dir: Path, per_request_s: float, raw_read_s: float, n: int = 256) -> float:
-    """Seconds HDF5 spends on the first fetch of a chunk, beyond the request, the read call and
-    the visit: the chunk index lookup and the device, cold. ``n`` 16 KiB chunks of a 16 MiB file
-    in random order (readahead does not help, as it does not for a time series crossing a file of
-    maps), page cache dropped first as the sweep's cold passes do. Charged once per distinct chunk."""
+def cold_fetch_time(work_dir: Path, chunks: tuple[int, int], grid: tuple[int, int], n: int, reps: int = 3) -> float:
+    """Seconds per read of one whole uncompressed chunk of ``chunks`` (float32) from a file whose
+    pages were dropped (as the sweep's cold passes drop them): ``n`` chunks of the ``grid`` in
+    random order, so readahead does not help (as it does not for a time series crossing a file of
+    maps). The fastest of ``reps`` passes, each over a freshly dropped file."""
     from h5py import h5d, h5f, h5p, h5s, h5t
 
     from ccp.measurement.pagecache import drop_file
 
-    grid, chunks = (32, 32), (64, 64)
     shape = (grid[0] * chunks[0], grid[1] * chunks[1])
     data = np.random.default_rng(0).random(shape, dtype=np.float32)
-    order = np.random.default_rng(1).permutation(grid[0] * grid[1])[:n]
+    times = []
     with tempfile.TemporaryDirectory(dir=work_dir) as tmp:
         path = f"{tmp}/load.h5".encode()
         dcpl = h5p.create(h5p.DATASET_CREATE)
@@ -99,19 +189,34 @@ def chunk_load_cost(work_dir: Path, per_request_s: float, raw_read_s: float, n: 
         ds.write(h5s.ALL, h5s.ALL, data)
         ds.close()
         fid.close()
-        drop_file(path.decode())
-        fid = h5f.open(path, h5f.ACC_RDONLY)
-        dapl = plists.no_cache_dapl()
-        ds = h5d.open(fid, b"d", dapl)
-        mspace, fspace, buf = h5s.create_simple(chunks), ds.get_space(), np.empty(chunks, np.float32)
-        t0 = time.perf_counter()
-        for lin in order.tolist():
-            fspace.select_hyperslab((lin // grid[1] * chunks[0], lin % grid[1] * chunks[1]), chunks)
-            ds.read(mspace, fspace, buf)
-        t = (time.perf_counter() - t0) / len(order)
-        ds.close()
-        fid.close()
-    return max(t - per_request_s - raw_read_s, 0.0)
+        mspace, buf = h5s.create_simple(chunks), np.empty(chunks, np.float32)
+        for rep in range(reps):
+            order = np.random.default_rng(rep + 1).permutation(grid[0] * grid[1])[:n]
+            drop_file(path.decode())
+            fid = h5f.open(path, h5f.ACC_RDONLY)
+            dapl = plists.no_cache_dapl()
+            ds = h5d.open(fid, b"d", dapl)
+            fspace = ds.get_space()
+            t0 = time.perf_counter()
+            for lin in order.tolist():
+                fspace.select_hyperslab((lin // grid[1] * chunks[0], lin % grid[1] * chunks[1]), chunks)
+                ds.read(mspace, fspace, buf)
+            times.append((time.perf_counter() - t0) / len(order))
+            ds.close()
+            fid.close()
+    return min(times)
+
+
+def cold_costs(work_dir: Path, warm_per_fetch_s: float, read_s_per_byte: float) -> tuple[float, float]:
+    """(seconds per cold chunk fetch, seconds per cold byte), beyond the warm costs of the same
+    reads: a line through two chunk sizes, 16 KiB and 256 KiB. A device with a high latency shows
+    in the first, one with a low bandwidth in the second."""
+    small, big = (64, 64), (128, 512)
+    b_small, b_big = math.prod(small) * 4, math.prod(big) * 4
+    t_small = cold_fetch_time(work_dir, small, (32, 32), 256) - warm_per_fetch_s - b_small * read_s_per_byte
+    t_big = cold_fetch_time(work_dir, big, (8, 16), 64) - warm_per_fetch_s - b_big * read_s_per_byte
+    per_byte = max((t_big - t_small) / (b_big - b_small), 0.0)
+    return max(t_small - per_byte * b_small, 0.0), per_byte
 
 
 def chunk_visit_cost(per_request_s: float, passes: int = 10) -> float:
@@ -132,21 +237,31 @@ def chunk_visit_cost(per_request_s: float, passes: int = 10) -> float:
         mspace, fspace, buf = h5s.create_simple(block), ds.get_space(), np.empty(block, np.float32)
         times = []
         for _ in range(passes + 1):
-            t0 = time.perf_counter()
+            t0 = time.process_time()       # CPU time: see _min_s
             for c in range(0, shape[1], block[1]):
                 fspace.select_hyperslab((0, c), block)
                 ds.read(mspace, fspace, buf)
-            times.append(time.perf_counter() - t0)
+            times.append(time.process_time() - t0)
         ds.close()
         fid.close()
-    per_req = float(np.median(times[1:])) / (shape[1] // block[1])
+    per_req = min(times[1:]) / (shape[1] // block[1])
     return max(per_req - per_request_s, 0.0) / (block[0] // chunks[0])
 
 
 def measure_costs(source, dataset, pipelines, work_dir: Path) -> Costs:
-    data_kind = dataset.generate.data if dataset.generate is not None else "normal"
-    cal = calibrate(list(pipelines), source.dtype, data_kind, work_dir)
-    ratios = filter_ratios(sample_block(source, dataset), pipelines) if source.numeric else {p.spec: 1.0 for p in pipelines}
+    """Every price the search uses, measured now on this machine (nothing cached from an earlier
+    run: a calibration taken while the machine was busy would bias every later search), the
+    filters on a sample of the dataset's own data."""
+    if source.numeric:
+        fp = probe_filters(sample_block(source, dataset), pipelines)
+        per_request = per_request_cost(source.dtype)
+        cal = Calibration(per_request, fp.read_s_per_byte, dict(fp.decode), dict(fp.encode))
+        ratios = dict(fp.ratio)
+    else:   # raw records: the engine's calibration on bytes (filters' costs per byte of bytes), fresh
+        data_kind = dataset.generate.data if dataset.generate is not None else "normal"
+        cal = calibrate(list(pipelines), source.dtype, data_kind, None)
+        ratios = {p.spec: 1.0 for p in pipelines}
     raw = raw_read_cost()
     visit = chunk_visit_cost(cal.per_request_s)
-    return Costs(cal, raw, ratios, max(chunk_load_cost(work_dir, cal.per_request_s, raw) - visit, 0.0), visit)
+    load, cold_byte = cold_costs(work_dir, cal.per_request_s + raw + visit, cal.read_s_per_byte)
+    return Costs(cal, raw, ratios, load, visit, cold_byte)

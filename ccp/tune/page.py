@@ -18,7 +18,7 @@ def write_page(out: Path, result: dict) -> Path:
     rows = "".join(
         f"<tr><td>{e(r['label'])}</td><td>{e(r['kind'])}</td><td>{e(shape_str(r['chunks']))}</td><td>{e(r['filters'])}</td>"
         f"<td>{e(format_bytes(r['cache_nbytes']))}/{r['cache_nslots']}/{r['cache_w0']:g}</td><td>{_t(r['predicted_s'])}</td>"
-        f"<td>{_t(r['measured_s'])}</td><td>{(format(r['speedup_of_pick'], '.2f') + 'x') if r.get('speedup_of_pick') else '-'}</td>"
+        f"<td>{_t(r['measured_s'])}{' (runoff; first round ' + _t(r.get('first_measured_s')) + ')' if r.get('runoff') else ''}</td><td>{(format(r['speedup_of_pick'], '.2f') + 'x') if r.get('speedup_of_pick') else '-'}</td>"
         f"<td>{e(', '.join(r['statuses'] or []))}</td></tr>" for r in result["contenders"])
     front = "".join(
         f"<tr><td>{e(shape_str(c['chunks']))}</td><td>{e(c['filters'])}</td><td>{e(format_bytes(c['cache_nbytes']))}/{c['cache_nslots']}</td>"
@@ -33,7 +33,7 @@ def write_page(out: Path, result: dict) -> Path:
 ({e(result['dataset']['current_filters'])}).</p>
 <h2>Recommended</h2><p>chunks <b>{e(shape_str(rec['chunks']))}</b>, filters <b>{e(rec['filters'])}</b>, chunk cache
 <b>{e(format_bytes(rec['cache_nbytes']))}</b> / {rec['cache_nslots']} slots / w0 {rec['cache_w0']:g}:
-measured {_t(rec['measured_s'])}, predicted {_t(rec['predicted_s'])} for the weighted workload.</p>
+measured {_t(rec['measured_s'])}, predicted {_t(rec['predicted_s'])} for the weighted workload: {e(rec.get('why', ''))}.</p>
 <table>{cmds}</table>
 <h2>Predicted and measured</h2>
 <p>Weighted workload time (sum of weight x time of each pattern). Measured with the sweep engine: each layout's run folder is

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 import numpy as np
 
@@ -41,6 +42,7 @@ class Costs:
     ratio: dict = field(default_factory=dict)  # filter spec -> stored bytes / uncompressed bytes on a sample
     load_s: float = 0.0                       # per distinct chunk fetched, cold: index lookup and the device
     visit_s: float = 0.0                      # per chunk a request touches (hit or load): HDF5's per-chunk work
+    cold_byte_s: float = 0.0                  # per stored byte of a distinct chunk fetched, cold, beyond a warm read
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,7 @@ def item_cost(cell: Cell, source, costs: Costs, max_requests: int = MAX_MODEL_RE
     n = len(plan_for(cell.access, source.shape)) if (cell.access.random or getattr(cell.access, "trace", None)) else \
         math.prod(-(-s // b) for s, b in zip(source.shape, cell.access.block))
     k = min(n, max_requests, max(MIN_MODEL_REQUESTS, MODEL_WORK // chunks_per_request(cell.access.block, cell.chunks)))
-    total = predict_requests(cell, source, stored, max_requests=k, per_request=False).total()
+    total = model_counts(cell, source, stored, k)
     scale = n / k if k else 1.0
     itemsize = np.dtype(source.dtype).itemsize
     chunk_bytes = math.prod(cell.chunks) * itemsize if cell.chunks else 0
@@ -121,9 +123,30 @@ def item_cost(cell: Cell, source, costs: Costs, max_requests: int = MAX_MODEL_RE
     fetched = max(total.chunk_loads, total.raw_reads if not filtered else 0)
     distinct = min(fetched, grid * k / n if n else grid)
     seconds = (costs.calibration.cell_time(cell, total, k, chunk_bytes) + (total.raw_reads + total.raw_writes) * costs.raw_read_s
-               + (total.chunk_loads + total.chunk_hits) * costs.visit_s + distinct * costs.load_s)
+               + (total.chunk_loads + total.chunk_hits) * costs.visit_s
+               + distinct * (costs.load_s + chunk_bytes * ratio * costs.cold_byte_s))
     return ItemCost(n, total.chunk_loads * scale, total.raw_reads * scale, total.raw_read_bytes * scale,
                     total.chunk_loads * chunk_bytes * scale if filtered else 0.0, total.raw_writes * scale, seconds * scale)
+
+
+_COUNTS: dict = {}
+_COUNTS_MAX = 200_000
+
+
+def model_counts(cell: Cell, source, stored, k: int):
+    """The model's totals of one pattern's first ``k`` requests. Every compressing pipeline gives
+    the same counts (the model knows only filtered or not): each (chunks, filtered, cache,
+    access) is walked once per process, however many filters are candidates."""
+    if stored is not None:
+        return predict_requests(cell, source, stored, max_requests=k, per_request=False).total()
+    key = (tuple(source.shape), np.dtype(source.dtype).itemsize, cell.chunks, cell.filters.is_none, cell.cache,
+           cell.access, k)
+    total = _COUNTS.get(key)
+    if total is None:
+        if len(_COUNTS) >= _COUNTS_MAX:
+            _COUNTS.clear()
+        total = _COUNTS[key] = predict_requests(cell, source, None, max_requests=k, per_request=False).total()
+    return total
 
 
 def chunks_per_request(block, chunks) -> int:
@@ -131,6 +154,63 @@ def chunks_per_request(block, chunks) -> int:
     if chunks is None:
         return 1
     return math.prod(-(-b // c) + (1 if b % c and c > 1 else 0) for b, c in zip(block, chunks))
+
+
+@lru_cache(maxsize=65536)
+def _dim_touch(n: int, b: int, c: int) -> tuple[int, int, int]:
+    """Along one dimension of ``n`` tiled by ``b`` with chunks of ``c``: (tiles, chunks touched
+    summed over the tiles, fewest chunks one tile touches)."""
+    s = np.arange(0, n, b)
+    e = np.minimum(s + b, n) - 1
+    per = e // c - s // c + 1
+    return len(s), int(per.sum()), int(per.min())
+
+
+def read_bound(chunks, filters: FilterPipeline, source, items, costs: Costs) -> float:
+    """A lower bound on the weighted time of the workload's reads on ``chunks`` with any cache,
+    from arithmetic alone (no model walk): each request's fixed cost, each chunk a request touches
+    visited or read once, each chunk of the grid fetched cold and (filtered) decoded at least once.
+    Patterns it cannot bound (traces, writes) count 0. Lets the search skip most layouts unwalked."""
+    if chunks is None:
+        return 0.0
+    cal = costs.calibration
+    itemsize = np.dtype(source.dtype).itemsize
+    chunk_bytes = math.prod(chunks) * itemsize
+    filtered = not filters.is_none
+    ratio = costs.ratio.get(filters.spec, 1.0) if filtered else 1.0
+    dec = cal.decode_s_per_byte.get(filters.spec, 0.0) if filtered else 0.0
+    per_touch = min(costs.visit_s, costs.raw_read_s) if not filtered else costs.visit_s
+    total = 0.0
+    for it in items:
+        a = it.access
+        if a.op != "read" or getattr(a, "trace", None):
+            continue
+        dims = [_dim_touch(n, b, c) for n, b, c in zip(source.shape, a.block, chunks)]
+        tiles = math.prod(d[0] for d in dims)
+        touched = math.prod(d[1] for d in dims)
+        if a.random:
+            requests, visits = a.random, a.random * touched / tiles
+            fetched = math.prod(d[2] for d in dims)        # one request's chunks, at least
+        else:
+            requests, visits, fetched = tiles, touched, nchunks(source.shape, chunks)
+        first = costs.load_s + chunk_bytes * ratio * costs.cold_byte_s
+        if filtered:
+            first += chunk_bytes * (dec + ratio * cal.read_s_per_byte) + costs.raw_read_s
+        total += it.weight * (requests * cal.per_request_s + visits * per_touch + fetched * first)
+    return total
+
+
+def write_bound(chunks, filters: FilterPipeline, source, costs: Costs) -> float:
+    """A lower bound on :func:`production_cost`: every chunk of the grid written (and encoded) once, a request each."""
+    if chunks is None:
+        return 0.0
+    cal = costs.calibration
+    filtered = not filters.is_none
+    chunk_bytes = math.prod(chunks) * np.dtype(source.dtype).itemsize
+    ratio = costs.ratio.get(filters.spec, 1.0) if filtered else 1.0
+    enc = cal.encode_s_per_byte.get(filters.spec, 0.0) if filtered else 0.0
+    n = nchunks(source.shape, chunks)
+    return n * (cal.per_request_s + costs.raw_read_s + chunk_bytes * (enc + ratio * cal.read_s_per_byte))
 
 
 def storage(shape, itemsize: int, chunks, ratio: float) -> tuple[int, float]:
@@ -176,50 +256,86 @@ def evaluate(chunks, filters: FilterPipeline, cache: CacheSpec, source, items, c
 
 def search(source, items, lattice: Sequence[tuple[int, ...]], filters: Sequence[FilterPipeline], costs: Costs, *,
            fixed_cache: int | None, max_cache_bytes: int, max_storage_overhead: float, current=None,
-           max_requests: int = MAX_MODEL_REQUESTS, progress: Callable[[int, int], None] | None = None) -> SearchResult:
+           max_requests: int = MAX_MODEL_REQUESTS, progress: Callable[[int, int], None] | None = None,
+           keep_best: int = 5) -> SearchResult:
     """Every (chunks, filters) of the lattice within the storage constraint, each with the cache
     that makes it fastest (the smallest one within :data:`NEAR_BEST` of that), then the front.
 
-    Each layout is first costed with its largest cache, a lower bound on its read time (a larger
-    cache never needs more loads, bar hash collisions); a layout whose bound is dominated by a
-    layout already found is dropped without trying its other caches. ``current`` is the stored
-    (chunks, filters): within :data:`NO_REPACK_MARGIN` of the best it is recommended, a new cache
-    being cheaper to apply than a repack.
+    Branch and bound: layouts are visited in order of an arithmetic lower bound on their read time
+    (:func:`read_bound`; :func:`write_bound`; storage is exact), and a layout whose bound a layout
+    already found dominates is dropped unwalked. Survivors are walked with their largest cache,
+    again a lower bound (a larger cache never needs more loads, bar hash collisions), and dropped
+    if dominated; the rest get the smallest cache within :data:`NEAR_BEST` of the largest one's
+    time, found by bisection over the cache sizes (time falls as the cache grows). ``current`` is
+    the stored (chunks, filters): within :data:`NO_REPACK_MARGIN` of the best it is recommended,
+    a new cache being cheaper to apply than a repack. The ``keep_best`` fastest layouts are never
+    dropped, dominated or not: they are the shortlist measurement chooses from.
     """
     itemsize = np.dtype(source.dtype).itemsize
     w0s = (0.75, 1.0) if any(it.access.op != "read" for it in items) else (0.75,)
+    has_writes = any(it.access.op != "read" for it in items)
     evaluated = pruned = rejected = 0
     best: list[Candidate] = []
     points: list[tuple[float, float, int]] = []
-    layouts = [(c, f) for c in lattice for f in filters]
-    for i, (chunks, filt) in enumerate(layouts):
+    queue = []
+    for chunks in lattice:
+        for filt in filters:
+            ratio = costs.ratio.get(filt.spec, 1.0) if not filt.is_none else 1.0
+            sb, over = storage(source.shape, itemsize, chunks, ratio)
+            is_current = current is not None and (tuple(chunks), filt.spec) == (tuple(current[0]), current[1].spec)
+            if over > max_storage_overhead and not is_current:
+                rejected += 1
+                continue
+            rb = read_bound(chunks, filt, source, items, costs)
+            # the workload's own writes are not bounded (0): the production write is, when it is the write axis
+            wb = 0.0 if has_writes else write_bound(chunks, filt, source, costs)
+            queue.append((not is_current, rb, wb, sb, tuple(chunks), filt, is_current))
+    queue.sort(key=lambda q: (q[0], q[1] + q[2], q[3]))       # the current layout first, then by bound
+    fastest_k: list[float] = []                                # the keep_best fastest workload times so far
+
+    def droppable(point, workload_lb) -> bool:
+        beaten = keep_best <= 0 or (len(fastest_k) >= keep_best and workload_lb >= fastest_k[keep_best - 1])
+        return beaten and _dominated(points, point)
+
+    for i, (_, rb, wb, sb, chunks, filt, is_current) in enumerate(queue):
         if progress:
-            progress(i, len(layouts))
-        ratio = costs.ratio.get(filt.spec, 1.0) if not filt.is_none else 1.0
-        _, over = storage(source.shape, itemsize, chunks, ratio)
-        is_current = current is not None and (tuple(chunks), filt.spec) == (tuple(current[0]), current[1].spec)
-        if over > max_storage_overhead and not is_current:
-            rejected += 1
+            progress(i, len(queue))
+        if not is_current and droppable((rb, wb, sb), rb):
+            pruned += 1
             continue
         chunk_bytes = math.prod(chunks) * itemsize
         caches = cache_candidates(chunk_bytes, max_cache_bytes, fixed_cache, w0s)
-        wr = None
         top = evaluate(chunks, filt, CacheSpec(*caches[-1]), source, items, costs, None, max_requests)
         evaluated += 1
-        wr = top.write_s
-        bound = (top.read_s, top.write_s, top.storage_bytes)
-        if not is_current and len(caches) > 1 and any(dominates(p, bound) for p in points):
+        if not is_current and len(caches) > 1 and droppable((top.read_s, top.write_s, top.storage_bytes), top.workload_s):
             pruned += 1
             continue
-        tried = [top]
-        for c in caches[:-1]:
-            tried.append(evaluate(chunks, filt, CacheSpec(*c), source, items, costs, wr, max_requests))
-            evaluated += 1
-        fastest = min(t.workload_s for t in tried)
-        chosen = min((t for t in tried if t.workload_s <= fastest * (1 + NEAR_BEST)),
+        tried = {caches[-1]: top}
+
+        def cost(c, chunks=chunks, filt=filt, wr=top.write_s, tried=tried):
+            if c not in tried:
+                tried[c] = evaluate(chunks, filt, CacheSpec(*c), source, items, costs, wr, max_requests)
+            return tried[c]
+
+        if len(w0s) > 1:                 # writes: w0 matters too, every cache is tried
+            for c in caches[:-1]:
+                cost(c)
+        else:                            # the smallest cache within NEAR_BEST of the largest one's time
+            lo, hi = 0, len(caches) - 1
+            goal = top.workload_s * (1 + NEAR_BEST)
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if cost(caches[mid]).workload_s <= goal:
+                    hi = mid
+                else:
+                    lo = mid + 1
+        evaluated += len(tried) - 1
+        fastest = min(t.workload_s for t in tried.values())
+        chosen = min((t for t in tried.values() if t.workload_s <= fastest * (1 + NEAR_BEST)),
                      key=lambda t: (t.cache.nbytes, t.cache.nslots, t.workload_s))
         best.append(chosen)
         points.append((chosen.read_s, chosen.write_s, chosen.storage_bytes))
+        fastest_k = sorted([*fastest_k, chosen.workload_s])[:keep_best]
     if not best:
         raise CcpError(f"constraints: no chunk shape of at most max_chunk_bytes is within max_storage_overhead "
                        f"{max_storage_overhead:g} ({rejected} shapes over it): raise max_storage_overhead or max_chunk_bytes")
@@ -228,6 +344,10 @@ def search(source, items, lattice: Sequence[tuple[int, ...]], filters: Sequence[
     rec = recommend(best_sorted, current)
     front = tuple(sorted((best[i] for i in front_idx), key=lambda c: c.workload_s))
     return SearchResult(evaluated, len(best) + pruned, pruned, rejected, front, tuple(best_sorted), rec)
+
+
+def _dominated(points, bound) -> bool:
+    return any(dominates(p, bound) for p in points)
 
 
 def recommend(best_sorted: Sequence[Candidate], current=None) -> Candidate:

@@ -25,6 +25,7 @@ from ccp.config.sweep import (
 from ccp.errors import ConfigError
 from ccp.hdf5.filters import FilterPipeline, parse_filters
 from ccp.units import parse_size
+from ccp.workload.sweep import resolve_replay
 
 WORKLOAD_KEYS = ("name", "dataset", "workload", "constraints")
 ITEM_KEYS = ("access", "weight")
@@ -70,7 +71,8 @@ def parse_item(raw, where: str) -> WorkItem:
     _check_keys(raw, ITEM_KEYS, where)
     if "access" not in raw:
         raise ConfigError(f"{where}.access", "missing: an access entry as in a sweep's matrix.access, like {op: read, block: [1, 100, 100]}")
-    return WorkItem(parse_access(raw["access"], f"{where}.access"), parse_weight(raw.get("weight", 1), f"{where}.weight"))
+    access = resolve_replay(parse_access(raw["access"], f"{where}.access"), f"{where}.access")
+    return WorkItem(access, parse_weight(raw.get("weight", 1), f"{where}.weight"))
 
 
 def parse_constraints(raw, where: str = "constraints") -> Constraints:

@@ -174,3 +174,15 @@ def test_the_matrix_refuses_a_replay_whose_trace_was_not_loaded(reader, tmp_path
     sweep = parse_only(_replay_sweep(tmp_path, reader.path))
     with pytest.raises(ConfigError, match=r"matrix\.access\[0\]\.trace: the replay's trace is not loaded"):
         expand(sweep, describe_source(sweep.dataset))
+
+
+def test_a_tune_workload_loads_its_replay_like_a_sweep(reader, tmp_path):
+    """A replay in `ccp tune`'s workload gets its block from the trace, as a sweep's does (it was left rank 0)."""
+    from ccp.tune.workload import parse_workload
+    from ccp.workload.sweep import load_sweep
+
+    raw = {"name": "t", "dataset": {"generate": {"shape": [8, 12, 6], "dtype": "<f4", "chunks": [4, 4, 6]}},
+           "workload": [{"access": {"trace": str(reader.path), "dataset": "/cube"}, "weight": 1}]}
+    [item] = parse_workload(raw, tmp_path).items
+    [swept] = load_sweep(_replay_sweep(tmp_path, reader.path)).access
+    assert item.access.block == swept.block and len(item.access.block) == 3

@@ -101,6 +101,9 @@ def test_tune_a_users_file_end_to_end(tmp_path):
     assert v["recommended"] > 0 and v["current"] > 0
     assert set(v["heuristics"]) == {"h5py guess", "1 MiB rows", "Unidata balanced"}
     assert all(t is not None and t > 0 for t in v["heuristics"].values())
+    # the pick is the fastest measured layout: never slower than a heuristic or the current layout
+    assert v["recommended"] <= min(v["heuristics"].values()) and v["recommended"] <= v["current"]
+    assert r["recommended"]["why"]
     assert "predicted" in (out / "tune.html").read_text() and (out / "tune.json").exists()
     assert src.read_bytes() == before                   # the user's file is only read
     rec = r["recommended"]

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from ccp.config.sweep import AccessSpec, CacheSpec, DatasetSpec, GenerateSpec
 from ccp.hdf5.dataset import describe_source
-from ccp.tune.lattice import cache_candidates, chunk_lattice, workload_blocks
+from ccp.tune.lattice import cache_candidates, chunk_lattice, padding, workload_blocks
 from ccp.tune.search import NEAR_BEST, evaluate, search
 from ccp.tune.workload import WorkItem
 
@@ -123,3 +123,17 @@ def test_evaluate_counts_match_the_plan_module(costs, nofilter, chunks):
     p = predict_cell(Cell(chunks, nofilter, cache, its[0].access), src)
     assert cand.items[0].chunk_loads == p["predicted_chunk_loads"]
     assert cand.items[0].raw_reads == p["predicted_raw_reads"]
+
+
+def test_the_shortlist_is_the_fastest_few_not_only_the_front(costs, gzip):
+    """Branch and bound keeps the keep_best fastest layouts even when the fastest dominates them:
+    measurement chooses among them (before, a front of one fast layout left only slow ones to measure)."""
+    src = source_of((8, 16, 16), chunks=(4, 16, 16), filters=gzip)
+    trap = items((1, 1, 16))
+    res = run(src, trap, [gzip], costs, keep_best=4, max_cache_bytes=16 * 1024)
+    assert len(res.best) >= 4
+    lat = chunk_lattice(src.shape, 4, 64 * 1024, workload_blocks(trap), extra=[src.chunks])
+    brute = sorted(min(evaluate(c, gzip, CacheSpec(*k), src, trap, costs).workload_s
+                       for k in cache_candidates(math.prod(c) * 4, 16 * 1024))
+                   for c in lat if padding(src.shape, c) <= 0.25)
+    assert all(c.workload_s <= brute[3] * (1 + NEAR_BEST) + 1e-12 for c in res.best[:4])

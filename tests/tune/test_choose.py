@@ -1,0 +1,72 @@
+"""The recommendation is decided by measurement: the fastest measured contender, whoever proposed it."""
+
+import pytest
+
+from ccp.hdf5.filters import parse_filters
+from ccp.tune.tune import choose, no_repack_alternative
+
+
+def row(label, kind, measured, chunks=(4, 4), filters="none", cache=1024):
+    return {"label": label, "kind": kind, "measured_s": measured, "chunks": list(chunks), "filters": filters,
+            "cache_nbytes": cache, "cache_nslots": 521, "cache_w0": 0.75, "predicted_s": 1.0}
+
+
+@pytest.mark.parametrize("rows, want, says", [
+    ([row("tuned", "candidate", 1.0), row("tuned #2", "candidate", 2.0), row("h5py guess", "heuristic", 3.0)],
+     "tuned", "the model's pick, measured fastest"),
+    # a heuristic measured fastest wins: the pick is never slower than a measured heuristic
+    ([row("tuned", "candidate", 1.05), row("h5py guess", "heuristic", 1.0)], "h5py guess", "5% slower"),
+    ([row("tuned", "candidate", 2.0), row("tuned #2", "candidate", 1.0), row("current", "current", 9.0)],
+     "tuned #2", "measured 100% slower"),
+    ([row("tuned", "candidate", None), row("tuned #2", "candidate", 3.0)], "tuned #2", "failed to measure"),
+    ([row("tuned", "candidate", None), row("h5py guess", "heuristic", None)], "tuned", "not measured"),
+    # equal times: the first in the model's order
+    ([row("tuned", "candidate", 1.0), row("h5py guess", "heuristic", 1.0)], "tuned", "the model's pick"),
+], ids=["model-wins", "heuristic-wins", "second-candidate-wins", "model-pick-failed", "nothing-measured", "tie"])
+def test_choose_takes_the_fastest_measured(rows, want, says):
+    pick, why = choose(rows)
+    assert pick["label"] == want
+    assert says in why
+    timed = [r["measured_s"] for r in rows if r["measured_s"] is not None]
+    if timed:
+        assert pick["measured_s"] == min(timed)
+
+
+def test_keeping_the_layout_is_offered_when_within_the_margin():
+    current = ((8, 8), parse_filters("gzip:1"))
+    rows = [row("tuned", "candidate", 1.0, chunks=(2, 8)),
+            row("tuned #2", "candidate", 1.03, chunks=(8, 8), filters="gzip:1", cache=300_000),
+            row("current", "current", 9.0, chunks=(8, 8), filters="gzip:1")]
+    pick, _ = choose(rows)
+    alt = no_repack_alternative(rows, pick, current)
+    assert alt["label"] == "tuned #2"
+    rows[1]["measured_s"] = 1.2
+    assert no_repack_alternative(rows, pick, current) is None
+    assert no_repack_alternative(rows, rows[1], current) is None       # the pick keeps the layout already
+
+
+def test_runoff_remeasures_only_the_close_ones(monkeypatch, tmp_path):
+    """Layouts within RUNOFF_WITHIN of the fastest are measured again together (at most RUNOFF_MAX,
+    each once); a runoff of one is none."""
+    from pathlib import Path
+
+    from ccp.config.sweep import CacheSpec
+    from ccp.tune import tune as tune_mod
+    from ccp.tune.prove import Contender, Measured
+
+    none = parse_filters("none")
+    cs = [Contender(f"c{i}", (i + 1, 4), none, CacheSpec(1024, 521, 0.75), 1.0, "candidate") for i in range(5)]
+    cs.append(Contender("h5py guess", (1, 4), none, CacheSpec(1024, 521, 0.75), 1.0, "heuristic"))   # same key as c0
+    first = [Measured(c, t, (), Path(".")) for c, t in zip(cs, [1.0, 1.2, 1.29, 1.25, 2.0, 1.0])]
+    seen = []
+
+    def fake_measure_all(wl, source, contenders, out, work, budget, repeats, echo):
+        seen.append(([c.label for c in contenders], repeats))
+        return [Measured(c, 0.5 + k, (), out) for k, c in enumerate(contenders)]
+
+    monkeypatch.setattr(tune_mod, "measure_all", fake_measure_all)
+    again = tune_mod.run_off(None, None, cs, first, tmp_path, tmp_path, 10.0, 3, lambda *_: None)
+    assert seen == [(["c0", "c1", "c3"], 7)]
+    assert {k: m.measured_s for k, m in again.items()} == {cs[0].key: 0.5, cs[1].key: 1.5, cs[3].key: 2.5}
+    alone = [Measured(c, t, (), Path(".")) for c, t in zip(cs, [1.0, 2.0, 2.0, 2.0, 2.0, 1.0])]
+    assert tune_mod.run_off(None, None, cs, alone, tmp_path, tmp_path, 10.0, 3, lambda *_: None) == {}
