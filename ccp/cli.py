@@ -342,9 +342,9 @@ def advise(file, dataset, block, cache, memory, budget, no_measure):
     spec = parse_cache(parse_cache_option(cache), "--cache") if cache is not None else None
     _check_advise_dataset(file, dataset, access)
     if spec is None:
-        from h5py import h5p
-        nslots, nbytes, w0 = h5p.create(h5p.DATASET_ACCESS).get_chunk_cache()
-        spec = CacheSpec(nbytes, nslots, w0)
+        from ccp.hdf5.defaults import library_cache
+        lib = library_cache()
+        spec = CacheSpec(lib.nbytes, lib.nslots, lib.w0)
         click.echo(f"(no --cache given: assuming this HDF5's default chunk cache, {spec.label})")
     run_advise(file, dataset, access, spec, memory_bytes, budget_s, echo=click.echo, measure_top=not no_measure)
 

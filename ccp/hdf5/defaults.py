@@ -7,6 +7,7 @@ The raw-data chunk cache (``H5Pset_chunk_cache`` / ``H5Pset_cache``): 1 MiB and 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 
@@ -33,3 +34,20 @@ def chunk_cache_default(version: tuple[int, ...] | None = None) -> ChunkCacheDef
     """The chunk cache HDF5 ``version`` gives a dataset (default: the HDF5 in this process)."""
     version = hdf5_version() if version is None else tuple(version)
     return CACHE_2X if version[:1] >= (2,) else CACHE_1X
+
+
+@functools.cache
+def library_cache(level: str = "dataset") -> ChunkCacheDefault:
+    """The chunk cache the HDF5 in this process gives when nobody sets one, probed once from the library
+    itself (a fresh dataset access list, or at ``level="file"`` a fresh file access list's H5Pget_cache):
+    what ``--cache`` defaults to and what the environment record states. Agrees with
+    :func:`chunk_cache_default` for an unpatched library; the probe is what this process really does."""
+    from h5py import h5p
+
+    if level == "dataset":
+        nslots, nbytes, w0 = h5p.create(h5p.DATASET_ACCESS).get_chunk_cache()
+    elif level == "file":
+        _mdc, nslots, nbytes, w0 = h5p.create(h5p.FILE_ACCESS).get_cache()
+    else:
+        raise ValueError(f"level must be 'dataset' or 'file', not {level!r}")
+    return ChunkCacheDefault(int(nbytes), int(nslots), float(w0))

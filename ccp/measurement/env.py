@@ -80,12 +80,11 @@ def versions() -> dict:
 
 def hdf5_default_cache() -> dict:
     """The library's own chunk cache default, recorded so no run depends on it silently."""
-    from h5py import h5p
+    from ccp.hdf5.defaults import library_cache
 
-    nslots, nbytes, w0 = h5p.create(h5p.DATASET_ACCESS).get_chunk_cache()
-    fapl_cache = h5p.create(h5p.FILE_ACCESS).get_cache()
-    return {"dapl": {"nslots": nslots, "nbytes": nbytes, "w0": w0},
-            "fapl": {"nslots": fapl_cache[1], "nbytes": fapl_cache[2], "w0": fapl_cache[3]}}
+    dapl, fapl = library_cache("dataset"), library_cache("file")
+    return {"dapl": {"nslots": dapl.nslots, "nbytes": dapl.nbytes, "w0": dapl.w0},
+            "fapl": {"nslots": fapl.nslots, "nbytes": fapl.nbytes, "w0": fapl.w0}}
 
 
 def collect(work_dir: Path) -> dict:

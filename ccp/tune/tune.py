@@ -33,10 +33,10 @@ RUNOFF_SHARE = 1 / 3       # of --budget, for the runoff
 
 
 def hdf5_default_cache() -> CacheSpec:
-    from h5py import h5p
+    from ccp.hdf5.defaults import library_cache
 
-    nslots, nbytes, w0 = h5p.create(h5p.DATASET_ACCESS).get_chunk_cache()
-    return CacheSpec(int(nbytes), int(nslots), float(w0))
+    lib = library_cache()
+    return CacheSpec(lib.nbytes, lib.nslots, lib.w0)
 
 
 def _cand_dict(c: Candidate) -> dict:

@@ -25,3 +25,18 @@ def test_the_default_is_what_this_hdf5_gives_a_dataset(tmp_path):
     expected = chunk_cache_default()
     assert (nslots, nbytes, w0) == (expected.nslots, expected.nbytes, expected.w0)
     assert expected == (CACHE_2X if hdf5_version() >= (2, 0, 0) else CACHE_1X)
+
+
+def test_library_cache_is_what_the_library_gives_a_fresh_list():
+    from h5py import h5p
+
+    from ccp.hdf5.defaults import library_cache
+
+    nslots, nbytes, w0 = h5p.create(h5p.DATASET_ACCESS).get_chunk_cache()
+    assert library_cache() == library_cache("dataset")
+    assert (library_cache().nslots, library_cache().nbytes, library_cache().w0) == (nslots, nbytes, w0)
+    _mdc, fslots, fbytes, fw0 = h5p.create(h5p.FILE_ACCESS).get_cache()
+    assert (library_cache("file").nslots, library_cache("file").nbytes, library_cache("file").w0) == (fslots, fbytes, fw0)
+    assert library_cache() == chunk_cache_default()   # the probe agrees with the per-version table
+    with pytest.raises(ValueError, match="level"):
+        library_cache("group")
