@@ -37,7 +37,7 @@ from ccp.hdf5.filters.plugins import Generic
 
 __all__ = ["FILTER_HELP", "GENERIC_HELP", "H5REPACK_FILTERS", "KNOWN_FILTERS", "Filter", "FilterPipeline",
            "FilterStep", "can_decode", "check_available", "check_decodable", "check_for_type", "class_for_id",
-           "describe_filters", "filter_class", "filter_id", "filter_label", "looks_like_filter", "parse_filters",
+           "describe_filters", "filter_class", "filter_id", "filter_label", "looks_like_filter", "missing_decoder", "parse_filters",
            "parse_h5repack_filter", "pipeline_from_dcpl", "provider", "registered", "stored_step"]
 
 FILTER_HELP = {"none": "no filter", **{name: cls.help for name, cls in registered().items()}}
@@ -183,3 +183,18 @@ def check_decodable(pipeline: FilterPipeline, what: str, where: str) -> None:
         if not can_decode(fid):
             raise ConfigError(where, f"{what} is compressed with {filter_label(fid)}, which this HDF5 cannot decode; "
                                      f"it is provided by {provider(fid)}")
+
+
+def missing_decoder(dcpl) -> str:
+    """'' when this HDF5 can decode every filter stored in a dataset's creation list, else one sentence
+    naming the first it cannot (the name the writer stored, for an id nobody registered here) and what
+    provides it."""
+    for i in range(dcpl.get_nfilters()):
+        code, _flags, _values, name = dcpl.get_filter(i)
+        code = int(code)
+        if can_decode(code):
+            continue
+        stored = name.decode(errors="replace") if isinstance(name, bytes) else str(name or "")
+        label = filter_label(code) if code in KNOWN_FILTERS or not stored else f"{stored!r} (id {code})"
+        return f"its filter {label} is not available to decode it; it is provided by {provider(code)}"
+    return ""

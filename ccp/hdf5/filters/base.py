@@ -21,24 +21,29 @@ Codec = Callable[[Any], bytes]
 GENERIC_HELP = "idN:CD0:CD1:... (any HDF5 filter by its registered id N, with its cd_values)"
 GENERIC = re.compile(r"id(\d+)")
 
+
+def _hdf5plugin(cls: str) -> str:
+    """What provides a filter hdf5plugin has, naming hdf5plugin's class (repack's CLI says it this way)."""
+    return f"hdf5plugin ({cls}), pip install hdf5plugin"
+
+
 # Filters other software writes, by registered id: (name, what provides the decoder). The ids and
 # their plugins are the HDF Group's registry (RegisteredFilterPlugins.md).
-_HDF5PLUGIN = "the hdf5plugin package (pip install hdf5plugin)"
 KNOWN_FILTERS = {
     1: ("deflate (gzip)", "HDF5 itself"), 2: ("shuffle", "HDF5 itself"), 3: ("fletcher32", "HDF5 itself"),
-    4: ("szip", "an HDF5 built with szip/libaec (h5py's wheel has it)"), 5: ("nbit", "HDF5 itself"),
-    6: ("scaleoffset", "HDF5 itself"), 305: ("LZO", "PyTables' LZO filter (not in hdf5plugin)"),
-    307: ("bzip2", _HDF5PLUGIN), 32000: ("LZF", "h5py (or hdf5plugin)"), 32001: ("Blosc", _HDF5PLUGIN),
+    4: ("szip", "an HDF5 built with szip/libaec (h5py's bundled libaec)"), 5: ("nbit", "HDF5 itself"),
+    6: ("scaleoffset", "HDF5 itself"), 305: ("LZO", "an HDF5 LZO plugin (PyTables writes it; hdf5plugin has none)"),
+    307: ("bzip2", _hdf5plugin("BZip2")), 32000: ("LZF", "h5py (or hdf5plugin)"), 32001: ("Blosc", _hdf5plugin("Blosc")),
     32002: ("MAFISC", "the MAFISC plugin"), 32003: ("Snappy", "the HDF Group's hdf5_plugins"),
-    32004: ("LZ4", _HDF5PLUGIN), 32005: ("APAX", "the APAX plugin"), 32006: ("CBF", "the CBF plugin"),
-    32007: ("JPEG-XR", "the JPEG-XR plugin"), 32008: ("Bitshuffle", _HDF5PLUGIN), 32009: ("SPDP", "the SPDP plugin"),
+    32004: ("LZ4", _hdf5plugin("LZ4")), 32005: ("APAX", "the APAX plugin"), 32006: ("CBF", "the CBF plugin"),
+    32007: ("JPEG-XR", "the JPEG-XR plugin"), 32008: ("Bitshuffle", _hdf5plugin("Bitshuffle")), 32009: ("SPDP", "the SPDP plugin"),
     32010: ("LPC-Rice", "the LPC-Rice plugin"), 32011: ("CCSDS-123", "the CCSDS-123 plugin"),
-    32012: ("JPEG-LS", "the JPEG-LS plugin"), 32013: ("ZFP", _HDF5PLUGIN), 32014: ("FPZip", "the FPZip plugin"),
-    32015: ("Zstandard", _HDF5PLUGIN), 32016: ("B3D", "the B3D plugin"), 32017: ("SZ", _HDF5PLUGIN),
-    32018: ("FCIDECOMP", _HDF5PLUGIN), 32019: ("JPEG", "the HDF Group's hdf5_plugins"),
+    32012: ("JPEG-LS", "the JPEG-LS plugin"), 32013: ("ZFP", _hdf5plugin("Zfp")), 32014: ("FPZip", "the FPZip plugin"),
+    32015: ("Zstandard", _hdf5plugin("Zstd")), 32016: ("B3D", "the B3D plugin"), 32017: ("SZ", _hdf5plugin("SZ")),
+    32018: ("FCIDECOMP", _hdf5plugin("FciDecomp")), 32019: ("JPEG", "the HDF Group's hdf5_plugins"),
     32020: ("VBZ", "Oxford Nanopore's vbz plugin"), 32022: ("BitGroom", "netCDF-C's plugins (CCR)"),
-    32023: ("Granular BitRound", "netCDF-C's plugins (CCR)"), 32024: ("SZ3", _HDF5PLUGIN),
-    32026: ("Blosc2", _HDF5PLUGIN), 32028: ("SPERR", _HDF5PLUGIN), 32033: ("HTJ2K", _HDF5PLUGIN),
+    32023: ("Granular BitRound", "netCDF-C's plugins (CCR)"), 32024: ("SZ3", _hdf5plugin("SZ3")),
+    32026: ("Blosc2", _hdf5plugin("Blosc2")), 32028: ("SPERR", _hdf5plugin("Sperr")), 32033: ("HTJ2K", _hdf5plugin("HTJ2K")),
 }
 
 
@@ -119,6 +124,48 @@ class FilterPipeline:
         for step in self.steps:
             step.filter.apply(step, dcpl, dtype)
 
+    def h5py_code(self) -> tuple[tuple[str, ...], tuple[FilterStep, ...]]:
+        """h5py ``create_dataset`` keywords (Python source) for the pipeline, and the steps they cannot say:
+        a filter h5py has no keyword for, a second compressor, or an order h5py does not write (it always
+        writes scaleoffset, shuffle, the compressor, fletcher32)."""
+        said, unsaid, last = [], [], -1
+        for step in self.steps:
+            code, order = step.filter.h5py_code(step), step.filter.h5py_order
+            if code is None or order < last or (order == last == 2):
+                unsaid.append(step)
+                continue
+            said.append(code)
+            last = order
+        return tuple(said), tuple(unsaid)
+
+    def netcdf_code(self) -> tuple[tuple[str, ...], tuple[FilterStep, ...]]:
+        """netCDF4 ``createVariable`` keywords (Python source) for the pipeline, and the steps they cannot say
+        (no keyword, a second compressor, or shuffle with no compressor: netCDF-C shuffles only what it
+        compresses). ``shuffle=False`` is spelled out: netCDF4 shuffles a compressed variable by default."""
+        said, unsaid, compressor = [], [], False
+        for step in self.steps:
+            code = step.filter.netcdf_code(step)
+            second = compressor and step.filter.h5py_order == 2
+            if code is None or second:
+                unsaid.append(step)
+                continue
+            said.append(code)
+            compressor = compressor or step.filter.h5py_order == 2
+        if not compressor:
+            unsaid += [s for s in self.steps if s.name == "shuffle"]
+            said = [c for c in said if c != "shuffle=True"]
+        elif "shuffle=True" not in said:
+            said.append("shuffle=False")
+        return tuple(said), tuple(s for s in self.steps if s in unsaid)
+
+    def h5repack_options(self) -> tuple[str, ...] | None:
+        """h5repack's ``-f`` filter texts, in order (``("NONE",)`` for no filter), or None when a step has no
+        h5repack keyword."""
+        if self.is_none:
+            return ("NONE",)
+        texts = tuple(step.filter.h5repack_option(step) for step in self.steps)
+        return None if any(t is None for t in texts) else texts  # type: ignore[return-value]
+
 
 def int_arg(flt: type[Filter], args: Sequence[str], i: int, default: int, lo: int, hi: int, where: str) -> int:
     if len(args) <= i or args[i] == "":
@@ -166,6 +213,9 @@ class Filter:
     h5repack: ClassVar[str | None] = None        # h5repack's -f keyword, where h5repack has one
     h5repack_example: ClassVar[str | None] = None  # its KEYWORD=ARG form; None: the keyword takes no parameter
     needs_hdf5plugin: ClassVar[bool] = False     # encoded by a filter that hdf5plugin registers
+    generic: ClassVar[bool] = False              # the ``idN`` class: any id, its cd_values as stored
+    h5py_order: ClassVar[int] = 2                # where h5py's create_dataset puts it: 0 scaleoffset, 1 shuffle,
+                                                 # 2 the compressor, 3 fletcher32 (H5py's filters.fill_dcpl)
 
     # ---------------------------------------------------------------- spec
     @classmethod
@@ -214,6 +264,23 @@ class Filter:
     def from_h5repack(cls, arg: str, where: str) -> FilterStep:
         """h5repack's ``KEYWORD=arg`` (only called with an argument when ``h5repack_example`` is set)."""
         return FilterStep(cls.name, ())
+
+    @classmethod
+    def h5repack_option(cls, step: FilterStep) -> str | None:
+        """The step as h5repack's ``-f`` text (``GZIP=6``, read back by :meth:`from_h5repack`); None when
+        h5repack has no keyword that says it."""
+        return None
+
+    # ---------------------------------------------------------------- other libraries' spelling (advise, tune)
+    @classmethod
+    def h5py_code(cls, step: FilterStep) -> str | None:
+        """h5py ``create_dataset`` keywords, as Python source, that write this step; None when h5py has none."""
+        return None
+
+    @classmethod
+    def netcdf_code(cls, step: FilterStep) -> str | None:
+        """netCDF4 ``createVariable`` keywords, as Python source, that write this step; None when it has none."""
+        return None
 
     # ---------------------------------------------------------------- Python codec (fast repack path)
     @classmethod

@@ -16,6 +16,18 @@ class Gzip(Filter):
     h5repack, h5repack_example = "GZIP", "GZIP=6"
 
     @classmethod
+    def h5repack_option(cls, step):
+        return f"GZIP={step.args[0]}" if step.args[0] != "0" else None     # h5repack takes levels 1-9
+
+    @classmethod
+    def h5py_code(cls, step):
+        return f'compression="gzip", compression_opts={step.args[0]}'
+
+    @classmethod
+    def netcdf_code(cls, step):
+        return f"zlib=True, complevel={step.args[0]}" if step.args[0] != "0" else None   # level 0: netCDF-C writes no deflate
+
+    @classmethod
     def normalise(cls, args, where):
         return FilterStep(cls.name, (str(int_arg(cls, args, 0, 6, 0, 9, where)),))
 
@@ -53,6 +65,19 @@ class Shuffle(Filter):
     name, id = "shuffle", 2
     help = "shuffle (byte shuffle)"
     h5repack = "SHUF"
+    h5py_order = 1
+
+    @classmethod
+    def h5repack_option(cls, step):
+        return "SHUF"
+
+    @classmethod
+    def h5py_code(cls, step):
+        return "shuffle=True"
+
+    @classmethod
+    def netcdf_code(cls, step):
+        return "shuffle=True"
 
     @classmethod
     def apply(cls, step, dcpl, dtype):
@@ -84,6 +109,19 @@ class Fletcher32(Filter):
     name, id = "fletcher32", 3
     help = "fletcher32 (checksum)"
     h5repack = "FLET"
+    h5py_order = 3
+
+    @classmethod
+    def h5repack_option(cls, step):
+        return "FLET"
+
+    @classmethod
+    def h5py_code(cls, step):
+        return "fletcher32=True"
+
+    @classmethod
+    def netcdf_code(cls, step):
+        return "fletcher32=True"
 
     @classmethod
     def apply(cls, step, dcpl, dtype):
@@ -113,6 +151,18 @@ class Szip(Filter):
     name, id, max_args = "szip", 4, 2
     help = "szip:ec|nn:PIXELS_PER_BLOCK (default nn:8; pixels even, 2-32)"
     h5repack, h5repack_example = "SZIP", "SZIP=8,NN"
+
+    @classmethod
+    def h5repack_option(cls, step):
+        return f"SZIP={step.args[1]},{step.args[0].upper()}"
+
+    @classmethod
+    def h5py_code(cls, step):
+        return f'compression="szip", compression_opts=("{step.args[0]}", {step.args[1]})'
+
+    @classmethod
+    def netcdf_code(cls, step):
+        return f'compression="szip", szip_coding="{step.args[0]}", szip_pixels_per_block={step.args[1]}'
 
     @classmethod
     def normalise(cls, args, where):
@@ -158,6 +208,10 @@ class Nbit(Filter):
     name, id = "nbit", 5
     help = "nbit"
     h5repack = "NBIT"
+
+    @classmethod
+    def h5repack_option(cls, step):
+        return "NBIT"
     # the base apply is what H5Pset_nbit does (H5Pocpl.c): filter 5, optional, no cd_values. h5py has no set_nbit.
 
 
@@ -168,6 +222,12 @@ class ScaleOffset(Filter):
     name, id, max_args = "scaleoffset", 6, 1
     help = "scaleoffset:N (integers: min bits, 0 = automatic; floats: decimal digits kept)"
     h5repack, h5repack_example = "SOFF", "SOFF=2,DS"
+    h5py_order = 0
+    # no h5repack_option: SOFF needs the scale type, which follows from the dataset's type, not the spec
+
+    @classmethod
+    def h5py_code(cls, step):
+        return f"scaleoffset={step.args[0]}"
 
     @classmethod
     def normalise(cls, args, where):
@@ -212,3 +272,7 @@ class Lzf(Filter):
 
     name, id = "lzf", 32000
     help = "lzf"
+
+    @classmethod
+    def h5py_code(cls, step):
+        return 'compression="lzf"'

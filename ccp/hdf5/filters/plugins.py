@@ -7,6 +7,8 @@ dataset ccp writes is set up exactly as ``hdf5plugin.Zstd(...)`` etc. would set 
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 from ccp.errors import ConfigError
 from ccp.hdf5.filters import codecs
 from ccp.hdf5.filters.base import (
@@ -46,15 +48,26 @@ def _hdf5plugin():
 
 class _Plugin(Filter):
     needs_hdf5plugin = True
+    plugin_class: ClassVar[str]      # hdf5plugin's class for the filter
+
+    @classmethod
+    def plugin_kwargs(cls, step: FilterStep) -> dict[str, Any]:
+        """The keywords of hdf5plugin's class that make this step."""
+        raise NotImplementedError
 
     @classmethod
     def plugin(cls, step: FilterStep):
         """hdf5plugin's filter object for this step (its ``filter_options`` are the cd_values)."""
-        raise NotImplementedError
+        return getattr(_hdf5plugin(), cls.plugin_class)(**cls.plugin_kwargs(step))
 
     @classmethod
     def cd_values(cls, step):
         return tuple(int(v) for v in cls.plugin(step).filter_options)
+
+    @classmethod
+    def h5py_code(cls, step):
+        kw = ", ".join(f"{k}={v!r}" for k, v in cls.plugin_kwargs(step).items())
+        return f"**hdf5plugin.{cls.plugin_class}({kw})"
 
 
 @register
@@ -70,10 +83,20 @@ class Blosc(_Plugin):
                                      str(int_arg(cls, args, 1, 5, 0, 9, where)),
                                      _shuffle_name(choice_arg(cls, args, 2, "shuffle", _BLOSC_SHUFFLE, where), _BLOSC_SHUFFLE)))
 
+    plugin_class = "Blosc"
+
     @classmethod
-    def plugin(cls, step):
+    def plugin_kwargs(cls, step):
         a = step.args
-        return _hdf5plugin().Blosc(cname=a[0], clevel=int(a[1]), shuffle=_BLOSC_SHUFFLE[a[2]])
+        return {"cname": a[0], "clevel": int(a[1]), "shuffle": _BLOSC_SHUFFLE[a[2]]}
+
+    @classmethod
+    def netcdf_code(cls, step):
+        a = step.args
+        if a[0] == "snappy":    # netCDF-C's blosc compressors: blosc_lz, blosc_lz4, blosc_lz4hc, blosc_zlib, blosc_zstd
+            return None
+        name = "blosc_lz" if a[0] == "blosclz" else f"blosc_{a[0]}"
+        return f'compression="{name}", complevel={a[1]}, blosc_shuffle={_BLOSC_SHUFFLE[a[2]]}'
 
     @classmethod
     def from_stored(cls, values):
@@ -97,10 +120,12 @@ class Blosc2(_Plugin):
                                      str(int_arg(cls, args, 1, 5, 0, 9, where)),
                                      _shuffle_name(choice_arg(cls, args, 2, "shuffle", _BLOSC2_FILTERS, where), _BLOSC2_FILTERS)))
 
+    plugin_class = "Blosc2"
+
     @classmethod
-    def plugin(cls, step):
+    def plugin_kwargs(cls, step):
         a = step.args
-        return _hdf5plugin().Blosc2(cname=a[0], clevel=int(a[1]), filters=_BLOSC2_FILTERS[a[2]])
+        return {"cname": a[0], "clevel": int(a[1]), "filters": _BLOSC2_FILTERS[a[2]]}
 
     @classmethod
     def from_stored(cls, values):
@@ -122,9 +147,15 @@ class Zstd(_Plugin):
     def normalise(cls, args, where):
         return FilterStep(cls.name, (str(int_arg(cls, args, 0, 3, -131072, 22, where)),))
 
+    plugin_class = "Zstd"
+
     @classmethod
-    def plugin(cls, step):
-        return _hdf5plugin().Zstd(clevel=int(step.args[0]))
+    def plugin_kwargs(cls, step):
+        return {"clevel": int(step.args[0])}
+
+    @classmethod
+    def netcdf_code(cls, step):
+        return f'compression="zstd", complevel={step.args[0]}'
 
     @classmethod
     def from_stored(cls, values):
@@ -158,9 +189,11 @@ class LZ4(_Plugin):
     def normalise(cls, args, where):
         return FilterStep(cls.name, (str(int_arg(cls, args, 0, 0, 0, 2**31 - 1, where)),))
 
+    plugin_class = "LZ4"
+
     @classmethod
-    def plugin(cls, step):
-        return _hdf5plugin().LZ4(nbytes=int(step.args[0]))
+    def plugin_kwargs(cls, step):
+        return {"nbytes": int(step.args[0])}
 
     @classmethod
     def from_stored(cls, values):
@@ -180,11 +213,13 @@ class Bitshuffle(_Plugin):
         clevel = int_arg(cls, args, 1, 3, 1, 22, where)
         return FilterStep(cls.name, (cname, str(clevel)) if cname == "zstd" else (cname,))
 
+    plugin_class = "Bitshuffle"
+
     @classmethod
-    def plugin(cls, step):
+    def plugin_kwargs(cls, step):
         a = step.args
         # "none" spelled out: hdf5plugin reads cname=None as its default, lz4
-        return _hdf5plugin().Bitshuffle(cname=a[0], clevel=int(a[1]) if len(a) > 1 else 3)
+        return {"cname": a[0], "clevel": int(a[1])} if len(a) > 1 else {"cname": a[0]}
 
     @classmethod
     def from_stored(cls, values):
@@ -209,9 +244,15 @@ class BZip2(_Plugin):
     def normalise(cls, args, where):
         return FilterStep(cls.name, (str(int_arg(cls, args, 0, 9, 1, 9, where)),))
 
+    plugin_class = "BZip2"
+
     @classmethod
-    def plugin(cls, step):
-        return _hdf5plugin().BZip2(blocksize=int(step.args[0]))
+    def plugin_kwargs(cls, step):
+        return {"blocksize": int(step.args[0])}
+
+    @classmethod
+    def netcdf_code(cls, step):
+        return f'compression="bzip2", complevel={step.args[0]}'
 
     @classmethod
     def from_stored(cls, values):
@@ -242,6 +283,15 @@ class Generic(Filter):
 
     name, id = "idN", 0
     help = GENERIC_HELP
+    generic = True
+
+    @classmethod
+    def h5py_code(cls, step):
+        fid = cls.filter_id(step)
+        if fid < 10:     # h5py reads compression=0..9 as a gzip level
+            return None
+        cd = ", ".join(step.args) + ("," if len(step.args) == 1 else "")
+        return f"compression={fid}, compression_opts=({cd})"
 
     @classmethod
     def parse(cls, args, where):
