@@ -199,48 +199,18 @@ def _py_tuple(t) -> str:
     return "(" + ", ".join(str(int(v)) for v in t) + ("," if len(t) == 1 else "") + ")"
 
 
-def _h5py_filters(spec: str) -> str:
-    """create_dataset keywords for a filter pipeline spec (``shuffle,gzip:6``); others via hdf5plugin, named."""
-    kw, other = [], []
-    for step in [x for x in spec.split("+") if x and x != "none"]:
-        name, _, arg = step.partition(":")
-        if name == "gzip":
-            kw.append(f'compression="gzip", compression_opts={arg or 6}')
-        elif name == "shuffle":
-            kw.append("shuffle=True")
-        elif name == "fletcher32":
-            kw.append("fletcher32=True")
-        elif name == "lzf":
-            kw.append('compression="lzf"')
-        elif name == "szip":
-            coding, _, ppb = arg.partition(":")
-            kw.append(f'compression="szip", compression_opts=("{coding or "nn"}", {ppb or 8})')
-        elif name == "scaleoffset":
-            kw.append(f"scaleoffset={arg or 0}")
-        elif name == "zstd":
-            kw.append(f"**hdf5plugin.Zstd(clevel={arg or 3})")
-        elif name == "lz4":
-            kw.append("**hdf5plugin.LZ4()")
-        elif name == "bzip2":
-            kw.append(f"**hdf5plugin.BZip2(blocksize={arg or 9})")
-        else:
-            other.append(step)
-    if other:   # blosc, blosc2, bitshuffle, nbit: their arguments differ between hdf5plugin versions; name them exactly
-        kw.append(f"**<hdf5plugin filter {'+'.join(other)}>")
+def _h5py_filters(filters) -> str:
+    """create_dataset keywords for a pipeline (the registry's spelling); a step h5py cannot say is named."""
+    said, unsaid = filters.h5py_code()
+    kw = list(said) + ([f"**<no h5py keyword for {'+'.join(st.spec for st in unsaid)}>"] if unsaid else [])
     return (", " + ", ".join(kw)) if kw else ""
 
 
-def _nc_filters(spec: str) -> str:
-    kw = []
-    for step in [x for x in spec.split("+") if x and x != "none"]:
-        name, _, arg = step.partition(":")
-        if name == "gzip":
-            kw.append(f"zlib=True, complevel={arg or 6}")
-        elif name == "shuffle":
-            kw.append("shuffle=True")
-        elif name == "fletcher32":
-            kw.append("fletcher32=True")
-    return (", " + ", ".join(kw)) if kw else ""
+def _nc_filters(filters) -> tuple[str, str]:
+    """createVariable keywords for a pipeline (the registry's spelling), and a note naming what netCDF4 cannot say."""
+    said, unsaid = filters.netcdf_code()
+    note = f"; netCDF4 has no keyword for {'+'.join(st.spec for st in unsaid)}" if unsaid else ""
+    return (", " + ", ".join(said)) if said else "", note
 
 
 def _sh(x) -> str:
@@ -278,11 +248,12 @@ def cure_code(o: Option, path: Path, dset: str, source) -> list[tuple[str, str]]
     out = path.with_name(path.stem + "-rechunked" + path.suffix)
     dt = np.dtype(source.dtype)
     endian = ', endian="big"' if dt.byteorder == ">" else ""
+    nc_kw, nc_note = _nc_filters(source.filters)
     return [
         ("h5py", (f'with h5py.File("{f}", "r") as f, h5py.File("{out}", "w") as out: '
-                 f'out.create_dataset("{name}", data=f["{name}"], chunks={_py_tuple(ch)}{_h5py_filters(source.filters.spec)})')),
+                 f'out.create_dataset("{name}", data=f["{name}"], chunks={_py_tuple(ch)}{_h5py_filters(source.filters)})')),
         ("netCDF4", (f'nc.createVariable("{var.rsplit("/", 1)[-1]}", "{dt.kind}{dt.itemsize}", dims, chunksizes={_py_tuple(ch)}'
-                    f'{_nc_filters(source.filters.spec)}{endian})   # dims: the variable\'s {len(ch)} dimension names')),
+                    f'{nc_kw}{endian})   # dims: the variable\'s {len(ch)} dimension names{nc_note}')),
         ("C", f"hsize_t chunk[{len(ch)}] = {{{', '.join(map(str, ch))}}}; H5Pset_chunk(dcpl, {len(ch)}, chunk);"),
         ("command", (f"ccp repack -l {_sh(name + ':CHUNK=' + shape_str(ch))} {_sh(f)} {_sh(out)}   "
                     f"# or: h5repack -l {_sh(name + ':CHUNK=' + shape_str(ch))} {_sh(f)} {_sh(out)}")),

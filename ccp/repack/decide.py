@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 
 import h5py
 import numpy as np
-from h5py import h5d, h5f, h5o, h5p, h5s, h5t, h5z
+from h5py import h5d, h5f, h5o, h5p, h5s, h5t
 
 from ccp.errors import CcpError, ConfigError
 from ccp.hdf5 import lowlevel as low
 from ccp.hdf5 import plists
 from ccp.hdf5.dataset import dataset_info
-from ccp.hdf5.filters import FilterPipeline
+from ccp.hdf5.filters import FilterPipeline, missing_decoder
 from ccp.repack.options import COMPACT, CONTIGUOUS, Layout, as_layout, normalise_path, parse_filter_body
 from ccp.repack.results import DatasetResult
 from ccp.units import format_bytes, shape_str
@@ -144,34 +144,6 @@ class _Target:
             shape=self.shape, dtype=self.label, old_layout=self.old_layout, new_layout=new_layout,
             old_filters=self.old_pipeline.spec, new_filters=new_filters, raw_bytes=self.raw_bytes,
             old_stored_bytes=self.stored_bytes, notes=tuple(self.notes), **kw)
-
-
-# repack's own wording (its CLI output) of what provides a filter; ccp.hdf5.filters.provider says it for sweeps
-_PLUGINS = {4: "h5py's bundled libaec (szip)", 305: "an HDF5 LZO plugin (PyTables writes it; hdf5plugin has none)", 32000: "h5py (lzf)", 32001: "hdf5plugin (Blosc)",
-            32026: "hdf5plugin (Blosc2)", 32015: "hdf5plugin (Zstd)", 32004: "hdf5plugin (LZ4)",
-            32008: "hdf5plugin (Bitshuffle)", 307: "hdf5plugin (BZip2)", 32017: "hdf5plugin (SZ)",
-            32013: "hdf5plugin (ZFP)", 32024: "hdf5plugin (SZ3)", 32018: "hdf5plugin (FCIDECOMP)"}
-
-
-def missing_filter(dcpl) -> str:
-    """'' when HDF5 can decode every filter of a dataset, else one sentence naming the first that it cannot."""
-    _load_plugins(dcpl)
-    for i in range(dcpl.get_nfilters()):
-        code, _flags, _values, name = dcpl.get_filter(i)
-        if not h5z.filter_avail(code):
-            label = name.decode(errors="replace") if isinstance(name, bytes) and name else f"filter {code}"
-            where = _PLUGINS.get(code, f"an HDF5 plugin for filter id {code} (HDF5_PLUGIN_PATH)")
-            return f"its filter {label!r} (id {code}) is not available to decode it; it is provided by {where}"
-    return ""
-
-
-def _load_plugins(dcpl) -> None:
-    """hdf5plugin registers its filters when imported: only then, and only for plugin filters."""
-    if any(dcpl.get_filter(i)[0] >= 256 and dcpl.get_filter(i)[0] != 32000 for i in range(dcpl.get_nfilters())):
-        try:
-            import hdf5plugin  # noqa: F401
-        except ImportError:  # pragma: no cover
-            pass
 
 
 def _python_encodable(pipeline: FilterPipeline) -> str:
@@ -322,7 +294,7 @@ class _Planner:
         if new_layout == old and new_pipe.spec == tgt.old_pipeline.spec:
             tgt.notes.append("already in the requested layout and filters")
             return tgt
-        missing = missing_filter(ds.id.get_create_plist())
+        missing = missing_decoder(ds.id.get_create_plist())
         if missing:
             return refuse(explicit, "-f" if f_explicit else "-l", f"{path}: {missing}")
         tgt.keep_filters = new_pipe is tgt.old_pipeline and new_layout.kind == "chunked"
@@ -350,7 +322,7 @@ class _Planner:
         if dcpl.fill_value_defined() != h5d.FILL_VALUE_USER_DEFINED or not low.has_vlen(ds.id.get_type()):
             return
         old = _as_layout_str(tgt.old_layout)
-        if old is None or missing_filter(dcpl):
+        if old is None or missing_decoder(dcpl):
             return
         tgt.new_layout, tgt.new_pipeline, tgt.changed = old, tgt.old_pipeline, True
         tgt.keep_filters = old.kind == "chunked"

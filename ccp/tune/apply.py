@@ -6,35 +6,17 @@ from ccp.config.sweep import CacheSpec
 from ccp.hdf5.filters import FilterPipeline
 from ccp.units import shape_str
 
-_H5REPACK = {"gzip": lambda a: f"GZIP={a[0] if a else 6}", "shuffle": lambda a: "SHUF", "fletcher32": lambda a: "FLET",
-             "nbit": lambda a: "NBIT"}
-_H5PY = {"gzip": lambda a: [("compression", '"gzip"'), ("compression_opts", a[0] if a else "6")],
-         "lzf": lambda a: [("compression", '"lzf"')], "shuffle": lambda a: [("shuffle", "True")],
-         "fletcher32": lambda a: [("fletcher32", "True")]}
-
 
 def h5repack_filters(filters: FilterPipeline, dset: str) -> list[str] | None:
-    """``-f`` options for Debian's h5repack, or None when a step needs a plugin h5repack does not take by name."""
-    if filters.is_none:
-        return [f"-f {dset}:NONE"]
-    out = []
-    for step in filters.steps:
-        if step.name not in _H5REPACK:
-            return None
-        out.append(f"-f {dset}:{_H5REPACK[step.name](step.args)}")
-    return out
+    """``-f`` options for Debian's h5repack, or None when a step has no h5repack keyword (a plugin filter)."""
+    texts = filters.h5repack_options()
+    return None if texts is None else [f"-f {dset}:{t}" for t in texts]
 
 
 def h5py_kwargs(chunks, filters: FilterPipeline) -> str:
-    kw = [("chunks", repr(tuple(chunks)))]
-    plugin = None
-    for step in filters.steps:
-        if step.name in _H5PY:
-            kw += _H5PY[step.name](step.args)
-        else:
-            plugin = step.spec
-    text = ", ".join(f"{k}={v}" for k, v in kw)
-    return text + (f"  # + the hdf5plugin filter for {plugin!r} (pip install hdf5plugin)" if plugin else "")
+    said, unsaid = filters.h5py_code()
+    text = ", ".join([f"chunks={tuple(chunks)!r}", *said])
+    return text + (f"  # + {'+'.join(s.spec for s in unsaid)}: no h5py keyword says it" if unsaid else "")
 
 
 def commands(dset: str, chunks, filters: FilterPipeline, cache: CacheSpec, file: str = "IN.h5") -> dict[str, str]:
