@@ -46,7 +46,7 @@ def describe_dataset(dset) -> dict:
     order = {"<": "little-endian", ">": "big-endian", "|": "not applicable", "=": "native"}.get(dtype.byteorder, dtype.byteorder) \
         if dtype is not None else _order_word(tid)
     pipeline = ds.filters
-    filters = describe_filters(dcpl)
+    filters = describe_filters(pipeline)
     warnings = traps(chunk_bytes, pipeline)
     warnings += [f"filter {f['name']} (id {f['id']}) cannot be decoded here: it is provided by {f['provider']}"
                  for f in filters if not f["available"]]

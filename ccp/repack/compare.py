@@ -18,9 +18,10 @@ import ctypes
 import struct
 
 import h5py
-from h5py import h5, h5a, h5d, h5l, h5o, h5p, h5s, h5t, h5z
+from h5py import h5, h5a, h5d, h5l, h5o, h5p, h5s, h5t
 
 from ccp.hdf5 import lowlevel as low
+from ccp.hdf5.filters import FilterPipeline, missing_decoder, pipeline_from_dcpl
 from ccp.repack.plan import plan_slabs
 
 _SLAB_BYTES = 8 * 1024 * 1024
@@ -173,14 +174,12 @@ class _Diff:
         if not self.layouts_may_differ:
             if pa.get_layout() != pb.get_layout() or (pa.get_layout() == h5d.CHUNKED and pa.get_chunk() != pb.get_chunk()):
                 self.note(f"{path}: layout differs")
-            fa = [pa.get_filter(i)[:3] for i in range(pa.get_nfilters())]
-            fb = [pb.get_filter(i)[:3] for i in range(pb.get_nfilters())]
-            if [f[0] for f in fa] != [f[0] for f in fb]:
-                self.note(f"{path}: filters {fa} != {fb}")
+            fa, fb = pipeline_from_dcpl(pa), pipeline_from_dcpl(pb)
+            if _filter_ids(fa) != _filter_ids(fb):
+                self.note(f"{path}: filters {fa.spec} != {fb.spec}")
         if sa.get_simple_extent_type() == h5s.NULL:
             return
-        if pa.get_layout() == h5d.CHUNKED and any(not h5z.filter_avail(pa.get_filter(i)[0])
-                                                  for i in range(pa.get_nfilters())):
+        if pa.get_layout() == h5d.CHUNKED and missing_decoder(pa):
             return self._same_raw_chunks(path, da, db)
         shape = da.shape
         if shape and 0 in shape:
@@ -213,9 +212,7 @@ class _Diff:
         if sorted(chunks_a) != sorted(chunks_b):
             self.note(f"{path}: allocated chunks differ (undecodable filter)")
             return
-        pb = db.get_create_plist()
-        if [pb.get_filter(i)[0] for i in range(pb.get_nfilters())] != [
-                da.get_create_plist().get_filter(i)[0] for i in range(da.get_create_plist().get_nfilters())]:
+        if _filter_ids(pipeline_from_dcpl(db.get_create_plist())) != _filter_ids(pipeline_from_dcpl(da.get_create_plist())):
             self.note(f"{path}: filters changed on a dataset whose filter cannot be decoded")
             return
         for off in chunks_a:
@@ -303,3 +300,8 @@ def differences(a, b, layouts_may_differ: bool = False) -> list[str]:
 
 
 __all__ = ["differences"]
+
+
+def _filter_ids(pipeline: FilterPipeline) -> list[int]:
+    """Which filters, in order: the stored cd_values may differ (set_local fills them per chunk shape)."""
+    return [step.id for step in pipeline.steps]

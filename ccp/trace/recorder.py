@@ -310,11 +310,11 @@ def describe_key(args, shape) -> dict:
 
 
 def _layout(dsid) -> dict:
+    # here, not at the top: the recorder is loaded into a program before it imports anything itself
+    from ccp.hdf5.filters import pipeline_from_dcpl, trace_filters
+
     dcpl = dsid.get_create_plist()
-    filters = []
-    for i in range(dcpl.get_nfilters()):
-        code, _flags, values, name = dcpl.get_filter(i)
-        filters.append({"id": int(code), "name": name.decode("utf-8", "replace"), "values": [int(v) for v in values]})
+    filters = trace_filters(pipeline_from_dcpl(dcpl))
     chunks = dcpl.get_chunk() if dcpl.get_layout() == 2 else None   # H5D_CHUNKED
     try:
         import numpy as np

@@ -152,3 +152,21 @@ def test_hdf5plugin_filters_name_hdf5plugins_class():
         if cls.needs_hdf5plugin:
             assert hasattr(hdf5plugin, cls.plugin_class)
             assert f"hdf5plugin ({cls.plugin_class})" in provider(cls.id)
+
+
+def test_trace_and_inspect_records_are_built_from_the_stored_pipeline(tmp_path):
+    from ccp.hdf5.filters import describe_filters, trace_filters
+
+    with h5py.File(tmp_path / "f.h5", "w") as f:
+        f.create_dataset("d", data=INTS, chunks=(8, 25), shuffle=True, compression="gzip", compression_opts=3)
+        dcpl = f["d"].id.get_create_plist()
+        raw = [dcpl.get_filter(i) for i in range(dcpl.get_nfilters())]
+        pipeline = pipeline_from_dcpl(dcpl)
+        # the trace folder's format: the writer's own name and its cd_values, as stored
+        assert trace_filters(pipeline) == [{"id": int(c), "name": n.decode(), "values": [int(v) for v in vals]}
+                                           for c, _fl, vals, n in raw]
+        details = describe_filters(pipeline)
+        assert describe_filters(dcpl) == details
+    assert [d["step"] for d in details] == ["shuffle", "gzip:3"] and all(d["optional"] is False for d in details)
+    assert [d["cd_values"] for d in details] == [[int(v) for v in vals] for _c, _fl, vals, _n in raw]
+    assert all(d["available"] and d["provider"] is None for d in details)

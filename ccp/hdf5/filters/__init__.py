@@ -38,7 +38,7 @@ from ccp.hdf5.filters.plugins import Generic
 __all__ = ["FILTER_HELP", "GENERIC_HELP", "H5REPACK_FILTERS", "KNOWN_FILTERS", "Filter", "FilterPipeline",
            "FilterStep", "can_decode", "check_available", "check_decodable", "check_for_type", "class_for_id",
            "describe_filters", "filter_class", "filter_id", "filter_label", "looks_like_filter", "missing_decoder", "parse_filters",
-           "parse_h5repack_filter", "pipeline_from_dcpl", "provider", "registered", "stored_step"]
+           "parse_h5repack_filter", "pipeline_from_dcpl", "provider", "registered", "stored_step", "trace_filters"]
 
 FILTER_HELP = {"none": "no filter", **{name: cls.help for name, cls in registered().items()}}
 H5REPACK_FILTERS = (*(cls.h5repack for cls in registered().values() if cls.h5repack), "NONE", "UD")
@@ -125,7 +125,7 @@ def check_available(pipeline: FilterPipeline, where: str = "filters") -> None:
                 raise ConfigError(where, f"filter {step.name!r} can decode but not encode in this HDF5")
 
 
-def stored_step(fid: int, values: tuple[int, ...], flags: int = 0) -> FilterStep:
+def stored_step(fid: int, values: tuple[int, ...], flags: int = 0, name: str = "") -> FilterStep:
     """The step for a filter as HDF5 stores it (after set_local), carrying its cd_values and flags.
 
     The cd_values are as stored: PyTables, hdf5plugin, netCDF-C and h5py store the same filter with
@@ -137,30 +137,38 @@ def stored_step(fid: int, values: tuple[int, ...], flags: int = 0) -> FilterStep
     step = cls.from_stored(values) if cls.id == fid else None
     if step is None:
         step = Generic.stored_step(fid, values)
-    return FilterStep(step.name, step.args, values, int(flags))
+    return FilterStep(step.name, step.args, values, int(flags), name)
 
 
 def pipeline_from_dcpl(dcpl) -> FilterPipeline:
-    """The pipeline stored in a dataset creation property list (``source`` filters), with cd_values."""
+    """The pipeline stored in a dataset creation property list (``source`` filters), with cd_values,
+    flags and the name each writer stored."""
     steps = []
     for i in range(dcpl.get_nfilters()):
-        code, flags, values, _name = dcpl.get_filter(i)
-        steps.append(stored_step(int(code), tuple(values), int(flags)))
+        code, flags, values, name = dcpl.get_filter(i)
+        label = name.decode("utf-8", "replace") if isinstance(name, bytes) else str(name or "")
+        steps.append(stored_step(int(code), tuple(values), int(flags), label))
     return FilterPipeline(tuple(steps))
 
 
-def describe_filters(dcpl) -> list[dict]:
-    """Each stored filter as a dict: id, name, the ccp step, flags, cd_values, whether it decodes here."""
+def describe_filters(pipeline: FilterPipeline) -> list[dict]:
+    """Each step of a stored pipeline (:func:`pipeline_from_dcpl`; a dcpl is read first) as a dict, for
+    JSON: id, name, the ccp step, whether optional, cd_values, whether it decodes here, what provides it."""
+    if not isinstance(pipeline, FilterPipeline):
+        pipeline = pipeline_from_dcpl(pipeline)
     out = []
-    for i in range(dcpl.get_nfilters()):
-        code, flags, values, name = dcpl.get_filter(i)
-        label = name.decode(errors="replace") if isinstance(name, bytes) else str(name)
-        avail = can_decode(code)
-        out.append({"id": int(code), "name": KNOWN_FILTERS.get(code, (label or f"id{code}",))[0],
-                    "step": stored_step(int(code), tuple(values)).spec, "optional": bool(flags & 1),
-                    "cd_values": [int(v) for v in values], "available": avail,
-                    "provider": None if avail else provider(code)})
+    for step in pipeline.steps:
+        code, avail = step.id, can_decode(step.id)
+        out.append({"id": code, "name": KNOWN_FILTERS.get(code, (step.stored_name or f"id{code}",))[0],
+                    "step": step.spec, "optional": bool(step.flags & 1), "cd_values": list(step.stored),
+                    "available": avail, "provider": None if avail else provider(code)})
     return out
+
+
+def trace_filters(pipeline: FilterPipeline) -> list[dict]:
+    """A stored pipeline as the trace folder's layout records it: [{"id", "name" (as the writer stored
+    it), "values" (cd_values)}]."""
+    return [{"id": step.id, "name": step.stored_name, "values": list(step.stored)} for step in pipeline.steps]
 
 
 def check_for_type(pipeline: FilterPipeline, dtype, numeric: bool, where: str = "filters") -> None:

@@ -77,14 +77,15 @@ def can_decode(fid: int) -> bool:
 class FilterStep:
     """One step of a pipeline: its spec name and arguments (defaults spelled out).
 
-    ``cd_values`` and ``flags`` are what HDF5 stored, for a step read back from a dataset (None
-    otherwise); they do not take part in equality: two steps are equal when their specs are.
+    ``cd_values``, ``flags`` and ``stored_name`` are what HDF5 stored, for a step read back from a dataset
+    (None, 0 and '' otherwise); they do not take part in equality: two steps are equal when their specs are.
     """
 
     name: str
     args: tuple[str, ...] = ()
     cd_values: tuple[int, ...] | None = field(default=None, compare=False, repr=False)
     flags: int = field(default=0, compare=False, repr=False)
+    stored_name: str = field(default="", compare=False, repr=False)   # the name the writer stored with it
 
     @property
     def spec(self) -> str:
