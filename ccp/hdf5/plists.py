@@ -136,3 +136,16 @@ def log_fapl(log_path: Path):
     fapl = h5p.create(h5p.FILE_ACCESS)
     fapl.set_fapl_log(str(log_path).encode(), h5fd.LOG_LOC_IO | h5fd.LOG_TIME_IO | h5fd.LOG_NUM_IO, 0)
     return fapl
+
+
+def chunked_dcpl(chunks, filters=None, dtype=None):
+    """A fresh dataset creation list: chunked ``chunks`` with a :class:`~ccp.hdf5.filters.FilterPipeline`
+    (None: no filter) for items of ``dtype``, HDF5's default fill: for probes and scratch datasets that
+    stand for no user's dataset (calibration, tune's costs)."""
+    from h5py import h5p
+
+    plist = h5p.create(h5p.DATASET_CREATE)
+    plist.set_chunk(tuple(int(c) for c in chunks))
+    if filters is not None:
+        filters.apply(plist, np.dtype(dtype))
+    return plist

@@ -16,6 +16,7 @@ import numpy as np
 
 from ccp.errors import CcpError
 from ccp.hdf5 import plists
+from ccp.hdf5.filters import FilterPipeline, check_available
 from ccp.store.workdir import WorkDir
 
 
@@ -45,14 +46,15 @@ def calibrate(filter_pipelines, dtype, data_kind: str = "normal", work_dir: Path
     cached at 4x its quiet value).
     """
     import h5py
-    from h5py import h5d, h5f, h5p, h5s, h5t
+    from h5py import h5d, h5f, h5s, h5t
 
     from ccp.config.sweep import GenerateSpec
     from ccp.workload.datagen import Generator
 
     if np.dtype(dtype).kind not in "iuf":   # raw records (compound, string, ...): costs per byte of bytes
         dtype = np.dtype("u1")
-    specs = sorted({f.spec for f in filter_pipelines})
+    by_spec = {f.spec: f for f in filter_pipelines}
+    specs = sorted(by_spec)
     key = f"{h5py.version.hdf5_version}|{np.dtype(dtype).str}|{data_kind}"
     cache_file = Path(work_dir) / "calibration.json" if work_dir else None
     known = json.loads(cache_file.read_text()) if cache_file and cache_file.exists() else {}
@@ -61,16 +63,12 @@ def calibrate(filter_pipelines, dtype, data_kind: str = "normal", work_dir: Path
     if missing or "per_request_s" not in entry:
         import tempfile
 
-        from ccp.hdf5.filters import parse_filters
-
         shape, chunks = (16, 128, 128), (16, 128, 128)       # one 1 MiB chunk (4-byte items)
         data = Generator(GenerateSpec(shape, np.dtype(dtype), data_kind, 0)).read((0, 0, 0), shape)
         with tempfile.TemporaryDirectory() as tmp:
             for spec in missing or ["none"]:
                 path = f"{tmp}/c.h5"
-                dcpl = h5p.create(h5p.DATASET_CREATE)
-                dcpl.set_chunk(chunks)
-                parse_filters(spec).apply(dcpl, data.dtype)
+                dcpl = plists.chunked_dcpl(chunks, by_spec.get(spec, FilterPipeline()), data.dtype)
                 fid = h5f.create(path.encode(), h5f.ACC_TRUNC)
                 ds = h5d.create(fid, b"d", h5t.py_create(data.dtype, logical=True), h5s.create_simple(shape), dcpl=dcpl)
                 encodes = []
@@ -125,11 +123,10 @@ def _per_request_cost(path: str, data) -> float:
     Its own file and dataset: HDF5 shares one chunk cache between handles of the same dataset,
     set by the first open, so a second handle's cache settings would be ignored.
     """
-    from h5py import h5d, h5f, h5p, h5s, h5t
+    from h5py import h5d, h5f, h5s, h5t
 
     shape = data.shape
-    dcpl = h5p.create(h5p.DATASET_CREATE)
-    dcpl.set_chunk(shape)
+    dcpl = plists.chunked_dcpl(shape)
     fid = h5f.create(path.encode(), h5f.ACC_TRUNC)
     dapl = plists.dapl(521, 2 * data.nbytes, 0.75)
     ds = h5d.create(fid, b"r", h5t.py_create(data.dtype, logical=True), h5s.create_simple(shape), dcpl=dcpl, dapl=dapl)
@@ -160,12 +157,10 @@ def calibration_for(pipelines, source, sweep, wd: WorkDir) -> Calibration | None
     A filter read from the user's file that ccp cannot spell back (an unknown plugin's parameters,
     shown as ``id32001``) is left out: its predicted decode time is then 0.
     """
-    from ccp.hdf5.filters import parse_filters
-
     usable = []
     for p in pipelines:
         try:
-            parse_filters(p.spec)
+            check_available(p)
         except CcpError:
             continue
         usable.append(p)

@@ -50,7 +50,6 @@ def load_costs(file: str, dataset: str, shapes, min_loads: int = 24) -> dict | N
             return None
         region = _region(src.shape, shapes, src.dtype.itemsize)
         data = src[tuple(slice(0, r) for r in region)]
-        dcpl0 = src.id.get_create_plist()
         tid = src.id.get_type()
         out = {}
         with tempfile.TemporaryDirectory(prefix="ccp-costs-") as tmp:
@@ -58,8 +57,7 @@ def load_costs(file: str, dataset: str, shapes, min_loads: int = 24) -> dict | N
                 chunks = tuple(min(c, r) for c, r in zip(shape, region))
                 path = os.path.join(tmp, f"s{k}.h5").encode()
                 fid = h5f.create(path, h5f.ACC_TRUNC)
-                dcpl = dcpl0.copy()
-                dcpl.set_chunk(chunks)
+                dcpl = plists.relaid_dcpl(src.id, "chunked", chunks, None)   # its own filters and fill, new chunks
                 ds = h5d.create(fid, b"d", tid, h5s.create_simple(region), dcpl=dcpl)
                 ds.write(h5s.ALL, h5s.ALL, np.ascontiguousarray(data))
                 ds.close()

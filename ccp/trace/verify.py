@@ -51,11 +51,12 @@ def _rechunked_copy(src_path: str, dataset: str, chunks, tmp: str) -> str:
     import h5py
     from h5py import h5d, h5s
 
+    from ccp.hdf5 import plists
+
     out = os.path.join(tmp, "rechunked.h5")
     with h5py.File(src_path, "r") as f, h5py.File(out, "w") as g:
         src = f[dataset]
-        dcpl = src.id.get_create_plist().copy()
-        dcpl.set_chunk(tuple(int(c) for c in chunks))
+        dcpl = plists.relaid_dcpl(src.id, "chunked", tuple(int(c) for c in chunks), None)   # its own filters and fill
         parent = os.path.dirname(dataset.rstrip("/")) or "/"
         grp = g.require_group(parent)
         h5d.create(grp.id, os.path.basename(dataset).encode(), src.id.get_type(), h5s.create_simple(src.shape), dcpl=dcpl)

@@ -84,7 +84,7 @@ def probe_filters(sample: np.ndarray, pipelines, reps: int = PROBE_REPEATS) -> F
     then read back chunk by chunk with no chunk cache (every read decodes), from the page cache:
     the stored ratio, decode and encode cost on this data and this machine, now. The fastest of
     ``reps`` passes; an unfiltered copy is the baseline the filters' costs are measured above."""
-    from h5py import h5d, h5f, h5p, h5s, h5t
+    from h5py import h5d, h5f, h5s, h5t
 
     chunks = whole_rows(sample.shape, sample.dtype.itemsize, SAMPLE_CHUNK_BYTES)
     grid = [-(-n // c) for n, c in zip(sample.shape, chunks)]
@@ -97,10 +97,7 @@ def probe_filters(sample: np.ndarray, pipelines, reps: int = PROBE_REPEATS) -> F
     with tempfile.TemporaryDirectory() as tmp:
         for spec in specs:
             path = f"{tmp}/probe.h5".encode()
-            dcpl = h5p.create(h5p.DATASET_CREATE)
-            dcpl.set_chunk(chunks)
-            if spec != "none":
-                by_spec[spec].apply(dcpl, sample.dtype)
+            dcpl = plists.chunked_dcpl(chunks, by_spec.get(spec), sample.dtype)
             write_t[spec] = _min_s(partial(_write_sample, path, dcpl, ftype, sample), max(2, reps // 2))
             fid = h5f.open(path, h5f.ACC_RDONLY)
             dapl = plists.no_cache_dapl()           # no cache: every read decodes its chunk
@@ -124,14 +121,13 @@ def per_request_cost(dtype, reps: int = PROBE_REPEATS, n: int = 2000) -> float:
     """Seconds of one small read served from the chunk cache, as the sweep's read loop makes it
     (selection made outside the timed call, memory type the stored type): HDF5's and the loop's
     fixed cost per request, beyond the per-chunk visit. The fastest of ``reps`` batches of ``n``."""
-    from h5py import h5d, h5f, h5p, h5s, h5t
+    from h5py import h5d, h5f, h5s, h5t
 
     dtype = np.dtype(dtype)
     shape = (64, 64)
     with tempfile.TemporaryDirectory() as tmp:
         path = f"{tmp}/req.h5".encode()
-        dcpl = h5p.create(h5p.DATASET_CREATE)
-        dcpl.set_chunk(shape)
+        dcpl = plists.chunked_dcpl(shape)
         fid = h5f.create(path, h5f.ACC_TRUNC)
         dapl = plists.dapl(521, 1 << 20, 0.75)
         ftype = h5t.py_create(dtype, logical=True)
@@ -173,7 +169,7 @@ def cold_fetch_time(work_dir: Path, chunks: tuple[int, int], grid: tuple[int, in
     pages were dropped (as the sweep's cold passes drop them): ``n`` chunks of the ``grid`` in
     random order, so readahead does not help (as it does not for a time series crossing a file of
     maps). The fastest of ``reps`` passes, each over a freshly dropped file."""
-    from h5py import h5d, h5f, h5p, h5s, h5t
+    from h5py import h5d, h5f, h5s, h5t
 
     from ccp.measurement.pagecache import drop_file
 
@@ -182,8 +178,7 @@ def cold_fetch_time(work_dir: Path, chunks: tuple[int, int], grid: tuple[int, in
     times = []
     with tempfile.TemporaryDirectory(dir=work_dir) as tmp:
         path = f"{tmp}/load.h5".encode()
-        dcpl = h5p.create(h5p.DATASET_CREATE)
-        dcpl.set_chunk(chunks)
+        dcpl = plists.chunked_dcpl(chunks)
         fid = h5f.create(path, h5f.ACC_TRUNC)
         ds = h5d.create(fid, b"d", h5t.NATIVE_FLOAT, h5s.create_simple(shape), dcpl=dcpl)
         ds.write(h5s.ALL, h5s.ALL, data)
@@ -222,14 +217,13 @@ def cold_costs(work_dir: Path, warm_per_fetch_s: float, read_s_per_byte: float) 
 def chunk_visit_cost(per_request_s: float, passes: int = 10) -> float:
     """Seconds per chunk a request touches when the chunk is already in the chunk cache: one
     request over 64 small cached chunks, repeated, less the per-request cost."""
-    from h5py import h5d, h5f, h5p, h5s, h5t
+    from h5py import h5d, h5f, h5s, h5t
 
     shape, chunks, block = (256, 256), (4, 4), (256, 4)
     data = np.random.default_rng(0).random(shape, dtype=np.float32)
     with tempfile.TemporaryDirectory() as tmp:
         path = f"{tmp}/visit.h5".encode()
-        dcpl = h5p.create(h5p.DATASET_CREATE)
-        dcpl.set_chunk(chunks)
+        dcpl = plists.chunked_dcpl(chunks)
         fid = h5f.create(path, h5f.ACC_TRUNC)
         dapl = plists.dapl(100_003, 4 << 20, 0.75)
         ds = h5d.create(fid, b"d", h5t.NATIVE_FLOAT, h5s.create_simple(shape), dcpl=dcpl, dapl=dapl)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import yaml
 
+from ccp.config.shapes import FromSource
 from ccp.config.sweep import (
     SOURCE,
     AccessSpec,
@@ -43,7 +44,7 @@ class WorkItem:
 
 @dataclass(frozen=True)
 class Constraints:
-    filters: tuple[FilterPipeline | str, ...] = (SOURCE,)   # SOURCE: the dataset's own pipeline
+    filters: tuple[FilterPipeline | FromSource, ...] = (SOURCE,)   # SOURCE: the dataset's own pipeline
     max_chunk_bytes: int = DEFAULT_MAX_CHUNK_BYTES
     cache_nbytes: int | None = None                           # fixed cache budget; None: searched
     max_cache_bytes: int = DEFAULT_MAX_CACHE_BYTES
@@ -79,7 +80,7 @@ def parse_constraints(raw, where: str = "constraints") -> Constraints:
     if raw is None:
         return Constraints()
     _check_keys(raw, CONSTRAINT_KEYS, where)
-    filters: tuple = (SOURCE,)
+    filters: tuple[FilterPipeline | FromSource, ...] = (SOURCE,)
     if raw.get("filters") is not None:
         values = raw["filters"] if isinstance(raw["filters"], list) else [raw["filters"]]
         if not values:
