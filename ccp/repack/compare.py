@@ -21,7 +21,7 @@ import h5py
 from h5py import h5, h5a, h5d, h5l, h5o, h5p, h5s, h5t
 
 from ccp.hdf5 import lowlevel as low
-from ccp.hdf5.filters import FilterPipeline, missing_decoder, pipeline_from_dcpl
+from ccp.hdf5.filters import FilterPipeline, missing_decoder, pipeline_from_dcpl, register_plugins
 from ccp.repack.plan import plan_slabs
 
 _SLAB_BYTES = 8 * 1024 * 1024
@@ -291,10 +291,7 @@ def _links(gid) -> list:
 
 def differences(a, b, layouts_may_differ: bool = False) -> list[str]:
     """What differs between HDF5 files ``a`` and ``b`` (paths); empty when they hold the same."""
-    try:
-        import hdf5plugin  # noqa: F401  (registers the plugin filters other writers use)
-    except ImportError:  # pragma: no cover
-        pass
+    register_plugins()    # the plugin filters other writers use
     with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:
         return _Diff(fa, fb, layouts_may_differ).run()
 

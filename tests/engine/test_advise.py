@@ -124,6 +124,8 @@ def test_cure_code_names_the_file_and_dataset(tmp_path):
     code = dict(cure_code(Option("repack", "", cell, 8, 8, 0, 80, 1.0), path, "/g/d", source))
     assert code["command"].startswith(f"ccp repack -l /g/d:CHUNK=1x10x400 {path} {tmp_path / 'f-rechunked.h5'}")
     assert 'compression="gzip", compression_opts=6' in code["h5py"] and 'endian="big"' in code["netCDF4"]
+    # netCDF4 shuffles a compressed variable unless told not to: the file has no shuffle, so neither may the cure
+    assert "zlib=True, complevel=6, shuffle=False" in code["netCDF4"]
     assert "H5Pset_chunk(dcpl, 3, chunk)" in code["C"]
 
 

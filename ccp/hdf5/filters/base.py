@@ -58,15 +58,22 @@ def provider(fid: int) -> str:
     return known[1] if known else "its plugin (put it on HDF5_PLUGIN_PATH)"
 
 
-def can_decode(fid: int) -> bool:
-    """Whether this process's HDF5 has the filter (h5py's built-ins, hdf5plugin's, or HDF5_PLUGIN_PATH's)."""
+def register_plugins() -> None:
+    """Make every filter this process can have known to HDF5: h5py's lzf, and hdf5plugin's filters
+    (registered when it is imported; without it, only what HDF5_PLUGIN_PATH provides)."""
     import h5py  # noqa: F401  (registers lzf)
-    from h5py import h5z
 
     try:
         import hdf5plugin  # noqa: F401  (registers its filters)
     except ImportError:
         pass
+
+
+def can_decode(fid: int) -> bool:
+    """Whether this process's HDF5 has the filter (h5py's built-ins, hdf5plugin's, or HDF5_PLUGIN_PATH's)."""
+    from h5py import h5z
+
+    register_plugins()
     try:
         return bool(h5z.filter_avail(fid))
     except (ValueError, OverflowError):     # an id HDF5 refuses to look up (out of range)
