@@ -137,7 +137,7 @@ class _Target:
         new_layout = self.new_layout.spec if (self.changed and self.new_layout) else self.old_layout
         new_filters = self.new_pipeline.spec if (self.changed and self.new_pipeline is not None) else self.old_pipeline.spec
         deflate = ""
-        if self.changed and self.new_pipeline is not None and any(s.name == "gzip" for s in self.new_pipeline.steps):
+        if self.changed and self.new_pipeline is not None and any(s.filter.deflate_engine for s in self.new_pipeline.steps):
             deflate = self.deflate if self.method == "fast" else "hdf5"
         return DatasetResult(
             deflate=deflate, path=self.path, action="repacked" if self.changed else "copied", method=self.method, reason=self.reason,

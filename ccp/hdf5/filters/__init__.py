@@ -9,8 +9,11 @@ Adding a filter is one ``@register`` class in :mod:`.builtin` (HDF5's own) or :m
 ``cd_values`` (the dcpl), ``from_stored`` (cd_values as other writers store them -> a step, or None for
 the generic ``idN`` step); optionally ``h5repack``/``from_h5repack`` (its ``-f`` keyword), ``refuses``
 (types HDF5 would refuse) and ``encoder``/``decoder``/``codec_missing`` (a byte-exact Python codec for
-repack's raw-chunk path). Sweeps, inspect and repack then know it; add its row to
-tests/hdf5/test_filters.py's ROUND_TRIPS.
+repack's raw-chunk path); and how other tools spell it: ``h5repack_option`` (its ``-f`` text),
+``h5py_code`` (create_dataset keywords; ``h5py_order`` where h5py puts it), ``netcdf_code`` (createVariable
+keywords), and for an hdf5plugin filter ``plugin_class``/``plugin_kwargs``. Sweeps, inspect, repack, advise,
+tune and trace then know it; nothing outside this package names a filter. Add its rows to
+tests/hdf5/test_filters.py's ROUND_TRIPS and tests/hdf5/test_filter_spellings.py's SPECS.
 """
 
 from __future__ import annotations

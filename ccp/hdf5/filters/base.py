@@ -222,6 +222,7 @@ class Filter:
     h5repack_example: ClassVar[str | None] = None  # its KEYWORD=ARG form; None: the keyword takes no parameter
     needs_hdf5plugin: ClassVar[bool] = False     # encoded by a filter that hdf5plugin registers
     generic: ClassVar[bool] = False              # the ``idN`` class: any id, its cd_values as stored
+    deflate_engine: ClassVar[bool] = False       # its Python encoder runs on repack's --deflate engine
     h5py_order: ClassVar[int] = 2                # where h5py's create_dataset puts it: 0 scaleoffset, 1 shuffle,
                                                  # 2 the compressor, 3 fletcher32 (H5py's filters.fill_dcpl)
 

@@ -14,6 +14,7 @@ class Gzip(Filter):
     name, id, max_args = "gzip", 1, 1
     help = "gzip:LEVEL (0-9, default 6)"
     h5repack, h5repack_example = "GZIP", "GZIP=6"
+    deflate_engine = True
 
     @classmethod
     def h5repack_option(cls, step):
