@@ -19,6 +19,7 @@ import os
 import numpy as np
 
 from ccp.model import CacheParams, ChunkGrid, simulate
+from ccp.predict.explain import chunk_larger_than_cache
 from ccp.trace.costs import load_costs
 from ccp.trace.cures import block_sequence, cache_for, chunk_candidates
 from ccp.units import format_bytes, format_seconds, shape_str
@@ -196,9 +197,8 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
             f.append(f"tiny chunks: a {shape_str(chunks)} chunk is {format_bytes(chunk_bytes)}; each call loads "
                      f"{base['chunk_loads'] / user_calls:.0f} chunks on average, each with HDF5's fixed cost per chunk "
                      f"(~{format_seconds(costs['hdf5_per_load_s'])} per load here)")
-        if chunk_bytes > cache0.nbytes:
-            f.append(f"a chunk ({format_bytes(chunk_bytes)}) is larger than the cache ({format_bytes(cache0.nbytes)}): "
-                     "it is never kept; every call that touches it reads (and decodes) it again")
+        if larger := chunk_larger_than_cache(chunk_bytes, cache0.nbytes, seq.filtered):
+            f.append(larger)      # in the words `ccp advise` and `ccp inspect` use (ccp.predict.explain)
         # the smallest cache that reaches the fewest loads, file kept open when that helps
         merge = seq.reopens > 0
         best = None

@@ -213,3 +213,12 @@ def test_a_tune_workload_loads_its_replay_like_a_sweep(reader, tmp_path):
     [item] = parse_workload(raw, tmp_path).items
     [swept] = load_sweep(_replay_sweep(tmp_path, reader.path)).access
     assert item.access.block == swept.block and len(item.access.block) == 3
+
+
+def test_a_chunk_larger_than_the_programs_cache_is_said_in_explains_words(reader):
+    # the same program as if it had opened the file with a 256-byte cache: a 384-byte chunk never stays
+    table = reader.table.copy()
+    opened = table["cache_nbytes"].notna()
+    table.loc[opened, "cache_nbytes"] = 256
+    d = diagnose(Trace(reader.path, reader.header, table))["datasets"][0]
+    assert "a chunk (384 B) is larger than the cache (256 B), so HDF5 cannot keep it between requests" in d["findings"]
