@@ -17,9 +17,6 @@ from ccp.hdf5.defaults import CACHE_1X, CACHE_2X
 from ccp.units import format_bytes, shape_str
 from ccp.workload.requests import plan_for
 
-HDF5_1X_DEFAULT_CACHE = CACHE_1X.nbytes
-HDF5_2X_DEFAULT_CACHE = CACHE_2X.nbytes
-
 
 def _num(v) -> float:
     try:
@@ -75,7 +72,7 @@ def chunk_traps(chunk_bytes: int, filters, cache_nbytes: int | None = None) -> l
         # `ccp advise` (the reader's cache is known): the words its users and tests know
         if larger := chunk_larger_than_cache(chunk_bytes, cache_nbytes, not filters.is_none):
             out.append(larger)
-    elif chunk_bytes > HDF5_2X_DEFAULT_CACHE:
+    elif chunk_bytes > CACHE_2X.nbytes:
         out.append(f"a chunk ({format_bytes(chunk_bytes)}) is larger than HDF5's default chunk cache in every version "
                    f"({format_bytes(CACHE_1X.nbytes)} in 1.x, {format_bytes(CACHE_2X.nbytes)} in 2.0): readers that read "
                    "less than a chunk at a time pay for the whole chunk each time")
