@@ -1,9 +1,11 @@
-"""The house's floors (docs/ARCHITECTURE.md): no import goes up, no circle between rooms, no module over 600 lines.
+"""The house's floors (docs/ARCHITECTURE.md): no import goes up, no circle between rooms or between modules,
+the narrower rules some rooms keep, no module over 600 lines.
 
 Every module under ccp/ is parsed with ast; every import counts, wherever it is written: at module level,
-inside a function (the lazy imports that used to hide circles), under ``if TYPE_CHECKING:``, and
-``importlib.import_module("ccp...")`` with a literal name. A violation names the importing file and line,
-the importing module and the module it imports.
+inside a function (the lazy imports that used to hide circles), under ``if TYPE_CHECKING:``,
+``importlib.import_module("ccp...")`` with a literal name, and a module named by a string in a dict's value
+(``cli.LAZY_COMMANDS``, ``repack._EXPORTS``: tables a lazy import reads its module from). A violation names
+the importing file and line, the importing module and the module it imports.
 """
 
 from __future__ import annotations
@@ -45,6 +47,18 @@ FLOORS: dict[str, int] = {
 }
 # units parses and formats for everyone and raises ccp.errors
 SAME_FLOOR_ALLOWED = {("ccp.units", "ccp.errors")}
+FLOOR_0 = frozenset({"ccp", "ccp.errors", "ccp.units"})
+# Rooms that import less than their floor allows (docs/ARCHITECTURE.md, each room's paragraph): the rooms
+# each may import besides its own. A room not listed here may import every room below it. (storage is not
+# listed: its axes' settings are moving into ccp.config, which it will then import.)
+ONLY: dict[str, frozenset[str]] = {
+    "ccp.model": frozenset(),                        # pure math: no imports from other rooms, not even errors
+    "ccp.hdf5": FLOOR_0,
+    "ccp.store": FLOOR_0,                            # the report, executors and notebooks read rows the same way
+    "ccp.config": FLOOR_0 | {"ccp.hdf5"},            # filter specs; never store, matrix, workload or report
+    "ccp.matrix": FLOOR_0 | {"ccp.config", "ccp.hdf5"},   # the dataset description is passed in, not looked up
+    "ccp.repack": FLOOR_0 | {"ccp.hdf5"},            # a library the workload and storage write files with
+}
 
 
 @dataclass(frozen=True)
@@ -84,6 +98,15 @@ def _import_module_name(node: ast.Call) -> str | None:
     return None
 
 
+def _strings_in_dict_values(node: ast.Dict) -> list[ast.Constant]:
+    """The string constants of a dict literal's values, and of tuples or lists given as values."""
+    out = []
+    for v in node.values:
+        items = v.elts if isinstance(v, (ast.Tuple, ast.List)) else [v]
+        out += [e for e in items if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    return out
+
+
 def imports(package: Path) -> list[Import]:
     """Every import of a module of ``package`` by a module of ``package``, wherever in the file it is written."""
     mods = modules(package)
@@ -108,6 +131,11 @@ def imports(package: Path) -> list[Import]:
             elif isinstance(node, ast.Call):
                 called = _import_module_name(node)
                 targets = [called] if called else []
+            elif isinstance(node, ast.Dict):
+                # a table of modules a lazy import reads from: {"repack": ("ccp.repack.command", "repack_command")}
+                for const in _strings_in_dict_values(node):
+                    if const.value in mods:
+                        out.append(Import(path, const.lineno, name, const.value))
             for t in targets:
                 if t == top or t.startswith(top + "."):
                     out.append(Import(path, node.lineno, name, t))
@@ -136,13 +164,8 @@ def layer_violations(package: Path, floors: dict[str, int], allowed: set[tuple[s
     return out
 
 
-def room_cycles(package: Path) -> list[str]:
-    """Each circle among rooms (a strongly connected component of the room graph), with the imports that make it."""
-    edges: dict[str, dict[str, Import]] = {}
-    for imp in imports(package):
-        a, b = room(imp.importer), room(imp.imported)
-        if a != b:
-            edges.setdefault(a, {}).setdefault(b, imp)
+def _strongly_connected(edges: dict[str, dict[str, Import]]) -> list[list[str]]:
+    """The strongly connected components of more than one node (Tarjan), each sorted."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -173,12 +196,67 @@ def room_cycles(package: Path) -> list[str]:
     for v in sorted(edges):
         if v not in index:
             visit(v)
+    return comps
+
+
+def room_cycles(package: Path) -> list[str]:
+    """Each circle among rooms (a strongly connected component of the room graph), with the imports that make it."""
+    edges: dict[str, dict[str, Import]] = {}
+    for imp in imports(package):
+        a, b = room(imp.importer), room(imp.imported)
+        if a != b:
+            edges.setdefault(a, {}).setdefault(b, imp)
     root = package.parent
     out = []
-    for comp in comps:
+    for comp in _strongly_connected(edges):
         links = [f"{imp.where(root)} ({imp.importer} imports {imp.imported})"
                  for a in comp for b, imp in sorted(edges.get(a, {}).items()) if b in comp]
         out.append(f"circle among {', '.join(comp)}: " + "; ".join(links))
+    return out
+
+
+def _module_of(imported: str, mods: dict[str, Path]) -> str | None:
+    """The module an import names: itself, or the longest name above it that is a module
+    (``import ccp.x.y`` where ``y`` is a name in ``ccp.x``)."""
+    parts = imported.split(".")
+    for n in range(len(parts), 0, -1):
+        if ".".join(parts[:n]) in mods:
+            return ".".join(parts[:n])
+    return None
+
+
+def module_cycles(package: Path) -> list[str]:
+    """Each circle among modules (a strongly connected component of the module graph), with its imports.
+
+    An edge is an import as written (a package's ``__init__`` is a module of its own; importing
+    ``ccp.x.y`` is not counted as importing ``ccp.x``'s ``__init__``, which Python runs first but which
+    takes part in a circle only through the imports it makes itself).
+    """
+    mods = modules(package)
+    edges: dict[str, dict[str, Import]] = {}
+    for imp in imports(package):
+        b = _module_of(imp.imported, mods)
+        if b is not None and b != imp.importer:
+            edges.setdefault(imp.importer, {}).setdefault(b, imp)
+    root = package.parent
+    out = []
+    for comp in _strongly_connected(edges):
+        links = [f"{imp.where(root)} ({imp.importer} imports {imp.imported})"
+                 for a in comp for b, imp in sorted(edges.get(a, {}).items()) if b in comp]
+        out.append(f"circle among modules {', '.join(comp)} (move what both need into a third module, or pass it "
+                   "in from the caller): " + "; ".join(links))
+    return out
+
+
+def only_violations(package: Path, only: dict[str, frozenset[str]]) -> list[str]:
+    """Imports a room makes outside the narrower list it keeps (``ONLY``)."""
+    root = package.parent
+    out = []
+    for imp in imports(package):
+        a, b = room(imp.importer), room(imp.imported)
+        if a in only and b != a and b not in only[a]:
+            allowed = f"only {', '.join(sorted(only[a]))}" if only[a] else "no other room"
+            out.append(f"{imp.where(root)}: {imp.importer} imports {imp.imported}: {a} imports {allowed}")
     return out
 
 
@@ -205,6 +283,17 @@ def test_no_import_goes_up_a_floor():
 
 def test_no_circle_between_rooms():
     problems = room_cycles(PACKAGE)
+    assert not problems, _report(problems)
+
+
+def test_no_circle_between_modules():
+    # a circle inside one room is still a knot: neither module can be read, tested or moved without the other
+    problems = module_cycles(PACKAGE)
+    assert not problems, _report(problems)
+
+
+def test_rooms_import_no_more_than_they_say():
+    problems = only_violations(PACKAGE, ONLY)
     assert not problems, _report(problems)
 
 
@@ -272,3 +361,66 @@ def test_same_floor_rooms_may_not_import_each_other_unless_allowed(tmp_path):
     problems = layer_violations(pkg, floors, {("ccp.tune", "ccp.repack"), ("ccp.trace", "ccp.repack")})
     assert problems == ["ccp/trace/__init__.py:1: ccp.trace imports ccp.tune: ccp.trace and ccp.tune share floor 9 "
                         "and may not import each other"]
+
+
+def test_checker_names_a_circle_between_modules_of_one_room(tmp_path):
+    # the room graph cannot see it: both ends are in ccp.measurement
+    pkg = _package(tmp_path, {"__init__.py": "", "measurement/__init__.py": "",
+                              "measurement/runner.py": "def f():\n    from ccp.measurement.native import loop\n",
+                              "measurement/native.py": "from ccp.measurement.runner import _timed_close\n",
+                              "measurement/env.py": "from ccp.measurement import runner\n"})
+    assert room_cycles(pkg) == []
+    [circle] = module_cycles(pkg)
+    assert circle.startswith("circle among modules ccp.measurement.native, ccp.measurement.runner ")
+    assert "ccp/measurement/runner.py:2 (ccp.measurement.runner imports ccp.measurement.native)" in circle
+    assert "ccp/measurement/native.py:1 (ccp.measurement.native imports ccp.measurement.runner)" in circle
+
+
+def test_checker_counts_a_package_init_as_its_own_module(tmp_path):
+    # importing ccp.model.cache runs ccp/model/__init__.py first, but that is no circle unless the init imports back
+    pkg = _package(tmp_path, {"__init__.py": "", "model/__init__.py": "from ccp.model.cache import simulate\n",
+                              "model/cache.py": "from ccp.model.grid import ChunkGrid\n", "model/grid.py": "X = 1\n"})
+    assert module_cycles(pkg) == []
+    (pkg / "model" / "grid.py").write_text("from ccp.model import simulate\n")
+    [circle] = module_cycles(pkg)
+    assert circle.startswith("circle among modules ccp.model, ccp.model.cache, ccp.model.grid ")
+
+
+LAZY = """LAZY_COMMANDS = {
+    "tune": ("ccp.tune.command", "tune_command"),
+    "name": ("ccp.tune.nothing", "not a module"),
+}
+"""
+
+
+@pytest.mark.parametrize("files, circle, upward", [
+    ({"cli.py": LAZY, "tune/command.py": "def f():\n    import importlib\n    importlib.import_module('ccp.cli')\n"},
+     "ccp/cli.py:2 (ccp.cli imports ccp.tune.command)", "ccp/tune/command.py:3: ccp.tune.command imports ccp.cli"),
+    ({"tune/__init__.py": "_EXPORTS = {'run': 'ccp.cli'}\n", "cli.py": "from ccp.tune import run\n"},
+     "ccp/tune/__init__.py:1 (ccp.tune imports ccp.cli)", "ccp/tune/__init__.py:1: ccp.tune imports ccp.cli"),
+], ids=["lazy-commands", "lazy-exports"])
+def test_checker_sees_modules_named_in_a_dict_of_lazy_imports(tmp_path, files, circle, upward):
+    pkg = _package(tmp_path, {"__init__.py": "", "tune/__init__.py": "", "tune/command.py": "", **files})
+    assert any(circle in p for p in module_cycles(pkg)), module_cycles(pkg)
+    problems = layer_violations(pkg, {"ccp": 0, "ccp.tune": 9, "ccp.cli": 10}, set())
+    assert any(upward in p and "imports upward" in p for p in problems), problems
+
+
+def test_checker_ignores_strings_that_name_no_module(tmp_path):
+    pkg = _package(tmp_path, {"__init__.py": "", "a.py": "D = {'k': 'ccp.b.nothing', 'j': ('ccp', 'x')}\n"
+                                                         "S = 'ccp.b'\n", "b.py": "from ccp import a\n"})
+    # 'ccp.b.nothing' is no module, a string outside a dict is no import; ('ccp', 'x') names the package
+    assert [(i.importer, i.imported) for i in imports(pkg)] == [("ccp.a", "ccp"), ("ccp.b", "ccp.a")]
+
+
+@pytest.mark.parametrize("source, found", [
+    ("from ccp.errors import E\n", ""),
+    ("from ccp.hdf5 import plists\n", "ccp/store/row.py:1: ccp.store.row imports ccp.hdf5.plists: ccp.store imports only "
+                                       "ccp, ccp.errors, ccp.units"),
+    ("def f():\n    import ccp.model\n", "ccp/store/row.py:2: ccp.store.row imports ccp.model"),
+], ids=["floor-0", "hdf5", "model-lazily"])
+def test_a_room_that_imports_only_floor_0_is_held_to_it(tmp_path, source, found):
+    pkg = _package(tmp_path, {"__init__.py": "", "errors.py": "", "hdf5/__init__.py": "", "hdf5/plists.py": "",
+                              "model/__init__.py": "", "store/__init__.py": "", "store/row.py": source})
+    problems = only_violations(pkg, {"ccp.store": FLOOR_0})
+    assert (problems == []) if not found else any(found in p for p in problems), problems

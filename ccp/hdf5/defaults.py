@@ -36,6 +36,14 @@ def chunk_cache_default(version: tuple[int, ...] | None = None) -> ChunkCacheDef
     return CACHE_2X if version[:1] >= (2,) else CACHE_1X
 
 
+#: The preemption weight w0 HDF5 gives a cache in every version (fully read or written chunks are evicted
+#: first). ccp uses it wherever it sizes a cache and has no reason to prefer another weight.
+DEFAULT_W0 = CACHE_2X.w0
+#: The fewest hash slots ccp gives a cache it sizes (and what a cache of one or two chunks gets): HDF5 1.x's
+#: default slot count, a prime, so chunks a stride apart rarely share a slot.
+MIN_NSLOTS = CACHE_1X.nslots
+
+
 @functools.cache
 def library_cache(level: str = "dataset") -> ChunkCacheDefault:
     """The chunk cache the HDF5 in this process gives when nobody sets one, probed once from the library

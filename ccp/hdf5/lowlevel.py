@@ -128,14 +128,6 @@ def tracks_times(obj_id) -> bool:
     return bool(info.ctime or info.mtime)
 
 
-def object_times(obj_id) -> tuple[int, int]:
-    """(ctime, mtime) of an object header; (0, 0) when the object tracks no times."""
-    lib = library()
-    info = _ObjInfo()
-    lib.H5Oget_info3(obj_id.id, ctypes.byref(info), H5O_INFO_TIME)
-    return int(info.ctime), int(info.mtime)
-
-
 # ------------------------------------------------------------------ datatypes
 
 def has_class(tid, classes) -> bool:

@@ -95,10 +95,6 @@ class RequestPrediction:
     raw_write_bytes: int = 0
     op: str = "read"
 
-    @property
-    def raw_ops(self) -> int:
-        return self.raw_reads + self.raw_writes
-
 
 _COUNT_FIELDS = tuple(f.name for f in fields(RequestPrediction) if f.name != "op")
 

@@ -209,7 +209,3 @@ class ChunkGrid:
             return 0, 0
         ext = tuple(h - l for l, h in zip(*box))
         return contiguous_runs(ext, self.chunks, tuple(count))
-
-
-def slab_elements(count: Sequence[int]) -> int:
-    return math.prod(int(n) for n in count)

@@ -2,7 +2,9 @@
 
 Three levels of knowledge, one vocabulary: :func:`chunk_traps` knows a stored dataset only (`ccp inspect`),
 :func:`traps` a cell before it runs (`ccp plan`, `ccp run`'s ``traps`` column), :func:`cause` a measured
-row (the report's "Why"). Every command renders these messages; none derives its own.
+row (the report's "Why"); :func:`version_trap` is the report's note over a run's chunk sizes and
+:func:`chunk_larger_than_cache` the finding `ccp diagnose` shares with `ccp advise`. Every command renders
+these messages; none derives its own.
 """
 
 from __future__ import annotations
@@ -14,9 +16,6 @@ import numpy as np
 from ccp.hdf5.defaults import CACHE_1X, CACHE_2X
 from ccp.units import format_bytes, shape_str
 from ccp.workload.requests import plan_for
-
-HDF5_1X_DEFAULT_CACHE = CACHE_1X.nbytes
-HDF5_2X_DEFAULT_CACHE = CACHE_2X.nbytes
 
 
 def _num(v) -> float:
@@ -42,22 +41,45 @@ def _dims(text) -> list[int] | None:
         return None
 
 
+def chunk_larger_than_cache(chunk_bytes: int, cache_nbytes: int, filtered: bool) -> str:
+    """A chunk the reader's cache cannot hold ('' when it fits): `ccp advise`, `ccp inspect` and `ccp diagnose`."""
+    if not chunk_bytes or chunk_bytes <= cache_nbytes:
+        return ""
+    return (f"a chunk ({format_bytes(chunk_bytes)}) is larger than the cache ({format_bytes(cache_nbytes)}), so HDF5 cannot "
+            "keep it between requests" + (": every request decompresses its chunk again" if filtered else ""))
+
+
+def in_version_trap(chunk_bytes) -> bool:
+    """A chunk larger than HDF5 1.x's default chunk cache that fits 2.0's: fast or slow depending on the library."""
+    return CACHE_1X.nbytes < chunk_bytes <= CACHE_2X.nbytes
+
+
+def version_trap(chunk_bytes) -> str:
+    """The version trap over a run's cells (their ``chunk_bytes``), for the report; '' when no chunk is in it."""
+    if not any(in_version_trap(float(b)) for b in chunk_bytes):
+        return ""
+    return (f"Version trap: some chunks are larger than HDF5 1.x's default chunk cache ({format_bytes(CACHE_1X.nbytes)}) "
+            f"but fit HDF5 2.0's ({format_bytes(CACHE_2X.nbytes)}): a reader that keeps the library default is fast with "
+            "one version and slow with the other. ccp sets every cache explicitly, so the cells above do not depend on it.")
+
+
 def chunk_traps(chunk_bytes: int, filters, cache_nbytes: int | None = None) -> list[str]:
     """What a stored dataset's chunk size is a known way to be slow with (no access pattern known: `ccp inspect`)."""
     out: list[str] = []
     if not chunk_bytes:
         return out
-    if cache_nbytes is not None and chunk_bytes > cache_nbytes:
+    if cache_nbytes is not None:
         # `ccp advise` (the reader's cache is known): the words its users and tests know
-        out.append(f"a chunk ({format_bytes(chunk_bytes)}) is larger than the cache ({format_bytes(cache_nbytes)}), so HDF5 cannot "
-                   "keep it between requests" + (": every request decompresses its chunk again" if not filters.is_none else ""))
-    elif cache_nbytes is None:
-        if chunk_bytes > HDF5_2X_DEFAULT_CACHE:
-            out.append(f"a chunk ({format_bytes(chunk_bytes)}) is larger than HDF5's default chunk cache in every version "
-                       f"(1 MiB in 1.x, 8 MiB in 2.0): readers that read less than a chunk at a time pay for the whole chunk each time")
-        elif chunk_bytes > HDF5_1X_DEFAULT_CACHE:
-            out.append(f"a chunk ({format_bytes(chunk_bytes)}) is larger than HDF5 1.x's default chunk cache (1 MiB) "
-                       f"though it fits HDF5 2.0's (8 MiB): the same reader can be fast or very slow depending on the library version")
+        if larger := chunk_larger_than_cache(chunk_bytes, cache_nbytes, not filters.is_none):
+            out.append(larger)
+    elif chunk_bytes > CACHE_2X.nbytes:
+        out.append(f"a chunk ({format_bytes(chunk_bytes)}) is larger than HDF5's default chunk cache in every version "
+                   f"({format_bytes(CACHE_1X.nbytes)} in 1.x, {format_bytes(CACHE_2X.nbytes)} in 2.0): readers that read "
+                   "less than a chunk at a time pay for the whole chunk each time")
+    elif in_version_trap(chunk_bytes):
+        out.append(f"a chunk ({format_bytes(chunk_bytes)}) is larger than HDF5 1.x's default chunk cache "
+                   f"({format_bytes(CACHE_1X.nbytes)}) though it fits HDF5 2.0's ({format_bytes(CACHE_2X.nbytes)}): the "
+                   "same reader can be fast or very slow depending on the library version")
     return out
 
 
@@ -90,8 +112,6 @@ def traps(cell, source, max_requests: int = 256) -> list[str]:
                            f"(use a prime nslots, 10-100x the chunks that fit)")
                 break
     return out
-
-
 
 
 def cause(c, requested: float) -> str:

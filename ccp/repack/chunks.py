@@ -165,7 +165,7 @@ def _recode_chunk(reader, raw, mask, encode):
     return encode(data)
 
 
-class _Writer:
+class DatasetWriter:
     """Runs the fast or library path for one changed dataset."""
 
     def __init__(self, src_ds, dst_group, name: bytes, lcpl, tgt: _Target, planner: _Planner, pool,

@@ -155,11 +155,6 @@ def plan_slabs(shape, chunks, itemsize: int, buffer_bytes: int = DEFAULT_BUFFER_
     return SlabPlan(shape, chunks, itemsize, buffer_bytes, "elements-in-chunk", block)
 
 
-def chunk_grid(shape, chunks) -> tuple[int, ...]:
-    """Chunks per dimension."""
-    return tuple(-(-int(d) // int(c)) for d, c in zip(shape, chunks))
-
-
 def chunks_in(slab: Slab, chunks):
     """Offsets (element coordinates) of the chunks a hyperslab overlaps, in C order."""
     ranges = [range((s // c) * c, s + n, c) for s, n, c in zip(slab.start, slab.count, chunks)]

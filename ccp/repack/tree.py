@@ -9,7 +9,7 @@ from h5py import h5, h5l, h5o, h5p
 
 from ccp.errors import CcpError
 from ccp.hdf5 import lowlevel as low
-from ccp.repack.chunks import _Writer
+from ccp.repack.chunks import DatasetWriter
 from ccp.repack.decide import _h5_message, _Planner, _Target
 from ccp.repack.references import fix_references
 
@@ -190,7 +190,7 @@ class _Repacker:
         t0 = time.perf_counter()
         if self.progress is not None:
             self.progress("dataset", describe(tgt, self.pool._max_workers))
-        writer = _Writer(src_ds, dgrp, name, _lcpl(cset), tgt, self.planner, self.pool, self.buffer, self.progress)
+        writer = DatasetWriter(src_ds, dgrp, name, _lcpl(cset), tgt, self.planner, self.pool, self.buffer, self.progress)
         try:
             writer.run()
         except (CcpError, OSError):

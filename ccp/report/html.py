@@ -13,6 +13,7 @@ import pandas as pd
 
 from ccp.config.tables import parse_tables
 from ccp.predict.explain import cause as explain_cause
+from ccp.predict.explain import version_trap
 from ccp.report import plots
 from ccp.report.data import (
     SHORT_REQUEST_S,
@@ -206,11 +207,8 @@ def traps_html(cells: pd.DataFrame) -> str:
     items = [(c["label"], c["traps"]) for _, c in cells.iterrows() if c["traps"]]
     if items:
         out.append('<div class="box warn"><ul>' + "".join(f"<li><b>{esc(l)}</b>: {esc(t)}</li>" for l, t in items) + "</ul></div>")
-    big = cells["chunk_bytes"].astype(float)
-    if ((big > 1024 * 1024) & (big <= 8 * 1024 * 1024)).any():
-        out.append(note("Version trap: some chunks are larger than HDF5 1.x's default chunk cache (1 MiB) but fit HDF5 2.0's "
-                        "(8 MiB): a reader that keeps the library default is fast with one version and slow with the other. "
-                        "ccp sets every cache explicitly, so the cells above do not depend on it."))
+    if trap := version_trap(cells["chunk_bytes"].astype(float)):
+        out.append(note(trap))
     return "".join(out) or note("No known trap in these cells' layouts, caches and access patterns.")
 
 

@@ -15,14 +15,15 @@ model's counts for the cured sequence.
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 
 import numpy as np
 
 from ccp.model import CacheParams, ChunkGrid, simulate
+from ccp.predict.explain import chunk_larger_than_cache
 from ccp.trace.costs import load_costs
+from ccp.trace.cures import block_sequence, cache_for, chunk_candidates
 from ccp.units import format_bytes, format_seconds, shape_str
-from ccp.workload.replay import CacheInForce, ReplaySequence, replay_sequence
+from ccp.workload.replay import ReplaySequence, library_cache, replay_sequence
 from ccp.workload.tracefile import Trace
 
 TINY_BYTES = 64 * 1024            # a request smaller than this is "tiny"
@@ -100,19 +101,6 @@ def predict_time(costs: dict, user_calls: int, low_calls: int, loads: int, load_
 
 # ---------------------------------------------------------------------- cure candidates
 
-def _next_prime(n: int) -> int:
-    n = max(int(n), 2)
-    while any(n % p == 0 for p in range(2, int(n ** 0.5) + 1)):
-        n += 1
-    return n
-
-
-def cache_for(nbytes: int, chunk_bytes: int) -> CacheInForce:
-    """A cache of ``nbytes`` with a prime slot count about 100x the chunks it holds."""
-    held = max(1, nbytes // max(chunk_bytes, 1))
-    return CacheInForce(int(nbytes), _next_prime(min(max(100 * held, 521), 1_000_003)), 0.75)
-
-
 def working_set(seq: ReplaySequence, chunks) -> tuple[int, int]:
     """(largest number of distinct chunks one session touches, that in bytes)."""
     if not chunks:
@@ -125,55 +113,6 @@ def working_set(seq: ReplaySequence, chunks) -> tuple[int, int]:
             seen.update(grid.chunks_touched(tuple(seq.plan.starts[i]), tuple(seq.plan.counts[i])))
         most = max(most, len(seen))
     return most, most * int(np.prod(chunks)) * seq.itemsize
-
-
-def chunk_candidates(seq: ReplaySequence) -> list[tuple[int, ...]]:
-    """Chunk shapes like the most common read: as it is, and grown to 64 KiB and 1 MiB (at most 4 MiB)."""
-    reads = seq.plan.counts[seq.ops == "read"]
-    if not len(reads):
-        return []
-    shapes, freq = np.unique(reads, axis=0, return_counts=True)
-    base = [int(x) for x in shapes[int(np.argmax(freq))]]
-    full, item = list(seq.shape), seq.itemsize
-    out = []
-    for target in (0, 64 * 1024, 1024 * 1024):
-        shape = list(base)
-        for d in reversed(range(len(shape))):          # grow the fastest-varying dims first
-            while np.prod(shape) * item < target and shape[d] < full[d]:
-                shape[d] = min(full[d], shape[d] * 2)
-        for d in range(len(shape)):                    # cut the slowest-varying dims first
-            while np.prod(shape) * item > 4 * 1024 * 1024 and shape[d] > 1:
-                shape[d] = -(-shape[d] // 2)
-        cand = tuple(max(1, x) for x in shape)
-        if cand not in out and cand != tuple(seq.chunks or ()):
-            out.append(cand)
-    return out
-
-
-def block_sequence(seq: ReplaySequence) -> ReplaySequence:
-    """The requests as whole chunks: each run of requests inside one chunk becomes one read of it."""
-    grid = ChunkGrid(seq.shape, seq.chunks)
-    starts, counts, ops, call_of, sess, last = [], [], [], [], [], None
-    session_starts = {int(s) for s in seq.session_starts}
-    for i in range(len(seq.plan)):
-        if i in session_starts:
-            sess.append(len(starts))
-            last = None
-        for c in grid.chunks_touched(tuple(seq.plan.starts[i]), tuple(seq.plan.counts[i])):
-            if c == last:
-                continue
-            last = c
-            lo, hi = grid.chunk_box(c)
-            starts.append(lo)
-            counts.append([h - a for a, h in zip(lo, hi)])
-            ops.append(seq.ops[i])
-            call_of.append(len(call_of))
-    from ccp.workload.requests import RequestPlan
-
-    rank = len(seq.shape)
-    return replace(seq, ops=np.asarray(ops, dtype=object),
-                   plan=RequestPlan(np.asarray(starts, np.int64).reshape(-1, rank), np.asarray(counts, np.int64).reshape(-1, rank)),
-                   call_of=np.asarray(call_of, np.int64), session_starts=np.asarray(sess, np.int64), ncalls=len(call_of))
 
 
 # ---------------------------------------------------------------------- the diagnosis
@@ -203,7 +142,7 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
     seq = replay_sequence(trace, dataset, file=file, op="read")
     out["reopens"] = seq.reopens
     out["approximate_calls"] = seq.approximate
-    cache0 = seq.session_caches[0] if seq.session_caches else cache_for(8 * 1024 * 1024, 1)
+    cache0 = seq.session_caches[0] if seq.session_caches else library_cache(trace)
     out["cache"] = {"nbytes": cache0.nbytes, "nslots": cache0.nslots, "w0": cache0.w0}
     if not len(seq.plan):
         out["findings"].append("no data moved (every call selected nothing)")
@@ -258,9 +197,8 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
             f.append(f"tiny chunks: a {shape_str(chunks)} chunk is {format_bytes(chunk_bytes)}; each call loads "
                      f"{base['chunk_loads'] / user_calls:.0f} chunks on average, each with HDF5's fixed cost per chunk "
                      f"(~{format_seconds(costs['hdf5_per_load_s'])} per load here)")
-        if chunk_bytes > cache0.nbytes:
-            f.append(f"a chunk ({format_bytes(chunk_bytes)}) is larger than the cache ({format_bytes(cache0.nbytes)}): "
-                     "it is never kept; every call that touches it reads (and decodes) it again")
+        if larger := chunk_larger_than_cache(chunk_bytes, cache0.nbytes, seq.filtered):
+            f.append(larger)      # in the words `ccp advise` and `ccp inspect` use (ccp.predict.explain)
         # the smallest cache that reaches the fewest loads, file kept open when that helps
         merge = seq.reopens > 0
         best = None

@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from ccp.trace.diagnose import block_sequence, cache_for
+from ccp.trace.cures import block_sequence, cache_for
 from ccp.units import parse_shape_str
 from ccp.workload.replay import ReplaySequence, replay_sequence
 from ccp.workload.tracefile import Trace

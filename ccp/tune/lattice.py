@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 
-import numpy as np
+from ccp.hdf5.defaults import CACHE_1X, DEFAULT_W0, MIN_NSLOTS
 
 
 def near_divisors(n: int) -> list[int]:
@@ -132,12 +132,12 @@ MAX_CACHED_CHUNKS = 4096   # beyond this a cache is a copy of the dataset, not a
 
 
 def cache_candidates(chunk_bytes: int, max_cache_bytes: int, fixed_nbytes: int | None = None,
-                     w0s: Sequence[float] = (0.75,), default_nbytes: int = 1024 * 1024) -> list[tuple[int, int, float]]:
+                     w0s: Sequence[float] = (DEFAULT_W0,), default_nbytes: int = CACHE_1X.nbytes) -> list[tuple[int, int, float]]:
     """(nbytes, nslots, w0) to try for a chunk of ``chunk_bytes``, smallest cache first.
 
     Searched: room for 1, 2, 4, 8... chunks up to ``max_cache_bytes``, plus ``default_nbytes`` and
     no cache at all; fixed: that size only. nslots is a prime about 100 times the chunks that fit
-    (HDF5's advice, which keeps hash collisions rare), never below 521 nor above
+    (HDF5's advice, which keeps hash collisions rare), never below :data:`~ccp.hdf5.defaults.MIN_NSLOTS` (521) nor above
     :data:`MAX_NSLOTS`."""
     sizes: set[int] = set()
     if fixed_nbytes is not None:
@@ -153,7 +153,7 @@ def cache_candidates(chunk_bytes: int, max_cache_bytes: int, fixed_nbytes: int |
     out = []
     for nbytes in sorted(sizes):
         fits = nbytes // chunk_bytes if chunk_bytes else 0
-        nslots = max(521, next_prime(min(100 * fits, MAX_NSLOTS))) if fits else 521
+        nslots = max(MIN_NSLOTS, next_prime(min(100 * fits, MAX_NSLOTS))) if fits else MIN_NSLOTS
         for w0 in w0s:
             out.append((nbytes, nslots, float(w0)))
     return out
@@ -161,7 +161,3 @@ def cache_candidates(chunk_bytes: int, max_cache_bytes: int, fixed_nbytes: int |
 
 def workload_blocks(items) -> list[tuple[int, ...]]:
     return [tuple(int(b) for b in it.access.block) for it in items]
-
-
-def as_int_tuple(a) -> tuple[int, ...]:
-    return tuple(int(x) for x in np.asarray(a).ravel())

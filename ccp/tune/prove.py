@@ -1,7 +1,7 @@
 """Measure the tuner's candidates, the current layout and the heuristics with the sweep engine.
 
 Each contender becomes a one-layout sweep file (its chunks, filters and cache; every access of the
-workload) run by :func:`ccp.engine.run_sweep` into its own run folder under the tune folder, so
+workload) run by :func:`ccp.run.run_sweep` into its own run folder under the tune folder, so
 the proof is the same measurement ``ccp run`` makes (cold passes, repeats, time budgets, work
 files reused), and each run folder can be opened with ``ccp report``.
 """

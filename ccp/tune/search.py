@@ -1,9 +1,9 @@
 """Cost every candidate layout with the chunk-cache model and a calibration; keep the Pareto front.
 
 Nothing here reads or writes HDF5 files (a ``copy`` pattern over a user's file is the exception:
-the model needs that file's chunk index, read once through :mod:`ccp.plan`). The costs are the
+the model needs that file's chunk index, read once through :mod:`ccp.predict`). The costs are the
 model's counts (requests, raw reads and their bytes, chunk loads, chunk writes) priced by
-:class:`Costs`: the sweep engine's :class:`ccp.plan.Calibration` plus a cost per raw file read and
+:class:`Costs`: the sweep engine's :class:`ccp.predict.Calibration` plus a cost per raw file read and
 the stored/uncompressed ratio of each filter on a sample of the data.
 
 A long pattern is modelled on its first ``max_requests`` requests and scaled to the whole: tilings
@@ -21,6 +21,7 @@ import numpy as np
 
 from ccp.config.sweep import AccessSpec, CacheSpec
 from ccp.errors import CcpError
+from ccp.hdf5.defaults import DEFAULT_W0, MIN_NSLOTS
 from ccp.hdf5.filters import FilterPipeline
 from ccp.matrix.cells import Cell
 from ccp.predict import Calibration, predict_requests
@@ -227,7 +228,7 @@ def production_cost(chunks, filters, source, costs: Costs) -> float:
     itemsize = np.dtype(source.dtype).itemsize
     block = tuple(chunks) if chunks is not None else tuple(source.shape)
     nb = math.prod(block) * itemsize + 1024
-    cell = Cell(tuple(chunks) if chunks is not None else None, filters, CacheSpec(nb, 521, 0.75), AccessSpec("write", block))
+    cell = Cell(tuple(chunks) if chunks is not None else None, filters, CacheSpec(nb, MIN_NSLOTS, DEFAULT_W0), AccessSpec("write", block))
     return item_cost(cell, source, costs).seconds
 
 
@@ -272,7 +273,7 @@ def search(source, items, lattice: Sequence[tuple[int, ...]], filters: Sequence[
     dropped, dominated or not: they are the shortlist measurement chooses from.
     """
     itemsize = np.dtype(source.dtype).itemsize
-    w0s = (0.75, 1.0) if any(it.access.op != "read" for it in items) else (0.75,)
+    w0s = (DEFAULT_W0, 1.0) if any(it.access.op != "read" for it in items) else (0.75,)
     has_writes = any(it.access.op != "read" for it in items)
     evaluated = pruned = rejected = 0
     best: list[Candidate] = []

@@ -9,7 +9,7 @@ and :mod:`ccp.workload.sweep`); ``ccp diagnose`` (ccp.trace) reads the same sequ
 chunk cache was lost (the last handle of the dataset closed, or its file closed), so a replay can
 close and reopen the dataset there. Each process is its own session (its own cache).
 
-How selections become boxes (``ccp.workload.requests.RequestPlan`` holds boxes only):
+How selections become boxes (``ccp.workload.requestplan.RequestPlan`` holds boxes only):
 
 * ``all``/``box``: one box, exact.
 * ``regular`` hyperslabs: one box per block (``count`` blocks per dimension, ``stride`` apart).
@@ -33,7 +33,8 @@ import numpy as np
 import pandas as pd
 
 from ccp.errors import CcpError
-from ccp.workload.requests import RequestPlan
+from ccp.hdf5.defaults import chunk_cache_default
+from ccp.workload.requestplan import RequestPlan
 from ccp.workload.tracefile import Trace, load_trace
 
 LOW_APIS = ("DatasetID.read", "DatasetID.write", "fast_reader")
@@ -77,10 +78,6 @@ class ReplaySequence:
         bounds = list(self.session_starts) + [len(self.plan)]
         for cache, a, b in zip(self.session_caches, bounds[:-1], bounds[1:]):
             yield cache, slice(int(a), int(b))
-
-    def plan_for_op(self, op: str) -> RequestPlan:
-        keep = self.ops == op
-        return RequestPlan(self.plan.starts[keep], self.plan.counts[keep])
 
 
 def _boxes(row, rank: int, max_boxes: int) -> tuple[list, list, bool]:
@@ -128,7 +125,6 @@ def replay_sequence(trace: Trace, dataset: str, pid: int | None = None, file: st
                            f"{', '.join(str(int(p)) for p in sorted(rows['pid'].unique()))})")
         rows = rows[rows["pid"] == pid]
     rank = len(layout["shape"])
-    default_cache = CacheInForce(8 * 1024 * 1024, 8191, 0.75)
     starts, counts, ops, call_of, session_starts, caches, pids, session_pids = [], [], [], [], [], [], [], []
     ncalls = approximate = 0
     for p, prow in rows.groupby("pid", sort=True):
@@ -162,7 +158,7 @@ def replay_sequence(trace: Trace, dataset: str, pid: int | None = None, file: st
             ops.extend([r["op"]] * len(b_starts))
             call_of.extend([ncalls] * len(b_starts))
             ncalls += 1
-    fallback = _first_cache(rows) or default_cache
+    fallback = _first_cache(rows) or library_cache(trace)
     caches = [c or fallback for c in caches]
     chunks = tuple(layout["chunks"]) if layout.get("chunks") else None
     return ReplaySequence(
@@ -172,6 +168,19 @@ def replay_sequence(trace: Trace, dataset: str, pid: int | None = None, file: st
                                                              np.asarray(counts, np.int64).reshape(-1, rank)),
         call_of=np.asarray(call_of, np.int64), session_starts=np.asarray(session_starts, np.int64),
         session_caches=tuple(caches), session_pids=tuple(session_pids), ncalls=ncalls, approximate=approximate)
+
+
+def library_cache(trace: Trace) -> CacheInForce:
+    """The chunk cache HDF5 gave a dataset in the traced program: the default of the HDF5 version the trace
+    recorded (``environment.hdf5``), else of the HDF5 in this process. For a trace with no cache recorded."""
+    version = None
+    text = str((trace.header.get("environment") or {}).get("hdf5") or "")
+    try:
+        version = tuple(int(v) for v in text.split(".")[:3]) if text else None
+    except ValueError:       # a version string ccp cannot read: this process's library is the best guess
+        version = None
+    d = chunk_cache_default(version)
+    return CacheInForce(d.nbytes, d.nslots, d.w0)
 
 
 def _first_cache(rows) -> CacheInForce | None:

@@ -1,22 +1,17 @@
-"""Request plans: the hyperslabs a cell reads or writes, in order. Pure numpy, no I/O."""
+"""Request plans: the hyperslabs a cell reads or writes, in order. Pure numpy, no I/O.
+
+:func:`plan_for` is the one entry point: a tiling, random blocks, or a trace replay (planned by
+:mod:`ccp.workload.replay`, which builds the same :class:`RequestPlan`; the type lives in
+:mod:`ccp.workload.requestplan` so the replay does not import this module back).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from ccp.workload.requestplan import RequestPlan
 
-@dataclass(frozen=True)
-class RequestPlan:
-    """``starts[i]`` and ``counts[i]`` are the i-th request's hyperslab (edge blocks clipped)."""
-
-    starts: np.ndarray   # (n, rank) int64
-    counts: np.ndarray   # (n, rank) int64
-    reopen_before: np.ndarray | None = None   # replays: requests before which the program lost its cache
-
-    def __len__(self) -> int:
-        return len(self.starts)
+__all__ = ["RequestPlan", "block_grid", "plan_for", "random_requests", "tile_requests"]
 
 
 def block_grid(shape, block) -> tuple[int, ...]:

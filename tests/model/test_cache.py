@@ -137,3 +137,14 @@ def test_bad_requests_rejected():
     m.close()
     with pytest.raises(RuntimeError):
         m.request("read", (0,), (1,))
+
+
+def test_the_models_default_cache_is_hdf5_2s():
+    # ccp.model imports no other room, so it states HDF5 2.0's default cache itself; ccp.hdf5.defaults is the
+    # one place the rest of ccp reads it from: the two must not drift apart
+    from ccp.hdf5.defaults import CACHE_2X, DEFAULT_W0
+    from ccp.model import DEFAULT_NBYTES, DEFAULT_NSLOTS, CacheParams
+    from ccp.model import DEFAULT_W0 as MODEL_W0
+
+    assert (DEFAULT_NBYTES, DEFAULT_NSLOTS, MODEL_W0) == (CACHE_2X.nbytes, CACHE_2X.nslots, CACHE_2X.w0) == \
+        (CacheParams().nbytes, CacheParams().nslots, DEFAULT_W0)

@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from ccp.errors import CcpError
+from ccp.hdf5.defaults import chunk_cache_default
 from ccp.model import CacheParams, simulate
 from ccp.trace.diagnose import diagnose, format_diagnosis, run_model
 from ccp.workload.replay import replay_sequence
-from ccp.workload.tracefile import load_trace
+from ccp.workload.tracefile import Trace, load_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -74,6 +75,32 @@ def test_model_over_the_sequence_matches_simulate_session_by_session(reader):
     assert got["chunk_loads"] == want
     # kept open, the three band reads share their chunks: fewer loads than with the reopens
     assert run_model(seq, merge_sessions=True)["chunk_loads"] < want
+
+
+@pytest.mark.parametrize("hdf5, nbytes, nslots", [
+    ("1.14.6", 1024 * 1024, 521),
+    ("1.10.7", 1024 * 1024, 521),
+    ("2.0.0", 8 * 1024 * 1024, 8191),
+], ids=["1.14", "1.10", "2.0"])
+def test_a_trace_without_its_cache_replays_with_the_default_of_its_hdf5(reader, hdf5, nbytes, nslots):
+    # a trace whose opens recorded no cache (an older recorder, another tool): the library default of the
+    # HDF5 the program ran with, from the trace's environment, not this process's
+    table = reader.table.copy()
+    table[["cache_nbytes", "cache_nslots"]] = None
+    table["cache_w0"] = float("nan")
+    header = {**reader.header, "environment": {**reader.header.get("environment", {}), "hdf5": hdf5}}
+    seq = replay_sequence(Trace(reader.path, header, table), "/cube", op="read")
+    assert {(c.nbytes, c.nslots, c.w0) for c in seq.session_caches} == {(nbytes, nslots, 0.75)}
+
+
+def test_a_trace_with_an_unreadable_hdf5_version_replays_with_this_librarys_default(reader):
+    table = reader.table.copy()
+    table[["cache_nbytes", "cache_nslots"]] = None
+    table["cache_w0"] = float("nan")
+    header = {**reader.header, "environment": {"hdf5": "2.0.0-snapshot"}}
+    seq = replay_sequence(Trace(reader.path, header, table), "/cube", op="read")
+    d = chunk_cache_default()
+    assert {(c.nbytes, c.nslots) for c in seq.session_caches} == {(d.nbytes, d.nslots)}
 
 
 def test_unknown_dataset_and_pid_are_one_line_errors(reader):
@@ -186,3 +213,12 @@ def test_a_tune_workload_loads_its_replay_like_a_sweep(reader, tmp_path):
     [item] = parse_workload(raw, tmp_path).items
     [swept] = load_sweep(_replay_sweep(tmp_path, reader.path)).access
     assert item.access.block == swept.block and len(item.access.block) == 3
+
+
+def test_a_chunk_larger_than_the_programs_cache_is_said_in_explains_words(reader):
+    # the same program as if it had opened the file with a 256-byte cache: a 384-byte chunk never stays
+    table = reader.table.copy()
+    opened = table["cache_nbytes"].notna()
+    table.loc[opened, "cache_nbytes"] = 256
+    d = diagnose(Trace(reader.path, reader.header, table))["datasets"][0]
+    assert "a chunk (384 B) is larger than the cache (256 B), so HDF5 cannot keep it between requests" in d["findings"]

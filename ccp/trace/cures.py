@@ -1,0 +1,80 @@
+"""The cures ``ccp diagnose`` proposes, as inputs both the prediction and ``--verify``'s replay use.
+
+A cache of a given size (:func:`cache_for`), chunk shapes like the reads (:func:`chunk_candidates`) and
+the traced requests as whole-chunk reads (:func:`block_sequence`). Their own module because
+:mod:`ccp.trace.diagnose` predicts with them and :mod:`ccp.trace.verify` measures with them, and
+``diagnose --verify`` calls verify: neither imports the other for these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from ccp.hdf5.defaults import DEFAULT_W0, MIN_NSLOTS
+from ccp.model import ChunkGrid
+from ccp.workload.replay import CacheInForce, ReplaySequence
+from ccp.workload.requestplan import RequestPlan
+
+MAX_NSLOTS = 1_000_003    # a prime; 8 MB of hash table is the most a cure asks a program to spend on slots
+
+
+def _next_prime(n: int) -> int:
+    n = max(int(n), 2)
+    while any(n % p == 0 for p in range(2, int(n ** 0.5) + 1)):
+        n += 1
+    return n
+
+
+def cache_for(nbytes: int, chunk_bytes: int) -> CacheInForce:
+    """A cache of ``nbytes`` with a prime slot count about 100x the chunks it holds."""
+    held = max(1, nbytes // max(chunk_bytes, 1))
+    return CacheInForce(int(nbytes), _next_prime(min(max(100 * held, MIN_NSLOTS), MAX_NSLOTS)), DEFAULT_W0)
+
+
+def chunk_candidates(seq: ReplaySequence) -> list[tuple[int, ...]]:
+    """Chunk shapes like the most common read: as it is, and grown to 64 KiB and 1 MiB (at most 4 MiB)."""
+    reads = seq.plan.counts[seq.ops == "read"]
+    if not len(reads):
+        return []
+    shapes, freq = np.unique(reads, axis=0, return_counts=True)
+    base = [int(x) for x in shapes[int(np.argmax(freq))]]
+    full, item = list(seq.shape), seq.itemsize
+    out = []
+    for target in (0, 64 * 1024, 1024 * 1024):
+        shape = list(base)
+        for d in reversed(range(len(shape))):          # grow the fastest-varying dims first
+            while np.prod(shape) * item < target and shape[d] < full[d]:
+                shape[d] = min(full[d], shape[d] * 2)
+        for d in range(len(shape)):                    # cut the slowest-varying dims first
+            while np.prod(shape) * item > 4 * 1024 * 1024 and shape[d] > 1:
+                shape[d] = -(-shape[d] // 2)
+        cand = tuple(max(1, x) for x in shape)
+        if cand not in out and cand != tuple(seq.chunks or ()):
+            out.append(cand)
+    return out
+
+
+def block_sequence(seq: ReplaySequence) -> ReplaySequence:
+    """The requests as whole chunks: each run of requests inside one chunk becomes one read of it."""
+    grid = ChunkGrid(seq.shape, seq.chunks)
+    starts, counts, ops, call_of, sess, last = [], [], [], [], [], None
+    session_starts = {int(s) for s in seq.session_starts}
+    for i in range(len(seq.plan)):
+        if i in session_starts:
+            sess.append(len(starts))
+            last = None
+        for c in grid.chunks_touched(tuple(seq.plan.starts[i]), tuple(seq.plan.counts[i])):
+            if c == last:
+                continue
+            last = c
+            lo, hi = grid.chunk_box(c)
+            starts.append(lo)
+            counts.append([h - a for a, h in zip(lo, hi)])
+            ops.append(seq.ops[i])
+            call_of.append(len(call_of))
+    rank = len(seq.shape)
+    return replace(seq, ops=np.asarray(ops, dtype=object),
+                   plan=RequestPlan(np.asarray(starts, np.int64).reshape(-1, rank), np.asarray(counts, np.int64).reshape(-1, rank)),
+                   call_of=np.asarray(call_of, np.int64), session_starts=np.asarray(sess, np.int64), ncalls=len(call_of))
