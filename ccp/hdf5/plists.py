@@ -136,3 +136,36 @@ def log_fapl(log_path: Path):
     fapl = h5p.create(h5p.FILE_ACCESS)
     fapl.set_fapl_log(str(log_path).encode(), h5fd.LOG_LOC_IO | h5fd.LOG_TIME_IO | h5fd.LOG_NUM_IO, 0)
     return fapl
+
+
+# file_space.strategy (ccp.config.storage.FileSpace) -> h5py's constant name
+_H5F_STRATEGY = {"page": "FSPACE_STRATEGY_PAGE", "fsm_aggr": "FSPACE_STRATEGY_FSM_AGGR",
+                 "aggregate": "FSPACE_STRATEGY_AGGR", "none": "FSPACE_STRATEGY_NONE"}
+
+
+def apply_file_space(fcpl, file_space):
+    """Set ``file_space`` (a ``ccp.config.storage.FileSpace``: strategy, page_size, persist, threshold) on a
+    file-creation list (``h5f.create(..., fcpl=)``; None leaves it as it is, and a None list stays None).
+    Returns the list: the write pass's and repack's one line."""
+    from h5py import h5f, h5p
+
+    if file_space is None:
+        return fcpl
+    if fcpl is None:
+        fcpl = h5p.create(h5p.FILE_CREATE)
+    strategy = getattr(h5f, _H5F_STRATEGY[file_space.strategy])
+    fcpl.set_file_space_strategy(strategy, file_space.persist, file_space.threshold)
+    if file_space.strategy == "page":
+        fcpl.set_file_space_page_size(file_space.page_size)
+    return fcpl
+
+
+def file_page_size(path) -> int | None:
+    """The page size of a file whose file-space strategy is PAGE (paged aggregation), else None."""
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        fcpl = f.id.get_create_plist()
+        if fcpl.get_file_space_strategy()[0] != h5py.h5f.FSPACE_STRATEGY_PAGE:
+            return None
+        return int(fcpl.get_file_space_page_size())
