@@ -169,3 +169,15 @@ def file_page_size(path) -> int | None:
         if fcpl.get_file_space_strategy()[0] != h5py.h5f.FSPACE_STRATEGY_PAGE:
             return None
         return int(fcpl.get_file_space_page_size())
+
+
+def page_buffer_fapl(page_buffer: int, fapl=None):
+    """``fapl`` (a new file-access list when None) with HDF5's page buffer of ``page_buffer`` bytes
+    (``H5Pset_page_buffer_size(size, 0, 0)``: metadata and raw data share it); 0 leaves ``fapl`` as it is."""
+    from h5py import h5p
+
+    if not page_buffer:
+        return fapl
+    fapl = fapl if fapl is not None else h5p.create(h5p.FILE_ACCESS)
+    fapl.set_page_buffer_size(int(page_buffer), 0, 0)
+    return fapl

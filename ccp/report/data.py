@@ -20,7 +20,10 @@ from ccp.store.schema import CELL_COLUMNS, FINISHED, SHORT_REQUEST_S, UNSTABLE_S
 from ccp.units import format_bytes
 
 TEXT_COLUMNS = ("cell_id", "chunks", "filters", "op", "block", "order", "client", "flags", "traps", "status",
-                "dataset_file", "host", "started_at")
+                "dataset_file", "host", "started_at", "storage", "fsspec", "latency", "bandwidth", "file_space",
+                "page_buffer", "network")
+# runs before the storage axes (schema < 3) read every file locally, as written, without a page buffer
+OLD_STORAGE = {"storage": "local", "file_space": "default", "page_buffer": "none"}
 LABEL_SEP = " | "
 
 
@@ -59,6 +62,8 @@ def normalise(cells: pd.DataFrame) -> pd.DataFrame:
     cells["random"] = cells["random"].fillna(0)
     # runs before the client axis (schema 1) measured with h5py's low-level API
     cells["client"] = [c or "h5py-lowlevel" for c in cells["client"]]
+    for col, default in OLD_STORAGE.items():
+        cells[col] = [c or default for c in cells[col]]
     return cells.reset_index(drop=True)
 
 

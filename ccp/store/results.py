@@ -22,7 +22,7 @@ import yaml
 
 from ccp.errors import CcpError
 from ccp.store.row import CellRow
-from ccp.store.schema import CELL_COLUMNS, FINISHED, SCHEMA_VERSION
+from ccp.store.schema import CELL_COLUMNS, FINISHED, READABLE_SCHEMA_VERSIONS, SCHEMA_VERSION
 
 LOCK = ".ccp.lock"
 _TEMP = re.compile(r"^\.[^/]+\.tmp-\d+$")     # _atomic_write's temporaries
@@ -223,7 +223,6 @@ def check_run_folder(run_dir: Path) -> None:
     For readers of a finished run (`ccp report`, `ccp compare`): someone's own cells.csv is not a run.
     """
     d = Path(run_dir)
-    store = RunStore(d)
     if not (d / "cells.csv").is_file():
         raise CcpError(f"{d}: not a ccp run folder (no cells.csv)")
     try:
@@ -232,7 +231,10 @@ def check_run_folder(run_dir: Path) -> None:
         meta = None
     if not isinstance(meta, dict) or "schema_version" not in meta or "dataset_identity" not in meta:
         raise CcpError(f"{d}: not a ccp run folder (no readable run.json beside cells.csv)")
-    store.check(meta.get("sweep"), meta["dataset_identity"], {})
+    version = meta.get("schema_version")
+    if version not in READABLE_SCHEMA_VERSIONS:     # older versions are read (their missing columns filled)
+        raise CcpError(f"{d}: written by results schema {version!r}, this ccp reads "
+                       f"{', '.join(map(str, READABLE_SCHEMA_VERSIONS))}")
 
 
 def read_cells(run_dir: Path, *, csv_only: bool = False) -> pd.DataFrame:
