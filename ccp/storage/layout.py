@@ -44,62 +44,27 @@ def create_file(path, file_space: FileSpace | None, **kwargs):
     return h5py.File(path, "w", **kw)
 
 
-def _copy_root(src, dst) -> None:
-    """Every link of ``/`` and its attributes into ``dst``: H5Ocopy per object (chunks copied as stored,
-    no decode), soft and external links recreated."""
-    import h5py
-    from h5py import h5o
-
-    for name, value in src.attrs.items():
-        dst.attrs.create(name, value, dtype=src.attrs.get_id(name).dtype)
-    for name in src:
-        link = src.get(name, getlink=True)
-        if isinstance(link, h5py.SoftLink):
-            dst[name] = h5py.SoftLink(link.path)
-        elif isinstance(link, h5py.ExternalLink):
-            dst[name] = h5py.ExternalLink(link.filename, link.path)
-        else:
-            h5o.copy(src.id, name.encode("utf-8", "surrogateescape"), dst.id, name.encode("utf-8", "surrogateescape"))
-
-
 def cloud_optimized_copy(src, dst, file_space: FileSpace = FileSpace(), *, layouts=None, filters=None,  # noqa: B008
                          **repack_kw) -> str:
-    """Write ``dst``: ``src``'s objects in a file with ``file_space`` (paged aggregation by default),
-    like ``h5repack -S PAGE -G SIZE``; with ``layouts``/``filters`` the datasets are first rechunked by
-    :func:`ccp.repack.repack` (its arguments). ``src`` is only read. Returns ``dst``."""
+    """Write ``dst``: ``src`` in a file with ``file_space`` (paged aggregation by default), like
+    ``h5repack -S PAGE -G SIZE``: :func:`ccp.repack.repack` with ``file_space`` (and ``layouts``/``filters``,
+    its arguments, to rechunk on the way). ``src`` is only read. Returns ``dst``."""
     import h5py
+
+    from ccp.repack import repack
 
     src, dst = os.fspath(src), os.fspath(dst)
     if os.path.abspath(src) == os.path.abspath(dst):
         raise CcpError(f"{dst}: the copy must not overwrite its source")
-    tmp = f"{dst}.ccp-tmp-{os.getpid()}"
-    staged = None
     try:
-        source = src
-        if layouts or filters:
-            from ccp.repack import repack
-
-            staged = f"{dst}.ccp-stage-{os.getpid()}"
-            repack(src, staged, layouts, filters, **repack_kw)
-            source = staged
-        try:
-            fin = h5py.File(source, "r")
-        except OSError as exc:
-            raise CcpError(f"cannot open {src}: {exc}") from None
-        with fin:
-            fcpl = fin.id.get_create_plist()
-            if fcpl.get_userblock():
-                raise CcpError(f"{src}: has a user block; a paged copy of it is not supported")
-            root = fin["/"].id.get_create_plist()
-            track = bool(root.get_link_creation_order())
-            with create_file(tmp, file_space, track_order=track) as fout:
-                _copy_root(fin, fout)
-        os.replace(tmp, dst)
-        return dst
-    finally:
-        for p in (tmp, staged):
-            if p and os.path.exists(p):
-                os.unlink(p)
+        with h5py.File(src, "r") as fin:
+            userblock = fin.id.get_create_plist().get_userblock()
+    except OSError as exc:
+        raise CcpError(f"cannot open {src}: {exc}") from None
+    if userblock:
+        raise CcpError(f"{src}: has a user block; a paged copy of it is not supported")
+    repack(src, dst, layouts, filters, file_space=file_space, **{"threads": 1, **repack_kw})
+    return dst
 
 
 __all__ = ["FileSpace", "REPACK_STRATEGIES", "STRATEGIES", "apply_file_space", "cloud_optimized_copy", "create_file",
