@@ -326,8 +326,8 @@ class StorageSetting:
     def labels(self) -> dict:
         """The cells.csv columns of the axes, named as the axes; '' where an axis does not apply."""
         return {"storage": self.storage,
-                "fsspec": self.fsspec.label if self.remote else "",
-                "latency": latency_label(self.latency_s) if self.remote else "",
+                "fsspec": (self.fsspec or FsspecOptions()).label if self.remote else "",
+                "latency": latency_label(self.latency_s or 0.0) if self.remote else "",
                 "bandwidth": bandwidth_label(self.bandwidth_bps) if self.remote else "",
                 "file_space": file_space_label(self.file_space),
                 "page_buffer": page_buffer_label(self.page_buffer)}
@@ -444,7 +444,7 @@ def storage_cells(op: str, axes: StorageAxes = StorageAxes(), stored_page_size: 
         page = page_size_of(fs, stored_page_size)
         buffers = [pb for pb in axes.page_buffer if pb == 0 or (reads and page is not None)]
         for pb in buffers:
-            if pb and pb < page:
+            if pb and page is not None and pb < page:
                 raise ConfigError(f"{where}.page_buffer", f"{page_buffer_label(pb)} is smaller than the file's page "
                                   f"({size_label(page)}); HDF5 2.0 would silently use one page")
             for storage in axes.storage if reads else ("local",):

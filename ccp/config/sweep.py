@@ -500,7 +500,9 @@ def sweep_as_dict(sweep: Sweep, dataset_shape=None) -> dict:
         "cold": sweep.cold,
         "time_budget": sweep.time_budget,
     }
-    out["matrix"].update(sweep.storage.as_dict())       # type: ignore[attr-defined]
+    matrix = out["matrix"]
+    assert isinstance(matrix, dict)
+    matrix.update(sweep.storage.as_dict())
     if sweep.storage.s3 is not None:
         out["s3"] = sweep.storage.s3_as_dict()
     if sweep.raw.get("tables") is not None:
