@@ -337,3 +337,15 @@ def test_repack_bad_fs_options_are_one_line(tmp_path, args, where):
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and where in lines[0], result.output
     assert not (tmp_path / "out.h5").exists()
+
+
+@NEEDS_S3
+def test_plan_checks_the_endpoint_and_labels_s3_cells(tmp_path, creds):
+    from ccp.storage.server import free_port
+
+    url = f"http://127.0.0.1:{free_port()}"
+    result = CliRunner().invoke(main, ["plan", str(_s3_sweep(tmp_path, {"endpoint": url, "bucket": "b"}))])
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1 and url in result.output
+    result = CliRunner().invoke(main, ["plan", str(_s3_sweep(tmp_path, "local"))])     # local: not started for a plan
+    assert result.exit_code == 0, result.output
+    assert "| s3 readahead/5MiB 0ms:" in result.output
