@@ -18,7 +18,7 @@ from ccp.matrix.cells import Cell
 from ccp.measurement.runner import CellJob
 from ccp.store.disk import check_free
 from ccp.store.row import CellRow
-from ccp.store.workdir import WorkDir
+from ccp.store.workdir import FILE_SPACE, WorkDir
 from ccp.workload.files import ensure_layout_file, layout_path
 
 
@@ -53,7 +53,8 @@ def job_for(cell: Cell, sweep: Sweep, source: DatasetInfo, work_dir: Path, quick
 
         if cell.from_source:         # the user's dataset itself, links resolved, in the copy
             dataset_path = source.path or dataset_path
-        variants = Path(work_dir) / "file-space"      # paged copies of layout files (never beside a user's file)
+        variants = Path(work_dir) / FILE_SPACE      # paged copies of layout files (never beside a user's file)
+        WorkDir(work_dir).register(variants)       # ccp's, before it exists: `ccp clean` removes it
         variants.mkdir(parents=True, exist_ok=True)
         file = str(file_space_variant(file, cell.storage.file_space, variants))
     if cell.storage.remote:

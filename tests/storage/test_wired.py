@@ -349,3 +349,43 @@ def test_plan_checks_the_endpoint_and_labels_s3_cells(tmp_path, creds):
     result = CliRunner().invoke(main, ["plan", str(_s3_sweep(tmp_path, "local"))])     # local: not started for a plan
     assert result.exit_code == 0, result.output
     assert "| s3 readahead/5MiB 0ms:" in result.output
+
+
+@NEEDS_S3
+def test_clean_removes_the_paged_copies(s3_run):
+    from ccp.store.workdir import FILE_SPACE, WorkDir
+
+    work = s3_run[0].parent / "work"
+    copies = sorted((work / FILE_SPACE).glob("*.fs-page-64KiB.h5"))
+    assert copies
+    with h5py.File(copies[0], "r") as f:         # the cell's file_space, read back
+        fcpl = f.id.get_create_plist()
+        assert fcpl.get_file_space_strategy()[0] == h5py.h5f.FSPACE_STRATEGY_PAGE
+        assert fcpl.get_file_space_page_size() == 65536
+    assert set(WorkDir(work).removable()) >= set(copies)
+    WorkDir(work).clean()
+    assert not (work / FILE_SPACE).exists()
+
+
+def test_write_pass_creates_its_file_with_the_cells_file_space(write_sweep, tmp_path):
+    from dataclasses import replace
+
+    from ccp.config.storage import FileSpace, StorageSetting
+    from ccp.measurement.runner import Progress, _data_source, write_pass
+    from ccp.run import prepare
+    from ccp.run.job import job_for
+    from ccp.workload.requests import plan_for
+
+    text = LOCAL_SWEEP.replace("access: [{op: read, block: [1, 1, 200]}]", "access: [{op: write, block: [4, 10, 200]}]")
+    sweep, source, cells = prepare(str(write_sweep(text)), None)
+    cell = replace(cells[0], storage=StorageSetting(file_space=FileSpace("page", 8192)))
+    job = job_for(cell, sweep, source, tmp_path / "work", quick=True)
+    plan = plan_for(cell.access, source.shape)
+    starts = [tuple(int(x) for x in s) for s in plan.starts]
+    counts = [tuple(int(x) for x in c) for c in plan.counts]
+    out = tmp_path / "pass.h5"
+    write_pass(job, _data_source(job), starts, counts, out, traced=False, log_path=None, progress=Progress())
+    with h5py.File(out, "r") as f:
+        fcpl = f.id.get_create_plist()
+        assert fcpl.get_file_space_strategy()[0] == h5py.h5f.FSPACE_STRATEGY_PAGE
+        assert fcpl.get_file_space_page_size() == 8192
