@@ -524,7 +524,7 @@ def parse_storage_config(raw_sweep: dict) -> StorageConfig:
 
 def split_sweep(raw_sweep: dict) -> tuple[dict, StorageConfig]:
     """(the sweep mapping without the storage keys, the storage settings): what the core parser takes
-    today, and what the storage axes add. Phase 2 parses both in ``parse_sweep`` instead."""
+    without them, and what the storage axes add. ``parse_sweep`` parses both; this stays for scripts."""
     cfg = parse_storage_config(raw_sweep)
     core = {k: v for k, v in raw_sweep.items() if k != "s3"}
     if isinstance(core.get("matrix"), dict):
