@@ -27,6 +27,16 @@ def _measured_and_model(c, col: str, model: str, fmt):
     return Cell(fmt(c[col]), sub)
 
 
+def _per_request(c, col: str, fmt) -> str:
+    """A request's share of the pass's GETs or bytes (the open's left out)."""
+    open_col = {"http_gets": "http_open_gets"}.get(col)
+    if not finite(c.get(col)) or not finite(c.get("requests")) or not c["requests"]:
+        return "-"
+    total = float(c[col]) - (float(c[open_col]) if open_col and finite(c.get(open_col)) else 0.0)
+    per = total / float(c["requests"])
+    return f"{per:.3g}" if fmt is format_count else fmt(per)
+
+
 def storage_tables(cells: pd.DataFrame, labels: Labels, run: RunKind = PLAIN) -> list:
     """One table per access pattern and cache of a run with S3 cells; none for a run without."""
     from ccp.report.tables import Cell, Table
@@ -47,6 +57,7 @@ def storage_tables(cells: pd.DataFrame, labels: Labels, run: RunKind = PLAIN) ->
                          Cell(format_seconds(c["time_s"])),
                          _measured_and_model(c, "http_gets", "predicted_http_gets", format_count),
                          _measured_and_model(c, "http_open_gets", "predicted_http_open_gets", format_count),
+                         _per_request(c, "http_gets", format_count),
                          _measured_and_model(c, "http_bytes", "predicted_http_bytes", format_bytes),
                          format_bytes(c["http_bytes_used"]) if finite(c.get("http_bytes_used")) else "-",
                          format_seconds(c["http_wait_s"]) if finite(c.get("http_wait_s")) else "-",
@@ -56,7 +67,8 @@ def storage_tables(cells: pd.DataFrame, labels: Labels, run: RunKind = PLAIN) ->
         where = ", ".join([pattern, f"cache {cache}", *map(str, layout)])
         out.append(Table(
             f"Files in object storage ({where}): time, HTTP GETs and bytes" + (f" ({'; '.join(run.tags)})" if run.tags else ""),
-            ["storage", "time", "GETs", "GETs at open", "bytes fetched", "bytes HDF5 used", "waiting for GETs",
+            ["storage", "time", "GETs", "GETs at open", "GETs per request (after the open)", "bytes fetched",
+             "bytes HDF5 used", "waiting for GETs",
              "raw reads (local)"], rows,
             note="Latency and bandwidth are EMULATED on the client, per GET (slept after each loopback request). "
                  "GETs and bytes count the whole pass, the file open included; time starts at the dataset open, so "
