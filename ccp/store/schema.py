@@ -107,3 +107,16 @@ REQUEST_COLUMNS = [
 IO_COLUMNS = [
     "schema_version", "cell_id", "seq", "phase", "request", "kind", "mem_type", "offset", "size", "t_s",
 ]
+
+
+# the cells.csv columns schema 3 added (the storage axes and the HTTP counts), and schema 2 (client)
+ADDED_IN = {3: ("storage", "fsspec", "latency", "bandwidth", "file_space", "page_buffer", "http_gets", "http_bytes",
+                "predicted_http_gets", "predicted_http_bytes", "network", "http_open_gets", "predicted_http_open_gets",
+                "http_bytes_used", "http_wait_s", "page_buffer_effective"),
+            2: ("client",)}
+
+
+def cell_columns_of(version: int) -> list[str]:
+    """The cells.csv header an older schema version wrote (what a reader of old runs checks)."""
+    gone = {c for v, cols in ADDED_IN.items() if v > version for c in cols}
+    return [c for c in CELL_COLUMNS if c not in gone]
