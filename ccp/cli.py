@@ -305,7 +305,8 @@ def plan(sweep, as_json, work_dir):
     for r in rows:
         total += r["time_s"]
         click.echo(f"{r['cell_id']}  {r['op']} {r['block']} | chunks {r['chunks']} | {r['filters']} | cache "
-                   f"{format_bytes(r['cache_nbytes'])}/{r['cache_nslots']}/{r['cache_w0']:g}: {format_count(r['requests'])} requests, "
+                   f"{format_bytes(r['cache_nbytes'])}/{r['cache_nslots']}/{r['cache_w0']:g}"
+                   f"{' | ' + r['storage_label'] if r.get('storage_label') else ''}: {format_count(r['requests'])} requests, "
                    f"{format_count(r['raw_reads'])} raw reads ({format_bytes(r['raw_read_bytes'])}), "
                    f"{format_count(r['raw_writes'])} raw writes, {format_count(r['chunk_loads'])} chunk loads, "
                    f"~{format_seconds(r['time_s'])}")

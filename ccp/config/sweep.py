@@ -15,6 +15,8 @@ import numpy as np
 import yaml
 
 from ccp.config.shapes import MAX_DIM, SOURCE, Chunks, FromSource, parse_chunks, parse_int, parse_shape
+from ccp.config.storage import AXES as STORAGE_AXES
+from ccp.config.storage import StorageConfig, parse_storage_config, parse_storage_exclude
 from ccp.config.tables import TableSpec, parse_tables
 from ccp.errors import ConfigError, suggest
 from ccp.hdf5.filters import FilterPipeline, parse_filters
@@ -102,6 +104,7 @@ class Sweep:
     time_budget: float | None = None
     tables: tuple[TableSpec, ...] = ()
     client: tuple[str, ...] = (DEFAULT_CLIENT,)
+    storage: StorageConfig = StorageConfig()      # noqa: RUF009 -- frozen: the storage axes and `s3:` (ccp.config.storage)
     raw: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
     base_dir: Path = Path(".")
 
@@ -325,8 +328,8 @@ def _as_list(value, where: str) -> list:
     return [value]
 
 
-SWEEP_KEYS = ("name", "dataset", "matrix", "exclude", "repeats", "cold", "time_budget", "tables")
-MATRIX_KEYS = ("chunks", "filters", "cache", "access", "client")
+SWEEP_KEYS = ("name", "dataset", "matrix", "exclude", "repeats", "cold", "time_budget", "tables", "s3")
+MATRIX_KEYS = ("chunks", "filters", "cache", "access", "client", *STORAGE_AXES)
 
 
 def parse_client(raw, where: str) -> str:
@@ -353,6 +356,9 @@ def parse_sweep(raw, base_dir: Path = Path(".")) -> Sweep:
     matrix = raw.get("matrix")
     matrix = {} if matrix is None else matrix
     _check_keys(matrix, MATRIX_KEYS, "matrix")
+    storage = parse_storage_config(raw)           # one line naming matrix.<axis>[i] or s3.<key>
+    if "s3" in raw and storage.s3 is None:
+        raise ConfigError("s3", "only applies to files read over S3: add s3 to matrix.storage")
     from_file = dataset.file is not None
     default_layout = [SOURCE] if from_file else [None]
     default_filters = [SOURCE] if from_file else ["none"]
@@ -390,8 +396,8 @@ def parse_sweep(raw, base_dir: Path = Path(".")) -> Sweep:
     if raw.get("tables") is not None:
         tables = parse_tables(raw["tables"])
     return Sweep(name=name.strip(), dataset=dataset, chunks=chunks, filters=tuple(filters), cache=cache, access=access,
-                 exclude=exclude, repeats=repeats, cold=cold, time_budget=time_budget, tables=tables, client=client, raw=raw,
-                 base_dir=base_dir)
+                 exclude=exclude, repeats=repeats, cold=cold, time_budget=time_budget, tables=tables, client=client, storage=storage,
+                 raw=raw, base_dir=base_dir)
 
 
 def _parse_exclude(raw, where: str) -> dict:
@@ -424,6 +430,7 @@ def _parse_exclude(raw, where: str) -> dict:
         if "random" in a:
             sub["random"] = parse_int(a["random"], f"{where}.access.random", lo=0)
         out["access"] = sub
+    out.update(parse_storage_exclude(raw, where))
     return out
 
 
@@ -493,6 +500,11 @@ def sweep_as_dict(sweep: Sweep, dataset_shape=None) -> dict:
         "cold": sweep.cold,
         "time_budget": sweep.time_budget,
     }
+    matrix = out["matrix"]
+    assert isinstance(matrix, dict)
+    matrix.update(sweep.storage.as_dict())
+    if sweep.storage.s3 is not None:
+        out["s3"] = sweep.storage.s3_as_dict()
     if sweep.raw.get("tables") is not None:
         out["tables"] = sweep.raw["tables"]
     return out

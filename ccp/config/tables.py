@@ -82,6 +82,19 @@ TABLE_ROWS: dict[str, TableRow] = {
     "elapsed": TableRow("time", "elapsed_s"),
     "status": TableRow("text", "status"),
     "flags": TableRow("text", "flags"),
+    # files in object storage (the storage axes and the HTTP columns of S3 cells)
+    "storage": TableRow("text", "storage"),
+    "fsspec": TableRow("text", "fsspec"),
+    "latency": TableRow("text", "latency"),
+    "bandwidth": TableRow("text", "bandwidth"),
+    "file_space": TableRow("text", "file_space"),
+    "page_buffer": TableRow("text", "page_buffer"),
+    "http_gets": TableRow("count", "http_gets"),
+    "http_open_gets": TableRow("count", "http_open_gets"),
+    "http_bytes": TableRow("bytes", "http_bytes"),
+    "http_bytes_used": TableRow("bytes", "http_bytes_used"),
+    "http_wait": TableRow("time", "http_wait_s"),
+    "network": TableRow("text", "network"),
 }
 # other names people will write for a row: every column a row shows, and the papers' wording
 ALIASES: dict[str, str] = {r.column: name for name, r in TABLE_ROWS.items() if r.column and r.column not in TABLE_ROWS}
@@ -90,7 +103,8 @@ ALIASES.update({"cache_size": "cache", "chunk_size": "chunks", "access_pattern":
                 "compression": "filters", "predicted_chunk_loads": "chunk_loads", "predicted_time_s": "predicted_time"})
 ROW_NAMES = tuple(TABLE_ROWS) + tuple(ALIASES)
 
-SELECTOR_KEYS = ("chunks", "filters", "cache", "nslots", "w0", "op", "block", "order", "random")
+SELECTOR_KEYS = ("chunks", "filters", "cache", "nslots", "w0", "op", "block", "order", "random", "storage", "fsspec",
+                 "latency", "bandwidth", "file_space", "page_buffer")
 TABLE_KEYS = ("title", "rows", "columns", "labels", "reference", "note")
 DEFAULT_ROWS = ("file", "chunks", "filters", "cache", "access", "time", "raw_reads")
 

@@ -149,3 +149,48 @@ def chunked_dcpl(chunks, filters=None, dtype=None):
     if filters is not None:
         filters.apply(plist, np.dtype(dtype))
     return plist
+
+
+# file_space.strategy (ccp.config.storage.FileSpace) -> h5py's constant name
+_H5F_STRATEGY = {"page": "FSPACE_STRATEGY_PAGE", "fsm_aggr": "FSPACE_STRATEGY_FSM_AGGR",
+                 "aggregate": "FSPACE_STRATEGY_AGGR", "none": "FSPACE_STRATEGY_NONE"}
+
+
+def apply_file_space(fcpl, file_space):
+    """Set ``file_space`` (a ``ccp.config.storage.FileSpace``: strategy, page_size, persist, threshold) on a
+    file-creation list (``h5f.create(..., fcpl=)``; None leaves it as it is, and a None list stays None).
+    Returns the list: the write pass's and repack's one line."""
+    from h5py import h5f, h5p
+
+    if file_space is None:
+        return fcpl
+    if fcpl is None:
+        fcpl = h5p.create(h5p.FILE_CREATE)
+    strategy = getattr(h5f, _H5F_STRATEGY[file_space.strategy])
+    fcpl.set_file_space_strategy(strategy, file_space.persist, file_space.threshold)
+    if file_space.strategy == "page":
+        fcpl.set_file_space_page_size(file_space.page_size)
+    return fcpl
+
+
+def file_page_size(path) -> int | None:
+    """The page size of a file whose file-space strategy is PAGE (paged aggregation), else None."""
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        fcpl = f.id.get_create_plist()
+        if fcpl.get_file_space_strategy()[0] != h5py.h5f.FSPACE_STRATEGY_PAGE:
+            return None
+        return int(fcpl.get_file_space_page_size())
+
+
+def page_buffer_fapl(page_buffer: int, fapl=None):
+    """``fapl`` (a new file-access list when None) with HDF5's page buffer of ``page_buffer`` bytes
+    (``H5Pset_page_buffer_size(size, 0, 0)``: metadata and raw data share it); 0 leaves ``fapl`` as it is."""
+    from h5py import h5p
+
+    if not page_buffer:
+        return fapl
+    fapl = fapl if fapl is not None else h5p.create(h5p.FILE_ACCESS)
+    fapl.set_page_buffer_size(int(page_buffer), 0, 0)
+    return fapl

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ccp.config.shapes import SOURCE
+from ccp.config.storage import StorageSetting, matches_storage, storage_cells
 from ccp.config.sweep import DEFAULT_CLIENT, AccessSpec, CacheSpec, Sweep
 from ccp.errors import ConfigError
 from ccp.hdf5.filters import FilterPipeline, check_for_type
@@ -25,6 +26,7 @@ class Cell:
     access: AccessSpec
     from_source: bool = False           # the user's file already has this layout: no repack
     client: str = DEFAULT_CLIENT        # how requests reach HDF5 (ccp.config.sweep.CLIENTS)
+    storage: StorageSetting = StorageSetting()   # where the file is read from and its file-level layout
 
     @property
     def key(self) -> str:
@@ -32,7 +34,9 @@ class Cell:
         return "|".join([shape_str(self.chunks), self.filters.spec, str(self.cache.nbytes), str(self.cache.nslots),
                          repr(self.cache.w0), a.op, shape_str(a.block), a.order_str, str(a.random), str(a.seed)]
                         # cells measured with the h5py low-level loop (every run before the client axis) keep their ids
-                        + ([] if self.client == "h5py-lowlevel" else [self.client]))
+                        + ([] if self.client == "h5py-lowlevel" else [self.client])
+                        # the default storage setting adds nothing: every cell before the storage axes keeps its id
+                        + self.storage.key_parts)
 
     @property
     def cell_id(self) -> str:
@@ -45,7 +49,8 @@ class Cell:
     def label(self) -> str:
         what = self.access.order_str if self.access.trace is not None else shape_str(self.access.block)
         return (f"{self.access.op} {what} | chunks {shape_str(self.chunks)} | "
-                f"{self.filters.spec} | cache {self.cache.label}" + ("" if self.client == DEFAULT_CLIENT else f" | {self.client}"))
+                f"{self.filters.spec} | cache {self.cache.label}" + ("" if self.client == DEFAULT_CLIENT else f" | {self.client}")
+                + (f" | {self.storage.label()}" if self.storage.label() else ""))
 
 
 def _matches(rule: dict, chunks, filters, cache, access, raw_chunks, raw_filters, client=None) -> bool:
@@ -78,12 +83,21 @@ def expand(sweep: Sweep, source) -> list[Cell]:
     access_list = sweep.access or (AccessSpec(op="read", block=tuple(shape)),)
     cells: list[Cell] = []
     seen = set()
+    stored_page = None
+    if source.identity.startswith("file:") and any(sweep.storage.axes.page_buffer):
+        from ccp.hdf5.plists import file_page_size
+
+        stored_page = file_page_size(source.file)    # a user's paged file read as stored can take a page buffer
     for ci, fi, cache, (ai, access), client in itertools.product(range(len(sweep.chunks)), range(len(sweep.filters)),
                                                                 sweep.cache, enumerate(access_list), sweep.client):
         raw_chunks, raw_filters = sweep.chunks[ci], sweep.filters[fi]
         chunks = source.chunks if raw_chunks is SOURCE else raw_chunks
         filters = source.filters if raw_filters is SOURCE else raw_filters
-        if any(_matches(rule, chunks, filters, cache, access, raw_chunks, raw_filters, client) for rule in sweep.exclude):
+        rules = [rule for rule in sweep.exclude if _matches(rule, chunks, filters, cache, access, raw_chunks, raw_filters, client)]
+        from_source = chunks == source.chunks and filters == source.filters and source.identity.startswith("file:")
+        settings = [st for st in storage_cells(access.op, sweep.storage.axes, stored_page if from_source else None)
+                    if not any(matches_storage(rule, st) for rule in rules)]
+        if not settings:
             continue
         check_for_type(filters, source.dtype, getattr(source, "numeric", True), f"matrix.filters[{fi}]")
         where = f"matrix.chunks[{ci}]"
@@ -102,12 +116,13 @@ def expand(sweep: Sweep, source) -> list[Cell]:
         for d, (b, s) in enumerate(zip(access.block, shape)):
             if b > s:
                 raise ConfigError(f"{aw}.block[{d}]", f"{b} exceeds the dataset's dimension {d} ({s})")
-        cell = Cell(chunks=chunks, filters=filters, cache=cache, access=access, client=client,
-                    from_source=(chunks == source.chunks and filters == source.filters and source.identity.startswith("file:")))
-        if cell.key in seen:
-            continue
-        seen.add(cell.key)
-        cells.append(cell)
+        for st in settings:
+            cell = Cell(chunks=chunks, filters=filters, cache=cache, access=access, client=client, from_source=from_source,
+                        storage=st)
+            if cell.key in seen:
+                continue
+            seen.add(cell.key)
+            cells.append(cell)
     if not cells:
         raise ConfigError("exclude", "every cell of the matrix is excluded: nothing to run")
     return cells

@@ -31,8 +31,8 @@ def _fapl(cache, log_path):
 
 def read_pass(job, starts, counts, *, traced: bool, log_path=None, progress=None, deadline_ns: int | None = None):
     import h5py
-    from h5py import h5f
 
+    from ccp.measurement.remote import open_for_read
     from ccp.measurement.runner import PassTiming, _spin_to_next_us, _timed_close, target
 
     clock = time.monotonic_ns if traced else time.perf_counter_ns
@@ -41,7 +41,7 @@ def read_pass(job, starts, counts, *, traced: bool, log_path=None, progress=None
     req = np.zeros(n, dtype=np.int64)
     windows = []
     sels = _slices(starts, counts)
-    fid = h5f.open(file.encode(), h5f.ACC_RDONLY, _fapl(job.cell.cache, log_path if traced else None))
+    fid = open_for_read(job, file, _fapl(job.cell.cache, log_path if traced else None))   # + the cell's page buffer
     try:
         f = h5py.File(fid)
         t0 = clock()
@@ -76,6 +76,7 @@ def write_pass(job, data, starts, counts, out_file, *, traced: bool, log_path=No
     import h5py
     from h5py import h5f
 
+    from ccp.measurement.remote import file_fcpl
     from ccp.measurement.runner import PassTiming, _spin_to_next_us, _timed_close, create_timed, target
 
     clock = time.monotonic_ns if traced else time.perf_counter_ns
@@ -90,7 +91,8 @@ def write_pass(job, data, starts, counts, out_file, *, traced: bool, log_path=No
         file, dataset_path = target(job)
         src_fid = h5f.open(file.encode(), h5f.ACC_RDONLY, _fapl(cell.cache, src_log if traced else None))
         src = h5py.File(src_fid)[dataset_path]
-    fid = h5f.create(str(out_file).encode(), h5f.ACC_TRUNC, fapl=_fapl(cell.cache, log_path if traced else None))
+    fid = h5f.create(str(out_file).encode(), h5f.ACC_TRUNC, fapl=_fapl(cell.cache, log_path if traced else None),
+                     fcpl=file_fcpl(job))
     try:
         dsid, t0, t1 = create_timed(fid, job, clock, cache_on_dataset=False)
         ds = h5py.Dataset(dsid)

@@ -274,9 +274,9 @@ def run_requests(ds, fspace, starts, counts, dtype, *, op: str = "read", data=No
 def read_pass(job, starts, counts, *, traced: bool, log_path=None, progress=None, deadline_ns: int | None = None):
     """:func:`ccp.measurement.runner.read_pass` with the native loop: same arguments, same PassTiming
     (open and close timed by the Python clock as there; the requests by the loop's C clock)."""
-    from h5py import h5f
 
     from ccp.measurement import iolog
+    from ccp.measurement.remote import open_for_read
     from ccp.measurement.runner import PassTiming, _timed_close, open_timed, target
 
     clock = time.monotonic_ns if traced else time.perf_counter_ns
@@ -284,7 +284,7 @@ def read_pass(job, starts, counts, *, traced: bool, log_path=None, progress=None
     fapl = iolog.log_fapl(log_path) if traced else None
     windows = []
     file, dataset_path = target(job)       # the user's own file: the object itself, links resolved
-    fid = h5f.open(file.encode(), h5f.ACC_RDONLY, fapl)
+    fid = open_for_read(job, file, fapl)    # with the cell's page buffer, if any
     try:
         ds, _, t0, t1 = open_timed(fid, dataset_path, cache, clock)
         open_ns = t1 - t0
@@ -306,6 +306,7 @@ def write_pass(job, data, starts, counts, out_file, *, traced: bool, log_path=No
 
     from ccp.hdf5 import plists
     from ccp.measurement import iolog
+    from ccp.measurement.remote import file_fcpl
     from ccp.measurement.runner import PassTiming, _timed_close, create_timed, target
 
     clock = time.monotonic_ns if traced else time.perf_counter_ns
@@ -321,7 +322,7 @@ def write_pass(job, data, starts, counts, out_file, *, traced: bool, log_path=No
         src_dapl = plists.cache_dapl(cell.cache)
         src = h5d.open(src_fid, src_path.encode(), src_dapl)
         src_space = src.get_space()
-    fid = h5f.create(str(out_file).encode(), h5f.ACC_TRUNC, fapl=fapl)
+    fid = h5f.create(str(out_file).encode(), h5f.ACC_TRUNC, fapl=fapl, fcpl=file_fcpl(job))
     try:
         ds, t0, t1 = create_timed(fid, job, clock)
         open_ns = t1 - t0

@@ -12,7 +12,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -24,6 +24,8 @@ import pandas as pd
 from ccp.hdf5 import plists
 from ccp.measurement import iolog
 from ccp.measurement.pagecache import drop_file
+from ccp.measurement.remote import file_fcpl, open_for_read, remote_read_pass
+from ccp.storage.remote import request_columns
 from ccp.store.row import CellRow
 from ccp.store.schema import REQUEST_COLUMNS, SCHEMA_VERSION, stability_flags
 from ccp.units import shape_str
@@ -43,6 +45,7 @@ class PassTiming:
     close_ns: int
     windows: list = field(default_factory=list)  # traced pass: (start_ns, end_ns) per phase window
     cache: tuple = ()                             # (nslots, nbytes, w0) read back from the open dataset
+    http: object = None                           # an S3 pass: its ccp.storage.cell.CellCounts (GETs per phase)
 
     @property
     def total_s(self) -> float:
@@ -66,6 +69,7 @@ class CellJob:
     max_requests: int | None = None  # measure only this prefix
     time_budget: float | None = None # seconds for the cell's passes; past it, measure a prefix and extrapolate
     request_class: np.ndarray | None = None  # np.ndarray: per request, a class of like cost (from the model), for extrapolation
+    remote: object = None   # an S3 cell: its ccp.storage.remote.RemoteTarget (plain data: the worker makes its own client)
 
 
 class Progress:
@@ -138,7 +142,7 @@ def read_pass(job: CellJob, starts, counts, *, traced: bool, log_path: Path | No
               deadline_ns: int | None = None, reopen_before=()) -> PassTiming:
     """One pass of read requests. ``reopen_before`` (a replay): close and reopen the dataset before those
     requests, inside their timed call, as the traced program lost its chunk cache there."""
-    from h5py import h5d, h5f
+    from h5py import h5d
 
     clock = time.monotonic_ns if traced else time.perf_counter_ns
     cache = job.cell.cache
@@ -149,7 +153,7 @@ def read_pass(job: CellJob, starts, counts, *, traced: bool, log_path: Path | No
     req = np.zeros(n, dtype=np.int64)
     windows = []
     file, dataset_path = target(job)
-    fid = h5f.open(file.encode(), h5f.ACC_RDONLY, fapl)
+    fid = open_for_read(job, file, fapl)         # with the cell's page buffer, if any
     try:
         ds, dapl, t0, t1 = open_timed(fid, dataset_path, cache, clock)
         open_ns = t1 - t0
@@ -245,7 +249,7 @@ def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, traced: bo
         src = h5d.open(src_fid, src_path.encode(), src_dapl)
         src_space = src.get_space()
         bufs = {c: np.empty(c, dtype=dtype) if dtype is not None else memory_buffer(c, mtype) for c in spaces}
-    fid = h5f.create(str(out_file).encode(), h5f.ACC_TRUNC, fapl=fapl)
+    fid = h5f.create(str(out_file).encode(), h5f.ACC_TRUNC, fapl=fapl, fcpl=file_fcpl(job))   # the cell's file_space
     try:
         ds, t0, t1 = create_timed(fid, job, clock)
         open_ns = t1 - t0
@@ -309,6 +313,8 @@ def _request_rows(cell_id: str, pass_no: int, timing: PassTiming, starts) -> dic
 def client_loops(job: CellJob):
     """(read_pass, write_pass, flags) of the cell's client; the native loop falls back, flagged, where it cannot run."""
     client = getattr(job.cell, "client", "h5py-lowlevel")
+    if job.remote is not None:       # S3: the low-level loop marks the GETs between requests; the native loop cannot
+        return remote_read_pass, write_pass, ([] if client == "h5py-lowlevel" else ["s3-lowlevel"])
     if client == "h5py":
         from ccp.measurement import highlevel
         return highlevel.read_pass, highlevel.write_pass, []
@@ -340,12 +346,21 @@ def measure(job: CellJob, scratch: Path, progress: Progress | None = None) -> tu
     data = _data_source(job) if cell.access.op == "write" else None
     scratch = Path(scratch)
     scratch.mkdir(parents=True, exist_ok=True)
-    passes = timed_passes(job, loops, data, starts, counts, scratch, progress)
+    remote = job.remote.open() if job.remote is not None else None     # this process's S3 client
+    try:
+        if remote is not None:
+            loops = replace(loops, read=partial(loops.read, remote=remote))
+        passes = timed_passes(job, loops, data, starts, counts, scratch, progress)
+    finally:
+        if remote is not None:
+            remote.store.close()
     starts = starts[:passes.measured]          # over budget: the traced pass measures the same prefix
     counts = counts[:passes.measured]
-    trace = traced_pass(job, loops, data, starts, counts, scratch, progress) if job.trace else None
+    trace = traced_pass(job, loops, data, starts, counts, scratch, progress) if job.trace and remote is None else None
     req_df = request_table(cell.cell_id, passes.timings, trace, starts)
     row = cell_row(job, passes, trace, n_full, loops.flags, started)
+    if remote is not None:
+        row = with_http(row, passes.timings, remote.page_buffer_effective)
     return row.with_columns(elapsed_s=time.perf_counter() - t_cell), req_df, trace.io if trace else None
 
 
@@ -365,7 +380,7 @@ def _loops(job: CellJob, plan) -> Loops:
     if reopen_before and job.cell.access.op == "read":   # a replay that lost its cache: the low-level loop reopens
         if client != "h5py-lowlevel":
             flags = [*flags, "reopens-lowlevel"]
-        read_loop = partial(read_pass, reopen_before=reopen_before)
+        read_loop = partial(remote_read_pass if job.remote is not None else read_pass, reopen_before=reopen_before)
     elif reopen_before:
         flags = [*flags, "reopens-ignored"]
     return Loops(read_loop, write_loop, tuple(flags))
@@ -398,7 +413,7 @@ def timed_passes(job: CellJob, loops: Loops, data, starts, counts, scratch: Path
             if p < job.repeats - 1:
                 out.unlink()
         else:
-            if job.cold:
+            if job.cold and job.remote is None:      # an S3 pass is cold by its new fsspec file
                 drop_file(target(job)[0])
             t = loops.read(job, starts, counts, traced=False, log_path=None, progress=progress, deadline_ns=deadline_ns)
         timings.append(t)
@@ -458,6 +473,10 @@ def traced_pass(job: CellJob, loops: Loops, data, starts, counts, scratch: Path,
 def request_table(cell_id: str, timings: list[PassTiming], trace: Trace | None, starts) -> pd.DataFrame:
     """The requests table: timed passes, then the traced pass with its I/O counts."""
     parts = [_request_rows(cell_id, p, t, starts) for p, t in enumerate(timings)]
+    for part, t in zip(parts, timings):
+        if t.http is not None:         # an S3 pass: the open's GETs, each request's, none at the close
+            for k, v in request_columns(t.http).items():
+                part[k] = [*v[:len(t.request_ns) + 1], 0]
     req_df = pd.concat([pd.DataFrame(part) for part in parts], ignore_index=True)
     if trace is not None:
         tr = pd.DataFrame(_request_rows(cell_id, -1, trace.timing, starts))
@@ -466,7 +485,8 @@ def request_table(cell_id: str, timings: list[PassTiming], trace: Trace | None, 
         req_df = pd.concat([req_df, tr], ignore_index=True)
     req_df.insert(0, "schema_version", SCHEMA_VERSION)
     for k in REQUEST_COLUMNS[7:]:       # I/O counts: only the traced pass has them; same dtype in every part
-        req_df[k] = req_df[k].astype("Int64") if k in req_df else pd.array([pd.NA] * len(req_df), dtype="Int64")
+        kind = "Float64" if k == "http_wait_s" else "Int64"
+        req_df[k] = req_df[k].astype(kind) if k in req_df else pd.array([pd.NA] * len(req_df), dtype=kind)
     return req_df[REQUEST_COLUMNS]
 
 
@@ -516,6 +536,17 @@ def cell_row(job: CellJob, passes: TimedPasses, trace: Trace | None, n_full: int
         repack_s=job.repack_s, spread=spread, flags=",".join(flags),
         fraction_measured=k / n_full if n_full else 1.0,
         dataset_file=job.file, host=socket.gethostname(), started_at=started, **(whole or {}))
+
+
+def with_http(row: CellRow, timings: list[PassTiming], page_buffer_effective) -> CellRow:
+    """An S3 cell's row with its measured HTTP columns (the first pass's counts, the median wait) and the
+    ``http-counts-vary`` flag when passes made different GETs."""
+    from ccp.storage.remote import measured_columns
+
+    cols, flags = measured_columns([t.http for t in timings], page_buffer_effective)
+    if flags:
+        cols["flags"] = ",".join([f for f in str(row.flags or "").split(",") if f] + flags)
+    return row.with_columns(**cols)
 
 
 def _extrapolate(classes: np.ndarray, k: int, measured: np.ndarray) -> float:

@@ -190,4 +190,23 @@ def predict_job(job: CellJob, calibration: Calibration | None, *, classes: bool 
     if job.file and cell.access.op == "read":
         stored = stored_chunk_sizes(job.file, job.dataset_path)
     preds = predict_requests(cell, job.source, stored, per_request=classes)
-    return summarise_predictions(cell, job.source, preds, calibration), preds.classes() if classes else None
+    summary = summarise_predictions(cell, job.source, preds, calibration)
+    if getattr(job, "remote", None) is not None:
+        summary.update(predict_http_columns(job))
+    return summary, preds.classes() if classes else None
+
+
+def predict_http_columns(job: CellJob) -> dict:
+    """``predicted_http_*`` of an S3 cell: GETs and bytes from the file's chunk index, the chunk-cache model,
+    the page buffer and fsspec's cache rules (:func:`ccp.storage.remote.predict_http`); None where not modelled."""
+    from ccp.storage.predict import NotModelled
+    from ccp.storage.remote import predict_http, prediction_columns
+
+    cell = job.cell
+    plan = plan_for(cell.access, job.source.shape)
+    try:
+        pred = predict_http(job.file, job.dataset_path, plan.starts.tolist(), plan.counts.tolist(), cell.cache,
+                            cell.storage)
+    except NotModelled:
+        pred = None
+    return prediction_columns(pred)

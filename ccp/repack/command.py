@@ -13,6 +13,7 @@ Examples:
   ccp repack -l /d:CHUNK=1x30x9x717 -f /d:SHUF -f /d:GZIP=6 in.h5 out.h5
   ccp repack -f zstd:3 --dry-run in.h5 out.h5
   ccp repack -f GZIP=6 granules/*.h5 -o repacked/     (many files, in parallel)
+  ccp repack -S PAGE -G 4MiB in.h5 out.h5     (a cloud-optimized copy: paged aggregation, 4 MiB pages)
 
 \b
 Layouts (-l [DSET[,DSET...]:]LAYOUT, h5repack syntax):
@@ -69,9 +70,14 @@ def _format_change(d) -> list[str]:
 @click.option("--deflate", type=click.Choice(["auto", "zlib", "libdeflate"]), default="auto", show_default=True,
               help="gzip encoder of the fast path: zlib writes the very bytes HDF5 would; libdeflate (pip install "
                    "deflate) is ~3x faster with equally valid, usually smaller streams; auto = libdeflate if installed.")
+@click.option("-S", "--fs-strategy", metavar="STRATEGY",
+              help="File-space strategy of the copy: PAGE, FSM_AGGR, AGGR or NONE (h5repack -S). Default: the source's.")
+@click.option("-G", "--fs-page-size", metavar="SIZE",
+              help="File-space page size of the copy, e.g. 4MiB (h5repack -G; implies -S PAGE).")
 @click.option("--dry-run", is_flag=True, help="Show what would change per dataset, with a storage estimate; write nothing.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
-def repack_command(paths, out_dir, jobs, layouts, filters, buffer, threads, deflate, dry_run, quiet):
+def repack_command(paths, out_dir, jobs, layouts, filters, fs_strategy, fs_page_size, buffer, threads, deflate, dry_run,
+                   quiet):
     """Copy IN to OUT with new chunking and/or filters for some datasets (like h5repack, faster).
 
     Everything else in the file (groups, attributes, links, other datasets) is copied as it is;
@@ -79,16 +85,21 @@ def repack_command(paths, out_dir, jobs, layouts, filters, buffer, threads, defl
     copied exactly. IN is never modified. With -o OUTDIR, any number of IN files (or folders of
     them) are repacked in parallel, each to OUTDIR/its name.
     """
+    from ccp.config.storage import parse_repack_file_space
     from ccp.errors import ConfigError
     from ccp.repack.options import parse_options
     from ccp.units import parse_size
 
     opts = parse_options(layouts, filters)
+    file_space = parse_repack_file_space(fs_strategy, fs_page_size)     # one line naming -S or -G
     buffer_bytes = parse_size(buffer, "--buffer")
     if buffer_bytes <= 0:
         raise ConfigError("--buffer", "must be > 0")
     if out_dir is not None:
         from ccp.repack.many import repack_many
+
+        if file_space is not None:
+            raise ConfigError("-S/-G", "not supported with -o OUTDIR yet; repack one file at a time (IN OUT)")
 
         repack_many(paths, out_dir, opts, buffer_bytes=buffer_bytes, jobs=jobs, threads=threads or 1,
                     deflate=deflate, dry_run=dry_run, quiet=quiet, echo=click.echo)
@@ -96,10 +107,10 @@ def repack_command(paths, out_dir, jobs, layouts, filters, buffer, threads, defl
     if len(paths) != 2:
         raise ConfigError("IN OUT", f"expected one IN and one OUT, got {len(paths)} path(s); "
                           "for several inputs give -o OUTDIR")
-    _repack_one(paths[0], paths[1], opts, buffer_bytes, threads, deflate, dry_run, quiet)
+    _repack_one(paths[0], paths[1], opts, buffer_bytes, threads, deflate, dry_run, quiet, file_space)
 
 
-def _repack_one(infile, outfile, opts, buffer_bytes, threads, deflate, dry_run, quiet):
+def _repack_one(infile, outfile, opts, buffer_bytes, threads, deflate, dry_run, quiet, file_space=None):
     import os
 
     from ccp.repack.copy import repack
@@ -132,7 +143,7 @@ def _repack_one(infile, outfile, opts, buffer_bytes, threads, deflate, dry_run, 
         except ValueError:  # not the main thread
             previous = None
         result = repack(infile, outfile, opts.layouts, opts.filters, buffer_bytes=buffer_bytes, threads=threads,
-                        progress=progress, dry_run=dry_run, deflate=deflate)
+                        progress=progress, dry_run=dry_run, deflate=deflate, file_space=file_space)
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)
@@ -140,8 +151,10 @@ def _repack_one(infile, outfile, opts, buffer_bytes, threads, deflate, dry_run, 
             signal.signal(signal.SIGTERM, previous)
     if quiet:
         return
-    if opts.is_empty:
+    if opts.is_empty and file_space is None:
         click.echo("no -l or -f given: the file was copied as it is", err=True)
+    if file_space is not None and not dry_run:
+        click.echo(f"file space of the copy: {file_space.label}", err=True)
     changed = result.repacked
     kept = [d for d in result.datasets if not d.changed]
     if dry_run:

@@ -130,7 +130,11 @@ def _check_free_space(dst: str, needed: int) -> None:
                        f"in {folder}; nothing written")
 
 
-def _create_output(tmp: str, src: h5py.File) -> h5py.File:
+def _create_output(tmp: str, src: h5py.File, file_space=None) -> h5py.File:
+    """The output file, created like the source (creation orders, times, its file-space strategy); with
+    ``file_space`` (a ``ccp.config.storage.FileSpace``: ``ccp repack -S/-G``) in that strategy instead."""
+    from ccp.hdf5.plists import apply_file_space
+
     try:
         fcpl = src.id.get_create_plist()
         root = src["/"].id.get_create_plist()  # the file's plist does not report the root group's orders
@@ -138,9 +142,9 @@ def _create_output(tmp: str, src: h5py.File) -> h5py.File:
         fcpl.set_attr_creation_order(root.get_attr_creation_order())
         # the root group tracks times only if the source's did (h5repack keeps them as they were)
         fcpl.set_obj_track_times(low.tracks_times(src["/"].id))
-        fid = h5f.create(tmp.encode(), h5f.ACC_TRUNC, fcpl=fcpl)
+        fid = h5f.create(tmp.encode(), h5f.ACC_TRUNC, fcpl=apply_file_space(fcpl, file_space))
     except (ValueError, RuntimeError):  # pragma: no cover - a creation plist HDF5 will not reuse
-        fid = h5f.create(tmp.encode(), h5f.ACC_TRUNC)
+        fid = h5f.create(tmp.encode(), h5f.ACC_TRUNC, fcpl=apply_file_space(None, file_space))
     return h5py.File(fid)
 
 
@@ -155,7 +159,7 @@ def _copy_userblock(src: str, tmp: str, size: int) -> None:
 
 def repack(src, dst, layouts=None, filters=None, *, buffer_bytes: int = DEFAULT_BUFFER_BYTES,
            threads: int | None = None, progress=None, dry_run: bool = False, only=None,
-           deflate: str = "auto") -> RepackResult:
+           deflate: str = "auto", file_space=None) -> RepackResult:
     """Copy ``src`` to ``dst`` with new layouts / filters for some datasets.
 
     ``layouts``: ``{dataset path or None (every dataset): Layout | chunk tuple | "CONTI" | None}``.
@@ -165,6 +169,8 @@ def repack(src, dst, layouts=None, filters=None, *, buffer_bytes: int = DEFAULT_
     ``only``: dataset paths to copy (with their attributes); the rest of the file is left out.
     ``deflate``: gzip encoder of the fast path: "zlib" (the bytes HDF5 itself writes), "libdeflate"
     (the ``deflate`` package: ~3x faster, equally valid streams) or "auto" (libdeflate if installed).
+    ``file_space``: the copy's file-space strategy (``ccp.config.storage.FileSpace``, e.g. paged aggregation
+    with 4 MiB pages: a cloud-optimized copy, h5repack's ``-S PAGE -G 4194304``); None keeps the source's.
     """
     t0 = time.perf_counter()
     src, dst = _check_paths(src, dst, dry_run)
@@ -199,7 +205,7 @@ def repack(src, dst, layouts=None, filters=None, *, buffer_bytes: int = DEFAULT_
             _check_free_space(dst, _needed_bytes(in_bytes, rp.targets.values()) + _METADATA_SLACK)
             if progress is not None:
                 progress("start", rp.total_bytes())
-            fout = _create_output(tmp, fin)
+            fout = _create_output(tmp, fin, file_space)
             rp.dst = fout
             try:
                 rp.run()

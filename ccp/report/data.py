@@ -20,7 +20,31 @@ from ccp.store.schema import CELL_COLUMNS, FINISHED, SHORT_REQUEST_S, UNSTABLE_S
 from ccp.units import format_bytes
 
 TEXT_COLUMNS = ("cell_id", "chunks", "filters", "op", "block", "order", "client", "flags", "traps", "status",
-                "dataset_file", "host", "started_at")
+                "dataset_file", "host", "started_at", "storage", "fsspec", "latency", "bandwidth", "file_space",
+                "page_buffer", "network")
+# runs before the storage axes (schema < 3) read every file locally, as written, without a page buffer
+OLD_STORAGE = {"storage": "local", "file_space": "default", "page_buffer": "none"}
+STORAGE_COLUMNS = ["storage", "fsspec", "latency", "bandwidth", "file_space", "page_buffer"]
+
+
+def storage_text(c) -> str:
+    """One cell's storage axes in a few words: 'local', 'local page/4MiB, page buffer 16MiB',
+    's3 readahead/4MiB 20ms (emulated)'."""
+    def text(k, default=""):
+        v = c.get(k)
+        return default if v is None or (isinstance(v, float) and math.isnan(v)) or v == "" else str(v)
+
+    parts = [text("storage", "local")]
+    if parts[0] == "s3":
+        lat, bw = text("latency", "0ms"), text("bandwidth", "unlimited")
+        emulated = lat not in ("0ms", "") or bw not in ("unlimited", "")
+        parts.append(f"{text('fsspec')} {lat}" + ("" if bw in ("unlimited", "") else f" {bw}") + (" (emulated)" if emulated else ""))
+    if text("file_space", "default") != "default":
+        parts.append(text("file_space"))
+    out = " ".join(parts)
+    if text("page_buffer", "none") != "none":
+        out += f", page buffer {text('page_buffer')}"
+    return out
 LABEL_SEP = " | "
 
 
@@ -59,6 +83,8 @@ def normalise(cells: pd.DataFrame) -> pd.DataFrame:
     cells["random"] = cells["random"].fillna(0)
     # runs before the client axis (schema 1) measured with h5py's low-level API
     cells["client"] = [c or "h5py-lowlevel" for c in cells["client"]]
+    for col, default in OLD_STORAGE.items():
+        cells[col] = [c or default for c in cells[col]]
     return cells.reset_index(drop=True)
 
 
@@ -134,13 +160,15 @@ class Labels:
 
     @classmethod
     def of(cls, *frames: pd.DataFrame) -> Labels:
-        cols = ["chunks", "filters", "cache_nbytes", "cache_nslots", "cache_w0", "op", "block", "order", "random"]
-        allc = pd.concat([f.reindex(columns=[*cols, "client"]).fillna({"client": "h5py-lowlevel"}) for f in frames],
-                         ignore_index=True)
+        cols = ["chunks", "filters", "cache_nbytes", "cache_nslots", "cache_w0", "op", "block", "order", "random",
+                *STORAGE_COLUMNS]
+        allc = pd.concat([f.reindex(columns=[*cols, "client"]).fillna({"client": "h5py-lowlevel", **OLD_STORAGE})
+                          for f in frames], ignore_index=True)
         lab = cls(with_slots=allc["cache_nslots"].dropna().nunique() > 1, with_w0=allc["cache_w0"].dropna().nunique() > 1)
         allc = lab.add(allc, label=False)
         lab.axes = [(n, c) for n, c in (("chunks", "chunks"), ("filters", "filters"), ("cache", "cache_label"),
-                                        ("client", "client"), ("access", "access_label")) if allc[c].nunique() > 1]
+                                        ("client", "client"), ("storage", "storage_label"), ("access", "access_label"))
+                    if allc[c].nunique() > 1]
         return lab
 
     def add(self, cells: pd.DataFrame, label: bool = True) -> pd.DataFrame:
@@ -148,7 +176,8 @@ class Labels:
         cells = cells.assign(
             cache_label=[cache_text(n, s, w, self.with_slots, self.with_w0)
                          for n, s, w in zip(cells["cache_nbytes"], cells["cache_nslots"], cells["cache_w0"])],
-            access_label=[access_text(o, b, r, x) for o, b, r, x in zip(cells["op"], cells["block"], cells["order"], cells["random"])])
+            access_label=[access_text(o, b, r, x) for o, b, r, x in zip(cells["op"], cells["block"], cells["order"], cells["random"])],
+            storage_label=[storage_text(c) for _, c in cells.reindex(columns=STORAGE_COLUMNS).iterrows()])
         if label:
             cols = [c for _, c in self.axes] or ["access_label"]
             cells["label"] = cells[cols].astype(str).agg(LABEL_SEP.join, axis=1)

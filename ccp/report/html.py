@@ -29,6 +29,7 @@ from ccp.report.data import (
     stability,
 )
 from ccp.report.headline import PLAIN, RunKind, cell_tags, headline_text, headlines
+from ccp.report.s3 import storage_tables
 from ccp.report.stats import THRESHOLD, ci95
 from ccp.report.stats import samples as load_samples
 from ccp.report.tables import (
@@ -387,13 +388,14 @@ def build(run_dir: Path, self_contained: bool = False) -> Path:
         errors.get("tables", ""),
     ]
     body += [render_table(t) for t in sweep_tables]
+    body += [render_table(t) for t in storage_tables(cells, labels, run)]    # S3 cells: GETs and bytes beside time
     if one_change:
         body.append(note("Configurations side by side, as in the HDF Group papers (seed 000, Table 8): one change at a time."))
         body += [render_table(t) for t in one_change]
     if pivots:
         body.append("<details><summary>Tables by axis: what each axis alone changes</summary>"
                     + "".join(render_table(t) for t in pivots) + "</details>")
-    if not (sweep_tables or one_change or pivots):
+    if not (sweep_tables or one_change or pivots or storage_tables(cells, labels, run)):
         body.append(note("Nothing to compare: fewer than two finished cells share an access pattern."))
 
     body += [

@@ -167,9 +167,23 @@ ROWS: dict[str, Row] = {
     "elapsed": _r("Wall time of the cell", "elapsed_s", format_seconds),
     "status": _r("Status", "status", fmt_text),
     "flags": _r("Flags", "flags", fmt_text),
+    "storage": _r("Storage", "storage", fmt_text),
+    "fsspec": _r("fsspec cache", "fsspec", fmt_text),
+    "latency": _r("Latency per GET (emulated)", "latency", fmt_text),
+    "bandwidth": _r("Bandwidth (emulated)", "bandwidth", fmt_text),
+    "file_space": _r("File space", "file_space", fmt_text),
+    "page_buffer": _r("Page buffer", "page_buffer", fmt_text),
+    "http_gets": _r("HTTP GETs", "http_gets", format_count, "predicted_http_gets"),
+    "http_open_gets": _r("HTTP GETs at open", "http_open_gets", format_count, "predicted_http_open_gets"),
+    "http_bytes": _r("HTTP bytes fetched", "http_bytes", format_bytes, "predicted_http_bytes"),
+    "http_bytes_used": _r("Bytes HDF5 used", "http_bytes_used", format_bytes),
+    "http_wait": _r("Waiting for GETs (loopback + emulated)", "http_wait_s", format_seconds),
+    "network": _r("Network", "network", fmt_text),
 }
 _SELECT_COL = {"chunks": "chunks", "filters": "filters", "cache": "cache_nbytes", "nslots": "cache_nslots",
-               "w0": "cache_w0", "op": "op", "block": "block", "order": "order", "random": "random"}
+               "w0": "cache_w0", "op": "op", "block": "block", "order": "order", "random": "random",
+               "storage": "storage", "fsspec": "fsspec", "latency": "latency", "bandwidth": "bandwidth",
+               "file_space": "file_space", "page_buffer": "page_buffer"}
 
 
 # ---------------------------------------------------------------------------------------------- rendering
@@ -404,7 +418,10 @@ def pivot_tables(cells: pd.DataFrame, labels: Labels, samples: dict | None = Non
 def auto_tables(cells: pd.DataFrame, labels: Labels, samples: dict | None = None, run: RunKind = PLAIN,
                 threshold: float = THRESHOLD) -> list[Table]:
     """With no ``tables:``: seed 000's Table 8 built from the run, then one pivot per axis that varies."""
-    return one_change_tables(cells, labels, samples, run, threshold) + pivot_tables(cells, labels, samples, run, threshold)
+    from ccp.report.s3 import storage_tables  # S3 cells: GETs and bytes beside time and beside the local cells
+
+    return (storage_tables(cells, labels, run) + one_change_tables(cells, labels, samples, run, threshold)
+            + pivot_tables(cells, labels, samples, run, threshold))
 
 
 __all__ = ["ROWS", "Cell", "Table", "auto_tables", "render", "select"]

@@ -29,7 +29,13 @@ def dask_cell(sweep: Sweep, source: DatasetInfo, cell: Cell, work_dir: str, quic
               calibration: Calibration | None = None):
     """Runs on a Dask worker: lay out the file if needed, predict, measure, hand back (row, requests, io)."""
     try:
-        job = job_for(cell, sweep, source, Path(work_dir), quick)
+        if cell.storage.remote:      # the worker's own S3 session (an endpoint it reaches; `s3: local` is refused)
+            from ccp.storage.remote import remote_session
+
+            with remote_session(sweep.storage.s3) as s3:
+                job = job_for(cell, sweep, source, Path(work_dir), quick, s3)
+        else:
+            job = job_for(cell, sweep, source, Path(work_dir), quick)
     except (CcpError, MemoryError) as exc:
         return failed_row(cell, str(exc) or type(exc).__name__), None, None
     predicted, job = predicted_columns(job, calibration)

@@ -50,6 +50,7 @@ class SweepContext:
     calibration: Calibration | None
     echo: Callable[..., None] = print
     stream: TextIO = sys.stderr
+    s3: object = None            # the sweep's ccp.storage.remote.RemoteSession when it has S3 cells
 
     @property
     def passes(self) -> int:
@@ -100,7 +101,7 @@ class LocalExecutor(Executor):
                 status_line(f"{head} {bar} {format_count(i)}/{format_count(n)} req{tail} | {stage}: {label}", tty, ctx.stream)
 
             try:
-                job = job_for(cell, ctx.sweep, ctx.source, ctx.work_dir, ctx.quick)
+                job = job_for(cell, ctx.sweep, ctx.source, ctx.work_dir, ctx.quick, ctx.s3)
             except Exception as exc:  # noqa: BLE001 -- a work file that cannot be made (a filter or layout
                 # HDF5 refuses, a full disk) fails the cells that need it, not the sweep
                 yield cell, failed_row(cell, f"work file: {one_line(exc)}")

@@ -12,17 +12,22 @@ from pathlib import Path
 import numpy as np
 
 from ccp.config.sweep import Sweep
+from ccp.errors import CcpError
 from ccp.hdf5.dataset import DatasetInfo
 from ccp.matrix.cells import Cell
 from ccp.measurement.runner import CellJob
 from ccp.store.disk import check_free
 from ccp.store.row import CellRow
-from ccp.store.workdir import WorkDir
+from ccp.store.workdir import FILE_SPACE, WorkDir
 from ccp.workload.files import ensure_layout_file, layout_path
 
 
-def job_for(cell: Cell, sweep: Sweep, source: DatasetInfo, work_dir: Path, quick: bool) -> CellJob:
-    """The cell's job, its work file made if missing (write and copy cells: disk for two pass files checked)."""
+def job_for(cell: Cell, sweep: Sweep, source: DatasetInfo, work_dir: Path, quick: bool, s3=None) -> CellJob:
+    """The cell's job, its work file made if missing (write and copy cells: disk for two pass files checked).
+
+    A read cell with a ``file_space`` reads a copy of its file with that strategy (made once in the work
+    folder); an S3 cell's file is uploaded once through ``s3`` (the sweep's
+    :class:`ccp.storage.remote.RemoteSession`) and has no traced pass: its I/O counts are its GETs."""
     repack_s = float("nan")
     if cell.access.op in ("write", "copy"):     # each pass writes a new file of about the dataset's size
         logical = int(np.prod(source.shape, dtype=np.int64)) * np.dtype(source.dtype).itemsize
@@ -41,10 +46,25 @@ def job_for(cell: Cell, sweep: Sweep, source: DatasetInfo, work_dir: Path, quick
         file = str(path)
         if sweep.dataset.file is not None:
             repack_s = seconds
-    return CellJob(cell=cell, file=file, dataset_path=sweep.dataset.path, source=source,
+    remote = None
+    dataset_path = sweep.dataset.path
+    if cell.access.op == "read" and cell.storage.file_space is not None:
+        from ccp.storage.remote import file_space_variant
+
+        if cell.from_source:         # the user's dataset itself, links resolved, in the copy
+            dataset_path = source.path or dataset_path
+        variants = Path(work_dir) / FILE_SPACE      # paged copies of layout files (never beside a user's file)
+        WorkDir(work_dir).register(variants)       # ccp's, before it exists: `ccp clean` removes it
+        variants.mkdir(parents=True, exist_ok=True)
+        file = str(file_space_variant(file, cell.storage.file_space, variants))
+    if cell.storage.remote:
+        if s3 is None:
+            raise CcpError("an S3 cell needs the sweep's S3 session (run it through run_sweep)")
+        remote = s3.target(file, dataset_path, cell.storage)
+    return CellJob(cell=cell, file=file, dataset_path=dataset_path, source=source,
                    generate=sweep.dataset.generate, user_file=str(sweep.dataset.file) if sweep.dataset.file else None,
-                   repeats=sweep.repeats, cold=sweep.cold, trace=not quick, repack_s=repack_s,
-                   time_budget=sweep.time_budget)
+                   repeats=sweep.repeats, cold=sweep.cold, trace=not quick and remote is None, repack_s=repack_s,
+                   time_budget=sweep.time_budget, remote=remote)
 
 
 def work_file(work_dir: Path, sweep: Sweep, source: DatasetInfo, chunks, filters) -> tuple[Path, float]:

@@ -14,6 +14,11 @@ from ccp.workload.files import layout_path
 def plan_sweep(sweep_path, work_dir: Path | None = None) -> list[dict]:
     """Every cell that `ccp run` would run, with the model's predictions and a calibrated time. No measurement."""
     sweep, source, cells = prepare(sweep_path)
+    s3 = sweep.storage.s3 if any(c.storage.remote for c in cells) else None
+    if s3 is not None and not s3.local:      # an endpoint that cannot be used: the run's one line, before any work
+        from ccp.storage.remote import preflight
+
+        preflight(s3)
     cal = calibrate([c.filters for c in cells], source.dtype, sweep.dataset.generate.data if sweep.dataset.generate else "normal",
                     work_dir)
     rows = []
@@ -33,5 +38,6 @@ def plan_sweep(sweep_path, work_dir: Path | None = None) -> list[dict]:
             "raw_write_bytes": p["predicted_raw_write_bytes"], "chunk_loads": p["predicted_chunk_loads"],
             "time_s": p["predicted_time_s"] * sweep.repeats, "traps": traps(cell, source),
             "bytes_exact": stored is not None or cell.filters.is_none,
+            "storage_label": cell.storage.label(),     # what differs from a local cell (S3 GETs are predicted by ccp run)
         })
     return rows

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ccp.config.sweep import sweep_as_dict
-from ccp.errors import CcpError
+from ccp.errors import CcpError, ConfigError
 from ccp.measurement import env as envmod
 from ccp.predict import calibration_for, traps
 from ccp.run.checks import check_run_options, disk_needed, out_needed, prepare, run_settings, scale_warnings
@@ -103,16 +103,25 @@ def run_sweep(sweep_path, *, out: Path | None = None, quick: bool = False, resul
     store.check(sweep.name, source.identity, settings)          # before anything is written
     check_free(work_dir, disk_needed(sweep, source, cells, work_dir), f"sweep {sweep.name!r} (its work files and traces)")
     check_free(run_dir, out_needed(sweep, source, cells, quick), f"sweep {sweep.name!r} (its results)")
-    store.lock()
-    try:
-        return _run_locked(sweep, source, cells, store, doc, settings, work_dir, runner, quick=quick, report=report,
-                           echo=echo, stream=stream)
-    finally:
-        store.unlock()
+    s3 = sweep.storage.s3 if any(c.storage.remote for c in cells) else None
+    if s3 is not None and s3.local and runner.name == "dask":
+        raise ConfigError("s3", "'local' is a loopback server on this machine: Dask workers cannot reach it; "
+                                "give {endpoint: URL, bucket: NAME}")
+    from ccp.storage.remote import remote_session
+
+    # the preflight: an unreachable endpoint, a missing bucket or rejected credentials is one line before any cell
+    # runs and before the run folder is locked; `s3: local` starts the loopback server for the run
+    with remote_session(s3) as session:
+        store.lock()
+        try:
+            return _run_locked(sweep, source, cells, store, doc, settings, work_dir, runner, quick=quick, report=report,
+                               echo=echo, stream=stream, s3=session)
+        finally:
+            store.unlock()
 
 
 def _run_locked(sweep, source, cells, store: RunStore, doc, settings, work_dir: Path, runner: Executor, *, quick,
-                report, echo, stream) -> RunSummary:
+                report, echo, stream, s3=None) -> RunSummary:
     run_dir = store.dir
     store.open(doc, source.identity, settings)
     wd = WorkDir(work_dir)
@@ -126,7 +135,7 @@ def _run_locked(sweep, source, cells, store: RunStore, doc, settings, work_dir: 
          f"results in {run_dir}")
     failed = 0
     calibration = calibration_for([c.filters for c in cells], source, sweep, wd)
-    ctx = SweepContext(sweep, source, work_dir, quick, store, calibration, echo, stream)
+    ctx = SweepContext(sweep, source, work_dir, quick, store, calibration, echo, stream, s3)
 
     def finished(cell, row):
         nonlocal failed

@@ -1,7 +1,7 @@
 """Files in object storage: a loopback S3 server, remote reads counted per HTTP request, paged files.
 
-- :mod:`ccp.storage.axes`: the sweep's storage axes (storage, fsspec, latency, bandwidth, file_space,
-  page_buffer) and the pure rule that expands a cell by them (:func:`~ccp.storage.axes.storage_cells`).
+- :mod:`ccp.storage.axes`: re-exports the sweep's storage axes (storage, fsspec, latency, bandwidth, file_space,
+  page_buffer) and the pure rule that expands a cell by them, which live in :mod:`ccp.config.storage`.
 - :mod:`ccp.storage.remote`: what the runner calls for an S3 cell (session, upload once per layout, a fresh
   fsspec file per pass, marks between requests) and :func:`~ccp.storage.remote.predict_http`.
 - :mod:`ccp.storage.server`: moto's S3 server as a subprocess on 127.0.0.1 (``ccp s3 serve``).
@@ -14,5 +14,6 @@
 - :mod:`ccp.storage.product`: a multi-dataset netCDF-4 product written by the netCDF4 library.
 
 Needs the ``s3`` extra (moto[server], s3fs) for everything that talks to a server; the model does not.
-``WIRING.md`` here lists the lines that wire the axes into ``ccp run``.
+``WIRING.md`` here lists how the axes are wired into ``ccp run`` (config, matrix, runner, run, predict, store,
+report, repack).
 """

@@ -12,62 +12,10 @@ s3fs or to the code that reads. The delay is **emulated**: ``latency`` seconds p
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 
-from ccp.errors import ConfigError
-from ccp.units import parse_size
-
-_NUM_UNIT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z/]*)\s*$")
-_LATENCY_UNITS = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6}
-
-
-def parse_latency(value, where: str = "latency") -> float:
-    """'20ms' -> 0.02; 0 -> 0.0 (no emulated delay). Seconds when no unit."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
-        return float(value)
-    m = _NUM_UNIT.match(str(value))
-    if not m or m.group(2).lower() not in _LATENCY_UNITS:
-        raise ConfigError(where, f"expected a latency like 0ms, 20ms or 0.05s, got {value!r}")
-    return float(m.group(1)) * _LATENCY_UNITS[m.group(2).lower()]
-
-
-def parse_bandwidth(value, where: str = "bandwidth") -> float | None:
-    """'100MB/s' -> 1e8 bytes/s; None, 0, 'none' or 'unlimited' -> None (no emulated transfer time)."""
-    if value is None or value == 0 or str(value).strip().lower() in ("none", "unlimited", "inf"):
-        return None
-    text = str(value).strip()
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
-        return float(value)
-    if not text.lower().endswith("/s"):
-        raise ConfigError(where, f"expected a bandwidth like 100MB/s or 1GiB/s, got {value!r}")
-    n = parse_size(text[:-2], where)
-    if n <= 0:
-        raise ConfigError(where, f"bandwidth must be > 0, got {value!r}")
-    return float(n)
-
-
-@dataclass(frozen=True)
-class EmulatedNetwork:
-    """Per-GET delay added on the client: ``latency_s + bytes / bandwidth_bps`` (emulated)."""
-
-    latency_s: float = 0.0
-    bandwidth_bps: float | None = None
-
-    def delay(self, nbytes: int) -> float:
-        extra = nbytes / self.bandwidth_bps if self.bandwidth_bps else 0.0
-        return self.latency_s + extra
-
-    @property
-    def label(self) -> str:
-        if not self.latency_s and not self.bandwidth_bps:
-            return "none"
-        bw = f"{self.bandwidth_bps / 1e6:g}MB/s" if self.bandwidth_bps else "unlimited"
-        return f"emulated: {self.latency_s * 1e3:g}ms per GET, {bw}"
-
-
-NO_NETWORK = EmulatedNetwork()
+from ccp.config.storage import NO_NETWORK, EmulatedNetwork, parse_bandwidth, parse_latency
 
 
 @dataclass(frozen=True)

@@ -16,87 +16,23 @@ import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
-from ccp.errors import CcpError, ConfigError, suggest
-from ccp.storage.network import NO_NETWORK, EmulatedNetwork, RequestLog, TracedFile, instrument
-from ccp.units import parse_size
+from ccp.config.storage import (
+    CACHE_TYPES,
+    NO_NETWORK,
+    EmulatedNetwork,
+    FsspecOptions,
+    S3Settings,
+    parse_fsspec,
+    parse_s3,
+)
+from ccp.errors import CcpError
+from ccp.storage.network import RequestLog, TracedFile, instrument
 
-LOCAL_BUCKET = "ccp-local"
-CACHE_TYPES = ("none", "readahead", "blockcache", "first")
-DEFAULT_BLOCK_SIZE = 5 * 2**20     # s3fs's default block size
 CONNECT_TIMEOUT_S = 5.0
 
 
 class S3Error(CcpError):
     """The S3 endpoint, bucket or credentials cannot be used."""
-
-
-@dataclass(frozen=True)
-class S3Settings:
-    """``local`` (endpoint None: ccp starts the loopback server) or an endpoint URL and bucket."""
-
-    endpoint: str | None = None
-    bucket: str = LOCAL_BUCKET
-    prefix: str = "ccp"
-
-    @property
-    def local(self) -> bool:
-        return self.endpoint is None
-
-
-def parse_s3(value, where: str = "s3") -> S3Settings:
-    """``"local"`` or ``{endpoint: URL, bucket: NAME[, prefix: P]}``."""
-    if value is None or value == "local":
-        return S3Settings()
-    if not isinstance(value, dict):
-        raise ConfigError(where, f"expected 'local' or {{endpoint: URL, bucket: NAME}}, got {value!r}")
-    unknown = set(value) - {"endpoint", "bucket", "prefix"}
-    if unknown:
-        key = sorted(unknown)[0]
-        raise ConfigError(f"{where}.{key}", "unknown key" + suggest(key, ("endpoint", "bucket", "prefix")))
-    endpoint, bucket = value.get("endpoint"), value.get("bucket")
-    if not endpoint or not isinstance(endpoint, str):
-        raise ConfigError(f"{where}.endpoint", f"expected a URL like https://s3.us-west-2.amazonaws.com, got {endpoint!r}")
-    url = urllib.parse.urlparse(endpoint)
-    if url.scheme not in ("http", "https") or not url.hostname:
-        raise ConfigError(f"{where}.endpoint", f"expected an http(s) URL, got {endpoint!r}")
-    if not bucket or not isinstance(bucket, str):
-        raise ConfigError(f"{where}.bucket", f"expected a bucket name, got {bucket!r}")
-    prefix = str(value.get("prefix", "ccp")).strip("/")
-    return S3Settings(endpoint.rstrip("/"), bucket, prefix)
-
-
-@dataclass(frozen=True)
-class FsspecOptions:
-    """How s3fs reads: fsspec's ``cache_type`` and ``block_size`` (the bytes a miss asks for)."""
-
-    cache_type: str = "readahead"
-    block_size: int = DEFAULT_BLOCK_SIZE
-
-    @property
-    def label(self) -> str:
-        from ccp.units import format_bytes
-
-        return f"{self.cache_type}/{format_bytes(self.block_size).replace(' ', '')}"
-
-
-def parse_fsspec(value, where: str = "fsspec") -> FsspecOptions:
-    """``{cache_type: readahead, block_size: 4MiB}``; either key may be left out."""
-    if value is None:
-        return FsspecOptions()
-    if not isinstance(value, dict):
-        raise ConfigError(where, f"expected {{cache_type: NAME, block_size: SIZE}}, got {value!r}")
-    unknown = set(value) - {"cache_type", "block_size"}
-    if unknown:
-        key = sorted(unknown)[0]
-        raise ConfigError(f"{where}.{key}", "unknown key" + suggest(key, ("cache_type", "block_size")))
-    ct = value.get("cache_type", "readahead")
-    if ct not in CACHE_TYPES:
-        raise ConfigError(f"{where}.cache_type", f"expected one of {', '.join(CACHE_TYPES)}, got {ct!r}"
-                          + suggest(ct, CACHE_TYPES))
-    bs = parse_size(value.get("block_size", DEFAULT_BLOCK_SIZE), f"{where}.block_size")
-    if bs <= 0:
-        raise ConfigError(f"{where}.block_size", f"must be > 0, got {value.get('block_size')!r}")
-    return FsspecOptions(ct, bs)
 
 
 @dataclass(frozen=True)
@@ -255,7 +191,7 @@ class S3Store:
         self.client.upload_file(str(path), self.settings.bucket, key, ExtraArgs={"Metadata": {"sha256": digest}})
         return Uploaded(key, size, digest, False)
 
-    def open(self, key: str, fsspec: FsspecOptions = FsspecOptions(),
+    def open(self, key: str, fsspec: FsspecOptions = FsspecOptions(),  # noqa: B008
              network: EmulatedNetwork = NO_NETWORK) -> RemoteFile:
         """The object as a read-only file object for h5py, every GET counted (and emulated delays added)."""
         raw = self.fs.open(f"{self.settings.bucket}/{key}", "rb", cache_type=fsspec.cache_type,

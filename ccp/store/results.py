@@ -22,7 +22,7 @@ import yaml
 
 from ccp.errors import CcpError
 from ccp.store.row import CellRow
-from ccp.store.schema import CELL_COLUMNS, FINISHED, SCHEMA_VERSION
+from ccp.store.schema import CELL_COLUMNS, FINISHED, READABLE_SCHEMA_VERSIONS, SCHEMA_VERSION, cell_columns_of
 
 LOCK = ".ccp.lock"
 _TEMP = re.compile(r"^\.[^/]+\.tmp-\d+$")     # _atomic_write's temporaries
@@ -232,7 +232,20 @@ def check_run_folder(run_dir: Path) -> None:
         meta = None
     if not isinstance(meta, dict) or "schema_version" not in meta or "dataset_identity" not in meta:
         raise CcpError(f"{d}: not a ccp run folder (no readable run.json beside cells.csv)")
-    store.check(meta.get("sweep"), meta["dataset_identity"], {})
+    version = meta.get("schema_version")
+    if version == SCHEMA_VERSION:
+        store.check(meta.get("sweep"), meta["dataset_identity"], {})
+        return
+    if version not in READABLE_SCHEMA_VERSIONS:     # older versions are read (their missing columns filled)
+        raise CcpError(f"{d}: written by results schema {version!r}, this ccp reads "
+                       f"{', '.join(map(str, READABLE_SCHEMA_VERSIONS))}")
+    try:
+        with open(d / "cells.csv", newline="") as fh:
+            header = next(csv.reader(fh), [])
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise CcpError(f"{d}: cells.csv is unreadable ({type(exc).__name__})") from None
+    if header != cell_columns_of(version):
+        raise CcpError(f"{d}: cells.csv is not one ccp wrote (its columns differ from results schema {version}'s)")
 
 
 def read_cells(run_dir: Path, *, csv_only: bool = False) -> pd.DataFrame:

@@ -10,6 +10,11 @@ removed or changes meaning, and add a line here):
 
 - 1: the first.
 - 2: adds ``client`` (how requests reach HDF5: native, h5py-lowlevel, h5py), after ``random``.
+- 3: adds the storage axes (``storage``, ``fsspec``, ``latency``, ``bandwidth``, ``file_space``, ``page_buffer``)
+  after ``client``, and the HTTP columns of cells read over S3 (``http_gets``, ``http_bytes``,
+  ``predicted_http_gets``, ``predicted_http_bytes``, ``network``, ``http_open_gets``, ``predicted_http_open_gets``,
+  ``http_bytes_used``, ``http_wait_s``, ``page_buffer_effective``) at the end. Older runs read as
+  ``local``/``default``/``none`` with the S3 columns empty.
 """
 
 from __future__ import annotations
@@ -21,7 +26,11 @@ from typing import Any, Protocol
 from ccp.store.schema import CELL_COLUMNS, SCHEMA_VERSION
 from ccp.units import shape_str
 
-SCHEMA_HISTORY = {1: "the first", 2: "adds client (native | h5py-lowlevel | h5py), after random"}
+SCHEMA_HISTORY = {1: "the first", 2: "adds client (native | h5py-lowlevel | h5py), after random",
+                  3: "adds the storage axes and the HTTP counts of cells read over S3"}
+# what a row of a cell without storage axes holds (and what older runs read as)
+DEFAULT_STORAGE_LABELS = {"storage": "local", "fsspec": "", "latency": "", "bandwidth": "", "file_space": "default",
+                          "page_buffer": "none"}
 
 
 @dataclass(frozen=True)
@@ -83,6 +92,22 @@ class CellRow:
     predicted_chunk_hits: int | None = None
     predicted_evictions: int | None = None
     predicted_time_s: float | None = None
+    storage: str | None = None                  # the storage axes' labels (cell_columns fills them)
+    fsspec: str | None = None
+    latency: str | None = None
+    bandwidth: str | None = None
+    file_space: str | None = None
+    page_buffer: str | None = None
+    http_gets: int | None = None                # S3 cells: GETs of a pass, file open included
+    http_bytes: int | None = None               # bytes those GETs fetched
+    predicted_http_gets: int | None = None
+    predicted_http_bytes: int | None = None
+    network: str | None = None                  # the emulated network ("none" or "emulated: ...")
+    http_open_gets: int | None = None
+    predicted_http_open_gets: int | None = None
+    http_bytes_used: int | None = None          # bytes HDF5 asked for
+    http_wait_s: float | None = None            # seconds waiting for GETs (loopback + emulated), median over passes
+    page_buffer_effective: int | None = None    # bytes, as HDF5 reports after the open
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> CellRow:
@@ -170,7 +195,15 @@ def cell_columns(cell: _CellLike) -> dict[str, Any]:
     return {"schema_version": SCHEMA_VERSION, "cell_id": cell.cell_id, "chunks": shape_str(cell.chunks),
             "filters": cell.filters.spec, "cache_nbytes": cell.cache.nbytes, "cache_nslots": cell.cache.nslots,
             "cache_w0": cell.cache.w0, "op": cell.access.op, "block": shape_str(cell.access.block),
-            "order": cell.access.order_str, "random": cell.access.random, "client": cell.client}
+            "order": cell.access.order_str, "random": cell.access.random, "client": cell.client,
+            **storage_labels(cell)}
+
+
+def storage_labels(cell: object) -> dict[str, str]:
+    """The storage axes' columns of a cell: its ``storage.labels()`` (ccp.config.storage.StorageSetting), the
+    defaults for a cell without one."""
+    setting = getattr(cell, "storage", None)
+    return dict(setting.labels()) if setting is not None else dict(DEFAULT_STORAGE_LABELS)
 
 
 FIELDS = frozenset(f.name for f in fields(CellRow))

@@ -9,8 +9,11 @@ Run folder (``results/<name>/<run-id>/``):
 - ``report.html`` + ``*.png``
 """
 
-# History: 1, the first; 2 adds "client" (how requests reach HDF5: native, h5py-lowlevel, h5py).
-SCHEMA_VERSION = 2
+# History: 1, the first; 2 adds "client" (how requests reach HDF5: native, h5py-lowlevel, h5py);
+# 3 adds the storage axes (storage, fsspec, latency, bandwidth, file_space, page_buffer) and the HTTP counts of
+# cells read over S3 (http_*, predicted_http_*, network, page_buffer_effective) to cells, http_* to requests.
+SCHEMA_VERSION = 3
+READABLE_SCHEMA_VERSIONS = (1, 2, 3)   # what the report and `ccp compare` read (older columns filled with defaults)
 FINISHED = ("ok", "extrapolated")   # statuses of a cell a rerun does not measure again
 
 # Stability thresholds: the one place they are defined. The runner flags a cell with them when it measures it
@@ -42,6 +45,13 @@ CELL_COLUMNS = [
     "order",              # "0x1x2x3": dims slowest first
     "random",             # 0 = tiling; N = N random block-aligned requests
     "client",             # native | h5py-lowlevel | h5py: the loop that made the requests
+    # the storage axes (ccp.config.storage), named as the axes; the S3-only ones empty on local cells
+    "storage",            # local | s3
+    "fsspec",             # fsspec cache type/block size: "readahead/5MiB" (s3 only)
+    "latency",            # emulated latency per GET: "20ms" (s3 only)
+    "bandwidth",          # emulated bandwidth per GET: "100MB/s" | "unlimited" (s3 only)
+    "file_space",         # the read file's file-space strategy: "default" | "page/4MiB"
+    "page_buffer",        # HDF5 page buffer on read: "none" | "16MiB"
     "requests",           # H5Dread/H5Dwrite calls per pass
     "repeats",            # timed passes
     "cold",               # page cache dropped before each pass
@@ -71,6 +81,17 @@ CELL_COLUMNS = [
     "predicted_requests", "predicted_raw_reads", "predicted_raw_read_bytes", "predicted_raw_writes",
     "predicted_raw_write_bytes", "predicted_chunk_loads", "predicted_chunk_hits", "predicted_evictions",
     "predicted_time_s",
+    # cells read over S3 (empty on local cells): the whole pass, file open included (time_s starts at the
+    # dataset open), the first timed pass's counts (flag http-counts-vary when passes differ)
+    "http_gets",          # HTTP GETs
+    "http_bytes",         # bytes fetched by those GETs
+    "predicted_http_gets", "predicted_http_bytes",   # ccp.storage.predict: chunk index + fsspec's cache rules
+    "network",            # "none" or "emulated: 20ms per GET, unlimited": the emulated network the GETs saw
+    "http_open_gets",     # GETs of the file and dataset open (chunk index loaded)
+    "predicted_http_open_gets",
+    "http_bytes_used",    # bytes HDF5 asked for (fetched vs needed)
+    "http_wait_s",        # median over passes: seconds waiting for GETs (loopback + emulated delay)
+    "page_buffer_effective",   # the page buffer HDF5 reports after the open (bytes)
 ]
 
 # One row per request per pass. pass >= 0: timed passes; pass == -1: the traced pass.
@@ -79,9 +100,23 @@ REQUEST_COLUMNS = [
     "schema_version", "cell_id", "pass", "phase", "request", "start", "time_s",
     "raw_reads", "raw_read_bytes", "raw_writes", "raw_write_bytes",
     "meta_reads", "meta_read_bytes", "meta_writes", "meta_write_bytes",
+    "http_gets", "http_bytes", "http_bytes_used", "http_wait_s",   # S3 cells' timed passes (empty otherwise)
 ]
 
 # Every file-level operation of the traced pass, in order.
 IO_COLUMNS = [
     "schema_version", "cell_id", "seq", "phase", "request", "kind", "mem_type", "offset", "size", "t_s",
 ]
+
+
+# the cells.csv columns schema 3 added (the storage axes and the HTTP counts), and schema 2 (client)
+ADDED_IN = {3: ("storage", "fsspec", "latency", "bandwidth", "file_space", "page_buffer", "http_gets", "http_bytes",
+                "predicted_http_gets", "predicted_http_bytes", "network", "http_open_gets", "predicted_http_open_gets",
+                "http_bytes_used", "http_wait_s", "page_buffer_effective"),
+            2: ("client",)}
+
+
+def cell_columns_of(version: int) -> list[str]:
+    """The cells.csv header an older schema version wrote (what a reader of old runs checks)."""
+    gone = {c for v, cols in ADDED_IN.items() if v > version for c in cols}
+    return [c for c in CELL_COLUMNS if c not in gone]

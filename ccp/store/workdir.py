@@ -4,7 +4,7 @@ ccp records every work file it is about to create in a manifest beside them (``.
 one relative path a line, appended before the file exists, so a half-written ``.tmp-PID`` of a
 killed run is recognised too). `ccp clean` removes an entry only when it is in the manifest *and*
 its name is one ccp gives (``<sweep>-<16 hex>.h5`` and its ``.json``, ``calibration.json``, the
-``tmp/<cell>-<pid>`` scratch folders): a user's file that happens to sit in the folder, a run folder
+``tmp/<cell>-<pid>`` scratch folders, the ``file-space`` folder of paged copies): a user's file that happens to sit in the folder, a run folder
 (``--work results``) or the folder itself (``--work .``) is never touched.
 """
 
@@ -21,7 +21,8 @@ TMP = "tmp"
 _LAYOUT = re.compile(r"^[^/]+-[0-9a-f]{16}\.h5(\.json)?$")
 _SCRATCH = re.compile(r"^[0-9a-f]{12}-(\d+)$")            # tmp/<cell_id>-<pid>
 _PARTIAL = re.compile(r"^(?P<base>.+)\.tmp-(?P<pid>\d+)$")   # <file>.tmp-<pid>: a file being written
-OURS = ("calibration.json", TMP)
+FILE_SPACE = "file-space"     # paged (file_space) copies of layout files, for the storage axes
+OURS = ("calibration.json", TMP, FILE_SPACE)
 
 
 def _ccp_name(rel: str) -> bool:
@@ -91,6 +92,10 @@ class WorkDir:
                 if p.is_dir() and not p.is_symlink():
                     out += [d for d in sorted(p.iterdir()) if _SCRATCH.match(d.name) and d.is_dir() and not d.is_symlink()]
                 continue
+            if rel == FILE_SPACE:          # the paged copies ccp names <layout>-<hash>.fs-<strategy>.h5
+                if p.is_dir() and not p.is_symlink():
+                    out += [q for q in sorted(p.iterdir()) if ".fs-" in q.name and q.is_file() and not q.is_symlink()]
+                continue
             if p.is_file() and not p.is_symlink():
                 out.append(p)
             out += [q for q in sorted(root.glob(f"{glob_escape(rel)}.tmp-*"))
@@ -133,8 +138,10 @@ class WorkDir:
         freed = self.remove(owned)
         root = Path(self.path)
         tmp = root / TMP
-        if TMP in self.entries() and tmp.is_dir() and not tmp.is_symlink() and not any(tmp.iterdir()):
-            tmp.rmdir()
+        for name in (TMP, FILE_SPACE):
+            d = root / name
+            if name in self.entries() and d.is_dir() and not d.is_symlink() and not any(d.iterdir()):
+                d.rmdir()
         left = [rel for rel in self.entries() if (root / rel).exists() and rel != TMP]
         if left or (tmp.exists() and TMP in self.entries()):
             text = "".join(f"{rel}\n" for rel in self.entries() if (root / rel).exists())

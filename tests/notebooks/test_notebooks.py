@@ -8,7 +8,7 @@ nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
-SCALES = {"cris_case_study.ipynb": 0.5, "seed004_netcdf.ipynb": 0.25}
+SCALES = {"cris_case_study.ipynb": 0.5, "seed004_netcdf.ipynb": 0.25, "s3_object_storage.ipynb": 0.25}
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")

@@ -1,0 +1,108 @@
+"""The read pass of a cell whose file is in object storage, and the file-level settings of local passes.
+
+An S3 cell (``cell.storage.remote``) is read with the h5py low-level loop: between requests it snapshots
+the GETs its fsspec file made (:meth:`ccp.storage.remote.RemoteCell.mark`), outside the timed calls, so
+each request's GETs, bytes and wait are its own; the native loop cannot stop between requests. Each pass
+opens a new fsspec file, so fsspec's cache is cold every pass (an S3 pass needs no page-cache drop). The
+open phase ends with the chunk index in HDF5's metadata cache (what the GET model predicts).
+
+Local cells with a ``page_buffer`` open their file with it (:func:`open_for_read`), and every client's
+write pass creates its file with the cell's ``file_space`` (:func:`file_fcpl`).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ccp.config.storage import check_effective_page_buffer
+from ccp.hdf5 import plists
+
+
+def storage_of(job):
+    """The cell's storage setting (None for a cell built without one)."""
+    return getattr(job.cell, "storage", None)
+
+
+def open_for_read(job, file: str, fapl):
+    """``h5f.open`` read-only with the cell's page buffer added to ``fapl`` (which keeps the log driver of a
+    traced pass); HDF5 2.0 silently drops a page buffer on a file that is not paged: that fails the cell."""
+    from h5py import h5f
+
+    st = storage_of(job)
+    pb = st.page_buffer if st is not None else 0
+    if pb:
+        fapl = plists.page_buffer_fapl(pb, fapl)
+    fid = h5f.open(file.encode(), h5f.ACC_RDONLY, fapl)
+    if pb:
+        try:
+            check_effective_page_buffer(st, fid.get_access_plist().get_page_buffer_size()[0], file)
+        except BaseException:
+            fid.close()
+            raise
+    return fid
+
+
+def file_fcpl(job):
+    """The file-creation list of a write pass's file: the cell's ``file_space`` (None: HDF5's default, as before)."""
+    st = storage_of(job)
+    return plists.apply_file_space(None, st.file_space if st is not None else None)
+
+
+def remote_read_pass(job, starts, counts, *, traced: bool, log_path=None, progress=None, deadline_ns: int | None = None,
+                     reopen_before=(), remote=None):
+    """:func:`ccp.measurement.runner.read_pass` for an S3 cell over ``remote`` (a
+    :class:`ccp.storage.remote.RemoteCell`): same PassTiming, with ``http`` the pass's
+    :class:`ccp.storage.cell.CellCounts` (the open, each request, the close)."""
+    from h5py import h5d
+
+    from ccp.measurement.runner import PassTiming, _buffers, _types, open_timed
+
+    if traced:
+        raise ValueError("an S3 cell has no traced pass: its I/O counts are its GETs")
+    clock = time.perf_counter_ns
+    cache = job.cell.cache
+    mtype, dtype, reclaim = _types(job.source)
+    bufs = _buffers(counts, dtype, None if dtype is not None else mtype)
+    n = len(starts)
+    req = np.zeros(n, dtype=np.int64)
+    dataset_path = job.dataset_path
+    reopen = frozenset(int(r) for r in reopen_before)
+    fid = remote.open_file()            # a new fsspec file: its cache cold; counts the file open's GETs
+    http = None
+    try:
+        ds, dapl, t0, _ = open_timed(fid, dataset_path, cache, clock)
+        remote.load_index(ds)
+        t1 = clock()                     # the open phase ends with the chunk index cached
+        open_ns = t1 - t0
+        remote.mark()                    # outside the timed calls
+        effective = ds.get_access_plist().get_chunk_cache()
+        fspace = ds.get_space()
+        for i in range(n):
+            start, count = starts[i], counts[i]
+            mspace, arr = bufs[count]
+            fspace.select_hyperslab(start, count)
+            again = i in reopen
+            t0 = clock()
+            if again:
+                ds.close()
+                ds = h5d.open(fid, dataset_path.encode(), dapl)
+            ds.read(mspace, fspace, arr, mtype)
+            t1 = clock()
+            req[i] = t1 - t0
+            remote.mark()
+            if reclaim is not None:
+                reclaim(mspace, arr)
+            if progress is not None and not i & 1023:
+                progress("timed pass (s3)", i, n)
+            if deadline_ns is not None and t1 > deadline_ns:
+                req = req[:i + 1]
+                break
+        t0 = clock()
+        ds.close()
+        close_ns = clock() - t0
+    finally:
+        fid.close()
+        http = remote.end_pass()
+    return PassTiming(open_ns, req, close_ns, [], effective, http)

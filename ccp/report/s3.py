@@ -1,0 +1,78 @@
+"""The report's table for files in object storage: per access pattern and chunk cache, every storage setting
+(local cells beside S3 cells) with its time, HTTP GETs and bytes, the model's GETs beside the measured ones.
+
+Everything shown is a column the runner or the predictor wrote (``http_*``, ``predicted_http_*``,
+``network``); nothing is re-derived here. The latency and bandwidth are emulated on the client, per GET,
+and the table says so.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ccp.report.data import Labels, finite, is_ok
+from ccp.report.headline import PLAIN, RunKind
+from ccp.units import format_bytes, format_count, format_seconds
+
+
+def _measured_and_model(c, col: str, model: str, fmt):
+    from ccp.report.tables import Cell
+
+    if not finite(c.get(col)):
+        return Cell("-")
+    sub = ()
+    if finite(c.get(model)):
+        same = float(c[model]) == float(c[col])
+        sub = (f"model: {fmt(c[model])}" + ("" if same else " (differs)"),)
+    return Cell(fmt(c[col]), sub)
+
+
+def _per_request(c, col: str, fmt) -> str:
+    """A request's share of the pass's GETs or bytes (the open's left out)."""
+    open_col = {"http_gets": "http_open_gets"}.get(col)
+    if not finite(c.get(col)) or not finite(c.get("requests")) or not c["requests"]:
+        return "-"
+    total = float(c[col]) - (float(c[open_col]) if open_col and finite(c.get(open_col)) else 0.0)
+    per = total / float(c["requests"])
+    return f"{per:.3g}" if fmt is format_count else fmt(per)
+
+
+def storage_tables(cells: pd.DataFrame, labels: Labels, run: RunKind = PLAIN) -> list:
+    """One table per access pattern and cache of a run with S3 cells; none for a run without."""
+    from ccp.report.tables import Cell, Table
+
+    if "storage" not in cells or not (cells["storage"] == "s3").any():
+        return []
+    if "storage_label" not in cells or "access_label" not in cells:
+        cells = labels.add(cells, label=False)
+    ok = cells[is_ok(cells) & (cells["op"] == "read")]
+    out = []
+    layout_cols = [c for c in ("chunks", "filters") if ok[c].nunique() > 1]
+    for (pattern, cache, *layout), g in ok.groupby(["access_label", "cache_label", *layout_cols], sort=False):
+        if not (g["storage"] == "s3").any():
+            continue
+        rows = []
+        for _, c in g.iterrows():
+            rows.append([c["storage_label"],
+                         Cell(format_seconds(c["time_s"])),
+                         _measured_and_model(c, "http_gets", "predicted_http_gets", format_count),
+                         _measured_and_model(c, "http_open_gets", "predicted_http_open_gets", format_count),
+                         _per_request(c, "http_gets", format_count),
+                         _measured_and_model(c, "http_bytes", "predicted_http_bytes", format_bytes),
+                         format_bytes(c["http_bytes_used"]) if finite(c.get("http_bytes_used")) else "-",
+                         format_seconds(c["http_wait_s"]) if finite(c.get("http_wait_s")) else "-",
+                         format_count(c["raw_reads"]) if finite(c.get("raw_reads")) else "-"])
+        s3 = g[g["storage"] == "s3"]
+        exact = s3["predicted_http_gets"].notna() & (s3["predicted_http_gets"] == s3["http_gets"])
+        where = ", ".join([pattern, f"cache {cache}", *map(str, layout)])
+        out.append(Table(
+            f"Files in object storage ({where}): time, HTTP GETs and bytes" + (f" ({'; '.join(run.tags)})" if run.tags else ""),
+            ["storage", "time", "GETs", "GETs at open", "GETs per request (after the open)", "bytes fetched",
+             "bytes HDF5 used", "waiting for GETs",
+             "raw reads (local)"], rows,
+            note="Latency and bandwidth are EMULATED on the client, per GET (slept after each loopback request). "
+                 "GETs and bytes count the whole pass, the file open included; time starts at the dataset open, so "
+                 "'waiting for GETs' (loopback + emulated) can exceed it. Below each count: the model's, from the file's "
+                 f"chunk index and fsspec's cache rules; it equals the measured count on {int(exact.sum())} of "
+                 f"{len(s3)} S3 cells here. Local cells count raw reads from the traced pass instead."))
+    return out

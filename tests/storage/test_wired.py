@@ -1,0 +1,391 @@
+"""The storage axes wired into `ccp run`: a sweep with S3 cells end to end against the loopback server,
+predicted GETs equal to measured on every S3 cell, local cells and old sweeps unchanged, the preflight's
+one line before any cell, schema-2 run folders still reported, and `ccp repack -S/-G`."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from ccp.cli import main
+from ccp.store.schema import CELL_COLUMNS, REQUEST_COLUMNS, SCHEMA_VERSION
+from tests.storage.conftest import NEEDS_S3
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+
+S3_SWEEP = """
+name: wired
+s3: local
+dataset:
+  path: /x
+  generate: {shape: [24, 30, 9, 7], dtype: ">f4", data: normal, seed: 0}
+matrix:
+  chunks: [[4, 30, 9, 7]]
+  filters: ["gzip:4"]
+  cache: ["1MiB"]
+  access:
+    - {op: read, block: [1, 30, 9, 7]}
+    - {op: write, block: [4, 30, 9, 7]}
+  storage: [local, s3]
+  fsspec: [{cache_type: none}, {cache_type: readahead, block_size: 64KiB}]
+  latency: [0ms, 2ms]
+  file_space: [default, {strategy: page, page_size: 64KiB}]
+  page_buffer: [none, 1MiB]
+exclude:
+  - {latency: 2ms, page_buffer: 1MiB}
+repeats: 2
+"""
+
+LOCAL_SWEEP = """
+name: plain
+dataset:
+  generate: {shape: [8, 10, 200], dtype: ">f4", data: normal}
+matrix:
+  chunks: [[4, 10, 200]]
+  filters: ["gzip:1"]
+  cache: ["16KiB"]
+  access: [{op: read, block: [1, 1, 200]}]
+repeats: 2
+"""
+
+
+@pytest.fixture
+def creds(monkeypatch):
+    for k, v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                 "AWS_DEFAULT_REGION": "us-east-1"}.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+
+
+@pytest.fixture(scope="module")
+def s3_run(tmp_path_factory):
+    """One sweep with S3 cells through run_sweep (forked workers, the loopback server started for it)."""
+    from ccp.run import run_sweep
+
+    d = tmp_path_factory.mktemp("wired")
+    (d / "sweep.yaml").write_text(S3_SWEEP)
+    summary = run_sweep(d / "sweep.yaml", out=d / "run", work_dir=d / "work", echo=lambda *a: None, report=None)
+    return d / "run", summary
+
+
+@NEEDS_S3
+def test_s3_sweep_runs_end_to_end_with_predicted_gets_equal_to_measured(s3_run):
+    run_dir, summary = s3_run
+    assert summary.failed == 0
+    cells = pd.read_csv(run_dir / "cells.csv", keep_default_na=False, na_values=[""])
+    assert list(cells.columns) == CELL_COLUMNS
+    assert set(cells["schema_version"]) == {SCHEMA_VERSION} == {3}
+    s3 = cells[cells["storage"] == "s3"]
+    # read cells: per file_space/page_buffer one local cell; S3 ones x 2 fsspec x 2 latencies (less the exclude)
+    assert len(s3) == 2 * 2 + 2 * 2 + 2 * 1
+    assert (s3["op"] == "read").all()
+    assert (s3["http_gets"] > 0).all()
+    assert (s3["http_gets"] == s3["predicted_http_gets"]).all(), s3[["http_gets", "predicted_http_gets"]]
+    assert (s3["http_bytes"] == s3["predicted_http_bytes"]).all()
+    assert (s3["http_open_gets"] == s3["predicted_http_open_gets"]).all()
+    assert set(s3["network"]) == {"none", "emulated: 2ms per GET, unlimited"}
+    assert all("s3-lowlevel" in f for f in s3["flags"])       # S3 cells run the low-level loop, and say so
+    paged_pb = s3[s3["page_buffer"] == "1MiB"]
+    assert len(paged_pb) and (paged_pb["page_buffer_effective"] == 2**20).all()
+    assert (paged_pb["file_space"] == "page/64KiB").all()
+    # the local cells: labelled, no HTTP columns, counted by the traced pass as before
+    local = cells[cells["storage"] == "local"]
+    assert set(local["file_space"]) == {"default", "page/64KiB"} and set(local["page_buffer"]) == {"none", "1MiB"}
+    assert local[["fsspec", "latency", "bandwidth"]].isna().all().all()
+    assert local[["http_gets", "http_bytes", "predicted_http_gets", "network"]].isna().all().all()
+    assert (local.loc[local["op"] == "read", "raw_reads"] > 0).all()
+    writes = local[local["op"] == "write"]
+    assert set(writes["file_space"]) == {"default", "page/64KiB"} and set(writes["page_buffer"]) == {"none"}
+
+
+@NEEDS_S3
+def test_s3_requests_table_has_gets_per_request(s3_run):
+    run_dir, _ = s3_run
+    cells = pd.read_csv(run_dir / "cells.csv")
+    req = pd.read_parquet(run_dir / "requests.parquet")
+    assert list(req.columns) == REQUEST_COLUMNS
+    for _, c in cells[cells["storage"] == "s3"].iterrows():
+        r = req[(req["cell_id"] == c["cell_id"]) & (req["pass"] == 0)]
+        assert r["http_gets"].sum() == c["http_gets"]            # open + requests of the first pass
+        assert r.loc[r["phase"] == "open", "http_gets"].item() == c["http_open_gets"]
+        assert r.loc[r["phase"] == "close", "http_gets"].item() == 0
+    local_ids = cells.loc[cells["storage"] == "local", "cell_id"]
+    assert req.loc[req["cell_id"].isin(local_ids), "http_gets"].isna().all()
+
+
+@NEEDS_S3
+def test_s3_run_report_shows_gets_beside_time_and_local_cells(s3_run):
+    run_dir, _ = s3_run
+    result = CliRunner().invoke(main, ["report", str(run_dir)])
+    assert result.exit_code == 0, result.output
+    page = (run_dir / "report.html").read_text()
+    assert "Files in object storage" in page and "EMULATED" in page
+    assert "GETs" in page and "model: " in page and "s3 readahead/64KiB 2ms (emulated)" in page
+
+
+@NEEDS_S3
+def test_rerun_resumes_s3_cells(s3_run, tmp_path):
+    from ccp.run import run_sweep
+
+    run_dir, summary = s3_run
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(S3_SWEEP)
+    again = run_sweep(sweep, out=run_dir, work_dir=tmp_path / "work", echo=lambda *a: None, report=None)
+    assert again.ran == 0 and again.skipped == summary.cells
+
+
+# cell ids of every config without storage axes, as main computed them before the storage axes (--scale 0.1):
+# the default storage setting adds nothing to a cell's key, so old run folders resume
+IDS_BEFORE = {
+    "quickstart": "b3209d31874e56a6",
+    "seed001-contiguous": "43ac504ae5fda77b",
+    "seed001-read": "1f7a38474c8b0175",
+    "seed001-write": "729a00c031c422f1",
+    "seed002-overhead": "510e296d6d0bf927",
+    "seed003-repack": "8cab9d41f699eecb",
+    "seed003-update": "ca904f85c9011070",
+    "seed003-users": "af5829bbdf3f7669",
+}
+
+
+@pytest.mark.parametrize("name", sorted(IDS_BEFORE), ids=str)
+def test_configs_without_storage_axes_keep_their_cell_ids(name):
+    from ccp.run import prepare
+
+    _, _, cells = prepare(str(CONFIGS / f"{name}.yaml"), 0.1)
+    assert hashlib.sha1("|".join(c.cell_id for c in cells).encode()).hexdigest()[:16] == IDS_BEFORE[name]
+    assert all(c.storage.is_default for c in cells)
+
+
+@pytest.mark.parametrize("matrix, where", [
+    ({"storage": ["local", "s4"]}, "matrix.storage[1]"),
+    ({"storage": ["s3"], "latency": ["fast"]}, "matrix.latency[0]"),
+    ({"storage": ["s3"], "fsspec": [{"cache_type": "bogus"}]}, "matrix.fsspec[0].cache_type"),
+    ({"file_space": [{"strategy": "page", "page_size": 100}]}, "matrix.file_space[0].page_size"),
+    ({"latency": ["20ms"]}, "matrix.latency"),
+], ids=["storage", "latency", "cache_type", "page_size", "latency-without-s3"])
+def test_bad_storage_axis_is_one_line_naming_the_key(write_sweep, tmp_path, matrix, where):
+    import yaml
+
+    raw = yaml.safe_load(LOCAL_SWEEP)
+    raw["matrix"].update(matrix)
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    result = CliRunner().invoke(main, ["run", str(path), "--out", str(tmp_path / "run"), "--work", str(tmp_path / "w")])
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and where in lines[0], result.output
+    assert not (tmp_path / "run").exists()
+
+
+def _s3_sweep(tmp_path, s3_value) -> Path:
+    import yaml
+
+    raw = yaml.safe_load(LOCAL_SWEEP)
+    raw["matrix"]["storage"] = ["local", "s3"]
+    raw["s3"] = s3_value
+    path = tmp_path / "s3.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def _refused_before_any_cell(tmp_path, sweep, *words, extra=()):
+    result = CliRunner().invoke(main, ["run", str(sweep), "--out", str(tmp_path / "run"), "--work",
+                                       str(tmp_path / "w"), *extra])
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ccp: error:"), result.output
+    for w in words:
+        assert w in lines[0], lines[0]
+    assert not (tmp_path / "run" / "cells.csv").exists()      # no cell ran, nothing half-written
+
+
+@NEEDS_S3
+def test_unreachable_endpoint_exits_2_before_any_cell(tmp_path, creds):
+    from ccp.storage.server import free_port
+
+    url = f"http://127.0.0.1:{free_port()}"
+    _refused_before_any_cell(tmp_path, _s3_sweep(tmp_path, {"endpoint": url, "bucket": "b"}), "s3.endpoint", url)
+
+
+@NEEDS_S3
+def test_missing_bucket_exits_2_before_any_cell(tmp_path, s3, creds):
+    ep, _ = s3
+    _refused_before_any_cell(tmp_path, _s3_sweep(tmp_path, {"endpoint": ep.url, "bucket": "no-such-bucket"}),
+                             "s3.bucket", "no-such-bucket")
+
+
+@NEEDS_S3
+def test_wrong_credentials_exit_2_before_any_cell(tmp_path, monkeypatch):
+    from ccp.storage.server import S3Server
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAWRONGWRONGWRONG1")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong")
+    with S3Server(auth=True) as ep:
+        _refused_before_any_cell(tmp_path, _s3_sweep(tmp_path, {"endpoint": ep.url, "bucket": "ccp-test"}),
+                                 "credentials refused")
+
+
+def test_dask_with_loopback_s3_is_refused(tmp_path):
+    pytest.importorskip("distributed")
+    _refused_before_any_cell(tmp_path, _s3_sweep(tmp_path, "local"), "s3:", "Dask",
+                             extra=("--executor", "dask", "--scheduler", "tcp://127.0.0.1:1"))
+
+
+def test_s3_key_without_s3_cells_is_refused(tmp_path):
+    import yaml
+
+    raw = yaml.safe_load(LOCAL_SWEEP)
+    raw["s3"] = "local"
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    _refused_before_any_cell(tmp_path, path, "s3:", "matrix.storage")
+
+
+def _as_schema_2(run_dir: Path) -> None:
+    """Rewrite a run folder as the ccp before the storage axes wrote it: schema 2, without the new columns."""
+    from ccp.config.storage import LABEL_COLUMNS, RESULT_COLUMNS
+
+    cells = pd.read_csv(run_dir / "cells.csv")
+    cells = cells.drop(columns=[*LABEL_COLUMNS, *RESULT_COLUMNS]).assign(schema_version=2)
+    cells.to_csv(run_dir / "cells.csv", index=False)
+    cells.to_parquet(run_dir / "cells.parquet", index=False)
+    meta = json.loads((run_dir / "run.json").read_text())
+    meta["schema_version"] = 2
+    (run_dir / "run.json").write_text(json.dumps(meta))
+    for part in (run_dir / "requests.parquet").glob("*.parquet"):     # one part per cell
+        req = pd.read_parquet(part)
+        req.drop(columns=["http_gets", "http_bytes", "http_bytes_used", "http_wait_s"]).to_parquet(part, index=False)
+
+
+def test_schema_2_run_folders_are_still_reported_and_compared(write_sweep, tmp_path):
+    from ccp.report.data import load_cells
+    from ccp.run import run_sweep
+
+    sweep = write_sweep(LOCAL_SWEEP)
+    for name in ("old", "new"):
+        run_sweep(sweep, out=tmp_path / name, work_dir=tmp_path / "work", echo=lambda *a: None, report=None)
+    _as_schema_2(tmp_path / "old")
+    cells = load_cells(tmp_path / "old")
+    assert set(cells["storage"]) == {"local"} and set(cells["file_space"]) == {"default"}
+    assert set(cells["page_buffer"]) == {"none"} and cells["http_gets"].isna().all()
+    result = CliRunner().invoke(main, ["report", str(tmp_path / "old")])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "old" / "report.html").exists()
+    result = CliRunner().invoke(main, ["compare", str(tmp_path / "old"), str(tmp_path / "new")])
+    assert result.exit_code == 0, result.output
+    # resuming into the old folder is still refused with one line (rows of two schemas never mix)
+    result = CliRunner().invoke(main, ["run", str(sweep), "--out", str(tmp_path / "old"), "--work", str(tmp_path / "work")])
+    assert result.exit_code == 2 and "schema 2" in result.output
+
+
+def test_local_rows_hold_the_default_storage_labels(write_sweep, tmp_path):
+    from ccp.run import run_sweep
+
+    run_sweep(write_sweep(LOCAL_SWEEP), out=tmp_path / "run", work_dir=tmp_path / "work", echo=lambda *a: None,
+              report=None)
+    cells = pd.read_csv(tmp_path / "run" / "cells.csv", keep_default_na=False, na_values=[""])
+    assert set(cells["storage"]) == {"local"} and set(cells["file_space"]) == {"default"}
+    assert set(cells["page_buffer"]) == {"none"}
+    assert cells[["fsspec", "latency", "bandwidth", "http_gets", "predicted_http_gets", "network"]].isna().all().all()
+
+
+@pytest.mark.parametrize("args, strategy, page", [
+    (["-S", "PAGE", "-G", "64KiB"], "PAGE", 65536),
+    (["-G", "8192"], "PAGE", 8192),
+    (["-S", "FSM_AGGR"], "FSM_AGGR", None),
+], ids=["page-64KiB", "page-size-only", "fsm-aggr"])
+def test_repack_fs_strategy_writes_that_layout_with_identical_values(tmp_path, args, strategy, page):
+    src = tmp_path / "in.h5"
+    data = np.random.default_rng(0).normal(size=(40, 30, 7)).astype(">f4")
+    with h5py.File(src, "w") as f:
+        f.create_dataset("g/x", data=data, chunks=(4, 30, 7), compression="gzip")
+        f["g"].attrs["units"] = "K"
+        f.create_dataset("y", data=np.arange(100, dtype="i8"))
+    before = src.read_bytes()
+    result = CliRunner().invoke(main, ["repack", *args, str(src), str(tmp_path / "out.h5")])
+    assert result.exit_code == 0, result.output
+    assert src.read_bytes() == before
+    with h5py.File(tmp_path / "out.h5", "r") as f:
+        fcpl = f.id.get_create_plist()
+        assert fcpl.get_file_space_strategy()[0] == getattr(h5py.h5f, f"FSPACE_STRATEGY_{strategy}")
+        if page is not None:
+            assert fcpl.get_file_space_page_size() == page
+        np.testing.assert_array_equal(f["g/x"][...], data)
+        np.testing.assert_array_equal(f["y"][...], np.arange(100))
+        assert f["g"].attrs["units"] == "K"
+
+
+@pytest.mark.parametrize("args, where", [
+    (["-S", "PAGES"], "-S"),
+    (["-S", "AGGR", "-G", "4MiB"], "-G"),
+    (["-G", "100"], "-G"),
+], ids=["strategy", "page-size-without-page", "page-too-small"])
+def test_repack_bad_fs_options_are_one_line(tmp_path, args, where):
+    src = tmp_path / "in.h5"
+    with h5py.File(src, "w") as f:
+        f["x"] = np.arange(10)
+    result = CliRunner().invoke(main, ["repack", *args, str(src), str(tmp_path / "out.h5")])
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and where in lines[0], result.output
+    assert not (tmp_path / "out.h5").exists()
+
+
+@NEEDS_S3
+def test_plan_checks_the_endpoint_and_labels_s3_cells(tmp_path, creds):
+    from ccp.storage.server import free_port
+
+    url = f"http://127.0.0.1:{free_port()}"
+    result = CliRunner().invoke(main, ["plan", str(_s3_sweep(tmp_path, {"endpoint": url, "bucket": "b"}))])
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1 and url in result.output
+    result = CliRunner().invoke(main, ["plan", str(_s3_sweep(tmp_path, "local"))])     # local: not started for a plan
+    assert result.exit_code == 0, result.output
+    assert "| s3 readahead/5MiB 0ms:" in result.output
+
+
+@NEEDS_S3
+def test_clean_removes_the_paged_copies(s3_run):
+    from ccp.store.workdir import FILE_SPACE, WorkDir
+
+    work = s3_run[0].parent / "work"
+    copies = sorted((work / FILE_SPACE).glob("*.fs-page-64KiB.h5"))
+    assert copies
+    with h5py.File(copies[0], "r") as f:         # the cell's file_space, read back
+        fcpl = f.id.get_create_plist()
+        assert fcpl.get_file_space_strategy()[0] == h5py.h5f.FSPACE_STRATEGY_PAGE
+        assert fcpl.get_file_space_page_size() == 65536
+    assert set(WorkDir(work).removable()) >= set(copies)
+    WorkDir(work).clean()
+    assert not (work / FILE_SPACE).exists()
+
+
+def test_write_pass_creates_its_file_with_the_cells_file_space(write_sweep, tmp_path):
+    from dataclasses import replace
+
+    from ccp.config.storage import FileSpace, StorageSetting
+    from ccp.measurement.runner import Progress, _data_source, write_pass
+    from ccp.run import prepare
+    from ccp.run.job import job_for
+    from ccp.workload.requests import plan_for
+
+    text = LOCAL_SWEEP.replace("access: [{op: read, block: [1, 1, 200]}]", "access: [{op: write, block: [4, 10, 200]}]")
+    sweep, source, cells = prepare(str(write_sweep(text)), None)
+    cell = replace(cells[0], storage=StorageSetting(file_space=FileSpace("page", 8192)))
+    job = job_for(cell, sweep, source, tmp_path / "work", quick=True)
+    plan = plan_for(cell.access, source.shape)
+    starts = [tuple(int(x) for x in s) for s in plan.starts]
+    counts = [tuple(int(x) for x in c) for c in plan.counts]
+    out = tmp_path / "pass.h5"
+    write_pass(job, _data_source(job), starts, counts, out, traced=False, log_path=None, progress=Progress())
+    with h5py.File(out, "r") as f:
+        fcpl = f.id.get_create_plist()
+        assert fcpl.get_file_space_strategy()[0] == h5py.h5f.FSPACE_STRATEGY_PAGE
+        assert fcpl.get_file_space_page_size() == 8192
