@@ -23,7 +23,8 @@ from ccp.config.sweep import AccessSpec, CacheSpec
 from ccp.hdf5.dataset import DatasetInfo
 from ccp.hdf5.filters import parse_filters
 from ccp.matrix.cells import Cell
-from ccp.measurement.runner import CellJob, Progress, read_pass
+from ccp.measurement.passes import CellJob, Progress
+from ccp.measurement.runner import read_pass
 from ccp.workload.requests import tile_requests
 
 

@@ -170,7 +170,8 @@ def _min_loads(source) -> int:
 
 
 def measure_option(opt: Option, path: Path, dset: str, source, budget: float, tmp: Path) -> dict:
-    from ccp.measurement.runner import CellJob, measure
+    from ccp.measurement.passes import CellJob
+    from ccp.measurement.runner import measure
     from ccp.predict import predict_job as predict_classes
     from ccp.workload.datagen import DatasetReader
     from ccp.workload.files import write_layout_file

@@ -57,7 +57,7 @@ ONLY: dict[str, frozenset[str]] = {
     "ccp.store": FLOOR_0,                            # the report, executors and notebooks read rows the same way
     "ccp.config": FLOOR_0 | {"ccp.hdf5"},            # filter specs; never store, matrix, workload or report
     "ccp.matrix": FLOOR_0 | {"ccp.config", "ccp.hdf5"},   # the dataset description is passed in, not looked up
-    "ccp.repack": FLOOR_0 | {"ccp.hdf5"},            # a library the workload and storage write files with
+    "ccp.repack": FLOOR_0 | {"ccp.hdf5", "ccp.config"},   # a library the workload and storage write files with; config: file-space settings
 }
 
 

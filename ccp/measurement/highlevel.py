@@ -32,8 +32,8 @@ def _fapl(cache, log_path):
 def read_pass(job, starts, counts, *, traced: bool, log_path=None, progress=None, deadline_ns: int | None = None):
     import h5py
 
+    from ccp.measurement.passes import PassTiming, spin_to_next_us, target, timed_close
     from ccp.measurement.remote import open_for_read
-    from ccp.measurement.runner import PassTiming, _spin_to_next_us, _timed_close, target
 
     clock = time.monotonic_ns if traced else time.perf_counter_ns
     file, dataset_path = target(job)
@@ -53,7 +53,7 @@ def read_pass(job, starts, counts, *, traced: bool, log_path=None, progress=None
         for i in range(n):
             sel = sels[i]
             if traced:
-                _spin_to_next_us(t1)
+                spin_to_next_us(t1)
             t0 = clock()
             ds[sel]
             t1 = clock()
@@ -65,7 +65,7 @@ def read_pass(job, starts, counts, *, traced: bool, log_path=None, progress=None
             if deadline_ns is not None and t1 > deadline_ns:
                 req = req[:i + 1]
                 break
-        close_ns = _timed_close(ds.id, clock, traced, t1, windows)
+        close_ns = timed_close(ds.id, clock, traced, t1, windows)
     finally:
         fid.close()
     return PassTiming(open_ns, req, close_ns, windows, effective)
@@ -76,8 +76,8 @@ def write_pass(job, data, starts, counts, out_file, *, traced: bool, log_path=No
     import h5py
     from h5py import h5f
 
+    from ccp.measurement.passes import PassTiming, create_timed, spin_to_next_us, target, timed_close
     from ccp.measurement.remote import file_fcpl
-    from ccp.measurement.runner import PassTiming, _spin_to_next_us, _timed_close, create_timed, target
 
     clock = time.monotonic_ns if traced else time.perf_counter_ns
     cell = job.cell
@@ -103,14 +103,14 @@ def write_pass(job, data, starts, counts, out_file, *, traced: bool, log_path=No
             sel = sels[i]
             if copying:
                 if traced:
-                    _spin_to_next_us(t1)
+                    spin_to_next_us(t1)
                 t0 = clock()
                 ds[sel] = src[sel]
                 t1 = clock()
             else:
                 block = data.read(starts[i], counts[i])      # generated outside the timed call
                 if traced:
-                    _spin_to_next_us(t1)
+                    spin_to_next_us(t1)
                 t0 = clock()
                 ds[sel] = block
                 t1 = clock()
@@ -123,7 +123,7 @@ def write_pass(job, data, starts, counts, out_file, *, traced: bool, log_path=No
                 req = req[:i + 1]
                 break
         storage = ds.id.get_storage_size()
-        close_ns = _timed_close(ds.id, clock, traced, t1, windows)
+        close_ns = timed_close(ds.id, clock, traced, t1, windows)
     finally:
         fid.close()
         if src_fid is not None:

@@ -276,8 +276,8 @@ def read_pass(job, starts, counts, *, traced: bool, log_path=None, progress=None
     (open and close timed by the Python clock as there; the requests by the loop's C clock)."""
 
     from ccp.measurement import iolog
+    from ccp.measurement.passes import PassTiming, open_timed, target, timed_close
     from ccp.measurement.remote import open_for_read
-    from ccp.measurement.runner import PassTiming, _timed_close, open_timed, target
 
     clock = time.monotonic_ns if traced else time.perf_counter_ns
     cache = job.cell.cache
@@ -293,7 +293,7 @@ def read_pass(job, starts, counts, *, traced: bool, log_path=None, progress=None
         loop = run_requests(ds, ds.get_space(), starts, counts, job.source.dtype, traced=traced, last_ns=t1,
                             deadline_ns=deadline_ns, progress=progress)
         windows.extend(loop.windows)
-        close_ns = _timed_close(ds, clock, traced, loop.last_ns, windows)
+        close_ns = timed_close(ds, clock, traced, loop.last_ns, windows)
     finally:
         fid.close()
     return PassTiming(open_ns, loop.request_ns, close_ns, windows, effective)
@@ -306,8 +306,8 @@ def write_pass(job, data, starts, counts, out_file, *, traced: bool, log_path=No
 
     from ccp.hdf5 import plists
     from ccp.measurement import iolog
+    from ccp.measurement.passes import PassTiming, create_timed, target, timed_close
     from ccp.measurement.remote import file_fcpl
-    from ccp.measurement.runner import PassTiming, _timed_close, create_timed, target
 
     clock = time.monotonic_ns if traced else time.perf_counter_ns
     cell, source = job.cell, job.source
@@ -333,7 +333,7 @@ def write_pass(job, data, starts, counts, out_file, *, traced: bool, log_path=No
                             progress=progress)
         windows.extend(loop.windows)
         storage = ds.get_storage_size()
-        close_ns = _timed_close(ds, clock, traced, loop.last_ns, windows)   # flushes the chunk cache
+        close_ns = timed_close(ds, clock, traced, loop.last_ns, windows)   # flushes the chunk cache
     finally:
         fid.close()
         if copying:

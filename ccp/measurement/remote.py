@@ -57,14 +57,14 @@ def remote_read_pass(job, starts, counts, *, traced: bool, log_path=None, progre
     :class:`ccp.storage.cell.CellCounts` (the open, each request, the close)."""
     from h5py import h5d
 
-    from ccp.measurement.runner import PassTiming, _buffers, _types, open_timed
+    from ccp.measurement.passes import PassTiming, buffers, open_timed, types_of
 
     if traced:
         raise ValueError("an S3 cell has no traced pass: its I/O counts are its GETs")
     clock = time.perf_counter_ns
     cache = job.cell.cache
-    mtype, dtype, reclaim = _types(job.source)
-    bufs = _buffers(counts, dtype, None if dtype is not None else mtype)
+    mtype, dtype, reclaim = types_of(job.source)
+    bufs = buffers(counts, dtype, None if dtype is not None else mtype)
     n = len(starts)
     req = np.zeros(n, dtype=np.int64)
     dataset_path = job.dataset_path

@@ -12,7 +12,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -24,6 +24,18 @@ import pandas as pd
 from ccp.hdf5 import plists
 from ccp.measurement import iolog
 from ccp.measurement.pagecache import drop_file
+from ccp.measurement.passes import (
+    CellJob,
+    PassTiming,
+    Progress,
+    buffers,
+    create_timed,
+    open_timed,
+    spin_to_next_us,
+    target,
+    timed_close,
+    types_of,
+)
 from ccp.measurement.remote import file_fcpl, open_for_read, remote_read_pass
 from ccp.storage.remote import request_columns
 from ccp.store.row import CellRow
@@ -31,109 +43,9 @@ from ccp.store.schema import REQUEST_COLUMNS, SCHEMA_VERSION, stability_flags
 from ccp.units import shape_str
 
 if TYPE_CHECKING:
-    from ccp.config.sweep import GenerateSpec
-    from ccp.hdf5.dataset import DatasetInfo
-    from ccp.matrix.cells import Cell
+    pass
 
 IO_TRACE_MAX = 2_000_000   # file-level operations kept per cell in io.parquet (counts are always exact)
-
-
-@dataclass
-class PassTiming:
-    open_ns: int
-    request_ns: np.ndarray
-    close_ns: int
-    windows: list = field(default_factory=list)  # traced pass: (start_ns, end_ns) per phase window
-    cache: tuple = ()                             # (nslots, nbytes, w0) read back from the open dataset
-    http: object = None                           # an S3 pass: its ccp.storage.cell.CellCounts (GETs per phase)
-
-    @property
-    def total_s(self) -> float:
-        return (self.open_ns + int(self.request_ns.sum()) + self.close_ns) / 1e9
-
-
-@dataclass(frozen=True)
-class CellJob:
-    """Everything a worker needs to measure one cell (picklable)."""
-
-    cell: Cell
-    file: str               # the work file (reads) or the folder for pass files (writes)
-    dataset_path: str
-    source: DatasetInfo
-    generate: GenerateSpec | None
-    user_file: str | None   # the user's file, read-only data for write cells
-    repeats: int
-    cold: bool
-    trace: bool = True
-    repack_s: float = float("nan")
-    max_requests: int | None = None  # measure only this prefix
-    time_budget: float | None = None # seconds for the cell's passes; past it, measure a prefix and extrapolate
-    request_class: np.ndarray | None = None  # np.ndarray: per request, a class of like cost (from the model), for extrapolation
-    remote: object = None   # an S3 cell: its ccp.storage.remote.RemoteTarget (plain data: the worker makes its own client)
-
-
-class Progress:
-    """Called from the hot loop between requests, at most every 1024 requests."""
-
-    def __init__(self, callback=None):
-        self.callback = callback
-
-    def __call__(self, stage: str, done: int, total: int) -> None:
-        if self.callback is not None:
-            self.callback(stage, done, total)
-
-
-def _buffers(counts, dtype, mtype=None):
-    """One memory dataspace and array per distinct request shape (edge blocks differ).
-
-    With ``mtype`` (non-numeric data read as its file type) the arrays are raw records of its
-    memory size.
-    """
-    from h5py import h5s
-
-    from ccp.hdf5.h5types import memory_buffer
-
-    bufs = {}
-    for c in {tuple(int(x) for x in row) for row in counts}:
-        bufs[c] = (h5s.create_simple(c), memory_buffer(c, mtype) if mtype is not None else np.empty(c, dtype=dtype))
-    return bufs
-
-
-def target(job: CellJob) -> tuple[str, str]:
-    """(file, dataset path) a cell opens: for the user's own file, the object itself, links resolved."""
-    src = job.source
-    own = job.user_file is not None and job.file == job.user_file
-    if own and getattr(src, "file", None) is not None and getattr(src, "path", None):
-        return str(src.file), src.path
-    return job.file, job.dataset_path
-
-
-def _types(source):
-    """(memory type, numpy dtype of the buffers or None for raw records, reclaim function or None)."""
-    from ccp.hdf5.h5types import reclaimer
-
-    mtype = source.memory_type()
-    if getattr(source, "filetype", None) is None:
-        return mtype, np.dtype(source.dtype), None
-    return mtype, None, reclaimer(mtype)
-
-
-def _spin_to_next_us(last_ns: int) -> None:
-    """Traced pass only: keep request windows apart at the log's microsecond resolution."""
-    target = (last_ns // 1000 + 2) * 1000
-    while time.monotonic_ns() < target:
-        pass
-
-
-def _timed_close(ds, clock, traced: bool, last_ns: int, windows: list) -> int:
-    """Close the dataset as the pass's last timed phase (for writes, the flush of cached chunks)."""
-    if traced:
-        _spin_to_next_us(last_ns)
-    t0 = clock()
-    ds.close()
-    t1 = clock()
-    windows.append((t0, t1))
-    return t1 - t0
 
 
 # The per-request bookkeeping below is written out in each loop rather than called: it runs on the
@@ -147,8 +59,8 @@ def read_pass(job: CellJob, starts, counts, *, traced: bool, log_path: Path | No
     clock = time.monotonic_ns if traced else time.perf_counter_ns
     cache = job.cell.cache
     fapl = iolog.log_fapl(log_path) if traced else None
-    mtype, dtype, reclaim = _types(job.source)
-    bufs = _buffers(counts, dtype, None if dtype is not None else mtype)
+    mtype, dtype, reclaim = types_of(job.source)
+    bufs = buffers(counts, dtype, None if dtype is not None else mtype)
     n = len(starts)
     req = np.zeros(n, dtype=np.int64)
     windows = []
@@ -166,7 +78,7 @@ def read_pass(job: CellJob, starts, counts, *, traced: bool, log_path: Path | No
             mspace, arr = bufs[count]
             fspace.select_hyperslab(start, count)
             if traced:
-                _spin_to_next_us(t1)
+                spin_to_next_us(t1)
             again = i in reopen          # decided outside the timed call
             t0 = clock()
             if again:
@@ -184,41 +96,10 @@ def read_pass(job: CellJob, starts, counts, *, traced: bool, log_path: Path | No
             if deadline_ns is not None and t1 > deadline_ns:   # time budget: stop here, a measured prefix
                 req = req[:i + 1]
                 break
-        close_ns = _timed_close(ds, clock, traced, t1, windows)
+        close_ns = timed_close(ds, clock, traced, t1, windows)
     finally:
         fid.close()
     return PassTiming(open_ns, req, close_ns, windows, effective)
-
-
-def open_timed(fid, dataset_path: str, cache, clock):
-    """Open a dataset with the cell's chunk cache, timed: (dataset id, its access list, t0, t1)."""
-    from h5py import h5d
-
-    dapl = plists.cache_dapl(cache)
-    t0 = clock()
-    ds = h5d.open(fid, dataset_path.encode(), dapl)
-    t1 = clock()
-    return ds, dapl, t0, t1
-
-
-def create_timed(fid, job: CellJob, clock, *, cache_on_dataset: bool = True):
-    """Create the cell's dataset empty in its layout, timed: (dataset id, t0, t1). Every client's write pass
-    starts here. ``cache_on_dataset=False`` leaves the chunk cache to the file's access list (h5py's way)."""
-    from h5py import h5d, h5p, h5s
-
-    from ccp.hdf5.plists import dcpl as make_dcpl
-
-    cell, source = job.cell, job.source
-    maxshape = tuple(h5s.UNLIMITED if m is None else m for m in source.maxshape)
-    space = h5s.create_simple(tuple(source.shape), maxshape)
-    dcpl = make_dcpl(source, cell.chunks, cell.filters)
-    lcpl = h5p.create(h5p.LINK_CREATE)
-    lcpl.set_create_intermediate_group(True)
-    dapl = plists.cache_dapl(cell.cache) if cache_on_dataset else h5p.create(h5p.DATASET_ACCESS)
-    t0 = clock()
-    ds = h5d.create(fid, job.dataset_path.encode(), source.file_type(), space, dcpl=dcpl, lcpl=lcpl, dapl=dapl)
-    t1 = clock()
-    return ds, t0, t1
 
 
 def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, traced: bool, log_path: Path | None,
@@ -235,7 +116,7 @@ def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, traced: bo
     clock = time.monotonic_ns if traced else time.perf_counter_ns
     cell, source = job.cell, job.source
     fapl = iolog.log_fapl(log_path) if traced else h5p.create(h5p.FILE_ACCESS)
-    mtype, dtype, reclaim = _types(source)
+    mtype, dtype, reclaim = types_of(source)
     release = getattr(data, "release", None)
     spaces = {c: h5s.create_simple(c) for c in {tuple(int(x) for x in row) for row in counts}}
     n = len(starts)
@@ -263,7 +144,7 @@ def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, traced: bo
                 block = bufs[count]
                 src_space.select_hyperslab(start, count)
                 if traced:
-                    _spin_to_next_us(t1)
+                    spin_to_next_us(t1)
                 t0 = clock()
                 src.read(spaces[count], src_space, block, mtype)
                 ds.write(spaces[count], fspace, block, mtype)
@@ -273,7 +154,7 @@ def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, traced: bo
             else:
                 block = data.read(start, count)          # generated outside the timed call
                 if traced:
-                    _spin_to_next_us(t1)
+                    spin_to_next_us(t1)
                 t0 = clock()
                 ds.write(spaces[count], fspace, block, mtype)
                 t1 = clock()
@@ -288,7 +169,7 @@ def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, traced: bo
                 req = req[:i + 1]
                 break
         storage = ds.get_storage_size()
-        close_ns = _timed_close(ds, clock, traced, t1, windows)   # flushes the chunk cache: the last request
+        close_ns = timed_close(ds, clock, traced, t1, windows)   # flushes the chunk cache: the last request
     finally:
         fid.close()
         if copying:

@@ -15,7 +15,7 @@ from ccp.model import CacheParams, chunk_size_table, simulate_arrays, simulate_t
 from ccp.workload.requests import plan_for
 
 if TYPE_CHECKING:
-    from ccp.measurement.runner import CellJob
+    from ccp.measurement.passes import CellJob
     from ccp.predict.calibration import Calibration
 
 PREDICTED = ("predicted_raw_reads", "predicted_raw_read_bytes", "predicted_raw_writes", "predicted_raw_write_bytes",

@@ -12,11 +12,11 @@ import pandas as pd
 
 from ccp.report.data import Labels, finite, is_ok
 from ccp.report.headline import PLAIN, RunKind
+from ccp.report.table_types import Cell, Table
 from ccp.units import format_bytes, format_count, format_seconds
 
 
 def _measured_and_model(c, col: str, model: str, fmt):
-    from ccp.report.tables import Cell
 
     if not finite(c.get(col)):
         return Cell("-")
@@ -39,7 +39,6 @@ def _per_request(c, col: str, fmt) -> str:
 
 def storage_tables(cells: pd.DataFrame, labels: Labels, run: RunKind = PLAIN) -> list:
     """One table per access pattern and cache of a run with S3 cells; none for a run without."""
-    from ccp.report.tables import Cell, Table
 
     if "storage" not in cells or not (cells["storage"] == "s3").any():
         return []

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -26,7 +26,9 @@ from ccp.report.data import (
     storage_overhead,
 )
 from ccp.report.headline import PLAIN, RunKind, cell_tags
+from ccp.report.s3 import storage_tables
 from ccp.report.stats import THRESHOLD, from_cell, judge
+from ccp.report.table_types import Cell, Table
 from ccp.units import format_bytes, format_count, format_seconds
 
 # ---------------------------------------------------------------------------------------------- formatting
@@ -53,29 +55,6 @@ def fmt_text(v) -> str:
 
 def fmt_per(v) -> str:
     return f"{float(v):,.3g}" if finite(v) else "-"
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One table cell: its text, optional small lines under it, and a CSS class (best, changed, missing)."""
-
-    text: str
-    sub: tuple[str, ...] = ()
-    cls: str = ""
-
-    def __str__(self) -> str:
-        return self.text + "".join(f" ({s})" for s in self.sub)
-
-
-@dataclass
-class Table:
-    title: str
-    header: list[str]
-    rows: list[list]              # str or Cell; the first column labels the row
-    note: str = ""                # one sentence: what to look at
-    warnings: list[str] = field(default_factory=list)
-    footnote: str = ""            # the sweep's own note
-    label_columns: int = 1        # leading columns that label the row (left-aligned)
 
 
 # ---------------------------------------------------------------------------------------------- vocabulary
@@ -418,7 +397,6 @@ def pivot_tables(cells: pd.DataFrame, labels: Labels, samples: dict | None = Non
 def auto_tables(cells: pd.DataFrame, labels: Labels, samples: dict | None = None, run: RunKind = PLAIN,
                 threshold: float = THRESHOLD) -> list[Table]:
     """With no ``tables:``: seed 000's Table 8 built from the run, then one pivot per axis that varies."""
-    from ccp.report.s3 import storage_tables  # S3 cells: GETs and bytes beside time and beside the local cells
 
     return (storage_tables(cells, labels, run) + one_change_tables(cells, labels, samples, run, threshold)
             + pivot_tables(cells, labels, samples, run, threshold))

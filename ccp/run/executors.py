@@ -26,7 +26,8 @@ from ccp.config.sweep import Sweep
 from ccp.errors import CcpError
 from ccp.hdf5.dataset import DatasetInfo
 from ccp.matrix.cells import Cell
-from ccp.measurement.runner import CellJob, Progress, measure
+from ccp.measurement.passes import CellJob, Progress
+from ccp.measurement.runner import measure
 from ccp.predict import Calibration, predict_job
 from ccp.run.checks import one_line
 from ccp.run.eta import EtaClock, predicted_seconds, progress_bar

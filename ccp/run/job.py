@@ -15,7 +15,7 @@ from ccp.config.sweep import Sweep
 from ccp.errors import CcpError
 from ccp.hdf5.dataset import DatasetInfo
 from ccp.matrix.cells import Cell
-from ccp.measurement.runner import CellJob
+from ccp.measurement.passes import CellJob
 from ccp.store.disk import check_free
 from ccp.store.row import CellRow
 from ccp.store.workdir import FILE_SPACE, WorkDir

@@ -371,7 +371,8 @@ def test_write_pass_creates_its_file_with_the_cells_file_space(write_sweep, tmp_
     from dataclasses import replace
 
     from ccp.config.storage import FileSpace, StorageSetting
-    from ccp.measurement.runner import Progress, _data_source, write_pass
+    from ccp.measurement.passes import Progress
+    from ccp.measurement.runner import _data_source, write_pass
     from ccp.run import prepare
     from ccp.run.job import job_for
     from ccp.workload.requests import plan_for

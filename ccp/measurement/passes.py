@@ -1,0 +1,152 @@
+"""What every client's timed pass shares: the job a worker measures, a pass's timing, the buffers and types
+of its requests, and the timed open, create and close of the dataset.
+
+Apart from ``runner`` (which picks a client and assembles the cell) so that the client loops (``native``,
+``highlevel``, ``remote``) import these from below instead of from the runner that imports them.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ccp.hdf5 import plists
+
+if TYPE_CHECKING:
+    from ccp.config.sweep import GenerateSpec
+    from ccp.hdf5.dataset import DatasetInfo
+    from ccp.matrix.cells import Cell
+
+
+@dataclass
+class PassTiming:
+    open_ns: int
+    request_ns: np.ndarray
+    close_ns: int
+    windows: list = field(default_factory=list)  # traced pass: (start_ns, end_ns) per phase window
+    cache: tuple = ()                             # (nslots, nbytes, w0) read back from the open dataset
+    http: object = None                           # an S3 pass: its ccp.storage.cell.CellCounts (GETs per phase)
+
+    @property
+    def total_s(self) -> float:
+        return (self.open_ns + int(self.request_ns.sum()) + self.close_ns) / 1e9
+
+
+@dataclass(frozen=True)
+class CellJob:
+    """Everything a worker needs to measure one cell (picklable)."""
+
+    cell: Cell
+    file: str               # the work file (reads) or the folder for pass files (writes)
+    dataset_path: str
+    source: DatasetInfo
+    generate: GenerateSpec | None
+    user_file: str | None   # the user's file, read-only data for write cells
+    repeats: int
+    cold: bool
+    trace: bool = True
+    repack_s: float = float("nan")
+    max_requests: int | None = None  # measure only this prefix
+    time_budget: float | None = None # seconds for the cell's passes; past it, measure a prefix and extrapolate
+    request_class: np.ndarray | None = None  # np.ndarray: per request, a class of like cost (from the model), for extrapolation
+    remote: object = None   # an S3 cell: its ccp.storage.remote.RemoteTarget (plain data: the worker makes its own client)
+
+
+class Progress:
+    """Called from the hot loop between requests, at most every 1024 requests."""
+
+    def __init__(self, callback=None):
+        self.callback = callback
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if self.callback is not None:
+            self.callback(stage, done, total)
+
+
+def buffers(counts, dtype, mtype=None):
+    """One memory dataspace and array per distinct request shape (edge blocks differ).
+
+    With ``mtype`` (non-numeric data read as its file type) the arrays are raw records of its
+    memory size.
+    """
+    from h5py import h5s
+
+    from ccp.hdf5.h5types import memory_buffer
+
+    bufs = {}
+    for c in {tuple(int(x) for x in row) for row in counts}:
+        bufs[c] = (h5s.create_simple(c), memory_buffer(c, mtype) if mtype is not None else np.empty(c, dtype=dtype))
+    return bufs
+
+
+def target(job: CellJob) -> tuple[str, str]:
+    """(file, dataset path) a cell opens: for the user's own file, the object itself, links resolved."""
+    src = job.source
+    own = job.user_file is not None and job.file == job.user_file
+    if own and getattr(src, "file", None) is not None and getattr(src, "path", None):
+        return str(src.file), src.path
+    return job.file, job.dataset_path
+
+
+def types_of(source):
+    """(memory type, numpy dtype of the buffers or None for raw records, reclaim function or None)."""
+    from ccp.hdf5.h5types import reclaimer
+
+    mtype = source.memory_type()
+    if getattr(source, "filetype", None) is None:
+        return mtype, np.dtype(source.dtype), None
+    return mtype, None, reclaimer(mtype)
+
+
+def spin_to_next_us(last_ns: int) -> None:
+    """Traced pass only: keep request windows apart at the log's microsecond resolution."""
+    target = (last_ns // 1000 + 2) * 1000
+    while time.monotonic_ns() < target:
+        pass
+
+
+def timed_close(ds, clock, traced: bool, last_ns: int, windows: list) -> int:
+    """Close the dataset as the pass's last timed phase (for writes, the flush of cached chunks)."""
+    if traced:
+        spin_to_next_us(last_ns)
+    t0 = clock()
+    ds.close()
+    t1 = clock()
+    windows.append((t0, t1))
+    return t1 - t0
+
+
+
+
+def open_timed(fid, dataset_path: str, cache, clock):
+    """Open a dataset with the cell's chunk cache, timed: (dataset id, its access list, t0, t1)."""
+    from h5py import h5d
+
+    dapl = plists.cache_dapl(cache)
+    t0 = clock()
+    ds = h5d.open(fid, dataset_path.encode(), dapl)
+    t1 = clock()
+    return ds, dapl, t0, t1
+
+
+def create_timed(fid, job: CellJob, clock, *, cache_on_dataset: bool = True):
+    """Create the cell's dataset empty in its layout, timed: (dataset id, t0, t1). Every client's write pass
+    starts here. ``cache_on_dataset=False`` leaves the chunk cache to the file's access list (h5py's way)."""
+    from h5py import h5d, h5p, h5s
+
+    from ccp.hdf5.plists import dcpl as make_dcpl
+
+    cell, source = job.cell, job.source
+    maxshape = tuple(h5s.UNLIMITED if m is None else m for m in source.maxshape)
+    space = h5s.create_simple(tuple(source.shape), maxshape)
+    dcpl = make_dcpl(source, cell.chunks, cell.filters)
+    lcpl = h5p.create(h5p.LINK_CREATE)
+    lcpl.set_create_intermediate_group(True)
+    dapl = plists.cache_dapl(cell.cache) if cache_on_dataset else h5p.create(h5p.DATASET_ACCESS)
+    t0 = clock()
+    ds = h5d.create(fid, job.dataset_path.encode(), source.file_type(), space, dcpl=dcpl, lcpl=lcpl, dapl=dapl)
+    t1 = clock()
+    return ds, t0, t1
