@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Protocol
 
-from ccp.store.schema import CELL_COLUMNS, SCHEMA_VERSION
+from ccp.store.schema import CELL_COLUMNS, FINISHED, SCHEMA_VERSION
 from ccp.units import shape_str
 
 SCHEMA_HISTORY = {1: "the first", 2: "adds client (native | h5py-lowlevel | h5py), after random",
@@ -108,6 +108,13 @@ class CellRow:
     http_bytes_used: int | None = None          # bytes HDF5 asked for
     http_wait_s: float | None = None            # seconds waiting for GETs (loopback + emulated), median over passes
     page_buffer_effective: int | None = None    # bytes, as HDF5 reports after the open
+
+    def __post_init__(self) -> None:
+        # a measured row without its measurement would read as a finished cell with empty numbers
+        if self.status in FINISHED:
+            missing = [f for f in MEASURED if getattr(self, f) is None]
+            if missing:
+                raise TypeError(f"cells.csv row {self.cell_id}: status {self.status} without {', '.join(missing)}")
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> CellRow:
@@ -210,5 +217,8 @@ FIELDS = frozenset(f.name for f in fields(CellRow))
 REQUIRED = tuple(f.name for f in fields(CellRow) if f.name in ("schema_version", "cell_id", "chunks", "filters", "cache_nbytes",
                                                               "cache_nslots", "cache_w0", "op", "block", "order", "random",
                                                               "client", "status"))
+# what every finished (ok or extrapolated) row holds, quick or not: a builder that forgets one fails here
+MEASURED = ("requests", "repeats", "cold", "time_s", "time_s_min", "time_s_max", "open_s", "close_s", "spread",
+            "fraction_measured", "host", "started_at", "elapsed_s")
 if FIELDS != set(CELL_COLUMNS) or len(CELL_COLUMNS) != len(FIELDS):    # one list of columns, two spellings
     raise ImportError("ccp.store.row.CellRow and ccp.store.schema.CELL_COLUMNS name different columns")
