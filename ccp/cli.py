@@ -295,7 +295,7 @@ def plan(sweep, as_json, work_dir):
         click.echo(f"ccp plan: predicting {format_count(n)} requests request by request; this may take minutes", err=True)
     calibration_dir(WorkDir(work_dir))         # a cut-short calibration cache of ccp's is dropped, not fatal
     try:
-        rows = plan_sweep(sweep, work_dir)
+        rows = [r.as_dict() for r in plan_sweep(sweep, work_dir)]
     except MemoryError:
         raise CcpError(f"{sweep}: predicting {format_count(n)} requests needs more memory than this machine has") from None
     if as_json:

@@ -3,7 +3,9 @@ calibrated time, from the same checks and the same work files; nothing is measur
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from ccp.predict import calibrate, predict_cell, stored_chunk_sizes, traps
 from ccp.run.checks import prepare
@@ -11,7 +13,29 @@ from ccp.store.row import cell_columns
 from ccp.workload.files import layout_path
 
 
-def plan_sweep(sweep_path, work_dir: Path | None = None) -> list[dict]:
+@dataclass(frozen=True)
+class PlannedCell:
+    """One cell of `ccp plan`: the cell's parameters named as in cells.csv, and what the model predicts for its
+    timed passes (not a result row: nothing here was measured). ``as_dict`` is the ``--json`` record."""
+
+    parameters: dict[str, Any]     # cells.csv's parameter columns (cell_id, chunks, filters, cache_*, op, ...)
+    requests: int
+    raw_reads: int
+    raw_read_bytes: int
+    raw_writes: int
+    raw_write_bytes: int
+    chunk_loads: int
+    time_s: float                  # predicted seconds for the cell's timed passes (repeats x one pass)
+    traps: tuple[str, ...]
+    bytes_exact: bool              # byte counts from the stored chunk index (or unfiltered), not estimated
+    storage_label: str             # what differs from a local cell ("" for one)
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        return {**out.pop("parameters"), **out, "traps": list(self.traps)}
+
+
+def plan_sweep(sweep_path, work_dir: Path | None = None) -> list[PlannedCell]:
     """Every cell that `ccp run` would run, with the model's predictions and a calibrated time. No measurement."""
     sweep, source, cells = prepare(sweep_path)
     s3 = sweep.storage.s3 if any(c.storage.remote for c in cells) else None
@@ -31,13 +55,13 @@ def plan_sweep(sweep_path, work_dir: Path | None = None) -> list[dict]:
                 f = layout_path(work_dir, sweep, source, cell.chunks, cell.filters)
                 stored = stored_chunk_sizes(f, sweep.dataset.path) if f.exists() else None
         p = predict_cell(cell, source, cal, stored)
-        rows.append({
-            **{k: v for k, v in cell_columns(cell).items() if k != "schema_version"},   # named as in cells.csv
-            "requests": p["predicted_requests"], "raw_reads": p["predicted_raw_reads"],
-            "raw_read_bytes": p["predicted_raw_read_bytes"], "raw_writes": p["predicted_raw_writes"],
-            "raw_write_bytes": p["predicted_raw_write_bytes"], "chunk_loads": p["predicted_chunk_loads"],
-            "time_s": p["predicted_time_s"] * sweep.repeats, "traps": traps(cell, source),
-            "bytes_exact": stored is not None or cell.filters.is_none,
-            "storage_label": cell.storage.label(),     # what differs from a local cell (S3 GETs are predicted by ccp run)
-        })
+        rows.append(PlannedCell(
+            parameters={k: v for k, v in cell_columns(cell).items() if k != "schema_version"},
+            requests=p["predicted_requests"], raw_reads=p["predicted_raw_reads"],
+            raw_read_bytes=p["predicted_raw_read_bytes"], raw_writes=p["predicted_raw_writes"],
+            raw_write_bytes=p["predicted_raw_write_bytes"], chunk_loads=p["predicted_chunk_loads"],
+            time_s=p["predicted_time_s"] * sweep.repeats, traps=tuple(traps(cell, source)),
+            bytes_exact=stored is not None or cell.filters.is_none,
+            storage_label=cell.storage.label(),     # S3 GETs are predicted by ccp run, not here
+        ))
     return rows

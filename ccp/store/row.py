@@ -219,6 +219,6 @@ REQUIRED = tuple(f.name for f in fields(CellRow) if f.name in ("schema_version",
                                                               "client", "status"))
 # what every finished (ok or extrapolated) row holds, quick or not: a builder that forgets one fails here
 MEASURED = ("requests", "repeats", "cold", "time_s", "time_s_min", "time_s_max", "open_s", "close_s", "spread",
-            "fraction_measured", "host", "started_at", "elapsed_s")
+            "fraction_measured", "host", "started_at")   # elapsed_s: the executor adds it after the row is built
 if FIELDS != set(CELL_COLUMNS) or len(CELL_COLUMNS) != len(FIELDS):    # one list of columns, two spellings
     raise ImportError("ccp.store.row.CellRow and ccp.store.schema.CELL_COLUMNS name different columns")

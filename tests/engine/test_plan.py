@@ -127,3 +127,18 @@ def test_contiguous_write_with_a_fill_value(tmp_path, write_sweep):
     run_sweep(sweep, out=tmp_path / "run", work_dir=tmp_path / "work", report=False, echo=lambda *a: None)
     measured = pd.read_csv(tmp_path / "run" / "cells.csv")
     assert (measured["predicted_raw_reads"] == measured["raw_reads"]).all()
+
+
+def test_a_planned_cell_is_typed_and_its_json_names_cells_csv_columns(write_sweep, tmp_path):
+    """plan_sweep returns frozen PlannedCell records (not dicts); --json keeps cells.csv's names for the cell."""
+    from dataclasses import FrozenInstanceError
+
+    from ccp.run.plan import PlannedCell, plan_sweep
+    from ccp.store.schema import CELL_COLUMNS
+
+    rows = plan_sweep(write_sweep(SWEEP), tmp_path / "work")
+    assert rows and all(isinstance(r, PlannedCell) for r in rows)
+    with pytest.raises(FrozenInstanceError):
+        rows[0].time_s = 0.0                                  # type: ignore[misc]
+    record = rows[0].as_dict()
+    assert set(rows[0].parameters) <= set(CELL_COLUMNS) and "cell_id" in record and isinstance(record["traps"], list)

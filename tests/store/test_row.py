@@ -12,7 +12,7 @@ IDENTITY = dict(schema_version=SCHEMA_VERSION, cell_id="abc", chunks="4x8", filt
                 cache_nslots=521, cache_w0=0.75, op="read", block="1x8", order="0x1", random=0, client="h5py-lowlevel",
                 status="ok")
 MEASURED = dict(requests=8, repeats=3, cold=True, time_s=0.5, time_s_min=0.4, time_s_max=0.6, open_s=0.01, close_s=0.01,
-                spread=1.5, fraction_measured=1.0, host="h", started_at="2026-01-01T00:00:00+00:00", elapsed_s=2.0)
+                spread=1.5, fraction_measured=1.0, host="h", started_at="2026-01-01T00:00:00+00:00")
 
 
 def test_every_column_is_a_field_and_the_history_reaches_this_version():
