@@ -56,3 +56,12 @@ def layouts(tmp_path_factory):
         f.create_dataset("x", data=data, chunks=(1, 30, 9, 7), compression="gzip")
     out["paged"] = d / "paged.h5"
     return out
+
+
+@pytest.fixture
+def creds(monkeypatch):
+    """Credentials the loopback server accepts, and no profile of the machine's own."""
+    for k, v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                 "AWS_DEFAULT_REGION": "us-east-1"}.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)

@@ -17,12 +17,6 @@ def _one_line(exc_info, *words):
         assert w in msg, msg
 
 
-@pytest.fixture
-def creds(monkeypatch):
-    for k, v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                 "AWS_DEFAULT_REGION": "us-east-1"}.items():
-        monkeypatch.setenv(k, v)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
 
 
 def test_unreachable_endpoint(creds):

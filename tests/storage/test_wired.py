@@ -56,12 +56,6 @@ repeats: 2
 """
 
 
-@pytest.fixture
-def creds(monkeypatch):
-    for k, v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                 "AWS_DEFAULT_REGION": "us-east-1"}.items():
-        monkeypatch.setenv(k, v)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
 
 
 @pytest.fixture(scope="module")
