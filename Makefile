@@ -1,6 +1,7 @@
 # Two commands for a fresh machine with only Python 3.11 on it:
 #   make demo   creates .venv, installs ccp, runs configs/quickstart.yaml, says where the report is
-#   make test   installs the test extras, then ruff, mypy on the typed rooms, and the test suite
+#   make test   installs the test extras, then ruff, mypy on the typed rooms, and the test suite but the slow tests
+# (.ci/run runs `make test` and then `make test-slow`, the tests marked slow: the notebooks and long fault runs)
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -8,7 +9,7 @@ BIN    := $(VENV)/bin
 # The rooms mypy (check_untyped_defs, see pyproject.toml) keeps clean.
 MYPY_ROOMS := ccp/model ccp/config ccp/hdf5 ccp/store
 
-.PHONY: demo test venv clean bench
+.PHONY: demo test test-slow venv clean bench
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,7 +34,10 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed-test
 	$(BIN)/ruff check .
 	$(BIN)/mypy $(MYPY_ROOMS)
-	$(BIN)/python -m pytest -q -n auto
+	$(BIN)/python -m pytest -q -n auto -m 'not slow'
+
+test-slow: $(VENV)/.installed-test
+	$(BIN)/python -m pytest -q -n auto -m slow
 
 clean:
 	$(BIN)/ccp clean 2>/dev/null || rm -rf results/work

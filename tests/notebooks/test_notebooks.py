@@ -4,6 +4,9 @@ from pathlib import Path
 
 import pytest
 
+# each notebook is 10-40 s of a quiet core: `make test` skips them, `.ci/run` runs them (`make test-slow`)
+pytestmark = pytest.mark.slow
+
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 
