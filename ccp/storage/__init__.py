@@ -14,6 +14,4 @@
 - :mod:`ccp.storage.product`: a multi-dataset netCDF-4 product written by the netCDF4 library.
 
 Needs the ``s3`` extra (moto[server], s3fs) for everything that talks to a server; the model does not.
-``WIRING.md`` here lists how the axes are wired into ``ccp run`` (config, matrix, runner, run, predict, store,
-report, repack).
 """
