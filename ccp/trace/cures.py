@@ -56,8 +56,65 @@ def chunk_candidates(seq: ReplaySequence) -> list[tuple[int, ...]]:
     return out
 
 
+MAX_TOUCHED = 20_000_000   # (request, chunk) pairs listed at once; beyond, working sets are bounded from boxes
+
+
+def touched_chunks(shape, chunks, starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(request index, C-order chunk index) of every chunk each request touches, in request then C order.
+
+    Vectorised one dimension at a time; None when there would be more than MAX_TOUCHED pairs."""
+    grid = np.asarray(ChunkGrid(tuple(shape), tuple(chunks)).grid, np.int64)
+    ch = np.asarray(chunks, np.int64)
+    lo = starts // ch
+    hi = (starts + counts - 1) // ch
+    span_all = np.where((counts > 0).all(axis=1, keepdims=True), hi - lo + 1, 0)
+    if float(np.prod(span_all.astype(float), axis=1).sum()) > MAX_TOUCHED:
+        return None
+    ids = np.arange(len(starts), dtype=np.int64)
+    lin = np.zeros(len(starts), np.int64)
+    for d in range(starts.shape[1]):
+        span = span_all[ids, d]
+        rep = np.repeat(ids, span)
+        within = np.arange(len(rep), dtype=np.int64) - np.repeat(np.cumsum(span) - span, span)
+        lin = np.repeat(lin, span) * grid[d] + lo[rep, d] + within
+        ids = rep
+    return ids, lin
+
+
+def partial_requests(seq: ReplaySequence, chunks) -> np.ndarray:
+    """Per request: whether it covers only part of some chunk it touches (exact for boxes)."""
+    ch = np.asarray(chunks, np.int64)
+    st, ct = seq.plan.starts, seq.plan.counts
+    end = st + ct
+    aligned = (st % ch == 0) & ((end % ch == 0) | (end == np.asarray(seq.shape, np.int64)))
+    return ~aligned.all(axis=1) & (ct > 0).all(axis=1)
+
+
 def block_sequence(seq: ReplaySequence) -> ReplaySequence:
     """The requests as whole chunks: each run of requests inside one chunk becomes one read of it."""
+    rank = len(seq.shape)
+    pairs = touched_chunks(seq.shape, seq.chunks, seq.plan.starts, seq.plan.counts)
+    if pairs is None:
+        return _block_sequence_loop(seq)
+    req, lin = pairs
+    sess_of_req = np.searchsorted(seq.session_starts, np.arange(len(seq.plan)), side="right") - 1
+    sess = sess_of_req[req]
+    first = np.ones(len(lin), bool)
+    first[1:] = (lin[1:] != lin[:-1]) | (sess[1:] != sess[:-1])
+    req, lin, sess = req[first], lin[first], sess[first]
+    grid = ChunkGrid(seq.shape, seq.chunks).grid
+    coords = np.stack(np.unravel_index(lin, grid), axis=1).astype(np.int64).reshape(-1, rank)
+    ch = np.asarray(seq.chunks, np.int64)
+    lo = coords * ch
+    cnt = np.minimum(ch, np.asarray(seq.shape, np.int64) - lo)
+    starts_of = np.flatnonzero(np.diff(sess, prepend=-1) != 0)
+    return replace(seq, ops=seq.ops[req], plan=RequestPlan(lo, cnt), call_of=np.arange(len(lin), dtype=np.int64),
+                   session_starts=starts_of.astype(np.int64), session_caches=tuple(seq.session_caches[int(s)] for s in sess[starts_of]),
+                   session_pids=tuple(seq.session_pids[int(s)] for s in sess[starts_of]), ncalls=len(lin))
+
+
+def _block_sequence_loop(seq: ReplaySequence) -> ReplaySequence:
+    """:func:`block_sequence` one chunk at a time (for sequences touching too many chunks to list at once)."""
     grid = ChunkGrid(seq.shape, seq.chunks)
     starts, counts, ops, call_of, sess, last = [], [], [], [], [], None
     session_starts = {int(s) for s in seq.session_starts}

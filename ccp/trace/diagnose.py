@@ -18,101 +18,17 @@ import os
 
 import numpy as np
 
-from ccp.model import CacheParams, ChunkGrid, simulate
 from ccp.predict.explain import chunk_larger_than_cache
 from ccp.trace.costs import load_costs
-from ccp.trace.cures import block_sequence, cache_for, chunk_candidates
+from ccp.trace.cures import block_sequence, cache_for, chunk_candidates, partial_requests
+from ccp.trace.sequence_model import fit_costs, predict_time, run_model, working_set  # noqa: F401 (run_model: tests)
+from ccp.trace.writes import diagnose_writes
 from ccp.units import format_bytes, format_seconds, shape_str
-from ccp.workload.replay import ReplaySequence, library_cache, replay_sequence
+from ccp.workload.replay import library_cache, replay_sequence
 from ccp.workload.tracefile import Trace
 
 TINY_BYTES = 64 * 1024            # a request smaller than this is "tiny"
 MIN_GAIN = 0.9                    # a cure must predict at most 90% of the current time
-
-
-# ---------------------------------------------------------------------- model over a sequence
-
-def run_model(seq: ReplaySequence, chunks=None, caches=None, merge_sessions: bool = False) -> dict:
-    """Chunk loads per low-level call (and totals) of ``seq`` under a layout and caches.
-
-    ``merge_sessions``: one session per process (the file kept open), with its first cache.
-    """
-    chunks = seq.chunks if chunks is None else tuple(chunks)
-    n_calls = seq.ncalls
-    loads = np.zeros(n_calls, np.int64)
-    hits = 0
-    sessions = list(seq.sessions())
-    if merge_sessions:
-        pid_starts = _pid_starts(seq)
-        merged = []
-        for a, b in zip(pid_starts, pid_starts[1:] + [len(seq.plan)]):
-            cache = next(c for c, s in sessions if s.start >= a)
-            merged.append((cache, slice(a, b)))
-        sessions = merged
-    if caches is not None:
-        sessions = [(caches, s) for _, s in sessions]
-    read_loads = 0
-    for cache, sl in sessions:
-        params = CacheParams(int(cache.nbytes), int(cache.nslots), float(cache.w0))
-        reqs = [(seq.ops[i], seq.plan.starts[i], seq.plan.counts[i]) for i in range(sl.start, sl.stop)]
-        preds = simulate(seq.shape, chunks, seq.itemsize, filtered=seq.filtered and chunks is not None, cache=params,
-                         requests=reqs, allocated=True)
-        for i, p in zip(range(sl.start, sl.stop), preds[:-1]):
-            loads[seq.call_of[i]] += p.chunk_loads
-            hits += p.chunk_hits
-            if seq.ops[i] == "read":
-                read_loads += p.chunk_loads
-    chunk_bytes = int(np.prod(chunks)) * seq.itemsize if chunks else 0
-    return {"loads_per_call": loads, "chunk_loads": int(loads.sum()), "read_chunk_loads": read_loads, "chunk_hits": hits,
-            "chunk_bytes": chunk_bytes, "loaded_bytes": int(loads.sum()) * chunk_bytes,
-            "sessions": len(sessions)}
-
-
-def _pid_starts(seq: ReplaySequence) -> list[int]:
-    """Request index where each process's requests begin."""
-    out = []
-    for i, (start, pid) in enumerate(zip(seq.session_starts, seq.session_pids)):
-        if i == 0 or pid != seq.session_pids[i - 1]:
-            out.append(int(start))
-    return out
-
-
-# ---------------------------------------------------------------------- costs
-
-def fit_costs(user_wall, user_hdf5, low_hdf5, low_loads) -> dict:
-    """Per-call Python cost, per-call HDF5 cost and HDF5 cost per chunk load, from the trace."""
-    user_wall, user_hdf5 = np.asarray(user_wall, float), np.asarray(user_hdf5, float)
-    low_hdf5, low_loads = np.asarray(low_hdf5, float), np.asarray(low_loads, float)
-    python = float(np.median(np.maximum(user_wall - user_hdf5, 0))) if len(user_wall) else 0.0
-    idle = low_hdf5[low_loads == 0]
-    if len(idle) >= 3:
-        per_call = float(np.median(idle))
-    else:                     # no call without loads: the cheapest call per load bounds the fixed cost
-        per_call = float(np.min(low_hdf5 / np.maximum(low_loads, 1))) if len(low_hdf5) else 0.0
-    rest = max(float(low_hdf5.sum()) - per_call * len(low_hdf5), 0.0)
-    per_load = rest / low_loads.sum() if low_loads.sum() else 0.0
-    return {"python_per_call_s": python, "hdf5_per_call_s": per_call, "hdf5_per_load_s": per_load}
-
-
-def predict_time(costs: dict, user_calls: int, low_calls: int, loads: int, load_ratio: float = 1.0) -> float:
-    return (user_calls * costs["python_per_call_s"] + low_calls * costs["hdf5_per_call_s"]
-            + loads * costs["hdf5_per_load_s"] * load_ratio)
-
-
-# ---------------------------------------------------------------------- cure candidates
-
-def working_set(seq: ReplaySequence, chunks) -> tuple[int, int]:
-    """(largest number of distinct chunks one session touches, that in bytes)."""
-    if not chunks:
-        return 0, 0
-    grid = ChunkGrid(seq.shape, tuple(chunks))
-    most = 0
-    for _, sl in seq.sessions():
-        seen = set()
-        for i in range(sl.start, sl.stop):
-            seen.update(grid.chunks_touched(tuple(seq.plan.starts[i]), tuple(seq.plan.counts[i])))
-        most = max(most, len(seen))
-    return most, most * int(np.prod(chunks)) * seq.itemsize
 
 
 # ---------------------------------------------------------------------- the diagnosis
@@ -125,19 +41,26 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
     calls = trace.calls
     every = calls[(calls["file"] == file) & (calls["dataset"] == dataset)]
     mine = every[every["op"] == "read"]
-    low = trace.low_calls
-    low = low[(low["file"] == file) & (low["dataset"] == dataset) & (low["op"] == "read")]
+    wuser = every[every["op"] == "write"]
+    lows = trace.low_calls
+    lows = lows[(lows["file"] == file) & (lows["dataset"] == dataset)]
+    low = lows[lows["op"] == "read"]
     layout = trace.layout(file, dataset) or {}
     wall, hdf5 = float(mine["wall_s"].sum()), float(mine["hdf5_s"].sum())
     reads = mine
     delivered = int(reads["bytes"].fillna(0).sum())
     out = {"file": file, "dataset": dataset, "calls": len(every), "reads": len(reads),
-           "writes": int(len(every) - len(reads)), "wall_s": wall, "hdf5_s": hdf5,
+           "writes": len(wuser), "wall_s": wall, "hdf5_s": hdf5,
            "share": wall / program_s if program_s else None, "bytes_read": delivered,
            "shape": layout.get("shape"), "dtype": layout.get("dtype"), "chunks": layout.get("chunks"),
            "filters": [f["name"] for f in layout.get("filters", [])], "findings": [], "cures": [], "notes": []}
+    if len(wuser):
+        wseq = replay_sequence(trace, dataset, file=file, op="write")
+        cache = wseq.session_caches[0] if wseq.session_caches else library_cache(trace)
+        out["cache"] = {"nbytes": cache.nbytes, "nslots": cache.nslots, "w0": cache.w0}
+        out["shape"] = list(wseq.shape)
+        out.update(diagnose_writes(wseq, wuser, lows[lows["op"] == "write"], layout, program_s, memory, _pct))
     if not len(reads):
-        out["findings"].append(f"{len(mine)} write call(s) and no reads: the diagnosis covers reads")
         return out
     seq = replay_sequence(trace, dataset, file=file, op="read")
     out["reopens"] = seq.reopens
@@ -220,13 +143,7 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
                  f'f = h5py.File("{file}", "r", rdcc_nbytes={c.nbytes}, rdcc_nslots={c.nslots})'
                  + ("   # once, before the loop" if merge else ""))
         # alignment: requests covering only part of the chunks they touch
-        grid = ChunkGrid(seq.shape, chunks)
-        partial = 0
-        for i in range(len(seq.plan)):
-            st, ct = tuple(seq.plan.starts[i]), tuple(seq.plan.counts[i])
-            touched = grid.chunks_touched(st, ct)
-            if any(grid.selected_in_chunk(st, ct, c) < grid.chunk_valid_elements(c) for c in touched):
-                partial += 1
+        partial = int(partial_requests(seq, chunks).sum())
         ratio = out["decoded_per_delivered"]
         if partial and ratio and ratio > 1.5:
             f.append(f"selections misaligned with chunks: {_pct(partial, len(seq.plan))} of requests cover only part of "
@@ -283,6 +200,7 @@ def diagnose(trace: Trace, memory: int = 1 << 30, verify: bool = False) -> dict:
     program = float(h.get("wall_s") or 0.0)
     calls = trace.calls
     out = {"trace": str(trace.path), "command": h.get("command"), "program_s": program, "calls": len(calls),
+           "reads": int((calls["op"] == "read").sum()), "writes": int((calls["op"] == "write").sum()),
            "pids": h.get("pids", []), "datasets": []}
     if not len(calls):
         out["message"] = "the program made no h5py dataset calls: nothing to diagnose"
@@ -308,8 +226,8 @@ def format_diagnosis(diag: dict) -> str:
         lines.append("")
         lines.append(f"{d['dataset']} in {d['file']}: shape {d['shape']} {d['dtype']}, chunks "
                      f"{shape_str(d['chunks']) if d['chunks'] else 'contiguous'}"
-                     f"{', ' + '+'.join(d['filters']) if d['filters'] else ''}; cache {format_bytes(d['cache']['nbytes'])}"
-                     f"/{d['cache']['nslots']} slots")
+                     f"{', ' + '+'.join(d['filters']) if d['filters'] else ''}"
+                     + (f"; cache {format_bytes(d['cache']['nbytes'])}/{d['cache']['nslots']} slots" if d.get("cache") else ""))
         if "chunk_loads" in d:
             ratio = d["decoded_per_delivered"]
             lines.append(f"  model over the real sequence: {d['chunk_loads']} chunk loads, "
@@ -320,6 +238,17 @@ def format_diagnosis(diag: dict) -> str:
                          f"{format_seconds(d['predicted_s'])}")
         for f in d["findings"]:
             lines.append(f"  - {f}")
+        if d.get("write_calls"):
+            lines.append(f"  writes: {d['write_calls']} call(s)" + (
+                f"; model: {d['write_chunk_loads']} chunk(s) read back, {d['write_chunk_flushes']} written during the "
+                f"calls, {d['close_chunk_flushes']} at the close; predicted {format_seconds(d['write_predicted_s'])}"
+                if "write_predicted_s" in d else ""))
+            for f in d["write_findings"]:
+                lines.append(f"  - {f}")
+            _format_cures(lines, d["write_cures"], "the writes'")
+            if not d["reads"]:
+                continue
+            lines.append(f"  reads: {d['reads']} call(s)")
         if d["cures"]:
             lines.append("  cures, best first (predicted time for this dataset's calls):")
             for i, c in enumerate(d["cures"], 1):
@@ -338,3 +267,15 @@ def format_diagnosis(diag: dict) -> str:
         if d.get("approximate_calls"):
             lines.append(f"  note: {d['approximate_calls']} call(s) replayed by their bounding box (selection too large to list)")
     return "\n".join(lines)
+
+
+def _format_cures(lines: list[str], cures: list[dict], whose: str) -> None:
+    if not cures:
+        lines.append(f"  no cure predicts a gain of 10% or more for {whose} time")
+        return
+    lines.append(f"  cures, best first (predicted time for {whose} calls):")
+    for i, c in enumerate(cures, 1):
+        sp = f", {c['speedup']:.1f}x faster" if c.get("speedup") else ""
+        lines.append(f"  {i}. {c['cure']}: {format_seconds(c['predicted_s'])}{sp} ({c['why']})")
+        for code in c["code"].splitlines():
+            lines.append(f"       {code}")

@@ -109,10 +109,38 @@ def _boxes(row, rank: int, max_boxes: int) -> tuple[list, list, bool]:
     return [], [], True
 
 
+def _matrix(values, rank: int) -> np.ndarray | None:
+    """Equal-length lists (or arrays) as an ``(n, rank)`` int64 array; None if any is missing or ragged."""
+    if not len(values):
+        return np.zeros((0, rank), np.int64)
+    try:
+        arr = np.vstack([np.asarray(v, np.int64).reshape(1, -1) for v in values]) if rank else \
+            np.zeros((len(values), 0), np.int64)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return arr if arr.ndim == 2 and arr.shape[1] == rank else None
+
+
+def _text(rows, column: str) -> np.ndarray:
+    """A text column as an object array of str ("" where missing): comparable without pandas' NA."""
+    return rows[column].astype("string").fillna("").to_numpy(dtype=object)
+
+
+def _cache_of(r) -> CacheInForce | None:
+    if pd.isna(r["cache_nbytes"]) or pd.isna(r["cache_nslots"]):
+        return None
+    w0 = r["cache_w0"]
+    return CacheInForce(int(r["cache_nbytes"]), int(r["cache_nslots"]), 0.75 if pd.isna(w0) else float(w0))
+
+
 def replay_sequence(trace: Trace, dataset: str, pid: int | None = None, file: str | None = None,
                     max_boxes: int = 65536, op: str | None = None) -> ReplaySequence:
     """The exact sequence of ``dataset``'s selections in ``trace`` (one process with ``pid``; only
-    ``op`` requests, "read" or "write", when given; open/close boundaries are kept either way)."""
+    ``op`` requests, "read" or "write", when given; open/close boundaries are kept either way).
+
+    Vectorised over the calls (a million-call trace is a few numpy passes): only the events and the
+    calls that are not plain boxes are walked one by one. The shape is the layout's, grown to the
+    largest extent a request reached (a writer appending to a resizable dataset)."""
     file, dataset = trace.find_dataset(dataset, file)
     layout = trace.layout(file, dataset) or {}
     if not layout:
@@ -124,50 +152,94 @@ def replay_sequence(trace: Trace, dataset: str, pid: int | None = None, file: st
             raise CcpError(f"{trace.path}: pid {pid} made no call on {dataset} (pids: "
                            f"{', '.join(str(int(p)) for p in sorted(rows['pid'].unique()))})")
         rows = rows[rows["pid"] == pid]
+    rows = rows.sort_values(["pid", "seq"], kind="stable")
     rank = len(layout["shape"])
-    starts, counts, ops, call_of, session_starts, caches, pids, session_pids = [], [], [], [], [], [], [], []
-    ncalls = approximate = 0
-    for p, prow in rows.groupby("pid", sort=True):
-        pids.append(int(p))
-        cache = None
-        fresh = True           # a new session starts at the next request
-        for r in prow.sort_values("seq").to_dict("records"):
-            if r["kind"] == "event":
-                if r["op"] == "dataset_open" and not pd.isna(r["cache_nbytes"]):
-                    cache = CacheInForce(int(r["cache_nbytes"]), int(r["cache_nslots"]), float(r["cache_w0"]))
-                    if not fresh and caches[-1] is None:    # opened during the session's first call
+    kind, sel, api, rop = (_text(rows, c) for c in ("kind", "sel", "api", "op"))
+    is_low = (kind == "call") & np.isin(api, LOW_APIS) & ~np.isin(sel, ("none", "unknown", ""))
+    if op is not None:
+        is_low &= rop == op
+    is_event = (kind == "event") & np.isin(rop, ("dataset_open", "dataset_close"))
+    keep = is_low | is_event
+    sub = rows[keep]
+    low = is_low[keep]
+    pids_col = sub["pid"].to_numpy(np.int64)
+    # boxes of every low call: plain boxes at once, the rest one by one
+    lows = sub[low]
+    lsel = _text(lows, "sel")
+    plain = np.isin(lsel, ("all", "box"))
+    nbox = np.ones(len(lows), np.int64)
+    extra: dict[int, tuple[list, list]] = {}
+    approximate = 0
+    for j in np.flatnonzero(~plain):
+        b_starts, b_counts, approx = _boxes(lows.iloc[int(j)], rank, max_boxes)
+        extra[int(j)] = (b_starts, b_counts)
+        nbox[j] = len(b_starts)
+        approximate += approx
+    pstarts = _matrix(lows["start"].to_numpy()[plain], rank)
+    pcounts = _matrix(lows["count"].to_numpy()[plain], rank)
+    if pstarts is None or pcounts is None:
+        raise CcpError(f"{trace.path}: {dataset}: a selection's start/count is missing or not of rank {rank}")
+    offsets = np.concatenate([[0], np.cumsum(nbox)])
+    starts = np.zeros((int(offsets[-1]), rank), np.int64)
+    counts = np.zeros((int(offsets[-1]), rank), np.int64)
+    starts[offsets[:-1][plain]] = pstarts
+    counts[offsets[:-1][plain]] = pcounts
+    for j, (b_starts, b_counts) in extra.items():
+        if b_starts:
+            starts[offsets[j]:offsets[j + 1]] = np.asarray(b_starts, np.int64).reshape(-1, rank)
+            counts[offsets[j]:offsets[j + 1]] = np.asarray(b_counts, np.int64).reshape(-1, rank)
+    has = nbox > 0                                 # calls with at least one box (the others are skipped)
+    call_index = np.cumsum(has) - 1                # low-level call number of each low row
+    call_of = np.repeat(call_index, nbox)
+    ncalls = int(has.sum())
+    ops = np.repeat(_text(lows, "op"), nbox)
+    # sessions: a new one at a process's first box and at the first box after a dataset close. Only the
+    # events, each process's first row and the first boxed call after each of them can change the state,
+    # so the walk visits those rows only (a few per reopen, not one per call).
+    low_pos = np.flatnonzero(low)                   # row of each low call
+    boxed_pos = low_pos[has]                        # rows of the calls with boxes
+    ev_pos = np.flatnonzero(~low)
+    pid_starts = np.flatnonzero(np.diff(pids_col, prepend=pids_col[0] - 1 if len(pids_col) else 0) != 0)
+    marks = np.union1d(ev_pos, pid_starts)
+    nxt = np.searchsorted(boxed_pos, marks)
+    nxt = nxt[nxt < len(boxed_pos)]
+    visit = np.union1d(marks, boxed_pos[nxt]).astype(np.int64)
+    ev_ops = _text(sub, "op")
+    session_starts, caches, session_pids, pids = [], [], [], []
+    cache, fresh, last_pid = None, True, None
+    for m in visit.tolist():
+        p = int(pids_col[m])
+        if p != last_pid:
+            pids.append(p)
+            last_pid, cache, fresh = p, None, True
+        if not low[m]:
+            if ev_ops[m] == "dataset_open":
+                c = _cache_of(sub.iloc[m])
+                if c is not None:
+                    cache = c
+                    if not fresh and caches and caches[-1] is None:     # opened during the session's first call
                         caches[-1] = cache
-                elif r["op"] == "dataset_close":
-                    fresh = True
-                continue
-            if r["kind"] != "call" or r["api"] not in LOW_APIS or r["sel"] in ("none", "unknown", None):
-                continue
-            if op is not None and r["op"] != op:
-                continue
-            b_starts, b_counts, approx = _boxes(r, rank, max_boxes)
-            if not b_starts:
-                continue
-            if fresh:
-                session_starts.append(len(starts))
-                caches.append(cache)
-                session_pids.append(int(p))
-                fresh = False
-            approximate += approx
-            starts.extend(b_starts)
-            counts.extend(b_counts)
-            ops.extend([r["op"]] * len(b_starts))
-            call_of.extend([ncalls] * len(b_starts))
-            ncalls += 1
+            else:
+                fresh = True
+            continue
+        k = int(np.searchsorted(low_pos, m))
+        if fresh and has[k]:
+            session_starts.append(int(offsets[k]))
+            caches.append(cache)
+            session_pids.append(p)
+            fresh = False
     fallback = _first_cache(rows) or library_cache(trace)
     caches = [c or fallback for c in caches]
-    chunks = tuple(layout["chunks"]) if layout.get("chunks") else None
+    chunks = tuple(int(c) for c in layout["chunks"]) if layout.get("chunks") else None
+    shape = tuple(int(s) for s in layout["shape"])
+    if len(starts):                                 # a writer may have grown the dataset past its first layout
+        shape = tuple(int(v) for v in np.maximum(np.asarray(shape, np.int64), (starts + counts).max(axis=0)))
     return ReplaySequence(
-        file=file, dataset=dataset, pids=tuple(pids), shape=tuple(layout["shape"]), dtype=layout["dtype"],
+        file=file, dataset=dataset, pids=tuple(pids), shape=shape, dtype=layout["dtype"],
         itemsize=int(layout["itemsize"]), chunks=chunks, filtered=bool(layout.get("filters")),
-        ops=np.asarray(ops, dtype=object), plan=RequestPlan(np.asarray(starts, np.int64).reshape(-1, rank),
-                                                             np.asarray(counts, np.int64).reshape(-1, rank)),
-        call_of=np.asarray(call_of, np.int64), session_starts=np.asarray(session_starts, np.int64),
-        session_caches=tuple(caches), session_pids=tuple(session_pids), ncalls=ncalls, approximate=approximate)
+        ops=ops, plan=RequestPlan(starts, counts), call_of=call_of.astype(np.int64),
+        session_starts=np.asarray(session_starts, np.int64), session_caches=tuple(caches),
+        session_pids=tuple(session_pids), ncalls=ncalls, approximate=approximate)
 
 
 def library_cache(trace: Trace) -> CacheInForce:
