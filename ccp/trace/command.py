@@ -58,11 +58,11 @@ def diagnose_command(trace, as_json, memory, verify):
       ccp diagnose results/trace-bands
       ccp diagnose results/trace-bands --json | jq '.datasets[0].cures[0]'
     """
+    from ccp.trace.check import load_checked
     from ccp.trace.diagnose import diagnose, format_diagnosis
     from ccp.units import parse_size
-    from ccp.workload.tracefile import load_trace
 
-    diag = diagnose(load_trace(trace), memory=parse_size(memory, "--memory"), verify=verify)
+    diag = diagnose(load_checked(trace), memory=parse_size(memory, "--memory"), verify=verify)
     if as_json:
         click.echo(json.dumps(diag, indent=2, default=str))
     else:

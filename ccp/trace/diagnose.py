@@ -18,10 +18,11 @@ import os
 
 import numpy as np
 
+from ccp.errors import CcpError
 from ccp.predict.explain import chunk_larger_than_cache
-from ccp.trace.costs import load_costs
+from ccp.trace.check import completeness_line, file_state
 from ccp.trace.cures import block_sequence, cache_for, chunk_candidates, partial_requests
-from ccp.trace.sequence_model import fit_costs, predict_time, run_model, working_set  # noqa: F401 (run_model: tests)
+from ccp.trace.sequence_model import chunk_cost_ratio, fit_costs, predict_time, run_model, working_set  # noqa: F401 (run_model: tests)
 from ccp.trace.writes import diagnose_writes
 from ccp.units import format_bytes, format_seconds, shape_str
 from ccp.workload.replay import library_cache, replay_sequence
@@ -37,7 +38,7 @@ def _pct(a: float, b: float) -> str:
     return f"{100 * a / b:.0f}%" if b else "-"
 
 
-def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program_s: float) -> dict:
+def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program_s: float, state: str = "same") -> dict:
     calls = trace.calls
     every = calls[(calls["file"] == file) & (calls["dataset"] == dataset)]
     mine = every[every["op"] == "read"]
@@ -163,25 +164,25 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
                      n_user=blocks.ncalls, n_low=blocks.ncalls)
         if base["chunk_loads"] > max(ws_chunks, 1) * 4 or (ratio and ratio > 4) or chunk_bytes < 16 * 1024:
             cands = chunk_candidates(seq)
-            measured = load_costs(file, dataset, [tuple(chunks)] + cands) if cands else None
-            if cands and measured is None:
-                out["notes"].append(f"{file} is not there any more: the cost of a chunk load for other chunk shapes "
-                                    "cannot be measured, so no repack cure is predicted (trace a program whose file stays)")
+            if cands and state == "changed":
+                out["notes"].append(f"{file} changed since the trace: no repack cure (it would rewrite data the "
+                                    "program never read); trace the program again")
             elif cands:
                 best = None
                 for cand in cands:
-                    m = run_model(seq, chunks=cand, caches=cache0)
-                    r = measured[cand] / measured[tuple(chunks)] if measured[tuple(chunks)] else 1.0
+                    m = run_model(seq, chunks=cand, caches=cache0, per_call=False)
+                    r = chunk_cost_ratio(costs["hdf5_per_load_s"], chunk_bytes, int(np.prod(cand)) * seq.itemsize)
                     t = predict_time(costs, user_calls, low_calls, m["chunk_loads"], r)
-                    if best is None or t < best[0]:
+                    if best is None or (t, cand) < (best[0], best[1]):
                         best = (t, cand, m, r)
                 _, cand, m, r = best
-                stem, ext = os.path.splitext(file)
                 cure(f"repack with {shape_str(cand)} chunks",
                      f"chunks shaped like the reads: {m['chunk_loads']} chunk loads instead of {base['chunk_loads']}, "
-                     f"each {r:.2g}x the cost of a {shape_str(chunks)} load (measured on a sample of the real data); "
-                     "one-time repack cost not included", m,
-                     f"ccp repack -l {dataset}:CHUNK={shape_str(cand)} {file} {stem}-rechunked{ext or '.h5'}", ratio=r)
+                     f"each {r:.2g}x the cost of a {shape_str(chunks)} load (the trace's cost per load, part fixed, part "
+                     "per byte); one-time repack cost not included", m,
+                     f"ccp repack -l {dataset}:CHUNK={shape_str(cand)} {file} {repack_output(file, dataset, cand)}",
+                     ratio=r)
+                cures[-1]["repack"] = {"chunks": list(cand)}
     points = int((low["sel"] == "points").sum())
     if points:
         f.append(f"point selections: {points} call(s) select individual elements; HDF5 handles them one element at a "
@@ -194,12 +195,25 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
     return out
 
 
+def repack_output(file: str, dataset: str, chunks) -> str:
+    """The repacked file's name: the file's, the dataset's and the chunk shape's, so no two cures share one."""
+    stem, ext = os.path.splitext(file)
+    slug = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in dataset.strip("/")) or "root"
+    return f"{stem}-{slug}-{shape_str(chunks)}{ext or '.h5'}"
+
+
 def diagnose(trace: Trace, memory: int = 1 << 30, verify: bool = False) -> dict:
     """Every dataset's diagnosis, busiest first."""
     h = trace.header
     program = float(h.get("wall_s") or 0.0)
     calls = trace.calls
-    out = {"trace": str(trace.path), "command": h.get("command"), "program_s": program, "calls": len(calls),
+    states = {f: file_state(trace, f) for f in sorted(set(calls["file"].dropna().astype(str)))}
+    changed = sorted(f for f, s in states.items() if s == "changed")
+    if verify and changed:
+        raise CcpError(f"{changed[0]}: changed since the trace (its sha256 differs from the one recorded): --verify "
+                       "would measure data the program never read; trace the program again")
+    out = {"trace": str(trace.path), "completeness": completeness_line(trace), "files_changed": changed,
+           "file_states": states, "command": h.get("command"), "program_s": program, "calls": len(calls),
            "reads": int((calls["op"] == "read").sum()), "writes": int((calls["op"] == "write").sum()),
            "pids": h.get("pids", []), "datasets": []}
     if not len(calls):
@@ -207,7 +221,7 @@ def diagnose(trace: Trace, memory: int = 1 << 30, verify: bool = False) -> dict:
         return out
     keys = (calls.groupby(["file", "dataset"])["wall_s"].sum().sort_values(ascending=False).index.tolist())
     for file, dataset in keys:
-        out["datasets"].append(diagnose_dataset(trace, file, dataset, memory, program))
+        out["datasets"].append(diagnose_dataset(trace, file, dataset, memory, program, states.get(file, "same")))
     if verify:
         from ccp.trace.verify import verify_top
 
@@ -218,8 +232,12 @@ def diagnose(trace: Trace, memory: int = 1 << 30, verify: bool = False) -> dict:
 
 
 def format_diagnosis(diag: dict) -> str:
-    lines = [(f"trace {diag['trace']}: {diag['calls']} dataset call(s) in {len(diag['pids'])} process(es); "
-             f"program time {format_seconds(diag['program_s'])}")]
+    lines = [(f"{diag.get('completeness', 'trace')}: {diag['trace']}: {diag['calls']} dataset call(s) "
+              f"({diag.get('reads', 0)} read(s), {diag.get('writes', 0)} write(s)) in {len(diag['pids'])} process(es); "
+              f"program time {format_seconds(diag['program_s'])}")]
+    for f in diag.get("files_changed", []):
+        lines.append(f"{f} CHANGED since the trace (sha256 differs): the diagnosis is of the file as traced; "
+                     "no cure rewrites it (trace again to get them); --verify refuses it")
     if diag.get("message"):
         return "\n".join(lines + [diag["message"]])
     for d in diag["datasets"]:
@@ -228,6 +246,8 @@ def format_diagnosis(diag: dict) -> str:
                      f"{shape_str(d['chunks']) if d['chunks'] else 'contiguous'}"
                      f"{', ' + '+'.join(d['filters']) if d['filters'] else ''}"
                      + (f"; cache {format_bytes(d['cache']['nbytes'])}/{d['cache']['nslots']} slots" if d.get("cache") else ""))
+        if d["reads"]:
+            lines.append(f"  reads: {d['reads']} call(s)")
         if "chunk_loads" in d:
             ratio = d["decoded_per_delivered"]
             lines.append(f"  model over the real sequence: {d['chunk_loads']} chunk loads, "
@@ -238,6 +258,13 @@ def format_diagnosis(diag: dict) -> str:
                          f"{format_seconds(d['predicted_s'])}")
         for f in d["findings"]:
             lines.append(f"  - {f}")
+        if d["reads"]:
+            _format_cures(lines, d["cures"], "the reads'")
+        if d.get("verified"):
+            v = d["verified"]
+            ratio_text = f"{v['before_s'] / v['after_s']:.1f}x; " if v.get("after_s") else ""
+            lines.append(f"  verified: {v['cure']}: replayed {format_seconds(v['before_s'])} -> {format_seconds(v['after_s'])} "
+                         f"({ratio_text}{v['note']})")
         if d.get("write_calls"):
             lines.append(f"  writes: {d['write_calls']} call(s)" + (
                 f"; model: {d['write_chunk_loads']} chunk(s) read back, {d['write_chunk_flushes']} written during the "
@@ -246,22 +273,6 @@ def format_diagnosis(diag: dict) -> str:
             for f in d["write_findings"]:
                 lines.append(f"  - {f}")
             _format_cures(lines, d["write_cures"], "the writes'")
-            if not d["reads"]:
-                continue
-            lines.append(f"  reads: {d['reads']} call(s)")
-        if d["cures"]:
-            lines.append("  cures, best first (predicted time for this dataset's calls):")
-            for i, c in enumerate(d["cures"], 1):
-                sp = f", {c['speedup']:.1f}x faster" if c.get("speedup") else ""
-                lines.append(f"  {i}. {c['cure']}: {format_seconds(c['predicted_s'])}{sp} ({c['why']})")
-                for code in c["code"].splitlines():
-                    lines.append(f"       {code}")
-        else:
-            lines.append("  no cure predicts a gain of 10% or more")
-        if d.get("verified"):
-            v = d["verified"]
-            lines.append(f"  verified: {v['cure']}: replayed {format_seconds(v['before_s'])} -> {format_seconds(v['after_s'])} "
-                         f"({v['before_s'] / v['after_s']:.1f}x; {v['note']})")
         for note in d.get("notes", []):
             lines.append(f"  note: {note}")
         if d.get("approximate_calls"):

@@ -27,6 +27,7 @@ the cache (then the model counts more loads than HDF5 did).
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,6 +38,7 @@ from ccp.hdf5.defaults import chunk_cache_default
 from ccp.workload.requestplan import RequestPlan
 from ccp.workload.tracefile import Trace, load_trace
 
+MAX_EXTENT = 2 ** 62       # the model's int64 arithmetic
 LOW_APIS = ("DatasetID.read", "DatasetID.write", "fast_reader")
 
 
@@ -188,6 +190,10 @@ def replay_sequence(trace: Trace, dataset: str, pid: int | None = None, file: st
         if b_starts:
             starts[offsets[j]:offsets[j + 1]] = np.asarray(b_starts, np.int64).reshape(-1, rank)
             counts[offsets[j]:offsets[j + 1]] = np.asarray(b_counts, np.int64).reshape(-1, rank)
+    if len(starts) and ((starts < 0).any() or (counts < 0).any() or (starts > MAX_EXTENT).any()
+                        or (counts > MAX_EXTENT).any()):
+        raise CcpError(f"{trace.path}: {dataset}: a selection starts or extends outside 0..2**62 "
+                       "(the trace is damaged)")
     has = nbox > 0                                 # calls with at least one box (the others are skipped)
     call_index = np.cumsum(has) - 1                # low-level call number of each low row
     call_of = np.repeat(call_index, nbox)
@@ -234,6 +240,9 @@ def replay_sequence(trace: Trace, dataset: str, pid: int | None = None, file: st
     shape = tuple(int(s) for s in layout["shape"])
     if len(starts):                                 # a writer may have grown the dataset past its first layout
         shape = tuple(int(v) for v in np.maximum(np.asarray(shape, np.int64), (starts + counts).max(axis=0)))
+        if math.prod(shape) > MAX_EXTENT:
+            raise CcpError(f"{trace.path}: {dataset}: selections reach {list(shape)}, more than 2**62 elements "
+                           "(the trace is damaged)")
     return ReplaySequence(
         file=file, dataset=dataset, pids=tuple(pids), shape=shape, dtype=layout["dtype"],
         itemsize=int(layout["itemsize"]), chunks=chunks, filtered=bool(layout.get("filters")),
