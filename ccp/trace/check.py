@@ -186,3 +186,18 @@ def file_state(trace: Trace, file: str) -> str:
     if entry.get("size") is not None and os.path.getsize(file) != entry["size"]:
         return "changed"
     return "same" if _sha256(file) == entry["sha256"] else "changed"
+
+
+def parse_patterns(texts) -> list[tuple[int, ...]]:
+    """``--pattern 1x96x144`` (repeatable) as blocks; one line naming the option and value when bad."""
+    out = []
+    for text in texts:
+        parts = str(text).lower().replace(",", "x").split("x")
+        try:
+            block = tuple(int(p) for p in parts)
+        except ValueError:
+            raise CcpError(f"--pattern: expected a block like 1x96x144, got {text!r}") from None
+        if not block or len(block) > MAX_RANK or any(b < 1 or b > MAX_ELEMENTS for b in block):
+            raise CcpError(f"--pattern: every extent must be a whole number from 1 to 2**62, got {text!r}")
+        out.append(block)
+    return out

@@ -22,6 +22,7 @@ from ccp.errors import CcpError
 from ccp.predict.explain import chunk_larger_than_cache
 from ccp.trace.check import completeness_line, file_state
 from ccp.trace.cures import block_sequence, cache_for, chunk_candidates, partial_requests
+from ccp.trace.harm import HARM, price_cure, tune_workload_yaml
 from ccp.trace.sequence_model import chunk_cost_ratio, fit_costs, predict_time, run_model, working_set  # noqa: F401 (run_model: tests)
 from ccp.trace.writes import diagnose_writes
 from ccp.units import format_bytes, format_seconds, shape_str
@@ -38,7 +39,8 @@ def _pct(a: float, b: float) -> str:
     return f"{100 * a / b:.0f}%" if b else "-"
 
 
-def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program_s: float, state: str = "same") -> dict:
+def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program_s: float, state: str = "same",
+                     patterns=()) -> dict:
     calls = trace.calls
     every = calls[(calls["file"] == file) & (calls["dataset"] == dataset)]
     mine = every[every["op"] == "read"]
@@ -183,6 +185,18 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
                      f"ccp repack -l {dataset}:CHUNK={shape_str(cand)} {file} {repack_output(file, dataset, cand)}",
                      ratio=r)
                 cures[-1]["repack"] = {"chunks": list(cand)}
+                named = [p for p in patterns if len(p) == len(seq.shape)]
+                priced = price_cure(seq, cand, costs, cache0, named)
+                cures[-1]["patterns"] = priced
+                harmed = [p for p in priced if p["slowdown"] and p["slowdown"] > HARM]
+                if harmed:
+                    h0 = harmed[0]
+                    cures[-1]["why"] += (f"; BUT it slows {len(harmed)} other pattern(s) by more than {HARM:.0f}x, worst "
+                                         f"{h0['pattern']}: {format_seconds(h0['before_s'])} -> "
+                                         f"{format_seconds(h0['after_s'])} per read ({h0['slowdown']:.0f}x): "
+                                         "weigh them with `ccp tune` (workload below) before repacking")
+                    cures[-1]["tune_yaml"] = tune_workload_yaml(str(trace.path), file, dataset, priced,
+                                                                max(cache0.nbytes, min(memory, 64 << 20)))
     points = int((low["sel"] == "points").sum())
     if points:
         f.append(f"point selections: {points} call(s) select individual elements; HDF5 handles them one element at a "
@@ -195,6 +209,34 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
     return out
 
 
+def write_tune_workloads(diag: dict, tune_dir) -> None:
+    """Write each harmful repack cure's ``ccp tune`` workload (``tune-<dataset>.yaml``) into ``tune_dir``
+    (None: write nothing), atomically; the cure gets the path and the command."""
+    for d in diag["datasets"]:
+        for c in d["cures"]:
+            text = c.pop("tune_yaml", None)
+            if text is None:
+                continue
+            slug = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in d["dataset"].strip("/")) or "root"
+            if tune_dir is None:
+                c["tune_workload"] = text
+                continue
+            path = os.path.join(str(tune_dir), f"tune-{slug}.yaml")
+            tmp = f"{path}.tmp-{os.getpid()}"
+            try:
+                with open(tmp, "w") as fh:
+                    fh.write(text)
+                os.replace(tmp, path)
+            except OSError as exc:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+                c["tune_workload"] = text
+                d["notes"].append(f"could not write {path} ({exc.strerror}); the workload is in --json's tune_workload")
+                continue
+            c["tune_workload_file"] = path
+            c["code"] += f"\nccp tune {path} --budget 3min   # weighs the traced reads and the other patterns"
+
+
 def repack_output(file: str, dataset: str, chunks) -> str:
     """The repacked file's name: the file's, the dataset's and the chunk shape's, so no two cures share one."""
     stem, ext = os.path.splitext(file)
@@ -202,7 +244,7 @@ def repack_output(file: str, dataset: str, chunks) -> str:
     return f"{stem}-{slug}-{shape_str(chunks)}{ext or '.h5'}"
 
 
-def diagnose(trace: Trace, memory: int = 1 << 30, verify: bool = False) -> dict:
+def diagnose(trace: Trace, memory: int = 1 << 30, verify: bool = False, patterns=(), tune_dir=None) -> dict:
     """Every dataset's diagnosis, busiest first."""
     h = trace.header
     program = float(h.get("wall_s") or 0.0)
@@ -221,7 +263,8 @@ def diagnose(trace: Trace, memory: int = 1 << 30, verify: bool = False) -> dict:
         return out
     keys = (calls.groupby(["file", "dataset"])["wall_s"].sum().sort_values(ascending=False).index.tolist())
     for file, dataset in keys:
-        out["datasets"].append(diagnose_dataset(trace, file, dataset, memory, program, states.get(file, "same")))
+        out["datasets"].append(diagnose_dataset(trace, file, dataset, memory, program, states.get(file, "same"), patterns))
+    write_tune_workloads(out, tune_dir)
     if verify:
         from ccp.trace.verify import verify_top
 
