@@ -33,13 +33,26 @@ def cache_for(nbytes: int, chunk_bytes: int) -> CacheInForce:
     return CacheInForce(int(nbytes), _next_prime(min(max(100 * held, MIN_NSLOTS), MAX_NSLOTS)), DEFAULT_W0)
 
 
+def most_common_row(rows: np.ndarray, shape) -> tuple[int, ...]:
+    """The most frequent row of ``rows`` (values within 0..shape), ties to the smallest: one int64 key per row
+    where the shape allows (np.unique over rows sorts them lexicographically, ~10x slower)."""
+    rows = np.asarray(rows, np.int64)
+    base = np.asarray(shape, np.int64) + 1
+    if len(rows) and float(np.prod(base.astype(float))) < 2.0 ** 62 and (rows >= 0).all() and (rows < base).all():
+        mult = np.concatenate([np.cumprod(base[::-1])[::-1][1:], [1]])
+        keys, freq = np.unique(rows @ mult, return_counts=True)
+        key = int(keys[int(np.argmax(freq))])
+        return tuple(int(key // m % b) for m, b in zip(mult, base))
+    shapes, freq = np.unique(rows, axis=0, return_counts=True)
+    return tuple(int(x) for x in shapes[int(np.argmax(freq))])
+
+
 def chunk_candidates(seq: ReplaySequence) -> list[tuple[int, ...]]:
     """Chunk shapes like the most common read: as it is, and grown to 64 KiB and 1 MiB (at most 4 MiB)."""
     reads = seq.plan.counts[seq.ops == "read"]
     if not len(reads):
         return []
-    shapes, freq = np.unique(reads, axis=0, return_counts=True)
-    base = [int(x) for x in shapes[int(np.argmax(freq))]]
+    base = list(most_common_row(reads, seq.shape))
     full, item = list(seq.shape), seq.itemsize
     out = []
     for target in (0, 64 * 1024, 1024 * 1024):

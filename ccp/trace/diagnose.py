@@ -26,7 +26,7 @@ from ccp.trace.harm import HARM, price_cure, tune_workload_yaml
 from ccp.trace.sequence_model import chunk_cost_ratio, fit_costs, predict_time, run_model, working_set  # noqa: F401 (run_model: tests)
 from ccp.trace.writes import diagnose_writes
 from ccp.units import format_bytes, format_seconds, shape_str
-from ccp.workload.replay import library_cache, replay_sequence
+from ccp.workload.replay import LOW_APIS, library_cache, replay_sequence
 from ccp.workload.tracefile import Trace
 
 TINY_BYTES = 64 * 1024            # a request smaller than this is "tiny"
@@ -41,13 +41,15 @@ def _pct(a: float, b: float) -> str:
 
 def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program_s: float, state: str = "same",
                      patterns=()) -> dict:
-    calls = trace.calls
-    every = calls[(calls["file"] == file) & (calls["dataset"] == dataset)]
-    mine = every[every["op"] == "read"]
-    wuser = every[every["op"] == "write"]
-    lows = trace.low_calls
-    lows = lows[(lows["file"] == file) & (lows["dataset"] == dataset)]
-    low = lows[lows["op"] == "read"]
+    t = trace.table
+    mask = t["file"].eq(file).fillna(False).to_numpy(bool) & t["dataset"].eq(dataset).fillna(False).to_numpy(bool)
+    rows = t if mask.all() else t[mask]       # one dataset's rows (a single-dataset trace is not copied)
+    call = rows["kind"].eq("call").fillna(False).to_numpy(bool)
+    every = rows[call & rows["depth"].eq(0).fillna(False).to_numpy(bool)]
+    mine = every[every["op"].eq("read").fillna(False).to_numpy(bool)]
+    wuser = every[every["op"].eq("write").fillna(False).to_numpy(bool)]
+    lows = rows[call & rows["api"].isin(list(LOW_APIS)).fillna(False).to_numpy(bool)]
+    low = lows[lows["op"].eq("read").fillna(False).to_numpy(bool)]
     layout = trace.layout(file, dataset) or {}
     wall, hdf5 = float(mine["wall_s"].sum()), float(mine["hdf5_s"].sum())
     reads = mine
@@ -58,14 +60,14 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
            "shape": layout.get("shape"), "dtype": layout.get("dtype"), "chunks": layout.get("chunks"),
            "filters": [f["name"] for f in layout.get("filters", [])], "findings": [], "cures": [], "notes": []}
     if len(wuser):
-        wseq = replay_sequence(trace, dataset, file=file, op="write")
+        wseq = replay_sequence(trace, dataset, file=file, op="write", rows=rows)
         cache = wseq.session_caches[0] if wseq.session_caches else library_cache(trace)
         out["cache"] = {"nbytes": cache.nbytes, "nslots": cache.nslots, "w0": cache.w0}
         out["shape"] = list(wseq.shape)
         out.update(diagnose_writes(wseq, wuser, lows[lows["op"] == "write"], layout, program_s, memory, _pct))
     if not len(reads):
         return out
-    seq = replay_sequence(trace, dataset, file=file, op="read")
+    seq = replay_sequence(trace, dataset, file=file, op="read", rows=rows)
     out["reopens"] = seq.reopens
     out["approximate_calls"] = seq.approximate
     cache0 = seq.session_caches[0] if seq.session_caches else library_cache(trace)
@@ -105,7 +107,7 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
         chunk_bytes = base["chunk_bytes"]
         ws_chunks, ws_bytes = working_set(seq, chunks)
         if seq.reopens:
-            kept = run_model(seq, merge_sessions=True)
+            kept = run_model(seq, merge_sessions=True, per_call=False)
             lost = base["chunk_loads"] - kept["chunk_loads"]
             f.append(f"file or dataset reopened between reads: the chunk cache was lost {seq.reopens} time(s); "
                      f"{lost} of {base['chunk_loads']} chunk loads ({format_bytes(lost * chunk_bytes)} decoded) only "
@@ -128,16 +130,18 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
         # the smallest cache that reaches the fewest loads, file kept open when that helps
         merge = seq.reopens > 0
         best = None
-        size = max(chunk_bytes, 1)
         target = min(max(ws_bytes, chunk_bytes), memory)
         sizes = sorted({min(memory, s) for s in [chunk_bytes * 2 ** k for k in range(40)
                                                    if chunk_bytes * 2 ** k <= 2 * target] + [target]} - {0})
-        floor = run_model(seq, caches=cache_for(target, chunk_bytes), merge_sessions=merge)
-        for size in sizes:
-            m = run_model(seq, caches=cache_for(size, chunk_bytes), merge_sessions=merge)
+        floor = run_model(seq, caches=cache_for(target, chunk_bytes), merge_sessions=merge, per_call=False)
+        lo, hi = 0, len(sizes) - 1          # loads fall as the cache grows: bisect for the smallest size at the floor
+        while sizes and lo <= hi:
+            mid = (lo + hi) // 2
+            m = run_model(seq, caches=cache_for(sizes[mid], chunk_bytes), merge_sessions=merge, per_call=False)
             if m["chunk_loads"] <= floor["chunk_loads"]:
-                best = (size, m)
-                break
+                best, hi = (sizes[mid], m), mid - 1
+            else:
+                lo = mid + 1
         if best and best[0] > cache0.nbytes and best[1]["chunk_loads"] < (kept["chunk_loads"] if merge else base["chunk_loads"]):
             c = cache_for(best[0], chunk_bytes)
             lead = "keep the file open and " if merge else ""
@@ -249,7 +253,7 @@ def diagnose(trace: Trace, memory: int = 1 << 30, verify: bool = False, patterns
     h = trace.header
     program = float(h.get("wall_s") or 0.0)
     calls = trace.calls
-    states = {f: file_state(trace, f) for f in sorted(set(calls["file"].dropna().astype(str)))}
+    states = {f: file_state(trace, f) for f in sorted(str(x) for x in calls["file"].dropna().unique())}
     changed = sorted(f for f, s in states.items() if s == "changed")
     if verify and changed:
         raise CcpError(f"{changed[0]}: changed since the trace (its sha256 differs from the one recorded): --verify "

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ccp.trace.cures import block_sequence, cache_for, partial_requests
+from ccp.trace.cures import block_sequence, cache_for, most_common_row, partial_requests
 from ccp.trace.sequence_model import chunk_cost_ratio, fit_costs, predict_time, run_model, working_set
 from ccp.units import format_bytes, format_seconds, shape_str
 from ccp.workload.replay import ReplaySequence
@@ -78,8 +78,7 @@ def diagnose_writes(seq: ReplaySequence, user, low, layout: dict, program_s: flo
     # the append pattern and the chunk shape it wants
     first_shape = tuple(int(s) for s in layout.get("shape") or seq.shape)
     axis = _append_axis(seq, first_shape)
-    shapes, freq = np.unique(seq.plan.counts, axis=0, return_counts=True)
-    box = tuple(int(x) for x in shapes[int(np.argmax(freq))])
+    box = most_common_row(seq.plan.counts, seq.shape)
     per_chunk = max(1, chunks[axis] // max(box[axis], 1)) if axis is not None else None
     if axis is not None:
         grew = seq.shape[axis] > first_shape[axis]

@@ -111,21 +111,35 @@ def _boxes(row, rank: int, max_boxes: int) -> tuple[list, list, bool]:
     return [], [], True
 
 
-def _matrix(values, rank: int) -> np.ndarray | None:
-    """Equal-length lists (or arrays) as an ``(n, rank)`` int64 array; None if any is missing or ragged."""
-    if not len(values):
+def _matrix(col, rank: int) -> np.ndarray | None:
+    """A column of equal-length lists (numpy arrays, lists, or an Arrow list column) as an ``(n, rank)``
+    int64 array, without a Python object per row where the storage allows; None if any is missing or ragged."""
+    n = len(col)
+    if not n:
         return np.zeros((0, rank), np.int64)
-    try:
-        arr = np.vstack([np.asarray(v, np.int64).reshape(1, -1) for v in values]) if rank else \
-            np.zeros((len(values), 0), np.int64)
-    except (TypeError, ValueError, OverflowError):
+    if isinstance(col.dtype, pd.ArrowDtype):
+        import pyarrow as pa
+
+        arr = pa.chunked_array(col.array._pa_array).combine_chunks() if hasattr(col.array, "_pa_array") else None
+        if arr is None or arr.null_count:
+            return None
+        lengths = np.diff(np.asarray(arr.offsets))
+        values = np.asarray(arr.flatten(), dtype=np.int64) if len(arr.flatten()) else np.zeros(0, np.int64)
+    else:
+        vals = col.to_numpy(dtype=object)
+        try:
+            lengths = np.fromiter((len(v) for v in vals), np.int64, n)
+            values = (np.concatenate(list(vals)).astype(np.int64, copy=False) if rank else np.zeros(0, np.int64))
+        except (TypeError, ValueError, OverflowError):
+            return None
+    if (lengths != rank).any() or len(values) != n * rank:
         return None
-    return arr if arr.ndim == 2 and arr.shape[1] == rank else None
+    return values.reshape(n, rank)
 
 
-def _text(rows, column: str) -> np.ndarray:
-    """A text column as an object array of str ("" where missing): comparable without pandas' NA."""
-    return rows[column].astype("string").fillna("").to_numpy(dtype=object)
+def _is(col, values) -> np.ndarray:
+    """Boolean mask of a text column's rows equal to one of ``values`` (missing: False), vectorised."""
+    return col.isin(list(values)).fillna(False).to_numpy(bool)
 
 
 def _cache_of(r) -> CacheInForce | None:
@@ -136,51 +150,57 @@ def _cache_of(r) -> CacheInForce | None:
 
 
 def replay_sequence(trace: Trace, dataset: str, pid: int | None = None, file: str | None = None,
-                    max_boxes: int = 65536, op: str | None = None) -> ReplaySequence:
+                    max_boxes: int = 65536, op: str | None = None, rows=None) -> ReplaySequence:
     """The exact sequence of ``dataset``'s selections in ``trace`` (one process with ``pid``; only
     ``op`` requests, "read" or "write", when given; open/close boundaries are kept either way).
 
     Vectorised over the calls (a million-call trace is a few numpy passes): only the events and the
     calls that are not plain boxes are walked one by one. The shape is the layout's, grown to the
-    largest extent a request reached (a writer appending to a resizable dataset)."""
+    largest extent a request reached (a writer appending to a resizable dataset). ``rows``: the trace's rows
+    of this file and dataset when the caller has them already (a million-row trace is filtered once)."""
     file, dataset = trace.find_dataset(dataset, file)
     layout = trace.layout(file, dataset) or {}
     if not layout:
         raise CcpError(f"{trace.path}: no layout recorded for {file}:{dataset}")
-    t = trace.table
-    rows = t[(t["file"] == file) & (t["dataset"] == dataset)]
+    if rows is None:
+        t = trace.table
+        rows = t[_is(t["file"], [file]) & _is(t["dataset"], [dataset])]
     if pid is not None:
         if pid not in {int(p) for p in rows["pid"].unique()}:
             raise CcpError(f"{trace.path}: pid {pid} made no call on {dataset} (pids: "
                            f"{', '.join(str(int(p)) for p in sorted(rows['pid'].unique()))})")
         rows = rows[rows["pid"] == pid]
-    rows = rows.sort_values(["pid", "seq"], kind="stable")
+    pid_all = rows["pid"].to_numpy(np.int64)
+    seq_all = rows["seq"].to_numpy(np.int64)
+    order = None
+    if len(rows) > 1 and not ((np.diff(pid_all) > 0) | ((np.diff(pid_all) == 0) & (np.diff(seq_all) > 0))).all():
+        order = np.lexsort((seq_all, pid_all))       # the loader sorts; a table that is not gets sorted here
     rank = len(layout["shape"])
-    kind, sel, api, rop = (_text(rows, c) for c in ("kind", "sel", "api", "op"))
-    is_low = (kind == "call") & np.isin(api, LOW_APIS) & ~np.isin(sel, ("none", "unknown", ""))
+    is_low = (_is(rows["kind"], ["call"]) & _is(rows["api"], LOW_APIS) & rows["sel"].notna().to_numpy(bool)
+              & ~_is(rows["sel"], ("none", "unknown")))
     if op is not None:
-        is_low &= rop == op
-    is_event = (kind == "event") & np.isin(rop, ("dataset_open", "dataset_close"))
+        is_low &= _is(rows["op"], [op])
+    is_event = _is(rows["kind"], ["event"]) & _is(rows["op"], ("dataset_open", "dataset_close"))
     keep = is_low | is_event
-    sub = rows[keep]
-    low = is_low[keep]
-    pids_col = sub["pid"].to_numpy(np.int64)
+    pos = np.flatnonzero(keep) if order is None else order[keep[order]]     # row positions, in (pid, seq) order
+    low = is_low[pos]
+    pids_col = pid_all[pos]
     # boxes of every low call: plain boxes at once, the rest one by one
-    lows = sub[low]
-    lsel = _text(lows, "sel")
-    plain = np.isin(lsel, ("all", "box"))
-    nbox = np.ones(len(lows), np.int64)
+    low_rows = pos[low]
+    plain = _is(rows["sel"].iloc[low_rows], ("all", "box"))
+    nbox = np.ones(len(low_rows), np.int64)
     extra: dict[int, tuple[list, list]] = {}
     approximate = 0
     for j in np.flatnonzero(~plain):
-        b_starts, b_counts, approx = _boxes(lows.iloc[int(j)], rank, max_boxes)
+        b_starts, b_counts, approx = _boxes(rows.iloc[int(low_rows[j])], rank, max_boxes)
         extra[int(j)] = (b_starts, b_counts)
         nbox[j] = len(b_starts)
         approximate += approx
-    pstarts = _matrix(lows["start"].to_numpy()[plain], rank)
-    pcounts = _matrix(lows["count"].to_numpy()[plain], rank)
+    pstarts = _matrix(rows["start"].iloc[low_rows[plain]], rank)
+    pcounts = _matrix(rows["count"].iloc[low_rows[plain]], rank)
     if pstarts is None or pcounts is None:
-        raise CcpError(f"{trace.path}: {dataset}: a selection's start/count is missing or not of rank {rank}")
+        raise CcpError(f"{trace.path}: {dataset}: a selection's start/count is missing or not of rank {rank} "
+                       "(the trace is damaged)")
     offsets = np.concatenate([[0], np.cumsum(nbox)])
     starts = np.zeros((int(offsets[-1]), rank), np.int64)
     counts = np.zeros((int(offsets[-1]), rank), np.int64)
@@ -198,19 +218,20 @@ def replay_sequence(trace: Trace, dataset: str, pid: int | None = None, file: st
     call_index = np.cumsum(has) - 1                # low-level call number of each low row
     call_of = np.repeat(call_index, nbox)
     ncalls = int(has.sum())
-    ops = np.repeat(_text(lows, "op"), nbox)
+    ops = np.repeat(np.where(_is(rows["op"].iloc[low_rows], ["write"]), "write", "read").astype(object), nbox)
     # sessions: a new one at a process's first box and at the first box after a dataset close. Only the
     # events, each process's first row and the first boxed call after each of them can change the state,
     # so the walk visits those rows only (a few per reopen, not one per call).
     low_pos = np.flatnonzero(low)                   # row of each low call
     boxed_pos = low_pos[has]                        # rows of the calls with boxes
     ev_pos = np.flatnonzero(~low)
+    ev_ops = np.full(len(pos), "", dtype=object)
+    ev_ops[ev_pos] = np.where(_is(rows["op"].iloc[pos[ev_pos]], ["dataset_open"]), "dataset_open", "dataset_close")
     pid_starts = np.flatnonzero(np.diff(pids_col, prepend=pids_col[0] - 1 if len(pids_col) else 0) != 0)
     marks = np.union1d(ev_pos, pid_starts)
     nxt = np.searchsorted(boxed_pos, marks)
     nxt = nxt[nxt < len(boxed_pos)]
     visit = np.union1d(marks, boxed_pos[nxt]).astype(np.int64)
-    ev_ops = _text(sub, "op")
     session_starts, caches, session_pids, pids = [], [], [], []
     cache, fresh, last_pid = None, True, None
     for m in visit.tolist():
@@ -220,7 +241,7 @@ def replay_sequence(trace: Trace, dataset: str, pid: int | None = None, file: st
             last_pid, cache, fresh = p, None, True
         if not low[m]:
             if ev_ops[m] == "dataset_open":
-                c = _cache_of(sub.iloc[m])
+                c = _cache_of(rows.iloc[int(pos[m])])
                 if c is not None:
                     cache = c
                     if not fresh and caches and caches[-1] is None:     # opened during the session's first call
