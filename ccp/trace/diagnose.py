@@ -15,6 +15,7 @@ model's counts for the cured sequence.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 import numpy as np
 
@@ -23,10 +24,12 @@ from ccp.predict.explain import chunk_larger_than_cache
 from ccp.trace.check import completeness_line, file_state
 from ccp.trace.cures import block_sequence, cache_for, chunk_candidates, partial_requests
 from ccp.trace.harm import HARM, price_cure, tune_workload_yaml
+from ccp.trace.libraries import batched_code, cache_code, keep_open_code, program_libraries
 from ccp.trace.sequence_model import chunk_cost_ratio, fit_costs, predict_time, run_model, working_set  # noqa: F401 (run_model: tests)
 from ccp.trace.writes import diagnose_writes
 from ccp.units import format_bytes, format_seconds, shape_str
 from ccp.workload.replay import LOW_APIS, library_cache, replay_sequence
+from ccp.workload.requestplan import RequestPlan
 from ccp.workload.tracefile import Trace
 
 TINY_BYTES = 64 * 1024            # a request smaller than this is "tiny"
@@ -40,7 +43,7 @@ def _pct(a: float, b: float) -> str:
 
 
 def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program_s: float, state: str = "same",
-                     patterns=()) -> dict:
+                     patterns=(), libs=()) -> dict:
     t = trace.table
     mask = t["file"].eq(file).fillna(False).to_numpy(bool) & t["dataset"].eq(dataset).fillna(False).to_numpy(bool)
     rows = t if mask.all() else t[mask]       # one dataset's rows (a single-dataset trace is not copied)
@@ -100,6 +103,26 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
         cures.append({"cure": name, "why": why, "predicted_s": t, "speedup": now / t if t else None,
                       "chunk_loads": model["chunk_loads"], "code": code})
 
+    def batched(ws_bytes: int) -> None:
+        """Read the box all reads fall in once per process, then index it in memory (xarray: .load())."""
+        lo = seq.plan.starts.min(axis=0)
+        hi = (seq.plan.starts + seq.plan.counts).max(axis=0)
+        nbytes = int(np.prod(hi - lo)) * seq.itemsize
+        if nbytes > memory or user_calls < 2:
+            return
+        npid = len(set(seq.session_pids))
+        one = replace(seq, ops=np.full(npid, "read", dtype=object),
+                      plan=RequestPlan(np.tile(lo, (npid, 1)), np.tile(hi - lo, (npid, 1))),
+                      call_of=np.arange(npid, dtype=np.int64), ncalls=npid,
+                      session_starts=np.arange(npid, dtype=np.int64),
+                      session_caches=tuple(seq.session_caches[seq.session_pids.index(p)] for p in sorted(set(seq.session_pids))),
+                      session_pids=tuple(sorted(set(seq.session_pids))))
+        m = run_model(one, caches=cache_for(max(nbytes, 1), max(base["chunk_bytes"], 1)), per_call=False)
+        what = ".load() the cells once" if "xarray" in libs else "read the block once"
+        cure(f"{what} ({format_bytes(nbytes)})", f"one read per process of the {shape_str(tuple(hi - lo))} box the "
+             f"{user_calls} reads fall in, indexed in memory after: {m['chunk_loads']} chunk loads", m,
+             batched_code(dataset, lo.tolist(), hi.tolist(), nbytes, libs), n_user=npid, n_low=npid)
+
     if chunks is None:
         f.append(f"contiguous layout: no chunk cache; {len(mine)} call(s), median "
                  f"{format_bytes(float(np.median(mine['bytes'].fillna(0))))} each")
@@ -114,13 +137,18 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
                      "re-read chunks the cache had held" if lost > 0 else
                      f"file or dataset reopened {seq.reopens} time(s), but no chunk was needed again after a reopen")
             if lost > 0:
-                cure("keep the file and dataset open", f"open {file} and the dataset once, reuse them: {lost} fewer chunk loads", kept,
-                     f'f = h5py.File("{file}", "r")      # once, before the loop\n'
-                     f'dset = f["{dataset}"]             # once; use dset[...] inside the loop')
+                cure("keep the file and dataset open", f"open the file and the dataset once, reuse them: {lost} fewer "
+                     "chunk loads", kept, keep_open_code(file, dataset, libs))
         reloads = base["chunk_loads"] - ws_chunks * len(seq.session_starts)
         if cache0.nbytes < ws_bytes and base["chunk_loads"] > ws_chunks and reloads > 0:
             f.append(f"cache smaller than the working set: the cache holds {format_bytes(cache0.nbytes)}, one session "
                      f"touches {ws_chunks} chunks ({format_bytes(ws_bytes)}), so chunks are evicted and loaded again")
+        if "xarray" in libs and ws_bytes > cache0.nbytes:
+            f.append(f"xarray: the cells this program selects span {ws_chunks} chunks ({format_bytes(ws_bytes)}) against "
+                     f"a {format_bytes(cache0.nbytes)} chunk cache, and xarray reaches the variable afresh for each "
+                     "selection: read the cells once and keep them in memory (.load()), or let dask read whole chunks "
+                     "(chunks=)")
+        batched(ws_bytes)
         if chunk_bytes < 16 * 1024 and base["chunk_loads"] >= 100 * user_calls:
             f.append(f"tiny chunks: a {shape_str(chunks)} chunk is {format_bytes(chunk_bytes)}; each call loads "
                      f"{base['chunk_loads'] / user_calls:.0f} chunks on average, each with HDF5's fixed cost per chunk "
@@ -147,8 +175,7 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
             lead = "keep the file open and " if merge else ""
             cure(f"{lead}a chunk cache of {format_bytes(c.nbytes)}",
                  f"holds the {ws_chunks} chunks ({format_bytes(ws_bytes)}) the reads come back to", best[1],
-                 f'f = h5py.File("{file}", "r", rdcc_nbytes={c.nbytes}, rdcc_nslots={c.nslots})'
-                 + ("   # once, before the loop" if merge else ""))
+                 cache_code(file, dataset, c.nbytes, c.nslots, libs, merge))
         # alignment: requests covering only part of the chunks they touch
         partial = int(partial_requests(seq, chunks).sum())
         ratio = out["decoded_per_delivered"]
@@ -170,7 +197,10 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
                      n_user=blocks.ncalls, n_low=blocks.ncalls)
         if base["chunk_loads"] > max(ws_chunks, 1) * 4 or (ratio and ratio > 4) or chunk_bytes < 16 * 1024:
             cands = chunk_candidates(seq)
-            if cands and state == "changed":
+            if cands and state == "remote":
+                out["notes"].append(f"{file} is not a local file: no repack cure (copy it locally, repack, and "
+                                    "read the copy; or use ccp s3 for paged copies)")
+            elif cands and state == "changed":
                 out["notes"].append(f"{file} changed since the trace: no repack cure (it would rewrite data the "
                                     "program never read); trace the program again")
             elif cands:
@@ -258,7 +288,9 @@ def diagnose(trace: Trace, memory: int = 1 << 30, verify: bool = False, patterns
     if verify and changed:
         raise CcpError(f"{changed[0]}: changed since the trace (its sha256 differs from the one recorded): --verify "
                        "would measure data the program never read; trace the program again")
+    libs = program_libraries(trace)
     out = {"trace": str(trace.path), "completeness": completeness_line(trace), "files_changed": changed,
+           "libraries": list(libs),
            "file_states": states, "command": h.get("command"), "program_s": program, "calls": len(calls),
            "reads": int((calls["op"] == "read").sum()), "writes": int((calls["op"] == "write").sum()),
            "pids": h.get("pids", []), "datasets": []}
@@ -267,7 +299,8 @@ def diagnose(trace: Trace, memory: int = 1 << 30, verify: bool = False, patterns
         return out
     keys = (calls.groupby(["file", "dataset"])["wall_s"].sum().sort_values(ascending=False).index.tolist())
     for file, dataset in keys:
-        out["datasets"].append(diagnose_dataset(trace, file, dataset, memory, program, states.get(file, "same"), patterns))
+        out["datasets"].append(diagnose_dataset(trace, file, dataset, memory, program, states.get(file, "same"), patterns,
+                                                libs))
     write_tune_workloads(out, tune_dir)
     if verify:
         from ccp.trace.verify import verify_top

@@ -272,9 +272,30 @@ def replay_sequence(trace: Trace, dataset: str, pid: int | None = None, file: st
         session_pids=tuple(session_pids), ncalls=ncalls, approximate=approximate)
 
 
+#: netCDF-C's default chunk cache per variable, as ``netCDF4.get_chunk_cache()`` reports it here (netCDF4 1.7.5):
+#: 64 MiB, 1000 slots, preemption 0.75 -- not HDF5's 8 MiB: a netCDF4-python reader gets this one.
+NETCDF_C_CACHE = (64 * 1024 * 1024, 1000, 0.75)
+
+
+def _read_through_netcdf4(trace: Trace) -> bool:
+    """Whether the program read through netCDF4-python (netCDF-C): its calls are Variable calls, or the
+    header's ``libraries`` names it."""
+    libs = trace.header.get("libraries")
+    if isinstance(libs, (list, dict)) and "netCDF4" in libs:
+        return True
+    apis = trace.table["api"].dropna().unique() if "api" in trace.table.columns else []
+    return any(str(a).startswith("Variable") or "netCDF4" in str(a) for a in apis)
+
+
 def library_cache(trace: Trace) -> CacheInForce:
-    """The chunk cache HDF5 gave a dataset in the traced program: the default of the HDF5 version the trace
-    recorded (``environment.hdf5``), else of the HDF5 in this process. For a trace with no cache recorded."""
+    """The chunk cache a dataset had in the traced program when the trace did not record it: netCDF-C's
+    default for a netCDF4-python reader (:data:`NETCDF_C_CACHE`, or the one the trace recorded), else
+    the default of the HDF5 version the trace recorded (``environment.hdf5``), else of this process's HDF5."""
+    if _read_through_netcdf4(trace):
+        recorded = (trace.header.get("environment") or {}).get("netcdf_chunk_cache")
+        if isinstance(recorded, (list, tuple)) and len(recorded) == 3:
+            return CacheInForce(int(recorded[0]), int(recorded[1]), float(recorded[2]))
+        return CacheInForce(*NETCDF_C_CACHE)
     version = None
     text = str((trace.header.get("environment") or {}).get("hdf5") or "")
     try:
