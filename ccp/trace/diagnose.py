@@ -271,6 +271,22 @@ def write_tune_workloads(diag: dict, tune_dir) -> None:
             c["code"] += f"\nccp tune {path} --budget 3min   # weighs the traced reads and the other patterns"
 
 
+def combined_repacks(datasets: list[dict]) -> list[str]:
+    """One `ccp repack` per file holding every dataset's repack cure, so cures for two datasets can both be
+    followed (each cure's own command copies the file with that dataset changed only)."""
+    by_file: dict[str, list[str]] = {}
+    for d in datasets:
+        for c in d["cures"]:
+            if "repack" in c:
+                by_file.setdefault(d["file"], []).append(f"-l {d['dataset']}:CHUNK={shape_str(c['repack']['chunks'])}")
+    out = []
+    for file, opts in sorted(by_file.items()):
+        if len(opts) > 1:
+            stem, ext = os.path.splitext(file)
+            out.append(f"ccp repack {' '.join(opts)} {file} {stem}-all-repack-cures{ext or '.h5'}")
+    return out
+
+
 def repack_output(file: str, dataset: str, chunks) -> str:
     """The repacked file's name: the file's, the dataset's and the chunk shape's, so no two cures share one."""
     stem, ext = os.path.splitext(file)
@@ -297,11 +313,13 @@ def diagnose(trace: Trace, memory: int = 1 << 30, verify: bool = False, patterns
     if not len(calls):
         out["message"] = "the program made no h5py dataset calls: nothing to diagnose"
         return out
-    keys = (calls.groupby(["file", "dataset"])["wall_s"].sum().sort_values(ascending=False).index.tolist())
+    walls = calls.groupby(["file", "dataset"])["wall_s"].sum()
+    keys = sorted(walls.index.tolist(), key=lambda k: (-float(walls[k]), str(k[0]), str(k[1])))   # ties by name
     for file, dataset in keys:
         out["datasets"].append(diagnose_dataset(trace, file, dataset, memory, program, states.get(file, "same"), patterns,
                                                 libs))
     write_tune_workloads(out, tune_dir)
+    out["combined_repacks"] = combined_repacks(out["datasets"])
     if verify:
         from ccp.trace.verify import verify_top
 
@@ -357,6 +375,10 @@ def format_diagnosis(diag: dict) -> str:
             lines.append(f"  note: {note}")
         if d.get("approximate_calls"):
             lines.append(f"  note: {d['approximate_calls']} call(s) replayed by their bounding box (selection too large to list)")
+    for cmd in diag.get("combined_repacks", []):
+        lines.append("")
+        lines.append("every repack cure of a file in one copy (each cure's own command changes one dataset):")
+        lines.append(f"  {cmd}")
     return "\n".join(lines)
 
 
