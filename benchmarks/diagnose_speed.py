@@ -80,10 +80,12 @@ def make_trace(folder: Path, n: int, seed: int = 0) -> None:
     (folder / "trace.json").write_text(json.dumps(header))
 
 
-def run_once(folder: Path) -> tuple[float, float, int, str]:
-    """(wall s, CPU s, peak RSS bytes, first output line) of one `ccp diagnose` in a fresh process."""
-    code = ("import resource, sys, time; t0 = time.perf_counter(); from ccp.cli import main\n"
-            "try:\n    main(['diagnose', sys.argv[1]])\nexcept SystemExit:\n    pass\n"
+def run_once(folder: Path, load_only: bool = False) -> tuple[float, float, int, str]:
+    """(wall s, CPU s, peak RSS bytes, first output line) of one `ccp diagnose` in a fresh process (or of
+    the trace loader alone, ``load_trace``, to tell its share from diagnose's)."""
+    work = ("from ccp.workload.tracefile import load_trace\nload_trace(sys.argv[1])\n" if load_only else
+            "from ccp.cli import main\ntry:\n    main(['diagnose', sys.argv[1]])\nexcept SystemExit:\n    pass\n")
+    code = ("import resource, sys, time; t0 = time.perf_counter()\n" + work +
             "r = resource.getrusage(resource.RUSAGE_SELF)\n"
             "print('@@', time.perf_counter() - t0, r.ru_utime + r.ru_stime, r.ru_maxrss * 1024, file=sys.stderr)")
     p = subprocess.run([sys.executable, "-c", code, str(folder)], capture_output=True, text=True, check=False,
@@ -107,6 +109,9 @@ def main() -> None:
             t0 = time.perf_counter()
             make_trace(folder, n)
             print(f"# made {folder} in {time.perf_counter() - t0:.1f} s", flush=True)
+        load = run_once(folder, load_only=True)
+        print(f"{n} calls: the loader alone (load_trace): wall {load[0]:.2f} s, CPU {load[1]:.2f} s, peak RSS "
+              f"{load[2] / 2**20:.0f} MiB", flush=True)
         runs = [run_once(folder) for _ in range(args.repeats)]
         walls = [r[0] for r in runs]
         print(f"{n} calls: diagnose wall median {statistics.median(walls):.2f} s (min {min(walls):.2f}, max "

@@ -46,7 +46,10 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
                      patterns=(), libs=()) -> dict:
     t = trace.table
     mask = t["file"].eq(file).fillna(False).to_numpy(bool) & t["dataset"].eq(dataset).fillna(False).to_numpy(bool)
-    rows = t if mask.all() else t[mask]       # one dataset's rows (a single-dataset trace is not copied)
+    positions = np.flatnonzero(mask)
+    # this dataset's rows, only the light columns (the selections are read by replay_sequence, by position)
+    light = ["kind", "pid", "seq", "depth", "api", "op", "sel", "bytes", "wall_s", "hdf5_s"]
+    rows = t.iloc[positions, [t.columns.get_loc(c) for c in light]]
     call = rows["kind"].eq("call").fillna(False).to_numpy(bool)
     every = rows[call & rows["depth"].eq(0).fillna(False).to_numpy(bool)]
     mine = every[every["op"].eq("read").fillna(False).to_numpy(bool)]
@@ -63,14 +66,14 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
            "shape": layout.get("shape"), "dtype": layout.get("dtype"), "chunks": layout.get("chunks"),
            "filters": [f["name"] for f in layout.get("filters", [])], "findings": [], "cures": [], "notes": []}
     if len(wuser):
-        wseq = replay_sequence(trace, dataset, file=file, op="write", rows=rows)
+        wseq = replay_sequence(trace, dataset, file=file, op="write", positions=positions)
         cache = wseq.session_caches[0] if wseq.session_caches else library_cache(trace)
         out["cache"] = {"nbytes": cache.nbytes, "nslots": cache.nslots, "w0": cache.w0}
         out["shape"] = list(wseq.shape)
         out.update(diagnose_writes(wseq, wuser, lows[lows["op"] == "write"], layout, program_s, memory, _pct))
     if not len(reads):
         return out
-    seq = replay_sequence(trace, dataset, file=file, op="read", rows=rows)
+    seq = replay_sequence(trace, dataset, file=file, op="read", positions=positions)
     out["reopens"] = seq.reopens
     out["approximate_calls"] = seq.approximate
     cache0 = seq.session_caches[0] if seq.session_caches else library_cache(trace)

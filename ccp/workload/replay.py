@@ -137,6 +137,28 @@ def _matrix(col, rank: int) -> np.ndarray | None:
     return values.reshape(n, rank)
 
 
+class _Rows:
+    """Some rows of a trace table, by position, read a column at a time: a million-row table is never
+    copied whole (``rows["op"]`` is that column's rows; ``rows.row(i)`` one row)."""
+
+    def __init__(self, table, positions: np.ndarray | None = None) -> None:
+        self.table, self.positions = table, positions
+
+    def __len__(self) -> int:
+        return len(self.table) if self.positions is None else len(self.positions)
+
+    def __getitem__(self, column: str):
+        col = self.table[column]
+        return col if self.positions is None else col.iloc[self.positions]
+
+    def row(self, i: int):
+        return self.table.iloc[int(i) if self.positions is None else int(self.positions[int(i)])]
+
+    def subset(self, mask: np.ndarray) -> _Rows:
+        base = np.arange(len(self.table)) if self.positions is None else self.positions
+        return _Rows(self.table, base[mask])
+
+
 def _is(col, values) -> np.ndarray:
     """Boolean mask of a text column's rows equal to one of ``values`` (missing: False), vectorised."""
     return col.isin(list(values)).fillna(False).to_numpy(bool)
@@ -150,26 +172,28 @@ def _cache_of(r) -> CacheInForce | None:
 
 
 def replay_sequence(trace: Trace, dataset: str, pid: int | None = None, file: str | None = None,
-                    max_boxes: int = 65536, op: str | None = None, rows=None) -> ReplaySequence:
+                    max_boxes: int = 65536, op: str | None = None, positions=None) -> ReplaySequence:
     """The exact sequence of ``dataset``'s selections in ``trace`` (one process with ``pid``; only
     ``op`` requests, "read" or "write", when given; open/close boundaries are kept either way).
 
     Vectorised over the calls (a million-call trace is a few numpy passes): only the events and the
     calls that are not plain boxes are walked one by one. The shape is the layout's, grown to the
-    largest extent a request reached (a writer appending to a resizable dataset). ``rows``: the trace's rows
-    of this file and dataset when the caller has them already (a million-row trace is filtered once)."""
+    largest extent a request reached (a writer appending to a resizable dataset). ``positions``: the
+    trace table's row numbers of this file and dataset when the caller has them (a big trace is scanned once)."""
     file, dataset = trace.find_dataset(dataset, file)
     layout = trace.layout(file, dataset) or {}
     if not layout:
         raise CcpError(f"{trace.path}: no layout recorded for {file}:{dataset}")
-    if rows is None:
-        t = trace.table
-        rows = t[_is(t["file"], [file]) & _is(t["dataset"], [dataset])]
+    t = trace.table
+    if positions is None:
+        positions = np.flatnonzero(_is(t["file"], [file]) & _is(t["dataset"], [dataset]))
+    rows = _Rows(t, positions)
     if pid is not None:
-        if pid not in {int(p) for p in rows["pid"].unique()}:
+        pids_here = rows["pid"].to_numpy(np.int64)
+        if pid not in set(pids_here.tolist()):
             raise CcpError(f"{trace.path}: pid {pid} made no call on {dataset} (pids: "
-                           f"{', '.join(str(int(p)) for p in sorted(rows['pid'].unique()))})")
-        rows = rows[rows["pid"] == pid]
+                           f"{', '.join(str(int(p)) for p in sorted(set(pids_here.tolist())))})")
+        rows = rows.subset(pids_here == pid)
     pid_all = rows["pid"].to_numpy(np.int64)
     seq_all = rows["seq"].to_numpy(np.int64)
     order = None
@@ -192,7 +216,7 @@ def replay_sequence(trace: Trace, dataset: str, pid: int | None = None, file: st
     extra: dict[int, tuple[list, list]] = {}
     approximate = 0
     for j in np.flatnonzero(~plain):
-        b_starts, b_counts, approx = _boxes(rows.iloc[int(low_rows[j])], rank, max_boxes)
+        b_starts, b_counts, approx = _boxes(rows.row(low_rows[j]), rank, max_boxes)
         extra[int(j)] = (b_starts, b_counts)
         nbox[j] = len(b_starts)
         approximate += approx
@@ -241,7 +265,7 @@ def replay_sequence(trace: Trace, dataset: str, pid: int | None = None, file: st
             last_pid, cache, fresh = p, None, True
         if not low[m]:
             if ev_ops[m] == "dataset_open":
-                c = _cache_of(rows.iloc[int(pos[m])])
+                c = _cache_of(rows.row(pos[m]))
                 if c is not None:
                     cache = c
                     if not fresh and caches and caches[-1] is None:     # opened during the session's first call
@@ -306,13 +330,11 @@ def library_cache(trace: Trace) -> CacheInForce:
     return CacheInForce(d.nbytes, d.nslots, d.w0)
 
 
-def _first_cache(rows) -> CacheInForce | None:
+def _first_cache(rows: _Rows) -> CacheInForce | None:
     """The cache of the first dataset open in the trace (a forked child inherits its parent's)."""
-    opens = rows[(rows["kind"] == "event") & (rows["op"] == "dataset_open") & rows["cache_nbytes"].notna()]
-    if not len(opens):
-        return None
-    r = opens.iloc[0]
-    return CacheInForce(int(r["cache_nbytes"]), int(r["cache_nslots"]), float(r["cache_w0"]))
+    opens = np.flatnonzero(_is(rows["kind"], ["event"]) & _is(rows["op"], ["dataset_open"])
+                           & rows["cache_nbytes"].notna().to_numpy(bool))
+    return _cache_of(rows.row(opens[0])) if len(opens) else None
 
 
 def traced_plan(trace_dir, dataset: str, shape=None, pid: int | None = None, op: str = "read"):
