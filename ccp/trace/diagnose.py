@@ -125,6 +125,7 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
         cure(f"{what} ({format_bytes(nbytes)})", f"one read per process of the {shape_str(tuple(hi - lo))} box the "
              f"{user_calls} reads fall in, indexed in memory after: {m['chunk_loads']} chunk loads", m,
              batched_code(dataset, lo.tolist(), hi.tolist(), nbytes, libs), n_user=npid, n_low=npid)
+        cures[-1]["apply"] = {"kind": "batched", "start": lo.tolist(), "count": (hi - lo).tolist()}
 
     if chunks is None:
         f.append(f"contiguous layout: no chunk cache; {len(mine)} call(s), median "
@@ -142,6 +143,7 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
             if lost > 0:
                 cure("keep the file and dataset open", f"open the file and the dataset once, reuse them: {lost} fewer "
                      "chunk loads", kept, keep_open_code(file, dataset, libs))
+                cures[-1]["apply"] = {"kind": "keep_open"}
         reloads = base["chunk_loads"] - ws_chunks * len(seq.session_starts)
         if cache0.nbytes < ws_bytes and base["chunk_loads"] > ws_chunks and reloads > 0:
             f.append(f"cache smaller than the working set: the cache holds {format_bytes(cache0.nbytes)}, one session "
@@ -179,6 +181,7 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
             cure(f"{lead}a chunk cache of {format_bytes(c.nbytes)}",
                  f"holds the {ws_chunks} chunks ({format_bytes(ws_bytes)}) the reads come back to", best[1],
                  cache_code(file, dataset, c.nbytes, c.nslots, libs, merge))
+            cures[-1]["apply"] = {"kind": "cache", "nbytes": c.nbytes, "nslots": c.nslots, "merge": merge}
         # alignment: requests covering only part of the chunks they touch
         partial = int(partial_requests(seq, chunks).sum())
         ratio = out["decoded_per_delivered"]
@@ -198,6 +201,7 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
                 cure(f"read whole {shape_str(chunks)} chunks", f"{blocks.ncalls} block reads instead of {user_calls} calls",
                      mb, f'block = dset[i0:i0 + {chunks[0]}, ...]   # one chunk-aligned block, then index it in memory',
                      n_user=blocks.ncalls, n_low=blocks.ncalls)
+                cures[-1]["apply"] = {"kind": "blocks"}
         if base["chunk_loads"] > max(ws_chunks, 1) * 4 or (ratio and ratio > 4) or chunk_bytes < 16 * 1024:
             cands = chunk_candidates(seq)
             if cands and state == "remote":
@@ -222,6 +226,7 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
                      f"ccp repack -l {dataset}:CHUNK={shape_str(cand)} {file} {repack_output(file, dataset, cand)}",
                      ratio=r)
                 cures[-1]["repack"] = {"chunks": list(cand)}
+                cures[-1]["apply"] = {"kind": "repack", "chunks": list(cand)}
                 named = [p for p in patterns if len(p) == len(seq.shape)]
                 priced = price_cure(seq, cand, costs, cache0, named)
                 cures[-1]["patterns"] = priced

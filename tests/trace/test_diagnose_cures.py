@@ -167,3 +167,11 @@ def test_repack_cures_of_two_datasets_can_both_be_followed(series):
     (cmd,) = diag["combined_repacks"]
     assert "-l /pr:CHUNK=" in cmd and "-l /tas:CHUNK=" in cmd and cmd.endswith("data-all-repack-cures.h5")
     assert "every repack cure of a file in one copy" in format_diagnosis(diag)
+
+
+def test_verify_measures_the_top_cure_it_names(series):
+    diag = diagnose(load_checked(series), tune_dir=None, verify=True)
+    for d in diag["datasets"]:
+        v = d["verified"]
+        assert v["cure"] == d["cures"][0]["cure"]
+        assert v["before_s"] > 0 and v["after_s"] > 0, v
