@@ -96,7 +96,7 @@ def check_header(h: dict, where: Path) -> None:
                 or math.prod(shape) > MAX_ELEMENTS or any(s > MAX_ELEMENTS for s in shape)):
             raise bad(f"{key}.shape", f"expected at most {MAX_RANK} whole numbers >= 0 of at most 2**62 elements", shape)
         item = d.get("itemsize")
-        if not (_whole(item) and 1 <= item <= 2 ** 31):
+        if not (isinstance(item, int) and not isinstance(item, bool) and 1 <= item <= 2 ** 31):
             raise bad(f"{key}.itemsize", "expected the bytes per element (1 to 2**31)", item)
         chunks = d.get("chunks")
         if chunks is not None and (not isinstance(chunks, list) or len(chunks) != len(shape)
@@ -141,8 +141,7 @@ def check_table(trace: Trace, where: Path) -> None:
         v = pd.to_numeric(t[c], errors="coerce").to_numpy(float)
         _bad_rows(~np.isnan(v) & ~((v >= lo) & (v <= hi)), t, c, where, f"expected a number from {lo} to {hi}")
     known = {(d["file"], d["dataset"]) for d in trace.header.get("datasets", [])}
-    calls = t[call]
-    pairs = calls[["file", "dataset"]].drop_duplicates().astype(object).itertuples(index=False)
+    pairs = t.loc[call, ["file", "dataset"]].drop_duplicates().astype(object).itertuples(index=False)
     for file, dataset in pairs:
         if isinstance(file, str) and isinstance(dataset, str) and (file, dataset) not in known:
             raise CcpError(f"{where}: calls on {dataset} in {file}, but trace.json records no layout for it; "

@@ -115,6 +115,7 @@ def block_sequence(seq: ReplaySequence) -> ReplaySequence:
     first = np.ones(len(lin), bool)
     first[1:] = (lin[1:] != lin[:-1]) | (sess[1:] != sess[:-1])
     req, lin, sess = req[first], lin[first], sess[first]
+    assert seq.chunks is not None, "whole-chunk reads need a chunked layout"
     grid = ChunkGrid(seq.shape, seq.chunks).grid
     coords = np.stack(np.unravel_index(lin, grid), axis=1).astype(np.int64).reshape(-1, rank)
     ch = np.asarray(seq.chunks, np.int64)
@@ -128,8 +129,14 @@ def block_sequence(seq: ReplaySequence) -> ReplaySequence:
 
 def _block_sequence_loop(seq: ReplaySequence) -> ReplaySequence:
     """:func:`block_sequence` one chunk at a time (for sequences touching too many chunks to list at once)."""
+    assert seq.chunks is not None, "whole-chunk reads need a chunked layout"
     grid = ChunkGrid(seq.shape, seq.chunks)
-    starts, counts, ops, call_of, sess, last = [], [], [], [], [], None
+    starts: list = []
+    counts: list = []
+    ops: list = []
+    call_of: list = []
+    sess: list = []
+    last = None
     session_starts = {int(s) for s in seq.session_starts}
     for i in range(len(seq.plan)):
         if i in session_starts:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
@@ -60,7 +61,7 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
     wall, hdf5 = float(mine["wall_s"].sum()), float(mine["hdf5_s"].sum())
     reads = mine
     delivered = int(reads["bytes"].fillna(0).sum())
-    out = {"file": file, "dataset": dataset, "calls": len(every), "reads": len(reads),
+    out: dict[str, Any] = {"file": file, "dataset": dataset, "calls": len(every), "reads": len(reads),
            "writes": len(wuser), "wall_s": wall, "hdf5_s": hdf5,
            "share": wall / program_s if program_s else None, "bytes_read": delivered,
            "shape": layout.get("shape"), "dtype": layout.get("dtype"), "chunks": layout.get("chunks"),
@@ -211,14 +212,15 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
                 out["notes"].append(f"{file} changed since the trace: no repack cure (it would rewrite data the "
                                     "program never read); trace the program again")
             elif cands:
-                best = None
+                pick: tuple | None = None
                 for cand in cands:
                     m = run_model(seq, chunks=cand, caches=cache0, per_call=False)
                     r = chunk_cost_ratio(costs["hdf5_per_load_s"], chunk_bytes, int(np.prod(cand)) * seq.itemsize)
                     t = predict_time(costs, user_calls, low_calls, m["chunk_loads"], r)
-                    if best is None or (t, cand) < (best[0], best[1]):
-                        best = (t, cand, m, r)
-                _, cand, m, r = best
+                    if pick is None or (t, cand) < (pick[0], pick[1]):
+                        pick = (t, cand, m, r)
+                assert pick is not None
+                _, cand, m, r = pick
                 cure(f"repack with {shape_str(cand)} chunks",
                      f"chunks shaped like the reads: {m['chunk_loads']} chunk loads instead of {base['chunk_loads']}, "
                      f"each {r:.2g}x the cost of a {shape_str(chunks)} load (the trace's cost per load, part fixed, part "
@@ -306,14 +308,16 @@ def diagnose(trace: Trace, memory: int = 1 << 30, verify: bool = False, patterns
     """Every dataset's diagnosis, busiest first."""
     h = trace.header
     program = float(h.get("wall_s") or 0.0)
-    calls = trace.calls
+    t = trace.table
+    user = (t["kind"].eq("call").fillna(False) & t["depth"].eq(0).fillna(False)).to_numpy(bool)
+    calls = t.loc[user, ["file", "dataset", "op", "wall_s"]]       # the program's own calls, light columns only
     states = {f: file_state(trace, f) for f in sorted(str(x) for x in calls["file"].dropna().unique())}
     changed = sorted(f for f, s in states.items() if s == "changed")
     if verify and changed:
         raise CcpError(f"{changed[0]}: changed since the trace (its sha256 differs from the one recorded): --verify "
                        "would measure data the program never read; trace the program again")
     libs = program_libraries(trace)
-    out = {"trace": str(trace.path), "completeness": completeness_line(trace), "files_changed": changed,
+    out: dict[str, Any] = {"trace": str(trace.path), "completeness": completeness_line(trace), "files_changed": changed,
            "libraries": list(libs),
            "file_states": states, "command": h.get("command"), "program_s": program, "calls": len(calls),
            "reads": int((calls["op"] == "read").sum()), "writes": int((calls["op"] == "write").sum()),

@@ -60,13 +60,13 @@ def price_cure(seq, new_chunks, costs, cache, named=()) -> list[dict]:
     params = CacheParams(int(cache.nbytes), int(cache.nslots), float(cache.w0))
     old_bytes = math.prod(seq.chunks) * seq.itemsize
     new_ratio = chunk_cost_ratio(costs["hdf5_per_load_s"], old_bytes, math.prod(new_chunks) * seq.itemsize)
-    out = []
+    out: list[dict] = []
     for name, block in natural_patterns(seq.shape, named):
         before = _pattern_time(seq.shape, seq.chunks, seq.itemsize, seq.filtered, params, block, costs, 1.0)
         after = _pattern_time(seq.shape, tuple(new_chunks), seq.itemsize, seq.filtered, params, block, costs, new_ratio)
         out.append({"pattern": name, "block": list(block), "before_s": before, "after_s": after,
                     "slowdown": after / before if before else None})
-    out.sort(key=lambda r: (-(r["slowdown"] or 0), r["pattern"]))
+    out.sort(key=lambda r: (-float(r["slowdown"] or 0), str(r["pattern"])))
     return out
 
 

@@ -31,7 +31,7 @@ def replay_reads(path: str, dataset: str, seq: ReplaySequence, merge: bool = Fal
     bounds = list(seq.session_starts) + [len(seq.plan)]
     sessions = list(zip(seq.session_caches, bounds[:-1], bounds[1:], seq.session_pids))
     if merge:
-        merged = []
+        merged: list[tuple] = []
         for c, a, b, pid in sessions:
             if merged and merged[-1][3] == pid:
                 merged[-1] = (merged[-1][0], merged[-1][1], b, pid)

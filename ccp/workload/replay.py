@@ -256,7 +256,10 @@ def replay_sequence(trace: Trace, dataset: str, pid: int | None = None, file: st
     nxt = np.searchsorted(boxed_pos, marks)
     nxt = nxt[nxt < len(boxed_pos)]
     visit = np.union1d(marks, boxed_pos[nxt]).astype(np.int64)
-    session_starts, caches, session_pids, pids = [], [], [], []
+    session_starts: list[int] = []
+    caches: list[CacheInForce | None] = []
+    session_pids: list[int] = []
+    pids: list[int] = []
     cache, fresh, last_pid = None, True, None
     for m in visit.tolist():
         p = int(pids_col[m])
@@ -280,7 +283,7 @@ def replay_sequence(trace: Trace, dataset: str, pid: int | None = None, file: st
             session_pids.append(p)
             fresh = False
     fallback = _first_cache(rows) or library_cache(trace)
-    caches = [c or fallback for c in caches]
+    known = [c or fallback for c in caches]
     chunks = tuple(int(c) for c in layout["chunks"]) if layout.get("chunks") else None
     shape = tuple(int(s) for s in layout["shape"])
     if len(starts):                                 # a writer may have grown the dataset past its first layout
@@ -292,7 +295,7 @@ def replay_sequence(trace: Trace, dataset: str, pid: int | None = None, file: st
         file=file, dataset=dataset, pids=tuple(pids), shape=shape, dtype=layout["dtype"],
         itemsize=int(layout["itemsize"]), chunks=chunks, filtered=bool(layout.get("filters")),
         ops=ops, plan=RequestPlan(starts, counts), call_of=call_of.astype(np.int64),
-        session_starts=np.asarray(session_starts, np.int64), session_caches=tuple(caches),
+        session_starts=np.asarray(session_starts, np.int64), session_caches=tuple(known),
         session_pids=tuple(session_pids), ncalls=ncalls, approximate=approximate)
 
 
