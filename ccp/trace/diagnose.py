@@ -378,7 +378,9 @@ def format_diagnosis(diag: dict) -> str:
         if d.get("write_calls"):
             lines.append(f"  writes: {d['write_calls']} call(s)" + (
                 f"; model: {d['write_chunk_loads']} chunk(s) read back, {d['write_chunk_flushes']} written during the "
-                f"calls, {d['close_chunk_flushes']} at the close; predicted {format_seconds(d['write_predicted_s'])}"
+                f"calls, {d['close_chunk_flushes']} at the close; time: measured {format_seconds(d['write_wall_s'])}, predicted "
+                f"{format_seconds(d['write_predicted_s'])} (cures are ranked on calls plus close: "
+                f"{format_seconds(d['write_predicted_with_close_s'])})"
                 if "write_predicted_s" in d else ""))
             for f in d["write_findings"]:
                 lines.append(f"  - {f}")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ccp.trace.cures import block_sequence, cache_for, most_common_row, partial_requests
+from ccp.trace.libraries import open_expr
 from ccp.trace.sequence_model import chunk_cost_ratio, fit_costs, predict_time, run_model, working_set
 from ccp.units import format_bytes, format_seconds, shape_str
 from ccp.workload.replay import ReplaySequence
@@ -71,9 +72,11 @@ def diagnose_writes(seq: ReplaySequence, user, low, layout: dict, program_s: flo
     costs = fit_costs(user["wall_s"], user["hdf5_s"], low_hdf5, io_per_call[:len(low_hdf5)])
     out["write_costs"] = costs
     moved = base["chunk_loads"] + base["raw_writes"] + base["close_flushes"]
-    now = predict_time(costs, len(user), seq.ncalls, moved)
+    now = predict_time(costs, len(user), seq.ncalls, moved)      # calls and the close: what cures are ranked on
+    in_calls = predict_time(costs, len(user), seq.ncalls, moved - base["close_flushes"])   # comparable to measured
     out.update({"write_chunk_loads": base["chunk_loads"], "write_chunk_flushes": base["raw_writes"],
-                "close_chunk_flushes": base["close_flushes"], "write_predicted_s": now})
+                "close_chunk_flushes": base["close_flushes"], "write_predicted_s": in_calls,
+                "write_predicted_with_close_s": now})
     pipeline = "+".join(x["name"] for x in layout.get("filters", [])) or ""
     # the append pattern and the chunk shape it wants
     first_shape = tuple(int(s) for s in layout.get("shape") or seq.shape)
@@ -119,13 +122,24 @@ def diagnose_writes(seq: ReplaySequence, user, low, layout: dict, program_s: flo
     cache0 = min(seq.session_caches, key=lambda c: c.nbytes)     # the session that had the least
     if base["chunk_loads"]:
         _, ws_bytes = working_set(seq, chunks)
-        size = min(max(ws_bytes, chunk_bytes), memory)
-        if size > cache0.nbytes:
-            c = cache_for(size, chunk_bytes)
+        top = min(max(ws_bytes, chunk_bytes), memory)
+        sizes = sorted({min(top, chunk_bytes * 2 ** k) for k in range(40) if chunk_bytes * 2 ** (k - 1) < top})
+        sizes = [z for z in sizes if z > cache0.nbytes]
+        floor = run_model(seq, caches=cache_for(top, chunk_bytes), allocated=allocated, per_call=False)
+        lo, hi, pick = 0, len(sizes) - 1, None     # the smallest cache that reads back no more than the largest
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            m = run_model(seq, caches=cache_for(sizes[mid], chunk_bytes), allocated=allocated, per_call=False)
+            if m["chunk_loads"] <= floor["chunk_loads"]:
+                pick, hi = (sizes[mid], m), mid - 1
+            else:
+                lo = mid + 1
+        if pick is not None:
+            c = cache_for(pick[0], chunk_bytes)
             cure(f"a chunk cache of {format_bytes(c.nbytes)} for the writes",
-                 "keeps each partial chunk in memory until it is complete: a chunk already in the file is read once, not once per write",
-                 run_model(seq, caches=c, allocated=allocated, per_call=False),
-                 f'f = h5py.File("{seq.file}", "a", rdcc_nbytes={c.nbytes}, rdcc_nslots={c.nslots})')
+                 "keeps each partial chunk in memory until it is complete: a chunk already in the file is read once, "
+                 "not once per write", pick[1],
+                 f'f = h5py.File({open_expr(seq.file)}, "a", rdcc_nbytes={c.nbytes}, rdcc_nslots={c.nslots})')
     if partial and user_calls >= 8:
         blocks = block_sequence(seq)
         if blocks.ncalls < 0.9 * user_calls:
