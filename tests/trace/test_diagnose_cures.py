@@ -107,7 +107,7 @@ def test_a_repack_that_slows_the_maps_says_so_and_writes_a_tune_workload(series,
     work = yaml.safe_load(Path(repack["tune_workload_file"]).read_text())
     blocks = [w["access"].get("block") for w in work["workload"]]
     assert [1, 24, 36] in blocks and work["workload"][0]["access"]["dataset"] == "/tas"
-    from ccp.tune.workload import load_workload         # the tuner reads what diagnose wrote
+    from ccp.tune.workload import load_workload  # the tuner reads what diagnose wrote
 
     assert load_workload(repack["tune_workload_file"]).name == "diagnose-tas"
 

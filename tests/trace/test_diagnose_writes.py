@@ -89,3 +89,19 @@ def test_partial_chunk_writes_without_a_cache_read_back_and_a_cache_cures_it(wri
     cures = {c["cure"]: c for c in g["write_cures"]}
     cache = next(c for name, c in cures.items() if name.startswith("a chunk cache of"))
     assert cache["chunk_loads"] == 4 and "rdcc_nbytes=" in cache["code"]   # each of the 4 stored chunks read once
+
+
+def test_append_writer_example_is_diagnosed(tmp_path):
+    out = tmp_path / "trace"
+    r = subprocess.run([sys.executable, "-m", "ccp.cli", "trace", "-o", str(out), "--", sys.executable,  # noqa: PLW1510
+                        str(ROOT / "examples" / "append_writer.py"), "--rows", "128", "--file", str(tmp_path / "log.h5")],
+                       capture_output=True, text=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=600)
+    assert r.returncode == 0, r.stderr
+    own = int(r.stdout.strip().splitlines()[-1].split(":")[1])
+    diag = diagnose(load_trace(out))
+    assert diag["writes"] == own == 128
+    (d,) = diag["datasets"]
+    # a 256 KiB chunk never fits the 128 KiB cache: every row but the first of each chunk reads its chunk back
+    assert d["write_chunk_loads"] == 128 - 2 and d["write_chunk_flushes"] == 128
+    names = [c["cure"] for c in d["write_cures"]]
+    assert names[0] == "write whole 64x1024 chunks" and any(n.startswith("a chunk cache of 256 KiB") for n in names)
