@@ -46,23 +46,31 @@ def trace_command(out, force, no_checksum, cmd):
 @click.option("--memory", default="1GiB", show_default=True, help="The most memory a cure may give the chunk cache.")
 @click.option("--verify", is_flag=True, help="Replay the sequence with the top cure applied and measure it "
                                              "(a repack cure on a temporary copy).")
-def diagnose_command(trace, as_json, memory, verify):
+@click.option("--pattern", "patterns", multiple=True, metavar="BLOCK",
+              help="Another read pattern of the data (e.g. 1x96x144) a repack cure must not slow; repeatable.")
+def diagnose_command(trace, as_json, memory, verify, patterns):
     """Explain where a traced program's HDF5 time went, and rank the cures with predicted times.
 
     Chunk loads come from ccp's chunk-cache model run over the program's real selections, with the
     cache it had and the reopens it made; times from the trace's own per-call and per-load costs.
+    A repack cure is priced against the dataset's other natural patterns (series along each axis,
+    planes) and each --pattern; one slowing any by more than 2x says so and writes a `ccp tune`
+    workload (tune-<dataset>.yaml) into the trace folder.
 
     \b
     Example:
       ccp trace -o results/trace-bands -- python examples/band_reader.py
       ccp diagnose results/trace-bands
+      ccp diagnose results/trace-bands --pattern 1x96x144
       ccp diagnose results/trace-bands --json | jq '.datasets[0].cures[0]'
     """
+    from ccp.trace.check import load_checked, parse_patterns
     from ccp.trace.diagnose import diagnose, format_diagnosis
     from ccp.units import parse_size
-    from ccp.workload.tracefile import load_trace
 
-    diag = diagnose(load_trace(trace), memory=parse_size(memory, "--memory"), verify=verify)
+    size = parse_size(memory, "--memory")
+    blocks = parse_patterns(patterns)
+    diag = diagnose(load_checked(trace), memory=size, verify=verify, patterns=blocks, tune_dir=trace)
     if as_json:
         click.echo(json.dumps(diag, indent=2, default=str))
     else:

@@ -15,104 +15,26 @@ model's counts for the cured sequence.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
-from ccp.model import CacheParams, ChunkGrid, simulate
+from ccp.errors import CcpError
 from ccp.predict.explain import chunk_larger_than_cache
-from ccp.trace.costs import load_costs
-from ccp.trace.cures import block_sequence, cache_for, chunk_candidates
+from ccp.trace.check import completeness_line, file_state
+from ccp.trace.cures import block_sequence, cache_for, chunk_candidates, partial_requests
+from ccp.trace.harm import HARM, price_cure, tune_workload_yaml
+from ccp.trace.libraries import batched_code, cache_code, keep_open_code, program_libraries
+from ccp.trace.sequence_model import chunk_cost_ratio, fit_costs, predict_time, run_model, working_set  # noqa: F401 (run_model: tests)
+from ccp.trace.writes import diagnose_writes
 from ccp.units import format_bytes, format_seconds, shape_str
-from ccp.workload.replay import ReplaySequence, library_cache, replay_sequence
+from ccp.workload.replay import LOW_APIS, library_cache, replay_sequence
+from ccp.workload.requestplan import RequestPlan
 from ccp.workload.tracefile import Trace
 
 TINY_BYTES = 64 * 1024            # a request smaller than this is "tiny"
 MIN_GAIN = 0.9                    # a cure must predict at most 90% of the current time
-
-
-# ---------------------------------------------------------------------- model over a sequence
-
-def run_model(seq: ReplaySequence, chunks=None, caches=None, merge_sessions: bool = False) -> dict:
-    """Chunk loads per low-level call (and totals) of ``seq`` under a layout and caches.
-
-    ``merge_sessions``: one session per process (the file kept open), with its first cache.
-    """
-    chunks = seq.chunks if chunks is None else tuple(chunks)
-    n_calls = seq.ncalls
-    loads = np.zeros(n_calls, np.int64)
-    hits = 0
-    sessions = list(seq.sessions())
-    if merge_sessions:
-        pid_starts = _pid_starts(seq)
-        merged = []
-        for a, b in zip(pid_starts, pid_starts[1:] + [len(seq.plan)]):
-            cache = next(c for c, s in sessions if s.start >= a)
-            merged.append((cache, slice(a, b)))
-        sessions = merged
-    if caches is not None:
-        sessions = [(caches, s) for _, s in sessions]
-    read_loads = 0
-    for cache, sl in sessions:
-        params = CacheParams(int(cache.nbytes), int(cache.nslots), float(cache.w0))
-        reqs = [(seq.ops[i], seq.plan.starts[i], seq.plan.counts[i]) for i in range(sl.start, sl.stop)]
-        preds = simulate(seq.shape, chunks, seq.itemsize, filtered=seq.filtered and chunks is not None, cache=params,
-                         requests=reqs, allocated=True)
-        for i, p in zip(range(sl.start, sl.stop), preds[:-1]):
-            loads[seq.call_of[i]] += p.chunk_loads
-            hits += p.chunk_hits
-            if seq.ops[i] == "read":
-                read_loads += p.chunk_loads
-    chunk_bytes = int(np.prod(chunks)) * seq.itemsize if chunks else 0
-    return {"loads_per_call": loads, "chunk_loads": int(loads.sum()), "read_chunk_loads": read_loads, "chunk_hits": hits,
-            "chunk_bytes": chunk_bytes, "loaded_bytes": int(loads.sum()) * chunk_bytes,
-            "sessions": len(sessions)}
-
-
-def _pid_starts(seq: ReplaySequence) -> list[int]:
-    """Request index where each process's requests begin."""
-    out = []
-    for i, (start, pid) in enumerate(zip(seq.session_starts, seq.session_pids)):
-        if i == 0 or pid != seq.session_pids[i - 1]:
-            out.append(int(start))
-    return out
-
-
-# ---------------------------------------------------------------------- costs
-
-def fit_costs(user_wall, user_hdf5, low_hdf5, low_loads) -> dict:
-    """Per-call Python cost, per-call HDF5 cost and HDF5 cost per chunk load, from the trace."""
-    user_wall, user_hdf5 = np.asarray(user_wall, float), np.asarray(user_hdf5, float)
-    low_hdf5, low_loads = np.asarray(low_hdf5, float), np.asarray(low_loads, float)
-    python = float(np.median(np.maximum(user_wall - user_hdf5, 0))) if len(user_wall) else 0.0
-    idle = low_hdf5[low_loads == 0]
-    if len(idle) >= 3:
-        per_call = float(np.median(idle))
-    else:                     # no call without loads: the cheapest call per load bounds the fixed cost
-        per_call = float(np.min(low_hdf5 / np.maximum(low_loads, 1))) if len(low_hdf5) else 0.0
-    rest = max(float(low_hdf5.sum()) - per_call * len(low_hdf5), 0.0)
-    per_load = rest / low_loads.sum() if low_loads.sum() else 0.0
-    return {"python_per_call_s": python, "hdf5_per_call_s": per_call, "hdf5_per_load_s": per_load}
-
-
-def predict_time(costs: dict, user_calls: int, low_calls: int, loads: int, load_ratio: float = 1.0) -> float:
-    return (user_calls * costs["python_per_call_s"] + low_calls * costs["hdf5_per_call_s"]
-            + loads * costs["hdf5_per_load_s"] * load_ratio)
-
-
-# ---------------------------------------------------------------------- cure candidates
-
-def working_set(seq: ReplaySequence, chunks) -> tuple[int, int]:
-    """(largest number of distinct chunks one session touches, that in bytes)."""
-    if not chunks:
-        return 0, 0
-    grid = ChunkGrid(seq.shape, tuple(chunks))
-    most = 0
-    for _, sl in seq.sessions():
-        seen = set()
-        for i in range(sl.start, sl.stop):
-            seen.update(grid.chunks_touched(tuple(seq.plan.starts[i]), tuple(seq.plan.counts[i])))
-        most = max(most, len(seen))
-    return most, most * int(np.prod(chunks)) * seq.itemsize
 
 
 # ---------------------------------------------------------------------- the diagnosis
@@ -121,25 +43,38 @@ def _pct(a: float, b: float) -> str:
     return f"{100 * a / b:.0f}%" if b else "-"
 
 
-def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program_s: float) -> dict:
-    calls = trace.calls
-    every = calls[(calls["file"] == file) & (calls["dataset"] == dataset)]
-    mine = every[every["op"] == "read"]
-    low = trace.low_calls
-    low = low[(low["file"] == file) & (low["dataset"] == dataset) & (low["op"] == "read")]
+def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program_s: float, state: str = "same",
+                     patterns=(), libs=()) -> dict:
+    t = trace.table
+    mask = t["file"].eq(file).fillna(False).to_numpy(bool) & t["dataset"].eq(dataset).fillna(False).to_numpy(bool)
+    positions = np.flatnonzero(mask)
+    # this dataset's rows, only the light columns (the selections are read by replay_sequence, by position)
+    light = ["kind", "pid", "seq", "depth", "api", "op", "sel", "bytes", "wall_s", "hdf5_s"]
+    rows = t.iloc[positions, [t.columns.get_loc(c) for c in light]]
+    call = rows["kind"].eq("call").fillna(False).to_numpy(bool)
+    every = rows[call & rows["depth"].eq(0).fillna(False).to_numpy(bool)]
+    mine = every[every["op"].eq("read").fillna(False).to_numpy(bool)]
+    wuser = every[every["op"].eq("write").fillna(False).to_numpy(bool)]
+    lows = rows[call & rows["api"].isin(list(LOW_APIS)).fillna(False).to_numpy(bool)]
+    low = lows[lows["op"].eq("read").fillna(False).to_numpy(bool)]
     layout = trace.layout(file, dataset) or {}
     wall, hdf5 = float(mine["wall_s"].sum()), float(mine["hdf5_s"].sum())
     reads = mine
     delivered = int(reads["bytes"].fillna(0).sum())
-    out = {"file": file, "dataset": dataset, "calls": len(every), "reads": len(reads),
-           "writes": int(len(every) - len(reads)), "wall_s": wall, "hdf5_s": hdf5,
+    out: dict[str, Any] = {"file": file, "dataset": dataset, "calls": len(every), "reads": len(reads),
+           "writes": len(wuser), "wall_s": wall, "hdf5_s": hdf5,
            "share": wall / program_s if program_s else None, "bytes_read": delivered,
            "shape": layout.get("shape"), "dtype": layout.get("dtype"), "chunks": layout.get("chunks"),
            "filters": [f["name"] for f in layout.get("filters", [])], "findings": [], "cures": [], "notes": []}
+    if len(wuser):
+        wseq = replay_sequence(trace, dataset, file=file, op="write", positions=positions)
+        cache = wseq.session_caches[0] if wseq.session_caches else library_cache(trace)
+        out["cache"] = {"nbytes": cache.nbytes, "nslots": cache.nslots, "w0": cache.w0}
+        out["shape"] = list(wseq.shape)
+        out.update(diagnose_writes(wseq, wuser, lows[lows["op"] == "write"], layout, program_s, memory, _pct))
     if not len(reads):
-        out["findings"].append(f"{len(mine)} write call(s) and no reads: the diagnosis covers reads")
         return out
-    seq = replay_sequence(trace, dataset, file=file, op="read")
+    seq = replay_sequence(trace, dataset, file=file, op="read", positions=positions)
     out["reopens"] = seq.reopens
     out["approximate_calls"] = seq.approximate
     cache0 = seq.session_caches[0] if seq.session_caches else library_cache(trace)
@@ -172,6 +107,27 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
         cures.append({"cure": name, "why": why, "predicted_s": t, "speedup": now / t if t else None,
                       "chunk_loads": model["chunk_loads"], "code": code})
 
+    def batched(ws_bytes: int) -> None:
+        """Read the box all reads fall in once per process, then index it in memory (xarray: .load())."""
+        lo = seq.plan.starts.min(axis=0)
+        hi = (seq.plan.starts + seq.plan.counts).max(axis=0)
+        nbytes = int(np.prod(hi - lo)) * seq.itemsize
+        if nbytes > memory or user_calls < 2:
+            return
+        npid = len(set(seq.session_pids))
+        one = replace(seq, ops=np.full(npid, "read", dtype=object),
+                      plan=RequestPlan(np.tile(lo, (npid, 1)), np.tile(hi - lo, (npid, 1))),
+                      call_of=np.arange(npid, dtype=np.int64), ncalls=npid,
+                      session_starts=np.arange(npid, dtype=np.int64),
+                      session_caches=tuple(seq.session_caches[seq.session_pids.index(p)] for p in sorted(set(seq.session_pids))),
+                      session_pids=tuple(sorted(set(seq.session_pids))))
+        m = run_model(one, caches=cache_for(max(nbytes, 1), max(base["chunk_bytes"], 1)), per_call=False)
+        what = ".load() the cells once" if "xarray" in libs else "read the block once"
+        cure(f"{what} ({format_bytes(nbytes)})", f"one read per process of the {shape_str(tuple(hi - lo))} box the "
+             f"{user_calls} reads fall in, indexed in memory after: {m['chunk_loads']} chunk loads", m,
+             batched_code(dataset, lo.tolist(), hi.tolist(), nbytes, libs), n_user=npid, n_low=npid)
+        cures[-1]["apply"] = {"kind": "batched", "start": lo.tolist(), "count": (hi - lo).tolist()}
+
     if chunks is None:
         f.append(f"contiguous layout: no chunk cache; {len(mine)} call(s), median "
                  f"{format_bytes(float(np.median(mine['bytes'].fillna(0))))} each")
@@ -179,20 +135,26 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
         chunk_bytes = base["chunk_bytes"]
         ws_chunks, ws_bytes = working_set(seq, chunks)
         if seq.reopens:
-            kept = run_model(seq, merge_sessions=True)
+            kept = run_model(seq, merge_sessions=True, per_call=False)
             lost = base["chunk_loads"] - kept["chunk_loads"]
             f.append(f"file or dataset reopened between reads: the chunk cache was lost {seq.reopens} time(s); "
                      f"{lost} of {base['chunk_loads']} chunk loads ({format_bytes(lost * chunk_bytes)} decoded) only "
                      "re-read chunks the cache had held" if lost > 0 else
                      f"file or dataset reopened {seq.reopens} time(s), but no chunk was needed again after a reopen")
             if lost > 0:
-                cure("keep the file and dataset open", f"open {file} and the dataset once, reuse them: {lost} fewer chunk loads", kept,
-                     f'f = h5py.File("{file}", "r")      # once, before the loop\n'
-                     f'dset = f["{dataset}"]             # once; use dset[...] inside the loop')
+                cure("keep the file and dataset open", f"open the file and the dataset once, reuse them: {lost} fewer "
+                     "chunk loads", kept, keep_open_code(file, dataset, libs))
+                cures[-1]["apply"] = {"kind": "keep_open"}
         reloads = base["chunk_loads"] - ws_chunks * len(seq.session_starts)
         if cache0.nbytes < ws_bytes and base["chunk_loads"] > ws_chunks and reloads > 0:
             f.append(f"cache smaller than the working set: the cache holds {format_bytes(cache0.nbytes)}, one session "
                      f"touches {ws_chunks} chunks ({format_bytes(ws_bytes)}), so chunks are evicted and loaded again")
+        if "xarray" in libs and ws_bytes > cache0.nbytes:
+            f.append(f"xarray: the cells this program selects span {ws_chunks} chunks ({format_bytes(ws_bytes)}) against "
+                     f"a {format_bytes(cache0.nbytes)} chunk cache, and xarray reaches the variable afresh for each "
+                     "selection: read the cells once and keep them in memory (.load()), or let dask read whole chunks "
+                     "(chunks=)")
+        batched(ws_bytes)
         if chunk_bytes < 16 * 1024 and base["chunk_loads"] >= 100 * user_calls:
             f.append(f"tiny chunks: a {shape_str(chunks)} chunk is {format_bytes(chunk_bytes)}; each call loads "
                      f"{base['chunk_loads'] / user_calls:.0f} chunks on average, each with HDF5's fixed cost per chunk "
@@ -202,31 +164,27 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
         # the smallest cache that reaches the fewest loads, file kept open when that helps
         merge = seq.reopens > 0
         best = None
-        size = max(chunk_bytes, 1)
         target = min(max(ws_bytes, chunk_bytes), memory)
         sizes = sorted({min(memory, s) for s in [chunk_bytes * 2 ** k for k in range(40)
                                                    if chunk_bytes * 2 ** k <= 2 * target] + [target]} - {0})
-        floor = run_model(seq, caches=cache_for(target, chunk_bytes), merge_sessions=merge)
-        for size in sizes:
-            m = run_model(seq, caches=cache_for(size, chunk_bytes), merge_sessions=merge)
+        floor = run_model(seq, caches=cache_for(target, chunk_bytes), merge_sessions=merge, per_call=False)
+        lo, hi = 0, len(sizes) - 1          # loads fall as the cache grows: bisect for the smallest size at the floor
+        while sizes and lo <= hi:
+            mid = (lo + hi) // 2
+            m = run_model(seq, caches=cache_for(sizes[mid], chunk_bytes), merge_sessions=merge, per_call=False)
             if m["chunk_loads"] <= floor["chunk_loads"]:
-                best = (size, m)
-                break
+                best, hi = (sizes[mid], m), mid - 1
+            else:
+                lo = mid + 1
         if best and best[0] > cache0.nbytes and best[1]["chunk_loads"] < (kept["chunk_loads"] if merge else base["chunk_loads"]):
             c = cache_for(best[0], chunk_bytes)
             lead = "keep the file open and " if merge else ""
             cure(f"{lead}a chunk cache of {format_bytes(c.nbytes)}",
                  f"holds the {ws_chunks} chunks ({format_bytes(ws_bytes)}) the reads come back to", best[1],
-                 f'f = h5py.File("{file}", "r", rdcc_nbytes={c.nbytes}, rdcc_nslots={c.nslots})'
-                 + ("   # once, before the loop" if merge else ""))
+                 cache_code(file, dataset, c.nbytes, c.nslots, libs, merge))
+            cures[-1]["apply"] = {"kind": "cache", "nbytes": c.nbytes, "nslots": c.nslots, "merge": merge}
         # alignment: requests covering only part of the chunks they touch
-        grid = ChunkGrid(seq.shape, chunks)
-        partial = 0
-        for i in range(len(seq.plan)):
-            st, ct = tuple(seq.plan.starts[i]), tuple(seq.plan.counts[i])
-            touched = grid.chunks_touched(st, ct)
-            if any(grid.selected_in_chunk(st, ct, c) < grid.chunk_valid_elements(c) for c in touched):
-                partial += 1
+        partial = int(partial_requests(seq, chunks).sum())
         ratio = out["decoded_per_delivered"]
         if partial and ratio and ratio > 1.5:
             f.append(f"selections misaligned with chunks: {_pct(partial, len(seq.plan))} of requests cover only part of "
@@ -244,27 +202,45 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
                 cure(f"read whole {shape_str(chunks)} chunks", f"{blocks.ncalls} block reads instead of {user_calls} calls",
                      mb, f'block = dset[i0:i0 + {chunks[0]}, ...]   # one chunk-aligned block, then index it in memory',
                      n_user=blocks.ncalls, n_low=blocks.ncalls)
+                cures[-1]["apply"] = {"kind": "blocks"}
         if base["chunk_loads"] > max(ws_chunks, 1) * 4 or (ratio and ratio > 4) or chunk_bytes < 16 * 1024:
             cands = chunk_candidates(seq)
-            measured = load_costs(file, dataset, [tuple(chunks)] + cands) if cands else None
-            if cands and measured is None:
-                out["notes"].append(f"{file} is not there any more: the cost of a chunk load for other chunk shapes "
-                                    "cannot be measured, so no repack cure is predicted (trace a program whose file stays)")
+            if cands and state == "remote":
+                out["notes"].append(f"{file} is not a local file: no repack cure (copy it locally, repack, and "
+                                    "read the copy; or use ccp s3 for paged copies)")
+            elif cands and state == "changed":
+                out["notes"].append(f"{file} changed since the trace: no repack cure (it would rewrite data the "
+                                    "program never read); trace the program again")
             elif cands:
-                best = None
+                pick: tuple | None = None
                 for cand in cands:
-                    m = run_model(seq, chunks=cand, caches=cache0)
-                    r = measured[cand] / measured[tuple(chunks)] if measured[tuple(chunks)] else 1.0
+                    m = run_model(seq, chunks=cand, caches=cache0, per_call=False)
+                    r = chunk_cost_ratio(costs["hdf5_per_load_s"], chunk_bytes, int(np.prod(cand)) * seq.itemsize)
                     t = predict_time(costs, user_calls, low_calls, m["chunk_loads"], r)
-                    if best is None or t < best[0]:
-                        best = (t, cand, m, r)
-                _, cand, m, r = best
-                stem, ext = os.path.splitext(file)
+                    if pick is None or (t, cand) < (pick[0], pick[1]):
+                        pick = (t, cand, m, r)
+                assert pick is not None
+                _, cand, m, r = pick
                 cure(f"repack with {shape_str(cand)} chunks",
                      f"chunks shaped like the reads: {m['chunk_loads']} chunk loads instead of {base['chunk_loads']}, "
-                     f"each {r:.2g}x the cost of a {shape_str(chunks)} load (measured on a sample of the real data); "
-                     "one-time repack cost not included", m,
-                     f"ccp repack -l {dataset}:CHUNK={shape_str(cand)} {file} {stem}-rechunked{ext or '.h5'}", ratio=r)
+                     f"each {r:.2g}x the cost of a {shape_str(chunks)} load (the trace's cost per load, part fixed, part "
+                     "per byte); one-time repack cost not included", m,
+                     f"ccp repack -l {dataset}:CHUNK={shape_str(cand)} {file} {repack_output(file, dataset, cand)}",
+                     ratio=r)
+                cures[-1]["repack"] = {"chunks": list(cand)}
+                cures[-1]["apply"] = {"kind": "repack", "chunks": list(cand)}
+                named = [p for p in patterns if len(p) == len(seq.shape)]
+                priced = price_cure(seq, cand, costs, cache0, named)
+                cures[-1]["patterns"] = priced
+                harmed = [p for p in priced if p["slowdown"] and p["slowdown"] > HARM]
+                if harmed:
+                    h0 = harmed[0]
+                    cures[-1]["why"] += (f"; BUT it slows {len(harmed)} other pattern(s) by more than {HARM:.0f}x, worst "
+                                         f"{h0['pattern']}: {format_seconds(h0['before_s'])} -> "
+                                         f"{format_seconds(h0['after_s'])} per read ({h0['slowdown']:.0f}x): "
+                                         "weigh them with `ccp tune` (workload below) before repacking")
+                    cures[-1]["tune_yaml"] = tune_workload_yaml(str(trace.path), file, dataset, priced,
+                                                                max(cache0.nbytes, min(memory, 64 << 20)))
     points = int((low["sel"] == "points").sum())
     if points:
         f.append(f"point selections: {points} call(s) select individual elements; HDF5 handles them one element at a "
@@ -277,19 +253,85 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
     return out
 
 
-def diagnose(trace: Trace, memory: int = 1 << 30, verify: bool = False) -> dict:
+def write_tune_workloads(diag: dict, tune_dir) -> None:
+    """Write each harmful repack cure's ``ccp tune`` workload (``tune-<dataset>.yaml``) into ``tune_dir``
+    (None: write nothing), atomically; the cure gets the path and the command."""
+    for d in diag["datasets"]:
+        for c in d["cures"]:
+            text = c.pop("tune_yaml", None)
+            if text is None:
+                continue
+            slug = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in d["dataset"].strip("/")) or "root"
+            if tune_dir is None:
+                c["tune_workload"] = text
+                continue
+            path = os.path.join(str(tune_dir), f"tune-{slug}.yaml")
+            tmp = f"{path}.tmp-{os.getpid()}"
+            try:
+                with open(tmp, "w") as fh:
+                    fh.write(text)
+                os.replace(tmp, path)
+            except OSError as exc:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+                c["tune_workload"] = text
+                d["notes"].append(f"could not write {path} ({exc.strerror}); the workload is in --json's tune_workload")
+                continue
+            c["tune_workload_file"] = path
+            c["code"] += f"\nccp tune {path} --budget 3min   # weighs the traced reads and the other patterns"
+
+
+def combined_repacks(datasets: list[dict]) -> list[str]:
+    """One `ccp repack` per file holding every dataset's repack cure, so cures for two datasets can both be
+    followed (each cure's own command copies the file with that dataset changed only)."""
+    by_file: dict[str, list[str]] = {}
+    for d in datasets:
+        for c in d["cures"]:
+            if "repack" in c:
+                by_file.setdefault(d["file"], []).append(f"-l {d['dataset']}:CHUNK={shape_str(c['repack']['chunks'])}")
+    out = []
+    for file, opts in sorted(by_file.items()):
+        if len(opts) > 1:
+            stem, ext = os.path.splitext(file)
+            out.append(f"ccp repack {' '.join(opts)} {file} {stem}-all-repack-cures{ext or '.h5'}")
+    return out
+
+
+def repack_output(file: str, dataset: str, chunks) -> str:
+    """The repacked file's name: the file's, the dataset's and the chunk shape's, so no two cures share one."""
+    stem, ext = os.path.splitext(file)
+    slug = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in dataset.strip("/")) or "root"
+    return f"{stem}-{slug}-{shape_str(chunks)}{ext or '.h5'}"
+
+
+def diagnose(trace: Trace, memory: int = 1 << 30, verify: bool = False, patterns=(), tune_dir=None) -> dict:
     """Every dataset's diagnosis, busiest first."""
     h = trace.header
     program = float(h.get("wall_s") or 0.0)
-    calls = trace.calls
-    out = {"trace": str(trace.path), "command": h.get("command"), "program_s": program, "calls": len(calls),
+    t = trace.table
+    user = (t["kind"].eq("call").fillna(False) & t["depth"].eq(0).fillna(False)).to_numpy(bool)
+    calls = t.loc[user, ["file", "dataset", "op", "wall_s"]]       # the program's own calls, light columns only
+    states = {f: file_state(trace, f) for f in sorted(str(x) for x in calls["file"].dropna().unique())}
+    changed = sorted(f for f, s in states.items() if s == "changed")
+    if verify and changed:
+        raise CcpError(f"{changed[0]}: changed since the trace (its sha256 differs from the one recorded): --verify "
+                       "would measure data the program never read; trace the program again")
+    libs = program_libraries(trace)
+    out: dict[str, Any] = {"trace": str(trace.path), "completeness": completeness_line(trace), "files_changed": changed,
+           "libraries": list(libs),
+           "file_states": states, "command": h.get("command"), "program_s": program, "calls": len(calls),
+           "reads": int((calls["op"] == "read").sum()), "writes": int((calls["op"] == "write").sum()),
            "pids": h.get("pids", []), "datasets": []}
     if not len(calls):
         out["message"] = "the program made no h5py dataset calls: nothing to diagnose"
         return out
-    keys = (calls.groupby(["file", "dataset"])["wall_s"].sum().sort_values(ascending=False).index.tolist())
+    walls = calls.groupby(["file", "dataset"])["wall_s"].sum()
+    keys = sorted(walls.index.tolist(), key=lambda k: (-float(walls[k]), str(k[0]), str(k[1])))   # ties by name
     for file, dataset in keys:
-        out["datasets"].append(diagnose_dataset(trace, file, dataset, memory, program))
+        out["datasets"].append(diagnose_dataset(trace, file, dataset, memory, program, states.get(file, "same"), patterns,
+                                                libs))
+    write_tune_workloads(out, tune_dir)
+    out["combined_repacks"] = combined_repacks(out["datasets"])
     if verify:
         from ccp.trace.verify import verify_top
 
@@ -300,16 +342,22 @@ def diagnose(trace: Trace, memory: int = 1 << 30, verify: bool = False) -> dict:
 
 
 def format_diagnosis(diag: dict) -> str:
-    lines = [(f"trace {diag['trace']}: {diag['calls']} dataset call(s) in {len(diag['pids'])} process(es); "
-             f"program time {format_seconds(diag['program_s'])}")]
+    lines = [(f"{diag.get('completeness', 'trace')}: {diag['trace']}: {diag['calls']} dataset call(s) "
+              f"({diag.get('reads', 0)} read(s), {diag.get('writes', 0)} write(s)) in {len(diag['pids'])} process(es); "
+              f"program time {format_seconds(diag['program_s'])}")]
+    for f in diag.get("files_changed", []):
+        lines.append(f"{f} CHANGED since the trace (sha256 differs): the diagnosis is of the file as traced; "
+                     "no cure rewrites it (trace again to get them); --verify refuses it")
     if diag.get("message"):
         return "\n".join(lines + [diag["message"]])
     for d in diag["datasets"]:
         lines.append("")
         lines.append(f"{d['dataset']} in {d['file']}: shape {d['shape']} {d['dtype']}, chunks "
                      f"{shape_str(d['chunks']) if d['chunks'] else 'contiguous'}"
-                     f"{', ' + '+'.join(d['filters']) if d['filters'] else ''}; cache {format_bytes(d['cache']['nbytes'])}"
-                     f"/{d['cache']['nslots']} slots")
+                     f"{', ' + '+'.join(d['filters']) if d['filters'] else ''}"
+                     + (f"; cache {format_bytes(d['cache']['nbytes'])}/{d['cache']['nslots']} slots" if d.get("cache") else ""))
+        if d["reads"]:
+            lines.append(f"  reads: {d['reads']} call(s)")
         if "chunk_loads" in d:
             ratio = d["decoded_per_delivered"]
             lines.append(f"  model over the real sequence: {d['chunk_loads']} chunk loads, "
@@ -320,21 +368,41 @@ def format_diagnosis(diag: dict) -> str:
                          f"{format_seconds(d['predicted_s'])}")
         for f in d["findings"]:
             lines.append(f"  - {f}")
-        if d["cures"]:
-            lines.append("  cures, best first (predicted time for this dataset's calls):")
-            for i, c in enumerate(d["cures"], 1):
-                sp = f", {c['speedup']:.1f}x faster" if c.get("speedup") else ""
-                lines.append(f"  {i}. {c['cure']}: {format_seconds(c['predicted_s'])}{sp} ({c['why']})")
-                for code in c["code"].splitlines():
-                    lines.append(f"       {code}")
-        else:
-            lines.append("  no cure predicts a gain of 10% or more")
+        if d["reads"]:
+            _format_cures(lines, d["cures"], "the reads'")
         if d.get("verified"):
             v = d["verified"]
+            ratio_text = f"{v['before_s'] / v['after_s']:.1f}x; " if v.get("after_s") else ""
             lines.append(f"  verified: {v['cure']}: replayed {format_seconds(v['before_s'])} -> {format_seconds(v['after_s'])} "
-                         f"({v['before_s'] / v['after_s']:.1f}x; {v['note']})")
+                         f"({ratio_text}{v['note']})")
+        if d.get("write_calls"):
+            lines.append(f"  writes: {d['write_calls']} call(s)" + (
+                f"; model: {d['write_chunk_loads']} chunk(s) read back, {d['write_chunk_flushes']} written during the "
+                f"calls, {d['close_chunk_flushes']} at the close; time: measured {format_seconds(d['write_wall_s'])}, predicted "
+                f"{format_seconds(d['write_predicted_s'])} (cures are ranked on calls plus close: "
+                f"{format_seconds(d['write_predicted_with_close_s'])})"
+                if "write_predicted_s" in d else ""))
+            for f in d["write_findings"]:
+                lines.append(f"  - {f}")
+            _format_cures(lines, d["write_cures"], "the writes'")
         for note in d.get("notes", []):
             lines.append(f"  note: {note}")
         if d.get("approximate_calls"):
             lines.append(f"  note: {d['approximate_calls']} call(s) replayed by their bounding box (selection too large to list)")
+    for cmd in diag.get("combined_repacks", []):
+        lines.append("")
+        lines.append("every repack cure of a file in one copy (each cure's own command changes one dataset):")
+        lines.append(f"  {cmd}")
     return "\n".join(lines)
+
+
+def _format_cures(lines: list[str], cures: list[dict], whose: str) -> None:
+    if not cures:
+        lines.append(f"  no cure predicts a gain of 10% or more for {whose} time")
+        return
+    lines.append(f"  cures, best first (predicted time for {whose} calls):")
+    for i, c in enumerate(cures, 1):
+        sp = f", {c['speedup']:.1f}x faster" if c.get("speedup") else ""
+        lines.append(f"  {i}. {c['cure']}: {format_seconds(c['predicted_s'])}{sp} ({c['why']})")
+        for code in c["code"].splitlines():
+            lines.append(f"       {code}")

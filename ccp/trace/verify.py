@@ -13,12 +13,14 @@ import os
 import statistics
 import tempfile
 import time
+from dataclasses import replace
 
 import numpy as np
 
-from ccp.trace.cures import block_sequence, cache_for
-from ccp.units import parse_shape_str
-from ccp.workload.replay import ReplaySequence, replay_sequence
+from ccp.trace.cures import block_sequence
+from ccp.trace.libraries import is_local_path
+from ccp.workload.replay import CacheInForce, ReplaySequence, replay_sequence
+from ccp.workload.requestplan import RequestPlan
 from ccp.workload.tracefile import Trace
 
 
@@ -29,7 +31,7 @@ def replay_reads(path: str, dataset: str, seq: ReplaySequence, merge: bool = Fal
     bounds = list(seq.session_starts) + [len(seq.plan)]
     sessions = list(zip(seq.session_caches, bounds[:-1], bounds[1:], seq.session_pids))
     if merge:
-        merged = []
+        merged: list[tuple] = []
         for c, a, b, pid in sessions:
             if merged and merged[-1][3] == pid:
                 merged[-1] = (merged[-1][0], merged[-1][1], b, pid)
@@ -71,23 +73,39 @@ def verify_top(trace: Trace, diag: dict, repeats: int = 3) -> dict:
     """Measure the top cure of one dataset's diagnosis; returns before/after seconds and how."""
     cure = diag["cures"][0]
     file, dataset = diag["file"], diag["dataset"]
+    how = cure.get("apply") or {}
+    nan = float("nan")
+    if not is_local_path(file):
+        return {"cure": cure["cure"], "before_s": nan, "after_s": nan,
+                "note": "the program read a file object (fsspec), not a local file: --verify replays local files only"}
     if not os.path.isfile(file):
-        return {"cure": cure["cure"], "before_s": float("nan"), "after_s": float("nan"),
+        return {"cure": cure["cure"], "before_s": nan, "after_s": nan,
                 "note": f"{file} is not there any more: nothing to replay"}
     seq = replay_sequence(trace, dataset, file=file, op="read")
     name = cure["cure"]
     with tempfile.TemporaryDirectory(prefix="ccp-verify-") as tmp:
         after_path, after_seq, merge, cache = file, seq, False, None
-        if name.startswith("repack with "):
-            chunks = parse_shape_str(name.split()[2], "cure")
-            after_path = _rechunked_copy(file, dataset, chunks, tmp)
-        elif name.startswith("read whole"):
+        kind = how.get("kind")
+        if kind == "repack":
+            after_path = _rechunked_copy(file, dataset, how["chunks"], tmp)
+        elif kind == "blocks":
             after_seq = block_sequence(seq)
-        if "keep the file" in name:
+        elif kind == "batched":
+            npid = len(set(seq.session_pids))
+            pids = tuple(sorted(set(seq.session_pids)))
+            after_seq = replace(seq, ops=np.full(npid, "read", dtype=object),
+                                plan=RequestPlan(np.tile(how["start"], (npid, 1)), np.tile(how["count"], (npid, 1))),
+                                call_of=np.arange(npid, dtype=np.int64), ncalls=npid,
+                                session_starts=np.arange(npid, dtype=np.int64),
+                                session_caches=tuple(seq.session_caches[seq.session_pids.index(p)] for p in pids),
+                                session_pids=pids)
+        elif kind == "keep_open":
             merge = True
-        if "chunk cache of" in name:
-            nbytes = int(cure["code"].split("rdcc_nbytes=")[1].split(",")[0])
-            cache = cache_for(nbytes, int(np.prod(seq.chunks)) * seq.itemsize)
+        elif kind == "cache":
+            merge = bool(how.get("merge"))
+            cache = CacheInForce(int(how["nbytes"]), int(how["nslots"]), 0.75)
+        else:
+            return {"cure": name, "before_s": nan, "after_s": nan, "note": "this cure has no replay"}
         before, after = [], []
         for _ in range(repeats):
             before.append(replay_reads(file, dataset, seq))

@@ -27,6 +27,7 @@ the cache (then the model counts more loads than HDF5 did).
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,6 +38,7 @@ from ccp.hdf5.defaults import chunk_cache_default
 from ccp.workload.requestplan import RequestPlan
 from ccp.workload.tracefile import Trace, load_trace
 
+MAX_EXTENT = 2 ** 62       # the model's int64 arithmetic
 LOW_APIS = ("DatasetID.read", "DatasetID.write", "fast_reader")
 
 
@@ -109,70 +111,218 @@ def _boxes(row, rank: int, max_boxes: int) -> tuple[list, list, bool]:
     return [], [], True
 
 
+def _matrix(col, rank: int) -> np.ndarray | None:
+    """A column of equal-length lists (numpy arrays, lists, or an Arrow list column) as an ``(n, rank)``
+    int64 array, without a Python object per row where the storage allows; None if any is missing or ragged."""
+    n = len(col)
+    if not n:
+        return np.zeros((0, rank), np.int64)
+    if isinstance(col.dtype, pd.ArrowDtype):
+        import pyarrow as pa
+
+        arr = pa.chunked_array(col.array._pa_array).combine_chunks() if hasattr(col.array, "_pa_array") else None
+        if arr is None or arr.null_count:
+            return None
+        lengths = np.diff(np.asarray(arr.offsets))
+        values = np.asarray(arr.flatten(), dtype=np.int64) if len(arr.flatten()) else np.zeros(0, np.int64)
+    else:
+        vals = col.to_numpy(dtype=object)
+        try:
+            lengths = np.fromiter((len(v) for v in vals), np.int64, n)
+            values = (np.concatenate(list(vals)).astype(np.int64, copy=False) if rank else np.zeros(0, np.int64))
+        except (TypeError, ValueError, OverflowError):
+            return None
+    if (lengths != rank).any() or len(values) != n * rank:
+        return None
+    return values.reshape(n, rank)
+
+
+class _Rows:
+    """Some rows of a trace table, by position, read a column at a time: a million-row table is never
+    copied whole (``rows["op"]`` is that column's rows; ``rows.row(i)`` one row)."""
+
+    def __init__(self, table, positions: np.ndarray | None = None) -> None:
+        self.table, self.positions = table, positions
+
+    def __len__(self) -> int:
+        return len(self.table) if self.positions is None else len(self.positions)
+
+    def __getitem__(self, column: str):
+        col = self.table[column]
+        return col if self.positions is None else col.iloc[self.positions]
+
+    def row(self, i: int):
+        return self.table.iloc[int(i) if self.positions is None else int(self.positions[int(i)])]
+
+    def subset(self, mask: np.ndarray) -> _Rows:
+        base = np.arange(len(self.table)) if self.positions is None else self.positions
+        return _Rows(self.table, base[mask])
+
+
+def _is(col, values) -> np.ndarray:
+    """Boolean mask of a text column's rows equal to one of ``values`` (missing: False), vectorised."""
+    return col.isin(list(values)).fillna(False).to_numpy(bool)
+
+
+def _cache_of(r) -> CacheInForce | None:
+    if pd.isna(r["cache_nbytes"]) or pd.isna(r["cache_nslots"]):
+        return None
+    w0 = r["cache_w0"]
+    return CacheInForce(int(r["cache_nbytes"]), int(r["cache_nslots"]), 0.75 if pd.isna(w0) else float(w0))
+
+
 def replay_sequence(trace: Trace, dataset: str, pid: int | None = None, file: str | None = None,
-                    max_boxes: int = 65536, op: str | None = None) -> ReplaySequence:
+                    max_boxes: int = 65536, op: str | None = None, positions=None) -> ReplaySequence:
     """The exact sequence of ``dataset``'s selections in ``trace`` (one process with ``pid``; only
-    ``op`` requests, "read" or "write", when given; open/close boundaries are kept either way)."""
+    ``op`` requests, "read" or "write", when given; open/close boundaries are kept either way).
+
+    Vectorised over the calls (a million-call trace is a few numpy passes): only the events and the
+    calls that are not plain boxes are walked one by one. The shape is the layout's, grown to the
+    largest extent a request reached (a writer appending to a resizable dataset). ``positions``: the
+    trace table's row numbers of this file and dataset when the caller has them (a big trace is scanned once)."""
     file, dataset = trace.find_dataset(dataset, file)
     layout = trace.layout(file, dataset) or {}
     if not layout:
         raise CcpError(f"{trace.path}: no layout recorded for {file}:{dataset}")
     t = trace.table
-    rows = t[(t["file"] == file) & (t["dataset"] == dataset)]
+    if positions is None:
+        positions = np.flatnonzero(_is(t["file"], [file]) & _is(t["dataset"], [dataset]))
+    rows = _Rows(t, positions)
     if pid is not None:
-        if pid not in {int(p) for p in rows["pid"].unique()}:
+        pids_here = rows["pid"].to_numpy(np.int64)
+        if pid not in set(pids_here.tolist()):
             raise CcpError(f"{trace.path}: pid {pid} made no call on {dataset} (pids: "
-                           f"{', '.join(str(int(p)) for p in sorted(rows['pid'].unique()))})")
-        rows = rows[rows["pid"] == pid]
+                           f"{', '.join(str(int(p)) for p in sorted(set(pids_here.tolist())))})")
+        rows = rows.subset(pids_here == pid)
+    pid_all = rows["pid"].to_numpy(np.int64)
+    seq_all = rows["seq"].to_numpy(np.int64)
+    order = None
+    if len(rows) > 1 and not ((np.diff(pid_all) > 0) | ((np.diff(pid_all) == 0) & (np.diff(seq_all) > 0))).all():
+        order = np.lexsort((seq_all, pid_all))       # the loader sorts; a table that is not gets sorted here
     rank = len(layout["shape"])
-    starts, counts, ops, call_of, session_starts, caches, pids, session_pids = [], [], [], [], [], [], [], []
-    ncalls = approximate = 0
-    for p, prow in rows.groupby("pid", sort=True):
-        pids.append(int(p))
-        cache = None
-        fresh = True           # a new session starts at the next request
-        for r in prow.sort_values("seq").to_dict("records"):
-            if r["kind"] == "event":
-                if r["op"] == "dataset_open" and not pd.isna(r["cache_nbytes"]):
-                    cache = CacheInForce(int(r["cache_nbytes"]), int(r["cache_nslots"]), float(r["cache_w0"]))
-                    if not fresh and caches[-1] is None:    # opened during the session's first call
+    is_low = (_is(rows["kind"], ["call"]) & _is(rows["api"], LOW_APIS) & rows["sel"].notna().to_numpy(bool)
+              & ~_is(rows["sel"], ("none", "unknown")))
+    if op is not None:
+        is_low &= _is(rows["op"], [op])
+    is_event = _is(rows["kind"], ["event"]) & _is(rows["op"], ("dataset_open", "dataset_close"))
+    keep = is_low | is_event
+    pos = np.flatnonzero(keep) if order is None else order[keep[order]]     # row positions, in (pid, seq) order
+    low = is_low[pos]
+    pids_col = pid_all[pos]
+    # boxes of every low call: plain boxes at once, the rest one by one
+    low_rows = pos[low]
+    plain = _is(rows["sel"].iloc[low_rows], ("all", "box"))
+    nbox = np.ones(len(low_rows), np.int64)
+    extra: dict[int, tuple[list, list]] = {}
+    approximate = 0
+    for j in np.flatnonzero(~plain):
+        b_starts, b_counts, approx = _boxes(rows.row(low_rows[j]), rank, max_boxes)
+        extra[int(j)] = (b_starts, b_counts)
+        nbox[j] = len(b_starts)
+        approximate += approx
+    pstarts = _matrix(rows["start"].iloc[low_rows[plain]], rank)
+    pcounts = _matrix(rows["count"].iloc[low_rows[plain]], rank)
+    if pstarts is None or pcounts is None:
+        raise CcpError(f"{trace.path}: {dataset}: a selection's start/count is missing or not of rank {rank} "
+                       "(the trace is damaged)")
+    offsets = np.concatenate([[0], np.cumsum(nbox)])
+    starts = np.zeros((int(offsets[-1]), rank), np.int64)
+    counts = np.zeros((int(offsets[-1]), rank), np.int64)
+    starts[offsets[:-1][plain]] = pstarts
+    counts[offsets[:-1][plain]] = pcounts
+    for j, (b_starts, b_counts) in extra.items():
+        if b_starts:
+            starts[offsets[j]:offsets[j + 1]] = np.asarray(b_starts, np.int64).reshape(-1, rank)
+            counts[offsets[j]:offsets[j + 1]] = np.asarray(b_counts, np.int64).reshape(-1, rank)
+    if len(starts) and ((starts < 0).any() or (counts < 0).any() or (starts > MAX_EXTENT).any()
+                        or (counts > MAX_EXTENT).any()):
+        raise CcpError(f"{trace.path}: {dataset}: a selection starts or extends outside 0..2**62 "
+                       "(the trace is damaged)")
+    has = nbox > 0                                 # calls with at least one box (the others are skipped)
+    call_index = np.cumsum(has) - 1                # low-level call number of each low row
+    call_of = np.repeat(call_index, nbox)
+    ncalls = int(has.sum())
+    ops = np.repeat(np.where(_is(rows["op"].iloc[low_rows], ["write"]), "write", "read").astype(object), nbox)
+    # sessions: a new one at a process's first box and at the first box after a dataset close. Only the
+    # events, each process's first row and the first boxed call after each of them can change the state,
+    # so the walk visits those rows only (a few per reopen, not one per call).
+    low_pos = np.flatnonzero(low)                   # row of each low call
+    boxed_pos = low_pos[has]                        # rows of the calls with boxes
+    ev_pos = np.flatnonzero(~low)
+    ev_ops = np.full(len(pos), "", dtype=object)
+    ev_ops[ev_pos] = np.where(_is(rows["op"].iloc[pos[ev_pos]], ["dataset_open"]), "dataset_open", "dataset_close")
+    pid_starts = np.flatnonzero(np.diff(pids_col, prepend=pids_col[0] - 1 if len(pids_col) else 0) != 0)
+    marks = np.union1d(ev_pos, pid_starts)
+    nxt = np.searchsorted(boxed_pos, marks)
+    nxt = nxt[nxt < len(boxed_pos)]
+    visit = np.union1d(marks, boxed_pos[nxt]).astype(np.int64)
+    session_starts: list[int] = []
+    caches: list[CacheInForce | None] = []
+    session_pids: list[int] = []
+    pids: list[int] = []
+    cache, fresh, last_pid = None, True, None
+    for m in visit.tolist():
+        p = int(pids_col[m])
+        if p != last_pid:
+            pids.append(p)
+            last_pid, cache, fresh = p, None, True
+        if not low[m]:
+            if ev_ops[m] == "dataset_open":
+                c = _cache_of(rows.row(pos[m]))
+                if c is not None:
+                    cache = c
+                    if not fresh and caches and caches[-1] is None:     # opened during the session's first call
                         caches[-1] = cache
-                elif r["op"] == "dataset_close":
-                    fresh = True
-                continue
-            if r["kind"] != "call" or r["api"] not in LOW_APIS or r["sel"] in ("none", "unknown", None):
-                continue
-            if op is not None and r["op"] != op:
-                continue
-            b_starts, b_counts, approx = _boxes(r, rank, max_boxes)
-            if not b_starts:
-                continue
-            if fresh:
-                session_starts.append(len(starts))
-                caches.append(cache)
-                session_pids.append(int(p))
-                fresh = False
-            approximate += approx
-            starts.extend(b_starts)
-            counts.extend(b_counts)
-            ops.extend([r["op"]] * len(b_starts))
-            call_of.extend([ncalls] * len(b_starts))
-            ncalls += 1
+            else:
+                fresh = True
+            continue
+        k = int(np.searchsorted(low_pos, m))
+        if fresh and has[k]:
+            session_starts.append(int(offsets[k]))
+            caches.append(cache)
+            session_pids.append(p)
+            fresh = False
     fallback = _first_cache(rows) or library_cache(trace)
-    caches = [c or fallback for c in caches]
-    chunks = tuple(layout["chunks"]) if layout.get("chunks") else None
+    known = [c or fallback for c in caches]
+    chunks = tuple(int(c) for c in layout["chunks"]) if layout.get("chunks") else None
+    shape = tuple(int(s) for s in layout["shape"])
+    if len(starts):                                 # a writer may have grown the dataset past its first layout
+        shape = tuple(int(v) for v in np.maximum(np.asarray(shape, np.int64), (starts + counts).max(axis=0)))
+        if math.prod(shape) > MAX_EXTENT:
+            raise CcpError(f"{trace.path}: {dataset}: selections reach {list(shape)}, more than 2**62 elements "
+                           "(the trace is damaged)")
     return ReplaySequence(
-        file=file, dataset=dataset, pids=tuple(pids), shape=tuple(layout["shape"]), dtype=layout["dtype"],
+        file=file, dataset=dataset, pids=tuple(pids), shape=shape, dtype=layout["dtype"],
         itemsize=int(layout["itemsize"]), chunks=chunks, filtered=bool(layout.get("filters")),
-        ops=np.asarray(ops, dtype=object), plan=RequestPlan(np.asarray(starts, np.int64).reshape(-1, rank),
-                                                             np.asarray(counts, np.int64).reshape(-1, rank)),
-        call_of=np.asarray(call_of, np.int64), session_starts=np.asarray(session_starts, np.int64),
-        session_caches=tuple(caches), session_pids=tuple(session_pids), ncalls=ncalls, approximate=approximate)
+        ops=ops, plan=RequestPlan(starts, counts), call_of=call_of.astype(np.int64),
+        session_starts=np.asarray(session_starts, np.int64), session_caches=tuple(known),
+        session_pids=tuple(session_pids), ncalls=ncalls, approximate=approximate)
+
+
+#: netCDF-C's default chunk cache per variable, as ``netCDF4.get_chunk_cache()`` reports it here (netCDF4 1.7.5):
+#: 64 MiB, 1000 slots, preemption 0.75 -- not HDF5's 8 MiB: a netCDF4-python reader gets this one.
+NETCDF_C_CACHE = (64 * 1024 * 1024, 1000, 0.75)
+
+
+def _read_through_netcdf4(trace: Trace) -> bool:
+    """Whether the program read through netCDF4-python (netCDF-C): its calls are Variable calls, or the
+    header's ``libraries`` names it."""
+    libs = trace.header.get("libraries")
+    if isinstance(libs, (list, dict)) and "netCDF4" in libs:
+        return True
+    apis = trace.table["api"].dropna().unique() if "api" in trace.table.columns else []
+    return any(str(a).startswith("Variable") or "netCDF4" in str(a) for a in apis)
 
 
 def library_cache(trace: Trace) -> CacheInForce:
-    """The chunk cache HDF5 gave a dataset in the traced program: the default of the HDF5 version the trace
-    recorded (``environment.hdf5``), else of the HDF5 in this process. For a trace with no cache recorded."""
+    """The chunk cache a dataset had in the traced program when the trace did not record it: netCDF-C's
+    default for a netCDF4-python reader (:data:`NETCDF_C_CACHE`, or the one the trace recorded), else
+    the default of the HDF5 version the trace recorded (``environment.hdf5``), else of this process's HDF5."""
+    if _read_through_netcdf4(trace):
+        recorded = (trace.header.get("environment") or {}).get("netcdf_chunk_cache")
+        if isinstance(recorded, (list, tuple)) and len(recorded) == 3:
+            return CacheInForce(int(recorded[0]), int(recorded[1]), float(recorded[2]))
+        return CacheInForce(*NETCDF_C_CACHE)
     version = None
     text = str((trace.header.get("environment") or {}).get("hdf5") or "")
     try:
@@ -183,13 +333,11 @@ def library_cache(trace: Trace) -> CacheInForce:
     return CacheInForce(d.nbytes, d.nslots, d.w0)
 
 
-def _first_cache(rows) -> CacheInForce | None:
+def _first_cache(rows: _Rows) -> CacheInForce | None:
     """The cache of the first dataset open in the trace (a forked child inherits its parent's)."""
-    opens = rows[(rows["kind"] == "event") & (rows["op"] == "dataset_open") & rows["cache_nbytes"].notna()]
-    if not len(opens):
-        return None
-    r = opens.iloc[0]
-    return CacheInForce(int(r["cache_nbytes"]), int(r["cache_nslots"]), float(r["cache_w0"]))
+    opens = np.flatnonzero(_is(rows["kind"], ["event"]) & _is(rows["op"], ["dataset_open"])
+                           & rows["cache_nbytes"].notna().to_numpy(bool))
+    return _cache_of(rows.row(opens[0])) if len(opens) else None
 
 
 def traced_plan(trace_dir, dataset: str, shape=None, pid: int | None = None, op: str = "read"):

@@ -1,0 +1,141 @@
+"""ccp's chunk-cache model run over a traced sequence, and the trace's own costs per call and per chunk.
+
+Shared by the read and the write diagnosis (:mod:`ccp.trace.diagnose`, :mod:`ccp.trace.writes`): the
+compiled model (:func:`ccp.model.fast.simulate_arrays`) once per session of the sequence, and the
+costs fitted on the trace itself that turn its counts into seconds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ccp.model import CacheParams
+from ccp.model.fast import COLUMNS, simulate_arrays
+from ccp.trace.cures import touched_chunks
+from ccp.workload.replay import ReplaySequence
+
+_HIT, _LOAD, _NW, _NWB = (COLUMNS.index(c) for c in ("chunk_hits", "chunk_loads", "raw_writes", "raw_write_bytes"))
+
+
+# ---------------------------------------------------------------------- model over a sequence
+
+def run_model(seq: ReplaySequence, chunks=None, caches=None, merge_sessions: bool = False, per_call: bool = True,
+              allocated: bool = True) -> dict:
+    """Chunk loads per low-level call (and totals) of ``seq`` under a layout and caches, on the compiled model.
+
+    ``merge_sessions``: one session per process (the file kept open), with its first cache.
+    ``per_call=False`` keeps totals only (no per-request rows: a million requests cost no memory).
+    ``allocated=False``: the dataset had no chunk when the trace began (created by the program); later
+    sessions see what earlier ones wrote, which the model approximates as every chunk allocated.
+    """
+    chunks = seq.chunks if chunks is None else tuple(chunks)
+    n_calls = seq.ncalls
+    loads = np.zeros(n_calls, np.int64)
+    flushes = np.zeros(n_calls, np.int64)
+    tot = np.zeros(len(COLUMNS), np.int64)
+    close_flushes = close_bytes = read_loads = 0
+    sessions = list(seq.sessions())
+    if merge_sessions:
+        pid_starts = _pid_starts(seq)
+        merged = []
+        for a, b in zip(pid_starts, pid_starts[1:] + [len(seq.plan)]):
+            cache = next(c for c, s in sessions if s.start >= a)
+            merged.append((cache, slice(a, b)))
+        sessions = merged
+    if caches is not None:
+        sessions = [(caches, s) for _, s in sessions]
+    codes = (seq.ops == "write").astype(np.uint8)
+    for k, (cache, sl) in enumerate(sessions):
+        params = CacheParams(int(cache.nbytes), int(cache.nslots), float(cache.w0))
+        preds = simulate_arrays(seq.shape, chunks, seq.itemsize, filtered=seq.filtered and chunks is not None,
+                                cache=params, ops=codes[sl], starts=seq.plan.starts[sl], counts=seq.plan.counts[sl],
+                                allocated=True if k else allocated, per_request=per_call)
+        c = preds.counts
+        tot += c[:-1].sum(axis=0)
+        close_flushes += int(c[-1, _NW])
+        close_bytes += int(c[-1, _NWB])
+        if per_call:
+            who = seq.call_of[sl]
+            loads += np.bincount(who, weights=c[:-1, _LOAD], minlength=n_calls).astype(np.int64)
+            flushes += np.bincount(who, weights=c[:-1, _NW], minlength=n_calls).astype(np.int64)
+            read_loads += int(c[:-1, _LOAD][codes[sl] == 0].sum())
+        elif not codes[sl].any():
+            read_loads += int(c[:-1, _LOAD].sum())
+    chunk_bytes = int(np.prod(chunks)) * seq.itemsize if chunks else 0
+    total_loads = int(tot[_LOAD])
+    return {"loads_per_call": loads, "flushes_per_call": flushes, "chunk_loads": total_loads,
+            "read_chunk_loads": read_loads, "chunk_hits": int(tot[_HIT]), "chunk_bytes": chunk_bytes,
+            "loaded_bytes": total_loads * chunk_bytes, "raw_writes": int(tot[_NW]), "raw_write_bytes": int(tot[_NWB]),
+            "close_flushes": close_flushes, "close_flush_bytes": close_bytes, "sessions": len(sessions)}
+
+
+def _pid_starts(seq: ReplaySequence) -> list[int]:
+    """Request index where each process's requests begin."""
+    out = []
+    for i, (start, pid) in enumerate(zip(seq.session_starts, seq.session_pids)):
+        if i == 0 or pid != seq.session_pids[i - 1]:
+            out.append(int(start))
+    return out
+
+
+# ---------------------------------------------------------------------- costs
+
+def fit_costs(user_wall, user_hdf5, low_hdf5, low_loads) -> dict:
+    """Per-call Python cost, per-call HDF5 cost and HDF5 cost per chunk load, from the trace."""
+    user_wall, user_hdf5 = np.asarray(user_wall, float), np.asarray(user_hdf5, float)
+    low_hdf5, low_loads = np.asarray(low_hdf5, float), np.asarray(low_loads, float)
+    python = float(np.median(np.maximum(user_wall - user_hdf5, 0))) if len(user_wall) else 0.0
+    idle = low_hdf5[low_loads == 0]
+    if len(idle) >= 3:
+        per_call = float(np.median(idle))
+    else:                     # no call without loads: the cheapest call per load bounds the fixed cost
+        per_call = float(np.min(low_hdf5 / np.maximum(low_loads, 1))) if len(low_hdf5) else 0.0
+    rest = max(float(low_hdf5.sum()) - per_call * len(low_hdf5), 0.0)
+    per_load = rest / low_loads.sum() if low_loads.sum() else 0.0
+    return {"python_per_call_s": python, "hdf5_per_call_s": per_call, "hdf5_per_load_s": per_load}
+
+
+def predict_time(costs: dict, user_calls: int, low_calls: int, loads: int, load_ratio: float = 1.0) -> float:
+    return (user_calls * costs["python_per_call_s"] + low_calls * costs["hdf5_per_call_s"]
+            + loads * costs["hdf5_per_load_s"] * load_ratio)
+
+
+# ---------------------------------------------------------------------- cure candidates
+
+def working_set(seq: ReplaySequence, chunks) -> tuple[int, int]:
+    """(largest number of distinct chunks one session touches, that in bytes)."""
+    if not chunks or not len(seq.plan):
+        return 0, 0
+    chunk_bytes = int(np.prod(chunks)) * seq.itemsize
+    pairs = touched_chunks(seq.shape, chunks, seq.plan.starts, seq.plan.counts)
+    bounds = list(seq.session_starts) + [len(seq.plan)]
+    most = 0
+    if pairs is None:             # too many to list: each session's chunks, bounded by its requests' boxes
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            lo = seq.plan.starts[a:b].min(axis=0) // np.asarray(chunks)
+            hi = (seq.plan.starts[a:b] + seq.plan.counts[a:b] - 1).max(axis=0) // np.asarray(chunks)
+            most = max(most, int(np.prod(hi - lo + 1)))
+        return most, most * chunk_bytes
+    req, lin = pairs
+    sess = np.searchsorted(np.asarray(bounds[1:]), req, side="right")
+    order = np.lexsort((lin, sess))
+    s, c = sess[order], lin[order]
+    new = np.ones(len(c), bool)
+    new[1:] = (c[1:] != c[:-1]) | (s[1:] != s[:-1])
+    per_session = np.bincount(s[new], minlength=len(bounds) - 1)
+    most = int(per_session.max()) if len(per_session) else 0
+    return most, most * chunk_bytes
+
+
+FIXED_CHUNK_S = 20e-6   # HDF5's fixed cost of one chunk load or write (index lookup, one I/O call), at most
+
+
+def chunk_cost_ratio(per_chunk_s: float, old_bytes: int, new_bytes: int) -> float:
+    """Cost of moving a ``new_bytes`` chunk over that of an ``old_bytes`` one, from the trace's own cost per
+    chunk: a fixed part (at most FIXED_CHUNK_S) plus the rest in proportion to the bytes. Deterministic: the
+    same trace gives the same ratio (no timing at diagnosis)."""
+    if per_chunk_s <= 0 or old_bytes <= 0:
+        return max(new_bytes, 1) / max(old_bytes, 1)
+    fixed = min(per_chunk_s, FIXED_CHUNK_S) / 2 if per_chunk_s <= FIXED_CHUNK_S else FIXED_CHUNK_S
+    per_byte = (per_chunk_s - fixed) / old_bytes
+    return (fixed + per_byte * new_bytes) / per_chunk_s
