@@ -101,12 +101,17 @@ def repack_command(paths, out_dir, jobs, layouts, filters, fs_strategy, fs_page_
         if file_space is not None:
             raise ConfigError("-S/-G", "not supported with -o OUTDIR yet; repack one file at a time (IN OUT)")
 
+        previous = signal.signal(signal.SIGTERM, _terminate)
         try:
             repack_many(paths, out_dir, opts, buffer_bytes=buffer_bytes, jobs=jobs, threads=threads or 1,
                         deflate=deflate, dry_run=dry_run, quiet=quiet, echo=click.echo)
-        except KeyboardInterrupt:
-            _stopped("interrupted", 130, f"the files reported done are complete in {out_dir}; those in progress "
-                     "were not written (no temporary file left); every input is untouched")
+        except (KeyboardInterrupt, _Terminated) as exc:
+            _stopped("interrupted" if isinstance(exc, KeyboardInterrupt) else "terminated",
+                     130 if isinstance(exc, KeyboardInterrupt) else exc.code,
+                     f"the files reported done are complete in {out_dir}; those in progress were not written "
+                     "(no temporary file left); every input is untouched")
+        finally:
+            signal.signal(signal.SIGTERM, previous)
         return
     if len(paths) != 2:
         raise ConfigError("IN OUT", f"expected one IN and one OUT, got {len(paths)} path(s); "
