@@ -56,6 +56,9 @@ class CcpGroup(click.Group):
             sys.stderr.close()
             sys.exit(0)
         except KeyboardInterrupt:
+            if ctx.invoked_subcommand == "repack":     # before repack's own handler (it says what it kept)
+                click.echo("\nccp: interrupted: nothing written; the inputs untouched", err=True)
+                sys.exit(130)
             click.echo("\nccp: interrupted; finished cells are saved: rerun with the same --out to resume", err=True)
             sys.exit(130)
         except OSError as exc:

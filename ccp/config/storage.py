@@ -40,6 +40,7 @@ DEFAULT_BLOCK_SIZE = 5 * 2**20     # s3fs's default block size
 
 STRATEGIES = ("page", "fsm_aggr", "aggregate", "none")
 MIN_PAGE_SIZE = 512          # HDF5's H5F_FILE_SPACE_PAGE_SIZE_MIN
+MAX_PAGE_SIZE = 2**30        # HDF5's H5F_FILE_SPACE_PAGE_SIZE_MAX (H5Pset_file_space_page_size refuses more)
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,8 @@ def parse_file_space(value, where: str = "file_space") -> FileSpace | None:
     page = parse_size(value.get("page_size", 4 * 2**20), f"{where}.page_size")
     if page < MIN_PAGE_SIZE:
         raise ConfigError(f"{where}.page_size", f"HDF5's smallest page is {MIN_PAGE_SIZE} bytes, got {page}")
+    if page > MAX_PAGE_SIZE:
+        raise ConfigError(f"{where}.page_size", f"HDF5's largest page is 1 GiB ({MAX_PAGE_SIZE} bytes), got {page}")
     persist = value.get("persist", True)
     if not isinstance(persist, bool):
         raise ConfigError(f"{where}.persist", f"expected true or false, got {persist!r}")

@@ -174,3 +174,21 @@ def reclaimer(mtype):
 def memory_buffer(shape, mtype) -> np.ndarray:
     """A buffer for ``shape`` elements of ``mtype`` as it is in memory (raw bytes, C order)."""
     return np.zeros(tuple(shape), dtype=np.dtype(f"V{mtype.get_size()}"))
+
+
+def commit_anonymous(file_id, tid):
+    """A copy of datatype ``tid`` committed in file ``file_id`` without a name (H5Tcommit_anon, which h5py
+    does not wrap): a named datatype a rewritten dataset can share before its link exists. Link it later
+    with ``h5py.h5o.link``. Returns the committed ``TypeID``, or None when libhdf5 cannot be reached."""
+    from ccp.hdf5.lowlevel import library, tracks_times
+
+    lib = library()
+    if lib is None:   # pragma: no cover - a static build
+        return None
+    new = tid.copy()
+    tcpl = tid.get_create_plist()    # the source's creation properties: whether it tracks times
+    tcpl.set_obj_track_times(tracks_times(tid))
+    lib.H5Tcommit_anon.argtypes = (ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)
+    if lib.H5Tcommit_anon(file_id.id, new.id, tcpl.id, 0) < 0:   # 0: H5P_DEFAULT
+        return None
+    return new

@@ -179,9 +179,8 @@ class DatasetWriter:
         dcpl = planner.make_dcpl(src_ds, tgt.new_layout, None if tgt.keep_filters else tgt.new_pipeline)
         tid = src_ds.id.get_type()
         self.tid = low.file_type(tid)
-        if tid.committed():
-            tid = tid.copy()
-            tgt.notes.append("its named datatype is now stored in the dataset (same type, no longer shared)")
+        if tid.committed():     # the output's copy of the named datatype (ccp.repack.tree), else a private one
+            tid = tgt.dst_type if tgt.dst_type is not None else tid.copy()
         try:
             dsid = h5d.create(dst_group.id, name, tid, src_ds.id.get_space(), dcpl=dcpl, lcpl=lcpl)
         except Exception as exc:  # noqa: BLE001 - HDF5 says why in its message

@@ -101,13 +101,51 @@ def repack_command(paths, out_dir, jobs, layouts, filters, fs_strategy, fs_page_
         if file_space is not None:
             raise ConfigError("-S/-G", "not supported with -o OUTDIR yet; repack one file at a time (IN OUT)")
 
-        repack_many(paths, out_dir, opts, buffer_bytes=buffer_bytes, jobs=jobs, threads=threads or 1,
-                    deflate=deflate, dry_run=dry_run, quiet=quiet, echo=click.echo)
+        previous = signal.signal(signal.SIGTERM, _terminate)
+        try:
+            repack_many(paths, out_dir, opts, buffer_bytes=buffer_bytes, jobs=jobs, threads=threads or 1,
+                        deflate=deflate, dry_run=dry_run, quiet=quiet, echo=click.echo)
+        except (KeyboardInterrupt, _Terminated) as exc:
+            _stopped("interrupted" if isinstance(exc, KeyboardInterrupt) else "terminated",
+                     130 if isinstance(exc, KeyboardInterrupt) else exc.code,
+                     f"the files reported done are complete in {out_dir}; those in progress were not written "
+                     "(no temporary file left); every input is untouched")
+        finally:
+            signal.signal(signal.SIGTERM, previous)
         return
     if len(paths) != 2:
         raise ConfigError("IN OUT", f"expected one IN and one OUT, got {len(paths)} path(s); "
                           "for several inputs give -o OUTDIR")
-    _repack_one(paths[0], paths[1], opts, buffer_bytes, threads, deflate, dry_run, quiet, file_space)
+    before = _stat(paths[1])
+    try:
+        _repack_one(paths[0], paths[1], opts, buffer_bytes, threads, deflate, dry_run, quiet, file_space)
+    except (KeyboardInterrupt, _Terminated) as exc:
+        after = _stat(paths[1])
+        if after is not None and after != before:
+            kept = f"{paths[1]} was complete (read back and checked) before the {'interrupt' if isinstance(exc, KeyboardInterrupt) else 'signal'} and is kept"
+        elif before is not None:
+            kept = f"nothing written: {paths[1]} is left as it was (the temporary copy removed)"
+        else:
+            kept = f"nothing written: no {paths[1]} (the temporary copy removed)"
+        if isinstance(exc, KeyboardInterrupt):
+            _stopped("interrupted", 130, f"{kept}; {paths[0]} untouched")
+        _stopped("terminated", exc.code, f"{kept}; {paths[0]} untouched")
+
+
+def _stat(path):
+    import os
+
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def _stopped(how: str, code: int, kept: str):
+    """Ctrl-C or SIGTERM: one line saying what was kept (a repack's, not a sweep's message)."""
+    click.echo(f"\nccp: {how}: {kept}", err=True)
+    sys.exit(code)
 
 
 def _repack_one(infile, outfile, opts, buffer_bytes, threads, deflate, dry_run, quiet, file_space=None):
@@ -184,5 +222,9 @@ def _repack_one(infile, outfile, opts, buffer_bytes, threads, deflate, dry_run, 
                f"{result.threads} thread(s), {format_bytes(result.buffer_bytes)} buffer")
 
 
+class _Terminated(SystemExit):
+    """SIGTERM while repacking: unwinds like Ctrl-C (the temporary file is removed on the way out)."""
+
+
 def _terminate(signum, frame):
-    raise SystemExit(128 + signum)
+    raise _Terminated(128 + signum)

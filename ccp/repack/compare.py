@@ -123,6 +123,8 @@ class _Diff:
         self.na, self.nb = _Names(a), _Names(b)
         self.layouts_may_differ = layouts_may_differ
         self.out: list[str] = []
+        self.tolerances: dict[str, float] = {}   # path -> largest difference a lossy filter may make
+        self.max_error: dict[str, float] = {}    # path -> largest difference found there
 
     def note(self, text: str) -> None:
         self.out.append(text)
@@ -191,9 +193,13 @@ class _Diff:
             if da.get_storage_size() == 0:
                 return
         slabs = [()] if not shape else [s.slices for s in plan_slabs(shape, None, ta.get_size(), _SLAB_BYTES)]
+        tolerance = self.tolerances.get(path)
         for slices in slabs:
-            if not self._same_slab(da, db, ta, tb, slices):
-                self.note(f"{path}: values differ in {slices}")
+            same = self._same_slab(da, db, ta, tb, slices) if tolerance is None else \
+                self._close_slab(path, da, db, ta, slices, tolerance)
+            if not same:
+                self.note(f"{path}: values differ in {slices}" + ("" if tolerance is None else
+                                                                  f" by more than {tolerance:g} (or NaN moved)"))
                 return
 
     def _same_slab(self, da, db, ta, tb, slices) -> bool:
@@ -203,6 +209,23 @@ class _Diff:
         finally:
             low.reclaim(ta, ba)
             low.reclaim(tb, bb)
+
+    def _close_slab(self, path, da, db, ta, slices, tolerance: float) -> bool:
+        """A lossy filter's output: every value within ``tolerance`` of the source's, NaN where it was NaN."""
+        import numpy as np
+
+        dtype = ta.dtype
+        a = low.read_slab(da, ta, slices).view(dtype).astype("f8")
+        b = low.read_slab(db, ta, slices).view(dtype).astype("f8")
+        nan_a, nan_b = np.isnan(a), np.isnan(b)
+        if not np.array_equal(nan_a, nan_b):
+            return False
+        if not nan_a.all():
+            err = float(np.max(np.abs(a[~nan_a] - b[~nan_b])))
+            self.max_error[path] = max(self.max_error.get(path, 0.0), err)
+            # plus the stored float's own rounding at the largest magnitude
+            return err <= tolerance + 4 * float(np.finfo(dtype).eps) * float(np.max(np.abs(a[~nan_a])))
+        return True
 
     def _same_raw_chunks(self, path, da, db) -> None:
         """A filter HDF5 cannot decode here: the stored chunks must be the same bytes."""
@@ -296,7 +319,65 @@ def differences(a, b, layouts_may_differ: bool = False) -> list[str]:
         return _Diff(fa, fb, layouts_may_differ).run()
 
 
-__all__ = ["differences"]
+def lossy_tolerance(pipeline: FilterPipeline, tid) -> float | None:
+    """How far a value may move through ``pipeline`` on type ``tid``: scaleoffset on floats keeps N decimal
+    digits (HDF5 truncates ``(x - chunk minimum) * 10**N``: under one unit of the last digit, plus the
+    float's own rounding); None: values must be exact."""
+    if tid.get_class() != h5t.FLOAT:
+        return None
+    for step in pipeline.steps:
+        if step.id == 6:
+            digits = int(step.args[0]) if step.args and step.args[0].isdigit() else 0
+            return 10.0 ** -digits * (1 + 1e-6)
+    return None
+
+
+def verify_written(src: h5py.File, out_path, targets) -> list[str]:
+    """Read back what a repack wrote, before it says done: for each dataset it rewrote (``targets``, the
+    planner's decisions), the output's datatype (and its link to a named datatype), shape, maximum shape,
+    fill value, filters, attributes and every value are compared with the source's. Values compare
+    exactly (references by what they point at), except through a lossy filter (scaleoffset on floats),
+    where each must lie within the filter's rounding. Returns notes (a lossy filter's largest error);
+    raises ``CcpError`` naming the first difference."""
+    from ccp.errors import CcpError
+
+    changed = [t for t in targets if t.changed]
+    if not changed:
+        return []
+    register_plugins()
+    notes = []
+    with h5py.File(out_path, "r") as out:
+        diff = _Diff(src, out, layouts_may_differ=True)
+        for tgt in changed:
+            try:
+                db = h5o.open(out.id, tgt.path.encode("utf-8", "surrogateescape"))
+            except (KeyError, ValueError, RuntimeError):
+                raise CcpError(f"{tgt.path}: not found when the output was read back; nothing written") from None
+            da = h5o.open(src.id, tgt.path.encode("utf-8", "surrogateescape"))
+            if da.get_type().committed() and not db.get_type().committed():
+                diff.note(f"{tgt.path}: lost the link to its named datatype")
+            pipeline = tgt.new_pipeline if tgt.new_pipeline is not None else FilterPipeline()
+            wrote = pipeline_from_dcpl(db.get_create_plist())
+            if _filter_ids(wrote) != _filter_ids(pipeline):
+                diff.note(f"{tgt.path}: filters {wrote.spec} written, {pipeline.spec} asked for")
+            tolerance = lossy_tolerance(pipeline, da.get_type())
+            if tolerance is not None:
+                diff.tolerances[tgt.path] = tolerance
+            diff.attrs(tgt.path, da, db)
+            diff.dataset(tgt.path, da, db)
+            if diff.out:
+                detail = diff.out[0].removeprefix(f"{tgt.path}: ")
+                if "values differ" in detail and any(s.id == 6 for s in pipeline.steps) and tolerance is None:
+                    detail += (f"; scaleoffset:{pipeline.steps[0].args[0] if pipeline.steps[0].id == 6 else 'N'} "
+                               "keeps too few bits for these integers: give SOFF=0,IN (automatic)")
+                raise CcpError(f"{tgt.path}: the copy read back differs from the input ({detail}); nothing written")
+            if tgt.path in diff.max_error:
+                notes.append(f"{tgt.path}: lossy filter {pipeline.spec}: values changed by at most "
+                             f"{diff.max_error[tgt.path]:.3g} (read back and checked)")
+    return notes
+
+
+__all__ = ["differences", "lossy_tolerance", "verify_written"]
 
 
 def _filter_ids(pipeline: FilterPipeline) -> list[int]:

@@ -45,10 +45,11 @@ from h5py import h5f
 from ccp.errors import CcpError, ConfigError
 from ccp.hdf5 import lowlevel as low
 from ccp.hdf5.filters import FilterPipeline, check_available, codecs, parse_filters
+from ccp.repack.compare import verify_written
 from ccp.repack.decide import _h5_message, _Planner
 from ccp.repack.options import CONTIGUOUS, as_layout, normalise_path
 from ccp.repack.plan import DEFAULT_BUFFER_BYTES
-from ccp.repack.results import DatasetResult, RepackResult
+from ccp.repack.results import DatasetResult, RepackResult, page_size_notes
 from ccp.repack.tree import _Repacker, describe
 from ccp.units import format_bytes
 
@@ -216,6 +217,7 @@ def repack(src, dst, layouts=None, filters=None, *, buffer_bytes: int = DEFAULT_
         fout.close()
         fout = None
         _copy_userblock(src, tmp, userblock)
+        read_back_notes = verify_written(fin, tmp, rp.targets.values())    # raises (tmp removed) on a difference
         os.replace(tmp, dst)
         done = True
         results = {r.path: r for r in rp.results}
@@ -223,7 +225,7 @@ def repack(src, dst, layouts=None, filters=None, *, buffer_bytes: int = DEFAULT_
         for tgt in rp.targets.values():
             results.setdefault(tgt.path, tgt.result(new_stored_bytes=None))
         counts = rp.ref_counts
-        notes = []
+        notes = list(read_back_notes) + list(page_size_notes(file_space, in_bytes, os.path.getsize(dst)))
         if counts.remapped or counts.nulled or counts.not_remapped:
             notes.append(f"references: {counts.remapped} pointed at the copied objects"
                          + (f", {counts.nulled} to objects not in the output made null" if counts.nulled else "")

@@ -19,7 +19,7 @@ from ccp.errors import CcpError, ConfigError
 from ccp.hdf5 import lowlevel as low
 from ccp.hdf5 import plists
 from ccp.hdf5.dataset import dataset_info
-from ccp.hdf5.filters import FilterPipeline, missing_decoder
+from ccp.hdf5.filters import FilterPipeline, missing_decoder, type_refusal
 from ccp.repack.options import COMPACT, CONTIGUOUS, Layout, as_layout, normalise_path, parse_filter_body
 from ccp.repack.results import DatasetResult
 from ccp.units import format_bytes, shape_str
@@ -132,6 +132,7 @@ class _Target:
     fast_dtype: bool = False
     keep_filters: bool = False
     deflate: str = "zlib"
+    dst_type: object = None     # the output's named datatype a rewritten dataset is created with (shared)
 
     def result(self, **kw) -> DatasetResult:
         new_layout = self.new_layout.spec if (self.changed and self.new_layout) else self.old_layout
@@ -298,6 +299,10 @@ class _Planner:
         if missing:
             return refuse(explicit, "-f" if f_explicit else "-l", f"{path}: {missing}")
         tgt.keep_filters = new_pipe is tgt.old_pipeline and new_layout.kind == "chunked"
+        # filters HDF5 would accept and then crash on, or store wrongly: refused before anything is written
+        why = "" if tgt.keep_filters else type_refusal(new_pipe, tid, ds.id.get_create_plist())
+        if why:
+            return refuse(f_explicit, "-f", f"{path} ({tgt.label}): {why}")
         # let HDF5 judge the combination (filters that do not fit the datatype, compact too large ...)
         try:
             self.probe(ds, new_layout, None if tgt.keep_filters else new_pipe)

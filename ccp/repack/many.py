@@ -71,14 +71,45 @@ def _one(job) -> FileOutcome:
     from ccp.repack.copy import repack
 
     try:
+        _WORKER["busy"] = True
         res = repack(src, dst, layouts, filters, buffer_bytes=buffer_bytes, threads=threads, deflate=deflate,
                      dry_run=dry_run)
+    except SystemExit as exc:
+        if _WORKER.get("worker"):   # SIGTERM (its parent gone): the temp is removed; no result to send to anyone
+            os._exit(exc.code if isinstance(exc.code, int) else 1)
+        raise
     except CcpError as exc:
         return FileOutcome(src, dst, False, str(exc))
     except Exception as exc:  # noqa: BLE001 - one file's failure is that file's line, the others go on
         return FileOutcome(src, dst, False, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+    finally:
+        _WORKER["busy"] = False
     return FileOutcome(src, dst, True, "", len(res.repacked), len(res.datasets) - len(res.repacked), res.in_bytes,
                        res.out_bytes or 0, res.seconds)
+
+
+_WORKER = {"busy": False}    # in a pool worker: whether a file is being repacked now
+
+
+def _die_with_parent(parent: int) -> None:
+    """A worker of a killed ``ccp repack -o`` (even kill -9) gets SIGTERM (prctl PR_SET_PDEATHSIG): a busy one
+    unwinds its repack (the temporary file removed), then exits at once; an idle one exits. Never an orphan."""
+    import ctypes
+    import signal
+
+    def stop(signum, frame):
+        if not _WORKER["busy"]:
+            os._exit(128 + signum)
+        raise SystemExit(128 + signum)
+
+    _WORKER["worker"] = True
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)   # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):   # pragma: no cover - not Linux
+        pass
+    if os.getppid() != parent:          # the parent died before the call
+        os._exit(1)
 
 
 def repack_many(paths, out_dir, opts, *, buffer_bytes: int, jobs: int | None = None, threads: int = 1,
@@ -115,9 +146,16 @@ def repack_many(paths, out_dir, opts, *, buffer_bytes: int, jobs: int | None = N
     else:
         # fork: the workers start with ccp, h5py and numpy already imported
         ctx = multiprocessing.get_context("fork")
-        with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-            for o in pool.map(_one, work, chunksize=max(1, len(work) // (jobs * 8))):
-                report(o)
+        with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_die_with_parent,
+                                    initargs=(os.getpid(),)) as pool:
+            try:
+                for o in pool.map(_one, work, chunksize=max(1, len(work) // (jobs * 8))):
+                    report(o)
+            except BaseException as exc:
+                if not isinstance(exc, KeyboardInterrupt):   # Ctrl-C reached the workers already
+                    for proc in list(pool._processes.values()):
+                        proc.terminate()        # SIGTERM: each unwinds its file (temp removed) and exits
+                raise
     seconds = time.perf_counter() - t0
     failed = [o for o in outcomes if not o.ok]
     if not quiet:

@@ -148,7 +148,12 @@ def parse_layout_option(text: str) -> tuple[tuple[str | None, ...], Layout]:
 
 def parse_filter_body(body: str, where: str) -> tuple[FilterStep, ...]:
     """One filter option's filter: h5repack syntax (``GZIP=6``) or a ccp spec (``shuffle+gzip:6``)."""
-    steps = parse_h5repack_filter(body, where)
+    try:
+        steps = parse_h5repack_filter(body, where)
+    except ConfigError:
+        if "=" in body or body.strip() == body.strip().upper():
+            raise
+        steps = None    # lower case without '=': a ccp spec with its defaults ('gzip' is gzip:6, 'szip' szip:nn:8)
     if steps is not None:
         check_available(FilterPipeline(steps), where)
         return steps

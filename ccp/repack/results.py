@@ -59,3 +59,25 @@ class RepackResult:
                 return d
         raise KeyError(path)
 
+
+
+def page_size_notes(file_space, in_bytes: int, out_bytes: int) -> tuple[str, ...]:
+    """A paged copy much larger than its input because its pages are (``-G 1GiB`` on a 54 KB file: 2 GiB).
+    h5repack writes the same file (HDF5 allocates file space in whole pages); ccp does too, and says so."""
+    page = getattr(file_space, "page_size", None)
+    if not page or getattr(file_space, "strategy", "") != "page" or out_bytes < 2 * page or out_bytes <= 4 * in_bytes:
+        return ()
+    from ccp.units import format_bytes
+
+    return (f"note: -G {format_bytes(page)}: the copy is {format_bytes(out_bytes)} for an input of "
+            f"{format_bytes(in_bytes)}: HDF5 gives file space in whole pages, at least one for metadata and one "
+            "for raw data (h5repack writes the same; most of it is a sparse hole on disk, but copies and uploads "
+            f"carry it); a page of {format_bytes(_suggested_page(in_bytes))} or no -G suits a file this small",)
+
+
+def _suggested_page(in_bytes: int) -> int:
+    """The largest power-of-two page (>= HDF5's 512 B) at most a quarter of the input."""
+    page = 512
+    while page * 2 <= in_bytes // 4:
+        page *= 2
+    return page

@@ -9,6 +9,7 @@ from h5py import h5, h5l, h5o, h5p
 
 from ccp.errors import CcpError
 from ccp.hdf5 import lowlevel as low
+from ccp.hdf5.h5types import commit_anonymous
 from ccp.repack.chunks import DatasetWriter
 from ccp.repack.decide import _h5_message, _Planner, _Target
 from ccp.repack.references import fix_references
@@ -75,6 +76,7 @@ class _Repacker:
         self.targets: dict = {}     # object key -> _Target
         self.results: list = []
         self.multi_linked = False
+        self.named_types: dict = {}  # source named datatype key -> its output copy, committed before its link
 
     def survey(self):
         """Every dataset once (first path), decisions, and whether any object has several links."""
@@ -172,8 +174,32 @@ class _Repacker:
                                                        seconds=time.perf_counter() - t0))
                     continue
                 self._repack_dataset(h5py.Dataset(oid), dgrp, name, info.cset, tgt)
+            elif oinfo.type == h5o.TYPE_NAMED_DATATYPE and key in self.named_types:
+                # a rewritten dataset already shares it: its name links to that very object
+                h5o.link(self.named_types[key], dgrp.id, name, lcpl=_lcpl(info.cset))
+                _copy_attrs(h5py.Datatype(oid), h5py.Datatype(self.named_types[key]))
             else:
                 _ocopy(sgrp, dgrp, name, info.cset, child)
+
+    def _dst_named_type(self, src_ds):
+        """The output's copy of a dataset's named datatype (its link kept): the one already copied, or
+        one committed now, anonymously, that the named datatype's link will point at."""
+        tid = src_ds.id.get_type()
+        if not tid.committed():
+            return None
+        info = h5o.get_info(tid)
+        key = (info.fileno, info.addr)
+        if key in self.named_types:
+            return self.named_types[key]
+        if key in self.copied:
+            try:
+                return h5py.h5t.open(self.dst.id, self.copied[key].encode("utf-8", "surrogateescape"))
+            except (KeyError, ValueError, RuntimeError):   # pragma: no cover - copied inside a group copy
+                return None
+        new = commit_anonymous(self.dst.id, tid)
+        if new is not None:
+            self.named_types[key] = new
+        return new
 
     def _wanted(self, path: str) -> bool:
         return any(t.path == path or t.path.startswith(path + "/") for t in self.targets.values())
@@ -190,6 +216,7 @@ class _Repacker:
         t0 = time.perf_counter()
         if self.progress is not None:
             self.progress("dataset", describe(tgt, self.pool._max_workers))
+        tgt.dst_type = self._dst_named_type(src_ds)
         writer = DatasetWriter(src_ds, dgrp, name, _lcpl(cset), tgt, self.planner, self.pool, self.buffer, self.progress)
         try:
             writer.run()

@@ -216,7 +216,7 @@ def test_big_endian_and_unlimited_dims_survive_contiguous_round_trip(tmp_path):
     (["/scalar:CHUNK=1"], [], "scalar"),
     (["/contig:CHUNK=40x3"], [], "larger than the fixed maximum"),
     ([], ["/compound:SZIP=8,NN"], "HDF5 cannot create"),
-    ([], ["/strings:SOFF=2,DS"], "scaleoffset needs"),
+    ([], ["/strings:SOFF=2,DS"], "scaleoffset:2: takes only"),
 ])
 def test_bad_requests_are_config_errors(rich, tmp_path, layouts, filters, needle):
     out = tmp_path / "out.h5"

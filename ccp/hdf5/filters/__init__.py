@@ -42,7 +42,8 @@ from ccp.hdf5.filters.plugins import Generic
 __all__ = ["FILTER_HELP", "GENERIC_HELP", "H5REPACK_FILTERS", "KNOWN_FILTERS", "Filter", "FilterPipeline",
            "FilterStep", "can_decode", "check_available", "check_decodable", "check_for_type", "class_for_id",
            "describe_filters", "filter_class", "filter_id", "filter_label", "looks_like_filter", "missing_decoder", "parse_filters",
-           "parse_h5repack_filter", "pipeline_from_dcpl", "provider", "register_plugins", "registered", "stored_step", "trace_filters"]
+           "parse_h5repack_filter", "pipeline_from_dcpl", "provider", "register_plugins", "registered", "stored_step", "trace_filters",
+           "type_refusal"]
 
 FILTER_HELP = {"none": "no filter", **{name: cls.help for name, cls in registered().items()}}
 H5REPACK_FILTERS = (*(cls.h5repack for cls in registered().values() if cls.h5repack), "NONE", "UD")
@@ -210,3 +211,50 @@ def missing_decoder(dcpl) -> str:
         label = filter_label(code) if code in KNOWN_FILTERS or not stored else f"{stored!r} (id {code})"
         return f"its filter {label} is not available to decode it; it is provided by {provider(code)}"
     return ""
+
+
+def type_refusal(pipeline: FilterPipeline, tid, dcpl=None) -> str:
+    """'' when every step of ``pipeline`` can take HDF5 datatype ``tid`` (``h5py.h5t.TypeID``) and, given the
+    dataset's creation list ``dcpl``, its fill value; else one sentence naming the filter and why.
+
+    Asked before anything is written: some filters HDF5 accepts crash the process on a type (nbit on
+    variable-length strings: SIGSEGV; Blosc on them: SIGFPE) or store what cannot be read back.
+    """
+    for step in pipeline.steps:
+        cls = class_for_id(step.id)          # an ``idN`` step is judged as the filter it names
+        if cls.generic:
+            continue
+        own = step if step.filter is cls else _named_step(cls, step)
+        why = cls.refuses_type(own, tid)
+        if why:
+            return f"filter {step.spec}: {why}"
+        if cls.name == "scaleoffset" and dcpl is not None and _nan_fill(dcpl, tid):
+            return (f"filter {step.spec}: the fill value is NaN, which the scaleoffset filter cannot store "
+                    "(it writes chunks that read back wrong)")
+    return ""
+
+
+def _named_step(cls, step: FilterStep) -> FilterStep:
+    """A generic ``idN:cd...`` step as its filter's own step (its defaults when the values say nothing)."""
+    try:
+        values = tuple(int(a) for a in step.args) if step.cd_values is None else step.stored
+        named = cls.from_stored(values)
+    except (ValueError, IndexError):
+        named = None
+    return named if named is not None else cls.normalise((), "filters")
+
+
+def _nan_fill(dcpl, tid) -> bool:
+    import numpy as np
+    from h5py import h5d, h5t
+
+    from ccp.hdf5.lowlevel import fill_bytes
+
+    if tid.get_class() != h5t.FLOAT or dcpl.fill_value_defined() != h5d.FILL_VALUE_USER_DEFINED:
+        return False
+    order = ">" if tid.get_order() == h5t.ORDER_BE else "<"
+    size = tid.get_size()
+    if size not in (4, 8):
+        return False
+    value = fill_bytes(dcpl, tid).view(f"{order}f{size}")
+    return bool(np.isnan(value).any())

@@ -264,6 +264,12 @@ class Filter:
         return ""
 
     @classmethod
+    def refuses_type(cls, step: FilterStep, tid) -> str:
+        """Why this filter must not be given an HDF5 datatype (``h5py.h5t.TypeID``), or ''. For what HDF5
+        itself would accept but then crash on, or store wrongly: it is refused before anything is written."""
+        return ""
+
+    @classmethod
     def from_stored(cls, values: tuple[int, ...]) -> FilterStep | None:
         """The step for cd_values as stored (after set_local); None when no spec of ours says them."""
         return FilterStep(cls.name, ())
@@ -343,3 +349,12 @@ def filter_class(name: str) -> type[Filter]:
 def class_for_id(fid: int) -> type[Filter]:
     """The class that knows filter ``fid``; the generic filter for ids without one."""
     return _BY_ID.get(fid, _GENERIC_CLASS[0])
+
+
+def top_level_vlen(tid) -> bool:
+    """A variable-length sequence or string as the element itself (not inside a compound): the chunks hold
+    only heap ids, which some plugins' set_local callbacks divide by a type size of 0 (SIGFPE)."""
+    from h5py import h5t
+
+    cls = tid.get_class()
+    return cls == h5t.VLEN or (cls == h5t.STRING and tid.is_variable_str())

@@ -213,18 +213,34 @@ class Nbit(Filter):
     @classmethod
     def h5repack_option(cls, step):
         return "NBIT"
+
+    @classmethod
+    def refuses_type(cls, step, tid):
+        from h5py import h5t
+
+        from ccp.hdf5.lowlevel import has_vlen
+
+        if has_vlen(tid):   # HDF5 2.0's nbit set_local walks the heap ids as if they were values: SIGSEGV
+            return "cannot take variable-length data (HDF5 crashes on it)"
+        if tid.get_class() == h5t.FLOAT and tid.get_precision() < 8 * tid.get_size():
+            return (f"keeps only the {tid.get_precision()} value bits of this {8 * tid.get_size()}-bit "
+                    "float, so its padding bytes would not be copied as they are")
+        return ""
     # the base apply is what H5Pset_nbit does (H5Pocpl.c): filter 5, optional, no cd_values. h5py has no set_nbit.
 
 
 @register
 class ScaleOffset(Filter):
-    """scale-offset (id 6): ``cd[1]`` is the scale factor (bits for integers, decimal digits for floats)."""
+    """scale-offset (id 6): ``cd[0]`` the scale type (0 float D-scale, 2 integer), ``cd[1]`` the scale factor
+    (bits for integers, decimal digits for floats). Lossy on floats; exact on integers when the factor is 0
+    (automatic) or holds the data's range."""
 
     name, id, max_args = "scaleoffset", 6, 1
-    help = "scaleoffset:N (integers: min bits, 0 = automatic; floats: decimal digits kept)"
+    help = "scaleoffset:N (integers: min bits, 0 = automatic; floats: decimal digits kept, lossy)"
     h5repack, h5repack_example = "SOFF", "SOFF=2,DS"
     h5py_order = 0
     # no h5repack_option: SOFF needs the scale type, which follows from the dataset's type, not the spec
+    _SCALE_TYPES = {"ds": 0, "in": 2}   # H5Z_SO_FLOAT_DSCALE, H5Z_SO_INT
 
     @classmethod
     def h5py_code(cls, step):
@@ -235,15 +251,23 @@ class ScaleOffset(Filter):
         return FilterStep(cls.name, (str(int_arg(cls, args, 0, 0, 0, 64, where)),))
 
     @classmethod
+    def scale_type(cls, step, kind: str) -> str:
+        """'in' or 'ds': the one h5repack's SOFF=N,IN|DS asked for (kept in the step's cd_values, which do
+        not change its spec), else what the dataset's numpy kind takes."""
+        if step.cd_values:
+            return {v: k for k, v in cls._SCALE_TYPES.items()}.get(step.cd_values[0], "?")
+        return "ds" if kind == "f" else "in"
+
+    @classmethod
     def apply(cls, step, dcpl, dtype):
         from h5py import h5z
 
+        if dtype.kind not in "iuf":
+            raise ConfigError("filters", f"scaleoffset needs an integer or float dtype, not {dtype}")
         if dtype.kind == "f":
             dcpl.set_scaleoffset(h5z.SO_FLOAT_DSCALE, int(step.args[0]))
-        elif dtype.kind in "iu":
-            dcpl.set_scaleoffset(h5z.SO_INT, int(step.args[0]))
         else:
-            raise ConfigError("filters", f"scaleoffset needs an integer or float dtype, not {dtype}")
+            dcpl.set_scaleoffset(h5z.SO_INT, int(step.args[0]))
 
     @classmethod
     def refuses(cls, dtype, numeric):
@@ -252,19 +276,38 @@ class ScaleOffset(Filter):
         return f"scaleoffset needs an integer or float dataset, not {dtype}{'' if numeric else ' records'}"
 
     @classmethod
+    def refuses_type(cls, step, tid):
+        from h5py import h5t
+
+        klass, size = tid.get_class(), tid.get_size()
+        if klass == h5t.INTEGER and size in (1, 2, 4, 8):
+            kind = "i"
+        elif klass == h5t.FLOAT and size in (4, 8) and tid.get_precision() == 8 * size:
+            kind = "f"
+        else:   # HDF5 has no scale-offset for these (enum, bitfield, 16- or 128-bit floats, records ...)
+            return "takes only 8- to 64-bit integers and 32- or 64-bit floats"
+        scale = cls.scale_type(step, kind)
+        if kind == "f" and scale != "ds":
+            return ("scale type IN (integer) is for integers; on floats HDF5 would round every value to an "
+                    f"integer: give SOFF={step.args[0]},DS (decimal digits kept)")
+        if kind == "i" and scale != "in":
+            return f"scale type DS (decimal digits) is for floats; for integers give SOFF={step.args[0]},IN"
+        return ""
+
+    @classmethod
     def from_stored(cls, values):
         return FilterStep(cls.name, (str(at(values, 1, 0)),)) if 0 <= at(values, 1, 0) <= 64 else None
 
     @classmethod
     def from_h5repack(cls, arg, where):
-        # SOFF=N,IN|DS; the scale type follows from the dataset's type when the filter is applied
+        # SOFF=N,IN|DS: the scale type is kept as the step's cd_values and checked against each dataset's type
         factor, comma, kind = arg.partition(",")
         kind = kind.strip().upper()
         if not comma or kind not in ("IN", "DS"):
             raise ConfigError(where, f"SOFF needs a scale type IN (integers) or DS (floats), e.g. SOFF=2,DS; got {arg!r}")
         if not factor.strip().isdigit() or int(factor) > 64:
             raise ConfigError(where, f"SOFF scale factor must be an integer 0-64, got {factor.strip()!r}")
-        return FilterStep(cls.name, (str(int(factor)),))
+        return FilterStep(cls.name, (str(int(factor)),), (cls._SCALE_TYPES[kind.lower()], int(factor)))
 
 
 @register

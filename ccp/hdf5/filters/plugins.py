@@ -23,6 +23,7 @@ from ccp.hdf5.filters.base import (
     register,
     register_generic,
     signed,
+    top_level_vlen,
 )
 
 _BLOSC_SHUFFLE = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2, "0": 0, "1": 1, "2": 2}
@@ -86,6 +87,12 @@ class Blosc(_Plugin):
     plugin_class = "Blosc"
 
     @classmethod
+    def refuses_type(cls, step, tid):
+        if top_level_vlen(tid):   # its set_local divides by the element size it finds there: SIGFPE
+            return "cannot take variable-length data (the plugin crashes on it)"
+        return ""
+
+    @classmethod
     def plugin_kwargs(cls, step):
         a = step.args
         return {"cname": a[0], "clevel": int(a[1]), "shuffle": _BLOSC_SHUFFLE[a[2]]}
@@ -121,6 +128,12 @@ class Blosc2(_Plugin):
                                      _shuffle_name(choice_arg(cls, args, 2, "shuffle", _BLOSC2_FILTERS, where), _BLOSC2_FILTERS)))
 
     plugin_class = "Blosc2"
+
+    @classmethod
+    def refuses_type(cls, step, tid):
+        if top_level_vlen(tid):   # its set_local divides by the element size it finds there: SIGFPE
+            return "cannot take variable-length data (the plugin crashes on it)"
+        return ""
 
     @classmethod
     def plugin_kwargs(cls, step):
