@@ -167,27 +167,37 @@ def report(run_dir, self_contained):
 @click.argument("run_b", type=click.Path(file_okay=False, exists=True, path_type=Path))
 @click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path), help="Also write an HTML page here.")
 @click.option("--fail-above", type=click.FloatRange(min=1.0), metavar="RATIO",
-              help="Exit 1 when a shared cell is significantly slower in B by more than RATIO (B / A), e.g. 1.5: a CI gate.")
+              help="Exit 1 when a shared cell is slower in B by more than RATIO (B / A) by the rule below, e.g. 1.5: a "
+                   "CI gate. A time difference that is the machine's never fails.")
 @click.option("--threshold", type=click.FloatRange(min=1.0), default=1.25, show_default=True, metavar="RATIO",
-              help="Call a cell faster or slower only beyond this ratio (and when significant); closer is a tie.")
-def compare(run_a, run_b, html_out, fail_above, threshold):
+              help="Call a cell faster or slower only beyond this ratio (and by the rule); closer is a tie.")
+@click.option("--remeasure", type=click.IntRange(min=0, max=50), default=0, show_default=True, metavar="ROUNDS",
+              help="Measure the cells that differ again on this machine, A and B alternating, ROUNDS passes each, and "
+                   "judge them by those passes (local cells; needs the runs' work files or data).")
+def compare(run_a, run_b, html_out, fail_above, threshold, remeasure):
     """Compare the cells two runs share, side by side with ratios (B / A) and a verdict per cell.
 
-    "Slower" and "faster" need a difference beyond --threshold that the per-request times
-    (Mann-Whitney U, p < 0.05) or the passes (every pass apart) support; anything else is a tie.
+    The rule, in this order: (1) the work differs -- the I/O counts (requests, raw reads
+    and bytes, GETs), which load cannot change -- and the time moved the same way: a real
+    difference, whatever the load. (2) The same work: real only if the passes differ
+    significantly (Mann-Whitney on pass times, p < 0.05, or every pass apart in wall and
+    CPU time) and the process CPU time moved too; otherwise "same work; the time difference
+    is the machine's (load X vs Y)". Either way only beyond --threshold. Cells measured
+    under contention (load above the CPUs, or under half the wall time on a CPU) are marked.
     Exit status: 0, or 1 with --fail-above when a cell regressed by more than RATIO.
 
     \b
     Example:
       ccp compare results/cris/laptop results/cris/server --html compare.html
       ccp compare results/cris/main results/cris/branch --fail-above 1.5   # in CI
+      ccp compare results/cris/monday results/cris/tuesday --remeasure 5
     """
     from ccp.report import write_compare
     from ccp.store.results import check_run_folder
 
     for r in (run_a, run_b):
         check_run_folder(r)
-    result = write_compare(run_a, run_b, html_out, fail_above=fail_above, threshold=threshold)
+    result = write_compare(run_a, run_b, html_out, fail_above=fail_above, threshold=threshold, remeasure=remeasure)
     click.echo(result)
     if fail_above is not None and result.regressions:
         sys.exit(1)

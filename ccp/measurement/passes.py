@@ -7,6 +7,8 @@ Apart from ``runner`` (which picks a client and assembles the cell) so that the 
 
 from __future__ import annotations
 
+import math
+import os
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -33,6 +35,49 @@ class PassTiming:
     @property
     def total_s(self) -> float:
         return (self.open_ns + int(self.request_ns.sum()) + self.close_ns) / 1e9
+
+
+@dataclass(frozen=True)
+class PassMachine:
+    """The machine while one pass ran: its wall and process CPU seconds (the whole pass: setup, open, requests,
+    close), the 1-minute load average as it ended and the CPUs this process may run on."""
+
+    wall_s: float
+    cpu_s: float
+    load: float
+    cpus: int
+
+    @property
+    def cpu_ratio(self) -> float:
+        return self.cpu_s / self.wall_s if self.wall_s > 0 else float("nan")
+
+
+def cpus_available() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def load_now() -> float:
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return math.nan
+
+
+class MachineClock:
+    """Wall and process CPU clocks read around a pass: ``start()`` before it, ``stop()`` after it."""
+
+    def __init__(self) -> None:
+        self.wall_ns = self.cpu_ns = 0
+
+    def start(self) -> None:
+        self.wall_ns, self.cpu_ns = time.perf_counter_ns(), time.process_time_ns()
+
+    def stop(self) -> PassMachine:
+        wall, cpu = time.perf_counter_ns() - self.wall_ns, time.process_time_ns() - self.cpu_ns
+        return PassMachine(wall / 1e9, cpu / 1e9, load_now(), cpus_available())
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,8 @@ from ccp.measurement import iolog
 from ccp.measurement.pagecache import drop_file
 from ccp.measurement.passes import (
     CellJob,
+    MachineClock,
+    PassMachine,
     PassTiming,
     Progress,
     buffers,
@@ -39,7 +41,7 @@ from ccp.measurement.passes import (
 from ccp.measurement.remote import file_fcpl, open_for_read, remote_read_pass
 from ccp.storage.remote import request_columns
 from ccp.store.row import CellRow
-from ccp.store.schema import REQUEST_COLUMNS, SCHEMA_VERSION, stability_flags
+from ccp.store.schema import REQUEST_COLUMNS, SCHEMA_VERSION, contended, stability_flags
 from ccp.units import shape_str
 
 if TYPE_CHECKING:
@@ -238,7 +240,7 @@ def measure(job: CellJob, scratch: Path, progress: Progress | None = None) -> tu
     starts = starts[:passes.measured]          # over budget: the traced pass measures the same prefix
     counts = counts[:passes.measured]
     trace = traced_pass(job, loops, data, starts, counts, scratch, progress) if job.trace and remote is None else None
-    req_df = request_table(cell.cell_id, passes.timings, trace, starts)
+    req_df = request_table(cell.cell_id, passes.timings, trace, starts, passes.machine)
     row = cell_row(job, passes, trace, n_full, loops.flags, started)
     if remote is not None:
         row = with_http(row, passes.timings, remote.page_buffer_effective)
@@ -273,6 +275,7 @@ class TimedPasses:
     measured: int                  # requests each pass measured (fewer than planned when over the time budget)
     storage: int | None            # write and copy cells: the last pass's dataset storage and file size
     file_bytes: int | None
+    machine: tuple[PassMachine, ...] = ()   # per pass: wall, process CPU, load, CPUs
 
 
 def timed_passes(job: CellJob, loops: Loops, data, starts, counts, scratch: Path, progress: Progress) -> TimedPasses:
@@ -282,25 +285,31 @@ def timed_passes(job: CellJob, loops: Loops, data, starts, counts, scratch: Path
     timings: list[PassTiming] = []
     storage = file_bytes = None
     per_pass_s = job.time_budget / (job.repeats + job.trace) if job.time_budget else None
+    machine: list[PassMachine] = []
+    clock = MachineClock()
     for p in range(job.repeats):
         deadline_ns = time.perf_counter_ns() + int(per_pass_s * 1e9) if per_pass_s and p == 0 else None
         if is_write:
             if job.cold and cell.access.op == "copy":
                 drop_file(target(job)[0])
             out = scratch / f"pass{p}.h5"
+            clock.start()
             t, storage = loops.write(job, data, starts, counts, out, traced=False, log_path=None, progress=progress,
                                      deadline_ns=deadline_ns)
+            machine.append(clock.stop())
             file_bytes = out.stat().st_size
             if p < job.repeats - 1:
                 out.unlink()
         else:
             if job.cold and job.remote is None:      # an S3 pass is cold by its new fsspec file
                 drop_file(target(job)[0])
+            clock.start()
             t = loops.read(job, starts, counts, traced=False, log_path=None, progress=progress, deadline_ns=deadline_ns)
+            machine.append(clock.stop())
         timings.append(t)
         if len(t.request_ns) < len(starts):      # over budget: every later pass measures this prefix
             starts, counts = starts[:len(t.request_ns)], counts[:len(t.request_ns)]
-    return TimedPasses(timings, len(starts), storage, file_bytes)
+    return TimedPasses(timings, len(starts), storage, file_bytes, tuple(machine))
 
 
 @dataclass(frozen=True)
@@ -351,9 +360,16 @@ def traced_pass(job: CellJob, loops: Loops, data, starts, counts, scratch: Path,
     return Trace(traced, io_counts, iolog.totals(ops), io_df, len(ops) > IO_TRACE_MAX)
 
 
-def request_table(cell_id: str, timings: list[PassTiming], trace: Trace | None, starts) -> pd.DataFrame:
-    """The requests table: timed passes, then the traced pass with its I/O counts."""
+def request_table(cell_id: str, timings: list[PassTiming], trace: Trace | None, starts,
+                  machine: tuple[PassMachine, ...] = ()) -> pd.DataFrame:
+    """The requests table: timed passes (each one's machine state on its "open" row), then the traced pass with
+    its I/O counts."""
     parts = [_request_rows(cell_id, p, t, starts) for p, t in enumerate(timings)]
+    for part, m in zip(parts, machine):
+        rows = len(part["phase"])
+        part["pass_wall_s"] = [m.wall_s] + [np.nan] * (rows - 1)
+        part["pass_cpu_s"] = [m.cpu_s] + [np.nan] * (rows - 1)
+        part["pass_load"] = [m.load] + [np.nan] * (rows - 1)
     for part, t in zip(parts, timings):
         if t.http is not None:         # an S3 pass: the open's GETs, each request's, none at the close
             for k, v in request_columns(t.http).items():
@@ -366,7 +382,7 @@ def request_table(cell_id: str, timings: list[PassTiming], trace: Trace | None, 
         req_df = pd.concat([req_df, tr], ignore_index=True)
     req_df.insert(0, "schema_version", SCHEMA_VERSION)
     for k in REQUEST_COLUMNS[7:]:       # I/O counts: only the traced pass has them; same dtype in every part
-        kind = "Float64" if k == "http_wait_s" else "Int64"
+        kind = "Float64" if k == "http_wait_s" or k.startswith("pass_") else "Int64"
         req_df[k] = req_df[k].astype(kind) if k in req_df else pd.array([pd.NA] * len(req_df), dtype=kind)
     return req_df[REQUEST_COLUMNS]
 
@@ -402,6 +418,9 @@ def cell_row(job: CellJob, passes: TimedPasses, trace: Trace | None, n_full: int
         flags.append("partial")
     if trace is not None and trace.truncated:
         flags.append("io-trace-truncated")
+    state = machine_state(passes.machine, waits_for_io=(job.cold and cell.access.op != "write") or job.remote is not None)
+    if state.pop("contended"):
+        flags.append("contended")
     nslots, nbytes, w0 = timings[0].cache
     return CellRow.for_cell(
         cell, "extrapolated" if extrapolated else "ok",
@@ -416,7 +435,19 @@ def cell_row(job: CellJob, passes: TimedPasses, trace: Trace | None, n_full: int
         logical_bytes=logical, compression_ratio=logical / storage if storage else float("nan"),
         repack_s=job.repack_s, spread=spread, flags=",".join(flags),
         fraction_measured=k / n_full if n_full else 1.0,
-        dataset_file=job.file, host=socket.gethostname(), started_at=started, **(whole or {}))
+        dataset_file=job.file, host=socket.gethostname(), started_at=started, **state, **(whole or {}))
+
+
+def machine_state(machine: tuple[PassMachine, ...], waits_for_io: bool) -> dict:
+    """The row's machine columns from its passes, and whether any pass ran under contention (``waits_for_io``: a
+    cold or S3 pass, whose time off the CPU is the I/O it measures, is judged by the load alone)."""
+    if not machine:
+        return {"contended": False}
+    ratios = [m.cpu_ratio for m in machine]
+    loads = [m.load for m in machine if np.isfinite(m.load)]
+    return {"cpus": machine[0].cpus, "load_max": max(loads) if loads else None,
+            "cpu_ratio": float(np.median(ratios)),
+            "contended": any(contended(m.load, m.cpus, m.cpu_ratio, waits_for_io) for m in machine)}
 
 
 def with_http(row: CellRow, timings: list[PassTiming], page_buffer_effective) -> CellRow:

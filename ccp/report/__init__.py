@@ -22,9 +22,9 @@ def write_report(run_dir: Path, self_contained: bool = False) -> Path:
 
 
 def write_compare(run_a: Path, run_b: Path, out_html: Path | None = None, fail_above: float | None = None,
-                  threshold: float | None = None):
+                  threshold: float | None = None, remeasure: int = 0):
     """The cells two runs share, side by side with ratios; returns the terminal text (a str subclass whose
     ``regressions`` lists the cells significantly slower in B by more than ``fail_above``)."""
     from ccp.report.compare import compare
 
-    return compare(Path(run_a), Path(run_b), out_html, fail_above=fail_above, threshold=threshold)
+    return compare(Path(run_a), Path(run_b), out_html, fail_above=fail_above, threshold=threshold, remeasure=remeasure)

@@ -4,7 +4,8 @@ Cells are matched by ``cell_id``, the hash of the parameters the sweep configure
 not by the cache read back from HDF5, which for a contiguous dataset is the library's default whatever the sweep
 set, so matching on it paired every contiguous cell of A with every contiguous cell of B. "Faster" and "slower"
 need the difference to be significant and beyond a threshold (stats.judge); ``fail_above`` makes the result a CI
-gate: the cells significantly slower in B by more than that ratio are its ``regressions``.
+gate: the cells slower in B by more than that ratio, by the rule (stats.RULE: counts first, then passes and CPU
+time), are its ``regressions``; a time difference that is the machine's (noise) never is.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from ccp.report import plots
 from ccp.report.data import Labels, finite, is_ok, load_cells, load_env, load_sweep
 from ccp.report.headline import RunKind
 from ccp.report.html import CSS, esc, img, note, table_html
-from ccp.report.stats import THRESHOLD, from_cell, judge
+from ccp.report.stats import RULE, THRESHOLD, Sample, from_cell, judge, work_change
 from ccp.report.stats import samples as load_samples
 from ccp.units import format_count, format_seconds
 
@@ -100,7 +101,9 @@ def join(run_a: Path, run_b: Path):
     by_id = (fa["cell_id"] != "").all() and (fb["cell_id"] != "").all()
     keys = ["cell_id"] if by_id else [f"_k_{c}" for c in KEY]
     cols = list(dict.fromkeys(keys + ["cell_id", "label", "time_s", "time_s_min", "time_s_max", "repeats", "requests",
-                                      "raw_reads", "raw_writes", "first_request_s", "status", "fraction_measured"]))
+                                      "raw_reads", "raw_writes", "first_request_s", "status", "fraction_measured",
+                                      "raw_read_bytes", "raw_write_bytes", "http_gets", "http_bytes", "flags",
+                                      "load_max", "cpus", "cpu_ratio"]))
     fa = fa[cols].drop_duplicates(keys)
     fb = fb[cols].drop_duplicates(keys)
     j = fa.merge(fb.drop(columns=["label"]), on=keys, suffixes=("_a", "_b"))
@@ -113,47 +116,92 @@ def join(run_a: Path, run_b: Path):
     return a, b, j
 
 
+def _remeasured(run_a, run_b, j, pairs, verdicts, gate, rounds, threshold, fail_above, echo):
+    """The cells that differ (or whose difference is the machine's) measured again, interleaved; judged by those."""
+    from ccp.report.remeasure import interleaved
+
+    pick = [i for i, v in enumerate(verdicts) if v.word in ("slower", "faster", "noise")]
+    ids = [(str(j.loc[i, "cell_id_a"]), str(j.loc[i, "cell_id_b"])) for i in pick]
+    old = {**{("a", ida): pairs[i][0] for i, (ida, _) in zip(pick, ids)},
+           **{("b", idb): pairs[i][1] for i, (_, idb) in zip(pick, ids)}}
+    echo(f"remeasuring {len(ids)} cell(s), A and B alternating, {rounds} pass(es) each")
+    again, notes = interleaved(run_a, run_b, ids, rounds, old, echo=echo)
+    verdicts, gate = list(verdicts), list(gate)
+    for i, key in zip(pick, ids):
+        if key in again:
+            xa, xb = again[key]
+            v = judge(xa, xb, threshold)
+            verdicts[i] = type(v)(v.word, v.ratio, v.p, f"remeasured, {rounds} alternating passes: {v.why}")
+            gate[i] = judge(xa, xb, fail_above) if fail_above is not None else None
+            j.loc[i, "time_s_a"], j.loc[i, "time_s_b"] = xa.time_s, xb.time_s
+            j.loc[i, "ratio"] = _ratio(xb.time_s, xa.time_s)
+    return verdicts, gate, notes
+
+
+def machine_line(j: pd.DataFrame) -> str:
+    """The two runs' machine state over the joined cells: 'load 0.4 vs 7.9 on 2 CPUs'."""
+    def side(sfx: str) -> str:
+        load = pd.to_numeric(j[f"load_max_{sfx}"], errors="coerce")
+        return f"{load.max():.1f}" if load.notna().any() else "not recorded"
+    cpus = pd.to_numeric(pd.concat([j["cpus_a"], j["cpus_b"]]), errors="coerce").dropna()
+    return f"load A {side('a')} vs B {side('b')}" + (f" on {int(cpus.max())} CPUs" if len(cpus) else "")
+
+
 def _side(j: pd.DataFrame, suffix: str):
     """The joined rows' cells of one run, as cells rows (for stats.from_cell)."""
-    cols = ["time_s", "time_s_min", "time_s_max", "repeats", "requests", "status"]
+    cols = ["time_s", "time_s_min", "time_s_max", "repeats", "requests", "status", "raw_reads", "raw_read_bytes",
+            "raw_writes", "raw_write_bytes", "http_gets", "http_bytes", "flags", "load_max", "cpus"]
     return [dict(zip(cols, vals)) for vals in zip(*(j[f"{c}_{suffix}"] for c in cols))]
 
 
 def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float | None = None,
-            threshold: float | None = None) -> Comparison:
+            threshold: float | None = None, remeasure: int = 0, echo=print) -> Comparison:
     run_a, run_b = Path(run_a), Path(run_b)
     threshold = THRESHOLD if threshold is None else float(threshold)
     a, b, j = join(run_a, run_b)
     sa, sb = load_samples(run_a, a), load_samples(run_b, b)
-    verdicts, gate = [], []
+    verdicts, gate, works = [], [], []
+    pairs: list[tuple[Sample, Sample]] = []
     for (_, r), ca, cb in zip(j.iterrows(), _side(j, "a"), _side(j, "b")):
         xa = sa.get(str(r["cell_id_a"])) or from_cell(ca)
         xb = sb.get(str(r["cell_id_b"])) or from_cell(cb)
+        pairs.append((xa, xb))
         verdicts.append(judge(xa, xb, threshold))
         gate.append(judge(xa, xb, fail_above) if fail_above is not None else None)
+        works.append(work_change(xa, xb)[0])
+    remeasure_notes: list[str] = []
+    if remeasure:
+        verdicts, gate, remeasure_notes = _remeasured(run_a, run_b, j, pairs, verdicts, gate, remeasure, threshold,
+                                                      fail_above, echo)
     j["verdict"] = [v.word for v in verdicts]
     j["why"] = [v.why for v in verdicts]
+    j["work"] = works
+    j["contended_a"] = [x.contended for x, _ in pairs]
+    j["contended_b"] = [y.contended for _, y in pairs]
     regressions = [r["label"] for (_, r), g in zip(j.iterrows(), gate) if g is not None and g.word == "slower" and g.ratio > fail_above]
 
-    head = ["cell", "time A", "time B", "B / A", "verdict", "raw reads A", "raw reads B", "raw writes A", "raw writes B"]
+    head = ["cell", "time A", "time B", "B / A", "verdict", "work", "raw reads A", "raw reads B", "raw writes A",
+            "raw writes B", "why"]
     show_writes = (j[["raw_writes_a", "raw_writes_b"]].fillna(0) != 0).any().any()
     show_reads = (j[["raw_reads_a", "raw_reads_b"]].fillna(0) != 0).any().any() or not show_writes
-    keep = [True, True, True, True, True, show_reads, show_reads, show_writes, show_writes]
+    keep = [True, True, True, True, True, True, show_reads, show_reads, show_writes, show_writes, True]
     head = [h for h, k in zip(head, keep) if k]
     rows = []
     for r in j.itertuples():
-        def tag(s, f):
-            return " (extrapolated)" if s == "extrapolated" else ""
-        word = {"unknown": "cannot tell"}.get(r.verdict, r.verdict)
-        row = [r.label, format_seconds(r.time_s_a) + tag(r.status_a, r.fraction_measured_a),
-               format_seconds(r.time_s_b) + tag(r.status_b, r.fraction_measured_b), _fmt_ratio(r.ratio), word,
-               format_count(r.raw_reads_a), format_count(r.raw_reads_b), format_count(r.raw_writes_a), format_count(r.raw_writes_b)]
+        def tag(s, busy):
+            return (" (extrapolated)" if s == "extrapolated" else "") + (" (contended)" if busy else "")
+        word = {"unknown": "cannot tell", "noise": "machine"}.get(r.verdict, r.verdict)
+        row = [r.label, format_seconds(r.time_s_a) + tag(r.status_a, r.contended_a),
+               format_seconds(r.time_s_b) + tag(r.status_b, r.contended_b), _fmt_ratio(r.ratio), word, r.work,
+               format_count(r.raw_reads_a), format_count(r.raw_reads_b), format_count(r.raw_writes_a),
+               format_count(r.raw_writes_b), r.why]
         rows.append([c for c, k in zip(row, keep) if k])
 
     warnings = differences(run_a, run_b)
     ratios = j["ratio"][j["ratio"].map(finite) & (j["ratio"] > 0)]
     lines = [f"A: {_env_line(run_a)}", f"B: {_env_line(run_b)}"]
     lines += [f"warning: {w}" for w in warnings]
+    lines += [f"remeasure: {n}" for n in remeasure_notes]
     lines.append(f"{len(j)} cells in common ({len(a)} in A, {len(b)} in B; only finished cells are compared, matched by "
                  "their configured parameters)")
     summary = ""
@@ -162,17 +210,24 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
         n = j["verdict"].value_counts()
         summary = (f"B / A time: geometric mean {gm:.3g}x. B slower in {n.get('slower', 0)} cells, faster in "
                    f"{n.get('faster', 0)}, a tie in {n.get('tie', 0)}"
-                   + (f", cannot tell in {n.get('unknown', 0)} (one pass, no per-request times)" if n.get("unknown", 0) else "")
-                   + f". Slower or faster means by {threshold:g}x or more and significant (Mann-Whitney U on per-request "
-                   "times, p < 0.05, or every pass apart)")
+                   + (f"; in {n.get('noise', 0)} the time differs but the work is the same: the difference is the "
+                      f"machine's ({machine_line(j)})" if n.get("noise", 0) else "")
+                   + (f"; cannot tell in {n.get('unknown', 0)} (one pass, no I/O counts)" if n.get("unknown", 0) else "")
+                   + f". Slower or faster means by {threshold:g}x or more, where {RULE}")
         lines.append(summary)
+        busy = [side for side, col in (("A", "contended_a"), ("B", "contended_b")) if j[col].any()]
+        if busy:
+            lines.append("contention: " + " and ".join(f"{side} measured {int(j[f'contended_{side.lower()}'].sum())} "
+                                                       "cell(s) under contention" for side in busy)
+                         + f" ({machine_line(j)}); their times say more about the machine than about the layout")
         counts_differ = j[(j["raw_reads_a"] != j["raw_reads_b"]) & j["raw_reads_a"].notna() & j["raw_reads_b"].notna()]
         if len(counts_differ):
             lines.append(f"raw-data reads differ in {len(counts_differ)} cells: the two runs' HDF5 did different I/O there")
     if fail_above is not None:
-        lines.append(f"FAIL: {len(regressions)} cell(s) significantly slower in B by more than {fail_above:g}x: "
+        lines.append(f"FAIL: {len(regressions)} cell(s) slower in B by more than {fail_above:g}x, by the rule: "
                      + "; ".join(regressions) if regressions else
-                     f"pass: no cell significantly slower in B by more than {fail_above:g}x")
+                     f"pass: no cell slower in B by more than {fail_above:g}x by the rule (a time difference with the "
+                     "same work and the same CPU time is the machine's and never fails)")
     lines.append("")
     if rows:
         widths = [max(len(str(x[i])) for x in [head] + rows) for i in range(len(head))]

@@ -7,10 +7,13 @@ only when a difference is both significant and larger than a stated threshold.
   are its cost: requests x mean request time, +- 1.96 standard errors, plus the median open and close).
 - ``mann_whitney``: the two-sided Mann-Whitney U test with the normal approximation and tie correction, in numpy
   (scipy is not a dependency); tested against brute-force exact values in tests/report/test_report_stats.py.
-- ``judge``: "faster", "slower" or "tie" for B against A: different only when B / A is beyond THRESHOLD and either
-  the per-request times differ (U test, p < ALPHA, in the same direction as the totals; with two or more passes each,
-  the passes must not overlap either) or every pass of the faster cell beat every pass of the slower one (the cost of
-  a pass can sit in a few requests, a chunk decompressed once, which a rank test on requests cannot see).
+- ``judge``: "faster", "slower", "tie", "noise" or "unknown" for B against A, by one rule (RULE, stated on every
+  page and in ``ccp compare --help``): (1) the work differs -- the I/O counts (requests, raw reads and bytes, GETs),
+  which noise cannot change -- and the time moved the same way: a real difference, whatever the load; (2) the same
+  work: a real difference only if the passes (the unit of replication: load shifts every request of a pass together)
+  differ significantly -- a Mann-Whitney test on pass times, exact for few passes, or every pass apart in wall *and*
+  CPU time -- and the process CPU time moved too (waiting for a busy CPU or disk moves the wall time only); else
+  "noise": the same work, the time difference is the machine's.
 """
 
 from __future__ import annotations
@@ -25,6 +28,14 @@ import pandas as pd
 THRESHOLD = 1.25         # a ratio of median pass times under this is a tie, however significant
 ALPHA = 0.05             # two-sided
 MIN_PASSES_FOR_U = 4     # with fewer passes per cell a U test on pass times cannot reach ALPHA (3 vs 3: p >= 0.1)
+MIN_PASSES_APART = 3     # "every pass apart" (wall and CPU) needs at least this many passes per cell
+EXACT_MAX = 20_000       # the exact U distribution is enumerated up to this many splits (C(n1 + n2, n1))
+WORK_COLUMNS = ("requests", "raw_reads", "raw_read_bytes", "raw_writes", "raw_write_bytes", "http_gets", "http_bytes")
+RULE = ("a difference is real when (1) the I/O counts differ (requests, raw reads and bytes, GETs: noise cannot "
+        "change them) and the time moved the same way, whatever the load; or (2) with the same counts, the passes "
+        "differ significantly (Mann-Whitney on pass times, p < 0.05, or every pass apart in wall and CPU time) and the "
+        "process CPU time moved too. Otherwise the difference is the machine's (noise). Either way the ratio must "
+        "reach the threshold")
 MAX_REQUEST_SAMPLES = 20_000   # per cell, evenly subsampled: the U test's normal approximation needs no more
 
 
@@ -38,11 +49,16 @@ class Sample:
     complete: bool = True              # False when extrapolated: the samples cover a prefix only
     firsts: np.ndarray = field(default_factory=lambda: np.zeros(0))   # each timed pass's first request (seed 004: the
     #                                    one that reads and decompresses a chunk the others then find in the cache)
+    cpu: np.ndarray = field(default_factory=lambda: np.zeros(0))     # each timed pass's process CPU seconds (schema 4)
+    work: tuple = ()                   # (column, count) of WORK_COLUMNS the cell's traced pass measured; () unknown
+    contended: bool = False            # flagged "contended" when measured
+    load: float = float("nan")         # highest 1-minute load average over its passes
+    cpus: float = float("nan")
 
 
 @dataclass(frozen=True)
 class Verdict:
-    word: str          # faster | slower | tie | unknown (B against A)
+    word: str          # faster | slower | tie | noise (same work, the machine's) | unknown (B against A)
     ratio: float       # time B / time A
     p: float           # U test p-value (NaN when not computed)
     why: str           # one phrase: how it was judged
@@ -115,8 +131,49 @@ def _without(r: np.ndarray, first: np.ndarray) -> np.ndarray:
     return np.asarray(r, float)
 
 
+def exact_u_p(x, y) -> float:
+    """Two-sided p of the Mann-Whitney U of x against y by enumerating every split (ties as average ranks): exact for
+    the few passes a cell has, where the normal approximation is poor. NaN when there are too many splits."""
+    from itertools import combinations
+
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    n1, n = len(x), len(x) + len(y)
+    if n1 == 0 or len(y) == 0 or math.comb(n, n1) > EXACT_MAX:
+        return float("nan")
+    ranks = _rankdata(np.concatenate([x, y]))
+    mu = n1 * (n + 1) / 2
+    seen = abs(ranks[:n1].sum() - mu)
+    splits = [abs(sum(ranks[list(c)]) - mu) for c in combinations(range(n), n1)]
+    return float(sum(d >= seen - 1e-9 for d in splits) / len(splits))
+
+
+def pass_p(x, y) -> float:
+    """The pass-level test's p: exact for few passes, the normal approximation beyond."""
+    p = exact_u_p(x, y)
+    return p if np.isfinite(p) else mann_whitney(x, y)[1]
+
+
+def work_change(a: Sample, b: Sample) -> tuple[str, str]:
+    """("more" | "less" | "same" | "mixed" | "unknown", what differs): B's I/O counts against A's. "mixed": some
+    counts up, some down (a different layout, not more of the same work)."""
+    if not a.work or not b.work:
+        return "unknown", ""
+    da, db = dict(a.work), dict(b.work)
+    diffs = [(k, da[k], db[k]) for k in WORK_COLUMNS if k in da and k in db and da[k] != db[k]]
+    if not diffs:
+        return "same", ""
+    up = {db_ > da_ for _, da_, db_ in diffs}
+    what = ", ".join(f"{k.replace('_', ' ')} {_count(va)} -> {_count(vb)}" for k, va, vb in diffs[:3])
+    return ("more" if up == {True} else "less" if up == {False} else "mixed"), what
+
+
+def _count(v: float) -> str:
+    return f"{int(v):,}" if float(v).is_integer() else f"{v:g}"
+
+
 def judge(a: Sample, b: Sample, threshold: float = THRESHOLD, alpha: float = ALPHA) -> Verdict:
-    """B against A: faster, slower, tie (within the threshold or not significant) or unknown (nothing to test)."""
+    """B against A by RULE: faster, slower, tie (within the threshold), noise (the same work; the time difference is
+    the machine's) or unknown (one pass each and no counts: nothing to test)."""
     ta, tb = a.time_s, b.time_s
     if not (np.isfinite(ta) and np.isfinite(tb)) or ta <= 0 or tb <= 0:
         return Verdict("unknown", float("nan"), float("nan"), "no time")
@@ -124,33 +181,44 @@ def judge(a: Sample, b: Sample, threshold: float = THRESHOLD, alpha: float = ALP
     word = "slower" if ratio > 1 else "faster"
     if max(ratio, 1 / ratio) < threshold:
         return Verdict("tie", ratio, float("nan"), f"within {threshold:g}x")
-    p = float("nan")
+    change, what = work_change(a, b)
+    if (change, word) in (("more", "slower"), ("less", "faster")):
+        return Verdict(word, ratio, float("nan"), f"{'more' if change == 'more' else 'less'} work: {what}")
     fast, slow = (a, b) if word == "slower" else (b, a)
-    passes_ok = len(a.passes) >= 2 and len(b.passes) >= 2
-    apart = passes_ok and fast.passes.max() < slow.passes.min()
-    if a.complete and b.complete and len(a.requests) >= 2 and len(b.requests) >= 2:
-        u, p = mann_whitney(b.requests, a.requests)
-        # U of B above its mean: B's requests tend to be slower. It must agree with the totals.
-        agree = (u > len(a.requests) * len(b.requests) / 2) == (word == "slower")
-        if agree and p < alpha:
-            if passes_ok and not apart:
-                return Verdict("tie", ratio, p, "the passes overlap")
-            return Verdict(word, ratio, p, f"Mann-Whitney {fmt_p(p)}")
-        if apart:   # the cost sits in a few requests (a chunk decompressed once): the ranks cannot see it, every pass can
-            return Verdict(word, ratio, p, f"every pass apart; per-request Mann-Whitney {fmt_p(p)}")
-        if not agree:
-            return Verdict("tie", ratio, p, "per-request times point the other way")
-        return Verdict("tie", ratio, p, f"not significant: Mann-Whitney {fmt_p(p)}")
-    if len(a.passes) >= MIN_PASSES_FOR_U and len(b.passes) >= MIN_PASSES_FOR_U:
-        _, p = mann_whitney(b.passes, a.passes)
-        if not p < alpha:
-            return Verdict("tie", ratio, p, f"not significant: Mann-Whitney on passes, {fmt_p(p)}")
-        return Verdict(word, ratio, p, f"Mann-Whitney on passes, {fmt_p(p)}")
-    if not passes_ok:
-        return Verdict("unknown", ratio, p, "one pass each and no per-request times: cannot tell noise from a difference")
-    if not apart:
-        return Verdict("tie", ratio, p, "the passes overlap")
-    return Verdict(word, ratio, p, "every pass apart")
+    n_a, n_b = len(a.passes), len(b.passes)
+    if n_a < 2 or n_b < 2:
+        if change in ("mixed", "more", "less"):
+            return Verdict(word, ratio, float("nan"), f"different work ({what}); one pass: the time is not tested")
+        return Verdict("unknown", ratio, float("nan"), "one pass each: cannot tell noise from a difference")
+    p = pass_p(b.passes, a.passes)
+    has_cpu = len(a.cpu) == n_a and len(b.cpu) == n_b and n_a > 0
+    apart = (min(n_a, n_b) >= MIN_PASSES_APART and has_cpu and fast.passes.max() < slow.passes.min()
+             and fast.cpu.max() < slow.cpu.min())
+    same = "the same work" if change == "same" else "different work (" + what + ")" if what else "unmeasured work"
+    if not (p < alpha or apart):
+        return Verdict("noise", ratio, p, f"{same}; passes not apart (Mann-Whitney on {n_a} vs {n_b} passes, {fmt_p(p)})"
+                       + _load_note(a, b))
+    if has_cpu:
+        cpu_ratio = float(np.median(slow.cpu)) / max(float(np.median(fast.cpu)), 1e-12)
+        if cpu_ratio < threshold:
+            return Verdict("noise", ratio, p, f"{same}; CPU time per pass within {cpu_ratio:.3g}x: the wall time is "
+                           "waiting" + _load_note(a, b))
+    elif slow.contended and not fast.contended:
+        return Verdict("noise", ratio, p, f"{same}; the slower side was measured under contention" + _load_note(a, b))
+    how = "every pass apart in wall and CPU time" if apart and not p < alpha else f"Mann-Whitney on passes, {fmt_p(p)}"
+    return Verdict(word, ratio, p, how + ("" if change == "same" else f"; {same}"))
+
+
+def _load_note(a: Sample, b: Sample) -> str:
+    if not (np.isfinite(a.load) or np.isfinite(b.load)):
+        return ""
+    return f" (load {_load(a)} vs {_load(b)})"
+
+
+def _load(s: Sample) -> str:
+    if not np.isfinite(s.load):
+        return "?"
+    return f"{s.load:.1f}/{int(s.cpus)} CPUs" if np.isfinite(s.cpus) else f"{s.load:.1f}"
 
 
 def fmt_p(p: float) -> str:
@@ -175,6 +243,32 @@ def _finite(v) -> bool:
         return False
 
 
+def machine_of(c) -> dict:
+    """A cells row's Sample fields that need no requests table: its I/O counts (the traced pass's; none for a quick
+    run, whose counts are empty, or for GETs that varied between passes) and its machine state."""
+    flags = set(str(c.get("flags") or "").split(","))
+    work = tuple((k, float(c.get(k))) for k in WORK_COLUMNS if _finite(c.get(k))
+                 and not (k.startswith("http_") and "http-counts-vary" in flags))
+    if not any(k != "requests" for k, _ in work):     # requests alone: no traced pass, the work is unknown
+        work = ()
+    return {"work": work, "contended": "contended" in flags, "load": _num(c.get("load_max")), "cpus": _num(c.get("cpus"))}
+
+
+def _pass_machine(run_dir: Path, ids: list) -> dict:
+    """cell_id -> each timed pass's CPU seconds, from requests.parquet's pass rows (schema 4; {} before)."""
+    from ccp.report.data import load_parts
+
+    try:
+        df = load_parts(Path(run_dir) / "requests.parquet", ["cell_id", "pass", "phase", "pass_cpu_s"], ids,
+                        [("pass", ">=", 0), ("phase", "==", "open")])
+    except (OSError, ValueError, KeyError):   # an older run: no pass columns
+        return {}
+    if df is None or not len(df):
+        return {}
+    df = df[df["pass_cpu_s"].notna()].sort_values("pass")
+    return {cid: g["pass_cpu_s"].to_numpy(float) for cid, g in df.groupby("cell_id", sort=False)}
+
+
 def samples(run_dir: Path, cells: pd.DataFrame) -> dict[str, Sample]:
     """cell_id -> Sample for every finished cell with a time: per-pass totals and per-request times from
     requests.parquet when the run has them, else the fastest / median / slowest pass from cells.parquet."""
@@ -188,14 +282,17 @@ def samples(run_dir: Path, cells: pd.DataFrame) -> dict[str, Sample]:
     except (OSError, ValueError, KeyError):   # a damaged part: judge from the cells table alone
         req = None
     groups = dict(tuple(req.groupby("cell_id", sort=False))) if req is not None and len(req) else {}
+    cpus = _pass_machine(run_dir, list(ok["cell_id"]))
     rng = np.random.default_rng(0)
     out = {}
     for _, c in ok.iterrows():
         cid = str(c["cell_id"])
         complete = str(c.get("status")) != "extrapolated"
         g = groups.get(cid)
+        m = {**machine_of(c), "cpu": cpus.get(cid, np.zeros(0))}
         if g is None or g.empty:
-            out[cid] = Sample(float(c["time_s"]), _passes_from_cells(c), np.zeros(0), _num(c.get("requests")), 0.0, complete)
+            out[cid] = Sample(float(c["time_s"]), _passes_from_cells(c), np.zeros(0), _num(c.get("requests")), 0.0, complete,
+                              **m)
             continue
         passes = g.groupby("pass")["time_s"].sum().to_numpy(float) if complete else _passes_from_cells(c)
         rq = g[g["phase"] == "request"]
@@ -205,8 +302,10 @@ def samples(run_dir: Path, cells: pd.DataFrame) -> dict[str, Sample]:
             rest = rng.choice(rest, MAX_REQUEST_SAMPLES, replace=False)
         r = np.concatenate([firsts, rest])
         oc = g[g["phase"] != "request"].groupby("pass")["time_s"].sum()
+        if len(m["cpu"]) != len(passes):
+            m["cpu"] = np.zeros(0)
         out[cid] = Sample(float(c["time_s"]), passes, r, _num(c.get("requests")), float(oc.median()) if len(oc) else 0.0,
-                          complete, firsts)
+                          complete, firsts, **m)
     return out
 
 
@@ -217,4 +316,4 @@ def _num(v) -> float:
 def from_cell(c) -> Sample:
     """A Sample from a cells row alone (no requests.parquet)."""
     return Sample(_num(c.get("time_s")), _passes_from_cells(c), np.zeros(0), _num(c.get("requests")), 0.0,
-                  str(c.get("status")) != "extrapolated")
+                  str(c.get("status")) != "extrapolated", **machine_of(c))

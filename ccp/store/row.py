@@ -15,6 +15,9 @@ removed or changes meaning, and add a line here):
   ``predicted_http_gets``, ``predicted_http_bytes``, ``network``, ``http_open_gets``, ``predicted_http_open_gets``,
   ``http_bytes_used``, ``http_wait_s``, ``page_buffer_effective``) at the end. Older runs read as
   ``local``/``default``/``none`` with the S3 columns empty.
+- 4: adds the machine's state while the timed passes ran (``cpus``, ``load_max``, ``cpu_ratio``) after
+  ``elapsed_s``, and per pass ``pass_wall_s``, ``pass_cpu_s``, ``pass_load`` to the requests table. Older runs read
+  with them empty (unknown: never flagged contended).
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ from ccp.store.schema import CELL_COLUMNS, FINISHED, SCHEMA_VERSION
 from ccp.units import shape_str
 
 SCHEMA_HISTORY = {1: "the first", 2: "adds client (native | h5py-lowlevel | h5py), after random",
-                  3: "adds the storage axes and the HTTP counts of cells read over S3"}
+                  3: "adds the storage axes and the HTTP counts of cells read over S3",
+                  4: "adds the machine's state per pass: cpus, load_max, cpu_ratio; pass_wall_s, pass_cpu_s, pass_load"}
 # what a row of a cell without storage axes holds (and what older runs read as)
 DEFAULT_STORAGE_LABELS = {"storage": "local", "fsspec": "", "latency": "", "bandwidth": "", "file_space": "default",
                           "page_buffer": "none"}
@@ -83,6 +87,9 @@ class CellRow:
     host: str | None = None
     started_at: str | None = None
     elapsed_s: float | None = None
+    cpus: int | None = None                     # the machine while the timed passes ran (schema 4)
+    load_max: float | None = None
+    cpu_ratio: float | None = None
     predicted_requests: int | None = None
     predicted_raw_reads: int | None = None
     predicted_raw_read_bytes: int | None = None

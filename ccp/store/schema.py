@@ -11,9 +11,11 @@ Run folder (``results/<name>/<run-id>/``):
 
 # History: 1, the first; 2 adds "client" (how requests reach HDF5: native, h5py-lowlevel, h5py);
 # 3 adds the storage axes (storage, fsspec, latency, bandwidth, file_space, page_buffer) and the HTTP counts of
-# cells read over S3 (http_*, predicted_http_*, network, page_buffer_effective) to cells, http_* to requests.
-SCHEMA_VERSION = 3
-READABLE_SCHEMA_VERSIONS = (1, 2, 3)   # what the report and `ccp compare` read (older columns filled with defaults)
+# cells read over S3 (http_*, predicted_http_*, network, page_buffer_effective) to cells, http_* to requests;
+# 4 adds the machine's state while each pass ran: cpus, load_max, cpu_ratio to cells (after elapsed_s),
+# pass_wall_s, pass_cpu_s, pass_load to requests (on each timed pass's "open" row).
+SCHEMA_VERSION = 4
+READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4)   # what the report and `ccp compare` read (older columns filled with defaults)
 FINISHED = ("ok", "extrapolated")   # statuses of a cell a rerun does not measure again
 
 # Stability thresholds: the one place they are defined. The runner flags a cell with them when it measures it
@@ -22,6 +24,19 @@ UNSTABLE_SPREAD = 1.5     # slowest pass / fastest pass above this: "unstable"
 SHORT_REQUEST_S = 2e-6    # median request below 2 us: "short". A perf_counter_ns read costs ~50 ns, and one
 #                           request below 2 us is also where page faults and the CPU's clock changes (a few us)
 #                           swamp it: pass totals stay exact, single request times do not.
+
+
+# Contention: a pass ran on a busy machine when the 1-minute load average exceeded the CPUs ccp may use, or (a
+# warm local pass, which has nothing to wait for but the CPU) when the process got under half the wall time on a CPU.
+CONTENDED_LOAD = 1.0      # load / cpus above this
+CONTENDED_CPU_RATIO = 0.5
+
+
+def contended(load: float, cpus: int, cpu_ratio: float, waits_for_io: bool) -> bool:
+    """Whether one pass was measured under contention (see CONTENDED_LOAD, CONTENDED_CPU_RATIO)."""
+    if cpus > 0 and load / cpus > CONTENDED_LOAD:
+        return True
+    return not waits_for_io and cpu_ratio < CONTENDED_CPU_RATIO
 
 
 def stability_flags(repeats: int, spread: float, request_s_median: float) -> list[str]:
@@ -77,6 +92,11 @@ CELL_COLUMNS = [
     "host",
     "started_at",         # ISO time the cell started
     "elapsed_s",          # wall time the whole cell took, traced pass included
+    # the machine while the timed passes ran (schema 4; empty in older runs): a pass measured under contention
+    # is flagged "contended" (CONTENDED_LOAD, CONTENDED_CPU_RATIO)
+    "cpus",               # CPUs this process could run on (os.sched_getaffinity)
+    "load_max",           # the highest 1-minute load average seen at the end of a timed pass
+    "cpu_ratio",          # median over timed passes of process CPU time / wall time (1: never waited)
     # the chunk-cache model's prediction for the whole cell (ccp.predict), beside the measured values
     "predicted_requests", "predicted_raw_reads", "predicted_raw_read_bytes", "predicted_raw_writes",
     "predicted_raw_write_bytes", "predicted_chunk_loads", "predicted_chunk_hits", "predicted_evictions",
@@ -101,6 +121,9 @@ REQUEST_COLUMNS = [
     "raw_reads", "raw_read_bytes", "raw_writes", "raw_write_bytes",
     "meta_reads", "meta_read_bytes", "meta_writes", "meta_write_bytes",
     "http_gets", "http_bytes", "http_bytes_used", "http_wait_s",   # S3 cells' timed passes (empty otherwise)
+    # schema 4, on each timed pass's "open" row only: the whole pass's wall and process CPU seconds (the loop's
+    # setup and file open included) and the 1-minute load average when it ended
+    "pass_wall_s", "pass_cpu_s", "pass_load",
 ]
 
 # Every file-level operation of the traced pass, in order.
@@ -109,8 +132,9 @@ IO_COLUMNS = [
 ]
 
 
-# the cells.csv columns schema 3 added (the storage axes and the HTTP counts), and schema 2 (client)
-ADDED_IN = {3: ("storage", "fsspec", "latency", "bandwidth", "file_space", "page_buffer", "http_gets", "http_bytes",
+# the cells.csv columns schema 4 added (the machine's state), schema 3 (the storage axes and the HTTP counts), and schema 2 (client)
+ADDED_IN = {4: ("cpus", "load_max", "cpu_ratio"),
+            3: ("storage", "fsspec", "latency", "bandwidth", "file_space", "page_buffer", "http_gets", "http_bytes",
                 "predicted_http_gets", "predicted_http_bytes", "network", "http_open_gets", "predicted_http_open_gets",
                 "http_bytes_used", "http_wait_s", "page_buffer_effective"),
             2: ("client",)}

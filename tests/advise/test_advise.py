@@ -18,6 +18,7 @@ from ccp.advise import (
     cure_code,
     fmt_speedup,
     next_prime,
+    passed_over,
     rank,
     shrink_chunks,
 )
@@ -57,14 +58,19 @@ def _opt(kind, time_s, request_s, loads=2):
 
 
 @pytest.mark.parametrize("per_request_s", [1e-6, 1e-5, 3e-5, 1e-4], ids=["1us", "10us", "30us", "100us"])
-def test_rank_does_not_depend_on_the_per_request_constant(per_request_s):
-    """Issue 16: the block cure (2 requests) led the cache cure (80 requests) when calibration measured a slow
-    per-request overhead. Both load the same 2 chunks; the least invasive, the cache, must lead whatever the constant."""
+def test_rank_is_least_invasive_within_2x_as_stated(per_request_s):
+    """The cache cure (80 requests) and the block cure (2 requests) load the same 2 chunks. The cache, the least
+    invasive, leads while its whole prediction is within 2x of the block's; beyond (issue 22: a cache cure 11.6x
+    slower than aligned reads ranked first), the block cure leads and the cache is named as passed over."""
     io = 5e-4
     cache = _opt("cache", io + 80 * per_request_s, 80 * per_request_s)
     block = _opt("block", io + 2 * per_request_s, 2 * per_request_s)
     repack = _opt("repack", io * 1.1 + 80 * per_request_s, 80 * per_request_s, loads=8)
-    assert rank([block, repack, cache])[0] is cache
+    ranked = rank([block, repack, cache])
+    within = cache.time_s <= 2 * block.time_s
+    assert ranked[0] is (cache if within else block)
+    assert passed_over(ranked) is (None if within else cache)
+    assert ranked[0].time_s <= 2 * min(o.time_s for o in ranked)       # never a lead over 2x the best
 
 
 def test_rank_within_2x_of_the_whole_prediction():

@@ -82,7 +82,7 @@ def _cell(chunks, filters, cache, block, op="read", seed=0) -> dict:
         logical_bytes=LOGICAL, compression_ratio=LOGICAL / (nchunks * stored_chunk), repack_s=np.nan,
         spread=float(passes.max() / passes.min()), flags="", traps="", status="ok", fraction_measured=1.0,
         dataset_file=f"/tmp/work/quick-{chunks}-{filters}.h5", host="testhost", started_at="2026-11-22T12:00:00+00:00",
-        elapsed_s=float(time_s * 4.5),
+        elapsed_s=float(time_s * 4.5), cpus=2, load_max=0.4, cpu_ratio=0.95,
         predicted_requests=requests, predicted_raw_reads=raw_reads if op == "read" else 0,
         predicted_raw_read_bytes=raw_reads * stored_chunk if op == "read" else 0,
         predicted_raw_writes=raw_reads if op == "write" else 0, predicted_raw_write_bytes=raw_reads * stored_chunk if op == "write" else 0,
@@ -143,6 +143,11 @@ def _request_part(cell: pd.Series, traced: bool) -> pd.DataFrame:
             "pass": p, "phase": ["open"] + ["request"] * n + ["close"], "request": [-1] + list(range(n)) + [-1],
             "time_s": np.r_[cell["open_s"], t, cell["close_s"]], "raw_reads": np.r_[np.nan, reads, np.nan]}))
     df = pd.concat(frames, ignore_index=True)
+    # each timed pass's machine state on its open row (schema 4): a quiet machine, the pass 95% on a CPU
+    opens = (df["phase"] == "open") & (df["pass"] >= 0)
+    df["pass_wall_s"] = np.where(opens, df.groupby("pass")["time_s"].transform("sum") * 1.02, np.nan)
+    df["pass_cpu_s"] = np.where(opens, df["pass_wall_s"] * 0.95, np.nan)
+    df["pass_load"] = np.where(opens, 0.4, np.nan)
     df["schema_version"] = SCHEMA_VERSION
     df["cell_id"] = cell["cell_id"]
     df["start"] = "2026-11-22T12:00:00+00:00"
@@ -306,16 +311,22 @@ def open_in_chromium(tmp_path):
     return _open
 
 
-def slow_down(run: Path, factor: float, where=None, noise: float = 0.0) -> Path:
+def slow_down(run: Path, factor: float, where=None, noise: float = 0.0, cpu: bool = True) -> Path:
     """Make a synthetic run consistently ``factor`` times slower (every cell, or the cells ``where(cells)`` picks): the
     times in cells.csv/.parquet and every request and pass in requests.parquet, as a real slower run would record.
-    With ``noise``, every request is drawn again (x lognormal(0, noise)) and each cell's passes move by up to 4%: a rerun."""
+    With ``noise``, every request is drawn again (x lognormal(0, noise)) and each cell's passes move by up to 4%: a rerun.
+    ``cpu``: the passes' CPU time moves too (slower code); without, only the wall time does (a busy machine: the
+    process waited for a CPU), and the cells are flagged contended at load 7.9 on 2 CPUs."""
     rng = np.random.default_rng(1)
     cells = pd.read_parquet(run / "cells.parquet")
     pick = where(cells) if where is not None else pd.Series(True, index=cells.index)
     jitter = 1 + rng.uniform(-0.04, 0.04, len(cells)) if noise else np.ones(len(cells))
     for k in ("time_s", "time_s_min", "time_s_max", "first_request_s", "request_s_median", "open_s", "close_s"):
         cells.loc[pick, k] = cells.loc[pick, k] * factor * jitter[pick.to_numpy()]
+    if not cpu:
+        cells.loc[pick, "flags"] = [",".join([f for f in str(v or "").split(",") if f] + ["contended"])
+                                    for v in cells.loc[pick, "flags"]]
+        cells.loc[pick, "load_max"], cells.loc[pick, "cpus"] = 7.9, 2
     cells.to_parquet(run / "cells.parquet", index=False)
     cells.to_csv(run / "cells.csv", index=False)
     for cid in cells.loc[pick, "cell_id"]:
@@ -323,5 +334,8 @@ def slow_down(run: Path, factor: float, where=None, noise: float = 0.0) -> Path:
         if part.exists():
             req = pd.read_parquet(part)
             req["time_s"] = req["time_s"] * factor * (rng.lognormal(0, noise, len(req)) if noise else 1.0)
+            req["pass_wall_s"] = req["pass_wall_s"] * factor
+            if cpu:
+                req["pass_cpu_s"] = req["pass_cpu_s"] * factor
             req.to_parquet(part, index=False)
     return run

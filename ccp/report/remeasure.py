@@ -1,0 +1,96 @@
+"""`ccp compare --remeasure`: the cells that differ, measured again on this machine, A and B alternating.
+
+Two runs measured hours apart saw different machines. Interleaving (asv's ``--interleave-rounds``) puts A's and B's
+passes side by side in time, so whatever load there is falls on both: each round measures one pass of A's cell, then
+one of B's (the order flips every round), from each run's own sweep (its dataset, layout files, repeats set to 1, no
+traced pass). The passes are then judged by the same rule as the stored ones (stats.judge); the counts stay the runs'.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from ccp.errors import CcpError
+from ccp.report.stats import Sample
+
+RUN_ONLY_KEYS = ("quick", "scale")     # sweep.yaml keys a run adds to the sweep it ran (already applied)
+
+
+def _prepared(run: Path, scratch: Path):
+    """(sweep, source, cells by id) of the sweep a run folder ran, as it ran (scaled already)."""
+    from ccp.run.checks import prepare
+
+    doc = yaml.safe_load((run / "sweep.yaml").read_text())
+    for key in RUN_ONLY_KEYS:
+        doc.pop(key, None)
+    file = (doc.get("dataset") or {}).get("file")
+    if file and not Path(file).is_absolute():
+        doc["dataset"]["file"] = str((run / file).resolve())
+    path = scratch / f"{run.name}-sweep.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    sweep, source, cells = prepare(path)
+    return replace(sweep, repeats=1, cold=sweep.cold), source, {c.cell_id: c for c in cells}
+
+
+def _work_dir(run: Path) -> Path:
+    try:
+        return Path(json.loads((run / "env.json").read_text())["work_dir"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return Path("results") / "work"
+
+
+def interleaved(run_a: Path, run_b: Path, pairs: list[tuple[str, str]], rounds: int, old: dict,
+                echo=print) -> tuple[dict[tuple[str, str], tuple[Sample, Sample]], list[str]]:
+    """(cell id of A, of B) -> the remeasured Samples of A and B (the work kept from ``old``), and notes on the pairs
+    left as they were (an S3 cell, a cell the sweep no longer has)."""
+    from ccp.measurement.runner import measure
+    from ccp.run.job import job_for
+
+    scratch = Path(tempfile.mkdtemp(prefix="ccp-remeasure-"))
+    out: dict[tuple[str, str], tuple[Sample, Sample]] = {}
+    notes: list[str] = []
+    try:
+        side = {"a": _prepared(run_a, scratch), "b": _prepared(run_b, scratch)}
+        work = {"a": _work_dir(run_a), "b": _work_dir(run_b)}
+        for ida, idb in pairs:
+            cells = {"a": side["a"][2].get(ida), "b": side["b"][2].get(idb)}
+            if cells["a"] is None or cells["b"] is None:
+                notes.append(f"cell {ida}: not in its sweep any more, not remeasured")
+                continue
+            if cells["a"].storage.remote or cells["b"].storage.remote:
+                notes.append(f"{cells['a'].label()}: an S3 cell, not remeasured")
+                continue
+            jobs = {k: job_for(cells[k], side[k][0], side[k][1], work[k], quick=True) for k in "ab"}
+            passes: dict[str, list] = {"a": [], "b": []}
+            for r in range(rounds):
+                for k in ("ab" if r % 2 == 0 else "ba"):
+                    row, req, _ = measure(jobs[k], scratch / f"cell-{k}")
+                    cpu = req.loc[(req["phase"] == "open") & (req["pass"] == 0), "pass_cpu_s"]
+                    passes[k].append((float(row.time_s), float(cpu.iloc[0]) if len(cpu) else float("nan"),
+                                      "contended" in str(row.flags or ""), row.load_max, row.cpus))
+            echo(f"  remeasured {cells['a'].label()}: {rounds} passes each, alternating")
+            out[(ida, idb)] = (_sample(passes["a"], old[("a", ida)]), _sample(passes["b"], old[("b", idb)]))
+    except CcpError:
+        raise
+    except (OSError, ValueError) as exc:
+        raise CcpError(f"--remeasure: cannot measure the runs' cells again here ({exc})") from None
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return out, notes
+
+
+def _sample(passes: list, old: Sample) -> Sample:
+    t = np.array([p[0] for p in passes], float)
+    cpu = np.array([p[1] for p in passes], float)
+    loads = [p[3] for p in passes if p[3] is not None]
+    return Sample(float(np.median(t)), t, np.zeros(0), old.n_requests, 0.0, True,
+                  cpu=cpu if np.isfinite(cpu).all() else np.zeros(0), work=old.work,
+                  contended=any(p[2] for p in passes), load=max(loads) if loads else float("nan"),
+                  cpus=float(passes[0][4]) if passes and passes[0][4] is not None else float("nan"))
