@@ -109,7 +109,7 @@ def item_cost(cell: Cell, source, costs: Costs, max_requests: int = MAX_MODEL_RE
     """The model's counts for one pattern on one layout and cache, priced by ``costs``."""
     n = len(plan_for(cell.access, source.shape)) if (cell.access.random or getattr(cell.access, "trace", None)) else \
         math.prod(-(-s // b) for s, b in zip(source.shape, cell.access.block))
-    k = min(n, max_requests, max(MIN_MODEL_REQUESTS, MODEL_WORK // chunks_per_request(cell.access.block, cell.chunks)))
+    k = model_prefix(n, cell.access.block, cell.chunks, max_requests)
     total = model_counts(cell, source, stored, k)
     scale = n / k if k else 1.0
     itemsize = np.dtype(source.dtype).itemsize
@@ -150,6 +150,24 @@ def model_counts(cell: Cell, source, stored, k: int):
     return total
 
 
+def model_prefix(n: int, block, chunks, max_requests: int = MAX_MODEL_REQUESTS) -> int:
+    """How many of a pattern's ``n`` requests the model walks (the rest is scaled from them)."""
+    return min(n, max_requests, max(MIN_MODEL_REQUESTS, MODEL_WORK // chunks_per_request(block, chunks)))
+
+
+@lru_cache(maxsize=256)
+def _random_tiles(shape: tuple, block: tuple, n: int, seed: int) -> np.ndarray:
+    """The block-grid coordinates of a random pattern's requests, in order (as the plan draws them)."""
+    plan = plan_for(AccessSpec("read", block, random=n, seed=seed), shape)
+    return np.asarray(plan.starts, np.int64) // np.asarray(block, np.int64)
+
+
+def _per_tile(n: int, b: int, c: int) -> np.ndarray:
+    """Along one dimension of ``n`` tiled by ``b`` with chunks of ``c``: chunks each tile touches."""
+    s = np.arange(0, n, b)
+    return (np.minimum(s + b, n) - 1) // c - s // c + 1
+
+
 def chunks_per_request(block, chunks) -> int:
     """Chunks one block-aligned request of ``block`` touches, at most (the model's work per request)."""
     if chunks is None:
@@ -161,10 +179,8 @@ def chunks_per_request(block, chunks) -> int:
 def _dim_touch(n: int, b: int, c: int) -> tuple[int, int, int]:
     """Along one dimension of ``n`` tiled by ``b`` with chunks of ``c``: (tiles, chunks touched
     summed over the tiles, fewest chunks one tile touches)."""
-    s = np.arange(0, n, b)
-    e = np.minimum(s + b, n) - 1
-    per = e // c - s // c + 1
-    return len(s), int(per.sum()), int(per.min())
+    per = _per_tile(n, b, c)
+    return len(per), int(per.sum()), int(per.min())
 
 
 def read_bound(chunks, filters: FilterPipeline, source, items, costs: Costs) -> float:
@@ -190,8 +206,15 @@ def read_bound(chunks, filters: FilterPipeline, source, items, costs: Costs) -> 
         tiles = math.prod(d[0] for d in dims)
         touched = math.prod(d[1] for d in dims)
         if a.random:
-            requests, visits = a.random, a.random * touched / tiles
-            fetched = math.prod(d[2] for d in dims)        # one request's chunks, at least
+            # the chunks the drawn requests touch, not the grid's mean per tile: a draw heavy in the
+            # short edge tiles touches fewer. Counted on the prefix the model walks, scaled as it scales
+            k = model_prefix(a.random, a.block, chunks)
+            coords = _random_tiles(tuple(source.shape), tuple(a.block), a.random, a.seed)[:k]
+            per_req = np.ones(len(coords), np.int64)
+            for d, (n, b, c) in enumerate(zip(source.shape, a.block, chunks)):
+                per_req *= _per_tile(n, b, c)[coords[:, d]]
+            requests, visits = a.random, float(per_req.sum()) * a.random / k
+            fetched = int(per_req.max())                   # one request's chunks, at least
         else:
             requests, visits, fetched = tiles, touched, nchunks(source.shape, chunks)
         first = costs.load_s + chunk_bytes * ratio * costs.cold_byte_s

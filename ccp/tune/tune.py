@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ccp.config.sweep import SOURCE, CacheSpec
+from ccp.errors import ConfigError
 from ccp.hdf5.filters import check_for_type
 from ccp.tune.apply import commands
 from ccp.tune.heuristics import ONE_MIB, heuristics
@@ -46,11 +47,27 @@ def _cand_dict(c: Candidate) -> dict:
             "storage_overhead": round(c.overhead, 4)}
 
 
+def check_out(out: Path | None) -> None:
+    """``--out`` is a new or empty folder: tune never writes into a run folder or an earlier tune's
+    (its files would mix with theirs and look like their results)."""
+    if out is None:
+        return
+    if str(out).strip() == "" or str(out) == ".":
+        raise ConfigError("--out", f"expected a new folder for tune's results, got {str(out)!r}")
+    if out.exists() and not out.is_dir():
+        raise ConfigError("--out", f"{out} exists and is not a folder")
+    if out.is_dir() and any(out.iterdir()):
+        kind = ("a run folder" if (out / "sweep.yaml").exists() or (out / "cells.csv").exists()
+                else "an earlier tune's folder" if (out / "tune.json").exists() else "a folder that is not empty")
+        raise ConfigError("--out", f"{out} is {kind}: give a new or empty folder (tune writes nothing into it)")
+
+
 def tune(workload_path, *, budget: float = 600.0, out: Path | None = None, work_dir: Path = Path("results/work"),
          top: int = TOP, measure: bool = True, repeats: int = 3, echo=print) -> dict:
     from ccp.hdf5.dataset import describe_source
     from ccp.tune.costs import measure_costs
 
+    check_out(Path(out) if out is not None else None)
     wl = load_workload(workload_path)
     source = describe_source(wl.dataset)
     check_against(wl, source)
