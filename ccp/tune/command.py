@@ -11,7 +11,7 @@ import click
 @click.command(name="tune")
 @click.argument("workload", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (keys recommended, candidates, front, verified).")
-@click.option("--budget", default="10min", show_default=True,
+@click.option("--budget", default="1min", show_default=True,
               help="Time for measuring the shortlisted layouts, the current one and the heuristics (a third of it for "
                    "re-measuring the close ones back to back); long cells are extrapolated.")
 @click.option("--out", type=str,
