@@ -20,7 +20,7 @@ from ccp.errors import ConfigError
 from ccp.hdf5.defaults import MIN_NSLOTS
 from ccp.hdf5.filters import check_for_type
 from ccp.store.schema import FINISHED
-from ccp.tune.apply import commands
+from ccp.tune.apply import commands, netcdf_dims
 from ccp.tune.heuristics import ONE_MIB, heuristics
 from ccp.tune.lattice import MAX_NSLOTS, chunk_lattice, next_prime, workload_blocks
 from ccp.tune.prove import Contender, measure_all, per_cell_budget
@@ -157,7 +157,7 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
         contenders.append(Contender(name, ch, f0, hcache, hc.workload_s, "heuristic"))
 
     measured: list | None = None
-    runoff = fit = None
+    runoff = fit = cell_budget = None
     if measure:
         echo(f"  measuring {len({c.key for c in contenders})} layouts with the sweep engine (budget {format_seconds(budget)})")
         # one cell budget for both rounds: their cells are compared with each other (and fitted together)
@@ -200,6 +200,9 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
                      "run_dir": str(final.run_dir) if final else None})
     pick, why = choose(rows)
     pick_c = contenders[rows.index(pick)]
+    slots_note = None
+    if measure and pick["measured_s"] is not None:
+        pick_c, slots_note = check_slots(wl, source, pick_c, out, work_dir, repeats, cell_budget, echo)
     for r in rows:
         r["speedup_of_pick"] = (r["measured_s"] / pick["measured_s"]) if r["measured_s"] and pick["measured_s"] else None
     verified = {"recommended": pick["measured_s"],
@@ -217,6 +220,7 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
                         "repack_needed": not (current is not None and (pick_c.chunks, pick_c.filters.spec) == (current[0], current[1].spec)),
                         "kind": pick["kind"], "why": why},
         "no_repack_alternative": no_repack_alternative(rows, pick, current),
+        "slots": slots_note,
         "model_pick": _cand_dict(res.recommended),
         "prices": {"fitted": fit.as_dict() if fit else None, "how": costs.fitted or "the probes' prices"},
         "candidates": res.evaluated,
@@ -226,13 +230,34 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
         "verified": verified,
         "contenders": rows,
         "commands": commands(wl.dataset.path, pick_c.chunks, pick_c.filters, pick_c.cache,
-                             str(wl.dataset.file) if wl.dataset.file else "IN.h5") if pick_c.chunks else {},
+                             str(wl.dataset.file) if wl.dataset.file else "IN.h5", maxshape=source.maxshape,
+                             nc_dims=netcdf_dims(str(wl.dataset.file) if wl.dataset.file else None, wl.dataset.path))
+        if pick_c.chunks else {},
         "out": str(out),
     }
     (out / "tune.json").write_text(json.dumps(result, indent=2, default=str))
     from ccp.tune.page import write_page
     result["page"] = str(write_page(out, result))
     return result
+
+
+def check_slots(wl, source, pick: Contender, out: Path, work_dir: Path, repeats: int, cell_budget, echo):
+    """A custom slot count is offered only when measured better: the pick and the pick with HDF5's
+    default 521 slots, back to back, ``2 * repeats + 1`` passes each; tied (:func:`tied`) or faster,
+    the default count stands (one less setting to carry). Returns (the contender to recommend, a note)."""
+    if pick.cache.nbytes == 0 or pick.cache.nslots == MIN_NSLOTS or pick.chunks is None:
+        return pick, None
+    plain = replace(pick, label=f"{pick.label}, {MIN_NSLOTS} slots", cache=CacheSpec(pick.cache.nbytes, MIN_NSLOTS, pick.cache.w0))
+    echo(f"  slots: {pick.cache.nslots} against HDF5's default {MIN_NSLOTS}, back to back")
+    a, b = measure_all(wl, source, [pick, plain], out / "slots", work_dir, 0, 2 * repeats + 1, echo, cell_budget=cell_budget)
+    if a.measured_s is None or b.measured_s is None:
+        return pick, None
+    ra, rb = ({"measured_s": m.measured_s, "measured_min_s": m.min_s, "measured_max_s": m.max_s} for m in (a, b))
+    if b.measured_s <= a.measured_s or tied(ra, rb):
+        return plain, (f"HDF5's default {MIN_NSLOTS} slots measured as fast ({format_seconds(b.measured_s)} against "
+                       f"{format_seconds(a.measured_s)} with {pick.cache.nslots}): no custom slot count")
+    return pick, (f"{pick.cache.nslots} slots measured {b.measured_s / a.measured_s - 1:.0%} faster than "
+                  f"HDF5's default {MIN_NSLOTS} ({format_seconds(a.measured_s)} against {format_seconds(b.measured_s)})")
 
 
 def run_off(wl, source, contenders, measured, out: Path, work_dir: Path, budget: float, repeats: int, echo) -> dict:
@@ -316,7 +341,7 @@ def console_table(result: dict) -> list[str]:
     for r in rows:
         cache = f"{format_bytes(r['cache_nbytes'])}/{r['cache_nslots']}/{r['cache_w0']:g}"
         meas = format_seconds(r["measured_s"]) if r["measured_s"] is not None else ("-" if r["statuses"] is None else "failed")
-        meas += "*" if r.get("runoff") else ""
+        meas = ("~" if r.get("extrapolated") else "") + meas + ("*" if r.get("runoff") else "")
         sp = f"{r['speedup_of_pick']:.2f}x" if r.get("speedup_of_pick") else "-"
         lines.append(f"{r['label']:<18} {shape_str(r['chunks']):<16} {r['filters']:<10} {cache:<22} "
                      f"{format_seconds(r['predicted_s']):>10} {meas:>10} {sp:>9}")
@@ -337,9 +362,16 @@ def summary_lines(result: dict) -> list[str]:
     for r in slower:   # cannot happen (the pick is the fastest measured); kept as a guard on the page's promise
         out.append(f"  note: {r['label']} measured faster ({format_seconds(r['measured_s'])}) than the recommendation")
     out.append(f"  chosen: {rec['why']}")
+    if any(r.get("extrapolated") for r in result["contenders"]):
+        out.append("  ~ extrapolated: a pattern of this layout ran past its cell's time budget; its time is the measured "
+                   "prefix of requests scaled to the whole (the run folder's cells.csv says which, status 'extrapolated')")
+    out.append("  predicted: the model's counts priced " + (result.get("prices", {}).get("how") or "by the probes")
+               + "; measured: the sweep engine, cold, median of the passes")
     if any(r.get("runoff") for r in result["contenders"]):
         out.append("  * measured again in a runoff: the layouts within "
                    f"{RUNOFF_WITHIN:.0%} of the fastest, back to back, more passes (first-round times in tune.json)")
+    if result.get("slots"):
+        out.append(f"  slots: {result['slots']}")
     alt = result.get("no_repack_alternative")
     if alt:
         out.append(f"  or keep the stored layout with a chunk cache of {format_bytes(alt['cache_nbytes'])} / {alt['cache_nslots']} slots: "
