@@ -33,6 +33,8 @@ TOP = 3
 NO_REPACK_MARGIN = 0.05    # the current layout with a new cache is shown as an alternative when measured this close
 RUNOFF_WITHIN = 0.30       # layouts measured this close to the fastest are measured again, back to back
 RUNOFF_MAX = 3
+RUNOFF_CELL_S = 10.0       # a runoff cell's time budget, at least: the decision is on whole passes, not on a
+                           # prefix scaled up (a cold pass's first requests pay the disk; scaled, they mislead 10-40x)
 RUNOFF_SHARE = 1 / 3       # of --budget, for the runoff
 FIRST_SHARE = 0.5          # of --budget, for the first round (the shortlist, the current layout, the heuristics)
 REFIT_SHARE = 1 - FIRST_SHARE - RUNOFF_SHARE   # for the layouts the fitted prices add to the shortlist
@@ -278,7 +280,10 @@ def run_off(wl, source, contenders, measured, out: Path, work_dir: Path, budget:
     if len(finalists) < 2:
         return {}
     echo(f"  runoff: {len(finalists)} layouts within {RUNOFF_WITHIN:.0%} of the fastest, measured again back to back")
-    again = measure_all(wl, source, list(finalists.values()), out / "runoff", work_dir, budget, 2 * repeats + 1, echo)
+    n_cells = len(finalists) * len(wl.items)
+    cell_budget = max(RUNOFF_CELL_S, per_cell_budget(budget, n_cells, 2 * repeats + 1) or 0.0)
+    again = measure_all(wl, source, list(finalists.values()), out / "runoff", work_dir, budget, 2 * repeats + 1, echo,
+                        cell_budget=cell_budget)
     return {m.contender.key: m for m in again if m.measured_s is not None}
 
 
