@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ccp.config.sweep import CacheSpec
 from ccp.hdf5.filters import FilterPipeline
 from ccp.units import shape_str
@@ -27,7 +29,7 @@ def netcdf_dims(file: str | None, dset: str) -> list[str] | None:
     try:
         from ccp.hdf5.dataset import open_readonly
 
-        with open_readonly(file, "dataset.file") as f:
+        with open_readonly(Path(file), "dataset.file") as f:
             if "_NCProperties" not in f.attrs:
                 return None
             d = f[dset]

@@ -108,8 +108,8 @@ def fit_prices(costs: Costs, observations: Sequence[Observation]) -> Fit | None:
     scales = {g: (float(min(max(x[j], lo), hi)) if g != "open" else float(x[j])) for j, g in enumerate(groups)}
     # the open's seconds are capped by the fastest cell: never more than a whole measured pattern
     scales["open"] = min(scales["open"], min(o.measured_s for o in obs))
-    as_parts = [scales[g] for g in groups if g != "open"]
-    fitted = costs.scaled(*as_parts, scales["open"], how=f"fitted to {len(obs)} measured cells")
+    fitted = costs.scaled(scales["request"], scales["chunk"], scales["byte"], scales["open"],
+                          how=f"fitted to {len(obs)} measured cells")
     after = [Observation((*o.parts[:open_j], 1.0, *o.parts[open_j + 1:]), o.measured_s) for o in obs]
     return Fit(fitted, scales, len(obs), _median_log_error(obs, [1.0] * len(groups)),
                _median_log_error(after, [scales[g] for g in groups]))

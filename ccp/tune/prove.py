@@ -111,7 +111,7 @@ def measure_all(workload, source, contenders, out_dir: Path, work_dir: Path, bud
         sweep_file.write_text(yaml.safe_dump(sweep_doc(workload, c, source, repeats, cell_budget, cold), sort_keys=False))
         echo(f"  measuring {c.label}: chunks {shape_str(c.chunks)}, {c.filters.spec}, cache {c.cache.label} ({i + 1}/{len(distinct)})")
         _, _, cells = prepare(sweep_file)
-        run_sweep(sweep_file, out=run_dir, work_dir=work_dir, report=False, echo=lambda *_: None)
+        run_sweep(sweep_file, out=run_dir, work_dir=work_dir, report=None, echo=lambda *_: None)
         with (run_dir / "cells.csv").open(newline="") as fh:
             rows = {r["cell_id"]: r for r in csv.DictReader(fh)}
         by_access = {cell.access: rows.get(cell.cell_id) for cell in cells}
@@ -119,8 +119,9 @@ def measure_all(workload, source, contenders, out_dir: Path, work_dir: Path, bud
         for it in workload.items:
             row = by_access.get(it.access)
             status = row["status"] if row else "missing"
-            ok &= status in FINISHED and bool(row) and row.get("time_s") not in (None, "")
-            t = float(row["time_s"]) if ok else math.nan
+            done = row is not None and status in FINISHED and row.get("time_s") not in (None, "")
+            ok &= done
+            t = float(row["time_s"]) if row is not None and done else math.nan
             per.append((t, status))
             total += it.weight * t
             lo += it.weight * _number(row, "time_s_min", t)

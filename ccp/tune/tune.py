@@ -208,7 +208,7 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
     for r in rows:
         r["speedup_of_pick"] = (r["measured_s"] / pick["measured_s"]) if r["measured_s"] and pick["measured_s"] else None
     verified = {"recommended": pick["measured_s"],
-                "model_pick": min((r for r in rows if r["kind"] == "candidate"), key=lambda r: r["predicted_s"])["measured_s"],
+                "model_pick": min((r for r in rows if r["kind"] == "candidate"), key=_predicted)["measured_s"],
                 "current": next((r["measured_s"] for r in rows if r["kind"] == "current"), None),
                 "heuristics": {r["label"]: r["measured_s"] for r in rows if r["kind"] == "heuristic"}}
     result = {
@@ -285,6 +285,10 @@ def run_off(wl, source, contenders, measured, out: Path, work_dir: Path, budget:
     again = measure_all(wl, source, list(finalists.values()), out / "runoff", work_dir, budget, 2 * repeats + 1, echo,
                         cell_budget=cell_budget)
     return {m.contender.key: m for m in again if m.measured_s is not None}
+
+
+def _predicted(row: dict) -> float:
+    return float(row["predicted_s"])
 
 
 def tied(a: dict, b: dict) -> bool:
