@@ -325,6 +325,21 @@ def table(results: list[dict]) -> list[str]:
     return lines
 
 
+def verdict(results: list[dict]) -> list[str]:
+    tune_r = [r["ratio"]["ccp tune"] for r in results]
+    within = sum(x <= 1.10 for x in tune_r)
+    gm = {c: geomean(r["ratio"][c] for r in results) for c in CONTENDERS}
+    best_h = min((c for c in CONTENDERS if c != "ccp tune"), key=lambda c: gm[c])
+    pm = [r["tune"]["predicted_s"] / r["tune"]["measured_in_tune_s"] for r in results
+          if r["tune"].get("measured_in_tune_s") and r["tune"].get("predicted_s")]
+    return ["", "~ : a pattern of that layout ran past its cell's time budget; its time is a measured prefix scaled up",
+            "", f"ccp tune within 1.10x of the oracle on {within}/{len(results)}; geometric mean {gm['ccp tune']:.2f} "
+                f"against the best heuristic's ({best_h}) {gm[best_h]:.2f}: {gm[best_h] / gm['ccp tune']:.2f}x better",
+            f"tune's pick, predicted / measured in tune: within 1.25x on {sum(1 / 1.25 <= x <= 1.25 for x in pm)}/{len(pm)} "
+            f"({', '.join(f'{x:.2f}' for x in pm)})",
+            "tune's wall time per workload: " + ", ".join(f"{r['tune']['wall_s']:.0f}" for r in results) + " s"]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="datasets of a few MiB, a coarser grid: about 20 minutes")
@@ -335,7 +350,12 @@ def main() -> None:
                     help="seconds per cell (default 20 quick, 60 full): over it a cell is a measured prefix scaled up")
     ap.add_argument("--tune-budget", type=float, default=None, help="ccp tune's --budget (default 20 s quick, 60 s full)")
     ap.add_argument("--tune-repeats", type=int, default=3)
+    ap.add_argument("--table", type=Path, help="print the table of a league.json (a finished or a partial run) and exit")
     args = ap.parse_args()
+    if args.table:
+        results = json.loads(args.table.read_text())["results"]
+        print("\n".join(table(results) + verdict(results)))
+        return
     args.cell_budget = args.cell_budget or (20.0 if args.quick else 60.0)
     args.tune_budget = args.tune_budget or (20.0 if args.quick else 60.0)
     if args.quick:
@@ -356,15 +376,8 @@ def main() -> None:
               f"{res['grid_wall_s']:.0f} s, {res['cells']} cells)", flush=True)
         (out / "league.json").write_text(json.dumps({"results": results, "quick": args.quick}, indent=2, default=str))
     wall = time.perf_counter() - t_all
-    lines = table(results)
-    tune_r = [r["ratio"]["ccp tune"] for r in results]
-    within = sum(x <= 1.10 for x in tune_r)
     gm = {c: geomean(r["ratio"][c] for r in results) for c in CONTENDERS}
-    best_h = min((c for c in CONTENDERS if c != "ccp tune"), key=lambda c: gm[c])
-    lines += ["", "~ : a pattern of that layout ran past its cell's time budget; its time is a measured prefix scaled up",
-              "", f"ccp tune within 1.10x of the oracle on {within}/{len(results)}; geometric mean {gm['ccp tune']:.2f} "
-                  f"against the best heuristic's ({best_h}) {gm[best_h]:.2f}: {gm[best_h] / gm['ccp tune']:.2f}x better",
-              f"wall {wall / 60:.1f} min, load average at the end {os.getloadavg()}"]
+    lines = table(results) + verdict(results) + [f"wall {wall / 60:.1f} min, load average at the end {os.getloadavg()}"]
     (out / "league.md").write_text("\n".join(lines) + "\n")
     (out / "league.json").write_text(json.dumps({"results": results, "quick": args.quick, "wall_s": wall,
                                                  "geomeans": gm}, indent=2, default=str))
