@@ -153,8 +153,14 @@ def test_tune_a_users_file_end_to_end(tmp_path):
     assert v["recommended"] > 0 and v["current"] > 0
     assert set(v["heuristics"]) == {"h5py guess", "1 MiB rows", "Unidata balanced"}
     assert all(t is not None and t > 0 for t in v["heuristics"].values())
-    # the pick is the fastest measured layout: never slower than a heuristic or the current layout
-    assert v["recommended"] <= min(v["heuristics"].values()) and v["recommended"] <= v["current"]
+    # the pick is the fastest measured layout, or tied with it in the runoff (pass-level): no heuristic and
+    # not the current layout measured faster beyond the noise
+    from ccp.tune.tune import tied
+
+    pick_row = next(c for c in r["contenders"] if c["label"] == r["recommended"]["label"])
+    for c in r["contenders"]:
+        if c["kind"] != "candidate" and c["measured_s"] < pick_row["measured_s"]:
+            assert c["runoff"] and pick_row["runoff"] and tied(c, pick_row), (c, pick_row)
     assert r["recommended"]["why"]
     assert "predicted" in (out / "tune.html").read_text() and (out / "tune.json").exists()
     assert src.read_bytes() == before                   # the user's file is only read
