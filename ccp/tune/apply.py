@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ccp.config.sweep import CacheSpec
 from ccp.hdf5.filters import FilterPipeline
 from ccp.units import shape_str
@@ -19,14 +21,51 @@ def h5py_kwargs(chunks, filters: FilterPipeline) -> str:
     return text + (f"  # + {'+'.join(s.spec for s in unsaid)}: no h5py keyword says it" if unsaid else "")
 
 
-def commands(dset: str, chunks, filters: FilterPipeline, cache: CacheSpec, file: str = "IN.h5") -> dict[str, str]:
-    """{what: the line to run or write} for the layout and the cache."""
+def netcdf_dims(file: str | None, dset: str) -> list[str] | None:
+    """The netCDF dimension names of ``dset`` in a file netCDF-4 wrote (its dimension scales), or None
+    when the file is not netCDF's (no ``_NCProperties``, no dimension list) or cannot be read."""
+    if not file:
+        return None
+    try:
+        from ccp.hdf5.dataset import open_readonly
+
+        with open_readonly(Path(file), "dataset.file") as f:
+            if "_NCProperties" not in f.attrs:
+                return None
+            d = f[dset]
+            names = []
+            for dim in d.dims:
+                if len(dim) != 1:
+                    return None
+                names.append(dim[0].name.rsplit("/", 1)[-1])
+            return names
+    except Exception:            # noqa: BLE001 (only a nicety: the other lines stand without it)
+        return None
+
+
+def maxshape_text(maxshape) -> str:
+    """``, maxshape=(None, 96, 144)`` when a dimension is unlimited (else ``""``): a copy must stay appendable."""
+    if not maxshape or all(m is not None for m in maxshape):
+        return ""
+    return f", maxshape={tuple(maxshape)!r}"
+
+
+def commands(dset: str, chunks, filters: FilterPipeline, cache: CacheSpec, file: str = "IN.h5", maxshape=None,
+             nc_dims: list[str] | None = None) -> dict[str, str]:
+    """{what: the line to run or write} for the layout and the cache. ccp repack and h5repack keep the
+    dataset's maximum shape (its unlimited dimensions); the h5py line says it; a netCDF-4 file also
+    gets the ``nccopy -c`` line (nccopy keeps unlimited dimensions unless given -u)."""
     c = shape_str(chunks)
     out = {"ccp": f"ccp repack -l {dset}:CHUNK={c} -f {dset}:{filters.spec} {file} OUT.h5"}
     hf = h5repack_filters(filters, dset)
     out["h5repack"] = (f"h5repack -l {dset}:CHUNK={c} {' '.join(hf)} {file} OUT.h5" if hf is not None
                        else f"(h5repack cannot write {filters.spec} by name: use the ccp line)")
-    out["h5py create"] = f'f.create_dataset("{dset}", shape=..., dtype=..., {h5py_kwargs(chunks, filters)})'
+    if nc_dims and len(nc_dims) == len(chunks):
+        spec = ",".join(f"{n}/{k}" for n, k in zip(nc_dims, chunks))
+        var = dset.rsplit("/", 1)[-1]
+        out["nccopy"] = f"nccopy -k nc4 -c {var}:{','.join(map(str, chunks))} {file} OUT.nc    # or -c {spec} for every variable"
+    out["h5py create"] = (f'f.create_dataset("{dset}", shape=..., dtype=...{maxshape_text(maxshape)}, '
+                          f'{h5py_kwargs(chunks, filters)})')
     out["h5py open"] = (f'h5py.File("OUT.h5", "r", rdcc_nbytes={cache.nbytes}, rdcc_nslots={cache.nslots}, '
                         f"rdcc_w0={cache.w0:g})")
     out["C"] = f"H5Pset_chunk_cache(dapl, {cache.nslots}, {cache.nbytes}, {cache.w0:g});  /* then H5Dopen2(file, \"{dset}\", dapl) */"

@@ -11,10 +11,10 @@ import click
 @click.command(name="tune")
 @click.argument("workload", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (keys recommended, candidates, front, verified).")
-@click.option("--budget", default="10min", show_default=True,
+@click.option("--budget", default="1min", show_default=True,
               help="Time for measuring the shortlisted layouts, the current one and the heuristics (a third of it for "
                    "re-measuring the close ones back to back); long cells are extrapolated.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--out", type=str,
               help="Folder for tune.json, tune.html and the measured runs (default results/<name>/tune-<time>/).")
 @click.option("--work", "work_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("results/work"),
               show_default=True, help="Folder for generated and repacked work files (reused).")
@@ -42,12 +42,26 @@ def tune_command(workload, as_json, budget, out, work_dir, top, repeats, no_meas
         - {access: {op: read, block: [1, 64, 64]}, weight: 1}   # maps
       constraints: {cache_nbytes: 64KiB, max_chunk_bytes: 64KiB}
     """
-    from ccp.tune.tune import console_table, summary_lines, tune
+    from ccp.errors import ConfigError
+    from ccp.tune.tune import check_out, console_table, summary_lines, tune
     from ccp.units import parse_duration
 
+    out_dir = None
+    if out is not None:
+        if not out.strip():     # Path("") is ".": the current folder would receive tune.html
+            raise ConfigError("--out", f"is empty ({out!r}): give a new folder for tune's results")
+        out_dir = Path(out)
+        check_out(out_dir)
     echo = (lambda *_: None) if as_json else click.echo
-    result = tune(workload, budget=parse_duration(budget, "--budget"), out=out, work_dir=work_dir, top=top,
-                  measure=not no_measure, repeats=repeats, echo=echo)
+    try:
+        result = tune(workload, budget=parse_duration(budget, "--budget"), out=out_dir, work_dir=work_dir, top=top,
+                      measure=not no_measure, repeats=repeats, echo=echo)
+    except KeyboardInterrupt:
+        # not a sweep: nothing resumes. Say what is left (the measured runs, each a ccp run folder)
+        where = f" in {out_dir}" if out_dir is not None else " under results/"
+        click.echo(f"\nccp: interrupted; no recommendation was made (tune.json not written); the layouts measured so far "
+                   f"are run folders{where}/runs (open them with ccp report)", err=True)
+        raise SystemExit(130) from None
     if as_json:
         click.echo(json.dumps(result, indent=2, default=str))
         return

@@ -84,9 +84,10 @@ def balanced(shape: Sequence[int], itemsize: int, series: int = 0, target: int =
     while math.prod(floor) * itemsize > target and max(floor) > 1:
         d = floor.index(max(floor))
         floor[d] = max(1, int(target // itemsize // (math.prod(floor) // floor[d])))
-    best, best_bytes = tuple(floor), 0
+    best: tuple[int, ...] = tuple(int(f) for f in floor)
+    best_bytes = 0
     for bits in itertools.product((0, 1), repeat=rank):
-        cand = tuple(min(f + b, n) for f, b, n in zip(floor, bits, shape))
+        cand = tuple(int(min(f + b, n)) for f, b, n in zip(floor, bits, shape))
         nbytes = math.prod(cand) * itemsize
         if best_bytes < nbytes <= target:
             best, best_bytes = cand, nbytes

@@ -43,6 +43,13 @@ class Measured:
     measured_s: float | None            # weighted over the workload; None when a cell failed
     per_item: tuple                     # (time_s, status) per workload item
     run_dir: Path
+    min_s: float | None = None          # weighted over the workload, each pattern's fastest pass
+    max_s: float | None = None          # weighted, each pattern's slowest pass
+
+    @property
+    def extrapolated(self) -> bool:
+        """Some pattern measured a prefix only (its cell's time budget) and was scaled to the whole."""
+        return any(st == "extrapolated" for _, st in self.per_item)
 
 
 def access_dict(a) -> dict:
@@ -68,20 +75,34 @@ def sweep_doc(workload, c: Contender, source, repeats: int, cell_budget: float |
             "repeats": repeats, "cold": cold, "time_budget": cell_budget}
 
 
+def per_cell_budget(budget: float, cells: int, repeats: int) -> float | None:
+    """A cell's share of ``budget`` (its passes and its traced pass), at least :data:`MIN_CELL_BUDGET`."""
+    return max(MIN_CELL_BUDGET, budget / max(1, cells) / (repeats + 1)) if budget else None
+
+
+def _number(row, key: str, default: float) -> float:
+    try:
+        return float(row[key])
+    except (KeyError, TypeError, ValueError):
+        return default
+
+
 def slug(label: str) -> str:
     return "".join(ch if ch.isalnum() else "-" for ch in label.lower()).strip("-") or "x"
 
 
 def measure_all(workload, source, contenders, out_dir: Path, work_dir: Path, budget: float, repeats: int = 3,
-                echo=print, cold: bool = True) -> list[Measured]:
-    """Every distinct contender measured once (equal layouts and caches share a run)."""
+                echo=print, cold: bool = True, cell_budget: float | None = None) -> list[Measured]:
+    """Every distinct contender measured once (equal layouts and caches share a run). Each cell gets
+    ``cell_budget`` seconds, or its share of ``budget`` (at least :data:`MIN_CELL_BUDGET`)."""
     from ccp.run import prepare, run_sweep
 
     distinct: dict[tuple, Contender] = {}
     for c in contenders:
         distinct.setdefault(c.key, c)
     n_cells = max(1, len(distinct) * len(workload.items))
-    cell_budget = max(MIN_CELL_BUDGET, budget / n_cells / (repeats + 1)) if budget else None
+    if cell_budget is None:
+        cell_budget = per_cell_budget(budget, n_cells, repeats)
     runs: dict[tuple, tuple] = {}
     for i, (key, c) in enumerate(distinct.items()):
         run_dir = out_dir / "runs" / f"{i:02d}-{slug(c.label)}"
@@ -90,17 +111,20 @@ def measure_all(workload, source, contenders, out_dir: Path, work_dir: Path, bud
         sweep_file.write_text(yaml.safe_dump(sweep_doc(workload, c, source, repeats, cell_budget, cold), sort_keys=False))
         echo(f"  measuring {c.label}: chunks {shape_str(c.chunks)}, {c.filters.spec}, cache {c.cache.label} ({i + 1}/{len(distinct)})")
         _, _, cells = prepare(sweep_file)
-        run_sweep(sweep_file, out=run_dir, work_dir=work_dir, report=False, echo=lambda *_: None)
+        run_sweep(sweep_file, out=run_dir, work_dir=work_dir, report=None, echo=lambda *_: None)
         with (run_dir / "cells.csv").open(newline="") as fh:
             rows = {r["cell_id"]: r for r in csv.DictReader(fh)}
         by_access = {cell.access: rows.get(cell.cell_id) for cell in cells}
-        per, total, ok = [], 0.0, True
+        per, total, lo, hi, ok = [], 0.0, 0.0, 0.0, True
         for it in workload.items:
             row = by_access.get(it.access)
             status = row["status"] if row else "missing"
-            t = float(row["time_s"]) if row and status in FINISHED and row.get("time_s") not in (None, "") else math.nan
-            ok &= status in FINISHED
+            done = row is not None and status in FINISHED and row.get("time_s") not in (None, "")
+            ok &= done
+            t = float(row["time_s"]) if row is not None and done else math.nan
             per.append((t, status))
             total += it.weight * t
-        runs[key] = (total if ok else None, tuple(per), run_dir)
+            lo += it.weight * _number(row, "time_s_min", t)
+            hi += it.weight * _number(row, "time_s_max", t)
+        runs[key] = (total if ok else None, tuple(per), run_dir, lo if ok else None, hi if ok else None)
     return [Measured(c, *runs[c.key]) for c in contenders]

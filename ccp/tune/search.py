@@ -13,6 +13,7 @@ repeat, so a prefix is representative; a pattern whose cost changes along the da
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -44,6 +45,35 @@ class Costs:
     load_s: float = 0.0                       # per distinct chunk fetched, cold: index lookup and the device
     visit_s: float = 0.0                      # per chunk a request touches (hit or load): HDF5's per-chunk work
     cold_byte_s: float = 0.0                  # per stored byte of a distinct chunk fetched, cold, beyond a warm read
+    open_s: float = 0.0                       # per pattern: the dataset's open and close (0 until fitted)
+    fitted: str = ""                          # how the prices were fitted to measurement ("" = the probes' prices)
+
+    def group(self, name: str) -> Costs:
+        """These costs with every price outside one group set to 0: the model's time is linear in the
+        prices, so a candidate's time is the sum over :data:`PRICE_GROUPS` of its time under each."""
+        cal = self.calibration
+        zero = {k: 0.0 for k in cal.decode_s_per_byte}
+        zero_e = {k: 0.0 for k in cal.encode_s_per_byte}
+        keep = {"request": name == "request", "chunk": name == "chunk", "byte": name == "byte", "open": name == "open"}
+        return Costs(Calibration(cal.per_request_s if keep["request"] else 0.0,
+                                 cal.read_s_per_byte if keep["byte"] else 0.0,
+                                 dict(cal.decode_s_per_byte) if keep["byte"] else zero,
+                                 dict(cal.encode_s_per_byte) if keep["byte"] else zero_e),
+                     self.raw_read_s if keep["chunk"] else 0.0, self.ratio,
+                     self.load_s if keep["chunk"] else 0.0, self.visit_s if keep["chunk"] else 0.0,
+                     self.cold_byte_s if keep["byte"] else 0.0, self.open_s if keep["open"] else 0.0)
+
+    def scaled(self, request: float, chunk: float, byte: float, open_s: float, how: str) -> Costs:
+        """The prices of each group multiplied by a factor fitted to measurement (the open set, not scaled)."""
+        cal = self.calibration
+        return Costs(Calibration(cal.per_request_s * request, cal.read_s_per_byte * byte,
+                                 {k: v * byte for k, v in cal.decode_s_per_byte.items()},
+                                 {k: v * byte for k, v in cal.encode_s_per_byte.items()}),
+                     self.raw_read_s * chunk, self.ratio, self.load_s * chunk, self.visit_s * chunk,
+                     self.cold_byte_s * byte, open_s, how)
+
+
+PRICE_GROUPS = ("request", "chunk", "byte", "open")   # per request; per chunk touched or read; per byte; per pattern
 
 
 @dataclass(frozen=True)
@@ -86,6 +116,7 @@ class SearchResult:
     front: tuple[Candidate, ...]  # Pareto front of (read_s, write_s, storage_bytes), fastest first
     best: tuple[Candidate, ...]   # every costed layout with its chosen cache, fastest first
     recommended: Candidate
+    unvisited: int = 0            # layouts left unwalked at the search's time limit (the least promising)
 
 
 def dominates(a: Sequence[float], b: Sequence[float]) -> bool:
@@ -109,7 +140,7 @@ def item_cost(cell: Cell, source, costs: Costs, max_requests: int = MAX_MODEL_RE
     """The model's counts for one pattern on one layout and cache, priced by ``costs``."""
     n = len(plan_for(cell.access, source.shape)) if (cell.access.random or getattr(cell.access, "trace", None)) else \
         math.prod(-(-s // b) for s, b in zip(source.shape, cell.access.block))
-    k = min(n, max_requests, max(MIN_MODEL_REQUESTS, MODEL_WORK // chunks_per_request(cell.access.block, cell.chunks)))
+    k = model_prefix(n, cell.access.block, cell.chunks, max_requests)
     total = model_counts(cell, source, stored, k)
     scale = n / k if k else 1.0
     itemsize = np.dtype(source.dtype).itemsize
@@ -127,7 +158,8 @@ def item_cost(cell: Cell, source, costs: Costs, max_requests: int = MAX_MODEL_RE
                + (total.chunk_loads + total.chunk_hits) * costs.visit_s
                + distinct * (costs.load_s + chunk_bytes * ratio * costs.cold_byte_s))
     return ItemCost(n, total.chunk_loads * scale, total.raw_reads * scale, total.raw_read_bytes * scale,
-                    total.chunk_loads * chunk_bytes * scale if filtered else 0.0, total.raw_writes * scale, seconds * scale)
+                    total.chunk_loads * chunk_bytes * scale if filtered else 0.0, total.raw_writes * scale,
+                    seconds * scale + costs.open_s)
 
 
 _COUNTS: dict = {}
@@ -150,6 +182,24 @@ def model_counts(cell: Cell, source, stored, k: int):
     return total
 
 
+def model_prefix(n: int, block, chunks, max_requests: int = MAX_MODEL_REQUESTS) -> int:
+    """How many of a pattern's ``n`` requests the model walks (the rest is scaled from them)."""
+    return min(n, max_requests, max(MIN_MODEL_REQUESTS, MODEL_WORK // chunks_per_request(block, chunks)))
+
+
+@lru_cache(maxsize=256)
+def _random_tiles(shape: tuple, block: tuple, n: int, seed: int) -> np.ndarray:
+    """The block-grid coordinates of a random pattern's requests, in order (as the plan draws them)."""
+    plan = plan_for(AccessSpec("read", block, random=n, seed=seed), shape)
+    return np.asarray(plan.starts, np.int64) // np.asarray(block, np.int64)
+
+
+def _per_tile(n: int, b: int, c: int) -> np.ndarray:
+    """Along one dimension of ``n`` tiled by ``b`` with chunks of ``c``: chunks each tile touches."""
+    s = np.arange(0, n, b)
+    return (np.minimum(s + b, n) - 1) // c - s // c + 1
+
+
 def chunks_per_request(block, chunks) -> int:
     """Chunks one block-aligned request of ``block`` touches, at most (the model's work per request)."""
     if chunks is None:
@@ -161,10 +211,8 @@ def chunks_per_request(block, chunks) -> int:
 def _dim_touch(n: int, b: int, c: int) -> tuple[int, int, int]:
     """Along one dimension of ``n`` tiled by ``b`` with chunks of ``c``: (tiles, chunks touched
     summed over the tiles, fewest chunks one tile touches)."""
-    s = np.arange(0, n, b)
-    e = np.minimum(s + b, n) - 1
-    per = e // c - s // c + 1
-    return len(s), int(per.sum()), int(per.min())
+    per = _per_tile(n, b, c)
+    return len(per), int(per.sum()), int(per.min())
 
 
 def read_bound(chunks, filters: FilterPipeline, source, items, costs: Costs) -> float:
@@ -190,14 +238,21 @@ def read_bound(chunks, filters: FilterPipeline, source, items, costs: Costs) -> 
         tiles = math.prod(d[0] for d in dims)
         touched = math.prod(d[1] for d in dims)
         if a.random:
-            requests, visits = a.random, a.random * touched / tiles
-            fetched = math.prod(d[2] for d in dims)        # one request's chunks, at least
+            # the chunks the drawn requests touch, not the grid's mean per tile: a draw heavy in the
+            # short edge tiles touches fewer. Counted on the prefix the model walks, scaled as it scales
+            k = model_prefix(a.random, a.block, chunks)
+            coords = _random_tiles(tuple(source.shape), tuple(a.block), a.random, a.seed)[:k]
+            per_req = np.ones(len(coords), np.int64)
+            for d, (n, b, c) in enumerate(zip(source.shape, a.block, chunks)):
+                per_req *= _per_tile(n, b, c)[coords[:, d]]
+            requests, visits = a.random, float(per_req.sum()) * a.random / k
+            fetched = int(per_req.max())                   # one request's chunks, at least
         else:
             requests, visits, fetched = tiles, touched, nchunks(source.shape, chunks)
         first = costs.load_s + chunk_bytes * ratio * costs.cold_byte_s
         if filtered:
             first += chunk_bytes * (dec + ratio * cal.read_s_per_byte) + costs.raw_read_s
-        total += it.weight * (requests * cal.per_request_s + visits * per_touch + fetched * first)
+        total += it.weight * (requests * cal.per_request_s + visits * per_touch + fetched * first + costs.open_s)
     return total
 
 
@@ -211,7 +266,7 @@ def write_bound(chunks, filters: FilterPipeline, source, costs: Costs) -> float:
     ratio = costs.ratio.get(filters.spec, 1.0) if filtered else 1.0
     enc = cal.encode_s_per_byte.get(filters.spec, 0.0) if filtered else 0.0
     n = nchunks(source.shape, chunks)
-    return n * (cal.per_request_s + costs.raw_read_s + chunk_bytes * (enc + ratio * cal.read_s_per_byte))
+    return n * (cal.per_request_s + costs.raw_read_s + chunk_bytes * (enc + ratio * cal.read_s_per_byte)) + costs.open_s
 
 
 def storage(shape, itemsize: int, chunks, ratio: float) -> tuple[int, float]:
@@ -258,7 +313,7 @@ def evaluate(chunks, filters: FilterPipeline, cache: CacheSpec, source, items, c
 def search(source, items, lattice: Sequence[tuple[int, ...]], filters: Sequence[FilterPipeline], costs: Costs, *,
            fixed_cache: int | None, max_cache_bytes: int, max_storage_overhead: float, current=None,
            max_requests: int = MAX_MODEL_REQUESTS, progress: Callable[[int, int], None] | None = None,
-           keep_best: int = 5) -> SearchResult:
+           keep_best: int = 5, time_limit: float | None = None) -> SearchResult:
     """Every (chunks, filters) of the lattice within the storage constraint, each with the cache
     that makes it fastest (the smallest one within :data:`NEAR_BEST` of that), then the front.
 
@@ -298,9 +353,14 @@ def search(source, items, lattice: Sequence[tuple[int, ...]], filters: Sequence[
         beaten = keep_best <= 0 or (len(fastest_k) >= keep_best and workload_lb >= fastest_k[keep_best - 1])
         return beaten and _dominated(points, point)
 
+    started = time.perf_counter()
+    unvisited = 0
     for i, (_, rb, wb, sb, chunks, filt, is_current) in enumerate(queue):
         if progress:
             progress(i, len(queue))
+        if time_limit is not None and best and time.perf_counter() - started > time_limit:
+            unvisited = len(queue) - i
+            break
         if not is_current and droppable((rb, wb, sb), rb):
             pruned += 1
             continue
@@ -344,7 +404,7 @@ def search(source, items, lattice: Sequence[tuple[int, ...]], filters: Sequence[
     best_sorted = sorted(best, key=lambda c: (c.workload_s, c.storage_bytes))
     rec = recommend(best_sorted, current)
     front = tuple(sorted((best[i] for i in front_idx), key=lambda c: c.workload_s))
-    return SearchResult(evaluated, len(best) + pruned, pruned, rejected, front, tuple(best_sorted), rec)
+    return SearchResult(evaluated, len(best) + pruned + unvisited, pruned, rejected, front, tuple(best_sorted), rec, unvisited)
 
 
 def _dominated(points, bound) -> bool:

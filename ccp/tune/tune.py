@@ -9,17 +9,21 @@ from __future__ import annotations
 import json
 import math
 import time
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
 import numpy as np
 
 from ccp.config.sweep import SOURCE, CacheSpec
+from ccp.errors import ConfigError
+from ccp.hdf5.defaults import MIN_NSLOTS
 from ccp.hdf5.filters import check_for_type
-from ccp.tune.apply import commands
+from ccp.store.schema import FINISHED
+from ccp.tune.apply import commands, netcdf_dims
 from ccp.tune.heuristics import ONE_MIB, heuristics
-from ccp.tune.lattice import chunk_lattice, workload_blocks
-from ccp.tune.prove import Contender, measure_all
+from ccp.tune.lattice import MAX_NSLOTS, chunk_lattice, next_prime, workload_blocks
+from ccp.tune.prove import Contender, measure_all, per_cell_budget
 from ccp.tune.search import Candidate, evaluate, search
 from ccp.tune.workload import check_against, load_workload
 from ccp.units import format_bytes, format_seconds, shape_str
@@ -29,7 +33,13 @@ TOP = 3
 NO_REPACK_MARGIN = 0.05    # the current layout with a new cache is shown as an alternative when measured this close
 RUNOFF_WITHIN = 0.30       # layouts measured this close to the fastest are measured again, back to back
 RUNOFF_MAX = 3
+RUNOFF_CELL_S = 10.0       # a runoff cell's time budget, at least: the decision is on whole passes, not on a
+                           # prefix scaled up (a cold pass's first requests pay the disk; scaled, they mislead 10-40x)
 RUNOFF_SHARE = 1 / 3       # of --budget, for the runoff
+FIRST_SHARE = 0.5          # of --budget, for the first round (the shortlist, the current layout, the heuristics)
+REFIT_SHARE = 1 - FIRST_SHARE - RUNOFF_SHARE   # for the layouts the fitted prices add to the shortlist
+SEARCH_LIMIT_S = 30.0      # the model search's time (the refit search: half): tune answers within minutes
+TIE_FLOOR = 0.03           # two runoff layouts closer than this (or than their passes' spread) are tied
 
 
 def hdf5_default_cache() -> CacheSpec:
@@ -39,6 +49,39 @@ def hdf5_default_cache() -> CacheSpec:
     return CacheSpec(lib.nbytes, lib.nslots, lib.w0)
 
 
+def shortlisted(res, top: int, label: str) -> list[Contender]:
+    """The model's first pick and the next fastest layouts, ``top`` in all, as contenders."""
+    shortlist = [res.recommended] + [c for c in res.best if c.layout != res.recommended.layout][:max(0, top - 1)]
+    return [Contender(label if i == 0 else f"{label} #{i + 1}", c.chunks, c.filters, c.cache, c.workload_s, "candidate")
+            for i, c in enumerate(shortlist)]
+
+
+def fair_cache(chunks, itemsize: int, budget_bytes: int) -> CacheSpec:
+    """The cache a rule of thumb is measured with: the tuner's whole budget, nslots as HDF5 advises
+    (a prime about 100 times the chunks that fit)."""
+    chunk_bytes = math.prod(chunks) * itemsize if chunks else 0
+    fits = budget_bytes // chunk_bytes if chunk_bytes else 0
+    nslots = max(MIN_NSLOTS, next_prime(min(100 * fits, MAX_NSLOTS))) if fits else MIN_NSLOTS
+    return CacheSpec(budget_bytes, nslots, 0.75)
+
+
+def fit_from_round(contenders, measured, items, source, costs):
+    """The probe prices fitted to the measured cells (None: too few cells). Cells measured whole
+    are preferred: a cell over its time budget is a prefix scaled up, and a cold pass's first
+    requests pay the disk, so the scaled figure leans high; they are used only when fewer than
+    :data:`ccp.tune.fit.MIN_CELLS` cells were measured whole."""
+    from ccp.tune.fit import MIN_CELLS, fit_prices, observe
+
+    whole, scaled_up = [], []
+    for c, m in zip(contenders, measured):
+        if m is None:
+            continue
+        for it, (t, status) in zip(items, m.per_item):
+            if status in FINISHED and is_finite(t) and t > 0:
+                (scaled_up if status == "extrapolated" else whole).append(observe(c, it, source, costs, t))
+    return fit_prices(costs, whole if len(whole) >= MIN_CELLS else whole + scaled_up)
+
+
 def _cand_dict(c: Candidate) -> dict:
     return {"chunks": list(c.chunks) if c.chunks else None, "filters": c.filters.spec, "cache_nbytes": c.cache.nbytes,
             "cache_nslots": c.cache.nslots, "cache_w0": c.cache.w0, "predicted_read_s": c.read_s,
@@ -46,11 +89,27 @@ def _cand_dict(c: Candidate) -> dict:
             "storage_overhead": round(c.overhead, 4)}
 
 
-def tune(workload_path, *, budget: float = 600.0, out: Path | None = None, work_dir: Path = Path("results/work"),
+def check_out(out: Path | None) -> None:
+    """``--out`` is a new or empty folder: tune never writes into a run folder or an earlier tune's
+    (its files would mix with theirs and look like their results)."""
+    if out is None:
+        return
+    if str(out).strip() == "" or str(out) == ".":
+        raise ConfigError("--out", f"expected a new folder for tune's results, got {str(out)!r}")
+    if out.exists() and not out.is_dir():
+        raise ConfigError("--out", f"{out} exists and is not a folder")
+    if out.is_dir() and any(out.iterdir()):
+        kind = ("a run folder" if (out / "sweep.yaml").exists() or (out / "cells.csv").exists()
+                else "an earlier tune's folder" if (out / "tune.json").exists() else "a folder that is not empty")
+        raise ConfigError("--out", f"{out} is {kind}: give a new or empty folder (tune writes nothing into it)")
+
+
+def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_dir: Path = Path("results/work"),
          top: int = TOP, measure: bool = True, repeats: int = 3, echo=print) -> dict:
     from ccp.hdf5.dataset import describe_source
     from ccp.tune.costs import measure_costs
 
+    check_out(Path(out) if out is not None else None)
     wl = load_workload(workload_path)
     source = describe_source(wl.dataset)
     check_against(wl, source)
@@ -71,6 +130,7 @@ def tune(workload_path, *, budget: float = 600.0, out: Path | None = None, work_
          f"filters {', '.join(f.spec for f in filters)}")
     t0 = time.perf_counter()
     costs = measure_costs(source, wl.dataset, filters, work_dir)
+    probe_costs = costs
     t_cal = time.perf_counter() - t0
     blocks_by_weight = [tuple(it.access.block) for it in sorted(wl.items, key=lambda it: -it.weight)]
     target = min(ONE_MIB, k.max_chunk_bytes)
@@ -82,46 +142,88 @@ def tune(workload_path, *, budget: float = 600.0, out: Path | None = None, work_
     t1 = time.perf_counter()
     res = search(source, wl.items, lattice, filters, costs, fixed_cache=k.cache_nbytes, max_cache_bytes=k.max_cache_bytes,
                  max_storage_overhead=k.max_storage_overhead, current=current,
-                 keep_best=top + 2)
+                 keep_best=top + 2, time_limit=SEARCH_LIMIT_S)
     t_search = time.perf_counter() - t1
     echo(f"  searched {res.evaluated} candidates ({res.layouts} layouts, {res.pruned} pruned as dominated, "
-         f"{res.rejected} shapes over max_storage_overhead) in {format_seconds(t_search)} "
+         f"{res.rejected} shapes over max_storage_overhead"
+         + (f", {res.unvisited} least promising left at the time limit" if res.unvisited else "")
+         + f") in {format_seconds(t_search)} "
          f"(+{format_seconds(t_cal)} calibration); front: {len(res.front)} layouts")
 
     base_cache = k.current_cache or (CacheSpec(k.cache_nbytes, 521, 0.75) if k.cache_nbytes is not None else hdf5_default_cache())
-    contenders: list[Contender] = []
-    shortlist = [res.recommended] + [c for c in res.best if c.layout != res.recommended.layout][:max(0, top - 1)]
-    for i, c in enumerate(shortlist):
-        contenders.append(Contender("tuned" if i == 0 else f"tuned #{i + 1}", c.chunks, c.filters, c.cache, c.workload_s, "candidate"))
+    budget_bytes = k.cache_nbytes if k.cache_nbytes is not None else k.max_cache_bytes
+    contenders = shortlisted(res, top, "tuned")
     if current is not None or wl.dataset.file is not None:
         cc = evaluate(source.chunks, source.filters, base_cache, source, wl.items, costs)
         contenders.append(Contender("current", source.chunks, source.filters, base_cache, cc.workload_s, "current"))
     for name, ch in heur.items():
+        # the rules of thumb get the cache budget the tuned layouts may use (slots as HDF5 advises):
+        # a fair race is of layouts, not of a tuned cache against HDF5's default one
         f0 = filters[0]
-        hc = evaluate(ch, f0, base_cache, source, wl.items, costs)
-        contenders.append(Contender(name, ch, f0, base_cache, hc.workload_s, "heuristic"))
+        hcache = fair_cache(ch, itemsize, budget_bytes)
+        hc = evaluate(ch, f0, hcache, source, wl.items, costs)
+        contenders.append(Contender(name, ch, f0, hcache, hc.workload_s, "heuristic"))
 
-    measured = runoff = None
+    measured: list | None = None
+    runoff = fit = cell_budget = None
     if measure:
         echo(f"  measuring {len({c.key for c in contenders})} layouts with the sweep engine (budget {format_seconds(budget)})")
-        measured = measure_all(wl, source, contenders, out, work_dir, budget * (1 - RUNOFF_SHARE), repeats, echo)
+        # one cell budget for both rounds: their cells are compared with each other (and fitted together)
+        n_cells = len({c.key for c in contenders}) * len(wl.items)
+        cell_budget = per_cell_budget(budget * FIRST_SHARE, n_cells, repeats)
+        measured = measure_all(wl, source, contenders, out, work_dir, budget * FIRST_SHARE, repeats, echo,
+                               cell_budget=cell_budget)
+        fit = fit_from_round(contenders, measured, wl.items, source, probe_costs)
+        if fit is not None:
+            echo(f"  prices fitted to {fit.cells} measured cells: predicted/measured {math.exp(fit.error_before):.2f}x "
+                 f"-> {math.exp(fit.error_after):.2f}x (median); searching again with them")
+            costs = fit.costs
+            t2 = time.perf_counter()
+            res = search(source, wl.items, lattice, filters, costs, fixed_cache=k.cache_nbytes,
+                         max_cache_bytes=k.max_cache_bytes, max_storage_overhead=k.max_storage_overhead,
+                         current=current, keep_best=top + 2, time_limit=SEARCH_LIMIT_S / 2)
+            t_search += time.perf_counter() - t2
+            contenders = [replace(c, predicted_s=evaluate(c.chunks, c.filters, c.cache, source, wl.items, costs).workload_s)
+                          for c in contenders]
+            seen = {c.key for c in contenders}
+            new = [c for c in shortlisted(res, top, "refit") if c.key not in seen]
+            if new:
+                echo(f"  the fitted prices shortlist {len(new)} more layout(s)")
+                more = measure_all(wl, source, new, out / "refit", work_dir, budget * REFIT_SHARE, repeats, echo,
+                                   cell_budget=cell_budget)
+                contenders, measured = [*contenders, *new], [*measured, *more]
         runoff = run_off(wl, source, contenders, measured, out, work_dir, budget * RUNOFF_SHARE, repeats, echo)
+        # every measurement now, the runoff's whole passes first: the final prices, and each layout's prediction
+        latest = [runoff.get(c.key) or m for c, m in zip(contenders, measured)] if runoff else measured
+        final = fit_from_round(contenders, latest, wl.items, source, probe_costs)
+        if final is not None:
+            echo(f"  final prices fitted to {final.cells} cells (the runoff's whole passes first): predicted/measured "
+                 f"{math.exp(final.error_after):.2f}x (median)")
+            fit, costs = final, final.costs
+            contenders = [replace(c, predicted_s=evaluate(c.chunks, c.filters, c.cache, source, wl.items, costs).workload_s)
+                          for c in contenders]
     rows = []
     for i, c in enumerate(contenders):
         m = measured[i] if measured else None
         again = runoff.get(c.key) if runoff else None
+        final = again or m
         rows.append({"label": c.label, "kind": c.kind, "chunks": list(c.chunks) if c.chunks else None, "filters": c.filters.spec,
                      "cache_nbytes": c.cache.nbytes, "cache_nslots": c.cache.nslots, "cache_w0": c.cache.w0,
-                     "predicted_s": c.predicted_s, "measured_s": (again or m).measured_s if m else None,
+                     "predicted_s": c.predicted_s, "measured_s": final.measured_s if final else None,
+                     "measured_min_s": final.min_s if final else None, "measured_max_s": final.max_s if final else None,
+                     "extrapolated": bool(final and final.extrapolated),
                      "first_measured_s": m.measured_s if m else None, "runoff": again is not None,
-                     "statuses": [s for _, s in (again or m).per_item] if m else None,
-                     "run_dir": str((again or m).run_dir) if m else None})
+                     "statuses": [s for _, s in final.per_item] if final else None,
+                     "run_dir": str(final.run_dir) if final else None})
     pick, why = choose(rows)
     pick_c = contenders[rows.index(pick)]
+    slots_note = None
+    if measure and pick["measured_s"] is not None:
+        pick_c, slots_note = check_slots(wl, source, pick_c, out, work_dir, repeats, cell_budget, echo)
     for r in rows:
         r["speedup_of_pick"] = (r["measured_s"] / pick["measured_s"]) if r["measured_s"] and pick["measured_s"] else None
     verified = {"recommended": pick["measured_s"],
-                "model_pick": next(r["measured_s"] for r in rows if r["kind"] == "candidate"),
+                "model_pick": min((r for r in rows if r["kind"] == "candidate"), key=_predicted)["measured_s"],
                 "current": next((r["measured_s"] for r in rows if r["kind"] == "current"), None),
                 "heuristics": {r["label"]: r["measured_s"] for r in rows if r["kind"] == "heuristic"}}
     result = {
@@ -135,21 +237,44 @@ def tune(workload_path, *, budget: float = 600.0, out: Path | None = None, work_
                         "repack_needed": not (current is not None and (pick_c.chunks, pick_c.filters.spec) == (current[0], current[1].spec)),
                         "kind": pick["kind"], "why": why},
         "no_repack_alternative": no_repack_alternative(rows, pick, current),
+        "slots": slots_note,
         "model_pick": _cand_dict(res.recommended),
+        "prices": {"fitted": fit.as_dict() if fit else None, "how": costs.fitted or "the probes' prices"},
         "candidates": res.evaluated,
-        "search": {"layouts": res.layouts, "pruned": res.pruned, "rejected": res.rejected, "lattice": len(lattice),
+        "search": {"layouts": res.layouts, "pruned": res.pruned, "unvisited": res.unvisited, "rejected": res.rejected, "lattice": len(lattice),
                    "search_s": t_search, "calibration_s": t_cal, "filter_ratios": costs.ratio},
         "front": [_cand_dict(c) for c in res.front],
         "verified": verified,
         "contenders": rows,
         "commands": commands(wl.dataset.path, pick_c.chunks, pick_c.filters, pick_c.cache,
-                             str(wl.dataset.file) if wl.dataset.file else "IN.h5") if pick_c.chunks else {},
+                             str(wl.dataset.file) if wl.dataset.file else "IN.h5", maxshape=source.maxshape,
+                             nc_dims=netcdf_dims(str(wl.dataset.file) if wl.dataset.file else None, wl.dataset.path))
+        if pick_c.chunks else {},
         "out": str(out),
     }
     (out / "tune.json").write_text(json.dumps(result, indent=2, default=str))
     from ccp.tune.page import write_page
     result["page"] = str(write_page(out, result))
     return result
+
+
+def check_slots(wl, source, pick: Contender, out: Path, work_dir: Path, repeats: int, cell_budget, echo):
+    """A custom slot count is offered only when measured better: the pick and the pick with HDF5's
+    default 521 slots, back to back, ``2 * repeats + 1`` passes each; tied (:func:`tied`) or faster,
+    the default count stands (one less setting to carry). Returns (the contender to recommend, a note)."""
+    if pick.cache.nbytes == 0 or pick.cache.nslots == MIN_NSLOTS or pick.chunks is None:
+        return pick, None
+    plain = replace(pick, label=f"{pick.label}, {MIN_NSLOTS} slots", cache=CacheSpec(pick.cache.nbytes, MIN_NSLOTS, pick.cache.w0))
+    echo(f"  slots: {pick.cache.nslots} against HDF5's default {MIN_NSLOTS}, back to back")
+    a, b = measure_all(wl, source, [pick, plain], out / "slots", work_dir, 0, 2 * repeats + 1, echo, cell_budget=cell_budget)
+    if a.measured_s is None or b.measured_s is None:
+        return pick, None
+    ra, rb = ({"measured_s": m.measured_s, "measured_min_s": m.min_s, "measured_max_s": m.max_s} for m in (a, b))
+    if b.measured_s <= a.measured_s or tied(ra, rb):
+        return plain, (f"HDF5's default {MIN_NSLOTS} slots measured as fast ({format_seconds(b.measured_s)} against "
+                       f"{format_seconds(a.measured_s)} with {pick.cache.nslots}): no custom slot count")
+    return pick, (f"{pick.cache.nslots} slots measured {b.measured_s / a.measured_s - 1:.0%} faster than "
+                  f"HDF5's default {MIN_NSLOTS} ({format_seconds(a.measured_s)} against {format_seconds(b.measured_s)})")
 
 
 def run_off(wl, source, contenders, measured, out: Path, work_dir: Path, budget: float, repeats: int, echo) -> dict:
@@ -170,20 +295,48 @@ def run_off(wl, source, contenders, measured, out: Path, work_dir: Path, budget:
     if len(finalists) < 2:
         return {}
     echo(f"  runoff: {len(finalists)} layouts within {RUNOFF_WITHIN:.0%} of the fastest, measured again back to back")
-    again = measure_all(wl, source, list(finalists.values()), out / "runoff", work_dir, budget, 2 * repeats + 1, echo)
+    n_cells = len(finalists) * len(wl.items)
+    cell_budget = max(RUNOFF_CELL_S, per_cell_budget(budget, n_cells, 2 * repeats + 1) or 0.0)
+    again = measure_all(wl, source, list(finalists.values()), out / "runoff", work_dir, budget, 2 * repeats + 1, echo,
+                        cell_budget=cell_budget)
     return {m.contender.key: m for m in again if m.measured_s is not None}
+
+
+def _predicted(row: dict) -> float:
+    return float(row["predicted_s"])
+
+
+def tied(a: dict, b: dict) -> bool:
+    """Two layouts measured back to back (the runoff) whose median weighted times differ by less than
+    their passes' own spread (the larger half-range, relative) or :data:`TIE_FLOOR`: the pass, not
+    the request, is the unit of replication, and a busy machine moves every request of a pass together."""
+    lo = min(a["measured_s"], b["measured_s"])
+    spread = 0.0
+    for r in (a, b):
+        if r.get("measured_min_s") is not None and r.get("measured_max_s") is not None and r["measured_s"] > 0:
+            spread = max(spread, (r["measured_max_s"] - r["measured_min_s"]) / (2 * r["measured_s"]))
+    return abs(a["measured_s"] - b["measured_s"]) <= max(TIE_FLOOR, spread) * lo
 
 
 def choose(rows: list[dict]) -> tuple[dict, str]:
     """The recommendation: the fastest measured layout among every contender (the model's
-    shortlist, the current layout with its cache, the heuristics), so it is never slower than a
-    measured heuristic; the model's first choice when nothing was measured. Also why, in words."""
-    model_first = next(r for r in rows if r["kind"] == "candidate")
+    shortlist, the current layout with its cache, the heuristics), so no measured heuristic is
+    faster beyond the noise; the model's first choice when nothing was measured. Layouts of the
+    runoff tied with the fastest (:func:`tied`) are decided by the model's (fitted) prediction:
+    deterministic counts, priced, rather than which pass a busy machine slowed. Also why, in words."""
+    cands = [r for r in rows if r["kind"] == "candidate"]
+    model_first = min(cands, key=lambda r: r["predicted_s"]) if cands else rows[0]
     timed = [r for r in rows if r["measured_s"] is not None]
     if not timed:
         return model_first, "the model's pick (not measured)"
     # the first of equal times: the model's order, then the current layout, then the heuristics
     fastest = min(timed, key=lambda r: r["measured_s"])
+    ties = [r for r in timed if r is not fastest and r.get("runoff") and fastest.get("runoff") and tied(fastest, r)]
+    if ties:
+        pick = min([fastest, *ties], key=lambda r: r["predicted_s"])
+        others = ", ".join(r["label"] for r in [fastest, *ties] if r is not pick)
+        return pick, (f"tied in the runoff with {others} (medians within their passes' spread); the model's "
+                      f"fitted prediction breaks the tie")
     if fastest is model_first:
         return fastest, "the model's pick, measured fastest"
     if model_first["measured_s"] is None:
@@ -212,7 +365,7 @@ def console_table(result: dict) -> list[str]:
     for r in rows:
         cache = f"{format_bytes(r['cache_nbytes'])}/{r['cache_nslots']}/{r['cache_w0']:g}"
         meas = format_seconds(r["measured_s"]) if r["measured_s"] is not None else ("-" if r["statuses"] is None else "failed")
-        meas += "*" if r.get("runoff") else ""
+        meas = ("~" if r.get("extrapolated") else "") + meas + ("*" if r.get("runoff") else "")
         sp = f"{r['speedup_of_pick']:.2f}x" if r.get("speedup_of_pick") else "-"
         lines.append(f"{r['label']:<18} {shape_str(r['chunks']):<16} {r['filters']:<10} {cache:<22} "
                      f"{format_seconds(r['predicted_s']):>10} {meas:>10} {sp:>9}")
@@ -230,12 +383,20 @@ def summary_lines(result: dict) -> list[str]:
         out.append(f"  predicted {format_seconds(rec['predicted_s'])} for the weighted workload (not measured)")
     slower = [r for r in result["contenders"] if r["kind"] != "candidate" and r["measured_s"] is not None
               and rec["measured_s"] is not None and r["measured_s"] < rec["measured_s"]]
-    for r in slower:   # cannot happen (the pick is the fastest measured); kept as a guard on the page's promise
-        out.append(f"  note: {r['label']} measured faster ({format_seconds(r['measured_s'])}) than the recommendation")
+    for r in slower:   # only a runoff tie (within the passes' spread), which the model broke: said, not hidden
+        out.append(f"  note: {r['label']} measured faster ({format_seconds(r['measured_s'])}) than the recommendation, "
+                   "within the noise of the runoff's passes")
     out.append(f"  chosen: {rec['why']}")
+    if any(r.get("extrapolated") for r in result["contenders"]):
+        out.append("  ~ extrapolated: a pattern of this layout ran past its cell's time budget; its time is the measured "
+                   "prefix of requests scaled to the whole (the run folder's cells.csv says which, status 'extrapolated')")
+    out.append("  predicted: the model's counts priced " + (result.get("prices", {}).get("how") or "by the probes")
+               + "; measured: the sweep engine, cold, median of the passes")
     if any(r.get("runoff") for r in result["contenders"]):
         out.append("  * measured again in a runoff: the layouts within "
                    f"{RUNOFF_WITHIN:.0%} of the fastest, back to back, more passes (first-round times in tune.json)")
+    if result.get("slots"):
+        out.append(f"  slots: {result['slots']}")
     alt = result.get("no_repack_alternative")
     if alt:
         out.append(f"  or keep the stored layout with a chunk cache of {format_bytes(alt['cache_nbytes'])} / {alt['cache_nslots']} slots: "

@@ -6,6 +6,8 @@ rules: unknown keys are errors naming the key path, one line, exit 2.
 
 from __future__ import annotations
 
+import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,6 +15,7 @@ import yaml
 
 from ccp.config.shapes import FromSource
 from ccp.config.sweep import (
+    MAX_CACHE_NBYTES,
     SOURCE,
     AccessSpec,
     CacheSpec,
@@ -25,7 +28,7 @@ from ccp.config.sweep import (
 )
 from ccp.errors import ConfigError
 from ccp.hdf5.filters import FilterPipeline, parse_filters
-from ccp.units import parse_size
+from ccp.units import format_bytes, parse_size
 from ccp.workload.sweep import resolve_replay
 
 WORKLOAD_KEYS = ("name", "dataset", "workload", "constraints")
@@ -34,6 +37,9 @@ CONSTRAINT_KEYS = ("filters", "max_chunk_bytes", "cache_nbytes", "max_cache_byte
 DEFAULT_MAX_CHUNK_BYTES = 4 * 1024 * 1024
 DEFAULT_MAX_CACHE_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_STORAGE_OVERHEAD = 0.25
+MAX_CHUNK_BYTES = 2**32 - 1           # HDF5's limit on one chunk
+MAX_WEIGHT = 1e12                     # weights are relative: beyond this a sum of seconds loses the small ones
+MAX_STORAGE_OVERHEAD = 100.0          # 100 = stored 101x the data: beyond it the constraint is a typo
 
 
 @dataclass(frozen=True)
@@ -63,9 +69,36 @@ class Workload:
 
 
 def parse_weight(value, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ConfigError(where, f"expected a positive number (how often this access happens), got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MAX_WEIGHT:
+        raise ConfigError(where, f"expected a positive number up to {MAX_WEIGHT:g} (how often this access happens, "
+                                 f"relative to the others), got {value!r}")
     return float(value)
+
+
+def machine_memory() -> int:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return MAX_CACHE_NBYTES
+
+
+def parse_bytes(value, where: str, hi: int, why: str) -> int:
+    """A size constraint: finite, a whole number of bytes, at most ``hi`` (``why`` says whose limit)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(where, f"expected a size like 1MiB, got {value!r}")
+    n = parse_size(value, where)
+    if n > hi:
+        raise ConfigError(where, f"{value!r} is more than {why} ({format_bytes(hi)})")
+    return n
+
+
+def parse_name(name) -> str:
+    """The workload's name, used as a folder under results/: one path component, printable."""
+    if (not isinstance(name, str) or not name.strip() or any(ch in name for ch in "/\\\0") or name.strip() in (".", "..")
+            or any(not ch.isprintable() for ch in name) or len(name.encode()) > 200):
+        raise ConfigError("name", f"expected a short name (used as the results folder: no '/' or '\\', not '.' or '..', "
+                                  f"printable), got {name!r}")
+    return name.strip()
 
 
 def parse_item(raw, where: str) -> WorkItem:
@@ -87,16 +120,20 @@ def parse_constraints(raw, where: str = "constraints") -> Constraints:
             raise ConfigError(f"{where}.filters", "is an empty list; omit the key to keep the dataset's own filters")
         filters = tuple(SOURCE if isinstance(v, str) and v.strip().lower() == SOURCE else parse_filters(v, f"{where}.filters[{i}]")
                         for i, v in enumerate(values))
-    max_chunk = parse_size(raw.get("max_chunk_bytes", DEFAULT_MAX_CHUNK_BYTES), f"{where}.max_chunk_bytes")
+    max_chunk = parse_bytes(raw.get("max_chunk_bytes", DEFAULT_MAX_CHUNK_BYTES), f"{where}.max_chunk_bytes",
+                            MAX_CHUNK_BYTES, "HDF5's largest chunk")
     if max_chunk < 1:
         raise ConfigError(f"{where}.max_chunk_bytes", f"must be at least 1 byte, got {raw.get('max_chunk_bytes')!r}")
-    cache = parse_size(raw["cache_nbytes"], f"{where}.cache_nbytes") if raw.get("cache_nbytes") is not None else None
-    max_cache = parse_size(raw.get("max_cache_bytes", DEFAULT_MAX_CACHE_BYTES), f"{where}.max_cache_bytes")
+    memory = min(machine_memory(), MAX_CACHE_NBYTES)
+    why = "this machine's memory (the tuned cache is measured here)"
+    cache = parse_bytes(raw["cache_nbytes"], f"{where}.cache_nbytes", memory, why) if raw.get("cache_nbytes") is not None else None
+    max_cache = parse_bytes(raw.get("max_cache_bytes", DEFAULT_MAX_CACHE_BYTES), f"{where}.max_cache_bytes", memory, why)
     if cache is not None and "max_cache_bytes" in raw:
         raise ConfigError(f"{where}.max_cache_bytes", "the cache is fixed by cache_nbytes; give one of the two")
     over = raw.get("max_storage_overhead", DEFAULT_MAX_STORAGE_OVERHEAD)
-    if isinstance(over, bool) or not isinstance(over, (int, float)) or over < 0:
-        raise ConfigError(f"{where}.max_storage_overhead", f"expected a fraction >= 0 (0.1 = 10% more than the data), got {over!r}")
+    if isinstance(over, bool) or not isinstance(over, (int, float)) or not 0 <= over <= MAX_STORAGE_OVERHEAD:
+        raise ConfigError(f"{where}.max_storage_overhead", f"expected a fraction from 0 to {MAX_STORAGE_OVERHEAD:g} "
+                                                            f"(0.1 = 10% more than the data), got {over!r}")
     current = parse_cache(raw["current_cache"], f"{where}.current_cache") if raw.get("current_cache") is not None else None
     return Constraints(filters, max_chunk, cache, max_cache, float(over), current)
 
@@ -104,10 +141,11 @@ def parse_constraints(raw, where: str = "constraints") -> Constraints:
 def parse_workload(raw, base_dir: Path = Path(".")) -> Workload:
     if raw is None:
         raise ConfigError("", "the workload file is empty")
+    if not isinstance(raw, dict):
+        raise ConfigError("", f"the workload file must be a mapping of keys (name, dataset, workload, constraints), "
+                              f"got {type(raw).__name__}")
     _check_keys(raw, WORKLOAD_KEYS, "")
-    name = raw.get("name")
-    if not isinstance(name, str) or not name.strip() or "/" in name:
-        raise ConfigError("name", f"expected a short name (used as the results folder), got {name!r}")
+    name = parse_name(raw.get("name"))
     if "dataset" not in raw:
         raise ConfigError("dataset", "missing: give `dataset: {generate: ...}` or `dataset: {file: ...}`")
     dataset = parse_dataset(raw["dataset"], "dataset", base_dir)
@@ -115,7 +153,7 @@ def parse_workload(raw, base_dir: Path = Path(".")) -> Workload:
     if not isinstance(items_raw, list) or not items_raw:
         raise ConfigError("workload", f"expected a list of {{access: ..., weight: W}}, got {items_raw!r}")
     items = tuple(parse_item(v, f"workload[{i}]") for i, v in enumerate(items_raw))
-    return Workload(name.strip(), dataset, items, parse_constraints(raw.get("constraints")), base_dir, dict(raw["dataset"]))
+    return Workload(name, dataset, items, parse_constraints(raw.get("constraints")), base_dir, dict(raw["dataset"]))
 
 
 def load_workload(path) -> Workload:

@@ -55,3 +55,12 @@ def test_filters_share_the_model_walk(costs, gzip):
     b = evaluate((8, 8), parse_filters("gzip:9"), CacheSpec(0, 521, 0.75), src, its, costs)
     assert len(search._COUNTS) == walked                     # gzip:9 reused gzip:1's walk
     assert a.items[0].chunk_loads == b.items[0].chunk_loads == 16 * 2   # no cache: each row loads its 2 chunks
+
+
+def test_random_bound_counts_the_drawn_tiles_not_the_mean(costs, gzip):
+    """Hypothesis found it: 5 random (1,1,11) reads of a (2,2,12) dataset drew mostly the one-element
+    edge tiles, so they touched fewer chunks than 5 x the grid's mean tile; the bound used the mean."""
+    src = source_of((2, 2, 12))
+    its = (WorkItem(AccessSpec("read", (1, 1, 11), random=5), 1.5),)
+    cand = evaluate((1, 1, 1), gzip, CacheSpec(1028, 25703, 0.75), src, its, costs)
+    assert read_bound((1, 1, 1), gzip, src, its, costs) <= cand.read_s * (1 + 1e-9)

@@ -60,13 +60,45 @@ def test_runoff_remeasures_only_the_close_ones(monkeypatch, tmp_path):
     first = [Measured(c, t, (), Path(".")) for c, t in zip(cs, [1.0, 1.2, 1.29, 1.25, 2.0, 1.0])]
     seen = []
 
-    def fake_measure_all(wl, source, contenders, out, work, budget, repeats, echo):
+    def fake_measure_all(wl, source, contenders, out, work, budget, repeats, echo, cell_budget=None):
         seen.append(([c.label for c in contenders], repeats))
+        assert cell_budget >= tune_mod.RUNOFF_CELL_S
         return [Measured(c, 0.5 + k, (), out) for k, c in enumerate(contenders)]
 
     monkeypatch.setattr(tune_mod, "measure_all", fake_measure_all)
-    again = tune_mod.run_off(None, None, cs, first, tmp_path, tmp_path, 10.0, 3, lambda *_: None)
+    from types import SimpleNamespace
+
+    wl = SimpleNamespace(items=(None, None))        # two patterns: the runoff's cells get RUNOFF_CELL_S at least
+    again = tune_mod.run_off(wl, None, cs, first, tmp_path, tmp_path, 10.0, 3, lambda *_: None)
     assert seen == [(["c0", "c1", "c3"], 7)]
     assert {k: m.measured_s for k, m in again.items()} == {cs[0].key: 0.5, cs[1].key: 1.5, cs[3].key: 2.5}
     alone = [Measured(c, t, (), Path(".")) for c, t in zip(cs, [1.0, 2.0, 2.0, 2.0, 2.0, 1.0])]
-    assert tune_mod.run_off(None, None, cs, alone, tmp_path, tmp_path, 10.0, 3, lambda *_: None) == {}
+    assert tune_mod.run_off(wl, None, cs, alone, tmp_path, tmp_path, 10.0, 3, lambda *_: None) == {}
+
+
+def timed(label, med, lo, hi, predicted, kind="candidate"):
+    r = row(label, kind, med)
+    r.update(measured_min_s=lo, measured_max_s=hi, predicted_s=predicted, runoff=True)
+    return r
+
+
+@pytest.mark.parametrize("a, b, is_tie", [
+    (timed("a", 1.0, 0.99, 1.01, 1), timed("b", 1.02, 1.01, 1.03, 1), True),     # within the 3% floor
+    (timed("a", 1.0, 0.99, 1.01, 1), timed("b", 1.5, 1.49, 1.51, 1), False),     # tight passes, far apart
+    (timed("a", 1.0, 0.7, 1.3, 1), timed("b", 1.2, 1.1, 1.3, 1), True),          # a's passes spread +-30%
+    (timed("a", 1.0, 0.95, 1.05, 1), timed("b", 1.2, 1.15, 1.25, 1), False),     # spreads of 5%: 20% is real
+], ids=["floor", "apart", "noisy", "real-difference"])
+def test_tied_is_decided_by_the_passes(a, b, is_tie):
+    from ccp.tune.tune import tied
+
+    assert tied(a, b) is is_tie and tied(b, a) is is_tie
+
+
+def test_a_tie_in_the_runoff_goes_to_the_model():
+    """The faster median by noise does not win: among tied runoff layouts the fitted prediction decides."""
+    rows = [timed("tuned", 1.01, 0.9, 1.1, predicted=0.5), timed("h5py guess", 1.0, 0.9, 1.1, predicted=0.9, kind="heuristic"),
+            timed("tuned #2", 2.0, 1.9, 2.1, predicted=0.4)]
+    pick, why = choose(rows)
+    assert pick["label"] == "tuned" and "tied in the runoff with h5py guess" in why
+    rows[1]["measured_min_s"], rows[1]["measured_max_s"], rows[1]["measured_s"] = 0.59, 0.61, 0.6
+    assert choose(rows)[0]["label"] == "h5py guess"                      # clearly faster: measurement wins

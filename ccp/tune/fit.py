@@ -1,0 +1,126 @@
+"""Prices fitted to the first measured round (pure: no I/O).
+
+The probes price a request, a chunk and a byte in isolation (a loop of one operation, the fastest
+of a few passes); the sweep engine's cells pay them inside its own loop, cold, on a machine that is
+rarely quiet, plus a dataset open and close per pattern. The model's time is linear in its prices,
+so each measured cell of the first round is one equation::
+
+    measured ~= s_request * T_request + s_chunk * T_chunk + s_byte * T_byte + open_s
+
+where ``T_g`` is the model's time of that cell with only group ``g``'s probe prices (its counts
+priced, the other groups at 0). The factors are fitted by non-negative least squares on relative
+errors (a 10 ms cell weighs as much as a 10 s one), made robust by reweighting towards the least
+absolute relative error (a few wild cells do not move the prices), with a weak pull of each factor towards 1 (few
+cells, and a group no measured cell exercises keeps its probe price), each factor kept within
+:data:`SCALE_LIMITS`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ccp.tune.search import PRICE_GROUPS, Costs
+
+PRIOR = 0.05                # weight of the pull of each scale towards 1, against one cell's relative error
+SCALE_LIMITS = (0.05, 20.0)
+IRLS_ROUNDS = 8             # reweighting rounds of the robust fit
+IRLS_FLOOR = 0.02           # relative errors below this weigh as this (no division by ~0)
+MIN_CELLS = 3               # fewer measured cells: the probes' prices stand
+
+
+@dataclass(frozen=True)
+class Observation:
+    parts: tuple[float, ...]    # the model's seconds of one measured cell under each of PRICE_GROUPS' prices
+    measured_s: float
+
+
+@dataclass(frozen=True)
+class Fit:
+    costs: Costs
+    scales: dict                # group -> factor on its probe prices; "open" -> seconds per pattern
+    cells: int
+    error_before: float         # median |log(predicted / measured)| over the cells, probe prices
+    error_after: float          # the same, fitted prices
+
+    def as_dict(self) -> dict:
+        return {"scales": self.scales, "cells": self.cells,
+                "median_ratio_before": math.exp(self.error_before), "median_ratio_after": math.exp(self.error_after)}
+
+
+def nnls(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """min ||a x - b|| with x >= 0, exactly, for a few columns: every set of free columns is solved
+    by least squares and the best feasible solution kept (2**columns small solves)."""
+    n = a.shape[1]
+    best, best_r = np.zeros(n), float(np.sum(b * b))
+    for k in range(1, n + 1):
+        for free in itertools.combinations(range(n), k):
+            sol, *_ = np.linalg.lstsq(a[:, free], b, rcond=None)
+            if np.any(sol < 0):
+                continue
+            x = np.zeros(n)
+            x[list(free)] = sol
+            r = float(np.sum((a @ x - b) ** 2))
+            if r < best_r:
+                best, best_r = x, r
+    return best
+
+
+def _median_log_error(obs: Sequence[Observation], scales: Sequence[float]) -> float:
+    errs = [abs(math.log(max(sum(s * p for s, p in zip(scales, o.parts)), 1e-12) / o.measured_s)) for o in obs]
+    return float(np.median(errs)) if errs else 0.0
+
+
+def fit_prices(costs: Costs, observations: Sequence[Observation]) -> Fit | None:
+    """The probe prices scaled to the measured cells; None when too few cells were measured."""
+    obs = [o for o in observations if o.measured_s > 0 and math.isfinite(o.measured_s) and sum(o.parts) > 0]
+    if len(obs) < MIN_CELLS:
+        return None
+    groups = list(PRICE_GROUPS)
+    rows = [np.array(o.parts) / o.measured_s for o in obs]
+    target = [1.0] * len(obs)
+    for j, g in enumerate(groups):
+        if g == "open":      # seconds, not a factor: no prior (0 unless the cells ask for it)
+            continue
+        prior = np.zeros(len(groups))
+        prior[j] = PRIOR
+        rows.append(prior)
+        target.append(PRIOR)
+    # the open's column is the model's open under the probe prices (0): give it a unit of one second
+    a = np.array(rows)
+    open_j = groups.index("open")
+    a[:len(obs), open_j] = [1.0 / o.measured_s for o in obs]
+    b = np.array(target)
+    x = nnls(a, b)
+    # robust: reweighted towards least absolute relative error, so one wild cell (a budget's prefix
+    # extrapolated from a slow first request, a pass the machine stalled) does not drag every price
+    n_obs = len(obs)
+    for _ in range(IRLS_ROUNDS):
+        r = np.abs(a[:n_obs] @ x - 1.0)
+        w = np.ones(len(b))
+        w[:n_obs] = 1.0 / np.sqrt(np.maximum(r, IRLS_FLOOR))
+        x = nnls(a * w[:, None], b * w)
+    lo, hi = SCALE_LIMITS
+    scales = {g: (float(min(max(x[j], lo), hi)) if g != "open" else float(x[j])) for j, g in enumerate(groups)}
+    # the open's seconds are capped by the fastest cell: never more than a whole measured pattern
+    scales["open"] = min(scales["open"], min(o.measured_s for o in obs))
+    fitted = costs.scaled(scales["request"], scales["chunk"], scales["byte"], scales["open"],
+                          how=f"fitted to {len(obs)} measured cells")
+    after = [Observation((*o.parts[:open_j], 1.0, *o.parts[open_j + 1:]), o.measured_s) for o in obs]
+    return Fit(fitted, scales, len(obs), _median_log_error(obs, [1.0] * len(groups)),
+               _median_log_error(after, [scales[g] for g in groups]))
+
+
+def observe(contender, item, source, costs: Costs, measured_s: float) -> Observation:
+    """One measured cell (a contender's layout and cache, one pattern) as an equation of the fit."""
+    from ccp.tune.search import evaluate
+    from ccp.tune.workload import WorkItem
+
+    one = (WorkItem(item.access, 1.0),)
+    parts = tuple(evaluate(contender.chunks, contender.filters, contender.cache, source, one, costs.group(g)).items[0].seconds
+                  for g in PRICE_GROUPS)
+    return Observation(parts, measured_s)

@@ -1,0 +1,90 @@
+"""How to apply the pick: unlimited dimensions kept, nccopy for netCDF files, and what the console
+says about extrapolated numbers and slot counts."""
+
+import numpy as np
+import pytest
+
+from ccp.config.sweep import CacheSpec
+from ccp.hdf5.filters import parse_filters
+from ccp.tune.apply import commands, maxshape_text, netcdf_dims
+from ccp.tune.prove import Contender, Measured
+
+
+@pytest.mark.parametrize("maxshape, text", [
+    (None, ""), ((10, 4), ""), ((None, 4), ", maxshape=(None, 4)"), ((None, None), ", maxshape=(None, None)"),
+], ids=["unknown", "fixed", "unlimited-time", "all-unlimited"])
+def test_maxshape_text(maxshape, text):
+    assert maxshape_text(maxshape) == text
+
+
+def test_a_netcdf_file_gets_an_nccopy_line_and_keeps_its_unlimited_dimension(tmp_path):
+    netCDF4 = pytest.importorskip("netCDF4")
+    path = tmp_path / "t.nc"
+    with netCDF4.Dataset(path, "w") as ds:
+        ds.createDimension("time", None)
+        ds.createDimension("lat", 6)
+        ds.createDimension("lon", 8)
+        v = ds.createVariable("sst", "f4", ("time", "lat", "lon"))
+        v[:] = np.zeros((5, 6, 8), "f4")
+    assert netcdf_dims(str(path), "/sst") == ["time", "lat", "lon"]
+    cmds = commands("/sst", (5, 3, 8), parse_filters("none"), CacheSpec(1 << 20, 521, 0.75), str(path),
+                    maxshape=(None, 6, 8), nc_dims=netcdf_dims(str(path), "/sst"))
+    assert cmds["nccopy"].startswith(f"nccopy -k nc4 -c sst:5,3,8 {path} OUT.nc")
+    assert "time/5,lat/3,lon/8" in cmds["nccopy"]
+    assert "maxshape=(None, 6, 8)" in cmds["h5py create"]
+
+
+def test_an_hdf5_file_gets_no_nccopy_line(tmp_path):
+    import h5py
+
+    path = tmp_path / "t.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("d", data=np.zeros((4, 4)))
+    assert netcdf_dims(str(path), "/d") is None
+    assert netcdf_dims(None, "/d") is None
+    assert "nccopy" not in commands("/d", (2, 2), parse_filters("none"), CacheSpec(0, 521, 0.75), str(path))
+
+
+def _result(extrapolated):
+    row = {"label": "tuned", "kind": "candidate", "chunks": [4, 4], "filters": "none", "cache_nbytes": 1024,
+           "cache_nslots": 521, "cache_w0": 0.75, "predicted_s": 1.0, "measured_s": 2.0, "statuses": ["ok"],
+           "runoff": False, "extrapolated": extrapolated, "speedup_of_pick": 1.0}
+    rec = {"chunks": [4, 4], "filters": "none", "cache_nbytes": 1024, "cache_nslots": 521, "cache_w0": 0.75,
+           "measured_s": 2.0, "predicted_s": 1.0, "repack_needed": True, "why": "w"}
+    return {"contenders": [row], "recommended": rec, "commands": {}, "prices": {"how": "fitted to 6 measured cells"},
+            "slots": None}
+
+
+@pytest.mark.parametrize("extrapolated", [True, False], ids=["extrapolated", "whole"])
+def test_the_console_marks_extrapolated_times(extrapolated):
+    from ccp.tune.tune import console_table, summary_lines
+
+    table = "\n".join(console_table(_result(extrapolated)))
+    summary = "\n".join(summary_lines(_result(extrapolated)))
+    assert ("~2 s" in table) is extrapolated
+    assert ("~ extrapolated" in summary) is extrapolated
+    assert "fitted to 6 measured cells" in summary
+
+
+@pytest.mark.parametrize("custom, default, keeps", [
+    (1.0, 1.01, False),     # tied: the default count stands
+    (1.0, 0.9, False),      # the default is faster
+    (1.0, 2.0, True),       # the custom count measured clearly faster: offered
+], ids=["tied", "default-faster", "custom-faster"])
+def test_a_custom_slot_count_only_when_measured_better(monkeypatch, tmp_path, custom, default, keeps):
+    from ccp.tune import tune as tune_mod
+
+    pick = Contender("tuned", (4, 4), parse_filters("none"), CacheSpec(1 << 20, 6007, 0.75), 1.0, "candidate")
+
+    def fake(wl, source, contenders, out, work, budget, repeats, echo, cell_budget=None):
+        times = {6007: custom, 521: default}
+        return [Measured(c, times[c.cache.nslots], (), out, times[c.cache.nslots] * 0.99, times[c.cache.nslots] * 1.01)
+                for c in contenders]
+
+    monkeypatch.setattr(tune_mod, "measure_all", fake)
+    chosen, note = tune_mod.check_slots(None, None, pick, tmp_path, tmp_path, 3, None, lambda *_: None)
+    assert (chosen.cache.nslots == 6007) is keeps
+    assert note and ("faster than HDF5's default" in note) is keeps
+    already = Contender("t", (4, 4), parse_filters("none"), CacheSpec(1 << 20, 521, 0.75), 1.0, "candidate")
+    unchanged, none = tune_mod.check_slots(None, None, already, tmp_path, tmp_path, 3, None, lambda *_: None)
+    assert none is None and unchanged is already          # already HDF5's default: nothing to measure

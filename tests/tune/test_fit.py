@@ -1,0 +1,102 @@
+"""Prices fitted to the first measured round: the fit recovers known factors, resists too few
+cells, and keeps the search's bound a bound (the fitted prices are the probes' scaled)."""
+
+import math
+
+import numpy as np
+import pytest
+
+from ccp.config.sweep import AccessSpec, CacheSpec, DatasetSpec, GenerateSpec
+from ccp.hdf5.dataset import describe_source
+from ccp.tune.fit import Observation, fit_prices, nnls, observe
+from ccp.tune.prove import Contender
+from ccp.tune.search import PRICE_GROUPS, evaluate, read_bound
+from ccp.tune.workload import WorkItem
+
+
+def source_of(shape):
+    return describe_source(DatasetSpec("/data", generate=GenerateSpec(tuple(shape), np.dtype("<f4"))))
+
+
+@pytest.mark.parametrize("a, b", [
+    ([[1.0, 0.0], [0.0, 1.0]], [2.0, -1.0]),
+    ([[1.0, 1.0], [1.0, 2.0], [1.0, 3.0]], [1.0, 2.0, 3.0]),
+    ([[2.0, 1.0, 0.5], [1.0, 0.0, 1.0], [0.0, 1.0, 3.0], [1.0, 1.0, 1.0]], [1.0, -2.0, 0.5, 0.3]),
+], ids=["one-negative", "exact", "mixed"])
+def test_nnls_matches_a_brute_grid(a, b):
+    a, b = np.array(a), np.array(b)
+    x = nnls(a, b)
+    assert np.all(x >= 0)
+    grid = np.linspace(0, 3, 61)
+    best = min(float(np.sum((a @ np.array(p) - b) ** 2)) for p in np.array(np.meshgrid(*[grid] * a.shape[1])).reshape(a.shape[1], -1).T)
+    assert float(np.sum((a @ x - b) ** 2)) <= best + 1e-9
+
+
+def layouts(costs, nofilter, gzip):
+    src = source_of((64, 32, 32))
+    items = (WorkItem(AccessSpec("read", (64, 1, 1)), 1.0), WorkItem(AccessSpec("read", (1, 32, 32)), 1.0))
+    cs = [Contender(str(ch), ch, f, CacheSpec(1 << 16, 521, 0.75), 0.0, "candidate")
+          for ch in [(64, 4, 4), (1, 32, 32), (8, 8, 8), (16, 2, 32)] for f in (nofilter, gzip)]
+    return src, items, cs
+
+
+def test_fit_recovers_known_factors(costs, nofilter, gzip):
+    """Cells 'measured' as the model with requests 3x dearer, chunks 0.5x, bytes 2x, 1 ms of open:
+    the fit finds those factors and predicts every cell within 2%."""
+    src, items, cs = layouts(costs, nofilter, gzip)
+    truth = costs.scaled(3.0, 0.5, 2.0, 1e-3, "truth")
+    obs = []
+    for c in cs:
+        for it in items:
+            t = evaluate(c.chunks, c.filters, c.cache, src, (WorkItem(it.access, 1.0),), truth).workload_s
+            obs.append(observe(c, it, src, costs, t))
+    fit = fit_prices(costs, obs)
+    assert fit is not None and fit.cells == len(obs)
+    assert math.exp(fit.error_after) < 1.02 < math.exp(fit.error_before)
+    for c in cs:
+        want = evaluate(c.chunks, c.filters, c.cache, src, items, truth).workload_s
+        got = evaluate(c.chunks, c.filters, c.cache, src, items, fit.costs).workload_s
+        assert got == pytest.approx(want, rel=0.02)
+
+
+def test_too_few_cells_keep_the_probe_prices(costs):
+    assert fit_prices(costs, [Observation((1.0, 1.0, 1.0, 0.0), 2.0)] * 2) is None
+    assert fit_prices(costs, [Observation((1.0, 1.0, 1.0, 0.0), math.nan)] * 5) is None
+
+
+def test_a_group_no_cell_uses_keeps_its_price(costs):
+    """Only request costs in the cells: the chunk and byte factors stay at 1 (the prior), not at a limit."""
+    obs = [Observation((t, 0.0, 0.0, 0.0), 2 * t) for t in (0.1, 0.2, 0.4, 0.8)]
+    fit = fit_prices(costs, obs)
+    assert fit.scales["request"] == pytest.approx(2.0, rel=0.1)
+    assert fit.scales["chunk"] == pytest.approx(1.0) and fit.scales["byte"] == pytest.approx(1.0)
+    assert set(fit.scales) == set(PRICE_GROUPS)
+
+
+def test_the_bound_stays_below_the_model_with_fitted_prices(costs, nofilter, gzip):
+    src, items, cs = layouts(costs, nofilter, gzip)
+    fitted = costs.scaled(0.2, 7.0, 0.1, 5e-3, "a fit")
+    for c in cs:
+        assert read_bound(c.chunks, c.filters, src, items, fitted) <= \
+            evaluate(c.chunks, c.filters, c.cache, src, items, fitted).read_s * (1 + 1e-9)
+
+
+def test_the_groups_sum_to_the_whole(costs, gzip):
+    src = source_of((64, 32, 32))
+    items = (WorkItem(AccessSpec("read", (8, 8, 8), random=50), 1.0),)
+    args = ((16, 4, 8), gzip, CacheSpec(4096, 521, 0.75), src, items)
+    whole = evaluate(*args, costs.scaled(1, 1, 1, 2e-3, "x")).workload_s
+    assert sum(evaluate(*args, costs.scaled(1, 1, 1, 2e-3, "x").group(g)).workload_s for g in PRICE_GROUPS) == \
+        pytest.approx(whole, rel=1e-9)
+
+
+def test_one_wild_cell_does_not_move_the_prices(costs):
+    """A cell extrapolated 400x too high (a slow first request scaled to the whole pattern): the
+    others still fit their factor."""
+    obs = [Observation((t, t / 2, t / 4, 0.0), 2 * (t + t / 2 + t / 4)) for t in (0.1, 0.2, 0.4, 0.8, 0.3, 0.5)]
+    obs.append(Observation((0.1, 0.05, 0.025, 0.0), 400 * 0.35))
+    fit = fit_prices(costs, obs)
+    sc = fit.scales
+    for o in obs[:-1]:
+        predicted = sc["request"] * o.parts[0] + sc["chunk"] * o.parts[1] + sc["byte"] * o.parts[2] + sc["open"]
+        assert predicted == pytest.approx(o.measured_s, rel=0.1), sc
