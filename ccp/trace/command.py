@@ -88,7 +88,9 @@ def from_darshan_command(log, out, h5file, dataset, force):
       ccp from-darshan job.darshan -o sweep.yaml --file /data/run42.h5
       ccp from-darshan job.darshan -o sweep.yaml --dataset /fields/temperature --force
     """
+    from ccp.errors import say_on_interrupt
     from ccp.trace.darshan import darshan_to_sweep
 
+    say_on_interrupt(f"the sweep file is written whole or not at all; {log} is unchanged")
     for line in darshan_to_sweep(log, out, h5file, dataset=dataset, force=force):
         click.echo(line)
