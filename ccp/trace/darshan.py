@@ -146,13 +146,7 @@ def _sweep_name(log: Path) -> str:
     return f"darshan-{stem.strip('.') or 'log'}"
 
 
-def write_new(out: Path, text: str, force: bool, protect: tuple[Path, ...] = ()) -> None:
-    """Write ``out`` whole or not at all; an existing file only with ``force``, never one of ``protect``.
-
-    The text goes to a temporary file beside ``out`` first, then is linked in (which fails if
-    ``out`` appeared meanwhile) or, with ``force``, renamed over it: an interrupted write or a full
-    disk leaves no half-written sweep and no temporary file.
-    """
+def _check_out(out: Path, force: bool, protect: tuple[Path, ...] = ()) -> None:
     for p in protect:
         if out.exists() and p.exists() and out.samefile(p):
             raise CcpError(f"-o: {out} is the input {p}: refusing to write over it")
@@ -160,10 +154,19 @@ def write_new(out: Path, text: str, force: bool, protect: tuple[Path, ...] = ())
         raise CcpError(f"-o: {out} is a folder; give a file name for the sweep")
     if out.exists() and not force:
         raise CcpError(f"-o: {out} exists; refusing to overwrite it (use --force to replace it)")
-    parent = out.parent
-    if not parent.is_dir():
-        raise CcpError(f"-o: folder {parent} does not exist")
-    fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{out.name[:40]}.", suffix=".tmp")
+    if not out.parent.is_dir():
+        raise CcpError(f"-o: folder {out.parent} does not exist")
+
+
+def write_new(out: Path, text: str, force: bool, protect: tuple[Path, ...] = ()) -> None:
+    """Write ``out`` whole or not at all; an existing file only with ``force``, never one of ``protect``.
+
+    The text goes to a temporary file beside ``out`` first, then is linked in (which fails if
+    ``out`` appeared meanwhile) or, with ``force``, renamed over it: an interrupted write or a full
+    disk leaves no half-written sweep and no temporary file.
+    """
+    _check_out(out, force, protect)
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name[:40]}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w") as fh:
             fh.write(text)
@@ -193,8 +196,7 @@ def darshan_to_sweep(log, out, h5file: str | None = None, *, dataset: str | None
         raise CcpError(f"-o: expected a file name, got {str(out)!r}")
     if h5file is not None and (not h5file.strip() or "\0" in h5file):
         raise CcpError(f"--file: expected an HDF5 file name, got {h5file!r}")
-    if out.exists() and not force and not (log.exists() and out.samefile(log)):
-        raise CcpError(f"-o: {out} exists; refusing to overwrite it (use --force to replace it)")   # before the parse
+    _check_out(out, force, (log,))        # before the parse, and again as it is written
     datasets, skipped = h5d_patterns(log)
     if not datasets:
         raise CcpError(f"{log}: no H5D record can become a sweep ({'; '.join(skipped) or 'no usable records'})")
