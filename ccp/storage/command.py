@@ -106,7 +106,12 @@ def cloud_copy_command(infile, outfile, page_size):
     from ccp.units import format_bytes
 
     say_on_interrupt(f"{outfile} is written whole or not at all (a temporary file renamed when done); {infile} is unchanged")
-    fs = parse_file_space({"strategy": "page", "page_size": page_size}, "--page-size")
+    from ccp.errors import ConfigError
+
+    try:
+        fs = parse_file_space({"strategy": "page", "page_size": page_size}, "file_space")
+    except ConfigError as exc:          # name the option, not the sweep key
+        raise ConfigError("--page-size", str(exc)[len(exc.where) + 2:]) from None
     cloud_optimized_copy(infile, outfile, fs)
     import os
 

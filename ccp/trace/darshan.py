@@ -122,11 +122,11 @@ def h5d_patterns(log: Path) -> tuple[list[dict], list[str]]:
 
 
 def _split_name(name: str) -> tuple[str, str]:
-    """Darshan names a dataset ``/path/file.h5:/group/dataset``."""
-    file, sep, dset = name.rpartition(":")
-    if not sep or not dset.startswith("/"):
+    """Darshan names a dataset ``/path/file.h5:/group/dataset`` (the first ``:/``: a dataset's name may hold ``:``)."""
+    at = name.find(":/")
+    if at <= 0:
         return name, ""
-    return file, dset
+    return name[:at], name[at + 1:]
 
 
 def _pick(log: Path, datasets: list[dict], wanted: str | None) -> dict:
