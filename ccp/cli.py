@@ -375,6 +375,8 @@ def advise(file, dataset, block, cache, memory, budget, no_measure):
 
 def parse_cache_option(text: str):
     """--cache SIZE or NBYTES/NSLOTS[/W0] -> the value parse_cache takes (one line naming the part at fault)."""
+    from ccp.hdf5.defaults import DEFAULT_W0
+
     parts = text.split("/")
     if len(parts) == 1:
         return text
@@ -385,7 +387,7 @@ def parse_cache_option(text: str):
     except ValueError:
         raise CcpError(f"--cache: NSLOTS must be a whole number, got {parts[1]!r} in {text!r}") from None
     try:
-        w0 = float(parts[2]) if len(parts) > 2 else 0.75
+        w0 = float(parts[2]) if len(parts) > 2 else DEFAULT_W0
     except ValueError:
         raise CcpError(f"--cache: W0 must be a number from 0 to 1, got {parts[2]!r} in {text!r}") from None
     return {"nbytes": parts[0], "nslots": nslots, "w0": w0}

@@ -8,18 +8,11 @@ The raw-data chunk cache (``H5Pset_chunk_cache`` / ``H5Pset_cache``): 1 MiB and 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 
+from ccp.chunkcache import HDF5_1X, HDF5_2X, ChunkCache
 
-@dataclass(frozen=True)
-class ChunkCacheDefault:
-    nbytes: int
-    nslots: int
-    w0: float
-
-
-CACHE_1X = ChunkCacheDefault(1024 * 1024, 521, 0.75)
-CACHE_2X = ChunkCacheDefault(8 * 1024 * 1024, 8191, 0.75)
+CACHE_1X = HDF5_1X
+CACHE_2X = HDF5_2X
 
 
 def hdf5_version() -> tuple[int, int, int]:
@@ -30,7 +23,7 @@ def hdf5_version() -> tuple[int, int, int]:
     return major, minor, release
 
 
-def chunk_cache_default(version: tuple[int, ...] | None = None) -> ChunkCacheDefault:
+def chunk_cache_default(version: tuple[int, ...] | None = None) -> ChunkCache:
     """The chunk cache HDF5 ``version`` gives a dataset (default: the HDF5 in this process)."""
     version = hdf5_version() if version is None else tuple(version)
     return CACHE_2X if version[:1] >= (2,) else CACHE_1X
@@ -45,7 +38,7 @@ MIN_NSLOTS = CACHE_1X.nslots
 
 
 @functools.cache
-def library_cache(level: str = "dataset") -> ChunkCacheDefault:
+def library_cache(level: str = "dataset") -> ChunkCache:
     """The chunk cache the HDF5 in this process gives when nobody sets one, probed once from the library
     itself (a fresh dataset access list, or at ``level="file"`` a fresh file access list's H5Pget_cache):
     what ``--cache`` defaults to and what the environment record states. Agrees with
@@ -58,4 +51,4 @@ def library_cache(level: str = "dataset") -> ChunkCacheDefault:
         _mdc, nslots, nbytes, w0 = h5p.create(h5p.FILE_ACCESS).get_cache()
     else:
         raise ValueError(f"level must be 'dataset' or 'file', not {level!r}")
-    return ChunkCacheDefault(int(nbytes), int(nslots), float(w0))
+    return ChunkCache(int(nbytes), int(nslots), float(w0))

@@ -45,12 +45,13 @@ from typing import Optional, Union, cast
 
 import numpy as np
 
+from ccp.chunkcache import HDF5_2X, ChunkCache
 from ccp.model.grid import ChunkGrid, Coords, contiguous_runs
 
 #: HDF5 2.0.0 defaults (``H5Pget_chunk_cache`` on a fresh dapl: 8191 slots, 8 MiB, w0 0.75).
-DEFAULT_NBYTES = 8 * 1024 * 1024
-DEFAULT_NSLOTS = 8191
-DEFAULT_W0 = 0.75
+DEFAULT_NBYTES = HDF5_2X.nbytes
+DEFAULT_NSLOTS = HDF5_2X.nslots
+DEFAULT_W0 = HDF5_2X.w0
 #: HDF5 default sieve buffer size (``H5Pget_sieve_buf_size``).
 DEFAULT_SIEVE_BUF_SIZE = 64 * 1024
 
@@ -58,28 +59,8 @@ Request = tuple[str, Sequence[int], Sequence[int]]
 Allocated = Union[None, bool, Callable[[Coords], bool], Collection[Coords]]
 
 
-@dataclass(frozen=True)
-class CacheParams:
-    """Raw-data chunk cache settings of one dataset handle (``H5Pset_chunk_cache``)."""
-
-    nbytes: int = DEFAULT_NBYTES
-    nslots: int = DEFAULT_NSLOTS
-    w0: float = DEFAULT_W0
-
-    def __post_init__(self) -> None:
-        if self.nbytes < 0 or self.nslots < 0:
-            raise ValueError(f"negative cache size: {self}")
-        if not 0.0 <= self.w0 <= 1.0:
-            raise ValueError(f"w0 must be in [0, 1]: {self}")
-
-    @property
-    def enabled(self) -> bool:
-        """HDF5 sets both to 0 when either is 0: nothing is ever kept."""
-        return self.nbytes > 0 and self.nslots > 0
-
-    def holds(self, chunk_bytes: int) -> bool:
-        """Whether a chunk of this size can be kept in the cache at all."""
-        return self.enabled and chunk_bytes <= self.nbytes
+#: The model's cache settings are the house's one chunk-cache type.
+CacheParams = ChunkCache
 
 
 @dataclass(frozen=True)
@@ -173,7 +154,7 @@ class DatasetModel:
     """
 
     def __init__(self, shape: Sequence[int], chunks: Optional[Sequence[int]], itemsize: int, *,
-                 filtered: bool = False, cache: CacheParams = CacheParams(),
+                 filtered: bool = False, cache: CacheParams = HDF5_2X,
                  stored_chunk_bytes: Optional[Callable[[Coords], int]] = None,
                  allocated: Allocated = None, sieve_buf_size: int = DEFAULT_SIEVE_BUF_SIZE) -> None:
         self.shape = tuple(int(s) for s in shape)

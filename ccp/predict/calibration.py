@@ -16,6 +16,7 @@ import numpy as np
 
 from ccp.errors import CcpError
 from ccp.hdf5 import plists
+from ccp.hdf5.defaults import DEFAULT_W0, MIN_NSLOTS
 from ccp.hdf5.filters import FilterPipeline, check_available
 from ccp.store.workdir import WorkDir
 
@@ -128,7 +129,7 @@ def _per_request_cost(path: str, data) -> float:
     shape = data.shape
     dcpl = plists.chunked_dcpl(shape)
     fid = h5f.create(path.encode(), h5f.ACC_TRUNC)
-    dapl = plists.dapl(521, 2 * data.nbytes, 0.75)
+    dapl = plists.dapl(MIN_NSLOTS, 2 * data.nbytes, DEFAULT_W0)
     ds = h5d.create(fid, b"r", h5t.py_create(data.dtype, logical=True), h5s.create_simple(shape), dcpl=dcpl, dapl=dapl)
     ds.write(h5s.ALL, h5s.ALL, data)
     one, fs = h5s.create_simple((1,) * len(shape)), ds.get_space()
