@@ -548,17 +548,18 @@ def _classify(case: Case, proc, w: Path, before: set, fill) -> tuple[str, str]:
     if any("ccp: internal error" in ln for ln in lines):
         return "internal", next(ln for ln in lines if "internal error" in ln)[:160]
     if case.expect == "interrupt":
+        said = f"{case.sig[0].name} at {case.sig[1]:.1f} s: exit {rc}, {lines[-1][:100] if lines else 'nothing on stderr'}"
         if not proc.signalled:
             return "clean" if rc == 0 else "untidy", f"finished before the signal, exit {rc}"
         if rc == 0:
-            return "accepted", f"exit 0 after {case.sig[0].name}: stopped work reported as a success"
+            return "accepted", f"{said}: stopped work reported as a success"
         if rc not in (130, 143, -signal.SIGINT, -signal.SIGTERM):
             return "untidy", f"exit {rc} after {case.sig[0].name}: {lines[-1][:120] if lines else ''}"
         if case.command != "run" and "finished cells are saved" in err:
             return "untidy", "Ctrl-C said a sweep's 'finished cells are saved' line"
         if problem or temps or (rc != 0 and written):
             return "untidy", problem or f"left {[str(p) for p in temps + written][:3]}"
-        return "clean", f"exit {rc}"
+        return "clean", said
     if rc == case.status and case.expect != "refuse":
         if problem:
             return "accepted", problem
