@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from ccp.errors import CcpError
+from ccp.errors import CcpError, kept_on_interrupt, say_on_interrupt
 
 
 class CcpGroup(click.Group):
@@ -22,6 +22,11 @@ class CcpGroup(click.Group):
         if name in LAZY_COMMANDS and name not in self.commands:
             self.add_command(_lazy_command(name), name)
         return super().get_command(ctx, name)
+
+    def resolve_command(self, ctx, args):
+        name, cmd, rest = super().resolve_command(ctx, args)
+        say_on_interrupt(KEPT_ON_INTERRUPT.get(cmd.name if cmd is not None else name))
+        return name, cmd, rest
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         """click's usage errors as one line (``ccp: error: run: ...``, exit 2), not its three-line usage block."""
@@ -47,6 +52,9 @@ class CcpGroup(click.Group):
         sys.exit(rv if isinstance(rv, int) else 0)
 
     def invoke(self, ctx):
+        # What Ctrl-C says the command kept: the commands here say it in KEPT_ON_INTERRUPT; a lazy command
+        # (repack, trace, tune, ...) with ccp.errors.say_on_interrupt / Interrupted, as its work goes on.
+        say_on_interrupt(None)          # resolve_command says the sub-command's own line
         try:
             return super().invoke(ctx)
         except CcpError as exc:
@@ -55,11 +63,9 @@ class CcpGroup(click.Group):
         except BrokenPipeError:              # `ccp check x.yaml | head`: the reader left; not an error
             sys.stderr.close()
             sys.exit(0)
-        except KeyboardInterrupt:
-            if ctx.invoked_subcommand == "repack":     # before repack's own handler (it says what it kept)
-                click.echo("\nccp: interrupted: nothing written; the inputs untouched", err=True)
-                sys.exit(130)
-            click.echo("\nccp: interrupted; finished cells are saved: rerun with the same --out to resume", err=True)
+        except KeyboardInterrupt as exc:
+            kept = kept_on_interrupt(exc)
+            click.echo(f"\nccp: interrupted; {kept}" if kept else "\nccp: interrupted", err=True)
             sys.exit(130)
         except OSError as exc:
             if os.environ.get("CCP_DEBUG"):
@@ -74,6 +80,21 @@ class CcpGroup(click.Group):
                 raise
             click.echo(f"ccp: internal error: {type(exc).__name__}: {exc} (set CCP_DEBUG=1 for a traceback)", err=True)
             sys.exit(1)
+
+
+# What each command here has kept when Ctrl-C stops it (said after "ccp: interrupted; "). Only a sweep
+# resumes: the other commands say what they wrote, or that they wrote nothing.
+KEPT_ON_INTERRUPT = {
+    "run": "finished cells are saved: rerun with the same --out to resume",
+    "check": "nothing was written (check only reads)",
+    "inspect": "nothing was written (inspect only reads)",
+    "plan": "nothing was written but the work folder's calibration cache (a cut-short one is redone)",
+    "advise": "your file is unchanged (opened read-only); the temporary copy a repack cure is measured on is removed",
+    "report": "report.html is replaced only when whole: rerun ccp report",
+    "compare": "rerun ccp compare (an --html page may be cut short)",
+    "clean": "files removed so far are gone, the rest are kept: rerun ccp clean",
+    "repack": "nothing written; the inputs untouched",   # until repack's own handler says what it kept
+}
 
 
 @click.group(cls=CcpGroup)

@@ -26,6 +26,7 @@ default setting whose key adds nothing, so every existing sweep keeps its cell i
 from __future__ import annotations
 
 import itertools
+import math
 import re
 import urllib.parse
 from dataclasses import dataclass
@@ -40,7 +41,15 @@ DEFAULT_BLOCK_SIZE = 5 * 2**20     # s3fs's default block size
 
 STRATEGIES = ("page", "fsm_aggr", "aggregate", "none")
 MIN_PAGE_SIZE = 512          # HDF5's H5F_FILE_SPACE_PAGE_SIZE_MIN
-MAX_PAGE_SIZE = 2**30        # HDF5's H5F_FILE_SPACE_PAGE_SIZE_MAX (H5Pset_file_space_page_size refuses more)
+MAX_PAGE_SIZE = 2**30        # HDF5's H5F_FILE_SPACE_PAGE_SIZE_MAX: "cannot set file space page size to more than 1GB"
+# What `ccp check` accepts, `ccp run` runs (issue 21): each axis has a range a tiny cell runs in seconds at
+# either end, and beyond which a value is a typo, not an experiment. Outside it: one line naming the range.
+MAX_LATENCY_S = 1.0          # emulated per GET; an intercontinental round trip is ~0.3 s
+MIN_BANDWIDTH = 10**5        # 100kB/s: one 5MiB fsspec block in under a minute ('1B/s' would take two months)
+MAX_BANDWIDTH = 10**12       # 1TB/s; beyond it, say 'unlimited'
+MAX_BUFFER = 2**40           # page buffer and fsspec block size: 1TiB (HDF5 takes a size_t; the columns an int64)
+MIN_BLOCK_SIZE = 4096        # fsspec block size: below a page, every few bytes HDF5 reads would be a GET of their own
+MAX_THRESHOLD = 2**63 - 1    # h5repack -T: an hsize_t, kept within int64
 
 
 @dataclass(frozen=True)
@@ -90,13 +99,13 @@ def parse_file_space(value, where: str = "file_space") -> FileSpace | None:
     if page < MIN_PAGE_SIZE:
         raise ConfigError(f"{where}.page_size", f"HDF5's smallest page is {MIN_PAGE_SIZE} bytes, got {page}")
     if page > MAX_PAGE_SIZE:
-        raise ConfigError(f"{where}.page_size", f"HDF5's largest page is 1 GiB ({MAX_PAGE_SIZE} bytes), got {page}")
+        raise ConfigError(f"{where}.page_size", f"HDF5's largest page is 1GiB ({MAX_PAGE_SIZE} bytes), got {page}")
     persist = value.get("persist", True)
     if not isinstance(persist, bool):
         raise ConfigError(f"{where}.persist", f"expected true or false, got {persist!r}")
     threshold = value.get("threshold", 1)
-    if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 0:
-        raise ConfigError(f"{where}.threshold", f"expected a whole number of bytes >= 0, got {threshold!r}")
+    if isinstance(threshold, bool) or not isinstance(threshold, int) or not 0 <= threshold <= MAX_THRESHOLD:
+        raise ConfigError(f"{where}.threshold", f"expected a whole number of bytes from 0 to 2**63-1, got {threshold!r}")
     return FileSpace(strategy, page, persist, threshold)
 
 
@@ -127,10 +136,15 @@ def parse_repack_file_space(strategy: str | None, page_size, persist: bool = Fal
 
 
 def parse_page_buffer(value, where: str = "page_buffer") -> int:
-    """``16MiB`` -> bytes; 0, None or 'none': no page buffer."""
+    """``16MiB`` -> bytes (at most 1TiB); 0, None or 'none': no page buffer."""
+    if isinstance(value, bool):
+        raise ConfigError(where, f"expected a size like 16MiB or none, got {value!r}")
     if value is None or value == 0 or str(value).strip().lower() == "none":
         return 0
-    return parse_size(value, where)
+    n = parse_size(value, where)
+    if n > MAX_BUFFER:
+        raise ConfigError(where, f"expected none or a size up to 1TiB, got {value!r}")
+    return n
 
 
 _NUM_UNIT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z/]*)\s*$")
@@ -138,28 +152,38 @@ _LATENCY_UNITS = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6}
 
 
 def parse_latency(value, where: str = "latency") -> float:
-    """'20ms' -> 0.02; 0 -> 0.0 (no emulated delay). Seconds when no unit."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
-        return float(value)
-    m = _NUM_UNIT.match(str(value))
-    if not m or m.group(2).lower() not in _LATENCY_UNITS:
-        raise ConfigError(where, f"expected a latency like 0ms, 20ms or 0.05s, got {value!r}")
-    return float(m.group(1)) * _LATENCY_UNITS[m.group(2).lower()]
+    """'20ms' -> 0.02; 0 -> 0.0 (no emulated delay). Seconds when no unit; 0 to 1s."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = float(value)
+    else:
+        m = _NUM_UNIT.match(str(value))
+        if not m or m.group(2).lower() not in _LATENCY_UNITS:
+            raise ConfigError(where, f"expected a latency like 0ms, 20ms or 0.05s, got {value!r}")
+        seconds = float(m.group(1)) * _LATENCY_UNITS[m.group(2).lower()]
+    if not 0 <= seconds <= MAX_LATENCY_S:          # NaN and inf fail here too
+        raise ConfigError(where, f"expected an emulated latency per GET from 0ms to 1s, got {value!r}")
+    return seconds
 
 
 def parse_bandwidth(value, where: str = "bandwidth") -> float | None:
-    """'100MB/s' -> 1e8 bytes/s; None, 0, 'none' or 'unlimited' -> None (no emulated transfer time)."""
-    if value is None or value == 0 or str(value).strip().lower() in ("none", "unlimited", "inf"):
+    """'100MB/s' -> 1e8 bytes/s (100kB/s to 1TB/s); None, 0, 'none', 'unlimited' or inf -> None (no emulated
+    transfer time)."""
+    if isinstance(value, bool):
+        raise ConfigError(where, f"expected a bandwidth like 100MB/s or unlimited, got {value!r}")
+    if value is None or value == 0 or str(value).strip().lower() in ("none", "unlimited", "inf", ".inf"):
         return None
-    text = str(value).strip()
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
-        return float(value)
-    if not text.lower().endswith("/s"):
-        raise ConfigError(where, f"expected a bandwidth like 100MB/s or 1GiB/s, got {value!r}")
-    n = parse_size(text[:-2], where)
-    if n <= 0:
-        raise ConfigError(where, f"bandwidth must be > 0, got {value!r}")
-    return float(n)
+    if isinstance(value, (int, float)):
+        if value == math.inf:
+            return None
+        n = float(value)
+    else:
+        text = str(value).strip()
+        if not text.lower().endswith("/s"):
+            raise ConfigError(where, f"expected a bandwidth like 100MB/s or 1GiB/s, got {value!r}")
+        n = float(parse_size(text[:-2], where))
+    if not MIN_BANDWIDTH <= n <= MAX_BANDWIDTH:        # NaN fails here too
+        raise ConfigError(where, f"expected an emulated bandwidth from 100kB/s to 1TB/s (or unlimited), got {value!r}")
+    return n
 
 
 @dataclass(frozen=True)
@@ -211,11 +235,18 @@ def parse_s3(value, where: str = "s3") -> S3Settings:
     if not endpoint or not isinstance(endpoint, str):
         raise ConfigError(f"{where}.endpoint", f"expected a URL like https://s3.us-west-2.amazonaws.com, got {endpoint!r}")
     url = urllib.parse.urlparse(endpoint)
-    if url.scheme not in ("http", "https") or not url.hostname:
+    try:
+        url.port                                  # noqa: B018 -- raises on a port out of 0-65535
+    except ValueError:
+        raise ConfigError(f"{where}.endpoint", f"expected an http(s) URL with a port from 1 to 65535, got {endpoint!r}") from None
+    if url.scheme not in ("http", "https") or not url.hostname or not endpoint.isprintable():
         raise ConfigError(f"{where}.endpoint", f"expected an http(s) URL, got {endpoint!r}")
-    if not bucket or not isinstance(bucket, str):
-        raise ConfigError(f"{where}.bucket", f"expected a bucket name, got {bucket!r}")
-    prefix = str(value.get("prefix", "ccp")).strip("/")
+    if not bucket or not isinstance(bucket, str) or not bucket.isprintable() or "/" in bucket or len(bucket) > 255:
+        raise ConfigError(f"{where}.bucket", f"expected a bucket name, got {bucket!r}")     # the preflight asks the server
+    prefix = value.get("prefix", "ccp")
+    if not isinstance(prefix, str) or not prefix.isprintable() or len(prefix.encode()) > 512:
+        raise ConfigError(f"{where}.prefix", f"expected a printable key prefix like ccp/runs, got {prefix!r}")
+    prefix = prefix.strip("/")
     return S3Settings(endpoint.rstrip("/"), bucket, prefix)
 
 
@@ -248,8 +279,8 @@ def parse_fsspec(value, where: str = "fsspec") -> FsspecOptions:
         raise ConfigError(f"{where}.cache_type", f"expected one of {', '.join(CACHE_TYPES)}, got {ct!r}"
                           + suggest(ct, CACHE_TYPES))
     bs = parse_size(value.get("block_size", DEFAULT_BLOCK_SIZE), f"{where}.block_size")
-    if bs <= 0:
-        raise ConfigError(f"{where}.block_size", f"must be > 0, got {value.get('block_size')!r}")
+    if not MIN_BLOCK_SIZE <= bs <= MAX_BUFFER:
+        raise ConfigError(f"{where}.block_size", f"expected a size from 4KiB to 1TiB, got {value.get('block_size')!r}")
     return FsspecOptions(ct, bs)
 
 

@@ -49,8 +49,11 @@ def serve_command(port, bucket):
     """Run moto's S3 server on 127.0.0.1 until Ctrl-C; print the endpoint and what to export."""
     import signal
 
+    from ccp.errors import say_on_interrupt
     from ccp.storage.s3 import Credentials, S3Settings, S3Store
     from ccp.storage.server import S3Server
+
+    say_on_interrupt("the S3 server is stopped; its buckets lived in its memory and are gone")
 
     def stop(signum, frame):
         raise KeyboardInterrupt
@@ -83,8 +86,10 @@ def serve_command(port, bucket):
 @click.option("--bucket", required=True, help="Bucket the sweep uploads to.")
 def check_command(endpoint, bucket):
     """Check that an S3 endpoint answers, accepts the credentials and has the bucket."""
+    from ccp.errors import say_on_interrupt
     from ccp.storage.s3 import check_endpoint, parse_s3
 
+    say_on_interrupt("nothing was written (check only asks the endpoint)")
     settings = parse_s3({"endpoint": endpoint, "bucket": bucket})
     check_endpoint(settings)
     click.echo(f"{settings.endpoint}: bucket {settings.bucket} is readable")
@@ -96,10 +101,17 @@ def check_command(endpoint, bucket):
 @click.option("--page-size", default="4MiB", show_default=True, metavar="SIZE", help="File-space page size.")
 def cloud_copy_command(infile, outfile, page_size):
     """Copy IN to OUT with paged file-space aggregation (a cloud-optimized copy)."""
+    from ccp.errors import say_on_interrupt
     from ccp.storage.layout import cloud_optimized_copy, parse_file_space
     from ccp.units import format_bytes
 
-    fs = parse_file_space({"strategy": "page", "page_size": page_size}, "--page-size")
+    say_on_interrupt(f"{outfile} is written whole or not at all (a temporary file renamed when done); {infile} is unchanged")
+    from ccp.errors import ConfigError
+
+    try:
+        fs = parse_file_space({"strategy": "page", "page_size": page_size}, "file_space")
+    except ConfigError as exc:          # name the option, not the sweep key
+        raise ConfigError("--page-size", str(exc)[len(exc.where) + 2:]) from None
     cloud_optimized_copy(infile, outfile, fs)
     import os
 

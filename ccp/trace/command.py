@@ -80,17 +80,25 @@ def diagnose_command(trace, as_json, memory, verify, patterns):
 @click.command(name="from-darshan")
 @click.argument("log", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("-o", "--out", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="The sweep file to write.")
+              help="The sweep file to write (never over an existing file without --force, never over the log).")
 @click.option("--file", "h5file", help="The HDF5 file the sweep replays against (default: the file the log names).")
-def from_darshan_command(log, out, h5file):
+@click.option("--dataset", help="The dataset to sweep, by its path in the file or its full Darshan name "
+                                "(default: the one with the most recorded accesses).")
+@click.option("--force", is_flag=True, help="Replace the file -o names if it exists.")
+def from_darshan_command(log, out, h5file, dataset, force):
     """Turn a Darshan log's H5D records into a sweep that replays their access patterns.
+
+    The log is parsed in a child process and checked against its own counters: a damaged or
+    truncated log is one line and exit status 2, never a sweep with wrong counts.
 
     \b
     Example:
       ccp from-darshan job.darshan -o sweep.yaml --file /data/run42.h5
+      ccp from-darshan job.darshan -o sweep.yaml --dataset /fields/temperature --force
     """
+    from ccp.errors import say_on_interrupt
     from ccp.trace.darshan import darshan_to_sweep
 
-    for line in darshan_to_sweep(log, out, h5file):
+    say_on_interrupt(f"the sweep file is written whole or not at all; {log} is unchanged")
+    for line in darshan_to_sweep(log, out, h5file, dataset=dataset, force=force):
         click.echo(line)
-

@@ -9,92 +9,108 @@ tiles the dataset with each common access shape (strides that skip data are name
 the dataset's shape comes from the user's file, read-only.
 
 Everything that cannot become a sweep gets one line: a log without H5D records, scalar datasets,
-datasets whose access counters are all zero.
+datasets whose access counters are all zero; a damaged or truncated log (darshan_log.py reads it in
+a child process and checks it) is one line too, never a sweep with wrong counts.
 """
 
 from __future__ import annotations
 
-import contextlib
+import math
 import os
-import sys
+import tempfile
 from collections import Counter
 from pathlib import Path
 
 from ccp.errors import CcpError
+from ccp.trace.darshan_log import H5DRecord, read_log
 
-DIMS = 5
-
-
-@contextlib.contextmanager
-def _quiet_stderr():
-    sys.stderr.flush()
-    saved = os.dup(2)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 2)
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(devnull)
+DIMS = 5                         # Darshan keeps the access shape of the last five dimensions (H5D_MAX_NDIMS)
+ACCESS_SLOTS = 4                 # and the four most common accesses (H5D_ACCESS1..4)
 
 
-def _read_log(log: Path):
-    try:
-        import darshan
-    except ImportError:
-        raise CcpError("from-darshan needs pydarshan: pip install darshan") from None
-    if not log.is_file():
-        raise CcpError(f"{log}: no such file")
-    error = None
-    with _quiet_stderr():       # libdarshan-util prints its own "Error:" lines on a bad log, some at clean-up
-        try:
-            report = darshan.DarshanReport(str(log), read_all=True)
-        except Exception as exc:  # noqa: BLE001 -- pydarshan raises many kinds on a bad log; say it in one line
-            error = f"{log}: not a Darshan log pydarshan can read ({type(exc).__name__}: {exc})"
-        import gc
+def _damaged(log: Path, name: str, what: str) -> CcpError:
+    return CcpError(f"{log}: damaged Darshan log: the H5D record of {name} {what}")
 
-        gc.collect()            # the half-open report's destructor prints too: let it print here
-    if error:
-        raise CcpError(error)
-    return report
+
+def _record_accesses(log: Path, rec: H5DRecord, name: str, ndims: int) -> Counter:
+    """The record's common accesses {(lengths, strides): count}, cross-checked against its own counters.
+
+    Darshan fills the slots right-aligned with count x block per dimension and keeps each access's
+    size in bytes (``H5D_ACCESSn_ACCESS``, the selection's points times the file type's size): for
+    a regular hyperslab the product of the lengths times the element size must equal it, and the
+    counted accesses cannot outnumber the reads and writes. A log that breaks one of these is
+    damaged, not a sweep. Lengths of 0 (a whole-dataset selection, a point or irregular one) or -1
+    (Darshan built against HDF5 < 1.10) describe no block: such accesses are not tiled.
+    (The dataspace's point count is the one at open: an extended dataset's accesses may pass it.)
+    """
+    c = rec.counters
+    itemsize = c["H5D_DATATYPE_SIZE"]
+    ops = c["H5D_READS"] + c["H5D_WRITES"]
+    for key in ("H5D_READS", "H5D_WRITES", "H5D_DATASPACE_NPOINTS", "H5D_DATATYPE_SIZE"):
+        if c[key] < 0:
+            raise _damaged(log, name, f"has {key} = {c[key]}")
+    accesses: Counter = Counter()
+    counted = 0
+    for n in range(1, ACCESS_SLOTS + 1):
+        count = c[f"H5D_ACCESS{n}_COUNT"]
+        if count < 0:
+            raise _damaged(log, name, f"has H5D_ACCESS{n}_COUNT = {count}")
+        if count == 0:
+            continue
+        counted += count
+        lengths = tuple(c[f"H5D_ACCESS{n}_LENGTH_D{k}"] for k in range(DIMS - ndims + 1, DIMS + 1))
+        strides = tuple(c[f"H5D_ACCESS{n}_STRIDE_D{k}"] for k in range(DIMS - ndims + 1, DIMS + 1))
+        if any(v <= 0 for v in lengths):
+            continue
+        if math.prod(lengths) * itemsize != c[f"H5D_ACCESS{n}_ACCESS"]:
+            raise _damaged(log, name, f"has access {n} of {list(lengths)} x {itemsize} bytes but "
+                                      f"H5D_ACCESS{n}_ACCESS = {c[f'H5D_ACCESS{n}_ACCESS']}")
+        accesses[(lengths, strides)] += count
+    if counted > ops:
+        raise _damaged(log, name, f"counts {counted} common accesses but only {ops} reads and writes")
+    return accesses
 
 
 def h5d_patterns(log: Path) -> tuple[list[dict], list[str]]:
-    """(datasets with their common accesses, lines about what was skipped)."""
-    report = _read_log(log)
-    if "H5D" not in report.records or not len(report.records["H5D"]):
+    """(datasets with their common accesses, lines about what was skipped or is worth knowing)."""
+    contents = read_log(log)
+    if not contents.h5d:
         raise CcpError(f"{log}: no H5D records (Darshan's HDF5 module was not enabled, or the job used no HDF5 datasets)")
-    counters = report.records["H5D"].to_df()["counters"]
-    names = report.name_records
     grouped: dict[int, dict] = {}
     skipped = []
-    for _, row in counters.iterrows():
-        rec_id = int(row["id"])
-        name = names.get(rec_id, str(rec_id))
-        ndims = int(row["H5D_DATASPACE_NDIMS"])
-        if ndims <= 0:
+    if contents.partial:
+        skipped.append("note: Darshan marked this log partial (it ran out of room for records): "
+                       "some datasets or ranks may be missing")
+    for module in contents.damaged:
+        skipped.append(f"note: the log's {module} region is damaged (fails its checksum); "
+                       "the H5D records and names are intact and used")
+    for rec in contents.h5d:
+        name = contents.names.get(rec.rec_id)
+        if name is None:
+            raise CcpError(f"{log}: damaged Darshan log: H5D record id {rec.rec_id} has no name record")
+        ndims = rec.counters["H5D_DATASPACE_NDIMS"]
+        if ndims < 0:
+            raise _damaged(log, name, f"has {ndims} dimensions")
+        if ndims == 0:
             skipped.append(f"{name}: scalar dataset (no dimensions): nothing to tile, skipped")
             continue
         if ndims > DIMS:
             skipped.append(f"{name}: {ndims} dimensions; Darshan keeps at most {DIMS}, skipped")
             continue
-        d = grouped.setdefault(rec_id, {"name": name, "ndims": ndims, "npoints": int(row["H5D_DATASPACE_NPOINTS"]),
-                                         "itemsize": int(row["H5D_DATATYPE_SIZE"]), "accesses": Counter(),
-                                         "reads": 0, "writes": 0, "ranks": 0,
-                                         "chunks": tuple(int(row[f"H5D_CHUNK_SIZE_D{k}"]) for k in range(DIMS - ndims + 1, DIMS + 1))})
+        chunks = tuple(rec.counters[f"H5D_CHUNK_SIZE_D{k}"] for k in range(DIMS - ndims + 1, DIMS + 1))
+        if any(v < 0 for v in chunks):
+            raise _damaged(log, name, f"has chunk shape {list(chunks)}")
+        d = grouped.setdefault(rec.rec_id, {"name": name, "ndims": ndims,
+                                            "npoints": rec.counters["H5D_DATASPACE_NPOINTS"],
+                                            "itemsize": rec.counters["H5D_DATATYPE_SIZE"], "accesses": Counter(),
+                                            "reads": 0, "writes": 0, "ranks": 0, "chunks": chunks})
+        if (ndims, d["npoints"], d["itemsize"]) != (d["ndims"], rec.counters["H5D_DATASPACE_NPOINTS"],
+                                                    rec.counters["H5D_DATATYPE_SIZE"]):
+            skipped.append(f"note: {name}: ranks saw different dataspaces or element sizes; the first is described")
         d["ranks"] += 1
-        d["reads"] += int(row["H5D_READS"])
-        d["writes"] += int(row["H5D_WRITES"])
-        for n in range(1, 5):
-            count = int(row[f"H5D_ACCESS{n}_COUNT"])
-            if count <= 0:
-                continue
-            lengths = tuple(int(row[f"H5D_ACCESS{n}_LENGTH_D{k}"]) for k in range(DIMS - ndims + 1, DIMS + 1))
-            strides = tuple(int(row[f"H5D_ACCESS{n}_STRIDE_D{k}"]) for k in range(DIMS - ndims + 1, DIMS + 1))
-            if any(v <= 0 for v in lengths):
-                continue
-            d["accesses"][(lengths, strides)] += count
+        d["reads"] += rec.counters["H5D_READS"]
+        d["writes"] += rec.counters["H5D_WRITES"]
+        d["accesses"] += _record_accesses(log, rec, name, ndims)
     out = []
     for d in grouped.values():
         if not d["accesses"]:
@@ -106,40 +122,113 @@ def h5d_patterns(log: Path) -> tuple[list[dict], list[str]]:
 
 
 def _split_name(name: str) -> tuple[str, str]:
-    """Darshan names a dataset ``/path/file.h5:/group/dataset``."""
-    file, sep, dset = name.rpartition(":")
-    if not sep or not dset.startswith("/"):
+    """Darshan names a dataset ``/path/file.h5:/group/dataset`` (the first ``:/``: a dataset's name may hold ``:``)."""
+    at = name.find(":/")
+    if at <= 0:
         return name, ""
-    return file, dset
+    return name[:at], name[at + 1:]
 
 
-def darshan_to_sweep(log, out, h5file: str | None = None) -> list[str]:
+def _pick(log: Path, datasets: list[dict], wanted: str | None) -> dict:
+    """The dataset to sweep: the one named (full Darshan name or its path in the file), else the busiest."""
+    if wanted is None:
+        return max(datasets, key=lambda x: sum(x["accesses"].values()))
+    hits = [d for d in datasets if wanted in (d["name"], _split_name(d["name"])[1])]
+    if len(hits) != 1:
+        names = ", ".join(d["name"] for d in datasets)
+        how = "is not among" if not hits else "names more than one of"
+        raise CcpError(f"--dataset: {wanted!r} {how} the datasets of {log} that can become a sweep: {names}")
+    return hits[0]
+
+
+def _sweep_name(log: Path) -> str:
+    stem = "".join(ch if ch.isascii() and (ch.isalnum() or ch in "._-") else "-" for ch in log.stem[:40])
+    return f"darshan-{stem.strip('.') or 'log'}"
+
+
+def _check_out(out: Path, force: bool, protect: tuple[Path, ...] = ()) -> None:
+    for p in protect:
+        if out.exists() and p.exists() and out.samefile(p):
+            raise CcpError(f"-o: {out} is the input {p}: refusing to write over it")
+    if out.is_dir():
+        raise CcpError(f"-o: {out} is a folder; give a file name for the sweep")
+    if out.exists() and not force:
+        raise CcpError(f"-o: {out} exists; refusing to overwrite it (use --force to replace it)")
+    if not out.parent.is_dir():
+        raise CcpError(f"-o: folder {out.parent} does not exist")
+
+
+def write_new(out: Path, text: str, force: bool, protect: tuple[Path, ...] = ()) -> None:
+    """Write ``out`` whole or not at all; an existing file only with ``force``, never one of ``protect``.
+
+    The text goes to a temporary file beside ``out`` first, then is linked in (which fails if
+    ``out`` appeared meanwhile) or, with ``force``, renamed over it: an interrupted write or a full
+    disk leaves no half-written sweep and no temporary file.
+    """
+    _check_out(out, force, protect)
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name[:40]}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if force:
+            os.replace(tmp, out)
+        else:
+            try:
+                os.link(tmp, out)
+            except FileExistsError:
+                raise CcpError(f"-o: {out} exists; refusing to overwrite it (use --force to replace it)") from None
+    except OSError as exc:
+        raise CcpError(f"-o: cannot write {out}: {exc.strerror or exc}") from None
+    finally:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+
+
+def darshan_to_sweep(log, out, h5file: str | None = None, *, dataset: str | None = None,
+                     force: bool = False) -> list[str]:
     """Write the sweep; returns the lines to print (what was written, what was skipped)."""
     import yaml
 
     log, out = Path(log), Path(out)
+    if not str(out).strip() or "\0" in str(out):
+        raise CcpError(f"-o: expected a file name, got {str(out)!r}")
+    if h5file is not None and (not h5file.strip() or "\0" in h5file):
+        raise CcpError(f"--file: expected an HDF5 file name, got {h5file!r}")
+    _check_out(out, force, (log,))        # before the parse, and again as it is written
     datasets, skipped = h5d_patterns(log)
     if not datasets:
-        raise CcpError(f"{log}: no H5D record can become a sweep:\n" + "\n".join(skipped) if skipped else
-                       f"{log}: no usable H5D records")
-    d = max(datasets, key=lambda x: sum(x["accesses"].values()))
+        raise CcpError(f"{log}: no H5D record can become a sweep ({'; '.join(skipped) or 'no usable records'})")
+    d = _pick(log, datasets, dataset)
     file, dset = _split_name(d["name"])
+    if not dset:
+        raise CcpError(f"{log}: the H5D record {d['name']!r} does not name a dataset as FILE:/PATH")
     file = h5file or file
+    op = "write" if d["reads"] == 0 and d["writes"] > 0 else "read"
     access, notes = [], []
-    for (lengths, strides), count in d["accesses"].most_common(4):
-        access.append({"op": "read", "block": list(lengths)})
-        gaps = [s for s, n in zip(strides, lengths) if s and s != n]
+    if d["reads"] and d["writes"]:
+        notes.append(f"# Darshan counts common accesses of reads and writes together ({d['reads']} reads, "
+                     f"{d['writes']} writes): the sweep replays them as reads")
+    for (lengths, strides), count in d["accesses"].most_common(ACCESS_SLOTS):
+        access.append({"op": op, "block": list(lengths)})
+        gaps = any(s > n for s, n in zip(strides, lengths))
+        maybe = not gaps and any(1 < s < n for s, n in zip(strides, lengths))
         notes.append(f"# access {list(lengths)} x {count} in the log (strides {list(strides)})"
-                     + ("; strides skip data, the sweep tiles it" if gaps else ""))
+                     + ("; strides skip data, the sweep tiles it" if gaps else "")
+                     + ("; strides may skip data (Darshan keeps count x block, not the block), the sweep tiles it"
+                        if maybe else ""))
     chunks = [list(d["chunks"])] if all(d["chunks"]) else ["contiguous"]
-    sweep = {"name": f"darshan-{log.stem[:40]}", "dataset": {"file": file, "path": dset or "/"},
+    sweep = {"name": _sweep_name(log), "dataset": {"file": file, "path": dset},
              "matrix": {"chunks": chunks, "cache": ["1MiB", "8MiB", "64MiB"], "access": access}, "repeats": 3}
     head = [f"# from `ccp from-darshan {log}`: dataset {d['name']} ({d['ranks']} rank record(s), {d['reads']} reads,",
             f"# {d['writes']} writes; {d['ndims']} dims, {d['npoints']} points, {d['itemsize']}-byte elements).",
             *notes]
-    out.write_text("\n".join(head) + "\n" + yaml.safe_dump(sweep, sort_keys=False))
+    write_new(out, "\n".join(head) + "\n" + yaml.safe_dump(sweep, sort_keys=False), force, protect=(log,))
     lines = [f"{out}: sweep for {d['name']} with {len(access)} access pattern(s)"]
+    if not Path(file).exists():
+        lines.append(f"note: {file} does not exist here; give the file the job used with --file")
     others = [x["name"] for x in datasets if x is not d]
     if others:
-        lines.append(f"other datasets in the log (run again with their file to sweep them): {', '.join(others)}")
+        lines.append(f"other datasets in the log (sweep one with --dataset PATH): {', '.join(others)}")
     return lines + skipped

@@ -159,6 +159,19 @@ SWEEP_CASES = [
     ("access-seed-negative", ("block: [1, 6]}", "block: [1, 6], seed: -2}"), ["matrix.access[0].seed"]),
     ("access-too-many-requests", ("shape: [8, 6]", "shape: [100000000000, 6]"), ["matrix.access[0].block", "requests"]),
     ("access-unknown-key", ("block: [1, 6]}", "block: [1, 6], ordr: [0, 1]}"), ["ordr", "did you mean 'order'"]),
+    # the S3 axes: what check accepts, run runs (issue 21): each has a range, named in the line
+    ('s3-latency-1e9', ('  access: [{op: read, block: [1, 6]}]\n', '  access: [{op: read, block: [1, 6]}]\n  storage: [s3]\n  latency: [1000000000]\n'), ['matrix.latency[0]', 'from 0ms to 1s']),
+    ('s3-latency-inf', ('  access: [{op: read, block: [1, 6]}]\n', '  access: [{op: read, block: [1, 6]}]\n  storage: [s3]\n  latency: [.inf]\n'), ['matrix.latency[0]', 'from 0ms to 1s']),
+    ('s3-latency-nan', ('  access: [{op: read, block: [1, 6]}]\n', '  access: [{op: read, block: [1, 6]}]\n  storage: [s3]\n  latency: [.nan]\n'), ['matrix.latency[0]']),
+    ('s3-bandwidth-1B', ('  access: [{op: read, block: [1, 6]}]\n', "  access: [{op: read, block: [1, 6]}]\n  storage: [s3]\n  bandwidth: ['1B/s']\n"), ['matrix.bandwidth[0]', 'from 100kB/s to 1TB/s']),
+    ('s3-bandwidth-nan', ('  access: [{op: read, block: [1, 6]}]\n', '  access: [{op: read, block: [1, 6]}]\n  storage: [s3]\n  bandwidth: [.nan]\n'), ['matrix.bandwidth[0]']),
+    ('s3-page-buffer-huge', ('  access: [{op: read, block: [1, 6]}]\n', '  access: [{op: read, block: [1, 6]}]\n  storage: [s3]\n  file_space: [page]\n  page_buffer: [1000000000000000000000000000000]\n'), ['matrix.page_buffer[0]', '1TiB']),
+    ('s3-page-size-huge', ('  access: [{op: read, block: [1, 6]}]\n', '  access: [{op: read, block: [1, 6]}]\n  storage: [s3]\n  file_space: [{strategy: page, page_size: 1000000000000000000000000000000}]\n'), ['matrix.file_space[0].page_size', '1GiB']),
+    ('s3-page-size-2GiB', ('  access: [{op: read, block: [1, 6]}]\n', '  access: [{op: read, block: [1, 6]}]\n  storage: [s3]\n  file_space: [{strategy: page, page_size: 2GiB}]\n'), ['matrix.file_space[0].page_size', '1GiB']),
+    ('s3-block-size-huge', ('  access: [{op: read, block: [1, 6]}]\n', '  access: [{op: read, block: [1, 6]}]\n  storage: [s3]\n  fsspec: [{block_size: 1000000000000000000000000000000}]\n'), ['matrix.fsspec[0].block_size', '1TiB']),
+    ('s3-block-size-1', ('  access: [{op: read, block: [1, 6]}]\n', '  access: [{op: read, block: [1, 6]}]\n  storage: [s3]\n  fsspec: [{block_size: 1}]\n'), ['matrix.fsspec[0].block_size', '4KiB']),
+    ('s3-threshold-huge', ('  access: [{op: read, block: [1, 6]}]\n', '  access: [{op: read, block: [1, 6]}]\n  storage: [s3]\n  file_space: [{strategy: none, threshold: 100000000000000000000000}]\n'), ['matrix.file_space[0].threshold']),
+    ('s3-endpoint-port', ('  access: [{op: read, block: [1, 6]}]\n', "  access: [{op: read, block: [1, 6]}]\n  storage: [s3]\ns3: {endpoint: 'http://127.0.0.1:99999', bucket: b}\n"), ['s3.endpoint', '65535']),
     # YAML itself
     ("yaml-syntax", ("name: t", "name: [t"), ["YAML syntax error"]),
     ("yaml-duplicate-key", ("repeats: 1", "repeats: 1\nrepeats: 2"), ["duplicate key 'repeats'"]),
@@ -286,6 +299,16 @@ OPTION_CASES = [
     ("advise-group", ["advise", "H5", "/g", "--access", "1", "--no-measure"], ["/g", "group"]),
     ("advise-no-such-dataset", ["advise", "H5", "/nothere", "--access", "1x6", "--no-measure"], ["/nothere"]),
     ("advise-not-hdf5", ["advise", "TEXT", "/d", "--access", "1x6", "--no-measure"], ["text.txt"]),
+    ("from-darshan-missing-out", ["from-darshan", "TEXT"], ["from-darshan:", "-o"]),
+    ("from-darshan-missing-log", ["from-darshan", "TMP/nothere.darshan", "-o", "OUT"], ["no such file"]),
+    ("from-darshan-not-a-log", ["from-darshan", "TEXT", "-o", "OUT"], ["text.txt", "not a Darshan log"]),
+    ("from-darshan-hdf5-file", ["from-darshan", "H5", "-o", "OUT"], ["f.h5", "not a Darshan log"]),
+    ("from-darshan-log-is-a-folder", ["from-darshan", "TMP", "-o", "OUT"], ["from-darshan:"]),
+    ("from-darshan-out-exists", ["from-darshan", "TEXT", "-o", "H5"], ["-o", "exists", "--force"]),
+    ("from-darshan-out-is-the-log", ["from-darshan", "TEXT", "-o", "TEXT", "--force"], ["-o", "is the input"]),
+    ("from-darshan-out-empty", ["from-darshan", "TEXT", "-o", ""], ["-o"]),
+    ("from-darshan-out-a-folder", ["from-darshan", "TEXT", "-o", "TMP"], ["-o", "directory"]),
+    ("from-darshan-file-empty", ["from-darshan", "TEXT", "-o", "OUT", "--file", ""], ["--file"]),
 ]
 
 

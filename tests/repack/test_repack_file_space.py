@@ -24,8 +24,8 @@ def small(tmp_path):
 
 
 @pytest.mark.parametrize(("page", "words"), [
-    (str(10**30), ["-G", "largest page is 1 GiB"]),
-    ("16GiB", ["-G", "largest page is 1 GiB", "17179869184"]),
+    (str(10**30), ["-G", "largest page is 1GiB"]),
+    ("16GiB", ["-G", "largest page is 1GiB", "17179869184"]),
     ("100", ["-G", "smallest page is 512"]),
     ("-4MiB", ["-G"]),
     ("lots", ["-G"]),

@@ -144,3 +144,115 @@ def test_exclude_rules_on_storage_axes():
     assert matches_storage(parse_storage_exclude({"file_space": "default", "page_buffer": "none"}, "e"), cells[0])
     with pytest.raises(ConfigError, match=r"^exclude\[2\]\.latency:"):
         parse_storage_exclude({"latency": "soon"}, "exclude[2]")
+
+
+# ---- what `ccp check` accepts, `ccp run` runs (issue 21): every axis has a range, named when refused ----
+
+@pytest.mark.parametrize(("matrix", "where", "allowed"), [
+    ({"storage": "s3", "latency": [1e9]}, "matrix.latency[0]", "from 0ms to 1s"),
+    ({"storage": "s3", "latency": [float("inf")]}, "matrix.latency[0]", "from 0ms to 1s"),
+    ({"storage": "s3", "latency": [float("nan")]}, "matrix.latency[0]", "from 0ms to 1s"),
+    ({"storage": "s3", "latency": [-0.001]}, "matrix.latency[0]", "from 0ms to 1s"),
+    ({"storage": "s3", "latency": ["1e400ms"]}, "matrix.latency[0]", "from 0ms to 1s"),
+    ({"storage": "s3", "latency": ["1001ms"]}, "matrix.latency[0]", "from 0ms to 1s"),
+    ({"storage": "s3", "bandwidth": ["1B/s"]}, "matrix.bandwidth[0]", "from 100kB/s to 1TB/s"),
+    ({"storage": "s3", "bandwidth": [1e-300]}, "matrix.bandwidth[0]", "from 100kB/s to 1TB/s"),
+    ({"storage": "s3", "bandwidth": [float("nan")]}, "matrix.bandwidth[0]", "from 100kB/s to 1TB/s"),
+    ({"storage": "s3", "bandwidth": [float("-inf")]}, "matrix.bandwidth[0]", "from 100kB/s to 1TB/s"),
+    ({"storage": "s3", "bandwidth": ["2TB/s"]}, "matrix.bandwidth[0]", "from 100kB/s to 1TB/s"),
+    ({"storage": "s3", "bandwidth": [True]}, "matrix.bandwidth[0]", "unlimited"),
+    ({"file_space": ["page"], "page_buffer": [10**30]}, "matrix.page_buffer[0]", "up to 1TiB"),
+    ({"file_space": ["page"], "page_buffer": [False]}, "matrix.page_buffer[0]", "16MiB or none"),
+    ({"file_space": [{"page_size": 10**30}]}, "matrix.file_space[0].page_size", "largest page is 1GiB"),
+    ({"file_space": [{"page_size": "2GiB"}]}, "matrix.file_space[0].page_size", "largest page is 1GiB"),
+    ({"file_space": [{"strategy": "none", "threshold": 2**64}]}, "matrix.file_space[0].threshold", "2**63-1"),
+    ({"storage": "s3", "fsspec": [{"block_size": 10**30}]}, "matrix.fsspec[0].block_size", "from 4KiB to 1TiB"),
+    ({"storage": "s3", "fsspec": [{"block_size": 1}]}, "matrix.fsspec[0].block_size", "from 4KiB to 1TiB"),
+], ids=["latency-1e9", "latency-inf", "latency-nan", "latency-negative", "latency-overflow", "latency-1001ms",
+        "bandwidth-1B", "bandwidth-tiny", "bandwidth-nan", "bandwidth-minus-inf", "bandwidth-2TB", "bandwidth-bool",
+        "page-buffer-1e30", "page-buffer-bool", "page-size-1e30", "page-size-2GiB", "threshold-2**64",
+        "block-size-1e30", "block-size-1"])
+def test_values_run_cannot_run_are_refused_naming_the_range(matrix, where, allowed):
+    with pytest.raises(ConfigError) as info:
+        parse_storage_axes(matrix)
+    msg = str(info.value)
+    assert msg.startswith(where + ":") and allowed in msg and "\n" not in msg
+
+
+@pytest.mark.parametrize(("matrix", "axis", "value"), [
+    ({"storage": "s3", "latency": ["1s"]}, "latency", (1.0,)),
+    ({"storage": "s3", "latency": [0]}, "latency", (0.0,)),
+    ({"storage": "s3", "bandwidth": ["100kB/s"]}, "bandwidth", (1e5,)),
+    ({"storage": "s3", "bandwidth": ["1TB/s"]}, "bandwidth", (1e12,)),
+    ({"storage": "s3", "bandwidth": [float("inf")]}, "bandwidth", (None,)),
+    ({"storage": "s3", "bandwidth": ["unlimited"]}, "bandwidth", (None,)),
+    ({"file_space": ["page"], "page_buffer": ["1TiB"]}, "page_buffer", (2**40,)),
+    ({"file_space": [{"page_size": "1GiB"}]}, "file_space", (FileSpace("page", 2**30),)),
+    ({"storage": "s3", "fsspec": [{"block_size": "4KiB"}]}, "fsspec", (FsspecOptions("readahead", 4096),)),
+    ({"storage": "s3", "fsspec": [{"block_size": "1TiB"}]}, "fsspec", (FsspecOptions("readahead", 2**40),)),
+], ids=["latency-1s", "latency-0", "bandwidth-100kB", "bandwidth-1TB", "bandwidth-inf-is-unlimited",
+        "bandwidth-unlimited", "page-buffer-1TiB", "page-size-1GiB", "block-size-4KiB", "block-size-1TiB"])
+def test_range_ends_are_accepted(matrix, axis, value):
+    assert getattr(parse_storage_axes(matrix), axis) == value
+
+
+@pytest.mark.parametrize(("s3", "where"), [
+    ({"endpoint": "http://127.0.0.1:99999", "bucket": "b-1"}, "s3.endpoint"),
+    ({"endpoint": "http://host\n.example", "bucket": "b-1"}, "s3.endpoint"),
+    ({"endpoint": "https://s3.example.org", "bucket": "a/b"}, "s3.bucket"),
+    ({"endpoint": "https://s3.example.org", "bucket": "a\tb"}, "s3.bucket"),
+    ({"endpoint": "https://s3.example.org", "bucket": "b-1", "prefix": "a\0b"}, "s3.prefix"),
+    ({"endpoint": "https://s3.example.org", "bucket": "b-1", "prefix": 7}, "s3.prefix"),
+], ids=["port", "newline", "bucket-slash", "bucket-tab", "prefix-nul", "prefix-number"])
+def test_bad_s3_settings_are_one_line(s3, where):
+    with pytest.raises(ConfigError) as info:
+        parse_sweep_s3({"s3": s3}, parse_storage_axes({"storage": ["s3"]}))
+    assert str(info.value).startswith(where + ":") and "\n" not in str(info.value)
+
+
+RANGE_ENDS = [
+    # the slowest corner: every GET waits 1 s and crawls at 100kB/s, fsspec asks for each read on its own
+    ("slow", True, {"storage": ["s3"], "latency": ["1s"], "bandwidth": ["100kB/s"], "fsspec": [{"cache_type": "none"}]}),
+    # the other ends: 4KiB and 1TiB blocks, 1TB/s and unlimited, 512B pages with a 1TiB page buffer
+    ("fast", True, {"storage": ["s3"], "bandwidth": ["1TB/s", float("inf")],
+                    "fsspec": [{"cache_type": "readahead", "block_size": "4KiB"}, {"block_size": "1TiB"}],
+                    "file_space": [{"strategy": "page", "page_size": 512}], "page_buffer": ["1TiB"]}),
+    # HDF5's largest page (a sparse 2GiB work file) with the largest page buffer, read locally
+    ("big-page", False, {"file_space": [{"strategy": "page", "page_size": "1GiB"}], "page_buffer": ["1TiB"]}),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "remote", "axes"), RANGE_ENDS, ids=[r[0] for r in RANGE_ENDS])
+def test_every_range_end_check_accepts_runs_a_tiny_cell(tmp_path, name, remote, axes):
+    """`ccp check` accepts the ends of every range, and `ccp run` runs them: no hang, no failed cell."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import yaml
+
+    from tests.storage.conftest import NEEDS_S3
+
+    if remote and NEEDS_S3.args[0]:
+        pytest.skip(NEEDS_S3.kwargs["reason"])
+    sweep = {"name": f"ends-{name}", "dataset": {"path": "/x", "generate": {"shape": [8, 16], "dtype": "<f4",
+                                                                            "data": "normal", "seed": 0}},
+             "matrix": {"chunks": [[4, 16]], "cache": ["1MiB"], "access": [{"op": "read", "block": [1, 16]}], **axes},
+             "repeats": 1}
+    if remote:
+        sweep["s3"] = "local"
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump(sweep))
+    root = str(Path(__file__).resolve().parents[2])
+
+    def ccp(*args):
+        return subprocess.run([sys.executable, "-m", "ccp.cli", *args], capture_output=True, text=True, timeout=300,
+                              check=False, env={"PYTHONPATH": root, "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+
+    checked = ccp("check", str(path))
+    assert checked.returncode == 0, checked.stderr
+    cells = int(checked.stdout.split(";")[-1].split()[0])
+    run = ccp("run", str(path), "--quick", "--no-report", "--out", str(tmp_path / "run"), "--work", str(tmp_path / "w"))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert f"{cells} cell(s) run, 0 already done, 0 failed" in run.stdout
