@@ -16,8 +16,9 @@ Per sweep (before any cell; one line and exit 2 when the endpoint, bucket or cre
 :func:`open_dataset` is the one open path of a remote cell, used by the runner's pass and by the local
 trace the prediction replays, so both make the same metadata reads. Emulated latency and bandwidth are
 slept inside the GET (so inside the timed call that caused it) and recorded apart as ``wait_s``.
-The counts start before ``h5f.open`` (the file open's GETs belong to the cell's open phase); the runner's
-``time_s`` starts at the dataset open, so a cell's wait can exceed its time by the file open's GETs.
+The counts start before ``h5f.open`` (the file open's GETs belong to the cell's open phase), and so does the
+runner's timed open phase (results schema 4; before it, ``time_s`` started at the dataset open and a cell's wait
+could exceed its time by the file open's GETs): every GET of a pass is inside its time.
 """
 
 from __future__ import annotations
