@@ -137,7 +137,16 @@ class RemoteCell:
     def __init__(self, store: S3Store, key: str, local_path: Path, dataset: str, setting: StorageSetting):
         self.store, self.key, self.local_path, self.dataset, self.setting = store, key, Path(local_path), dataset, setting
         self._pass: _Pass | None = None
+        self._connected = False
         self.page_buffer_effective: int | None = None
+
+    def connect(self) -> None:
+        """Make this process's S3 client and reach the object once (a HEAD), outside any timed pass: the first use
+        of s3fs in a worker imports it and starts its event loop and connection (seconds, once per process), which
+        is no file's cost. Opening the file stays the pass's: fsspec's own HEAD and HDF5's GETs."""
+        if not self._connected:
+            self.store.fs.info(f"{self.store.settings.bucket}/{self.key}")
+            self._connected = True
 
     def open_file(self):
         """A new fsspec file (so each pass starts with fsspec's cache empty), h5f.open'ed read-only through
