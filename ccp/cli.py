@@ -140,12 +140,16 @@ def _folder(ctx, param, value):
 def run(sweep, out, quick, work_dir, cell_timeout, no_isolate, no_report, executor, scheduler, resources, time_budget, scale):
     """Run a sweep: every cell of its matrix, timed and traced.
 
+    On a terminal a status line shows the cell, its requests done and the time left: the model's prediction of
+    each cell, corrected by every pass measured so far, redrawn every 2 s. `ccp check SWEEP --scale F` says
+    whether a --scale keeps every cell distinct.
+
     \b
     Example:
       ccp run configs/quickstart.yaml
       ccp run configs/cris.yaml --out results/cris/full   # rerun the same line to resume
       ccp run sweep.yaml --executor dask --scheduler tcp://head:8786
-      ccp run configs/cris.yaml --scale 0.25 --quick        # a small, fast look
+      ccp run configs/cris.yaml --scale 0.71 --quick        # a third of the data, every cell kept
     """
     from ccp.report import write_report
     from ccp.run import run_sweep

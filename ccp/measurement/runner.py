@@ -453,9 +453,9 @@ def machine_state(machine: tuple[PassMachine, ...], waits_for_io: bool) -> dict:
 def with_http(row: CellRow, timings: list[PassTiming], page_buffer_effective) -> CellRow:
     """An S3 cell's row with its measured HTTP columns (the first pass's counts, the median wait) and the
     ``http-counts-vary`` flag when passes made different GETs."""
-    from ccp.storage.remote import measured_columns
+    from ccp.measurement.remote import http_row_columns
 
-    cols, flags = measured_columns([t.http for t in timings], page_buffer_effective)
+    cols, flags = http_row_columns(timings, page_buffer_effective)
     if flags:
         cols["flags"] = ",".join([f for f in str(row.flags or "").split(",") if f] + flags)
     return row.with_columns(**cols)

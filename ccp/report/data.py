@@ -27,24 +27,43 @@ OLD_STORAGE = {"storage": "local", "file_space": "default", "page_buffer": "none
 STORAGE_COLUMNS = ["storage", "fsspec", "latency", "bandwidth", "file_space", "page_buffer"]
 
 
-def storage_text(c) -> str:
-    """One cell's storage axes in a few words: 'local', 'local page/4MiB, page buffer 16MiB',
-    's3 readahead/4MiB 20ms (emulated)'."""
-    def text(k, default=""):
-        v = c.get(k)
-        return default if v is None or (isinstance(v, float) and math.isnan(v)) or v == "" else str(v)
+# how each storage axis is named in a label (its value alone would not say which axis it is: "none", "1MiB")
+AXIS_WORDS = {"storage": "{}", "fsspec": "fsspec {}", "latency": "latency {} (emulated)",
+              "bandwidth": "bandwidth {} (emulated)", "file_space": "file space {}", "page_buffer": "page buffer {}"}
 
-    parts = [text("storage", "local")]
+
+def _text(c, k, default=""):
+    v = c.get(k)
+    return default if v is None or (isinstance(v, float) and math.isnan(v)) or v == "" else str(v)
+
+
+def axis_text(axis: str, value) -> str:
+    """One storage axis's value, named: 'fsspec readahead/64KiB', 'latency 20ms (emulated)', 'page buffer none'."""
+    v = "-" if value is None or (isinstance(value, float) and math.isnan(value)) or value == "" else str(value)
+    return AXIS_WORDS.get(axis, "{}").format(v)
+
+
+def storage_text(c, varying=()) -> str:
+    """One cell's storage axes in a few words: 'local', 'local page/4MiB, page buffer 16MiB',
+    's3 readahead/4MiB 20ms (emulated)'. Every axis in ``varying`` (those that differ between the cells
+    being compared) is named even at its default, so two labels never read alike: 'local, page buffer none'."""
+    varying = set(varying)
+    parts = [_text(c, "storage", "local")]
     if parts[0] == "s3":
-        lat, bw = text("latency", "0ms"), text("bandwidth", "unlimited")
+        lat, bw = _text(c, "latency", "0ms"), _text(c, "bandwidth", "unlimited")
         emulated = lat not in ("0ms", "") or bw not in ("unlimited", "")
-        parts.append(f"{text('fsspec')} {lat}" + ("" if bw in ("unlimited", "") else f" {bw}") + (" (emulated)" if emulated else ""))
-    if text("file_space", "default") != "default":
-        parts.append(text("file_space"))
+        parts.append(f"{_text(c, 'fsspec')} {lat}" + ("" if bw in ("unlimited", "") and "bandwidth" not in varying
+                                                       else f" {bw}") + (" (emulated)" if emulated else ""))
+    if _text(c, "file_space", "default") != "default":
+        parts.append(_text(c, "file_space"))
+    elif "file_space" in varying:
+        parts.append("file space default")
     out = " ".join(parts)
-    if text("page_buffer", "none") != "none":
-        out += f", page buffer {text('page_buffer')}"
+    if _text(c, "page_buffer", "none") != "none" or "page_buffer" in varying:
+        out += f", page buffer {_text(c, 'page_buffer', 'none')}"
     return out
+
+
 LABEL_SEP = " | "
 
 
@@ -157,6 +176,7 @@ class Labels:
     axes: list[tuple[str, str]] = field(default_factory=list)   # (axis name, labelled column)
     with_slots: bool = False
     with_w0: bool = False
+    storage_varying: tuple = ()     # the storage columns that differ across the run: named in every storage label
 
     @classmethod
     def of(cls, *frames: pd.DataFrame) -> Labels:
@@ -164,7 +184,8 @@ class Labels:
                 *STORAGE_COLUMNS]
         allc = pd.concat([f.reindex(columns=[*cols, "client"]).fillna({"client": "h5py-lowlevel", **OLD_STORAGE})
                           for f in frames], ignore_index=True)
-        lab = cls(with_slots=allc["cache_nslots"].dropna().nunique() > 1, with_w0=allc["cache_w0"].dropna().nunique() > 1)
+        lab = cls(with_slots=allc["cache_nslots"].dropna().nunique() > 1, with_w0=allc["cache_w0"].dropna().nunique() > 1,
+                  storage_varying=tuple(c for c in STORAGE_COLUMNS if allc[c].fillna("").astype(str).nunique() > 1))
         allc = lab.add(allc, label=False)
         lab.axes = [(n, c) for n, c in (("chunks", "chunks"), ("filters", "filters"), ("cache", "cache_label"),
                                         ("client", "client"), ("storage", "storage_label"), ("access", "access_label"))
@@ -177,7 +198,8 @@ class Labels:
             cache_label=[cache_text(n, s, w, self.with_slots, self.with_w0)
                          for n, s, w in zip(cells["cache_nbytes"], cells["cache_nslots"], cells["cache_w0"])],
             access_label=[access_text(o, b, r, x) for o, b, r, x in zip(cells["op"], cells["block"], cells["order"], cells["random"])],
-            storage_label=[storage_text(c) for _, c in cells.reindex(columns=STORAGE_COLUMNS).iterrows()])
+            storage_label=[storage_text(c, self.storage_varying)
+                           for _, c in cells.reindex(columns=STORAGE_COLUMNS).iterrows()])
         if label:
             cols = [c for _, c in self.axes] or ["access_label"]
             cells["label"] = cells[cols].astype(str).agg(LABEL_SEP.join, axis=1)

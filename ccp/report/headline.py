@@ -13,15 +13,21 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from ccp.report.data import LABEL_SEP, finite, is_ok, stability
+from ccp.report.data import LABEL_SEP, STORAGE_COLUMNS, finite, is_ok, stability, storage_text
 from ccp.report.stats import THRESHOLD, Sample, Verdict, ci95, from_cell, judge
 from ccp.units import format_seconds
 
-CONFIG_AXES = (("chunks", "chunks"), ("filters", "filters"), ("cache", "cache_label"), ("client", "client"))
+CONFIG_AXES = (("chunks", "chunks"), ("filters", "filters"), ("cache", "cache_label"), ("client", "client"),
+               *((a, a) for a in STORAGE_COLUMNS))
 # what each change costs a user: a reader setting < a new file (repack)
-EFFORT = {"cache": 0, "filters": 1, "chunks": 1, "client": 1}
+EFFORT = {"cache": 0, "filters": 1, "chunks": 1, "client": 1, "fsspec": 0, "page_buffer": 0, "file_space": 1,
+          "storage": 1, "latency": 2, "bandwidth": 2}
 CHANGE_WORDS = {"cache": "a reader setting, no new file", "filters": "a new file: ccp repack",
-                "chunks": "a new file: ccp repack", "client": "the reading code: another API to HDF5"}
+                "chunks": "a new file: ccp repack", "client": "the reading code: another API to HDF5",
+                "fsspec": "a reader setting, no new file", "page_buffer": "a reader setting, no new file",
+                "file_space": "a new file: ccp repack -S", "storage": "where the file is kept",
+                "latency": "the network, not a setting", "bandwidth": "the network, not a setting"}
+NOT_A_CHANGE = frozenset({"latency", "bandwidth"})   # emulated conditions: no user can choose them as a cure
 
 
 @dataclass(frozen=True)
@@ -70,8 +76,13 @@ def time_text(c, run: RunKind | None = None, with_tags: bool = True) -> str:
 
 
 def config_label(c, axes: list[str]) -> str:
+    """The cell's value of each axis in ``axes``; the storage axes as one storage label naming each that differs."""
     cols = dict(CONFIG_AXES)
-    parts = [f"{'cache ' if a == 'cache' else ''}{c[cols[a]]}" for a in (axes or [n for n, _ in CONFIG_AXES])]
+    axes = axes or [n for n, _ in CONFIG_AXES[:4]]
+    parts = [f"{'cache ' if a == 'cache' else ''}{c[cols[a]]}" for a in axes if a not in STORAGE_COLUMNS]
+    if any(a in STORAGE_COLUMNS for a in axes):
+        label = c.get("storage_label")
+        parts.append(str(label) if isinstance(label, str) and label else storage_text(c, [a for a in axes if a in STORAGE_COLUMNS]))
     return LABEL_SEP.join(parts)
 
 
@@ -136,7 +147,7 @@ def headlines(cells: pd.DataFrame, samples: dict[str, Sample] | None = None, thr
                 cands = []
                 for _, c in g[g["cell_id"].astype(str).isin(tied_ids)].iterrows():
                     ch = _changes(slow, c)
-                    if ch:
+                    if ch and not NOT_A_CHANGE & set(ch):
                         cands.append((max(EFFORT[x] for x in ch), len(ch), c["time_s"], ch, c))
                 if cands:
                     _, _, _, ch, best = min(cands, key=lambda t: t[:3])
@@ -149,8 +160,10 @@ def headlines(cells: pd.DataFrame, samples: dict[str, Sample] | None = None, thr
 
 def _change_text(slow, c, changes) -> str:
     cols = dict(CONFIG_AXES)
-    words = {"cache": "set the chunk cache to {}", "chunks": "chunks {}", "filters": "filters {}", "client": "read through {}"}
-    return ", ".join(words[x].format(c[cols[x]]) + f" (from {slow[cols[x]]})" for x in changes)
+    words = {"cache": "set the chunk cache to {}", "chunks": "chunks {}", "filters": "filters {}", "client": "read through {}",
+             "storage": "read from {}", "fsspec": "set fsspec's cache to {}", "page_buffer": "set HDF5's page buffer to {}",
+             "file_space": "file space {}", "latency": "latency {}", "bandwidth": "bandwidth {}"}
+    return ", ".join(words[x].format(c[cols[x]] or "-") + f" (from {slow[cols[x]] or '-'})" for x in changes)
 
 
 def headline_text(h: Headline, run: RunKind = PLAIN, threshold: float = THRESHOLD,
@@ -198,9 +211,11 @@ def headline_text(h: Headline, run: RunKind = PLAIN, threshold: float = THRESHOL
         else:
             lines.append(f"Cheapest change from the slowest that gets within noise of the fastest: {what} ({cost}), "
                          f"{time_text(c, run)}.")
-    elif h.vs_slowest is not None and h.vs_slowest.differs:
+    elif h.vs_slowest is not None and h.vs_slowest.differs and _changes(slow, win):
+        changed = _changes(slow, win)
         lines.append("No change of one reader setting or layout alone reaches the fastest: it changes "
-                     f"{', '.join(_changes(slow, win))}.")
+                     f"{', '.join(x.replace('_', ' ') for x in changed)}"
+                     + (" (the emulated network: a condition, not a cure)" if NOT_A_CHANGE & set(changed) else "") + ".")
     return lines
 
 

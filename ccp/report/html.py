@@ -127,12 +127,16 @@ def _per(c, col) -> float:
     return c[col] / c["requests"] if finite(c.get(col)) and finite(c.get("requests")) and c["requests"] else float("nan")
 
 
-def _io_sentence(c) -> str:
-    """What the cell's traced pass did, per request: the numbers that explain its time."""
+def _io_sentence(c, run: RunKind = PLAIN) -> str:
+    """What the cell's traced pass did, per request: the numbers that explain its time (an S3 cell: its GETs)."""
     op = c["op"]
     col = "raw_writes" if op == "write" else "raw_reads"
+    if c.get("storage") == "s3" and finite(c.get("http_gets")):     # no traced pass over S3: the GETs are its counts
+        opened = f", {format_count(c['http_open_gets'])} of them to open the file" if finite(c.get("http_open_gets")) else ""
+        return (f"{format_count(c['http_gets'])} HTTP GETs{opened}, fetching {format_bytes(c['http_bytes'])} for "
+                f"{format_count(c['requests'])} requests")
     if not finite(c.get(col)):
-        return "its I/O counts were not measured (a quick run has no traced pass)"
+        return "its I/O counts were not measured" + (" (a quick run has no traced pass)" if run.quick else "")
     words = "raw-data writes" if op == "write" else "raw-data reads"
     s = f"{format_count(c[col])} {words} for {format_count(c['requests'])} requests ({_per(c, col):,.3g} per request)"
     moved = c["raw_write_bytes"] if op == "write" else c["raw_read_bytes"]
@@ -159,11 +163,11 @@ def explain_fastest(cells: pd.DataFrame, samples: dict | None = None, run: RunKi
         best, worst = h.winner, h.slowest
         if best is not None:
             cause = explain_cause(best, requested_bytes(best))
-            text += (f"<p><b>Why:</b> {'the fastest' if h.n > 1 else 'it'} makes {esc(_io_sentence(best))}"
+            text += (f"<p><b>Why:</b> {'the fastest' if h.n > 1 else 'it'} makes {esc(_io_sentence(best, run))}"
                      + (f"; {esc(cause)}" if cause else "") + ".</p>")
             if h.n > 1 and worst is not None and worst["cell_id"] != best["cell_id"]:
                 cause = explain_cause(worst, requested_bytes(worst))
-                text += f"<p>The slowest makes {esc(_io_sentence(worst))}" + (f"; {esc(cause)}" if cause else "") + ".</p>"
+                text += f"<p>The slowest makes {esc(_io_sentence(worst, run))}" + (f"; {esc(cause)}" if cause else "") + ".</p>"
         parts.append(f'<div class="box {"good" if best is not None else "warn"}">{text}</div>')
     return "".join(parts)
 
@@ -454,7 +458,9 @@ def build(run_dir: Path, self_contained: bool = False) -> Path:
              "and access pattern, slowest first. A staircase is chunks read in file order; flat runs of points are the same "
              "chunk read again and again; metadata reads (red x) are the chunk index and object headers."),
         (f"<details><summary>I/O trace ({len(picked)} cells)</summary>{img(figs['io'], 'I/O trace')}</details>" if figs["io"]
-         else note("No I/O trace in this run (a quick run has no traced pass).")), errors["io"],
+         else note("No I/O trace in this run" + (" (a quick run has no traced pass)." if run.quick else
+                                                  " (cells read over S3 have none: their GETs are counted instead)."
+                                                  if (cells["storage"] == "s3").any() else "."))), errors["io"],
         (f"<footer>Written by ccp {esc(env.get('ccp', ''))} from {esc(run_dir)}. Schema version "
         f"{esc(int(cells['schema_version'].dropna().iloc[0]) if cells['schema_version'].notna().any() else '?')}.</footer>"),
     ]

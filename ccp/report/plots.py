@@ -137,7 +137,7 @@ def time_per_cell(cells: pd.DataFrame, out: Path, run: RunKind = PLAIN) -> str |
         ax.set_xlim(ok["time_s_min"].fillna(ok["time_s"]).min() / 2, ok["time_s_max"].fillna(ok["time_s"]).max() * 8)
         _seconds_axis(ax)
         ax.grid(axis="y", visible=False)
-        ax.set_xlabel("time per pass, dataset open to close (log scale; bar: median pass, whiskers: fastest-slowest pass)")
+        ax.set_xlabel("time per pass, dataset open to close; S3: file open to close (log scale; bar: median pass, whiskers: fastest-slowest pass)")
         title = "Time per cell" + (", one group per access pattern (dashed lines)" if several else "") + \
             ", fastest first (green: fastest stable cell of its pattern; grey: unstable"
         title += "; orange: extrapolated from a measured prefix)" if (ok["status"] == "extrapolated").any() else ")"

@@ -37,6 +37,10 @@ def _per_request(c, col: str, fmt) -> str:
     return f"{per:.3g}" if fmt is format_count else fmt(per)
 
 
+def _seconds(c, col: str) -> str:
+    return format_seconds(c[col]) if finite(c.get(col)) else "-"
+
+
 def storage_tables(cells: pd.DataFrame, labels: Labels, run: RunKind = PLAIN) -> list:
     """One table per access pattern and cache of a run with S3 cells; none for a run without."""
 
@@ -54,6 +58,10 @@ def storage_tables(cells: pd.DataFrame, labels: Labels, run: RunKind = PLAIN) ->
         for _, c in g.iterrows():
             rows.append([c["storage_label"],
                          Cell(format_seconds(c["time_s"])),
+                         Cell(_seconds(c, "open_s"), (f"file {_seconds(c, 'file_open_s')}",) if finite(c.get("file_open_s")) else ()),
+                         Cell(_seconds(c, "requests_s"),
+                              (f"median one {_seconds(c, 'request_s_median')}",) if finite(c.get("request_s_median")) else ()),
+                         _seconds(c, "close_s"),
                          _measured_and_model(c, "http_gets", "predicted_http_gets", format_count),
                          _measured_and_model(c, "http_open_gets", "predicted_http_open_gets", format_count),
                          _per_request(c, "http_gets", format_count),
@@ -66,12 +74,17 @@ def storage_tables(cells: pd.DataFrame, labels: Labels, run: RunKind = PLAIN) ->
         where = ", ".join([pattern, f"cache {cache}", *map(str, layout)])
         out.append(Table(
             f"Files in object storage ({where}): time, HTTP GETs and bytes" + (f" ({'; '.join(run.tags)})" if run.tags else ""),
-            ["storage", "time", "GETs", "GETs at open", "GETs per request (after the open)", "bytes fetched",
+            ["storage", "whole pass", "open", "requests", "close", "GETs", "GETs at open", "GETs per request (after the open)", "bytes fetched",
              "bytes HDF5 used", "waiting for GETs",
              "raw reads (local)"], rows,
             note="Latency and bandwidth are EMULATED on the client, per GET (slept after each loopback request). "
-                 "GETs and bytes count the whole pass, the file open included; time starts at the dataset open, so "
-                 "'waiting for GETs' (loopback + emulated) can exceed it. Below each count: the model's, from the file's "
+                 "GETs, bytes and times count the whole pass a user pays: the open (from the fsspec open through "
+                 "HDF5's superblock and the chunk index; below it, the file open's share), the requests (below: the median "
+                 "request), the close "
+                 "(median over passes each, so they need not add up to the whole pass's median). Runs before schema 4 "
+                 "timed an S3 cell from the dataset open: their open and whole pass leave out the file open's GETs; "
+                 "local cells are timed from the dataset open (opening a local file makes no GET). "
+                 "Below each count: the model's, from the file's "
                  f"chunk index and fsspec's cache rules; it equals the measured count on {int(exact.sum())} of "
                  f"{len(s3)} S3 cells here. Local cells count raw reads from the traced pass instead."))
     return out

@@ -1,14 +1,28 @@
-"""The progress line of `ccp run`: a bar and an ETA from the model's prediction of each cell.
+"""The progress line of `ccp run`: a bar and an ETA from the model's prediction of each cell, corrected by what
+each finished pass measured, redrawn every few seconds by a ticker thread.
 
-Averaging the cells already done misleads when one cell dominates; the compiled model predicts every
-cell's cost before it starts, and the ratio of measured to predicted time so far corrects it.
+Averaging the cells already done misleads when one cell dominates (a 13-minute cell after ten 0.3 s ones
+showed "ETA 3.72 s"); the compiled model predicts every cell's cost before it starts. The model's prices are
+not this machine's at this moment, so every finished pass corrects them: the sweep's ratio of measured to
+predicted seconds scales what is left, and the running cell's own finished passes (or, inside a long pass,
+its requests done) extrapolate that cell. What the model does not price (making the work files, forking a
+worker, committing the row) is the median of what it cost the cells so far. Issue 22: on configs/cris.yaml
+the line said 42 min with 26.5 min left, froze for minutes between progress reports (one per 1,024
+requests), and printed "cell 0 ns left" as a cell started; :class:`Ticker` redraws the line without waiting
+for a report, and a cell past its estimate says so instead of "0 ns".
 """
 
 from __future__ import annotations
 
+import statistics
+import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
-from ccp.units import format_seconds
+from ccp.units import format_count, format_seconds
+
+TICK_S = 2.0          # the line is redrawn at least this often while a cell runs
 
 
 def progress_bar(fraction: float, width: int = 20) -> str:
@@ -30,48 +44,233 @@ def predicted_seconds(cells, source, calibration, passes: int) -> list:
     return out
 
 
-class EtaClock:
-    """The progress line's ETA: the model's predicted time of each cell, corrected by measured/predicted so far.
+def left_text(seconds: float) -> str:
+    """A time left, never "0 ns": under a second is "<1 s"."""
+    return "<1 s" if seconds < 1 else format_seconds(seconds)
 
-    Averaging the cells already done misleads when one cell dominates (a 13-minute cell after ten 0.3 s
-    ones showed "ETA 3.72 s"); the model knows each cell's cost before it starts.
+
+@dataclass(frozen=True)
+class Estimate:
+    cell_left: float | None       # seconds; None: unknown, or the cell is past its estimate (``past``)
+    sweep_left: float | None      # the running cell and every later one
+    past: bool                    # the running cell has run longer than its estimate
+    in_cell: float                # seconds the running cell has measured so far
+    unpredicted: int              # later cells the model could not price (counted at the median cell's time)
+    ratio: float                  # measured / predicted over the finished passes (1 before any)
+    done_s: float                 # wall seconds since the sweep's first cell started
+
+
+def _known(v) -> bool:
+    return v is not None and v == v and v >= 0
+
+
+class EtaClock:
+    """The ETA: the model's prediction of each cell, corrected by what the finished passes measured.
+
+    Calls, in order per cell: :meth:`begin_cell` (before its work file is made), :meth:`start_cell` (its own
+    prediction; measuring starts), :meth:`progress` (the worker's reports; request 0 marks a pass's start),
+    :meth:`cell_done` (with the seconds the worker measured). ``clock`` is injectable for tests.
     """
 
-    def __init__(self, predicted: list):
-        self.predicted = predicted
-        self.measured_s = 0.0
-        self.predicted_s = 0.0
-        self.started = time.perf_counter()
-        self.cell_started = self.started
-        self.done: set = set()
-        self.current = None
+    def __init__(self, predicted: list, passes: int = 1, clock: Callable[[], float] = time.monotonic):
+        self.predicted = list(predicted)
+        self.passes = max(int(passes), 1)
+        self.clock = clock
+        self.started = clock()
+        self.measured_s = 0.0       # finished passes: measured seconds ...
+        self.predicted_s = 0.0      # ... and what the model predicted for them
+        self.cell_times: list[float] = []     # measured seconds of each finished cell
+        self.overheads: list[float] = []      # wall seconds of each finished cell beyond its measurement
+        self.k = -1
+        self.cell_started = self.started      # wall, before the work file
+        self.measure_started: float | None = None
+        self.own: float | None = None         # the running cell's predicted seconds, all passes
+        self.pass_starts: list[float] = []
+        self.in_pass = (0, 0)                 # (requests done, requests) of the running pass, as last reported
+        self.reported = self.started          # when
 
+    # ------------------------------------------------------------------------------------------- events
+    def begin_cell(self, k: int) -> None:
+        self.k, self.cell_started = k, self.clock()
+        self.measure_started, self.pass_starts, self.in_pass = None, [], (0, 0)
+        p = self.predicted[k] if k < len(self.predicted) else None
+        self.own = p if _known(p) else None
+
+    def start_cell(self, predicted_time_s=None, passes: int | None = None) -> None:
+        """The running cell's own prediction (with its work file's chunk sizes) replaces the estimate."""
+        if passes is not None:
+            self.passes = max(int(passes), 1)
+        if self.k < 0:
+            self.begin_cell(0)
+        self.measure_started = self.clock()
+        if _known(predicted_time_s):
+            self.own = float(predicted_time_s) * self.passes
+
+    def progress(self, stage: str, i: int, n: int) -> None:
+        """A worker's report: request ``i`` of ``n`` in the running pass; ``i == 0`` is a new pass."""
+        now = self.clock()
+        if self.measure_started is None:
+            self.measure_started = now
+        if i == 0:
+            if self.pass_starts and self.own is not None:     # the pass before this one finished
+                self.measured_s += now - self.pass_starts[-1]
+                self.predicted_s += self.own / self.passes
+            self.pass_starts.append(now)
+        self.in_pass = (int(i), int(n))
+        self.reported = now
+
+    def cell_done(self, k: int, elapsed_s=None) -> None:
+        now = self.clock()
+        measured = float(elapsed_s) if _known(elapsed_s) else now - (self.measure_started or self.cell_started)
+        if self.own is not None:
+            if self.pass_starts:          # the passes progress() has not counted: the last (or the last few)
+                counted = len(self.pass_starts) - 1
+                self.measured_s += now - self.pass_starts[-1]
+                self.predicted_s += max(self.own * (1 - counted / self.passes), 0.0)
+            else:                         # no report from the worker: the whole cell at once
+                self.measured_s += measured
+                self.predicted_s += self.own
+        self.cell_times.append(measured)
+        self.overheads.append(max(now - self.cell_started - measured, 0.0))
+        self.k, self.measure_started, self.own, self.pass_starts, self.in_pass = k, None, None, [], (0, 0)
+
+    # ------------------------------------------------------------------------------------------- the estimate
     @property
     def ratio(self) -> float:
-        return min(max(self.measured_s / self.predicted_s, 0.05), 20.0) if self.predicted_s > 0 else 1.0
+        return min(max(self.measured_s / self.predicted_s, 0.02), 50.0) if self.predicted_s > 0 else 1.0
 
-    def start_cell(self, predicted_time_s, passes: int) -> None:
-        """The running cell's own prediction (with its work file's chunk sizes) replaces the estimate."""
-        self.cell_started = time.perf_counter()
-        ok = predicted_time_s is not None and predicted_time_s == predicted_time_s
-        self.current = predicted_time_s * passes if ok else None
+    def _per_pass_guess(self, ratio: float) -> float | None:
+        """A pass of the running cell before any of it is measured: the model's (corrected), else the median cell's."""
+        if self.own is not None:
+            return self.own * ratio / self.passes
+        return statistics.median(self.cell_times) / self.passes if self.cell_times else None
 
-    def cell_done(self, k: int, elapsed_s) -> None:
-        self.done.add(k)
-        p = self.predicted[k] if k < len(self.predicted) else None
-        if p and elapsed_s is not None and elapsed_s == elapsed_s:
-            self.measured_s += float(elapsed_s)
-            self.predicted_s += p
+    def _cell_left(self, now: float, ratio: float) -> tuple[float | None, float, bool]:
+        """(seconds left in the running cell, None if unknown; seconds it has measured; past its estimate)."""
+        begun = self.measure_started if self.measure_started is not None else self.cell_started
+        in_cell = max(now - begun, 0.0)
+        starts = self.pass_starts
+        if not starts:                                        # making its work file, or no report yet
+            guess = self._per_pass_guess(ratio)
+            if guess is None:
+                return None, in_cell, False
+            if self.measure_started is None:                  # not measuring yet: all of it is left
+                return guess * self.passes, 0.0, False
+            left = guess * self.passes - in_cell
+            return (left, in_cell, False) if left > 0 else (None, in_cell, True)
+        m = len(starts) - 1                                   # passes finished in this cell
+        in_pass = now - starts[-1]
+        i, n = self.in_pass
+        measured_pass = (starts[-1] - starts[0]) / m if m else None
+        this: float | None
+        if n and i >= 1:                      # inside a long pass: the requests done by the last report extrapolate it
+            this = max((self.reported - starts[-1]) * n / i, in_pass)
+        else:
+            this = measured_pass if measured_pass is not None else self._per_pass_guess(ratio)
+        per_pass = measured_pass if measured_pass is not None else this
+        if this is None or per_pass is None:
+            return None, in_cell, False
+        later = per_pass * max(self.passes - m - 1, 0)
+        if this <= in_pass and later <= 0:
+            return None, in_cell, True
+        return max(this - in_pass, 0.0) + later, in_cell, False
 
-    def describe(self, k: int) -> str:
-        in_cell = time.perf_counter() - self.cell_started
-        own = self.predicted[k] if k < len(self.predicted) else None
-        own = self.current if self.current is not None else own
-        if own is None:
+    def estimate(self, k: int | None = None) -> Estimate:
+        now = self.clock()
+        k = self.k if k is None else k
+        ratio = self.ratio
+        cell_left, in_cell, past = self._cell_left(now, ratio)
+        rest = self.predicted[k + 1:]
+        unknown = sum(not _known(p) for p in rest)
+        typical = statistics.median(self.cell_times) if self.cell_times else None
+        overhead = statistics.median(self.overheads) if self.overheads else 0.0
+        sweep_left = None
+        if cell_left is not None or past:
+            sweep_left = (cell_left or 0.0) + sum(p for p in rest if _known(p)) * ratio + overhead * len(rest)
+            if unknown:
+                sweep_left = sweep_left + unknown * typical if typical is not None else None
+        return Estimate(cell_left, sweep_left, past, in_cell, unknown, ratio, now - self.started)
+
+    def describe(self, k: int | None = None) -> str:
+        e = self.estimate(k)
+        if e.cell_left is None and not e.past:
             return ""
-        cell_left = max(own * self.ratio - in_cell, 0.0)
-        rest = [p for j, p in enumerate(self.predicted) if j > k]
-        sweep_left = cell_left + sum(p for p in rest if p) * self.ratio
-        unknown = sum(p is None for p in rest)
-        more = f" + {unknown} cells unpredicted" if unknown else ""
-        return f" | cell {format_seconds(cell_left)} left, sweep {format_seconds(sweep_left)}{more} (model ETA)"
+        cell = (f"cell past its estimate ({format_seconds(e.in_cell)} so far)" if e.past
+                else f"cell {left_text(e.cell_left or 0.0)} left")
+        sweep = f", sweep {left_text(e.sweep_left)} left" if e.sweep_left is not None else ""
+        unpriced = f" ({e.unpredicted} unpredicted cells at the median cell's time)" if e.unpredicted and sweep else ""
+        how = f"model x {e.ratio:.2g} measured" if self.predicted_s > 0 else "model ETA"
+        return f" | {cell}{sweep}{unpriced} ({how})"
+
+    def fraction_done(self, k: int | None = None) -> float:
+        """The sweep's share done by the estimate (for the bar): wall so far / (so far + left)."""
+        e = self.estimate(k)
+        if e.sweep_left is None:
+            return 0.0
+        total = e.done_s + e.sweep_left
+        return e.done_s / total if total > 0 else 1.0
+
+
+class ProgressLine:
+    """The one status line of a local run: ``[3/12] [####....] 1,024/16,200 req | cell ... left, sweep ... left
+    | timed pass: LABEL``, drawn on each worker report and by the :class:`Ticker` in between."""
+
+    def __init__(self, eta: EtaClock, cells: int, write: Callable[[str], None]):
+        self.eta, self.cells, self.write = eta, cells, write
+        self.lock = threading.Lock()
+        self.k, self.label, self.stage, self.i, self.n = -1, "", "", 0, 0
+
+    def begin(self, k: int, label: str) -> None:
+        with self.lock:
+            self.k, self.label, self.stage, self.i, self.n = k, label, "preparing", 0, 0
+            self.eta.begin_cell(k)
+
+    def progress(self, stage: str, i: int, n: int) -> None:
+        with self.lock:
+            self.stage, self.i, self.n = stage, i, n
+            self.eta.progress(stage, i, n)
+        self.render()
+
+    def text(self) -> str:
+        with self.lock:
+            if self.k < 0:
+                return ""
+            bar = progress_bar(self.eta.fraction_done(self.k))   # what matters first: a narrow terminal cuts the label
+            req = f" {format_count(self.i)}/{format_count(self.n)} req" if self.n else ""
+            return f"[{self.k + 1}/{self.cells}] {bar}{req}{self.eta.describe(self.k)} | {self.stage}: {self.label}"
+
+    def render(self) -> None:
+        text = self.text()
+        if text:
+            with self.lock:
+                self.write(text)
+
+    def done(self) -> None:
+        with self.lock:
+            self.k = -1
+
+
+class Ticker:
+    """Calls ``tick`` every ``every`` seconds in a daemon thread until stopped (a context manager)."""
+
+    def __init__(self, tick: Callable[[], None], every: float = TICK_S):
+        self.tick, self.every = tick, every
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> Ticker:
+        self._thread = threading.Thread(target=self._run, name="ccp-progress", daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            try:
+                self.tick()
+            except Exception:  # noqa: BLE001 -- the progress line never stops a sweep
+                return
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)

@@ -9,6 +9,7 @@ costs that cell only (recorded ``failed: reason``); :class:`ccp.run.dask.DaskExe
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import multiprocessing
 import os
@@ -30,11 +31,11 @@ from ccp.measurement.passes import CellJob, Progress
 from ccp.measurement.runner import measure
 from ccp.predict import Calibration, predict_job
 from ccp.run.checks import one_line
-from ccp.run.eta import EtaClock, predicted_seconds, progress_bar
+from ccp.run.eta import EtaClock, ProgressLine, Ticker, predicted_seconds
 from ccp.run.job import failed_row, job_for
 from ccp.store.results import RunStore
 from ccp.store.row import CellRow
-from ccp.units import format_count, format_seconds
+from ccp.units import format_seconds
 
 FAULT_ENV = "CCP_FAULT_INJECT"   # tests: "CELL_ID:segv|memory|hang|fill-disk" makes that cell's worker misbehave
 
@@ -91,30 +92,29 @@ class LocalExecutor(Executor):
 
     def run(self, todo: list[Cell], ctx: SweepContext) -> Iterator[tuple[Cell, CellRow]]:
         tty = ctx.stream.isatty()
-        eta_clock = EtaClock(predicted_seconds(todo, ctx.source, ctx.calibration, ctx.passes))
-        for k, cell in enumerate(todo):
-            head = f"[{k + 1}/{len(todo)}]"
-            label = cell.label()
-
-            def on_progress(stage, i, n, head=head, k=k, label=label):
-                bar = progress_bar(i / n if n else 1.0)     # what matters first: a narrow terminal cuts the label
-                tail = eta_clock.describe(k)
-                status_line(f"{head} {bar} {format_count(i)}/{format_count(n)} req{tail} | {stage}: {label}", tty, ctx.stream)
-
-            try:
-                job = job_for(cell, ctx.sweep, ctx.source, ctx.work_dir, ctx.quick, ctx.s3)
-            except Exception as exc:  # noqa: BLE001 -- a work file that cannot be made (a filter or layout
-                # HDF5 refuses, a full disk) fails the cells that need it, not the sweep
-                yield cell, failed_row(cell, f"work file: {one_line(exc)}")
-                continue
-            predicted, job = predicted_columns(job, ctx.calibration, ctx.echo)
-            eta_clock.start_cell(predicted.get("predicted_time_s"), ctx.passes)
-            row = self.measure(job, ctx, on_progress)
-            if tty:
-                status_line("", tty, ctx.stream)
-                ctx.stream.write("\r")
-            eta_clock.cell_done(k, row.elapsed_s)
-            yield cell, row.with_columns(**predicted)
+        eta_clock = EtaClock(predicted_seconds(todo, ctx.source, ctx.calibration, ctx.passes), ctx.passes)
+        line = ProgressLine(eta_clock, len(todo), lambda text: status_line(text, tty, ctx.stream))
+        ticker = Ticker(line.render) if tty else contextlib.nullcontext()   # redrawn between the worker's reports
+        with ticker:
+            for k, cell in enumerate(todo):
+                line.begin(k, cell.label())
+                try:
+                    job = job_for(cell, ctx.sweep, ctx.source, ctx.work_dir, ctx.quick, ctx.s3)
+                except Exception as exc:  # noqa: BLE001 -- a work file that cannot be made (a filter or layout
+                    # HDF5 refuses, a full disk) fails the cells that need it, not the sweep
+                    line.done()
+                    yield cell, failed_row(cell, f"work file: {one_line(exc)}")
+                    continue
+                predicted, job = predicted_columns(job, ctx.calibration, ctx.echo)
+                eta_clock.start_cell(predicted.get("predicted_time_s"), ctx.passes)
+                row = self.measure(job, ctx, line.progress)
+                line.done()
+                if tty:
+                    with line.lock:
+                        status_line("", tty, ctx.stream)
+                        ctx.stream.write("\r")
+                eta_clock.cell_done(k, row.elapsed_s)
+                yield cell, row.with_columns(**predicted)
 
 
 class InlineExecutor(LocalExecutor):
@@ -216,7 +216,7 @@ def _worker(job: CellJob, store: RunStore, work_dir: Path, conn, parent_pid: int
 
     def send_progress(stage, i, n):
         now = time.monotonic()
-        if now - last[0] > 0.2:
+        if i == 0 or now - last[0] > 0.2:        # request 0 starts a pass: the ETA counts passes by it
             last[0] = now
             conn.send(("progress", stage, i, n))
 

@@ -16,8 +16,9 @@ Per sweep (before any cell; one line and exit 2 when the endpoint, bucket or cre
 :func:`open_dataset` is the one open path of a remote cell, used by the runner's pass and by the local
 trace the prediction replays, so both make the same metadata reads. Emulated latency and bandwidth are
 slept inside the GET (so inside the timed call that caused it) and recorded apart as ``wait_s``.
-The counts start before ``h5f.open`` (the file open's GETs belong to the cell's open phase); the runner's
-``time_s`` starts at the dataset open, so a cell's wait can exceed its time by the file open's GETs.
+The counts start before ``h5f.open`` (the file open's GETs belong to the cell's open phase), and so does the
+runner's timed open phase (results schema 4; before it, ``time_s`` started at the dataset open and a cell's wait
+could exceed its time by the file open's GETs): every GET of a pass is inside its time.
 """
 
 from __future__ import annotations
@@ -136,7 +137,16 @@ class RemoteCell:
     def __init__(self, store: S3Store, key: str, local_path: Path, dataset: str, setting: StorageSetting):
         self.store, self.key, self.local_path, self.dataset, self.setting = store, key, Path(local_path), dataset, setting
         self._pass: _Pass | None = None
+        self._connected = False
         self.page_buffer_effective: int | None = None
+
+    def connect(self) -> None:
+        """Make this process's S3 client and reach the object once (a HEAD), outside any timed pass: the first use
+        of s3fs in a worker imports it and starts its event loop and connection (seconds, once per process), which
+        is no file's cost. Opening the file stays the pass's: fsspec's own HEAD and HDF5's GETs."""
+        if not self._connected:
+            self.store.fs.info(f"{self.store.settings.bucket}/{self.key}")
+            self._connected = True
 
     def open_file(self):
         """A new fsspec file (so each pass starts with fsspec's cache empty), h5f.open'ed read-only through

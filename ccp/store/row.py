@@ -17,7 +17,9 @@ removed or changes meaning, and add a line here):
   ``local``/``default``/``none`` with the S3 columns empty.
 - 4: adds the machine's state while the timed passes ran (``cpus``, ``load_max``, ``cpu_ratio``) after
   ``elapsed_s``, and per pass ``pass_wall_s``, ``pass_cpu_s``, ``pass_load`` to the requests table. Older runs read
-  with them empty (unknown: never flagged contended).
+  with them empty (unknown: never flagged contended). An S3 cell's ``time_s``/``open_s`` start before the file
+  open (fsspec, superblock: its GETs were counted but not timed) and ``close_s`` includes the file's close; adds
+  ``file_open_s`` and ``requests_s`` (S3 cells) at the end.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ from ccp.units import shape_str
 
 SCHEMA_HISTORY = {1: "the first", 2: "adds client (native | h5py-lowlevel | h5py), after random",
                   3: "adds the storage axes and the HTTP counts of cells read over S3",
-                  4: "adds the machine's state per pass: cpus, load_max, cpu_ratio; pass_wall_s, pass_cpu_s, pass_load"}
+                  4: "adds the machine's state per pass: cpus, load_max, cpu_ratio; pass_wall_s, pass_cpu_s, pass_load; "
+                     "S3 cells' time includes the file open and close; adds file_open_s, requests_s"}
 # what a row of a cell without storage axes holds (and what older runs read as)
 DEFAULT_STORAGE_LABELS = {"storage": "local", "fsspec": "", "latency": "", "bandwidth": "", "file_space": "default",
                           "page_buffer": "none"}
@@ -115,6 +118,8 @@ class CellRow:
     http_bytes_used: int | None = None          # bytes HDF5 asked for
     http_wait_s: float | None = None            # seconds waiting for GETs (loopback + emulated), median over passes
     page_buffer_effective: int | None = None    # bytes, as HDF5 reports after the open
+    file_open_s: float | None = None            # S3 cells: seconds of the file open (inside open_s), median
+    requests_s: float | None = None             # S3 cells: seconds of a pass's requests, median over passes
 
     def __post_init__(self) -> None:
         # a measured row without its measurement would read as a finished cell with empty numbers

@@ -13,7 +13,8 @@ Run folder (``results/<name>/<run-id>/``):
 # 3 adds the storage axes (storage, fsspec, latency, bandwidth, file_space, page_buffer) and the HTTP counts of
 # cells read over S3 (http_*, predicted_http_*, network, page_buffer_effective) to cells, http_* to requests;
 # 4 adds the machine's state while each pass ran: cpus, load_max, cpu_ratio to cells (after elapsed_s),
-# pass_wall_s, pass_cpu_s, pass_load to requests (on each timed pass's "open" row).
+# pass_wall_s, pass_cpu_s, pass_load to requests (on each timed pass's "open" row); an S3 cell's time_s and open_s
+# include the file open (fsspec, superblock), close_s the file's close, and cells gain file_open_s, requests_s.
 SCHEMA_VERSION = 4
 READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4)   # what the report and `ccp compare` read (older columns filled with defaults)
 FINISHED = ("ok", "extrapolated")   # statuses of a cell a rerun does not measure again
@@ -70,7 +71,7 @@ CELL_COLUMNS = [
     "requests",           # H5Dread/H5Dwrite calls per pass
     "repeats",            # timed passes
     "cold",               # page cache dropped before each pass
-    "time_s", "time_s_min", "time_s_max",   # median/min/max over passes, dataset open to close
+    "time_s", "time_s_min", "time_s_max",   # median/min/max over passes, dataset open to close (S3: file open to close)
     "first_request_s",    # median over passes of the first request's time
     "request_s_median",   # median request time (all passes)
     "open_s", "close_s",  # median dataset open / close (close = flush for writes)
@@ -101,8 +102,8 @@ CELL_COLUMNS = [
     "predicted_requests", "predicted_raw_reads", "predicted_raw_read_bytes", "predicted_raw_writes",
     "predicted_raw_write_bytes", "predicted_chunk_loads", "predicted_chunk_hits", "predicted_evictions",
     "predicted_time_s",
-    # cells read over S3 (empty on local cells): the whole pass, file open included (time_s starts at the
-    # dataset open), the first timed pass's counts (flag http-counts-vary when passes differ)
+    # cells read over S3 (empty on local cells): the whole pass, file open included (schema 4: so is time_s,
+    # open_s and close_s, the file's open and close), the first timed pass's counts (flag http-counts-vary)
     "http_gets",          # HTTP GETs
     "http_bytes",         # bytes fetched by those GETs
     "predicted_http_gets", "predicted_http_bytes",   # ccp.storage.predict: chunk index + fsspec's cache rules
@@ -112,6 +113,8 @@ CELL_COLUMNS = [
     "http_bytes_used",    # bytes HDF5 asked for (fetched vs needed)
     "http_wait_s",        # median over passes: seconds waiting for GETs (loopback + emulated delay)
     "page_buffer_effective",   # the page buffer HDF5 reports after the open (bytes)
+    "file_open_s",        # S3 (schema 4): median seconds of the file open (fsspec open, HDF5's superblock), inside open_s
+    "requests_s",         # S3 (schema 4): median over passes of the requests' summed seconds (open_s + this + close_s: a pass)
 ]
 
 # One row per request per pass. pass >= 0: timed passes; pass == -1: the traced pass.
@@ -132,8 +135,9 @@ IO_COLUMNS = [
 ]
 
 
-# the cells.csv columns schema 4 added (the machine's state), schema 3 (the storage axes and the HTTP counts), and schema 2 (client)
-ADDED_IN = {4: ("cpus", "load_max", "cpu_ratio"),
+# the cells.csv columns schema 4 added (the machine's state; S3 cells' open and requests), schema 3 (the storage axes
+# and the HTTP counts), and schema 2 (client)
+ADDED_IN = {4: ("cpus", "load_max", "cpu_ratio", "file_open_s", "requests_s"),
             3: ("storage", "fsspec", "latency", "bandwidth", "file_space", "page_buffer", "http_gets", "http_bytes",
                 "predicted_http_gets", "predicted_http_bytes", "network", "http_open_gets", "predicted_http_open_gets",
                 "http_bytes_used", "http_wait_s", "page_buffer_effective"),

@@ -99,6 +99,51 @@ def test_s3_sweep_runs_end_to_end_with_predicted_gets_equal_to_measured(s3_run):
     assert set(writes["file_space"]) == {"default", "page/64KiB"} and set(writes["page_buffer"]) == {"none"}
 
 
+LATENCY_SWEEP = """
+name: latency
+s3: local
+dataset:
+  path: /x
+  generate: {shape: [8, 30, 9, 7], dtype: ">f4", data: normal, seed: 0}
+matrix:
+  chunks: [[4, 30, 9, 7]]
+  cache: ["1MiB"]
+  access: [{op: read, block: [4, 30, 9, 7]}]
+  storage: [s3]
+  fsspec: [{cache_type: none}, {cache_type: readahead}]
+  latency: [0ms, 20ms]
+repeats: 2
+"""
+
+
+@NEEDS_S3
+def test_s3_pass_time_includes_the_file_open_and_pays_every_get(tmp_path):
+    """Issue 22: the file open's GETs were counted but not timed, so 20 ms per GET left cells no slower. Now every
+    GET of a pass is inside its timed phases: time >= GETs x latency, counted, not compared between timings."""
+    from ccp.run import run_sweep
+
+    (tmp_path / "sweep.yaml").write_text(LATENCY_SWEEP)
+    summary = run_sweep(tmp_path / "sweep.yaml", out=tmp_path / "run", work_dir=tmp_path / "work", echo=lambda *a: None,
+                        report=None)
+    assert summary.failed == 0
+    cells = pd.read_csv(tmp_path / "run" / "cells.csv", keep_default_na=False, na_values=[""])
+    assert len(cells) == 4 and (cells["http_open_gets"] > 0).all()
+    assert (cells["http_open_gets"] == cells["predicted_http_open_gets"]).all()
+    assert (cells["file_open_s"] > 0).all() and (cells["file_open_s"] <= cells["open_s"]).all()
+    slow = cells[cells["latency"] == "20ms"]
+    assert len(slow) == 2
+    for _, c in slow.iterrows():       # every pass sleeps 20 ms per GET inside a timed phase
+        assert c["open_s"] >= 0.020 * c["http_open_gets"], c[["open_s", "http_open_gets"]]
+        assert c["time_s_min"] >= 0.020 * c["http_gets"], c[["time_s_min", "http_gets"]]
+        assert c["requests_s"] >= 0.020 * (c["http_gets"] - c["http_open_gets"])
+    # a pass is open + requests + close: the medians of two passes need not add, their bounds do
+    assert (cells["open_s"] + cells["requests_s"] + cells["close_s"] <= 2 * cells["time_s_max"]).all()
+    req = pd.read_parquet(tmp_path / "run" / "requests.parquet")
+    for _, c in slow.iterrows():        # the requests table's open row holds the open's GETs and their time
+        r = req[(req["cell_id"] == c["cell_id"]) & (req["phase"] == "open")]
+        assert (r["time_s"] >= 0.020 * r["http_gets"]).all() and (r["http_gets"] > 0).all()
+
+
 @NEEDS_S3
 def test_s3_requests_table_has_gets_per_request(s3_run):
     run_dir, _ = s3_run
@@ -245,10 +290,10 @@ def test_s3_key_without_s3_cells_is_refused(tmp_path):
 
 def _as_schema_2(run_dir: Path) -> None:
     """Rewrite a run folder as the ccp before the storage axes wrote it: schema 2, without the new columns."""
-    from ccp.config.storage import LABEL_COLUMNS, RESULT_COLUMNS
+    from ccp.store.schema import cell_columns_of
 
     cells = pd.read_csv(run_dir / "cells.csv")
-    cells = cells.drop(columns=[*LABEL_COLUMNS, *RESULT_COLUMNS]).assign(schema_version=2)
+    cells = cells[cell_columns_of(2)].assign(schema_version=2)
     cells.to_csv(run_dir / "cells.csv", index=False)
     cells.to_parquet(run_dir / "cells.parquet", index=False)
     meta = json.loads((run_dir / "run.json").read_text())

@@ -1,0 +1,163 @@
+"""The progress line's ETA (issue 22): the model's prediction corrected by what finished passes measured, within
+1.5x of the truth through a long run, redrawn between the worker's reports, never "0 ns left". A fake clock
+drives a simulated sweep: no test here waits on real time except the ticker's (a count, not a duration)."""
+
+from __future__ import annotations
+
+import re
+import threading
+
+import numpy as np
+import pytest
+
+from ccp.run.eta import EtaClock, ProgressLine, Ticker, left_text
+
+
+class FakeClock:
+    def __init__(self):
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def _sweep(seed: int, factor: float, cells: int = 40, passes: int = 3):
+    """(predicted seconds per cell, all passes; true seconds per pass; requests per pass; overhead per cell)."""
+    rng = np.random.default_rng(seed)
+    predicted = rng.lognormal(0, 1.5, cells) * 2           # 0.1 s .. a minute or more
+    predicted[cells // 3] = predicted.sum() * 0.6           # one cell dominates (the CrIS cache trap)
+    true_pass = predicted / passes * factor * rng.lognormal(0, 0.25, cells)
+    requests = rng.choice([300, 5000, 16200], cells)
+    overhead = np.where(rng.random(cells) < 0.3, rng.uniform(0.5, 3, cells), 0.05)   # a work file now and then
+    return predicted, true_pass, requests, overhead
+
+
+def _events(predicted, true_pass, requests, overhead, passes):
+    """The sweep as a timed list of (time, call, args): what the executor and the worker's reports do."""
+    t, out = 0.0, []
+    for k in range(len(predicted)):
+        out.append((t, "begin_cell", (k,)))
+        t += overhead[k]
+        out.append((t, "start_cell", (predicted[k] / passes, passes)))
+        for _ in range(passes):
+            n = int(requests[k])
+            for i in range(0, n, 1024):                      # the runner reports every 1,024 requests
+                out.append((t + true_pass[k] * i / n, "progress", ("timed pass", i, n)))
+            t += true_pass[k]
+        out.append((t, "cell_done", (k, true_pass[k] * passes)))
+    return out, t
+
+
+@pytest.mark.parametrize(("seed", "factor"), [(1, 1.0), (2, 2.5), (3, 0.4), (4, 6.0)],
+                         ids=["calibrated", "machine-2.5x-slower", "machine-2.5x-faster", "loaded-6x"])
+def test_eta_is_within_1_5x_of_the_truth_through_a_long_run(seed, factor):
+    passes = 3
+    predicted, true_pass, requests, overhead = _sweep(seed, factor, passes=passes)
+    events, end = _events(predicted, true_pass, requests, overhead, passes)
+    clock = FakeClock()
+    start = clock.t
+    eta = EtaClock(list(predicted), passes, clock=clock)
+    checked = worst = 0.0
+    ticks = iter(np.arange(0.0, end, 2.0))               # the ticker redraws every 2 s
+    tick = next(ticks)
+    for when, call, args in events:
+        while tick is not None and tick < when:
+            clock.t = start + tick
+            e = eta.estimate()
+            left = end - tick
+            # from the end of the first pass measured (before it nothing corrects the model's prices)
+            # to the last 5% of the run (where what is left is one cell, and its own model error, +-25% here, is
+            # the whole of the remainder; the ratio of a few seconds' error to a few seconds left means little)
+            if eta.predicted_s > 0 and left > 0.05 * end:
+                assert e.sweep_left is not None
+                r = e.sweep_left / left
+                worst = max(worst, r, 1 / r)
+                checked += 1
+            tick = next(ticks, None)
+        clock.t = start + when
+        getattr(eta, call)(*args)
+    assert checked > 100
+    assert worst <= 1.5, f"ETA off by {worst:.2f}x"
+
+
+def test_one_long_pass_without_reports_counts_down_and_never_says_0_ns():
+    """A cell whose pass makes no report for minutes (fewer than 1,024 slow requests) still counts down on each
+    redraw, and past its estimate says so instead of "0 ns left"."""
+    clock = FakeClock()
+    eta = EtaClock([60.0, 30.0], 1, clock=clock)
+    eta.begin_cell(0)
+    eta.start_cell(60.0, 1)
+    eta.progress("timed pass", 0, 800)
+    texts = []
+    for _ in range(40):                   # 80 s of ticks, every 2 s
+        clock.t += 2
+        texts.append(eta.describe())
+    assert len(set(texts)) > 20           # the line changes between reports
+    assert not any(re.search(r"(?<![\d.])0 (ns|us|ms|s) left", t) for t in texts)
+    assert "cell past its estimate (80 s so far)" in texts[-1]
+    assert "sweep 30 s left" in texts[-1]  # the next cell, not yet corrected (no pass finished)
+
+
+def test_a_cell_starting_says_less_than_a_second_not_0_ns():
+    clock = FakeClock()
+    eta = EtaClock([1e-9, 2e-3], 2, clock=clock)
+    eta.begin_cell(0)
+    eta.start_cell(1e-9, 2)
+    text = eta.describe()
+    assert "cell <1 s left" in text and "ns" not in text
+
+
+@pytest.mark.parametrize(("seconds", "text"), [(0.0, "<1 s"), (1e-9, "<1 s"), (0.99, "<1 s"), (12.3, "12.3 s"),
+                                               (1500, "25.0 min")], ids=["zero", "ns", "under-1s", "seconds", "minutes"])
+def test_left_text(seconds, text):
+    assert left_text(seconds) == text
+
+
+def test_finished_passes_correct_the_model_before_the_cell_ends():
+    """After one of three passes took 3x its prediction, the cell and the sweep are estimated at 3x."""
+    clock = FakeClock()
+    eta = EtaClock([30.0, 30.0], 3, clock=clock)
+    eta.begin_cell(0)
+    eta.start_cell(10.0, 3)
+    eta.progress("timed pass", 0, 100)
+    clock.t += 30.0                      # the first pass: 30 s, predicted 10 s
+    eta.progress("timed pass", 0, 100)
+    e = eta.estimate()
+    assert e.ratio == pytest.approx(3.0)
+    assert e.cell_left == pytest.approx(60.0)            # two passes of 30 s
+    assert e.sweep_left == pytest.approx(60.0 + 90.0)    # and the next cell, 30 s predicted x 3
+
+
+def test_unpredicted_cells_count_at_the_median_cell():
+    clock = FakeClock()
+    eta = EtaClock([10.0, None, None], 1, clock=clock)
+    eta.begin_cell(0)
+    eta.start_cell(10.0, 1)
+    eta.progress("timed pass", 0, 10)
+    clock.t += 20
+    eta.cell_done(0, 20.0)
+    eta.begin_cell(1)
+    eta.start_cell(None, 1)
+    e = eta.estimate()
+    assert e.unpredicted == 1 and e.sweep_left == pytest.approx(40.0)
+    assert "1 unpredicted cells at the median cell's time" in eta.describe()
+
+
+def test_the_ticker_redraws_the_line_without_reports():
+    clock = FakeClock()
+    eta = EtaClock([100.0], 1, clock=clock)
+    lines, enough = [], threading.Event()
+
+    def write(text):
+        lines.append(text)
+        clock.t += 1.0
+        if len(lines) >= 5:
+            enough.set()
+
+    line = ProgressLine(eta, 1, write)
+    line.begin(0, "chunks 4x30x9x717 | cache 1 MiB")
+    eta.start_cell(100.0, 1)
+    with Ticker(line.render, every=0.01):
+        assert enough.wait(30), "the ticker drew nothing"
+    assert all(x.startswith("[1/1] [") and x.endswith("| preparing: chunks 4x30x9x717 | cache 1 MiB") for x in lines)
+    assert len(set(lines)) >= 4          # each redraw shows less time left
