@@ -18,6 +18,7 @@ from ccp.hdf5 import plists
 from ccp.hdf5.filters import codecs, pipeline_from_dcpl
 from ccp.repack.decide import _h5_message, _layout_of, _Planner, _Target
 from ccp.repack.plan import chunks_in, plan_slabs
+from ccp.repack.rechunk import PassPlan, plan_pass
 
 # ------------------------------------------------------------------ reading the source
 
@@ -252,6 +253,8 @@ class DatasetWriter:
         self.dst = h5py.Dataset(dsid)
         self.slabs = 0
         self._reader: _SourceReader | None = None
+        self.planner = planner
+        self.pass_plan: PassPlan | None = None
 
     def advance(self, nbytes):
         if self.progress is not None and nbytes:
@@ -322,12 +325,19 @@ class DatasetWriter:
         if encode is None:  # pragma: no cover - _method checked the pipeline already
             tgt.method, tgt.reason = "library", why
             return self.run_library()
-        reader = self._reader = _SourceReader(self.src, self.pool, self.buffer // 2)
+        buffer, cache = self.buffer, self.buffer // 2
+        budget = getattr(self.planner, "budget", None)
+        if budget is not None and self.src.chunks is not None and len(self.src.chunks) == len(chunks):
+            # the rechunk plan (ccp repack --plan shows the same): buffer and cache within --memory
+            self.pass_plan = plan_pass(tgt.shape, self.src.chunks, chunks, tgt.itemsize, budget.room(),
+                                       self.threads, budget.buffer_bytes)
+            buffer, cache = self.pass_plan.buffer_bytes, self.pass_plan.cache_bytes
+        reader = self._reader = _SourceReader(self.src, self.pool, cache)
         if reader.python_decoded and tuple(self.src.chunks) == tuple(chunks):
             return self.run_recode(reader, encode)
         if not reader.python_decoded:
             tgt.notes.append(f"source read through the library ({reader.why_library})")
-        plan = plan_slabs(tgt.shape, chunks, tgt.itemsize, self.buffer)
+        plan = plan_slabs(tgt.shape, chunks, tgt.itemsize, buffer)
         fill = reader.fill
         # a few encoded chunks per thread in flight: enough to keep every thread busy, little memory
         max_pending = 2 * self.threads + 2

@@ -48,6 +48,7 @@ from ccp.hdf5.filters import FilterPipeline, check_available, codecs, parse_filt
 from ccp.repack.decide import _h5_message, _Planner
 from ccp.repack.options import CONTIGUOUS, as_layout, normalise_path
 from ccp.repack.plan import DEFAULT_BUFFER_BYTES
+from ccp.repack.rechunk import MemoryBudget
 from ccp.repack.results import DatasetResult, RepackResult
 from ccp.repack.tree import _Repacker, describe
 from ccp.units import format_bytes
@@ -159,7 +160,7 @@ def _copy_userblock(src: str, tmp: str, size: int) -> None:
 
 def repack(src, dst, layouts=None, filters=None, *, buffer_bytes: int = DEFAULT_BUFFER_BYTES,
            threads: int | None = None, progress=None, dry_run: bool = False, only=None,
-           deflate: str = "auto", file_space=None) -> RepackResult:
+           deflate: str = "auto", file_space=None, memory_bytes: int | None = None) -> RepackResult:
     """Copy ``src`` to ``dst`` with new layouts / filters for some datasets.
 
     ``layouts``: ``{dataset path or None (every dataset): Layout | chunk tuple | "CONTI" | None}``.
@@ -171,6 +172,9 @@ def repack(src, dst, layouts=None, filters=None, *, buffer_bytes: int = DEFAULT_
     (the ``deflate`` package: ~3x faster, equally valid streams) or "auto" (libdeflate if installed).
     ``file_space``: the copy's file-space strategy (``ccp.config.storage.FileSpace``, e.g. paged aggregation
     with 4 MiB pages: a cloud-optimized copy, h5repack's ``-S PAGE -G 4194304``); None keeps the source's.
+    ``memory_bytes``: peak memory of the copy (``--memory``); chunked-to-chunked copies then take their
+    hyperslab buffer (``buffer_bytes`` unless it is the default) and source chunk cache from the rechunk
+    plan (:mod:`ccp.repack.rechunk`) so that each source chunk is read once where the budget allows.
     """
     t0 = time.perf_counter()
     src, dst = _check_paths(src, dst, dry_run)
@@ -187,6 +191,9 @@ def repack(src, dst, layouts=None, filters=None, *, buffer_bytes: int = DEFAULT_
     done = False
     try:
         planner = _Planner(fin, layouts, filters, buffer_bytes, engine)
+        if memory_bytes is not None:
+            planner.budget = MemoryBudget(int(memory_bytes),
+                                          None if buffer_bytes == DEFAULT_BUFFER_BYTES else buffer_bytes)
         only_keys = None
         if only is not None:
             only_keys = {planner._key_of(p, "dataset") for p in only}
