@@ -288,13 +288,14 @@ def plan(sweep, as_json, work_dir):
     from ccp.store.workdir import WorkDir
     from ccp.units import format_bytes, format_count, format_seconds
 
-    _, source, cells = prepare(sweep)
+    prepared = prepare(sweep)
+    _, source, cells = prepared
     n = sum(request_count(c.access, source.shape) for c in cells)
     if message := long_plan_message(n):
         click.echo(message, err=True)
     calibration_dir(WorkDir(work_dir))         # a cut-short calibration cache of ccp's is dropped, not fatal
     try:
-        rows = [r.as_dict() for r in plan_sweep(sweep, work_dir)]
+        rows = [r.as_dict() for r in plan_sweep(sweep, work_dir, prepared)]
     except MemoryError:
         raise CcpError(f"{sweep}: predicting {format_count(n)} requests needs more memory than this machine has") from None
     if as_json:

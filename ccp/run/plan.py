@@ -52,9 +52,12 @@ class PlannedCell:
         return {**self.parameters, **out, "traps": list(self.traps)}
 
 
-def plan_sweep(sweep_path, work_dir: Path | None = None) -> list[PlannedCell]:
-    """Every cell that `ccp run` would run, with the model's predictions and a calibrated time. No measurement."""
-    sweep, source, cells = prepare(sweep_path)
+def plan_sweep(sweep_path, work_dir: Path | None = None, prepared=None) -> list[PlannedCell]:
+    """Every cell that `ccp run` would run, with the model's predictions and a calibrated time. No measurement.
+
+    ``prepared``: what ``prepare(sweep_path)`` returned, when the caller has it already (`ccp plan` counts the
+    requests first); else the sweep is loaded and checked here."""
+    sweep, source, cells = prepared if prepared is not None else prepare(sweep_path)
     s3 = sweep.storage.s3 if any(c.storage.remote for c in cells) else None
     if s3 is not None and not s3.local:      # an endpoint that cannot be used: the run's one line, before any work
         from ccp.storage.remote import preflight
