@@ -18,7 +18,7 @@ from ccp.hdf5 import plists
 from ccp.hdf5.filters import codecs, pipeline_from_dcpl
 from ccp.repack.decide import _h5_message, _layout_of, _Planner, _Target
 from ccp.repack.plan import chunks_in, plan_slabs
-from ccp.repack.rechunk import PassPlan, plan_pass
+from ccp.repack.rechunk import PassPlan, choose_stages, plan_pass
 
 # ------------------------------------------------------------------ reading the source
 
@@ -255,6 +255,7 @@ class DatasetWriter:
         self._reader: _SourceReader | None = None
         self.planner = planner
         self.pass_plan: PassPlan | None = None
+        self.staged = False   # a stage of a multi-stage copy (or its last pass): never staged again
 
     def advance(self, nbytes):
         if self.progress is not None and nbytes:
@@ -332,6 +333,10 @@ class DatasetWriter:
             self.pass_plan = plan_pass(tgt.shape, self.src.chunks, chunks, tgt.itemsize, budget.room(),
                                        self.threads, budget.buffer_bytes)
             buffer, cache = self.pass_plan.buffer_bytes, self.pass_plan.cache_bytes
+            if self.pass_plan.rereads and not self.staged:
+                stages = choose_stages(tgt.shape, self.src.chunks, chunks, tgt.itemsize, budget.room(), self.threads)
+                if stages:
+                    return self.run_staged(stages)
         reader = self._reader = _SourceReader(self.src, self.pool, cache)
         if reader.python_decoded and tuple(self.src.chunks) == tuple(chunks):
             return self.run_recode(reader, encode)
@@ -377,6 +382,43 @@ class DatasetWriter:
         finally:
             for _, fut, _ in pending:
                 fut.cancel()
+
+    def run_staged(self, stages) -> None:
+        """A multi-stage copy: through unfiltered temporary copies chunked as ``stages`` (beside OUT, removed
+        at the end), each pass reading every chunk of its input once, then the last pass onto the target."""
+        import dataclasses
+        import tempfile
+
+        from ccp.hdf5.filters import parse_filters
+        from ccp.repack.options import Layout
+
+        folder = os.path.dirname(os.path.abspath(self.dst.file.filename))
+        paths, files = [], []
+        source = self.src
+        try:
+            for mid in stages:
+                fd, path = tempfile.mkstemp(prefix=".ccp-stage-", suffix=".h5", dir=folder)
+                os.close(fd)
+                paths.append(path)
+                files.append(h5py.File(path, "w"))
+                stage_tgt = dataclasses.replace(self.tgt, new_layout=Layout("chunked", tuple(mid)),
+                                                new_pipeline=parse_filters("none", "filters"), keep_filters=False,
+                                                notes=[], method="fast")
+                stage = DatasetWriter(source, files[-1], b"stage", None, stage_tgt, self.planner, self.pool,
+                                      self.buffer, None)
+                stage.staged = True
+                stage.run()
+                source = stage.dst
+            self.tgt.notes.append("copied in " + str(len(stages) + 1) + " passes through "
+                                  + " -> ".join("x".join(map(str, m)) for m in stages)
+                                  + " chunks: one pass would have read source chunks again within --memory")
+            self.src, self.staged = source, True
+            self.run_fast()
+        finally:
+            for f in files:
+                f.close()
+            for path in paths:
+                os.unlink(path)
 
     def run_recode(self, reader, encode):
         """Same chunk grid, new filters: each allocated chunk is decoded and re-encoded alone."""

@@ -21,7 +21,7 @@ from ccp.errors import CcpError
 from ccp.hdf5.filters import codecs, pipeline_from_dcpl
 from ccp.repack.chunks import _SourceReader
 from ccp.repack.decide import _h5_message, _Planner
-from ccp.repack.rechunk import MemoryBudget, multistage_chunks, plan_pass, process_rss
+from ccp.repack.rechunk import MemoryBudget, choose_stages, plan_pass, process_rss
 from ccp.repack.tree import _Repacker
 
 # main-thread seconds per source chunk read and per target chunk written (index walk, slicing, the
@@ -30,6 +30,8 @@ SECONDS_PER_SOURCE_CHUNK = 30e-6
 SECONDS_PER_TARGET_CHUNK = 300e-6
 # H5Ocopy of a dataset that does not change, bytes per second (raw chunks copied by the library)
 COPY_BYTES_PER_SECOND = 400e6
+# a temporary stage copy: raw bytes written and read back through the page cache
+STAGE_BYTES_PER_SECOND = 1e9
 _SAMPLE_CHUNKS = 64
 _SAMPLE_BYTES = 4 * 1024 * 1024
 
@@ -192,7 +194,7 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, eff:
                                or 32 * 1024 * 1024, 0, (), stored, stored, tgt.stored_bytes, written,
                                base + 2 * (budget.buffer_bytes or 32 * 1024 * 1024), round(secs, 3), mb(dec), mb(enc),
                                (), "the library path: a rough estimate")
-    room = max(1, budget.memory_bytes - base)
+    room = budget.room()
     pp = plan_pass(tgt.shape, src_chunks, dst_chunks, tgt.itemsize, room, threads, budget.buffer_bytes)
     count = pp.count
     if src_chunks == dst_chunks:   # same grid, new filters: each chunk decoded and re-encoded alone
@@ -206,7 +208,7 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, eff:
         block = pp.block
         slab_bytes = math.prod(min(b, d) for b, d in zip(pp.block, tgt.shape)) * tgt.itemsize
         inflight = (2 * threads + 2) * 2 * math.prod(dst_chunks) * tgt.itemsize
-        peak = base + slab_bytes + count.peak_cache_bytes + inflight + 4 * threads * math.prod(src_chunks) * tgt.itemsize
+        peak = base + slab_bytes + count.peak_cache_bytes + inflight + 2 * threads * math.prod(src_chunks) * tgt.itemsize
     src_chunk_raw = math.prod(src_chunks) * tgt.itemsize
     codec = reads * src_chunk_raw * dec + tgt.raw_bytes * enc
     main = reads * SECONDS_PER_SOURCE_CHUNK + count.target_chunks * SECONDS_PER_TARGET_CHUNK
@@ -215,15 +217,25 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, eff:
     stages: tuple = ()
     note = ""
     if pp.rereads:
-        note = (f"one pass reads {pp.rereads} source chunk(s) again: the cache ({pp.cache_bytes} bytes) cannot "
-                f"hold every chunk a later hyperslab needs; more --memory avoids it")
-        try:
-            plan = multistage_chunks(tgt.shape, src_chunks, dst_chunks, tgt.itemsize, min(room // 8, 8 << 20), room // 2)
-            stages = tuple(post for _, _, post in plan[:-1])
-            if stages:
-                note += f"; a multi-stage copy through {' -> '.join('x'.join(map(str, s)) for s in stages)} would not"
-        except ValueError:
-            pass
+        stages = choose_stages(tgt.shape, src_chunks, dst_chunks, tgt.itemsize, room, threads)
+        if stages:
+            # unfiltered stages: their cost is the per-chunk work and moving the raw bytes twice (page cache)
+            chain = [src_chunks, *stages, dst_chunks]
+            passes = [plan_pass(tgt.shape, a, b, tgt.itemsize, room, threads) for a, b in zip(chain, chain[1:])]
+            last = passes[-1].count
+            staged = sum(p.count.chunk_reads * SECONDS_PER_SOURCE_CHUNK + p.count.target_chunks * SECONDS_PER_TARGET_CHUNK
+                         + 2 * tgt.raw_bytes / STAGE_BYTES_PER_SECOND for p in passes[:-1])
+            reads = stored   # every source chunk read once, in the first pass
+            secs = staged + last.chunk_reads * SECONDS_PER_SOURCE_CHUNK + last.target_chunks * SECONDS_PER_TARGET_CHUNK \
+                + (stored * src_chunk_raw * dec + tgt.raw_bytes * enc) / eff
+            order = (f"{len(stages) + 1} passes through unfiltered temporary copies chunked "
+                     f"{' -> '.join('x'.join(map(str, m)) for m in stages)} (beside OUT, removed after), each pass "
+                     "reading every chunk of its input once")
+            note = (f"one pass would read {pp.rereads} source chunk(s) again within --memory; the temporary copies "
+                    f"need {tgt.raw_bytes} bytes of disk beside OUT")
+        else:
+            note = (f"one pass reads {pp.rereads} source chunk(s) again: the cache ({pp.cache_bytes} bytes) cannot "
+                    f"hold every chunk a later hyperslab needs; more --memory avoids it")
     return DatasetForecast(tgt.path, src_chunks, dst_chunks, "fast", order, pp.buffer_bytes, pp.cache_bytes, block,
                            reads, stored, round(reads * avg_stored), written, peak, round(secs, 3), mb(dec), mb(enc),
                            stages, note)

@@ -118,7 +118,7 @@ def plan_pass(shape, src_chunks, dst_chunks, itemsize: int, memory_bytes: int, t
     shape, src_chunks, dst_chunks = tuple(shape), tuple(src_chunks), tuple(dst_chunks)
     target_chunk = math.prod(dst_chunks) * itemsize
     # encoded chunks in flight (raw copy + its encoding) and the decode batches' transient chunks
-    overhead = (PENDING_PER_THREAD * threads + 2) * 2 * target_chunk + 4 * threads * math.prod(src_chunks) * itemsize
+    overhead = (PENDING_PER_THREAD * threads + 2) * 2 * target_chunk + 2 * threads * math.prod(src_chunks) * itemsize
     room = max(1, memory_bytes - overhead)
 
     def make(buf: int) -> PassPlan:
@@ -130,13 +130,28 @@ def plan_pass(shape, src_chunks, dst_chunks, itemsize: int, memory_bytes: int, t
     if buffer_bytes is not None:
         return make(int(buffer_bytes))
     best = make(DEFAULT_BUFFER_BYTES)
-    buf = DEFAULT_BUFFER_BYTES
-    while best.rereads and buf * 2 <= room // 2:
-        buf *= 2
+    if not best.rereads:
+        return best
+    candidates = [DEFAULT_BUFFER_BYTES * 2**k for k in range(1, 12) if DEFAULT_BUFFER_BYTES * 2**k <= room // 2]
+    candidates += _aligned_buffers(shape, src_chunks, dst_chunks, itemsize, room * 3 // 4)
+    for buf in sorted(set(candidates)):
         cand = make(buf)
         if cand.count.chunk_reads < best.count.chunk_reads:
             best = cand
     return best
+
+
+def _aligned_buffers(shape, src_chunks, dst_chunks, itemsize: int, limit: int) -> list[int]:
+    """Buffers whose hyperslabs end on source chunk boundaries too: along the axis the hyperslab cuts (the
+    axes after it whole, one target chunk before it), the largest multiple of both chunk extents that fits."""
+    out = []
+    for k in range(len(shape)):
+        lcm = src_chunks[k] * dst_chunks[k] // math.gcd(src_chunks[k], dst_chunks[k])
+        inner = math.prod(shape[k + 1:]) * math.prod(dst_chunks[:k]) * itemsize
+        m = limit // max(1, inner * lcm)
+        if m >= 1 and m * lcm < shape[k]:
+            out.append(inner * m * lcm)
+    return out
 
 
 # ------------------------------------------------------------------ multi-stage (rechunker's algorithm)
@@ -246,3 +261,22 @@ def process_rss() -> int:
         import resource
 
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def choose_stages(shape, src_chunks, dst_chunks, itemsize: int, room: int, threads: int = 1) -> tuple[tuple[int, ...], ...]:
+    """Intermediate chunk shapes for a copy that one pass cannot do without reading source chunks again
+    (``()``: one pass). Rechunker's multi-stage plan within a quarter of ``room`` per stage; used only
+    when every stage, and the last pass onto ``dst_chunks``, then reads each of its chunks once."""
+    shape, src_chunks, dst_chunks = tuple(shape), tuple(src_chunks), tuple(dst_chunks)
+    if plan_pass(shape, src_chunks, dst_chunks, itemsize, room, threads).rereads == 0:
+        return ()
+    limit = room // 16   # a stage's hyperslab, cache and a dozen chunks in flight share the room
+    try:
+        plan = multistage_chunks(shape, src_chunks, dst_chunks, itemsize, min(limit // 8, 8 << 20), limit)
+    except ValueError:
+        return ()
+    mids = tuple(post for _, _, post in plan[:-1])
+    chain = [src_chunks, *mids, dst_chunks]
+    if not mids or any(plan_pass(shape, a, b, itemsize, room, threads).rereads for a, b in zip(chain, chain[1:])):
+        return ()
+    return mids

@@ -85,3 +85,22 @@ def test_bad_plan_options_are_one_line(tmp_path, args, names):
     assert r.exit_code == 2
     assert names in r.output
     assert not (tmp_path / "out.h5").exists()
+
+
+@pytest.mark.slow   # 20,000 chunks copied twice: ~10-30 s on a shared 2-core machine
+def test_a_copy_one_pass_cannot_do_within_memory_goes_in_stages(tmp_path, counted, monkeypatch):
+    from ccp.repack.rechunk import MemoryBudget
+
+    # row chunks -> column chunks with 16 MiB of room: one pass would read 19,933 row chunks again
+    monkeypatch.setattr(MemoryBudget, "room", lambda self: 16 * 2**20)
+    data = make(tmp_path / "in.h5", (20000, 200), (1, 200), "gzip:1")
+    fc = forecast_repack(tmp_path / "in.h5", {"/data": (20000, 1)}, {}, memory_bytes=512 * 2**20)
+    assert fc.datasets[0].read_order.startswith("2 passes through unfiltered temporary copies chunked 5118x50")
+    counted.clear()
+    res = repack(tmp_path / "in.h5", tmp_path / "out.h5", {"/data": (20000, 1)}, {}, memory_bytes=512 * 2**20)
+    assert any("copied in 2 passes through 5118x50" in n for n in res.dataset("/data").notes)
+    assert counted == [20000, 16]          # each pass reads every chunk of its input once
+    with h5py.File(tmp_path / "out.h5", "r") as f:
+        assert f["data"].chunks == (20000, 1) and f["data"].compression == "gzip"
+        np.testing.assert_array_equal(f["data"][...], data)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.h5", "out.h5"]    # the stage copy is gone
