@@ -3,24 +3,28 @@ order and cache) before it runs, from the plan the copy itself uses (:mod:`ccp.r
 
 The time model: each dataset's copy is its main thread's per-chunk work plus the codec work (decode
 every source chunk read, encode every target chunk) shared by the encoder threads. The codec rates are
-measured here on a sample of the dataset's own chunks (decoded and re-encoded with the target's
-filters, as the copy will), so the data's compressibility and the machine's present load are in them;
-the threads' effective parallelism comes from the CPU count and the load average. Nothing is written.
+measured here on the dataset's own chunks (source chunks decoded, a real target chunk encoded with the
+target's filters, as the copy will), so the data's compressibility is in them;
+the codec rates are CPU time, and the cores the threads get come from the CPU count and the load average.
+Nothing is written.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import statistics
 import time
 from dataclasses import asdict, dataclass
 
 import h5py
+import numpy as np
 
 from ccp.errors import CcpError
 from ccp.hdf5.filters import codecs, pipeline_from_dcpl
 from ccp.repack.chunks import _SourceReader
 from ccp.repack.decide import _h5_message, _Planner
+from ccp.repack.plan import Slab
 from ccp.repack.rechunk import MemoryBudget, choose_stages, plan_pass, process_rss
 from ccp.repack.tree import _Repacker
 
@@ -87,22 +91,26 @@ def process_seconds() -> float:
         return 0.0
 
 
-def effective_threads(threads: int) -> float:
-    """How many threads' worth of CPU the copy gets, against a single thread (the rate samples' pace)."""
+def cpu_shares(threads: int) -> tuple[float, float]:
+    """(cores the encoder threads get, share of a core the main thread gets) at the present load.
+
+    The codec rates are measured in CPU time (``time.thread_time``: short samples on a busy machine are
+    scheduled unlike a long copy), so the load comes in here: every runnable thread gets an equal share
+    of the CPUs (the 1-minute load average, less this process, counts the others)."""
     ncpu = os.cpu_count() or 1
     try:
-        load = os.getloadavg()[0]
+        others = max(0.0, os.getloadavg()[0] - 1)
     except OSError:  # pragma: no cover
-        load = 0.0
-
-    def share(n):
-        return min(1.0, ncpu / max(1e-9, load + n))
-
-    return max(1.0, min(threads, ncpu) * share(threads) / share(1))
+        others = 0.0
+    cores = min(threads, ncpu) * min(1.0, ncpu / (others + threads))
+    return max(cores, 1e-3), min(1.0, ncpu / (others + 1))
 
 
-def _rates(ds, reader: _SourceReader, encode, target_chunk_bytes: int) -> tuple[float, float]:
-    """Seconds per raw byte to decode source chunks and to encode target data (one thread)."""
+def _rates(ds, reader: _SourceReader, encode, target_chunks) -> tuple[float, float]:
+    """Seconds per raw byte to decode source chunks and to encode target chunks (one thread).
+
+    Decoding is timed on a spread of stored source chunks; encoding on one real target chunk of the middle
+    of the dataset (read through HDF5), since a chunk's compressibility depends on how its values are laid out."""
     offsets = list(reader.stored)
     if not offsets or reader.decode is None:
         return 0.0, 0.0
@@ -112,23 +120,27 @@ def _rates(ds, reader: _SourceReader, encode, target_chunk_bytes: int) -> tuple[
     picks = offsets[::step][:count]
     mask, raw = reader._raw(picks[0])
     reader._decode_chunk(raw, mask)  # warm-up: the codec's first call loads it
-    decoded = []
-    t0 = time.perf_counter()
-    for off in picks:
-        mask, raw = reader._raw(off)
-        decoded.append(reader._decode_chunk(raw, mask))
-    decode_rate = (time.perf_counter() - t0) / max(1, sum(c.nbytes for c in decoded))
-    if encode is None:
+    raws = [reader._raw(off) for off in picks]
+    nbytes = len(raws) * chunk_bytes
+    # CPU time, median of three rounds
+    decode_rate = statistics.median(_timed(lambda: [reader._decode_chunk(r, m) for m, r in raws]) for _ in range(3)) / nbytes
+    if encode is None or not target_chunks:
         return decode_rate, 0.0
-    sample = b"".join(c.tobytes() for c in decoded)
-    want = max(1, min(target_chunk_bytes, 8 * 1024 * 1024))
-    data = (sample * (-(-want // len(sample))))[:want]
-    best = math.inf
-    for _ in range(2):
-        t0 = time.perf_counter()
-        encode(data)
-        best = min(best, time.perf_counter() - t0)
-    return decode_rate, best / len(data)
+    shape = ds.shape
+    start = tuple((-(-d // c) // 2) * c for d, c in zip(shape, target_chunks))
+    extent = [min(c, d - o) for c, d, o in zip(target_chunks, shape, start)]
+    for i in range(len(extent)):   # at most _SAMPLE_BYTES: fewer rows of the chunk
+        if math.prod(extent) * reader.itemsize > _SAMPLE_BYTES:
+            extent[i] = max(1, _SAMPLE_BYTES // (math.prod(extent[i + 1:]) * reader.itemsize))
+    data = np.ascontiguousarray(reader.read_library(Slab(start, tuple(extent)))).tobytes()
+    return decode_rate, statistics.median(_timed(lambda: encode(data)) for _ in range(3)) / max(1, len(data))
+
+
+def _timed(fn) -> float:
+    """CPU seconds of this thread running ``fn``."""
+    t0 = time.thread_time()
+    fn()
+    return time.thread_time() - t0
 
 
 def forecast_repack(src, layouts=None, filters=None, *, memory_bytes: int, buffer_bytes: int | None = None,
@@ -138,7 +150,7 @@ def forecast_repack(src, layouts=None, filters=None, *, memory_bytes: int, buffe
 
     src, _ = _check_paths(src, os.fspath(src) + ".plan", True)
     threads = max(1, int(threads or os.cpu_count() or 1))
-    eff = effective_threads(threads)
+    eff, main_share = cpu_shares(threads)
     engine = codecs.resolve_deflate_engine(deflate)
     budget = MemoryBudget(int(memory_bytes), buffer_bytes)
     try:
@@ -154,7 +166,7 @@ def forecast_repack(src, layouts=None, filters=None, *, memory_bytes: int, buffe
         base = process_rss()
         out = []
         for tgt in sorted(rp.targets.values(), key=lambda t: t.path):
-            out.append(_forecast_dataset(fin[tgt.path], tgt, planner, budget, threads, eff, base))
+            out.append(_forecast_dataset(fin[tgt.path], tgt, planner, budget, threads, eff, main_share, base))
         total = startup + sum(d.predicted_seconds for d in out)
         return RepackForecast(src, threads, round(eff, 2), budget.memory_bytes, round(startup, 3), round(total, 3),
                               max([base] + [d.peak_memory_bytes for d in out]),
@@ -165,7 +177,8 @@ def forecast_repack(src, layouts=None, filters=None, *, memory_bytes: int, buffe
         fin.close()
 
 
-def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, eff: float, base: int) -> DatasetForecast:
+def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, eff: float, main_share: float,
+                      base: int) -> DatasetForecast:
     src_chunks = tuple(ds.chunks) if ds.chunks is not None else None
     if not tgt.changed:
         secs = tgt.stored_bytes / COPY_BYTES_PER_SECOND
@@ -181,15 +194,14 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, eff:
         if tgt.method == "fast" and dst_chunks is not None:
             dcpl = planner.make_dcpl(ds, lay, None if tgt.keep_filters else tgt.new_pipeline)
             encode, _ = codecs.encoder(pipeline_from_dcpl(dcpl).steps, tgt.itemsize, tgt.deflate)
-        target_chunk_bytes = math.prod(dst_chunks) * tgt.itemsize if dst_chunks else tgt.raw_bytes
-        dec, enc = _rates(ds, reader, encode, target_chunk_bytes)
+        dec, enc = _rates(ds, reader, encode, dst_chunks)
         stored = len(reader.stored)
     finally:
         reader.close()
     mb = lambda r: round(1e-6 / r, 1) if r else 0.0  # noqa: E731
     if tgt.method != "fast" or dst_chunks is None or src_chunks is None or len(src_chunks) != len(dst_chunks):
         # the library path: HDF5 reads and writes hyperslabs itself (one thread)
-        secs = tgt.raw_bytes * (dec + (enc or dec * 3))
+        secs = tgt.raw_bytes * (dec + (enc or dec * 3)) / main_share
         return DatasetForecast(tgt.path, src_chunks, dst_chunks, "library", f"library: {tgt.reason}", budget.buffer_bytes
                                or 32 * 1024 * 1024, 0, (), stored, stored, tgt.stored_bytes, written,
                                base + 2 * (budget.buffer_bytes or 32 * 1024 * 1024), round(secs, 3), mb(dec), mb(enc),
@@ -211,7 +223,7 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, eff:
         peak = base + slab_bytes + count.peak_cache_bytes + inflight + 2 * threads * math.prod(src_chunks) * tgt.itemsize
     src_chunk_raw = math.prod(src_chunks) * tgt.itemsize
     codec = reads * src_chunk_raw * dec + tgt.raw_bytes * enc
-    main = reads * SECONDS_PER_SOURCE_CHUNK + count.target_chunks * SECONDS_PER_TARGET_CHUNK
+    main = (reads * SECONDS_PER_SOURCE_CHUNK + count.target_chunks * SECONDS_PER_TARGET_CHUNK) / main_share
     secs = main + codec / eff
     avg_stored = tgt.stored_bytes / stored if stored else 0
     stages: tuple = ()
@@ -226,8 +238,8 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, eff:
             staged = sum(p.count.chunk_reads * SECONDS_PER_SOURCE_CHUNK + p.count.target_chunks * SECONDS_PER_TARGET_CHUNK
                          + 2 * tgt.raw_bytes / STAGE_BYTES_PER_SECOND for p in passes[:-1])
             reads = stored   # every source chunk read once, in the first pass
-            secs = staged + last.chunk_reads * SECONDS_PER_SOURCE_CHUNK + last.target_chunks * SECONDS_PER_TARGET_CHUNK \
-                + (stored * src_chunk_raw * dec + tgt.raw_bytes * enc) / eff
+            serial = staged + last.chunk_reads * SECONDS_PER_SOURCE_CHUNK + last.target_chunks * SECONDS_PER_TARGET_CHUNK
+            secs = serial / main_share + (stored * src_chunk_raw * dec + tgt.raw_bytes * enc) / eff
             order = (f"{len(stages) + 1} passes through unfiltered temporary copies chunked "
                      f"{' -> '.join('x'.join(map(str, m)) for m in stages)} (beside OUT, removed after), each pass "
                      "reading every chunk of its input once")
