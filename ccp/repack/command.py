@@ -92,13 +92,16 @@ def repack_command(paths, out_dir, jobs, layouts, filters, fs_strategy, fs_page_
     copied exactly. IN is never modified. With -o OUTDIR, any number of IN files (or folders of
     them) are repacked in parallel, each to OUTDIR/its name.
     """
-    from ccp.config.storage import parse_repack_file_space
     from ccp.errors import ConfigError
     from ccp.repack.options import parse_options
     from ccp.units import parse_size
 
     opts = parse_options(layouts, filters)
-    file_space = parse_repack_file_space(fs_strategy, fs_page_size)     # one line naming -S or -G
+    file_space = None
+    if fs_strategy is not None or fs_page_size is not None:   # ccp.config.storage only when asked (start-up)
+        from ccp.config.storage import parse_repack_file_space
+
+        file_space = parse_repack_file_space(fs_strategy, fs_page_size)     # one line naming -S or -G
     buffer_bytes = parse_size(buffer, "--buffer")
     if buffer_bytes <= 0:
         raise ConfigError("--buffer", "must be > 0")
