@@ -387,18 +387,18 @@ class DatasetWriter:
         """A multi-stage copy: through unfiltered temporary copies chunked as ``stages`` (beside OUT, removed
         at the end), each pass reading every chunk of its input once, then the last pass onto the target."""
         import dataclasses
-        import tempfile
 
         from ccp.hdf5.filters import parse_filters
         from ccp.repack.options import Layout
 
-        folder = os.path.dirname(os.path.abspath(self.dst.file.filename))
+        # beside the output's temporary file, named after it (OUT.ccp-tmp-PID.stageK): a repack killed before
+        # its clean-up leaves them to the next repack to OUT, which removes them with the temporary file
+        out_tmp = self.dst.file.filename
         paths, files = [], []
         source = self.src
         try:
-            for mid in stages:
-                fd, path = tempfile.mkstemp(prefix=".ccp-stage-", suffix=".h5", dir=folder)
-                os.close(fd)
+            for k, mid in enumerate(stages):
+                path = f"{out_tmp}.stage{k}"
                 paths.append(path)
                 files.append(h5py.File(path, "w"))
                 stage_tgt = dataclasses.replace(self.tgt, new_layout=Layout("chunked", tuple(mid)),
@@ -418,7 +418,8 @@ class DatasetWriter:
             for f in files:
                 f.close()
             for path in paths:
-                os.unlink(path)
+                if os.path.exists(path):
+                    os.unlink(path)
 
     def run_recode(self, reader, encode):
         """Same chunk grid, new filters: each allocated chunk is decoded and re-encoded alone."""

@@ -103,7 +103,7 @@ def remove_stale_temps(dst: str) -> list[str]:
     """Remove ``DST.ccp-tmp-PID`` files whose repack process is gone (killed); returns their paths."""
     removed = []
     for path in glob.glob(glob.escape(dst) + _TEMP_TAG + "*"):
-        pid = path.rsplit(_TEMP_TAG, 1)[1]
+        pid = path.rsplit(_TEMP_TAG, 1)[1].split(".")[0]     # OUT.ccp-tmp-PID, or a stage of it: ...-PID.stageK
         if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
             try:
                 os.unlink(path)
@@ -192,7 +192,7 @@ def repack(src, dst, layouts=None, filters=None, *, buffer_bytes: int = DEFAULT_
     try:
         planner = _Planner(fin, layouts, filters, buffer_bytes, engine)
         if memory_bytes is not None:
-            planner.budget = MemoryBudget(int(memory_bytes),
+            planner.budget = MemoryBudget(int(memory_bytes),  # type: ignore[attr-defined]  # read by chunks.DatasetWriter
                                           None if buffer_bytes == DEFAULT_BUFFER_BYTES else buffer_bytes)
         only_keys = None
         if only is not None:

@@ -104,3 +104,16 @@ def test_a_copy_one_pass_cannot_do_within_memory_goes_in_stages(tmp_path, counte
         assert f["data"].chunks == (20000, 1) and f["data"].compression == "gzip"
         np.testing.assert_array_equal(f["data"][...], data)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.h5", "out.h5"]    # the stage copy is gone
+
+
+def test_a_stage_copy_left_by_a_killed_repack_is_removed(tmp_path):
+    import subprocess
+    import sys
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    make(tmp_path / "in.h5", (100, 10), (10, 1), "none")
+    stage = tmp_path / f"out.h5.ccp-tmp-{dead.pid}.stage0"
+    stage.write_bytes(b"half a stage")
+    repack(tmp_path / "in.h5", tmp_path / "out.h5", {"/data": (100, 1)}, {})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.h5", "out.h5"]
