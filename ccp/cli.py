@@ -302,7 +302,6 @@ def clean(work_dir, dry_run):
     click.echo(f"removed {n} work file(s) and folder(s) ccp made, {format_bytes(freed)}, from {work_dir}")
 
 
-LONG_PLAN_REQUESTS = 1_000_000    # the model walks requests one by one: ~1 s per 100,000 on this machine
 
 
 @main.command()
@@ -323,17 +322,18 @@ def plan(sweep, as_json, work_dir):
     """
     from ccp.predict import calibration_dir
     from ccp.run import prepare, request_count
-    from ccp.run.plan import plan_sweep
+    from ccp.run.plan import long_plan_message, plan_sweep
     from ccp.store.workdir import WorkDir
     from ccp.units import format_bytes, format_count, format_seconds
 
-    _, source, cells = prepare(sweep)
+    prepared = prepare(sweep)
+    _, source, cells = prepared
     n = sum(request_count(c.access, source.shape) for c in cells)
-    if n > LONG_PLAN_REQUESTS:
-        click.echo(f"ccp plan: predicting {format_count(n)} requests request by request; this may take minutes", err=True)
+    if message := long_plan_message(n):
+        click.echo(message, err=True)
     calibration_dir(WorkDir(work_dir))         # a cut-short calibration cache of ccp's is dropped, not fatal
     try:
-        rows = [r.as_dict() for r in plan_sweep(sweep, work_dir)]
+        rows = [r.as_dict() for r in plan_sweep(sweep, work_dir, prepared)]
     except MemoryError:
         raise CcpError(f"{sweep}: predicting {format_count(n)} requests needs more memory than this machine has") from None
     if as_json:

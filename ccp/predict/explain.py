@@ -9,6 +9,8 @@ these messages; none derives its own.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 
 import numpy as np
@@ -83,34 +85,70 @@ def chunk_traps(chunk_bytes: int, filters, cache_nbytes: int | None = None) -> l
     return out
 
 
-def traps(cell, source, max_requests: int = 256) -> list[str]:
-    """What in this cell's layout, cache and access pattern is a known way to be slow."""
+@functools.lru_cache(maxsize=64)
+def _request_chunks(shape: tuple, chunks: tuple, access, max_requests: int):
+    """For the first ``max_requests`` requests of an access pattern: whether any covers part of a chunk,
+    how many chunks each touches and their hash keys (padded with -1), computed once per layout and
+    pattern: a sweep's cells share them and differ in the cache only."""
     from ccp.model import ChunkGrid
 
+    grid = ChunkGrid(shape, chunks)
+    plan = plan_for(access, shape)
+    starts = np.asarray(plan.starts[:max_requests], dtype=np.int64).reshape(-1, len(shape))
+    counts = np.asarray(plan.counts[:max_requests], dtype=np.int64).reshape(-1, len(shape))
+    ch = np.asarray(chunks, dtype=np.int64)
+    partial = bool(np.any(starts % ch) or np.any(counts % ch))
+    first = starts // ch
+    last = (starts + np.maximum(counts, 1) - 1) // ch
+    ntouched = np.prod(last - first + 1, axis=1) if len(starts) else np.zeros(0, np.int64)
+    widest = int(ntouched.max()) if len(ntouched) else 0
+    keys = np.full((len(starts), max(widest, 1)), -1, dtype=np.int64)
+    for i, (lo, hi) in enumerate(zip(first.tolist(), last.tolist())):
+        n = int(ntouched[i])
+        if n > 1 and n <= _MAX_KEYED_CHUNKS:
+            coords = itertools.product(*(range(a, b + 1) for a, b in zip(lo, hi)))
+            keys[i, :n] = [grid.hash_key(c) for c in coords]
+    return partial, ntouched, keys
+
+
+# a request touching more chunks than this cannot have them all in one cache's slots worth checking
+_MAX_KEYED_CHUNKS = 4096
+
+
+@functools.lru_cache(maxsize=256)
+def _colliding(shape: tuple, chunks: tuple, access, max_requests: int, nslots: int):
+    """Per request: whether two of the chunks it touches share a slot of an ``nslots``-slot hash table."""
+    _, ntouched, keys = _request_chunks(shape, chunks, access, max_requests)
+    out = np.zeros(len(ntouched), dtype=bool)
+    for i in np.nonzero((ntouched > 1) & (ntouched <= _MAX_KEYED_CHUNKS))[0]:
+        row = keys[i, :ntouched[i]] % nslots
+        out[i] = len(np.unique(row)) < len(row)
+    return out
+
+
+def traps(cell, source, max_requests: int = 256) -> list[str]:
+    """What in this cell's layout, cache and access pattern is a known way to be slow."""
     out: list[str] = []
     if cell.chunks is None:
         return out
     itemsize = np.dtype(source.dtype).itemsize
     chunk_bytes = int(np.prod(cell.chunks)) * itemsize
     nbytes = cell.cache.nbytes
-    grid = ChunkGrid(tuple(source.shape), tuple(cell.chunks))
-    plan = plan_for(cell.access, source.shape)
-    partial = any(any(c % k for c, k in zip(cnt, cell.chunks)) or any(s % k for s, k in zip(st, cell.chunks))
-                  for st, cnt in zip(plan.starts[:max_requests], plan.counts[:max_requests]))
+    shape, chunks = tuple(int(d) for d in source.shape), tuple(int(c) for c in cell.chunks)
+    partial, ntouched, _ = _request_chunks(shape, chunks, cell.access, max_requests)
     if chunk_bytes > nbytes and partial and not cell.filters.is_none:
         out.append(f"chunk larger than the cache: a {shape_str(cell.chunks)} chunk is {format_bytes(chunk_bytes)}, the cache "
                    f"{format_bytes(nbytes)}; every request that covers part of a chunk decompresses the whole chunk again")
     # chunks one request needs together, that could all be cached, but share a hash slot
     fits = max(1, nbytes // max(chunk_bytes, 1))
-    for st, cnt in zip(plan.starts[:max_requests], plan.counts[:max_requests]):
-        touched = grid.chunks_touched(tuple(map(int, st)), tuple(map(int, cnt)))
-        if 1 < len(touched) <= fits:
-            slots = [grid.slot(c, cell.cache.nslots) for c in touched]
-            if len(set(slots)) < len(slots):
-                out.append(f"hash-slot collision: one request needs {len(touched)} chunks that fit the cache together, but some "
-                           f"share a slot of the {cell.cache.nslots}-slot hash table, so they evict each other "
-                           f"(use a prime nslots, 10-100x the chunks that fit)")
-                break
+    candidates = (ntouched > 1) & (ntouched <= fits)
+    if candidates.any():
+        first = np.nonzero(candidates & _colliding(shape, chunks, cell.access, max_requests, cell.cache.nslots))[0]
+        if len(first):
+            n = int(ntouched[first[0]])
+            out.append(f"hash-slot collision: one request needs {n} chunks that fit the cache together, but some "
+                       f"share a slot of the {cell.cache.nslots}-slot hash table, so they evict each other "
+                       f"(use a prime nslots, 10-100x the chunks that fit)")
     return out
 
 

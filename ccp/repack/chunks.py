@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 from collections import deque
 
 import h5py
@@ -17,6 +18,7 @@ from ccp.hdf5 import plists
 from ccp.hdf5.filters import codecs, pipeline_from_dcpl
 from ccp.repack.decide import _h5_message, _layout_of, _Planner, _Target
 from ccp.repack.plan import chunks_in, plan_slabs
+from ccp.repack.rechunk import PassPlan, choose_stages, plan_pass
 
 # ------------------------------------------------------------------ reading the source
 
@@ -37,10 +39,11 @@ class _SourceReader:
         self.chunks = ds.chunks
         self.decode = None
         self.why_library = ""
+        self.fd: int | None = None  # the file opened read-only by the OS, when chunks are read with pread
         self.cache: dict = {}
         self.cache_bytes = 0
         self.cache_budget = cache_budget
-        self.allocated: set = set()
+        self.chunk_reads = 0  # stored source chunks read (a chunk read twice counts twice)
         self.sparse = False
         # a contiguous dataset never written has no storage: it reads as its fill value, or (fill value
         # undefined) not at all; the copy, not written either, reads back the same
@@ -48,10 +51,13 @@ class _SourceReader:
         if self.chunks is None or dcpl.get_layout() != h5d.CHUNKED:
             self.why_library = f"{_layout_of(dcpl, ds)} source"
             return
+        # the chunk index, read once: where each allocated chunk is stored and which filters it skipped
+        self.stored: dict = {}
         if ds.id.get_storage_size() and ds.id.get_num_chunks():
             def add(info):
-                self.allocated.add(tuple(info.chunk_offset))
+                self.stored[tuple(info.chunk_offset)] = (info.byte_offset, info.size, info.filter_mask)
             ds.id.chunk_iter(add)
+        self.allocated = self.stored.keys()
         self.total_chunks = math.prod(-(-d // c) for d, c in zip(self.shape, self.chunks))
         self.sparse = len(self.allocated) < self.total_chunks
         if low.unfiltered_edges(dcpl):
@@ -62,6 +68,8 @@ class _SourceReader:
             return
         self.decode, self.why_library = codecs.decoder(pipeline_from_dcpl(dcpl).steps, self.itemsize,
                                                        math.prod(self.chunks) * self.itemsize)
+        if self.decode is not None:
+            self.fd = _raw_file(ds, self.stored)
 
     @property
     def python_decoded(self) -> bool:
@@ -96,47 +104,78 @@ class _SourceReader:
         arr[dst_sl] = chunk[src_sl]
         return chunk if keep else None
 
-    def read(self, slab, slab_index: int, plan) -> np.ndarray:
-        """The slab's data; source chunks read raw here and decoded in the pool, a few at a time.
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
-        Source chunks that later hyperslabs need too are kept decoded (within ``cache_budget``).
+    def _raw(self, off) -> tuple[int, bytes]:
+        addr, size, mask = self.stored[off]
+        if self.fd is not None:
+            raw = os.pread(self.fd, size, addr)
+            if len(raw) == size:
+                return mask, raw
+        return self.ds.id.read_direct_chunk(off)
+
+    def _decode_batch(self, batch, arr) -> list:
+        """Decode source chunks and place them in ``arr``; returns the chunks kept for later hyperslabs.
+
+        ``batch`` items are ``(off, raw or None, dst_sl, src_sl, keep)``; with raw None the chunk's bytes
+        are read here with pread (the OS call releases the GIL; HDF5's calls would hold h5py's lock)."""
+        kept = []
+        for off, raw, dst_sl, src_sl, keep in batch:
+            if raw is None:
+                mask, data = self._raw(off)
+            else:
+                mask, data = raw
+            chunk = self._decode_chunk(data, mask)
+            arr[dst_sl] = chunk[src_sl]
+            if keep:
+                kept.append((off, chunk))
+        return kept
+
+    def read(self, slab, slab_index: int, plan) -> np.ndarray:
+        """The slab's data; source chunks decoded in the pool in a few batches per thread.
+
+        Source chunks that later hyperslabs need too are kept decoded (within ``cache_budget``): each
+        allocated source chunk is read from the file once per copy, unless the cache is too small.
         """
         if self.decode is None:
             return self.read_library(slab)
         arr = np.empty(slab.count, dtype=self.dtype)
-        dsid = self.ds.id
         chunk_bytes = math.prod(self.chunks) * self.itemsize
-        inflight: deque = deque()
-        limit = 2 * self.pool._max_workers + 2
-
-        def finish(item):
-            off, fut, last = item
-            chunk = fut.result()
-            if chunk is not None:
-                self.cache[off] = (chunk, last)
-
+        todo = []
+        lasts = {}
+        slab_end = tuple(s + n for s, n in zip(slab.start, slab.count))
         for off in chunks_in(slab, self.chunks):
             lo = tuple(max(o, s) for o, s in zip(off, slab.start))
-            hi = tuple(min(o + c, s + n, d) for o, c, s, n, d in zip(off, self.chunks, slab.start, slab.count, self.shape))
+            hi = tuple(min(o + c, e, d) for o, c, e, d in zip(off, self.chunks, slab_end, self.shape))
             dst_sl = tuple(slice(a - s, b - s) for a, b, s in zip(lo, hi, slab.start))
-            src_sl = tuple(slice(a - o, b - o) for a, b, o in zip(lo, hi, off))
             cached = self.cache.get(off)
             if cached is not None:
-                arr[dst_sl] = cached[0][src_sl]
-            elif off not in self.allocated:
+                arr[dst_sl] = cached[0][tuple(slice(a - o, b - o) for a, b, o in zip(lo, hi, off))]
+            elif off not in self.stored:
                 arr[dst_sl] = self.fill
             else:
-                while len(inflight) >= limit:
-                    finish(inflight.popleft())
-                last = self._last_slab(off, plan)
-                keep = last > slab_index and self.cache_bytes + chunk_bytes <= self.cache_budget
-                if keep:
-                    self.cache_bytes += chunk_bytes
-                mask, raw = dsid.read_direct_chunk(off)
-                inflight.append((off, self.pool.submit(self._decode_place, raw, mask, arr, dst_sl, src_sl, keep), last))
-                del raw
-        while inflight:
-            finish(inflight.popleft())
+                src_sl = tuple(slice(a - o, b - o) for a, b, o in zip(lo, hi, off))
+                inside = all(o + c <= e or o + c >= d for o, c, e, d in zip(off, self.chunks, slab_end, self.shape))
+                keep = False
+                if not inside:  # a later hyperslab needs this chunk too
+                    last = self._last_slab(off, plan)
+                    keep = last > slab_index and self.cache_bytes + chunk_bytes <= self.cache_budget
+                    if keep:
+                        self.cache_bytes += chunk_bytes
+                        lasts[off] = last
+                todo.append((off, None if self.fd is not None else self._raw(off), dst_sl, src_sl, keep))
+                self.chunk_reads += 1
+        if todo:
+            nbatch = min(len(todo), 4 * self.pool._max_workers)
+            size = -(-len(todo) // nbatch)
+            futures = [self.pool.submit(self._decode_batch, todo[i:i + size], arr) for i in range(0, len(todo), size)]
+            del todo
+            for fut in futures:
+                for off, chunk in fut.result():
+                    self.cache[off] = (chunk, lasts[off])
         for off in [o for o, (_, last) in self.cache.items() if last <= slab_index]:
             del self.cache[off]
             self.cache_bytes -= chunk_bytes
@@ -145,6 +184,29 @@ class _SourceReader:
     def _last_slab(self, off, plan) -> int:
         end = tuple(min(o + c, d) - 1 for o, c, d in zip(off, self.chunks, self.shape))
         return plan.slab_index(end)
+
+
+def _raw_file(ds, stored: dict) -> int | None:
+    """The source file opened read-only by the OS, for reading stored chunks with pread in threads.
+
+    Only for a plain file (HDF5's sec2 driver) whose first stored chunk reads the same both ways (a
+    userblock or another driver shifts addresses: then HDF5 reads every chunk itself)."""
+    try:
+        if ds.file.driver != "sec2" or not stored:
+            return None
+        fd = os.open(ds.file.filename, os.O_RDONLY)
+    except (OSError, ValueError):
+        return None
+    off = next(iter(stored))
+    addr, size, mask = stored[off]
+    try:
+        same = os.pread(fd, size, addr) == ds.id.read_direct_chunk(off)[1]
+    except OSError:
+        same = False
+    if not same:
+        os.close(fd)
+        return None
+    return fd
 
 
 # ------------------------------------------------------------------ writing one dataset
@@ -189,6 +251,10 @@ class DatasetWriter:
         self.dsid = dsid
         self.dst = h5py.Dataset(dsid)
         self.slabs = 0
+        self._reader: _SourceReader | None = None
+        self.planner = planner
+        self.pass_plan: PassPlan | None = None
+        self.staged = False   # a stage of a multi-stage copy (or its last pass): never staged again
 
     def advance(self, nbytes):
         if self.progress is not None and nbytes:
@@ -210,10 +276,14 @@ class DatasetWriter:
             return
         if tgt.raw_bytes == 0 and tgt.shape and 0 in tgt.shape:
             return
-        if tgt.method == "fast":
-            self.run_fast()
-        else:
-            self.run_library()
+        try:
+            if tgt.method == "fast":
+                self.run_fast()
+            else:
+                self.run_library()
+        finally:
+            if self._reader is not None:
+                self._reader.close()
 
     # -------------------------------------------------- library path
     def run_library(self):
@@ -229,7 +299,7 @@ class DatasetWriter:
             self.dsid.close()
             self.dsid = h5d.open(parent.id, name, dapl=dapl)
             self.dst = h5py.Dataset(self.dsid)
-        reader = _SourceReader(self.src, self.pool, self.buffer // 2)
+        reader = self._reader = _SourceReader(self.src, self.pool, self.buffer // 2)
         src_plan = plan if plan.mode != "elements-in-chunk" else None
         for i, slab in enumerate(plan):
             self.slabs += 1
@@ -255,12 +325,23 @@ class DatasetWriter:
         if encode is None:  # pragma: no cover - _method checked the pipeline already
             tgt.method, tgt.reason = "library", why
             return self.run_library()
-        reader = _SourceReader(self.src, self.pool, self.buffer // 2)
+        buffer, cache = self.buffer, self.buffer // 2
+        budget = getattr(self.planner, "budget", None)
+        if budget is not None and self.src.chunks is not None and len(self.src.chunks) == len(chunks):
+            # the rechunk plan (ccp repack --plan shows the same): buffer and cache within --memory
+            self.pass_plan = plan_pass(tgt.shape, self.src.chunks, chunks, tgt.itemsize, budget.room(),
+                                       self.threads, budget.buffer_bytes)
+            buffer, cache = self.pass_plan.buffer_bytes, self.pass_plan.cache_bytes
+            if self.pass_plan.rereads and not self.staged:
+                stages = choose_stages(tgt.shape, self.src.chunks, chunks, tgt.itemsize, budget.room(), self.threads)
+                if stages:
+                    return self.run_staged(stages)
+        reader = self._reader = _SourceReader(self.src, self.pool, cache)
         if reader.python_decoded and tuple(self.src.chunks) == tuple(chunks):
             return self.run_recode(reader, encode)
         if not reader.python_decoded:
             tgt.notes.append(f"source read through the library ({reader.why_library})")
-        plan = plan_slabs(tgt.shape, chunks, tgt.itemsize, self.buffer)
+        plan = plan_slabs(tgt.shape, chunks, tgt.itemsize, buffer)
         fill = reader.fill
         # a few encoded chunks per thread in flight: enough to keep every thread busy, little memory
         max_pending = 2 * self.threads + 2
@@ -300,6 +381,44 @@ class DatasetWriter:
         finally:
             for _, fut, _ in pending:
                 fut.cancel()
+
+    def run_staged(self, stages) -> None:
+        """A multi-stage copy: through unfiltered temporary copies chunked as ``stages`` (beside OUT, removed
+        at the end), each pass reading every chunk of its input once, then the last pass onto the target."""
+        import dataclasses
+
+        from ccp.hdf5.filters import parse_filters
+        from ccp.repack.options import Layout
+
+        # beside the output's temporary file, named after it (OUT.ccp-tmp-PID.stageK): a repack killed before
+        # its clean-up leaves them to the next repack to OUT, which removes them with the temporary file
+        out_tmp = self.dst.file.filename
+        paths, files = [], []
+        source = self.src
+        try:
+            for k, mid in enumerate(stages):
+                path = f"{out_tmp}.stage{k}"
+                paths.append(path)
+                files.append(h5py.File(path, "w"))
+                stage_tgt = dataclasses.replace(self.tgt, new_layout=Layout("chunked", tuple(mid)),
+                                                new_pipeline=parse_filters("none", "filters"), keep_filters=False,
+                                                notes=[], method="fast")
+                stage = DatasetWriter(source, files[-1], b"stage", None, stage_tgt, self.planner, self.pool,
+                                      self.buffer, None)
+                stage.staged = True
+                stage.run()
+                source = stage.dst
+            self.tgt.notes.append("copied in " + str(len(stages) + 1) + " passes through "
+                                  + " -> ".join("x".join(map(str, m)) for m in stages)
+                                  + " chunks: one pass would have read source chunks again within --memory")
+            self.src, self.staged = source, True
+            self.run_fast()
+        finally:
+            for f in files:
+                f.close()
+            for path in paths:
+                if os.path.exists(path):
+                    os.unlink(path)
 
     def run_recode(self, reader, encode):
         """Same chunk grid, new filters: each allocated chunk is decoded and re-encoded alone."""

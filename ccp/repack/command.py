@@ -12,6 +12,7 @@ Examples:
   ccp repack -l /All_Data/CrIS-SDR_All/ES_ImaginaryLW:CHUNK=1x30x9x717 in.h5 out.h5
   ccp repack -l /d:CHUNK=1x30x9x717 -f /d:SHUF -f /d:GZIP=6 in.h5 out.h5
   ccp repack -f zstd:3 --dry-run in.h5 out.h5
+  ccp repack -l data:CHUNK=20000x10 --memory 512MiB --plan --json in.h5     (predict a rechunk, write nothing)
   ccp repack -f GZIP=6 granules/*.h5 -o repacked/     (many files, in parallel)
   ccp repack -S PAGE -G 4MiB in.h5 out.h5     (a cloud-optimized copy: paged aggregation, 4 MiB pages)
 
@@ -74,10 +75,16 @@ def _format_change(d) -> list[str]:
               help="File-space strategy of the copy: PAGE, FSM_AGGR, AGGR or NONE (h5repack -S). Default: the source's.")
 @click.option("-G", "--fs-page-size", metavar="SIZE",
               help="File-space page size of the copy, e.g. 4MiB (h5repack -G; implies -S PAGE).")
+@click.option("--memory", "memory", default="512MiB", show_default=True, metavar="SIZE",
+              help="Peak memory of the copy: a rechunk picks its hyperslab buffer and source chunk cache within it "
+                   "so that each source chunk is read once where it can.")
+@click.option("--plan", "plan", is_flag=True,
+              help="Predict the repack (seconds, peak memory, bytes read and written, read order, cache); write nothing.")
+@click.option("--json", "as_json", is_flag=True, help="With --plan: the prediction as JSON on stdout.")
 @click.option("--dry-run", is_flag=True, help="Show what would change per dataset, with a storage estimate; write nothing.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
-def repack_command(paths, out_dir, jobs, layouts, filters, fs_strategy, fs_page_size, buffer, threads, deflate, dry_run,
-                   quiet):
+def repack_command(paths, out_dir, jobs, layouts, filters, fs_strategy, fs_page_size, buffer, threads, deflate, memory,
+                   plan, as_json, dry_run, quiet):
     """Copy IN to OUT with new chunking and/or filters for some datasets (like h5repack, faster).
 
     Everything else in the file (groups, attributes, links, other datasets) is copied as it is;
@@ -85,16 +92,29 @@ def repack_command(paths, out_dir, jobs, layouts, filters, fs_strategy, fs_page_
     copied exactly. IN is never modified. With -o OUTDIR, any number of IN files (or folders of
     them) are repacked in parallel, each to OUTDIR/its name.
     """
-    from ccp.config.storage import parse_repack_file_space
     from ccp.errors import ConfigError
     from ccp.repack.options import parse_options
     from ccp.units import parse_size
 
     opts = parse_options(layouts, filters)
-    file_space = parse_repack_file_space(fs_strategy, fs_page_size)     # one line naming -S or -G
+    file_space = None
+    if fs_strategy is not None or fs_page_size is not None:   # ccp.config.storage only when asked (start-up)
+        from ccp.config.storage import parse_repack_file_space
+
+        file_space = parse_repack_file_space(fs_strategy, fs_page_size)     # one line naming -S or -G
     buffer_bytes = parse_size(buffer, "--buffer")
     if buffer_bytes <= 0:
         raise ConfigError("--buffer", "must be > 0")
+    memory_bytes = parse_size(memory, "--memory")
+    if memory_bytes < 64 * 1024 * 1024:
+        raise ConfigError("--memory", f"{memory} is below 64MiB, about what Python, h5py and numpy take alone")
+    if as_json and not plan:
+        raise ConfigError("--json", "goes with --plan")
+    if plan:
+        if out_dir is not None or len(paths) not in (1, 2):
+            raise ConfigError("--plan", "plans one file: give IN (and OUT, optional)")
+        _plan_one(paths[0], opts, buffer_bytes, memory_bytes, threads, deflate, as_json)
+        return
     if out_dir is not None:
         from ccp.repack.many import repack_many
 
@@ -118,7 +138,7 @@ def repack_command(paths, out_dir, jobs, layouts, filters, fs_strategy, fs_page_
                           "for several inputs give -o OUTDIR")
     before = _stat(paths[1])
     try:
-        _repack_one(paths[0], paths[1], opts, buffer_bytes, threads, deflate, dry_run, quiet, file_space)
+        _repack_one(paths[0], paths[1], opts, buffer_bytes, threads, deflate, dry_run, quiet, file_space, memory_bytes)
     except (KeyboardInterrupt, _Terminated) as exc:
         after = _stat(paths[1])
         if after is not None and after != before:
@@ -148,7 +168,46 @@ def _stopped(how: str, code: int, kept: str):
     sys.exit(code)
 
 
-def _repack_one(infile, outfile, opts, buffer_bytes, threads, deflate, dry_run, quiet, file_space=None):
+def _plan_one(infile, opts, buffer_bytes, memory_bytes, threads, deflate, as_json):
+    from ccp.repack.forecast import forecast_repack
+    from ccp.repack.plan import DEFAULT_BUFFER_BYTES
+    from ccp.units import format_bytes, format_seconds
+
+    fc = forecast_repack(infile, opts.layouts, opts.filters, memory_bytes=memory_bytes,
+                         buffer_bytes=None if buffer_bytes == DEFAULT_BUFFER_BYTES else buffer_bytes,
+                         threads=threads, deflate=deflate)
+    if as_json:
+        import json
+
+        click.echo(json.dumps(fc.as_dict(), indent=2))
+        return
+    for d in fc.datasets:
+        if d.method == "copy":
+            continue
+        shapes = f"{_shape(d.source_chunks)} -> {_shape(d.target_chunks)}"
+        click.echo(f"{d.path}: {shapes} ({d.method} path)")
+        click.echo(f"    read order  {d.read_order}")
+        click.echo(f"    cache       {format_bytes(d.cache_bytes)} for decoded source chunks, "
+                   f"hyperslab buffer {format_bytes(d.buffer_bytes)}")
+        click.echo(f"    reads       {d.source_chunk_reads} source chunk reads of {d.source_chunks_stored} stored, "
+                   f"{format_bytes(d.bytes_read)}; writes ~{format_bytes(d.bytes_written)}")
+        click.echo(f"    codecs      decode {d.decode_mb_per_s} MB/s, encode {d.encode_mb_per_s} MB/s per thread (sampled)")
+        click.echo(f"    predicted   {format_seconds(d.predicted_seconds)}, peak memory {format_bytes(d.peak_memory_bytes)}")
+        if d.note:
+            click.echo(f"    note        {d.note}")
+    copied = sum(1 for d in fc.datasets if d.method == "copy")
+    click.echo(f"plan: {format_seconds(fc.predicted_seconds)} in all (start-up {format_seconds(fc.startup_seconds)} "
+               f"included), peak memory {format_bytes(fc.peak_memory_bytes)} of {format_bytes(fc.memory_bytes)}, "
+               f"{format_bytes(fc.bytes_read)} read, ~{format_bytes(fc.bytes_written)} written, {copied} dataset(s) "
+               f"copied as they are; {fc.threads} thread(s) (~{fc.effective_threads} at the present load); nothing written")
+
+
+def _shape(chunks) -> str:
+    return "x".join(map(str, chunks)) if chunks else "contiguous"
+
+
+def _repack_one(infile, outfile, opts, buffer_bytes, threads, deflate, dry_run, quiet, file_space=None,
+                memory_bytes=None):
     import os
 
     from ccp.repack.copy import repack
@@ -181,7 +240,8 @@ def _repack_one(infile, outfile, opts, buffer_bytes, threads, deflate, dry_run, 
         except ValueError:  # not the main thread
             previous = None
         result = repack(infile, outfile, opts.layouts, opts.filters, buffer_bytes=buffer_bytes, threads=threads,
-                        progress=progress, dry_run=dry_run, deflate=deflate, file_space=file_space)
+                        progress=progress, dry_run=dry_run, deflate=deflate, file_space=file_space,
+                        memory_bytes=memory_bytes)
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)

@@ -49,6 +49,7 @@ from ccp.repack.compare import verify_written
 from ccp.repack.decide import _h5_message, _Planner
 from ccp.repack.options import CONTIGUOUS, as_layout, normalise_path
 from ccp.repack.plan import DEFAULT_BUFFER_BYTES
+from ccp.repack.rechunk import MemoryBudget
 from ccp.repack.results import DatasetResult, RepackResult, page_size_notes
 from ccp.repack.tree import _Repacker, describe
 from ccp.units import format_bytes
@@ -103,7 +104,7 @@ def remove_stale_temps(dst: str) -> list[str]:
     """Remove ``DST.ccp-tmp-PID`` files whose repack process is gone (killed); returns their paths."""
     removed = []
     for path in glob.glob(glob.escape(dst) + _TEMP_TAG + "*"):
-        pid = path.rsplit(_TEMP_TAG, 1)[1]
+        pid = path.rsplit(_TEMP_TAG, 1)[1].split(".")[0]     # OUT.ccp-tmp-PID, or a stage of it: ...-PID.stageK
         if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
             try:
                 os.unlink(path)
@@ -160,7 +161,7 @@ def _copy_userblock(src: str, tmp: str, size: int) -> None:
 
 def repack(src, dst, layouts=None, filters=None, *, buffer_bytes: int = DEFAULT_BUFFER_BYTES,
            threads: int | None = None, progress=None, dry_run: bool = False, only=None,
-           deflate: str = "auto", file_space=None) -> RepackResult:
+           deflate: str = "auto", file_space=None, memory_bytes: int | None = None) -> RepackResult:
     """Copy ``src`` to ``dst`` with new layouts / filters for some datasets.
 
     ``layouts``: ``{dataset path or None (every dataset): Layout | chunk tuple | "CONTI" | None}``.
@@ -172,6 +173,9 @@ def repack(src, dst, layouts=None, filters=None, *, buffer_bytes: int = DEFAULT_
     (the ``deflate`` package: ~3x faster, equally valid streams) or "auto" (libdeflate if installed).
     ``file_space``: the copy's file-space strategy (``ccp.config.storage.FileSpace``, e.g. paged aggregation
     with 4 MiB pages: a cloud-optimized copy, h5repack's ``-S PAGE -G 4194304``); None keeps the source's.
+    ``memory_bytes``: peak memory of the copy (``--memory``); chunked-to-chunked copies then take their
+    hyperslab buffer (``buffer_bytes`` unless it is the default) and source chunk cache from the rechunk
+    plan (:mod:`ccp.repack.rechunk`) so that each source chunk is read once where the budget allows.
     """
     t0 = time.perf_counter()
     src, dst = _check_paths(src, dst, dry_run)
@@ -188,6 +192,9 @@ def repack(src, dst, layouts=None, filters=None, *, buffer_bytes: int = DEFAULT_
     done = False
     try:
         planner = _Planner(fin, layouts, filters, buffer_bytes, engine)
+        if memory_bytes is not None:
+            planner.budget = MemoryBudget(int(memory_bytes),  # type: ignore[attr-defined]  # read by chunks.DatasetWriter
+                                          None if buffer_bytes == DEFAULT_BUFFER_BYTES else buffer_bytes)
         only_keys = None
         if only is not None:
             only_keys = {planner._key_of(p, "dataset") for p in only}

@@ -226,12 +226,12 @@ def test_check_run_folder_tells_a_run_from_someones_cells_csv(sweep, tmp_path):
 
 
 def test_plan_says_so_before_a_long_prediction(sweep, tmp_path, monkeypatch):
-    import ccp.cli
+    import ccp.run.plan
 
-    monkeypatch.setattr(ccp.cli, "LONG_PLAN_REQUESTS", 3)     # the sweep has 8 requests a cell
+    monkeypatch.setattr(ccp.run.plan, "PLAN_REQUESTS_PER_SECOND", 1)     # the sweep's 8 requests: "about 8 s"
     r = CliRunner().invoke(main, ["plan", str(sweep), "--work", str(tmp_path / "work")])
     assert r.exit_code == 0, r.output
-    assert r.output.splitlines()[0].startswith("ccp plan: predicting 8 requests")
+    assert r.output.splitlines()[0] == "ccp plan: predicting 8 requests one by one; about 8 s"
 
 
 def test_a_run_killed_before_its_run_json_leaves_a_folder_the_rerun_takes(sweep, tmp_path):

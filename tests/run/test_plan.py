@@ -142,3 +142,14 @@ def test_a_planned_cell_is_typed_and_its_json_names_cells_csv_columns(write_swee
         rows[0].time_s = 0.0                                  # type: ignore[misc]
     record = rows[0].as_dict()
     assert set(rows[0].parameters) <= set(CELL_COLUMNS) and "cell_id" in record and isinstance(record["traps"], list)
+
+
+@pytest.mark.parametrize(("requests", "said"), [
+    (10_000, ""),
+    (2_900_000, ""),
+    (12_000_000, "ccp plan: predicting 12,000,000 requests one by one; about 12 s"),
+], ids=["small", "under-3s", "long"])
+def test_the_long_plan_message_tells_the_expected_time(requests, said):
+    from ccp.run.plan import long_plan_message
+
+    assert long_plan_message(requests) == said

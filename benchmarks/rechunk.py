@@ -1,0 +1,243 @@
+"""Hard rechunks (HDF5 issue 6458, scaled): ccp repack against h5repack, nccopy, an h5py script with a
+large chunk cache, and rechunker (to Zarr, for reference), on the same jobs; and ccp's prediction.
+
+    .venv/bin/python benchmarks/rechunk.py [--rounds 3] [--rows 200000] [--work DIR] [--jobs 6458,unaligned,transpose]
+
+Input: /data, ROWS x 100 float32 (a random walk rounded to 3 decimals: gzip:1 reaches ~1.9:1), chunks 2000x1
+(column chunks, as in issue 6458), gzip:1. Jobs, each to gzip:1:
+
+    6458        2000x1 -> 20000x10      (the issue's scaled case)
+    unaligned   2000x1 -> 6719x10       (target rows not a multiple of the source's, like 6458's 67186)
+    transpose   2000x1 -> 500x100       (column chunks to row chunks: each target chunk needs 100 source chunks)
+
+Tools, each run as its own process (start-up included):
+
+    h5repack -l data:CHUNK=AxB -f data:GZIP=1 in.h5 out.h5                   (Debian's hdf5-tools)
+    nccopy -d1 -c phony_dim_0/A,phony_dim_1/B in.h5 out.nc                     (Debian's netcdf-bin)
+    python h5py script: 512 MiB chunk cache on the source, target chunk rows copied in order
+    python rechunker script: rechunker.rechunk(h5py source via dask, target Zarr, max_mem 512MB, zlib 1)
+    ccp repack --memory 512MiB -l data:CHUNK=AxB -f data:GZIP=1 in.h5 out.h5
+    ccp repack --memory 512MiB --plan --json ...                               (the prediction, before each ccp run)
+
+Per tool: wall time (median and spread over ROUNDS, tools alternating order each round), CPU time
+(user+sys), peak RSS (wait4's ru_maxrss) and bytes moved (rchar/wchar of /proc/PID/io, sampled every
+10 ms until the process ends: the last few ms of I/O can be missed). Values are checked equal to the
+input (numpy, every element). The load average is printed before and after: on a shared machine the
+wall times move with it, the CPU times much less.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+JOBS = {"6458": (20000, 10), "unaligned": (6719, 10), "transpose": (500, 100)}
+MEMORY = "512MiB"
+MEMORY_BYTES = 512 * 2**20
+
+_H5PY_SCRIPT = """
+import sys, h5py
+src, dst, a, b = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+with h5py.File(src, "r", rdcc_nbytes=512 * 2**20, rdcc_nslots=1_000_003) as fin, h5py.File(dst, "w") as fout:
+    x = fin["data"]
+    y = fout.create_dataset("data", shape=x.shape, dtype=x.dtype, chunks=(a, b), compression="gzip", compression_opts=1)
+    for i in range(0, x.shape[0], a):
+        y[i:i + a] = x[i:i + a]
+"""
+
+_RECHUNKER_SCRIPT = """
+import sys, h5py, dask, dask.array as da, zarr, numcodecs
+from rechunker import rechunk
+src, dst, tmp, a, b = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+with h5py.File(src, "r") as fin:
+    x = fin["data"]
+    arr = da.from_array(x, chunks=x.chunks)
+    with dask.config.set(scheduler="threads"):
+        plan = rechunk(arr, (a, b), "512MB", dst, temp_store=tmp,
+                       target_options={"compressor": numcodecs.Zlib(level=1)},
+                       temp_options={"compressor": numcodecs.Zlib(level=1)})
+        plan.execute()
+"""
+
+_LAUNCHER = """
+import os, subprocess, sys, time
+t0 = time.perf_counter()
+proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+io = {}
+while True:
+    pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+    if pid:
+        break
+    try:
+        with open(f"/proc/{proc.pid}/io") as f:
+            io = dict(line.split(": ") for line in f.read().splitlines())
+    except OSError:
+        pass
+    time.sleep(0.01)
+wall = time.perf_counter() - t0
+err = proc.stderr.read().decode(errors="replace").strip().replace(chr(10), " | ")[-400:]
+print(os.waitstatus_to_exitcode(status), wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss,
+      int(io.get("rchar", 0)), int(io.get("wchar", 0)), err or "-")
+"""
+
+
+def make_input(path: Path, rows: int) -> None:
+    rng = np.random.default_rng(6458)
+    with h5py.File(path, "w") as f:
+        d = f.create_dataset("data", shape=(rows, 100), dtype="f4", chunks=(2000, 1), compression="gzip",
+                             compression_opts=1)
+        for i in range(0, rows, 20000):
+            n = min(20000, rows - i)
+            d[i:i + n] = np.round(np.cumsum(rng.standard_normal((n, 100)), axis=0) * 0.01, 3).astype("f4")
+    print(f"input {path}: data {rows}x100 f4, chunks 2000x1, gzip:1, {path.stat().st_size / 2**20:.1f} MiB")
+
+
+def measure(cmd: list[str]) -> dict:
+    r = subprocess.run([sys.executable, "-c", _LAUNCHER, *cmd], check=False, capture_output=True, text=True)
+    try:
+        code, wall, cpu, rss, rchar, wchar, err = r.stdout.split(maxsplit=6)
+    except ValueError:
+        sys.exit(f"failed: {' '.join(cmd)}\n{r.stdout}{r.stderr}")
+    if int(code) != 0:
+        sys.exit(f"failed ({code}): {' '.join(cmd)}\n{err}")
+    return {"wall": float(wall), "cpu": float(cpu), "rss_mib": int(rss) / 1024, "read_mib": int(rchar) / 2**20,
+            "written_mib": int(wchar) / 2**20}
+
+
+def check_equal(src: Path, out: Path, kind: str) -> None:
+    with h5py.File(src, "r") as f:
+        want = f["data"][...]
+    if kind == "zarr":
+        import zarr
+
+        got = zarr.open(str(out), mode="r")[...]
+    else:
+        with h5py.File(out, "r") as f:
+            got = f["data"][...]
+    if not np.array_equal(want, got):
+        sys.exit(f"{out}: values differ from the input")
+
+
+def tools(src: Path, work: Path, job: str, have_rechunker: bool) -> dict:
+    a, b = JOBS[job]
+    ccp = str(Path(sys.executable).with_name("ccp"))
+    out = {}
+    if shutil.which("h5repack"):
+        out["h5repack"] = ([shutil.which("h5repack"), "-l", f"data:CHUNK={a}x{b}", "-f", "data:GZIP=1", str(src),
+                            str(work / "o_h5repack.h5")], work / "o_h5repack.h5", "h5")
+    if shutil.which("nccopy"):
+        out["nccopy -c"] = ([shutil.which("nccopy"), "-d1", "-c", f"phony_dim_0/{a},phony_dim_1/{b}", str(src),
+                             str(work / "o_nccopy.nc")], work / "o_nccopy.nc", "h5")
+    out["h5py, 512 MiB cache"] = ([sys.executable, "-c", _H5PY_SCRIPT, str(src), str(work / "o_h5py.h5"), str(a), str(b)],
+                                  work / "o_h5py.h5", "h5")
+    if have_rechunker:
+        out["rechunker -> Zarr"] = ([sys.executable, "-c", _RECHUNKER_SCRIPT, str(src), str(work / "o_rechunker.zarr"),
+                                     str(work / "t_rechunker.zarr"), str(a), str(b)], work / "o_rechunker.zarr", "zarr")
+    out["ccp repack"] = ([ccp, "repack", "-q", "--memory", MEMORY, "-l", f"data:CHUNK={a}x{b}", "-f", "data:GZIP=1",
+                          str(src), str(work / "o_ccp.h5")], work / "o_ccp.h5", "h5")
+    return out
+
+
+def clean(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path)
+    elif path.exists():
+        path.unlink()
+
+
+def predict(src: Path, job: str) -> dict:
+    a, b = JOBS[job]
+    ccp = str(Path(sys.executable).with_name("ccp"))
+    t0 = time.perf_counter()
+    r = subprocess.run([ccp, "repack", "--memory", MEMORY, "-l", f"data:CHUNK={a}x{b}", "-f", "data:GZIP=1", "--plan",
+                        "--json", str(src)], check=True, capture_output=True, text=True)
+    doc = json.loads(r.stdout)
+    doc["plan_seconds"] = time.perf_counter() - t0
+    return doc
+
+
+def run_job(src: Path, work: Path, job: str, rounds: int, have_rechunker: bool) -> None:
+    cmds = tools(src, work, job, have_rechunker)
+    a, b = JOBS[job]
+    print(f"\njob {job}: 2000x1 -> {a}x{b}, gzip:1; load average before {os.getloadavg()[0]:.2f}")
+    for name, (cmd, _, _) in cmds.items():
+        shown = " ".join(c if len(c) < 80 else c.strip().splitlines()[0] + " ..." for c in cmd)
+        print(f"  {name}: {shown}")
+    res: dict = {n: [] for n in cmds}
+    preds = []
+    for i in range(rounds):
+        order = list(cmds) if i % 2 == 0 else list(cmds)[::-1]
+        for name in order:
+            cmd, target, kind = cmds[name]
+            clean(target)
+            clean(work / "t_rechunker.zarr")
+            if name == "ccp repack":
+                preds.append(predict(src, job))
+            res[name].append(measure(cmd))
+            if i == 0:
+                check_equal(src, target, kind)
+            clean(target)
+            clean(work / "t_rechunker.zarr")
+    print(f"  load average after {os.getloadavg()[0]:.2f}; values equal to the input for every tool (checked in round 1)")
+    print(f"  {'tool':<22} {'wall median (spread)':>24} {'CPU s':>7} {'peak RSS':>9} {'read':>9} {'written':>9}")
+    med = {}
+    for name, rs in res.items():
+        walls = [r["wall"] for r in rs]
+        med[name] = statistics.median(walls)
+        print(f"  {name:<22} {med[name]:>9.2f} s ({min(walls):.2f}-{max(walls):.2f}) "
+              f"{statistics.median(r['cpu'] for r in rs):>7.2f} {max(r['rss_mib'] for r in rs):>6.0f} MiB "
+              f"{statistics.median(r['read_mib'] for r in rs):>5.0f} MiB {statistics.median(r['written_mib'] for r in rs):>5.0f} MiB")
+    c = med["ccp repack"]
+    for name in med:
+        if name != "ccp repack":
+            print(f"  {name} / ccp repack (median wall): {med[name] / c:.2f}x")
+    rss = max(r["rss_mib"] for r in res["ccp repack"])
+    print(f"  ccp peak RSS {rss:.0f} MiB of the {MEMORY} budget: {'under' if rss * 2**20 <= MEMORY_BYTES else 'OVER'}")
+    for p, r in zip(preds, res["ccp repack"]):
+        d = p["datasets"][0]
+        err = (p["predicted_seconds"] - r["wall"]) / r["wall"]
+        print(f"  predicted {p['predicted_seconds']:.2f} s vs measured {r['wall']:.2f} s ({err:+.0%}); peak memory "
+              f"predicted {p['peak_memory_bytes'] / 2**20:.0f} MiB vs {r['rss_mib']:.0f} MiB; "
+              f"{d['source_chunk_reads']} source chunk reads of {d['source_chunks_stored']}; plan took {p['plan_seconds']:.2f} s")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rows", type=int, default=200_000)
+    ap.add_argument("--jobs", default=",".join(JOBS))
+    ap.add_argument("--work", type=Path, default=None, help="folder for the files (default: a temporary folder)")
+    ap.add_argument("--no-rechunker", action="store_true")
+    args = ap.parse_args()
+    try:
+        import rechunker  # noqa: F401
+        import zarr  # noqa: F401
+
+        have_rechunker = not args.no_rechunker
+    except ImportError:
+        print("rechunker not installed (pip install -e '.[rechunk-bench]'): its row is left out")
+        have_rechunker = False
+    print(f"machine: {os.cpu_count()} CPUs")
+    with tempfile.TemporaryDirectory(dir=args.work) as tmp:
+        work = Path(tmp)
+        src = work / "in.h5"
+        make_input(src, args.rows)
+        for job in args.jobs.split(","):
+            if job not in JOBS:
+                sys.exit(f"unknown job {job!r}: one of {', '.join(JOBS)}")
+            run_job(src, work, job, args.rounds, have_rechunker)
+
+
+if __name__ == "__main__":
+    main()

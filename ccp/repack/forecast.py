@@ -1,0 +1,253 @@
+"""``ccp repack --plan``: what a repack will cost (time, peak memory, bytes read and written, the read
+order and cache) before it runs, from the plan the copy itself uses (:mod:`ccp.repack.rechunk`).
+
+The time model: each dataset's copy is its main thread's per-chunk work plus the codec work (decode
+every source chunk read, encode every target chunk) shared by the encoder threads. The codec rates are
+measured here on the dataset's own chunks (source chunks decoded, a real target chunk encoded with the
+target's filters, as the copy will), so the data's compressibility is in them;
+the codec rates are CPU time, and the cores the threads get come from the CPU count and the load average.
+Nothing is written.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import time
+from dataclasses import asdict, dataclass
+
+import h5py
+import numpy as np
+
+from ccp.errors import CcpError
+from ccp.hdf5.filters import codecs, pipeline_from_dcpl
+from ccp.repack.chunks import _SourceReader
+from ccp.repack.decide import _h5_message, _Planner
+from ccp.repack.plan import Slab
+from ccp.repack.rechunk import MemoryBudget, choose_stages, plan_pass, process_rss
+from ccp.repack.tree import _Repacker
+
+# main-thread seconds per source chunk read and per target chunk written (index walk, slicing, the
+# write call), measured on the 6458 benchmark with cProfile (0.35 s for 10,000 source chunks)
+SECONDS_PER_SOURCE_CHUNK = 30e-6
+SECONDS_PER_TARGET_CHUNK = 300e-6
+# H5Ocopy of a dataset that does not change, bytes per second (raw chunks copied by the library)
+COPY_BYTES_PER_SECOND = 400e6
+# a temporary stage copy: raw bytes written and read back through the page cache
+STAGE_BYTES_PER_SECOND = 1e9
+_SAMPLE_CHUNKS = 64
+_SAMPLE_BYTES = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class DatasetForecast:
+    path: str
+    source_chunks: tuple[int, ...] | None
+    target_chunks: tuple[int, ...] | None
+    method: str                  # "fast" | "library" | "copy"
+    read_order: str
+    buffer_bytes: int
+    cache_bytes: int
+    hyperslab: tuple[int, ...]
+    source_chunk_reads: int
+    source_chunks_stored: int
+    bytes_read: int
+    bytes_written: int
+    peak_memory_bytes: int
+    predicted_seconds: float
+    decode_mb_per_s: float
+    encode_mb_per_s: float
+    stages: tuple[tuple[int, ...], ...]   # intermediate chunk shapes a multi-stage copy would use ("" if one pass)
+    note: str
+
+
+@dataclass(frozen=True)
+class RepackForecast:
+    src: str
+    threads: int
+    effective_threads: float
+    memory_bytes: int
+    startup_seconds: float       # already spent when the plan was made (interpreter, imports, survey)
+    predicted_seconds: float
+    peak_memory_bytes: int
+    bytes_read: int
+    bytes_written: int
+    datasets: tuple[DatasetForecast, ...]
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def process_seconds() -> float:
+    """Seconds since this process started (Linux /proc; 0 elsewhere)."""
+    try:
+        with open("/proc/self/stat") as f:
+            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):  # pragma: no cover - not Linux
+        return 0.0
+
+
+def cpu_shares(threads: int) -> tuple[float, float]:
+    """(cores the encoder threads get, share of a core the main thread gets) at the present load.
+
+    The codec rates are measured in CPU time (``time.thread_time``: short samples on a busy machine are
+    scheduled unlike a long copy), so the load comes in here: every runnable thread gets an equal share
+    of the CPUs (the 1-minute load average, less this process, counts the others)."""
+    ncpu = os.cpu_count() or 1
+    try:
+        others = max(0.0, os.getloadavg()[0] - 1)
+    except OSError:  # pragma: no cover
+        others = 0.0
+    cores = min(threads, ncpu) * min(1.0, ncpu / (others + threads))
+    return max(cores, 1e-3), min(1.0, ncpu / (others + 1))
+
+
+def _rates(ds, reader: _SourceReader, encode, target_chunks) -> tuple[float, float]:
+    """Seconds per raw byte to decode source chunks and to encode target chunks (one thread).
+
+    Decoding is timed on a spread of stored source chunks; encoding on one real target chunk of the middle
+    of the dataset (read through HDF5), since a chunk's compressibility depends on how its values are laid out."""
+    offsets = list(reader.stored)
+    if not offsets or reader.decode is None:
+        return 0.0, 0.0
+    chunk_bytes = math.prod(reader.chunks) * reader.itemsize
+    count = max(1, min(_SAMPLE_CHUNKS, _SAMPLE_BYTES // max(1, chunk_bytes), len(offsets)))
+    step = max(1, len(offsets) // count)
+    picks = offsets[::step][:count]
+    mask, raw = reader._raw(picks[0])
+    reader._decode_chunk(raw, mask)  # warm-up: the codec's first call loads it
+    raws = [reader._raw(off) for off in picks]
+    nbytes = len(raws) * chunk_bytes
+    # CPU time, median of three rounds
+    decode_rate = statistics.median(_timed(lambda: [reader._decode_chunk(r, m) for m, r in raws]) for _ in range(3)) / nbytes
+    if encode is None or not target_chunks:
+        return decode_rate, 0.0
+    shape = ds.shape
+    start = tuple((-(-d // c) // 2) * c for d, c in zip(shape, target_chunks))
+    extent = [min(c, d - o) for c, d, o in zip(target_chunks, shape, start)]
+    for i in range(len(extent)):   # at most _SAMPLE_BYTES: fewer rows of the chunk
+        if math.prod(extent) * reader.itemsize > _SAMPLE_BYTES:
+            extent[i] = max(1, _SAMPLE_BYTES // (math.prod(extent[i + 1:]) * reader.itemsize))
+    data = np.ascontiguousarray(reader.read_library(Slab(start, tuple(extent)))).tobytes()
+    return decode_rate, statistics.median(_timed(lambda: encode(data)) for _ in range(3)) / max(1, len(data))
+
+
+def _timed(fn) -> float:
+    """CPU seconds of this thread running ``fn``."""
+    t0 = time.thread_time()
+    fn()
+    return time.thread_time() - t0
+
+
+def forecast_repack(src, layouts=None, filters=None, *, memory_bytes: int, buffer_bytes: int | None = None,
+                    threads: int | None = None, deflate: str = "auto") -> RepackForecast:
+    """The plan of ``repack(src, ..., memory_bytes=...)`` and what it will cost; writes nothing."""
+    from ccp.repack.copy import _check_paths  # the same checks as the copy (its OUT is not needed here)
+
+    src, _ = _check_paths(src, os.fspath(src) + ".plan", True)
+    threads = max(1, int(threads or os.cpu_count() or 1))
+    eff, main_share = cpu_shares(threads)
+    engine = codecs.resolve_deflate_engine(deflate)
+    budget = MemoryBudget(int(memory_bytes), buffer_bytes)
+    try:
+        fin = h5py.File(src, "r")
+    except Exception as exc:  # noqa: BLE001
+        raise CcpError(f"cannot open {src}: {_h5_message(exc)}") from None
+    planner = None
+    try:
+        planner = _Planner(fin, layouts, filters, buffer_bytes or 32 * 1024 * 1024, engine)
+        rp = _Repacker(fin, None, planner, None, buffer_bytes, None, None)
+        rp.survey()
+        startup = process_seconds()  # what the copy spends too before its first chunk (the plan's sampling is not)
+        base = process_rss()
+        out = []
+        for tgt in sorted(rp.targets.values(), key=lambda t: t.path):
+            out.append(_forecast_dataset(fin[tgt.path], tgt, planner, budget, threads, eff, main_share, base))
+        total = startup + sum(d.predicted_seconds for d in out)
+        return RepackForecast(src, threads, round(eff, 2), budget.memory_bytes, round(startup, 3), round(total, 3),
+                              max([base] + [d.peak_memory_bytes for d in out]),
+                              sum(d.bytes_read for d in out), sum(d.bytes_written for d in out), tuple(out))
+    finally:
+        if planner is not None:
+            planner.close()
+        fin.close()
+
+
+def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, eff: float, main_share: float,
+                      base: int) -> DatasetForecast:
+    src_chunks = tuple(ds.chunks) if ds.chunks is not None else None
+    if not tgt.changed:
+        secs = tgt.stored_bytes / COPY_BYTES_PER_SECOND
+        return DatasetForecast(tgt.path, src_chunks, src_chunks, "copy", "H5Ocopy (raw chunks, unchanged)", 0, 0, (),
+                               0, 0, tgt.stored_bytes, tgt.stored_bytes, base, round(secs, 3), 0.0, 0.0, (), "")
+    lay = tgt.new_layout
+    dst_chunks = tuple(lay.chunks) if lay is not None and lay.kind == "chunked" else None
+    written = planner.estimate(ds, tgt)
+    written = tgt.raw_bytes if written is None else written
+    reader = _SourceReader(ds, None, 0)
+    try:
+        encode = None
+        if tgt.method == "fast" and dst_chunks is not None:
+            dcpl = planner.make_dcpl(ds, lay, None if tgt.keep_filters else tgt.new_pipeline)
+            encode, _ = codecs.encoder(pipeline_from_dcpl(dcpl).steps, tgt.itemsize, tgt.deflate)
+        dec, enc = _rates(ds, reader, encode, dst_chunks)
+        stored = len(reader.stored)
+    finally:
+        reader.close()
+    mb = lambda r: round(1e-6 / r, 1) if r else 0.0  # noqa: E731
+    if tgt.method != "fast" or dst_chunks is None or src_chunks is None or len(src_chunks) != len(dst_chunks):
+        # the library path: HDF5 reads and writes hyperslabs itself (one thread)
+        secs = tgt.raw_bytes * (dec + (enc or dec * 3)) / main_share
+        return DatasetForecast(tgt.path, src_chunks, dst_chunks, "library", f"library: {tgt.reason}", budget.buffer_bytes
+                               or 32 * 1024 * 1024, 0, (), stored, stored, tgt.stored_bytes, written,
+                               base + 2 * (budget.buffer_bytes or 32 * 1024 * 1024), round(secs, 3), mb(dec), mb(enc),
+                               (), "the library path: a rough estimate")
+    room = budget.room()
+    pp = plan_pass(tgt.shape, src_chunks, dst_chunks, tgt.itemsize, room, threads, budget.buffer_bytes)
+    count = pp.count
+    if src_chunks == dst_chunks:   # same grid, new filters: each chunk decoded and re-encoded alone
+        order = "each stored chunk in index order, re-encoded alone"
+        reads, peak = stored, base + (2 * threads + 2) * 2 * math.prod(dst_chunks) * tgt.itemsize
+        block: tuple[int, ...] = dst_chunks
+    else:
+        order = (f"hyperslabs of whole target chunks, {'x'.join(map(str, pp.block))} elements each, in C order; "
+                 f"source chunks decoded once per hyperslab they touch, kept while a later one needs them")
+        reads = round(count.chunk_reads * stored / count.source_chunks) if count.source_chunks else 0
+        block = pp.block
+        slab_bytes = math.prod(min(b, d) for b, d in zip(pp.block, tgt.shape)) * tgt.itemsize
+        inflight = (2 * threads + 2) * 2 * math.prod(dst_chunks) * tgt.itemsize
+        peak = base + slab_bytes + count.peak_cache_bytes + inflight + 2 * threads * math.prod(src_chunks) * tgt.itemsize
+    src_chunk_raw = math.prod(src_chunks) * tgt.itemsize
+    codec = reads * src_chunk_raw * dec + tgt.raw_bytes * enc
+    main = (reads * SECONDS_PER_SOURCE_CHUNK + count.target_chunks * SECONDS_PER_TARGET_CHUNK) / main_share
+    secs = main + codec / eff
+    avg_stored = tgt.stored_bytes / stored if stored else 0
+    stages: tuple = ()
+    note = ""
+    if pp.rereads:
+        stages = choose_stages(tgt.shape, src_chunks, dst_chunks, tgt.itemsize, room, threads)
+        if stages:
+            # unfiltered stages: their cost is the per-chunk work and moving the raw bytes twice (page cache)
+            chain = [src_chunks, *stages, dst_chunks]
+            passes = [plan_pass(tgt.shape, a, b, tgt.itemsize, room, threads) for a, b in zip(chain, chain[1:])]
+            last = passes[-1].count
+            staged = sum(p.count.chunk_reads * SECONDS_PER_SOURCE_CHUNK + p.count.target_chunks * SECONDS_PER_TARGET_CHUNK
+                         + 2 * tgt.raw_bytes / STAGE_BYTES_PER_SECOND for p in passes[:-1])
+            reads = stored   # every source chunk read once, in the first pass
+            serial = staged + last.chunk_reads * SECONDS_PER_SOURCE_CHUNK + last.target_chunks * SECONDS_PER_TARGET_CHUNK
+            secs = serial / main_share + (stored * src_chunk_raw * dec + tgt.raw_bytes * enc) / eff
+            order = (f"{len(stages) + 1} passes through unfiltered temporary copies chunked "
+                     f"{' -> '.join('x'.join(map(str, m)) for m in stages)} (beside OUT, removed after), each pass "
+                     "reading every chunk of its input once")
+            note = (f"one pass would read {pp.rereads} source chunk(s) again within --memory; the temporary copies "
+                    f"need {tgt.raw_bytes} bytes of disk beside OUT")
+        else:
+            note = (f"one pass reads {pp.rereads} source chunk(s) again: the cache ({pp.cache_bytes} bytes) cannot "
+                    f"hold every chunk a later hyperslab needs; more --memory avoids it")
+    return DatasetForecast(tgt.path, src_chunks, dst_chunks, "fast", order, pp.buffer_bytes, pp.cache_bytes, block,
+                           reads, stored, round(reads * avg_stored), written, peak, round(secs, 3), mb(dec), mb(enc),
+                           stages, note)

@@ -1,0 +1,282 @@
+"""Rechunk plans: the read order, chunk cache and memory of copying a dataset onto a new chunk grid,
+with the bytes it moves and the time it takes, known before anything is written (``ccp repack --plan``).
+
+Pure: no I/O. The writer (:mod:`ccp.repack.chunks`) reads the source in hyperslabs of whole target
+chunks (:func:`ccp.repack.plan.plan_slabs`, C order of the hyperslab grid) and keeps a decoded source
+chunk that a later hyperslab needs too, while the cache has room; :func:`count_pass` replays exactly
+that policy, so a plan's chunk reads are the writer's, not an estimate. :func:`plan_pass` picks the
+hyperslab buffer and cache for a memory budget: the default buffer when every source chunk is then
+read once, else the buffer (up to half the budget) that reads fewest.
+
+When no single pass fits the budget without reading source chunks again, :func:`multistage_chunks`
+gives intermediate chunk shapes (rechunker's algorithm: consolidate reads and writes up to the
+memory limit, then geometrically spaced stages until the intermediates are large enough, stopping
+when more stages cost more I/O); each stage is one pass of this module.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ccp.repack.plan import DEFAULT_BUFFER_BYTES, plan_slabs
+
+# chunks encoded ahead per thread while earlier ones are written (the writer's max_pending)
+PENDING_PER_THREAD = 2
+
+
+@dataclass(frozen=True)
+class PassCount:
+    """What one pass does, counted: source chunk reads, the largest cache, hyperslabs."""
+
+    source_chunks: int        # source chunks in the grid (allocated or not)
+    chunk_reads: int          # source chunks decoded (a chunk read twice counts twice)
+    peak_cache_bytes: int     # most decoded source chunk bytes kept between hyperslabs
+    slabs: int
+    target_chunks: int
+
+
+def _axis_spans(size: int, chunk: int, block: int) -> dict[tuple[int, int], int]:
+    """Along one axis: ``{(first block, last block): number of source chunks}``."""
+    import numpy as np
+
+    starts = np.arange(0, size, chunk, dtype=np.int64)
+    first = starts // block
+    last = (np.minimum(starts + chunk, size) - 1) // block
+    keys, counts = np.unique(first * (size + 1) + last, return_counts=True)
+    return {(int(k // (size + 1)), int(k % (size + 1))): int(n) for k, n in zip(keys, counts)}
+
+
+def count_pass(shape: Sequence[int], src_chunks: Sequence[int], dst_chunks: Sequence[int], itemsize: int,
+               buffer_bytes: int, cache_bytes: int) -> PassCount:
+    """The writer's read order and cache policy (``_SourceReader.read``), counted for a fully allocated source.
+
+    A source chunk spanning several hyperslabs is kept decoded from the first to the last of them. Per axis,
+    chunks group by the blocks they span, so the count costs the number of such groups, not of chunks.
+    When the cache holds every chunk kept at once (the usual case), the count is exact; otherwise chunks
+    that find no room are counted as read once per hyperslab they touch, in the proportion the cache lacks.
+    """
+    shape, src_chunks, dst_chunks = tuple(shape), tuple(src_chunks), tuple(dst_chunks)
+    if any(d == 0 for d in shape):
+        return PassCount(0, 0, 0, 0, 0)
+    plan = plan_slabs(shape, dst_chunks, itemsize, buffer_bytes)
+    chunk_bytes = math.prod(src_chunks) * itemsize
+    nsrc = math.prod(-(-d // c) for d, c in zip(shape, src_chunks))
+    ntgt = math.prod(-(-d // c) for d, c in zip(shape, dst_chunks))
+    nslabs = len(plan)
+    grid = plan.grid() if plan.mode != "elements-in-chunk" else None
+    if grid is None:
+        # a target chunk larger than the buffer (the library path): each piece of it reads the source
+        # chunks under it, so a source chunk is read once per piece it touches (an estimate)
+        per = math.prod(max(1, -(-min(c, d) // b)) for c, d, b in zip(src_chunks, shape, plan.block))
+        return PassCount(nsrc, nsrc * per, 0, nslabs, ntgt)
+    axes = [list(_axis_spans(d, c, b).items()) for d, c, b in zip(shape, src_chunks, plan.block)]
+    strides = [math.prod(grid[i + 1:]) for i in range(len(grid))]
+    alive = [0] * (nslabs + 2)      # difference array: chunks kept while hyperslab i is copied
+    spanning = extra = 0
+    for combo in itertools.product(*axes):
+        n = math.prod(m for _, m in combo)
+        if all(a == b for (a, b), _ in combo):
+            continue
+        first = sum(a * st for ((a, _), _), st in zip(combo, strides))
+        last = sum(b * st for ((_, b), _), st in zip(combo, strides))
+        alive[first] += n
+        alive[last + 1] -= n     # evicted after its last hyperslab is copied
+        spanning += n
+        extra += n * (math.prod(b - a + 1 for (a, b), _ in combo) - 1)
+    peak = run = 0
+    for i in range(nslabs):
+        run += alive[i]
+        peak = max(peak, run)
+    peak_bytes = peak * chunk_bytes
+    if peak_bytes <= cache_bytes:
+        return PassCount(nsrc, nsrc, peak_bytes, nslabs, ntgt)
+    short = 1 - cache_bytes / peak_bytes
+    return PassCount(nsrc, nsrc + math.ceil(extra * short), min(cache_bytes, peak_bytes), nslabs, ntgt)
+
+
+@dataclass(frozen=True)
+class PassPlan:
+    """One pass: its buffer and cache (bytes), the hyperslab shape, and what it reads."""
+
+    buffer_bytes: int
+    cache_bytes: int
+    block: tuple[int, ...]
+    count: PassCount
+
+    @property
+    def rereads(self) -> int:
+        return self.count.chunk_reads - self.count.source_chunks
+
+
+def plan_pass(shape, src_chunks, dst_chunks, itemsize: int, memory_bytes: int, threads: int = 1,
+              buffer_bytes: int | None = None) -> PassPlan:
+    """The hyperslab buffer and cache for one pass within ``memory_bytes`` (beyond what the process
+    already holds). ``buffer_bytes`` given: that buffer, the cache gets the rest."""
+    shape, src_chunks, dst_chunks = tuple(shape), tuple(src_chunks), tuple(dst_chunks)
+    target_chunk = math.prod(dst_chunks) * itemsize
+    # encoded chunks in flight (raw copy + its encoding) and the decode batches' transient chunks
+    overhead = (PENDING_PER_THREAD * threads + 2) * 2 * target_chunk + 2 * threads * math.prod(src_chunks) * itemsize
+    room = max(1, memory_bytes - overhead)
+
+    def make(buf: int) -> PassPlan:
+        buf = max(1, min(buf, room))
+        slab = plan_slabs(shape, dst_chunks, itemsize, buf)
+        cache = max(0, room - slab.slab_bytes)
+        return PassPlan(buf, cache, slab.block, count_pass(shape, src_chunks, dst_chunks, itemsize, buf, cache))
+
+    if buffer_bytes is not None:
+        return make(int(buffer_bytes))
+    best = make(DEFAULT_BUFFER_BYTES)
+    if not best.rereads:
+        return best
+    candidates = [DEFAULT_BUFFER_BYTES * 2**k for k in range(1, 12) if DEFAULT_BUFFER_BYTES * 2**k <= room // 2]
+    candidates += _aligned_buffers(shape, src_chunks, dst_chunks, itemsize, room * 3 // 4)
+    for buf in sorted(set(candidates)):
+        cand = make(buf)
+        if cand.count.chunk_reads < best.count.chunk_reads:
+            best = cand
+    return best
+
+
+def _aligned_buffers(shape, src_chunks, dst_chunks, itemsize: int, limit: int) -> list[int]:
+    """Buffers whose hyperslabs end on source chunk boundaries too: along the axis the hyperslab cuts (the
+    axes after it whole, one target chunk before it), the largest multiple of both chunk extents that fits."""
+    out = []
+    for k in range(len(shape)):
+        lcm = src_chunks[k] * dst_chunks[k] // math.gcd(src_chunks[k], dst_chunks[k])
+        inner = math.prod(shape[k + 1:]) * math.prod(dst_chunks[:k]) * itemsize
+        m = limit // max(1, inner * lcm)
+        if m >= 1 and m * lcm < shape[k]:
+            out.append(inner * m * lcm)
+    return out
+
+
+# ------------------------------------------------------------------ multi-stage (rechunker's algorithm)
+
+def consolidate(shape, chunks, itemsize: int, max_mem: int, limits=None) -> tuple[int, ...]:
+    """Grow ``chunks`` up to ``max_mem`` bytes, last axis first, each axis up to its limit (None: keep it)."""
+    ndim = len(shape)
+    limits = list(shape) if limits is None else list(limits)
+    new = list(chunks)
+    mem = itemsize * math.prod(new)
+    if mem > max_mem:
+        raise ValueError(f"a chunk of {mem} bytes exceeds the memory limit {max_mem}")
+    headroom = max_mem / mem
+    for axis in range(ndim - 1, -1, -1):
+        if limits[axis] is None:
+            continue
+        upper = min(shape[axis], limits[axis] if limits[axis] != -1 else shape[axis])
+        new[axis] = max(chunks[axis], upper)
+        mem = itemsize * math.prod(new)
+        if max_mem / mem > 1:
+            headroom = max_mem / mem
+        else:
+            new[axis] = min(int(chunks[axis] * int(headroom)), max(chunks[axis], upper))
+            new[axis] = max(new[axis], chunks[axis])
+            headroom = max_mem / (itemsize * math.prod(new))
+    return tuple(new)
+
+
+def stage_chunks(read_chunks, write_chunks, stages: int) -> list[tuple[int, ...]]:
+    """Chunk shapes between the stages, geometrically spaced per axis (``stages - 1`` shapes)."""
+    out = []
+    for k in range(1, stages):
+        t = k / stages
+        out.append(tuple(max(1, math.floor(math.exp(math.log(r) * (1 - t) + math.log(w) * t) + 1e-9))
+                         for r, w in zip(read_chunks, write_chunks)))
+    return out
+
+
+def _intermediate_count(src: int, dst: int, size: int) -> int:
+    """Pieces one axis splits into when chunks ``src`` are copied into chunks ``dst`` (a read/write each)."""
+    multiple = src * dst // math.gcd(src, dst)
+    per = multiple // src + multiple // dst - 1
+    whole, rest = divmod(size, multiple)
+    return whole * per + ((-(-rest // src) + -(-rest // dst) - 1) if rest else 0)
+
+
+def io_ops(shape, src_chunks, dst_chunks) -> int:
+    """Read/write operations of copying chunks ``src_chunks`` into ``dst_chunks`` (rechunker's count)."""
+    return math.prod(_intermediate_count(s, d, n) for s, d, n in zip(src_chunks, dst_chunks, shape))
+
+
+def multistage_chunks(shape, src_chunks, dst_chunks, itemsize: int, min_mem: int, max_mem: int,
+                      max_stages: int = 100) -> list[tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:
+    """Rechunker's multi-stage plan: ``[(read_chunks, intermediate_chunks, write_chunks), ...]``, one per stage.
+
+    Stages are added until the smallest intermediate chunk holds ``min_mem`` bytes, or until one more
+    stage would cost more I/O operations (then the previous plan)."""
+    shape, src_chunks, dst_chunks = tuple(shape), tuple(src_chunks), tuple(dst_chunks)
+    for name, ch in (("source", src_chunks), ("target", dst_chunks)):
+        if itemsize * math.prod(ch) > max_mem:
+            raise ValueError(f"a {name} chunk ({itemsize * math.prod(ch)} bytes) exceeds the memory limit {max_mem}")
+    write = consolidate(shape, dst_chunks, itemsize, max_mem)
+    limits = [w if w > s else None for s, w in zip(src_chunks, write)]
+    read = consolidate(shape, src_chunks, itemsize, max_mem, limits)
+    prev_ops = None
+    prev_plan: list = []
+    for stages in range(1, max_stages):
+        mids = stage_chunks(read, write, stages)
+        pre = [read, *mids]
+        post = [*mids, write]
+        inter = [tuple(min(a, b) for a, b in zip(p, q)) for p, q in zip(pre, post)]
+        plan = list(zip(pre, inter, post))
+        if min(itemsize * math.prod(c) for c in inter) >= min_mem:
+            return plan
+        ops = sum(io_ops(shape, p, q) for p, q in zip(pre, post))
+        if prev_ops is not None and ops > prev_ops:
+            return prev_plan
+        prev_ops, prev_plan = ops, plan
+    return prev_plan
+
+
+# ------------------------------------------------------------------ the memory budget of a copy
+
+DEFAULT_MEMORY_BYTES = 512 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class MemoryBudget:
+    """``ccp repack --memory`` (peak resident memory of the copy) and ``--buffer`` when given."""
+
+    memory_bytes: int = DEFAULT_MEMORY_BYTES
+    buffer_bytes: int | None = None
+
+    def room(self) -> int:
+        """What one dataset's copy may add to the memory the process holds now."""
+        return max(1, self.memory_bytes - process_rss())
+
+
+def process_rss() -> int:
+    """This process's resident memory now (bytes; its peak so far where /proc is missing)."""
+    try:
+        with open("/proc/self/statm") as f:
+            import os
+
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):  # pragma: no cover - not Linux
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def choose_stages(shape, src_chunks, dst_chunks, itemsize: int, room: int, threads: int = 1) -> tuple[tuple[int, ...], ...]:
+    """Intermediate chunk shapes for a copy that one pass cannot do without reading source chunks again
+    (``()``: one pass). Rechunker's multi-stage plan within a quarter of ``room`` per stage; used only
+    when every stage, and the last pass onto ``dst_chunks``, then reads each of its chunks once."""
+    shape, src_chunks, dst_chunks = tuple(shape), tuple(src_chunks), tuple(dst_chunks)
+    if plan_pass(shape, src_chunks, dst_chunks, itemsize, room, threads).rereads == 0:
+        return ()
+    limit = room // 16   # a stage's hyperslab, cache and a dozen chunks in flight share the room
+    try:
+        plan = multistage_chunks(shape, src_chunks, dst_chunks, itemsize, min(limit // 8, 8 << 20), limit)
+    except ValueError:
+        return ()
+    mids = tuple(post for _, _, post in plan[:-1])
+    chain = [src_chunks, *mids, dst_chunks]
+    if not mids or any(plan_pass(shape, a, b, itemsize, room, threads).rereads for a, b in zip(chain, chain[1:])):
+        return ()
+    return mids

@@ -1,0 +1,119 @@
+"""Rechunking copies (transposes and other hard ones): values exact, each source chunk read as often as
+the plan says, the plan's JSON, and bad --memory/--plan/--json use as one line."""
+
+from __future__ import annotations
+
+import json
+
+import h5py
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from ccp.cli import main
+from ccp.repack import chunks as chunks_mod
+from ccp.repack.copy import repack
+from ccp.repack.forecast import forecast_repack
+
+CASES = [
+    ((6000, 30), (200, 1), (2000, 10), "gzip:1"),
+    ((6000, 30), (200, 1), (1337, 7), "gzip:1"),
+    ((3000, 40), (1, 40), (3000, 1), "shuffle+gzip:4"),
+    ((40, 50, 60), (40, 1, 60), (1, 50, 7), "none"),
+]
+IDS = ["6458-small", "unaligned", "transpose", "3d"]
+
+
+def make(path, shape, chunks, filters):
+    data = np.random.default_rng(1).standard_normal(shape).astype("f4").round(2)
+    kw = {} if filters == "none" else {"compression": "gzip", "compression_opts": 1, "shuffle": "shuffle" in filters}
+    with h5py.File(path, "w") as f:
+        f.create_dataset("data", data=data, chunks=chunks, **kw)
+    return data
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """Source chunk reads of every copy, as the writer's reader counts them."""
+    reads: list = []
+    close = chunks_mod._SourceReader.close
+
+    def counting_close(self):
+        reads.append(self.chunk_reads)
+        close(self)
+
+    monkeypatch.setattr(chunks_mod._SourceReader, "close", counting_close)
+    return reads
+
+
+@pytest.mark.parametrize(("shape", "src", "dst", "filters"), CASES, ids=IDS)
+def test_rechunk_exact_and_reads_as_planned(tmp_path, counted, shape, src, dst, filters):
+    data = make(tmp_path / "in.h5", shape, src, filters)
+    fc = forecast_repack(tmp_path / "in.h5", {"/data": dst}, {"/data": filters}, memory_bytes=512 * 2**20)
+    (plan,) = fc.datasets
+    counted.clear()
+    repack(tmp_path / "in.h5", tmp_path / "out.h5", {"/data": dst}, {"/data": filters}, memory_bytes=512 * 2**20)
+    with h5py.File(tmp_path / "out.h5", "r") as f:
+        assert f["data"].chunks == dst
+        np.testing.assert_array_equal(f["data"][...], data)
+    assert counted == [plan.source_chunk_reads]
+    assert plan.source_chunk_reads == plan.source_chunks_stored   # each source chunk once within 512 MiB
+
+
+def test_plan_json_has_the_promised_keys(tmp_path):
+    make(tmp_path / "in.h5", (6000, 30), (200, 1), "gzip:1")
+    r = CliRunner().invoke(main, ["repack", "-l", "data:CHUNK=2000x10", "--plan", "--json", str(tmp_path / "in.h5")])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    for key in ("predicted_seconds", "peak_memory_bytes", "bytes_read", "bytes_written"):
+        assert doc[key] > 0
+    (d,) = doc["datasets"]
+    assert d["read_order"].startswith("hyperslabs of whole target chunks")
+    assert d["cache_bytes"] > 0 and d["hyperslab"] == [6000, 30]
+    assert not list(tmp_path.glob("*.ccp-tmp-*")) and sorted(p.name for p in tmp_path.iterdir()) == ["in.h5"]
+
+
+@pytest.mark.parametrize(("args", "names"), [
+    (["--memory", "10MiB"], "--memory"),
+    (["--memory", "lots"], "--memory"),
+    (["--json"], "--json"),
+    (["--plan", "-o", "outdir"], "--plan"),
+], ids=["memory-too-small", "memory-not-a-size", "json-without-plan", "plan-with-outdir"])
+def test_bad_plan_options_are_one_line(tmp_path, args, names):
+    make(tmp_path / "in.h5", (100, 10), (10, 1), "none")
+    r = CliRunner().invoke(main, ["repack", *args, str(tmp_path / "in.h5"), str(tmp_path / "out.h5")])
+    assert r.exit_code == 2
+    assert names in r.output
+    assert not (tmp_path / "out.h5").exists()
+
+
+@pytest.mark.slow   # 20,000 chunks copied twice: ~10-30 s on a shared 2-core machine
+def test_a_copy_one_pass_cannot_do_within_memory_goes_in_stages(tmp_path, counted, monkeypatch):
+    from ccp.repack.rechunk import MemoryBudget
+
+    # row chunks -> column chunks with 16 MiB of room: one pass would read 19,933 row chunks again
+    monkeypatch.setattr(MemoryBudget, "room", lambda self: 16 * 2**20)
+    data = make(tmp_path / "in.h5", (20000, 200), (1, 200), "gzip:1")
+    fc = forecast_repack(tmp_path / "in.h5", {"/data": (20000, 1)}, {}, memory_bytes=512 * 2**20)
+    assert fc.datasets[0].read_order.startswith("2 passes through unfiltered temporary copies chunked 5118x50")
+    counted.clear()
+    res = repack(tmp_path / "in.h5", tmp_path / "out.h5", {"/data": (20000, 1)}, {}, memory_bytes=512 * 2**20)
+    assert any("copied in 2 passes through 5118x50" in n for n in res.dataset("/data").notes)
+    assert counted == [20000, 16]          # each pass reads every chunk of its input once
+    with h5py.File(tmp_path / "out.h5", "r") as f:
+        assert f["data"].chunks == (20000, 1) and f["data"].compression == "gzip"
+        np.testing.assert_array_equal(f["data"][...], data)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.h5", "out.h5"]    # the stage copy is gone
+
+
+def test_a_stage_copy_left_by_a_killed_repack_is_removed(tmp_path):
+    import subprocess
+    import sys
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    make(tmp_path / "in.h5", (100, 10), (10, 1), "none")
+    stage = tmp_path / f"out.h5.ccp-tmp-{dead.pid}.stage0"
+    stage.write_bytes(b"half a stage")
+    repack(tmp_path / "in.h5", tmp_path / "out.h5", {"/data": (100, 1)}, {})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.h5", "out.h5"]
