@@ -46,6 +46,18 @@ class Trace:
     table: pd.DataFrame     # every row
 
     @property
+    def completeness(self) -> dict:
+        """Whether the trace holds every call the program made (``complete``: True, False or None for
+        unknown), ``reasons`` when not, the program's ``exit_status`` or ``signal``, ``processes_seen``,
+        ``lost_records`` and ``recorder_errors``. Traces written before ccp recorded it are unknown."""
+        c = self.header.get("completeness")
+        if not isinstance(c, dict):
+            return {"complete": None, "reasons": ["the trace predates ccp's completeness record: unknown"],
+                    "exit_status": self.header.get("exit_status"), "signal": None, "processes_seen":
+                    len(self.header.get("pids") or []), "lost_records": None, "recorder_errors": []}
+        return c
+
+    @property
     def calls(self):
         t = self.table
         return t[(t["kind"] == "call") & (t["depth"] == 0)]
