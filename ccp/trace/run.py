@@ -190,8 +190,9 @@ class DescendantWatch:
         return dict(self.python)
 
 
-def _watchdog(pgid: int) -> int:
-    """A forked process that kills the program's group if ``ccp trace`` dies without saying "done"."""
+def _watchdog(pgid: int, keep=None) -> int:
+    """A forked process that kills the program's group if ``ccp trace`` dies without saying "done", then
+    runs ``keep()`` (merge what was recorded). Forked before ccp trace starts any thread."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:       # the watchdog: no Python objects touched but the pipe and the group id
@@ -213,6 +214,8 @@ def _watchdog(pgid: int) -> int:
                     os.killpg(pgid, signal.SIGKILL)
                 except OSError:
                     pass
+                if keep is not None:
+                    keep()
         finally:
             os._exit(0)
     os.close(r)
@@ -304,7 +307,17 @@ def run_traced(cmd: list[str], out: Path, force: bool = False, checksum: bool = 
     except PermissionError:
         listener.sock.close()
         raise CcpError(f"{argv[0]}: permission denied") from None
-    watchdog = _watchdog(proc.pid)
+    def keep_orphaned() -> None:        # in the watchdog, after ccp trace died (kill -9)
+        try:
+            time.sleep(0.2)
+            merge_or_explain(out, argv, 128 + 9, time.perf_counter() - t0, checksum=checksum,
+                             run={"returncode": -9, "pid": proc.pid, "top_is_python": False, "status_lines": [],
+                                  "python_seen": {}, "stopped_by": "killed (kill -9): its watchdog killed the "
+                                  "program and kept what was recorded"})
+        except Exception as exc:  # noqa: BLE001 -- nobody is left to tell but stderr
+            sys.stderr.write(f"ccp trace: {exc}\n")
+
+    watchdog = _watchdog(proc.pid, keep_orphaned)
     listener.start()
     watch = DescendantWatch(proc.pid)
     watch.start()
