@@ -30,13 +30,21 @@ def trace_command(out, force, no_checksum, cmd):
     from ccp.trace.run import run_traced
 
     status, header = run_traced(list(cmd), out, force=force, checksum=not no_checksum)
+    done = header.get("completeness", {})
     if header["calls"] == 0:
         click.echo(f"ccp trace: the program made no h5py dataset calls; {out} holds an empty trace", err=True)
     else:
         click.echo(f"ccp trace: {header['calls']} dataset calls on {len(header['datasets'])} dataset(s) in "
                    f"{len(header['pids'])} process(es) -> {out} (exit status {status})", err=True)
-    for err in header.get("recorder_errors", []):
-        click.echo(f"ccp trace: recorder problem in pid {err['pid']}: {err['error']}", err=True)
+    if done.get("complete") is False:
+        click.echo(f"ccp trace: the trace is INCOMPLETE ({len(done['reasons'])} reason(s)); it keeps the "
+                   f"{header['calls']} call(s) recorded:", err=True)
+        for reason in done["reasons"]:
+            click.echo(f"ccp trace:   {reason}", err=True)
+    for err in done.get("recorder_errors", []):
+        if any(err.split(": ", 1)[-1] in reason for reason in done.get("reasons", [])):
+            continue        # already said as a reason
+        click.echo(f"ccp trace: recorder problem in {err}", err=True)
     sys.exit(status)
 
 

@@ -39,11 +39,33 @@ import threading
 import time
 import weakref
 
+from ccp.trace.selections import MAX_LISTED, _file_name, _layout, describe_key, describe_space  # noqa: F401
+
 FLUSH_EVERY = 4096          # records buffered before a write to the part file
-MAX_LISTED = 4096           # points or hyperslab blocks listed per call; beyond, bounds only
 ENV_DIR = "CCP_TRACE_DIR"
+ENV_SOCK = "CCP_TRACE_SOCK"     # ccp trace's status socket (Linux abstract namespace): start/end/error lines
 
 _recorder: Recorder | None = None
+
+
+def _fault_from_env():
+    """``CCP_TRACE_FAULT=ENOSPC:N``: the N-th write of the part file fails with that errno (tests only)."""
+    spec = os.environ.get("CCP_TRACE_FAULT")
+    if not spec:
+        return None
+    import errno
+
+    name, _, nth = spec.partition(":")
+    code, left = getattr(errno, name, errno.EIO), [int(nth or 1)]
+
+    def fault(_n: int) -> None:
+        left[0] -= 1
+        if left[0] <= 0:
+            raise OSError(code, os.strerror(code))
+    return fault
+
+
+_FAULT = _fault_from_env()
 
 
 def _set_type_attr(cls, name: str, value) -> None:
@@ -64,6 +86,11 @@ class Recorder:
 
     def __init__(self, out_dir: str) -> None:
         self.out_dir = out_dir
+        self.sock_name = os.environ.get(ENV_SOCK) or None
+        self.sock = None
+        self.stopped: str | None = None      # why recording stopped in this process (None: recording)
+        self.lost = 0                        # records dropped after recording stopped
+        self.written = 0                     # records written to the part file
         self.local = _Local()
         self.lock = threading.RLock()
         self.flushing = False
@@ -79,7 +106,10 @@ class Recorder:
     # ------------------------------------------------------------------ process and part file
     def _reset_process(self) -> None:
         self.pid = os.getpid()
-        self.buf: list[dict] = []
+        self.stopped = None
+        self.lost = self.written = 0
+        self.ended = False
+        self.buf: list = []
         self.seq = itertools.count(1)
         self.part = os.path.join(self.out_dir, f"{self.pid}-{time.time_ns()}.part")
         self.layouts = set()
@@ -90,6 +120,8 @@ class Recorder:
         self.local = _Local()
         self.lock = threading.RLock()
         self.flushing = False
+        self.sock = None
+        self.status("start", os.getppid(), "fork")
         mp_util = sys.modules.get("multiprocessing.util")
         if mp_util is not None:   # multiprocessing children end with os._exit: atexit never runs
             mp_util.register_after_fork(self, Recorder._register_mp_finalizer)
@@ -97,25 +129,70 @@ class Recorder:
     def _register_mp_finalizer(self) -> None:
         import multiprocessing.util as mp_util
 
-        mp_util.Finalize(None, self.flush, exitpriority=-100)
+        mp_util.Finalize(None, self.finish, exitpriority=-100)
 
-    def add(self, rec: dict) -> None:
+    # ------------------------------------------------------------------ status channel
+    def status(self, *fields) -> None:
+        """One line to ``ccp trace`` (pid first): never blocks, never raises, needs no disk space."""
+        if not self.sock_name:
+            return
+        try:
+            if self.sock is None:
+                import _socket
+
+                self.sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_DGRAM)
+                self.sock.settimeout(1.0)      # its queue holds 10 lines: wait a little for ccp trace to read
+            line = "\t".join(str(f).replace("\t", " ").replace("\n", " ") for f in (self.pid, *fields))
+            self.sock.sendto(line.encode("utf-8", "replace")[:4000], "\0" + self.sock_name)
+        except Exception:  # noqa: BLE001 -- ccp trace gone or its queue full: the part file still says what it can
+            pass
+
+    def stop(self, reason: str) -> None:
+        """Recording failed in this process: drop what is buffered, record nothing more, tell ccp trace."""
+        if self.stopped is None:
+            self.stopped = reason
+            self.status("error", reason)
+        self.lost += len(self.buf)
+        self.buf = []
+
+    def finish(self) -> None:
+        """The process is leaving: write what is buffered and say how it went (once per process)."""
+        if os.getpid() != self.pid or self.ended:
+            return
+        self.flush()
+        self.ended = True
+        self.status("end", self.written, self.lost, self.stopped or "")
+
+    def add(self, rec) -> None:
+        if self.stopped is not None:
+            self.lost += 1
+            return
         self.buf.append(rec)
         if len(self.buf) >= FLUSH_EVERY:
             self.flush()
 
     def flush(self) -> None:
-        with self.lock:
-            if self.flushing or os.getpid() != self.pid:
-                return
-            self.flushing = True
-            try:
+        """Append the buffer to the part file; any failure stops recording, never reaches the program."""
+        try:
+            with self.lock:
+                if self.flushing or os.getpid() != self.pid or not self.buf or self.stopped is not None:
+                    return
+                self.flushing = True
                 buf, self.buf = self.buf, []
-                os.makedirs(self.out_dir, exist_ok=True)
-                with open(self.part, "ab") as f:
-                    pickle.dump(buf, f, protocol=pickle.HIGHEST_PROTOCOL)   # one pickled list per flush
-            finally:
-                self.flushing = False
+                try:
+                    if _FAULT is not None:
+                        _FAULT(len(buf))
+                    os.makedirs(self.out_dir, exist_ok=True)
+                    with open(self.part, "ab") as f:
+                        pickle.dump(buf, f, protocol=pickle.HIGHEST_PROTOCOL)   # one pickled list per flush
+                    self.written += len(buf)
+                except Exception as exc:  # noqa: BLE001 -- ENOSPC, EIO, EACCES, a bug: the program runs on
+                    self.buf = buf + self.buf
+                    self.stop(f"writing {self.part}: {type(exc).__name__}: {exc}")
+                finally:
+                    self.flushing = False
+        except Exception as exc:  # noqa: BLE001 -- even the bookkeeping above must not reach the program
+            self.stop(f"{type(exc).__name__}: {exc}")
 
     # ------------------------------------------------------------------ datasets and files
     def event(self, op: str, file: str, dataset: str | None = None, **extra) -> None:
@@ -181,20 +258,34 @@ class Recorder:
         """Bookkeeping went wrong: say so once per process, never disturb the program."""
         self.errors += 1
         if self.errors == 1:
-            self.add({"kind": "error", "pid": self.pid, "error": f"{type(exc).__name__}: {exc}"})
+            msg = f"{type(exc).__name__}: {exc}"
+            self.status("problem", msg)
+            self.add({"kind": "error", "pid": self.pid, "error": msg})
 
     def begin(self, api: str, op: str) -> dict:
-        st = self.local.stack
-        parent = st[-1] if st else None
-        rec = {"kind": "call", "seq": next(self.seq), "pid": self.pid, "depth": len(st),
-               "parent": parent["seq"] if parent else 0, "api": api, "op": op, "hdf5_ns": 0, "nlow": 0}
-        st.append(rec)
+        try:
+            st = self.local.stack
+            parent = st[-1] if st else None
+            rec = {"kind": "call", "seq": next(self.seq), "pid": self.pid, "depth": len(st),
+                   "parent": parent["seq"] if parent else 0, "api": api, "op": op, "hdf5_ns": 0, "nlow": 0}
+            st.append(rec)
+        except Exception as exc:  # noqa: BLE001 -- the program must never see the recorder fail
+            self.failed(exc)
+            rec = {"kind": "call"}
         return rec
 
     def end(self, rec: dict, t0: int, t1: int, low: bool) -> None:
+        try:
+            self._end(rec, t0, t1, low)
+        except Exception as exc:  # noqa: BLE001 -- the program must never see the recorder fail
+            self.failed(exc)
+
+    def _end(self, rec: dict, t0: int, t1: int, low: bool) -> None:
         st = self.local.stack
         if st and st[-1] is rec:
             st.pop()
+        if "seq" not in rec:           # begin() failed: nothing to record
+            return
         if rec.get("drop_if_no_io") and not rec["nlow"]:
             return
         rec.pop("drop_if_no_io", None)
@@ -211,123 +302,6 @@ class Recorder:
                 outer["bytes"] = outer.get("bytes", 0) + nbytes
                 outer["rec_ns"] = outer.get("rec_ns", 0) + own
         self.add(rec)
-
-
-# ---------------------------------------------------------------------- selections
-
-def _file_name(raw) -> str:
-    name = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
-    return os.path.realpath(name) if os.path.exists(name) else name
-
-
-def describe_space(fspace, shape) -> dict:
-    """The file-dataspace selection in a compact, replayable form."""
-    from h5py import h5s
-
-    if fspace is None or fspace.id == h5s.ALL.id:
-        n = 1
-        for s in shape:
-            n *= s
-        return {"sel": "all", "start": [0] * len(shape), "count": list(shape), "nelems": n}
-    kind = fspace.get_select_type()
-    n = fspace.get_select_npoints()
-    if kind == h5s.SEL_NONE or n == 0:
-        return {"sel": "none", "nelems": 0}
-    if kind == h5s.SEL_ALL:
-        return {"sel": "all", "start": [0] * len(shape), "count": list(shape), "nelems": n}
-    if kind == h5s.SEL_POINTS:
-        out = {"sel": "points", "nelems": n}
-        lo, hi = fspace.get_select_bounds()
-        out["start"], out["count"] = list(lo), [h - lo_ + 1 for lo_, h in zip(lo, hi)]
-        if n <= MAX_LISTED:
-            out["points"] = fspace.get_select_elem_pointlist().ravel().tolist()
-        return out
-    if fspace.is_regular_hyperslab():
-        start, stride, count, block = fspace.get_regular_hyperslab()
-        if all(c == 1 or s == b for c, s, b in zip(count, stride, block)):
-            return {"sel": "box", "start": list(start), "count": [c * b for c, b in zip(count, block)], "nelems": n}
-        return {"sel": "regular", "start": list(start), "stride": list(stride), "count": list(count),
-                "block": list(block), "nelems": n}
-    nblocks = fspace.get_select_hyper_nblocks()
-    lo, hi = fspace.get_select_bounds()
-    out = {"sel": "blocks", "start": list(lo), "count": [h - lo_ + 1 for lo_, h in zip(lo, hi)], "nelems": n,
-           "nblocks": nblocks}
-    if nblocks <= MAX_LISTED:
-        out["blocks"] = fspace.get_select_hyper_blocklist().ravel().tolist()   # (start, end) corners
-    return out
-
-
-def _simple_key(args, shape):
-    """start/count of a key of ints and unit-step slices (the fast reader's usual case), else None."""
-    if len(args) == 1 and args[0] is Ellipsis:
-        args = ()
-    if any(a is Ellipsis for a in args):
-        if sum(a is Ellipsis for a in args) > 1:
-            return None
-        i = next(i for i, a in enumerate(args) if a is Ellipsis)
-        args = args[:i] + (slice(None),) * (len(shape) - len(args) + 1) + args[i + 1:]
-    if len(args) > len(shape):
-        return None
-    args = args + (slice(None),) * (len(shape) - len(args))
-    start, count = [], []
-    for a, n in zip(args, shape):
-        if isinstance(a, slice):
-            b, e, s = a.indices(n)
-            if s != 1:
-                return None
-            start.append(b)
-            count.append(max(e - b, 0))
-        elif isinstance(a, int) or type(a).__name__.startswith("int"):
-            try:
-                i = int(a)
-            except TypeError:
-                return None
-            i = i + n if i < 0 else i
-            start.append(i)
-            count.append(1)
-        else:
-            return None
-    return start, count
-
-
-def describe_key(args, shape) -> dict:
-    simple = _simple_key(args, shape)
-    if simple is not None:
-        start, count = simple
-        n = 1
-        for c in count:
-            n *= c
-        if n == 0:
-            return {"sel": "none", "nelems": 0}
-        return {"sel": "box", "start": start, "count": count, "nelems": n}
-    from h5py._hl import selections
-
-    try:
-        sel = selections.select(shape, args, None)
-        return describe_space(sel.id, shape)
-    except Exception:  # noqa: BLE001 -- the call itself will raise or fall back; the selection stays unknown
-        return {"sel": "unknown", "nelems": 0}
-
-
-def _layout(dsid) -> dict:
-    # here, not at the top: the recorder is loaded into a program before it imports anything itself
-    from ccp.hdf5.filters import pipeline_from_dcpl, trace_filters
-
-    dcpl = dsid.get_create_plist()
-    filters = trace_filters(pipeline_from_dcpl(dcpl))
-    chunks = dcpl.get_chunk() if dcpl.get_layout() == 2 else None   # H5D_CHUNKED
-    try:
-        import numpy as np
-
-        fill = np.zeros((1,), dsid.dtype)
-        dcpl.get_fill_value(fill)
-        fill_value = fill[0].item() if fill.dtype.kind in "biuf" else None
-    except Exception:  # noqa: BLE001 -- the program must never see the recorder fail
-        fill_value = None
-    return {"shape": list(dsid.shape), "dtype": dsid.dtype.str, "itemsize": dsid.dtype.itemsize,
-            "chunks": list(chunks) if chunks else None, "filters": filters, "fill_value": fill_value,
-            "layout": {0: "compact", 1: "contiguous", 2: "chunked"}.get(dcpl.get_layout(), "other"),
-            "storage_size": int(dsid.get_storage_size())}
 
 
 # ---------------------------------------------------------------------- patches
@@ -535,7 +509,11 @@ class _H5pyHook:
 
             def exec_module(self, module):
                 loader.exec_module(module)
-                _patch_h5py(rec)
+                try:
+                    _patch_h5py(rec)
+                except Exception as exc:  # noqa: BLE001 -- an h5py the recorder cannot patch: record nothing
+                    rec.stop(f"h5py {getattr(module, '__version__', '?')} could not be patched: "
+                             f"{type(exc).__name__}: {exc}")
 
         spec.loader = Loader()
         return spec
@@ -547,10 +525,30 @@ def install(out_dir: str) -> Recorder:
     if _recorder is not None:
         return _recorder
     rec = _recorder = Recorder(out_dir)
+    rec.status("start", os.getppid(), " ".join(getattr(sys, "argv", []))[:200] or sys.executable)
     if "h5py" in sys.modules:
-        _patch_h5py(rec)
+        try:
+            _patch_h5py(rec)
+        except Exception as exc:  # noqa: BLE001 -- never stop the program: record nothing, say why
+            rec.stop(f"h5py could not be patched: {type(exc).__name__}: {exc}")
     else:
         sys.meta_path.insert(0, _H5pyHook(rec))
-    atexit.register(rec.flush)
+    atexit.register(rec.finish)
     os.register_at_fork(after_in_child=rec.after_fork)
+    _patch_exit(rec)
     return rec
+
+
+def _patch_exit(rec: Recorder) -> None:
+    """``os._exit`` skips atexit: write the buffer first (the exit itself is unchanged)."""
+    real_exit = os._exit
+
+    def _exit(status, _real=real_exit):
+        try:
+            rec.finish()
+        except BaseException:  # noqa: BLE001 -- the program asked to leave now: leave whatever happened here
+            pass
+        _real(status)
+
+    _exit.__wrapped__ = real_exit
+    os._exit = _exit

@@ -1,29 +1,49 @@
-"""Run a program with the recorder on in it and in every Python process it starts."""
+"""Run a program with the recorder on in it and in every Python process it starts.
+
+The program runs in its own process group (given the terminal's foreground when there is one), so
+``ccp trace`` can stop all of it: SIGTERM and Ctrl-C are passed on to the group, a second Ctrl-C (or a
+program still running 10 s after SIGTERM) kills it, and a watchdog process kills the group when
+``ccp trace`` itself dies (kill -9). Whatever was recorded up to then is merged into the trace.
+
+While the program runs, ``ccp trace`` listens on a status socket (start, end and error lines from each
+process's recorder: they need no disk space) and watches /proc for Python processes among the
+program's descendants, so the trace can say which processes ran without the recorder.
+"""
 
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 from ccp.errors import CcpError
-from ccp.trace.store import PARTS, merge
+from ccp.trace.store import PARTS, merge_or_explain
 
 BOOTSTRAP = Path(__file__).resolve().parent / "bootstrap"
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+ENV_SOCK = "CCP_TRACE_SOCK"      # the recorder's name for it too (ccp.trace.recorder.ENV_SOCK)
+TERM_GRACE_S = 10.0             # after passing SIGTERM on, how long the program may take to leave
+END_GRACE_S = 2.0               # after the program left, how long its recorded processes may take to say "end"
 
 
-def traced_env(parts_dir: Path, base: dict | None = None) -> dict:
+def traced_env(parts_dir: Path, base: dict | None = None, sock_name: str | None = None) -> dict:
     """The environment that starts the recorder in every Python interpreter that inherits it."""
     env = dict(os.environ if base is None else base)
     old = env.get("PYTHONPATH")
     env["PYTHONPATH"] = str(BOOTSTRAP) + (os.pathsep + old if old else "")
     env["CCP_TRACE_DIR"] = str(parts_dir)
     env["CCP_TRACE_ROOT"] = str(PACKAGE_ROOT)
+    if sock_name:
+        env[ENV_SOCK] = sock_name
+    else:
+        env.pop(ENV_SOCK, None)
     return env
 
 
@@ -46,8 +66,222 @@ def prepare_dir(out: Path, force: bool) -> Path:
         for name in ("trace.json", "calls.parquet"):
             (out / name).unlink(missing_ok=True)
         shutil.rmtree(out / PARTS, ignore_errors=True)
-    (out / PARTS).mkdir(parents=True, exist_ok=True)
+    try:
+        (out / PARTS).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CcpError(f"{out}: cannot create the trace folder ({exc.strerror or exc})") from None
     return out
+
+
+def _is_python(argv0: str) -> bool:
+    return os.path.basename(argv0).startswith("python")
+
+
+class StatusListener:
+    """Collects the recorders' status lines (``pid<TAB>what<TAB>...``) from a Linux abstract socket."""
+
+    def __init__(self) -> None:
+        self.name = f"ccp-trace-{os.getpid()}-{secrets.token_hex(6)}"
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind("\0" + self.name)
+        self.sock.settimeout(0.1)
+        self.lines: list[list[str]] = []
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="ccp-trace-status", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.done.is_set():
+            self._receive()
+
+    def _receive(self) -> bool:
+        try:
+            data = self.sock.recv(8192)
+        except (TimeoutError, BlockingIOError, OSError):
+            return False
+        self.lines.append(data.decode("utf-8", "replace").split("\t"))
+        return True
+
+    def ended(self) -> set[int]:
+        return {int(x[0]) for x in list(self.lines) if len(x) > 1 and x[1] == "end" and x[0].isdigit()}
+
+    def started(self) -> set[int]:
+        return {int(x[0]) for x in list(self.lines) if len(x) > 1 and x[1] == "start" and x[0].isdigit()}
+
+    def close(self, grace_s: float) -> list[list[str]]:
+        """Stop listening once every started process said "end", is gone, or ``grace_s`` passed."""
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline:
+            waiting = [p for p in self.started() - self.ended() if _alive(p)]
+            if not waiting:
+                break
+            time.sleep(0.05)
+        self.done.set()
+        self.thread.join()
+        self.sock.settimeout(0)
+        while self._receive():
+            pass
+        self.sock.close()
+        return list(self.lines)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+class DescendantWatch:
+    """Polls /proc for the program's descendants and keeps the last command line of each Python one."""
+
+    def __init__(self, root: int) -> None:
+        self.root = root
+        self.python: dict[int, str] = {}
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="ccp-trace-watch", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def _run(self) -> None:
+        delay = 0.02
+        while not self.done.wait(delay):
+            self.poll()
+            delay = min(delay * 1.5, 0.25)
+
+    def poll(self) -> None:
+        parent: dict[int, int] = {}
+        try:
+            names = os.listdir("/proc")
+        except OSError:
+            return
+        for name in names:
+            if not name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    parent[int(name)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+        mine = {self.root}
+        grew = True
+        while grew:
+            new = {p for p, pp in parent.items() if pp in mine and p not in mine}
+            grew = bool(new)
+            mine |= new
+        for pid in mine - {self.root}:
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    argv = f.read().split(b"\0")
+            except OSError:
+                continue
+            if argv and argv[0] and _is_python(argv[0].decode("utf-8", "replace")):
+                self.python[pid] = b" ".join(argv).decode("utf-8", "replace").strip()[:200]
+            else:
+                self.python.pop(pid, None)
+
+    def stop(self) -> dict[int, str]:
+        self.done.set()
+        self.thread.join()
+        return dict(self.python)
+
+
+def _watchdog(pgid: int, keep=None) -> int:
+    """A forked process that kills the program's group if ``ccp trace`` dies without saying "done", then
+    runs ``keep()`` (merge what was recorded). Forked before ccp trace starts any thread."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:       # the watchdog: no Python objects touched but the pipe and the group id
+        try:
+            os.close(w)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            try:
+                os.setpgid(0, 0)          # out of the terminal's way: Ctrl-C and kill -TERM -PGID spare it
+            except OSError:
+                pass
+            data = b""
+            while True:
+                chunk = os.read(r, 16)
+                if not chunk:
+                    break
+                data += chunk
+            if b"done" not in data:
+                try:
+                    os.killpg(pgid, signal.SIGKILL)
+                except OSError:
+                    pass
+                if keep is not None:
+                    keep()
+        finally:
+            os._exit(0)
+    os.close(r)
+    return w
+
+
+def _tty_fd() -> int | None:
+    try:
+        return 0 if os.isatty(0) and os.tcgetpgrp(0) == os.getpgrp() else None
+    except OSError:
+        return None
+
+
+def _give_terminal(fd: int | None, pgid: int) -> None:
+    if fd is None:
+        return
+    old = signal.signal(signal.SIGTTOU, signal.SIG_IGN)   # a background group may not set the foreground
+    try:
+        os.tcsetpgrp(fd, pgid)
+    except OSError:
+        pass
+    finally:
+        signal.signal(signal.SIGTTOU, old)
+
+
+class _Stopper:
+    """ccp trace's SIGINT/SIGTERM while the program runs: pass them on, escalate, remember why."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.proc = proc
+        self.reason: str | None = None
+        self.interrupts = 0
+        self.kill_at: float | None = None
+
+    def _group(self, sig: int) -> None:
+        try:
+            os.killpg(self.proc.pid, sig)
+        except OSError:
+            pass
+
+    def on_int(self, _signum, _frame) -> None:
+        self.interrupts += 1
+        if self.interrupts == 1:
+            self.reason = "interrupted (Ctrl-C)"
+            sys.stderr.write("\nccp trace: interrupted; passing Ctrl-C to the program (Ctrl-C again kills it); "
+                             "what it recorded will be kept\n")
+            self._group(signal.SIGINT)
+        else:
+            self.reason = "interrupted twice (Ctrl-C): the program was killed"
+            self._group(signal.SIGKILL)
+
+    def on_term(self, _signum, _frame) -> None:
+        self.reason = "ccp trace received SIGTERM: passed on to the program"
+        self._group(signal.SIGTERM)
+        if self.kill_at is None:
+            self.kill_at = time.monotonic() + TERM_GRACE_S
+
+    def wait(self) -> int:
+        while True:
+            timeout = None if self.kill_at is None else max(self.kill_at - time.monotonic(), 0.01)
+            try:
+                return self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.reason = f"ccp trace received SIGTERM: the program was killed after {TERM_GRACE_S:.0f} s"
+                self._group(signal.SIGKILL)
+                self.kill_at = None
 
 
 def run_traced(cmd: list[str], out: Path, force: bool = False, checksum: bool = True) -> tuple[int, dict]:
@@ -57,21 +291,68 @@ def run_traced(cmd: list[str], out: Path, force: bool = False, checksum: bool = 
     """
     out = prepare_dir(out, force)
     argv = resolve_command(cmd)
-    env = traced_env(out / PARTS)
+    listener = StatusListener()
+    env = traced_env(out / PARTS, sock_name=listener.name)
+    tty = _tty_fd()
+
+    def in_child() -> None:       # already in its own group (process_group=0): take the terminal if we had it
+        _give_terminal(tty, os.getpid())
+
     t0 = time.perf_counter()
     try:
-        proc = subprocess.Popen(argv, env=env)
+        proc = subprocess.Popen(argv, env=env, process_group=0, preexec_fn=in_child if tty is not None else None)
     except FileNotFoundError:
+        listener.sock.close()
         raise CcpError(f"{argv[0]}: command not found") from None
     except PermissionError:
+        listener.sock.close()
         raise CcpError(f"{argv[0]}: permission denied") from None
-    # Ctrl-C reaches the program (same process group); we wait for it and still write the trace.
-    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    def keep_orphaned() -> None:        # in the watchdog, after ccp trace died (kill -9)
+        try:
+            time.sleep(0.2)
+            merge_or_explain(out, argv, 128 + 9, time.perf_counter() - t0, checksum=checksum,
+                             run={"returncode": -9, "pid": proc.pid, "top_is_python": False, "status_lines": [],
+                                  "python_seen": {}, "stopped_by": "killed (kill -9): its watchdog killed the "
+                                  "program and kept what was recorded"})
+        except Exception as exc:  # noqa: BLE001 -- nobody is left to tell but stderr
+            sys.stderr.write(f"ccp trace: {exc}\n")
+
+    watchdog = _watchdog(proc.pid, keep_orphaned)
+    listener.start()
+    watch = DescendantWatch(proc.pid)
+    watch.start()
+    stopper = _Stopper(proc)
+    old_int = signal.signal(signal.SIGINT, stopper.on_int)
+    old_term = signal.signal(signal.SIGTERM, stopper.on_term)
     try:
-        rc = proc.wait()
+        rc = stopper.wait()
     finally:
-        signal.signal(signal.SIGINT, old)
+        _give_terminal(tty, os.getpgrp())
+        try:
+            os.write(watchdog, b"done")
+        finally:
+            os.close(watchdog)
+        signal.signal(signal.SIGINT, old_int)
+        signal.signal(signal.SIGTERM, old_term)
     wall = time.perf_counter() - t0
     status = rc if rc >= 0 else 128 - rc
-    header = merge(out, argv, status, wall, checksum=checksum)
+    python_seen = watch.stop()
+    lines = listener.close(END_GRACE_S)
+    top_python = any(_is_python(a) for a in argv[:4])
+    try:
+        header = merge_or_explain(out, argv, status, wall, checksum=checksum,
+                                  run={"returncode": rc, "pid": proc.pid, "top_is_python": top_python,
+                                       "status_lines": lines, "python_seen": python_seen,
+                                       "stopped_by": stopper.reason})
+    except CcpError as exc:
+        raise TraceNotWritten(str(exc), status) from None
     return status, header
+
+
+class TraceNotWritten(CcpError):
+    """The program ran (``status``) but its trace could not be written."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+        self.exit_code = status or 2

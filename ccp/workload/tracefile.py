@@ -46,6 +46,18 @@ class Trace:
     table: pd.DataFrame     # every row
 
     @property
+    def completeness(self) -> dict:
+        """Whether the trace holds every call the program made (``complete``: True, False or None for
+        unknown), ``reasons`` when not, the program's ``exit_status`` or ``signal``, ``processes_seen``,
+        ``lost_records`` and ``recorder_errors``. Traces written before ccp recorded it are unknown."""
+        c = self.header.get("completeness")
+        if not isinstance(c, dict):
+            return {"complete": None, "reasons": ["the trace predates ccp's completeness record: unknown"],
+                    "exit_status": self.header.get("exit_status"), "signal": None, "processes_seen":
+                    len(self.header.get("pids") or []), "lost_records": None, "recorder_errors": []}
+        return c
+
+    @property
     def calls(self):
         t = self.table
         return t[(t["kind"] == "call") & (t["depth"] == 0)]
@@ -81,17 +93,105 @@ class Trace:
         return matches[0]
 
 
+MAX_DIM = 2**62            # HDF5's dimensions are 64-bit; a bigger number is damage, not data
+KINDS = {"call", "event", "error"}
+
+
+def _bad(where, field: str, what: str) -> CcpError:
+    return CcpError(f"{where}: {field}: {what} (a damaged trace folder: trace it again with `ccp trace`)")
+
+
+def _check_dims(where, field: str, value, allow_none: bool = False, positive: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        raise _bad(where, field, f"{value!r} is not a list of integers")
+    low = 1 if positive else 0
+    for v in value:
+        if not low <= v <= MAX_DIM:
+            raise _bad(where, field, f"{v} is out of range [{low}, 2**62]")
+
+
+def check_header(head: Path, header) -> dict:
+    """trace.json's fields the readers rely on, checked; one CcpError naming the file and the field."""
+    if not isinstance(header, dict):
+        raise _bad(head, "top level", f"a JSON {type(header).__name__}, not an object")
+    if header.get("schema_version") != SCHEMA_VERSION:
+        raise CcpError(f"{head}: schema_version {header.get('schema_version')!r}, this ccp reads {SCHEMA_VERSION}")
+    for key, kind in (("datasets", list), ("files", list), ("pids", list), ("calls", int)):
+        if key in header and not isinstance(header[key], kind):
+            raise _bad(head, key, f"{header[key]!r} is not a {kind.__name__}")
+    for i, d in enumerate(header.get("datasets", [])):
+        where = f"datasets[{i}]"
+        if not isinstance(d, dict):
+            raise _bad(head, where, "not an object")
+        for key in ("file", "dataset", "dtype"):
+            if not isinstance(d.get(key), str):
+                raise _bad(head, f"{where}.{key}", f"{d.get(key)!r} is not a string")
+        _check_dims(head, f"{where}.shape", d.get("shape"))
+        _check_dims(head, f"{where}.chunks", d.get("chunks"), allow_none=True, positive=True)
+        if d.get("chunks") is not None and len(d["chunks"]) != len(d["shape"]):
+            raise _bad(head, f"{where}.chunks", f"{d['chunks']} has not the rank of shape {d['shape']}")
+        item = d.get("itemsize")
+        if not isinstance(item, int) or isinstance(item, bool) or not 0 < item <= 2**31:
+            raise _bad(head, f"{where}.itemsize", f"{item!r} is not a positive size")
+        if not isinstance(d.get("filters", []), list):
+            raise _bad(head, f"{where}.filters", f"{d.get('filters')!r} is not a list")
+    c = header.get("completeness")
+    if c is not None and (not isinstance(c, dict) or not isinstance(c.get("reasons", []), list)):
+        raise _bad(head, "completeness", f"{c!r} is not an object with a list of reasons")
+    return header
+
+
+def check_table(path: Path, table: pd.DataFrame) -> pd.DataFrame:
+    """calls.parquet's columns and values, checked (times finite and >= 0, known kinds, sane selections)."""
+    import numpy as np
+
+    missing = [c for c in COLUMNS if c not in table.columns]
+    if missing:
+        raise _bad(path, "columns", f"missing {', '.join(missing)}")
+    kinds = set(table["kind"].dropna().unique()) - KINDS
+    if kinds or table["kind"].isna().any():
+        raise _bad(path, "kind", f"unknown value {sorted(map(str, kinds))[0] if kinds else 'null'}")
+    calls = table["kind"] == "call"
+    for col in ("wall_s", "hdf5_s"):
+        v = table.loc[calls, col].to_numpy(dtype=float, na_value=np.nan)
+        bad = ~np.isfinite(v) | (v < 0)
+        if bad.any():
+            raise _bad(path, col, f"{v[bad][0]} in row {int(np.flatnonzero(calls.to_numpy())[bad][0])} "
+                                  "(a call's time must be finite and >= 0)")
+    for col in ("pid", "seq"):
+        if table[col].isna().any() or (table[col].dropna() < 0).any():
+            raise _bad(path, col, "a missing or negative value")
+    for col in ("nelems", "bytes", "depth"):
+        v = table[col].dropna()
+        if len(v) and ((v < 0).any() or (v > MAX_DIM).any()):
+            raise _bad(path, col, f"{v[(v < 0) | (v > MAX_DIM)].iloc[0]} is out of range")
+    for col in ("start", "count"):
+        for i, v in table[col].items():
+            if v is not None and len(v) and (min(v) < 0 or max(v) > MAX_DIM):
+                raise _bad(path, col, f"{list(v)} in row {i} is out of range")
+    return table
+
+
 def load_trace(path) -> Trace:
-    import pandas as pd
+    """A trace folder, checked: a damaged one is one CcpError naming the file and the field."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
     path = Path(path)
     head, table = path / "trace.json", path / "calls.parquet"
     if not head.is_file() or not table.is_file():
         raise CcpError(f"{path}: not a ccp trace folder (no trace.json and calls.parquet; make one with `ccp trace -o {path} -- ...`)")
     try:
-        header = json.loads(head.read_text())
+        header = json.loads(head.read_text(), parse_constant=lambda c: float("nan"))
     except json.JSONDecodeError as exc:
         raise CcpError(f"{head}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    if header.get("schema_version") != SCHEMA_VERSION:
-        raise CcpError(f"{head}: schema_version {header.get('schema_version')!r}, this ccp reads {SCHEMA_VERSION}")
-    return Trace(path, header, pd.read_parquet(table))
+    except (UnicodeDecodeError, OSError) as exc:
+        raise CcpError(f"{head}: cannot be read ({exc})") from None
+    check_header(head, header)
+    try:
+        frame = pq.read_table(table).to_pandas()
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise CcpError(f"{table}: not a readable parquet table ({' '.join(str(exc).split())[:200]})") from None
+    return Trace(path, header, check_table(table, frame))

@@ -1,0 +1,129 @@
+"""Selections and layouts as the recorder writes them (stdlib at import: loaded into traced programs).
+
+``describe_space`` reads a file dataspace HDF5 was given; ``describe_key`` a ``d[...]`` key without
+HDF5 (the fast reader's ints and slices) and is also what ``ccp trace`` uses to describe the keys the
+recorder kept raw; ``_layout`` a dataset's shape, chunks and filters.
+"""
+
+from __future__ import annotations
+
+import os
+
+MAX_LISTED = 4096           # points or hyperslab blocks listed per call; beyond, bounds only
+
+
+def _file_name(raw) -> str:
+    name = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+    return os.path.realpath(name) if os.path.exists(name) else name
+
+
+def describe_space(fspace, shape) -> dict:
+    """The file-dataspace selection in a compact, replayable form."""
+    from h5py import h5s
+
+    if fspace is None or fspace.id == h5s.ALL.id:
+        n = 1
+        for s in shape:
+            n *= s
+        return {"sel": "all", "start": [0] * len(shape), "count": list(shape), "nelems": n}
+    kind = fspace.get_select_type()
+    n = fspace.get_select_npoints()
+    if kind == h5s.SEL_NONE or n == 0:
+        return {"sel": "none", "nelems": 0}
+    if kind == h5s.SEL_ALL:
+        return {"sel": "all", "start": [0] * len(shape), "count": list(shape), "nelems": n}
+    if kind == h5s.SEL_POINTS:
+        out = {"sel": "points", "nelems": n}
+        lo, hi = fspace.get_select_bounds()
+        out["start"], out["count"] = list(lo), [h - lo_ + 1 for lo_, h in zip(lo, hi)]
+        if n <= MAX_LISTED:
+            out["points"] = fspace.get_select_elem_pointlist().ravel().tolist()
+        return out
+    if fspace.is_regular_hyperslab():
+        start, stride, count, block = fspace.get_regular_hyperslab()
+        if all(c == 1 or s == b for c, s, b in zip(count, stride, block)):
+            return {"sel": "box", "start": list(start), "count": [c * b for c, b in zip(count, block)], "nelems": n}
+        return {"sel": "regular", "start": list(start), "stride": list(stride), "count": list(count),
+                "block": list(block), "nelems": n}
+    nblocks = fspace.get_select_hyper_nblocks()
+    lo, hi = fspace.get_select_bounds()
+    out = {"sel": "blocks", "start": list(lo), "count": [h - lo_ + 1 for lo_, h in zip(lo, hi)], "nelems": n,
+           "nblocks": nblocks}
+    if nblocks <= MAX_LISTED:
+        out["blocks"] = fspace.get_select_hyper_blocklist().ravel().tolist()   # (start, end) corners
+    return out
+
+
+def _simple_key(args, shape):
+    """start/count of a key of ints and unit-step slices (the fast reader's usual case), else None."""
+    if len(args) == 1 and args[0] is Ellipsis:
+        args = ()
+    if any(a is Ellipsis for a in args):
+        if sum(a is Ellipsis for a in args) > 1:
+            return None
+        i = next(i for i, a in enumerate(args) if a is Ellipsis)
+        args = args[:i] + (slice(None),) * (len(shape) - len(args) + 1) + args[i + 1:]
+    if len(args) > len(shape):
+        return None
+    args = args + (slice(None),) * (len(shape) - len(args))
+    start, count = [], []
+    for a, n in zip(args, shape):
+        if isinstance(a, slice):
+            b, e, s = a.indices(n)
+            if s != 1:
+                return None
+            start.append(b)
+            count.append(max(e - b, 0))
+        elif isinstance(a, int) or type(a).__name__.startswith("int"):
+            try:
+                i = int(a)
+            except TypeError:
+                return None
+            i = i + n if i < 0 else i
+            start.append(i)
+            count.append(1)
+        else:
+            return None
+    return start, count
+
+
+def describe_key(args, shape) -> dict:
+    simple = _simple_key(args, shape)
+    if simple is not None:
+        start, count = simple
+        n = 1
+        for c in count:
+            n *= c
+        if n == 0:
+            return {"sel": "none", "nelems": 0}
+        return {"sel": "box", "start": start, "count": count, "nelems": n}
+    from h5py._hl import selections
+
+    try:
+        sel = selections.select(shape, args, None)
+        return describe_space(sel.id, shape)
+    except Exception:  # noqa: BLE001 -- the call itself will raise or fall back; the selection stays unknown
+        return {"sel": "unknown", "nelems": 0}
+
+
+def _layout(dsid) -> dict:
+    # here, not at the top: the recorder is loaded into a program before it imports anything itself
+    from ccp.hdf5.filters import pipeline_from_dcpl, trace_filters
+
+    dcpl = dsid.get_create_plist()
+    filters = trace_filters(pipeline_from_dcpl(dcpl))
+    chunks = dcpl.get_chunk() if dcpl.get_layout() == 2 else None   # H5D_CHUNKED
+    try:
+        import numpy as np
+
+        fill = np.zeros((1,), dsid.dtype)
+        dcpl.get_fill_value(fill)
+        fill_value = fill[0].item() if fill.dtype.kind in "biuf" else None
+    except Exception:  # noqa: BLE001 -- the program must never see the recorder fail
+        fill_value = None
+    return {"shape": list(dsid.shape), "dtype": dsid.dtype.str, "itemsize": dsid.dtype.itemsize,
+            "chunks": list(chunks) if chunks else None, "filters": filters, "fill_value": fill_value,
+            "layout": {0: "compact", 1: "contiguous", 2: "chunked"}.get(dcpl.get_layout(), "other"),
+            "storage_size": int(dsid.get_storage_size())}
+
+
