@@ -43,10 +43,10 @@ def test_the_clock_measures_cpu_time_apart_from_wall_time():
 
 
 def test_schema_4_columns_and_an_older_run_still_reads(tmp_path):
-    assert SCHEMA_VERSION == 4 and ADDED_IN[4] == ("cpus", "load_max", "cpu_ratio")
+    assert SCHEMA_VERSION == 4 and ADDED_IN[4] == ("cpus", "load_max", "cpu_ratio", "file_open_s", "requests_s")
     assert REQUEST_COLUMNS[-3:] == ["pass_wall_s", "pass_cpu_s", "pass_load"]
     old = cell_columns_of(3)
-    assert not set(ADDED_IN[4]) & set(old) and len(old) == len(CELL_COLUMNS) - 3
+    assert not set(ADDED_IN[4]) & set(old) and len(old) == len(CELL_COLUMNS) - len(ADDED_IN[4])
     run = tmp_path / "old"
     run.mkdir()
     row = {c: "" for c in old}
