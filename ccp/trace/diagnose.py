@@ -325,6 +325,12 @@ def diagnose(trace: Trace, memory: int = 1 << 30, verify: bool = False, patterns
     if not len(calls):
         out["message"] = "the program made no h5py dataset calls: nothing to diagnose"
         return out
+    shapes = [d["shape"] for d in trace.header.get("datasets", []) if isinstance(d, dict)]
+    for block in patterns:
+        fits = [sh for sh in shapes if len(sh) == len(block) and all(b <= s for b, s in zip(block, sh))]
+        if not fits:
+            raise CcpError(f"--pattern {shape_str(block)}: no traced dataset has rank {len(block)} and room for it "
+                           f"(traced shapes: {', '.join(shape_str(sh) for sh in shapes) or 'none'})")
     walls = calls.groupby(["file", "dataset"])["wall_s"].sum()
     keys = sorted(walls.index.tolist(), key=lambda k: (-float(walls[k]), str(k[0]), str(k[1])))   # ties by name
     for file, dataset in keys:

@@ -183,3 +183,14 @@ def test_a_data_file_changed_since_the_trace_is_said_and_verify_refused(good, tm
     assert f"{data} CHANGED since the trace" in r.output and "changed since the trace: no repack cure" in r.output
     assert "ccp repack" not in r.output
     one_line(CliRunner().invoke(main, ["diagnose", "--verify", str(folder)]), [str(data), "changed since the trace", "--verify"])
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--memory", "0"], ["--memory", "1TiB"]),
+    (["--memory", "99999999999999999999GiB"], ["--memory"]),
+    (["--memory", "abc"], ["--memory"]),
+    (["--pattern", "1x2"], ["--pattern 1x2", "rank 2", "16x8x4"]),
+    (["--pattern", "99999999999x1x1"], ["--pattern 99999999999x1x1", "room"]),
+], ids=["memory-zero", "memory-huge", "memory-text", "pattern-rank", "pattern-too-big"])
+def test_bad_options_are_one_line(good, args, expected):
+    one_line(CliRunner().invoke(main, ["diagnose", *args, str(good)]), expected)
