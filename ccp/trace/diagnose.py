@@ -66,6 +66,11 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
            "share": wall / program_s if program_s else None, "bytes_read": delivered,
            "shape": layout.get("shape"), "dtype": layout.get("dtype"), "chunks": layout.get("chunks"),
            "filters": [f["name"] for f in layout.get("filters", [])], "findings": [], "cures": [], "notes": []}
+    if not layout.get("shape"):          # a scalar: one element per call, no layout or cache to change
+        out["findings"].append(f"scalar dataset: {len(reads)} read(s) and {len(wuser)} write(s) of its one element; "
+                               "nothing in its layout or cache to cure (read it once and keep the value if the "
+                               "calls add up)")
+        return out
     if len(wuser):
         wseq = replay_sequence(trace, dataset, file=file, op="write", positions=positions)
         cache = wseq.session_caches[0] if wseq.session_caches else library_cache(trace)
