@@ -66,6 +66,11 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
            "share": wall / program_s if program_s else None, "bytes_read": delivered,
            "shape": layout.get("shape"), "dtype": layout.get("dtype"), "chunks": layout.get("chunks"),
            "filters": [f["name"] for f in layout.get("filters", [])], "findings": [], "cures": [], "notes": []}
+    if not layout.get("shape"):          # a scalar: one element per call, no layout or cache to change
+        out["findings"].append(f"scalar dataset: {len(reads)} read(s) and {len(wuser)} write(s) of its one element; "
+                               "nothing in its layout or cache to cure (read it once and keep the value if the "
+                               "calls add up)")
+        return out
     if len(wuser):
         wseq = replay_sequence(trace, dataset, file=file, op="write", positions=positions)
         cache = wseq.session_caches[0] if wseq.session_caches else library_cache(trace)
@@ -325,6 +330,12 @@ def diagnose(trace: Trace, memory: int = 1 << 30, verify: bool = False, patterns
     if not len(calls):
         out["message"] = "the program made no h5py dataset calls: nothing to diagnose"
         return out
+    shapes = [d["shape"] for d in trace.header.get("datasets", []) if isinstance(d, dict)]
+    for block in patterns:
+        fits = [sh for sh in shapes if len(sh) == len(block) and all(b <= s for b, s in zip(block, sh))]
+        if not fits:
+            raise CcpError(f"--pattern {shape_str(block)}: no traced dataset has rank {len(block)} and room for it "
+                           f"(traced shapes: {', '.join(shape_str(sh) for sh in shapes) or 'none'})")
     walls = calls.groupby(["file", "dataset"])["wall_s"].sum()
     keys = sorted(walls.index.tolist(), key=lambda k: (-float(walls[k]), str(k[0]), str(k[1])))   # ties by name
     for file, dataset in keys:

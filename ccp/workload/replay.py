@@ -236,7 +236,7 @@ def replay_sequence(trace: Trace, dataset: str, pid: int | None = None, file: st
             counts[offsets[j]:offsets[j + 1]] = np.asarray(b_counts, np.int64).reshape(-1, rank)
     if len(starts) and ((starts < 0).any() or (counts < 0).any() or (starts > MAX_EXTENT).any()
                         or (counts > MAX_EXTENT).any()):
-        raise CcpError(f"{trace.path}: {dataset}: a selection starts or extends outside 0..2**62 "
+        raise CcpError(f"{trace.path}: {dataset}: a selection's start/count is outside 0..2**62 "
                        "(the trace is damaged)")
     has = nbox > 0                                 # calls with at least one box (the others are skipped)
     call_index = np.cumsum(has) - 1                # low-level call number of each low row
@@ -289,7 +289,7 @@ def replay_sequence(trace: Trace, dataset: str, pid: int | None = None, file: st
     if len(starts):                                 # a writer may have grown the dataset past its first layout
         shape = tuple(int(v) for v in np.maximum(np.asarray(shape, np.int64), (starts + counts).max(axis=0)))
         if math.prod(shape) > MAX_EXTENT:
-            raise CcpError(f"{trace.path}: {dataset}: selections reach {list(shape)}, more than 2**62 elements "
+            raise CcpError(f"{trace.path}: {dataset}: selections (start + count) reach {list(shape)}, more than 2**62 elements "
                            "(the trace is damaged)")
     return ReplaySequence(
         file=file, dataset=dataset, pids=tuple(pids), shape=shape, dtype=layout["dtype"],

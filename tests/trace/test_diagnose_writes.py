@@ -105,3 +105,37 @@ def test_append_writer_example_is_diagnosed(tmp_path):
     assert d["write_chunk_loads"] == 128 - 2 and d["write_chunk_flushes"] == 128
     names = [c["cure"] for c in d["write_cures"]]
     assert names[0] == "write whole 64x1024 chunks" and any(n.startswith("a chunk cache of 256 KiB") for n in names)
+
+
+ODD = textwrap.dedent("""
+    import sys, h5py, numpy as np
+    path = sys.argv[1]
+    with h5py.File(path, "w") as f:
+        f.create_dataset("scalar", data=3.5)
+        f.create_dataset("empty", shape=(0, 4), maxshape=(None, 4), chunks=(8, 4), dtype="i4")
+        f.create_dataset("strs", data=np.array(["a", "bb", "ccc"], dtype=h5py.string_dtype()), chunks=(2,))
+        f.create_dataset("comp", data=np.zeros(10, dtype=[("a", "i4"), ("b", "f8")]), chunks=(5,))
+        f.create_dataset("contig", data=np.arange(100.0))
+    with h5py.File(path, "r") as f:
+        for _ in range(3):
+            f["scalar"][()]
+            f["empty"][:]
+            f["strs"][1]
+            f["comp"][2:7]
+            f["contig"][[1, 3, 5]]
+""")
+
+
+def test_scalar_empty_vlen_compound_and_contiguous_datasets_are_diagnosed(tmp_path):
+    prog = tmp_path / "odd.py"
+    prog.write_text(ODD)
+    out = tmp_path / "trace"
+    r = subprocess.run([sys.executable, "-m", "ccp.cli", "trace", "-o", str(out), "--", sys.executable, str(prog),  # noqa: PLW1510
+                        str(tmp_path / "odd.h5")], capture_output=True, text=True,
+                       env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=600)
+    assert r.returncode == 0, r.stderr
+    ds = _by_name(diagnose(load_trace(out)))
+    assert {"/scalar", "/empty", "/strs", "/comp", "/contig"} <= set(ds)
+    assert "scalar dataset: 3 read(s)" in ds["/scalar"]["findings"][0]
+    assert "no data moved" in "\n".join(ds["/empty"]["findings"])
+    assert ds["/comp"]["chunk_loads"] == 6          # 2 chunks per read, the cache lost at each reopen
