@@ -40,6 +40,8 @@ class _SourceReader:
         self.decode = None
         self.why_library = ""
         self.fd: int | None = None  # the file opened read-only by the OS, when chunks are read with pread
+        self.stored: dict = {}      # chunk offset -> (file address, stored size, filter mask), chunked sources
+        self.allocated = self.stored.keys()
         self.cache: dict = {}
         self.cache_bytes = 0
         self.cache_budget = cache_budget
@@ -52,7 +54,6 @@ class _SourceReader:
             self.why_library = f"{_layout_of(dcpl, ds)} source"
             return
         # the chunk index, read once: where each allocated chunk is stored and which filters it skipped
-        self.stored: dict = {}
         if ds.id.get_storage_size() and ds.id.get_num_chunks():
             def add(info):
                 self.stored[tuple(info.chunk_offset)] = (info.byte_offset, info.size, info.filter_mask)

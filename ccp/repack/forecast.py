@@ -202,7 +202,8 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, eff:
     if tgt.method != "fast" or dst_chunks is None or src_chunks is None or len(src_chunks) != len(dst_chunks):
         # the library path: HDF5 reads and writes hyperslabs itself (one thread)
         secs = tgt.raw_bytes * (dec + (enc or dec * 3)) / main_share
-        return DatasetForecast(tgt.path, src_chunks, dst_chunks, "library", f"library: {tgt.reason}", budget.buffer_bytes
+        return DatasetForecast(tgt.path, src_chunks, dst_chunks, "library", f"library: {tgt.reason or 'HDF5 reads the unchunked source in hyperslabs'}",
+                               budget.buffer_bytes
                                or 32 * 1024 * 1024, 0, (), stored, stored, tgt.stored_bytes, written,
                                base + 2 * (budget.buffer_bytes or 32 * 1024 * 1024), round(secs, 3), mb(dec), mb(enc),
                                (), "the library path: a rough estimate")

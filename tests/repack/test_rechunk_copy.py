@@ -117,3 +117,14 @@ def test_a_stage_copy_left_by_a_killed_repack_is_removed(tmp_path):
     stage.write_bytes(b"half a stage")
     repack(tmp_path / "in.h5", tmp_path / "out.h5", {"/data": (100, 1)}, {})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.h5", "out.h5"]
+
+
+@pytest.mark.parametrize("opts", [["-f", "GZIP=6"], ["-l", "CHUNK=2x2"], []], ids=["filter-all", "chunk-all", "none"])
+def test_plan_of_a_file_of_every_kind_writes_nothing(rich, tmp_path, opts):
+    before = sorted(p.name for p in tmp_path.iterdir())
+    r = CliRunner().invoke(main, ["repack", *opts, "--plan", "--json", str(rich)])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert {d["method"] for d in doc["datasets"]} <= {"copy", "fast", "library"}
+    assert all(d["predicted_seconds"] >= 0 and d["read_order"] for d in doc["datasets"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
