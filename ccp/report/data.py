@@ -169,6 +169,16 @@ def access_text(op, block, order, random) -> str:
     return s
 
 
+S3_ONLY = ("fsspec", "latency", "bandwidth")     # empty on local cells: only S3 cells can differ in them
+
+
+def _storage_varying(cells: pd.DataFrame) -> tuple[str, ...]:
+    """The storage columns whose values differ between cells they apply to (the S3-only ones among S3 cells)."""
+    s3 = cells["storage"].fillna("local").astype(str) == "s3"
+    return tuple(c for c in STORAGE_COLUMNS
+                 if cells.loc[s3 if c in S3_ONLY else cells.index, c].fillna("").astype(str).nunique() > 1)
+
+
 @dataclass
 class Labels:
     """Readable labels for a run's cells, from the axes that vary across the WHOLE run (not a subset of it)."""
@@ -185,7 +195,7 @@ class Labels:
         allc = pd.concat([f.reindex(columns=[*cols, "client"]).fillna({"client": "h5py-lowlevel", **OLD_STORAGE})
                           for f in frames], ignore_index=True)
         lab = cls(with_slots=allc["cache_nslots"].dropna().nunique() > 1, with_w0=allc["cache_w0"].dropna().nunique() > 1,
-                  storage_varying=tuple(c for c in STORAGE_COLUMNS if allc[c].fillna("").astype(str).nunique() > 1))
+                  storage_varying=_storage_varying(allc))
         allc = lab.add(allc, label=False)
         lab.axes = [(n, c) for n, c in (("chunks", "chunks"), ("filters", "filters"), ("cache", "cache_label"),
                                         ("client", "client"), ("storage", "storage_label"), ("access", "access_label"))
