@@ -587,6 +587,9 @@ def main() -> int:
     ap.add_argument("--verbose", action="store_true", help="print every case, not only the ones that are not clean")
     ap.add_argument("--json", type=Path, help="also write every case's result here")
     args = ap.parse_args()
+    # A suite started in the background (`nohup ... &`) inherits SIGINT ignored, and so would every ccp it
+    # starts: Ctrl-C would then be lost on them. A handler here is reset to the default in each child.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     rng = random.Random(args.seed)
     is_root = os.geteuid() == 0 and shutil.which("mount") is not None
     with tempfile.TemporaryDirectory(prefix="ccp-fuzz-") as tmp:
