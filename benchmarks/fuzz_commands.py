@@ -87,15 +87,18 @@ import h5py
 if len(sys.argv) > 2:
     open(sys.argv[2], "w").write(str(os.getpid()))
 mode = os.environ.get("MODE", "r")
-with h5py.File(sys.argv[1], mode) as f:
-    d = f["d"]
-    for i in range(int(os.environ.get("N", "200"))):
-        if mode == "r":
-            d[i % d.shape[0], :]
-        else:
-            d[i % d.shape[0], :] = i
-        if os.environ.get("SLOW"):
-            time.sleep(float(os.environ["SLOW"]))
+try:                                   # a well-behaved program: Ctrl-C is exit 130, not a traceback of its own
+    with h5py.File(sys.argv[1], mode) as f:
+        d = f["d"]
+        for i in range(int(os.environ.get("N", "200"))):
+            if mode == "r":
+                d[i % d.shape[0], :]
+            else:
+                d[i % d.shape[0], :] = i
+            if os.environ.get("SLOW"):
+                time.sleep(float(os.environ["SLOW"]))
+except KeyboardInterrupt:
+    sys.exit(130)
 print("prog done")
 """
 
