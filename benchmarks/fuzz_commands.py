@@ -87,15 +87,18 @@ import h5py
 if len(sys.argv) > 2:
     open(sys.argv[2], "w").write(str(os.getpid()))
 mode = os.environ.get("MODE", "r")
-with h5py.File(sys.argv[1], mode) as f:
-    d = f["d"]
-    for i in range(int(os.environ.get("N", "200"))):
-        if mode == "r":
-            d[i % d.shape[0], :]
-        else:
-            d[i % d.shape[0], :] = i
-        if os.environ.get("SLOW"):
-            time.sleep(float(os.environ["SLOW"]))
+try:                                   # a well-behaved program: Ctrl-C is exit 130, not a traceback of its own
+    with h5py.File(sys.argv[1], mode) as f:
+        d = f["d"]
+        for i in range(int(os.environ.get("N", "200"))):
+            if mode == "r":
+                d[i % d.shape[0], :]
+            else:
+                d[i % d.shape[0], :] = i
+            if os.environ.get("SLOW"):
+                time.sleep(float(os.environ["SLOW"]))
+except KeyboardInterrupt:
+    sys.exit(130)
 print("prog done")
 """
 
@@ -587,6 +590,9 @@ def main() -> int:
     ap.add_argument("--verbose", action="store_true", help="print every case, not only the ones that are not clean")
     ap.add_argument("--json", type=Path, help="also write every case's result here")
     args = ap.parse_args()
+    # A suite started in the background (`nohup ... &`) inherits SIGINT ignored, and so would every ccp it
+    # starts: Ctrl-C would then be lost on them. A handler here is reset to the default in each child.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     rng = random.Random(args.seed)
     is_root = os.geteuid() == 0 and shutil.which("mount") is not None
     with tempfile.TemporaryDirectory(prefix="ccp-fuzz-") as tmp:
