@@ -40,6 +40,7 @@ from ccp.report.tables import (
     pivot_tables,
     render,
 )
+from ccp.store.schema import CONTENDED_CPU_RATIO
 from ccp.units import format_bytes, format_count, format_seconds
 
 CSS = """
@@ -196,6 +197,15 @@ def stability_html(cells: pd.DataFrame) -> str:
             items = "".join(f"<li>{esc(c['label'])}" + (f" ({esc(d)})" if (d := detail(c, st.loc[i])) else "") + "</li>"
                             for i, c in sel.iterrows())
             out.append(f'<div class="box warn"><p><b>{esc(key)}</b>: {esc(text)}</p><ul>{items}</ul></div>')
+    busy = cells[cells["flags"].fillna("").astype(str).str.split(",").map(lambda f: "contended" in f)]
+    if len(busy):      # schema 4: measured under contention (ccp.store.schema.contended)
+        items = "".join(f"<li>{esc(c['label'])} (load up to {float(c['load_max']):.1f} on {int(c['cpus'])} CPUs, "
+                        f"CPU/wall {float(c['cpu_ratio']):.2f})</li>" if finite(c.get("load_max")) and finite(c.get("cpus"))
+                        and finite(c.get("cpu_ratio")) else f"<li>{esc(c['label'])}</li>" for _, c in busy.iterrows())
+        out.append(f'<div class="box warn"><p><b>contended</b>: measured under contention (the 1-minute load above the '
+                   f"CPUs ccp may use, or a warm local pass under {CONTENDED_CPU_RATIO:g} of its wall time on a CPU): "
+                   "their times say more about the machine than the layout; their I/O counts are exact. Winners and "
+                   "ties follow the I/O counts first.</p><ul>" + items + "</ul></div>")
     if not out:
         return note(f"Every cell finished and is stable: passes within {UNSTABLE_SPREAD}x of each other and requests of "
                     f"{format_seconds(SHORT_REQUEST_S)} or more.")
