@@ -30,7 +30,7 @@ from ccp.report.data import (
 )
 from ccp.report.headline import PLAIN, RunKind, cell_tags, headline_text, headlines
 from ccp.report.s3 import storage_tables
-from ccp.report.stats import THRESHOLD, ci95
+from ccp.report.stats import RULE, THRESHOLD, ci95
 from ccp.report.stats import samples as load_samples
 from ccp.report.tables import (
     Cell,
@@ -389,10 +389,11 @@ def build(run_dir: Path, self_contained: bool = False) -> Path:
         banner,
         '<h2 id="summary">Which configuration is fastest for each access pattern, and why</h2>',
         note(f"Only cells that do the same work (the same operation, block, order and requests) are ranked against each "
-             f"other. Two cells are a <i>tie</i> unless their median passes differ by {THRESHOLD:g}x or more and the "
-             "difference is significant: Mann-Whitney U on the per-request times, p &lt; 0.05, with passes that do not "
-             "overlap, or every pass of one faster than every pass of the other. An unstable cell never wins. The "
-             "interval is a 95% confidence interval of the pass time from the per-request samples."),
+             f"other. Two cells are a <i>tie</i> unless their median passes differ by {THRESHOLD:g}x or more and "
+             f"{esc(RULE)}. An unstable cell wins only when that rule shows it faster than the fastest stable one, and is "
+             "named either way. The cheapest change is the least invasive one (a reader setting before a new file) "
+             "within 2x of the fastest. The interval is a 95% confidence interval of the pass time from the "
+             "per-request samples."),
         explain_fastest(cells, samples, run),
         '<h2 id="tables">Comparison tables</h2>',
         errors.get("tables", ""),
