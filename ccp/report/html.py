@@ -30,7 +30,7 @@ from ccp.report.data import (
 )
 from ccp.report.headline import PLAIN, RunKind, cell_tags, headline_text, headlines
 from ccp.report.s3 import storage_tables
-from ccp.report.stats import THRESHOLD, ci95
+from ccp.report.stats import RULE, THRESHOLD, ci95
 from ccp.report.stats import samples as load_samples
 from ccp.report.tables import (
     Cell,
@@ -40,6 +40,7 @@ from ccp.report.tables import (
     pivot_tables,
     render,
 )
+from ccp.store.schema import CONTENDED_CPU_RATIO
 from ccp.units import format_bytes, format_count, format_seconds
 
 CSS = """
@@ -200,6 +201,15 @@ def stability_html(cells: pd.DataFrame) -> str:
             items = "".join(f"<li>{esc(c['label'])}" + (f" ({esc(d)})" if (d := detail(c, st.loc[i])) else "") + "</li>"
                             for i, c in sel.iterrows())
             out.append(f'<div class="box warn"><p><b>{esc(key)}</b>: {esc(text)}</p><ul>{items}</ul></div>')
+    busy = cells[cells["flags"].fillna("").astype(str).str.split(",").map(lambda f: "contended" in f)]
+    if len(busy):      # schema 4: measured under contention (ccp.store.schema.contended)
+        items = "".join(f"<li>{esc(c['label'])} (load up to {float(c['load_max']):.1f} on {int(c['cpus'])} CPUs, "
+                        f"CPU/wall {float(c['cpu_ratio']):.2f})</li>" if finite(c.get("load_max")) and finite(c.get("cpus"))
+                        and finite(c.get("cpu_ratio")) else f"<li>{esc(c['label'])}</li>" for _, c in busy.iterrows())
+        out.append(f'<div class="box warn"><p><b>contended</b>: measured under contention (the 1-minute load above the '
+                   f"CPUs ccp may use, or a warm local pass under {CONTENDED_CPU_RATIO:g} of its wall time on a CPU): "
+                   "their times say more about the machine than the layout; their I/O counts are exact. Winners and "
+                   "ties follow the I/O counts first.</p><ul>" + items + "</ul></div>")
     if not out:
         return note(f"Every cell finished and is stable: passes within {UNSTABLE_SPREAD}x of each other and requests of "
                     f"{format_seconds(SHORT_REQUEST_S)} or more.")
@@ -383,10 +393,11 @@ def build(run_dir: Path, self_contained: bool = False) -> Path:
         banner,
         '<h2 id="summary">Which configuration is fastest for each access pattern, and why</h2>',
         note(f"Only cells that do the same work (the same operation, block, order and requests) are ranked against each "
-             f"other. Two cells are a <i>tie</i> unless their median passes differ by {THRESHOLD:g}x or more and the "
-             "difference is significant: Mann-Whitney U on the per-request times, p &lt; 0.05, with passes that do not "
-             "overlap, or every pass of one faster than every pass of the other. An unstable cell never wins. The "
-             "interval is a 95% confidence interval of the pass time from the per-request samples."),
+             f"other. Two cells are a <i>tie</i> unless their median passes differ by {THRESHOLD:g}x or more and "
+             f"{esc(RULE)}. An unstable cell wins only when that rule shows it faster than the fastest stable one, and is "
+             "named either way. The cheapest change is the least invasive one (a reader setting before a new file) "
+             "within 2x of the fastest. The interval is a 95% confidence interval of the pass time from the "
+             "per-request samples."),
         explain_fastest(cells, samples, run),
         '<h2 id="tables">Comparison tables</h2>',
         errors.get("tables", ""),

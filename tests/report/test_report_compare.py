@@ -160,3 +160,11 @@ def test_more_work_fails_whatever_the_load(make_run):
     r = _cli(a, b, "--fail-above", "1.5")
     assert r.exit_code == 1, r.output
     assert "more work: raw reads" in r.output
+
+
+def test_the_report_flags_cells_measured_under_contention(make_run):
+    from ccp.report import write_report
+
+    run = slow_down(make_run("busy", tables=False), 1.0, cpu=False, where=lambda c: c["filters"] == "gzip:6")
+    page = write_report(run).read_text()
+    assert "<b>contended</b>: measured under contention" in page and "load up to 7.9 on 2 CPUs" in page

@@ -1,0 +1,154 @@
+"""A busy machine must not fake a regression, and must not hide a real one: `ccp compare` on a sweep run three times.
+
+    .venv/bin/python benchmarks/noisy_compare.py [--out results/noisy] [--competitors N] [--fail-above 1.5]
+
+1. A: the sweep, as quiet as the machine is.
+2. B: the same sweep, the same code, while N CPU-bound competitor processes (default: 2 per CPU ccp may use) spin;
+   the benchmark starts them and ends them by pid.
+3. C: the same sweep under the same competitors, with a planted real regression: every chunk cache ccp sets is 1/8 of
+   the configured size (a library change that shrank it), so the row-by-row cells' chunks no longer fit: more chunk
+   loads, the kind of change the I/O counts see.
+
+Then `ccp compare A B --fail-above R` must report 0 regressions (the difference is the machine's) and `ccp compare A C
+--fail-above R` must catch the planted one. Printed: each run's load (highest 1-minute load average over its passes),
+how many cells a naive rule (median time ratio above R) would have failed, and the verdicts. Counts, not timings, decide.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+SWEEP = {
+    "name": "noisy",
+    "dataset": {"path": "/data", "generate": {"shape": [8, 32, 32, 64], "dtype": "<f4", "data": "normal", "seed": 0}},
+    "matrix": {"chunks": [[4, 32, 32, 64], [1, 32, 32, 64]],        # 1 MiB and 256 KiB chunks
+               "filters": ["gzip:1", "none"],
+               "cache": ["2MiB"],                                    # holds a 1 MiB chunk; 1/8 of it (C) does not
+               "access": [{"op": "read", "block": [1, 1, 32, 64]},    # row by row: 256 requests
+                          {"op": "read", "block": [4, 32, 32, 64]}]}, # whole big chunks: 2 requests
+    "repeats": 5,
+    "cold": False,        # warm passes: CPU-bound, the case load hurts most
+}
+PLANT = """
+import sys
+from dataclasses import dataclass
+import ccp.hdf5.plists as plists
+
+real = plists.cache_dapl
+
+@dataclass(frozen=True)
+class Shrunk:
+    nslots: int
+    nbytes: int
+    w0: float
+
+def shrunk(cache):   # the planted regression: every cache ccp sets is 1/8 of what the sweep configured
+    return real(Shrunk(cache.nslots, cache.nbytes // 8, cache.w0))
+
+plists.cache_dapl = shrunk
+from ccp.cli import main
+main(sys.argv[1:])
+"""
+
+
+def ccp(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(ROOT / ".venv/bin/ccp"), *args], capture_output=True, text=True, cwd=ROOT)
+
+
+def run(sweep: Path, out: Path, work: Path, planted: bool = False) -> float:
+    args = ["run", str(sweep), "--out", str(out), "--work", str(work), "--no-report"]
+    t0 = time.perf_counter()
+    if planted:     # in this process's child with the cache shrunk; --no-isolate keeps the cells in it
+        r = subprocess.run([sys.executable, "-c", PLANT, *args, "--no-isolate"], capture_output=True, text=True, cwd=ROOT)
+    else:
+        r = ccp(*args)
+    if r.returncode != 0:
+        raise SystemExit(f"ccp run failed ({out}): {r.stderr.strip()[-500:]}")
+    return time.perf_counter() - t0
+
+
+def start_competitors(n: int) -> list[subprocess.Popen]:
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+
+
+def stop(procs: list[subprocess.Popen]) -> None:
+    for p in procs:                 # by pid: only the processes this benchmark started
+        p.terminate()
+    for p in procs:
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def load_of(run_dir: Path) -> str:
+    c = pd.read_parquet(run_dir / "cells.parquet")
+    contended = int(c["flags"].fillna("").str.contains("contended").sum())
+    return f"load max {c['load_max'].max():.1f} on {int(c['cpus'].max())} CPUs, {contended}/{len(c)} cells contended"
+
+
+def naive(a: Path, b: Path, ratio: float) -> int:
+    ca, cb = pd.read_parquet(a / "cells.parquet"), pd.read_parquet(b / "cells.parquet")
+    j = ca.merge(cb, on="cell_id", suffixes=("_a", "_b"))
+    return int((j["time_s_b"] / j["time_s_a"] > ratio).sum())
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=ROOT / "results" / "noisy")
+    ap.add_argument("--competitors", type=int, default=None, help="CPU-bound processes during B and C "
+                                                                  "(default: 2 per CPU ccp may use)")
+    ap.add_argument("--fail-above", type=float, default=1.5)
+    opts = ap.parse_args()
+    cpus = len(os.sched_getaffinity(0))
+    n = opts.competitors if opts.competitors is not None else 2 * cpus
+    out = opts.out
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    sweep = out / "noisy.yaml"
+    sweep.write_text(yaml.safe_dump(SWEEP))
+    work = out / "work"
+    print(f"machine: {cpus} CPUs, load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    wall = {"A": run(sweep, out / "A", work)}
+    procs = start_competitors(n)
+    try:
+        time.sleep(3)               # let the load average see them
+        wall["B"] = run(sweep, out / "B", work)
+        wall["C"] = run(sweep, out / "C", work, planted=True)
+    finally:
+        stop(procs)
+    for k in "ABC":
+        print(f"{k}: {load_of(out / k)}; ran in {wall[k]:.1f} s"
+              + (f" with {n} CPU-bound competitors" if k != "A" else "") + (" and the planted regression" if k == "C" else ""))
+    fail = f"{opts.fail_above:g}"
+    verdict = {}
+    for k in "BC":
+        r = ccp("compare", str(out / "A"), str(out / k), "--fail-above", fail)
+        (out / f"compare-A-{k}.txt").write_text(r.stdout + r.stderr)
+        gate = next((line for line in r.stdout.splitlines() if line.startswith(("FAIL:", "pass:"))), "?")
+        regressions = int(gate.split()[1]) if gate.startswith("FAIL:") else 0
+        verdict[k] = (r.returncode, regressions)
+        print(f"ccp compare A {k} --fail-above {fail}: exit {r.returncode}, {regressions} regression(s); a naive median "
+              f"ratio > {fail} would fail {naive(out / 'A', out / k, opts.fail_above)} cell(s)")
+        print("  " + gate[:300])
+    false_ok = verdict["B"] == (0, 0)
+    caught = verdict["C"][0] == 1 and verdict["C"][1] > 0
+    print(f"false regressions under load: {verdict['B'][1]} ({'ok' if false_ok else 'WRONG'}); planted regression "
+          f"{'caught' if caught else 'MISSED'} ({verdict['C'][1]} cell(s))")
+    shutil.rmtree(work, ignore_errors=True)
+    return 0 if false_ok and caught else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
