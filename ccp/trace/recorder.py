@@ -39,6 +39,7 @@ import threading
 import time
 import weakref
 
+from ccp.trace.fastpath import fast_getitem
 from ccp.trace.selections import MAX_LISTED, _file_name, _layout, describe_key, describe_space  # noqa: F401
 
 FLUSH_EVERY = 16384         # records buffered before a write to the part file
@@ -399,7 +400,7 @@ def _patch_h5py(rec: Recorder) -> None:
         wrapper.__wrapped__ = orig
         return wrapper
 
-    Dataset.__getitem__ = _fast_getitem(rec, high("Dataset.__getitem__", "read", Dataset.__getitem__), fast_orig)
+    Dataset.__getitem__ = fast_getitem(rec, high("Dataset.__getitem__", "read", Dataset.__getitem__), fast_orig)
     Dataset.__setitem__ = high("Dataset.__setitem__", "write", Dataset.__setitem__)
     Dataset.read_direct = high("Dataset.read_direct", "read", Dataset.read_direct)
     Dataset.write_direct = high("Dataset.write_direct", "write", Dataset.write_direct)
@@ -477,45 +478,6 @@ def _patch_h5py(rec: Recorder) -> None:
     _patch_queues(rec)
     rec.patched = True
     rec.h5py_version = h5py.__version__
-
-
-def _fast_getitem(rec: Recorder, slow, fast_orig):
-    """``Dataset.__getitem__`` for the common case, at the least cost: a key of ints and slices read by
-    h5py's fast reader (what h5py's own ``__getitem__`` does first) is timed and kept as one tuple; the
-    key is immutable, so it is described later, by ``ccp trace``. Anything else takes ``slow``."""
-    import numpy as np
-    from h5py._objects import phil
-
-    perf = time.perf_counter_ns
-    plain = {int, slice, type(Ellipsis), *(getattr(np, n) for n in ("int8", "int16", "int32", "int64", "uint8",
-                                                                    "uint16", "uint32", "uint64"))}
-
-    def __getitem__(self, args, new_dtype=None):
-        if new_dtype is None and rec.stopped is None:
-            key = args if type(args) is tuple else (args,)
-            for a in key:
-                if type(a) not in plain:
-                    break
-            else:
-                with phil:
-                    if self._fast_read_ok:
-                        reader = self._fast_reader
-                        t0 = perf()
-                        try:
-                            out = fast_orig(reader, key)
-                        except TypeError:       # h5py falls back to its Python path: so do we
-                            pass
-                        else:
-                            t1 = perf()
-                            try:
-                                rec.fast_call(self._id, t0, t1, key)     # not .id: it takes the lock again
-                            except Exception as exc:  # noqa: BLE001 -- never disturb the program
-                                rec.failed(exc)
-                            return out
-        return slow(self, args, new_dtype) if new_dtype is not None else slow(self, args)
-
-    __getitem__.__wrapped__ = slow
-    return __getitem__
 
 
 def _patch_queues(rec: Recorder) -> None:

@@ -42,9 +42,59 @@ def _part_batches(part: Path, torn: list | None):
                 yield batch
 
 
-def _expand(batch: list, pid: int | None, handles: dict, out: list, layouts: list, errors: list) -> None:
-    """Records of one batch as row dicts; a fast-path tuple becomes its user call and its fast_reader row."""
+_SEL_CACHE: dict = {}
+
+
+def _describe_cached(key: tuple, shape: tuple) -> dict:
+    """describe_key, remembered per (key, shape): a loop reads the same few keys again and again."""
+    try:
+        h = (shape, tuple((a.start, a.stop, a.step) if type(a) is slice else a for a in key))
+        out = _SEL_CACHE.get(h)
+    except TypeError:        # an unhashable key part
+        return describe_key(key, shape)
+    if out is None:
+        if len(key) == len(shape) and all(type(a) is int and 0 <= a < n for a, n in zip(key, shape)):
+            out = {"sel": "box", "start": list(key), "count": [1] * len(key), "nelems": 1}
+        else:
+            out = describe_key(key, shape)
+        if len(_SEL_CACHE) > 100_000:
+            _SEL_CACHE.clear()
+        _SEL_CACHE[h] = out
+    return out
+
+
+def _fast_frame(fast: list, pid: int | None, handles: dict):
+    """Fast-path tuples as rows, column by column: each call's user row, then its fast_reader row."""
+    import numpy as np
+    import pandas as pd
+
+    fast = [r for r in fast if r[3] in handles]        # a handle lost with a torn batch: the call cannot be placed
+    n = len(fast)
+    seq = np.fromiter((r[0] for r in fast), np.int64, n)
+    t0 = np.fromiter((r[1] for r in fast), np.int64, n)
+    ns = np.fromiter((r[2] for r in fast), np.int64, n) - t0
+    info = [handles[r[3]] for r in fast]
+    sels = [_describe_cached(r[4], i[3]) for r, i in zip(fast, info)]
+    nelems = np.fromiter((x["nelems"] for x in sels), np.int64, n)
+    nbytes = nelems * np.fromiter((i[2] for i in info), np.int64, n)
+    common = {"kind": "call", "pid": pid, "op": "read", "file": [i[0] for i in info], "dataset": [i[1] for i in info],
+              "t0_ns": t0, "wall_ns": ns, "hdf5_ns": ns, "bytes": nbytes}
+    user = pd.DataFrame({**common, "seq": seq, "depth": 0, "parent": 0, "api": "Dataset.__getitem__", "nlow": 1})
+    child = pd.DataFrame({**common, "seq": seq + 1, "depth": 1, "parent": seq, "api": "fast_reader", "nlow": 0,
+                          "sel": [x["sel"] for x in sels], "start": [x.get("start") for x in sels],
+                          "count": [x.get("count") for x in sels], "nelems": nelems,
+                          **{k: [x.get(k) for x in sels] for k in ("stride", "block", "nblocks", "blocks", "points")}})
+    return pd.concat([user, child], ignore_index=True)
+
+
+def _expand(batch: list, pid: int | None, handles: dict, out: list, layouts: list, errors: list,
+            fast: list | None = None) -> None:
+    """Records of one batch as row dicts; a fast-path tuple becomes its user call and its fast_reader row
+    (kept as the tuple in ``fast`` when given, for :func:`_fast_frame`)."""
     for r in batch:
+        if type(r) is tuple and fast is not None:
+            fast.append(r)
+            continue
         if type(r) is tuple:
             seq, t0, t1, token, key = r
             info = handles.get(token)
@@ -88,11 +138,13 @@ STRING_COLUMNS = ("kind", "api", "op", "file", "dataset", "sel", "mode", "reason
 ROWS_PER_CHUNK = 200_000      # row dicts held at once while merging
 
 
-def _frame(records: list[dict]):
-    """Row dicts as calls.parquet's columns, each with one fixed dtype (every chunk alike)."""
+def _frame(records: list[dict], fast=None):
+    """Row dicts (and a fast-path frame) as calls.parquet's columns, each with one fixed dtype."""
     import pandas as pd
 
     df = pd.DataFrame.from_records(records)
+    if fast is not None and len(fast):
+        df = pd.concat([df, fast], ignore_index=True) if len(df) else fast
     for c in (*COLUMNS, "wall_ns", "hdf5_ns"):
         if c not in df.columns:
             df[c] = None
@@ -100,7 +152,7 @@ def _frame(records: list[dict]):
     df["hdf5_s"] = pd.to_numeric(df["hdf5_ns"]).astype(float) / 1e9
     df = df[list(COLUMNS)].copy()
     for c in LIST_COLUMNS:
-        df[c] = df[c].map(lambda v: [int(x) for x in v] if isinstance(v, list) else None)
+        df[c] = df[c].astype(object).map(_int_list)
     for c in INT_COLUMNS:
         df[c] = pd.array(pd.to_numeric(df[c]), dtype="Int64")
     for c in ("rdcc_w0", "cache_w0"):
@@ -108,6 +160,12 @@ def _frame(records: list[dict]):
     for c in STRING_COLUMNS:
         df[c] = df[c].astype("string")
     return df
+
+
+def _int_list(v):
+    if type(v) is list and all(type(x) is int for x in v):
+        return v
+    return [int(x) for x in v] if isinstance(v, (list, tuple)) else None
 
 
 def _arrow_schema():
@@ -221,6 +279,7 @@ def merge(trace_dir: Path, command: list[str], exit_status: int, wall_s: float, 
     the header's ``completeness`` is worked out.
     """
     import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     trace_dir = Path(trace_dir)
@@ -237,27 +296,33 @@ def merge(trace_dir: Path, command: list[str], exit_status: int, wall_s: float, 
     try:
         for part in parts:      # one process at a time, in row chunks: memory stays bounded by the largest process
             handles: dict = {}
-            chunks, rows = [], []
+            chunks, rows, fast = [], [], []
+            pid = _part_pid(part)
             for batch in _part_batches(part, torn):
-                _expand(batch, _part_pid(part), handles, rows, layouts, errors)
-                if len(rows) >= ROWS_PER_CHUNK:
-                    chunks.append(pa.Table.from_pandas(_frame(rows), schema=schema, preserve_index=False))
-                    rows = []
-            if rows or not chunks:
-                chunks.append(pa.Table.from_pandas(_frame(rows), schema=schema, preserve_index=False))
+                _expand(batch, pid, handles, rows, layouts, errors, fast)
+                if len(rows) + 2 * len(fast) >= ROWS_PER_CHUNK:
+                    frame = _frame(rows, _fast_frame(fast, pid, handles))
+                    chunks.append(pa.Table.from_pandas(frame, schema=schema, preserve_index=False))
+                    rows, fast = [], []
+            if rows or fast or not chunks:
+                frame = _frame(rows, _fast_frame(fast, pid, handles))
+                chunks.append(pa.Table.from_pandas(frame, schema=schema, preserve_index=False))
             table = pa.concat_tables(chunks).sort_by([("pid", "ascending"), ("seq", "ascending")])
-            del chunks, rows
+            del chunks, rows, fast
             if writer is None:
                 writer = pq.ParquetWriter(table_tmp, table.schema)
             if table.num_rows or not parts:
                 writer.write_table(table, row_group_size=ROWS_PER_CHUNK)
-            kind, depth = table.column("kind").to_pylist(), table.column("depth").to_pylist()
-            n_user += sum(1 for k, d in zip(kind, depth) if k == "call" and d == 0)
-            n_nested += sum(1 for k, d in zip(kind, depth) if k == "call" and d != 0)
-            n_events += kind.count("event")
-            pids.update(int(p) for p in set(table.column("pid").to_pylist()) if p is not None)
-            seen_files.update(f for f in set(table.column("file").to_pylist()) if f)
-            del table, kind, depth
+            is_call = pc.equal(table.column("kind"), "call")
+            user = pc.and_(is_call, pc.equal(table.column("depth"), 0))
+            n_user += int(pc.sum(pc.cast(pc.fill_null(user, False), pa.int64())).as_py() or 0)
+            n_nested += int(pc.sum(pc.cast(pc.fill_null(pc.and_(is_call, pc.invert(user)), False),
+                                           pa.int64())).as_py() or 0)
+            n_events += int(pc.sum(pc.cast(pc.fill_null(pc.equal(table.column("kind"), "event"), False),
+                                           pa.int64())).as_py() or 0)
+            pids.update(int(p) for p in pc.unique(table.column("pid")).to_pylist() if p is not None)
+            seen_files.update(f for f in pc.unique(table.column("file")).to_pylist() if f)
+            del table
         if writer is None:
             table = pa.Table.from_pandas(_frame([]), schema=schema, preserve_index=False)
             writer = pq.ParquetWriter(table_tmp, table.schema)
