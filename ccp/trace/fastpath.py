@@ -44,5 +44,5 @@ def fast_getitem(rec, slow, fast_orig):
                             return out
         return slow(self, args, new_dtype) if new_dtype is not None else slow(self, args)
 
-    __getitem__.__wrapped__ = slow
+    __getitem__.__wrapped__ = slow  # type: ignore[attr-defined]
     return __getitem__

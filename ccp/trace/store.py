@@ -296,7 +296,9 @@ def merge(trace_dir: Path, command: list[str], exit_status: int, wall_s: float, 
     try:
         for part in parts:      # one process at a time, in row chunks: memory stays bounded by the largest process
             handles: dict = {}
-            chunks, rows, fast = [], [], []
+            chunks: list = []
+            rows: list[dict] = []
+            fast: list[tuple] = []
             pid = _part_pid(part)
             for batch in _part_batches(part, torn):
                 _expand(batch, pid, handles, rows, layouts, errors, fast)
