@@ -6,6 +6,12 @@ cheap as h5py gets and the recorder's share is the largest it can be. Each confi
 a fresh process; repeats give median and spread.
 
     PYTHONPATH=. python benchmarks/trace_overhead.py [--calls 20000] [--repeats 5]
+
+On a loaded machine two processes' times differ by more than the recorder costs; ``--inprocess``
+times the issue's loop (100,000 single-element reads ``d[i]``) inside one process, alternating
+rounds with h5py's own ``Dataset.__getitem__`` and the recorder's, and reports the median ratio:
+
+    PYTHONPATH=. python benchmarks/trace_overhead.py --inprocess [--calls 100000] [--rounds 100]
 """
 
 import argparse
@@ -49,11 +55,70 @@ CHILD = textwrap.dedent("""
 """)
 
 
+INPROCESS = textwrap.dedent("""
+    import json, statistics, sys, time
+    import h5py, numpy as np
+    from h5py import _selector
+    from h5py._hl.dataset import Dataset
+    plain_getitem, plain_read = Dataset.__getitem__, _selector.Reader.__dict__["read"]
+    from ccp.trace.recorder import _set_type_attr, install
+    rec = install(sys.argv[2])
+    traced_getitem, traced_read = Dataset.__getitem__, _selector.Reader.__dict__["read"]
+    n, rounds = int(sys.argv[3]), int(sys.argv[4])
+    per = max(n // rounds, 1)
+    with h5py.File(sys.argv[1], "r") as f:
+        d = f["x"]
+        d[0]
+        times = {"plain": [], "traced": []}
+        for r in range(rounds):
+            for mode in (("plain", "traced") if r % 2 else ("traced", "plain")):
+                Dataset.__getitem__ = plain_getitem if mode == "plain" else traced_getitem
+                _set_type_attr(_selector.Reader, "read", plain_read if mode == "plain" else traced_read)
+                t0 = time.perf_counter()
+                for i in range(per):
+                    d[i % 1000]
+                times[mode].append((time.perf_counter() - t0) / per)
+        Dataset.__getitem__ = traced_getitem
+    ratios = [t / p for t, p in zip(times["traced"], times["plain"])]
+    print(json.dumps({"plain_min_us": min(times["plain"]) * 1e6, "traced_min_us": min(times["traced"]) * 1e6,
+                      "plain_us": statistics.median(times["plain"]) * 1e6,
+                      "traced_us": statistics.median(times["traced"]) * 1e6,
+                      "ratio": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios),
+                      "recorded": rec.written + len(rec.buf), "calls": per * rounds}))
+""")
+
+
+def inprocess(calls: int, rounds: int) -> None:
+    import h5py
+    import numpy as np
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "x.h5")
+        with h5py.File(path, "w") as f:
+            f.create_dataset("x", data=np.arange(1000, dtype="f4"), chunks=(1000,))
+        res = subprocess.run([sys.executable, "-c", INPROCESS, path, os.path.join(tmp, "parts"), str(calls),
+                              str(rounds)], capture_output=True, text=True, check=True,
+                             env={**os.environ, "CCP_TRACE_DIR": ""})
+    out = json.loads(res.stdout)
+    print(f"{out['calls']} reads d[i] in {rounds} alternating rounds, in one process; load average "
+          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    print(f"untraced {out['plain_us']:.2f} us/call, traced {out['traced_us']:.2f} us/call, "
+          f"recording {out['traced_us'] - out['plain_us']:.2f} us/call; traced/untraced median "
+          f"{out['ratio']:.3f} (rounds {out['ratio_min']:.3f}-{out['ratio_max']:.3f}); records kept {out['recorded']}")
+    print(f"fastest round: untraced {out['plain_min_us']:.2f} us/call, traced {out['traced_min_us']:.2f} us/call, "
+          f"ratio {out['traced_min_us'] / out['plain_min_us']:.3f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calls", type=int, default=20000)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--inprocess", action="store_true", help="the d[i] loop, untraced and traced, in one process")
+    ap.add_argument("--rounds", type=int, default=100)
     args = ap.parse_args()
+    if args.inprocess:
+        inprocess(args.calls, args.rounds)
+        return
     import h5py
     import numpy as np
 

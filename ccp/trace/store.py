@@ -15,30 +15,174 @@ import sys
 from pathlib import Path
 
 from ccp.errors import CcpError
+from ccp.trace.selections import describe_key
 from ccp.workload.tracefile import COLUMNS, LIST_COLUMNS, SCHEMA_VERSION
 
 PARTS = "parts"
 
 
+def _part_pid(part: Path) -> int | None:
+    head = part.name.split("-", 1)[0]
+    return int(head) if head.isdigit() else None
+
+
+def _part_batches(part: Path, torn: list | None):
+    """The pickled batches of one part file; a torn last batch (a killed process, a full disk) ends it."""
+    with open(part, "rb") as f:
+        while True:
+            try:
+                batch = pickle.load(f)
+            except EOFError:
+                return
+            except Exception:  # noqa: BLE001 -- torn by a killed process or a full disk: keep what came before
+                if torn is not None:
+                    torn.append(part.name)
+                return
+            if isinstance(batch, list):
+                yield batch
+
+
+_SEL_CACHE: dict = {}
+
+
+def _describe_cached(key: tuple, shape: tuple) -> dict:
+    """describe_key, remembered per (key, shape): a loop reads the same few keys again and again."""
+    try:
+        h = (shape, tuple((a.start, a.stop, a.step) if type(a) is slice else a for a in key))
+        out = _SEL_CACHE.get(h)
+    except TypeError:        # an unhashable key part
+        return describe_key(key, shape)
+    if out is None:
+        if len(key) == len(shape) and all(type(a) is int and 0 <= a < n for a, n in zip(key, shape)):
+            out = {"sel": "box", "start": list(key), "count": [1] * len(key), "nelems": 1}
+        else:
+            out = describe_key(key, shape)
+        if len(_SEL_CACHE) > 100_000:
+            _SEL_CACHE.clear()
+        _SEL_CACHE[h] = out
+    return out
+
+
+def _fast_frame(fast: list, pid: int | None, handles: dict):
+    """Fast-path tuples as rows, column by column: each call's user row, then its fast_reader row."""
+    import numpy as np
+    import pandas as pd
+
+    fast = [r for r in fast if r[3] in handles]        # a handle lost with a torn batch: the call cannot be placed
+    n = len(fast)
+    seq = np.fromiter((r[0] for r in fast), np.int64, n)
+    t0 = np.fromiter((r[1] for r in fast), np.int64, n)
+    ns = np.fromiter((r[2] for r in fast), np.int64, n) - t0
+    info = [handles[r[3]] for r in fast]
+    sels = [_describe_cached(r[4], i[3]) for r, i in zip(fast, info)]
+    nelems = np.fromiter((x["nelems"] for x in sels), np.int64, n)
+    nbytes = nelems * np.fromiter((i[2] for i in info), np.int64, n)
+    common = {"kind": "call", "pid": pid, "op": "read", "file": [i[0] for i in info], "dataset": [i[1] for i in info],
+              "t0_ns": t0, "wall_ns": ns, "hdf5_ns": ns, "bytes": nbytes}
+    user = pd.DataFrame({**common, "seq": seq, "depth": 0, "parent": 0, "api": "Dataset.__getitem__", "nlow": 1})
+    child = pd.DataFrame({**common, "seq": seq + 1, "depth": 1, "parent": seq, "api": "fast_reader", "nlow": 0,
+                          "sel": [x["sel"] for x in sels], "start": [x.get("start") for x in sels],
+                          "count": [x.get("count") for x in sels], "nelems": nelems,
+                          **{k: [x.get(k) for x in sels] for k in ("stride", "block", "nblocks", "blocks", "points")}})
+    return pd.concat([user, child], ignore_index=True)
+
+
+def _expand(batch: list, pid: int | None, handles: dict, out: list, layouts: list, errors: list,
+            fast: list | None = None) -> None:
+    """Records of one batch as row dicts; a fast-path tuple becomes its user call and its fast_reader row
+    (kept as the tuple in ``fast`` when given, for :func:`_fast_frame`)."""
+    for r in batch:
+        if type(r) is tuple and fast is not None:
+            fast.append(r)
+            continue
+        if type(r) is tuple:
+            seq, t0, t1, token, key = r
+            info = handles.get(token)
+            if info is None:        # its handle record was lost (torn part): the call cannot be placed
+                continue
+            file, name, itemsize, shape = info
+            sel = describe_key(key, shape)
+            ns = t1 - t0
+            nbytes = sel["nelems"] * itemsize
+            common = {"kind": "call", "pid": pid, "op": "read", "file": file, "dataset": name, "t0_ns": t0,
+                      "wall_ns": ns, "hdf5_ns": ns, "bytes": nbytes}
+            out.append({**common, "seq": seq, "depth": 0, "parent": 0, "api": "Dataset.__getitem__", "nlow": 1})
+            out.append({**common, **sel, "seq": seq + 1, "depth": 1, "parent": seq, "api": "fast_reader", "nlow": 0})
+            continue
+        kind = r.get("kind")
+        if kind == "handle":
+            handles[r["token"]] = (r["file"], r["dataset"], r["itemsize"], tuple(r["shape"]))
+        elif kind == "layout":
+            layouts.append(r)
+        elif kind == "error":
+            errors.append(r)
+        else:
+            out.append(r)
+
+
 def read_parts(parts_dir: Path, torn: list | None = None) -> tuple[list[dict], list[dict], list[dict]]:
-    """(records, layouts, errors) from every part file; a torn last batch (a killed process, a full disk)
-    is skipped and its file named in ``torn``."""
-    records, layouts, errors = [], [], []
+    """(records, layouts, errors) from every part file, in memory (small traces and tests; merge streams)."""
+    records: list[dict] = []
+    layouts: list[dict] = []
+    errors: list[dict] = []
     for part in sorted(Path(parts_dir).glob("*.part")):
-        with open(part, "rb") as f:
-            while True:
-                try:
-                    batch = pickle.load(f)
-                except EOFError:
-                    break
-                except Exception:  # noqa: BLE001 -- torn by a killed process or a full disk: keep what came before
-                    if torn is not None:
-                        torn.append(part.name)
-                    break
-                for r in batch:
-                    kind = r.get("kind")
-                    (layouts if kind == "layout" else errors if kind == "error" else records).append(r)
+        handles: dict = {}
+        for batch in _part_batches(part, torn):
+            _expand(batch, _part_pid(part), handles, records, layouts, errors)
     return records, layouts, errors
+
+
+INT_COLUMNS = ("pid", "seq", "t0_ns", "depth", "parent", "nblocks", "nelems", "bytes", "nlow", "rdcc_nbytes",
+               "rdcc_nslots", "cache_nbytes", "cache_nslots")
+STRING_COLUMNS = ("kind", "api", "op", "file", "dataset", "sel", "mode", "reason")
+ROWS_PER_CHUNK = 200_000      # row dicts held at once while merging
+
+
+def _frame(records: list[dict], fast=None):
+    """Row dicts (and a fast-path frame) as calls.parquet's columns, each with one fixed dtype."""
+    import pandas as pd
+
+    df = pd.DataFrame.from_records(records)
+    if fast is not None and len(fast):
+        df = pd.concat([df, fast], ignore_index=True) if len(df) else fast
+    for c in (*COLUMNS, "wall_ns", "hdf5_ns"):
+        if c not in df.columns:
+            df[c] = None
+    df["wall_s"] = pd.to_numeric(df["wall_ns"]).astype(float) / 1e9
+    df["hdf5_s"] = pd.to_numeric(df["hdf5_ns"]).astype(float) / 1e9
+    df = df[list(COLUMNS)].copy()
+    for c in LIST_COLUMNS:
+        df[c] = df[c].astype(object).map(_int_list)
+    for c in INT_COLUMNS:
+        df[c] = pd.array(pd.to_numeric(df[c]), dtype="Int64")
+    for c in ("rdcc_w0", "cache_w0"):
+        df[c] = pd.to_numeric(df[c]).astype(float)
+    for c in STRING_COLUMNS:
+        df[c] = df[c].astype("string")
+    return df
+
+
+def _int_list(v):
+    if type(v) is list and all(type(x) is int for x in v):
+        return v
+    return [int(x) for x in v] if isinstance(v, (list, tuple)) else None
+
+
+def _arrow_schema():
+    import pyarrow as pa
+
+    fields = []
+    for c in COLUMNS:
+        if c in LIST_COLUMNS:
+            t = pa.list_(pa.int64())
+        elif c in INT_COLUMNS:
+            t = pa.int64()
+        elif c in STRING_COLUMNS:
+            t = pa.string()
+        else:
+            t = pa.float64()
+        fields.append(pa.field(c, t))
+    return pa.schema(fields)
 
 
 def _sha256(path: str) -> str:
@@ -134,52 +278,80 @@ def merge(trace_dir: Path, command: list[str], exit_status: int, wall_s: float, 
     ``run`` is ccp trace's view of the run (return code, status lines, Python processes seen), from which
     the header's ``completeness`` is worked out.
     """
-    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
 
     trace_dir = Path(trace_dir)
     torn: list[str] = []
-    records, layouts, errors = read_parts(trace_dir / PARTS, torn)
-    df = pd.DataFrame.from_records(records)
-    for c in (*COLUMNS, "wall_ns", "hdf5_ns"):
-        if c not in df.columns:
-            df[c] = None
-    if len(df):
-        df = df.sort_values(["pid", "seq"], kind="stable").reset_index(drop=True)
-    df["wall_s"] = pd.to_numeric(df["wall_ns"]).astype(float) / 1e9
-    df["hdf5_s"] = pd.to_numeric(df["hdf5_ns"]).astype(float) / 1e9
-    df = df[list(COLUMNS)].copy()
-    for c in LIST_COLUMNS:
-        df[c] = df[c].map(lambda v: [int(x) for x in v] if isinstance(v, list) else None)
-    for c in ("depth", "parent", "nblocks", "nelems", "bytes", "nlow", "rdcc_nbytes", "rdcc_nslots", "cache_nbytes",
-              "cache_nslots"):
-        df[c] = pd.array(df[c], dtype="Int64")
-    for c in ("kind", "api", "op", "file", "dataset", "sel", "mode", "reason"):
-        df[c] = df[c].astype("string")
+    layouts: list[dict] = []
+    errors: list[dict] = []
+    schema = _arrow_schema()
     table_tmp = trace_dir / "calls.parquet.tmp"
-    df.to_parquet(table_tmp, index=False)
-
+    pids: set[int] = set()
+    seen_files: set[str] = set()
+    n_user = n_nested = n_events = 0
+    parts = sorted(Path(trace_dir / PARTS).glob("*.part"), key=lambda p: (_part_pid(p) or 0, p.name))
+    writer = None
+    try:
+        for part in parts:      # one process at a time, in row chunks: memory stays bounded by the largest process
+            handles: dict = {}
+            chunks: list = []
+            rows: list[dict] = []
+            fast: list[tuple] = []
+            pid = _part_pid(part)
+            for batch in _part_batches(part, torn):
+                _expand(batch, pid, handles, rows, layouts, errors, fast)
+                if len(rows) + 2 * len(fast) >= ROWS_PER_CHUNK:
+                    frame = _frame(rows, _fast_frame(fast, pid, handles))
+                    chunks.append(pa.Table.from_pandas(frame, schema=schema, preserve_index=False))
+                    rows, fast = [], []
+            if rows or fast or not chunks:
+                frame = _frame(rows, _fast_frame(fast, pid, handles))
+                chunks.append(pa.Table.from_pandas(frame, schema=schema, preserve_index=False))
+            table = pa.concat_tables(chunks).sort_by([("pid", "ascending"), ("seq", "ascending")])
+            del chunks, rows, fast
+            if writer is None:
+                writer = pq.ParquetWriter(table_tmp, table.schema)
+            if table.num_rows or not parts:
+                writer.write_table(table, row_group_size=ROWS_PER_CHUNK)
+            is_call = pc.equal(table.column("kind"), "call")
+            user = pc.and_(is_call, pc.equal(table.column("depth"), 0))
+            n_user += int(pc.sum(pc.cast(pc.fill_null(user, False), pa.int64())).as_py() or 0)
+            n_nested += int(pc.sum(pc.cast(pc.fill_null(pc.and_(is_call, pc.invert(user)), False),
+                                           pa.int64())).as_py() or 0)
+            n_events += int(pc.sum(pc.cast(pc.fill_null(pc.equal(table.column("kind"), "event"), False),
+                                           pa.int64())).as_py() or 0)
+            pids.update(int(p) for p in pc.unique(table.column("pid")).to_pylist() if p is not None)
+            seen_files.update(f for f in pc.unique(table.column("file")).to_pylist() if f)
+            del table
+        if writer is None:
+            table = pa.Table.from_pandas(_frame([]), schema=schema, preserve_index=False)
+            writer = pq.ParquetWriter(table_tmp, table.schema)
+            writer.write_table(table)
+    finally:
+        if writer is not None:
+            writer.close()
     datasets: dict[str, dict] = {}
     for lay in layouts:
         key = f"{lay['file']}::{lay['dataset']}"
         entry = {k: v for k, v in lay.items() if k not in ("kind", "pid")}
         datasets.setdefault(key, entry)
     files = {}
-    for name in sorted({r["file"] for r in records if r.get("file")} | {d["file"] for d in datasets.values()}):
+    for name in sorted(seen_files | {d["file"] for d in datasets.values()}):
         info = {"path": name, "exists": os.path.isfile(name)}
         if info["exists"]:
             info["size"] = os.path.getsize(name)
             if checksum:
                 info["sha256"] = _sha256(name)
         files[name] = info
-    calls = df[(df["kind"] == "call")]
-    user = calls[calls["depth"] == 0]
     header = {
         "schema_version": SCHEMA_VERSION, "tool": "ccp trace", "command": list(command), "exit_status": exit_status,
-        "wall_s": wall_s, "environment": environment(), "pids": sorted(int(p) for p in df["pid"].dropna().unique()),
-        "calls": len(user), "nested_calls": int(len(calls) - len(user)),
-        "events": int((df["kind"] == "event").sum()), "files": list(files.values()), "datasets": list(datasets.values()),
+        "wall_s": wall_s, "environment": environment(), "pids": sorted(pids),
+        "calls": n_user, "nested_calls": n_nested,
+        "events": n_events, "files": list(files.values()), "datasets": list(datasets.values()),
         "recorder_errors": errors,
-        "completeness": completeness(run, {int(r["pid"]) for r in records if r.get("pid") is not None}, torn, errors),
+        "completeness": completeness(run, pids, torn, errors),
         "checksum_note": "sha256 and size taken after the program ended" if checksum else "checksums skipped (--no-checksum)",
     }
     head_tmp = trace_dir / "trace.json.tmp"

@@ -174,6 +174,27 @@ def check_table(path: Path, table: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
+def iter_trace(path, columns: list[str] | None = None, batch_rows: int = 200_000):
+    """The rows of ``path``'s calls.parquet as pandas frames of at most ``batch_rows`` rows, in file order
+    (pid, then seq): a trace of millions of calls read in bounded memory. ``columns`` picks columns."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    table = path / "calls.parquet"
+    if not table.is_file():
+        raise CcpError(f"{path}: not a ccp trace folder (no calls.parquet)")
+    try:
+        pf = pq.ParquetFile(table)
+        unknown = sorted(set(columns or ()) - set(pf.schema_arrow.names))
+        if unknown:
+            raise CcpError(f"{table}: no column {unknown[0]!r}{suggest(unknown[0], pf.schema_arrow.names)}")
+        for batch in pf.iter_batches(batch_size=batch_rows, columns=columns):
+            yield batch.to_pandas()
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise CcpError(f"{table}: not a readable parquet table ({' '.join(str(exc).split())[:200]})") from None
+
+
 def load_trace(path) -> Trace:
     """A trace folder, checked: a damaged one is one CcpError naming the file and the field."""
     import pyarrow as pa
