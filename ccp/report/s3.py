@@ -20,7 +20,7 @@ def _measured_and_model(c, col: str, model: str, fmt):
 
     if not finite(c.get(col)):
         return Cell("-")
-    sub = ()
+    sub: tuple[str, ...] = ()
     if finite(c.get(model)):
         same = float(c[model]) == float(c[col])
         sub = (f"model: {fmt(c[model])}" + ("" if same else " (differs)"),)
