@@ -342,7 +342,8 @@ class DatasetWriter:
             return self.run_recode(reader, encode)
         if not reader.python_decoded:
             tgt.notes.append(f"source read through the library ({reader.why_library})")
-        plan = plan_slabs(tgt.shape, chunks, tgt.itemsize, buffer)
+        # each hyperslab is encoded as whole target chunks: it holds at least one, whatever the budget left
+        plan = plan_slabs(tgt.shape, chunks, tgt.itemsize, max(buffer, math.prod(chunks) * tgt.itemsize))
         fill = reader.fill
         # a few encoded chunks per thread in flight: enough to keep every thread busy, little memory
         max_pending = 2 * self.threads + 2

@@ -122,7 +122,7 @@ def plan_pass(shape, src_chunks, dst_chunks, itemsize: int, memory_bytes: int, t
     room = max(1, memory_bytes - overhead)
 
     def make(buf: int) -> PassPlan:
-        buf = max(1, min(buf, room))
+        buf = max(target_chunk, min(buf, room))    # the copy encodes whole target chunks from one hyperslab
         slab = plan_slabs(shape, dst_chunks, itemsize, buf)
         cache = max(0, room - slab.slab_bytes)
         return PassPlan(buf, cache, slab.block, count_pass(shape, src_chunks, dst_chunks, itemsize, buf, cache))
@@ -246,8 +246,10 @@ class MemoryBudget:
     buffer_bytes: int | None = None
 
     def room(self) -> int:
-        """What one dataset's copy may add to the memory the process holds now."""
-        return max(1, self.memory_bytes - process_rss())
+        """What one dataset's copy may add to the memory the process holds now; never under a quarter of the
+        budget, so a caller that already holds more than the budget (a long-lived process calling
+        :func:`ccp.repack.repack`) still gets the plan of a budget, not of one byte."""
+        return max(self.memory_bytes // 4, self.memory_bytes - process_rss())
 
 
 def process_rss() -> int:
