@@ -62,10 +62,6 @@ class DatasetSpec:
     file: Path | None = None
 
 
-#: A sweep's ``cache:`` value is the house's one chunk-cache type.
-CacheSpec = ChunkCache
-
-
 @dataclass(frozen=True)
 class AccessSpec:
     op: str
@@ -90,7 +86,7 @@ class Sweep:
     dataset: DatasetSpec
     chunks: tuple[Chunks, ...]
     filters: tuple[FilterPipeline | FromSource, ...]
-    cache: tuple[CacheSpec, ...]
+    cache: tuple[ChunkCache, ...]
     access: tuple[AccessSpec, ...]
     exclude: tuple[dict, ...] = ()
     repeats: int = DEFAULT_REPEATS
@@ -247,7 +243,7 @@ def parse_dataset(raw, where: str, base_dir: Path) -> DatasetSpec:
     return DatasetSpec(path=path, file=file)
 
 
-def parse_cache(value, where: str) -> CacheSpec:
+def parse_cache(value, where: str) -> ChunkCache:
     if isinstance(value, dict):
         _check_keys(value, ("nbytes", "nslots", "w0"), where)
         nbytes = _cache_nbytes(value.get("nbytes", DEFAULT_CACHE_NBYTES), f"{where}.nbytes")
@@ -256,8 +252,8 @@ def parse_cache(value, where: str) -> CacheSpec:
         w0 = value.get("w0", DEFAULT_CACHE_W0)
         if isinstance(w0, bool) or not isinstance(w0, (int, float)) or not 0.0 <= float(w0) <= 1.0:
             raise ConfigError(f"{where}.w0", f"must be a number from 0 to 1, got {w0!r}")
-        return CacheSpec(nbytes, nslots, float(w0))
-    return CacheSpec(_cache_nbytes(value, where), DEFAULT_CACHE_NSLOTS, DEFAULT_CACHE_W0)
+        return ChunkCache(nbytes, nslots, float(w0))
+    return ChunkCache(_cache_nbytes(value, where), DEFAULT_CACHE_NSLOTS, DEFAULT_CACHE_W0)
 
 
 def _cache_nbytes(value, where: str) -> int:

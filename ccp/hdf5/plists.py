@@ -3,15 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 
-
-class _CacheLike(Protocol):
-    nbytes: int
-    nslots: int
-    w0: float
+from ccp.chunkcache import HDF5_1X, ChunkCache
 
 
 def dcpl(info, chunks, filters):
@@ -115,14 +110,14 @@ def dapl(nslots: int, nbytes: int, w0: float):
     return plist
 
 
-def cache_dapl(cache: _CacheLike):
-    """:func:`dapl` for a cache setting (anything with ``nslots``, ``nbytes``, ``w0``)."""
+def cache_dapl(cache: ChunkCache):
+    """:func:`dapl` for a cache setting."""
     return dapl(cache.nslots, cache.nbytes, cache.w0)
 
 
 def no_cache_dapl():
     """A dataset access list with no chunk cache: every chunk a request touches is read and decoded."""
-    return dapl(521, 0, 0.75)
+    return dapl(HDF5_1X.nslots, 0, HDF5_1X.w0)
 
 
 def log_fapl(log_path: Path):

@@ -8,9 +8,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ccp.chunkcache import ChunkCache
 from ccp.config.shapes import SOURCE
 from ccp.config.storage import StorageSetting, matches_storage, storage_cells
-from ccp.config.sweep import DEFAULT_CLIENT, AccessSpec, CacheSpec, Sweep
+from ccp.config.sweep import DEFAULT_CLIENT, AccessSpec, Sweep
 from ccp.errors import ConfigError
 from ccp.hdf5.filters import FilterPipeline, check_for_type
 from ccp.units import shape_str
@@ -22,7 +23,7 @@ MAX_CHUNK_BYTES = 2**32 - 1   # HDF5's limit on one chunk
 class Cell:
     chunks: tuple[int, ...] | None      # None = contiguous
     filters: FilterPipeline
-    cache: CacheSpec
+    cache: ChunkCache
     access: AccessSpec
     from_source: bool = False           # the user's file already has this layout: no repack
     client: str = DEFAULT_CLIENT        # how requests reach HDF5 (ccp.config.sweep.CLIENTS)

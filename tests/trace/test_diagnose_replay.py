@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from ccp.chunkcache import ChunkCache
 from ccp.errors import CcpError
 from ccp.hdf5.defaults import chunk_cache_default
-from ccp.model import CacheParams, simulate
+from ccp.model import simulate
 from ccp.trace.diagnose import diagnose, format_diagnosis, run_model
 from ccp.workload.replay import replay_sequence
 from ccp.workload.tracefile import Trace, load_trace
@@ -70,7 +71,7 @@ def test_model_over_the_sequence_matches_simulate_session_by_session(reader):
     for cache, sl in seq.sessions():
         reqs = [("read", seq.plan.starts[i], seq.plan.counts[i]) for i in range(sl.start, sl.stop)]
         preds = simulate(seq.shape, seq.chunks, seq.itemsize, filtered=False,
-                         cache=CacheParams(cache.nbytes, cache.nslots, cache.w0), requests=reqs, allocated=True)
+                         cache=ChunkCache(cache.nbytes, cache.nslots, cache.w0), requests=reqs, allocated=True)
         want += sum(p.chunk_loads for p in preds)
     assert got["chunk_loads"] == want
     # kept open, the three band reads share their chunks: fewer loads than with the reopens
