@@ -328,9 +328,17 @@ def parse_storage(value, where: str = "storage") -> str:
 
 
 def parse_matrix_file_space(value, where: str = "file_space") -> FileSpace | None:
-    """``default`` (None: HDF5's default strategy, or the user's file as stored), ``page`` or a mapping."""
-    if isinstance(value, str) and value.strip().lower() in ("default", "source"):
-        return None
+    """``default`` (None: HDF5's default strategy, or the user's file as stored), ``page`` or a mapping; and
+    the label a run folder's sweep.yaml holds (:func:`file_space_label`: ``page/4KiB``, ``fsm_aggr``), so the
+    sweep as run reads back as the same setting."""
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in ("default", "source"):
+            return None
+        strategy, _, page = value.strip().partition("/")
+        if strategy.lower() in STRATEGIES and (page or strategy.lower() != "page"):
+            raw = {"strategy": strategy.lower(), **({"page_size": page} if page else {})}
+            return parse_file_space(raw, where)
     return parse_file_space(value, where)
 
 
