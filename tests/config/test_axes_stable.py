@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from axes_cases import GOLDEN, record, sweeps
+
 from ccp.config.sweep import SWEEP_KEYS, parse_sweep
 from ccp.hdf5.dataset import describe_source
 from ccp.matrix.cells import expand
