@@ -81,3 +81,27 @@ if __name__ == "__main__":
                      f'"cells": [\n{cells}]}}')
     GOLDEN.write_text("{\n" + ",\n".join(lines) + "\n}\n")
     print(GOLDEN, GOLDEN.stat().st_size)
+
+
+REPORT_GOLDEN = HERE / "fixtures" / "axes_report_golden.json"
+OLD_AXES = ("client", "storage", "fsspec", "latency", "bandwidth", "file_space", "page_buffer")
+
+
+def report_record(cells: list[dict]) -> dict:
+    """The report's reading of a sweep's cells (their row columns): the labels and the axes that vary."""
+    import pandas as pd
+
+    from ccp.report.data import normalise, prepare
+
+    frame, labels = prepare(normalise(pd.DataFrame([c["columns"] for c in cells])))
+    cols = ["label", "config_label", "cache_label", "access_label", "storage_label"]
+    return {"axes": [list(a) for a in labels.axes], "labels": frame[cols].astype(str).values.tolist()}
+
+
+def write_report_golden() -> None:
+    gold = json.loads(GOLDEN.read_text())
+    out = {name: report_record(rec["cells"]) for name, rec in gold.items()}
+    for name in ("every-axis", "storage-axes"):      # as a run before the client and storage columns reads
+        out[f"{name} (schema 1)"] = report_record([{"columns": {k: v for k, v in c["columns"].items() if k not in OLD_AXES}}
+                                                   for c in gold[name]["cells"]])
+    REPORT_GOLDEN.write_text(json.dumps(out, sort_keys=True) + "\n")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from axes_cases import GOLDEN, record, sweeps
+from axes_cases import GOLDEN, OLD_AXES, REPORT_GOLDEN, record, report_record, sweeps
 
 from ccp.config.sweep import SWEEP_KEYS, parse_sweep
 from ccp.hdf5.dataset import describe_source
@@ -39,3 +39,15 @@ def test_a_committed_run_folder_finds_its_cells_by_id():
     with open(RUN / "cells.csv", newline="") as f:
         stored = [row["cell_id"] for row in csv.DictReader(f)]
     assert len(stored) == 4 and sorted(ids) == sorted(stored)
+
+
+REPORT_GOLD = json.loads(REPORT_GOLDEN.read_text())
+
+
+@pytest.mark.parametrize("name", sorted(REPORT_GOLD), ids=sorted(REPORT_GOLD))
+def test_report_labels_match_the_code_before_the_axes(name):
+    base = name.removesuffix(" (schema 1)")
+    cells = GOLD[base]["cells"]
+    if base != name:
+        cells = [{"columns": {k: v for k, v in c["columns"].items() if k not in OLD_AXES}} for c in cells]
+    assert report_record(cells) == REPORT_GOLD[name]
