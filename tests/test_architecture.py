@@ -478,3 +478,19 @@ def test_a_room_that_imports_only_floor_0_is_held_to_it(tmp_path, source, found)
                               "model/__init__.py": "", "store/__init__.py": "", "store/row.py": source})
     problems = only_violations(pkg, {"ccp.store": FLOOR_0})
     assert (problems == []) if not found else any(found in p for p in problems), problems
+
+
+def test_the_matrix_opens_no_file():
+    """'the dataset description is passed in, not looked up': ccp.matrix imports neither h5py nor any of ccp.hdf5
+    but its filter registry (filter specs checked against the dataset's type)."""
+    found = []
+    for module, path in modules(PACKAGE).items():
+        if room(module) != "ccp.matrix":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            found += [f"{path.relative_to(ROOT)}:{node.lineno}: {n}" for n in names
+                      if n.split(".")[0] in ("h5py", "netCDF4", "h5netcdf")
+                      or (n.startswith("ccp.hdf5") and n != "ccp.hdf5.filters")]
+    assert not found, _report(found)
