@@ -51,3 +51,22 @@ def test_report_labels_match_the_code_before_the_axes(name):
     if base != name:
         cells = [{"columns": {k: v for k, v in c["columns"].items() if k not in OLD_AXES}} for c in cells]
     assert report_record(cells) == REPORT_GOLD[name]
+
+
+ROUND_TRIP = {**sweeps(), "file-space-settings": {
+    "name": "fs", "dataset": {"generate": {"shape": [4, 8], "dtype": "<f4"}},
+    "matrix": {"chunks": [[2, 8]], "access": [{"op": "read", "block": [1, 8]}],
+               "file_space": [{"strategy": "page", "page_size": "4KiB", "persist": False},
+                              {"strategy": "fsm_aggr", "threshold": 64}, "aggregate", "default"]}}}
+
+
+@pytest.mark.parametrize("name", sorted(ROUND_TRIP), ids=sorted(ROUND_TRIP))
+def test_every_axis_reads_back_from_its_yaml_form(name):
+    """The run folder's sweep.yaml (sweep_as_dict) parses back to the same setting on every axis."""
+    from ccp.config import axes as matrix_axes
+    from ccp.config.sweep import sweep_as_dict
+
+    sweep = parse_sweep(ROUND_TRIP[name], base_dir=GOLDEN.parents[3] / "configs")
+    again = parse_sweep(yaml.safe_load(yaml.safe_dump(sweep_as_dict(sweep), sort_keys=False)))
+    for a in matrix_axes.axes():
+        assert again.setting(a.name) == sweep.setting(a.name), a.name

@@ -109,7 +109,9 @@ class AccessAxis(Axis):
 
     def parse(self, matrix: Mapping[str, Any], ctx: ParseContext) -> tuple:
         raw = matrix.get("access")          # none: the whole dataset read at once (ccp.matrix.cells.expand)
-        return () if raw is None else tuple(parse_access(v, f"matrix.access[{i}]") for i, v in enumerate(as_list(raw, "matrix.access")))
+        if raw is None or raw == []:        # [] is how sweep.yaml writes "none given"
+            return ()
+        return tuple(parse_access(v, f"matrix.access[{i}]") for i, v in enumerate(as_list(raw, "matrix.access")))
 
     def as_yaml(self, parsed: tuple) -> dict[str, Any]:
         return {"access": [{"op": a.op, "trace": a.trace, "dataset": a.trace_dataset, "pid": a.pid} if a.trace is not None else
