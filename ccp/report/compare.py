@@ -24,6 +24,7 @@ from ccp.report.headline import RunKind
 from ccp.report.html import CSS, esc, img, note, table_html
 from ccp.report.stats import RULE, THRESHOLD, Sample, from_cell, judge, work_change
 from ccp.report.stats import samples as load_samples
+from ccp.store.reader import read_run_record
 from ccp.units import format_count, format_seconds
 
 SETTINGS = ("repeats", "cold", "quick", "time_budget")   # measurement settings that change what a time means
@@ -64,19 +65,11 @@ def _fmt_ratio(r) -> str:
     return f"{r:.3g}x"
 
 
-def _run_meta(run: Path) -> dict:
-    p = run / "run.json"
-    try:
-        return json.loads(p.read_text()) if p.exists() else {}
-    except ValueError:
-        return {}
-
-
 def differences(run_a: Path, run_b: Path) -> list[str]:
     """What the two runs measured differently (dataset, data, settings): each makes a ratio mean something else."""
     out = []
     (_, sa), (_, sb) = read_run_sweep(run_a), read_run_sweep(run_b)
-    ia, ib = _run_meta(run_a).get("dataset_identity"), _run_meta(run_b).get("dataset_identity")
+    ia, ib = read_run_record(run_a).get("dataset_identity"), read_run_record(run_b).get("dataset_identity")
     da, db = sa.get("dataset"), sb.get("dataset")
     if ia and ib and ia != ib:
         out.append(f"the runs measured different datasets: A {ia}, B {ib}")

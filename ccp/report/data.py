@@ -6,28 +6,29 @@ column (it reads back as missing) and quick runs (no traced pass: counts are NaN
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from ccp.config import axes as matrix_axes
 from ccp.config.axes.access import access_text  # noqa: F401 -- the report's name for it
 from ccp.config.axes.cache import cache_text  # noqa: F401 -- the report's name for it
 from ccp.config.axes.storage import STORAGE, storage_text  # noqa: F401 -- the report's name for it
-from ccp.store.results import read_cells
+
+# the store is the one reader of a run folder; the report's names for what it reads:
+from ccp.store.reader import (  # noqa: F401
+    TEXT_COLUMNS,  # noqa: F401
+    read_run_cells,
+    read_run_sweep,
+)
+from ccp.store.reader import normalise_cells as normalise  # noqa: F401
+from ccp.store.reader import read_env as load_env  # noqa: F401
+from ccp.store.reader import read_parts as load_parts  # noqa: F401
 from ccp.store.schema import CELL_COLUMNS, FINISHED, SHORT_REQUEST_S, UNSTABLE_SPREAD  # noqa: F401 -- the report names them
 
-#: The columns read back as text: the axes' text columns (ccp.config.axes) and the row's other words.
-TEXT_COLUMNS = ("cell_id", *matrix_axes.text_columns(), "flags", "traps", "status", "dataset_file", "host", "started_at",
-                "network")
-#: What the storage columns read as in a run written before the storage axes (schema < 3): local, as written,
-#: without a page buffer (ccp.config.axes.storage; every axis's: ccp.config.axes.read_back()).
-OLD_STORAGE = {k: v for k, v in STORAGE.read_back().items() if v}
 STORAGE_COLUMNS = list(STORAGE.columns)
 
 
@@ -48,65 +49,9 @@ def finite(v) -> bool:
 
 
 def load_cells(run_dir: Path) -> pd.DataFrame:
-    """cells.parquet (or cells.csv), every CELL_COLUMNS column present, text as str ('' for missing), numbers as float."""
-    return normalise(read_cells(Path(run_dir)))
-
-
-def normalise(cells: pd.DataFrame) -> pd.DataFrame:
-    cells = cells.copy()
-    for col in CELL_COLUMNS:
-        if col not in cells:
-            cells[col] = "" if col in TEXT_COLUMNS else np.nan
-    for col in cells.columns:
-        if col in TEXT_COLUMNS:
-            cells[col] = [("" if (v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA) else str(v))
-                          for v in cells[col]]
-            cells[col] = cells[col].astype(object)
-        elif col == "cold":
-            cells[col] = cells[col].astype(object)
-        else:
-            cells[col] = pd.to_numeric(cells[col], errors="coerce").astype(float)
-    cells["random"] = cells["random"].fillna(0)
-    # a run written before an axis (client: schema 1; storage: schema < 3) reads as every cell then was
-    for col, default in matrix_axes.read_back().items():
-        if default != "":
-            cells[col] = [c or default for c in cells[col]]
-    return cells.reset_index(drop=True)
-
-
-def load_parts(folder: Path, columns, cell_ids=None, filters=None) -> pd.DataFrame | None:
-    """A parquet directory (one part per cell), only ``columns``, only ``cell_ids`` if given; None if absent."""
-    if not folder.exists() or not any(folder.glob("*.parquet")):
-        return None
-    f = list(filters or [])
-    if cell_ids is not None:
-        ids = [str(c) for c in cell_ids]
-        if not ids:
-            return None
-        f.append(("cell_id", "in", ids))
-    df = pd.read_parquet(folder, columns=list(columns), filters=f or None)
-    if "cell_id" in df:
-        df["cell_id"] = df["cell_id"].astype(str)
-    return df
-
-
-def load_env(run_dir: Path) -> dict:
-    p = run_dir / "env.json"
-    try:
-        return json.loads(p.read_text()) if p.exists() else {}
-    except ValueError:
-        return {}
-
-
-def read_run_sweep(run_dir: Path) -> tuple[str, dict]:
-    """A run folder's sweep.yaml: its text and its mapping (both empty when it is missing or not YAML)."""
-    p = run_dir / "sweep.yaml"
-    text = p.read_text() if p.exists() else ""
-    try:
-        sweep = yaml.safe_load(text) or {}
-    except yaml.YAMLError:
-        sweep = {}
-    return text, sweep if isinstance(sweep, dict) else {}
+    """cells.parquet (or cells.csv), every CELL_COLUMNS column present, text as str ('' for missing), numbers as float
+    (the store's one reader: :func:`ccp.store.reader.read_run_cells`)."""
+    return read_run_cells(Path(run_dir))
 
 
 def is_ok(cells: pd.DataFrame) -> pd.Series:

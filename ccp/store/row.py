@@ -5,21 +5,7 @@ that failed carries its parameters and status and leaves the measured fields Non
 Building a row with a name that is not a column is an error (``TypeError``), so a typo can no longer
 become an empty column; a row missing its identity (cell id, parameters, status) cannot be built.
 
-Schema versions (``schema_version``; bump :data:`ccp.store.schema.SCHEMA_VERSION` when a column is added,
-removed or changes meaning, and add a line here):
-
-- 1: the first.
-- 2: adds ``client`` (how requests reach HDF5: native, h5py-lowlevel, h5py), after ``random``.
-- 3: adds the storage axes (``storage``, ``fsspec``, ``latency``, ``bandwidth``, ``file_space``, ``page_buffer``)
-  after ``client``, and the HTTP columns of cells read over S3 (``http_gets``, ``http_bytes``,
-  ``predicted_http_gets``, ``predicted_http_bytes``, ``network``, ``http_open_gets``, ``predicted_http_open_gets``,
-  ``http_bytes_used``, ``http_wait_s``, ``page_buffer_effective``) at the end. Older runs read as
-  ``local``/``default``/``none`` with the S3 columns empty.
-- 4: adds the machine's state while the timed passes ran (``cpus``, ``load_max``, ``cpu_ratio``) after
-  ``elapsed_s``, and per pass ``pass_wall_s``, ``pass_cpu_s``, ``pass_load`` to the requests table. Older runs read
-  with them empty (unknown: never flagged contended). An S3 cell's ``time_s``/``open_s`` start before the file
-  open (fsspec, superblock: its GETs were counted but not timed) and ``close_s`` includes the file's close; adds
-  ``file_open_s`` and ``requests_s`` (S3 cells) at the end.
+The schema's versions and what each changed: :data:`ccp.store.schema.SCHEMA_HISTORY`.
 """
 
 from __future__ import annotations
@@ -28,12 +14,8 @@ from collections.abc import Mapping
 from dataclasses import MISSING, asdict, dataclass, fields, replace
 from typing import Any, Protocol
 
-from ccp.store.schema import CELL_COLUMNS, FINISHED, SCHEMA_VERSION
+from ccp.store.schema import CELL_COLUMNS, FINISHED, SCHEMA_HISTORY, SCHEMA_VERSION  # noqa: F401 -- row.SCHEMA_HISTORY
 
-SCHEMA_HISTORY = {1: "the first", 2: "adds client (native | h5py-lowlevel | h5py), after random",
-                  3: "adds the storage axes and the HTTP counts of cells read over S3",
-                  4: "adds the machine's state per pass: cpus, load_max, cpu_ratio; pass_wall_s, pass_cpu_s, pass_load; "
-                     "S3 cells' time includes the file open and close; adds file_open_s, requests_s"}
 
 @dataclass(frozen=True)
 class CellRow:
