@@ -494,3 +494,20 @@ def test_the_matrix_opens_no_file():
                       if n.split(".")[0] in ("h5py", "netCDF4", "h5netcdf")
                       or (n.startswith("ccp.hdf5") and n != "ccp.hdf5.filters")]
     assert not found, _report(found)
+
+
+# (read_bytes is not among them: the report embeds the PNGs it drew itself in a self-contained page)
+READS = frozenset({"read_parquet", "read_csv", "read_text", "safe_load", "load", "loads", "open"})
+
+
+def test_the_report_reads_run_folders_only_through_the_store():
+    """'Floor 8 reads run folders (through store)': ccp.report opens, parses or reads no file itself; cells,
+    parts, env.json, run.json and sweep.yaml come from ccp.store.reader (with the upgrades of older schemas)."""
+    found = _found("call", lambda module, name: room(module) == "ccp.report" and name in READS)
+    assert not found, _report(found)
+
+
+def test_only_the_hdf5_room_builds_a_dcpl():
+    """'nothing above it builds a dcpl by hand': h5py's DATASET_CREATE list class is named only in ccp.hdf5."""
+    found = _found("name", lambda module, name: room(module) != "ccp.hdf5" and name == "DATASET_CREATE")
+    assert not found, _report(found)
