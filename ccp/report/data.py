@@ -19,11 +19,7 @@ from ccp.config.axes.cache import cache_text  # noqa: F401 -- the report's name 
 from ccp.config.axes.storage import STORAGE, storage_text  # noqa: F401 -- the report's name for it
 
 # the store is the one reader of a run folder; the report's names for what it reads:
-from ccp.store.reader import (  # noqa: F401
-    TEXT_COLUMNS,  # noqa: F401
-    read_run_cells,
-    read_run_sweep,
-)
+from ccp.store.reader import TEXT_COLUMNS, read_run_cells, read_run_sweep  # noqa: F401
 from ccp.store.reader import normalise_cells as normalise  # noqa: F401
 from ccp.store.reader import read_env as load_env  # noqa: F401
 from ccp.store.reader import read_parts as load_parts  # noqa: F401
