@@ -31,7 +31,8 @@ import time
 
 import numpy as np
 
-from ccp.model import CacheParams, simulate, simulate_arrays, simulate_tiling, summarise
+from ccp.chunkcache import ChunkCache
+from ccp.model import simulate, simulate_arrays, simulate_tiling, summarise
 from ccp.workload.requests import random_requests, tile_requests
 
 MiB = 1024 * 1024
@@ -61,21 +62,21 @@ def _reqs(op, plan, k):
 
 def pattern_rates(ref_n: int) -> None:
     patterns = [
-        ("tiling: CrIS rows, gzip 4x30x9x717, 3 MiB", CRIS, (4, 30, 9, 717), True, CacheParams(3 * MiB, 521, 0.75),
+        ("tiling: CrIS rows, gzip 4x30x9x717, 3 MiB", CRIS, (4, 30, 9, 717), True, ChunkCache(3 * MiB, 521, 0.75),
          "read", tile_requests(CRIS, (1, 1, 1, 717)), True, (1, 1, 1, 717)),
-        ("tiling: seed 001 rows 1x1x100, 10x100x100, 1 MiB", SEED, (10, 100, 100), False, CacheParams(MiB, 521, 0.75),
+        ("tiling: seed 001 rows 1x1x100, 10x100x100, 1 MiB", SEED, (10, 100, 100), False, ChunkCache(MiB, 521, 0.75),
          "read", tile_requests(SEED, (1, 1, 100)), True, (1, 1, 100)),
-        ("random: 4x4x4 blocks, chunks 10x10x10, 1 MiB", SEED, (10, 10, 10), True, CacheParams(MiB, 521, 0.75),
+        ("random: 4x4x4 blocks, chunks 10x10x10, 1 MiB", SEED, (10, 10, 10), True, ChunkCache(MiB, 521, 0.75),
          "read", random_requests(SEED, (4, 4, 4), 500_000, seed=0), True, None),
-        ("write: seed 001 rows 1x1x100, 50x100x100, 5 MiB", SEED, (50, 100, 100), False, CacheParams(5 * MiB, 521, 0.75),
+        ("write: seed 001 rows 1x1x100, 50x100x100, 5 MiB", SEED, (50, 100, 100), False, ChunkCache(5 * MiB, 521, 0.75),
          "write", tile_requests(SEED, (1, 1, 100)), False, (1, 1, 100)),
-        ("write: rows 1x1x100, gzip 10x100x100, 1 MiB", SEED, (10, 100, 100), True, CacheParams(MiB, 521, 0.75),
+        ("write: rows 1x1x100, gzip 10x100x100, 1 MiB", SEED, (10, 100, 100), True, ChunkCache(MiB, 521, 0.75),
          "write", tile_requests(SEED, (1, 1, 100)), False, (1, 1, 100)),
     ]
     for per_request in (True, False):     # load every compiled function from numba's cache before timing
-        simulate_tiling((8, 8), (4, 4), 4, filtered=False, cache=CacheParams(), op="read", block=(1, 1),
+        simulate_tiling((8, 8), (4, 4), 4, filtered=False, cache=ChunkCache(), op="read", block=(1, 1),
                         per_request=per_request)
-        simulate_arrays((8, 8), (4, 4), 4, filtered=False, cache=CacheParams(), ops="read", starts=[(0, 0)],
+        simulate_arrays((8, 8), (4, 4), 4, filtered=False, cache=ChunkCache(), ops="read", starts=[(0, 0)],
                         counts=[(1, 1)], per_request=per_request)
     print("requests per second of CPU time (of wall time in parentheses; the machine may be shared)\n")
     print("| pattern | requests | before: reference | after: arrays, per request | arrays, totals | "
@@ -111,7 +112,7 @@ def pattern_rates(ref_n: int) -> None:
 def sweep_cells():
     chunk_shapes = [(4, 30, 9, 717), (1, 30, 9, 717), (2, 30, 9, 717), (8, 30, 9, 717), (1, 1, 9, 717),
                     (4, 10, 9, 717), (4, 30, 3, 717), (1, 30, 9, 239), (12, 6, 9, 717), (60, 1, 1, 717)]
-    caches = [CacheParams(n, s, 0.75) for n in (MiB, 3 * MiB, 8 * MiB, 32 * MiB, 512 * 1024) for s in (521, 8191)]
+    caches = [ChunkCache(n, s, 0.75) for n in (MiB, 3 * MiB, 8 * MiB, 32 * MiB, 512 * 1024) for s in (521, 8191)]
     accesses = [("read", (1, 1, 1, 717), None), ("read", (1, 1, 3, 717), None), ("read", (2, 1, 1, 717), None),
                 ("read", (1, 2, 1, 717), None), ("read", (1, 1, 9, 717), None), ("read", (1, 30, 1, 717), None),
                 ("read", (1, 1, 1, 717), 10_000), ("read", (4, 30, 9, 717), None), ("write", (1, 1, 1, 717), None),
@@ -148,7 +149,7 @@ def ten_million() -> None:
     print("|---|---|---|---|---|---|---|")
     for name, chunks, filtered in (("50x100x100, none (one read per element)", (50, 100, 100), False),
                                    ("10x100x100, gzip 6 (hits)", (10, 100, 100), True)):
-        kw = {"filtered": filtered, "cache": CacheParams(MiB, 521, 0.75)}
+        kw = {"filtered": filtered, "cache": ChunkCache(MiB, 521, 0.75)}
         with Timer() as t_tile:
             tot = simulate_tiling(SEED, chunks, 4, op="read", block=(1, 1, 1), **kw).total()
         with Timer() as t_tile_per:
@@ -169,11 +170,11 @@ def ten_million() -> None:
 COMPILE_PROBE = """
 import time
 t0 = time.perf_counter()
-from ccp.model import CacheParams, simulate_arrays
+from ccp.model import simulate_arrays
 t1 = time.perf_counter()
-simulate_arrays((8, 8), (4, 4), 4, filtered=False, cache=CacheParams(), ops="read", starts=[(0, 0)], counts=[(8, 8)])
+simulate_arrays((8, 8), (4, 4), 4, filtered=False, cache=ChunkCache(), ops="read", starts=[(0, 0)], counts=[(8, 8)])
 t2 = time.perf_counter()
-simulate_arrays((8, 8), None, 4, filtered=False, cache=CacheParams(), ops="read", starts=[(0, 0)], counts=[(8, 8)])
+simulate_arrays((8, 8), None, 4, filtered=False, cache=ChunkCache(), ops="read", starts=[(0, 0)], counts=[(8, 8)])
 t3 = time.perf_counter()
 print(f"{t1 - t0:.2f} {t2 - t1:.2f} {t3 - t2:.2f}")
 """

@@ -34,7 +34,8 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from ccp.config.sweep import AccessSpec, CacheSpec
+from ccp.chunkcache import ChunkCache
+from ccp.config.sweep import AccessSpec
 from ccp.hdf5.dataset import DatasetInfo
 from ccp.hdf5.filters import parse_filters
 from ccp.matrix.cells import Cell
@@ -129,7 +130,7 @@ def build_c_loop(tmp: Path) -> tuple[Path | None, str]:
     return exe, f"C loop: {cc}, headers {inc}, linked to {lib}"
 
 
-def c_loop(exe: Path, path: str, cache: CacheSpec, starts, counts, tmp: Path) -> np.ndarray:
+def c_loop(exe: Path, path: str, cache: ChunkCache, starts, counts, tmp: Path) -> np.ndarray:
     reqfile, out = tmp / "req.bin", tmp / "out.bin"
     np.concatenate([np.asarray(starts, np.uint64).ravel(), np.asarray(counts, np.uint64).ravel()]).tofile(reqfile)
     done = subprocess.run([str(exe), path, "/data", str(cache.nslots), str(cache.nbytes), repr(cache.w0), str(reqfile),
@@ -141,14 +142,14 @@ def c_loop(exe: Path, path: str, cache: CacheSpec, starts, counts, tmp: Path) ->
     return np.fromfile(out, np.int64)
 
 
-def job_for(path: str, chunks, cache: CacheSpec) -> runner.CellJob:
+def job_for(path: str, chunks, cache: ChunkCache) -> runner.CellJob:
     source = DatasetInfo(SHAPE, np.dtype(">f4"), SHAPE, None, chunks, parse_filters("none"), "bench")
     cell = Cell(chunks, parse_filters("none"), cache, AccessSpec("read", ROW))
     return runner.CellJob(cell=cell, file=path, dataset_path="/data", source=source, generate=None, user_file=None,
                           repeats=1, cold=False, trace=False)
 
 
-def h5py_slicing(path: str, cache: CacheSpec, starts, counts) -> np.ndarray:
+def h5py_slicing(path: str, cache: ChunkCache, starts, counts) -> np.ndarray:
     sels = [tuple(slice(s, s + c) for s, c in zip(st, ct)) for st, ct in zip(starts, counts)]
     out = np.zeros(len(sels), np.int64)
     clock = time.perf_counter_ns
@@ -211,10 +212,10 @@ def main() -> None:
         why_not = native.available()
         files = make_files(tmp)
         cases = [  # name, file, chunks, cache, times rows are read, passes counted from
-            ("gzip rows (3 MiB cache)", files["gzip"], CHUNKS, CacheSpec(3 * MiB, 521, 0.75), 1),
-            ("contiguous rows", files["contiguous"], None, CacheSpec(MiB, 521, 0.75), 1),
-            ("chunked uncompressed rows (3 MiB cache)", files["chunked"], CHUNKS, CacheSpec(3 * MiB, 521, 0.75), 1),
-            ("all hits (64 MiB cache, 2nd pass)", files["chunked"], CHUNKS, CacheSpec(64 * MiB, 521, 0.75), 2),
+            ("gzip rows (3 MiB cache)", files["gzip"], CHUNKS, ChunkCache(3 * MiB, 521, 0.75), 1),
+            ("contiguous rows", files["contiguous"], None, ChunkCache(MiB, 521, 0.75), 1),
+            ("chunked uncompressed rows (3 MiB cache)", files["chunked"], CHUNKS, ChunkCache(3 * MiB, 521, 0.75), 1),
+            ("all hits (64 MiB cache, 2nd pass)", files["chunked"], CHUNKS, ChunkCache(64 * MiB, 521, 0.75), 2),
         ]
         print(f"h5py {h5py.version.version}, HDF5 {h5py.version.hdf5_version}, numba "
               f"{__import__('numba').__version__}, Python {sys.version.split()[0]}; {how}")

@@ -19,7 +19,8 @@ import h5py
 import numpy as np
 from h5py import h5d, h5f, h5p, h5s, h5t
 
-from ccp.config.sweep import AccessSpec, CacheSpec
+from ccp.chunkcache import ChunkCache
+from ccp.config.sweep import AccessSpec
 from ccp.hdf5.dataset import DatasetInfo
 from ccp.hdf5.filters import parse_filters
 from ccp.matrix.cells import Cell
@@ -28,7 +29,7 @@ from ccp.measurement.runner import read_pass
 from ccp.workload.requests import tile_requests
 
 
-def plain_loop(path: str, starts, counts, cache: CacheSpec) -> float:
+def plain_loop(path: str, starts, counts, cache: ChunkCache) -> float:
     fid = h5f.open(path.encode(), h5f.ACC_RDONLY)
     dapl = h5p.create(h5p.DATASET_ACCESS)
     dapl.set_chunk_cache(cache.nslots, cache.nbytes, cache.w0)
@@ -58,7 +59,7 @@ def main() -> None:
         path = str(Path(tmp) / "o.h5")
         with h5py.File(path, "w") as f:
             f.create_dataset("data", data=np.ones(shape, "<f4"), chunks=chunks)
-        cache = CacheSpec(64 * 1024 * 1024, 521, 0.75)     # the one chunk stays cached: HDF5 does minimal work
+        cache = ChunkCache(64 * 1024 * 1024, 521, 0.75)     # the one chunk stays cached: HDF5 does minimal work
         plan = tile_requests(shape, block)
         starts = [tuple(map(int, s)) for s in plan.starts]
         counts = [tuple(map(int, c)) for c in plan.counts]

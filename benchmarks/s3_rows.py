@@ -28,8 +28,8 @@ from pathlib import Path
 import h5py
 import numpy as np
 
+from ccp.chunkcache import ChunkCache
 from ccp.measurement.pagecache import drop_file
-from ccp.model.cache import CacheParams
 from ccp.storage.cell import read_cell
 from ccp.storage.layout import FileSpace, cloud_optimized_copy, page_buffer_kwargs
 from ccp.storage.network import EmulatedNetwork, parse_latency
@@ -105,7 +105,7 @@ def main() -> None:
                     kw = dict(cache, **page_buffer_kwargs(pb, lay.page_size if pb else None))
                     opened = trace_open(path, DSET, **kw)
                     for ct in cache_types:
-                        pred = predict_gets(lay, reqs, CacheParams(kw["rdcc_nbytes"], kw["rdcc_nslots"],
+                        pred = predict_gets(lay, reqs, ChunkCache(kw["rdcc_nbytes"], kw["rdcc_nslots"],
                                                                    kw["rdcc_w0"]), ct, block, opened, pb)
                         for lat in latencies:
                             net = EmulatedNetwork(lat, None)

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import yaml
 
-from ccp.config.sweep import CacheSpec
+from ccp.chunkcache import ChunkCache
 from ccp.hdf5.dataset import describe_source
 from ccp.hdf5.filters import parse_filters
 from ccp.run import prepare, run_sweep
@@ -116,7 +116,7 @@ def head_to_head(wfile: Path, rec: dict, best: dict, out: Path, work: Path, repe
     source = describe_source(wl.dataset)
 
     def contender(label, d, nslots, w0):
-        return Contender(label, tuple(d["chunks"]), parse_filters(d["filters"]), CacheSpec(d["cache_nbytes"], nslots, w0),
+        return Contender(label, tuple(d["chunks"]), parse_filters(d["filters"]), ChunkCache(d["cache_nbytes"], nslots, w0),
                          float("nan"), "candidate")
 
     pair = [contender("tuner", rec, rec["cache_nslots"], rec["cache_w0"]),

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ccp.config.sweep import AccessSpec, CacheSpec
+from ccp.chunkcache import ChunkCache
+from ccp.config.sweep import AccessSpec
 from ccp.errors import CcpError
 from ccp.matrix.cells import Cell
 from ccp.model import summarise
@@ -94,7 +95,7 @@ def _allocated_chunks(source, stored) -> int:
     return len(stored) if stored else _min_loads(source)
 
 
-def options(source, stored, block, cache: CacheSpec, memory: int, cal) -> list[Option]:
+def options(source, stored, block, cache: ChunkCache, memory: int, cal) -> list[Option]:
     """The current setting first, then one cure of each kind that its own prediction calls faster (MIN_SPEEDUP)."""
     if source.chunks is None:
         raise CcpError("the dataset is contiguous: it has no chunk cache to tune; `ccp repack -l DSET:CHUNK=...` makes it chunked")
@@ -114,7 +115,7 @@ def options(source, stored, block, cache: CacheSpec, memory: int, cal) -> list[O
         nbytes = k * chunk_bytes + 1024
         if nbytes > memory:
             break
-        c = CacheSpec(nbytes, next_prime(100 * k), cache.w0)
+        c = ChunkCache(nbytes, next_prime(100 * k), cache.w0)
         if nbytes > cache.nbytes:                      # only caches larger than the current one are cures
             tried.append(Option("cache", f"set the chunk cache to {format_bytes(nbytes)} ({k} chunk{'s' * (k > 1)}), "
                                          f"{c.nslots} hash slots, w0 {c.w0:g}",
@@ -272,7 +273,7 @@ def cure_code(o: Option, path: Path, dset: str, source) -> list[tuple[str, str]]
     ]
 
 
-def advise(path, dset: str, block, cache: CacheSpec, memory: int, budget: float, echo=print, measure_top: bool = True) -> dict:
+def advise(path, dset: str, block, cache: ChunkCache, memory: int, budget: float, echo=print, measure_top: bool = True) -> dict:
     path = Path(path)
     source = _source(path, dset)
     if len(block) != len(source.shape):

@@ -372,7 +372,8 @@ def advise(file, dataset, block, cache, memory, budget, no_measure):
       ccp advise cris.h5 /All_Data/CrIS-SDR_All/ES_ImaginaryLW --access 1x1x1x717 --cache 1MiB
     """
     from ccp.advise import advise as run_advise
-    from ccp.config.sweep import CacheSpec, parse_cache
+    from ccp.chunkcache import ChunkCache
+    from ccp.config.sweep import parse_cache
     from ccp.units import parse_duration, parse_shape_str, parse_size
 
     access = parse_shape_str(block, "--access")
@@ -383,7 +384,7 @@ def advise(file, dataset, block, cache, memory, budget, no_measure):
     if spec is None:
         from ccp.hdf5.defaults import library_cache
         lib = library_cache()
-        spec = CacheSpec(lib.nbytes, lib.nslots, lib.w0)
+        spec = ChunkCache(lib.nbytes, lib.nslots, lib.w0)
         click.echo(f"(no --cache given: assuming this HDF5's default chunk cache, {spec.label})")
     run_advise(file, dataset, access, spec, memory_bytes, budget_s, echo=click.echo, measure_top=not no_measure)
 

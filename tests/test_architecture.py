@@ -304,6 +304,58 @@ def test_no_module_over_600_lines():
     assert not problems, _report(problems)
 
 
+
+# ---------------------------------------------------------------------------------------------- claims of the docs
+# docs/ARCHITECTURE.md says where some things live; these tests hold the code to the claims a parser can check.
+
+#: Names the chunk cache used to have before it became ccp.chunkcache.ChunkCache (and HDF5_1X/HDF5_2X).
+OLD_CACHE_NAMES = frozenset({"CacheParams", "CacheSpec", "ChunkCacheDefault", "CacheInForce", "CACHE_1X", "CACHE_2X",
+                             "_CacheLike"})
+#: HDF5's default chunk-cache numbers (slots in 1.x and 2.x, w0): written out in ccp/chunkcache.py only.
+HDF5_CACHE_NUMBERS = (521, 8191, 0.75)
+
+
+def _names_calls_numbers(path: Path):
+    """``(kind, value, line)`` for every identifier, called function name and number literal of a module."""
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Name):
+            yield "name", node.id, node.lineno
+        elif isinstance(node, ast.Attribute):
+            yield "name", node.attr, node.lineno
+        elif isinstance(node, ast.alias):
+            yield "name", node.name.rsplit(".", 1)[-1], node.lineno
+        elif isinstance(node, (ast.ClassDef, ast.FunctionDef)):
+            yield "name", node.name, node.lineno
+        if isinstance(node, ast.Call):
+            f = node.func
+            yield "call", f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", None), node.lineno
+        elif isinstance(node, ast.Constant) and type(node.value) in (int, float):
+            yield "number", node.value, node.lineno
+
+
+def _found(kind: str, keep) -> list[str]:
+    return [f"{path.relative_to(ROOT)}:{line}: {value!r}" for module, path in modules(PACKAGE).items()
+            for k, value, line in _names_calls_numbers(path) if k == kind and keep(module, value)]
+
+
+def test_the_chunk_cache_has_one_type():
+    """'chunkcache is the house's one chunk-cache type': none of its old aliases is defined or used."""
+    found = _found("name", lambda module, name: name in OLD_CACHE_NAMES)
+    assert not found, _report(found)
+
+
+def test_hdf5_default_cache_numbers_are_written_once():
+    """'chunkcache is the only place HDF5's default caches (521, 8191 slots, w0 0.75) are written out'."""
+    found = _found("number", lambda module, value: module != "ccp.chunkcache" and value in HDF5_CACHE_NUMBERS)
+    assert not found, _report(found)
+
+
+def test_one_caller_of_set_chunk_cache():
+    """'Nothing above ccp.hdf5 calls H5Pset_chunk_cache': one call in the house, in ccp.hdf5.plists.dapl."""
+    found = _found("call", lambda module, name: name == "set_chunk_cache")
+    assert len(found) == 1 and found[0].startswith("ccp/hdf5/plists.py:"), _report(found)
+
+
 # ---------------------------------------------------------------------------------------------- the checker
 
 def _package(tmp_path: Path, files: dict[str, str]) -> Path:
@@ -426,3 +478,36 @@ def test_a_room_that_imports_only_floor_0_is_held_to_it(tmp_path, source, found)
                               "model/__init__.py": "", "store/__init__.py": "", "store/row.py": source})
     problems = only_violations(pkg, {"ccp.store": FLOOR_0})
     assert (problems == []) if not found else any(found in p for p in problems), problems
+
+
+def test_the_matrix_opens_no_file():
+    """'the dataset description is passed in, not looked up': ccp.matrix imports neither h5py nor any of ccp.hdf5
+    but its filter registry (filter specs checked against the dataset's type)."""
+    found = []
+    for module, path in modules(PACKAGE).items():
+        if room(module) != "ccp.matrix":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            found += [f"{path.relative_to(ROOT)}:{node.lineno}: {n}" for n in names
+                      if n.split(".")[0] in ("h5py", "netCDF4", "h5netcdf")
+                      or (n.startswith("ccp.hdf5") and n != "ccp.hdf5.filters")]
+    assert not found, _report(found)
+
+
+# (read_bytes is not among them: the report embeds the PNGs it drew itself in a self-contained page)
+READS = frozenset({"read_parquet", "read_csv", "read_text", "safe_load", "load", "loads", "open"})
+
+
+def test_the_report_reads_run_folders_only_through_the_store():
+    """'Floor 8 reads run folders (through store)': ccp.report opens, parses or reads no file itself; cells,
+    parts, env.json, run.json and sweep.yaml come from ccp.store.reader (with the upgrades of older schemas)."""
+    found = _found("call", lambda module, name: room(module) == "ccp.report" and name in READS)
+    assert not found, _report(found)
+
+
+def test_only_the_hdf5_room_builds_a_dcpl():
+    """'nothing above it builds a dcpl by hand': h5py's DATASET_CREATE list class is named only in ccp.hdf5."""
+    found = _found("name", lambda module, name: room(module) != "ccp.hdf5" and name == "DATASET_CREATE")
+    assert not found, _report(found)

@@ -2,32 +2,17 @@
 
 ``factor`` multiplies each dimension (shapes, chunks, blocks, written_by; at least 1) and the chunk
 cache sizes by ``factor ** rank`` (volumes), so a chunk that did not fit a cache still does not,
-roughly. A sweep on the user's own file cannot be scaled (its data is what it is).
+roughly. A sweep on the user's own file cannot be scaled (its data is what it is). What each axis scales
+is the axis's own (``ccp.config.axes``: ``scale_matrix``, ``scale_rule``, ``scale_selector``).
 """
 
 from __future__ import annotations
 
 import copy
-import math
 
+from ccp.config import axes as matrix_axes
+from ccp.config.axes.base import scale_dims as _dims
 from ccp.errors import ConfigError
-from ccp.units import parse_size
-
-
-def _is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _dims(value, factor):
-    """Scale whole dimensions only: anything else (8.5, "8.5x6", true) is left for the parser to refuse."""
-    if isinstance(value, str):
-        parts = value.lower().split("x")
-        if "x" not in value.lower() or not all(p.strip().isdigit() for p in parts):
-            return value            # contiguous, source, or not a shape
-        return "x".join(str(max(1, round(int(v) * factor))) for v in parts)
-    if isinstance(value, list) and all(v is None or _is_int(v) for v in value):
-        return [None if v is None else max(1, round(v * factor)) for v in value]
-    return value
 
 
 def scale_sweep(raw: dict, factor: float) -> dict:
@@ -46,45 +31,19 @@ def scale_sweep(raw: dict, factor: float) -> dict:
             gen[key] = _dims(gen[key], factor)
     if gen.get("maxshape") is not None:
         gen["maxshape"] = _dims(gen["maxshape"], factor)
-    m = raw.get("matrix") or {}
-    if "chunks" in m:
-        m["chunks"] = [_dims(c, factor) for c in m["chunks"]] if isinstance(m["chunks"], list) else _dims(m["chunks"], factor)
-        if isinstance(m["chunks"], list) and m["chunks"] and not isinstance(m["chunks"][0], (list, str)):
-            m["chunks"] = _dims(m["chunks"], factor)
-    vol = factor ** max(rank, 1)
-
-    def cache(c):
-        if isinstance(c, dict):
-            c = dict(c)
-            if "nbytes" in c:
-                c["nbytes"] = max(1024, int(parse_size(c["nbytes"], "matrix.cache") * vol))
-            return c
-        return max(1024, int(parse_size(c, "matrix.cache") * vol))
-
-    if not isinstance(raw, dict):
-        return raw
-
-    if "cache" in m:
-        m["cache"] = [cache(c) for c in m["cache"]] if isinstance(m["cache"], list) else cache(m["cache"])
-    for a in m.get("access") or []:
-        if isinstance(a, dict) and "block" in a:
-            a["block"] = _dims(a["block"], factor)
-        if isinstance(a, dict) and _is_int(a.get("random")) and a["random"] > 0:
-            a["random"] = max(1, math.ceil(a["random"] * factor))
+    volume = factor ** max(rank, 1)
+    axes = matrix_axes.axes()
+    matrix = raw.get("matrix") or {}
+    if isinstance(matrix, dict):
+        for a in axes:
+            a.scale_matrix(matrix, factor, volume)
     for rule in raw.get("exclude") or []:
         if isinstance(rule, dict):
-            if "chunks" in rule:
-                rule["chunks"] = _dims(rule["chunks"], factor)
-            if "cache" in rule:
-                rule["cache"] = cache(rule["cache"])
-            if isinstance(rule.get("access"), dict) and "block" in rule["access"]:
-                rule["access"]["block"] = _dims(rule["access"]["block"], factor)
+            for a in axes:
+                a.scale_rule(rule, factor, volume)
     for t in raw.get("tables") or []:
         for sel in t.get("columns") or []:
-            for k in ("chunks", "block"):
-                if k in sel:
-                    sel[k] = _dims(sel[k], factor)
-            if "cache" in sel:
-                sel["cache"] = cache(sel["cache"])
+            for a in axes:
+                a.scale_selector(sel, factor, volume)
     raw["name"] = f"{raw.get('name', 'sweep')}-x{factor:g}"
     return raw

@@ -328,9 +328,17 @@ def parse_storage(value, where: str = "storage") -> str:
 
 
 def parse_matrix_file_space(value, where: str = "file_space") -> FileSpace | None:
-    """``default`` (None: HDF5's default strategy, or the user's file as stored), ``page`` or a mapping."""
-    if isinstance(value, str) and value.strip().lower() in ("default", "source"):
-        return None
+    """``default`` (None: HDF5's default strategy, or the user's file as stored), ``page`` or a mapping; and
+    the label a run folder's sweep.yaml holds (:func:`file_space_label`: ``page/4KiB``, ``fsm_aggr``), so the
+    sweep as run reads back as the same setting."""
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in ("default", "source"):
+            return None
+        strategy, _, page = value.strip().partition("/")
+        if strategy.lower() in STRATEGIES and (page or strategy.lower() != "page"):
+            raw = {"strategy": strategy.lower(), **({"page_size": page} if page else {})}
+            return parse_file_space(raw, where)
     return parse_file_space(value, where)
 
 
@@ -523,6 +531,15 @@ def matches_storage(rule: dict, setting: StorageSetting) -> bool:
     return all(getattr(setting, _FIELD[k]) == v for k, v in rule.items() if k in _FIELD)
 
 
+def _file_space_yaml(fs: FileSpace | None):
+    """A file_space as sweep.yaml holds it: its label (``page/4KiB``), or the mapping when persist or threshold
+    are not the defaults the label stands for."""
+    if fs is None or (fs.persist, fs.threshold) == (FileSpace.persist, FileSpace.threshold):
+        return file_space_label(fs)
+    out = {"strategy": fs.strategy, "persist": fs.persist, "threshold": fs.threshold}
+    return {**out, "page_size": fs.page_size} if fs.strategy == "page" else out
+
+
 @dataclass(frozen=True)
 class StorageConfig:
     """What a sweep file says about storage: the six matrix axes and the top-level ``s3:`` (None: no S3 cell)."""
@@ -533,7 +550,7 @@ class StorageConfig:
     def as_dict(self) -> dict:
         """The settings as run, every default spelled out (for the run folder's sweep.yaml)."""
         a = self.axes
-        out = {"storage": list(a.storage), "file_space": [file_space_label(f) for f in a.file_space],
+        out = {"storage": list(a.storage), "file_space": [_file_space_yaml(f) for f in a.file_space],
                "page_buffer": [page_buffer_label(p) for p in a.page_buffer]}
         if a.has_s3:
             out.update(fsspec=[{"cache_type": f.cache_type, "block_size": f.block_size} for f in a.fsspec],

@@ -14,32 +14,32 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from ccp.chunkcache import HDF5_1X, ChunkCache
+from ccp.chunkcache import ChunkCache
+from ccp.config import axes as matrix_axes
+from ccp.config.axes import ParseContext
+from ccp.config.axes.access import MAX_RANDOM, OPS, AccessSpec, parse_access  # noqa: F401 -- the sweep's names
+from ccp.config.axes.base import as_list as _as_list  # noqa: F401
+from ccp.config.axes.base import check_keys as _check_keys
+from ccp.config.axes.cache import (  # noqa: F401 -- the sweep's names
+    DEFAULT_CACHE_NBYTES,
+    DEFAULT_CACHE_NSLOTS,
+    DEFAULT_CACHE_W0,
+    MAX_CACHE_NBYTES,
+    MAX_CACHE_NSLOTS,
+    parse_cache,
+)
+from ccp.config.axes.client import CLIENTS, DEFAULT_CLIENT, parse_client  # noqa: F401 -- the sweep's names
 from ccp.config.shapes import MAX_DIM, SOURCE, Chunks, FromSource, parse_chunks, parse_int, parse_shape
-from ccp.config.storage import AXES as STORAGE_AXES
-from ccp.config.storage import StorageConfig, parse_storage_config, parse_storage_exclude
+from ccp.config.storage import StorageConfig
 from ccp.config.tables import TableSpec, parse_tables
 from ccp.errors import ConfigError, suggest
 from ccp.hdf5.filters import FilterPipeline, parse_filters
-from ccp.units import parse_duration, parse_size, shape_str
+from ccp.units import parse_duration, shape_str
 
-# Stated defaults: a run never relies on the HDF5 library's own (1 MiB/521 in 1.x, 8 MiB/8191 in 2.0); a sweep
-# that names no cache states HDF5 1.x's, the cache most published measurements were made with.
-DEFAULT_CACHE_NBYTES = HDF5_1X.nbytes
-DEFAULT_CACHE_NSLOTS = HDF5_1X.nslots
-DEFAULT_CACHE_W0 = HDF5_1X.w0
 DEFAULT_DATASET_PATH = "/data"
 DEFAULT_REPEATS = 3
 DATA_KINDS = ("normal", "uniform", "randint", "smooth", "constant")
-MAX_CACHE_NBYTES = 2**63 - 1     # size_t, and an int64 column in cells.csv/parquet
-MAX_CACHE_NSLOTS = 2**27         # HDF5 allocates the slot table up front: 8 bytes a slot (1 GiB here)
-MAX_RANDOM = 10**8               # random requests are planned in memory: rank x 8 bytes each
 MAX_REPEATS = 10**4
-OPS = ("read", "write", "copy")
-# How a cell's requests reach HDF5: the native loop (HDF5's own cost), today's h5py low-level loop, and
-# the high-level slicing most Python users write. A cell with the old loop keeps its old id.
-CLIENTS = ("native", "h5py-lowlevel", "h5py")
-DEFAULT_CLIENT = "native"
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class GenerateSpec:
     fillvalue: float | int | None = None
     written_by: tuple[int, ...] | None = None   # block the work file is written with (sets chunk allocation order)
     chunks: tuple[int, ...] | None = None       # the layout the data is "stored" with: what `source` means
-    filters: FilterPipeline = FilterPipeline()   # noqa: RUF009 -- frozen, so one shared default is safe
+    filters: FilterPipeline = FilterPipeline()   # frozen, so one shared default is safe
 
 
 @dataclass(frozen=True)
@@ -62,35 +62,13 @@ class DatasetSpec:
     file: Path | None = None
 
 
-#: A sweep's ``cache:`` value is the house's one chunk-cache type.
-CacheSpec = ChunkCache
-
-
-@dataclass(frozen=True)
-class AccessSpec:
-    op: str
-    block: tuple[int, ...]                 # a replay's is () until its trace is loaded (ccp.workload.sweep)
-    order: tuple[int, ...] | None = None   # dims slowest first; None = C order
-    random: int = 0                        # 0 = tile the dataset; N = N random block-aligned requests
-    seed: int = 0
-    trace: str | None = None               # a `ccp trace` folder: replay its selections on `trace_dataset`
-    trace_dataset: str | None = None
-    pid: int | None = None                 # only this process's calls (None: every process, in time order)
-
-    @property
-    def order_str(self) -> str:
-        if self.trace is not None:         # a replay: its identity is the trace, the dataset and the process
-            return f"trace:{Path(self.trace).name}:{self.trace_dataset}" + (f":pid{self.pid}" if self.pid is not None else "")
-        return "x".join(map(str, self.order or range(len(self.block))))
-
-
 @dataclass(frozen=True)
 class Sweep:
     name: str
     dataset: DatasetSpec
     chunks: tuple[Chunks, ...]
     filters: tuple[FilterPipeline | FromSource, ...]
-    cache: tuple[CacheSpec, ...]
+    cache: tuple[ChunkCache, ...]
     access: tuple[AccessSpec, ...]
     exclude: tuple[dict, ...] = ()
     repeats: int = DEFAULT_REPEATS
@@ -98,21 +76,17 @@ class Sweep:
     time_budget: float | None = None
     tables: tuple[TableSpec, ...] = ()
     client: tuple[str, ...] = (DEFAULT_CLIENT,)
-    storage: StorageConfig = StorageConfig()      # noqa: RUF009 -- frozen: the storage axes and `s3:` (ccp.config.storage)
+    storage: StorageConfig = StorageConfig()      # frozen: the storage axes and `s3:` (ccp.config.storage)
+    more: tuple[tuple[str, object], ...] = ()     # (name, setting) of each axis registered beyond the built-in ones
     raw: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
     base_dir: Path = Path(".")
 
+    def setting(self, name: str):
+        """An axis's setting as parsed (a tuple of values; the storage axes' StorageConfig)."""
+        return getattr(self, name) if name in matrix_axes.BUILT_IN else dict(self.more)[name]
+
 
 # ---------------------------------------------------------------- helpers
-
-def _check_keys(raw: dict, allowed, where: str) -> None:
-    if not isinstance(raw, dict):
-        raise ConfigError(where, f"expected a mapping, got {type(raw).__name__} {raw!r}")
-    for key in raw:
-        if key not in allowed:
-            prefix = f"{where}." if where else ""
-            raise ConfigError(f"{prefix}{key}", f"unknown key{suggest(key, allowed)}; allowed: {', '.join(allowed)}")
-
 
 def _text(value, where: str, what: str) -> str:
     if not isinstance(value, str) or not value.strip():
@@ -247,89 +221,7 @@ def parse_dataset(raw, where: str, base_dir: Path) -> DatasetSpec:
     return DatasetSpec(path=path, file=file)
 
 
-def parse_cache(value, where: str) -> CacheSpec:
-    if isinstance(value, dict):
-        _check_keys(value, ("nbytes", "nslots", "w0"), where)
-        nbytes = _cache_nbytes(value.get("nbytes", DEFAULT_CACHE_NBYTES), f"{where}.nbytes")
-        nslots = parse_int(value.get("nslots", DEFAULT_CACHE_NSLOTS), f"{where}.nslots", lo=1, hi=MAX_CACHE_NSLOTS,
-                      why=" (HDF5 allocates every slot up front)")
-        w0 = value.get("w0", DEFAULT_CACHE_W0)
-        if isinstance(w0, bool) or not isinstance(w0, (int, float)) or not 0.0 <= float(w0) <= 1.0:
-            raise ConfigError(f"{where}.w0", f"must be a number from 0 to 1, got {w0!r}")
-        return CacheSpec(nbytes, nslots, float(w0))
-    return CacheSpec(_cache_nbytes(value, where), DEFAULT_CACHE_NSLOTS, DEFAULT_CACHE_W0)
-
-
-def _cache_nbytes(value, where: str) -> int:
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ConfigError(where, f"expected a size like 1MiB, got {value!r}")
-    n = parse_size(value, where)
-    if n > MAX_CACHE_NBYTES:
-        raise ConfigError(where, f"{value!r} is larger than any chunk cache can be (at most {MAX_CACHE_NBYTES:,} bytes)")
-    return n
-
-
-def parse_access(raw, where: str) -> AccessSpec:
-    _check_keys(raw, ("op", "block", "order", "random", "seed", "trace", "dataset", "pid"), where)
-    op = raw.get("op", "read")
-    if not isinstance(op, str) or op not in OPS:
-        raise ConfigError(f"{where}.op", f"must be read, write or copy, got {op!r}{suggest(op, OPS)}")
-    if raw.get("trace") is not None:
-        return _parse_replay(raw, op, where)
-    for key in ("dataset", "pid"):
-        if key in raw:
-            raise ConfigError(f"{where}.{key}", "belongs to a replay: give `trace: FOLDER` (from ccp trace) too")
-    if "block" not in raw:
-        raise ConfigError(f"{where}.block", "missing: the shape of one request, like [1, 1, 1, 717]")
-    block = parse_shape(raw["block"], f"{where}.block")
-    order = None
-    if raw.get("order") is not None:
-        order = tuple(parse_int(d, f"{where}.order", lo=0) for d in (raw["order"] if isinstance(raw["order"], list) else [raw["order"]]))
-        if sorted(order) != list(range(len(block))):
-            raise ConfigError(f"{where}.order", f"must list each of the {len(block)} dims once, slowest first, got {list(order)}")
-    random = parse_int(raw.get("random", 0), f"{where}.random", lo=0, hi=MAX_RANDOM, why=" (requests are planned in memory)")
-    if random and op != "read":
-        raise ConfigError(f"{where}.random", f"random requests are for reads; a {op} cell handles every block once")
-    if random and order is not None:
-        raise ConfigError(f"{where}.order", "order applies to tiling; drop it or drop random")
-    return AccessSpec(op=op, block=block, order=order, random=random,
-                      seed=parse_int(raw.get("seed", 0), f"{where}.seed", lo=0, hi=2**63 - 1))
-
-
-def _parse_replay(raw, op: str, where: str) -> AccessSpec:
-    """``{trace: FOLDER, dataset: /path, pid: N}``: the selections a traced program made, in its order."""
-    for key in ("block", "order", "random", "seed"):
-        if key in raw:
-            raise ConfigError(f"{where}.{key}", "a replay takes its requests from the trace; drop this key")
-    if op == "copy":
-        raise ConfigError(f"{where}.op", "a replay reads or writes as the program did; use read or write")
-    trace = Path(str(raw["trace"])).expanduser()
-    if not (trace / "trace.json").is_file():
-        raise ConfigError(f"{where}.trace", f"{trace}: not a ccp trace folder (no trace.json; make one with `ccp trace -o {trace} -- ...`)")
-    dataset = raw.get("dataset")
-    if not isinstance(dataset, str) or not dataset.strip():
-        raise ConfigError(f"{where}.dataset", "a replay names the traced dataset to replay, like /g/data")
-    pid = parse_int(raw["pid"], f"{where}.pid", lo=0) if raw.get("pid") is not None else None
-    # the block (the largest request: labels, cell ids, checks) is set when the trace is loaded (ccp.workload.sweep)
-    return AccessSpec(op=op, block=(), trace=str(trace.resolve()), trace_dataset=dataset.strip(), pid=pid)
-
-
-def _as_list(value, where: str) -> list:
-    if isinstance(value, list):
-        if not value:
-            raise ConfigError(where, "is an empty list; omit the key to use the default")
-        return value
-    return [value]
-
-
 SWEEP_KEYS = ("name", "dataset", "matrix", "exclude", "repeats", "cold", "time_budget", "tables", "s3")
-MATRIX_KEYS = ("chunks", "filters", "cache", "access", "client", *STORAGE_AXES)
-
-
-def parse_client(raw, where: str) -> str:
-    if not isinstance(raw, str) or raw.strip().lower() not in CLIENTS:
-        raise ConfigError(where, f"expected one of {', '.join(CLIENTS)}, got {raw!r}")
-    return raw.strip().lower()
 
 
 def parse_sweep(raw, base_dir: Path = Path(".")) -> Sweep:
@@ -349,33 +241,10 @@ def parse_sweep(raw, base_dir: Path = Path(".")) -> Sweep:
     dataset = parse_dataset(raw["dataset"], "dataset", base_dir)
     matrix = raw.get("matrix")
     matrix = {} if matrix is None else matrix
-    _check_keys(matrix, MATRIX_KEYS, "matrix")
-    storage = parse_storage_config(raw)           # one line naming matrix.<axis>[i] or s3.<key>
-    if "s3" in raw and storage.s3 is None:
-        raise ConfigError("s3", "only applies to files read over S3: add s3 to matrix.storage")
-    from_file = dataset.file is not None
-    default_layout = [SOURCE] if from_file else [None]
-    default_filters = [SOURCE] if from_file else ["none"]
-
-    chunks = tuple(parse_chunks(v, f"matrix.chunks[{i}]") for i, v in enumerate(_as_list(matrix.get("chunks", default_layout), "matrix.chunks")))
-    filters: list[FilterPipeline | FromSource] = []
-    for i, v in enumerate(_as_list(matrix.get("filters", default_filters), "matrix.filters")):
-        if isinstance(v, str) and v.strip().lower() == SOURCE.value:
-            filters.append(SOURCE)
-        else:
-            filters.append(parse_filters(v, f"matrix.filters[{i}]"))
-    if dataset.generate is not None and dataset.generate.chunks is None:
-        for i, c in enumerate(chunks):
-            if c is SOURCE:
-                raise ConfigError(f"matrix.chunks[{i}]", "`source` means the stored layout: give `dataset.file`, or `dataset.generate.chunks`")
-        for i, f in enumerate(filters):
-            if f is SOURCE:
-                raise ConfigError(f"matrix.filters[{i}]", "`source` means the stored filters: give `dataset.file`, or `dataset.generate.chunks`/`filters`")
-    cache = tuple(parse_cache(v, f"matrix.cache[{i}]") for i, v in enumerate(_as_list(matrix.get("cache", [DEFAULT_CACHE_NBYTES]), "matrix.cache")))
-    client = tuple(dict.fromkeys(parse_client(v, f"matrix.client[{i}]")
-                                 for i, v in enumerate(_as_list(matrix.get("client", [DEFAULT_CLIENT]), "matrix.client"))))
-    access_raw = matrix.get("access")
-    access = tuple(parse_access(v, f"matrix.access[{i}]") for i, v in enumerate(_as_list(access_raw, "matrix.access"))) if access_raw is not None else ()
+    _check_keys(matrix, matrix_axes.matrix_keys(), "matrix")
+    g = dataset.generate
+    ctx = ParseContext(raw, from_file=dataset.file is not None, stored_layout=g is None or g.chunks is not None)
+    settings = {a.name: a.parse(matrix, ctx) for a in matrix_axes.axes()}
 
     exclude_raw = raw.get("exclude")
     if exclude_raw is not None and not isinstance(exclude_raw, list):
@@ -389,42 +258,18 @@ def parse_sweep(raw, base_dir: Path = Path(".")) -> Sweep:
     tables: tuple[TableSpec, ...] = ()
     if raw.get("tables") is not None:
         tables = parse_tables(raw["tables"])
-    return Sweep(name=name.strip(), dataset=dataset, chunks=chunks, filters=tuple(filters), cache=cache, access=access,
-                 exclude=exclude, repeats=repeats, cold=cold, time_budget=time_budget, tables=tables, client=client, storage=storage,
-                 raw=raw, base_dir=base_dir)
+    built_in = {k: v for k, v in settings.items() if k in matrix_axes.BUILT_IN}
+    more = tuple((k, v) for k, v in settings.items() if k not in matrix_axes.BUILT_IN)
+    return Sweep(name=name.strip(), dataset=dataset, **built_in, exclude=exclude, repeats=repeats, cold=cold,
+                 time_budget=time_budget, tables=tables, more=more, raw=raw, base_dir=base_dir)
 
 
 def _parse_exclude(raw, where: str) -> dict:
     """An exclude entry: the given axes must all match for a cell to be dropped."""
-    _check_keys(raw, MATRIX_KEYS, where)
+    _check_keys(raw, matrix_axes.matrix_keys(), where)
     out: dict[str, object] = {}
-    if "chunks" in raw:
-        out["chunks"] = parse_chunks(raw["chunks"], f"{where}.chunks")
-    if "filters" in raw:
-        v = raw["filters"]
-        out["filters"] = SOURCE if isinstance(v, str) and v.lower() == SOURCE.value else parse_filters(v, f"{where}.filters")
-    if "cache" in raw:
-        out["cache"] = parse_cache(raw["cache"], f"{where}.cache")
-    if "client" in raw:
-        out["client"] = parse_client(raw["client"], f"{where}.client")
-    if "access" in raw:
-        a = raw["access"]
-        _check_keys(a, ("op", "block", "order", "random", "seed"), f"{where}.access")
-        sub: dict[str, object] = {}
-        if "op" in a:
-            if not isinstance(a["op"], str) or a["op"] not in OPS:
-                raise ConfigError(f"{where}.access.op", f"must be read, write or copy, got {a['op']!r}")
-            sub["op"] = a["op"]
-        if "block" in a:
-            sub["block"] = parse_shape(a["block"], f"{where}.access.block")
-        if "order" in a:
-            if a["order"] is not None and not isinstance(a["order"], list):
-                raise ConfigError(f"{where}.access.order", f"expected a list of dims like [0, 1], got {a['order']!r}")
-            sub["order"] = tuple(parse_int(d, f"{where}.access.order", lo=0) for d in a["order"]) if a["order"] is not None else None
-        if "random" in a:
-            sub["random"] = parse_int(a["random"], f"{where}.access.random", lo=0)
-        out["access"] = sub
-    out.update(parse_storage_exclude(raw, where))
+    for a in matrix_axes.axes():
+        out.update(a.parse_rule(raw, where))
     return out
 
 
@@ -445,7 +290,7 @@ def _no_duplicates(loader, node, deep=False):
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicates)
 
 
-def load_sweep(path, scale: float | None = None) -> Sweep:
+def parse_sweep_file(path, scale: float | None = None) -> Sweep:
     """Read and validate a sweep file (scaled down by ``scale`` if given). YAML syntax errors name the line."""
     path = Path(path)
     if not path.is_file():
@@ -476,27 +321,15 @@ def sweep_as_dict(sweep: Sweep, dataset_shape=None) -> dict:
                           "chunks": shape_str(g.chunks) if g.chunks else None, "filters": g.filters.spec}
     else:
         ds["file"] = str(sweep.dataset.file)
-    access = [{"op": a.op, "trace": a.trace, "dataset": a.trace_dataset, "pid": a.pid} if a.trace is not None else
-              {"op": a.op, "block": list(a.block), "order": list(a.order) if a.order else None,
-               "random": a.random, "seed": a.seed} for a in sweep.access]
     out = {
         "name": sweep.name,
         "dataset": ds,
-        "matrix": {
-            "chunks": [SOURCE.value if c is SOURCE else shape_str(c) for c in sweep.chunks],
-            "filters": [SOURCE.value if f is SOURCE else f.spec for f in sweep.filters],
-            "cache": [{"nbytes": c.nbytes, "nslots": c.nslots, "w0": c.w0} for c in sweep.cache],
-            "access": access,
-            "client": list(sweep.client),
-        },
+        "matrix": {k: v for a in matrix_axes.axes() for k, v in a.as_yaml(sweep.setting(a.name)).items()},
         "exclude": sweep.raw.get("exclude") or [],
         "repeats": sweep.repeats,
         "cold": sweep.cold,
         "time_budget": sweep.time_budget,
     }
-    matrix = out["matrix"]
-    assert isinstance(matrix, dict)
-    matrix.update(sweep.storage.as_dict())
     if sweep.storage.s3 is not None:
         out["s3"] = sweep.storage.s3_as_dict()
     if sweep.raw.get("tables") is not None:

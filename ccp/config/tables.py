@@ -21,10 +21,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ccp.config.shapes import parse_chunks, parse_shape
+from ccp.config import axes as matrix_axes
 from ccp.errors import ConfigError, suggest
-from ccp.hdf5.filters import parse_filters
-from ccp.units import parse_duration, parse_size, shape_str
+from ccp.units import parse_duration, parse_size
 
 
 @dataclass(frozen=True)
@@ -103,8 +102,6 @@ ALIASES.update({"cache_size": "cache", "chunk_size": "chunks", "access_pattern":
                 "compression": "filters", "predicted_chunk_loads": "chunk_loads", "predicted_time_s": "predicted_time"})
 ROW_NAMES = tuple(TABLE_ROWS) + tuple(ALIASES)
 
-SELECTOR_KEYS = ("chunks", "filters", "cache", "nslots", "w0", "op", "block", "order", "random", "storage", "fsspec",
-                 "latency", "bandwidth", "file_space", "page_buffer")
 TABLE_KEYS = ("title", "rows", "columns", "labels", "reference", "note")
 DEFAULT_ROWS = ("file", "chunks", "filters", "cache", "access", "time", "raw_reads")
 
@@ -126,32 +123,8 @@ class TableSpec:
 
 
 def _norm_selector(key: str, value, where: str):
-    if key == "chunks":
-        c = parse_chunks(value, where)
-        if c is None:
-            return "contiguous"
-        if isinstance(c, str):
-            raise ConfigError(where, "pick a column by the layout measured (like 4x30x9x717 or contiguous), not `source`")
-        return shape_str(c)
-    if key == "filters":
-        return parse_filters(value, where).spec
-    if key == "cache":
-        return parse_size(value, where)
-    if key in ("block", "order"):
-        return shape_str(parse_shape(value, where))
-    if key in ("nslots", "random"):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ConfigError(where, f"expected a whole number, got {value!r}")
-        return int(value)
-    if key == "w0":
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-            raise ConfigError(where, f"expected a number from 0 to 1, got {value!r}")
-        return float(value)
-    if key == "op":
-        if value not in ("read", "write", "copy"):
-            raise ConfigError(where, f"must be read, write or copy, got {value!r}{suggest(value, ('read', 'write', 'copy'))}")
-        return value
-    return str(value)  # pragma: no cover
+    """A column selector's value as the cells column holds it (the axis that owns the key parses it)."""
+    return matrix_axes.selector_axis(key).parse_selector(key, value, where)
 
 
 def _reference_value(row: str, value, where: str) -> float:
@@ -206,8 +179,8 @@ def parse_tables(raw) -> tuple[TableSpec, ...]:
         for j, sel in enumerate(cols):
             w = f"{where}.columns[{j}]"
             if not isinstance(sel, dict) or not sel:
-                raise ConfigError(w, f"expected a mapping of axis values, keys from: {', '.join(SELECTOR_KEYS)}")
-            _check_keys(sel, SELECTOR_KEYS, w, "axis")
+                raise ConfigError(w, f"expected a mapping of axis values, keys from: {', '.join(matrix_axes.selector_keys())}")
+            _check_keys(sel, matrix_axes.selector_keys(), w, "axis")
             columns.append(tuple((k, _norm_selector(k, v, f"{w}.{k}")) for k, v in sel.items()))
         labels = t.get("labels") or []
         if not isinstance(labels, list):

@@ -33,6 +33,7 @@ class DatasetInfo:
     storage_bytes: int | None = None      # bytes allocated in the file (None: not stored)
     chunks_allocated: int | None = None   # chunked: chunks with storage (None otherwise)
     extent: str = "simple"                # dataspace: "simple", "scalar" (shape ()) or "null" (shape (), no elements)
+    page_size: int | None = None          # the file's page when its file-space strategy is PAGE (paged aggregation)
 
     @property
     def numeric(self) -> bool:
@@ -210,7 +211,10 @@ def describe_source(dataset) -> DatasetInfo:
             ident += f"->{real_file}:{rst.st_size}:{rst.st_mtime_ns}"
         if info.filetype is not None:
             ident += f":type={info.filetype.hex()[:32]}"
-        return replace(info, identity=ident, file=real_file, path=real_path)
+        fcpl = obj.file.id.get_create_plist()     # the file that holds it (an external link's target)
+        paged = fcpl.get_file_space_strategy()[0] == h5py.h5f.FSPACE_STRATEGY_PAGE
+        return replace(info, identity=ident, file=real_file, path=real_path,
+                       page_size=int(fcpl.get_file_space_page_size()) if paged else None)
 
 
 def dataset_info(dsid, identity: str = "") -> DatasetInfo:

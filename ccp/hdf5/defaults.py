@@ -11,9 +11,6 @@ import functools
 
 from ccp.chunkcache import HDF5_1X, HDF5_2X, ChunkCache
 
-CACHE_1X = HDF5_1X
-CACHE_2X = HDF5_2X
-
 
 def hdf5_version() -> tuple[int, int, int]:
     """The version of the libhdf5 h5py is linked with (its wheel bundles one)."""
@@ -26,15 +23,15 @@ def hdf5_version() -> tuple[int, int, int]:
 def chunk_cache_default(version: tuple[int, ...] | None = None) -> ChunkCache:
     """The chunk cache HDF5 ``version`` gives a dataset (default: the HDF5 in this process)."""
     version = hdf5_version() if version is None else tuple(version)
-    return CACHE_2X if version[:1] >= (2,) else CACHE_1X
+    return HDF5_2X if version[:1] >= (2,) else HDF5_1X
 
 
 #: The preemption weight w0 HDF5 gives a cache in every version (fully read or written chunks are evicted
 #: first). ccp uses it wherever it sizes a cache and has no reason to prefer another weight.
-DEFAULT_W0 = CACHE_2X.w0
+DEFAULT_W0 = HDF5_2X.w0
 #: The fewest hash slots ccp gives a cache it sizes (and what a cache of one or two chunks gets): HDF5 1.x's
 #: default slot count, a prime, so chunks a stride apart rarely share a slot.
-MIN_NSLOTS = CACHE_1X.nslots
+MIN_NSLOTS = HDF5_1X.nslots
 
 
 @functools.cache

@@ -3,15 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 
-
-class _CacheLike(Protocol):
-    nbytes: int
-    nslots: int
-    w0: float
+from ccp.chunkcache import HDF5_1X, ChunkCache
 
 
 def dcpl(info, chunks, filters):
@@ -67,7 +62,7 @@ def relaid_dcpl(dsid, kind: str, chunks: tuple[int, ...] | None, pipeline):
 def _numpy_dtype(tid) -> np.dtype | None:
     try:
         return tid.dtype
-    except Exception:  # noqa: BLE001 - h5py raises several kinds for types it cannot map
+    except Exception:  # h5py raises several kinds for types it cannot map
         return None
 
 
@@ -86,7 +81,7 @@ def _fresh_dcpl(src, tid):
             low.set_fill_undefined(plist, tid)
         plist.set_fill_time(src.get_fill_time())
         plist.set_attr_creation_order(src.get_attr_creation_order())
-    except Exception:  # noqa: BLE001, S110  # pragma: no cover - best effort for exotic plists
+    except Exception:  # pragma: no cover - best effort for exotic plists
         pass
     return plist
 
@@ -115,14 +110,14 @@ def dapl(nslots: int, nbytes: int, w0: float):
     return plist
 
 
-def cache_dapl(cache: _CacheLike):
-    """:func:`dapl` for a cache setting (anything with ``nslots``, ``nbytes``, ``w0``)."""
+def cache_dapl(cache: ChunkCache):
+    """:func:`dapl` for a cache setting."""
     return dapl(cache.nslots, cache.nbytes, cache.w0)
 
 
 def no_cache_dapl():
     """A dataset access list with no chunk cache: every chunk a request touches is read and decoded."""
-    return dapl(521, 0, 0.75)
+    return dapl(HDF5_1X.nslots, 0, HDF5_1X.w0)
 
 
 def log_fapl(log_path: Path):

@@ -59,10 +59,6 @@ Request = tuple[str, Sequence[int], Sequence[int]]
 Allocated = Union[None, bool, Callable[[Coords], bool], Collection[Coords]]
 
 
-#: The model's cache settings are the house's one chunk-cache type.
-CacheParams = ChunkCache
-
-
 @dataclass(frozen=True)
 class RequestPrediction:
     """What one request (or the close, ``op == "close"``) does to the file."""
@@ -154,7 +150,7 @@ class DatasetModel:
     """
 
     def __init__(self, shape: Sequence[int], chunks: Optional[Sequence[int]], itemsize: int, *,
-                 filtered: bool = False, cache: CacheParams = HDF5_2X,
+                 filtered: bool = False, cache: ChunkCache = HDF5_2X,
                  stored_chunk_bytes: Optional[Callable[[Coords], int]] = None,
                  allocated: Allocated = None, sieve_buf_size: int = DEFAULT_SIEVE_BUF_SIZE) -> None:
         self.shape = tuple(int(s) for s in shape)
@@ -493,7 +489,7 @@ class DatasetModel:
 
 
 def simulate(shape: Sequence[int], chunks: Optional[Sequence[int]], itemsize: int, *, filtered: bool,
-             cache: CacheParams, requests: Iterable[Request],
+             cache: ChunkCache, requests: Iterable[Request],
              stored_chunk_bytes: Optional[Callable[[Coords], int]] = None, allocated: Allocated = None,
              sieve_buf_size: int = DEFAULT_SIEVE_BUF_SIZE) -> list[RequestPrediction]:
     """Predictions for each request of one dataset handle, then one for its close (``op="close"``).

@@ -26,13 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ccp.model.cache import (
-    DEFAULT_SIEVE_BUF_SIZE,
-    Allocated,
-    CacheParams,
-    Request,
-    RequestPrediction,
-)
+from ccp.chunkcache import ChunkCache
+from ccp.model.cache import DEFAULT_SIEVE_BUF_SIZE, Allocated, Request, RequestPrediction
 from ccp.model.grid import ChunkGrid, Coords
 from ccp.model.kernels import (
     _HIT,
@@ -179,7 +174,7 @@ class _Handle:
     """One open dataset handle's compiled-model state; :meth:`feed` walks a batch of requests."""
 
     def __init__(self, shape: Coords, chunks: Sequence[int] | None, itemsize: int, filtered: bool,
-                 cache: CacheParams, stored_chunk_bytes, allocated: Allocated, sieve_buf_size: int) -> None:
+                 cache: ChunkCache, stored_chunk_bytes, allocated: Allocated, sieve_buf_size: int) -> None:
         self.shape, self.itemsize, self.per_request = shape, int(itemsize), True
         self.shape_arr = np.asarray(shape, np.int64)
         if chunks is None:
@@ -260,7 +255,7 @@ def _result(n: int, codes: np.ndarray | None, per_request: bool) -> tuple[np.nda
 
 
 def simulate_arrays(shape: Sequence[int], chunks: Sequence[int] | None, itemsize: int, *, filtered: bool,
-                    cache: CacheParams, ops: str | Sequence[str] | np.ndarray, starts, counts,
+                    cache: ChunkCache, ops: str | Sequence[str] | np.ndarray, starts, counts,
                     stored_chunk_bytes: None | Callable[[Coords], int] | np.ndarray = None,
                     allocated: Allocated = None, sieve_buf_size: int = DEFAULT_SIEVE_BUF_SIZE,
                     per_request: bool = True) -> Predictions:
@@ -291,7 +286,7 @@ TILE_BATCH = 1 << 16
 
 
 def simulate_tiling(shape: Sequence[int], chunks: Sequence[int] | None, itemsize: int, *, filtered: bool,
-                    cache: CacheParams, op: str, block: Sequence[int], order: Sequence[int] | None = None,
+                    cache: ChunkCache, op: str, block: Sequence[int], order: Sequence[int] | None = None,
                     stored_chunk_bytes: None | Callable[[Coords], int] | np.ndarray = None,
                     allocated: Allocated = None, sieve_buf_size: int = DEFAULT_SIEVE_BUF_SIZE,
                     per_request: bool = False, max_requests: int | None = None) -> Predictions:
@@ -330,7 +325,7 @@ def simulate_tiling(shape: Sequence[int], chunks: Sequence[int] | None, itemsize
 
 
 def simulate_fast(shape: Sequence[int], chunks: Sequence[int] | None, itemsize: int, *, filtered: bool,
-                  cache: CacheParams, requests: Iterable[Request],
+                  cache: ChunkCache, requests: Iterable[Request],
                   stored_chunk_bytes: None | Callable[[Coords], int] | np.ndarray = None,
                   allocated: Allocated = None, sieve_buf_size: int = DEFAULT_SIEVE_BUF_SIZE) -> Predictions:
     """Drop-in for :func:`ccp.model.simulate` (same arguments, a sequence of the same predictions)."""

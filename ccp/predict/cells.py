@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ccp.model import CacheParams, chunk_size_table, simulate_arrays, simulate_tiling, summarise
+from ccp.chunkcache import ChunkCache
+from ccp.model import chunk_size_table, simulate_arrays, simulate_tiling, summarise
 from ccp.workload.requests import plan_for
 
 if TYPE_CHECKING:
@@ -97,7 +98,7 @@ def predict_requests(cell, source, stored=None, max_requests=None, per_request=T
     """
     itemsize = np.dtype(source.dtype).itemsize
     c = cell.cache
-    cache = CacheParams(c.nbytes, c.nslots, c.w0)
+    cache = ChunkCache(c.nbytes, c.nslots, c.w0)
     access = cell.access
 
     def run(chunks, filtered, op, index, allocated):

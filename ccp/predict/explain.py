@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from ccp.hdf5.defaults import CACHE_1X, CACHE_2X
+from ccp.chunkcache import HDF5_1X, HDF5_2X
 from ccp.units import format_bytes, shape_str
 from ccp.workload.requests import plan_for
 
@@ -53,15 +53,15 @@ def chunk_larger_than_cache(chunk_bytes: int, cache_nbytes: int, filtered: bool)
 
 def in_version_trap(chunk_bytes) -> bool:
     """A chunk larger than HDF5 1.x's default chunk cache that fits 2.0's: fast or slow depending on the library."""
-    return CACHE_1X.nbytes < chunk_bytes <= CACHE_2X.nbytes
+    return HDF5_1X.nbytes < chunk_bytes <= HDF5_2X.nbytes
 
 
 def version_trap(chunk_bytes) -> str:
     """The version trap over a run's cells (their ``chunk_bytes``), for the report; '' when no chunk is in it."""
     if not any(in_version_trap(float(b)) for b in chunk_bytes):
         return ""
-    return (f"Version trap: some chunks are larger than HDF5 1.x's default chunk cache ({format_bytes(CACHE_1X.nbytes)}) "
-            f"but fit HDF5 2.0's ({format_bytes(CACHE_2X.nbytes)}): a reader that keeps the library default is fast with "
+    return (f"Version trap: some chunks are larger than HDF5 1.x's default chunk cache ({format_bytes(HDF5_1X.nbytes)}) "
+            f"but fit HDF5 2.0's ({format_bytes(HDF5_2X.nbytes)}): a reader that keeps the library default is fast with "
             "one version and slow with the other. ccp sets every cache explicitly, so the cells above do not depend on it.")
 
 
@@ -74,13 +74,13 @@ def chunk_traps(chunk_bytes: int, filters, cache_nbytes: int | None = None) -> l
         # `ccp advise` (the reader's cache is known): the words its users and tests know
         if larger := chunk_larger_than_cache(chunk_bytes, cache_nbytes, not filters.is_none):
             out.append(larger)
-    elif chunk_bytes > CACHE_2X.nbytes:
+    elif chunk_bytes > HDF5_2X.nbytes:
         out.append(f"a chunk ({format_bytes(chunk_bytes)}) is larger than HDF5's default chunk cache in every version "
-                   f"({format_bytes(CACHE_1X.nbytes)} in 1.x, {format_bytes(CACHE_2X.nbytes)} in 2.0): readers that read "
+                   f"({format_bytes(HDF5_1X.nbytes)} in 1.x, {format_bytes(HDF5_2X.nbytes)} in 2.0): readers that read "
                    "less than a chunk at a time pay for the whole chunk each time")
     elif in_version_trap(chunk_bytes):
         out.append(f"a chunk ({format_bytes(chunk_bytes)}) is larger than HDF5 1.x's default chunk cache "
-                   f"({format_bytes(CACHE_1X.nbytes)}) though it fits HDF5 2.0's ({format_bytes(CACHE_2X.nbytes)}): the "
+                   f"({format_bytes(HDF5_1X.nbytes)}) though it fits HDF5 2.0's ({format_bytes(HDF5_2X.nbytes)}): the "
                    "same reader can be fast or very slow depending on the library version")
     return out
 

@@ -17,15 +17,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ccp.config import axes as matrix_axes
 from ccp.report import plots
-from ccp.report.data import Labels, finite, is_ok, load_cells, load_env, load_sweep
+from ccp.report.data import Labels, finite, is_ok, load_cells, load_env, read_run_sweep
 from ccp.report.headline import RunKind
 from ccp.report.html import CSS, esc, img, note, table_html
 from ccp.report.stats import RULE, THRESHOLD, Sample, from_cell, judge, work_change
 from ccp.report.stats import samples as load_samples
+from ccp.store.reader import read_run_record
 from ccp.units import format_count, format_seconds
 
-KEY = ["chunks", "filters", "cache_nbytes", "cache_nslots", "cache_w0", "op", "block", "order", "random"]
 SETTINGS = ("repeats", "cold", "quick", "time_budget")   # measurement settings that change what a time means
 
 
@@ -47,11 +48,10 @@ def _env_line(run: Path) -> str:
 def _keyed(cells: pd.DataFrame) -> pd.DataFrame:
     """Match keys made comparable across runs: text as text, numbers rounded (a float read back may differ in the last bit)."""
     k = cells.copy()
-    for col in ("cache_nbytes", "cache_nslots", "random"):
-        k[f"_k_{col}"] = k[col].fillna(-1).round().astype("int64")
-    k["_k_cache_w0"] = k["cache_w0"].fillna(-1).round(6)
-    for col in ("chunks", "filters", "op", "block", "order"):
-        k[f"_k_{col}"] = k[col].astype(str)
+    text = set(matrix_axes.text_columns())
+    for col in matrix_axes.cell_columns():
+        values = k[col] if col in k else pd.Series(np.nan, index=k.index)
+        k[f"_k_{col}"] = values.astype(str) if col in text else values.fillna(-1).astype(float).round(6)
     return k
 
 
@@ -65,19 +65,11 @@ def _fmt_ratio(r) -> str:
     return f"{r:.3g}x"
 
 
-def _run_meta(run: Path) -> dict:
-    p = run / "run.json"
-    try:
-        return json.loads(p.read_text()) if p.exists() else {}
-    except ValueError:
-        return {}
-
-
 def differences(run_a: Path, run_b: Path) -> list[str]:
     """What the two runs measured differently (dataset, data, settings): each makes a ratio mean something else."""
     out = []
-    (_, sa), (_, sb) = load_sweep(run_a), load_sweep(run_b)
-    ia, ib = _run_meta(run_a).get("dataset_identity"), _run_meta(run_b).get("dataset_identity")
+    (_, sa), (_, sb) = read_run_sweep(run_a), read_run_sweep(run_b)
+    ia, ib = read_run_record(run_a).get("dataset_identity"), read_run_record(run_b).get("dataset_identity")
     da, db = sa.get("dataset"), sb.get("dataset")
     if ia and ib and ia != ib:
         out.append(f"the runs measured different datasets: A {ia}, B {ib}")
@@ -99,7 +91,7 @@ def join(run_a: Path, run_b: Path):
     a, b = labels.add(_keyed(a)), labels.add(_keyed(b))
     fa, fb = a[is_ok(a)], b[is_ok(b)]
     by_id = (fa["cell_id"] != "").all() and (fb["cell_id"] != "").all()
-    keys = ["cell_id"] if by_id else [f"_k_{c}" for c in KEY]
+    keys = ["cell_id"] if by_id else [f"_k_{c}" for c in matrix_axes.cell_columns()]
     cols = list(dict.fromkeys(keys + ["cell_id", "label", "time_s", "time_s_min", "time_s_max", "repeats", "requests",
                                       "raw_reads", "raw_writes", "first_request_s", "status", "fraction_measured",
                                       "raw_read_bytes", "raw_write_bytes", "http_gets", "http_bytes", "flags",
@@ -178,7 +170,8 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
     j["work"] = works
     j["contended_a"] = [x.contended for x, _ in pairs]
     j["contended_b"] = [y.contended for _, y in pairs]
-    regressions = [r["label"] for (_, r), g in zip(j.iterrows(), gate) if g is not None and g.word == "slower" and g.ratio > fail_above]
+    regressions = [r["label"] for (_, r), g in zip(j.iterrows(), gate)
+                   if g is not None and fail_above is not None and g.word == "slower" and g.ratio > fail_above]
 
     head = ["cell", "time A", "time B", "B / A", "verdict", "work", "raw reads A", "raw reads B", "raw writes A",
             "raw writes B", "why"]

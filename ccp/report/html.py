@@ -23,8 +23,8 @@ from ccp.report.data import (
     load_cells,
     load_env,
     load_parts,
-    load_sweep,
     prepare,
+    read_run_sweep,
     requested_bytes,
     stability,
 )
@@ -317,7 +317,7 @@ def build(run_dir: Path, self_contained: bool = False) -> Path:
     run_dir = Path(run_dir)
     cells, labels = prepare(load_cells(run_dir))
     env = load_env(run_dir)
-    sweep_text, sweep = load_sweep(run_dir)
+    sweep_text, sweep = read_run_sweep(run_dir)
     run = RunKind.of(sweep)
     name = str(sweep.get("name") or run_dir.parent.name)
     for png in PNG_NAMES:                       # figures of an earlier report this run may no longer have

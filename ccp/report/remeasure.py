@@ -8,7 +8,6 @@ traced pass). The passes are then judged by the same rule as the stored ones (st
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 from dataclasses import replace
@@ -19,6 +18,7 @@ import yaml
 
 from ccp.errors import CcpError
 from ccp.report.stats import Sample
+from ccp.store.reader import read_env, read_run_sweep
 
 RUN_ONLY_KEYS = ("quick", "scale")     # sweep.yaml keys a run adds to the sweep it ran (already applied)
 
@@ -27,7 +27,7 @@ def _prepared(run: Path, scratch: Path):
     """(sweep, source, cells by id) of the sweep a run folder ran, as it ran (scaled already)."""
     from ccp.run.checks import prepare
 
-    doc = yaml.safe_load((run / "sweep.yaml").read_text())
+    doc = read_run_sweep(run)[1]
     for key in RUN_ONLY_KEYS:
         doc.pop(key, None)
     file = (doc.get("dataset") or {}).get("file")
@@ -40,10 +40,8 @@ def _prepared(run: Path, scratch: Path):
 
 
 def _work_dir(run: Path) -> Path:
-    try:
-        return Path(json.loads((run / "env.json").read_text())["work_dir"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return Path("results") / "work"
+    work = read_env(run).get("work_dir")
+    return Path(work) if isinstance(work, str) and work else Path("results") / "work"
 
 
 def interleaved(run_a: Path, run_b: Path, pairs: list[tuple[str, str]], rounds: int, old: dict,

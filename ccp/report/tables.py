@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ccp.config import axes as matrix_axes
 from ccp.config.tables import TableSpec
 from ccp.report.data import (
     Labels,
@@ -159,10 +160,7 @@ ROWS: dict[str, Row] = {
     "http_wait": _r("Waiting for GETs (loopback + emulated)", "http_wait_s", format_seconds),
     "network": _r("Network", "network", fmt_text),
 }
-_SELECT_COL = {"chunks": "chunks", "filters": "filters", "cache": "cache_nbytes", "nslots": "cache_nslots",
-               "w0": "cache_w0", "op": "op", "block": "block", "order": "order", "random": "random",
-               "storage": "storage", "fsspec": "fsspec", "latency": "latency", "bandwidth": "bandwidth",
-               "file_space": "file_space", "page_buffer": "page_buffer"}
+_SELECT_COL = {k: c for a in matrix_axes.axes() for k, c in a.selectors.items()}   # selector key -> cells column
 
 
 # ---------------------------------------------------------------------------------------------- rendering
@@ -171,7 +169,7 @@ def select(cells: pd.DataFrame, selector) -> pd.DataFrame:
     m = pd.Series(True, index=cells.index)
     for k, v in selector:
         col = cells[_SELECT_COL[k]]
-        if k in ("cache", "nslots", "w0", "random"):
+        if _SELECT_COL[k] not in matrix_axes.text_columns():
             m &= np.isclose(col.astype(float), float(v), rtol=1e-9, atol=0)
         else:
             m &= col.astype(str) == str(v)

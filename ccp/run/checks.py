@@ -13,7 +13,7 @@ from ccp.errors import CcpError
 from ccp.hdf5.dataset import DatasetInfo, describe_source
 from ccp.matrix.cells import Cell, expand
 from ccp.units import shape_str
-from ccp.workload.sweep import load_sweep
+from ccp.workload.sweep import load_sweep_with_replays
 
 MAX_REQUESTS = 10**8     # a pass's plan is held in memory: 16 bytes per request and dimension
 EXECUTORS = ("local", "dask")
@@ -31,7 +31,7 @@ def one_line(exc: BaseException) -> str:
 
 def prepare(sweep_path, scale: float | None = None) -> tuple[Sweep, DatasetInfo, list[Cell]]:
     """Load, validate and expand a sweep: everything checked before anything is measured."""
-    sweep = load_sweep(sweep_path, scale)
+    sweep = load_sweep_with_replays(sweep_path, scale)
     try:
         source = describe_source(sweep.dataset)
     except CcpError:

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ccp.model.cache import CacheParams, DatasetModel
+from ccp.chunkcache import ChunkCache
+from ccp.model.cache import DatasetModel
 from ccp.storage.fsspec_model import FsspecCacheModel, ReadCost
 
 
@@ -73,7 +74,7 @@ def dataset_layout(h5file, dataset: str) -> DatasetLayout:
     raise NotModelled(f"{dataset}: compact or virtual layout")
 
 
-def raw_reads(layout: DatasetLayout, requests, cache: CacheParams) -> list[list[tuple[int, int]]]:
+def raw_reads(layout: DatasetLayout, requests, cache: ChunkCache) -> list[list[tuple[int, int]]]:
     """For each ``(start, count)`` request, the ``(offset, size)`` reads HDF5 makes for raw data, in order."""
     if layout.chunks is None:
         return _contiguous_reads(layout, requests)
@@ -161,7 +162,7 @@ class Prediction:
         return sum(s for reads in self.reads for _, s in reads)
 
 
-def predict_gets(layout: DatasetLayout, requests, cache: CacheParams, cache_type: str, block_size: int,
+def predict_gets(layout: DatasetLayout, requests, cache: ChunkCache, cache_type: str, block_size: int,
                  open_reads=(), page_buffer: int = 0) -> Prediction:
     """GETs and bytes per request of a read cell over S3 through fsspec's ``cache_type``.
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ccp.errors import CcpError
+from ccp.hdf5 import plists
 from ccp.storage.axes import StorageSetting, check_effective_page_buffer
 from ccp.storage.cell import CellCounts, RequestCount
 from ccp.storage.layout import FileSpace, cloud_optimized_copy, file_page_size
@@ -80,11 +81,9 @@ def load_index(ds) -> None:
 
 def open_dataset(fid, dataset: str, cache):
     """``h5d.open`` with the cell's chunk cache (nbytes, nslots, w0), then :func:`load_index`."""
-    from h5py import h5d, h5p
+    from h5py import h5d
 
-    dapl = h5p.create(h5p.DATASET_ACCESS)
-    dapl.set_chunk_cache(int(cache.nslots), int(cache.nbytes), float(cache.w0))
-    ds = h5d.open(fid, dataset.encode(), dapl)
+    ds = h5d.open(fid, dataset.encode(), plists.cache_dapl(cache))
     load_index(ds)
     return ds
 
@@ -110,7 +109,7 @@ def predict_http(path, dataset: str, starts, counts, cache, setting: StorageSett
     same open. Raises :class:`NotModelled` where the prediction would not be exact."""
     import h5py
 
-    from ccp.model.cache import CacheParams
+    from ccp.chunkcache import ChunkCache
 
     if not setting.remote:
         raise ValueError("predict_http is for s3 cells")
@@ -118,7 +117,7 @@ def predict_http(path, dataset: str, starts, counts, cache, setting: StorageSett
         layout = dataset_layout(f, dataset)
     if setting.page_buffer and layout.page_size is None:
         raise NotModelled("a page buffer on a file that is not paged (HDF5 drops it)")
-    params = CacheParams(int(cache.nbytes), int(cache.nslots), float(cache.w0))
+    params = ChunkCache(int(cache.nbytes), int(cache.nslots), float(cache.w0))
     requests = list(zip(starts, counts))
     opened = trace_cell_open(path, dataset, cache, setting.page_buffer)
     return predict_gets(layout, requests, params, setting.fsspec.cache_type, setting.fsspec.block_size, opened,

@@ -5,39 +5,16 @@ that failed carries its parameters and status and leaves the measured fields Non
 Building a row with a name that is not a column is an error (``TypeError``), so a typo can no longer
 become an empty column; a row missing its identity (cell id, parameters, status) cannot be built.
 
-Schema versions (``schema_version``; bump :data:`ccp.store.schema.SCHEMA_VERSION` when a column is added,
-removed or changes meaning, and add a line here):
-
-- 1: the first.
-- 2: adds ``client`` (how requests reach HDF5: native, h5py-lowlevel, h5py), after ``random``.
-- 3: adds the storage axes (``storage``, ``fsspec``, ``latency``, ``bandwidth``, ``file_space``, ``page_buffer``)
-  after ``client``, and the HTTP columns of cells read over S3 (``http_gets``, ``http_bytes``,
-  ``predicted_http_gets``, ``predicted_http_bytes``, ``network``, ``http_open_gets``, ``predicted_http_open_gets``,
-  ``http_bytes_used``, ``http_wait_s``, ``page_buffer_effective``) at the end. Older runs read as
-  ``local``/``default``/``none`` with the S3 columns empty.
-- 4: adds the machine's state while the timed passes ran (``cpus``, ``load_max``, ``cpu_ratio``) after
-  ``elapsed_s``, and per pass ``pass_wall_s``, ``pass_cpu_s``, ``pass_load`` to the requests table. Older runs read
-  with them empty (unknown: never flagged contended). An S3 cell's ``time_s``/``open_s`` start before the file
-  open (fsspec, superblock: its GETs were counted but not timed) and ``close_s`` includes the file's close; adds
-  ``file_open_s`` and ``requests_s`` (S3 cells) at the end.
+The schema's versions and what each changed: :data:`ccp.store.schema.SCHEMA_HISTORY`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import MISSING, asdict, dataclass, fields, replace
 from typing import Any, Protocol
 
-from ccp.store.schema import CELL_COLUMNS, FINISHED, SCHEMA_VERSION
-from ccp.units import shape_str
-
-SCHEMA_HISTORY = {1: "the first", 2: "adds client (native | h5py-lowlevel | h5py), after random",
-                  3: "adds the storage axes and the HTTP counts of cells read over S3",
-                  4: "adds the machine's state per pass: cpus, load_max, cpu_ratio; pass_wall_s, pass_cpu_s, pass_load; "
-                     "S3 cells' time includes the file open and close; adds file_open_s, requests_s"}
-# what a row of a cell without storage axes holds (and what older runs read as)
-DEFAULT_STORAGE_LABELS = {"storage": "local", "fsspec": "", "latency": "", "bandwidth": "", "file_space": "default",
-                          "page_buffer": "none"}
+from ccp.store.schema import CELL_COLUMNS, FINISHED, SCHEMA_HISTORY, SCHEMA_VERSION  # noqa: F401 -- row.SCHEMA_HISTORY
 
 
 @dataclass(frozen=True)
@@ -167,68 +144,25 @@ class CellRow:
         return getattr(self, name) if name in FIELDS else default
 
 
-class _Cache(Protocol):
-    @property
-    def nbytes(self) -> int: ...
-    @property
-    def nslots(self) -> int: ...
-    @property
-    def w0(self) -> float: ...
-
-
-class _Access(Protocol):
-    @property
-    def op(self) -> str: ...
-    @property
-    def block(self) -> tuple[int, ...]: ...
-    @property
-    def order_str(self) -> str: ...
-    @property
-    def random(self) -> int: ...
-
-
-class _Filters(Protocol):
-    @property
-    def spec(self) -> str: ...
-
-
 class _CellLike(Protocol):
-    """What a row needs of a matrix cell (:class:`ccp.matrix.cells.Cell`; the store does not import the matrix)."""
+    """What a row needs of a matrix cell (:class:`ccp.matrix.cells.Cell`; the store does not import the matrix):
+    its id and its parameters' columns, which each of the matrix's axes fills (``ccp.config.axes``)."""
 
     @property
     def cell_id(self) -> str: ...
-    @property
-    def chunks(self) -> tuple[int, ...] | None: ...
-    @property
-    def filters(self) -> _Filters: ...
-    @property
-    def cache(self) -> _Cache: ...
-    @property
-    def access(self) -> _Access: ...
-    @property
-    def client(self) -> str: ...
+
+    def columns(self) -> Mapping[str, Any]: ...
 
 
 def cell_columns(cell: _CellLike) -> dict[str, Any]:
     """The columns that name a cell's parameters: every row has them, measured or failed or planned."""
-    return {"schema_version": SCHEMA_VERSION, "cell_id": cell.cell_id, "chunks": shape_str(cell.chunks),
-            "filters": cell.filters.spec, "cache_nbytes": cell.cache.nbytes, "cache_nslots": cell.cache.nslots,
-            "cache_w0": cell.cache.w0, "op": cell.access.op, "block": shape_str(cell.access.block),
-            "order": cell.access.order_str, "random": cell.access.random, "client": cell.client,
-            **storage_labels(cell)}
-
-
-def storage_labels(cell: object) -> dict[str, str]:
-    """The storage axes' columns of a cell: its ``storage.labels()`` (ccp.config.storage.StorageSetting), the
-    defaults for a cell without one."""
-    setting = getattr(cell, "storage", None)
-    return dict(setting.labels()) if setting is not None else dict(DEFAULT_STORAGE_LABELS)
+    return {"schema_version": SCHEMA_VERSION, "cell_id": cell.cell_id, **cell.columns()}
 
 
 FIELDS = frozenset(f.name for f in fields(CellRow))
-REQUIRED = tuple(f.name for f in fields(CellRow) if f.name in ("schema_version", "cell_id", "chunks", "filters", "cache_nbytes",
-                                                              "cache_nslots", "cache_w0", "op", "block", "order", "random",
-                                                              "client", "status"))
+# the identity of a row: the fields without a default (the schema version, the cell id, the columns of the axes every
+# cell has had since schema 1 and 2, and the status); a column added later may be missing from an older row
+REQUIRED = tuple(f.name for f in fields(CellRow) if f.default is MISSING)
 # what every finished (ok or extrapolated) row holds, quick or not: a builder that forgets one fails here
 MEASURED = ("requests", "repeats", "cold", "time_s", "time_s_min", "time_s_max", "open_s", "close_s", "spread",
             "fraction_measured", "host", "started_at")   # elapsed_s: the executor adds it after the row is built

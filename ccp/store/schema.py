@@ -9,12 +9,21 @@ Run folder (``results/<name>/<run-id>/``):
 - ``report.html`` + ``*.png``
 """
 
-# History: 1, the first; 2 adds "client" (how requests reach HDF5: native, h5py-lowlevel, h5py);
-# 3 adds the storage axes (storage, fsspec, latency, bandwidth, file_space, page_buffer) and the HTTP counts of
-# cells read over S3 (http_*, predicted_http_*, network, page_buffer_effective) to cells, http_* to requests;
-# 4 adds the machine's state while each pass ran: cpus, load_max, cpu_ratio to cells (after elapsed_s),
-# pass_wall_s, pass_cpu_s, pass_load to requests (on each timed pass's "open" row); an S3 cell's time_s and open_s
-# include the file open (fsspec, superblock), close_s the file's close, and cells gain file_open_s, requests_s.
+#: The results schema's one history: what each version changed (bump SCHEMA_VERSION and add a line when a column
+#: is added, removed or renamed, or changes meaning or unit; CONTRIBUTING.md says when). ADDED_IN lists the
+#: cells.csv columns each added and READ_BACK what they read as in an older run; the committed run folders under
+#: tests/store/fixtures (one per readable version) are read back by tests/store/test_reader.py.
+SCHEMA_HISTORY = {
+    1: "the first",
+    2: "adds client (how requests reach HDF5: native | h5py-lowlevel | h5py), after random",
+    3: "adds the storage axes (storage, fsspec, latency, bandwidth, file_space, page_buffer) after client, and the HTTP "
+       "counts of cells read over S3 (http_*, predicted_http_*, network, page_buffer_effective) to cells, http_* to "
+       "requests; older runs read as local/default/none with the S3 columns empty",
+    4: "adds the machine's state while each pass ran: cpus, load_max, cpu_ratio to cells (after elapsed_s), pass_wall_s, "
+       "pass_cpu_s, pass_load to requests (on each timed pass's open row; empty in older runs: never flagged contended); "
+       "an S3 cell's time_s and open_s include the file open (fsspec, superblock), close_s the file's close; adds "
+       "file_open_s and requests_s (S3 cells) at the end",
+}
 SCHEMA_VERSION = 4
 READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4)   # what the report and `ccp compare` read (older columns filled with defaults)
 FINISHED = ("ok", "extrapolated")   # statuses of a cell a rerun does not measure again
@@ -142,6 +151,13 @@ ADDED_IN = {4: ("cpus", "load_max", "cpu_ratio", "file_open_s", "requests_s"),
                 "predicted_http_gets", "predicted_http_bytes", "network", "http_open_gets", "predicted_http_open_gets",
                 "http_bytes_used", "http_wait_s", "page_buffer_effective"),
             2: ("client",)}
+
+
+#: What a column read back as in a run written before it existed: every cell then was measured with h5py's
+#: low-level loop (schema 1) and read its file locally, as written, without a page buffer (schema < 3). A column
+#: not listed reads as empty (unknown). The matrix's axes say the same of themselves (ccp.config.axes, ``before``);
+#: tests/store/test_reader.py holds the two equal.
+READ_BACK = {"client": "h5py-lowlevel", "storage": "local", "file_space": "default", "page_buffer": "none"}
 
 
 def cell_columns_of(version: int) -> list[str]:

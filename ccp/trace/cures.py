@@ -12,9 +12,10 @@ from dataclasses import replace
 
 import numpy as np
 
+from ccp.chunkcache import ChunkCache
 from ccp.hdf5.defaults import DEFAULT_W0, MIN_NSLOTS
 from ccp.model import ChunkGrid
-from ccp.workload.replay import CacheInForce, ReplaySequence
+from ccp.workload.replay import ReplaySequence
 from ccp.workload.requestplan import RequestPlan
 
 MAX_NSLOTS = 1_000_003    # a prime; 8 MB of hash table is the most a cure asks a program to spend on slots
@@ -27,10 +28,10 @@ def _next_prime(n: int) -> int:
     return n
 
 
-def cache_for(nbytes: int, chunk_bytes: int) -> CacheInForce:
+def cache_for(nbytes: int, chunk_bytes: int) -> ChunkCache:
     """A cache of ``nbytes`` with a prime slot count about 100x the chunks it holds."""
     held = max(1, nbytes // max(chunk_bytes, 1))
-    return CacheInForce(int(nbytes), _next_prime(min(max(100 * held, MIN_NSLOTS), MAX_NSLOTS)), DEFAULT_W0)
+    return ChunkCache(int(nbytes), _next_prime(min(max(100 * held, MIN_NSLOTS), MAX_NSLOTS)), DEFAULT_W0)
 
 
 def most_common_row(rows: np.ndarray, shape) -> tuple[int, ...]:

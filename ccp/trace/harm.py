@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ccp.model import CacheParams
+from ccp.chunkcache import ChunkCache
 from ccp.model.fast import simulate_tiling
 from ccp.trace.sequence_model import chunk_cost_ratio
 from ccp.units import shape_str
@@ -46,7 +46,7 @@ def natural_patterns(shape, named=()) -> list[tuple[str, tuple[int, ...]]]:
     return out
 
 
-def _pattern_time(shape, chunks, itemsize, filtered, cache: CacheParams, block, costs, io_ratio) -> float:
+def _pattern_time(shape, chunks, itemsize, filtered, cache: ChunkCache, block, costs, io_ratio) -> float:
     """Seconds for one read of ``block`` (the first of its tiling) from a fresh open: a cold cache, as a
     program reading one map or one series pays it."""
     p = simulate_tiling(shape, chunks, itemsize, filtered=filtered, cache=cache, op="read", block=block,
@@ -57,7 +57,7 @@ def _pattern_time(shape, chunks, itemsize, filtered, cache: CacheParams, block, 
 
 def price_cure(seq, new_chunks, costs, cache, named=()) -> list[dict]:
     """Each natural pattern's time per read before and after a repack to ``new_chunks``, slowest-down first."""
-    params = CacheParams(int(cache.nbytes), int(cache.nslots), float(cache.w0))
+    params = ChunkCache(int(cache.nbytes), int(cache.nslots), float(cache.w0))
     old_bytes = math.prod(seq.chunks) * seq.itemsize
     new_ratio = chunk_cost_ratio(costs["hdf5_per_load_s"], old_bytes, math.prod(new_chunks) * seq.itemsize)
     out: list[dict] = []

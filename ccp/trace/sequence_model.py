@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ccp.model import CacheParams
+from ccp.chunkcache import ChunkCache
 from ccp.model.fast import COLUMNS, simulate_arrays
 from ccp.trace.cures import touched_chunks
 from ccp.workload.replay import ReplaySequence
@@ -46,7 +46,7 @@ def run_model(seq: ReplaySequence, chunks=None, caches=None, merge_sessions: boo
         sessions = [(caches, s) for _, s in sessions]
     codes = (seq.ops == "write").astype(np.uint8)
     for k, (cache, sl) in enumerate(sessions):
-        params = CacheParams(int(cache.nbytes), int(cache.nslots), float(cache.w0))
+        params = ChunkCache(int(cache.nbytes), int(cache.nslots), float(cache.w0))
         preds = simulate_arrays(seq.shape, chunks, seq.itemsize, filtered=seq.filtered and chunks is not None,
                                 cache=params, ops=codes[sl], starts=seq.plan.starts[sl], counts=seq.plan.counts[sl],
                                 allocated=True if k else allocated, per_request=per_call)

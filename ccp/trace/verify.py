@@ -17,9 +17,11 @@ from dataclasses import replace
 
 import numpy as np
 
+from ccp.chunkcache import ChunkCache
+from ccp.hdf5.defaults import DEFAULT_W0
 from ccp.trace.cures import block_sequence
 from ccp.trace.libraries import is_local_path
-from ccp.workload.replay import CacheInForce, ReplaySequence, replay_sequence
+from ccp.workload.replay import ReplaySequence, replay_sequence
 from ccp.workload.requestplan import RequestPlan
 from ccp.workload.tracefile import Trace
 
@@ -103,7 +105,7 @@ def verify_top(trace: Trace, diag: dict, repeats: int = 3) -> dict:
             merge = True
         elif kind == "cache":
             merge = bool(how.get("merge"))
-            cache = CacheInForce(int(how["nbytes"]), int(how["nslots"]), 0.75)
+            cache = ChunkCache(int(how["nbytes"]), int(how["nslots"]), DEFAULT_W0)
         else:
             return {"cure": name, "before_s": nan, "after_s": nan, "note": "this cure has no replay"}
         before, after = [], []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ccp.config.sweep import CacheSpec
+from ccp.chunkcache import ChunkCache
 from ccp.hdf5.filters import FilterPipeline
 from ccp.units import shape_str
 
@@ -50,7 +50,7 @@ def maxshape_text(maxshape) -> str:
     return f", maxshape={tuple(maxshape)!r}"
 
 
-def commands(dset: str, chunks, filters: FilterPipeline, cache: CacheSpec, file: str = "IN.h5", maxshape=None,
+def commands(dset: str, chunks, filters: FilterPipeline, cache: ChunkCache, file: str = "IN.h5", maxshape=None,
              nc_dims: list[str] | None = None) -> dict[str, str]:
     """{what: the line to run or write} for the layout and the cache. ccp repack and h5repack keep the
     dataset's maximum shape (its unlimited dimensions); the h5py line says it; a netCDF-4 file also

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ccp.chunkcache import HDF5_1X
 from ccp.hdf5 import plists
+from ccp.hdf5.defaults import DEFAULT_W0
 from ccp.predict import Calibration, calibrate
 from ccp.tune.heuristics import whole_rows
 from ccp.tune.search import Costs
@@ -129,7 +131,7 @@ def per_request_cost(dtype, reps: int = PROBE_REPEATS, n: int = 2000) -> float:
         path = f"{tmp}/req.h5".encode()
         dcpl = plists.chunked_dcpl(shape)
         fid = h5f.create(path, h5f.ACC_TRUNC)
-        dapl = plists.dapl(521, 1 << 20, 0.75)
+        dapl = plists.cache_dapl(HDF5_1X)
         ftype = h5t.py_create(dtype, logical=True)
         ds = h5d.create(fid, b"d", ftype, h5s.create_simple(shape), dcpl=dcpl, dapl=dapl)
         ds.write(h5s.ALL, h5s.ALL, np.zeros(shape, dtype))
@@ -225,7 +227,7 @@ def chunk_visit_cost(per_request_s: float, passes: int = 10) -> float:
         path = f"{tmp}/visit.h5".encode()
         dcpl = plists.chunked_dcpl(chunks)
         fid = h5f.create(path, h5f.ACC_TRUNC)
-        dapl = plists.dapl(100_003, 4 << 20, 0.75)
+        dapl = plists.dapl(100_003, 4 << 20, DEFAULT_W0)
         ds = h5d.create(fid, b"d", h5t.NATIVE_FLOAT, h5s.create_simple(shape), dcpl=dcpl, dapl=dapl)
         ds.write(h5s.ALL, h5s.ALL, data)
         mspace, fspace, buf = h5s.create_simple(block), ds.get_space(), np.empty(block, np.float32)

@@ -13,7 +13,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 
-from ccp.hdf5.defaults import CACHE_1X, DEFAULT_W0, MIN_NSLOTS
+from ccp.chunkcache import HDF5_1X
+from ccp.hdf5.defaults import DEFAULT_W0, MIN_NSLOTS
 
 
 def near_divisors(n: int) -> list[int]:
@@ -132,7 +133,7 @@ MAX_CACHED_CHUNKS = 4096   # beyond this a cache is a copy of the dataset, not a
 
 
 def cache_candidates(chunk_bytes: int, max_cache_bytes: int, fixed_nbytes: int | None = None,
-                     w0s: Sequence[float] = (DEFAULT_W0,), default_nbytes: int = CACHE_1X.nbytes) -> list[tuple[int, int, float]]:
+                     w0s: Sequence[float] = (DEFAULT_W0,), default_nbytes: int = HDF5_1X.nbytes) -> list[tuple[int, int, float]]:
     """(nbytes, nslots, w0) to try for a chunk of ``chunk_bytes``, smallest cache first.
 
     Searched: room for 1, 2, 4, 8... chunks up to ``max_cache_bytes``, plus ``default_nbytes`` and

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from ccp.config.sweep import CacheSpec
+from ccp.chunkcache import ChunkCache
 from ccp.hdf5.filters import FilterPipeline
 from ccp.store.schema import FINISHED
 from ccp.units import shape_str
@@ -28,7 +28,7 @@ class Contender:
     label: str
     chunks: tuple[int, ...] | None      # None: contiguous
     filters: FilterPipeline
-    cache: CacheSpec
+    cache: ChunkCache
     predicted_s: float                  # weighted, the whole workload
     kind: str                           # candidate | current | heuristic
 

@@ -20,7 +20,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from ccp.config.sweep import AccessSpec, CacheSpec
+from ccp.chunkcache import ChunkCache
+from ccp.config.sweep import AccessSpec
 from ccp.errors import CcpError
 from ccp.hdf5.defaults import DEFAULT_W0, MIN_NSLOTS
 from ccp.hdf5.filters import FilterPipeline
@@ -93,7 +94,7 @@ class ItemCost:
 class Candidate:
     chunks: tuple[int, ...] | None
     filters: FilterPipeline
-    cache: CacheSpec
+    cache: ChunkCache
     read_s: float                 # weighted time of the workload's reads
     write_s: float                # weighted time of its writes; none in the workload: writing the dataset once by chunks
     workload_s: float             # weighted time of every pattern in the workload (the objective)
@@ -283,11 +284,11 @@ def production_cost(chunks, filters, source, costs: Costs) -> float:
     itemsize = np.dtype(source.dtype).itemsize
     block = tuple(chunks) if chunks is not None else tuple(source.shape)
     nb = math.prod(block) * itemsize + 1024
-    cell = Cell(tuple(chunks) if chunks is not None else None, filters, CacheSpec(nb, MIN_NSLOTS, DEFAULT_W0), AccessSpec("write", block))
+    cell = Cell(tuple(chunks) if chunks is not None else None, filters, ChunkCache(nb, MIN_NSLOTS, DEFAULT_W0), AccessSpec("write", block))
     return item_cost(cell, source, costs).seconds
 
 
-def evaluate(chunks, filters: FilterPipeline, cache: CacheSpec, source, items, costs: Costs,
+def evaluate(chunks, filters: FilterPipeline, cache: ChunkCache, source, items, costs: Costs,
              write_s: float | None = None, max_requests: int = MAX_MODEL_REQUESTS, label: str = "",
              stored: Callable | None = None) -> Candidate:
     """One candidate: every pattern of the workload on it, weighted."""
@@ -328,7 +329,7 @@ def search(source, items, lattice: Sequence[tuple[int, ...]], filters: Sequence[
     dropped, dominated or not: they are the shortlist measurement chooses from.
     """
     itemsize = np.dtype(source.dtype).itemsize
-    w0s = (DEFAULT_W0, 1.0) if any(it.access.op != "read" for it in items) else (0.75,)
+    w0s = (DEFAULT_W0, 1.0) if any(it.access.op != "read" for it in items) else (DEFAULT_W0,)
     has_writes = any(it.access.op != "read" for it in items)
     evaluated = pruned = rejected = 0
     best: list[Candidate] = []
@@ -366,7 +367,7 @@ def search(source, items, lattice: Sequence[tuple[int, ...]], filters: Sequence[
             continue
         chunk_bytes = math.prod(chunks) * itemsize
         caches = cache_candidates(chunk_bytes, max_cache_bytes, fixed_cache, w0s)
-        top = evaluate(chunks, filt, CacheSpec(*caches[-1]), source, items, costs, None, max_requests)
+        top = evaluate(chunks, filt, ChunkCache(*caches[-1]), source, items, costs, None, max_requests)
         evaluated += 1
         if not is_current and len(caches) > 1 and droppable((top.read_s, top.write_s, top.storage_bytes), top.workload_s):
             pruned += 1
@@ -375,7 +376,7 @@ def search(source, items, lattice: Sequence[tuple[int, ...]], filters: Sequence[
 
         def cost(c, chunks=chunks, filt=filt, wr=top.write_s, tried=tried):
             if c not in tried:
-                tried[c] = evaluate(chunks, filt, CacheSpec(*c), source, items, costs, wr, max_requests)
+                tried[c] = evaluate(chunks, filt, ChunkCache(*c), source, items, costs, wr, max_requests)
             return tried[c]
 
         if len(w0s) > 1:                 # writes: w0 matters too, every cache is tried

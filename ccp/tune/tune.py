@@ -15,9 +15,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ccp.config.sweep import SOURCE, CacheSpec
+from ccp.chunkcache import ChunkCache
+from ccp.config.sweep import SOURCE
 from ccp.errors import ConfigError
-from ccp.hdf5.defaults import MIN_NSLOTS
+from ccp.hdf5.defaults import DEFAULT_W0, MIN_NSLOTS
 from ccp.hdf5.filters import check_for_type
 from ccp.store.schema import FINISHED
 from ccp.tune.apply import commands, netcdf_dims
@@ -42,11 +43,11 @@ SEARCH_LIMIT_S = 30.0      # the model search's time (the refit search: half): t
 TIE_FLOOR = 0.03           # two runoff layouts closer than this (or than their passes' spread) are tied
 
 
-def hdf5_default_cache() -> CacheSpec:
+def hdf5_default_cache() -> ChunkCache:
     from ccp.hdf5.defaults import library_cache
 
     lib = library_cache()
-    return CacheSpec(lib.nbytes, lib.nslots, lib.w0)
+    return ChunkCache(lib.nbytes, lib.nslots, lib.w0)
 
 
 def shortlisted(res, top: int, label: str) -> list[Contender]:
@@ -56,13 +57,13 @@ def shortlisted(res, top: int, label: str) -> list[Contender]:
             for i, c in enumerate(shortlist)]
 
 
-def fair_cache(chunks, itemsize: int, budget_bytes: int) -> CacheSpec:
+def fair_cache(chunks, itemsize: int, budget_bytes: int) -> ChunkCache:
     """The cache a rule of thumb is measured with: the tuner's whole budget, nslots as HDF5 advises
     (a prime about 100 times the chunks that fit)."""
     chunk_bytes = math.prod(chunks) * itemsize if chunks else 0
     fits = budget_bytes // chunk_bytes if chunk_bytes else 0
     nslots = max(MIN_NSLOTS, next_prime(min(100 * fits, MAX_NSLOTS))) if fits else MIN_NSLOTS
-    return CacheSpec(budget_bytes, nslots, 0.75)
+    return ChunkCache(budget_bytes, nslots, DEFAULT_W0)
 
 
 def fit_from_round(contenders, measured, items, source, costs):
@@ -150,7 +151,7 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
          + f") in {format_seconds(t_search)} "
          f"(+{format_seconds(t_cal)} calibration); front: {len(res.front)} layouts")
 
-    base_cache = k.current_cache or (CacheSpec(k.cache_nbytes, 521, 0.75) if k.cache_nbytes is not None else hdf5_default_cache())
+    base_cache = k.current_cache or (ChunkCache(k.cache_nbytes, MIN_NSLOTS, DEFAULT_W0) if k.cache_nbytes is not None else hdf5_default_cache())
     budget_bytes = k.cache_nbytes if k.cache_nbytes is not None else k.max_cache_bytes
     contenders = shortlisted(res, top, "tuned")
     if current is not None or wl.dataset.file is not None:
@@ -264,7 +265,7 @@ def check_slots(wl, source, pick: Contender, out: Path, work_dir: Path, repeats:
     the default count stands (one less setting to carry). Returns (the contender to recommend, a note)."""
     if pick.cache.nbytes == 0 or pick.cache.nslots == MIN_NSLOTS or pick.chunks is None:
         return pick, None
-    plain = replace(pick, label=f"{pick.label}, {MIN_NSLOTS} slots", cache=CacheSpec(pick.cache.nbytes, MIN_NSLOTS, pick.cache.w0))
+    plain = replace(pick, label=f"{pick.label}, {MIN_NSLOTS} slots", cache=ChunkCache(pick.cache.nbytes, MIN_NSLOTS, pick.cache.w0))
     echo(f"  slots: {pick.cache.nslots} against HDF5's default {MIN_NSLOTS}, back to back")
     a, b = measure_all(wl, source, [pick, plain], out / "slots", work_dir, 0, 2 * repeats + 1, echo, cell_budget=cell_budget)
     if a.measured_s is None or b.measured_s is None:

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import yaml
 
+from ccp.chunkcache import ChunkCache
 from ccp.config.shapes import FromSource
 from ccp.config.sweep import (
     MAX_CACHE_NBYTES,
     SOURCE,
     AccessSpec,
-    CacheSpec,
     DatasetSpec,
     _check_keys,
     _StrictLoader,
@@ -55,7 +55,7 @@ class Constraints:
     cache_nbytes: int | None = None                           # fixed cache budget; None: searched
     max_cache_bytes: int = DEFAULT_MAX_CACHE_BYTES
     max_storage_overhead: float = DEFAULT_MAX_STORAGE_OVERHEAD   # padding of edge chunks + chunk index
-    current_cache: CacheSpec | None = None   # the cache readers use today (current layout, heuristics); None: HDF5's default
+    current_cache: ChunkCache | None = None   # the cache readers use today (current layout, heuristics); None: HDF5's default
 
 
 @dataclass(frozen=True)

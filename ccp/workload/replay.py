@@ -33,20 +33,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ccp.chunkcache import ChunkCache
 from ccp.errors import CcpError
-from ccp.hdf5.defaults import chunk_cache_default
+from ccp.hdf5.defaults import DEFAULT_W0, chunk_cache_default
 from ccp.workload.requestplan import RequestPlan
 from ccp.workload.tracefile import Trace, load_trace
 
 MAX_EXTENT = 2 ** 62       # the model's int64 arithmetic
 LOW_APIS = ("DatasetID.read", "DatasetID.write", "fast_reader")
-
-
-@dataclass(frozen=True)
-class CacheInForce:
-    nbytes: int
-    nslots: int
-    w0: float
 
 
 @dataclass(frozen=True)
@@ -65,7 +59,7 @@ class ReplaySequence:
     plan: RequestPlan               # (n, rank) starts and counts
     call_of: np.ndarray             # (n,) index of the low-level call each box belongs to
     session_starts: np.ndarray      # request indices where a fresh cache starts (reopen / new process)
-    session_caches: tuple[CacheInForce, ...]
+    session_caches: tuple[ChunkCache, ...]
     session_pids: tuple[int, ...]   # the process of each session
     ncalls: int                     # low-level calls
     approximate: int                # calls replayed by their bounding box
@@ -164,11 +158,11 @@ def _is(col, values) -> np.ndarray:
     return col.isin(list(values)).fillna(False).to_numpy(bool)
 
 
-def _cache_of(r) -> CacheInForce | None:
+def _cache_of(r) -> ChunkCache | None:
     if pd.isna(r["cache_nbytes"]) or pd.isna(r["cache_nslots"]):
         return None
     w0 = r["cache_w0"]
-    return CacheInForce(int(r["cache_nbytes"]), int(r["cache_nslots"]), 0.75 if pd.isna(w0) else float(w0))
+    return ChunkCache(int(r["cache_nbytes"]), int(r["cache_nslots"]), DEFAULT_W0 if pd.isna(w0) else float(w0))
 
 
 def replay_sequence(trace: Trace, dataset: str, pid: int | None = None, file: str | None = None,
@@ -257,7 +251,7 @@ def replay_sequence(trace: Trace, dataset: str, pid: int | None = None, file: st
     nxt = nxt[nxt < len(boxed_pos)]
     visit = np.union1d(marks, boxed_pos[nxt]).astype(np.int64)
     session_starts: list[int] = []
-    caches: list[CacheInForce | None] = []
+    caches: list[ChunkCache | None] = []
     session_pids: list[int] = []
     pids: list[int] = []
     cache, fresh, last_pid = None, True, None
@@ -300,8 +294,9 @@ def replay_sequence(trace: Trace, dataset: str, pid: int | None = None, file: st
 
 
 #: netCDF-C's default chunk cache per variable, as ``netCDF4.get_chunk_cache()`` reports it here (netCDF4 1.7.5):
-#: 64 MiB, 1000 slots, preemption 0.75 -- not HDF5's 8 MiB: a netCDF4-python reader gets this one.
-NETCDF_C_CACHE = (64 * 1024 * 1024, 1000, 0.75)
+#: 64 MiB, 1000 slots, preemption 0.75 (HDF5's w0, which netCDF-C keeps) -- not HDF5's 8 MiB: a netCDF4-python reader
+#: gets this one.
+NETCDF_C_CACHE = (64 * 1024 * 1024, 1000, DEFAULT_W0)
 
 
 def _read_through_netcdf4(trace: Trace) -> bool:
@@ -314,15 +309,15 @@ def _read_through_netcdf4(trace: Trace) -> bool:
     return any(str(a).startswith("Variable") or "netCDF4" in str(a) for a in apis)
 
 
-def library_cache(trace: Trace) -> CacheInForce:
+def library_cache(trace: Trace) -> ChunkCache:
     """The chunk cache a dataset had in the traced program when the trace did not record it: netCDF-C's
     default for a netCDF4-python reader (:data:`NETCDF_C_CACHE`, or the one the trace recorded), else
     the default of the HDF5 version the trace recorded (``environment.hdf5``), else of this process's HDF5."""
     if _read_through_netcdf4(trace):
         recorded = (trace.header.get("environment") or {}).get("netcdf_chunk_cache")
         if isinstance(recorded, (list, tuple)) and len(recorded) == 3:
-            return CacheInForce(int(recorded[0]), int(recorded[1]), float(recorded[2]))
-        return CacheInForce(*NETCDF_C_CACHE)
+            return ChunkCache(int(recorded[0]), int(recorded[1]), float(recorded[2]))
+        return ChunkCache(*NETCDF_C_CACHE)
     version = None
     text = str((trace.header.get("environment") or {}).get("hdf5") or "")
     try:
@@ -330,10 +325,10 @@ def library_cache(trace: Trace) -> CacheInForce:
     except ValueError:       # a version string ccp cannot read: this process's library is the best guess
         version = None
     d = chunk_cache_default(version)
-    return CacheInForce(d.nbytes, d.nslots, d.w0)
+    return ChunkCache(d.nbytes, d.nslots, d.w0)
 
 
-def _first_cache(rows: _Rows) -> CacheInForce | None:
+def _first_cache(rows: _Rows) -> ChunkCache | None:
     """The cache of the first dataset open in the trace (a forked child inherits its parent's)."""
     opens = np.flatnonzero(_is(rows["kind"], ["event"]) & _is(rows["op"], ["dataset_open"])
                            & rows["cache_nbytes"].notna().to_numpy(bool))

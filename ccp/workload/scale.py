@@ -11,7 +11,7 @@ import math
 from ccp.hdf5.dataset import describe_source
 from ccp.matrix.cells import expand
 from ccp.units import format_bytes, shape_str
-from ccp.workload.sweep import load_sweep
+from ccp.workload.sweep import load_sweep_with_replays
 
 
 def scale_effects(sweep_path, factor: float) -> list[str]:
@@ -32,7 +32,7 @@ def scale_effects(sweep_path, factor: float) -> list[str]:
 
 
 def _axes(sweep_path, factor):
-    sweep = load_sweep(sweep_path, factor)
+    sweep = load_sweep_with_replays(sweep_path, factor)
     return sweep, expand(sweep, describe_source(sweep.dataset))
 
 

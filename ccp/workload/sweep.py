@@ -3,7 +3,7 @@
 Config parses a ``{trace: FOLDER, dataset: /path, pid: N}`` access into a spec without reading the
 trace (config sits below the workload room). Its block, the largest request the program made, is part
 of the cell's id, label and checks, so it is set here, before :func:`ccp.matrix.cells.expand`:
-``expand(load_sweep(path), describe_source(...))``. A trace that does not hold the dataset, the
+``expand(load_sweep_with_replays(path), describe_source(...))``. A trace that does not hold the dataset, the
 process or any request of the op is one line naming ``matrix.access[i].trace``.
 """
 
@@ -38,6 +38,6 @@ def resolve_replays(sweep: Sweep) -> Sweep:
     return replace(sweep, access=tuple(resolve_replay(a, f"matrix.access[{i}]") for i, a in enumerate(sweep.access)))
 
 
-def load_sweep(path, scale: float | None = None) -> Sweep:
-    """Read and validate a sweep file (:func:`ccp.config.sweep.load_sweep`) and load its replays' traces."""
-    return resolve_replays(config_sweep.load_sweep(path, scale))
+def load_sweep_with_replays(path, scale: float | None = None) -> Sweep:
+    """Read and validate a sweep file (:func:`ccp.config.sweep.parse_sweep_file`) and load its replays' traces."""
+    return resolve_replays(config_sweep.parse_sweep_file(path, scale))

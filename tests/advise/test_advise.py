@@ -120,13 +120,14 @@ def test_cache_never_larger_than_the_dataset_needs(tmp_path):
 
 def test_cure_code_names_the_file_and_dataset(tmp_path):
     from ccp.advise import _source
-    from ccp.config.sweep import AccessSpec, CacheSpec
+    from ccp.chunkcache import ChunkCache
+    from ccp.config.sweep import AccessSpec
     from ccp.hdf5.filters import parse_filters
     from ccp.matrix.cells import Cell
 
     path = _file(tmp_path)
     source = _source(path, "/g/d")
-    cell = Cell((1, 10, 400), parse_filters("gzip:6", "f"), CacheSpec(16384, 521, 0.75), AccessSpec("read", (1, 1, 400)))
+    cell = Cell((1, 10, 400), parse_filters("gzip:6", "f"), ChunkCache(16384, 521, 0.75), AccessSpec("read", (1, 1, 400)))
     code = dict(cure_code(Option("repack", "", cell, 8, 8, 0, 80, 1.0), path, "/g/d", source))
     assert code["command"].startswith(f"ccp repack -l /g/d:CHUNK=1x10x400 {path} {tmp_path / 'f-rechunked.h5'}")
     assert 'compression="gzip", compression_opts=6' in code["h5py"] and 'endian="big"' in code["netCDF4"]

@@ -3,7 +3,8 @@
 import h5py
 import pytest
 
-from ccp.hdf5.defaults import CACHE_1X, CACHE_2X, chunk_cache_default, hdf5_version
+from ccp.chunkcache import HDF5_1X, HDF5_2X
+from ccp.hdf5.defaults import chunk_cache_default, hdf5_version
 
 
 @pytest.mark.parametrize(("version", "nbytes", "nslots", "w0"), [
@@ -24,7 +25,7 @@ def test_the_default_is_what_this_hdf5_gives_a_dataset(tmp_path):
         nslots, nbytes, w0 = ds.id.get_access_plist().get_chunk_cache()
     expected = chunk_cache_default()
     assert (nslots, nbytes, w0) == (expected.nslots, expected.nbytes, expected.w0)
-    assert expected == (CACHE_2X if hdf5_version() >= (2, 0, 0) else CACHE_1X)
+    assert expected == (HDF5_2X if hdf5_version() >= (2, 0, 0) else HDF5_1X)
 
 
 def test_library_cache_is_what_the_library_gives_a_fresh_list():

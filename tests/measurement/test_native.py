@@ -8,12 +8,13 @@ import h5py
 import numpy as np
 import pytest
 
-from ccp.config.sweep import AccessSpec, CacheSpec
+from ccp.chunkcache import ChunkCache
+from ccp.config.sweep import AccessSpec
 from ccp.hdf5.dataset import DatasetInfo
 from ccp.hdf5.filters import parse_filters
 from ccp.matrix.cells import Cell
 from ccp.measurement import iolog, native, runner
-from ccp.model import CacheParams, simulate_arrays
+from ccp.model import simulate_arrays
 from ccp.workload.requests import random_requests, tile_requests
 
 pytestmark = pytest.mark.skipif(native.available() is not None, reason=f"native loop: {native.available()}")
@@ -53,10 +54,10 @@ def test_uses_the_library_h5py_loaded():
 
 
 @pytest.mark.parametrize(("chunks", "filters", "cache", "block", "rand"), [
-    ((4, 5, 30), "gzip:1", CacheSpec(2 * 4 * 5 * 30 * 4, 7, 0.75), (1, 1, 30), 0),
-    ((4, 5, 30), "none", CacheSpec(100, 7, 0.75), (2, 3, 7), 0),           # chunks bigger than the cache: bypass
-    ((3, 10, 10), "none", CacheSpec(3 * 3 * 10 * 10 * 4, 5, 0.3), (2, 4, 4), 60),
-    (None, "none", CacheSpec(8 * 2**20, 8191, 0.75), (1, 10, 1), 0),                             # contiguous: sieve buffer
+    ((4, 5, 30), "gzip:1", ChunkCache(2 * 4 * 5 * 30 * 4, 7, 0.75), (1, 1, 30), 0),
+    ((4, 5, 30), "none", ChunkCache(100, 7, 0.75), (2, 3, 7), 0),           # chunks bigger than the cache: bypass
+    ((3, 10, 10), "none", ChunkCache(3 * 3 * 10 * 10 * 4, 5, 0.3), (2, 4, 4), 60),
+    (None, "none", ChunkCache(8 * 2**20, 8191, 0.75), (1, 10, 1), 0),                             # contiguous: sieve buffer
 ], ids=["gzip-rows", "bypass", "random-w0", "contiguous-columns"])
 def test_traced_read_pass_does_what_the_model_predicts(tmp_path, chunks, filters, cache, block, rand):
     """Per request, the raw reads the log VFD sees in the native loop's windows are the model's."""
@@ -83,7 +84,7 @@ def test_traced_read_pass_does_what_the_model_predicts(tmp_path, chunks, filters
             d.id.chunk_iter(lambda info: sizes.__setitem__(tuple(info.chunk_offset), info.size))
         from ccp.model import chunk_size_table
         sizes = chunk_size_table(SHAPE, chunks, sizes)
-    pred = simulate_arrays(SHAPE, chunks, 4, filtered=filters != "none", cache=CacheParams(cache.nbytes, cache.nslots, cache.w0),
+    pred = simulate_arrays(SHAPE, chunks, 4, filtered=filters != "none", cache=ChunkCache(cache.nbytes, cache.nslots, cache.w0),
                            ops="read", starts=plan.starts, counts=plan.counts, stored_chunk_bytes=sizes)
     assert got["raw_reads"][1:-1].tolist() == pred.column("raw_reads")[:-1].tolist()
     assert got["raw_read_bytes"][1:-1].tolist() == pred.column("raw_read_bytes")[:-1].tolist()
@@ -95,7 +96,7 @@ def test_read_pass_matches_the_python_loop_shape(tmp_path):
     plan = tile_requests(SHAPE, (1, 1, 30))
     starts = [tuple(map(int, s)) for s in plan.starts]
     counts = [tuple(map(int, c)) for c in plan.counts]
-    job = _job(path, (4, 5, 30), "none", CacheSpec(8 * 2**20, 8191, 0.75), (1, 1, 30))
+    job = _job(path, (4, 5, 30), "none", ChunkCache(8 * 2**20, 8191, 0.75), (1, 1, 30))
     seen = []
     a = native.read_pass(job, starts, counts, traced=False, progress=runner.Progress(lambda *x: seen.append(x)))
     b = runner.read_pass(job, starts, counts, traced=False, log_path=None, progress=runner.Progress())
@@ -116,7 +117,7 @@ def test_write_and_copy_passes_write_exact_values(tmp_path, chunks, filters, blo
     plan = tile_requests(SHAPE, block)
     starts = [tuple(map(int, s)) for s in plan.starts]
     counts = [tuple(map(int, c)) for c in plan.counts]
-    job = _job(tmp_path, chunks, filters, CacheSpec(1000, 7, 0.75), block, op="write")
+    job = _job(tmp_path, chunks, filters, ChunkCache(1000, 7, 0.75), block, op="write")
     out = tmp_path / "w.h5"
     native.BATCH_BYTES, saved = 1000, native.BATCH_BYTES                 # several data batches
     try:
@@ -127,7 +128,7 @@ def test_write_and_copy_passes_write_exact_values(tmp_path, chunks, filters, blo
     with h5py.File(out, "r") as f:
         np.testing.assert_array_equal(f["data"][...], data)
     # copy: read each block from the written file inside the timed request, write it to a new one
-    job = _job(out, chunks, filters, CacheSpec(1000, 7, 0.75), block, op="copy")
+    job = _job(out, chunks, filters, ChunkCache(1000, 7, 0.75), block, op="copy")
     timing, _ = native.write_pass(job, None, starts, counts, tmp_path / "c.h5", traced=False)
     with h5py.File(tmp_path / "c.h5", "r") as f:
         np.testing.assert_array_equal(f["data"][...], data)
@@ -137,7 +138,7 @@ def test_deadline_stops_after_the_request_that_passes_it(tmp_path):
     path = tmp_path / "r.h5"
     _make(path, (4, 5, 30), "none")
     plan = tile_requests(SHAPE, (1, 1, 1))
-    job = _job(path, (4, 5, 30), "none", CacheSpec(8 * 2**20, 8191, 0.75), (1, 1, 1))
+    job = _job(path, (4, 5, 30), "none", ChunkCache(8 * 2**20, 8191, 0.75), (1, 1, 1))
     timing = native.read_pass(job, plan.starts, plan.counts, traced=False, deadline_ns=time.perf_counter_ns())
     assert len(timing.request_ns) == 1
 
@@ -145,7 +146,7 @@ def test_deadline_stops_after_the_request_that_passes_it(tmp_path):
 def test_hdf5_failure_is_an_error_naming_the_request(tmp_path):
     path = tmp_path / "r.h5"
     _make(path, (4, 5, 30), "none")
-    job = _job(path, (4, 5, 30), "none", CacheSpec(8 * 2**20, 8191, 0.75), (1, 1, 30))
+    job = _job(path, (4, 5, 30), "none", ChunkCache(8 * 2**20, 8191, 0.75), (1, 1, 30))
     starts, counts = [(0, 0, 0), (11, 9, 10)], [(1, 1, 30), (1, 1, 30)]     # the second runs off the end
     with pytest.raises(OSError, match=r"request 1 \(start \(11, 9, 10\)"):
         native.read_pass(job, starts, counts, traced=False)

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from h5py import h5d, h5f, h5fd, h5p, h5s
 
-from ccp.model import CacheParams
+from ccp.chunkcache import ChunkCache
 
 _LINE = re.compile(rb"^\s*(\d+)-\s*(\d+)\s+\(\s*(\d+) bytes\)\s+\(H5FD_MEM_(\w+)\)\s+(Read|Written)\s+"
                    rb"\([\d.]+s @ ([\d.]+)\)", re.MULTILINE)
@@ -68,7 +68,7 @@ def stored_chunk_sizes(path: Path) -> dict[tuple[int, ...], int]:
     return out
 
 
-def trace(path: Path, requests: Sequence[tuple[str, Sequence[int], Sequence[int]]], cache: CacheParams,
+def trace(path: Path, requests: Sequence[tuple[str, Sequence[int], Sequence[int]]], cache: ChunkCache,
           dtype: str, sieve_buf_size: Optional[int] = None) -> list[Observed]:
     """Replay ``requests`` on ``path:/d`` under the log VFD; one Observed per request, then the close."""
     log = Path(str(path) + ".log")

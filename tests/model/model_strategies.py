@@ -9,7 +9,7 @@ import os
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from ccp.model import CacheParams
+from ccp.chunkcache import ChunkCache
 
 # 75 examples per property in `make test` (each reality example now runs HDF5, the reference and the
 # compiled kernel); the long runs of ccp/model/LIMITS.md use CCP_MODEL_EXAMPLES=2000
@@ -94,7 +94,7 @@ def caches(draw, chunk_bytes):
         nbytes = max(0, draw(st.integers(0, 5)) * chunk_bytes + draw(st.sampled_from([-1, 0, 0, 1])))
     else:
         nbytes = draw(st.integers(0, 5 * chunk_bytes))
-    return CacheParams(nbytes=nbytes, nslots=draw(st.sampled_from(NSLOTS)), w0=draw(st.sampled_from(W0)))
+    return ChunkCache(nbytes=nbytes, nslots=draw(st.sampled_from(NSLOTS)), w0=draw(st.sampled_from(W0)))
 
 
 def sieve_sizes(draw, shape, chunks, itemsize):

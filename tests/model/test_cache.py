@@ -6,7 +6,8 @@ import dataclasses
 
 import pytest
 
-from ccp.model import CacheParams, DatasetModel, RequestPrediction, simulate, summarise
+from ccp.chunkcache import ChunkCache
+from ccp.model import DatasetModel, RequestPrediction, simulate, summarise
 
 MiB = 1024 * 1024
 SHAPE = (1000, 100, 100)
@@ -15,7 +16,7 @@ SHAPE = (1000, 100, 100)
 def planes_written(filtered, nbytes):
     reqs = [("write", (i, 0, 0), (1, 100, 100)) for i in range(1000)]
     return summarise(simulate(SHAPE, (50, 100, 100), 4, filtered=filtered,
-                              cache=CacheParams(nbytes, 521, 0.75), requests=reqs, allocated=False))
+                              cache=ChunkCache(nbytes, 521, 0.75), requests=reqs, allocated=False))
 
 
 @pytest.mark.parametrize(("filtered", "nbytes", "writes", "reads"), [
@@ -53,13 +54,13 @@ def test_seed_read_tables(chunk0, filtered, plane, raw_reads):
     else:
         reqs = [("read", (0, 0, k), (1000, 100, 1)) for k in range(100)]
     tot = summarise(simulate(SHAPE, (chunk0, 100, 100), 4, filtered=filtered,
-                             cache=CacheParams(MiB, 521, 0.75), requests=reqs))
+                             cache=ChunkCache(MiB, 521, 0.75), requests=reqs))
     assert tot.raw_reads == raw_reads
 
 
 def test_hits_loads_evictions_simple_lru():
     # 4 chunks of 16 bytes, cache holds 2, every chunk fully read -> method-0 preemption, head first
-    m = DatasetModel((8,), (2,), 8, cache=CacheParams(32, 7, 0.75))
+    m = DatasetModel((8,), (2,), 8, cache=ChunkCache(32, 7, 0.75))
     assert m.request("read", (0,), (2,)) == RequestPrediction(chunk_loads=1, raw_reads=1, raw_read_bytes=16)
     assert m.request("read", (2,), (2,)).chunk_loads == 1
     p = m.request("read", (4,), (2,))
@@ -71,7 +72,7 @@ def test_hits_loads_evictions_simple_lru():
 
 
 def test_hit_moves_entry_one_place_only():
-    m = DatasetModel((8,), (2,), 1, cache=CacheParams(100, 17, 0.75))
+    m = DatasetModel((8,), (2,), 1, cache=ChunkCache(100, 17, 0.75))
     for i in range(4):
         m.request("read", (2 * i,), (1,))
     m.request("read", (0,), (1,))                 # hit on the head: swaps with its successor
@@ -81,25 +82,25 @@ def test_hit_moves_entry_one_place_only():
 def test_w0_one_lets_partially_read_chunks_overflow_the_cache():
     # Pointer 1 of the prune starts only after pointer 0 walked the whole list: with w0 == 1 and
     # no fully-read chunk, nothing is evicted and the cache grows past nbytes (HDF5 does this).
-    m = DatasetModel((8,), (2,), 4, cache=CacheParams(16, 17, 1.0))
+    m = DatasetModel((8,), (2,), 4, cache=ChunkCache(16, 17, 1.0))
     for i in range(4):
         m.request("read", (2 * i,), (1,))
     assert m.cached_chunks() == [(0,), (1,), (2,), (3,)]
-    m2 = DatasetModel((8,), (2,), 4, cache=CacheParams(16, 17, 0.75))
+    m2 = DatasetModel((8,), (2,), 4, cache=ChunkCache(16, 17, 0.75))
     for i in range(4):
         m2.request("read", (2 * i,), (1,))
     assert len(m2.cached_chunks()) == 2
 
 
 def test_slot_collision_evicts_and_flushes_dirty():
-    m = DatasetModel((4,), (1,), 4, cache=CacheParams(1000, 2, 0.75), allocated=False)
+    m = DatasetModel((4,), (1,), 4, cache=ChunkCache(1000, 2, 0.75), allocated=False)
     m.request("write", (0,), (1,))
     p = m.request("write", (2,), (1,))            # same slot (2 % 2 == 0)
     assert (p.evictions, p.raw_writes, p.raw_write_bytes) == (1, 1, 4)
 
 
 def test_zero_slots_disable_the_cache():
-    p = simulate((8,), (4,), 1, filtered=True, cache=CacheParams(1000, 0, 0.75),
+    p = simulate((8,), (4,), 1, filtered=True, cache=ChunkCache(1000, 0, 0.75),
                  requests=[("read", (0,), (1,))] * 3)
     assert [q.chunk_loads for q in p] == [1, 1, 1, 0]
 
@@ -117,12 +118,12 @@ def test_summarise_totals_every_count():
                          ids=["nbytes", "nslots", "w0-high", "w0-low"])
 def test_cache_params_validated(kw):
     with pytest.raises(ValueError):
-        CacheParams(**kw)
+        ChunkCache(**kw)
 
 
 def test_contiguous_sieve_buffer():
     # 64x64 int32 = 16 KiB < 64 KiB sieve: the first access loads it all, close writes it back
-    p = simulate((64, 64), None, 4, filtered=False, cache=CacheParams(),
+    p = simulate((64, 64), None, 4, filtered=False, cache=ChunkCache(),
                  requests=[("write", (0, 0), (2, 2)), ("read", (5, 5), (9, 9))], allocated=False)
     assert [(q.raw_reads, q.raw_read_bytes, q.raw_writes, q.raw_write_bytes) for q in p] == \
         [(1, 16384, 0, 0), (0, 0, 0, 0), (0, 0, 1, 16384)]
@@ -142,9 +143,10 @@ def test_bad_requests_rejected():
 def test_the_models_default_cache_is_hdf5_2s():
     # ccp.model imports no other room, so it states HDF5 2.0's default cache itself; ccp.hdf5.defaults is the
     # one place the rest of ccp reads it from: the two must not drift apart
-    from ccp.hdf5.defaults import CACHE_2X, DEFAULT_W0
-    from ccp.model import DEFAULT_NBYTES, DEFAULT_NSLOTS, CacheParams
+    from ccp.chunkcache import HDF5_2X, ChunkCache
+    from ccp.hdf5.defaults import DEFAULT_W0
+    from ccp.model import DEFAULT_NBYTES, DEFAULT_NSLOTS
     from ccp.model import DEFAULT_W0 as MODEL_W0
 
-    assert (DEFAULT_NBYTES, DEFAULT_NSLOTS, MODEL_W0) == (CACHE_2X.nbytes, CACHE_2X.nslots, CACHE_2X.w0) == \
-        (CacheParams().nbytes, CacheParams().nslots, DEFAULT_W0)
+    assert (DEFAULT_NBYTES, DEFAULT_NSLOTS, MODEL_W0) == (HDF5_2X.nbytes, HDF5_2X.nslots, HDF5_2X.w0) == \
+        (ChunkCache().nbytes, ChunkCache().nslots, DEFAULT_W0)

@@ -22,8 +22,8 @@ from model_strategies import (
     slabs,
 )
 
+from ccp.chunkcache import ChunkCache
 from ccp.model import (
-    CacheParams,
     ChunkGrid,
     Predictions,
     RequestPrediction,
@@ -89,12 +89,12 @@ def test_compiled_agrees_with_reference(data, layout, filtered):
 
 # ------------------------------------------------------------------- plans as arrays, whole cells
 @pytest.mark.parametrize(("shape", "chunks", "block", "filtered", "cache"), [
-    ((24, 30, 9, 717), (4, 30, 9, 717), (1, 1, 1, 717), True, CacheParams(3 * 2**20, 521, 0.75)),
-    ((24, 30, 9, 717), (4, 30, 9, 717), (1, 1, 1, 717), True, CacheParams(2**20, 521, 0.75)),
-    ((200, 50, 20), (10, 50, 20), (1, 50, 1), False, CacheParams(2**16, 7, 0.3)),
-    ((200, 50, 20), (13, 7, 5), (7, 7, 7), False, CacheParams(8 * 13 * 7 * 5 * 4, 16, 1.0)),
-    ((200, 50, 20), None, (3, 50, 20), False, CacheParams()),
-    ((200, 50, 20), None, (200, 1, 1), False, CacheParams()),
+    ((24, 30, 9, 717), (4, 30, 9, 717), (1, 1, 1, 717), True, ChunkCache(3 * 2**20, 521, 0.75)),
+    ((24, 30, 9, 717), (4, 30, 9, 717), (1, 1, 1, 717), True, ChunkCache(2**20, 521, 0.75)),
+    ((200, 50, 20), (10, 50, 20), (1, 50, 1), False, ChunkCache(2**16, 7, 0.3)),
+    ((200, 50, 20), (13, 7, 5), (7, 7, 7), False, ChunkCache(8 * 13 * 7 * 5 * 4, 16, 1.0)),
+    ((200, 50, 20), None, (3, 50, 20), False, ChunkCache()),
+    ((200, 50, 20), None, (200, 1, 1), False, ChunkCache()),
 ], ids=["cris-3MiB", "cris-1MiB", "bypass", "w0=1", "contig-rows", "contig-columns"])
 @pytest.mark.parametrize("op", ["read", "write"])
 def test_whole_cell_plans_agree(shape, chunks, block, filtered, cache, op):
@@ -121,7 +121,7 @@ def test_whole_cell_plans_agree(shape, chunks, block, filtered, cache, op):
 def test_random_plan_agrees():
     shape, chunks = (64, 64, 64), (8, 16, 64)
     plan = random_requests(shape, (4, 4, 64), 3000, seed=3)
-    cache = CacheParams(5 * 8 * 16 * 64 * 4, 11, 0.75)
+    cache = ChunkCache(5 * 8 * 16 * 64 * 4, 11, 0.75)
     got = simulate_arrays(shape, chunks, 4, filtered=True, cache=cache, ops="read", starts=plan.starts, counts=plan.counts)
     reqs = [("read", tuple(s), tuple(c)) for s, c in zip(plan.starts.tolist(), plan.counts.tolist())]
     assert list(got) == simulate(shape, chunks, 4, filtered=True, cache=cache, requests=reqs)
@@ -153,7 +153,7 @@ def test_tiling_generated_in_the_kernel_is_the_plan(monkeypatch, data, layout, f
 # ---------------------------------------------------------------------------- the result object
 def test_predictions_behave_like_the_reference_list():
     reqs = [("write", (i, 0), (1, 10)) for i in range(10)] + [("read", (0, 0), (10, 10))]
-    kw = {"filtered": False, "cache": CacheParams(400, 7, 0.75), "requests": reqs, "allocated": False}
+    kw = {"filtered": False, "cache": ChunkCache(400, 7, 0.75), "requests": reqs, "allocated": False}
     got = simulate_fast((10, 10), (5, 10), 4, **kw)
     want = simulate((10, 10), (5, 10), 4, **kw)
     assert isinstance(got, Predictions)
@@ -169,7 +169,7 @@ def test_predictions_behave_like_the_reference_list():
 
 def test_classes_and_request_count_as_the_engine_computes_them():
     plan = random_requests((64, 64), (4, 16), 2000, seed=5)
-    kw = {"filtered": True, "cache": CacheParams(3 * 8 * 32 * 4, 7, 0.5), "ops": "read", "starts": plan.starts,
+    kw = {"filtered": True, "cache": ChunkCache(3 * 8 * 32 * 4, 7, 0.5), "ops": "read", "starts": plan.starts,
           "counts": plan.counts}
     preds = simulate_arrays((64, 64), (8, 32), 4, **kw)
     keys = np.array([(p.chunk_loads, p.raw_reads, p.raw_writes, p.chunk_hits > 0) for p in preds[:-1]], dtype=np.int64)
@@ -193,16 +193,16 @@ def test_out_of_range_selection_raises_like_the_reference(chunks):
     reqs = [("read", (0, 0), (1, 1)), ("read", (7, 0), (2, 1))]
     for sim in (simulate, simulate_fast):
         with pytest.raises(ValueError, match="outside shape"):
-            sim((8, 8), chunks, 4, filtered=False, cache=CacheParams(), requests=reqs)
+            sim((8, 8), chunks, 4, filtered=False, cache=ChunkCache(), requests=reqs)
 
 
 def test_bad_op_and_unknown_stored_size():
     with pytest.raises(ValueError, match="op must be"):
-        simulate_fast((8,), (4,), 4, filtered=False, cache=CacheParams(), requests=[("append", (0,), (1,))])
+        simulate_fast((8,), (4,), 4, filtered=False, cache=ChunkCache(), requests=[("append", (0,), (1,))])
     with pytest.raises(KeyError, match="stored_chunk_bytes"):
-        simulate_fast((8,), (4,), 4, filtered=True, cache=CacheParams(), requests=[("read", (4,), (1,))],
+        simulate_fast((8,), (4,), 4, filtered=True, cache=ChunkCache(), requests=[("read", (4,), (1,))],
                       stored_chunk_bytes={(0,): 10}.__getitem__)
     # a size that is never needed may be missing, as in the reference
-    got = simulate_fast((8,), (4,), 4, filtered=True, cache=CacheParams(), requests=[("read", (0,), (1,))],
+    got = simulate_fast((8,), (4,), 4, filtered=True, cache=ChunkCache(), requests=[("read", (0,), (1,))],
                         stored_chunk_bytes={(0,): 10}.__getitem__)
     assert got.total().raw_read_bytes == 10

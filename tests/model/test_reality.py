@@ -18,7 +18,8 @@ from model_strategies import (
     slabs,
 )
 
-from ccp.model import CacheParams, ChunkGrid, simulate, simulate_fast, summarise
+from ccp.chunkcache import ChunkCache
+from ccp.model import ChunkGrid, simulate, simulate_fast, summarise
 
 SIMULATORS = {"reference": simulate, "compiled": simulate_fast}
 
@@ -116,7 +117,7 @@ def test_writes_and_mixed_match_hdf5(h5trace, tmp_path, data, layout, filtered, 
 def test_plane_by_plane_write_case(h5trace, tmp_path, filtered, fits, sim):
     """Seed 001 at 40x10x10 int32, chunks 10x10x10 (4000 B): one plane per H5Dwrite."""
     shape, chunks = (40, 10, 10), (10, 10, 10)
-    cache = CacheParams(nbytes=5 * 4000 if fits else 4000 // 2, nslots=521, w0=0.75)
+    cache = ChunkCache(nbytes=5 * 4000 if fits else 4000 // 2, nslots=521, w0=0.75)
     requests = [("write", (i, 0, 0), (1, 10, 10)) for i in range(40)]
     path = tmp_path / "planes.h5"
     h5trace.make_file(path, shape, chunks, "i4", filtered=filtered)
@@ -138,7 +139,7 @@ def test_hash_slots_are_bit_packed_not_cindex(h5trace, tmp_path, sim):
     h5trace.make_file(path, (12, 12), (4, 4), "i4", filtered=False, prewrite=[((0, 0), (12, 12))])
     reqs = [("read", (0, 0), (1, 1)), ("read", (4, 0), (1, 1)), ("read", (0, 0), (1, 1))]
     for nslots, third in [(4, 1), (3, 0)]:
-        cache = CacheParams(nbytes=10_000, nslots=nslots, w0=0.75)
+        cache = ChunkCache(nbytes=10_000, nslots=nslots, w0=0.75)
         obs = h5trace.trace(path, reqs, cache, "i4")
         pred = SIMULATORS[sim]((12, 12), (4, 4), 4, filtered=False, cache=cache, requests=reqs)
         assert [o.raw_reads for o in obs] == [p.raw_reads for p in pred] == [1, 1, third, 0]
@@ -151,7 +152,7 @@ def test_w0_one_overflows_cache_in_hdf5_too(h5trace, tmp_path, w0, rereads, sim)
     path = tmp_path / "w0.h5"
     h5trace.make_file(path, (8,), (2,), "i4", filtered=False, prewrite=[((0,), (8,))])
     reqs = [("read", (2 * i,), (1,)) for i in range(4)] * 2
-    cache = CacheParams(nbytes=16, nslots=17, w0=w0)
+    cache = ChunkCache(nbytes=16, nslots=17, w0=w0)
     obs = h5trace.trace(path, reqs, cache, "i4")
     pred = SIMULATORS[sim]((8,), (2,), 4, filtered=False, cache=cache, requests=reqs)
     assert [o.raw_reads for o in obs] == [p.raw_reads for p in pred]

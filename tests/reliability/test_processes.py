@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ccp.config.sweep import load_sweep
+from ccp.config.sweep import parse_sweep_file
 from ccp.hdf5.dataset import describe_source
 from ccp.matrix.cells import expand
 from ccp.run import job as run_job
@@ -39,7 +39,7 @@ def sweep(tmp_path):
 
 
 def cells_of(sweep):
-    sw = load_sweep(sweep)
+    sw = parse_sweep_file(sweep)
     return expand(sw, describe_source(sw.dataset))
 
 

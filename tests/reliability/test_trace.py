@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ccp.config.sweep import load_sweep
+from ccp.config.sweep import parse_sweep_file
 from ccp.hdf5.dataset import describe_source
 from ccp.matrix.cells import expand
 from ccp.measurement import iolog
@@ -76,7 +76,7 @@ def test_full_work_disk_during_the_traced_pass_fails_the_cell(tmpfs, tmp_path, m
     work = tmpfs(72)     # room for the work file and a complete log, until the fault fills it
     sweep = tmp_path / "s.yaml"
     sweep.write_text(textwrap.dedent(SWEEP))
-    sw = load_sweep(sweep)
+    sw = parse_sweep_file(sweep)
     cell = expand(sw, describe_source(sw.dataset))[0]
     monkeypatch.setenv("CCP_FAULT_INJECT", f"{cell.cell_id}:fill-disk")
     summary = run_sweep(sweep, out=tmp_path / "run", work_dir=work, report=False, echo=lambda *a: None)

@@ -80,7 +80,7 @@ def test_every_row_renders_for_every_cell(make_run):
 
 
 def test_sweep_validation_calls_parse_tables(write_sweep):
-    from ccp.config.sweep import load_sweep
+    from ccp.config.sweep import parse_sweep_file
 
     path = write_sweep("""
         name: t
@@ -92,4 +92,4 @@ def test_sweep_validation_calls_parse_tables(write_sweep):
             colums: [{cache: 1MiB}]
         """)
     with pytest.raises(ConfigError, match=r"tables\[0\]\.colums.*did you mean 'columns'"):
-        load_sweep(path)
+        parse_sweep_file(path)

@@ -21,7 +21,7 @@ CACHES = {"big": dict(rdcc_nbytes=1 << 20, rdcc_nslots=521, rdcc_w0=0.75),
 
 
 def _cell(store, path, key, cache_type, block_size, requests, h5kw, page_buffer=0):
-    from ccp.model.cache import CacheParams
+    from ccp.chunkcache import ChunkCache
     from ccp.storage.cell import read_cell
     from ccp.storage.predict import dataset_layout, predict_gets, trace_open
     from ccp.storage.s3 import FsspecOptions
@@ -34,7 +34,7 @@ def _cell(store, path, key, cache_type, block_size, requests, h5kw, page_buffer=
         remote.close()
     with h5py.File(path, "r") as f:
         layout = dataset_layout(f, "x")
-    cache = CacheParams(h5kw["rdcc_nbytes"], h5kw["rdcc_nslots"], h5kw["rdcc_w0"])
+    cache = ChunkCache(h5kw["rdcc_nbytes"], h5kw["rdcc_nslots"], h5kw["rdcc_w0"])
     pred = predict_gets(layout, requests, cache, cache_type, block_size, trace_open(path, "x", **kw), page_buffer)
     return counts, pred
 

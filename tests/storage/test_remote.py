@@ -16,7 +16,7 @@ CRIS_SHAPE = (12, 30, 9, 40)
 NC_SHAPE = (24, 16, 32)
 
 
-class Cache:          # the runner's CacheSpec has these three fields
+class Cache:          # the runner's ChunkCache has these three fields
     def __init__(self, nbytes, nslots=521, w0=0.75):
         self.nbytes, self.nslots, self.w0 = nbytes, nslots, w0
 

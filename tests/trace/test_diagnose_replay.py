@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from ccp.chunkcache import ChunkCache
 from ccp.errors import CcpError
 from ccp.hdf5.defaults import chunk_cache_default
-from ccp.model import CacheParams, simulate
+from ccp.model import simulate
 from ccp.trace.diagnose import diagnose, format_diagnosis, run_model
 from ccp.workload.replay import replay_sequence
 from ccp.workload.tracefile import Trace, load_trace
@@ -70,7 +71,7 @@ def test_model_over_the_sequence_matches_simulate_session_by_session(reader):
     for cache, sl in seq.sessions():
         reqs = [("read", seq.plan.starts[i], seq.plan.counts[i]) for i in range(sl.start, sl.stop)]
         preds = simulate(seq.shape, seq.chunks, seq.itemsize, filtered=False,
-                         cache=CacheParams(cache.nbytes, cache.nslots, cache.w0), requests=reqs, allocated=True)
+                         cache=ChunkCache(cache.nbytes, cache.nslots, cache.w0), requests=reqs, allocated=True)
         want += sum(p.chunk_loads for p in preds)
     assert got["chunk_loads"] == want
     # kept open, the three band reads share their chunks: fewer loads than with the reopens
@@ -168,13 +169,13 @@ def _replay_sweep(tmp_path, trace, dataset="/cube", pid=None):
 
 def test_config_parses_a_replay_and_the_workload_loads_its_trace(reader, tmp_path):
     """Config (below the workload room) parses the entry without reading the trace; the workload sets the block."""
-    from ccp.config.sweep import load_sweep as parse_only
-    from ccp.workload.sweep import load_sweep
+    from ccp.config.sweep import parse_sweep_file as parse_only
+    from ccp.workload.sweep import load_sweep_with_replays
 
     path = _replay_sweep(tmp_path, reader.path)
     [spec] = parse_only(path).access
     assert spec.trace == str(Path(reader.path).resolve()) and spec.block == ()
-    [access] = load_sweep(path).access
+    [access] = load_sweep_with_replays(path).access
     seq = replay_sequence(reader, "/cube", op="read")
     assert access.block == tuple(int(c) for c in seq.plan.counts.max(axis=0))    # the largest request
     assert (access.trace, access.trace_dataset, access.pid) == (spec.trace, "/cube", None)
@@ -186,14 +187,14 @@ def test_config_parses_a_replay_and_the_workload_loads_its_trace(reader, tmp_pat
 ], ids=["unknown-dataset", "unknown-pid"])
 def test_a_replay_the_trace_cannot_give_names_its_key(reader, tmp_path, dataset, pid, message):
     from ccp.errors import ConfigError
-    from ccp.workload.sweep import load_sweep
+    from ccp.workload.sweep import load_sweep_with_replays
 
     with pytest.raises(ConfigError, match=message):
-        load_sweep(_replay_sweep(tmp_path, reader.path, dataset, pid))
+        load_sweep_with_replays(_replay_sweep(tmp_path, reader.path, dataset, pid))
 
 
 def test_the_matrix_refuses_a_replay_whose_trace_was_not_loaded(reader, tmp_path):
-    from ccp.config.sweep import load_sweep as parse_only
+    from ccp.config.sweep import parse_sweep_file as parse_only
     from ccp.errors import ConfigError
     from ccp.hdf5.dataset import describe_source
     from ccp.matrix.cells import expand
@@ -206,12 +207,12 @@ def test_the_matrix_refuses_a_replay_whose_trace_was_not_loaded(reader, tmp_path
 def test_a_tune_workload_loads_its_replay_like_a_sweep(reader, tmp_path):
     """A replay in `ccp tune`'s workload gets its block from the trace, as a sweep's does (it was left rank 0)."""
     from ccp.tune.workload import parse_workload
-    from ccp.workload.sweep import load_sweep
+    from ccp.workload.sweep import load_sweep_with_replays
 
     raw = {"name": "t", "dataset": {"generate": {"shape": [8, 12, 6], "dtype": "<f4", "chunks": [4, 4, 6]}},
            "workload": [{"access": {"trace": str(reader.path), "dataset": "/cube"}, "weight": 1}]}
     [item] = parse_workload(raw, tmp_path).items
-    [swept] = load_sweep(_replay_sweep(tmp_path, reader.path)).access
+    [swept] = load_sweep_with_replays(_replay_sweep(tmp_path, reader.path)).access
     assert item.access.block == swept.block and len(item.access.block) == 3
 
 

@@ -4,7 +4,7 @@ says about extrapolated numbers and slot counts."""
 import numpy as np
 import pytest
 
-from ccp.config.sweep import CacheSpec
+from ccp.chunkcache import ChunkCache
 from ccp.hdf5.filters import parse_filters
 from ccp.tune.apply import commands, maxshape_text, netcdf_dims
 from ccp.tune.prove import Contender, Measured
@@ -27,7 +27,7 @@ def test_a_netcdf_file_gets_an_nccopy_line_and_keeps_its_unlimited_dimension(tmp
         v = ds.createVariable("sst", "f4", ("time", "lat", "lon"))
         v[:] = np.zeros((5, 6, 8), "f4")
     assert netcdf_dims(str(path), "/sst") == ["time", "lat", "lon"]
-    cmds = commands("/sst", (5, 3, 8), parse_filters("none"), CacheSpec(1 << 20, 521, 0.75), str(path),
+    cmds = commands("/sst", (5, 3, 8), parse_filters("none"), ChunkCache(1 << 20, 521, 0.75), str(path),
                     maxshape=(None, 6, 8), nc_dims=netcdf_dims(str(path), "/sst"))
     assert cmds["nccopy"].startswith(f"nccopy -k nc4 -c sst:5,3,8 {path} OUT.nc")
     assert "time/5,lat/3,lon/8" in cmds["nccopy"]
@@ -42,7 +42,7 @@ def test_an_hdf5_file_gets_no_nccopy_line(tmp_path):
         f.create_dataset("d", data=np.zeros((4, 4)))
     assert netcdf_dims(str(path), "/d") is None
     assert netcdf_dims(None, "/d") is None
-    assert "nccopy" not in commands("/d", (2, 2), parse_filters("none"), CacheSpec(0, 521, 0.75), str(path))
+    assert "nccopy" not in commands("/d", (2, 2), parse_filters("none"), ChunkCache(0, 521, 0.75), str(path))
 
 
 def _result(extrapolated):
@@ -74,7 +74,7 @@ def test_the_console_marks_extrapolated_times(extrapolated):
 def test_a_custom_slot_count_only_when_measured_better(monkeypatch, tmp_path, custom, default, keeps):
     from ccp.tune import tune as tune_mod
 
-    pick = Contender("tuned", (4, 4), parse_filters("none"), CacheSpec(1 << 20, 6007, 0.75), 1.0, "candidate")
+    pick = Contender("tuned", (4, 4), parse_filters("none"), ChunkCache(1 << 20, 6007, 0.75), 1.0, "candidate")
 
     def fake(wl, source, contenders, out, work, budget, repeats, echo, cell_budget=None):
         times = {6007: custom, 521: default}
@@ -85,6 +85,6 @@ def test_a_custom_slot_count_only_when_measured_better(monkeypatch, tmp_path, cu
     chosen, note = tune_mod.check_slots(None, None, pick, tmp_path, tmp_path, 3, None, lambda *_: None)
     assert (chosen.cache.nslots == 6007) is keeps
     assert note and ("faster than HDF5's default" in note) is keeps
-    already = Contender("t", (4, 4), parse_filters("none"), CacheSpec(1 << 20, 521, 0.75), 1.0, "candidate")
+    already = Contender("t", (4, 4), parse_filters("none"), ChunkCache(1 << 20, 521, 0.75), 1.0, "candidate")
     unchanged, none = tune_mod.check_slots(None, None, already, tmp_path, tmp_path, 3, None, lambda *_: None)
     assert none is None and unchanged is already          # already HDF5's default: nothing to measure

@@ -7,7 +7,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ccp.config.sweep import AccessSpec, CacheSpec, DatasetSpec, GenerateSpec
+from ccp.chunkcache import ChunkCache
+from ccp.config.sweep import AccessSpec, DatasetSpec, GenerateSpec
 from ccp.hdf5.dataset import describe_source
 from ccp.tune.lattice import cache_candidates
 from ccp.tune.search import _dim_touch, evaluate, production_cost, read_bound, write_bound
@@ -37,7 +38,7 @@ def test_bounds_are_below_the_model(costs, gzip, nofilter, shape, data):
         rb = read_bound(chunks, filt, src, its, costs)
         assert rb > 0
         for c in cache_candidates(math.prod(chunks) * 4, 64 * 1024):
-            cand = evaluate(chunks, filt, CacheSpec(*c), src, its, costs)
+            cand = evaluate(chunks, filt, ChunkCache(*c), src, its, costs)
             assert rb <= cand.read_s * (1 + 1e-9), (chunks, block, c, filt.spec)
         assert write_bound(chunks, filt, src, costs) <= production_cost(chunks, filt, src, costs) * (1 + 1e-9)
     assert len(block) == rank
@@ -50,9 +51,9 @@ def test_filters_share_the_model_walk(costs, gzip):
     src = source_of((16, 16))
     its = (WorkItem(AccessSpec("read", (1, 16)), 1.0),)
     search._COUNTS.clear()
-    a = evaluate((8, 8), gzip, CacheSpec(0, 521, 0.75), src, its, costs)
+    a = evaluate((8, 8), gzip, ChunkCache(0, 521, 0.75), src, its, costs)
     walked = len(search._COUNTS)
-    b = evaluate((8, 8), parse_filters("gzip:9"), CacheSpec(0, 521, 0.75), src, its, costs)
+    b = evaluate((8, 8), parse_filters("gzip:9"), ChunkCache(0, 521, 0.75), src, its, costs)
     assert len(search._COUNTS) == walked                     # gzip:9 reused gzip:1's walk
     assert a.items[0].chunk_loads == b.items[0].chunk_loads == 16 * 2   # no cache: each row loads its 2 chunks
 
@@ -62,5 +63,5 @@ def test_random_bound_counts_the_drawn_tiles_not_the_mean(costs, gzip):
     edge tiles, so they touched fewer chunks than 5 x the grid's mean tile; the bound used the mean."""
     src = source_of((2, 2, 12))
     its = (WorkItem(AccessSpec("read", (1, 1, 11), random=5), 1.5),)
-    cand = evaluate((1, 1, 1), gzip, CacheSpec(1028, 25703, 0.75), src, its, costs)
+    cand = evaluate((1, 1, 1), gzip, ChunkCache(1028, 25703, 0.75), src, its, costs)
     assert read_bound((1, 1, 1), gzip, src, its, costs) <= cand.read_s * (1 + 1e-9)

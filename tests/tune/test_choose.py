@@ -50,13 +50,13 @@ def test_runoff_remeasures_only_the_close_ones(monkeypatch, tmp_path):
     each once); a runoff of one is none."""
     from pathlib import Path
 
-    from ccp.config.sweep import CacheSpec
+    from ccp.chunkcache import ChunkCache
     from ccp.tune import tune as tune_mod
     from ccp.tune.prove import Contender, Measured
 
     none = parse_filters("none")
-    cs = [Contender(f"c{i}", (i + 1, 4), none, CacheSpec(1024, 521, 0.75), 1.0, "candidate") for i in range(5)]
-    cs.append(Contender("h5py guess", (1, 4), none, CacheSpec(1024, 521, 0.75), 1.0, "heuristic"))   # same key as c0
+    cs = [Contender(f"c{i}", (i + 1, 4), none, ChunkCache(1024, 521, 0.75), 1.0, "candidate") for i in range(5)]
+    cs.append(Contender("h5py guess", (1, 4), none, ChunkCache(1024, 521, 0.75), 1.0, "heuristic"))   # same key as c0
     first = [Measured(c, t, (), Path(".")) for c, t in zip(cs, [1.0, 1.2, 1.29, 1.25, 2.0, 1.0])]
     seen = []
 

@@ -6,7 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from ccp.config.sweep import AccessSpec, CacheSpec, DatasetSpec, GenerateSpec
+from ccp.chunkcache import ChunkCache
+from ccp.config.sweep import AccessSpec, DatasetSpec, GenerateSpec
 from ccp.hdf5.dataset import describe_source
 from ccp.tune.fit import Observation, fit_prices, nnls, observe
 from ccp.tune.prove import Contender
@@ -35,7 +36,7 @@ def test_nnls_matches_a_brute_grid(a, b):
 def layouts(costs, nofilter, gzip):
     src = source_of((64, 32, 32))
     items = (WorkItem(AccessSpec("read", (64, 1, 1)), 1.0), WorkItem(AccessSpec("read", (1, 32, 32)), 1.0))
-    cs = [Contender(str(ch), ch, f, CacheSpec(1 << 16, 521, 0.75), 0.0, "candidate")
+    cs = [Contender(str(ch), ch, f, ChunkCache(1 << 16, 521, 0.75), 0.0, "candidate")
           for ch in [(64, 4, 4), (1, 32, 32), (8, 8, 8), (16, 2, 32)] for f in (nofilter, gzip)]
     return src, items, cs
 
@@ -84,7 +85,7 @@ def test_the_bound_stays_below_the_model_with_fitted_prices(costs, nofilter, gzi
 def test_the_groups_sum_to_the_whole(costs, gzip):
     src = source_of((64, 32, 32))
     items = (WorkItem(AccessSpec("read", (8, 8, 8), random=50), 1.0),)
-    args = ((16, 4, 8), gzip, CacheSpec(4096, 521, 0.75), src, items)
+    args = ((16, 4, 8), gzip, ChunkCache(4096, 521, 0.75), src, items)
     whole = evaluate(*args, costs.scaled(1, 1, 1, 2e-3, "x")).workload_s
     assert sum(evaluate(*args, costs.scaled(1, 1, 1, 2e-3, "x").group(g)).workload_s for g in PRICE_GROUPS) == \
         pytest.approx(whole, rel=1e-9)

@@ -7,7 +7,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ccp.config.sweep import AccessSpec, CacheSpec, DatasetSpec, GenerateSpec
+from ccp.chunkcache import ChunkCache
+from ccp.config.sweep import AccessSpec, DatasetSpec, GenerateSpec
 from ccp.hdf5.dataset import describe_source
 from ccp.tune.lattice import cache_candidates, chunk_lattice, padding, workload_blocks
 from ccp.tune.search import NEAR_BEST, evaluate, search
@@ -52,7 +53,7 @@ def test_time_series_and_maps_get_a_balanced_shape(costs, nofilter):
     assert 1 < c[0] < 64 and 1 < c[1] * c[2] < 1024, c
     best = res.recommended.workload_s
     for extreme in [(64, 4, 4), (1, 32, 32)]:
-        ext = evaluate(extreme, nofilter, CacheSpec(4096 + 1024, 521, 0.75), src, items(series, maps), costs)
+        ext = evaluate(extreme, nofilter, ChunkCache(4096 + 1024, 521, 0.75), src, items(series, maps), costs)
         assert best < ext.workload_s
 
 
@@ -64,7 +65,7 @@ def test_cache_trap_is_cured_by_a_cache_not_a_repack(costs, gzip):
     rec = res.recommended
     assert rec.chunks == (8, 32, 32)
     assert rec.cache.nbytes >= 8 * 32 * 32 * 4
-    current = evaluate((8, 32, 32), gzip, CacheSpec(16 * 1024, 521, 0.75), src, trap, costs)
+    current = evaluate((8, 32, 32), gzip, ChunkCache(16 * 1024, 521, 0.75), src, trap, costs)
     assert rec.workload_s < current.workload_s / 5
 
 
@@ -95,7 +96,7 @@ def test_search_finds_the_brute_force_optimum(costs, gzip, nofilter, shape, data
     filters = [nofilter, gzip]
     res = run(src, its, filters, costs, max_cache_bytes=64 * 1024, max_storage_overhead=10.0)
     lat = chunk_lattice(src.shape, 4, 64 * 1024, workload_blocks(its))
-    brute = min(evaluate(c, f, CacheSpec(*k), src, its, costs).workload_s
+    brute = min(evaluate(c, f, ChunkCache(*k), src, its, costs).workload_s
                 for c in lat for f in filters for k in cache_candidates(math.prod(c) * 4, 64 * 1024))
     assert res.recommended.workload_s <= brute * (1 + NEAR_BEST) + 1e-12
 
@@ -117,7 +118,7 @@ def test_evaluate_counts_match_the_plan_module(costs, nofilter, chunks):
     from ccp.predict import predict_cell
 
     src = source_of((16, 32, 32))
-    cache = CacheSpec(1 << 20, 521, 0.75)
+    cache = ChunkCache(1 << 20, 521, 0.75)
     its = items((4, 8, 8))
     cand = evaluate(chunks, nofilter, cache, src, its, costs)
     p = predict_cell(Cell(chunks, nofilter, cache, its[0].access), src)
@@ -133,7 +134,7 @@ def test_the_shortlist_is_the_fastest_few_not_only_the_front(costs, gzip):
     res = run(src, trap, [gzip], costs, keep_best=4, max_cache_bytes=16 * 1024)
     assert len(res.best) >= 4
     lat = chunk_lattice(src.shape, 4, 64 * 1024, workload_blocks(trap), extra=[src.chunks])
-    brute = sorted(min(evaluate(c, gzip, CacheSpec(*k), src, trap, costs).workload_s
+    brute = sorted(min(evaluate(c, gzip, ChunkCache(*k), src, trap, costs).workload_s
                        for k in cache_candidates(math.prod(c) * 4, 16 * 1024))
                    for c in lat if padding(src.shape, c) <= 0.25)
     assert all(c.workload_s <= brute[3] * (1 + NEAR_BEST) + 1e-12 for c in res.best[:4])
