@@ -104,7 +104,7 @@ def _attributes(obj) -> list[dict]:
 
     from ccp.hdf5 import h5types
 
-    out = []
+    out: list[dict] = []
     try:
         n = h5a.get_num_attrs(obj.id)
     except (RuntimeError, ValueError, OSError):

@@ -9,9 +9,13 @@ import numpy as np
 
 
 class _CacheLike(Protocol):
-    nbytes: int
-    nslots: int
-    w0: float
+    # read-only, so frozen dataclasses (ccp.chunkcache.ChunkCache) match
+    @property
+    def nbytes(self) -> int: ...
+    @property
+    def nslots(self) -> int: ...
+    @property
+    def w0(self) -> float: ...
 
 
 def dcpl(info, chunks, filters):

@@ -178,7 +178,7 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
     j["work"] = works
     j["contended_a"] = [x.contended for x, _ in pairs]
     j["contended_b"] = [y.contended for _, y in pairs]
-    regressions = [r["label"] for (_, r), g in zip(j.iterrows(), gate) if g is not None and g.word == "slower" and g.ratio > fail_above]
+    regressions = [r["label"] for (_, r), g in zip(j.iterrows(), gate) if g is not None and g.word == "slower" and g.ratio > (fail_above or 0.0)]
 
     head = ["cell", "time A", "time B", "B / A", "verdict", "work", "raw reads A", "raw reads B", "raw writes A",
             "raw writes B", "why"]

@@ -21,7 +21,7 @@ import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from ccp.config.sweep import Sweep
 from ccp.errors import CcpError
@@ -36,6 +36,9 @@ from ccp.run.job import failed_row, job_for
 from ccp.store.results import RunStore
 from ccp.store.row import CellRow
 from ccp.units import format_seconds
+
+if TYPE_CHECKING:
+    from ccp.storage.remote import RemoteSession
 
 FAULT_ENV = "CCP_FAULT_INJECT"   # tests: "CELL_ID:segv|memory|hang|fill-disk" makes that cell's worker misbehave
 
@@ -52,7 +55,7 @@ class SweepContext:
     calibration: Calibration | None
     echo: Callable[..., None] = print
     stream: TextIO = sys.stderr
-    s3: object = None            # the sweep's ccp.storage.remote.RemoteSession when it has S3 cells
+    s3: RemoteSession | None = None   # the sweep's S3 session when it has S3 cells
 
     @property
     def passes(self) -> int:
