@@ -52,7 +52,7 @@ class GenerateSpec:
     fillvalue: float | int | None = None
     written_by: tuple[int, ...] | None = None   # block the work file is written with (sets chunk allocation order)
     chunks: tuple[int, ...] | None = None       # the layout the data is "stored" with: what `source` means
-    filters: FilterPipeline = FilterPipeline()   # noqa: RUF009 -- frozen, so one shared default is safe
+    filters: FilterPipeline = FilterPipeline()   # frozen, so one shared default is safe
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ class Sweep:
     time_budget: float | None = None
     tables: tuple[TableSpec, ...] = ()
     client: tuple[str, ...] = (DEFAULT_CLIENT,)
-    storage: StorageConfig = StorageConfig()      # noqa: RUF009 -- frozen: the storage axes and `s3:` (ccp.config.storage)
+    storage: StorageConfig = StorageConfig()      # frozen: the storage axes and `s3:` (ccp.config.storage)
     raw: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
     base_dir: Path = Path(".")
 

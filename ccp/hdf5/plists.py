@@ -71,7 +71,7 @@ def relaid_dcpl(dsid, kind: str, chunks: tuple[int, ...] | None, pipeline):
 def _numpy_dtype(tid) -> np.dtype | None:
     try:
         return tid.dtype
-    except Exception:  # noqa: BLE001 - h5py raises several kinds for types it cannot map
+    except Exception:  # h5py raises several kinds for types it cannot map
         return None
 
 
@@ -90,7 +90,7 @@ def _fresh_dcpl(src, tid):
             low.set_fill_undefined(plist, tid)
         plist.set_fill_time(src.get_fill_time())
         plist.set_attr_creation_order(src.get_attr_creation_order())
-    except Exception:  # noqa: BLE001, S110  # pragma: no cover - best effort for exotic plists
+    except Exception:  # pragma: no cover - best effort for exotic plists
         pass
     return plist
 

@@ -69,7 +69,7 @@ def predicted_columns(job: CellJob, calibration: Calibration | None, warn=None) 
     """
     try:
         predicted, classes = predict_job(job, calibration, classes=job.time_budget is not None)
-    except Exception as exc:  # noqa: BLE001 -- a prediction is an aside: it never stops a measurement
+    except Exception as exc:  # a prediction is an aside: it never stops a measurement
         if warn is not None:
             warn(f"  ccp: warning: no prediction for {job.cell.label()}: {one_line(exc)}")
         return {}, job
@@ -103,7 +103,7 @@ class LocalExecutor(Executor):
                 line.begin(k, cell.label())
                 try:
                     job = job_for(cell, ctx.sweep, ctx.source, ctx.work_dir, ctx.quick, ctx.s3)
-                except Exception as exc:  # noqa: BLE001 -- a work file that cannot be made (a filter or layout
+                except Exception as exc:  # a work file that cannot be made (a filter or layout
                     # HDF5 refuses, a full disk) fails the cells that need it, not the sweep
                     line.done()
                     yield cell, failed_row(cell, f"work file: {one_line(exc)}")
@@ -230,7 +230,7 @@ def _worker(job: CellJob, store: RunStore, work_dir: Path, conn, parent_pid: int
         conn.send(("failed", "MemoryError"))
     except CcpError as exc:
         conn.send(("failed", str(exc)))
-    except Exception as exc:  # noqa: BLE001 -- a worker reports every error as the cell's failure reason
+    except Exception as exc:  # a worker reports every error as the cell's failure reason
         last_line = traceback.format_exception_only(type(exc), exc)[-1].strip()
         conn.send(("failed", last_line))
     finally:

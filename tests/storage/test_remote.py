@@ -228,7 +228,7 @@ def _in_forked_child(target, requests, cache, dtype, conn):
         counts, _ = _runner_pass(remote, target.dataset, requests, cache, dtype)
         remote.store.close()
         conn.send(("ok", counts.open.gets + counts.http_gets, counts.open.fetched + counts.http_bytes))
-    except BaseException as exc:  # noqa: BLE001 -- reported to the parent
+    except BaseException as exc:  # reported to the parent
         conn.send(("error", repr(exc)))
 
 
