@@ -71,6 +71,7 @@ def test_cli_report_rewrites_the_page(run_dir, cli):
     assert (run_dir / "report.html").exists()
 
 
+@pytest.mark.slow          # renders the report twice (~25 CPU s); test_cli_report_rewrites_the_page renders it fast
 def test_cli_report_self_contained(run_dir, cli):
     result = cli("report", str(run_dir), "--self-contained")
     assert result.exit_code == 0, result.output
@@ -100,6 +101,7 @@ def test_report_loads_in_a_real_browser(run_dir, open_in_chromium):
     assert seen["broken"] == [] and seen["errors"] == [] and seen["remote"] == [] and seen["images"] >= 8
 
 
+@pytest.mark.slow          # runs the quickstart sweep (~20 CPU s); test_report_loads_in_a_real_browser is the fast one
 def test_quickstart_report_loads_in_a_real_browser(tmp_path, open_in_chromium):
     config = Path(__file__).resolve().parents[2] / "configs" / "quickstart.yaml"
     run_sweep(config, out=tmp_path / "run", work_dir=tmp_path / "work", quick=True, echo=lambda *a: None,

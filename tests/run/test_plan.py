@@ -22,6 +22,7 @@ cold: false
 """
 
 
+@pytest.mark.slow    # measures the sweep (~14 CPU s); measured = predicted counts for every runner: tests/run/test_every_runner.py
 def test_plan_json_matches_the_measured_run(write_sweep, tmp_path, cli):
     sweep = write_sweep(SWEEP)
     result = cli("plan", str(sweep), "--json", "--work", str(tmp_path / "work"))

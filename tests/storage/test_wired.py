@@ -158,6 +158,7 @@ def test_s3_requests_table_has_gets_per_request(s3_run):
 
 
 @NEEDS_S3
+@pytest.mark.slow    # renders a real run's report (~12 CPU s); the S3 labels of the page: tests/report/test_report_s3_labels.py
 def test_s3_run_report_shows_gets_beside_time_and_local_cells(s3_run, cli):
     run_dir, _ = s3_run
     result = cli("report", str(run_dir))
