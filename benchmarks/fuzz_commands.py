@@ -611,7 +611,7 @@ def main() -> int:
         for case in cases:
             try:
                 category, detail = run_case(case, base / "work", fixtures, args.timeout)
-            except Exception as exc:  # noqa: BLE001 -- a broken case is reported, not fatal to the suite
+            except Exception as exc:  # a broken case is reported, not fatal to the suite
                 category, detail = "untidy", f"the case itself failed: {type(exc).__name__}: {exc}"
             counts.setdefault(case.command, Counter())[category] += 1
             results.append({"command": case.command, "case": case.id, "expect": case.expect, "result": category,

@@ -21,6 +21,7 @@ from ccp.errors import CcpError
 from ccp.matrix.cells import Cell
 from ccp.model import summarise
 from ccp.predict import calibrate, chunk_traps, predict_requests, stored_chunk_sizes
+from ccp.store.row import CellRow
 from ccp.units import format_bytes, format_count, format_seconds, shape_str
 from ccp.workload.requests import plan_for
 
@@ -181,7 +182,7 @@ def _min_loads(source) -> int:
     return int(np.prod([-(-s // c) for s, c in zip(source.shape, source.chunks)]))
 
 
-def measure_option(opt: Option, path: Path, dset: str, source, budget: float, tmp: Path) -> dict:
+def measure_option(opt: Option, path: Path, dset: str, source, budget: float, tmp: Path) -> CellRow:
     from ccp.measurement.passes import CellJob
     from ccp.measurement.runner import measure
     from ccp.predict import predict_job as predict_classes
@@ -258,6 +259,7 @@ def cure_code(o: Option, path: Path, dset: str, source) -> list[tuple[str, str]]
             ("command", "none needed: the file stays as it is; the read loop changes"),
         ]
     ch = o.cell.chunks
+    assert ch is not None            # the rechunk cure: its cell has chunks
     out = path.with_name(path.stem + "-rechunked" + path.suffix)
     dt = np.dtype(source.dtype)
     endian = ', endian="big"' if dt.byteorder == ">" else ""

@@ -25,7 +25,7 @@ class CcpGroup(click.Group):
 
     def resolve_command(self, ctx, args):
         name, cmd, rest = super().resolve_command(ctx, args)
-        say_on_interrupt(KEPT_ON_INTERRUPT.get(cmd.name if cmd is not None else name))
+        say_on_interrupt(KEPT_ON_INTERRUPT.get((cmd.name if cmd is not None else name) or ""))
         return name, cmd, rest
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):

@@ -104,7 +104,7 @@ def _attributes(obj) -> list[dict]:
 
     from ccp.hdf5 import h5types
 
-    out = []
+    out: list[dict] = []
     try:
         n = h5a.get_num_attrs(obj.id)
     except (RuntimeError, ValueError, OSError):
@@ -143,7 +143,7 @@ def inspect_file(path, dataset: str | None = None) -> list[dict]:
                 raise CcpError(f"{path}: {dataset!r} is a {type(obj).__name__.lower()}, not a dataset")
             try:
                 return [describe_dataset(obj)]
-            except Exception as exc:   # noqa: BLE001 - one line naming the dataset, never an internal error
+            except Exception as exc:   # one line naming the dataset, never an internal error
                 raise CcpError(f"{path}: {dataset!r} cannot be described: {_reason(exc)}") from None
         found = []
 
@@ -152,7 +152,7 @@ def inspect_file(path, dataset: str | None = None) -> list[dict]:
                 return
             try:
                 found.append(describe_dataset(obj))
-            except Exception as exc:   # noqa: BLE001 - one odd object costs that object only
+            except Exception as exc:   # one odd object costs that object only
                 found.append({"path": "/" + name, "error": _reason(exc)})
 
         f.visititems(visit)

@@ -2,9 +2,13 @@ import re
 import shutil
 import subprocess
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner, Result
+
+from ccp.cli import main
 
 _PROBE = """<script>
 window.addEventListener('load', () => {
@@ -52,3 +56,16 @@ def write_sweep(tmp_path):
         return path
 
     return _write
+
+
+@pytest.fixture
+def cli() -> Callable[..., Result]:
+    """The ``ccp`` command run in this process: ``cli("check", sweep_path)`` returns click's Result (exit_code,
+    output with stderr mixed in, exception). Arguments are str()-ed, so paths go as they are; keyword arguments
+    go to ``CliRunner.invoke`` (``env=``, ``input=``)."""
+    runner = CliRunner()
+
+    def invoke(*args, **kwargs) -> Result:
+        return runner.invoke(main, [str(a) for a in args], **kwargs)
+
+    return invoke

@@ -45,10 +45,10 @@ def test_the_run_and_check_examples_are_found():
 
 
 @pytest.mark.parametrize(("line", "check"), EXAMPLES, ids=[line for line, _ in EXAMPLES])
-def test_every_help_example_passes_ccp_check_without_a_warning(line, check, monkeypatch):
+def test_every_help_example_passes_ccp_check_without_a_warning(line, check, monkeypatch, cli):
     monkeypatch.chdir(ROOT)              # the examples name the repository's configs/ relative to its root
     if not Path(check[0]).exists():
         pytest.skip(f"{check[0]}: the user's own sweep file")
-    result = CliRunner().invoke(main, ["check", *check])
+    result = cli("check", *check)
     assert result.exit_code == 0, f"{line}: {result.output}"
     assert "warning" not in result.output, f"`{line}` (a --help example): ccp check {shlex.join(check)} says\n{result.output}"

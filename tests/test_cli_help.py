@@ -9,7 +9,6 @@ import shlex
 
 import click
 import pytest
-from click.testing import CliRunner
 
 from ccp.cli import LAZY_COMMANDS, main
 
@@ -61,8 +60,8 @@ def test_every_registered_command_is_listed():
 
 
 @pytest.mark.parametrize("path", PATHS, ids=[" ".join(p) for p in PATHS])
-def test_help_shows_an_example_of_this_command(path):
-    result = CliRunner().invoke(main, [*path, "--help"])
+def test_help_shows_an_example_of_this_command(path, cli):
+    result = cli(*path, "--help")
     assert result.exit_code == 0, result.output
     assert "Example" in result.output, f"`ccp {' '.join(path)} --help` shows no example"
     found = examples(result.output, path)
@@ -73,9 +72,9 @@ LEAVES = [p for p in PATHS if not isinstance(resolve(p), click.Group)]   # a gro
 
 
 @pytest.mark.parametrize("path", LEAVES, ids=[" ".join(p) for p in LEAVES])
-def test_each_example_parses_as_an_invocation(path):
+def test_each_example_parses_as_an_invocation(path, cli):
     cmd = resolve(path)
-    help_text = CliRunner().invoke(main, [*path, "--help"]).output
+    help_text = cli(*path, "--help").output
     for args in examples(help_text, path):
         try:
             cmd.make_context(" ".join(("ccp", *path)), list(args))

@@ -336,7 +336,8 @@ def write_pass(job, data, starts, counts, out_file, *, traced: bool, log_path=No
         close_ns = timed_close(ds, clock, traced, loop.last_ns, windows)   # flushes the chunk cache
     finally:
         fid.close()
-        if copying:
+        if src is not None:           # a copy cell's source, open since before the try
             src.close()
+        if src_fid is not None:
             src_fid.close()
     return PassTiming(open_ns, loop.request_ns, close_ns, windows, effective), storage

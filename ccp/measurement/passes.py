@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from ccp.config.sweep import GenerateSpec
     from ccp.hdf5.dataset import DatasetInfo
     from ccp.matrix.cells import Cell
+    from ccp.storage.cell import CellCounts
+    from ccp.storage.remote import RemoteTarget
 
 
 @dataclass
@@ -30,7 +32,7 @@ class PassTiming:
     close_ns: int
     windows: list = field(default_factory=list)  # traced pass: (start_ns, end_ns) per phase window
     cache: tuple = ()                             # (nslots, nbytes, w0) read back from the open dataset
-    http: object = None                           # an S3 pass: its ccp.storage.cell.CellCounts (GETs per phase)
+    http: CellCounts | None = None                # an S3 pass: its GETs per phase
 
     @property
     def total_s(self) -> float:
@@ -97,7 +99,7 @@ class CellJob:
     max_requests: int | None = None  # measure only this prefix
     time_budget: float | None = None # seconds for the cell's passes; past it, measure a prefix and extrapolate
     request_class: np.ndarray | None = None  # np.ndarray: per request, a class of like cost (from the model), for extrapolation
-    remote: object = None   # an S3 cell: its ccp.storage.remote.RemoteTarget (plain data: the worker makes its own client)
+    remote: RemoteTarget | None = None   # an S3 cell (plain data: the worker makes its own client)
 
 
 class Progress:
@@ -131,8 +133,9 @@ def target(job: CellJob) -> tuple[str, str]:
     """(file, dataset path) a cell opens: for the user's own file, the object itself, links resolved."""
     src = job.source
     own = job.user_file is not None and job.file == job.user_file
-    if own and getattr(src, "file", None) is not None and getattr(src, "path", None):
-        return str(src.file), src.path
+    file, path = getattr(src, "file", None), getattr(src, "path", None)
+    if own and file is not None and path:
+        return str(file), path
     return job.file, job.dataset_path
 
 

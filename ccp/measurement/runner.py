@@ -16,7 +16,6 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -44,10 +43,14 @@ from ccp.store.row import CellRow
 from ccp.store.schema import REQUEST_COLUMNS, SCHEMA_VERSION, contended, stability_flags
 from ccp.units import shape_str
 
-if TYPE_CHECKING:
-    pass
-
 IO_TRACE_MAX = 2_000_000   # file-level operations kept per cell in io.parquet (counts are always exact)
+
+
+def _log_fapl(log_path: Path | None):
+    """The log driver's access list for a traced pass, which its caller always gives a log file."""
+    if log_path is None:
+        raise ValueError("a traced pass needs a log file")
+    return iolog.log_fapl(log_path)
 
 
 # The per-request bookkeeping below is written out in each loop rather than called: it runs on the
@@ -60,7 +63,7 @@ def read_pass(job: CellJob, starts, counts, *, traced: bool, log_path: Path | No
 
     clock = time.monotonic_ns if traced else time.perf_counter_ns
     cache = job.cell.cache
-    fapl = iolog.log_fapl(log_path) if traced else None
+    fapl = _log_fapl(log_path) if traced else None
     mtype, dtype, reclaim = types_of(job.source)
     bufs = buffers(counts, dtype, None if dtype is not None else mtype)
     n = len(starts)
@@ -117,7 +120,7 @@ def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, traced: bo
 
     clock = time.monotonic_ns if traced else time.perf_counter_ns
     cell, source = job.cell, job.source
-    fapl = iolog.log_fapl(log_path) if traced else h5p.create(h5p.FILE_ACCESS)
+    fapl = _log_fapl(log_path) if traced else h5p.create(h5p.FILE_ACCESS)
     mtype, dtype, reclaim = types_of(source)
     release = getattr(data, "release", None)
     spaces = {c: h5s.create_simple(c) for c in {tuple(int(x) for x in row) for row in counts}}
@@ -127,7 +130,7 @@ def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, traced: bo
     copying = data is None
     if copying:
         src_file, src_path = target(job)
-        src_fid = h5f.open(src_file.encode(), h5f.ACC_RDONLY, iolog.log_fapl(src_log) if traced else None)
+        src_fid = h5f.open(src_file.encode(), h5f.ACC_RDONLY, _log_fapl(src_log) if traced else None)
         src_dapl = plists.cache_dapl(cell.cache)
         src = h5d.open(src_fid, src_path.encode(), src_dapl)
         src_space = src.get_space()

@@ -246,7 +246,7 @@ class DatasetWriter:
             tid = tgt.dst_type if tgt.dst_type is not None else tid.copy()
         try:
             dsid = h5d.create(dst_group.id, name, tid, src_ds.id.get_space(), dcpl=dcpl, lcpl=lcpl)
-        except Exception as exc:  # noqa: BLE001 - HDF5 says why in its message
+        except Exception as exc:  # HDF5 says why in its message
             raise CcpError(f"{tgt.path}: HDF5 cannot create it as {tgt.new_layout.spec} with filters "
                            f"{tgt.new_pipeline.spec}: {_h5_message(exc)}") from None
         self.dsid = dsid

@@ -119,7 +119,7 @@ def _values(buf, tid, names: _Names):
 def _type_text(tid) -> str:
     try:
         return str(tid.dtype)
-    except Exception:  # noqa: BLE001 - types h5py cannot map
+    except Exception:  # types h5py cannot map
         return f"class {tid.get_class()} size {tid.get_size()}"
 
 

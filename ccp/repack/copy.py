@@ -184,7 +184,7 @@ def repack(src, dst, layouts=None, filters=None, *, buffer_bytes: int = DEFAULT_
     buffer_bytes = max(1, int(buffer_bytes))
     try:
         fin = h5py.File(src, "r")
-    except Exception as exc:  # noqa: BLE001 - HDF5 says why in its message
+    except Exception as exc:  # HDF5 says why in its message
         raise CcpError(f"cannot open {src}: {_h5_message(exc)}") from None
     planner = None
     tmp = _temp_path(dst)
@@ -249,7 +249,7 @@ def repack(src, dst, layouts=None, filters=None, *, buffer_bytes: int = DEFAULT_
         if fout is not None:
             try:
                 fout.close()
-            except Exception:  # noqa: BLE001, S110 - closing a half-written file on a full disk fails too: it goes anyway
+            except Exception:  # closing a half-written file on a full disk fails too: it goes anyway
                 pass
         if planner is not None:
             planner.close()

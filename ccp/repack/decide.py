@@ -59,7 +59,7 @@ def numpy_dtype(tid) -> np.dtype | None:
     """h5py's numpy dtype for a type, or None when h5py cannot map it (128-bit floats, H5T_TIME ...)."""
     try:
         return tid.dtype
-    except Exception:  # noqa: BLE001 - h5py raises several kinds for types it cannot map
+    except Exception:  # h5py raises several kinds for types it cannot map
         return None
 
 
@@ -188,7 +188,7 @@ class _Planner:
         path = normalise_path(name)
         try:
             obj = self.src.get(path)
-        except Exception:  # noqa: BLE001 - any lookup failure means "no such dataset"
+        except Exception:  # any lookup failure means "no such dataset"
             obj = None
         if obj is None:
             raise ConfigError(f"{opt} {name}", f"no dataset {path} in {self.src.filename}")
@@ -369,7 +369,7 @@ class _Planner:
             del f[name.decode()]
         except CcpError:
             raise
-        except Exception as exc:  # noqa: BLE001 - HDF5 says why in its message
+        except Exception as exc:  # HDF5 says why in its message
             raise CcpError(f"HDF5 cannot create it as {layout.spec} with filters {pipeline.spec}: {_h5_message(exc)}") from None
 
     def estimate(self, ds, tgt: _Target) -> int | None:

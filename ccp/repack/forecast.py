@@ -155,7 +155,7 @@ def forecast_repack(src, layouts=None, filters=None, *, memory_bytes: int, buffe
     budget = MemoryBudget(int(memory_bytes), buffer_bytes)
     try:
         fin = h5py.File(src, "r")
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise CcpError(f"cannot open {src}: {_h5_message(exc)}") from None
     planner = None
     try:

@@ -80,7 +80,7 @@ def _one(job) -> FileOutcome:
         raise
     except CcpError as exc:
         return FileOutcome(src, dst, False, str(exc))
-    except Exception as exc:  # noqa: BLE001 - one file's failure is that file's line, the others go on
+    except Exception as exc:  # one file's failure is that file's line, the others go on
         return FileOutcome(src, dst, False, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
     finally:
         _WORKER["busy"] = False

@@ -97,7 +97,7 @@ class _Repacker:
                 tgt = self.planner.decide(path, key, ds)
             except CcpError:
                 raise
-            except Exception as exc:  # noqa: BLE001 - an odd dataset costs that dataset only: copied as it is
+            except Exception as exc:  # an odd dataset costs that dataset only: copied as it is
                 tgt = self.planner.decide(path, key, ds, options=False)
                 tgt.notes.append(f"kept as it is (copied by HDF5): {_h5_message(exc)}")
             self.planner.rewrite_instead_of_copy(tgt, ds)

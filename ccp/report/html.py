@@ -266,7 +266,7 @@ def _figure(fn, *args):
     """Draw one figure; a figure that fails is named on the page instead of failing the whole report."""
     try:
         return fn(*args), ""
-    except Exception:  # noqa: BLE001  the report is written even when one figure cannot be
+    except Exception:  # the report is written even when one figure cannot be
         return None, f'<div class="box fail"><p>Could not draw this figure:</p><pre>{esc(traceback.format_exc(limit=4))}</pre></div>'
 
 
@@ -346,7 +346,7 @@ def build(run_dir: Path, self_contained: bool = False) -> Path:
         try:
             for spec in parse_tables(sweep["tables"]):
                 sweep_tables.append(render(spec, cells, labels, file_label=lambda c: _file_label(c, sweep), run=run))
-        except Exception as exc:  # noqa: BLE001  a sweep file edited after the run: say so, draw the rest
+        except Exception as exc:  # a sweep file edited after the run: say so, draw the rest
             sweep_tables = []
             errors["tables"] = f'<div class="box fail"><p>The sweep\'s <code>tables:</code> could not be read: {esc(exc)}</p></div>'
     one_change = one_change_tables(cells, labels, samples, run)

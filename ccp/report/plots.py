@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 
@@ -22,6 +23,9 @@ from ccp.report.data import Labels, finite, is_ok, stability, storage_overhead
 from ccp.report.headline import PLAIN, RunKind, cell_tags
 from ccp.units import format_bytes, format_count, format_seconds
 
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
+
 MAX_TRACE_POINTS = 20_000     # per cell and kind in the I/O trace plot; more are subsampled evenly
 MAX_TRACE_CELLS = 6
 MAX_LATENCY_CELLS = 16
@@ -30,7 +34,7 @@ MAX_BARS = 60                 # cells in the time-per-cell chart (the fastest an
 MAX_HEATMAP_PANELS = 8
 
 BLUE, ORANGE, GREEN, RED, PURPLE, GREY = "#2c7fb8", "#e6550d", "#31a354", "#d62728", "#756bb1", "#969696"
-STYLE = {
+STYLE: dict[RcKeyType, Any] = {
     "font.size": 9, "axes.titlesize": 10, "axes.labelsize": 9, "xtick.labelsize": 8, "ytick.labelsize": 8,
     "legend.fontsize": 8, "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True,
     "grid.color": "#e6e6e6", "grid.linewidth": 0.6, "axes.axisbelow": True, "figure.dpi": 100,
@@ -55,7 +59,7 @@ def _log_ticks(a, formatter) -> None:
     lo, hi = sorted(a.get_view_interval())
     span = math.log10(hi / lo) if lo > 0 and hi > lo else 1.0
     a.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if span <= 2 else (1.0,), numticks=9))
-    a.set_minor_locator(LogLocator(base=10, subs=np.arange(2, 10) * 1.0, numticks=12))
+    a.set_minor_locator(LogLocator(base=10, subs=[float(s) for s in range(2, 10)], numticks=12))
     a.set_major_formatter(formatter)
     a.set_minor_formatter(NullFormatter())
 

@@ -70,6 +70,8 @@ def interleaved(run_a: Path, run_b: Path, pairs: list[tuple[str, str]], rounds: 
             for r in range(rounds):
                 for k in ("ab" if r % 2 == 0 else "ba"):
                     row, req, _ = measure(jobs[k], scratch / f"cell-{k}")
+                    if row.time_s is None:       # the cell failed this time: no pass to compare
+                        raise CcpError(f"--remeasure: {cells[k].label()} failed when measured again ({row.status})")
                     cpu = req.loc[(req["phase"] == "open") & (req["pass"] == 0), "pass_cpu_s"]
                     passes[k].append((float(row.time_s), float(cpu.iloc[0]) if len(cpu) else float("nan"),
                                       "contended" in str(row.flags or ""), row.load_max, row.cpus))

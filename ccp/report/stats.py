@@ -130,13 +130,13 @@ def ci95(s: Sample) -> tuple[float, float]:
 
 def _without(r: np.ndarray, first: np.ndarray) -> np.ndarray:
     """The request times less one occurrence of each first request."""
-    r = list(r)
+    rest = list(r)
     for f in first:
         try:
-            r.remove(f)
+            rest.remove(f)
         except ValueError:
             pass
-    return np.asarray(r, float)
+    return np.asarray(rest, float)
 
 
 def exact_u_p(x, y) -> float:

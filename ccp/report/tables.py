@@ -190,7 +190,7 @@ def render(spec: TableSpec, cells: pd.DataFrame, labels: Labels | None = None, f
     if "access_label" not in cells:
         cells = (labels or Labels.of(cells)).add(cells)
     table = Table(spec.title, [""], [], footnote=spec.note)
-    picked = []
+    picked: list[pd.Series | None] = []
     for j, sel in enumerate(spec.columns):
         m = select(cells, sel)
         good = m[is_ok(m)]
@@ -213,7 +213,7 @@ def render(spec: TableSpec, cells: pd.DataFrame, labels: Labels | None = None, f
     for r in spec.rows:
         row = ROWS[r]
         label = _time_label(picked) if r == "time" else row.label
-        line = [label]
+        line: list[str | Cell] = [label]
         for j, cell in enumerate(picked):
             if cell is None:
                 line.append(Cell("-", cls="missing"))
@@ -295,12 +295,13 @@ def one_change_tables(cells: pd.DataFrame, labels: Labels, samples: dict | None 
         if len(picks) < 2:
             continue
         count_col, count_name = _count_col(g)
-        rows = []
+        rows: list[list[str | Cell]] = []
         for name, col, fmt in (("Chunk size", "chunks", fmt_text), ("Compression", "filters", fmt_text),
                                ("Cache size", "cache_label", fmt_text)):
-            rows.append([name] + [Cell(fmt(p[col]), cls="changed" if p[col] != base[col] else "") for _, p in picks])
+            rows.append([name, *(Cell(fmt(p[col]), cls="changed" if p[col] != base[col] else "") for _, p in picks)])
         apart = best is not None and jd(best, base).differs    # else every column is within noise: no green
-        time_row, gain_row = [_time_label([base])], ["Faster than the slowest"]
+        time_row: list[str | Cell] = [_time_label([base])]
+        gain_row: list[str | Cell] = ["Faster than the slowest"]
         for _, p in picks:
             v = jd(best, p) if best is not None and p["cell_id"] != best["cell_id"] else None
             is_best = best is not None and p["cell_id"] == best["cell_id"]
@@ -311,15 +312,15 @@ def one_change_tables(cells: pd.DataFrame, labels: Labels, samples: dict | None 
                             Cell(f"tie ({fmt_times(base['time_s'] / p['time_s'])})", (vb.why,)))
         rows += [time_row, gain_row]
         if any(finite(p[count_col]) for _, p in picks):     # a quick run has no traced pass: no empty rows
-            rows.append([count_name.capitalize()] + [format_count(p[count_col]) for _, p in picks])
-            rows.append([f"{count_name.capitalize()} per request"] +
-                        [fmt_per(p[count_col] / p["requests"]) if p["requests"] else "-" for _, p in picks])
+            rows.append([count_name.capitalize(), *(format_count(p[count_col]) for _, p in picks)])
+            rows.append([f"{count_name.capitalize()} per request",
+                         *(fmt_per(p[count_col] / p["requests"]) if p["requests"] else "-" for _, p in picks)])
             byte_col = "raw_write_bytes" if op == "write" else "raw_read_bytes"
-            rows.append(["Raw data " + ("written" if op == "write" else "read")] + [format_bytes(p[byte_col]) for _, p in picks])
+            rows.append(["Raw data " + ("written" if op == "write" else "read"), *(format_bytes(p[byte_col]) for _, p in picks)])
         if "predicted_chunk_loads" in g and g["predicted_chunk_loads"].notna().any():
-            rows.append(["Chunk loads (model)"] + [format_count(p["predicted_chunk_loads"]) for _, p in picks])
+            rows.append(["Chunk loads (model)", *(format_count(p["predicted_chunk_loads"]) for _, p in picks)])
         if g["repack_s"].notna().any():
-            rows.append(["Repack time"] + [format_seconds(p["repack_s"]) for _, p in picks])
+            rows.append(["Repack time", *(format_seconds(p["repack_s"]) for _, p in picks)])
         out.append(Table(f"{pattern[0].upper()}{pattern[1:]}: one change at a time from the slowest configuration"
                          + (f" ({'; '.join(run.tags)})" if run.tags else ""),
                          [""] + [n for n, _ in picks], rows,
@@ -363,10 +364,10 @@ def pivot_tables(cells: pd.DataFrame, labels: Labels, samples: dict | None = Non
                 continue
             times = {v: c["time_s"] for v, c in by.items() if finite(c["time_s"])}
             stable = {v: t for v, t in times.items() if str(by[v]["cell_id"]) not in jd.unstable}
-            fastest = min(stable, key=stable.get) if stable else None
+            fastest = min(stable, key=stable.__getitem__) if stable else None
             verdicts = {v: jd(by[fastest], by[v]) for v in by if fastest is not None and v != fastest}
             clear = fastest is not None and all(x.differs for x in verdicts.values())
-            row = [str(k) for k in key] or ["all cells"]
+            row: list[str | Cell] = [str(k) for k in key] or ["all cells"]
             for v in values:
                 if v not in by:
                     row.append(Cell("-", cls="missing"))

@@ -36,7 +36,7 @@ def prepare(sweep_path, scale: float | None = None) -> tuple[Sweep, DatasetInfo,
         source = describe_source(sweep.dataset)
     except CcpError:
         raise
-    except Exception as exc:  # noqa: BLE001 -- a dataset h5py opens but cannot describe (a time type, no fill value)
+    except Exception as exc:  # a dataset h5py opens but cannot describe (a time type, no fill value)
         raise CcpError(f"dataset.path: {sweep.dataset.path!r} in {sweep.dataset.file}: ccp cannot measure it "
                        f"({one_line(exc)})") from None
     if any(d == 0 for d in source.shape):
@@ -73,7 +73,7 @@ def check_layouts(cells: list[Cell], source: DatasetInfo) -> None:
             make_dcpl(source, cell.chunks, cell.filters)
         except CcpError:
             raise
-        except Exception as exc:  # noqa: BLE001 -- whatever HDF5 or a filter raises, named by layout
+        except Exception as exc:  # whatever HDF5 or a filter raises, named by layout
             raise CcpError(f"matrix: chunks {shape_str(cell.chunks)} with filters {cell.filters.spec!r} cannot be laid out: "
                            f"{one_line(exc)}") from None
 

@@ -103,7 +103,7 @@ class DaskExecutor(Executor):
                 cell = futures[fut]
                 try:
                     row, req, io = fut.result()
-                except Exception as exc:  # noqa: BLE001 -- a worker that died or raised: that cell failed, the sweep goes on
+                except Exception as exc:  # a worker that died or raised: that cell failed, the sweep goes on
                     row, req, io = failed_row(cell, f"{type(exc).__name__}: {exc}"), None, None
                 if req is not None or io is not None:
                     ctx.store.write_parts(cell.cell_id, req, io)

@@ -38,7 +38,7 @@ def predicted_seconds(cells, source, calibration, passes: int) -> list:
     for cell in cells:
         try:
             t = predict_cell(cell, source, calibration)["predicted_time_s"] if calibration is not None else None
-        except Exception:  # noqa: BLE001 -- an estimate for the progress line only
+        except Exception:  # an estimate for the progress line only
             t = None
         out.append(t * passes if t is not None and t == t else None)
     return out
@@ -267,7 +267,7 @@ class Ticker:
         while not self._stop.wait(self.every):
             try:
                 self.tick()
-            except Exception:  # noqa: BLE001 -- the progress line never stops a sweep
+            except Exception:  # the progress line never stops a sweep
                 return
 
     def __exit__(self, *exc) -> None:

@@ -21,7 +21,7 @@ import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from ccp.config.sweep import Sweep
 from ccp.errors import CcpError
@@ -36,6 +36,9 @@ from ccp.run.job import failed_row, job_for
 from ccp.store.results import RunStore
 from ccp.store.row import CellRow
 from ccp.units import format_seconds
+
+if TYPE_CHECKING:
+    from ccp.storage.remote import RemoteSession
 
 FAULT_ENV = "CCP_FAULT_INJECT"   # tests: "CELL_ID:segv|memory|hang|fill-disk" makes that cell's worker misbehave
 
@@ -52,7 +55,7 @@ class SweepContext:
     calibration: Calibration | None
     echo: Callable[..., None] = print
     stream: TextIO = sys.stderr
-    s3: object = None            # the sweep's ccp.storage.remote.RemoteSession when it has S3 cells
+    s3: RemoteSession | None = None   # the sweep's S3 session when it has S3 cells
 
     @property
     def passes(self) -> int:
@@ -66,7 +69,7 @@ def predicted_columns(job: CellJob, calibration: Calibration | None, warn=None) 
     """
     try:
         predicted, classes = predict_job(job, calibration, classes=job.time_budget is not None)
-    except Exception as exc:  # noqa: BLE001 -- a prediction is an aside: it never stops a measurement
+    except Exception as exc:  # a prediction is an aside: it never stops a measurement
         if warn is not None:
             warn(f"  ccp: warning: no prediction for {job.cell.label()}: {one_line(exc)}")
         return {}, job
@@ -100,7 +103,7 @@ class LocalExecutor(Executor):
                 line.begin(k, cell.label())
                 try:
                     job = job_for(cell, ctx.sweep, ctx.source, ctx.work_dir, ctx.quick, ctx.s3)
-                except Exception as exc:  # noqa: BLE001 -- a work file that cannot be made (a filter or layout
+                except Exception as exc:  # a work file that cannot be made (a filter or layout
                     # HDF5 refuses, a full disk) fails the cells that need it, not the sweep
                     line.done()
                     yield cell, failed_row(cell, f"work file: {one_line(exc)}")
@@ -227,7 +230,7 @@ def _worker(job: CellJob, store: RunStore, work_dir: Path, conn, parent_pid: int
         conn.send(("failed", "MemoryError"))
     except CcpError as exc:
         conn.send(("failed", str(exc)))
-    except Exception as exc:  # noqa: BLE001 -- a worker reports every error as the cell's failure reason
+    except Exception as exc:  # a worker reports every error as the cell's failure reason
         last_line = traceback.format_exception_only(type(exc), exc)[-1].strip()
         conn.send(("failed", last_line))
     finally:

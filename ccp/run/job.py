@@ -8,6 +8,7 @@ made (a layout HDF5 refuses, a full disk) gets a failed row instead; the sweep g
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,8 +22,12 @@ from ccp.store.row import CellRow
 from ccp.store.workdir import FILE_SPACE, WorkDir
 from ccp.workload.files import ensure_layout_file, layout_path
 
+if TYPE_CHECKING:
+    from ccp.storage.remote import RemoteSession
 
-def job_for(cell: Cell, sweep: Sweep, source: DatasetInfo, work_dir: Path, quick: bool, s3=None) -> CellJob:
+
+def job_for(cell: Cell, sweep: Sweep, source: DatasetInfo, work_dir: Path, quick: bool,
+            s3: RemoteSession | None = None) -> CellJob:
     """The cell's job, its work file made if missing (write and copy cells: disk for two pass files checked).
 
     A read cell with a ``file_space`` reads a copy of its file with that strategy (made once in the work

@@ -112,6 +112,7 @@ def cloud_copy_command(infile, outfile, page_size):
         fs = parse_file_space({"strategy": "page", "page_size": page_size}, "file_space")
     except ConfigError as exc:          # name the option, not the sweep key
         raise ConfigError("--page-size", str(exc)[len(exc.where) + 2:]) from None
+    assert fs is not None                # strategy page: always a FileSpace
     cloud_optimized_copy(infile, outfile, fs)
     import os
 

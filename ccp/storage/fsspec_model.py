@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 MAXBLOCKS = 32        # fsspec BlockCache's default; s3fs passes no cache_options
 
@@ -44,6 +45,14 @@ class _Counter:
         self.gets += 1
         self.fetched += n
         return n
+
+
+class _Cache(Protocol):
+    """One of fsspec's caches: built from (block_size, file size), fed reads of [start, end)."""
+
+    def __init__(self, block_size: int, size: int) -> None: ...
+
+    def read(self, c: _Counter, start: int, end: int) -> None: ...
 
 
 class _NoCache:
@@ -123,7 +132,7 @@ class _First:
         c.get(start, end)
 
 
-_CACHES = {"none": _NoCache, "readahead": _ReadAhead, "blockcache": _BlockCache, "first": _First}
+_CACHES: dict[str, type[_Cache]] = {"none": _NoCache, "readahead": _ReadAhead, "blockcache": _BlockCache, "first": _First}
 
 
 class FsspecCacheModel:

@@ -79,8 +79,14 @@ def raw_reads(layout: DatasetLayout, requests, cache: ChunkCache) -> list[list[t
     if layout.chunks is None:
         return _contiguous_reads(layout, requests)
     model_loads: list = []
+
+    def stored_chunk_bytes(c):
+        """The model asks for a chunk's stored size when it loads the chunk: note the load, answer from the index."""
+        model_loads.append(c)
+        return layout.chunk_locations[c][1]
+
     model = DatasetModel(layout.shape, layout.chunks, layout.itemsize, filtered=layout.filtered, cache=cache,
-                         stored_chunk_bytes=lambda c: model_loads.append(c) or layout.chunk_locations[c][1],
+                         stored_chunk_bytes=stored_chunk_bytes,
                          allocated=set(layout.chunk_locations))
     if not layout.filtered and not cache.holds(model.chunk_bytes):
         raise NotModelled("unfiltered chunks larger than the chunk cache are read piecewise")

@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from ccp.config.storage import EmulatedNetwork, FsspecOptions
 from ccp.errors import CcpError
 from ccp.hdf5 import plists
 from ccp.storage.axes import StorageSetting, check_effective_page_buffer
@@ -35,7 +36,15 @@ from ccp.storage.cell import CellCounts, RequestCount
 from ccp.storage.layout import FileSpace, cloud_optimized_copy, file_page_size
 from ccp.storage.network import TracedFile
 from ccp.storage.predict import NotModelled, Prediction, dataset_layout, predict_gets
-from ccp.storage.s3 import Credentials, S3Settings, S3Store
+from ccp.storage.s3 import Credentials, RemoteFile, S3Settings, S3Store
+
+
+def s3_options(setting: StorageSetting) -> tuple[FsspecOptions, EmulatedNetwork]:
+    """An s3 setting's fsspec options and emulated network (``storage_cells`` sets both for every s3 cell)."""
+    network = setting.network
+    if setting.fsspec is None or network is None:
+        raise ValueError(f"not an s3 storage setting: {setting}")
+    return setting.fsspec, network
 
 
 def file_space_variant(work_file, file_space: FileSpace | None, out_dir) -> Path:
@@ -120,14 +129,18 @@ def predict_http(path, dataset: str, starts, counts, cache, setting: StorageSett
     params = ChunkCache(int(cache.nbytes), int(cache.nslots), float(cache.w0))
     requests = list(zip(starts, counts))
     opened = trace_cell_open(path, dataset, cache, setting.page_buffer)
-    return predict_gets(layout, requests, params, setting.fsspec.cache_type, setting.fsspec.block_size, opened,
-                        setting.page_buffer)
+    fsspec, _ = s3_options(setting)
+    return predict_gets(layout, requests, params, fsspec.cache_type, fsspec.block_size, opened, setting.page_buffer)
+
+
+# (GETs, bytes fetched, seconds waiting, bytes HDF5 used, perf_counter) at one point of a pass
+Mark = tuple[int, int, float, int, float]
 
 
 @dataclass
 class _Pass:
-    remote: object        # ccp.storage.s3.RemoteFile
-    marks: list
+    remote: RemoteFile
+    marks: list[Mark]
 
 
 class RemoteCell:
@@ -154,7 +167,7 @@ class RemoteCell:
 
         if self._pass is not None:
             raise CcpError("remote cell: end_pass() before opening the next pass")
-        remote = self.store.open(self.key, self.setting.fsspec, self.setting.network)
+        remote = self.store.open(self.key, *s3_options(self.setting))
         self._pass = _Pass(remote, [])
         self.mark()
         try:
@@ -179,6 +192,8 @@ class RemoteCell:
         import time
 
         p = self._pass
+        if p is None:
+            raise CcpError("remote cell: mark() outside a pass (open_file() first)")
         g, b, w = p.remote.log.snapshot()
         p.marks.append((g, b, w, p.remote.fileobj.bytes_used, time.perf_counter()))
 
@@ -198,7 +213,7 @@ class RemoteCell:
         if close.gets:
             raise CcpError(f"s3://{self.store.settings.bucket}/{self.key}: {close.gets} GETs after the last request "
                            "(HDF5 read while closing): not accounted")
-        return CellCounts(opened, tuple(reqs), self.setting.network.label)
+        return CellCounts(opened, tuple(reqs), s3_options(self.setting)[1].label)
 
     def predict(self, starts, counts, cache) -> Prediction | None:
         """:func:`predict_http` for this cell, None where it is not modelled (the reason is lost: see NotModelled)."""
@@ -208,7 +223,7 @@ class RemoteCell:
             return None
 
 
-def _diff(a, b) -> RequestCount:
+def _diff(a: Mark, b: Mark) -> RequestCount:
     return RequestCount(b[0] - a[0], b[1] - a[1], b[3] - a[3], b[2] - a[2], b[4] - a[4])
 
 

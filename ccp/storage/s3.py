@@ -15,6 +15,7 @@ import socket
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ccp.config.storage import (
     CACHE_TYPES,
@@ -133,6 +134,7 @@ class S3Store:
         if settings.endpoint is None:
             raise S3Error("s3: 'local' has no endpoint until the loopback server starts")
         self.settings = settings
+        self.endpoint: str = settings.endpoint
         self.creds = creds
         self._client = None
         self._fs = None
@@ -140,7 +142,7 @@ class S3Store:
     @property
     def client(self):
         if self._client is None:
-            self._client = _client(self.settings.endpoint, self.creds)
+            self._client = _client(self.endpoint, self.creds)
         return self._client
 
     @property
@@ -149,7 +151,7 @@ class S3Store:
         if self._fs is None:
             import s3fs
 
-            kw = {"client_kwargs": {"endpoint_url": self.settings.endpoint}, "skip_instance_cache": True,
+            kw: dict[str, Any] = {"client_kwargs": {"endpoint_url": self.endpoint}, "skip_instance_cache": True,
                   "use_listings_cache": False}
             if self.creds.access_key is not None:
                 kw.update(key=self.creds.access_key, secret=self.creds.secret_key)

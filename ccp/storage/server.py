@@ -15,6 +15,7 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
+from typing import IO
 
 from ccp.errors import CcpError
 
@@ -83,7 +84,7 @@ class S3Server:
         self.start_timeout = start_timeout
         self.proc: subprocess.Popen | None = None
         self.endpoint: Endpoint | None = None
-        self._log = None
+        self._log: IO[bytes] | None = None
 
     def start(self) -> Endpoint:
         if not _have_moto_server():
@@ -100,18 +101,18 @@ class S3Server:
                                      preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
         url = f"http://{HOST}:{port}"
         try:
-            self._wait_ready(url, port)
+            self._wait_ready(self.proc, url, port)
         except BaseException:
             self.stop()
             raise
         self.endpoint = Endpoint(url)
         return self.endpoint
 
-    def _wait_ready(self, url: str, port: int) -> None:
+    def _wait_ready(self, proc: subprocess.Popen, url: str, port: int) -> None:
         deadline = time.monotonic() + self.start_timeout
         while True:
-            if self.proc.poll() is not None:
-                raise ServerError(f"S3 server on port {port} exited with status {self.proc.returncode}: "
+            if proc.poll() is not None:
+                raise ServerError(f"S3 server on port {port} exited with status {proc.returncode}: "
                                   f"{self._tail()}")
             try:
                 # moto's dashboard-free health answer: a GET on / lists buckets (or 403 with auth on)

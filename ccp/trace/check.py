@@ -54,7 +54,7 @@ def load_checked(path) -> Trace:
         trace = load_trace(path)
     except CcpError:
         raise
-    except Exception as exc:  # noqa: BLE001 - pyarrow's errors for a damaged file are many; each is "unreadable"
+    except Exception as exc:  # pyarrow's errors for a damaged file are many; each is "unreadable"
         text = " ".join(str(exc).split())[:160]
         raise CcpError(f"{path / 'calls.parquet'}: unreadable ({type(exc).__name__}: {text}); the trace is damaged") from None
     check_header(trace.header, head)

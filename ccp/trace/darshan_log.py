@@ -97,8 +97,13 @@ def _intact(blob: bytes, comp: int) -> bool:
             data = blob
             while not d.eof:
                 out = d.decompress(data, 1 << 20)
-                data = d.unconsumed_tail if comp == ZLIB else b""
-                if not data and not out and (comp == ZLIB or d.needs_input):
+                if isinstance(d, bz2.BZ2Decompressor):     # bzip2 keeps what it has not consumed itself
+                    data = b""
+                    starved = not out and d.needs_input
+                else:
+                    data = d.unconsumed_tail
+                    starved = not data and not out
+                if starved:
                     break
             if not d.eof:
                 return False
@@ -208,12 +213,12 @@ def _child(path: str) -> int:
         log = {"handle": handle, "modules": None, "name_records": None}
         modules = cb.log_get_modules(log)
         names = cb.log_get_name_records(log)
-        out = {"names": [[k, v] for k, v in names.items()], "h5d": None,
+        out: dict[str, object] = {"names": [[k, v] for k, v in names.items()], "h5d": None,
                "modules": {name: m["idx"] for name, m in modules.items()},
                "partial": any(m.get("partial_flag") for m in modules.values())}
         if "H5D" in modules:
             columns = cb.counter_names("H5D")
-            records = []
+            records: list[dict[str, object]] = []
             while True:
                 buf = cb.ffi.new("void **")
                 got = cb.libdutil.darshan_log_get_record(handle, modules["H5D"]["idx"], buf)

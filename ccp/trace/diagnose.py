@@ -26,7 +26,7 @@ from ccp.trace.check import completeness_line, file_state
 from ccp.trace.cures import block_sequence, cache_for, chunk_candidates, partial_requests
 from ccp.trace.harm import HARM, price_cure, tune_workload_yaml
 from ccp.trace.libraries import batched_code, cache_code, keep_open_code, program_libraries
-from ccp.trace.sequence_model import chunk_cost_ratio, fit_costs, predict_time, run_model, working_set  # noqa: F401 (run_model: tests)
+from ccp.trace.sequence_model import chunk_cost_ratio, fit_costs, predict_time, run_model, working_set
 from ccp.trace.writes import diagnose_writes
 from ccp.units import format_bytes, format_seconds, shape_str
 from ccp.workload.replay import LOW_APIS, library_cache, replay_sequence

@@ -147,7 +147,7 @@ class Recorder:
                 self.sock.settimeout(1.0)      # its queue holds 10 lines: wait a little for ccp trace to read
             line = "\t".join(str(f).replace("\t", " ").replace("\n", " ") for f in (self.pid, *fields))
             self.sock.sendto(line.encode("utf-8", "replace")[:4000], "\0" + self.sock_name)
-        except Exception:  # noqa: BLE001 -- ccp trace gone or its queue full: the part file still says what it can
+        except Exception:  # ccp trace gone or its queue full: the part file still says what it can
             pass
 
     def stop(self, reason: str) -> None:
@@ -189,12 +189,12 @@ class Recorder:
                     with open(self.part, "ab") as f:
                         pickle.dump(buf, f, protocol=pickle.HIGHEST_PROTOCOL)   # one pickled list per flush
                     self.written += len(buf)
-                except Exception as exc:  # noqa: BLE001 -- ENOSPC, EIO, EACCES, a bug: the program runs on
+                except Exception as exc:  # ENOSPC, EIO, EACCES, a bug: the program runs on
                     self.buf = buf + self.buf
                     self.stop(f"writing {self.part}: {type(exc).__name__}: {exc}")
                 finally:
                     self.flushing = False
-        except Exception as exc:  # noqa: BLE001 -- even the bookkeeping above must not reach the program
+        except Exception as exc:  # even the bookkeeping above must not reach the program
             self.stop(f"{type(exc).__name__}: {exc}")
 
     # ------------------------------------------------------------------ datasets and files
@@ -287,7 +287,7 @@ class Recorder:
             rec = {"kind": "call", "seq": next(self.seq), "pid": self.pid, "depth": len(st),
                    "parent": parent["seq"] if parent else 0, "api": api, "op": op, "hdf5_ns": 0, "nlow": 0}
             st.append(rec)
-        except Exception as exc:  # noqa: BLE001 -- the program must never see the recorder fail
+        except Exception as exc:  # the program must never see the recorder fail
             self.failed(exc)
             rec = {"kind": "call"}
         return rec
@@ -295,7 +295,7 @@ class Recorder:
     def end(self, rec: dict, t0: int, t1: int, low: bool) -> None:
         try:
             self._end(rec, t0, t1, low)
-        except Exception as exc:  # noqa: BLE001 -- the program must never see the recorder fail
+        except Exception as exc:  # the program must never see the recorder fail
             self.failed(exc)
 
     def _end(self, rec: dict, t0: int, t1: int, low: bool) -> None:
@@ -346,7 +346,7 @@ def _patch_h5py(rec: Recorder) -> None:
                     file, name, itemsize, shape = rec.handle_info(self)
                     sel = describe_space(fspace, shape)
                     r.update(sel, file=file, dataset=name, bytes=sel["nelems"] * itemsize)
-                except Exception as exc:  # noqa: BLE001 -- the program must never see the recorder fail
+                except Exception as exc:  # the program must never see the recorder fail
                     rec.failed(exc)
                 rec.end(r, t0, t1, low=True)
         wrapper.__name__ = orig.__name__
@@ -371,7 +371,7 @@ def _patch_h5py(rec: Recorder) -> None:
                     file, name, itemsize, shape = rec.handle_info(dset.id)
                     sel = describe_key(args, shape)
                     r.update(sel, file=file, dataset=name, bytes=sel["nelems"] * itemsize)
-            except Exception as exc:  # noqa: BLE001 -- the program must never see the recorder fail
+            except Exception as exc:  # the program must never see the recorder fail
                 rec.failed(exc)
             rec.end(r, t0, t1, low=True)
 
@@ -393,7 +393,7 @@ def _patch_h5py(rec: Recorder) -> None:
                 try:
                     file, name, _itemsize, _shape = rec.handle_info(dset.id)
                     r.update(file=file, dataset=name)
-                except Exception as exc:  # noqa: BLE001 -- the program must never see the recorder fail
+                except Exception as exc:  # the program must never see the recorder fail
                     rec.failed(exc)
                 rec.end(r, t0, t1, low=False)
         wrapper.__name__ = orig.__name__
@@ -426,7 +426,7 @@ def _patch_h5py(rec: Recorder) -> None:
         try:
             file, name, _itemsize, _shape = rec.handle_info(orig_result.id)
             r.update(file=file, dataset=name)
-        except Exception as exc:  # noqa: BLE001 -- the program must never see the recorder fail
+        except Exception as exc:  # the program must never see the recorder fail
             rec.failed(exc)
         rec.end(r, t0, t1, low=False)
         return out
@@ -438,7 +438,7 @@ def _patch_h5py(rec: Recorder) -> None:
         init_orig(self, bind, *args, **kwargs)
         try:
             rec.handle_info(bind)
-        except Exception as exc:  # noqa: BLE001 -- never break the user's program over bookkeeping
+        except Exception as exc:  # never break the user's program over bookkeeping
             rec.failed(exc)
 
     Dataset.__init__ = dataset_init
@@ -455,7 +455,7 @@ def _patch_h5py(rec: Recorder) -> None:
             _mdc, nslots, nbytes, w0 = self.id.get_access_plist().get_cache()
             rec.event("file_open", name, mode=self.mode, rdcc_nbytes=int(nbytes), rdcc_nslots=int(nslots),
                       rdcc_w0=float(w0))
-        except Exception as exc:  # noqa: BLE001 -- never break the user's program over bookkeeping
+        except Exception as exc:  # never break the user's program over bookkeeping
             rec.failed(exc)
 
     File.__init__ = file_init_wrapper
@@ -464,14 +464,14 @@ def _patch_h5py(rec: Recorder) -> None:
     def file_close_wrapper(self):
         try:
             name = _file_name(self.filename) if self.id.valid else None
-        except Exception:  # noqa: BLE001 -- the program must never see the recorder fail
+        except Exception:  # the program must never see the recorder fail
             name = None
         file_close(self)
         if name is not None:
             try:
                 rec.file_closed(name)
                 rec.event("file_close", name)
-            except Exception as exc:  # noqa: BLE001 -- the program must never see the recorder fail
+            except Exception as exc:  # the program must never see the recorder fail
                 rec.failed(exc)
 
     File.close = file_close_wrapper
@@ -530,7 +530,7 @@ class _H5pyHook:
                 loader.exec_module(module)
                 try:
                     _patch_h5py(rec)
-                except Exception as exc:  # noqa: BLE001 -- an h5py the recorder cannot patch: record nothing
+                except Exception as exc:  # an h5py the recorder cannot patch: record nothing
                     rec.stop(f"h5py {getattr(module, '__version__', '?')} could not be patched: "
                              f"{type(exc).__name__}: {exc}")
 
@@ -548,7 +548,7 @@ def install(out_dir: str) -> Recorder:
     if "h5py" in sys.modules:
         try:
             _patch_h5py(rec)
-        except Exception as exc:  # noqa: BLE001 -- never stop the program: record nothing, say why
+        except Exception as exc:  # never stop the program: record nothing, say why
             rec.stop(f"h5py could not be patched: {type(exc).__name__}: {exc}")
     else:
         sys.meta_path.insert(0, _H5pyHook(rec))
@@ -571,7 +571,7 @@ def _patch_exit(rec: Recorder) -> None:
     def _exit(status, _real=real_exit):
         try:
             rec.finish()
-        except BaseException:  # noqa: BLE001 -- the program asked to leave now: leave whatever happened here
+        except BaseException:  # the program asked to leave now: leave whatever happened here
             pass
         _real(status)
 

@@ -314,7 +314,7 @@ def run_traced(cmd: list[str], out: Path, force: bool = False, checksum: bool = 
                              run={"returncode": -9, "pid": proc.pid, "top_is_python": False, "status_lines": [],
                                   "python_seen": {}, "stopped_by": "killed (kill -9): its watchdog killed the "
                                   "program and kept what was recorded"})
-        except Exception as exc:  # noqa: BLE001 -- nobody is left to tell but stderr
+        except Exception as exc:  # nobody is left to tell but stderr
             sys.stderr.write(f"ccp trace: {exc}\n")
 
     watchdog = _watchdog(proc.pid, keep_orphaned)

@@ -34,7 +34,7 @@ def _part_batches(part: Path, torn: list | None):
                 batch = pickle.load(f)
             except EOFError:
                 return
-            except Exception:  # noqa: BLE001 -- torn by a killed process or a full disk: keep what came before
+            except Exception:  # torn by a killed process or a full disk: keep what came before
                 if torn is not None:
                     torn.append(part.name)
                 return
@@ -365,7 +365,7 @@ def merge_or_explain(trace_dir: Path, *args, **kwargs) -> dict:
     """:func:`merge`, with any failure (a full disk, a damaged part file) one CcpError and no half-written trace."""
     try:
         return merge(trace_dir, *args, **kwargs)
-    except Exception as exc:  # noqa: BLE001 -- the run is over: say why its trace is missing, leave no half files
+    except Exception as exc:  # the run is over: say why its trace is missing, leave no half files
         for name in ("calls.parquet.tmp", "trace.json.tmp"):
             try:
                 (Path(trace_dir) / name).unlink(missing_ok=True)

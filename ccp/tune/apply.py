@@ -39,7 +39,7 @@ def netcdf_dims(file: str | None, dset: str) -> list[str] | None:
                     return None
                 names.append(dim[0].name.rsplit("/", 1)[-1])
             return names
-    except Exception:            # noqa: BLE001 (only a nicety: the other lines stand without it)
+    except Exception:            # only a nicety: the other lines stand without it
         return None
 
 

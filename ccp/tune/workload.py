@@ -162,7 +162,7 @@ def load_workload(path) -> Workload:
     if not path.is_file():
         raise ConfigError(str(path), "workload file not found")
     try:
-        raw = yaml.load(path.read_text(), Loader=_StrictLoader)  # noqa: S506 (a SafeLoader subclass)
+        raw = yaml.load(path.read_text(), Loader=_StrictLoader)  # a SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)

@@ -147,7 +147,7 @@ def ensure_layout_file(work_dir: Path, sweep, source, chunks, filters) -> tuple[
     except (CcpError, KeyboardInterrupt, MemoryError):
         tmp.unlink(missing_ok=True)
         raise
-    except Exception as exc:   # noqa: BLE001 - one odd object elsewhere in the file must not cost this dataset
+    except Exception as exc:   # one odd object elsewhere in the file must not cost this dataset
         # the copy of the whole object failed (e.g. on an attribute or another object numpy cannot
         # hold); this dataset's values alone, in the file's own type, are all a cell reads
         tmp.unlink(missing_ok=True)

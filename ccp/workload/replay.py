@@ -82,7 +82,7 @@ def _boxes(row, rank: int, max_boxes: int) -> tuple[list, list, bool]:
     count = list(row["count"]) if row["count"] is not None else None
     if sel in ("all", "box"):
         return [start], [count], False
-    if sel == "regular":
+    if sel == "regular" and start is not None and count is not None:   # else damaged: like bounds-only, below
         stride, block = list(row["stride"]), list(row["block"])
         n = int(np.prod(count))
         if n > max_boxes:
@@ -224,10 +224,10 @@ def replay_sequence(trace: Trace, dataset: str, pid: int | None = None, file: st
     counts = np.zeros((int(offsets[-1]), rank), np.int64)
     starts[offsets[:-1][plain]] = pstarts
     counts[offsets[:-1][plain]] = pcounts
-    for j, (b_starts, b_counts) in extra.items():
+    for k, (b_starts, b_counts) in extra.items():
         if b_starts:
-            starts[offsets[j]:offsets[j + 1]] = np.asarray(b_starts, np.int64).reshape(-1, rank)
-            counts[offsets[j]:offsets[j + 1]] = np.asarray(b_counts, np.int64).reshape(-1, rank)
+            starts[offsets[k]:offsets[k + 1]] = np.asarray(b_starts, np.int64).reshape(-1, rank)
+            counts[offsets[k]:offsets[k + 1]] = np.asarray(b_counts, np.int64).reshape(-1, rank)
     if len(starts) and ((starts < 0).any() or (counts < 0).any() or (starts > MAX_EXTENT).any()
                         or (counts > MAX_EXTENT).any()):
         raise CcpError(f"{trace.path}: {dataset}: a selection's start/count is outside 0..2**62 "

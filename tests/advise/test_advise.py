@@ -10,7 +10,6 @@ import re
 import h5py
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
 from ccp.advise import (
     MIN_SPEEDUP,
@@ -22,7 +21,6 @@ from ccp.advise import (
     rank,
     shrink_chunks,
 )
-from ccp.cli import main
 
 
 def _file(tmp_path, shape=(8, 10, 400), chunks=(4, 10, 400)):
@@ -33,10 +31,10 @@ def _file(tmp_path, shape=(8, 10, 400), chunks=(4, 10, 400)):
     return path
 
 
-def test_advise_recommends_a_cache_that_holds_a_chunk(tmp_path):
+def test_advise_recommends_a_cache_that_holds_a_chunk(tmp_path, cli):
     path = _file(tmp_path)
     before = path.read_bytes()
-    result = CliRunner().invoke(main, ["advise", str(path), "/g/d", "--access", "1x1x400", "--cache", "16KiB", "--budget", "2s"])
+    result = cli("advise", str(path), "/g/d", "--access", "1x1x400", "--cache", "16KiB", "--budget", "2s")
     assert result.exit_code == 0, result.output
     out = result.output
     assert "1 chunk loads per request" in out and "decompresses its chunk again" in out
@@ -95,11 +93,11 @@ def _cures(output: str) -> list[tuple[str, float]]:
     return [(what, float(x.replace(",", ""))) for what, x in found]
 
 
-def test_no_cure_that_is_not_faster(tmp_path):
+def test_no_cure_that_is_not_faster(tmp_path, cli):
     """Issue 10: a cure its own prediction called 186x slower was listed ("0x faster"). With a cache that already
     holds the chunk, a bigger cache is no cure; what is listed must be at least MIN_SPEEDUP faster."""
     path = _file(tmp_path)
-    result = CliRunner().invoke(main, ["advise", str(path), "/g/d", "--access", "1x1x400", "--cache", "1MiB", "--no-measure"])
+    result = cli("advise", str(path), "/g/d", "--access", "1x1x400", "--cache", "1MiB", "--no-measure")
     assert result.exit_code == 0, result.output
     cures = _cures(result.output)
     assert all(x >= MIN_SPEEDUP for _, x in cures), result.output
@@ -107,12 +105,12 @@ def test_no_cure_that_is_not_faster(tmp_path):
     assert " 0x faster" not in result.output and " 1x faster" not in result.output
 
 
-def test_cache_never_larger_than_the_dataset_needs(tmp_path):
+def test_cache_never_larger_than_the_dataset_needs(tmp_path, cli):
     """Issue 16: a 756 MiB cache was listed for a 44 MiB dataset. Every request here spans both chunks along the first
     dimension; the dataset has 2 chunks, so no cache cure may hold more than 2 (plus HDF5's slack)."""
     path = _file(tmp_path)
-    result = CliRunner().invoke(main, ["advise", str(path), "/g/d", "--access", "8x1x1", "--cache", "16KiB", "--memory", "1GiB",
-                                       "--no-measure"])
+    result = cli("advise", str(path), "/g/d", "--access", "8x1x1", "--cache", "16KiB", "--memory", "1GiB",
+                 "--no-measure")
     assert result.exit_code == 0, result.output
     sizes = [int(n) for n in re.findall(r"rdcc_nbytes=(\d+)", result.output)]
     assert sizes and max(sizes) <= 2 * 4 * 10 * 400 * 4 + 1024, result.output
@@ -142,12 +140,12 @@ def test_helpers():
     assert shrink_chunks((8125, 8), (1, 8), 1, 16384, shape=(256, 8)) == (256, 8)     # PyTables: a chunk past the data
 
 
-def test_advise_errors_are_one_line(tmp_path):
-    result = CliRunner().invoke(main, ["advise", str(tmp_path / "nope.h5"), "/d", "--access", "1x2"])
+def test_advise_errors_are_one_line(tmp_path, cli):
+    result = cli("advise", str(tmp_path / "nope.h5"), "/d", "--access", "1x2")
     assert result.exit_code == 2 and "file not found" in result.output
 
 
-def test_advise_on_a_pytables_file_with_an_undefined_fill_value():
+def test_advise_on_a_pytables_file_with_an_undefined_fill_value(cli):
     """A real file written by PyTables: its fill value is undefined (h5py raises on .fillvalue); advise still explains
     it, and never offers a chunk larger than the 256-row dataset."""
     from pathlib import Path
@@ -156,8 +154,8 @@ def test_advise_on_a_pytables_file_with_an_undefined_fill_value():
 
     path = Path(tables.__file__).parent / "tests" / "attr-u16.h5"
     before = path.read_bytes()
-    result = CliRunner().invoke(main, ["advise", str(path), "wfm_group0/axes/axis1/data_vector/data", "--access", "1x8",
-                                       "--cache", "16KiB", "--no-measure"])
+    result = cli("advise", str(path), "wfm_group0/axes/axis1/data_vector/data", "--access", "1x8",
+                 "--cache", "16KiB", "--no-measure")
     assert result.exit_code == 0, result.output
     assert "Cures, best first" in result.output and "CHUNK=8125" not in result.output and "CHUNK=256x8" in result.output
     assert "set the chunk cache to 64.5 KiB (1 chunk)" in result.output

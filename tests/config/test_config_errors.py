@@ -5,8 +5,6 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from ccp.cli import main
-
 GOOD = """
 name: t
 dataset:
@@ -51,11 +49,11 @@ CASES = [
 
 
 @pytest.mark.parametrize("old,new,expected", [c[1] + (c[2],) for c in CASES], ids=[c[0] for c in CASES])
-def test_bad_sweep_is_one_line_exit_2(write_sweep, tmp_path, old, new, expected):
+def test_bad_sweep_is_one_line_exit_2(write_sweep, tmp_path, old, new, expected, cli):
     assert old in GOOD
     sweep = write_sweep(GOOD.replace(old, new, 1))
     out = tmp_path / "run"
-    result = CliRunner().invoke(main, ["run", str(sweep), "--out", str(out), "--work", str(tmp_path / "work")])
+    result = cli("run", str(sweep), "--out", str(out), "--work", str(tmp_path / "work"))
     assert result.exit_code == 2, result.output
     lines = [ln for ln in result.output.splitlines() if ln.strip()]
     assert len(lines) == 1, result.output
@@ -66,8 +64,8 @@ def test_bad_sweep_is_one_line_exit_2(write_sweep, tmp_path, old, new, expected)
     assert not out.exists(), "nothing may be written that looks like a result"
 
 
-def test_good_sweep_is_valid(write_sweep):
-    result = CliRunner().invoke(main, ["check", str(write_sweep(GOOD))])
+def test_good_sweep_is_valid(write_sweep, cli):
+    result = cli("check", str(write_sweep(GOOD)))
     assert result.exit_code == 0, result.output
     assert "1 cells" in result.output
 
@@ -84,30 +82,30 @@ repeats: 1
 """
 
 
-def test_missing_file(write_sweep, tmp_path):
-    result = CliRunner().invoke(main, ["check", str(write_sweep(user_file_sweep("nope.h5")))])
+def test_missing_file(write_sweep, tmp_path, cli):
+    result = cli("check", str(write_sweep(user_file_sweep("nope.h5"))))
     assert result.exit_code == 2
     assert "dataset.file" in result.output and "not found" in result.output
 
 
-def test_missing_dataset_lists_the_ones_there(write_sweep, tmp_path):
+def test_missing_dataset_lists_the_ones_there(write_sweep, tmp_path, cli):
     with h5py.File(tmp_path / "u.h5", "w") as f:
         f.create_dataset("/g/y", data=np.zeros((4, 6)))
-    result = CliRunner().invoke(main, ["check", str(write_sweep(user_file_sweep("u.h5")))])
+    result = cli("check", str(write_sweep(user_file_sweep("u.h5"))))
     assert result.exit_code == 2
     assert "no dataset '/g/x'" in result.output and "/g/y" in result.output
 
 
-def test_relative_file_resolves_against_the_sweep_folder(write_sweep, tmp_path, monkeypatch):
+def test_relative_file_resolves_against_the_sweep_folder(write_sweep, tmp_path, monkeypatch, cli):
     with h5py.File(tmp_path / "u.h5", "w") as f:
         f.create_dataset("/g/x", data=np.zeros((4, 6)), chunks=(2, 6), compression="gzip")
     monkeypatch.chdir("/")
-    result = CliRunner().invoke(main, ["check", str(write_sweep(user_file_sweep("u.h5")))])
+    result = cli("check", str(write_sweep(user_file_sweep("u.h5"))))
     assert result.exit_code == 0, result.output
 
 
-def test_missing_sweep_file(tmp_path):
-    result = CliRunner().invoke(main, ["run", str(tmp_path / "none.yaml")])
+def test_missing_sweep_file(tmp_path, cli):
+    result = cli("run", str(tmp_path / "none.yaml"))
     assert result.exit_code == 2
     assert "sweep file not found" in result.output
 

@@ -8,11 +8,9 @@ import hdf5plugin
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 from h5py import h5p, h5z
 from oddfiles import libhdf5
 
-from ccp.cli import main
 from ccp.errors import ConfigError
 from ccp.hdf5.filters import (
     FilterPipeline,
@@ -130,7 +128,7 @@ def test_a_filter_not_available_names_its_provider(spec, words):
     assert all(w in str(err.value) for w in words) and "\n" not in str(err.value)
 
 
-def test_source_compressed_with_a_missing_filter_is_refused_by_name(tmp_path, write_sweep):
+def test_source_compressed_with_a_missing_filter_is_refused_by_name(tmp_path, write_sweep, cli):
     tables = pytest.importorskip("tables")
     lzo = Path(tables.__file__).parent / "tests" / "Tables_lzo1.h5"
     if not lzo.exists():
@@ -142,16 +140,16 @@ def test_source_compressed_with_a_missing_filter_is_refused_by_name(tmp_path, wr
         dataset: {{file: {path}, path: /tuple0}}
         repeats: 1
         """)
-    result = CliRunner().invoke(main, ["check", str(sweep)])
+    result = cli("check", str(sweep))
     assert result.exit_code == 2
     assert "LZO (id 305)" in result.output and "PyTables" in result.output and "internal" not in result.output
-    inspected = CliRunner().invoke(main, ["inspect", str(path), "/tuple0"])
+    inspected = cli("inspect", str(path), "/tuple0")
     assert inspected.exit_code == 0 and "NOT AVAILABLE" in inspected.output
 
 
-def test_inspect_reports_filter_parameters(tmp_path):
+def test_inspect_reports_filter_parameters(tmp_path, cli):
     path = _write(tmp_path / "b.h5", hdf5plugin.Blosc2(cname="zstd", clevel=4))
-    result = CliRunner().invoke(main, ["inspect", str(path), "d"])
+    result = cli("inspect", str(path), "d")
     assert result.exit_code == 0, result.output
     assert "blosc2:zstd:4:shuffle" in result.output and "Blosc2 (id 32026" in result.output and "cd_values [" in result.output
 

@@ -4,10 +4,8 @@ import json
 
 import h5py
 import pytest
-from click.testing import CliRunner
 from oddfiles import make_odd_file
 
-from ccp.cli import main
 from ccp.inspect import inspect_file
 
 
@@ -16,8 +14,8 @@ def odd(tmp_path):
     return make_odd_file(tmp_path / "odd.h5")
 
 
-def test_whole_file_inspect_describes_every_dataset(odd):
-    result = CliRunner().invoke(main, ["inspect", str(odd)])
+def test_whole_file_inspect_describes_every_dataset(odd, cli):
+    result = cli("inspect", str(odd))
     assert result.exit_code == 0, result.output
     out = result.output
     for name in ("/plain", "/quad", "/time", "/nofill", "/compound", "/vlen_str", "/vlen_u4be", "/enum", "/opaque",
@@ -42,8 +40,8 @@ EXPECT = {
 
 
 @pytest.mark.parametrize("path", sorted(EXPECT), ids=[p.strip("/") for p in sorted(EXPECT)])
-def test_one_dataset_described_from_hdf5s_own_type(odd, path):
-    result = CliRunner().invoke(main, ["inspect", str(odd), path, "--json"])
+def test_one_dataset_described_from_hdf5s_own_type(odd, path, cli):
+    result = cli("inspect", str(odd), path, "--json")
     assert result.exit_code == 0, result.output
     (info,) = json.loads(result.output)
     for key, want in EXPECT[path].items():
@@ -71,8 +69,8 @@ def test_attributes_listed_by_type_without_reading_them(odd):
     ("/nope", ["no dataset '/nope'"]),
     ("/", ["'/'", "group"]),
 ], ids=["dangling", "missing", "group"])
-def test_one_dataset_that_cannot_be_inspected_is_one_line(odd, path, words):
-    result = CliRunner().invoke(main, ["inspect", str(odd), path])
+def test_one_dataset_that_cannot_be_inspected_is_one_line(odd, path, words, cli):
+    result = cli("inspect", str(odd), path)
     assert result.exit_code == 2
     line = result.output.strip()
     assert "\n" not in line and "internal error" not in line and all(w in line for w in words), line

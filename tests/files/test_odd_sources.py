@@ -7,10 +7,8 @@ import netCDF4
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 from oddfiles import make_odd_file
 
-from ccp.cli import main
 from ccp.hdf5.dataset import describe_source
 from ccp.run import run_sweep
 from ccp.workload.datagen import DatasetReader
@@ -108,7 +106,7 @@ LINKS = ["soft", "hard", "external"]
 
 
 @pytest.mark.parametrize("kind", LINKS, ids=LINKS)
-def test_a_sweep_through_a_link_runs_every_cell(tmp_path, write_sweep, kind):
+def test_a_sweep_through_a_link_runs_every_cell(tmp_path, write_sweep, kind, cli):
     target = tmp_path / "target.h5"
     with h5py.File(target, "w") as f:
         f.create_dataset("g/real", data=np.arange(4000, dtype="<f4").reshape(40, 100), chunks=(10, 100))
@@ -122,7 +120,7 @@ def test_a_sweep_through_a_link_runs_every_cell(tmp_path, write_sweep, kind):
         file, path = target, "/g/soft" if kind == "soft" else "/hard"
     sweep = _sweep(write_sweep, file, path, "[10, 100]", chunks="[source, [20, 100]]", filters='[source, "gzip:1"]',
                    name="link")
-    check = CliRunner().invoke(main, ["check", str(sweep)])
+    check = cli("check", str(sweep))
     assert check.exit_code == 0, check.output
     summary = _run(sweep, tmp_path, "run")
     assert summary.cells == 12 and summary.failed == 0
@@ -138,14 +136,14 @@ def test_a_sweep_through_a_link_runs_every_cell(tmp_path, write_sweep, kind):
     ("/dangling", ["'/dangling'"]),
     ("/", ["group"]),
 ], ids=["undefined-fill", "scalar", "null", "dangling-link", "group"])
-def test_a_dataset_ccp_cannot_sweep_is_refused_in_one_line(odd, write_sweep, path, words):
+def test_a_dataset_ccp_cannot_sweep_is_refused_in_one_line(odd, write_sweep, path, words, cli):
     sweep = write_sweep(f"""
         name: bad
         dataset: {{file: {odd}, path: "{path}"}}
         matrix: {{access: [{{op: read, block: [1]}}]}}
         """)
     for cmd in ("check", "run"):
-        result = CliRunner().invoke(main, [cmd, str(sweep), "--no-report"] if cmd == "run" else [cmd, str(sweep)])
+        result = cli(*[cmd, str(sweep), "--no-report"] if cmd == "run" else [cmd, str(sweep)])
         assert result.exit_code == 2, result.output
         line = result.output.strip()
         assert "\n" not in line and "internal error" not in line and all(w in line for w in words), line
@@ -156,21 +154,21 @@ NC3 = [("NETCDF3_CLASSIC", "netCDF-3 classic"), ("NETCDF3_64BIT_OFFSET", "netCDF
 
 
 @pytest.mark.parametrize(("fmt", "what"), NC3, ids=[n[0] for n in NC3])
-def test_netcdf3_is_named_with_what_ccp_needs(tmp_path, fmt, what):
+def test_netcdf3_is_named_with_what_ccp_needs(tmp_path, fmt, what, cli):
     path = tmp_path / "old.nc"
     with netCDF4.Dataset(path, "w", format=fmt) as nc:
         nc.createDimension("x", 4)
         nc.createVariable("v", "f4", ("x",))[:] = np.arange(4)
-    result = CliRunner().invoke(main, ["inspect", str(path)])
+    result = cli("inspect", str(path))
     assert result.exit_code == 2
     line = result.output.strip()
     assert "\n" not in line and what in line and "netCDF-4" in line and "nccopy -k nc4" in line
 
 
-def test_a_file_of_another_kind_says_what_it_is(tmp_path):
+def test_a_file_of_another_kind_says_what_it_is(tmp_path, cli):
     path = tmp_path / "x.h5"
     path.write_bytes(b"PAR1" + bytes(100))
-    result = CliRunner().invoke(main, ["inspect", str(path)])
+    result = cli("inspect", str(path))
     assert result.exit_code == 2 and "Parquet" in result.output and "HDF5" in result.output
 
 

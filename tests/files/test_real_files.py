@@ -14,10 +14,7 @@ import h5py
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 from oddfiles import make_allocation_file, make_odd_file
-
-from ccp.cli import main
 
 # located without importing PyTables (its own libhdf5 would be loaded into every later test's process)
 _TABLES = importlib.util.find_spec("tables")
@@ -110,16 +107,15 @@ def _one_line_or_ok(result) -> None:
 
 
 @pytest.mark.parametrize(("kind", "name"), CASES, ids=[c[1] for c in CASES])
-def test_inspect_every_real_file_and_dataset(tmp_path, kind, name):
+def test_inspect_every_real_file_and_dataset(tmp_path, kind, name, cli):
     path = _get(tmp_path, kind, name)
     before = _sha(path)
-    runner = CliRunner()
-    whole = runner.invoke(main, ["inspect", str(path)])
+    whole = cli("inspect", path)
     _one_line_or_ok(whole)
     assert whole.exit_code == 0 and "NOT DESCRIBED" not in whole.output, whole.output[-2000:]
-    _one_line_or_ok(runner.invoke(main, ["inspect", str(path), "--json"]))
+    _one_line_or_ok(cli("inspect", path, "--json"))
     for dset in _datasets(path):
-        _one_line_or_ok(runner.invoke(main, ["inspect", str(path), dset]))
+        _one_line_or_ok(cli("inspect", path, dset))
     assert _sha(path) == before
 
 
@@ -152,7 +148,7 @@ def _first_numeric(path: Path) -> str | None:
 
 
 @pytest.mark.parametrize(("kind", "name", "dset"), SWEEPS, ids=[s[1] for s in SWEEPS])
-def test_a_small_sweep_on_a_dataset_of_each_kind_finishes(tmp_path, write_sweep, kind, name, dset):
+def test_a_small_sweep_on_a_dataset_of_each_kind_finishes(tmp_path, write_sweep, kind, name, dset, cli):
     if kind == "pytables" and not (TABLES_TESTS / name).exists():
         pytest.skip(f"{name} is not in this PyTables")
     path = _get(tmp_path, kind, name)
@@ -173,8 +169,8 @@ def test_a_small_sweep_on_a_dataset_of_each_kind_finishes(tmp_path, write_sweep,
         exclude: [{{chunks: contiguous, filters: "shuffle+gzip:1"}}]
         repeats: 1
         """)
-    result = CliRunner().invoke(main, ["run", str(sweep), "--quick", "--no-report", "--out", str(tmp_path / "run"),
-                                       "--work", str(tmp_path / "work")])
+    result = cli("run", str(sweep), "--quick", "--no-report", "--out", str(tmp_path / "run"),
+                 "--work", str(tmp_path / "work"))
     assert result.exit_code == 0, result.output[-2000:]
     cells = pd.read_csv(tmp_path / "run" / "cells.csv")
     assert len(cells) >= 4 and (cells["status"] == "ok").all(), cells[["cell_id", "status"]]

@@ -71,7 +71,7 @@ def test_h5py_keywords_write_the_same_filters(tmp_path, case, spec, data):
     if unsaid:      # only nbit: h5py has no keyword for it (and no integer id: 5 means gzip level 5)
         assert [s.name for s in unsaid] == ["nbit"] and not said
         return
-    kwargs = eval(f"dict({', '.join(said)})", {"hdf5plugin": hdf5plugin})   # noqa: S307 - the code a user is shown
+    kwargs = eval(f"dict({', '.join(said)})", {"hdf5plugin": hdf5plugin})   # the code a user is shown
     with h5py.File(tmp_path / "f.h5", "w") as f:
         f.create_dataset("d", data=data, chunks=(8, 25), **kwargs)
     back = _stored(tmp_path / "f.h5")
@@ -107,7 +107,7 @@ def test_netcdf_keywords_write_the_same_filters(tmp_path, case, spec, data):
                                              "bitshuffle:lz4", "bitshuffle:zstd:4", "bitshuffle:none", "id32004:2048",
                                              "gzip:0", "shuffle"}, unsaid
         return
-    kwargs = eval(f"dict({', '.join(said)})")   # noqa: S307 - the code a user is shown
+    kwargs = eval(f"dict({', '.join(said)})")   # the code a user is shown
     path = tmp_path / "f.nc"
     with netCDF4.Dataset(path, "w") as nc:
         nc.createDimension("y", data.shape[0])

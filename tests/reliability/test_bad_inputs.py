@@ -11,9 +11,6 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
-from click.testing import CliRunner
-
-from ccp.cli import main
 
 GOOD = """
 name: t
@@ -188,13 +185,13 @@ def one_line(result, expected):
 
 
 @pytest.mark.parametrize("old,new,expected", [c[1] + (c[2],) for c in SWEEP_CASES], ids=[c[0] for c in SWEEP_CASES])
-def test_bad_sweep_key(tmp_path, old, new, expected):
+def test_bad_sweep_key(tmp_path, old, new, expected, cli):
     assert old in GOOD
     sweep = tmp_path / "sweep.yaml"
     sweep.write_text(textwrap.dedent(GOOD).replace(old, new, 1))
-    one_line(CliRunner().invoke(main, ["check", str(sweep)]), expected)
+    one_line(cli("check", str(sweep)), expected)
     out = tmp_path / "run"
-    one_line(CliRunner().invoke(main, ["run", str(sweep), "--out", str(out), "--work", str(tmp_path / "work")]), expected)
+    one_line(cli("run", str(sweep), "--out", str(out), "--work", str(tmp_path / "work")), expected)
     assert not out.exists()
 
 
@@ -209,11 +206,11 @@ WHOLE_FILE_CASES = [
 
 
 @pytest.mark.parametrize("data,expected", [c[1:] for c in WHOLE_FILE_CASES], ids=[c[0] for c in WHOLE_FILE_CASES])
-def test_bad_sweep_file(tmp_path, data, expected):
+def test_bad_sweep_file(tmp_path, data, expected, cli):
     sweep = tmp_path / "sweep.yaml"
     sweep.write_bytes(data)
-    one_line(CliRunner().invoke(main, ["check", str(sweep)]), expected)
-    one_line(CliRunner().invoke(main, ["run", str(sweep), "--out", str(tmp_path / "run")]), expected)
+    one_line(cli("check", str(sweep)), expected)
+    one_line(cli("run", str(sweep), "--out", str(tmp_path / "run")), expected)
     assert not (tmp_path / "run").exists()
 
 
@@ -313,14 +310,14 @@ OPTION_CASES = [
 
 
 @pytest.mark.parametrize("argv,expected", [c[1:] for c in OPTION_CASES], ids=[c[0] for c in OPTION_CASES])
-def test_bad_option(files, argv, expected):
+def test_bad_option(files, argv, expected, cli):
     def fill(a):
         for k, v in files.items():
             if a == k or a.startswith(k + "/"):
                 return v + a[len(k):]
         return a
 
-    one_line(CliRunner().invoke(main, [fill(a) for a in argv]), expected)
+    one_line(cli(*[fill(a) for a in argv]), expected)
     assert not os.path.exists(files["OUT"])          # nothing written before the refusal
 
 

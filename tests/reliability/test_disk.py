@@ -4,9 +4,7 @@ import textwrap
 
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
-from ccp.cli import main
 from ccp.errors import CcpError
 from ccp.store.disk import check_free
 
@@ -39,27 +37,27 @@ def test_a_need_larger_than_free_names_both(tmpfs):
         check_free(fs, 20 * 1024 * 1024, "x")
 
 
-def test_sweep_too_big_for_the_work_disk_is_refused_before_writing(tmpfs, tmp_path):
+def test_sweep_too_big_for_the_work_disk_is_refused_before_writing(tmpfs, tmp_path, cli):
     work = tmpfs(8)
     big = SMALL.replace("shape: [8, 6]", "shape: [4000, 1000]").replace("[[4, 6]]", "[[40, 1000]]").replace(
         "block: [1, 6]", "block: [1, 1000]")
-    r = CliRunner().invoke(main, ["run", str(sweep_file(tmp_path, big)), "--out", str(tmp_path / "out"), "--work", str(work)])
+    r = cli("run", str(sweep_file(tmp_path, big)), "--out", str(tmp_path / "out"), "--work", str(work))
     assert r.exit_code == 2 and "disk:" in r.output and "(its work files and traces)" in r.output, r.output
     assert not (tmp_path / "out").exists() and not list(work.iterdir())
 
 
-def test_sweep_too_big_for_the_out_disk_is_refused_before_writing(tmpfs, tmp_path):
+def test_sweep_too_big_for_the_out_disk_is_refused_before_writing(tmpfs, tmp_path, cli):
     out = tmpfs(1, "outfs")
     many = SMALL.replace("shape: [8, 6]", "shape: [200000, 1]").replace("[[4, 6]]", "[[1000, 1]]").replace(
         "block: [1, 6]", "block: [1, 1]")
-    r = CliRunner().invoke(main, ["run", str(sweep_file(tmp_path, many)), "--out", str(out / "run"), "--work", str(tmp_path / "w")])
+    r = cli("run", str(sweep_file(tmp_path, many)), "--out", str(out / "run"), "--work", str(tmp_path / "w"))
     assert r.exit_code == 2 and "(its results)" in r.output, r.output
     assert not (out / "run").exists()
 
 
-def test_a_small_sweep_runs_with_30_mib_free(tmpfs, tmp_path):
+def test_a_small_sweep_runs_with_30_mib_free(tmpfs, tmp_path, cli):
     work = tmpfs(30)
-    r = CliRunner().invoke(main, ["run", str(sweep_file(tmp_path, SMALL)), "--out", str(tmp_path / "out"),
-                                  "--work", str(work), "--no-report"])
+    r = cli("run", str(sweep_file(tmp_path, SMALL)), "--out", str(tmp_path / "out"),
+            "--work", str(work), "--no-report")
     assert r.exit_code == 0, r.output
     assert (pd.read_csv(tmp_path / "out" / "cells.csv")["status"] == "ok").all()

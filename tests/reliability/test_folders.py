@@ -5,9 +5,7 @@ import os
 import textwrap
 
 import pytest
-from click.testing import CliRunner
 
-from ccp.cli import main
 from ccp.store.results import LOCK, RunStore
 from ccp.store.schema import SCHEMA_VERSION
 from ccp.store.workdir import MANIFEST
@@ -29,10 +27,6 @@ def sweep(tmp_path):
     p = tmp_path / "s.yaml"
     p.write_text(textwrap.dedent(SWEEP))
     return p
-
-
-def ccp(*args):
-    return CliRunner().invoke(main, [str(a) for a in args])
 
 
 def one_line_error(result, *expected):
@@ -63,41 +57,41 @@ FOREIGN = [
 
 
 @pytest.mark.parametrize("files,expected", [c[1:] for c in FOREIGN], ids=[c[0] for c in FOREIGN])
-def test_out_holding_something_else_is_refused_before_writing(sweep, tmp_path, files, expected):
+def test_out_holding_something_else_is_refused_before_writing(sweep, tmp_path, files, expected, cli):
     out = tmp_path / "out"
     out.mkdir()
     for name, text in files.items():
         (out / name).write_bytes(text if isinstance(text, bytes) else text.encode())
     before = snapshot(out)
-    one_line_error(ccp("run", sweep, "--out", out, "--work", tmp_path / "work", "--no-report"), f"--out {out}", expected)
+    one_line_error(cli("run", sweep, "--out", out, "--work", tmp_path / "work", "--no-report"), f"--out {out}", expected)
     assert snapshot(out) == before
 
 
-def test_out_that_is_a_file_is_refused(sweep, tmp_path):
+def test_out_that_is_a_file_is_refused(sweep, tmp_path, cli):
     f = tmp_path / "afile"
     f.write_text("x")
-    r = ccp("run", sweep, "--out", f, "--work", tmp_path / "work", "--no-report")
+    r = cli("run", sweep, "--out", f, "--work", tmp_path / "work", "--no-report")
     assert r.exit_code == 2 and f.read_text() == "x"
 
 
-def test_a_second_run_on_a_locked_out_is_refused(sweep, tmp_path):
+def test_a_second_run_on_a_locked_out_is_refused(sweep, tmp_path, cli):
     out = tmp_path / "out"
     holder = RunStore(out)
     holder.lock()                      # as a running `ccp run` holds it
     try:
-        one_line_error(ccp("run", sweep, "--out", out, "--work", tmp_path / "work", "--no-report"),
+        one_line_error(cli("run", sweep, "--out", out, "--work", tmp_path / "work", "--no-report"),
                        "another ccp run", f"pid {os.getpid()}")
         assert not (out / "cells.csv").exists()
     finally:
         holder.unlock()
-    assert ccp("run", sweep, "--out", out, "--work", tmp_path / "work", "--no-report").exit_code == 0
+    assert cli("run", sweep, "--out", out, "--work", tmp_path / "work", "--no-report").exit_code == 0
 
 
-def test_a_stale_lock_of_a_dead_process_is_taken_over(sweep, tmp_path):
+def test_a_stale_lock_of_a_dead_process_is_taken_over(sweep, tmp_path, cli):
     out = tmp_path / "out"
     out.mkdir()
     (out / LOCK).write_text("999999999\n")      # no such pid, and nobody holds the flock
-    r = ccp("run", sweep, "--out", out, "--work", tmp_path / "work", "--no-report")
+    r = cli("run", sweep, "--out", out, "--work", tmp_path / "work", "--no-report")
     assert r.exit_code == 0, r.output
     assert not (out / LOCK).exists()
 
@@ -107,11 +101,11 @@ def test_a_stale_lock_of_a_dead_process_is_taken_over(sweep, tmp_path):
     ([], ["--quick"], "quick"),
     ([], ["--time-budget", "5s"], "time_budget"),
 ], ids=["quick-then-full", "full-then-quick", "time-budget"])
-def test_runs_measured_differently_cannot_mix(sweep, tmp_path, first, second, named):
+def test_runs_measured_differently_cannot_mix(sweep, tmp_path, first, second, named, cli):
     out, work = tmp_path / "out", tmp_path / "work"
-    assert ccp("run", sweep, "--out", out, "--work", work, "--no-report", *first).exit_code == 0
+    assert cli("run", sweep, "--out", out, "--work", work, "--no-report", *first).exit_code == 0
     before = snapshot(out)
-    one_line_error(ccp("run", sweep, "--out", out, "--work", work, "--no-report", *second), named, "cannot mix")
+    one_line_error(cli("run", sweep, "--out", out, "--work", work, "--no-report", *second), named, "cannot mix")
     assert snapshot(out) == before
 
 
@@ -121,34 +115,34 @@ def test_runs_measured_differently_cannot_mix(sweep, tmp_path, first, second, na
     ("fillvalue", 'dtype: "<f4"}', 'dtype: "<f4", fillvalue: 7}'),
     ("dataset", 'dtype: "<f4"}', 'dtype: "<f4", data: uniform}'),
 ], ids=["repeats", "cold", "fillvalue", "data"])
-def test_changed_sweep_settings_cannot_mix(sweep, tmp_path, key, old, new):
+def test_changed_sweep_settings_cannot_mix(sweep, tmp_path, key, old, new, cli):
     out, work = tmp_path / "out", tmp_path / "work"
-    assert ccp("run", sweep, "--out", out, "--work", work, "--no-report").exit_code == 0
+    assert cli("run", sweep, "--out", out, "--work", work, "--no-report").exit_code == 0
     sweep.write_text(textwrap.dedent(SWEEP).replace(old, new))
-    one_line_error(ccp("run", sweep, "--out", out, "--work", work, "--no-report"), key)
+    one_line_error(cli("run", sweep, "--out", out, "--work", work, "--no-report"), key)
 
 
-def test_resume_with_the_same_settings_is_fine(sweep, tmp_path):
+def test_resume_with_the_same_settings_is_fine(sweep, tmp_path, cli):
     out, work = tmp_path / "out", tmp_path / "work"
-    assert ccp("run", sweep, "--out", out, "--work", work, "--no-report").exit_code == 0
-    r = ccp("run", sweep, "--out", out, "--work", work, "--no-report")
+    assert cli("run", sweep, "--out", out, "--work", work, "--no-report").exit_code == 0
+    r = cli("run", sweep, "--out", out, "--work", work, "--no-report")
     assert r.exit_code == 0 and "1 already done" in r.output
 
 
 # ------------------------------------------------------------------ ccp clean
 
-def test_clean_removes_only_what_ccp_made(sweep, tmp_path, monkeypatch):
+def test_clean_removes_only_what_ccp_made(sweep, tmp_path, monkeypatch, cli):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "notes.txt").write_text("mine")
     (tmp_path / "folders-0123456789abcdef.h5").write_text("a user's file with a ccp-like name")
     (tmp_path / "calibration.json").write_text("{}")              # the user's, there before ccp ran
     (tmp_path / "tmp").mkdir()
     (tmp_path / "tmp" / "0123456789ab-1").mkdir()                # the user's too: tmp/ was theirs
-    assert ccp("run", sweep, "--out", "results/run", "--work", ".", "--no-report").exit_code == 0
+    assert cli("run", sweep, "--out", "results/run", "--work", ".", "--no-report").exit_code == 0
     made = [p.name for p in tmp_path.glob("folders-*.h5") if p.name != "folders-0123456789abcdef.h5"]
     assert made and (tmp_path / MANIFEST).exists()
     run_before = snapshot(tmp_path / "results")
-    r = ccp("clean", "--work", ".")
+    r = cli("clean", "--work", ".")
     assert r.exit_code == 0, r.output
     assert (tmp_path / "notes.txt").read_text() == "mine"
     assert (tmp_path / "folders-0123456789abcdef.h5").exists()
@@ -159,43 +153,43 @@ def test_clean_removes_only_what_ccp_made(sweep, tmp_path, monkeypatch):
     assert not (tmp_path / MANIFEST).exists()
 
 
-def test_clean_results_keeps_run_folders(sweep, tmp_path, monkeypatch):
+def test_clean_results_keeps_run_folders(sweep, tmp_path, monkeypatch, cli):
     monkeypatch.chdir(tmp_path)
-    assert ccp("run", sweep, "--out", "results/run", "--work", "results/work", "--no-report").exit_code == 0
+    assert cli("run", sweep, "--out", "results/run", "--work", "results/work", "--no-report").exit_code == 0
     (tmp_path / "results" / "notes.md").write_text("mine")
     before = snapshot(tmp_path / "results" / "run")
-    assert ccp("clean", "--work", "results").exit_code == 0           # not the work folder: nothing of ccp's
+    assert cli("clean", "--work", "results").exit_code == 0           # not the work folder: nothing of ccp's
     assert snapshot(tmp_path / "results" / "run") == before
     assert (tmp_path / "results" / "notes.md").exists()
     assert any((tmp_path / "results" / "work").glob("folders-*.h5"))
-    assert ccp("clean", "--work", "results/work").exit_code == 0
+    assert cli("clean", "--work", "results/work").exit_code == 0
     assert not any((tmp_path / "results" / "work").glob("folders-*.h5"))
     assert snapshot(tmp_path / "results" / "run") == before
 
 
-def test_clean_never_follows_a_symlink(sweep, tmp_path):
+def test_clean_never_follows_a_symlink(sweep, tmp_path, cli):
     work = tmp_path / "work"
-    assert ccp("run", sweep, "--out", tmp_path / "run", "--work", work, "--no-report").exit_code == 0
+    assert cli("run", sweep, "--out", tmp_path / "run", "--work", work, "--no-report").exit_code == 0
     victim = tmp_path / "precious"
     victim.mkdir()
     (victim / "data").write_text("keep")
     (work / "tmp" / "0123456789ab-1").symlink_to(victim)
-    assert ccp("clean", "--work", work).exit_code == 0
+    assert cli("clean", "--work", work).exit_code == 0
     assert (victim / "data").read_text() == "keep"
 
 
-def test_clean_dry_run_removes_nothing(sweep, tmp_path):
+def test_clean_dry_run_removes_nothing(sweep, tmp_path, cli):
     work = tmp_path / "work"
-    assert ccp("run", sweep, "--out", tmp_path / "run", "--work", work, "--no-report").exit_code == 0
+    assert cli("run", sweep, "--out", tmp_path / "run", "--work", work, "--no-report").exit_code == 0
     before = snapshot(work)
-    r = ccp("clean", "--work", work, "--dry-run")
+    r = cli("clean", "--work", work, "--dry-run")
     assert r.exit_code == 0 and "would remove" in r.output
     assert snapshot(work) == before
 
 
-def test_stale_scratch_of_dead_workers_is_cleaned_at_the_next_run(sweep, tmp_path):
+def test_stale_scratch_of_dead_workers_is_cleaned_at_the_next_run(sweep, tmp_path, cli):
     work = tmp_path / "work"
-    assert ccp("run", sweep, "--out", tmp_path / "run", "--work", work, "--no-report").exit_code == 0
+    assert cli("run", sweep, "--out", tmp_path / "run", "--work", work, "--no-report").exit_code == 0
     dead = work / "tmp" / "0123456789ab-999999999"
     dead.mkdir()
     (dead / "pass0.h5").write_bytes(b"x" * 100)
@@ -203,17 +197,17 @@ def test_stale_scratch_of_dead_workers_is_cleaned_at_the_next_run(sweep, tmp_pat
     alive.mkdir()
     partial = next(work.glob("folders-*.h5")).with_suffix(".h5.tmp-999999999")
     partial.write_bytes(b"half")
-    assert ccp("run", sweep, "--out", tmp_path / "run2", "--work", work, "--no-report").exit_code == 0
+    assert cli("run", sweep, "--out", tmp_path / "run2", "--work", work, "--no-report").exit_code == 0
     assert not dead.exists() and not partial.exists()
     assert alive.exists()          # a live process's scratch is never touched
 
 
-def test_check_run_folder_tells_a_run_from_someones_cells_csv(sweep, tmp_path):
+def test_check_run_folder_tells_a_run_from_someones_cells_csv(sweep, tmp_path, cli):
     from ccp.errors import CcpError
     from ccp.store.results import check_run_folder
 
     out = tmp_path / "out"
-    assert ccp("run", sweep, "--out", out, "--work", tmp_path / "work", "--no-report").exit_code == 0
+    assert cli("run", sweep, "--out", out, "--work", tmp_path / "work", "--no-report").exit_code == 0
     check_run_folder(out)
     foreign = tmp_path / "foreign"
     foreign.mkdir()
@@ -225,43 +219,43 @@ def test_check_run_folder_tells_a_run_from_someones_cells_csv(sweep, tmp_path):
         check_run_folder(foreign)
 
 
-def test_plan_says_so_before_a_long_prediction(sweep, tmp_path, monkeypatch):
+def test_plan_says_so_before_a_long_prediction(sweep, tmp_path, monkeypatch, cli):
     import ccp.run.plan
 
     monkeypatch.setattr(ccp.run.plan, "PLAN_REQUESTS_PER_SECOND", 1)     # the sweep's 8 requests: "about 8 s"
-    r = CliRunner().invoke(main, ["plan", str(sweep), "--work", str(tmp_path / "work")])
+    r = cli("plan", str(sweep), "--work", str(tmp_path / "work"))
     assert r.exit_code == 0, r.output
     assert r.output.splitlines()[0] == "ccp plan: predicting 8 requests one by one; about 8 s"
 
 
-def test_a_run_killed_before_its_run_json_leaves_a_folder_the_rerun_takes(sweep, tmp_path):
+def test_a_run_killed_before_its_run_json_leaves_a_folder_the_rerun_takes(sweep, tmp_path, cli):
     out = tmp_path / "out"
     out.mkdir()
     (out / LOCK).write_text("999999999\n")
     (out / ".run.json.tmp-999999999").write_text('{"schema_ver')       # killed inside the first atomic write
-    r = ccp("run", sweep, "--out", out, "--work", tmp_path / "work", "--no-report")
+    r = cli("run", sweep, "--out", out, "--work", tmp_path / "work", "--no-report")
     assert r.exit_code == 0, r.output
     assert not list(out.glob(".*.tmp-*"))
 
 
-def test_clean_leaves_the_scratch_of_a_running_ccp(sweep, tmp_path):
+def test_clean_leaves_the_scratch_of_a_running_ccp(sweep, tmp_path, cli):
     work = tmp_path / "work"
-    assert ccp("run", sweep, "--out", tmp_path / "run", "--work", work, "--no-report").exit_code == 0
+    assert cli("run", sweep, "--out", tmp_path / "run", "--work", work, "--no-report").exit_code == 0
     live = work / "tmp" / f"0123456789ab-{os.getpid()}"
     live.mkdir()
     dead = work / "tmp" / "0123456789ab-999999999"
     dead.mkdir()
-    assert ccp("clean", "--work", work).exit_code == 0
+    assert cli("clean", "--work", work).exit_code == 0
     assert live.is_dir() and not dead.exists()
 
 
-def test_a_poisoned_row_does_not_fail_every_rerun(sweep, tmp_path):
+def test_a_poisoned_row_does_not_fail_every_rerun(sweep, tmp_path, cli):
     """Issue 17: a failed row with cache_nbytes 10**30 (an older ccp let it through) made every rerun an
     OverflowError; now the value is refused at parse time, and an old folder holding one still resumes."""
     import csv
 
     out, work = tmp_path / "out", tmp_path / "work"
-    assert ccp("run", sweep, "--out", out, "--work", work, "--no-report").exit_code == 0
+    assert cli("run", sweep, "--out", out, "--work", work, "--no-report").exit_code == 0
     with open(out / "cells.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     poisoned = {**rows[0], "cell_id": "0123456789ab", "cache_nbytes": str(10**30), "status": "failed: OverflowError"}
@@ -269,10 +263,10 @@ def test_a_poisoned_row_does_not_fail_every_rerun(sweep, tmp_path):
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows([rows[0], poisoned])
-    r = ccp("run", sweep, "--out", out, "--work", work, "--no-report")
+    r = cli("run", sweep, "--out", out, "--work", work, "--no-report")
     assert r.exit_code == 0, r.output
     assert (out / "cells.parquet").exists()
-    one_line_error(ccp("run", _poison(sweep), "--out", tmp_path / "out2", "--work", work), "matrix.cache[0]")
+    one_line_error(cli("run", _poison(sweep), "--out", tmp_path / "out2", "--work", work), "matrix.cache[0]")
 
 
 def _poison(sweep):

@@ -3,9 +3,7 @@
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from ccp.cli import main
 from ccp.errors import Interrupted
 
 SWEEP = """
@@ -37,13 +35,13 @@ CASES = [
 
 
 @pytest.mark.parametrize("argv,target,said", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_ctrl_c_says_what_the_command_kept(tmp_path, monkeypatch, argv, target, said):
+def test_ctrl_c_says_what_the_command_kept(tmp_path, monkeypatch, argv, target, said, cli):
     sweep = tmp_path / "sweep.yaml"
     sweep.write_text(SWEEP)
     (tmp_path / "job.darshan").write_bytes(b"")
     module, name = target.rsplit(".", 1)
     monkeypatch.setattr(module + "." + name, _interrupt)
-    result = CliRunner().invoke(main, [a.format(sweep=sweep, tmp=tmp_path) for a in argv])
+    result = cli(*[a.format(sweep=sweep, tmp=tmp_path) for a in argv])
     assert result.exit_code == 130, result.output
     line = result.output.strip().splitlines()[-1]
     assert line.startswith("ccp: interrupted; ") and said in line, line
@@ -51,26 +49,26 @@ def test_ctrl_c_says_what_the_command_kept(tmp_path, monkeypatch, argv, target, 
         assert "rerun with the same --out" not in result.output
 
 
-def test_a_command_can_say_what_it_kept_when_it_stops(tmp_path, monkeypatch):
+def test_a_command_can_say_what_it_kept_when_it_stops(tmp_path, monkeypatch, cli):
     """Interrupted("...") raised from a command's own KeyboardInterrupt handler is said as it is."""
     def stop(*args, **kwargs):
         raise Interrupted("3 of 7 trials are in results/tune/x/trials.csv")
 
     monkeypatch.setattr("ccp.trace.darshan.darshan_to_sweep", stop)
-    result = CliRunner().invoke(main, ["from-darshan", str(tmp_path / "j.darshan"), "-o", str(tmp_path / "s.yaml")])
+    result = cli("from-darshan", str(tmp_path / "j.darshan"), "-o", str(tmp_path / "s.yaml"))
     assert result.exit_code == 130
     assert result.output.strip().splitlines()[-1] == "ccp: interrupted; 3 of 7 trials are in results/tune/x/trials.csv"
 
 
-def test_a_command_that_says_nothing_gets_no_sweep_message(monkeypatch, tmp_path):
+def test_a_command_that_says_nothing_gets_no_sweep_message(monkeypatch, tmp_path, cli):
     """A command without its own line is not told to resume: plain 'ccp: interrupted'."""
-    from ccp import cli
+    from ccp import cli as cli_module
 
-    monkeypatch.delitem(cli.KEPT_ON_INTERRUPT, "check")
+    monkeypatch.delitem(cli_module.KEPT_ON_INTERRUPT, "check")
     monkeypatch.setattr("ccp.run.prepare", _interrupt)
     sweep = tmp_path / "s.yaml"
     sweep.write_text(SWEEP)
-    result = CliRunner().invoke(main, ["check", str(sweep)])
+    result = cli("check", str(sweep))
     assert result.exit_code == 130
     assert result.output.strip().splitlines()[-1] == "ccp: interrupted"
 

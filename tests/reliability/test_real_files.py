@@ -6,9 +6,6 @@ from pathlib import Path
 import h5py
 import pandas as pd
 import pytest
-from click.testing import CliRunner
-
-from ccp.cli import main
 
 TABLES = Path(h5py.__file__).resolve().parents[1] / "tables" / "tests"
 
@@ -31,10 +28,10 @@ CASES = datasets()
 
 @pytest.mark.skipif(not CASES, reason="PyTables' test files are not installed")
 @pytest.mark.parametrize("file,path", CASES, ids=[f"{f.name}:{n}" for f, n in CASES])
-def test_check_on_a_real_file(tmp_path, file, path):
+def test_check_on_a_real_file(tmp_path, file, path, cli):
     sweep = tmp_path / "s.yaml"
     sweep.write_text(f"name: real\ndataset:\n  file: {str(file)!r}\n  path: {path!r}\n")
-    r = CliRunner().invoke(main, ["check", str(sweep)])
+    r = cli("check", str(sweep))
     lines = [ln for ln in r.output.splitlines() if ln.strip()]
     if r.exit_code == 0:
         assert "valid" in lines[0]
@@ -46,14 +43,14 @@ RUNNABLE = [(f, n) for f, n in CASES if f.name in ("smpl_f64be.h5", "smpl_i32le.
 
 
 @pytest.mark.parametrize("file,path", RUNNABLE, ids=[f"{f.name}:{n}" for f, n in RUNNABLE])
-def test_quick_run_on_a_real_file(tmp_path, file, path):
+def test_quick_run_on_a_real_file(tmp_path, file, path, cli):
     sweep = tmp_path / "s.yaml"
     sweep.write_text(f"name: real\ndataset:\n  file: {str(file)!r}\n  path: {path!r}\n")
-    if CliRunner().invoke(main, ["check", str(sweep)]).exit_code != 0:
+    if cli("check", str(sweep)).exit_code != 0:
         pytest.skip("not a dataset ccp measures")
     before = file.read_bytes()
-    r = CliRunner().invoke(main, ["run", str(sweep), "--quick", "--no-report", "--out", str(tmp_path / "run"),
-                                  "--work", str(tmp_path / "work")])
+    r = cli("run", str(sweep), "--quick", "--no-report", "--out", str(tmp_path / "run"),
+            "--work", str(tmp_path / "work"))
     assert r.exit_code == 0, r.output
     assert (pd.read_csv(tmp_path / "run" / "cells.csv")["status"] == "ok").all()
     assert file.read_bytes() == before

@@ -3,9 +3,7 @@
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from ccp.cli import main
 from ccp.workload.scale import scale_effects
 
 CRIS = Path(__file__).resolve().parents[2] / "configs" / "cris.yaml"
@@ -26,15 +24,15 @@ def test_scale_that_pushes_a_fitting_chunk_out_of_its_cache_warns():
     assert any("chunk 1x30x9x717" in w and "does not fit" in w for w in warnings), warnings
 
 
-def test_check_prints_the_warnings_run_prints(tmp_path):
-    r = CliRunner().invoke(main, ["check", str(CRIS), "--scale", "0.25"])
+def test_check_prints_the_warnings_run_prints(tmp_path, cli):
+    r = cli("check", str(CRIS), "--scale", "0.25")
     assert r.exit_code == 0
     assert "ccp: warning: --scale 0.25 merges cells" in r.output
 
 
 @pytest.mark.parametrize("shape", ["[8.5, 6]", "'8.5x6'", "[true, 6]"], ids=["float", "float-string", "bool"])
-def test_scale_does_not_turn_a_bad_shape_into_a_good_one(tmp_path, shape):
+def test_scale_does_not_turn_a_bad_shape_into_a_good_one(tmp_path, shape, cli):
     sweep = tmp_path / "s.yaml"
     sweep.write_text(f"name: t\ndataset:\n  generate: {{shape: {shape}, dtype: '<f4'}}\n")
-    r = CliRunner().invoke(main, ["check", str(sweep), "--scale", "0.5"])
+    r = cli("check", str(sweep), "--scale", "0.5")
     assert r.exit_code == 2 and "dataset.generate.shape" in r.output, r.output

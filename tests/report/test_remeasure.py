@@ -6,9 +6,6 @@ from pathlib import Path
 
 import pandas as pd
 import yaml
-from click.testing import CliRunner
-
-from ccp.cli import main
 
 SWEEP = {"name": "tiny", "dataset": {"path": "/d", "generate": {"shape": [16, 64, 64], "dtype": "<f4", "seed": 0}},
          "matrix": {"chunks": [[4, 64, 64]], "filters": ["gzip:1"], "cache": ["1MiB"],
@@ -16,12 +13,12 @@ SWEEP = {"name": "tiny", "dataset": {"path": "/d", "generate": {"shape": [16, 64
          "repeats": 3, "cold": False}
 
 
-def test_remeasure_judges_the_differing_cell_by_interleaved_passes(tmp_path):
+def test_remeasure_judges_the_differing_cell_by_interleaved_passes(tmp_path, cli):
     sweep = tmp_path / "tiny.yaml"
     sweep.write_text(yaml.safe_dump(SWEEP))
     a = tmp_path / "a"
-    r = CliRunner().invoke(main, ["run", str(sweep), "--out", str(a), "--work", str(tmp_path / "work"), "--no-isolate",
-                                  "--no-report"])
+    r = cli("run", str(sweep), "--out", str(a), "--work", str(tmp_path / "work"), "--no-isolate",
+            "--no-report")
     assert r.exit_code == 0, r.output
     b = tmp_path / "b"
     shutil.copytree(a, b)
@@ -30,7 +27,7 @@ def test_remeasure_judges_the_differing_cell_by_interleaved_passes(tmp_path):
         cells[k] = cells[k] * 5
     cells.to_parquet(b / "cells.parquet", index=False)
     before = set(Path(tempfile.gettempdir()).glob("ccp-remeasure-*"))
-    r = CliRunner().invoke(main, ["compare", str(a), str(b), "--remeasure", "3", "--fail-above", "4"])
+    r = cli("compare", str(a), str(b), "--remeasure", "3", "--fail-above", "4")
     assert r.exit_code == 0, r.output        # measured again side by side, B is A: never a 4x regression
     assert "remeasuring 1 cell(s), A and B alternating, 3 pass(es) each" in r.output
     assert "remeasured, 3 alternating passes" in r.output

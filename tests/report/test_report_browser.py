@@ -20,6 +20,7 @@ def test_synthetic_report(synthetic_report, open_in_chromium):
     check(open_in_chromium(run / "report.html"), 8)
 
 
+@pytest.mark.slow       # ~15 CPU s; the quick-run page's text is test_report_page's test_quick_run_without_trace
 @pytest.mark.parametrize("quick", [True], ids=["quick-run"])
 def test_quick_run_report(make_run, open_in_chromium, quick):
     from ccp.report import write_report

@@ -5,9 +5,7 @@ import re
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from ccp.cli import main
 from ccp.report import write_report
 from ccp.run import run_sweep
 
@@ -66,31 +64,32 @@ def test_report_page_and_images(run_dir):
     assert not re.search(r"(src|href)=[\"']?(https?:|//)", page)   # opens from disk, no network
 
 
-def test_cli_report_rewrites_the_page(run_dir):
+def test_cli_report_rewrites_the_page(run_dir, cli):
     (run_dir / "report.html").unlink()
-    result = CliRunner().invoke(main, ["report", str(run_dir)])
+    result = cli("report", str(run_dir))
     assert result.exit_code == 0, result.output
     assert (run_dir / "report.html").exists()
 
 
-def test_cli_report_self_contained(run_dir):
-    result = CliRunner().invoke(main, ["report", str(run_dir), "--self-contained"])
+@pytest.mark.slow          # renders the report twice (~25 CPU s); test_cli_report_rewrites_the_page renders it fast
+def test_cli_report_self_contained(run_dir, cli):
+    result = cli("report", str(run_dir), "--self-contained")
     assert result.exit_code == 0, result.output
     page = (run_dir / "report.html").read_text()
     assert 'src="data:image/png;base64,' in page and not re.search(r'<img src="[^"d][^"]*\.png"', page)
-    CliRunner().invoke(main, ["report", str(run_dir)])      # back to the page with PNGs beside it, for the tests below
+    cli("report", str(run_dir))      # back to the page with PNGs beside it, for the tests below
 
 
-def test_bad_tables_key_is_a_config_error(write_sweep):
+def test_bad_tables_key_is_a_config_error(write_sweep, cli):
     bad = SWEEP.replace("    labels:", "    lables:")
-    result = CliRunner().invoke(main, ["check", str(write_sweep(bad))])
+    result = cli("check", str(write_sweep(bad)))
     assert result.exit_code == 2
     assert "tables[0].lables" in result.output and "did you mean 'labels'" in result.output
 
 
-def test_compare_a_run_with_itself(run_dir, tmp_path):
-    result = CliRunner().invoke(main, ["compare", str(run_dir), str(run_dir), "--html", str(tmp_path / "cmp.html"),
-                                       "--fail-above", "1.01"])
+def test_compare_a_run_with_itself(run_dir, tmp_path, cli):
+    result = cli("compare", str(run_dir), str(run_dir), "--html", str(tmp_path / "cmp.html"),
+                 "--fail-above", "1.01")
     assert result.exit_code == 0, result.output
     assert "8 cells in common" in result.output and "geometric mean 1x" in result.output
     assert "B slower in 0 cells, faster in 0, a tie in 8" in result.output
@@ -102,6 +101,7 @@ def test_report_loads_in_a_real_browser(run_dir, open_in_chromium):
     assert seen["broken"] == [] and seen["errors"] == [] and seen["remote"] == [] and seen["images"] >= 8
 
 
+@pytest.mark.slow          # runs the quickstart sweep (~20 CPU s); test_report_loads_in_a_real_browser is the fast one
 def test_quickstart_report_loads_in_a_real_browser(tmp_path, open_in_chromium):
     config = Path(__file__).resolve().parents[2] / "configs" / "quickstart.yaml"
     run_sweep(config, out=tmp_path / "run", work_dir=tmp_path / "work", quick=True, echo=lambda *a: None,

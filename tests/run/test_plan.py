@@ -4,9 +4,7 @@ import json
 
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
-from ccp.cli import main
 from ccp.run import run_sweep
 
 SWEEP = """
@@ -24,9 +22,10 @@ cold: false
 """
 
 
-def test_plan_json_matches_the_measured_run(write_sweep, tmp_path):
+@pytest.mark.slow    # measures the sweep (~14 CPU s); measured = predicted counts for every runner: tests/run/test_every_runner.py
+def test_plan_json_matches_the_measured_run(write_sweep, tmp_path, cli):
     sweep = write_sweep(SWEEP)
-    result = CliRunner().invoke(main, ["plan", str(sweep), "--json", "--work", str(tmp_path / "work")])
+    result = cli("plan", str(sweep), "--json", "--work", str(tmp_path / "work"))
     assert result.exit_code == 0, result.output
     planned = pd.DataFrame(json.loads(result.output)).set_index("cell_id")
     run_sweep(sweep, out=tmp_path / "run", work_dir=tmp_path / "work", report=False, echo=lambda *a: None)
@@ -39,8 +38,8 @@ def test_plan_json_matches_the_measured_run(write_sweep, tmp_path):
     assert (planned["time_s"] > 0).all()
 
 
-def test_plan_flags_a_chunk_larger_than_the_cache(write_sweep):
-    result = CliRunner().invoke(main, ["plan", str(write_sweep(SWEEP))])
+def test_plan_flags_a_chunk_larger_than_the_cache(write_sweep, cli):
+    result = cli("plan", str(write_sweep(SWEEP)))
     assert result.exit_code == 0
     assert "TRAP chunk larger than the cache" in result.output
 
@@ -68,7 +67,7 @@ ALLOCATION = [
 
 
 @pytest.mark.parametrize(("path", "block", "ops"), ALLOCATION, ids=[a[0] for a in ALLOCATION])
-def test_predictions_skip_chunks_never_written(tmp_path, write_sweep, path, block, ops):
+def test_predictions_skip_chunks_never_written(tmp_path, write_sweep, path, block, ops, cli):
     from ccp.predict import stored_chunk_sizes
 
     file = _allocation_file(tmp_path)
@@ -84,7 +83,7 @@ def test_predictions_skip_chunks_never_written(tmp_path, write_sweep, path, bloc
         repeats: 1
         cold: false
         """)
-    result = CliRunner().invoke(main, ["plan", str(sweep), "--json", "--work", str(tmp_path / "work")])
+    result = cli("plan", str(sweep), "--json", "--work", str(tmp_path / "work"))
     assert result.exit_code == 0, result.output
     planned = pd.DataFrame(json.loads(result.output)).set_index("cell_id")
     run_sweep(sweep, out=tmp_path / "run", work_dir=tmp_path / "work", report=False, echo=lambda *a: None)

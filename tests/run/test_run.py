@@ -234,17 +234,14 @@ def test_time_budget_measures_a_prefix_and_extrapolates(write_sweep, tmp_path):
     assert run(sweep, tmp_path, time_budget=0.15).ran == 0
 
 
-def test_short_disk_is_one_line_before_any_work(write_sweep, tmp_path, monkeypatch):
+def test_short_disk_is_one_line_before_any_work(write_sweep, tmp_path, monkeypatch, cli):
     import shutil
     from collections import namedtuple
 
-    from click.testing import CliRunner
-
-    from ccp.cli import main
 
     usage = namedtuple("usage", "total used free")
     monkeypatch.setattr(shutil, "disk_usage", lambda p: usage(10**9, 10**9, 1000))
-    result = CliRunner().invoke(main, ["run", str(write_sweep(ROWS)), "--out", str(tmp_path / "run"), "--work", str(tmp_path / "work")])
+    result = cli("run", str(write_sweep(ROWS)), "--out", str(tmp_path / "run"), "--work", str(tmp_path / "work"))
     assert result.exit_code == 2
     assert result.output.startswith("ccp: error: disk:") and "free" in result.output
     assert not (tmp_path / "run").exists()

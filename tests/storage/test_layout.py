@@ -7,7 +7,6 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
 from ccp.errors import ConfigError
 from ccp.storage.layout import (
@@ -113,16 +112,15 @@ def test_cloud_copy_with_rechunking(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.h5", "out.h5"]     # no staging file left
 
 
-def test_cloud_copy_command(tmp_path):
-    from ccp.cli import main
+def test_cloud_copy_command(tmp_path, cli):
 
     src = tmp_path / "in.h5"
     with h5py.File(src, "w") as f:
         f["x"] = np.arange(10)
-    res = CliRunner().invoke(main, ["s3", "cloud-copy", "--page-size", "8KiB", str(src), str(tmp_path / "o.h5")])
+    res = cli("s3", "cloud-copy", "--page-size", "8KiB", str(src), str(tmp_path / "o.h5"))
     assert res.exit_code == 0, res.output
     assert file_page_size(tmp_path / "o.h5") == 8192
-    bad = CliRunner().invoke(main, ["s3", "cloud-copy", "--page-size", "12", str(src), str(tmp_path / "p.h5")])
+    bad = cli("s3", "cloud-copy", "--page-size", "12", str(src), str(tmp_path / "p.h5"))
     assert bad.exit_code == 2 and bad.output.count("\n") == 1 and "--page-size" in bad.output
     assert not (tmp_path / "p.h5").exists()
 

@@ -96,10 +96,22 @@ def _runner_pass(remote, dataset, requests, cache, dtype):
 CASES = [(ct, bs) for ct in ("none", "readahead", "blockcache", "first") for bs in (4096, 65536)]
 
 
-@pytest.mark.parametrize("pattern", ["rows", "chunks"])
-@pytest.mark.parametrize("page_buffer", [0, 65536], ids=["no-pb", "pb64KiB"])
-@pytest.mark.parametrize("name", ["cris", "netcdf"])
-@pytest.mark.parametrize(("cache_type", "block_size"), CASES, ids=[f"{c}-{b // 1024}KiB" for c, b in CASES])
+def _http_cases() -> list:
+    """Every fsspec cache and block size x file x page buffer x pattern. fsspec's 4 KiB blocks over CrIS row by row
+    are the loopback server's thousands of GETs (the slowest cases by far): slow, run by make test-slow; the same
+    cache over the same file by chunks, and by rows with 64 KiB blocks, stay in make test."""
+    out = []
+    for ct, bs in CASES:
+        for name in ("cris", "netcdf"):
+            for pb, pb_id in ((0, "no-pb"), (65536, "pb64KiB")):
+                for pattern in ("rows", "chunks"):
+                    heavy = (ct, bs, name, pattern) == ("blockcache", 4096, "cris", "rows")
+                    out.append(pytest.param(ct, bs, name, pb, pattern, id=f"{ct}-{bs // 1024}KiB-{name}-{pb_id}-{pattern}",
+                                            marks=[pytest.mark.slow] if heavy else []))
+    return out
+
+
+@pytest.mark.parametrize(("cache_type", "block_size", "name", "page_buffer", "pattern"), _http_cases())
 def test_predicted_http_equals_measured(s3, files, name, page_buffer, pattern, cache_type, block_size):
     from ccp.storage.axes import StorageSetting
     from ccp.storage.remote import RemoteSession, result_columns
@@ -228,7 +240,7 @@ def _in_forked_child(target, requests, cache, dtype, conn):
         counts, _ = _runner_pass(remote, target.dataset, requests, cache, dtype)
         remote.store.close()
         conn.send(("ok", counts.open.gets + counts.http_gets, counts.open.fetched + counts.http_bytes))
-    except BaseException as exc:  # noqa: BLE001 -- reported to the parent
+    except BaseException as exc:  # reported to the parent
         conn.send(("error", repr(exc)))
 
 

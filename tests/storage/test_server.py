@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from tests.storage.conftest import NEEDS_S3
 
@@ -74,12 +73,10 @@ def test_serve_command_runs_until_interrupted():
     assert not _listening(port)
 
 
-def _check(endpoint, bucket, env=None):
-    from ccp.cli import main
-
+def _check(cli, endpoint, bucket, env=None):
     env = dict({"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"},
                **(env or {}))
-    return CliRunner().invoke(main, ["s3", "check", "--endpoint", endpoint, "--bucket", bucket], env=env)
+    return cli("s3", "check", "--endpoint", endpoint, "--bucket", bucket, env=env)
 
 
 def _one_line_exit_2(res, *words):
@@ -90,30 +87,30 @@ def _one_line_exit_2(res, *words):
         assert w in lines[0]
 
 
-def test_unreachable_endpoint():
+def test_unreachable_endpoint(cli):
     from ccp.storage.server import free_port
 
     url = f"http://127.0.0.1:{free_port()}"
-    _one_line_exit_2(_check(url, "ccp-test"), "cannot reach", url)
+    _one_line_exit_2(_check(cli, url, "ccp-test"), "cannot reach", url)
 
 
-def test_missing_bucket(s3):
+def test_missing_bucket(s3, cli):
     ep, _ = s3
-    _one_line_exit_2(_check(ep.url, "no-such-bucket"), "no bucket 'no-such-bucket'")
+    _one_line_exit_2(_check(cli, ep.url, "no-such-bucket"), "no bucket 'no-such-bucket'")
 
 
-def test_existing_bucket_passes(s3):
+def test_existing_bucket_passes(s3, cli):
     ep, store = s3
-    res = _check(ep.url, store.settings.bucket)
+    res = _check(cli, ep.url, store.settings.bucket)
     assert res.exit_code == 0, res.output
     assert "readable" in res.output
 
 
-def test_wrong_credentials():
+def test_wrong_credentials(cli):
     from ccp.storage.server import S3Server
 
     with S3Server(auth=True) as ep:       # moto with IAM checks on: no key is known
-        res = _check(ep.url, "ccp-test", {"AWS_ACCESS_KEY_ID": "AKIAWRONGWRONGWRONG1"})
+        res = _check(cli, ep.url, "ccp-test", {"AWS_ACCESS_KEY_ID": "AKIAWRONGWRONGWRONG1"})
     _one_line_exit_2(res, "credentials refused")
 
 
@@ -132,11 +129,10 @@ def test_parse_s3_errors(value, where):
     assert str(info.value).startswith(where + ":")
 
 
-def test_help_has_examples():
-    from ccp.cli import main
+def test_help_has_examples(cli):
 
     for cmd in (["s3"], ["s3", "serve"], ["s3", "check"], ["s3", "cloud-copy"]):
-        res = CliRunner().invoke(main, [*cmd, "--help"])
+        res = cli(*cmd, "--help")
         assert res.exit_code == 0
         assert "Example" in res.output and "ccp s3" in res.output
 

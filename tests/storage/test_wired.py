@@ -12,9 +12,7 @@ import h5py
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
-from ccp.cli import main
 from ccp.store.schema import CELL_COLUMNS, REQUEST_COLUMNS, SCHEMA_VERSION
 from tests.storage.conftest import NEEDS_S3
 
@@ -160,9 +158,10 @@ def test_s3_requests_table_has_gets_per_request(s3_run):
 
 
 @NEEDS_S3
-def test_s3_run_report_shows_gets_beside_time_and_local_cells(s3_run):
+@pytest.mark.slow    # renders a real run's report (~12 CPU s); the S3 labels of the page: tests/report/test_report_s3_labels.py
+def test_s3_run_report_shows_gets_beside_time_and_local_cells(s3_run, cli):
     run_dir, _ = s3_run
-    result = CliRunner().invoke(main, ["report", str(run_dir)])
+    result = cli("report", str(run_dir))
     assert result.exit_code == 0, result.output
     page = (run_dir / "report.html").read_text()
     assert "Files in object storage" in page and "EMULATED" in page
@@ -210,14 +209,14 @@ def test_configs_without_storage_axes_keep_their_cell_ids(name):
     ({"file_space": [{"strategy": "page", "page_size": 100}]}, "matrix.file_space[0].page_size"),
     ({"latency": ["20ms"]}, "matrix.latency"),
 ], ids=["storage", "latency", "cache_type", "page_size", "latency-without-s3"])
-def test_bad_storage_axis_is_one_line_naming_the_key(write_sweep, tmp_path, matrix, where):
+def test_bad_storage_axis_is_one_line_naming_the_key(write_sweep, tmp_path, matrix, where, cli):
     import yaml
 
     raw = yaml.safe_load(LOCAL_SWEEP)
     raw["matrix"].update(matrix)
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(raw))
-    result = CliRunner().invoke(main, ["run", str(path), "--out", str(tmp_path / "run"), "--work", str(tmp_path / "w")])
+    result = cli("run", str(path), "--out", str(tmp_path / "run"), "--work", str(tmp_path / "w"))
     assert result.exit_code == 2
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and where in lines[0], result.output
@@ -235,9 +234,9 @@ def _s3_sweep(tmp_path, s3_value) -> Path:
     return path
 
 
-def _refused_before_any_cell(tmp_path, sweep, *words, extra=()):
-    result = CliRunner().invoke(main, ["run", str(sweep), "--out", str(tmp_path / "run"), "--work",
-                                       str(tmp_path / "w"), *extra])
+def _refused_before_any_cell(cli, tmp_path, sweep, *words, extra=()):
+    result = cli("run", str(sweep), "--out", str(tmp_path / "run"), "--work",
+                 str(tmp_path / "w"), *extra)
     assert result.exit_code == 2, result.output
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("ccp: error:"), result.output
@@ -247,45 +246,45 @@ def _refused_before_any_cell(tmp_path, sweep, *words, extra=()):
 
 
 @NEEDS_S3
-def test_unreachable_endpoint_exits_2_before_any_cell(tmp_path, creds):
+def test_unreachable_endpoint_exits_2_before_any_cell(tmp_path, creds, cli):
     from ccp.storage.server import free_port
 
     url = f"http://127.0.0.1:{free_port()}"
-    _refused_before_any_cell(tmp_path, _s3_sweep(tmp_path, {"endpoint": url, "bucket": "b"}), "s3.endpoint", url)
+    _refused_before_any_cell(cli, tmp_path, _s3_sweep(tmp_path, {"endpoint": url, "bucket": "b"}), "s3.endpoint", url)
 
 
 @NEEDS_S3
-def test_missing_bucket_exits_2_before_any_cell(tmp_path, s3, creds):
+def test_missing_bucket_exits_2_before_any_cell(tmp_path, s3, creds, cli):
     ep, _ = s3
-    _refused_before_any_cell(tmp_path, _s3_sweep(tmp_path, {"endpoint": ep.url, "bucket": "no-such-bucket"}),
+    _refused_before_any_cell(cli, tmp_path, _s3_sweep(tmp_path, {"endpoint": ep.url, "bucket": "no-such-bucket"}),
                              "s3.bucket", "no-such-bucket")
 
 
 @NEEDS_S3
-def test_wrong_credentials_exit_2_before_any_cell(tmp_path, monkeypatch):
+def test_wrong_credentials_exit_2_before_any_cell(tmp_path, monkeypatch, cli):
     from ccp.storage.server import S3Server
 
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAWRONGWRONGWRONG1")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong")
     with S3Server(auth=True) as ep:
-        _refused_before_any_cell(tmp_path, _s3_sweep(tmp_path, {"endpoint": ep.url, "bucket": "ccp-test"}),
+        _refused_before_any_cell(cli, tmp_path, _s3_sweep(tmp_path, {"endpoint": ep.url, "bucket": "ccp-test"}),
                                  "credentials refused")
 
 
-def test_dask_with_loopback_s3_is_refused(tmp_path):
+def test_dask_with_loopback_s3_is_refused(tmp_path, cli):
     pytest.importorskip("distributed")
-    _refused_before_any_cell(tmp_path, _s3_sweep(tmp_path, "local"), "s3:", "Dask",
+    _refused_before_any_cell(cli, tmp_path, _s3_sweep(tmp_path, "local"), "s3:", "Dask",
                              extra=("--executor", "dask", "--scheduler", "tcp://127.0.0.1:1"))
 
 
-def test_s3_key_without_s3_cells_is_refused(tmp_path):
+def test_s3_key_without_s3_cells_is_refused(tmp_path, cli):
     import yaml
 
     raw = yaml.safe_load(LOCAL_SWEEP)
     raw["s3"] = "local"
     path = tmp_path / "s.yaml"
     path.write_text(yaml.safe_dump(raw))
-    _refused_before_any_cell(tmp_path, path, "s3:", "matrix.storage")
+    _refused_before_any_cell(cli, tmp_path, path, "s3:", "matrix.storage")
 
 
 def _as_schema_2(run_dir: Path) -> None:
@@ -304,7 +303,7 @@ def _as_schema_2(run_dir: Path) -> None:
         req.drop(columns=["http_gets", "http_bytes", "http_bytes_used", "http_wait_s"]).to_parquet(part, index=False)
 
 
-def test_schema_2_run_folders_are_still_reported_and_compared(write_sweep, tmp_path):
+def test_schema_2_run_folders_are_still_reported_and_compared(write_sweep, tmp_path, cli):
     from ccp.report.data import load_cells
     from ccp.run import run_sweep
 
@@ -315,13 +314,13 @@ def test_schema_2_run_folders_are_still_reported_and_compared(write_sweep, tmp_p
     cells = load_cells(tmp_path / "old")
     assert set(cells["storage"]) == {"local"} and set(cells["file_space"]) == {"default"}
     assert set(cells["page_buffer"]) == {"none"} and cells["http_gets"].isna().all()
-    result = CliRunner().invoke(main, ["report", str(tmp_path / "old")])
+    result = cli("report", str(tmp_path / "old"))
     assert result.exit_code == 0, result.output
     assert (tmp_path / "old" / "report.html").exists()
-    result = CliRunner().invoke(main, ["compare", str(tmp_path / "old"), str(tmp_path / "new")])
+    result = cli("compare", str(tmp_path / "old"), str(tmp_path / "new"))
     assert result.exit_code == 0, result.output
     # resuming into the old folder is still refused with one line (rows of two schemas never mix)
-    result = CliRunner().invoke(main, ["run", str(sweep), "--out", str(tmp_path / "old"), "--work", str(tmp_path / "work")])
+    result = cli("run", str(sweep), "--out", str(tmp_path / "old"), "--work", str(tmp_path / "work"))
     assert result.exit_code == 2 and "schema 2" in result.output
 
 
@@ -341,7 +340,7 @@ def test_local_rows_hold_the_default_storage_labels(write_sweep, tmp_path):
     (["-G", "8192"], "PAGE", 8192),
     (["-S", "FSM_AGGR"], "FSM_AGGR", None),
 ], ids=["page-64KiB", "page-size-only", "fsm-aggr"])
-def test_repack_fs_strategy_writes_that_layout_with_identical_values(tmp_path, args, strategy, page):
+def test_repack_fs_strategy_writes_that_layout_with_identical_values(tmp_path, args, strategy, page, cli):
     src = tmp_path / "in.h5"
     data = np.random.default_rng(0).normal(size=(40, 30, 7)).astype(">f4")
     with h5py.File(src, "w") as f:
@@ -349,7 +348,7 @@ def test_repack_fs_strategy_writes_that_layout_with_identical_values(tmp_path, a
         f["g"].attrs["units"] = "K"
         f.create_dataset("y", data=np.arange(100, dtype="i8"))
     before = src.read_bytes()
-    result = CliRunner().invoke(main, ["repack", *args, str(src), str(tmp_path / "out.h5")])
+    result = cli("repack", *args, str(src), str(tmp_path / "out.h5"))
     assert result.exit_code == 0, result.output
     assert src.read_bytes() == before
     with h5py.File(tmp_path / "out.h5", "r") as f:
@@ -367,11 +366,11 @@ def test_repack_fs_strategy_writes_that_layout_with_identical_values(tmp_path, a
     (["-S", "AGGR", "-G", "4MiB"], "-G"),
     (["-G", "100"], "-G"),
 ], ids=["strategy", "page-size-without-page", "page-too-small"])
-def test_repack_bad_fs_options_are_one_line(tmp_path, args, where):
+def test_repack_bad_fs_options_are_one_line(tmp_path, args, where, cli):
     src = tmp_path / "in.h5"
     with h5py.File(src, "w") as f:
         f["x"] = np.arange(10)
-    result = CliRunner().invoke(main, ["repack", *args, str(src), str(tmp_path / "out.h5")])
+    result = cli("repack", *args, str(src), str(tmp_path / "out.h5"))
     assert result.exit_code == 2
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and where in lines[0], result.output
@@ -379,13 +378,13 @@ def test_repack_bad_fs_options_are_one_line(tmp_path, args, where):
 
 
 @NEEDS_S3
-def test_plan_checks_the_endpoint_and_labels_s3_cells(tmp_path, creds):
+def test_plan_checks_the_endpoint_and_labels_s3_cells(tmp_path, creds, cli):
     from ccp.storage.server import free_port
 
     url = f"http://127.0.0.1:{free_port()}"
-    result = CliRunner().invoke(main, ["plan", str(_s3_sweep(tmp_path, {"endpoint": url, "bucket": "b"}))])
+    result = cli("plan", str(_s3_sweep(tmp_path, {"endpoint": url, "bucket": "b"})))
     assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1 and url in result.output
-    result = CliRunner().invoke(main, ["plan", str(_s3_sweep(tmp_path, "local"))])     # local: not started for a plan
+    result = cli("plan", str(_s3_sweep(tmp_path, "local")))     # local: not started for a plan
     assert result.exit_code == 0, result.output
     assert "| s3 readahead/5MiB 0ms:" in result.output
 

@@ -8,9 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from click.testing import CliRunner
 
-from ccp.cli import main
 from ccp.trace.check import load_checked
 from ccp.trace.diagnose import diagnose, format_diagnosis
 from ccp.workload.replay import NETCDF_C_CACHE, library_cache
@@ -82,11 +80,11 @@ def series(tmp_path_factory):
     return make_trace(tmp / "trace", data, {"/tas": (SHAPE, MAPS), "/pr": (SHAPE, MAPS)}, reads, reopen_each=True)
 
 
-def test_the_same_trace_gives_the_same_output(series):
-    runs = [CliRunner().invoke(main, ["diagnose", "--json", str(series)]) for _ in range(2)]
+def test_the_same_trace_gives_the_same_output(series, cli):
+    runs = [cli("diagnose", "--json", str(series)) for _ in range(2)]
     assert all(r.exit_code == 0 for r in runs), runs[0].output
     assert runs[0].output == runs[1].output
-    text = [CliRunner().invoke(main, ["diagnose", str(series)]).output for _ in range(2)]
+    text = [cli("diagnose", str(series)).output for _ in range(2)]
     assert text[0] == text[1]
 
 
@@ -112,16 +110,16 @@ def test_a_repack_that_slows_the_maps_says_so_and_writes_a_tune_workload(series,
     assert load_workload(repack["tune_workload_file"]).name == "diagnose-tas"
 
 
-def test_a_pattern_the_user_names_is_priced(series, tmp_path):
-    r = CliRunner().invoke(main, ["diagnose", "--json", "--pattern", "4x24x36", str(series)])
+def test_a_pattern_the_user_names_is_priced(series, tmp_path, cli):
+    r = cli("diagnose", "--json", "--pattern", "4x24x36", str(series))
     assert r.exit_code == 0, r.output
     pats = [p["pattern"] for d in json.loads(r.output)["datasets"] for c in d["cures"] for p in c.get("patterns", [])]
     assert any("your pattern 4x24x36" in p for p in pats)
 
 
 @pytest.mark.parametrize("value", ["1xAx3", "0x1x1", "", "1x-2"], ids=["text", "zero", "empty", "negative"])
-def test_a_bad_pattern_is_one_line(series, value):
-    r = CliRunner().invoke(main, ["diagnose", "--pattern", value, str(series)])
+def test_a_bad_pattern_is_one_line(series, value, cli):
+    r = cli("diagnose", "--pattern", value, str(series))
     assert r.exit_code == 2 and r.output.startswith("ccp: error: --pattern"), r.output
 
 

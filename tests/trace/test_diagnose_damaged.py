@@ -12,9 +12,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
-
-from ccp.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,7 +33,7 @@ def good(tmp_path_factory):
     prog = tmp / "prog.py"
     prog.write_text(PROGRAM)
     out = tmp / "trace"
-    r = subprocess.run([sys.executable, "-m", "ccp.cli", "trace", "-o", str(out), "--", sys.executable, str(prog),  # noqa: PLW1510
+    r = subprocess.run([sys.executable, "-m", "ccp.cli", "trace", "-o", str(out), "--", sys.executable, str(prog),
                         str(tmp / "data.h5")], capture_output=True, text=True,
                        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=600)
     assert r.returncode == 0, r.stderr
@@ -146,20 +143,20 @@ def one_line(result, expected):
 
 
 @pytest.mark.parametrize("damage, expected", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_a_damaged_trace_is_one_line(good, tmp_path, damage, expected):
+def test_a_damaged_trace_is_one_line(good, tmp_path, damage, expected, cli):
     folder = tmp_path / "trace"
     shutil.copytree(good, folder)
     damage(folder)
-    one_line(CliRunner().invoke(main, ["diagnose", str(folder)]), expected)
+    one_line(cli("diagnose", str(folder)), expected)
 
 
-def test_the_good_trace_diagnoses(good):
-    r = CliRunner().invoke(main, ["diagnose", str(good)])
+def test_the_good_trace_diagnoses(good, cli):
+    r = cli("diagnose", str(good))
     assert r.exit_code == 0, r.output
     assert "17 dataset call(s) (16 read(s), 1 write(s))" in r.output.splitlines()[0]
 
 
-def test_a_data_file_changed_since_the_trace_is_said_and_verify_refused(good, tmp_path):
+def test_a_data_file_changed_since_the_trace_is_said_and_verify_refused(good, tmp_path, cli):
     folder = tmp_path / "trace"
     shutil.copytree(good, folder)
     data = tmp_path / "data.h5"
@@ -173,17 +170,17 @@ def test_a_data_file_changed_since_the_trace_is_said_and_verify_refused(good, tm
     t = pd.read_parquet(folder / "calls.parquet")
     t["file"] = t["file"].where(t["file"] != old, str(data))
     t.to_parquet(folder / "calls.parquet", index=False)
-    r = CliRunner().invoke(main, ["diagnose", str(folder)])
+    r = cli("diagnose", str(folder))
     assert r.exit_code == 0 and "ccp repack" in r.output, r.output                  # unchanged: a repack cure
     import h5py
 
     with h5py.File(data, "r+") as f:                                                 # the data changes
         f["cube"][0, 0, 0] = -1
-    r = CliRunner().invoke(main, ["diagnose", str(folder)])
+    r = cli("diagnose", str(folder))
     assert r.exit_code == 0, r.output
     assert f"{data} CHANGED since the trace" in r.output and "changed since the trace: no repack cure" in r.output
     assert "ccp repack" not in r.output
-    one_line(CliRunner().invoke(main, ["diagnose", "--verify", str(folder)]), [str(data), "changed since the trace", "--verify"])
+    one_line(cli("diagnose", "--verify", str(folder)), [str(data), "changed since the trace", "--verify"])
 
 
 @pytest.mark.parametrize("args, expected", [
@@ -193,5 +190,5 @@ def test_a_data_file_changed_since_the_trace_is_said_and_verify_refused(good, tm
     (["--pattern", "1x2"], ["--pattern 1x2", "rank 2", "16x8x4"]),
     (["--pattern", "99999999999x1x1"], ["--pattern 99999999999x1x1", "room"]),
 ], ids=["memory-zero", "memory-huge", "memory-text", "pattern-rank", "pattern-too-big"])
-def test_bad_options_are_one_line(good, args, expected):
-    one_line(CliRunner().invoke(main, ["diagnose", *args, str(good)]), expected)
+def test_bad_options_are_one_line(good, args, expected, cli):
+    one_line(cli("diagnose", *args, str(good)), expected)

@@ -39,7 +39,7 @@ def _trace(tmp_path_factory, source, name):
     prog = tmp / "prog.py"
     prog.write_text(source)
     out = tmp / "trace"
-    r = subprocess.run([sys.executable, "-m", "ccp.cli", "trace", "-o", str(out), "--", sys.executable, str(prog),  # noqa: PLW1510
+    r = subprocess.run([sys.executable, "-m", "ccp.cli", "trace", "-o", str(out), "--", sys.executable, str(prog),
                         str(tmp / "data.h5")], capture_output=True, text=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
                        timeout=600)
     assert r.returncode == 0, r.stderr
@@ -129,7 +129,7 @@ def test_diagnosis_names_the_reopens_and_the_cure(reader):
 def test_band_reader_example_diagnosis(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("bands")
     out = tmp / "trace"
-    r = subprocess.run([sys.executable, "-m", "ccp.cli", "trace", "-o", str(out), "--", sys.executable,  # noqa: PLW1510
+    r = subprocess.run([sys.executable, "-m", "ccp.cli", "trace", "-o", str(out), "--", sys.executable,
                         str(ROOT / "examples" / "band_reader.py"), "--bands", "6", "--file", str(tmp / "cube.h5")],
                        capture_output=True, text=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=600)
     assert r.returncode == 0, r.stderr

@@ -38,7 +38,7 @@ def writer(tmp_path_factory):
     prog = tmp / "prog.py"
     prog.write_text(WRITER)
     out = tmp / "trace"
-    r = subprocess.run([sys.executable, "-m", "ccp.cli", "trace", "-o", str(out), "--", sys.executable, str(prog),  # noqa: PLW1510
+    r = subprocess.run([sys.executable, "-m", "ccp.cli", "trace", "-o", str(out), "--", sys.executable, str(prog),
                         str(tmp / "data.h5")], capture_output=True, text=True,
                        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=600)
     assert r.returncode == 0, r.stderr
@@ -61,7 +61,7 @@ def test_writes_are_counted_and_diagnosed_without_error(writer):
 
 
 def test_json_output_counts_the_writes(writer):
-    r = subprocess.run([sys.executable, "-m", "ccp.cli", "diagnose", "--json", str(writer)],  # noqa: PLW1510
+    r = subprocess.run([sys.executable, "-m", "ccp.cli", "diagnose", "--json", str(writer)],
                        capture_output=True, text=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=600)
     assert r.returncode == 0, r.stderr
     diag = json.loads(r.stdout)
@@ -93,7 +93,7 @@ def test_partial_chunk_writes_without_a_cache_read_back_and_a_cache_cures_it(wri
 
 def test_append_writer_example_is_diagnosed(tmp_path):
     out = tmp_path / "trace"
-    r = subprocess.run([sys.executable, "-m", "ccp.cli", "trace", "-o", str(out), "--", sys.executable,  # noqa: PLW1510
+    r = subprocess.run([sys.executable, "-m", "ccp.cli", "trace", "-o", str(out), "--", sys.executable,
                         str(ROOT / "examples" / "append_writer.py"), "--rows", "128", "--file", str(tmp_path / "log.h5")],
                        capture_output=True, text=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=600)
     assert r.returncode == 0, r.stderr
@@ -130,7 +130,7 @@ def test_scalar_empty_vlen_compound_and_contiguous_datasets_are_diagnosed(tmp_pa
     prog = tmp_path / "odd.py"
     prog.write_text(ODD)
     out = tmp_path / "trace"
-    r = subprocess.run([sys.executable, "-m", "ccp.cli", "trace", "-o", str(out), "--", sys.executable, str(prog),  # noqa: PLW1510
+    r = subprocess.run([sys.executable, "-m", "ccp.cli", "trace", "-o", str(out), "--", sys.executable, str(prog),
                         str(tmp_path / "odd.h5")], capture_output=True, text=True,
                        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=600)
     assert r.returncode == 0, r.stderr

@@ -8,9 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
-from ccp.cli import main
 from ccp.run import run_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,11 +62,11 @@ def test_replay_counts_equal_the_model_and_keep_the_reopens(band_trace, tmp_path
     assert native["flags"].fillna("").str.contains("reopens-lowlevel").all()
 
 
-def test_check_lists_the_replay_cells(band_trace, tmp_path):
+def test_check_lists_the_replay_cells(band_trace, tmp_path, cli):
     cube, trace = band_trace
     sweep = tmp_path / "s.yaml"
     sweep.write_text(SWEEP.format(file=cube, trace=trace))
-    r = CliRunner().invoke(main, ["check", str(sweep)])
+    r = cli("check", str(sweep))
     assert r.exit_code == 0, r.output
     assert "trace:" in r.output
 
@@ -80,13 +78,13 @@ def test_check_lists_the_replay_cells(band_trace, tmp_path):
     ("{trace: TRACE, dataset: /nope}", "matrix.access[0].trace"),
     ("{op: read, block: [1, 1, 1], pid: 3}", "matrix.access[0].pid"),
 ], ids=["not-a-trace", "no-dataset", "block-with-trace", "dataset-not-traced", "pid-without-trace"])
-def test_bad_replay_entries_are_one_line(band_trace, tmp_path, entry, key):
+def test_bad_replay_entries_are_one_line(band_trace, tmp_path, entry, key, cli):
     cube, trace = band_trace
     text = SWEEP.format(file=cube, trace=trace).replace(
         f"    - {{trace: {trace}, dataset: /Reflectance/Reflectance_Data}}",
         "    - " + entry.replace("TRACE", str(trace)).replace("NOPE", str(tmp_path / "nope")))
     sweep = tmp_path / "s.yaml"
     sweep.write_text(textwrap.dedent(text))
-    r = CliRunner().invoke(main, ["check", str(sweep)])
+    r = cli("check", str(sweep))
     assert r.exit_code == 2, r.output
     assert key in r.output and len(r.output.strip().splitlines()) == 1

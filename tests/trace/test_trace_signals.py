@@ -57,7 +57,7 @@ def test_killing_ccp_trace_leaves_no_orphan_and_keeps_the_trace(tmp_path, how):
     prog.write_text(PROGRAM)
     out = tmp_path / "t"
     env = {k: v for k, v in os.environ.items() if not k.startswith("CCP_TRACE")}
-    errf = open(tmp_path / "err.txt", "w")  # noqa: SIM115 -- closed in the finally below
+    errf = open(tmp_path / "err.txt", "w")  # closed in the finally below
     ccp = subprocess.Popen([sys.executable, "-m", "ccp.cli", "trace", "-o", str(out), "--", sys.executable, str(prog),
                             str(tmp_path / "d.h5"), "ignore-int" if how == "ctrl-c-twice" else "-"],
                            stdout=subprocess.PIPE, stderr=errf, text=True, env={**env, "PYTHONPATH": str(ROOT)})

@@ -7,16 +7,14 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
-from ccp.cli import main
 from ccp.tune.workload import load_workload
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_help_has_an_example_whose_file_is_valid():
-    res = CliRunner().invoke(main, ["tune", "--help"])
+def test_help_has_an_example_whose_file_is_valid(cli):
+    res = cli("tune", "--help")
     assert res.exit_code == 0
     assert "Example:" in res.output
     assert "ccp tune configs/tune-series-maps.yaml" in res.output
@@ -80,12 +78,12 @@ def _with(**changes):
         "name-dotdot", "name-dot", "name-slash", "name-backslash", "name-newline", "weight-inf", "weight-nan", "weight-1e30",
         "overhead-nan", "overhead-inf", "chunk-1e30", "chunk-inf", "chunk-nan", "cache-1e30", "cache-inf", "cache-1e30-text",
         "current-cache-nan", "constraints-not-a-mapping"])
-def test_errors_are_one_line_naming_the_key(tmp_path, doc, where):
+def test_errors_are_one_line_naming_the_key(tmp_path, doc, where, cli):
     import yaml
 
     f = tmp_path / "w.yaml"
     f.write_text(yaml.safe_dump(doc))
-    res = CliRunner().invoke(main, ["tune", str(f), "--out", str(tmp_path / "o"), "--work", str(tmp_path / "work")])
+    res = cli("tune", str(f), "--out", str(tmp_path / "o"), "--work", str(tmp_path / "work"))
     assert res.exit_code == 2, res.output
     lines = [ln for ln in res.output.splitlines() if ln.strip()]
     assert len(lines) == 1 and where in lines[0], res.output
@@ -99,7 +97,7 @@ def test_errors_are_one_line_naming_the_key(tmp_path, doc, where):
     ("FULL", "is a folder that is not empty"),
     ("FILE", "exists and is not a folder"),
 ], ids=["empty", "blank", "run-folder", "tune-folder", "not-empty", "a-file"])
-def test_out_must_be_a_new_folder(tmp_path, monkeypatch, out, where):
+def test_out_must_be_a_new_folder(tmp_path, monkeypatch, out, where, cli):
     """Nothing is written into the current folder, a run folder or an earlier tune: their files are left as they were."""
     import yaml
 
@@ -114,19 +112,19 @@ def test_out_must_be_a_new_folder(tmp_path, monkeypatch, out, where):
     (tmp_path / "FULL" / "notes.txt").write_text("mine")
     (tmp_path / "FILE").write_text("mine")
     before = sorted(str(p) for p in tmp_path.rglob("*"))
-    res = CliRunner().invoke(main, ["tune", str(f), "--no-measure", "--out", out, "--work", str(tmp_path / "work")])
+    res = cli("tune", str(f), "--no-measure", "--out", out, "--work", str(tmp_path / "work"))
     assert res.exit_code == 2, res.output
     lines = [ln for ln in res.output.splitlines() if ln.strip()]
     assert len(lines) == 1 and where in lines[0], res.output
     assert sorted(str(p) for p in tmp_path.rglob("*")) == before
 
 
-def test_missing_file_is_one_line(tmp_path):
-    res = CliRunner().invoke(main, ["tune", str(tmp_path / "nope.yaml")])
+def test_missing_file_is_one_line(tmp_path, cli):
+    res = cli("tune", str(tmp_path / "nope.yaml"))
     assert res.exit_code == 2 and "workload file not found" in res.output
 
 
-def test_tune_a_users_file_end_to_end(tmp_path):
+def test_tune_a_users_file_end_to_end(tmp_path, cli):
     """A file stored in rows, read as time series and maps: the whole chain, measured, in a few seconds."""
     data = np.arange(24 * 16 * 16, dtype="<f4").reshape(24, 16, 16)
     src = tmp_path / "user.h5"
@@ -143,8 +141,8 @@ def test_tune_a_users_file_end_to_end(tmp_path):
         constraints: {{max_chunk_bytes: 4KiB, max_cache_bytes: 16KiB, current_cache: 1KiB}}
     """))
     out = tmp_path / "out"
-    res = CliRunner().invoke(main, ["tune", str(w), "--json", "--budget", "4s", "--repeats", "1", "--top", "2",
-                                    "--out", str(out), "--work", str(tmp_path / "work")])
+    res = cli("tune", str(w), "--json", "--budget", "4s", "--repeats", "1", "--top", "2",
+              "--out", str(out), "--work", str(tmp_path / "work"))
     assert res.exit_code == 0, res.output
     r = json.loads(res.output)
     assert set(r["recommended"]) >= {"chunks", "filters", "cache_nbytes", "cache_nslots", "cache_w0"}
@@ -168,7 +166,7 @@ def test_tune_a_users_file_end_to_end(tmp_path):
     assert r["commands"]["ccp"].startswith(f"ccp repack -l /cube:CHUNK={'x'.join(map(str, rec['chunks']))}")
 
 
-def test_no_measure_predicts_only(tmp_path):
+def test_no_measure_predicts_only(tmp_path, cli):
     w = tmp_path / "w.yaml"
     w.write_text(textwrap.dedent("""
         name: nm
@@ -176,8 +174,8 @@ def test_no_measure_predicts_only(tmp_path):
         workload: [{access: {block: [16, 1, 1]}}]
         constraints: {max_chunk_bytes: 1KiB, cache_nbytes: 2KiB}
     """))
-    res = CliRunner().invoke(main, ["tune", str(w), "--json", "--no-measure", "--out", str(tmp_path / "o"),
-                                    "--work", str(tmp_path / "work")])
+    res = cli("tune", str(w), "--json", "--no-measure", "--out", str(tmp_path / "o"),
+              "--work", str(tmp_path / "work"))
     assert res.exit_code == 0, res.output
     r = json.loads(res.output)
     assert r["verified"]["recommended"] is None and r["recommended"]["predicted_s"] > 0
@@ -192,15 +190,15 @@ PYTABLES = Path(__import__("tables").__file__).parent / "tests"
     ("attr-u16.h5", "/wfm_group0/axes/axis1/data_vector/data", [[1, 8]], [8125, 8]),   # chunk larger than the data
     ("test_szip.h5", "/dset_szip", [[40, 1], [1, 20]], [20, 10]),                       # szip, two patterns
 ], ids=["pytables-oversized-chunk", "pytables-szip"])
-def test_tune_pytables_files(tmp_path, file, dset, blocks, current):
+def test_tune_pytables_files(tmp_path, file, dset, blocks, current, cli):
     w = tmp_path / "w.yaml"
     w.write_text(textwrap.dedent(f"""
         name: pt
         dataset: {{file: {PYTABLES / file}, path: {dset}}}
         workload: [{", ".join(f"{{access: {{block: {b}}}}}" for b in blocks)}]
     """))
-    res = CliRunner().invoke(main, ["tune", str(w), "--json", "--no-measure", "--out", str(tmp_path / "o"),
-                                    "--work", str(tmp_path / "work")])
+    res = cli("tune", str(w), "--json", "--no-measure", "--out", str(tmp_path / "o"),
+              "--work", str(tmp_path / "work"))
     assert res.exit_code == 0, res.output
     r = json.loads(res.output)
     assert r["dataset"]["current_chunks"] == current

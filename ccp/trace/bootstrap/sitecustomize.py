@@ -18,7 +18,7 @@ def _start():
         sys.path.append(root)          # appended: never shadows the program's own modules
     try:
         from ccp.trace.recorder import install
-    except Exception as exc:  # noqa: BLE001 -- never stop the program; say why nothing is recorded
+    except Exception as exc:  # never stop the program; say why nothing is recorded
         sys.stderr.write(f"ccp trace: recorder not started in pid {os.getpid()}: {exc}\n")
         return
     install(out_dir)
