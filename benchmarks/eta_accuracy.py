@@ -124,8 +124,13 @@ def main(argv=None) -> int:
     if gaps:
         print(f"redraws: median gap {statistics.median(gaps):.1f} s, longest {max(gaps):.1f} s")
     print(f"'0 ns' on a status line: {len(zero)}" + (f" (first: {zero[0]!r})" if zero else ""))
-    for label, floor in (("every line", 1.0), (f"lines with >= {MIN_LEFT_S:.0f} s really left", MIN_LEFT_S)):
-        rs = [(eta / actual, t, eta, actual) for t, eta, actual, _ in samples if actual >= floor]
+    first = next((t for t, _, _, ln in samples if "measured)" in ln), None)
+    print("the first line corrected by a measurement: " + (f"at {first:.0f} s" if first is not None else "none")
+          + " (before it, the model's prices alone)")
+    for label, floor, since in (("every line", 1.0, 0.0), (f"lines with >= {MIN_LEFT_S:.0f} s really left", MIN_LEFT_S, 0.0),
+                                (f"corrected lines with >= {MIN_LEFT_S:.0f} s really left", MIN_LEFT_S,
+                                 first if first is not None else float("inf"))):
+        rs = [(eta / actual, t, eta, actual) for t, eta, actual, _ in samples if actual >= floor and t >= since]
         if not rs:
             print(f"{label}: no sample")
             continue

@@ -17,10 +17,8 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from ccp.report.data import LABEL_SEP, STORAGE_COLUMNS, finite, is_ok, stability, storage_text
-from ccp.report.stats import THRESHOLD, Sample, Verdict, ci95, from_cell, judge
+from ccp.report.stats import CHEAPEST_WITHIN, THRESHOLD, Sample, Verdict, cheapest, ci95, from_cell, judge
 from ccp.units import format_seconds
-
-CHEAPEST_WITHIN = 2.0      # the cheapest change: the least invasive one whose time is within this of the fastest
 
 CONFIG_AXES = (("chunks", "chunks"), ("filters", "filters"), ("cache", "cache_label"), ("client", "client"),
                *((a, a) for a in STORAGE_COLUMNS))
@@ -161,18 +159,18 @@ def headlines(cells: pd.DataFrame, samples: dict[str, Sample] | None = None, thr
         slow = g.iloc[-1]
         if slow["cell_id"] != win["cell_id"]:
             h.vs_slowest = judge(sw, sample(slow), threshold)
-            # the cheapest change: the least invasive within CHEAPEST_WITHIN of the winner (or tied with it), whatever its
-            # stability (an unstable cell is named as such, never silently dropped)
-            near = {str(c["cell_id"]) for c, _ in h.ties} | {str(win["cell_id"])} | set(
-                g.loc[g["time_s"] <= CHEAPEST_WITHIN * float(win["time_s"]), "cell_id"].astype(str))
-            if h.vs_slowest.differs and str(slow["cell_id"]) not in near:
-                cands = []
-                for _, c in g[g["cell_id"].astype(str).isin(near)].iterrows():
-                    ch = _changes(slow, c)
-                    if ch and not NOT_A_CHANGE & set(ch):
-                        cands.append((max(EFFORT[x] for x in ch), len(ch), c["time_s"], ch, c))
-                if cands:
-                    _, _, _, ch, best = min(cands, key=lambda t: t[:3])
+            # the cheapest change (stats.cheapest: the rule advise and diagnose apply too): the least invasive within
+            # CHEAPEST_WITHIN of the winner (or tied with it), whatever its stability (an unstable cell is named as
+            # such, never silently dropped)
+            tied = {str(c["cell_id"]) for c, _ in h.ties} | {str(win["cell_id"])}
+            slow_near = str(slow["cell_id"]) in tied or float(slow["time_s"]) <= CHEAPEST_WITHIN * float(win["time_s"])
+            if h.vs_slowest.differs and not slow_near:
+                cands = [(c, ch) for _, c in g.iterrows()
+                         if (ch := _changes(slow, c)) and not NOT_A_CHANGE & set(ch)]
+                pick = cheapest(cands, lambda t: float(t[0]["time_s"]), lambda t: (max(EFFORT[x] for x in t[1]), len(t[1])),
+                                fastest=float(win["time_s"]), near=lambda t, tied=tied: str(t[0]["cell_id"]) in tied)
+                if pick is not None:
+                    best, ch = pick
                     h.cheapest, h.cheapest_changes = best, ch
                     if best["cell_id"] != win["cell_id"]:
                         h.cheapest_vs_winner = judge(sw, sample(best), threshold)

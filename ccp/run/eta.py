@@ -196,7 +196,10 @@ class EtaClock:
         i, n = self.in_pass
         measured_pass = (starts[-1] - starts[0]) / m if m else None
         this: float | None
-        if n and i >= 1:                      # inside a long pass: the requests done by the last report extrapolate it
+        if n and i >= 1 and (self.reported - starts[-1] >= RUNNING_PASS_MIN_S or measured_pass is None):
+            # inside a long pass: the requests done by the last report extrapolate it -- once a second of it is
+            # measured, when an earlier pass can say instead (its first 16 requests, the cold ones, said "194 s left"
+            # on a 3 s pass)
             this = max((self.reported - starts[-1]) * n / i, in_pass)
         else:
             this = measured_pass if measured_pass is not None else self._per_pass_guess(ratio)

@@ -215,3 +215,19 @@ def test_native_batches_report_a_long_pass_often(tmp_path):
         ds = f["x"].id
         run_requests(ds, ds.get_space(), starts, counts, "<f4", progress=lambda stage, i, n: seen.append(i))
     assert seen[:2] == [0, 16] and all(b > a for a, b in zip(seen, seen[1:]))
+
+
+def test_a_passs_first_requests_do_not_extrapolate_it_when_an_earlier_pass_can_say():
+    """configs/cris.yaml x0.71: the last cell's traced pass reported its first 16 (cold) requests and the line said
+    "194 s left" for a 3 s pass. Under a second into a pass, the cell's earlier passes estimate it."""
+    clock = FakeClock()
+    eta = EtaClock([6.0], 2, clock=clock)
+    eta.begin_cell(0)
+    eta.start_cell(3.0, 2)
+    eta.progress("timed pass", 0, 5418)
+    clock.t += 3.0
+    eta.progress("traced pass", 0, 5418)     # the first pass took 3 s
+    clock.t += 0.12
+    eta.progress("traced pass", 16, 5418)    # 16 slow requests: 0.12 s x 5418 / 16 would be 41 s
+    e = eta.estimate()
+    assert e.cell_left == pytest.approx(3.0 - 0.12)
