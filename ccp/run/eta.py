@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from ccp.units import format_count, format_seconds
 
 TICK_S = 2.0          # the line is redrawn at least this often while a cell runs
+PRICED_PASS_S = 0.2   # a pass the model prices under this is mostly fixed cost (open, close, cache drop)
 RUNNING_PASS_MIN_S = 1.0   # the running pass corrects the model once this much of it is measured (its first
 #                            requests alone are often the cold ones)
 
@@ -81,6 +82,8 @@ class EtaClock:
         self.started = clock()
         self.measured_s = 0.0       # finished passes: measured seconds ...
         self.predicted_s = 0.0      # ... and what the model predicted for them
+        self.priced_measured_s = 0.0    # the same, over passes the model priced at PRICED_PASS_S or more
+        self.priced_predicted_s = 0.0
         self.cell_times: list[float] = []     # measured seconds of each finished cell
         self.overheads: list[float] = []      # wall seconds of each finished cell beyond its measurement
         self.walls: list[tuple[float, float | None]] = []   # (wall seconds, predicted seconds) of each finished cell
@@ -116,8 +119,7 @@ class EtaClock:
             self.measure_started = now
         if i == 0:
             if self.pass_starts and self.own is not None:     # the pass before this one finished
-                self.measured_s += now - self.pass_starts[-1]
-                self.predicted_s += self.own / self.passes
+                self._count_pass(now - self.pass_starts[-1], self.own / self.passes)
             self.pass_starts.append(now)
         self.in_pass = (int(i), int(n))
         self.reported = now
@@ -128,15 +130,20 @@ class EtaClock:
         if self.own is not None:
             if self.pass_starts:          # the passes progress() has not counted: the last (or the last few)
                 counted = len(self.pass_starts) - 1
-                self.measured_s += now - self.pass_starts[-1]
-                self.predicted_s += max(self.own * (1 - counted / self.passes), 0.0)
+                self._count_pass(now - self.pass_starts[-1], max(self.own * (1 - counted / self.passes), 0.0))
             else:                         # no report from the worker: the whole cell at once
-                self.measured_s += measured
-                self.predicted_s += self.own
+                self._count_pass(measured, self.own)
         self.cell_times.append(measured)
         self.overheads.append(max(now - self.cell_started - measured, 0.0))
         self.walls.append((now - self.cell_started, self.own))
         self.k, self.measure_started, self.own, self.pass_starts, self.in_pass = k, None, None, [], (0, 0)
+
+    def _count_pass(self, measured: float, predicted: float) -> None:
+        self.measured_s += measured
+        self.predicted_s += predicted
+        if predicted >= PRICED_PASS_S:
+            self.priced_measured_s += measured
+            self.priced_predicted_s += predicted
 
     # ------------------------------------------------------------------------------------------- the estimate
     def _running_pass(self) -> tuple[float, float] | None:
@@ -156,8 +163,17 @@ class EtaClock:
 
     @property
     def ratio(self) -> float:
-        measured, predicted = self.measured_s, self.predicted_s
+        # passes the model prices at milliseconds measure their open, close and cache drop, not the model's error:
+        # configs/cris.yaml x0.71's four small cells said "model x 50" and 1 h 40 min with 17 min left. Once a pass the
+        # model priced at PRICED_PASS_S or more is measured (or running), only those correct the model; the small
+        # cells' fixed cost is counted per cell (_fixed_per_cell).
         running = self._running_pass()
+        running_priced = running is not None and self.own is not None and self.own / self.passes >= PRICED_PASS_S
+        if self.priced_predicted_s > 0 or running_priced:
+            measured, predicted = self.priced_measured_s, self.priced_predicted_s
+            running = running if running_priced else None
+        else:
+            measured, predicted = self.measured_s, self.predicted_s
         if running is not None:
             measured, predicted = measured + running[0], predicted + running[1]
         return min(max(measured / predicted, 0.02), 50.0) if predicted > 0 else 1.0

@@ -231,3 +231,22 @@ def test_a_passs_first_requests_do_not_extrapolate_it_when_an_earlier_pass_can_s
     eta.progress("traced pass", 16, 5418)    # 16 slow requests: 0.12 s x 5418 / 16 would be 41 s
     e = eta.estimate()
     assert e.cell_left == pytest.approx(3.0 - 0.12)
+
+
+def test_cells_priced_at_milliseconds_do_not_scale_a_long_one():
+    """configs/cris.yaml x0.71: four small cells (their passes all open, close and cache drop) measured 50x the
+    model, and the ETA said 1 h 40 min with 17 min left. A pass priced at a second corrects the model on its own."""
+    clock = FakeClock()
+    eta = EtaClock([0.02, 40.0], 2, clock=clock)
+    eta.begin_cell(0)
+    eta.start_cell(0.01, 2)
+    for _ in range(2):
+        eta.progress("timed pass", 0, 100)
+        clock.t += 1.0                       # 1 s a pass priced at 10 ms
+    eta.cell_done(0, 2.0)
+    eta.begin_cell(1)
+    eta.start_cell(20.0, 2)                  # 20 s a pass
+    eta.progress("timed pass", 0, 1000)
+    clock.t += 4.0
+    eta.progress("timed pass", 100, 1000)   # 4 s for a tenth: 2x the model
+    assert eta.estimate().ratio == pytest.approx(2.0)
