@@ -21,6 +21,7 @@ from ccp.errors import CcpError
 from ccp.matrix.cells import Cell
 from ccp.model import summarise
 from ccp.predict import calibrate, chunk_traps, predict_requests, stored_chunk_sizes
+from ccp.report.stats import CHEAPEST_WITHIN, cheapest_first
 from ccp.store.row import CellRow
 from ccp.units import format_bytes, format_count, format_seconds, shape_str
 from ccp.workload.requests import plan_for
@@ -154,20 +155,12 @@ def speedup(cur: Option, o: Option) -> float:
 EFFORT = {"cache": 0, "block": 1, "repack": 2}   # a setting < a code change < a new file
 
 
-CHEAPEST_WITHIN = 2.0   # the least invasive cure leads when its predicted time is within this factor of the fastest's
-
-
 def rank(cures: list[Option]) -> list[Option]:
-    """The least invasive cure whose predicted time is within CHEAPEST_WITHIN (2x) of the fastest's leads; the rest
-    follow fastest first. The rule is applied to the whole prediction, as stated: a cache cure 11.6x slower than
-    aligned reads (issue 22) does not lead however little it changes. Among equally invasive cures within 2x, the
-    least I/O and decompression (``io_s``) first."""
-    if not cures:
-        return []
-    floor = min(o.time_s for o in cures)
-    near = [o for o in cures if o.time_s <= CHEAPEST_WITHIN * floor]
-    lead = min(near, key=lambda o: (EFFORT[o.kind], o.io_s))
-    return [lead] + sorted((o for o in cures if o is not lead), key=lambda o: o.time_s)
+    """The "cheapest change" rule (ccp.report.stats.cheapest_first, the report's and diagnose's too): the least
+    invasive cure whose predicted time is within CHEAPEST_WITHIN (2x) of the fastest's leads; the rest follow fastest
+    first. A cache cure 11.6x slower than aligned reads (issue 22) does not lead however little it changes. Among
+    equally invasive cures within 2x, the least I/O and decompression (``io_s``) first."""
+    return cheapest_first(cures, lambda o: o.time_s, lambda o: (EFFORT[o.kind], o.io_s))
 
 
 def passed_over(cures: list[Option]) -> Option | None:

@@ -35,6 +35,8 @@ READ, WRITE, COPY = 0, 1, 2
 H5S_SELECT_SET = 0
 H5P_DEFAULT = 0
 BATCH_REQUESTS = 4096                # control returns to Python (progress) at least this often
+PROGRESS_S = 0.5                     # with a progress callback, batches shrink to about this long (issue 22: a
+#                                      16,200-request pass of slow reads reported once a minute; the ETA froze)
 BATCH_BYTES = 32 * 1024 * 1024       # writes: data generated per batch, outside the timed calls
 
 
@@ -234,10 +236,11 @@ def run_requests(ds, fspace, starts, counts, dtype, *, op: str = "read", data=No
     stage = stage or ("traced pass" if traced else "timed pass")
     buf = np.empty(max(int(sizes.max()) if n else 1, 1), np.uint8)
     i = 0
+    batch = BATCH_REQUESTS if progress is None else 16   # grown or shrunk to PROGRESS_S a batch after each one
     while i < n:
         if mode == WRITE:                    # this batch's data, packed back to back
             j, total = i, 0
-            while j < n and (j == i or (j - i < BATCH_REQUESTS and total + sizes[j] <= BATCH_BYTES)):
+            while j < n and (j == i or (j - i < batch and total + sizes[j] <= BATCH_BYTES)):
                 total += int(sizes[j])
                 j += 1
             if len(buf) < total:
@@ -250,9 +253,10 @@ def run_requests(ds, fspace, starts, counts, dtype, *, op: str = "read", data=No
                 data_off[k] = off
                 off += block.nbytes
         else:
-            j = min(n, i + BATCH_REQUESTS)
+            j = min(n, i + batch)
         if progress is not None:
             progress(stage, i, n)
+        began = time.perf_counter()
         nxt, last_ns, err = _loop(a.select, a.read, a.write, a.clock, a.clock_id, mode, dset, src_id, mtype_id,
                                   fspace_id, src_space_id, mspaces, starts, counts, buf.ctypes.data, data_off, i, j,
                                   traced, last_ns, deadline_ns or 0, req, t0s, t1s, ts)
@@ -263,6 +267,9 @@ def run_requests(ds, fspace, starts, counts, dtype, *, op: str = "read", data=No
         if nxt < j:                          # past the deadline: a measured prefix
             i = nxt
             break
+        if progress is not None:             # the requests' own times are the C clock's: a batch's end costs them nothing
+            took = time.perf_counter() - began
+            batch = max(16, min(BATCH_REQUESTS, int((j - i) * PROGRESS_S / took) if took > 0 else BATCH_REQUESTS))
         i = j
     del spaces
     done = i if n else 0

@@ -23,6 +23,9 @@ from dataclasses import dataclass
 from ccp.units import format_count, format_seconds
 
 TICK_S = 2.0          # the line is redrawn at least this often while a cell runs
+PRICED_PASS_S = 0.2   # a pass the model prices under this is mostly fixed cost (open, close, cache drop)
+RUNNING_PASS_MIN_S = 1.0   # the running pass corrects the model once this much of it is measured (its first
+#                            requests alone are often the cold ones)
 
 
 def progress_bar(fraction: float, width: int = 20) -> str:
@@ -79,8 +82,11 @@ class EtaClock:
         self.started = clock()
         self.measured_s = 0.0       # finished passes: measured seconds ...
         self.predicted_s = 0.0      # ... and what the model predicted for them
+        self.priced_measured_s = 0.0    # the same, over passes the model priced at PRICED_PASS_S or more
+        self.priced_predicted_s = 0.0
         self.cell_times: list[float] = []     # measured seconds of each finished cell
         self.overheads: list[float] = []      # wall seconds of each finished cell beyond its measurement
+        self.walls: list[tuple[float, float | None]] = []   # (wall seconds, predicted seconds) of each finished cell
         self.k = -1
         self.cell_started = self.started      # wall, before the work file
         self.measure_started: float | None = None
@@ -113,8 +119,7 @@ class EtaClock:
             self.measure_started = now
         if i == 0:
             if self.pass_starts and self.own is not None:     # the pass before this one finished
-                self.measured_s += now - self.pass_starts[-1]
-                self.predicted_s += self.own / self.passes
+                self._count_pass(now - self.pass_starts[-1], self.own / self.passes)
             self.pass_starts.append(now)
         self.in_pass = (int(i), int(n))
         self.reported = now
@@ -125,19 +130,63 @@ class EtaClock:
         if self.own is not None:
             if self.pass_starts:          # the passes progress() has not counted: the last (or the last few)
                 counted = len(self.pass_starts) - 1
-                self.measured_s += now - self.pass_starts[-1]
-                self.predicted_s += max(self.own * (1 - counted / self.passes), 0.0)
+                self._count_pass(now - self.pass_starts[-1], max(self.own * (1 - counted / self.passes), 0.0))
             else:                         # no report from the worker: the whole cell at once
-                self.measured_s += measured
-                self.predicted_s += self.own
+                self._count_pass(measured, self.own)
         self.cell_times.append(measured)
         self.overheads.append(max(now - self.cell_started - measured, 0.0))
+        self.walls.append((now - self.cell_started, self.own))
         self.k, self.measure_started, self.own, self.pass_starts, self.in_pass = k, None, None, [], (0, 0)
 
+    def _count_pass(self, measured: float, predicted: float) -> None:
+        self.measured_s += measured
+        self.predicted_s += predicted
+        if predicted >= PRICED_PASS_S:
+            self.priced_measured_s += measured
+            self.priced_predicted_s += predicted
+
     # ------------------------------------------------------------------------------------------- the estimate
+    def _running_pass(self) -> tuple[float, float] | None:
+        """(measured, predicted) seconds of the running pass's requests done by the last report; None before a second
+        of it is measured (issue 22: the quickstart's first pass ran 3.7x the model's price for 20 s before any pass
+        ended to say so, and the ETA said 27 s with 110 s left)."""
+        i, n = self.in_pass
+        if not self.pass_starts or self.own is None or not n or i < 1:
+            return None
+        measured = self.reported - self.pass_starts[-1]
+        return (measured, self.own / self.passes * i / n) if measured >= RUNNING_PASS_MIN_S else None
+
+    @property
+    def corrected(self) -> bool:
+        """Whether any measurement corrects the model yet."""
+        return self.predicted_s > 0 or self._running_pass() is not None
+
     @property
     def ratio(self) -> float:
-        return min(max(self.measured_s / self.predicted_s, 0.02), 50.0) if self.predicted_s > 0 else 1.0
+        # passes the model prices at milliseconds measure their open, close and cache drop, not the model's error:
+        # configs/cris.yaml x0.71's four small cells said "model x 50" and 1 h 40 min with 17 min left. Once a pass the
+        # model priced at PRICED_PASS_S or more is measured (or running), only those correct the model; the small
+        # cells' fixed cost is counted per cell (_fixed_per_cell).
+        running = self._running_pass()
+        running_priced = running is not None and self.own is not None and self.own / self.passes >= PRICED_PASS_S
+        if self.priced_predicted_s > 0 or running_priced:
+            measured, predicted = self.priced_measured_s, self.priced_predicted_s
+            running = running if running_priced else None
+        else:
+            measured, predicted = self.measured_s, self.predicted_s
+        if running is not None:
+            measured, predicted = measured + running[0], predicted + running[1]
+        return min(max(measured / predicted, 0.02), 50.0) if predicted > 0 else 1.0
+
+    def _fixed_per_cell(self, ratio: float) -> float:
+        """What a cell costs beyond its corrected prediction: making its work file, forking, opening and closing the
+        file each pass, reading the traced pass's log, committing the row -- the median over the finished cells of
+        their wall time less the model's price at this ratio (issue 22: seven 2-request cells took 1.5 s each while
+        the model priced them at milliseconds, so the last 11 s of a run read "sweep 1.8 s left")."""
+        extra = [max(wall - own * ratio, 0.0) for wall, own in self.walls if own is not None]
+        if not extra:
+            return statistics.median(self.overheads) if self.overheads else 0.0
+        return statistics.median(extra) if len(extra) >= 3 else min(extra)   # one cell's own model error is no rule
 
     def _per_pass_guess(self, ratio: float) -> float | None:
         """A pass of the running cell before any of it is measured: the model's (corrected), else the median cell's."""
@@ -163,7 +212,10 @@ class EtaClock:
         i, n = self.in_pass
         measured_pass = (starts[-1] - starts[0]) / m if m else None
         this: float | None
-        if n and i >= 1:                      # inside a long pass: the requests done by the last report extrapolate it
+        if n and i >= 1 and (self.reported - starts[-1] >= RUNNING_PASS_MIN_S or measured_pass is None):
+            # inside a long pass: the requests done by the last report extrapolate it -- once a second of it is
+            # measured, when an earlier pass can say instead (its first 16 requests, the cold ones, said "194 s left"
+            # on a 3 s pass)
             this = max((self.reported - starts[-1]) * n / i, in_pass)
         else:
             this = measured_pass if measured_pass is not None else self._per_pass_guess(ratio)
@@ -183,7 +235,7 @@ class EtaClock:
         rest = self.predicted[k + 1:]
         unknown = sum(not _known(p) for p in rest)
         typical = statistics.median(self.cell_times) if self.cell_times else None
-        overhead = statistics.median(self.overheads) if self.overheads else 0.0
+        overhead = self._fixed_per_cell(ratio)
         sweep_left = None
         if cell_left is not None or past:
             sweep_left = (cell_left or 0.0) + sum(p for p in rest if _known(p)) * ratio + overhead * len(rest)
@@ -199,7 +251,7 @@ class EtaClock:
                 else f"cell {left_text(e.cell_left or 0.0)} left")
         sweep = f", sweep {left_text(e.sweep_left)} left" if e.sweep_left is not None else ""
         unpriced = f" ({e.unpredicted} unpredicted cells at the median cell's time)" if e.unpredicted and sweep else ""
-        how = f"model x {e.ratio:.2g} measured" if self.predicted_s > 0 else "model ETA"
+        how = f"model x {e.ratio:.2g} measured" if self.corrected else "model ETA"
         return f" | {cell}{sweep}{unpriced} ({how})"
 
     def fraction_done(self, k: int | None = None) -> float:

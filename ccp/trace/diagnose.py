@@ -26,6 +26,7 @@ from ccp.trace.check import completeness_line, file_state
 from ccp.trace.cures import block_sequence, cache_for, chunk_candidates, partial_requests
 from ccp.trace.harm import HARM, price_cure, tune_workload_yaml
 from ccp.trace.libraries import batched_code, cache_code, keep_open_code, program_libraries
+from ccp.trace.ranking import RULE, rank_cures
 from ccp.trace.sequence_model import chunk_cost_ratio, fit_costs, predict_time, run_model, working_set
 from ccp.trace.writes import diagnose_writes
 from ccp.units import format_bytes, format_seconds, shape_str
@@ -253,8 +254,7 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
     if wall > 0.01 and (wall - hdf5) > 0.3 * wall:
         f.append(f"high-level h5py overhead: {_pct(wall - hdf5, wall)} of the time of these calls was h5py's Python layer "
                  f"(selection parsing, array allocation), {format_seconds(hdf5)} was HDF5 itself")
-    cures.sort(key=lambda c: c["predicted_s"])
-    out["cures"] = [c for c in cures if c["predicted_s"] <= now * MIN_GAIN]
+    out["cures"] = rank_cures([c for c in cures if c["predicted_s"] <= now * MIN_GAIN])   # the cheapest-change rule
     return out
 
 
@@ -411,7 +411,7 @@ def _format_cures(lines: list[str], cures: list[dict], whose: str) -> None:
     if not cures:
         lines.append(f"  no cure predicts a gain of 10% or more for {whose} time")
         return
-    lines.append(f"  cures, best first (predicted time for {whose} calls):")
+    lines.append(f"  cures, best first ({RULE}; predicted time for {whose} calls):")
     for i, c in enumerate(cures, 1):
         sp = f", {c['speedup']:.1f}x faster" if c.get("speedup") else ""
         lines.append(f"  {i}. {c['cure']}: {format_seconds(c['predicted_s'])}{sp} ({c['why']})")

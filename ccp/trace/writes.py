@@ -15,6 +15,7 @@ import numpy as np
 
 from ccp.trace.cures import block_sequence, cache_for, most_common_row, partial_requests
 from ccp.trace.libraries import open_expr
+from ccp.trace.ranking import rank_cures
 from ccp.trace.sequence_model import chunk_cost_ratio, fit_costs, predict_time, run_model, working_set
 from ccp.units import format_bytes, format_seconds, shape_str
 from ccp.workload.replay import ReplaySequence
@@ -155,6 +156,5 @@ def diagnose_writes(seq: ReplaySequence, user, low, layout: dict, program_s: flo
                  f"deep along the append axis: {m['raw_writes'] + m['close_flushes']} chunk write(s) instead of {flushed}",
                  m, f"f.create_dataset(..., chunks={tuple(want)}, maxshape=...)   # with your other options",
                  ratio=chunk_cost_ratio(per_io, chunk_bytes, int(np.prod(want)) * seq.itemsize))
-    cures.sort(key=lambda c: (c["predicted_s"], c["cure"]))
-    out["write_cures"] = [c for c in cures if c["predicted_s"] <= now * 0.9]
+    out["write_cures"] = rank_cures([c for c in cures if c["predicted_s"] <= now * 0.9])   # the cheapest-change rule
     return out

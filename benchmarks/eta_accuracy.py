@@ -1,0 +1,147 @@
+"""How true is `ccp run`'s ETA through a long run? (issue 22: "within 1.5x of the truth; updates at least every
+few seconds; no '0 ns left'").
+
+Runs one sweep under a pseudo-terminal (the status line and its ticker only draw on a terminal), timestamps every
+redraw of the status line, and once the sweep has ended compares each "sweep X left" with the time that was really
+left (the sweep's end minus the moment of the line). Prints the worst ratio predicted / actual remaining over the
+run (and over the part with at least a minute left, where a few seconds of overhead cannot dominate), the longest
+gap between redraws, whether any line said "0 ns", and the load average while it ran.
+
+    .venv/bin/python benchmarks/eta_accuracy.py configs/cris.yaml --scale 0.71
+    .venv/bin/python benchmarks/eta_accuracy.py configs/quickstart.yaml --log results/eta-quickstart.tsv
+
+The run folder and work files go to a temporary folder (removed at the end) unless --out / --work are given;
+--log writes every (elapsed, eta, actual, line) as a TSV. The sweep runs with --no-report: the ETA covers the
+sweep, not the page written after it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pty
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0}
+SWEEP_LEFT = re.compile(r"sweep (<1 s|(?:(\d+) h )?([\d.]+) (ns|us|ms|s|min)) left")
+MIN_LEFT_S = 60.0      # the headline figure: lines with at least this much really left
+
+
+def seconds_of(match: re.Match) -> float:
+    if match.group(1) == "<1 s":
+        return 0.5
+    hours = float(match.group(2) or 0)
+    return hours * 3600 + float(match.group(3)) * UNITS[match.group(4)]
+
+
+def run_under_pty(args: list[str], env: dict) -> tuple[list[tuple[float, str]], float, int, list[float]]:
+    """Run ``args`` with stdout and stderr on a pty; returns ([(seconds since start, line)], seconds to exit, exit
+    status, load averages sampled once a second)."""
+    master, slave = pty.openpty()
+    t0 = time.monotonic()
+    proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, env=env, close_fds=True)
+    os.close(slave)
+    lines: list[tuple[float, str]] = []
+    loads: list[float] = []
+    buf = b""
+    last_load = 0.0
+    try:
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:          # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            now = time.monotonic() - t0
+            buf += chunk
+            *parts, buf = re.split(rb"[\r\n]", buf)
+            lines += [(now, p.decode(errors="replace").strip()) for p in parts if p.strip()]
+            if now - last_load >= 1.0:
+                loads.append(os.getloadavg()[0])
+                last_load = now
+    finally:
+        code = proc.wait()
+        end = time.monotonic() - t0
+        os.close(master)
+    if buf.strip():
+        lines.append((end, buf.decode(errors="replace").strip()))
+    return lines, end, code, loads
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("sweep")
+    ap.add_argument("--scale", type=float, default=None)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out", default=None, help="run folder to keep (default: a temporary one)")
+    ap.add_argument("--work", default=None, help="work folder (default: a temporary one)")
+    ap.add_argument("--log", default=None, help="write every (elapsed, eta, actual, line) here as TSV")
+    a = ap.parse_args(argv)
+    tmp = Path(tempfile.mkdtemp(prefix="ccp-eta-"))
+    try:
+        out = Path(a.out) if a.out else tmp / "out"
+        work = Path(a.work) if a.work else tmp / "work"
+        args = [str(ROOT / ".venv" / "bin" / "ccp"), "run", a.sweep, "--out", str(out), "--work", str(work), "--no-report"]
+        if a.scale:
+            args += ["--scale", str(a.scale)]
+        if a.quick:
+            args.append("--quick")
+        env = {**os.environ, "COLUMNS": "400", "LINES": "50"}
+        load0 = os.getloadavg()[0]
+        lines, end, code, loads = run_under_pty(args, env)
+    finally:
+        if not a.out or not a.work:
+            shutil.rmtree(tmp, ignore_errors=True)
+    status = [(t, ln) for t, ln in lines if ln.startswith("[")]
+    # the sweep ends when its last status line is cleared; what follows (the summary) is not the sweep's
+    sweep_end = max((t for t, _ in status), default=end)
+    sweep_end = min(end, sweep_end + 2.0)
+    samples = []
+    for t, ln in status:
+        m = SWEEP_LEFT.search(ln)
+        if m:
+            samples.append((t, seconds_of(m), sweep_end - t, ln))
+    if a.log:
+        with open(a.log, "w") as fh:
+            fh.write("elapsed_s\teta_s\tactual_left_s\tline\n")
+            for t, eta, actual, ln in samples:
+                fh.write(f"{t:.2f}\t{eta:.1f}\t{actual:.1f}\t{ln}\n")
+    gaps = [b - a_ for (a_, _), (b, _) in zip(status, status[1:])]
+    zero = [ln for _, ln in status if re.search(r"\b0 ns\b", ln)]
+    print(f"ccp run exit {code}; {end:.0f} s wall (sweep {sweep_end:.0f} s); {len(status)} status lines, "
+          f"{len(samples)} with a sweep ETA")
+    print(f"load average: {load0:.1f} at the start, median {statistics.median(loads or [load0]):.1f}, "
+          f"max {max(loads or [load0]):.1f} on {os.cpu_count()} CPUs")
+    if gaps:
+        print(f"redraws: median gap {statistics.median(gaps):.1f} s, longest {max(gaps):.1f} s")
+    print(f"'0 ns' on a status line: {len(zero)}" + (f" (first: {zero[0]!r})" if zero else ""))
+    first = next((t for t, _, _, ln in samples if "measured)" in ln), None)
+    print("the first line corrected by a measurement: " + (f"at {first:.0f} s" if first is not None else "none")
+          + " (before it, the model's prices alone)")
+    for label, floor, since in (("every line", 1.0, 0.0), (f"lines with >= {MIN_LEFT_S:.0f} s really left", MIN_LEFT_S, 0.0),
+                                (f"corrected lines with >= {MIN_LEFT_S:.0f} s really left", MIN_LEFT_S,
+                                 first if first is not None else float("inf"))):
+        rs = [(eta / actual, t, eta, actual) for t, eta, actual, _ in samples if actual >= floor and t >= since]
+        if not rs:
+            print(f"{label}: no sample")
+            continue
+        hi, lo = max(rs), min(rs)
+        worst = max(hi[0], 1 / lo[0])
+        within = sum(1 / 1.5 <= r <= 1.5 for r, *_ in rs)
+        print(f"{label} ({len(rs)}): predicted/actual remaining from {lo[0]:.2f} (at {lo[1]:.0f} s: said "
+              f"{lo[2]:.0f} s, {lo[3]:.0f} s left) to {hi[0]:.2f} (at {hi[1]:.0f} s: said {hi[2]:.0f} s, {hi[3]:.0f} s "
+              f"left); worst {worst:.2f}x; {within}/{len(rs)} within 1.5x")
+    return 0 if code == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
