@@ -216,8 +216,9 @@ def _arrow_lists(type_):
     return pd.ArrowDtype(type_) if pa.types.is_list(type_) or pa.types.is_large_list(type_) else None
 
 
-def load_trace(path) -> Trace:
-    """A trace folder, checked: a damaged one is one CcpError naming the file and the field."""
+def load_trace(path, batch_rows: int | None = None) -> Trace:
+    """A trace folder, checked: a damaged one is one CcpError naming the file and the field.
+    ``batch_rows``: read calls.parquet that many rows at a time (the same trace)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -237,8 +238,12 @@ def load_trace(path) -> Trace:
         # and text columns stay dictionary-encoded (pandas categoricals): a few distinct values per column
         pf = pq.ParquetFile(table)
         text = [f.name for f in pf.schema_arrow if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
-        frame = pq.read_table(table, read_dictionary=text).to_pandas(types_mapper=_arrow_lists, split_blocks=True,
-                                                                     self_destruct=True)
+        if batch_rows is None:
+            arrow = pq.read_table(table, read_dictionary=text)
+        else:       # in batches, each with its own dictionaries (the same frame: tests/trace/test_diagnose_batches.py)
+            pf = pq.ParquetFile(table, read_dictionary=text)
+            arrow = pa.Table.from_batches(list(pf.iter_batches(batch_size=batch_rows)), schema=pf.schema_arrow)
+        frame = arrow.to_pandas(types_mapper=_arrow_lists, split_blocks=True, self_destruct=True)
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise CcpError(f"{table}: not a readable parquet table ({' '.join(str(exc).split())[:200]})") from None
     return Trace(path, header, check_table(table, frame))
