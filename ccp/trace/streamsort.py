@@ -110,7 +110,7 @@ def merge_runs(paths: list[Path], write: Callable[[pa.Table], None], batch_rows:
     for i in range(len(iters)):
         refill(i)
     while held:
-        bound = min(last.get(i) for i in held)       # type: ignore[type-var]
+        bound = min(last[i] for i in held)
         out = []
         for i in [i for i in held if first[i] <= bound]:
             t = held[i]
