@@ -6,7 +6,7 @@ For each N: writes a real HDF5 file (a 100000x64 float32 dataset in 256x64 chunk
 ``ccp trace``'s format (``calls.parquet`` + ``trace.json``) of a per-sample loader: N single-row reads
 ``d[i]`` at random rows, one file open, the 8 MiB default cache (one user row and one low-level row per
 call, as the recorder writes them). Then runs ``ccp diagnose`` on it in a fresh process, and reports its
-wall time (median of --repeats), CPU time and peak RSS (``ru_maxrss`` of the child), with the load
+wall time (median of --repeats), CPU time and peak RSS (the child's ``VmHWM``), with the load
 average. The trace is synthetic so that the measurement is of diagnose alone (recording a 10^6-call
 program is the recorder's benchmark, ``benchmarks/trace_overhead.py``).
 """
@@ -85,9 +85,13 @@ def run_once(folder: Path, load_only: bool = False) -> tuple[float, float, int, 
     the trace loader alone, ``load_trace``, to tell its share from diagnose's)."""
     work = ("from ccp.workload.tracefile import load_trace\nload_trace(sys.argv[1])\n" if load_only else
             "from ccp.cli import main\ntry:\n    main(['diagnose', sys.argv[1]])\nexcept SystemExit:\n    pass\n")
+    # peak RSS from /proc (VmHWM): ru_maxrss carries over the parent's peak across fork and exec (this
+    # script's own, which made the trace)
     code = ("import resource, sys, time; t0 = time.perf_counter()\n" + work +
             "r = resource.getrusage(resource.RUSAGE_SELF)\n"
-            "print('@@', time.perf_counter() - t0, r.ru_utime + r.ru_stime, r.ru_maxrss * 1024, file=sys.stderr)")
+            "hwm = [int(x.split()[1]) * 1024 for x in open('/proc/self/status') if x.startswith('VmHWM')]\n"
+            "print('@@', time.perf_counter() - t0, r.ru_utime + r.ru_stime, (hwm or [r.ru_maxrss * 1024])[0], "
+            "file=sys.stderr)")
     p = subprocess.run([sys.executable, "-c", code, str(folder)], capture_output=True, text=True, check=False,
                        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
     tail = [ln for ln in p.stderr.splitlines() if ln.startswith("@@")]
@@ -111,7 +115,7 @@ def main() -> None:
             print(f"# made {folder} in {time.perf_counter() - t0:.1f} s", flush=True)
         load = run_once(folder, load_only=True)
         print(f"{n} calls: the loader alone (load_trace): wall {load[0]:.2f} s, CPU {load[1]:.2f} s, peak RSS "
-              f"{load[2] / 2**20:.0f} MiB", flush=True)
+              f"{load[2] / 2**20:.0f} MiB; load average {os.getloadavg()[0]:.1f}", flush=True)
         runs = [run_once(folder) for _ in range(args.repeats)]
         walls = [r[0] for r in runs]
         print(f"{n} calls: diagnose wall median {statistics.median(walls):.2f} s (min {min(walls):.2f}, max "

@@ -37,8 +37,9 @@ def _number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def load_checked(path) -> Trace:
-    """:func:`load_trace`, with every kind of damage a one-line error naming the file and the field."""
+def load_checked(path, batch_rows: int | None = None) -> Trace:
+    """:func:`load_trace` (``batch_rows`` at a time), with every kind of damage a one-line error naming the
+    file and the field."""
     path = Path(path)
     head = path / "trace.json"
     if head.is_file():
@@ -51,7 +52,7 @@ def load_checked(path) -> Trace:
         if not isinstance(raw, dict):
             raise CcpError(f"{head}: expected a JSON object (the trace header), got {type(raw).__name__}")
     try:
-        trace = load_trace(path)
+        trace = load_trace(path, batch_rows)
     except CcpError:
         raise
     except Exception as exc:  # pyarrow's errors for a damaged file are many; each is "unreadable"

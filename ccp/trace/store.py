@@ -63,34 +63,111 @@ def _describe_cached(key: tuple, shape: tuple) -> dict:
     return out
 
 
-def _fast_frame(fast: list, pid: int | None, handles: dict):
-    """Fast-path tuples as rows, column by column: each call's user row, then its fast_reader row."""
+def _codes(values: list):
+    """Integer columns equal where ``values`` are equal: ints as they are, anything else by its repr."""
     import numpy as np
-    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kinds = set(map(type, values))
+    if kinds <= {int, type(None)}:
+        try:
+            if kinds == {int}:
+                return [np.array(values, np.int64)]
+            return [np.array([-1 if v is None else v for v in values], np.int64),
+                    np.fromiter((v is None for v in values), np.int64, len(values))]
+        except OverflowError:       # an index past int64: the selection is damage, but tell it apart by repr
+            pass
+    return [pc.dictionary_encode(pa.array(list(map(repr, values)), pa.string())).indices.to_numpy().astype(np.int64)]
+
+
+def _distinct_keys(tokens: list, keys: list):
+    """One id per call, the same for calls on the same handle with equal keys (ints, slices, Ellipsis; slices
+    are not hashable in this Python): the keys compared column by column, a list pass per key position."""
+    import numpy as np
+
+    n = len(keys)
+    lens = np.fromiter(map(len, keys), np.int64, n)
+    tok = np.asarray(tokens, np.int64)
+    ids = np.empty(n, np.int64)
+    base = 0
+    for rank in np.unique(lens).tolist():
+        at = np.flatnonzero(lens == rank)
+        group = keys if len(at) == n else [keys[i] for i in at.tolist()]
+        fields = [tok[at]]
+        for j in range(rank):
+            col = [k[j] for k in group]
+            if set(map(type, col)) == {slice}:
+                for attr in ("start", "stop", "step"):
+                    fields += _codes([getattr(a, attr) for a in col])
+            else:
+                fields += _codes(col)
+        table = np.stack(fields)                # (field, call): equal columns are equal keys
+        order = np.lexsort(table[::-1])
+        ordered = table[:, order]
+        new = np.ones(len(order), bool)
+        new[1:] = (ordered[:, 1:] != ordered[:, :-1]).any(axis=0)
+        ids[at[order]] = base + np.cumsum(new) - 1
+        base += int(new.sum())
+    return ids
+
+
+def _fast_table(fast: list, pid: int | None, handles: dict, schema):
+    """Fast-path tuples as calls.parquet rows, column by column: each call's user row, then its fast_reader
+    row. Each distinct (handle, key) is described once; the rest are numpy and Arrow gathers."""
+    import numpy as np
+    import pyarrow as pa
 
     fast = [r for r in fast if r[3] in handles]        # a handle lost with a torn batch: the call cannot be placed
     n = len(fast)
+    if not n:
+        return schema.empty_table()
     seq = np.fromiter((r[0] for r in fast), np.int64, n)
     t0 = np.fromiter((r[1] for r in fast), np.int64, n)
     ns = np.fromiter((r[2] for r in fast), np.int64, n) - t0
-    info = [handles[r[3]] for r in fast]
-    sels = [_describe_cached(r[4], i[3]) for r, i in zip(fast, info)]
-    nelems = np.fromiter((x["nelems"] for x in sels), np.int64, n)
-    nbytes = nelems * np.fromiter((i[2] for i in info), np.int64, n)
-    common = {"kind": "call", "pid": pid, "op": "read", "file": [i[0] for i in info], "dataset": [i[1] for i in info],
-              "t0_ns": t0, "wall_ns": ns, "hdf5_ns": ns, "bytes": nbytes}
-    user = pd.DataFrame({**common, "seq": seq, "depth": 0, "parent": 0, "api": "Dataset.__getitem__", "nlow": 1})
-    child = pd.DataFrame({**common, "seq": seq + 1, "depth": 1, "parent": seq, "api": "fast_reader", "nlow": 0,
-                          "sel": [x["sel"] for x in sels], "start": [x.get("start") for x in sels],
-                          "count": [x.get("count") for x in sels], "nelems": nelems,
-                          **{k: [x.get(k) for x in sels] for k in ("stride", "block", "nblocks", "blocks", "points")}})
-    return pd.concat([user, child], ignore_index=True)
+    tokens = [r[3] for r in fast]
+    keys = [r[4] for r in fast]
+    ids = _distinct_keys(tokens, keys)
+    _, first = np.unique(ids, return_index=True)        # ids number the distinct (handle, key) pairs
+    infos = [handles[tokens[i]] for i in first.tolist()]
+    descs = [_describe_cached(keys[i], info[3]) for i, info in zip(first.tolist(), infos)]
+    at = pa.array(ids)
+    idx = ids
+    nelems = np.array([x["nelems"] for x in descs], np.int64)[idx]
+    nbytes = nelems * np.array([i[2] for i in infos], np.int64)[idx]
+    wall_s = pa.array(ns / 1e9, pa.float64())
+
+    def const(value, type_):
+        return pa.nulls(n, type_) if value is None else pa.repeat(pa.scalar(value, type_), n)
+
+    common = {"kind": const("call", pa.string()), "pid": const(pid, pa.int64()), "op": const("read", pa.string()),
+              "file": pa.array([i[0] for i in infos], pa.string()).take(at),
+              "dataset": pa.array([i[1] for i in infos], pa.string()).take(at),
+              "t0_ns": pa.array(t0), "wall_s": wall_s, "hdf5_s": wall_s, "bytes": pa.array(nbytes)}
+    user = {**common, "seq": pa.array(seq), "depth": const(0, pa.int64()), "parent": const(0, pa.int64()),
+            "api": const("Dataset.__getitem__", pa.string()), "nlow": const(1, pa.int64())}
+    sels = {"sel": pa.array([x["sel"] for x in descs], pa.string()),
+            **{k: pa.array([_int_list(x.get(k)) for x in descs], pa.list_(pa.int64()))
+               for k in ("start", "count", "stride", "block", "blocks", "points")},
+            "nblocks": pa.array([x.get("nblocks") for x in descs], pa.int64())}
+    child = {**common, "seq": pa.array(seq + 1), "depth": const(1, pa.int64()), "parent": pa.array(seq),
+             "api": const("fast_reader", pa.string()), "nlow": const(0, pa.int64()), "nelems": pa.array(nelems),
+             **{k: v.take(at) for k, v in sels.items()}}
+    return pa.concat_tables([_table(user, n, schema), _table(child, n, schema)])
+
+
+def _table(columns: dict, n: int, schema):
+    """``columns`` (Arrow arrays) as a table of ``schema``; a column not given is all null."""
+    import pyarrow as pa
+
+    return pa.Table.from_arrays([columns[f.name] if f.name in columns else pa.nulls(n, f.type) for f in schema],
+                                schema=schema)
 
 
 def _expand(batch: list, pid: int | None, handles: dict, out: list, layouts: list, errors: list,
             fast: list | None = None) -> None:
     """Records of one batch as row dicts; a fast-path tuple becomes its user call and its fast_reader row
-    (kept as the tuple in ``fast`` when given, for :func:`_fast_frame`)."""
+    (kept as the tuple in ``fast`` when given, for :func:`_fast_table`)."""
     for r in batch:
         if type(r) is tuple and fast is not None:
             fast.append(r)
@@ -138,13 +215,11 @@ STRING_COLUMNS = ("kind", "api", "op", "file", "dataset", "sel", "mode", "reason
 ROWS_PER_CHUNK = 200_000      # row dicts held at once while merging
 
 
-def _frame(records: list[dict], fast=None):
-    """Row dicts (and a fast-path frame) as calls.parquet's columns, each with one fixed dtype."""
+def _frame(records: list[dict]):
+    """Row dicts as calls.parquet's columns, each with one fixed dtype (pandas coerces what Arrow refuses)."""
     import pandas as pd
 
     df = pd.DataFrame.from_records(records)
-    if fast is not None and len(fast):
-        df = pd.concat([df, fast], ignore_index=True) if len(df) else fast
     for c in (*COLUMNS, "wall_ns", "hdf5_ns"):
         if c not in df.columns:
             df[c] = None
@@ -271,74 +346,140 @@ def completeness(run: dict | None, part_pids: set[int], torn: list[str], errors:
             "lost_records": lost, "recorder_errors": recorder_errors}
 
 
-def merge(trace_dir: Path, command: list[str], exit_status: int, wall_s: float, checksum: bool = True,
-          run: dict | None = None) -> dict:
-    """Write ``calls.parquet`` and ``trace.json`` from ``trace_dir/parts``; returns the header.
+def _records_table(records: list[dict], schema):
+    """Row dicts (calls the recorder described itself, events) as a table of ``schema``: Arrow converts
+    them in one pass; a value of an unexpected type takes pandas' coercing path (:func:`_frame`)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
-    ``run`` is ccp trace's view of the run (return code, status lines, Python processes seen), from which
-    the header's ``completeness`` is worked out.
-    """
+    if not records:
+        return schema.empty_table()
+    raw_schema = pa.schema([f for f in schema if f.name not in ("wall_s", "hdf5_s")]
+                           + [pa.field("wall_ns", pa.int64()), pa.field("hdf5_ns", pa.int64())])
+    try:
+        raw = pa.Table.from_pylist(records, schema=raw_schema)
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        return pa.Table.from_pandas(_frame(records), schema=schema, preserve_index=False)
+    cols = {name: raw.column(name) for name in raw.column_names}
+    for ns, s in (("wall_ns", "wall_s"), ("hdf5_ns", "hdf5_s")):
+        cols[s] = pc.divide(pc.cast(cols[ns], pa.float64()), 1e9)
+    return _table(cols, raw.num_rows, schema)
+
+
+def _part_tables(part: Path, torn: list, layouts: list, errors: list, schema, batch_rows: int):
+    """One part file's rows as tables of about ``batch_rows`` rows, each sorted by (pid, seq)."""
+    import pyarrow as pa
+
+    from ccp.trace.streamsort import sort_rows
+
+    handles: dict = {}
+    rows: list[dict] = []
+    fast: list[tuple] = []
+    pid = _part_pid(part)
+    made = False
+    for batch in _part_batches(part, torn):
+        _expand(batch, pid, handles, rows, layouts, errors, fast)
+        while len(rows) + 2 * len(fast) >= batch_rows:
+            take = max(1, batch_rows // 2)
+            chunk, fast = fast[:take], fast[take:]
+            yield sort_rows(pa.concat_tables([_records_table(rows, schema), _fast_table(chunk, pid, handles, schema)]))
+            rows, made = [], True
+    if rows or fast or not made:
+        yield sort_rows(pa.concat_tables([_records_table(rows, schema), _fast_table(fast, pid, handles, schema)]))
+
+
+def _output_schema():
+    """calls.parquet's schema, with the pandas metadata readers use to get nullable ints and strings back."""
+    import pyarrow as pa
+
+    return pa.Table.from_pandas(_frame([]), schema=_arrow_schema(), preserve_index=False).schema
+
+
+def _write_calls(path: Path, parts: list[Path], spill: set[str], batch_rows: int) -> dict:
+    """Every part's rows into ``path`` (parquet), sorted by (pid, seq), one chunk at a time; returns the
+    counts, pids, files, layouts, errors and torn parts the header needs. A part in ``spill`` is sorted
+    through run files (:func:`ccp.trace.streamsort.merge_runs`)."""
+    import tempfile
+
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
+    from ccp.trace.streamsort import InOrder, OutOfOrder, merge_runs, write_run
+
+    schema = _output_schema()
+    stats: dict = {"torn": [], "layouts": [], "errors": [], "pids": set(), "files": set(), "user": 0, "nested": 0,
+                   "events": 0}
+
+    def count(table) -> None:
+        kind, depth = table.column("kind"), table.column("depth")
+        is_call = pc.fill_null(pc.equal(kind, "call"), False)
+        user = pc.and_(is_call, pc.fill_null(pc.equal(depth, 0), False))
+        stats["user"] += pc.sum(user).as_py() or 0
+        stats["nested"] += pc.sum(pc.and_(is_call, pc.invert(user))).as_py() or 0
+        stats["events"] += pc.sum(pc.fill_null(pc.equal(kind, "event"), False)).as_py() or 0
+        stats["pids"].update(int(p) for p in pc.unique(table.column("pid")).to_pylist() if p is not None)
+        stats["files"].update(f for f in pc.unique(table.column("file")).to_pylist() if f)
+
+    written = 0
+    with pq.ParquetWriter(path, schema) as writer:
+        def write(table) -> None:
+            nonlocal written
+            writer.write_table(table, row_group_size=max(batch_rows, 1))
+            written += table.num_rows
+
+        for part in parts:      # one process at a time, in chunks: memory stays bounded by the chunk size
+            tables = _part_tables(part, stats["torn"], stats["layouts"], stats["errors"], schema, batch_rows)
+            if part.name not in spill:
+                order = InOrder(write)
+                try:
+                    for table in tables:
+                        count(table)
+                        order.add(table)
+                except OutOfOrder:
+                    raise OutOfOrder(part.name) from None
+                order.close()
+                continue
+            with tempfile.TemporaryDirectory(dir=path.parent, prefix=".merge-") as runs_dir:
+                runs = []
+                for i, table in enumerate(tables):
+                    count(table)
+                    runs.append(Path(runs_dir) / f"{i}.parquet")
+                    write_run(runs[-1], table, max(1024, batch_rows // 16))
+                merge_runs(runs, write, max(1024, batch_rows // 16))
+        if not written:
+            writer.write_table(pa.Table.from_pandas(_frame([]), schema=schema, preserve_index=False))
+    return stats
+
+
+def merge(trace_dir: Path, command: list[str], exit_status: int, wall_s: float, checksum: bool = True,
+          run: dict | None = None, batch_rows: int = ROWS_PER_CHUNK) -> dict:
+    """Write ``calls.parquet`` and ``trace.json`` from ``trace_dir/parts``; returns the header.
+
+    ``run`` is ccp trace's view of the run (return code, status lines, Python processes seen), from which
+    the header's ``completeness`` is worked out. ``batch_rows``: rows converted and sorted at once (the
+    merge's memory; the trace is the same for any value).
+    """
+    from ccp.trace.streamsort import OutOfOrder
+
     trace_dir = Path(trace_dir)
-    torn: list[str] = []
-    layouts: list[dict] = []
-    errors: list[dict] = []
-    schema = _arrow_schema()
     table_tmp = trace_dir / "calls.parquet.tmp"
-    pids: set[int] = set()
-    seen_files: set[str] = set()
-    n_user = n_nested = n_events = 0
     parts = sorted(Path(trace_dir / PARTS).glob("*.part"), key=lambda p: (_part_pid(p) or 0, p.name))
-    writer = None
-    try:
-        for part in parts:      # one process at a time, in row chunks: memory stays bounded by the largest process
-            handles: dict = {}
-            chunks: list = []
-            rows: list[dict] = []
-            fast: list[tuple] = []
-            pid = _part_pid(part)
-            for batch in _part_batches(part, torn):
-                _expand(batch, pid, handles, rows, layouts, errors, fast)
-                if len(rows) + 2 * len(fast) >= ROWS_PER_CHUNK:
-                    frame = _frame(rows, _fast_frame(fast, pid, handles))
-                    chunks.append(pa.Table.from_pandas(frame, schema=schema, preserve_index=False))
-                    rows, fast = [], []
-            if rows or fast or not chunks:
-                frame = _frame(rows, _fast_frame(fast, pid, handles))
-                chunks.append(pa.Table.from_pandas(frame, schema=schema, preserve_index=False))
-            table = pa.concat_tables(chunks).sort_by([("pid", "ascending"), ("seq", "ascending")])
-            del chunks, rows, fast
-            if writer is None:
-                writer = pq.ParquetWriter(table_tmp, table.schema)
-            if table.num_rows or not parts:
-                writer.write_table(table, row_group_size=ROWS_PER_CHUNK)
-            is_call = pc.equal(table.column("kind"), "call")
-            user = pc.and_(is_call, pc.equal(table.column("depth"), 0))
-            n_user += int(pc.sum(pc.cast(pc.fill_null(user, False), pa.int64())).as_py() or 0)
-            n_nested += int(pc.sum(pc.cast(pc.fill_null(pc.and_(is_call, pc.invert(user)), False),
-                                           pa.int64())).as_py() or 0)
-            n_events += int(pc.sum(pc.cast(pc.fill_null(pc.equal(table.column("kind"), "event"), False),
-                                           pa.int64())).as_py() or 0)
-            pids.update(int(p) for p in pc.unique(table.column("pid")).to_pylist() if p is not None)
-            seen_files.update(f for f in pc.unique(table.column("file")).to_pylist() if f)
-            del table
-        if writer is None:
-            table = pa.Table.from_pandas(_frame([]), schema=schema, preserve_index=False)
-            writer = pq.ParquetWriter(table_tmp, table.schema)
-            writer.write_table(table)
-    finally:
-        if writer is not None:
-            writer.close()
+    spill: set[str] = set()
+    while True:         # a part whose calls ended far out of order is merged again, sorted through run files
+        try:
+            stats = _write_calls(table_tmp, parts, spill, batch_rows)
+            break
+        except OutOfOrder as exc:
+            spill.add(str(exc.args[0]))
+    layouts, errors, torn, pids = stats["layouts"], stats["errors"], stats["torn"], stats["pids"]
     datasets: dict[str, dict] = {}
     for lay in layouts:
         key = f"{lay['file']}::{lay['dataset']}"
         entry = {k: v for k, v in lay.items() if k not in ("kind", "pid")}
         datasets.setdefault(key, entry)
     files = {}
-    for name in sorted(seen_files | {d["file"] for d in datasets.values()}):
+    for name in sorted(stats["files"] | {d["file"] for d in datasets.values()}):
         info = {"path": name, "exists": os.path.isfile(name)}
         if info["exists"]:
             info["size"] = os.path.getsize(name)
@@ -348,8 +489,8 @@ def merge(trace_dir: Path, command: list[str], exit_status: int, wall_s: float, 
     header = {
         "schema_version": SCHEMA_VERSION, "tool": "ccp trace", "command": list(command), "exit_status": exit_status,
         "wall_s": wall_s, "environment": environment(), "pids": sorted(pids),
-        "calls": n_user, "nested_calls": n_nested,
-        "events": n_events, "files": list(files.values()), "datasets": list(datasets.values()),
+        "calls": stats["user"], "nested_calls": stats["nested"],
+        "events": stats["events"], "files": list(files.values()), "datasets": list(datasets.values()),
         "recorder_errors": errors,
         "completeness": completeness(run, pids, torn, errors),
         "checksum_note": "sha256 and size taken after the program ended" if checksum else "checksums skipped (--no-checksum)",

@@ -77,6 +77,7 @@ class ReplaySequence:
 
 
 def _boxes(row, rank: int, max_boxes: int) -> tuple[list, list, bool]:
+    row = row.where(row.notna(), None)         # a missing list of an Arrow list column reads as NA: None here
     sel = row["sel"]
     start = list(row["start"]) if row["start"] is not None else None
     count = list(row["count"]) if row["count"] is not None else None

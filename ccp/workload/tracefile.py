@@ -146,6 +146,7 @@ def check_header(head: Path, header) -> dict:
 def check_table(path: Path, table: pd.DataFrame) -> pd.DataFrame:
     """calls.parquet's columns and values, checked (times finite and >= 0, known kinds, sane selections)."""
     import numpy as np
+    import pandas as pd
 
     missing = [c for c in COLUMNS if c not in table.columns]
     if missing:
@@ -168,6 +169,19 @@ def check_table(path: Path, table: pd.DataFrame) -> pd.DataFrame:
         if len(v) and ((v < 0).any() or (v > MAX_DIM).any()):
             raise _bad(path, col, f"{v[(v < 0) | (v > MAX_DIM)].iloc[0]} is out of range")
     for col in ("start", "count"):
+        values = table[col]
+        if isinstance(values.dtype, pd.ArrowDtype):     # the loader's: checked column-wise, no object per row
+            import pyarrow as pa
+            import pyarrow.compute as pc
+
+            arr = values.array.__arrow_array__()
+            arr = pa.chunked_array([arr]) if isinstance(arr, pa.Array) else arr
+            flat = pc.list_flatten(arr).to_numpy(zero_copy_only=False)
+            bad = np.flatnonzero((flat < 0) | (flat > MAX_DIM))
+            if len(bad):
+                i = int(pc.list_parent_indices(arr).to_numpy()[bad[0]])
+                raise _bad(path, col, f"{list(values.iloc[i])} in row {table.index[i]} is out of range")
+            continue
         for i, v in table[col].items():
             if v is not None and len(v) and (min(v) < 0 or max(v) > MAX_DIM):
                 raise _bad(path, col, f"{list(v)} in row {i} is out of range")
@@ -195,8 +209,16 @@ def iter_trace(path, columns: list[str] | None = None, batch_rows: int = 200_000
         raise CcpError(f"{table}: not a readable parquet table ({' '.join(str(exc).split())[:200]})") from None
 
 
-def load_trace(path) -> Trace:
-    """A trace folder, checked: a damaged one is one CcpError naming the file and the field."""
+def _arrow_lists(type_):
+    import pandas as pd
+    import pyarrow as pa
+
+    return pd.ArrowDtype(type_) if pa.types.is_list(type_) or pa.types.is_large_list(type_) else None
+
+
+def load_trace(path, batch_rows: int | None = None) -> Trace:
+    """A trace folder, checked: a damaged one is one CcpError naming the file and the field.
+    ``batch_rows``: read calls.parquet that many rows at a time (the same trace)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -212,7 +234,16 @@ def load_trace(path) -> Trace:
         raise CcpError(f"{head}: cannot be read ({exc})") from None
     check_header(head, header)
     try:
-        frame = pq.read_table(table).to_pandas()
+        # list columns stay Arrow arrays (pd.ArrowDtype): a million-call trace holds no Python list per row
+        # and text columns stay dictionary-encoded (pandas categoricals): a few distinct values per column
+        pf = pq.ParquetFile(table)
+        text = [f.name for f in pf.schema_arrow if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
+        if batch_rows is None:
+            arrow = pq.read_table(table, read_dictionary=text)
+        else:       # in batches, each with its own dictionaries (the same frame: tests/trace/test_diagnose_batches.py)
+            pf = pq.ParquetFile(table, read_dictionary=text)
+            arrow = pa.Table.from_batches(list(pf.iter_batches(batch_size=batch_rows)), schema=pf.schema_arrow)
+        frame = arrow.to_pandas(types_mapper=_arrow_lists, split_blocks=True, self_destruct=True)
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise CcpError(f"{table}: not a readable parquet table ({' '.join(str(exc).split())[:200]})") from None
     return Trace(path, header, check_table(table, frame))
