@@ -66,7 +66,8 @@ class Trace:
     def low_calls(self):
         """The calls that reached HDF5 (low-level rows; a low-level call made by the user is one too)."""
         t = self.table
-        return t[(t["kind"] == "call") & t["api"].isin(["DatasetID.read", "DatasetID.write", "fast_reader"])]
+        return t[(t["kind"] == "call") & t["api"].isin(["DatasetID.read", "DatasetID.write", "fast_reader",
+                                                          "Variable._get", "Variable._put"])]
 
     @property
     def events(self):
