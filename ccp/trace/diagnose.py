@@ -33,6 +33,7 @@ from ccp.trace.libraries import (
     program_libraries,
     repack_code,
 )
+from ccp.trace.remote import remote_diagnosis
 from ccp.trace.sequence_model import chunk_cost_ratio, fit_costs, predict_time, run_model, working_set  # noqa: F401 (run_model: tests)
 from ccp.trace.writes import diagnose_writes
 from ccp.units import format_bytes, format_seconds, shape_str
@@ -348,6 +349,8 @@ def diagnose(trace: Trace, memory: int = 1 << 30, verify: bool = False, patterns
     for file, dataset in keys:
         out["datasets"].append(diagnose_dataset(trace, file, dataset, memory, program, states.get(file, "same"), patterns,
                                                 dataset_libraries(trace, libs, file, dataset)))
+    for d in out["datasets"]:
+        remote_diagnosis(trace, d)      # a file read through fsspec: GETs per call, fsspec cures
     write_tune_workloads(out, tune_dir)
     out["combined_repacks"] = combined_repacks(out["datasets"])
     if verify:

@@ -43,6 +43,7 @@ from typing import Any
 from ccp.trace.fastpath import fast_getitem
 from ccp.trace.hooks import ImportHook, patch_exit, patch_library
 from ccp.trace.netcdf import patch_netcdf4
+from ccp.trace.remote_files import file_space, fsspec_info, instrument
 from ccp.trace.selections import MAX_LISTED, _file_name, _layout, describe_key, describe_space  # noqa: F401
 
 FLUSH_EVERY = 16384         # records buffered before a write to the part file
@@ -104,6 +105,8 @@ class Recorder:
         self.handle_of: dict[int, int] = {}        # id(dsid) -> token
         self.open_count: dict[tuple, int] = {}     # (file, dataset) -> live handles
         self.layouts: set[tuple] = set()
+        self.alias: dict[str, str] = {}            # h5py's name of a file object (its repr) -> its URL
+        self.remote: dict[str, dict] = {}          # URL -> what the file object is (ccp.trace.remote_files)
         self.tokens = itertools.count(1)
         self.patched = False
         self.errors = 0
@@ -225,6 +228,7 @@ class Recorder:
         name = h5i.get_name(dsid)
         name = name.decode("utf-8", "replace") if name else f"<anonymous {dsid.id}>"
         file = _file_name(h5f.get_name(dsid))
+        file = self.alias.get(file, file)
         key = (file, name)
         shape = tuple(dsid.shape)
         info = (file, name, dsid.dtype.itemsize, shape)
@@ -237,7 +241,10 @@ class Recorder:
         self.open_count[key] = n + 1
         if key not in self.layouts:
             self.layouts.add(key)
-            self.add({"kind": "layout", "pid": self.pid, "file": file, "dataset": name, **_layout(dsid)})
+            layout = _layout(dsid)
+            if file in self.remote:
+                layout["remote"] = self.remote[file]
+            self.add({"kind": "layout", "pid": self.pid, "file": file, "dataset": name, **layout})
         if n == 0:
             nslots, nbytes, w0 = dsid.get_access_plist().get_chunk_cache()
             self.event("dataset_open", file, name, cache_nbytes=int(nbytes), cache_nslots=int(nslots),
@@ -455,11 +462,24 @@ def _patch_h5py(rec: Recorder) -> None:
     file_init = File.__init__
 
     def file_init_wrapper(self, *args, **kwargs):
+        obj = args[0] if args else kwargs.get("name")
+        remote = None
+        if obj is not None and not isinstance(obj, (str, bytes, os.PathLike, h5py.h5f.FileID)):
+            try:                # a file object: recorded as what it is, its reads and GETs counted from the open on
+                remote = fsspec_info(obj)
+                if remote is not None and getattr(obj.read, "__name__", "") != "recorded_read":
+                    instrument(rec, obj, remote["url"])
+            except Exception as exc:  # noqa: BLE001 -- never break the user's program over bookkeeping
+                rec.failed(exc)
+                remote = None
         file_init(self, *args, **kwargs)
         if args and isinstance(args[0], h5py.h5f.FileID):     # File(fid): a new wrapper, not an open
             return
         try:
             name = _file_name(self.filename)
+            if remote is not None:
+                rec.alias[name] = name = remote["url"]
+                rec.remote[name] = {**remote, **file_space(self.id)}
             _mdc, nslots, nbytes, w0 = self.id.get_access_plist().get_cache()
             rec.event("file_open", name, mode=self.mode, rdcc_nbytes=int(nbytes), rdcc_nslots=int(nslots),
                       rdcc_w0=float(w0))
@@ -472,6 +492,7 @@ def _patch_h5py(rec: Recorder) -> None:
     def file_close_wrapper(self):
         try:
             name = _file_name(self.filename) if self.id.valid else None
+            name = rec.alias.get(name, name) if name is not None else None
         except Exception:  # noqa: BLE001 -- the program must never see the recorder fail
             name = None
         file_close(self)
