@@ -108,3 +108,48 @@ def test_many_small_gets_get_an_fsspec_cure(tmp_path, data):
     assert "cache_type='none', block_size=4 KiB" in d.stdout
     assert f'f = fs.open("ranged://{data}", "rb", cache_type=' in d.stdout
     assert "ccp s3 cloud-copy" in d.stdout and "ccp repack" not in d.stdout
+
+
+S3_PROGRAM = '''
+import sys
+import h5py, s3fs
+from ccp.storage.network import instrument
+
+endpoint, key, secret, region, obj = sys.argv[1:6]
+fs = s3fs.S3FileSystem(key=key, secret=secret, client_kwargs={"endpoint_url": endpoint, "region_name": region},
+                       skip_instance_cache=True, use_listings_cache=False)
+with fs.open(obj, "rb", cache_type="readahead", block_size=65536) as raw:
+    log = instrument(raw)                 # ccp's own GET counter, independent of the recorder
+    with h5py.File(raw, "r") as f:
+        d = f["x"]
+        for i in range(0, 200, 20):
+            d[i, :]
+print("gets:", log.http_gets)
+'''
+
+
+@pytest.mark.skipif(any(__import__("importlib").util.find_spec(m) is None for m in ("moto", "s3fs", "flask")),
+                    reason="needs the s3 extra (moto[server], s3fs)")
+def test_an_s3fs_file_on_a_loopback_s3_server_is_recorded_as_its_url(tmp_path, data):
+    from ccp.storage.s3 import Credentials, S3Settings, S3Store
+    from ccp.storage.server import S3Server
+
+    prog = tmp_path / "s3_reader.py"
+    prog.write_text(S3_PROGRAM)
+    with S3Server() as ep:
+        store = S3Store(S3Settings(ep.url, "ccp-trace"), Credentials(ep.access_key, ep.secret_key, ep.region))
+        store.create_bucket()
+        up = store.upload(data)
+        store.close()
+        out = tmp_path / "t"
+        r = ccp("trace", "-o", out, "--", sys.executable, prog, ep.url, ep.access_key, ep.secret_key, ep.region,
+                f"ccp-trace/{up.key}")
+    assert r.returncode == 0, r.stderr
+    counted = int(r.stdout.split("gets: ")[1].split()[0])
+    (lay,) = json.loads((out / "trace.json").read_text())["datasets"]
+    assert lay["remote"]["url"] == f"s3://ccp-trace/{up.key}" and lay["remote"]["filesystem"] == "S3FileSystem"
+    t = pd.read_parquet(out / "calls.parquet")
+    assert int((t["op"] == "get").fillna(False).sum()) == counted > 0
+    d = ccp("diagnose", out)
+    assert d.returncode == 0, d.stderr
+    assert f"GET(s) (counted: {counted})" in d.stdout and "s3://ccp-trace/" in d.stdout
