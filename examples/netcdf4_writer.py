@@ -5,7 +5,7 @@ on it (``set_var_chunk_cache``, to save memory), smaller than one chunk. Each ro
 chunk that cannot stay in the cache: netCDF-C (HDF5) compresses the partial chunk, writes it, and reads
 and decompresses it again at the next row. Makes its own output file.
 
-    python examples/netcdf4_writer.py [--file out.nc] [--days 8] [--cache 1048576] [--whole-maps]
+    python examples/netcdf4_writer.py [--file out.nc] [--days 8] [--cache 1048576] [--whole-maps | --whole-chunks]
     ccp trace -o results/trace-nc-writer -- python examples/netcdf4_writer.py --file results/out.nc
     ccp diagnose results/trace-nc-writer
 
@@ -30,6 +30,7 @@ def main() -> None:
     ap.add_argument("--days", type=int, default=8)
     ap.add_argument("--cache", type=int, default=256 * 1024, help="set_var_chunk_cache size (a cure: 1048576)")
     ap.add_argument("--whole-maps", action="store_true", help="write each day's map in one call (a cure)")
+    ap.add_argument("--whole-chunks", action="store_true", help=f"buffer {CHUNK_DAYS} days, write whole chunks (a cure)")
     args = ap.parse_args()
     calls = 0
     with tempfile.TemporaryDirectory() as tmp:
@@ -42,8 +43,16 @@ def main() -> None:
             v = nc.createVariable("tas", "f4", ("time", "lat", "lon"), zlib=True, chunksizes=(CHUNK_DAYS, NY, NX))
             v.set_var_chunk_cache(size=args.cache)
             x = np.arange(NX, dtype="f4")
+            buf = np.empty((CHUNK_DAYS, NY, NX), "f4")
             for t in range(args.days):
                 rows = np.stack([280 + np.sin(x / 20.0 + j / 15.0) + t / 10.0 for j in range(NY)]).astype("f4")
+                if args.whole_chunks:
+                    buf[t % CHUNK_DAYS] = rows
+                    if t % CHUNK_DAYS == CHUNK_DAYS - 1 or t == args.days - 1:
+                        lo = t - t % CHUNK_DAYS
+                        v[lo:t + 1] = buf[:t + 1 - lo]
+                        calls += 1
+                    continue
                 if args.whole_maps:
                     v[t] = rows
                     calls += 1

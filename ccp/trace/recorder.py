@@ -241,7 +241,7 @@ class Recorder:
         self.open_count[key] = n + 1
         if key not in self.layouts:
             self.layouts.add(key)
-            layout = _layout(dsid)
+            layout = _layout(dsid, storage_size=file not in self.remote)
             if file in self.remote:
                 layout["remote"] = self.remote[file]
             self.add({"kind": "layout", "pid": self.pid, "file": file, "dataset": name, **layout})

@@ -77,6 +77,9 @@ def test_an_fsspec_file_is_recorded_with_its_gets_counted(tmp_path, data, cache_
     r = ccp("trace", "-o", out, "--", sys.executable, prog, data, cache_type, block)
     assert r.returncode == 0, r.stderr
     fetches = int(r.stdout.split("fetches: ")[1].split()[0])
+    plain = subprocess.run([sys.executable, prog, data, cache_type, str(block)], capture_output=True, text=True,
+                           check=True, timeout=600)
+    assert int(plain.stdout.split("fetches: ")[1].split()[0]) == fetches     # recording changed no GET
     url = f"ranged://{data}"
     t = pd.read_parquet(out / "calls.parquet")
     gets = t[(t["op"] == "get").fillna(False)]
