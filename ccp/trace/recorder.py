@@ -18,6 +18,11 @@ costs a fraction of json per record, and only ``ccp trace`` itself reads these f
   cache is gone).
 * ``kind="layout"``: shape, dtype, chunks, filters, fill value of each dataset touched.
 
+netCDF4-python's calls are recorded by :mod:`ccp.trace.netcdf` in the same records (patched when the
+program imports netCDF4); a file object from fsspec given to ``h5py.File`` is named by its URL, its reads
+and GETs recorded as events (:mod:`ccp.trace.remote_files`). Each process says at exit which libraries
+it had imported (a status line; ``trace.json``'s ``libraries``).
+
 Part files are written when the buffer fills, at exit (``atexit``; ``multiprocessing``'s own
 exit hook for its forked children, which leave by ``os._exit``) and before a process puts
 anything on a multiprocessing queue (a worker's result: see :func:`ccp.trace.hooks.patch_queues`).
