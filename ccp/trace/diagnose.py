@@ -25,8 +25,16 @@ from ccp.predict.explain import chunk_larger_than_cache
 from ccp.trace.check import completeness_line, file_state
 from ccp.trace.cures import block_sequence, cache_for, chunk_candidates, partial_requests
 from ccp.trace.harm import HARM, price_cure, tune_workload_yaml
-from ccp.trace.libraries import batched_code, cache_code, keep_open_code, program_libraries
+from ccp.trace.libraries import (
+    batched_code,
+    cache_code,
+    dataset_libraries,
+    keep_open_code,
+    program_libraries,
+    repack_code,
+)
 from ccp.trace.ranking import RULE, rank_cures
+from ccp.trace.remote import remote_diagnosis
 from ccp.trace.sequence_model import chunk_cost_ratio, fit_costs, predict_time, run_model, working_set
 from ccp.trace.writes import diagnose_writes
 from ccp.units import format_bytes, format_seconds, shape_str
@@ -77,7 +85,8 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
         cache = wseq.session_caches[0] if wseq.session_caches else library_cache(trace)
         out["cache"] = {"nbytes": cache.nbytes, "nslots": cache.nslots, "w0": cache.w0}
         out["shape"] = list(wseq.shape)
-        out.update(diagnose_writes(wseq, wuser, lows[lows["op"] == "write"], layout, program_s, memory, _pct))
+        out.update(diagnose_writes(wseq, wuser, lows[lows["op"] == "write"], layout, program_s, memory, _pct,
+                                    libs))
     if not len(reads):
         return out
     seq = replay_sequence(trace, dataset, file=file, op="read", positions=positions)
@@ -231,8 +240,7 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
                      f"chunks shaped like the reads: {m['chunk_loads']} chunk loads instead of {base['chunk_loads']}, "
                      f"each {r:.2g}x the cost of a {shape_str(chunks)} load (the trace's cost per load, part fixed, part "
                      "per byte); one-time repack cost not included", m,
-                     f"ccp repack -l {dataset}:CHUNK={shape_str(cand)} {file} {repack_output(file, dataset, cand)}",
-                     ratio=r)
+                     repack_code(file, dataset, cand, repack_output(file, dataset, cand), libs), ratio=r)
                 cures[-1]["repack"] = {"chunks": list(cand)}
                 cures[-1]["apply"] = {"kind": "repack", "chunks": list(cand)}
                 named = [p for p in patterns if len(p) == len(seq.shape)]
@@ -340,7 +348,9 @@ def diagnose(trace: Trace, memory: int = 1 << 30, verify: bool = False, patterns
     keys = sorted(walls.index.tolist(), key=lambda k: (-float(walls[k]), str(k[0]), str(k[1])))   # ties by name
     for file, dataset in keys:
         out["datasets"].append(diagnose_dataset(trace, file, dataset, memory, program, states.get(file, "same"), patterns,
-                                                libs))
+                                                dataset_libraries(trace, libs, file, dataset)))
+    for d in out["datasets"]:
+        remote_diagnosis(trace, d)      # a file read through fsspec: GETs per call, fsspec cures
     write_tune_workloads(out, tune_dir)
     out["combined_repacks"] = combined_repacks(out["datasets"])
     if verify:

@@ -16,8 +16,9 @@ from ccp.units import format_bytes
 from ccp.workload.tracefile import Trace
 
 KNOWN = ("xarray", "netCDF4", "h5netcdf", "fsspec", "s3fs", "tables", "pandas")
-_IMPORT = re.compile(r"^\s*(?:import|from)\s+(" + "|".join(KNOWN) + r")\b", re.M)
+_IMPORT = re.compile(r"^\s*(?:from\s+(" + "|".join(KNOWN) + r")\b|import\s+(.+))", re.M)
 SOURCE_BYTES = 1 << 20
+NON_COORD = "_nc4_non_coord_"     # netCDF-C's HDF5 name for a variable named like a dimension it does not index
 
 
 def is_local_path(file: str) -> bool:
@@ -44,10 +45,20 @@ def program_libraries(trace: Trace) -> tuple[str, ...]:
         if isinstance(arg, str) and arg.endswith(".py") and os.path.isfile(arg):
             try:
                 with open(arg, encoding="utf-8", errors="replace") as f:
-                    libs |= set(_IMPORT.findall(f.read(SOURCE_BYTES)))
+                    for frm, names in _IMPORT.findall(f.read(SOURCE_BYTES)):   # import a, b as c / from a import
+                        libs |= {frm} if frm else {n.split()[0].split(".")[0] for n in names.split(",") if n.strip()}
             except OSError:
                 pass
-    return tuple(sorted(libs))
+    return tuple(sorted(libs & set(KNOWN)))
+
+
+def dataset_libraries(trace: Trace, libs, file: str, dataset: str) -> tuple[str, ...]:
+    """The libraries whose words fit one dataset's cures: in a trace whose recorder said which library reached
+    each dataset (``libraries`` in the header), netCDF4's only for a variable netCDF4 read or wrote."""
+    if "libraries" not in trace.header:       # an older trace: the program's libraries, as before
+        return tuple(libs)
+    via_netcdf = (trace.layout(file, dataset) or {}).get("library") == "netCDF4"
+    return tuple(sorted((set(libs) - {"netCDF4"}) | ({"netCDF4"} if via_netcdf else set())))
 
 
 def open_expr(file: str) -> str:
@@ -58,13 +69,28 @@ def open_expr(file: str) -> str:
     return f'fs.open("{url.group(0)}")' if url else "fileobj   # the file object your program opened"
 
 
+def nc_var(dataset: str) -> str:
+    """The netCDF4 expression for the variable stored at HDF5 path ``dataset`` (``nc["group/name"]``)."""
+    parts = dataset.strip("/").split("/")
+    parts[-1] = parts[-1].removeprefix(NON_COORD)
+    return f'nc["{"/".join(parts)}"]'
+
+
+def nc_name(dataset: str) -> str:
+    return dataset.strip("/").split("/")[-1].removeprefix(NON_COORD)
+
+
 def cache_code(file: str, dataset: str, nbytes: int, nslots: int, libs, keep_open: bool) -> str:
     """A chunk cache of ``nbytes`` in the words of the library the program used."""
     tail = "   # once, before the loop" if keep_open else ""
+    if "netCDF4" in libs and "xarray" in libs:      # xarray's netcdf4 engine: netCDF-C's cache for every variable
+        return (f"netCDF4.set_chunk_cache(size={nbytes}, nelems={nslots}, preemption=0.75)   # before "
+                'xr.open_dataset(path, engine="netcdf4")\n# or read the cells once: da = ds[...].load()')
     if "netCDF4" in libs:
-        var = dataset.strip("/").split("/")[-1]
-        return (f'v = nc.variables["{var}"]{tail}\n'
-                f"v.set_var_chunk_cache(size={nbytes}, nelems={nslots}, preemption=0.75)")
+        return (f"v = {nc_var(dataset)}{tail}\n"
+                f"v.set_var_chunk_cache(size={nbytes}, nelems={nslots}, preemption=0.75)\n"
+                f"# or for every variable, before netCDF4.Dataset(...): "
+                f"netCDF4.set_chunk_cache(size={nbytes}, nelems={nslots}, preemption=0.75)")
     if "xarray" in libs:
         return (f'xr.open_dataset(path, engine="h5netcdf", driver_kwds={{"rdcc_nbytes": {nbytes}, "rdcc_nslots": {nslots}}})'
                 f"{tail}\n# or read the cells once: da = ds[...].load()")
@@ -72,11 +98,43 @@ def cache_code(file: str, dataset: str, nbytes: int, nslots: int, libs, keep_ope
     return code + tail if "#" not in code else code
 
 
-def keep_open_code(file: str, dataset: str, libs) -> str:
+def write_cache_code(file: str, dataset: str, nbytes: int, nslots: int, libs) -> str:
+    """A chunk cache for a writer, in its library's words."""
     if "netCDF4" in libs:
-        var = dataset.strip("/").split("/")[-1]
+        return (f"{nc_var(dataset)}.set_var_chunk_cache(size={nbytes}, nelems={nslots}, preemption=0.75)   # before "
+                f"the writes\n# or before netCDF4.Dataset(...): netCDF4.set_chunk_cache(size={nbytes}, nelems={nslots})")
+    return f'f = h5py.File({open_expr(file)}, "a", rdcc_nbytes={nbytes}, rdcc_nslots={nslots})'
+
+
+def create_chunks_code(dataset: str, chunks, libs) -> str:
+    """Create the dataset with ``chunks``, in the writer's library's words."""
+    if "netCDF4" in libs:
+        return (f'nc.createVariable("{nc_name(dataset)}", ..., chunksizes={tuple(int(c) for c in chunks)})'
+                "   # with your other options")
+    return f"f.create_dataset(..., chunks={tuple(int(c) for c in chunks)}, maxshape=...)   # with your other options"
+
+
+def whole_chunks_write_code(dataset: str, chunks, libs) -> str:
+    target = nc_var(dataset) if "netCDF4" in libs else "dset"
+    return f"buf[k] = row ...; {target}[i0:i0 + {chunks[0]}] = buf   # once per {chunks[0]} rows"
+
+
+def repack_code(file: str, dataset: str, chunks, output: str, libs) -> str:
+    """``ccp repack`` to ``chunks``; for a netCDF file also netCDF-C's own copy (``nccopy -c``)."""
+    spec = "x".join(str(int(c)) for c in chunks)
+    code = f"ccp repack -l {dataset}:CHUNK={spec} {file} {output}"
+    if is_local_path(file) and ({"netCDF4", "h5netcdf", "xarray"} & set(libs) or file.endswith((".nc", ".nc4"))):
+        parts = dataset.strip("/").split("/")
+        var = "/".join(parts[:-1] + [parts[-1].removeprefix(NON_COORD)])
+        code += (f"\nnccopy -k nc4 -c {var}:{','.join(str(int(c)) for c in chunks)} {file} {output}"
+                 "   # or netCDF-C's own copy (keeps unlimited dimensions)")
+    return code
+
+
+def keep_open_code(file: str, dataset: str, libs) -> str:
+    if "netCDF4" in libs and "xarray" not in libs:
         return (f'nc = netCDF4.Dataset("{file}")       # once, before the loop\n'
-                f'v = nc.variables["{var}"]               # once; use v[...] inside the loop')
+                f'v = {nc_var(dataset)}               # once; use v[...] inside the loop')
     if "xarray" in libs:
         return ('ds = xr.open_dataset(path)   # once, before the loop; select from ds inside it\n'
                 f'da = ds["{dataset.strip("/").split("/")[-1]}"].load()   # or keep the cells in memory')
@@ -94,5 +152,5 @@ def batched_code(dataset: str, lo, hi, nbytes: int, libs) -> str:
                 f'# or xr.open_dataset(path, chunks={{...}}) with the file\'s chunk shape, then .load() what you use\n'
                 "# (dim0.. are the variable's dimensions in order)")
     if "netCDF4" in libs:
-        return f'block = nc.variables["{var}"][{sl}]   # {format_bytes(nbytes)} in memory, once; index block after'
+        return f'block = {nc_var(dataset)}[{sl}]   # {format_bytes(nbytes)} in memory, once; index block after'
     return f'block = dset[{sl}]   # {format_bytes(nbytes)} in memory, once; index block after'

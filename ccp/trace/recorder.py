@@ -18,9 +18,14 @@ costs a fraction of json per record, and only ``ccp trace`` itself reads these f
   cache is gone).
 * ``kind="layout"``: shape, dtype, chunks, filters, fill value of each dataset touched.
 
+netCDF4-python's calls are recorded by :mod:`ccp.trace.netcdf` in the same records (patched when the
+program imports netCDF4); a file object from fsspec given to ``h5py.File`` is named by its URL, its reads
+and GETs recorded as events (:mod:`ccp.trace.remote_files`). Each process says at exit which libraries
+it had imported (a status line; ``trace.json``'s ``libraries``).
+
 Part files are written when the buffer fills, at exit (``atexit``; ``multiprocessing``'s own
 exit hook for its forked children, which leave by ``os._exit``) and before a process puts
-anything on a multiprocessing queue (a worker's result: see :func:`_patch_queues`).
+anything on a multiprocessing queue (a worker's result: see :func:`ccp.trace.hooks.patch_queues`).
 
 Low-level methods live on Cython extension types, which refuse ``setattr``; they are replaced in
 the type's dict (then ``PyType_Modified`` drops CPython's method cache). This is CPython-only.
@@ -38,14 +43,19 @@ import sys
 import threading
 import time
 import weakref
+from typing import Any
 
 from ccp.trace.fastpath import fast_getitem
+from ccp.trace.hooks import ImportHook, patch_exit, patch_library
+from ccp.trace.netcdf import patch_netcdf4
+from ccp.trace.remote_files import file_space, fsspec_info, instrument
 from ccp.trace.selections import MAX_LISTED, _file_name, _layout, describe_key, describe_space  # noqa: F401
 
 FLUSH_EVERY = 16384         # records buffered before a write to the part file
 ENV_DIR = "CCP_TRACE_DIR"
 ENV_SOCK = "CCP_TRACE_SOCK"     # ccp trace's status socket (Linux abstract namespace): start/end/error lines
 
+LIBRARIES = ("h5py", "netCDF4", "h5netcdf", "xarray", "fsspec", "s3fs", "tables", "pandas")   # said at exit
 _recorder: Recorder | None = None
 
 
@@ -88,7 +98,7 @@ class Recorder:
     def __init__(self, out_dir: str) -> None:
         self.out_dir = out_dir
         self.sock_name = os.environ.get(ENV_SOCK) or None
-        self.sock = None
+        self.sock: Any = None
         self.stopped: str | None = None      # why recording stopped in this process (None: recording)
         self.lost = 0                        # records dropped after recording stopped
         self.written = 0                     # records written to the part file
@@ -100,9 +110,14 @@ class Recorder:
         self.handle_of: dict[int, int] = {}        # id(dsid) -> token
         self.open_count: dict[tuple, int] = {}     # (file, dataset) -> live handles
         self.layouts: set[tuple] = set()
+        self.alias: dict[str, str] = {}            # h5py's name of a file object (its repr) -> its URL
+        self.remote: dict[str, dict] = {}          # URL -> what the file object is (ccp.trace.remote_files)
         self.tokens = itertools.count(1)
         self.patched = False
         self.errors = 0
+        self.h5py_version: str | None = None     # the h5py (netCDF4) this process recorded through
+        self.netcdf4_version: str | None = None
+        self.netcdf: Any = None                  # ccp.trace.netcdf.NcState once netCDF4 is patched
 
     # ------------------------------------------------------------------ process and part file
     def _reset_process(self) -> None:
@@ -164,6 +179,7 @@ class Recorder:
             return
         self.flush()
         self.ended = True
+        self.status("modules", ",".join(m for m in LIBRARIES if m in sys.modules))
         self.status("end", self.written, self.lost, self.stopped or "")
 
     def add(self, rec) -> None:
@@ -217,6 +233,7 @@ class Recorder:
         name = h5i.get_name(dsid)
         name = name.decode("utf-8", "replace") if name else f"<anonymous {dsid.id}>"
         file = _file_name(h5f.get_name(dsid))
+        file = self.alias.get(file, file)
         key = (file, name)
         shape = tuple(dsid.shape)
         info = (file, name, dsid.dtype.itemsize, shape)
@@ -229,7 +246,10 @@ class Recorder:
         self.open_count[key] = n + 1
         if key not in self.layouts:
             self.layouts.add(key)
-            self.add({"kind": "layout", "pid": self.pid, "file": file, "dataset": name, **_layout(dsid)})
+            layout = _layout(dsid, storage_size=file not in self.remote)
+            if file in self.remote:
+                layout["remote"] = self.remote[file]
+            self.add({"kind": "layout", "pid": self.pid, "file": file, "dataset": name, **layout})
         if n == 0:
             nslots, nbytes, w0 = dsid.get_access_plist().get_chunk_cache()
             self.event("dataset_open", file, name, cache_nbytes=int(nbytes), cache_nslots=int(nslots),
@@ -350,7 +370,7 @@ def _patch_h5py(rec: Recorder) -> None:
                     rec.failed(exc)
                 rec.end(r, t0, t1, low=True)
         wrapper.__name__ = orig.__name__
-        wrapper.__wrapped__ = orig
+        wrapper.__wrapped__ = orig  # type: ignore[attr-defined]
         return wrapper
 
     _set_type_attr(h5d.DatasetID, "read", low("DatasetID.read", "read", h5d.DatasetID.__dict__["read"]))
@@ -375,7 +395,7 @@ def _patch_h5py(rec: Recorder) -> None:
                 rec.failed(exc)
             rec.end(r, t0, t1, low=True)
 
-    fast_read.__wrapped__ = fast_orig
+    fast_read.__wrapped__ = fast_orig  # type: ignore[attr-defined]
     _set_type_attr(_selector.Reader, "read", fast_read)
 
     def high(api, op, orig):
@@ -397,7 +417,7 @@ def _patch_h5py(rec: Recorder) -> None:
                     rec.failed(exc)
                 rec.end(r, t0, t1, low=False)
         wrapper.__name__ = orig.__name__
-        wrapper.__wrapped__ = orig
+        wrapper.__wrapped__ = orig  # type: ignore[attr-defined]
         return wrapper
 
     Dataset.__getitem__ = fast_getitem(rec, high("Dataset.__getitem__", "read", Dataset.__getitem__), fast_orig)
@@ -447,11 +467,24 @@ def _patch_h5py(rec: Recorder) -> None:
     file_init = File.__init__
 
     def file_init_wrapper(self, *args, **kwargs):
+        obj = args[0] if args else kwargs.get("name")
+        remote = None
+        if obj is not None and not isinstance(obj, (str, bytes, os.PathLike, h5py.h5f.FileID)):
+            try:                # a file object: recorded as what it is, its reads and GETs counted from the open on
+                remote = fsspec_info(obj)
+                if remote is not None and getattr(obj.read, "__name__", "") != "recorded_read":
+                    instrument(rec, obj, remote["url"])
+            except Exception as exc:  # never break the user's program over bookkeeping
+                rec.failed(exc)
+                remote = None
         file_init(self, *args, **kwargs)
         if args and isinstance(args[0], h5py.h5f.FileID):     # File(fid): a new wrapper, not an open
             return
         try:
             name = _file_name(self.filename)
+            if remote is not None:
+                rec.alias[name] = name = remote["url"]
+                rec.remote[name] = {**remote, **file_space(self.id)}
             _mdc, nslots, nbytes, w0 = self.id.get_access_plist().get_cache()
             rec.event("file_open", name, mode=self.mode, rdcc_nbytes=int(nbytes), rdcc_nslots=int(nslots),
                       rdcc_w0=float(w0))
@@ -464,6 +497,7 @@ def _patch_h5py(rec: Recorder) -> None:
     def file_close_wrapper(self):
         try:
             name = _file_name(self.filename) if self.id.valid else None
+            name = rec.alias.get(name, name) if name is not None else None
         except Exception:  # the program must never see the recorder fail
             name = None
         file_close(self)
@@ -475,67 +509,8 @@ def _patch_h5py(rec: Recorder) -> None:
                 rec.failed(exc)
 
     File.close = file_close_wrapper
-    _patch_queues(rec)
     rec.patched = True
     rec.h5py_version = h5py.__version__
-
-
-def _patch_queues(rec: Recorder) -> None:
-    """Flush before a process hands anything to another through a multiprocessing queue.
-
-    Pool and ProcessPoolExecutor workers send each result through a ``SimpleQueue``; their parent
-    may then kill them (``Pool.terminate``, which ``with Pool()`` calls) before any exit hook
-    runs. Writing the buffer before each result leaves the part file complete by the time the
-    parent knows the work is done.
-    """
-    import multiprocessing.queues as mpq
-
-    for cls in (mpq.SimpleQueue, mpq.Queue):
-        orig = cls.put
-
-        def put(self, *args, _orig=orig, **kwargs):
-            if rec.buf:
-                rec.flush()
-            return _orig(self, *args, **kwargs)
-
-        cls.put = put
-
-
-class _H5pyHook:
-    """A meta-path finder that patches h5py right after the program imports it."""
-
-    def __init__(self, rec: Recorder) -> None:
-        self.rec = rec
-        self.busy = False
-
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname != "h5py" or self.busy:
-            return None
-        import importlib.util
-
-        self.busy = True
-        try:
-            spec = importlib.util.find_spec(fullname)
-        finally:
-            self.busy = False
-        if spec is None or spec.loader is None:
-            return spec
-        loader, rec = spec.loader, self.rec
-
-        class Loader:
-            def create_module(self, spec):
-                return loader.create_module(spec)
-
-            def exec_module(self, module):
-                loader.exec_module(module)
-                try:
-                    _patch_h5py(rec)
-                except Exception as exc:  # an h5py the recorder cannot patch: record nothing
-                    rec.stop(f"h5py {getattr(module, '__version__', '?')} could not be patched: "
-                             f"{type(exc).__name__}: {exc}")
-
-        spec.loader = Loader()
-        return spec
 
 
 def install(out_dir: str) -> Recorder:
@@ -545,16 +520,17 @@ def install(out_dir: str) -> Recorder:
         return _recorder
     rec = _recorder = Recorder(out_dir)
     rec.status("start", os.getppid(), " ".join(getattr(sys, "argv", []))[:200] or sys.executable)
-    if "h5py" in sys.modules:
-        try:
-            _patch_h5py(rec)
-        except Exception as exc:  # never stop the program: record nothing, say why
-            rec.stop(f"h5py could not be patched: {type(exc).__name__}: {exc}")
-    else:
-        sys.meta_path.insert(0, _H5pyHook(rec))
+    later = {}
+    for name, patch in (("h5py", _patch_h5py), ("netCDF4", patch_netcdf4)):
+        if name in sys.modules:         # imported before the recorder started (a sitecustomize of its own)
+            patch_library(rec, name, patch)
+        else:
+            later[name] = patch
+    if later:
+        sys.meta_path.insert(0, ImportHook(rec, later))
     atexit.register(rec.finish)
     os.register_at_fork(after_in_child=rec.after_fork)
-    _patch_exit(rec)
+    patch_exit(rec)
     return rec
 
 
@@ -562,18 +538,3 @@ def _handle_record(token: int, info: tuple) -> dict:
     file, name, itemsize, shape = info
     return {"kind": "handle", "token": token, "file": file, "dataset": name, "itemsize": itemsize,
             "shape": list(shape)}
-
-
-def _patch_exit(rec: Recorder) -> None:
-    """``os._exit`` skips atexit: write the buffer first (the exit itself is unchanged)."""
-    real_exit = os._exit
-
-    def _exit(status, _real=real_exit):
-        try:
-            rec.finish()
-        except BaseException:  # the program asked to leave now: leave whatever happened here
-            pass
-        _real(status)
-
-    _exit.__wrapped__ = real_exit
-    os._exit = _exit

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from ccp.errors import CcpError
+from ccp.trace.after_run import annotate, imported_libraries
 from ccp.trace.store import PARTS, merge_or_explain
 
 BOOTSTRAP = Path(__file__).resolve().parent / "bootstrap"
@@ -346,6 +347,10 @@ def run_traced(cmd: list[str], out: Path, force: bool = False, checksum: bool = 
                                        "stopped_by": stopper.reason})
     except CcpError as exc:
         raise TraceNotWritten(str(exc), status) from None
+    try:        # the libraries the processes imported; netCDF4 variables' HDF5 paths and stored layouts, read-only
+        header = annotate(out, imported_libraries(lines))
+    except (OSError, ValueError) as exc:
+        sys.stderr.write(f"ccp trace: the trace's libraries and netCDF4 variables were not checked: {exc}\n")
     return status, header
 
 

@@ -106,7 +106,9 @@ def describe_key(args, shape) -> dict:
         return {"sel": "unknown", "nelems": 0}
 
 
-def _layout(dsid) -> dict:
+def _layout(dsid, storage_size: bool = True) -> dict:
+    """``storage_size=False`` for a remote file: HDF5 walks the chunk index to sum it, reads the program
+    would not have made then (through fsspec: other GETs)."""
     # here, not at the top: the recorder is loaded into a program before it imports anything itself
     from ccp.hdf5.filters import pipeline_from_dcpl, trace_filters
 
@@ -124,6 +126,6 @@ def _layout(dsid) -> dict:
     return {"shape": list(dsid.shape), "dtype": dsid.dtype.str, "itemsize": dsid.dtype.itemsize,
             "chunks": list(chunks) if chunks else None, "filters": filters, "fill_value": fill_value,
             "layout": {0: "compact", 1: "contiguous", 2: "chunked"}.get(dcpl.get_layout(), "other"),
-            "storage_size": int(dsid.get_storage_size())}
+            "storage_size": int(dsid.get_storage_size()) if storage_size else None}
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ccp.trace.cures import block_sequence, cache_for, most_common_row, partial_requests
-from ccp.trace.libraries import open_expr
+from ccp.trace.libraries import create_chunks_code, whole_chunks_write_code, write_cache_code
 from ccp.trace.ranking import rank_cures
 from ccp.trace.sequence_model import chunk_cost_ratio, fit_costs, predict_time, run_model, working_set
 from ccp.units import format_bytes, format_seconds, shape_str
@@ -46,7 +46,7 @@ def _append_chunks(seq: ReplaySequence, axis: int, box) -> tuple[int, ...]:
 
 
 def diagnose_writes(seq: ReplaySequence, user, low, layout: dict, program_s: float, memory: int,
-                    pct) -> dict:
+                    pct, libs=()) -> dict:
     """Facts and cures for the writes of ``seq`` (op "write"); ``user``/``low``: their trace rows."""
     out: dict = {"write_calls": len(user), "write_findings": [], "write_cures": []}
     f, cures = out["write_findings"], out["write_cures"]
@@ -140,13 +140,13 @@ def diagnose_writes(seq: ReplaySequence, user, low, layout: dict, program_s: flo
             cure(f"a chunk cache of {format_bytes(c.nbytes)} for the writes",
                  "keeps each partial chunk in memory until it is complete: a chunk already in the file is read once, "
                  "not once per write", pick[1],
-                 f'f = h5py.File({open_expr(seq.file)}, "a", rdcc_nbytes={c.nbytes}, rdcc_nslots={c.nslots})')
+                 write_cache_code(seq.file, seq.dataset, c.nbytes, c.nslots, libs))
     if partial and user_calls >= 8:
         blocks = block_sequence(seq)
         if blocks.ncalls < 0.9 * user_calls:
             cure(f"write whole {shape_str(chunks)} chunks", f"buffer the rows in memory: {blocks.ncalls} chunk-aligned "
                  f"write(s) instead of {user_calls}", run_model(blocks, allocated=allocated, per_call=False),
-                 f"buf[k] = row ...; dset[i0:i0 + {chunks[0]}] = buf   # once per {chunks[0]} rows",
+                 whole_chunks_write_code(seq.dataset, chunks, libs),
                  n_user=blocks.ncalls, n_low=blocks.ncalls)
     if axis is not None and per_chunk is not None:
         want = _append_chunks(seq, axis, box)
@@ -154,7 +154,7 @@ def diagnose_writes(seq: ReplaySequence, user, low, layout: dict, program_s: flo
             m = run_model(seq, chunks=want, allocated=allocated, per_call=False)
             cure(f"create the dataset with {shape_str(want)} chunks", f"chunks about {format_bytes(APPEND_CHUNK_BYTES)} "
                  f"deep along the append axis: {m['raw_writes'] + m['close_flushes']} chunk write(s) instead of {flushed}",
-                 m, f"f.create_dataset(..., chunks={tuple(want)}, maxshape=...)   # with your other options",
+                 m, create_chunks_code(seq.dataset, want, libs),
                  ratio=chunk_cost_ratio(per_io, chunk_bytes, int(np.prod(want)) * seq.itemsize))
     out["write_cures"] = rank_cures([c for c in cures if c["predicted_s"] <= now * 0.9])   # the cheapest-change rule
     return out

@@ -40,7 +40,7 @@ from ccp.workload.requestplan import RequestPlan
 from ccp.workload.tracefile import Trace, load_trace
 
 MAX_EXTENT = 2 ** 62       # the model's int64 arithmetic
-LOW_APIS = ("DatasetID.read", "DatasetID.write", "fast_reader")
+LOW_APIS = ("DatasetID.read", "DatasetID.write", "fast_reader", "Variable._get", "Variable._put")   # + netCDF4-python's
 
 
 @dataclass(frozen=True)

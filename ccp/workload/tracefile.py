@@ -11,7 +11,11 @@ seq) and ``trace.json`` (the header: command, environment, pids, files and datas
   of calls it made); deeper rows are what h5py did for them (``parent`` is the user call's seq).
   ``wall_s`` is the call's time, ``hdf5_s`` the time spent inside HDF5 (the low-level calls).
 * events (``kind == "event"``): ``file_open``/``file_close``/``dataset_open``/``dataset_close``,
-  with the chunk cache in force.
+  with the chunk cache in force; for a file read through an fsspec file object (``file`` is its URL),
+  ``fsspec_read`` (a read HDF5 made: ``start``/``count`` its offset and size) and ``get`` (a byte range
+  fsspec's cache fetched: one GET), both with ``t0_ns`` and ``wall_s``.
+* netCDF4-python calls: ``Variable.__getitem__``/``__setitem__`` at depth 0, each ``Variable._get``/``_put``
+  (one ``nc_get_vars``/``nc_put_vars``) below them with its selection; ``dataset`` is the variable's HDF5 path.
 
 Selections: ``sel`` is ``all``/``box``/``regular``/``blocks``/``points``/``none``/``unknown``;
 ``start``/``count`` the box (bounds for blocks and points); ``stride``/``block`` for regular
@@ -66,7 +70,8 @@ class Trace:
     def low_calls(self):
         """The calls that reached HDF5 (low-level rows; a low-level call made by the user is one too)."""
         t = self.table
-        return t[(t["kind"] == "call") & t["api"].isin(["DatasetID.read", "DatasetID.write", "fast_reader"])]
+        return t[(t["kind"] == "call") & t["api"].isin(["DatasetID.read", "DatasetID.write", "fast_reader",
+                                                          "Variable._get", "Variable._put"])]
 
     @property
     def events(self):

@@ -40,7 +40,7 @@ def traced(tmp_path_factory):
     prog = tmp / "prog.py"
     prog.write_text(PROGRAM)
     out = tmp / "trace"
-    r = subprocess.run([sys.executable, "-m", "ccp.cli", "trace", "-o", str(out), "--", sys.executable, str(prog),  # noqa: PLW1510
+    r = subprocess.run([sys.executable, "-m", "ccp.cli", "trace", "-o", str(out), "--", sys.executable, str(prog),
                         str(tmp / "data.h5")], capture_output=True, text=True,
                        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=600)
     assert r.returncode == 0, r.stderr

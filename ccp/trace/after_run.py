@@ -1,0 +1,78 @@
+"""After a traced run: what the recorders said about the libraries, and netCDF4 variables checked with h5py.
+
+``trace.json``'s ``libraries`` lists the libraries of interest (h5py, netCDF4, xarray, h5netcdf, fsspec,
+s3fs, tables, pandas) the traced processes had imported when they ended, as their recorders told
+``ccp trace`` (a status line each; no disk space needed).
+
+The recorder names a netCDF4 ``Variable`` by the HDF5 path netCDF-C gives it and describes its layout
+from netCDF4's own API (:mod:`ccp.trace.netcdf`). Once the program has ended, each such entry of
+``trace.json``'s ``datasets`` is checked with h5py, read-only: the path exists (``hdf5_path``: "found",
+or why not), and the chunks, filters (as stored, with their ``cd_values``) and fill value are taken
+from the file. The stored size is taken only for a file the program opened read-only (a writer's
+variable started empty, as the recorder wrote it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from ccp.errors import CcpError
+from ccp.hdf5.dataset import open_readonly
+from ccp.trace.selections import _layout
+
+STATIC = ("chunks", "filters", "fill_value", "layout")
+
+
+def check_layout(entry: dict) -> dict:
+    """The entry checked with h5py: a new dict with ``hdf5_path`` set and the stored layout taken."""
+    out = dict(entry)
+    file, path = entry.get("file"), entry.get("dataset")
+    if not isinstance(file, str) or not os.path.isfile(file):
+        out["hdf5_path"] = "not checked: the file is not there after the run"
+        return out
+    try:
+        with open_readonly(Path(file)) as f:
+            obj = f.get(path)
+            if obj is None or not hasattr(obj, "id") or obj.__class__.__name__ != "Dataset":
+                out["hdf5_path"] = f"not found: {file} holds no dataset {path}"
+                return out
+            stored = _layout(obj.id)
+    except (CcpError, OSError) as exc:
+        out["hdf5_path"] = f"not checked: {exc}"
+        return out
+    out["hdf5_path"] = "found"
+    for key in STATIC:
+        out[key] = stored[key]
+    if out.get("storage_size") is None and entry.get("mode", "r") == "r":
+        out["storage_size"] = stored["storage_size"]
+    return out
+
+
+def imported_libraries(status_lines) -> list[str]:
+    """The libraries the recorders reported (``pid<TAB>modules<TAB>a,b,...`` lines), sorted."""
+    libs: set[str] = set()
+    for line in status_lines or []:
+        if len(line) > 2 and line[1] == "modules":
+            libs |= {x for x in line[2].split(",") if x}
+    return sorted(libs)
+
+
+def annotate(trace_dir, libraries=()) -> dict:
+    """Add ``libraries`` and check every netCDF4-recorded dataset of ``trace_dir/trace.json``, rewriting it
+    atomically; returns the header. What could not be checked says why in the entry (``hdf5_path``)."""
+    head = Path(trace_dir) / "trace.json"
+    header = json.loads(head.read_text())
+    datasets = header.get("datasets") or []
+    todo = [i for i, d in enumerate(datasets) if isinstance(d, dict) and d.get("library") == "netCDF4"]
+    if not todo and not libraries:
+        return header
+    for i in todo:
+        datasets[i] = check_layout(datasets[i])
+    if libraries:
+        header["libraries"] = sorted(set(libraries) | set(header.get("libraries") or []))
+    tmp = head.with_name(f"trace.json.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(header, indent=2, default=str))
+    os.replace(tmp, head)
+    return header

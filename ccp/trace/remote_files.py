@@ -1,0 +1,92 @@
+"""The recorder's view of remote files: fsspec file objects handed to ``h5py.File`` (stdlib at import).
+
+A file object is recorded as what it is, never as its repr: its URL (``fs.unstrip_protocol(path)``),
+filesystem, size, block size and cache type (``file.cache.name``), and the file's free-space strategy
+and page size (a paged file is what ``ccp s3 cloud-copy`` writes). Two things are wrapped on that one
+object, nowhere else:
+
+* ``file.read``: each read HDF5 makes through the object (offset, size) as an ``fsspec_read`` event;
+  ``readinto`` goes through it. ``ccp diagnose`` replays these through fsspec's cache rules
+  (:mod:`ccp.storage.fsspec_model`) for other block sizes and cache types.
+* ``file.cache.fetcher``: each byte range fsspec's cache fetches, one GET for s3fs, http and gcsfs, as
+  a ``get`` event (start, size, bytes received, time on the wire). An empty range sends no request and
+  is not counted (as ``ccp.storage.network`` counts them).
+
+Events carry the URL as their file and ``t0_ns``/``wall_s``: a GET belongs to the dataset call whose
+time span holds it (same process), which is how ``ccp diagnose`` counts GETs per call.
+"""
+
+from __future__ import annotations
+
+import time
+
+
+def fsspec_info(obj) -> dict | None:
+    """What an fsspec buffered file is, or None for any other object."""
+    fs, cache = getattr(obj, "fs", None), getattr(obj, "cache", None)
+    if fs is None or cache is None or not hasattr(cache, "fetcher") or not callable(getattr(obj, "read", None)):
+        return None
+    path = str(getattr(obj, "path", ""))
+    proto = getattr(fs, "protocol", "file")
+    proto = proto[0] if isinstance(proto, (tuple, list)) else str(proto)
+    try:
+        url = str(fs.unstrip_protocol(path))
+    except Exception:  # an older fsspec: spell the URL from the protocol
+        url = f"{proto}://{path}"
+    return {"url": url, "protocol": proto, "filesystem": type(fs).__name__,
+            "block_size": int(getattr(obj, "blocksize", 0) or 0),
+            "cache_type": str(getattr(cache, "name", type(cache).__name__)),
+            "size": int(getattr(obj, "size", 0) or 0)}
+
+
+def file_space(fid) -> dict:
+    """The HDF5 file's free-space strategy and page size (PAGE: a paged, cloud-optimized file)."""
+    try:
+        fcpl = fid.get_create_plist()
+        strategy = fcpl.get_file_space_strategy()[0]
+        names = {0: "FSM_AGGR", 1: "PAGE", 2: "AGGR", 3: "NONE"}
+        out: dict = {"file_space": names.get(int(strategy), str(strategy))}
+        if out["file_space"] == "PAGE":
+            out["page_size"] = int(fcpl.get_file_space_page_size())
+        return out
+    except Exception:  # an HDF5 without these calls: say nothing
+        return {}
+
+
+def instrument(rec, obj, url: str) -> None:
+    """Record each read HDF5 makes through ``obj`` and each GET fsspec's cache makes for it."""
+    perf = time.perf_counter_ns
+    cache = obj.cache
+    fetch = cache.fetcher
+    read = obj.read
+
+    def fetcher(start, end):
+        t0 = perf()
+        data = fetch(start, end)
+        t1 = perf()
+        if start < end:
+            try:
+                rec.event("get", url, start=[int(start)], count=[int(end) - int(start)], bytes=len(data), t0_ns=t0,
+                          wall_ns=t1 - t0)
+            except Exception as exc:  # the program must never see the recorder fail
+                rec.failed(exc)
+        return data
+
+    def recorded_read(length=-1):
+        try:
+            loc = int(obj.loc)
+            n = int(obj.size) - loc if length is None or int(length) < 0 else int(length)
+        except Exception:  # the program must never see the recorder fail
+            loc = n = -1
+        t0 = perf()
+        out = read(length)
+        t1 = perf()
+        if n > 0 and loc >= 0:
+            try:
+                rec.event("fsspec_read", url, start=[loc], count=[n], bytes=len(out), t0_ns=t0, wall_ns=t1 - t0)
+            except Exception as exc:  # the program must never see the recorder fail
+                rec.failed(exc)
+        return out
+
+    cache.fetcher = fetcher
+    obj.read = recorded_read

@@ -1,0 +1,158 @@
+"""Files read through fsspec file objects: recorded as what they are, their GETs counted per call, fsspec cures."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+pytest.importorskip("fsspec")
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# A filesystem whose files are fsspec AbstractBufferedFiles over a local file: every byte range fsspec's cache
+# fetches is one _fetch_range (one GET for s3fs or http), with an emulated 5 ms per request.
+PROGRAM = '''
+import os, sys, time
+import fsspec, h5py, numpy as np
+from fsspec.spec import AbstractBufferedFile, AbstractFileSystem
+
+FETCHES = []
+
+
+class RangeFile(AbstractBufferedFile):
+    def _fetch_range(self, start, end):
+        FETCHES.append((start, end))
+        time.sleep(0.005)
+        with open(self.path, "rb") as f:
+            f.seek(start)
+            return f.read(end - start)
+
+
+class RangeFS(AbstractFileSystem):
+    protocol = "ranged"
+
+    def _open(self, path, mode="rb", block_size=None, autocommit=True, cache_options=None, **kwargs):
+        return RangeFile(self, path, mode, block_size, cache_options=cache_options, size=os.path.getsize(path), **kwargs)
+
+
+path, cache_type, block = sys.argv[1], sys.argv[2], int(sys.argv[3])
+fs = RangeFS()
+with fs.open(path, "rb", cache_type=cache_type, block_size=block) as fobj, h5py.File(fobj, "r") as f:
+    d = f["x"]
+    for i in range(0, 200, 10):
+        d[i, :]
+print("fetches:", len(FETCHES))
+print("dataset calls: 20")
+'''
+
+
+def ccp(*args):
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CCP_TRACE")}
+    return subprocess.run([sys.executable, "-m", "ccp.cli", *map(str, args)], check=False, capture_output=True,
+                          text=True, env={**env, "PYTHONPATH": str(ROOT)}, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    import h5py
+    import numpy as np
+
+    path = tmp_path_factory.mktemp("remote") / "data.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", data=np.arange(200 * 300, dtype="f4").reshape(200, 300), chunks=(20, 30))
+    return path
+
+
+@pytest.mark.parametrize("cache_type,block", [("none", 4096), ("readahead", 65536), ("blockcache", 16384)],
+                         ids=["none", "readahead", "blockcache"])
+def test_an_fsspec_file_is_recorded_with_its_gets_counted(tmp_path, data, cache_type, block):
+    prog = tmp_path / "remote_reader.py"
+    prog.write_text(PROGRAM)
+    out = tmp_path / "t"
+    r = ccp("trace", "-o", out, "--", sys.executable, prog, data, cache_type, block)
+    assert r.returncode == 0, r.stderr
+    fetches = int(r.stdout.split("fetches: ")[1].split()[0])
+    plain = subprocess.run([sys.executable, prog, data, cache_type, str(block)], capture_output=True, text=True,
+                           check=True, timeout=600)
+    assert int(plain.stdout.split("fetches: ")[1].split()[0]) == fetches     # recording changed no GET
+    url = f"ranged://{data}"
+    t = pd.read_parquet(out / "calls.parquet")
+    gets = t[(t["op"] == "get").fillna(False)]
+    assert len(gets) == fetches > 0 and set(gets["file"]) == {url}
+    calls = t[((t["kind"] == "call") & (t["depth"] == 0)).fillna(False)]
+    assert len(calls) == 20 and set(calls["file"]) == {url}          # the URL, never the object's repr
+    (lay,) = json.loads((out / "trace.json").read_text())["datasets"]
+    assert lay["remote"]["url"] == url and lay["remote"]["cache_type"] == cache_type
+    assert lay["remote"]["block_size"] == block and lay["remote"]["filesystem"] == "RangeFS"
+    d = ccp("diagnose", "--json", out)
+    assert d.returncode == 0, d.stderr
+    rem = json.loads(d.stdout)["datasets"][0]["remote"]
+    assert rem["gets"] == fetches and rem["gets_in_calls"] + rem["gets_outside_calls"] == fetches
+    text = ccp("diagnose", out).stdout
+    assert f"fsspec's {cache_type} cache replayed over the" in text and f"GET(s) (counted: {fetches})" in text
+    model = int(text.split(f"fsspec's {cache_type} cache replayed over the ")[1].split("gives ")[1].split()[0])
+    assert model == fetches                       # fsspec's cache rules, replayed, agree with the GETs counted
+    assert "<File-like object" not in text
+
+
+def test_many_small_gets_get_an_fsspec_cure(tmp_path, data):
+    prog = tmp_path / "remote_reader.py"
+    prog.write_text(PROGRAM)
+    out = tmp_path / "t"
+    r = ccp("trace", "-o", out, "--", sys.executable, prog, data, "none", 4096)
+    assert r.returncode == 0, r.stderr
+    d = ccp("diagnose", out)
+    assert d.returncode == 0, d.stderr
+    assert "cache_type='none', block_size=4 KiB" in d.stdout
+    assert f'f = fs.open("ranged://{data}", "rb", cache_type=' in d.stdout
+    assert "ccp s3 cloud-copy" in d.stdout and "ccp repack" not in d.stdout
+
+
+S3_PROGRAM = '''
+import sys
+import h5py, s3fs
+from ccp.storage.network import instrument
+
+endpoint, key, secret, region, obj = sys.argv[1:6]
+fs = s3fs.S3FileSystem(key=key, secret=secret, client_kwargs={"endpoint_url": endpoint, "region_name": region},
+                       skip_instance_cache=True, use_listings_cache=False)
+with fs.open(obj, "rb", cache_type="readahead", block_size=65536) as raw:
+    log = instrument(raw)                 # ccp's own GET counter, independent of the recorder
+    with h5py.File(raw, "r") as f:
+        d = f["x"]
+        for i in range(0, 200, 20):
+            d[i, :]
+print("gets:", log.http_gets)
+'''
+
+
+@pytest.mark.skipif(any(__import__("importlib").util.find_spec(m) is None for m in ("moto", "s3fs", "flask")),
+                    reason="needs the s3 extra (moto[server], s3fs)")
+def test_an_s3fs_file_on_a_loopback_s3_server_is_recorded_as_its_url(tmp_path, data):
+    from ccp.storage.s3 import Credentials, S3Settings, S3Store
+    from ccp.storage.server import S3Server
+
+    prog = tmp_path / "s3_reader.py"
+    prog.write_text(S3_PROGRAM)
+    with S3Server() as ep:
+        store = S3Store(S3Settings(ep.url, "ccp-trace"), Credentials(ep.access_key, ep.secret_key, ep.region))
+        store.create_bucket()
+        up = store.upload(data)
+        store.close()
+        out = tmp_path / "t"
+        r = ccp("trace", "-o", out, "--", sys.executable, prog, ep.url, ep.access_key, ep.secret_key, ep.region,
+                f"ccp-trace/{up.key}")
+    assert r.returncode == 0, r.stderr
+    counted = int(r.stdout.split("gets: ")[1].split()[0])
+    (lay,) = json.loads((out / "trace.json").read_text())["datasets"]
+    assert lay["remote"]["url"] == f"s3://ccp-trace/{up.key}" and lay["remote"]["filesystem"] == "S3FileSystem"
+    t = pd.read_parquet(out / "calls.parquet")
+    assert int((t["op"] == "get").fillna(False).sum()) == counted > 0
+    d = ccp("diagnose", out)
+    assert d.returncode == 0, d.stderr
+    assert f"GET(s) (counted: {counted})" in d.stdout and "s3://ccp-trace/" in d.stdout
