@@ -31,6 +31,7 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 ENV_SOCK = "CCP_TRACE_SOCK"      # the recorder's name for it too (ccp.trace.recorder.ENV_SOCK)
 TERM_GRACE_S = 10.0             # after passing SIGTERM on, how long the program may take to leave
 END_GRACE_S = 2.0               # after the program left, how long its recorded processes may take to say "end"
+GROUP_GRACE_S = 3.0             # after a stopped program left, how long the rest of its group may take (twice)
 
 
 def traced_env(parts_dir: Path, base: dict | None = None, sock_name: str | None = None) -> dict:
@@ -133,6 +134,26 @@ def _alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except (OSError, IndexError):
         return False
+
+
+def _group_members(pgid: int) -> set[int]:
+    """The live (not zombie) processes of process group ``pgid``."""
+    found = set()
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return found
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                state, _ppid, pgrp = f.read().rsplit(")", 1)[1].split()[:3]
+        except (OSError, ValueError):
+            continue
+        if int(pgrp) == pgid and state != "Z":
+            found.add(int(name))
+    return found
 
 
 class DescendantWatch:
@@ -273,6 +294,29 @@ class _Stopper:
         if self.kill_at is None:
             self.kill_at = time.monotonic() + TERM_GRACE_S
 
+    def finish_group(self) -> str | None:
+        """After a program ccp trace stopped has left: stop what is left of its process group too.
+
+        A child can miss the passed-on signal: CPython drops a signal that arrives between ``fork`` and the
+        child's after-fork reset (and an exception in an after-fork hook is printed and ignored), so a child
+        forked just before Ctrl-C sleeps on. It gets GROUP_GRACE_S to leave, then the signal once more and as
+        long again, then SIGKILL. A program that was not stopped keeps its background children.
+        """
+        if self.reason is None:
+            return None
+        sig = signal.SIGTERM if self.kill_at is not None or "SIGTERM" in self.reason else signal.SIGINT
+        for step in (None, sig, signal.SIGKILL):
+            if step is not None:
+                self._group(step)
+            deadline = time.monotonic() + (GROUP_GRACE_S if step != signal.SIGKILL else 1.0)
+            while _group_members(self.proc.pid) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            left = _group_members(self.proc.pid)
+            if not left:
+                return None if step is None else (f"{signal.Signals(step).name} sent again to the rest of the "
+                                                  f"program's process group after the program left")
+        return f"{len(left)} process(es) of the program's group still running after SIGKILL: {sorted(left)}"
+
     def wait(self) -> int:
         while True:
             timeout = None if self.kill_at is None else max(self.kill_at - time.monotonic(), 0.01)
@@ -326,6 +370,7 @@ def run_traced(cmd: list[str], out: Path, force: bool = False, checksum: bool = 
     old_term = signal.signal(signal.SIGTERM, stopper.on_term)
     try:
         rc = stopper.wait()
+        group_note = stopper.finish_group()
     finally:
         _give_terminal(tty, os.getpgrp())
         try:
@@ -343,7 +388,8 @@ def run_traced(cmd: list[str], out: Path, force: bool = False, checksum: bool = 
         header = merge_or_explain(out, argv, status, wall, checksum=checksum,
                                   run={"returncode": rc, "pid": proc.pid, "top_is_python": top_python,
                                        "status_lines": lines, "python_seen": python_seen,
-                                       "stopped_by": stopper.reason})
+                                       "stopped_by": stopper.reason + (f"; {group_note}" if group_note else "")
+                                       if stopper.reason else None})
     except CcpError as exc:
         raise TraceNotWritten(str(exc), status) from None
     return status, header
