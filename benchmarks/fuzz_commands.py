@@ -43,6 +43,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
 FIX = Path()                            # the fixtures folder, set by main()
+STDERR: dict = {}                      # (command, case) -> the tail of stderr of a case that was not clean
 CATEGORIES = ("clean", "internal", "traceback", "signal", "hang", "accepted", "untidy")
 
 
@@ -55,7 +56,8 @@ class Case:
     setup: object = None                # setup(W) before the run
     verify: object = None               # verify(W, proc) -> a problem (str) or None, after the run
     outputs: tuple = ()                 # paths (with {W}) that must not exist after a refusal
-    sig: tuple | None = None            # (signal, seconds after start) for the interrupt cases
+    sig: tuple | None = None            # (signal, seconds after start) for the interrupt cases; more pairs: sent in turn
+    to: str = "auto"                    # who gets it: "group" (a terminal's Ctrl-C), "ccp" (kill PID); auto: SIGINT group
     env: dict = field(default_factory=dict)
     root_only: bool = False
     status: int = 0                     # the exit status of a right run (trace passes the program's through)
@@ -82,14 +84,28 @@ def _alive(pid: int) -> bool:
 # ---------------------------------------------------------------- fixtures (made once, read-only to the cases)
 
 PROG = """\
-import os, sys, time
+import os, signal, sys, time
 import h5py
-if len(sys.argv) > 2:
-    open(sys.argv[2], "w").write(str(os.getpid()))
+def say_pids(pids):                    # the harness's orphan check reads them
+    if len(sys.argv) > 2:
+        open(sys.argv[2] + ".tmp", "w").write(" ".join(map(str, pids)))
+        os.replace(sys.argv[2] + ".tmp", sys.argv[2])
+if os.environ.get("IGNORE_INT"):       # a program that ignores Ctrl-C: only a second one (a kill) stops it
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+say_pids([os.getpid()])
 mode = os.environ.get("MODE", "r")
 try:                                   # a well-behaved program: Ctrl-C is exit 130, not a traceback of its own
     with h5py.File(sys.argv[1], mode) as f:
         d = f["d"]
+        if os.environ.get("FORK"):     # a child that only sleeps: it too must not outlive ccp trace
+            child = os.fork()
+            if child == 0:
+                try:
+                    while True:
+                        time.sleep(0.05)
+                except KeyboardInterrupt:
+                    os._exit(130)
+            say_pids([os.getpid(), child])
         for i in range(int(os.environ.get("N", "200"))):
             if mode == "r":
                 d[i % d.shape[0], :]
@@ -186,12 +202,19 @@ def trace_cases(rng: random.Random, n_signals: int) -> list[Case]:
              verify=lambda w, p: None if b"prog done" in p.stdout and p.returncode in (0, 2)
              else f"the program's run changed: exit {p.returncode}, stdout {p.stdout[-80:]!r}"),
     ]
+    # Ctrl-C of the terminal (the group), SIGTERM and Ctrl-C of ccp trace alone, Ctrl-C twice on a program that
+    # ignores it, kill -9 of ccp trace: never an orphan, and what was recorded is kept, readable, marked incomplete.
+    kinds = (("sigint", ((signal.SIGINT, 0),), "group", {}), ("sigterm", ((signal.SIGTERM, 0),), "ccp", {}),
+             ("sigint-ccp-fork", ((signal.SIGINT, 0),), "ccp", {"FORK": "1"}),
+             ("ctrl-c-twice", ((signal.SIGINT, 0), (signal.SIGINT, 1.0)), "group", {"IGNORE_INT": "1", "FORK": "1"}),
+             ("kill-9", ((signal.SIGKILL, 0),), "ccp", {"FORK": "1"}))
     for i in range(n_signals):
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            cases.append(Case(f"{sig.name.lower()}-{i}", "trace", ["trace", "-o", "{W}/t", "--", PY, "{F}/prog.py",
-                                                                    "{F}/data.h5", "{W}/pid"],
-                              expect="interrupt", sig=(sig, rng.uniform(0.5, 4.0)), env={"SLOW": "0.01", "N": "1000"},
-                              verify=_no_orphan))
+        for name, sigs, to, env in kinds:
+            at = rng.uniform(0.5, 4.0)
+            cases.append(Case(f"{name}-{i}", "trace", ["trace", "-o", "{W}/t", "--", PY, "{F}/prog.py", "{F}/data.h5",
+                                                       "{W}/pid"],
+                              expect="interrupt", sig=tuple((sg, at + dt) for sg, dt in sigs), to=to,
+                              env={"SLOW": "0.01", "N": "1000", **env}, verify=_trace_kept))
     return cases
 
 
@@ -199,14 +222,33 @@ def _no_orphan(w: Path, p) -> str | None:
     pid_file = w / "pid"
     if not pid_file.exists():
         return None
-    pid = int(pid_file.read_text() or 0)
+    pids = [int(x) for x in pid_file.read_text().split()]
     deadline = time.monotonic() + 5
-    while pid and _alive(pid) and time.monotonic() < deadline:
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
-    if pid and _alive(pid):
+    left = [pid for pid in pids if _alive(pid)]
+    for pid in left:
         os.kill(pid, signal.SIGKILL)
-        return f"the traced program (pid {pid}) outlived ccp trace"
-    return None
+    return f"the traced program's process(es) {left} outlived ccp trace" if left else None
+
+
+def _trace_kept(w: Path, p) -> str | None:
+    """No orphan; and once the program ran (it wrote its pid), a stopped ccp trace kept a readable trace that
+    says it is incomplete, its header's call count that of its calls.parquet."""
+    problem = _no_orphan(w, p)
+    if problem or not (w / "pid").exists() or not getattr(p, "signalled", False):
+        return problem
+    head = w / "t" / "trace.json"
+    if not head.exists():
+        return "the program ran, but no trace.json was kept"
+    import pyarrow.parquet as pq
+
+    h = json.loads(head.read_text())
+    if h.get("completeness", {}).get("complete") is not False:
+        return "a stopped trace does not say it is incomplete"
+    table = pq.read_table(w / "t" / "calls.parquet", columns=["kind", "depth"]).to_pandas()
+    n = int(((table["kind"] == "call") & (table["depth"] == 0)).sum())
+    return None if n == h.get("calls") else f"trace.json says {h.get('calls')} calls, calls.parquet holds {n}"
 
 
 def _damage_trace(kind: str):
@@ -422,9 +464,11 @@ def tune_cases(rng: random.Random, n_signals: int) -> list[Case]:
              setup=lambda w: (_workload("", WORKLOAD)(w), _fill(w / "fs")), outputs=("{W}/fs/out/tune.json",)),
     ]
     for i in range(n_signals):
-        cases.append(Case(f"sigint-{i}", "tune", ["tune", "{W}/workload.yaml", "--budget", "20s", "--repeats", "1",
-                                                  "--out", "{W}/out", "--work", "{W}/work"],
-                          expect="interrupt", setup=_workload("", WORKLOAD), sig=(signal.SIGINT, rng.uniform(1.0, 8.0))))
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            cases.append(Case(f"{sig.name.lower()}-{i}", "tune", ["tune", "{W}/workload.yaml", "--budget", "20s",
+                                                                   "--repeats", "1", "--out", "{W}/out", "--work", "{W}/work"],
+                              expect="interrupt", setup=_workload("", WORKLOAD), sig=((sig, rng.uniform(1.0, 8.0)),),
+                              outputs=("{W}/out/tune.json",)))
     return cases
 
 
@@ -510,8 +554,10 @@ def repack_cases(rng: random.Random, n_signals: int) -> list[Case]:
              setup=lambda w: _fill(w / "fs"), outputs=("{W}/fs/out.h5",)),
     ]
     for i in range(n_signals):
-        cases.append(Case(f"sigint-{i}", "repack", ["repack", "-f", "GZIP=9", "--threads", "1", "{F}/big.h5", out],
-                          expect="interrupt", sig=(signal.SIGINT, rng.uniform(1.0, 3.5)), outputs=(out,)))
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            cases.append(Case(f"{sig.name.lower()}-{i}", "repack", ["repack", "-f", "GZIP=9", "--threads", "1",
+                                                                     "{F}/big.h5", out],
+                              expect="interrupt", sig=((sig, rng.uniform(1.0, 3.5)),), outputs=(out,)))
     return cases
 
 
@@ -559,13 +605,15 @@ def run_case(case: Case, work: Path, fixtures: Path, timeout: float) -> tuple[st
         proc = subprocess.Popen([PY, "-m", "ccp.cli", *map(fill, case.argv)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 stdin=subprocess.DEVNULL, cwd=w, env=_env(**case.env), start_new_session=True)
         proc.signalled = False
+        started = time.monotonic()
         try:
-            if case.sig is not None:
-                sig, after = case.sig
+            for sig, after in case.sig or ():
                 try:
-                    proc.wait(timeout=after)
+                    proc.wait(timeout=max(after - (time.monotonic() - started), 0.01))
+                    break
                 except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, sig) if sig == signal.SIGINT else os.kill(proc.pid, sig)
+                    group = case.to == "group" or (case.to == "auto" and sig == signal.SIGINT)
+                    os.killpg(proc.pid, sig) if group else os.kill(proc.pid, sig)
                     proc.signalled = True
             stdout, stderr = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -573,7 +621,10 @@ def run_case(case: Case, work: Path, fixtures: Path, timeout: float) -> tuple[st
             proc.communicate()
             return "hang", f"no answer in {timeout:g} s"
         proc.stdout, proc.stderr = stdout, stderr          # for verify
-        return _classify(case, proc, w, before, fill)
+        category, detail = _classify(case, proc, w, before, fill)
+        if category != "clean":          # the evidence, in --json
+            STDERR[case.command, case.id] = stderr.decode("utf-8", "replace")[-3000:]
+        return category, detail
     finally:
         for d in mounts:
             subprocess.run(["umount", "-l", str(d)], capture_output=True, check=False)
@@ -588,18 +639,22 @@ def _classify(case: Case, proc, w: Path, before: set, fill) -> tuple[str, str]:
     written = [o for o in map(fill, case.outputs) if Path(o).exists()]
     if "Traceback (most recent call last)" in err:
         return "traceback", lines[-1][:160] if lines else ""
-    if rc is not None and rc < 0 and not (case.expect == "interrupt" and -rc in (signal.SIGINT, signal.SIGTERM)):
+    sent = {sig for sig, _ in case.sig or ()}
+    if rc is not None and rc < 0 and not (case.expect == "interrupt" and -rc in sent):
         return "signal", f"died of {signal.Signals(-rc).name}"
     if any("ccp: internal error" in ln for ln in lines):
         return "internal", next(ln for ln in lines if "internal error" in ln)[:160]
     if case.expect == "interrupt":
-        said = f"{case.sig[0].name} at {case.sig[1]:.1f} s: exit {rc}, {lines[-1][:100] if lines else 'nothing on stderr'}"
+        names = "+".join(sig.name for sig, _ in case.sig)
+        said = f"{names} at {case.sig[0][1]:.1f} s: exit {rc}, {lines[-1][:100] if lines else 'nothing on stderr'}"
         if not proc.signalled:
             return "clean" if rc == 0 else "untidy", f"finished before the signal, exit {rc}"
         if rc == 0:
             return "accepted", f"{said}: stopped work reported as a success"
-        if rc not in (130, 143, -signal.SIGINT, -signal.SIGTERM):
-            return "untidy", f"exit {rc} after {case.sig[0].name}: {lines[-1][:120] if lines else ''}"
+        # 130/143 (a command's own exit after Ctrl-C/SIGTERM), 137 (ccp trace: Ctrl-C twice killed the program),
+        # or dying of the very signal sent (kill -9 of ccp itself)
+        if rc not in (130, 143, 137) and -rc not in sent:
+            return "untidy", f"exit {rc} after {names}: {lines[-1][:120] if lines else ''}"
         if case.command != "run" and "finished cells are saved" in err:
             return "untidy", "Ctrl-C said a sweep's 'finished cells are saved' line"
         if problem or temps or (rc != 0 and written):
@@ -657,7 +712,7 @@ def main() -> int:
                 category, detail = "untidy", f"the case itself failed: {type(exc).__name__}: {exc}"
             counts.setdefault(case.command, Counter())[category] += 1
             results.append({"command": case.command, "case": case.id, "expect": case.expect, "result": category,
-                            "detail": detail})
+                            "detail": detail, "stderr": STDERR.get((case.command, case.id))})
             if args.verbose or category != "clean":
                 print(f"{case.command:>13} {case.id:<28} {category:<9} {detail}", flush=True)
         changed = [str(p) for p, d in digests.items() if not p.exists() or hashlib.sha256(p.read_bytes()).hexdigest() != d]

@@ -135,3 +135,15 @@ def test_tune_on_a_full_disk_leaves_no_tune_json(tmpfs, tmp_path):
                        capture_output=True, text=True, env=ccp_env(), timeout=600, check=False)
     one_line(r.stderr, r.returncode, ["--out", "No space left on device", str(fs / "out")])
     assert sorted(p.name for p in fs.rglob("*")) == ["ballast", "out"], list(fs.rglob("*"))
+
+
+@pytest.mark.parametrize("a, b", [("/a/b", "/a-b"), ("/a/b", "/a_b"), ("/", "/root"), ("/x y", "/x-y"), ("/t.1", "/t-1"),
+                                  ("/grp/temp", "/grp_temp"), ("/é", "/_")],
+                         ids=["slash-dash", "slash-underscore", "root", "space", "dot", "group", "non-ascii"])
+def test_diagnose_cure_files_of_two_datasets_never_share_a_name(a, b):
+    from ccp.trace.diagnose import repack_output
+    from ccp.trace.harm import dataset_slug
+
+    assert dataset_slug(a) != dataset_slug(b)                                  # tune-<slug>.yaml, name: diagnose-<slug>
+    assert repack_output("/d/f.h5", a, (4, 8)) != repack_output("/d/f.h5", b, (4, 8))
+    assert dataset_slug("/tas") == "tas" and repack_output("/d/f.h5", "/tas", (4, 8)) == "/d/f-tas-4x8.h5"
