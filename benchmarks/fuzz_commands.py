@@ -630,6 +630,24 @@ def run_case(case: Case, work: Path, fixtures: Path, timeout: float) -> tuple[st
             subprocess.run(["umount", "-l", str(d)], capture_output=True, check=False)
 
 
+# Frames of the traced program's side: a program's own traceback (Ctrl-C in its imports) passes through them.
+PROGRAM_SIDE = ("ccp/trace/recorder.py", "ccp/trace/fastpath.py", "ccp/trace/bootstrap/")
+
+
+def ccp_traceback(err: str, command: str) -> bool:
+    """Whether stderr holds a traceback of ccp's own code. Not one: a traceback with no ccp frame (Python's
+    own startup, ``init_import_site``, before ccp runs a line) or, under ``trace``, the traced program's
+    (its frames and the recorder's only: its stderr is passed through)."""
+    for block in err.split("Traceback (most recent call last):")[1:]:
+        files = [ln.split('"')[1] for ln in block.splitlines() if ln.strip().startswith('File "') and ln.count('"') >= 2]
+        ours = [f for f in files if f.startswith(str(ROOT / "ccp"))]
+        if command == "trace":
+            ours = [f for f in ours if not any(side in f for side in PROGRAM_SIDE)]
+        if ours:
+            return True
+    return False
+
+
 def _classify(case: Case, proc, w: Path, before: set, fill) -> tuple[str, str]:
     err = proc.stderr.decode("utf-8", "replace")
     lines = [ln for ln in err.splitlines() if ln.strip()]
@@ -637,8 +655,10 @@ def _classify(case: Case, proc, w: Path, before: set, fill) -> tuple[str, str]:
     problem = case.verify(w, proc) if case.verify is not None else None
     temps = [p for p in w.rglob("*") if p not in before and (".tmp" in p.name or p.name == ".ccp.lock")]
     written = [o for o in map(fill, case.outputs) if Path(o).exists()]
-    if "Traceback (most recent call last)" in err:
+    if ccp_traceback(err, case.command):
         return "traceback", lines[-1][:160] if lines else ""
+    if case.expect == "interrupt" and rc == 1 and "init_import_site" in err and "ccp" not in err.split("init_import_site")[0]:
+        return "clean", "the signal came during Python's own startup, before ccp ran (Python's fatal error, exit 1)"
     sent = {sig for sig, _ in case.sig or ()}
     if rc is not None and rc < 0 and not (case.expect == "interrupt" and -rc in sent):
         return "signal", f"died of {signal.Signals(-rc).name}"
@@ -653,7 +673,8 @@ def _classify(case: Case, proc, w: Path, before: set, fill) -> tuple[str, str]:
             return "accepted", f"{said}: stopped work reported as a success"
         # 130/143 (a command's own exit after Ctrl-C/SIGTERM), 137 (ccp trace: Ctrl-C twice killed the program),
         # or dying of the very signal sent (kill -9 of ccp itself)
-        if rc not in (130, 143, 137) and -rc not in sent:
+        passed_on = case.command == "trace" and (f"exited with status {rc}:" in err or f"(exit status {rc})" in err)
+        if rc not in (130, 143, 137) and -rc not in sent and not passed_on:     # trace: the program's own status
             return "untidy", f"exit {rc} after {names}: {lines[-1][:120] if lines else ''}"
         if case.command != "run" and "finished cells are saved" in err:
             return "untidy", "Ctrl-C said a sweep's 'finished cells are saved' line"

@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
-import json
-import os
+import signal
 import sys
-from pathlib import Path
 
-import click
 
-from ccp.errors import CcpError, kept_on_interrupt, say_on_interrupt
+def _interrupted_while_starting(_signum, _frame):
+    sys.stderr.write("\nccp: interrupted while starting; nothing was done\n")
+    raise SystemExit(130)
+
+
+# Ctrl-C while ccp imports (a second or more on a loaded machine) is one line, not a traceback of an import;
+# only when ccp is the program (`ccp ...`, `python -m ccp.cli`), never when a test or notebook imports this module.
+if (__name__ == "__main__" or sys.argv[0].endswith(("/ccp", "ccp"))) and \
+        signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    signal.signal(signal.SIGINT, _interrupted_while_starting)
+
+import json  # noqa: E402 -- after the handler above, on purpose
+import os  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import click  # noqa: E402
+
+from ccp.errors import CcpError, kept_on_interrupt, say_on_interrupt  # noqa: E402
 
 
 class CcpGroup(click.Group):
@@ -30,6 +44,8 @@ class CcpGroup(click.Group):
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         """click's usage errors as one line (``ccp: error: run: ...``, exit 2), not its three-line usage block."""
+        if signal.getsignal(signal.SIGINT) is _interrupted_while_starting:   # started: Ctrl-C is the commands' now
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
             rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.exceptions.NoArgsIsHelpError as exc:     # bare `ccp`: the help, as click gives it
