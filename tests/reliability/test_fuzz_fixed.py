@@ -2,6 +2,8 @@
 `ccp: error: ...` naming the option, file or key, exit 2, and nothing written that looks like a result."""
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -147,3 +149,36 @@ def test_diagnose_cure_files_of_two_datasets_never_share_a_name(a, b):
     assert dataset_slug(a) != dataset_slug(b)                                  # tune-<slug>.yaml, name: diagnose-<slug>
     assert repack_output("/d/f.h5", a, (4, 8)) != repack_output("/d/f.h5", b, (4, 8))
     assert dataset_slug("/tas") == "tas" and repack_output("/d/f.h5", "/tas", (4, 8)) == "/d/f-tas-4x8.h5"
+
+
+def test_ctrl_c_while_ccp_starts_is_one_line(tmp_path):
+    """The handler `ccp` installs before its imports (deterministic: the signal is sent after the import)."""
+    code = ("import sys; sys.argv[0] = '/usr/bin/ccp'; import ccp.cli, os, signal, time; "
+            "os.kill(os.getpid(), signal.SIGINT); time.sleep(30)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ccp_env(), timeout=120,
+                       check=False)
+    assert r.returncode == 130, r.stderr
+    assert r.stderr.strip() == "ccp: interrupted while starting; nothing was done", r.stderr
+
+
+def test_importing_ccp_cli_elsewhere_leaves_ctrl_c_alone(tmp_path):
+    code = "import signal, ccp.cli; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ccp_env(), timeout=120,
+                       check=False)
+    assert r.stdout.strip() == "True", r.stderr
+
+
+def test_ctrl_c_while_the_recorder_loads_leaves_the_program_as_python_would(tmp_path):
+    """A Ctrl-C inside the recorder's sitecustomize (here: the program's own sitecustomize, which it chains,
+    raises it) ends the program killed by SIGINT, as an uncaught Ctrl-C does, not with site's fatal error."""
+    from ccp.trace.run import traced_env
+
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / "sitecustomize.py").write_text("raise KeyboardInterrupt\n")
+    env = traced_env(tmp_path / "parts")
+    env["PYTHONPATH"] += os.pathsep + str(own)
+    r = subprocess.run([sys.executable, "-c", "print('ran')"], capture_output=True, text=True, env=env, timeout=120,
+                       check=False)
+    assert r.returncode == -signal.SIGINT, (r.returncode, r.stderr)
+    assert "ran" not in r.stdout and "Fatal Python error" not in r.stderr, r.stderr
