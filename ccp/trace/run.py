@@ -211,9 +211,11 @@ class DescendantWatch:
         return dict(self.python)
 
 
-def _watchdog(pgid: int, keep=None) -> int:
+def _watchdog(keep=None) -> int:
     """A forked process that kills the program's group if ``ccp trace`` dies without saying "done", then
-    runs ``keep()`` (merge what was recorded). Forked before ccp trace starts any thread."""
+    runs ``keep(pgid)`` (merge what was recorded). Forked before the program starts (the program itself
+    writes ``pgid N`` into the pipe before its exec: no moment where ccp trace dies and it runs on) and
+    before ccp trace starts any thread."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:       # the watchdog: no Python objects touched but the pipe and the group id
@@ -226,17 +228,18 @@ def _watchdog(pgid: int, keep=None) -> int:
                 pass
             data = b""
             while True:
-                chunk = os.read(r, 16)
+                chunk = os.read(r, 64)
                 if not chunk:
                     break
                 data += chunk
-            if b"done" not in data:
+            said = data.split(b"pgid ", 1)[1].split(b"\n", 1)[0] if b"pgid " in data else b""
+            if b"done" not in data and said.isdigit():
                 try:
-                    os.killpg(pgid, signal.SIGKILL)
+                    os.killpg(int(said), signal.SIGKILL)
                 except OSError:
                     pass
                 if keep is not None:
-                    keep()
+                    keep(int(said))
         finally:
             os._exit(0)
     os.close(r)
@@ -338,30 +341,38 @@ def run_traced(cmd: list[str], out: Path, force: bool = False, checksum: bool = 
     listener = StatusListener()
     env = traced_env(out / PARTS, sock_name=listener.name)
     tty = _tty_fd()
-
-    def in_child() -> None:       # already in its own group (process_group=0): take the terminal if we had it
-        _give_terminal(tty, os.getpid())
-
     t0 = time.perf_counter()
-    try:
-        proc = subprocess.Popen(argv, env=env, process_group=0, preexec_fn=in_child if tty is not None else None)
-    except FileNotFoundError:
-        listener.sock.close()
-        raise CcpError(f"{argv[0]}: command not found") from None
-    except PermissionError:
-        listener.sock.close()
-        raise CcpError(f"{argv[0]}: permission denied") from None
-    def keep_orphaned() -> None:        # in the watchdog, after ccp trace died (kill -9)
+
+    def keep_orphaned(pid: int) -> None:        # in the watchdog, after ccp trace died (kill -9)
         try:
             time.sleep(0.2)
             merge_or_explain(out, argv, 128 + 9, time.perf_counter() - t0, checksum=checksum,
-                             run={"returncode": -9, "pid": proc.pid, "top_is_python": False, "status_lines": [],
+                             run={"returncode": -9, "pid": pid, "top_is_python": False, "status_lines": [],
                                   "python_seen": {}, "stopped_by": "killed (kill -9): its watchdog killed the "
                                   "program and kept what was recorded"})
         except Exception as exc:  # noqa: BLE001 -- nobody is left to tell but stderr
             sys.stderr.write(f"ccp trace: {exc}\n")
 
-    watchdog = _watchdog(proc.pid, keep_orphaned)
+    watchdog = _watchdog(keep_orphaned)
+
+    def in_child() -> None:       # already in its own group (process_group=0); runs before close_fds and exec
+        try:
+            os.write(watchdog, f"pgid {os.getpid()}\n".encode())
+        except OSError:
+            pass
+        _give_terminal(tty, os.getpid())      # take the terminal if we had it
+
+    try:
+        proc = subprocess.Popen(argv, env=env, process_group=0, preexec_fn=in_child)
+    except BaseException as exc:
+        listener.sock.close()
+        os.write(watchdog, b"done")        # nothing started: the watchdog leaves
+        os.close(watchdog)
+        if isinstance(exc, FileNotFoundError):
+            raise CcpError(f"{argv[0]}: command not found") from None
+        if isinstance(exc, PermissionError):
+            raise CcpError(f"{argv[0]}: permission denied") from None
+        raise
     listener.start()
     watch = DescendantWatch(proc.pid)
     watch.start()
