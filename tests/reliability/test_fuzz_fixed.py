@@ -182,3 +182,23 @@ def test_ctrl_c_while_the_recorder_loads_leaves_the_program_as_python_would(tmp_
                        check=False)
     assert r.returncode == -signal.SIGINT, (r.returncode, r.stderr)
     assert "ran" not in r.stdout and "Fatal Python error" not in r.stderr, r.stderr
+
+
+def test_the_trace_watchdog_kills_a_program_whose_ccp_trace_died_right_after_starting_it():
+    """The program tells the watchdog its group before its exec: ccp trace dying at once (its pipe closed
+    without "done") still takes the program with it."""
+    from ccp.trace.run import _watchdog
+
+    w = _watchdog(lambda pgid: None)
+
+    def tell():
+        os.write(w, f"pgid {os.getpid()}\n".encode())
+
+    prog = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], process_group=0, preexec_fn=tell)
+    os.close(w)                                  # ccp trace "dies": no "done"
+    try:
+        assert prog.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if prog.poll() is None:
+            prog.kill()
+            prog.wait()
