@@ -202,3 +202,50 @@ def test_the_trace_watchdog_kills_a_program_whose_ccp_trace_died_right_after_sta
         if prog.poll() is None:
             prog.kill()
             prog.wait()
+
+
+LOST_CTRL_C = textwrap.dedent("""
+    import signal, sys, time, weakref
+    from ccp import cli
+    signal.signal(signal.SIGINT, cli._on_ctrl_c)
+    if sys.argv[1] == "hook":
+        sys.unraisablehook = cli._resend_lost_ctrl_c(sys.unraisablehook)
+    class A:
+        pass
+    a = A()
+    def callback(_ref):
+        raise KeyboardInterrupt       # as if Ctrl-C landed here: Python prints "Exception ignored" and drops it
+    r = weakref.ref(a, callback)
+    try:
+        del a
+        for _ in range(200):
+            time.sleep(0.01)
+        print("lost")
+    except KeyboardInterrupt:
+        print("kept")
+""")
+
+
+@pytest.mark.parametrize("hook, said", [("hook", "kept"), ("none", "lost")], ids=["resent", "python-drops-it"])
+def test_a_ctrl_c_python_drops_in_a_weakref_callback_is_sent_again(hook, said):
+    r = subprocess.run([sys.executable, "-c", LOST_CTRL_C, hook], capture_output=True, text=True, env=ccp_env(),
+                       timeout=120, check=False)
+    assert r.stdout.strip() == said, r.stderr
+    assert ("Exception ignored" in r.stderr) == (hook == "none"), r.stderr
+
+
+def test_sigterm_that_surfaces_as_another_error_in_repack_is_said_as_sigterm(tmp_path, monkeypatch):
+    """SIGTERM raised inside a lock comes out as RuntimeError('cannot release un-acquired lock') -> the repack's
+    CcpError; it was the signal: the repack's own 'terminated' line and 143, not 'could not be repacked'."""
+    import ccp.repack.command as rc
+    from ccp.errors import CcpError
+
+    def repack_one(*_args):
+        rc._SIGTERMS.append(signal.SIGTERM)
+        raise CcpError("/d: could not be repacked (fast path): cannot release un-acquired lock; nothing written")
+
+    monkeypatch.setattr(rc, "_repack_one", repack_one)
+    monkeypatch.setattr(rc, "_SIGTERMS", [])
+    r = CliRunner().invoke(main, ["repack", "-f", "GZIP=1", str(tmp_path / "in.h5"), str(tmp_path / "out.h5")])
+    assert r.exit_code == 128 + signal.SIGTERM, r.output
+    assert "ccp: terminated: nothing written" in r.output and "could not be repacked" not in r.output, r.output
