@@ -43,6 +43,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
 FIX = Path()                            # the fixtures folder, set by main()
+STDERR: dict = {}                      # (command, case) -> the tail of stderr of a case that was not clean
 CATEGORIES = ("clean", "internal", "traceback", "signal", "hang", "accepted", "untidy")
 
 
@@ -55,7 +56,8 @@ class Case:
     setup: object = None                # setup(W) before the run
     verify: object = None               # verify(W, proc) -> a problem (str) or None, after the run
     outputs: tuple = ()                 # paths (with {W}) that must not exist after a refusal
-    sig: tuple | None = None            # (signal, seconds after start) for the interrupt cases
+    sig: tuple | None = None            # (signal, seconds after start) for the interrupt cases; more pairs: sent in turn
+    to: str = "auto"                    # who gets it: "group" (a terminal's Ctrl-C), "ccp" (kill PID); auto: SIGINT group
     env: dict = field(default_factory=dict)
     root_only: bool = False
     status: int = 0                     # the exit status of a right run (trace passes the program's through)
@@ -82,14 +84,28 @@ def _alive(pid: int) -> bool:
 # ---------------------------------------------------------------- fixtures (made once, read-only to the cases)
 
 PROG = """\
-import os, sys, time
+import os, signal, sys, time
 import h5py
-if len(sys.argv) > 2:
-    open(sys.argv[2], "w").write(str(os.getpid()))
+def say_pids(pids):                    # the harness's orphan check reads them
+    if len(sys.argv) > 2:
+        open(sys.argv[2] + ".tmp", "w").write(" ".join(map(str, pids)))
+        os.replace(sys.argv[2] + ".tmp", sys.argv[2])
+if os.environ.get("IGNORE_INT"):       # a program that ignores Ctrl-C: only a second one (a kill) stops it
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+say_pids([os.getpid()])
 mode = os.environ.get("MODE", "r")
 try:                                   # a well-behaved program: Ctrl-C is exit 130, not a traceback of its own
     with h5py.File(sys.argv[1], mode) as f:
         d = f["d"]
+        if os.environ.get("FORK"):     # a child that only sleeps: it too must not outlive ccp trace
+            child = os.fork()
+            if child == 0:
+                try:
+                    while True:
+                        time.sleep(0.05)
+                except KeyboardInterrupt:
+                    os._exit(130)
+            say_pids([os.getpid(), child])
         for i in range(int(os.environ.get("N", "200"))):
             if mode == "r":
                 d[i % d.shape[0], :]
@@ -179,17 +195,26 @@ def trace_cases(rng: random.Random, n_signals: int) -> list[Case]:
         Case("program-writes", "trace", ["trace", "-o", "{W}/t", "--", PY, "{F}/prog.py", "{W}/copy.h5"], expect="accept",
              setup=lambda w: shutil.copy(FIX / "data.h5", w / "copy.h5"), env={"MODE": "r+"},
              verify=lambda w, p: None if b"prog done" in p.stdout else "the program's output was lost"),
-        Case("out-full-disk", "trace", ["trace", "-o", "{W}/fs/t", *run], expect="accept", root_only=True,
-             setup=lambda w: _fill(w / "fs"),
-             verify=lambda w, p: None if p.returncode == 0 and b"prog done" in p.stdout
+        # The program must run untouched (its output whole); ccp trace then either keeps a trace that says it is
+        # incomplete (the program's exit status) or, when not even trace.json fits, says so in one line, exit 2.
+        Case("out-full-disk", "trace", ["trace", "-o", "{W}/fs/t", *run], expect="either", root_only=True,
+             setup=lambda w: _fill(w / "fs"), outputs=("{W}/fs/t/trace.json",),
+             verify=lambda w, p: None if b"prog done" in p.stdout and p.returncode in (0, 2)
              else f"the program's run changed: exit {p.returncode}, stdout {p.stdout[-80:]!r}"),
     ]
+    # Ctrl-C of the terminal (the group), SIGTERM and Ctrl-C of ccp trace alone, Ctrl-C twice on a program that
+    # ignores it, kill -9 of ccp trace: never an orphan, and what was recorded is kept, readable, marked incomplete.
+    kinds = (("sigint", ((signal.SIGINT, 0),), "group", {}), ("sigterm", ((signal.SIGTERM, 0),), "ccp", {}),
+             ("sigint-ccp-fork", ((signal.SIGINT, 0),), "ccp", {"FORK": "1"}),
+             ("ctrl-c-twice", ((signal.SIGINT, 0), (signal.SIGINT, 1.0)), "group", {"IGNORE_INT": "1", "FORK": "1"}),
+             ("kill-9", ((signal.SIGKILL, 0),), "ccp", {"FORK": "1"}))
     for i in range(n_signals):
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            cases.append(Case(f"{sig.name.lower()}-{i}", "trace", ["trace", "-o", "{W}/t", "--", PY, "{F}/prog.py",
-                                                                    "{F}/data.h5", "{W}/pid"],
-                              expect="interrupt", sig=(sig, rng.uniform(0.5, 4.0)), env={"SLOW": "0.01", "N": "1000"},
-                              verify=_no_orphan))
+        for name, sigs, to, env in kinds:
+            at = rng.uniform(0.5, 4.0)
+            cases.append(Case(f"{name}-{i}", "trace", ["trace", "-o", "{W}/t", "--", PY, "{F}/prog.py", "{F}/data.h5",
+                                                       "{W}/pid"],
+                              expect="interrupt", sig=tuple((sg, at + dt) for sg, dt in sigs), to=to,
+                              env={"SLOW": "0.01", "N": "1000", **env}, verify=_trace_kept))
     return cases
 
 
@@ -197,14 +222,33 @@ def _no_orphan(w: Path, p) -> str | None:
     pid_file = w / "pid"
     if not pid_file.exists():
         return None
-    pid = int(pid_file.read_text() or 0)
+    pids = [int(x) for x in pid_file.read_text().split()]
     deadline = time.monotonic() + 5
-    while pid and _alive(pid) and time.monotonic() < deadline:
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
-    if pid and _alive(pid):
+    left = [pid for pid in pids if _alive(pid)]
+    for pid in left:
         os.kill(pid, signal.SIGKILL)
-        return f"the traced program (pid {pid}) outlived ccp trace"
-    return None
+    return f"the traced program's process(es) {left} outlived ccp trace" if left else None
+
+
+def _trace_kept(w: Path, p) -> str | None:
+    """No orphan; and once the program ran (it wrote its pid), a stopped ccp trace kept a readable trace that
+    says it is incomplete, its header's call count that of its calls.parquet."""
+    problem = _no_orphan(w, p)
+    if problem or not (w / "pid").exists() or not getattr(p, "signalled", False):
+        return problem
+    head = w / "t" / "trace.json"
+    if not head.exists():
+        return "the program ran, but no trace.json was kept"
+    import pyarrow.parquet as pq
+
+    h = json.loads(head.read_text())
+    if h.get("completeness", {}).get("complete") is not False:
+        return "a stopped trace does not say it is incomplete"
+    table = pq.read_table(w / "t" / "calls.parquet", columns=["kind", "depth"]).to_pandas()
+    n = int(((table["kind"] == "call") & (table["depth"] == 0)).sum())
+    return None if n == h.get("calls") else f"trace.json says {h.get('calls')} calls, calls.parquet holds {n}"
 
 
 def _damage_trace(kind: str):
@@ -263,10 +307,28 @@ DAMAGED_TRACES = ("no-calls", "calls-truncated", "calls-empty-file", "calls-garb
                   "data-changed")
 
 
+def _changed_is_said(w: Path, p) -> str | None:
+    """A data file changed since the trace: the diagnosis of the calls as traced stands, but it must say the
+    file changed and offer no repack cure (that would rewrite data the program never read)."""
+    if p.returncode != 0:
+        return None
+    out = p.stdout.decode("utf-8", "replace")
+    if out.lstrip().startswith("{"):
+        said = json.loads(out).get("files_changed")
+    else:
+        said = "CHANGED since the trace" in out
+    return None if said and "ccp repack" not in out else "a changed data file was not said, or a repack cure offered"
+
+
 def diagnose_cases() -> list[Case]:
-    cases = [Case(f"trace-{k}", "diagnose", ["diagnose", "{W}/t"], setup=_damage_trace(k)) for k in DAMAGED_TRACES]
-    cases += [Case(f"trace-{k}-json", "diagnose", ["diagnose", "{W}/t", "--json"], setup=_damage_trace(k))
+    cases = [Case(f"trace-{k}", "diagnose", ["diagnose", "{W}/t"], setup=_damage_trace(k),
+                  **({"expect": "either", "verify": _changed_is_said} if k == "data-changed" else {}))
+             for k in DAMAGED_TRACES]
+    cases += [Case(f"trace-{k}-json", "diagnose", ["diagnose", "{W}/t", "--json"], setup=_damage_trace(k),
+                   **({"expect": "either", "verify": _changed_is_said} if k == "data-changed" else {}))
               for k in ("rows-dropped", "calls-count-wrong", "data-changed")]
+    cases.append(Case("trace-data-changed-verify", "diagnose", ["diagnose", "{W}/t", "--verify"],
+                      setup=_damage_trace("data-changed")))
     cases += [
         Case("missing-folder", "diagnose", ["diagnose", "{W}/nothere"]),
         Case("a-file", "diagnose", ["diagnose", "{F}/text.txt"]),
@@ -402,9 +464,11 @@ def tune_cases(rng: random.Random, n_signals: int) -> list[Case]:
              setup=lambda w: (_workload("", WORKLOAD)(w), _fill(w / "fs")), outputs=("{W}/fs/out/tune.json",)),
     ]
     for i in range(n_signals):
-        cases.append(Case(f"sigint-{i}", "tune", ["tune", "{W}/workload.yaml", "--budget", "20s", "--repeats", "1",
-                                                  "--out", "{W}/out", "--work", "{W}/work"],
-                          expect="interrupt", setup=_workload("", WORKLOAD), sig=(signal.SIGINT, rng.uniform(1.0, 8.0))))
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            cases.append(Case(f"{sig.name.lower()}-{i}", "tune", ["tune", "{W}/workload.yaml", "--budget", "20s",
+                                                                   "--repeats", "1", "--out", "{W}/out", "--work", "{W}/work"],
+                              expect="interrupt", setup=_workload("", WORKLOAD), sig=((sig, rng.uniform(1.0, 8.0)),),
+                              outputs=("{W}/out/tune.json",)))
     return cases
 
 
@@ -461,7 +525,7 @@ def repack_cases(rng: random.Random, n_signals: int) -> list[Case]:
     odd, out = "{F}/odd.h5", "{W}/out.h5"
     refuse = [
         ("nbit-vlen", ["-f", "/s:NBIT"]), ("blosc-vlen", ["-f", "/s:blosc"]), ("soff-float-nan-fill", ["-f", "/f:SOFF=0,IN"]),
-        ("szip-vlen", ["-f", "/s:SZIP=8,NN"]), ("gzip-level-99", ["-f", "GZIP=99"]), ("gzip-word", ["-f", "GZIP=x"]),
+        ("gzip-level-99", ["-f", "GZIP=99"]), ("gzip-word", ["-f", "GZIP=x"]),
         ("filter-unknown", ["-f", "ZIPPY=1"]), ("filter-empty", ["-f", ""]), ("dataset-missing", ["-f", "/nope:GZIP=1"]),
         ("chunk-zero", ["-l", "/f:CHUNK=0x8"]), ("chunk-rank", ["-l", "/f:CHUNK=4"]), ("chunk-huge", ["-l", f"/f:CHUNK={2**40}x8"]),
         ("layout-word", ["-l", "/f:BLOB"]), ("chunk-scalar", ["-l", "/scalar:CHUNK=1"]), ("G-1e30", ["-G", str(10**30)]),
@@ -469,6 +533,10 @@ def repack_cases(rng: random.Random, n_signals: int) -> list[Case]:
         ("buffer-word", ["--buffer", "lots"]),
     ]
     cases = [Case(name, "repack", ["repack", *opts, odd, out], outputs=(out,)) for name, opts in refuse]
+    # HDF5 (and h5repack) take SZIP on a vlen string dataset: it encodes the heap references. Right if the
+    # strings read back exact, right if refused.
+    cases.append(Case("szip-vlen", "repack", ["repack", "-f", "/s:SZIP=8,NN", odd, out], expect="either", outputs=(out,),
+                      verify=_same_values(("s",))))
     cases += [
         Case("in-missing", "repack", ["repack", "{W}/nothere.h5", out], outputs=(out,)),
         Case("in-not-hdf5", "repack", ["repack", "{F}/text.txt", out], outputs=(out,)),
@@ -479,15 +547,35 @@ def repack_cases(rng: random.Random, n_signals: int) -> list[Case]:
         Case("out-is-a-folder", "repack", ["repack", odd, "{W}"]),
         Case("named-type-kept", "repack", ["repack", "-f", "GZIP=1", odd, out], expect="accept", verify=_named_type_kept),
         Case("G-1GiB", "repack", ["repack", "-G", "1GiB", "{F}/data.h5", out], expect="either",
-             verify=lambda w, p: None if p.returncode != 0 or (w / "out.h5").stat().st_size < 2**30 or b"warning" in p.stderr
-             else "a 1 GiB page turned a small file into a huge one without a warning"),
+             verify=lambda w, p: None if p.returncode != 0 or (w / "out.h5").stat().st_size < 2**30
+             or b"the copy is 2 GiB" in p.stdout + p.stderr
+             else "a 1 GiB page turned a small file into a huge one without a word"),
         Case("out-full-disk", "repack", ["repack", "-f", "GZIP=1", "{F}/big.h5", "{W}/fs/out.h5"], root_only=True,
              setup=lambda w: _fill(w / "fs"), outputs=("{W}/fs/out.h5",)),
     ]
     for i in range(n_signals):
-        cases.append(Case(f"sigint-{i}", "repack", ["repack", "-f", "GZIP=9", "--threads", "1", "{F}/big.h5", out],
-                          expect="interrupt", sig=(signal.SIGINT, rng.uniform(1.0, 3.5)), outputs=(out,)))
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            cases.append(Case(f"{sig.name.lower()}-{i}", "repack", ["repack", "-f", "GZIP=9", "--threads", "1",
+                                                                     "{F}/big.h5", out],
+                              expect="interrupt", sig=((sig, rng.uniform(1.0, 3.5)),), outputs=(out,)))
     return cases
+
+
+def _same_values(names: tuple):
+    """A repack that ran must read back every named dataset exactly (values, dtype, shape) as in odd.h5."""
+    def verify(w: Path, p) -> str | None:
+        import h5py
+        import numpy as np
+
+        if p.returncode != 0:
+            return None
+        with h5py.File(FIX / "odd.h5", "r") as a, h5py.File(w / "out.h5", "r") as b:
+            for name in names:
+                x, y = a[name], b[name]
+                if x.dtype != y.dtype or x.shape != y.shape or not np.array_equal(x[()], y[()]):
+                    return f"/{name} does not read back as it was"
+        return None
+    return verify
 
 
 def _named_type_kept(w: Path, p) -> str | None:
@@ -517,13 +605,15 @@ def run_case(case: Case, work: Path, fixtures: Path, timeout: float) -> tuple[st
         proc = subprocess.Popen([PY, "-m", "ccp.cli", *map(fill, case.argv)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 stdin=subprocess.DEVNULL, cwd=w, env=_env(**case.env), start_new_session=True)
         proc.signalled = False
+        started = time.monotonic()
         try:
-            if case.sig is not None:
-                sig, after = case.sig
+            for sig, after in case.sig or ():
                 try:
-                    proc.wait(timeout=after)
+                    proc.wait(timeout=max(after - (time.monotonic() - started), 0.01))
+                    break
                 except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, sig) if sig == signal.SIGINT else os.kill(proc.pid, sig)
+                    group = case.to == "group" or (case.to == "auto" and sig == signal.SIGINT)
+                    os.killpg(proc.pid, sig) if group else os.kill(proc.pid, sig)
                     proc.signalled = True
             stdout, stderr = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -531,10 +621,31 @@ def run_case(case: Case, work: Path, fixtures: Path, timeout: float) -> tuple[st
             proc.communicate()
             return "hang", f"no answer in {timeout:g} s"
         proc.stdout, proc.stderr = stdout, stderr          # for verify
-        return _classify(case, proc, w, before, fill)
+        category, detail = _classify(case, proc, w, before, fill)
+        if category != "clean":          # the evidence, in --json
+            STDERR[case.command, case.id] = stderr.decode("utf-8", "replace")[-3000:]
+        return category, detail
     finally:
         for d in mounts:
             subprocess.run(["umount", "-l", str(d)], capture_output=True, check=False)
+
+
+# Frames of the traced program's side: a program's own traceback (Ctrl-C in its imports) passes through them.
+PROGRAM_SIDE = ("ccp/trace/recorder.py", "ccp/trace/fastpath.py", "ccp/trace/bootstrap/")
+
+
+def ccp_traceback(err: str, command: str) -> bool:
+    """Whether stderr holds a traceback of ccp's own code. Not one: a traceback with no ccp frame (Python's
+    own startup, ``init_import_site``, before ccp runs a line) or, under ``trace``, the traced program's
+    (its frames and the recorder's only: its stderr is passed through)."""
+    for block in err.split("Traceback (most recent call last):")[1:]:
+        files = [ln.split('"')[1] for ln in block.splitlines() if ln.strip().startswith('File "') and ln.count('"') >= 2]
+        ours = [f for f in files if f.startswith(str(ROOT / "ccp"))]
+        if command == "trace":
+            ours = [f for f in ours if not any(side in f for side in PROGRAM_SIDE)]
+        if ours:
+            return True
+    return False
 
 
 def _classify(case: Case, proc, w: Path, before: set, fill) -> tuple[str, str]:
@@ -544,20 +655,27 @@ def _classify(case: Case, proc, w: Path, before: set, fill) -> tuple[str, str]:
     problem = case.verify(w, proc) if case.verify is not None else None
     temps = [p for p in w.rglob("*") if p not in before and (".tmp" in p.name or p.name == ".ccp.lock")]
     written = [o for o in map(fill, case.outputs) if Path(o).exists()]
-    if "Traceback (most recent call last)" in err:
+    if ccp_traceback(err, case.command):
         return "traceback", lines[-1][:160] if lines else ""
-    if rc is not None and rc < 0 and not (case.expect == "interrupt" and -rc in (signal.SIGINT, signal.SIGTERM)):
+    if case.expect == "interrupt" and rc == 1 and "init_import_site" in err and "ccp" not in err.split("init_import_site")[0]:
+        return "clean", "the signal came during Python's own startup, before ccp ran (Python's fatal error, exit 1)"
+    sent = {sig for sig, _ in case.sig or ()}
+    if rc is not None and rc < 0 and not (case.expect == "interrupt" and -rc in sent):
         return "signal", f"died of {signal.Signals(-rc).name}"
     if any("ccp: internal error" in ln for ln in lines):
         return "internal", next(ln for ln in lines if "internal error" in ln)[:160]
     if case.expect == "interrupt":
-        said = f"{case.sig[0].name} at {case.sig[1]:.1f} s: exit {rc}, {lines[-1][:100] if lines else 'nothing on stderr'}"
+        names = "+".join(sig.name for sig, _ in case.sig)
+        said = f"{names} at {case.sig[0][1]:.1f} s: exit {rc}, {lines[-1][:100] if lines else 'nothing on stderr'}"
         if not proc.signalled:
             return "clean" if rc == 0 else "untidy", f"finished before the signal, exit {rc}"
         if rc == 0:
             return "accepted", f"{said}: stopped work reported as a success"
-        if rc not in (130, 143, -signal.SIGINT, -signal.SIGTERM):
-            return "untidy", f"exit {rc} after {case.sig[0].name}: {lines[-1][:120] if lines else ''}"
+        # 130/143 (a command's own exit after Ctrl-C/SIGTERM), 137 (ccp trace: Ctrl-C twice killed the program),
+        # or dying of the very signal sent (kill -9 of ccp itself)
+        passed_on = case.command == "trace" and (f"exited with status {rc}:" in err or f"(exit status {rc})" in err)
+        if rc not in (130, 143, 137) and -rc not in sent and not passed_on:     # trace: the program's own status
+            return "untidy", f"exit {rc} after {names}: {lines[-1][:120] if lines else ''}"
         if case.command != "run" and "finished cells are saved" in err:
             return "untidy", "Ctrl-C said a sweep's 'finished cells are saved' line"
         if problem or temps or (rc != 0 and written):
@@ -615,7 +733,7 @@ def main() -> int:
                 category, detail = "untidy", f"the case itself failed: {type(exc).__name__}: {exc}"
             counts.setdefault(case.command, Counter())[category] += 1
             results.append({"command": case.command, "case": case.id, "expect": case.expect, "result": category,
-                            "detail": detail})
+                            "detail": detail, "stderr": STDERR.get((case.command, case.id))})
             if args.verbose or category != "clean":
                 print(f"{case.command:>13} {case.id:<28} {category:<9} {detail}", flush=True)
         changed = [str(p) for p, d in digests.items() if not p.exists() or hashlib.sha256(p.read_bytes()).hexdigest() != d]

@@ -2,14 +2,51 @@
 
 from __future__ import annotations
 
-import json
-import os
+import signal
 import sys
-from pathlib import Path
 
-import click
 
-from ccp.errors import CcpError, kept_on_interrupt, say_on_interrupt
+def _interrupted_while_starting(_signum, _frame):
+    sys.stderr.write("\nccp: interrupted while starting; nothing was done\n")
+    raise SystemExit(130)
+
+
+# Ctrl-C while ccp imports (a second or more on a loaded machine) is one line, not a traceback of an import;
+# only when ccp is the program (`ccp ...`, `python -m ccp.cli`), never when a test or notebook imports this module.
+if (__name__ == "__main__" or sys.argv[0].endswith(("/ccp", "ccp"))) and \
+        signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    signal.signal(signal.SIGINT, _interrupted_while_starting)
+
+import json  # noqa: E402 -- after the handler above, on purpose
+import os  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import click  # noqa: E402
+
+from ccp.errors import CcpError, kept_on_interrupt, say_on_interrupt  # noqa: E402
+
+_CTRL_C: list[int] = []         # Ctrl-Cs that reached ccp's handler while the command ran
+
+
+def _on_ctrl_c(signum, _frame):
+    _CTRL_C.append(signum)
+    raise KeyboardInterrupt
+
+
+def _resend_lost_ctrl_c(hook):
+    """Python drops an exception raised in a __del__ or a weakref callback ("Exception ignored in"): a Ctrl-C
+    landing there (h5py frees handles through them) was lost and the command ran on to exit 0. Send it again."""
+    def unraisable(u):
+        if u.exc_type is not None and issubclass(u.exc_type, KeyboardInterrupt) and \
+                signal.getsignal(signal.SIGINT) is _on_ctrl_c:
+            import threading  # sent from here it would land in this hook again: a moment later, from aside
+
+            again = threading.Timer(0.02, os.kill, (os.getpid(), signal.SIGINT))
+            again.daemon = True
+            again.start()
+            return
+        hook(u)
+    return unraisable
 
 
 class CcpGroup(click.Group):
@@ -30,6 +67,23 @@ class CcpGroup(click.Group):
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         """click's usage errors as one line (``ccp: error: run: ...``, exit 2), not its three-line usage block."""
+        _CTRL_C.clear()
+        saved = None
+        if signal.getsignal(signal.SIGINT) in (signal.default_int_handler, _interrupted_while_starting):
+            try:        # started: Ctrl-C is the commands' now (a KeyboardInterrupt, counted, never lost)
+                saved = sys.unraisablehook
+                signal.signal(signal.SIGINT, _on_ctrl_c)
+                sys.unraisablehook = _resend_lost_ctrl_c(saved)
+            except ValueError:      # not the main thread: leave Ctrl-C as it is
+                saved = None
+        try:
+            return self._main(args, prog_name, complete_var, standalone_mode, **extra)
+        finally:
+            if saved is not None:
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+                sys.unraisablehook = saved
+
+    def _main(self, args, prog_name, complete_var, standalone_mode, **extra):
         try:
             rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.exceptions.NoArgsIsHelpError as exc:     # bare `ccp`: the help, as click gives it
@@ -58,16 +112,18 @@ class CcpGroup(click.Group):
         try:
             return super().invoke(ctx)
         except CcpError as exc:
+            if _CTRL_C:     # a Ctrl-C raised inside a lock or a library came out as another error: it was Ctrl-C
+                self._interrupted(None)
             click.echo(f"ccp: error: {exc}", err=True)
             sys.exit(exc.exit_code)
         except BrokenPipeError:              # `ccp check x.yaml | head`: the reader left; not an error
             sys.stderr.close()
             sys.exit(0)
         except KeyboardInterrupt as exc:
-            kept = kept_on_interrupt(exc)
-            click.echo(f"\nccp: interrupted; {kept}" if kept else "\nccp: interrupted", err=True)
-            sys.exit(130)
+            self._interrupted(exc)
         except OSError as exc:
+            if _CTRL_C:
+                self._interrupted(None)
             if os.environ.get("CCP_DEBUG"):
                 raise
             where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
@@ -76,10 +132,19 @@ class CcpGroup(click.Group):
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException, SystemExit):
             raise
         except Exception as exc:  # the CLI's promise: one line, never a traceback
+            if _CTRL_C:
+                self._interrupted(None)
             if os.environ.get("CCP_DEBUG"):
                 raise
             click.echo(f"ccp: internal error: {type(exc).__name__}: {exc} (set CCP_DEBUG=1 for a traceback)", err=True)
             sys.exit(1)
+
+
+    @staticmethod
+    def _interrupted(exc) -> None:
+        kept = kept_on_interrupt(exc)
+        click.echo(f"\nccp: interrupted; {kept}" if kept else "\nccp: interrupted", err=True)
+        sys.exit(130)
 
 
 # What each command here has kept when Ctrl-C stops it (said after "ccp: interrupted; "). Only a sweep

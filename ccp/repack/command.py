@@ -137,8 +137,14 @@ def repack_command(paths, out_dir, jobs, layouts, filters, fs_strategy, fs_page_
         raise ConfigError("IN OUT", f"expected one IN and one OUT, got {len(paths)} path(s); "
                           "for several inputs give -o OUTDIR")
     before = _stat(paths[1])
+    _SIGTERMS.clear()           # this command's own (a test may run several in one process)
     try:
-        _repack_one(paths[0], paths[1], opts, buffer_bytes, threads, deflate, dry_run, quiet, file_space, memory_bytes)
+        try:
+            _repack_one(paths[0], paths[1], opts, buffer_bytes, threads, deflate, dry_run, quiet, file_space, memory_bytes)
+        except Exception:
+            if _SIGTERMS:   # raised inside a lock or a thread's wait, SIGTERM comes out as another error: it was SIGTERM
+                raise _Terminated(128 + _SIGTERMS[0]) from None
+            raise
     except (KeyboardInterrupt, _Terminated) as exc:
         after = _stat(paths[1])
         if after is not None and after != before:
@@ -286,5 +292,9 @@ class _Terminated(SystemExit):
     """SIGTERM while repacking: unwinds like Ctrl-C (the temporary file is removed on the way out)."""
 
 
+_SIGTERMS: list[int] = []
+
+
 def _terminate(signum, frame):
+    _SIGTERMS.append(signum)
     raise _Terminated(128 + signum)

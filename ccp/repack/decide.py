@@ -267,9 +267,9 @@ class _Planner:
                                           f"the fixed maximum size {tgt.maxshape[i]} (maxshape "
                                           f"{'x'.join('inf' if m is None else str(m) for m in tgt.maxshape)})")
                     clipped = tuple(min(c, m) if m is not None else c for c, m in zip(chunks, tgt.maxshape))
-                    if any(c == 0 for c in clipped):
-                        tgt.notes.append("layout kept: a fixed dimension of size 0 cannot be chunked")
-                        return tgt
+                    if any(c == 0 for c in clipped):      # named in -l/-f: refused, like a scalar
+                        return refuse(explicit, "-l" if l_explicit else "-f",
+                                      "has a fixed dimension of size 0: it cannot be chunked or filtered")
                     tgt.notes.append(f"chunk {shape_str(chunks)} clipped to {shape_str(clipped)} (fixed maxshape)")
                     new_layout = Layout("chunked", clipped)
         if new_layout is not None and new_layout.kind == "chunked":

@@ -116,6 +116,23 @@ def _bad_rows(mask: np.ndarray, table, column: str, where: Path, why: str) -> No
                        "the trace is damaged")
 
 
+def _check_counts(t, header: dict, where: Path) -> None:
+    """The header's call and event counts (written by the merge from the same rows) against the table's:
+    rows lost or added since (a half-copied folder, a table from another trace) are damage, not a smaller trace."""
+    import pandas as pd
+
+    kind = t["kind"].to_numpy(object)
+    depth = pd.to_numeric(t["depth"], errors="coerce").to_numpy(float)
+    call = kind == "call"
+    found = {"calls": int((call & (depth == 0)).sum()), "nested_calls": int((call & (depth != 0)).sum()),
+             "events": int((kind == "event").sum())}
+    for key, n in found.items():
+        want = header.get(key)
+        if _whole(want) and want != n:
+            raise CcpError(f"{where}: holds {n} {key.replace('_', ' ')}, but trace.json's {key} says {want}; "
+                           "the trace is damaged")
+
+
 def check_table(trace: Trace, where: Path) -> None:
     import pandas as pd
 
@@ -123,6 +140,7 @@ def check_table(trace: Trace, where: Path) -> None:
     missing = [c for c in REQUIRED if c not in t.columns]
     if missing:
         raise CcpError(f"{where}: no column {missing[0]!r} (not a ccp trace, or a damaged one)")
+    _check_counts(t, trace.header, where)
     if not len(t):
         return
     for c in ("pid", "seq"):

@@ -10,7 +10,7 @@ import click
 
 
 @click.command(name="trace", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.option("-o", "--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
+@click.option("-o", "--out", "out", required=True, type=str,      # a str: click.Path turns '' into '.'
               help="The trace folder to write (calls.parquet, trace.json).")
 @click.option("--force", is_flag=True, help="Replace a trace already in the folder.")
 @click.option("--no-checksum", is_flag=True, help="Do not compute sha256 of the files the program touched.")
@@ -27,8 +27,12 @@ def trace_command(out, force, no_checksum, cmd):
       ccp trace -o t1 -- python -m mypkg.train --epochs 1
       ccp trace -o t2 -- jupyter nbconvert --to notebook --execute analysis.ipynb
     """
+    from ccp.errors import CcpError
     from ccp.trace.run import run_traced
 
+    if not out.strip():
+        raise CcpError(f"-o/--out: is empty ({out!r}): give a folder for the trace")
+    out = Path(out)
     status, header = run_traced(list(cmd), out, force=force, checksum=not no_checksum)
     done = header.get("completeness", {})
     if header["calls"] == 0:

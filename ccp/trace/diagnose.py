@@ -24,7 +24,7 @@ from ccp.errors import CcpError
 from ccp.predict.explain import chunk_larger_than_cache
 from ccp.trace.check import completeness_line, file_state
 from ccp.trace.cures import block_sequence, cache_for, chunk_candidates, partial_requests
-from ccp.trace.harm import HARM, price_cure, tune_workload_yaml
+from ccp.trace.harm import HARM, dataset_slug, price_cure, tune_workload_yaml
 from ccp.trace.libraries import (
     batched_code,
     cache_code,
@@ -274,7 +274,7 @@ def write_tune_workloads(diag: dict, tune_dir) -> None:
             text = c.pop("tune_yaml", None)
             if text is None:
                 continue
-            slug = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in d["dataset"].strip("/")) or "root"
+            slug = dataset_slug(d["dataset"])
             if tune_dir is None:
                 c["tune_workload"] = text
                 continue
@@ -313,8 +313,7 @@ def combined_repacks(datasets: list[dict]) -> list[str]:
 def repack_output(file: str, dataset: str, chunks) -> str:
     """The repacked file's name: the file's, the dataset's and the chunk shape's, so no two cures share one."""
     stem, ext = os.path.splitext(file)
-    slug = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in dataset.strip("/")) or "root"
-    return f"{stem}-{slug}-{shape_str(chunks)}{ext or '.h5'}"
+    return f"{stem}-{dataset_slug(dataset, keep='-_.', fill='_')}-{shape_str(chunks)}{ext or '.h5'}"
 
 
 def diagnose(trace: Trace, memory: int = 1 << 30, verify: bool = False, patterns=(), tune_dir=None) -> dict:

@@ -70,9 +70,21 @@ def price_cure(seq, new_chunks, costs, cache, named=()) -> list[dict]:
     return out
 
 
+def dataset_slug(dataset: str, keep: str = "-_", fill: str = "-") -> str:
+    """A dataset's path as a file-name part. Replacing characters maps several names to one (/a/b and /a-b),
+    so a slug with a replacement ends in a short hash of the whole path: two datasets' files never share a name."""
+    name = dataset.strip("/")
+    slug = "".join(ch if ch.isalnum() or ch in keep else fill for ch in name)
+    if slug == name and slug:
+        return slug
+    import hashlib
+
+    return f"{slug or 'root'}-{hashlib.sha256(dataset.encode('utf-8', 'surrogatepass')).hexdigest()[:6]}"
+
+
 def tune_workload_yaml(trace_dir: str, file: str, dataset: str, patterns: list[dict], cache_bytes: int) -> str:
     """A ``ccp tune`` workload: the traced reads and the natural patterns, equal weights."""
-    slug = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in dataset.strip("/")) or "root"
+    slug = dataset_slug(dataset)
     lines = [f"# written by `ccp diagnose {trace_dir}`: the traced reads of {dataset} and the dataset's other",
              "# natural patterns, so `ccp tune` weighs them all before a repack", f"name: diagnose-{slug}",
              f"dataset: {{file: {_yaml_str(file)}, path: {_yaml_str(dataset)}}}", "workload:",

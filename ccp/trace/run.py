@@ -32,6 +32,7 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 ENV_SOCK = "CCP_TRACE_SOCK"      # the recorder's name for it too (ccp.trace.recorder.ENV_SOCK)
 TERM_GRACE_S = 10.0             # after passing SIGTERM on, how long the program may take to leave
 END_GRACE_S = 2.0               # after the program left, how long its recorded processes may take to say "end"
+GROUP_GRACE_S = 3.0             # after a stopped program left, how long the rest of its group may take (twice)
 
 
 def traced_env(parts_dir: Path, base: dict | None = None, sock_name: str | None = None) -> dict:
@@ -136,6 +137,26 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _group_members(pgid: int) -> set[int]:
+    """The live (not zombie) processes of process group ``pgid``."""
+    found = set()
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return found
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                state, _ppid, pgrp = f.read().rsplit(")", 1)[1].split()[:3]
+        except (OSError, ValueError):
+            continue
+        if int(pgrp) == pgid and state != "Z":
+            found.add(int(name))
+    return found
+
+
 class DescendantWatch:
     """Polls /proc for the program's descendants and keeps the last command line of each Python one."""
 
@@ -191,9 +212,11 @@ class DescendantWatch:
         return dict(self.python)
 
 
-def _watchdog(pgid: int, keep=None) -> int:
+def _watchdog(keep=None) -> int:
     """A forked process that kills the program's group if ``ccp trace`` dies without saying "done", then
-    runs ``keep()`` (merge what was recorded). Forked before ccp trace starts any thread."""
+    runs ``keep(pgid)`` (merge what was recorded). Forked before the program starts (the program itself
+    writes ``pgid N`` into the pipe before its exec: no moment where ccp trace dies and it runs on) and
+    before ccp trace starts any thread."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:       # the watchdog: no Python objects touched but the pipe and the group id
@@ -206,17 +229,18 @@ def _watchdog(pgid: int, keep=None) -> int:
                 pass
             data = b""
             while True:
-                chunk = os.read(r, 16)
+                chunk = os.read(r, 64)
                 if not chunk:
                     break
                 data += chunk
-            if b"done" not in data:
+            said = data.split(b"pgid ", 1)[1].split(b"\n", 1)[0] if b"pgid " in data else b""
+            if b"done" not in data and said.isdigit():
                 try:
-                    os.killpg(pgid, signal.SIGKILL)
+                    os.killpg(int(said), signal.SIGKILL)
                 except OSError:
                     pass
                 if keep is not None:
-                    keep()
+                    keep(int(said))
         finally:
             os._exit(0)
     os.close(r)
@@ -274,6 +298,29 @@ class _Stopper:
         if self.kill_at is None:
             self.kill_at = time.monotonic() + TERM_GRACE_S
 
+    def finish_group(self) -> str | None:
+        """After a program ccp trace stopped has left: stop what is left of its process group too.
+
+        A child can miss the passed-on signal: CPython drops a signal that arrives between ``fork`` and the
+        child's after-fork reset (and an exception in an after-fork hook is printed and ignored), so a child
+        forked just before Ctrl-C sleeps on. It gets GROUP_GRACE_S to leave, then the signal once more and as
+        long again, then SIGKILL. A program that was not stopped keeps its background children.
+        """
+        if self.reason is None:
+            return None
+        sig = signal.SIGTERM if self.kill_at is not None or "SIGTERM" in self.reason else signal.SIGINT
+        for step in (None, sig, signal.SIGKILL):
+            if step is not None:
+                self._group(step)
+            deadline = time.monotonic() + (GROUP_GRACE_S if step != signal.SIGKILL else 1.0)
+            while _group_members(self.proc.pid) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            left = _group_members(self.proc.pid)
+            if not left:
+                return None if step is None else (f"{signal.Signals(step).name} sent again to the rest of the "
+                                                  f"program's process group after the program left")
+        return f"{len(left)} process(es) of the program's group still running after SIGKILL: {sorted(left)}"
+
     def wait(self) -> int:
         while True:
             timeout = None if self.kill_at is None else max(self.kill_at - time.monotonic(), 0.01)
@@ -295,30 +342,38 @@ def run_traced(cmd: list[str], out: Path, force: bool = False, checksum: bool = 
     listener = StatusListener()
     env = traced_env(out / PARTS, sock_name=listener.name)
     tty = _tty_fd()
-
-    def in_child() -> None:       # already in its own group (process_group=0): take the terminal if we had it
-        _give_terminal(tty, os.getpid())
-
     t0 = time.perf_counter()
-    try:
-        proc = subprocess.Popen(argv, env=env, process_group=0, preexec_fn=in_child if tty is not None else None)
-    except FileNotFoundError:
-        listener.sock.close()
-        raise CcpError(f"{argv[0]}: command not found") from None
-    except PermissionError:
-        listener.sock.close()
-        raise CcpError(f"{argv[0]}: permission denied") from None
-    def keep_orphaned() -> None:        # in the watchdog, after ccp trace died (kill -9)
+
+    def keep_orphaned(pid: int) -> None:        # in the watchdog, after ccp trace died (kill -9)
         try:
             time.sleep(0.2)
             merge_or_explain(out, argv, 128 + 9, time.perf_counter() - t0, checksum=checksum,
-                             run={"returncode": -9, "pid": proc.pid, "top_is_python": False, "status_lines": [],
+                             run={"returncode": -9, "pid": pid, "top_is_python": False, "status_lines": [],
                                   "python_seen": {}, "stopped_by": "killed (kill -9): its watchdog killed the "
                                   "program and kept what was recorded"})
         except Exception as exc:  # nobody is left to tell but stderr
             sys.stderr.write(f"ccp trace: {exc}\n")
 
-    watchdog = _watchdog(proc.pid, keep_orphaned)
+    watchdog = _watchdog(keep_orphaned)
+
+    def in_child() -> None:       # already in its own group (process_group=0); runs before close_fds and exec
+        try:
+            os.write(watchdog, f"pgid {os.getpid()}\n".encode())
+        except OSError:
+            pass
+        _give_terminal(tty, os.getpid())      # take the terminal if we had it
+
+    try:
+        proc = subprocess.Popen(argv, env=env, process_group=0, preexec_fn=in_child)
+    except BaseException as exc:
+        listener.sock.close()
+        os.write(watchdog, b"done")        # nothing started: the watchdog leaves
+        os.close(watchdog)
+        if isinstance(exc, FileNotFoundError):
+            raise CcpError(f"{argv[0]}: command not found") from None
+        if isinstance(exc, PermissionError):
+            raise CcpError(f"{argv[0]}: permission denied") from None
+        raise
     listener.start()
     watch = DescendantWatch(proc.pid)
     watch.start()
@@ -327,6 +382,7 @@ def run_traced(cmd: list[str], out: Path, force: bool = False, checksum: bool = 
     old_term = signal.signal(signal.SIGTERM, stopper.on_term)
     try:
         rc = stopper.wait()
+        group_note = stopper.finish_group()
     finally:
         _give_terminal(tty, os.getpgrp())
         try:
@@ -344,7 +400,8 @@ def run_traced(cmd: list[str], out: Path, force: bool = False, checksum: bool = 
         header = merge_or_explain(out, argv, status, wall, checksum=checksum,
                                   run={"returncode": rc, "pid": proc.pid, "top_is_python": top_python,
                                        "status_lines": lines, "python_seen": python_seen,
-                                       "stopped_by": stopper.reason})
+                                       "stopped_by": stopper.reason + (f"; {group_note}" if group_note else "")
+                                       if stopper.reason else None})
     except CcpError as exc:
         raise TraceNotWritten(str(exc), status) from None
     try:        # the libraries the processes imported; netCDF4 variables' HDF5 paths and stored layouts, read-only

@@ -253,9 +253,19 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
         if pick_c.chunks else {},
         "out": str(out),
     }
-    (out / "tune.json").write_text(json.dumps(result, indent=2, default=str))
     from ccp.tune.page import write_page
-    result["page"] = str(write_page(out, result))
+
+    text = json.dumps(result, indent=2, default=str)
+    try:       # the page first, tune.json (the result) last and whole: a full disk leaves neither
+        result["page"] = str(write_page(out, result))
+        tmp = out / ".tune.json.tmp"
+        tmp.write_text(text)
+        tmp.replace(out / "tune.json")
+    except OSError as exc:
+        for name in ("tune.html", ".tune.json.tmp"):
+            (out / name).unlink(missing_ok=True)
+        raise ConfigError("--out", f"cannot write tune's results into {out} ({exc.strerror or exc}): nothing was "
+                                   "recommended there; the measured runs, if any, are under its runs/") from None
     return result
 
 

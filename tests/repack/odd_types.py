@@ -43,6 +43,11 @@ def _odd_datasets(f: h5py.File) -> None:
     refs[:] = [f["int_u8"].ref] * N
     regs = f.create_dataset("region_ref", (N,), dtype=h5py.regionref_dtype, chunks=(8,))
     regs[:] = [f["int_u8"].regionref[2:5]] * N
+    f.create_dataset("scalar", data=1.5)                                   # no chunks: refused or kept
+    f.create_dataset("scalar_str", data="hello", dtype=h5py.string_dtype())
+    f.create_dataset("null", data=h5py.Empty("<f4"))                       # a null dataspace
+    f.create_dataset("empty", shape=(0, 3), dtype="<i2", chunks=(8, 3), maxshape=(None, 3))
+    f.create_dataset("empty_fixed", shape=(0, 5), dtype="<f4")             # contiguous, cannot be chunked
     f["named_t"] = np.dtype("<f8")
     f.create_dataset("named", data=ids / 9, dtype=f["named_t"], chunks=(8,))
     tt = h5t.STD_B16LE.copy()        # a bitfield

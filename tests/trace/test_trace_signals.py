@@ -49,9 +49,9 @@ def _wait_until(cond, seconds=60.0) -> bool:
     return cond()
 
 
-@pytest.mark.parametrize("how", ["SIGTERM", "kill-9", "ctrl-c-twice", pytest.param("ctrl-c-once", marks=pytest.mark.xfail(
-    reason="open: under heavy load the program sometimes outlives one passed-on Ctrl-C (seen 1 in 3 runs)",
-    strict=False))])
+# ctrl-c-once: the grandchild is forked just before the Ctrl-C; under load the signal often lands before its
+# after-fork reset (CPython drops it) and it sleeps on: ccp trace sends it again to what is left of the group.
+@pytest.mark.parametrize("how", ["SIGTERM", "kill-9", "ctrl-c-twice", "ctrl-c-once"])
 def test_killing_ccp_trace_leaves_no_orphan_and_keeps_the_trace(tmp_path, how):
     prog = tmp_path / "p.py"
     prog.write_text(PROGRAM)

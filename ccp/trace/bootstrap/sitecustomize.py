@@ -37,5 +37,17 @@ def _chain():
         spec.loader.exec_module(module)
 
 
-_start()
-_chain()
+def _leave_as_interrupted():
+    """Ctrl-C while the recorder loads: leave as Python leaves on an uncaught Ctrl-C (killed by SIGINT),
+    not with site's "Fatal Python error: init_import_site" and status 1 (the recorder widened that window)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGINT)
+
+
+try:
+    _start()
+    _chain()
+except KeyboardInterrupt:
+    _leave_as_interrupted()
