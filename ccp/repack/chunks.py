@@ -18,6 +18,7 @@ from ccp.hdf5 import plists
 from ccp.hdf5.filters import codecs, pipeline_from_dcpl
 from ccp.repack.decide import _h5_message, _layout_of, _Planner, _Target
 from ccp.repack.plan import chunks_in, plan_slabs
+from ccp.repack.readback import WrittenChunks
 from ccp.repack.rechunk import PassPlan, choose_stages, plan_pass
 
 # ------------------------------------------------------------------ reading the source
@@ -212,7 +213,7 @@ def _raw_file(ds, stored: dict) -> int | None:
 
 # ------------------------------------------------------------------ writing one dataset
 
-def _encode_chunk(arr, sl, chunk_shape, fill, encode):
+def _encode_chunk(arr, sl, chunk_shape, fill, encode, written: WrittenChunks, offset):
     part = arr[sl]
     if part.shape != chunk_shape:
         buf = np.empty(chunk_shape, dtype=arr.dtype)
@@ -220,11 +221,14 @@ def _encode_chunk(arr, sl, chunk_shape, fill, encode):
         buf[tuple(slice(0, n) for n in part.shape)] = part
     else:
         buf = np.ascontiguousarray(part)
-    return encode(buf.reshape(-1).view(np.uint8))
+    data = buf.reshape(-1).view(np.uint8)
+    written.record(offset, data)    # the read-back checks the output decodes to these bytes
+    return encode(data)
 
 
-def _recode_chunk(reader, raw, mask, encode):
+def _recode_chunk(reader, raw, mask, encode, written: WrittenChunks, offset):
     data = reader.decode(raw, mask)
+    written.record(offset, data)
     return encode(data)
 
 
@@ -344,6 +348,7 @@ class DatasetWriter:
             tgt.notes.append(f"source read through the library ({reader.why_library})")
         plan = plan_slabs(tgt.shape, chunks, tgt.itemsize, buffer)
         fill = reader.fill
+        written = tgt.written = WrittenChunks()
         # a few encoded chunks per thread in flight: enough to keep every thread busy, little memory
         max_pending = 2 * self.threads + 2
         pending: deque = deque()
@@ -373,7 +378,7 @@ class DatasetWriter:
                         self.advance(nbytes)
                         continue
                     sl = tuple(slice(o - s, o - s + n) for o, s, n in zip(off, slab.start, count))
-                    fut = self.pool.submit(_encode_chunk, arr, sl, chunks, fill, encode)
+                    fut = self.pool.submit(_encode_chunk, arr, sl, chunks, fill, encode, written, off)
                     pending.append((off, fut, nbytes))
                     write_ready(max_pending)
                 # finish this hyperslab before reading the next: one hyperslab in memory at a time
@@ -431,11 +436,12 @@ class DatasetWriter:
         src_id, dsid = self.src.id, self.dsid
         offsets = sorted(o for o in reader.allocated if all(x < d for x, d in zip(o, tgt.shape)))
         skipped = tgt.raw_bytes
+        written = tgt.written = WrittenChunks()
         try:
             for off in offsets:
                 count = tuple(min(c, d - o) for c, d, o in zip(chunks, tgt.shape, off))
                 mask, raw = src_id.read_direct_chunk(off)
-                pending.append((off, self.pool.submit(_recode_chunk, reader, raw, mask, encode),
+                pending.append((off, self.pool.submit(_recode_chunk, reader, raw, mask, encode, written, off),
                                 math.prod(count) * tgt.itemsize))
                 while pending and (len(pending) > max_pending or pending[0][1].done()):
                     o, fut, nbytes = pending.popleft()

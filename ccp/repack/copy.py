@@ -224,7 +224,7 @@ def repack(src, dst, layouts=None, filters=None, *, buffer_bytes: int = DEFAULT_
         fout.close()
         fout = None
         _copy_userblock(src, tmp, userblock)
-        read_back_notes = verify_written(fin, tmp, rp.targets.values(), partial=only is not None)  # raises on a difference
+        read_back_notes = verify_written(fin, tmp, rp.targets.values(), partial=only is not None, threads=threads)  # raises on a difference
         os.replace(tmp, dst)
         done = True
         results = {r.path: r for r in rp.results}

@@ -133,6 +133,7 @@ class _Target:
     keep_filters: bool = False
     deflate: str = "zlib"
     dst_type: object = None     # the output's named datatype a rewritten dataset is created with (shared)
+    written: object = None      # readback.WrittenChunks: CRC-32 of each chunk the fast path encoded
 
     def result(self, **kw) -> DatasetResult:
         new_layout = self.new_layout.spec if (self.changed and self.new_layout) else self.old_layout
