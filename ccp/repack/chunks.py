@@ -171,6 +171,8 @@ class _SourceReader:
                 todo.append((off, None if self.fd is not None else self._raw(off), dst_sl, src_sl, keep))
                 self.chunk_reads += 1
         if todo:
+            # in the file's order: each batch then reads a run of neighbouring chunks
+            todo.sort(key=lambda item: self.stored[item[0]][0])
             nbatch = min(len(todo), 4 * self.pool._max_workers)
             size = -(-len(todo) // nbatch)
             futures = [self.pool.submit(self._decode_batch, todo[i:i + size], arr) for i in range(0, len(todo), size)]
