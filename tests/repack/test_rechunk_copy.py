@@ -128,3 +128,21 @@ def test_plan_of_a_file_of_every_kind_writes_nothing(rich, tmp_path, opts):
     assert {d["method"] for d in doc["datasets"]} <= {"copy", "fast", "library"}
     assert all(d["predicted_seconds"] >= 0 and d["read_order"] for d in doc["datasets"])
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_measured_cores_are_within_the_threads_asked_for():
+    from ccp.repack.forecast import measured_cores
+
+    cores, share = measured_cores(2, seconds=0.05)
+    assert 0 < cores <= 2 and 0 < share <= 1 and share == pytest.approx(min(1.0, cores / 2))
+
+
+@pytest.mark.parametrize(("shape", "src", "dst", "want"), [
+    ((6000, 30), (200, 1), (2000, 10), 4 * 10 * 10),     # 9 target chunks: the sample is 4 of them, 100 source chunks each
+    ((60, 30), (4, 30), (1, 30), 2),                      # CrIS-like: pairs share a source chunk
+    ((10, 10), (5, 5), (10, 10), 4),                      # one target chunk: all 4 source chunks
+], ids=["6458-small", "pairs-share", "one-target-chunk"])
+def test_readback_sample_counts_the_source_chunks_under_it(shape, src, dst, want):
+    from ccp.repack.forecast import _sampled_source_chunks
+
+    assert _sampled_source_chunks(shape, src, dst) == want
