@@ -95,7 +95,9 @@ class _SourceReader:
         return any(off in self.allocated for off in itertools.product(*ranges))
 
     def _decode_chunk(self, raw, mask):
-        data = self.decode(raw, mask)
+        decode = self.decode
+        assert decode is not None, "a chunk decoded without a Python decoder"
+        data = decode(raw, mask)
         need = math.prod(self.chunks) * self.itemsize
         if len(data) != need:
             raise CcpError(f"{self.ds.name}: a decoded chunk has {len(data)} bytes, expected {need}")
@@ -245,7 +247,7 @@ class DatasetWriter:
         self.buffer = buffer_bytes
         self.progress = progress
         self.threads = pool._max_workers
-        dcpl = planner.make_dcpl(src_ds, tgt.new_layout, None if tgt.keep_filters else tgt.new_pipeline)
+        dcpl = planner.make_dcpl(src_ds, tgt.layout, None if tgt.keep_filters else tgt.new_pipeline)
         tid = src_ds.id.get_type()
         self.tid = low.file_type(tid)
         if tid.committed():     # the output's copy of the named datatype (ccp.repack.tree), else a private one
@@ -253,8 +255,8 @@ class DatasetWriter:
         try:
             dsid = h5d.create(dst_group.id, name, tid, src_ds.id.get_space(), dcpl=dcpl, lcpl=lcpl)
         except Exception as exc:  # noqa: BLE001 - HDF5 says why in its message
-            raise CcpError(f"{tgt.path}: HDF5 cannot create it as {tgt.new_layout.spec} with filters "
-                           f"{tgt.new_pipeline.spec}: {_h5_message(exc)}") from None
+            raise CcpError(f"{tgt.path}: HDF5 cannot create it as {tgt.layout.spec} with filters "
+                           f"{tgt.pipeline.spec}: {_h5_message(exc)}") from None
         self.dsid = dsid
         self.dst = h5py.Dataset(dsid)
         self.slabs = 0
@@ -295,7 +297,7 @@ class DatasetWriter:
     # -------------------------------------------------- library path
     def run_library(self):
         tgt = self.tgt
-        chunks = tgt.new_layout.chunks if tgt.new_layout.kind == "chunked" else None
+        chunks = tgt.layout.chunks if tgt.layout.kind == "chunked" else None
         plan = plan_slabs(tgt.shape, chunks, max(1, tgt.itemsize), self.buffer)
         if chunks is not None:
             # keep a whole destination chunk in the chunk cache while element blocks fill it
@@ -327,7 +329,7 @@ class DatasetWriter:
     # -------------------------------------------------- fast path
     def run_fast(self):
         tgt = self.tgt
-        chunks = tgt.new_layout.chunks
+        chunks = tgt.layout.chunk_shape
         encode, why = codecs.encoder(pipeline_from_dcpl(self.dsid.get_create_plist()).steps, tgt.itemsize, tgt.deflate)
         if encode is None:  # pragma: no cover - _method checked the pipeline already
             tgt.method, tgt.reason = "library", why
@@ -374,7 +376,7 @@ class DatasetWriter:
                     arr = reader.read_library(slab)
                 self.slabs += 1
                 for off in chunks_in(slab, chunks):
-                    count = tuple(min(c, d - o) for c, d, o in zip(chunks, tgt.shape, off))
+                    count = tuple(min(c, d - o) for c, d, o in zip(chunks, tgt.dims, off))
                     nbytes = math.prod(count) * tgt.itemsize
                     if reader.sparse and not reader.region_allocated(off, count):
                         self.advance(nbytes)
@@ -431,17 +433,17 @@ class DatasetWriter:
     def run_recode(self, reader, encode):
         """Same chunk grid, new filters: each allocated chunk is decoded and re-encoded alone."""
         tgt = self.tgt
-        chunks = tgt.new_layout.chunks
+        chunks = tgt.layout.chunk_shape
         # a few encoded chunks per thread in flight: enough to keep every thread busy, little memory
         max_pending = 2 * self.threads + 2
         pending: deque = deque()
         src_id, dsid = self.src.id, self.dsid
-        offsets = sorted(o for o in reader.allocated if all(x < d for x, d in zip(o, tgt.shape)))
+        offsets = sorted(o for o in reader.allocated if all(x < d for x, d in zip(o, tgt.dims)))
         skipped = tgt.raw_bytes
         written = tgt.written = WrittenChunks()
         try:
             for off in offsets:
-                count = tuple(min(c, d - o) for c, d, o in zip(chunks, tgt.shape, off))
+                count = tuple(min(c, d - o) for c, d, o in zip(chunks, tgt.dims, off))
                 mask, raw = src_id.read_direct_chunk(off)
                 pending.append((off, self.pool.submit(_recode_chunk, reader, raw, mask, encode, written, off),
                                 math.prod(count) * tgt.itemsize))

@@ -24,7 +24,7 @@ from ccp.hdf5 import lowlevel as low
 from ccp.hdf5 import plists
 from ccp.hdf5.filters import FilterPipeline, missing_decoder, pipeline_from_dcpl, register_plugins
 from ccp.repack.plan import plan_slabs
-from ccp.repack.readback import check_written
+from ccp.repack.readback import WrittenChunks, check_written
 
 _SLAB_BYTES = 8 * 1024 * 1024
 
@@ -34,7 +34,7 @@ class _Names:
 
     def __init__(self, f: h5py.File):
         self.f = f
-        self.paths = {h5o.get_info(f.id).addr: "/"}
+        self.paths: dict[int, str | None] = {h5o.get_info(f.id).addr: "/"}
 
         def visit(name, info):
             self.paths.setdefault(info.addr, "/" + name.decode("utf-8", "surrogateescape"))
@@ -132,7 +132,7 @@ class _Diff:
         self.out: list[str] = []
         self.tolerances: dict[str, float] = {}   # path -> largest difference a lossy filter may make
         self.max_error: dict[str, float] = {}    # path -> largest difference found there
-        self.written: dict[str, object] = {}     # path -> readback.WrittenChunks: the output's chunks checked by CRC
+        self.written: dict[str, WrittenChunks] = {}   # path -> the output's chunks to check by CRC
         self.threads = 1
 
     def note(self, text: str) -> None:
@@ -197,12 +197,15 @@ class _Diff:
             return
         tolerance = self.tolerances.get(path)
         if path in self.written and tolerance is None and pb.get_layout() == h5d.CHUNKED:
-            # the fast path's chunks: each decoded once from the output and checked against what was encoded
+            # the fast path's chunks: each decoded once from the output and checked against what was encoded.
+            # Unwritten elements of a source without a defined fill value may hold any bytes: no sampled
+            # regions then, the source's written chunks are compared below instead
+            undefined = pa.fill_value_defined() == h5d.FILL_VALUE_UNDEFINED or pa.get_fill_time() == h5d.FILL_TIME_NEVER
             why = check_written(db, self.written[path], ta.get_size(), self.threads,
-                                lambda sl: self._same_slab(da, db, ta, tb, sl))
-            if why is None:
+                                None if undefined else (lambda sl: self._same_slab(da, db, ta, tb, sl)))
+            if why is None and not undefined:
                 return
-            if why != "unchecked":
+            if why not in (None, "unchecked"):
                 self.note(f"{path}: {why}")
                 return
         if pa.fill_value_defined() == h5d.FILL_VALUE_UNDEFINED or pa.get_fill_time() == h5d.FILL_TIME_NEVER:

@@ -227,10 +227,10 @@ def repack(src, dst, layouts=None, filters=None, *, buffer_bytes: int = DEFAULT_
         read_back_notes = verify_written(fin, tmp, rp.targets.values(), partial=only is not None, threads=threads)  # raises on a difference
         os.replace(tmp, dst)
         done = True
-        results = {r.path: r for r in rp.results}
+        by_path = {r.path: r for r in rp.results}
         # datasets reached only through a link to an already copied object
         for tgt in rp.targets.values():
-            results.setdefault(tgt.path, tgt.result(new_stored_bytes=None))
+            by_path.setdefault(tgt.path, tgt.result(new_stored_bytes=None))
         counts = rp.ref_counts
         notes = list(read_back_notes) + list(page_size_notes(file_space, in_bytes, os.path.getsize(dst)))
         if counts.remapped or counts.nulled or counts.not_remapped:
@@ -239,7 +239,7 @@ def repack(src, dst, layouts=None, filters=None, *, buffer_bytes: int = DEFAULT_
                          + (f", {counts.not_remapped} of HDF5 1.12's new kind copied as HDF5 copies them"
                             if counts.not_remapped else ""))
         return RepackResult(src, dst, time.perf_counter() - t0, False, threads, buffer_bytes, in_bytes,
-                            os.path.getsize(dst), tuple(sorted(results.values(), key=lambda r: r.path)),
+                            os.path.getsize(dst), tuple(sorted(by_path.values(), key=lambda r: r.path)),
                             tuple(notes))
     except Exception as exc:
         if low.is_enospc(exc):

@@ -268,12 +268,10 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, eff:
     written = tgt.raw_bytes if written is None else written
     reader = _SourceReader(ds, None, 0)
     try:
-        encode = None
+        encode = decode_out = None
         if tgt.method == "fast" and dst_chunks is not None:
             dcpl = planner.make_dcpl(ds, lay, None if tgt.keep_filters else tgt.new_pipeline)
             encode, _ = codecs.encoder(pipeline_from_dcpl(dcpl).steps, tgt.itemsize, tgt.deflate)
-        decode_out = None
-        if encode is not None:
             decode_out, _ = codecs.decoder(pipeline_from_dcpl(dcpl).steps, tgt.itemsize,
                                            math.prod(dst_chunks) * tgt.itemsize)
         rates = _rates(ds, reader, encode, decode_out, dst_chunks)

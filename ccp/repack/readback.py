@@ -47,11 +47,12 @@ def _stored_offsets(dsid) -> list[tuple[int, ...]]:
 
 
 def check_written(db, written: WrittenChunks, itemsize: int, threads: int,
-                  same_region: Callable[[tuple], bool]) -> str | None:
+                  same_region: Callable[[tuple], bool] | None) -> str | None:
     """None when every stored chunk of ``db`` (the output dataset, opened again) decodes to the bytes the
     writer encoded and the sampled regions equal the input's; else what differs. ``same_region(slices)``
-    compares a region of the input and the output read through HDF5. Returns "unchecked" when this check
-    does not apply (no Python decoder for the output's filters): the caller then compares every value."""
+    compares a region of the input and the output read through HDF5 (None: no sampled regions). Returns
+    "unchecked" when this check does not apply (no Python decoder for the output's filters): the caller
+    then compares every value."""
     dcpl = db.get_create_plist()
     chunks = dcpl.get_chunk()
     chunk_bytes = itemsize
@@ -77,6 +78,8 @@ def check_written(db, written: WrittenChunks, itemsize: int, threads: int,
                 return f"the chunk at {off} decodes to a wrong size"
             if crc != written.crc[off]:
                 return f"the chunk at {off} reads back other values than were written"
+    if same_region is None:
+        return None
     shape = db.shape
     # the first and the last chunks in C order (the dataset's two corners, edge chunks included), in
     # neighbouring pairs: a pair shares its input chunks, which HDF5's chunk cache then decodes once
