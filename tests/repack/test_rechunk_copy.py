@@ -146,3 +146,29 @@ def test_readback_sample_counts_the_source_chunks_under_it(shape, src, dst, want
     from ccp.repack.forecast import _sampled_source_chunks
 
     assert _sampled_source_chunks(shape, src, dst) == want
+
+
+@pytest.mark.parametrize(("room", "refused"), [(16 * 2**20, True), (512 * 2**20, False)], ids=["staged", "one-pass"])
+def test_free_space_check_counts_the_stage_copies(tmp_path, monkeypatch, room, refused):
+    import os
+
+    import ccp.repack.copy as copy_mod
+    from ccp.errors import CcpError
+    from ccp.repack.rechunk import MemoryBudget
+
+    monkeypatch.setattr(MemoryBudget, "room", lambda self: room)
+    make(tmp_path / "in.h5", (20000, 200), (1, 200), "gzip:1")
+    size = os.path.getsize(tmp_path / "in.h5")
+
+    class Disk:        # room for OUT (the input's size and a little), not for a 16 MB unfiltered stage copy too
+        f_bavail, f_frsize = (size + 4 * 2**20) // 4096, 4096
+
+    monkeypatch.setattr(copy_mod.os, "statvfs", lambda path: Disk())
+    monkeypatch.setattr(copy_mod, "_create_output", lambda *a: pytest.fail("got past the free-space check"))
+    if refused:
+        with pytest.raises(CcpError, match="needs about .* is free"):
+            repack(tmp_path / "in.h5", tmp_path / "out.h5", {"/data": (20000, 1)}, {}, memory_bytes=512 * 2**20)
+    else:
+        with pytest.raises(pytest.fail.Exception, match="free-space check"):
+            repack(tmp_path / "in.h5", tmp_path / "out.h5", {"/data": (20000, 1)}, {}, memory_bytes=512 * 2**20)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.h5"]
