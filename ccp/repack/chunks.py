@@ -18,6 +18,7 @@ from ccp.hdf5 import plists
 from ccp.hdf5.filters import codecs, pipeline_from_dcpl
 from ccp.repack.decide import _h5_message, _layout_of, _Planner, _Target
 from ccp.repack.plan import chunks_in, plan_slabs
+from ccp.repack.readback import WrittenChunks
 from ccp.repack.rechunk import PassPlan, choose_stages, plan_pass
 
 # ------------------------------------------------------------------ reading the source
@@ -94,7 +95,9 @@ class _SourceReader:
         return any(off in self.allocated for off in itertools.product(*ranges))
 
     def _decode_chunk(self, raw, mask):
-        data = self.decode(raw, mask)
+        decode = self.decode
+        assert decode is not None, "a chunk decoded without a Python decoder"
+        data = decode(raw, mask)
         need = math.prod(self.chunks) * self.itemsize
         if len(data) != need:
             raise CcpError(f"{self.ds.name}: a decoded chunk has {len(data)} bytes, expected {need}")
@@ -170,6 +173,8 @@ class _SourceReader:
                 todo.append((off, None if self.fd is not None else self._raw(off), dst_sl, src_sl, keep))
                 self.chunk_reads += 1
         if todo:
+            # in the file's order: each batch then reads a run of neighbouring chunks
+            todo.sort(key=lambda item: self.stored[item[0]][0])
             nbatch = min(len(todo), 4 * self.pool._max_workers)
             size = -(-len(todo) // nbatch)
             futures = [self.pool.submit(self._decode_batch, todo[i:i + size], arr) for i in range(0, len(todo), size)]
@@ -212,7 +217,7 @@ def _raw_file(ds, stored: dict) -> int | None:
 
 # ------------------------------------------------------------------ writing one dataset
 
-def _encode_chunk(arr, sl, chunk_shape, fill, encode):
+def _encode_chunk(arr, sl, chunk_shape, fill, encode, written: WrittenChunks, offset):
     part = arr[sl]
     if part.shape != chunk_shape:
         buf = np.empty(chunk_shape, dtype=arr.dtype)
@@ -220,11 +225,14 @@ def _encode_chunk(arr, sl, chunk_shape, fill, encode):
         buf[tuple(slice(0, n) for n in part.shape)] = part
     else:
         buf = np.ascontiguousarray(part)
-    return encode(buf.reshape(-1).view(np.uint8))
+    data = buf.reshape(-1).view(np.uint8)
+    written.record(offset, data)    # the read-back checks the output decodes to these bytes
+    return encode(data)
 
 
-def _recode_chunk(reader, raw, mask, encode):
+def _recode_chunk(reader, raw, mask, encode, written: WrittenChunks, offset):
     data = reader.decode(raw, mask)
+    written.record(offset, data)
     return encode(data)
 
 
@@ -239,7 +247,7 @@ class DatasetWriter:
         self.buffer = buffer_bytes
         self.progress = progress
         self.threads = pool._max_workers
-        dcpl = planner.make_dcpl(src_ds, tgt.new_layout, None if tgt.keep_filters else tgt.new_pipeline)
+        dcpl = planner.make_dcpl(src_ds, tgt.layout, None if tgt.keep_filters else tgt.new_pipeline)
         tid = src_ds.id.get_type()
         self.tid = low.file_type(tid)
         if tid.committed():     # the output's copy of the named datatype (ccp.repack.tree), else a private one
@@ -247,8 +255,8 @@ class DatasetWriter:
         try:
             dsid = h5d.create(dst_group.id, name, tid, src_ds.id.get_space(), dcpl=dcpl, lcpl=lcpl)
         except Exception as exc:  # HDF5 says why in its message
-            raise CcpError(f"{tgt.path}: HDF5 cannot create it as {tgt.new_layout.spec} with filters "
-                           f"{tgt.new_pipeline.spec}: {_h5_message(exc)}") from None
+            raise CcpError(f"{tgt.path}: HDF5 cannot create it as {tgt.layout.spec} with filters "
+                           f"{tgt.pipeline.spec}: {_h5_message(exc)}") from None
         self.dsid = dsid
         self.dst = h5py.Dataset(dsid)
         self.slabs = 0
@@ -289,7 +297,7 @@ class DatasetWriter:
     # -------------------------------------------------- library path
     def run_library(self):
         tgt = self.tgt
-        chunks = tgt.new_layout.chunks if tgt.new_layout.kind == "chunked" else None
+        chunks = tgt.layout.chunks if tgt.layout.kind == "chunked" else None
         plan = plan_slabs(tgt.shape, chunks, max(1, tgt.itemsize), self.buffer)
         if chunks is not None:
             # keep a whole destination chunk in the chunk cache while element blocks fill it
@@ -321,7 +329,7 @@ class DatasetWriter:
     # -------------------------------------------------- fast path
     def run_fast(self):
         tgt = self.tgt
-        chunks = tgt.new_layout.chunks
+        chunks = tgt.layout.chunk_shape
         encode, why = codecs.encoder(pipeline_from_dcpl(self.dsid.get_create_plist()).steps, tgt.itemsize, tgt.deflate)
         if encode is None:  # pragma: no cover - _method checked the pipeline already
             tgt.method, tgt.reason = "library", why
@@ -345,6 +353,7 @@ class DatasetWriter:
         # each hyperslab is encoded as whole target chunks: it holds at least one, whatever the budget left
         plan = plan_slabs(tgt.shape, chunks, tgt.itemsize, max(buffer, math.prod(chunks) * tgt.itemsize))
         fill = reader.fill
+        written = tgt.written = WrittenChunks()
         # a few encoded chunks per thread in flight: enough to keep every thread busy, little memory
         max_pending = 2 * self.threads + 2
         pending: deque = deque()
@@ -368,13 +377,13 @@ class DatasetWriter:
                     arr = reader.read_library(slab)
                 self.slabs += 1
                 for off in chunks_in(slab, chunks):
-                    count = tuple(min(c, d - o) for c, d, o in zip(chunks, tgt.shape, off))
+                    count = tuple(min(c, d - o) for c, d, o in zip(chunks, tgt.dims, off))
                     nbytes = math.prod(count) * tgt.itemsize
                     if reader.sparse and not reader.region_allocated(off, count):
                         self.advance(nbytes)
                         continue
                     sl = tuple(slice(o - s, o - s + n) for o, s, n in zip(off, slab.start, count))
-                    fut = self.pool.submit(_encode_chunk, arr, sl, chunks, fill, encode)
+                    fut = self.pool.submit(_encode_chunk, arr, sl, chunks, fill, encode, written, off)
                     pending.append((off, fut, nbytes))
                     write_ready(max_pending)
                 # finish this hyperslab before reading the next: one hyperslab in memory at a time
@@ -425,18 +434,19 @@ class DatasetWriter:
     def run_recode(self, reader, encode):
         """Same chunk grid, new filters: each allocated chunk is decoded and re-encoded alone."""
         tgt = self.tgt
-        chunks = tgt.new_layout.chunks
+        chunks = tgt.layout.chunk_shape
         # a few encoded chunks per thread in flight: enough to keep every thread busy, little memory
         max_pending = 2 * self.threads + 2
         pending: deque = deque()
         src_id, dsid = self.src.id, self.dsid
-        offsets = sorted(o for o in reader.allocated if all(x < d for x, d in zip(o, tgt.shape)))
+        offsets = sorted(o for o in reader.allocated if all(x < d for x, d in zip(o, tgt.dims)))
         skipped = tgt.raw_bytes
+        written = tgt.written = WrittenChunks()
         try:
             for off in offsets:
-                count = tuple(min(c, d - o) for c, d, o in zip(chunks, tgt.shape, off))
+                count = tuple(min(c, d - o) for c, d, o in zip(chunks, tgt.dims, off))
                 mask, raw = src_id.read_direct_chunk(off)
-                pending.append((off, self.pool.submit(_recode_chunk, reader, raw, mask, encode),
+                pending.append((off, self.pool.submit(_recode_chunk, reader, raw, mask, encode, written, off),
                                 math.prod(count) * tgt.itemsize))
                 while pending and (len(pending) > max_pending or pending[0][1].done()):
                     o, fut, nbytes = pending.popleft()

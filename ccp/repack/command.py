@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import sys
+from typing import NoReturn
 
 import click
 
@@ -168,7 +169,7 @@ def _stat(path):
     return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
-def _stopped(how: str, code: int, kept: str):
+def _stopped(how: str, code: int | str | None, kept: str) -> NoReturn:
     """Ctrl-C or SIGTERM: one line saying what was kept (a repack's, not a sweep's message)."""
     click.echo(f"\nccp: {how}: {kept}", err=True)
     sys.exit(code)

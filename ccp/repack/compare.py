@@ -24,6 +24,7 @@ from ccp.hdf5 import lowlevel as low
 from ccp.hdf5 import plists
 from ccp.hdf5.filters import FilterPipeline, missing_decoder, pipeline_from_dcpl, register_plugins
 from ccp.repack.plan import plan_slabs
+from ccp.repack.readback import WrittenChunks, check_written
 
 _SLAB_BYTES = 8 * 1024 * 1024
 
@@ -33,7 +34,7 @@ class _Names:
 
     def __init__(self, f: h5py.File):
         self.f = f
-        self.paths = {h5o.get_info(f.id).addr: "/"}
+        self.paths: dict[int, str | None] = {h5o.get_info(f.id).addr: "/"}
 
         def visit(name, info):
             self.paths.setdefault(info.addr, "/" + name.decode("utf-8", "surrogateescape"))
@@ -131,6 +132,8 @@ class _Diff:
         self.out: list[str] = []
         self.tolerances: dict[str, float] = {}   # path -> largest difference a lossy filter may make
         self.max_error: dict[str, float] = {}    # path -> largest difference found there
+        self.written: dict[str, WrittenChunks] = {}   # path -> the output's chunks to check by CRC
+        self.threads = 1
 
     def note(self, text: str) -> None:
         self.out.append(text)
@@ -192,6 +195,19 @@ class _Diff:
         shape = da.shape
         if shape and 0 in shape:
             return
+        tolerance = self.tolerances.get(path)
+        if path in self.written and tolerance is None and pb.get_layout() == h5d.CHUNKED:
+            # the fast path's chunks: each decoded once from the output and checked against what was encoded.
+            # Unwritten elements of a source without a defined fill value may hold any bytes: no sampled
+            # regions then, the source's written chunks are compared below instead
+            undefined = pa.fill_value_defined() == h5d.FILL_VALUE_UNDEFINED or pa.get_fill_time() == h5d.FILL_TIME_NEVER
+            why = check_written(db, self.written[path], ta.get_size(), self.threads,
+                                None if undefined else (lambda sl: self._same_slab(da, db, ta, tb, sl)))
+            if why is None and not undefined:
+                return
+            if why not in (None, "unchecked"):
+                self.note(f"{path}: {why}")
+                return
         if pa.fill_value_defined() == h5d.FILL_VALUE_UNDEFINED or pa.get_fill_time() == h5d.FILL_TIME_NEVER:
             # unwritten elements have no defined value: compare what is allocated in the source only
             if pa.get_layout() == h5d.CHUNKED and da.get_num_chunks() < _total_chunks(shape, pa.get_chunk()):
@@ -201,7 +217,6 @@ class _Diff:
         # whole source chunks per slab: each is decoded once (with the read-back's cache, the copy's too)
         src_chunks = pa.get_chunk() if pa.get_layout() == h5d.CHUNKED else None
         slabs = [()] if not shape else [s.slices for s in plan_slabs(shape, src_chunks, ta.get_size(), _SLAB_BYTES)]
-        tolerance = self.tolerances.get(path)
         for slices in slabs:
             same = self._same_slab(da, db, ta, tb, slices) if tolerance is None else \
                 self._close_slab(path, da, db, ta, slices, tolerance)
@@ -340,7 +355,7 @@ def lossy_tolerance(pipeline: FilterPipeline, tid) -> float | None:
     return None
 
 
-def verify_written(src: h5py.File, out_path, targets, partial: bool = False) -> list[str]:
+def verify_written(src: h5py.File, out_path, targets, partial: bool = False, threads: int = 1) -> list[str]:
     """Read back what a repack wrote, before it says done: for each dataset it rewrote (``targets``, the
     planner's decisions), the output's datatype (and its link to a named datatype), shape, maximum shape,
     fill value, filters, attributes and every value are compared with the source's. Values compare
@@ -356,6 +371,8 @@ def verify_written(src: h5py.File, out_path, targets, partial: bool = False) -> 
     notes = []
     with h5py.File(out_path, "r") as out:
         diff = _Diff(src, out, layouts_may_differ=True)
+        diff.threads = threads
+        diff.written = {t.path: t.written for t in changed if t.written is not None}
         if partial:         # only some objects were copied (a sweep's work file): references to the rest are null
             diff.na.only_those_in(out)
         for tgt in changed:

@@ -49,7 +49,7 @@ from ccp.repack.compare import verify_written
 from ccp.repack.decide import _h5_message, _Planner
 from ccp.repack.options import CONTIGUOUS, as_layout, normalise_path
 from ccp.repack.plan import DEFAULT_BUFFER_BYTES
-from ccp.repack.rechunk import MemoryBudget
+from ccp.repack.rechunk import MemoryBudget, choose_stages, plan_pass
 from ccp.repack.results import DatasetResult, RepackResult, page_size_notes
 from ccp.repack.tree import _Repacker, describe
 from ccp.units import format_bytes
@@ -114,13 +114,31 @@ def remove_stale_temps(dst: str) -> list[str]:
     return removed
 
 
-def _needed_bytes(in_bytes: int, targets) -> int:
-    """About how much OUT takes: the input's size, plus what datasets losing compression gain."""
+def _needed_bytes(in_bytes: int, targets, src: h5py.File | None = None, budget: MemoryBudget | None = None,
+                  threads: int = 1) -> int:
+    """About how much OUT takes: the input's size, plus what datasets losing compression gain, plus the
+    largest dataset's unfiltered stage copies beside OUT (a multi-stage rechunk keeps its stages until
+    its last pass is written; datasets are copied one after another)."""
     grow = 0
     for t in targets:
         if t.changed and t.new_pipeline is not None and t.new_pipeline.is_none:
             grow += max(0, t.raw_bytes - t.stored_bytes)
-    return in_bytes + grow
+    return in_bytes + grow + max([0] + [_stage_bytes(src[t.path], t, budget, threads) for t in targets
+                                         if src is not None and budget is not None])
+
+
+def _stage_bytes(ds, tgt, budget: MemoryBudget, threads: int) -> int:
+    """Disk the temporary stage copies of ``tgt``'s copy take (0: one pass), as ``DatasetWriter.run_fast``
+    decides it."""
+    if not tgt.changed or tgt.method != "fast" or ds.chunks is None or tgt.layout.kind != "chunked":
+        return 0
+    chunks = tgt.layout.chunk_shape
+    if len(ds.chunks) != len(chunks) or tuple(ds.chunks) == tuple(chunks):
+        return 0
+    room = budget.room()
+    if not plan_pass(tgt.dims, ds.chunks, chunks, tgt.itemsize, room, threads, budget.buffer_bytes).rereads:
+        return 0
+    return len(choose_stages(tgt.dims, ds.chunks, chunks, tgt.itemsize, room, threads)) * tgt.raw_bytes
 
 
 def _check_free_space(dst: str, needed: int) -> None:
@@ -210,7 +228,8 @@ def repack(src, dst, layouts=None, filters=None, *, buffer_bytes: int = DEFAULT_
                 return RepackResult(src, dst, time.perf_counter() - t0, True, threads, buffer_bytes,
                                     in_bytes, None, tuple(sorted(results, key=lambda r: r.path)))
             remove_stale_temps(dst)
-            _check_free_space(dst, _needed_bytes(in_bytes, rp.targets.values()) + _METADATA_SLACK)
+            _check_free_space(dst, _needed_bytes(in_bytes, rp.targets.values(), fin, getattr(planner, "budget", None),
+                                                 threads) + _METADATA_SLACK)
             if progress is not None:
                 progress("start", rp.total_bytes())
             fout = _create_output(tmp, fin, file_space)
@@ -224,13 +243,13 @@ def repack(src, dst, layouts=None, filters=None, *, buffer_bytes: int = DEFAULT_
         fout.close()
         fout = None
         _copy_userblock(src, tmp, userblock)
-        read_back_notes = verify_written(fin, tmp, rp.targets.values(), partial=only is not None)  # raises on a difference
+        read_back_notes = verify_written(fin, tmp, rp.targets.values(), partial=only is not None, threads=threads)  # raises on a difference
         os.replace(tmp, dst)
         done = True
-        results = {r.path: r for r in rp.results}
+        by_path = {r.path: r for r in rp.results}
         # datasets reached only through a link to an already copied object
         for tgt in rp.targets.values():
-            results.setdefault(tgt.path, tgt.result(new_stored_bytes=None))
+            by_path.setdefault(tgt.path, tgt.result(new_stored_bytes=None))
         counts = rp.ref_counts
         notes = list(read_back_notes) + list(page_size_notes(file_space, in_bytes, os.path.getsize(dst)))
         if counts.remapped or counts.nulled or counts.not_remapped:
@@ -239,7 +258,7 @@ def repack(src, dst, layouts=None, filters=None, *, buffer_bytes: int = DEFAULT_
                          + (f", {counts.not_remapped} of HDF5 1.12's new kind copied as HDF5 copies them"
                             if counts.not_remapped else ""))
         return RepackResult(src, dst, time.perf_counter() - t0, False, threads, buffer_bytes, in_bytes,
-                            os.path.getsize(dst), tuple(sorted(results.values(), key=lambda r: r.path)),
+                            os.path.getsize(dst), tuple(sorted(by_path.values(), key=lambda r: r.path)),
                             tuple(notes))
     except Exception as exc:
         if low.is_enospc(exc):

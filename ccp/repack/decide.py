@@ -133,6 +133,25 @@ class _Target:
     keep_filters: bool = False
     deflate: str = "zlib"
     dst_type: object = None     # the output's named datatype a rewritten dataset is created with (shared)
+    written: object = None      # readback.WrittenChunks: CRC-32 of each chunk the fast path encoded
+
+    @property
+    def dims(self) -> tuple[int, ...]:
+        """The shape of a dataset with a simple dataspace (asked of a null one: a bug)."""
+        assert self.shape is not None, f"{self.path}: a null dataspace has no shape"
+        return self.shape
+
+    @property
+    def layout(self) -> Layout:
+        """The new layout of a dataset that changes (asked of one that does not: a bug)."""
+        assert self.new_layout is not None, f"{self.path}: no new layout"
+        return self.new_layout
+
+    @property
+    def pipeline(self) -> FilterPipeline:
+        """The new filter pipeline of a dataset that changes."""
+        assert self.new_pipeline is not None, f"{self.path}: no new filters"
+        return self.new_pipeline
 
     def result(self, **kw) -> DatasetResult:
         new_layout = self.new_layout.spec if (self.changed and self.new_layout) else self.old_layout
@@ -248,8 +267,9 @@ class _Planner:
                 new_pipe = FilterPipeline()
         elif lay_req is None and (old is None or old.kind != "chunked") and not new_pipe.is_none:
             new_layout = Layout("chunked", _guess_chunks(shape, tgt.maxshape, itemsize))
+        maxshape: tuple = tgt.maxshape or ()   # set with the shape: not None here
         if new_layout is not None and new_layout.kind == "chunked":
-            chunks = new_layout.chunks
+            chunks = new_layout.chunk_shape
             if len(chunks) != len(shape):
                 if l_explicit:
                     raise ConfigError(f"-l {l_explicit}", f"chunk {shape_str(chunks)} has rank {len(chunks)}, "
@@ -257,28 +277,28 @@ class _Planner:
                 tgt.notes.append(f"layout kept: chunk {shape_str(chunks)} has rank {len(chunks)}, dataset rank {len(shape)}")
                 new_layout = old
                 if new_layout is not None and new_layout.kind != "chunked" and not new_pipe.is_none:
-                    new_layout = Layout("chunked", _guess_chunks(shape, tgt.maxshape, itemsize))
+                    new_layout = Layout("chunked", _guess_chunks(shape, maxshape, itemsize))
             else:
-                too_big = [i for i, (c, m) in enumerate(zip(chunks, tgt.maxshape)) if m is not None and c > m]
+                too_big = [i for i, (c, m) in enumerate(zip(chunks, maxshape)) if m is not None and c > m]
                 if too_big:
                     if l_explicit:
                         i = too_big[0]
                         raise ConfigError(f"-l {l_explicit}", f"chunk dimension {i} is {chunks[i]}, larger than "
-                                          f"the fixed maximum size {tgt.maxshape[i]} (maxshape "
-                                          f"{'x'.join('inf' if m is None else str(m) for m in tgt.maxshape)})")
-                    clipped = tuple(min(c, m) if m is not None else c for c, m in zip(chunks, tgt.maxshape))
+                                          f"the fixed maximum size {maxshape[i]} (maxshape "
+                                          f"{'x'.join('inf' if m is None else str(m) for m in maxshape)})")
+                    clipped = tuple(min(c, m) if m is not None else c for c, m in zip(chunks, maxshape))
                     if any(c == 0 for c in clipped):      # named in -l/-f: refused, like a scalar
                         return refuse(explicit, "-l" if l_explicit else "-f",
                                       "has a fixed dimension of size 0: it cannot be chunked or filtered")
                     tgt.notes.append(f"chunk {shape_str(chunks)} clipped to {shape_str(clipped)} (fixed maxshape)")
                     new_layout = Layout("chunked", clipped)
         if new_layout is not None and new_layout.kind == "chunked":
-            if math.prod(new_layout.chunks) * itemsize > _MAX_CHUNK_BYTES:
-                raise ConfigError(f"-l {l_explicit or ''}".strip(), f"{path}: chunk {shape_str(new_layout.chunks)} is "
-                                  f"{format_bytes(math.prod(new_layout.chunks) * itemsize)}; HDF5 chunks must be < 4 GiB")
+            if math.prod(new_layout.chunk_shape) * itemsize > _MAX_CHUNK_BYTES:
+                raise ConfigError(f"-l {l_explicit or ''}".strip(), f"{path}: chunk {shape_str(new_layout.chunk_shape)} is "
+                                  f"{format_bytes(math.prod(new_layout.chunk_shape) * itemsize)}; HDF5 chunks must be < 4 GiB")
         elif new_layout is not None:  # contiguous / compact
-            if tuple(tgt.maxshape) != tuple(shape):
-                ms = "x".join("inf" if m is None else str(m) for m in tgt.maxshape)
+            if tuple(maxshape) != tuple(shape):
+                ms = "x".join("inf" if m is None else str(m) for m in maxshape)
                 msg = f"has maxshape {ms}: a {new_layout.kind} dataset cannot be extended; use CHUNK=..."
                 if lay_req is not None:
                     return refuse(l_explicit, "-l", msg)
@@ -334,18 +354,18 @@ class _Planner:
         tgt.method, tgt.reason = "library", "a variable-length fill value, which H5Ocopy would leave in the source's heap"
 
     def _method(self, tgt: _Target) -> tuple[str, str]:
-        lay = tgt.new_layout
+        lay = tgt.layout
         if not tgt.shape:
             return "library", "scalar"
         if lay.kind != "chunked":
             return "library", f"{lay.kind} destination"
         if not tgt.fast_dtype:
             return "library", f"datatype {tgt.label}: HDF5 reads and writes it in its file type"
-        chunk_bytes = math.prod(lay.chunks) * tgt.itemsize
+        chunk_bytes = math.prod(lay.chunk_shape) * tgt.itemsize
         if chunk_bytes > self.buffer_bytes:
             return "library", (f"chunk of {format_bytes(chunk_bytes)} is larger than the "
                                f"{format_bytes(self.buffer_bytes)} buffer: element blocks")
-        why = _python_encodable(tgt.new_pipeline)
+        why = _python_encodable(tgt.pipeline)
         if why:
             return "library", why
         if low.unfiltered_edges(self.make_dcpl(self.src[tgt.path], lay, None if tgt.keep_filters else tgt.new_pipeline)):
@@ -374,14 +394,14 @@ class _Planner:
 
     def estimate(self, ds, tgt: _Target) -> int | None:
         """Sampled estimate of the new storage size (bytes)."""
-        lay = tgt.new_layout
+        lay = tgt.layout
         tid = low.file_type(ds.id.get_type())
         if not tgt.fast_dtype:
             return None
         if lay.kind != "chunked":
             return tgt.raw_bytes
-        chunks = lay.chunks
-        shape = tgt.shape
+        chunks = lay.chunk_shape
+        shape = tgt.dims
         grid = tuple(-(-d // c) for d, c in zip(shape, chunks))
         ngrid = math.prod(grid)
         if ngrid == 0:

@@ -2,15 +2,19 @@
 order and cache) before it runs, from the plan the copy itself uses (:mod:`ccp.repack.rechunk`).
 
 The time model: each dataset's copy is its main thread's per-chunk work plus the codec work (decode
-every source chunk read, encode every target chunk) shared by the encoder threads. The codec rates are
-measured here on the dataset's own chunks (source chunks decoded, a real target chunk encoded with the
-target's filters, as the copy will), so the data's compressibility is in them;
-the codec rates are CPU time, and the cores the threads get come from the CPU count and the load average.
-Nothing is written.
+every source chunk read, encode every target chunk) shared by the encoder threads, then the read-back
+(:mod:`ccp.repack.readback`: every output chunk decoded again in the threads, a few target chunks read
+through HDF5 from both files). The codec rates are measured here, in CPU time, on the dataset's own
+chunks (source chunks decoded, a real target chunk encoded with the target's filters and decoded again,
+as the copy and its read-back will), so the data's compressibility is in them. How much CPU the threads
+get on this machine now is measured too (:func:`measured_cores`: a fifth of a second of codec work in
+as many threads as the copy uses), so a busy machine's load is in the forecast as it stands when the
+plan is made. Nothing is written.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import statistics
@@ -25,6 +29,7 @@ from ccp.hdf5.filters import codecs, pipeline_from_dcpl
 from ccp.repack.chunks import _SourceReader
 from ccp.repack.decide import _h5_message, _Planner
 from ccp.repack.plan import Slab
+from ccp.repack.readback import SAMPLED_CHUNKS
 from ccp.repack.rechunk import MemoryBudget, choose_stages, plan_pass, process_rss
 from ccp.repack.tree import _Repacker
 
@@ -32,6 +37,8 @@ from ccp.repack.tree import _Repacker
 # write call), measured on the 6458 benchmark with cProfile (0.35 s for 10,000 source chunks)
 SECONDS_PER_SOURCE_CHUNK = 30e-6
 SECONDS_PER_TARGET_CHUNK = 300e-6
+# the read-back's main-thread seconds per target chunk (read_direct_chunk through the reopened file's index)
+SECONDS_PER_READBACK_CHUNK = 60e-6
 # H5Ocopy of a dataset that does not change, bytes per second (raw chunks copied by the library)
 COPY_BYTES_PER_SECOND = 400e6
 # a temporary stage copy: raw bytes written and read back through the page cache
@@ -91,29 +98,54 @@ def process_seconds() -> float:
         return 0.0
 
 
-def cpu_shares(threads: int) -> tuple[float, float]:
-    """(cores the encoder threads get, share of a core the main thread gets) at the present load.
+def measured_cores(threads: int, seconds: float = 0.2) -> tuple[float, float]:
+    """(cores ``threads`` codec threads get, share of a core one thread gets) on this machine now.
 
-    The codec rates are measured in CPU time (``time.thread_time``: short samples on a busy machine are
-    scheduled unlike a long copy), so the load comes in here: every runnable thread gets an equal share
-    of the CPUs (the 1-minute load average, less this process, counts the others)."""
-    ncpu = os.cpu_count() or 1
-    try:
-        others = max(0.0, os.getloadavg()[0] - 1)
-    except OSError:  # pragma: no cover
-        others = 0.0
-    cores = min(threads, ncpu) * min(1.0, ncpu / (others + threads))
-    return max(cores, 1e-3), min(1.0, ncpu / (others + 1))
+    Measured, not derived from the load average: ``threads`` threads compress a buffer with zlib (which
+    releases the GIL, like the copy's codecs) for ``seconds`` of wall time; their CPU time over that wall
+    time is what the copy's threads will get if the load holds. The main thread's share is one thread's."""
+    import threading
+    import zlib
+
+    data = np.random.default_rng(0).integers(0, 16, 1 << 16, dtype=np.uint8).tobytes()
+    cpu = [0.0] * threads
+    deadline = time.perf_counter() + seconds
+
+    def spin(i: int) -> None:
+        t0 = time.thread_time()
+        while time.perf_counter() < deadline:
+            zlib.compress(data, 1)
+        cpu[i] = time.thread_time() - t0
+
+    t0 = time.perf_counter()
+    workers = [threading.Thread(target=spin, args=(i,)) for i in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    wall = max(1e-6, time.perf_counter() - t0)
+    cores = max(1e-3, min(float(threads), sum(cpu) / wall))
+    return cores, min(1.0, cores / threads)
 
 
-def _rates(ds, reader: _SourceReader, encode, target_chunks) -> tuple[float, float]:
-    """Seconds per raw byte to decode source chunks and to encode target chunks (one thread).
+@dataclass(frozen=True)
+class _Rates:
+    decode: float = 0.0          # CPU seconds per raw byte to decode source chunks (ccp's codecs, one thread)
+    encode: float = 0.0          # ... to encode target chunks
+    decode_out: float = 0.0      # ... to decode target chunks again (the read-back)
+    hdf5_region: float = 0.0     # CPU seconds HDF5 takes to read one target chunk's region of the source
+    region_chunks: int = 1       # source chunks under that region
 
-    Decoding is timed on a spread of stored source chunks; encoding on one real target chunk of the middle
-    of the dataset (read through HDF5), since a chunk's compressibility depends on how its values are laid out."""
+
+def _rates(ds, reader: _SourceReader, encode, decode_out, target_chunks) -> _Rates:
+    """The codec rates of this dataset's copy (one thread, CPU time).
+
+    Decoding is timed on a spread of stored source chunks; encoding (and decoding that again) on one real
+    target chunk of the middle of the dataset, read through HDF5 (timed too: the read-back reads a few
+    such regions so), since a chunk's compressibility depends on how its values are laid out."""
     offsets = list(reader.stored)
     if not offsets or reader.decode is None:
-        return 0.0, 0.0
+        return _Rates()
     chunk_bytes = math.prod(reader.chunks) * reader.itemsize
     count = max(1, min(_SAMPLE_CHUNKS, _SAMPLE_BYTES // max(1, chunk_bytes), len(offsets)))
     step = max(1, len(offsets) // count)
@@ -125,15 +157,61 @@ def _rates(ds, reader: _SourceReader, encode, target_chunks) -> tuple[float, flo
     # CPU time, median of three rounds
     decode_rate = statistics.median(_timed(lambda: [reader._decode_chunk(r, m) for m, r in raws]) for _ in range(3)) / nbytes
     if encode is None or not target_chunks:
-        return decode_rate, 0.0
+        return _Rates(decode_rate)
     shape = ds.shape
     start = tuple((-(-d // c) // 2) * c for d, c in zip(shape, target_chunks))
     extent = [min(c, d - o) for c, d, o in zip(target_chunks, shape, start)]
     for i in range(len(extent)):   # at most _SAMPLE_BYTES: fewer rows of the chunk
         if math.prod(extent) * reader.itemsize > _SAMPLE_BYTES:
             extent[i] = max(1, _SAMPLE_BYTES // (math.prod(extent[i + 1:]) * reader.itemsize))
-    data = np.ascontiguousarray(reader.read_library(Slab(start, tuple(extent)))).tobytes()
-    return decode_rate, statistics.median(_timed(lambda: encode(data)) for _ in range(3)) / max(1, len(data))
+    slab = Slab(start, tuple(extent))
+    t0 = time.thread_time()
+    data = np.ascontiguousarray(reader.read_library(slab)).tobytes()
+    region = time.thread_time() - t0
+    under = math.prod(-(-(o + n) // c) - o // c for o, n, c in zip(start, extent, reader.chunks))
+    # scaled to a whole target chunk's region
+    region *= math.prod(target_chunks) * reader.itemsize / max(1, len(data))
+    under = max(1, round(under * math.prod(target_chunks) * reader.itemsize / max(1, len(data))))
+    encode_rate = statistics.median(_timed(lambda: encode(data)) for _ in range(3)) / max(1, len(data))
+    decode_out_rate = 0.0
+    if decode_out is not None:
+        packed = encode(data)
+        decode_out_rate = statistics.median(_timed(lambda: decode_out(packed)) for _ in range(3)) / max(1, len(data))
+    return _Rates(decode_rate, encode_rate, decode_out_rate, region, under)
+
+
+def _readback_cost(tgt, src_chunks, dst_chunks, target_chunks: int, rates: _Rates) -> tuple[float, float]:
+    """(main-thread CPU seconds, codec-thread CPU seconds) of the read-back (:mod:`ccp.repack.readback`):
+    every target chunk read through HDF5's index and decoded again in the threads; the sampled target
+    chunks read through HDF5 from both files (the source chunks under them, and the output's chunks with
+    zlib, which decodes about 2.5 times slower than libdeflate)."""
+    chunk_raw = math.prod(dst_chunks) * tgt.itemsize
+    per_source_chunk = rates.hdf5_region / max(1, rates.region_chunks)
+    sampled = _sampled_source_chunks(tgt.shape, src_chunks, dst_chunks)
+    serial = (target_chunks * SECONDS_PER_READBACK_CHUNK + sampled * per_source_chunk
+              + min(SAMPLED_CHUNKS, target_chunks) * chunk_raw * rates.decode_out * 2.5)
+    return serial, tgt.raw_bytes * rates.decode_out
+
+
+def _sampled_source_chunks(shape, src_chunks, dst_chunks) -> int:
+    """Source chunks under the target chunks the read-back compares through HDF5 (the first two and the
+    last two of the target grid in C order, as :func:`ccp.repack.readback.check_written` picks them)."""
+    grid = [-(-d // c) for d, c in zip(shape, dst_chunks)]
+    total = math.prod(grid)
+    picks = list(range(total)) if total <= SAMPLED_CHUNKS else \
+        list(range(SAMPLED_CHUNKS // 2)) + list(range(total - (SAMPLED_CHUNKS - SAMPLED_CHUNKS // 2), total))
+    seen: set = set()
+    bound = 0
+    for flat in picks:
+        index = np.unravel_index(flat, grid)
+        lo = [int(i) * c for i, c in zip(index, dst_chunks)]
+        hi = [min(a + c, d) for a, c, d in zip(lo, dst_chunks, shape)]
+        ranges = [range(a // s, -(-b // s)) for a, b, s in zip(lo, hi, src_chunks)]
+        n = math.prod(len(r) for r in ranges)
+        bound += n
+        if bound <= 100_000:      # else the sum of the picks' counts (shared chunks counted twice)
+            seen.update(itertools.product(*ranges))
+    return bound if bound > 100_000 else len(seen)
 
 
 def _timed(fn) -> float:
@@ -150,7 +228,6 @@ def forecast_repack(src, layouts=None, filters=None, *, memory_bytes: int, buffe
 
     src, _ = _check_paths(src, os.fspath(src) + ".plan", True)
     threads = max(1, int(threads or os.cpu_count() or 1))
-    eff, main_share = cpu_shares(threads)
     engine = codecs.resolve_deflate_engine(deflate)
     budget = MemoryBudget(int(memory_bytes), buffer_bytes)
     try:
@@ -164,6 +241,7 @@ def forecast_repack(src, layouts=None, filters=None, *, memory_bytes: int, buffe
         rp.survey()
         startup = process_seconds()  # what the copy spends too before its first chunk (the plan's sampling is not)
         base = process_rss()
+        eff, main_share = measured_cores(threads)
         out = []
         for tgt in sorted(rp.targets.values(), key=lambda t: t.path):
             out.append(_forecast_dataset(fin[tgt.path], tgt, planner, budget, threads, eff, main_share, base))
@@ -190,18 +268,22 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, eff:
     written = tgt.raw_bytes if written is None else written
     reader = _SourceReader(ds, None, 0)
     try:
-        encode = None
+        encode = decode_out = None
         if tgt.method == "fast" and dst_chunks is not None:
             dcpl = planner.make_dcpl(ds, lay, None if tgt.keep_filters else tgt.new_pipeline)
             encode, _ = codecs.encoder(pipeline_from_dcpl(dcpl).steps, tgt.itemsize, tgt.deflate)
-        dec, enc = _rates(ds, reader, encode, dst_chunks)
+            decode_out, _ = codecs.decoder(pipeline_from_dcpl(dcpl).steps, tgt.itemsize,
+                                           math.prod(dst_chunks) * tgt.itemsize)
+        rates = _rates(ds, reader, encode, decode_out, dst_chunks)
+        dec, enc = rates.decode, rates.encode
         stored = len(reader.stored)
     finally:
         reader.close()
     mb = lambda r: round(1e-6 / r, 1) if r else 0.0  # noqa: E731
     if tgt.method != "fast" or dst_chunks is None or src_chunks is None or len(src_chunks) != len(dst_chunks):
         # the library path: HDF5 reads and writes hyperslabs itself (one thread)
-        secs = tgt.raw_bytes * (dec + (enc or dec * 3)) / main_share
+        # and its read-back decodes the input and the output again through HDF5
+        secs = tgt.raw_bytes * (3 * dec + (enc or dec * 3)) / main_share
         return DatasetForecast(tgt.path, src_chunks, dst_chunks, "library", f"library: {tgt.reason or 'HDF5 reads the unchunked source in hyperslabs'}",
                                budget.buffer_bytes
                                or 32 * 1024 * 1024, 0, (), stored, stored, tgt.stored_bytes, written,
@@ -225,7 +307,8 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, eff:
     src_chunk_raw = math.prod(src_chunks) * tgt.itemsize
     codec = reads * src_chunk_raw * dec + tgt.raw_bytes * enc
     main = (reads * SECONDS_PER_SOURCE_CHUNK + count.target_chunks * SECONDS_PER_TARGET_CHUNK) / main_share
-    secs = main + codec / eff
+    rb_serial, rb_parallel = _readback_cost(tgt, src_chunks, dst_chunks, count.target_chunks, rates)
+    secs = main + rb_serial / main_share + (codec + rb_parallel) / eff
     avg_stored = tgt.stored_bytes / stored if stored else 0
     stages: tuple = ()
     note = ""
@@ -240,7 +323,7 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, eff:
                          + 2 * tgt.raw_bytes / STAGE_BYTES_PER_SECOND for p in passes[:-1])
             reads = stored   # every source chunk read once, in the first pass
             serial = staged + last.chunk_reads * SECONDS_PER_SOURCE_CHUNK + last.target_chunks * SECONDS_PER_TARGET_CHUNK
-            secs = serial / main_share + (stored * src_chunk_raw * dec + tgt.raw_bytes * enc) / eff
+            secs = (serial + rb_serial) / main_share + (stored * src_chunk_raw * dec + tgt.raw_bytes * enc + rb_parallel) / eff
             order = (f"{len(stages) + 1} passes through unfiltered temporary copies chunked "
                      f"{' -> '.join('x'.join(map(str, m)) for m in stages)} (beside OUT, removed after), each pass "
                      "reading every chunk of its input once")

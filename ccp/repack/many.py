@@ -53,7 +53,8 @@ def expand_inputs(paths) -> list[str]:
 def plan_outputs(inputs: list[str], out_dir: str) -> list[tuple[str, str]]:
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise ConfigError("-o", f"{out_dir} exists and is not a folder")
-    pairs, seen = [], {}
+    pairs: list = []
+    seen: dict = {}
     for src in inputs:
         name = os.path.basename(src)
         if name in seen:

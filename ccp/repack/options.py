@@ -58,6 +58,12 @@ class Layout:
     def spec(self) -> str:
         return shape_str(self.chunks) if self.kind == "chunked" else self.kind
 
+    @property
+    def chunk_shape(self) -> tuple[int, ...]:
+        """The chunks of a chunked layout (asked of another layout: a bug)."""
+        assert self.chunks is not None, f"a {self.kind} layout has no chunks"
+        return self.chunks
+
     def __str__(self) -> str:
         return self.spec
 

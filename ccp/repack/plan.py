@@ -83,6 +83,11 @@ class SlabPlan:
         """Bytes of the largest hyperslab."""
         return math.prod(min(b, max(d, 1)) for b, d in zip(self.block, self.shape)) * self.itemsize
 
+    def _chunks(self) -> tuple[int, ...]:
+        """The destination chunks (mode "elements-in-chunk" is only planned for a chunked destination)."""
+        assert self.chunks is not None, "elements-in-chunk without chunks"
+        return self.chunks
+
     def grid(self) -> tuple[int, ...]:
         """Hyperslabs per dimension in modes "chunks" and "elements"."""
         return tuple(-(-d // b) for d, b in zip(self.shape, self.block))
@@ -93,8 +98,9 @@ class SlabPlan:
         if self.mode != "elements-in-chunk":
             return math.prod(self.grid())
         n = 0
-        for cgrid_idx in itertools.product(*(range(-(-d // c)) for d, c in zip(self.shape, self.chunks))):
-            ext = [min(c, d - i * c) for i, c, d in zip(cgrid_idx, self.chunks, self.shape)]
+        chunks = self._chunks()
+        for cgrid_idx in itertools.product(*(range(-(-d // c)) for d, c in zip(self.shape, chunks))):
+            ext = [min(c, d - i * c) for i, c, d in zip(cgrid_idx, chunks, self.shape)]
             n += math.prod(-(-e // b) for e, b in zip(ext, self.block))
         return n
 
@@ -107,9 +113,10 @@ class SlabPlan:
         if self.mode != "elements-in-chunk":
             yield from _grid_slabs((0,) * len(self.shape), self.shape, self.block)
             return
-        for cidx in itertools.product(*(range(-(-d // c)) for d, c in zip(self.shape, self.chunks))):
-            origin = tuple(i * c for i, c in zip(cidx, self.chunks))
-            extent = tuple(min(c, d - o) for c, d, o in zip(self.chunks, self.shape, origin))
+        chunks = self._chunks()
+        for cidx in itertools.product(*(range(-(-d // c)) for d, c in zip(self.shape, chunks))):
+            origin = tuple(i * c for i, c in zip(cidx, chunks))
+            extent = tuple(min(c, d - o) for c, d, o in zip(chunks, self.shape, origin))
             yield from _grid_slabs(origin, extent, self.block)
 
     def slab_index(self, coord: tuple[int, ...]) -> int:

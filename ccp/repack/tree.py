@@ -107,9 +107,14 @@ class _Repacker:
     def total_bytes(self) -> int:
         return sum(t.raw_bytes for t in self.targets.values())
 
+    def _out(self):
+        """The output file (set by the caller before ``run``; a plan's survey has none)."""
+        assert self.dst is not None, "no output file to copy into"
+        return self.dst
+
     def run(self):
         root_src = self.src["/"]
-        root_dst = self.dst["/"]
+        root_dst = self._out()["/"]
         _copy_attrs(root_src, root_dst)
         self.changed_prefixes = {p for t in self.targets.values() if t.changed for p in _ancestors(t.path)}
         self._copy_group(root_src, root_dst, "/")
@@ -144,7 +149,7 @@ class _Repacker:
             oinfo = h5o.get_info(oid)
             key = (oinfo.fileno, oinfo.addr)
             if key in self.copied:
-                dgrp.id.links.create_hard(name, self.dst["/"].id, self.copied[key].encode("utf-8", "surrogateescape"),
+                dgrp.id.links.create_hard(name, self._out()["/"].id, self.copied[key].encode("utf-8", "surrogateescape"),
                                           lcpl=_lcpl(info.cset))
                 continue
             self.copied[key] = child
@@ -193,10 +198,10 @@ class _Repacker:
             return self.named_types[key]
         if key in self.copied:
             try:
-                return h5py.h5t.open(self.dst.id, self.copied[key].encode("utf-8", "surrogateescape"))
+                return h5py.h5t.open(self._out().id, self.copied[key].encode("utf-8", "surrogateescape"))
             except (KeyError, ValueError, RuntimeError):   # pragma: no cover - copied inside a group copy
                 return None
-        new = commit_anonymous(self.dst.id, tid)
+        new = commit_anonymous(self._out().id, tid)
         if new is not None:
             self.named_types[key] = new
         return new
@@ -251,10 +256,10 @@ def _ancestors(path: str):
 
 def describe(tgt: _Target, threads: int) -> str:
     """One line: what changes in a dataset and which path writes it."""
-    change = f"{tgt.old_layout} {tgt.old_pipeline.spec} -> {tgt.new_layout.spec} {tgt.new_pipeline.spec}"
+    change = f"{tgt.old_layout} {tgt.old_pipeline.spec} -> {tgt.layout.spec} {tgt.pipeline.spec}"
     if tgt.method == "fast":
         how = f"fast path, {threads} thread{'s' if threads != 1 else ''}"
-        if any(s.name == "gzip" for s in tgt.new_pipeline.steps):
+        if any(s.name == "gzip" for s in tgt.pipeline.steps):
             how += f", deflate by {tgt.deflate}"
     else:
         how = f"library path: {tgt.reason}"

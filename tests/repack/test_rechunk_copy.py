@@ -128,3 +128,47 @@ def test_plan_of_a_file_of_every_kind_writes_nothing(rich, tmp_path, opts):
     assert {d["method"] for d in doc["datasets"]} <= {"copy", "fast", "library"}
     assert all(d["predicted_seconds"] >= 0 and d["read_order"] for d in doc["datasets"])
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_measured_cores_are_within_the_threads_asked_for():
+    from ccp.repack.forecast import measured_cores
+
+    cores, share = measured_cores(2, seconds=0.05)
+    assert 0 < cores <= 2 and 0 < share <= 1 and share == pytest.approx(min(1.0, cores / 2))
+
+
+@pytest.mark.parametrize(("shape", "src", "dst", "want"), [
+    ((6000, 30), (200, 1), (2000, 10), 4 * 10 * 10),     # 9 target chunks: the sample is 4 of them, 100 source chunks each
+    ((60, 30), (4, 30), (1, 30), 2),                      # CrIS-like: pairs share a source chunk
+    ((10, 10), (5, 5), (10, 10), 4),                      # one target chunk: all 4 source chunks
+], ids=["6458-small", "pairs-share", "one-target-chunk"])
+def test_readback_sample_counts_the_source_chunks_under_it(shape, src, dst, want):
+    from ccp.repack.forecast import _sampled_source_chunks
+
+    assert _sampled_source_chunks(shape, src, dst) == want
+
+
+@pytest.mark.parametrize(("room", "refused"), [(16 * 2**20, True), (512 * 2**20, False)], ids=["staged", "one-pass"])
+def test_free_space_check_counts_the_stage_copies(tmp_path, monkeypatch, room, refused):
+    import os
+
+    import ccp.repack.copy as copy_mod
+    from ccp.errors import CcpError
+    from ccp.repack.rechunk import MemoryBudget
+
+    monkeypatch.setattr(MemoryBudget, "room", lambda self: room)
+    make(tmp_path / "in.h5", (20000, 200), (1, 200), "gzip:1")
+    size = os.path.getsize(tmp_path / "in.h5")
+
+    class Disk:        # room for OUT (the input's size and a little), not for a 16 MB unfiltered stage copy too
+        f_bavail, f_frsize = (size + 4 * 2**20) // 4096, 4096
+
+    monkeypatch.setattr(copy_mod.os, "statvfs", lambda path: Disk())
+    monkeypatch.setattr(copy_mod, "_create_output", lambda *a: pytest.fail("got past the free-space check"))
+    if refused:
+        with pytest.raises(CcpError, match="needs about .* is free"):
+            repack(tmp_path / "in.h5", tmp_path / "out.h5", {"/data": (20000, 1)}, {}, memory_bytes=512 * 2**20)
+    else:
+        with pytest.raises(pytest.fail.Exception, match="free-space check"):
+            repack(tmp_path / "in.h5", tmp_path / "out.h5", {"/data": (20000, 1)}, {}, memory_bytes=512 * 2**20)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.h5"]

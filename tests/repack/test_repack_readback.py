@@ -1,0 +1,109 @@
+"""The read-back of the fast path's chunks (ccp.repack.readback): every stored chunk of the output is
+decoded once and checked against what the writer encoded, a few are compared with the input through
+HDF5; a copy that reads back wrong is refused (one line, no OUT) however it went wrong."""
+
+from __future__ import annotations
+
+import h5py
+import numpy as np
+import pytest
+
+from ccp.errors import CcpError
+from ccp.repack import chunks as chunks_mod
+from ccp.repack import readback
+from ccp.repack.copy import repack
+
+
+def make(path, shape=(600, 40), chunks=(50, 1)):
+    data = np.random.default_rng(3).standard_normal(shape).astype("f4").round(2)
+    with h5py.File(path, "w") as f:
+        f.create_dataset("data", data=data, chunks=chunks, compression="gzip", compression_opts=1)
+    return data
+
+
+def test_clean_copy_checks_every_chunk_and_samples_through_hdf5(tmp_path, monkeypatch):
+    data = make(tmp_path / "in.h5")
+    seen: dict = {}
+    check = readback.check_written
+
+    def spying(db, written, itemsize, threads, same_region):
+        calls = []
+        out = check(db, written, itemsize, threads, lambda sl: calls.append(sl) or same_region(sl))
+        seen.update(chunks=len(written.crc), sampled=calls, result=out)
+        return out
+
+    monkeypatch.setattr("ccp.repack.compare.check_written", spying)
+    repack(tmp_path / "in.h5", tmp_path / "out.h5", {"/data": (200, 10)}, {"/data": "gzip:1"})
+    assert seen["result"] is None and seen["chunks"] == 12
+    assert len(seen["sampled"]) == readback.SAMPLED_CHUNKS
+    assert seen["sampled"] == [(slice(0, 200), slice(0, 10)), (slice(0, 200), slice(10, 20)),
+                                (slice(400, 600), slice(20, 30)), (slice(400, 600), slice(30, 40))]
+    with h5py.File(tmp_path / "out.h5", "r") as f:
+        np.testing.assert_array_equal(f["data"][...], data)
+
+
+def _corrupt_recorded(monkeypatch):
+    """The writer encodes one chunk from other bytes than it records (a bug in assembly or encoding)."""
+    record = readback.WrittenChunks.record
+
+    def wrong(self, offset, data):
+        record(self, offset, data)
+        if offset == (200, 10):
+            self.crc[tuple(offset)] ^= 1
+
+    monkeypatch.setattr(readback.WrittenChunks, "record", wrong)
+
+
+def _drop_a_chunk(monkeypatch):
+    """A chunk is never written (e.g. a skipped write): the output reads the fill value there."""
+    class Skipping:
+        def __init__(self, dsid):
+            self._dsid = dsid
+
+        def __getattr__(self, name):
+            return getattr(self._dsid, name)
+
+        def write_direct_chunk(self, off, data, mask=0):
+            if tuple(off) != (0, 0):
+                self._dsid.write_direct_chunk(off, data, mask)
+
+    run_fast = chunks_mod.DatasetWriter.run_fast
+
+    def patched(self):
+        self.dsid = Skipping(self.dsid)
+        return run_fast(self)
+
+    monkeypatch.setattr(chunks_mod.DatasetWriter, "run_fast", patched)
+
+
+def _encode_other_values(monkeypatch):
+    """Every chunk the encoder gets is shifted by one element: the recorded bytes are the wrong ones too,
+    so only the comparison with the input through HDF5 sees it."""
+    encode_chunk = chunks_mod._encode_chunk
+
+    def shifted(arr, sl, chunk_shape, fill, encode, written, offset):
+        return encode_chunk(np.roll(arr, 1), sl, chunk_shape, fill, encode, written, offset)
+
+    monkeypatch.setattr(chunks_mod, "_encode_chunk", shifted)
+
+
+@pytest.mark.parametrize(("fault", "words"), [
+    (_corrupt_recorded, "reads back other values than were written"),
+    (_drop_a_chunk, "not stored"),
+    (_encode_other_values, "read through HDF5 from both files"),
+], ids=["chunk-differs", "chunk-missing", "values-shifted"])
+def test_a_wrong_copy_is_refused(tmp_path, monkeypatch, fault, words):
+    make(tmp_path / "in.h5")
+    fault(monkeypatch)
+    with pytest.raises(CcpError, match="read back differs") as err:
+        repack(tmp_path / "in.h5", tmp_path / "out.h5", {"/data": (200, 10)}, {"/data": "gzip:1"})
+    assert words in str(err.value) and "nothing written" in str(err.value)
+    assert not (tmp_path / "out.h5").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["in.h5"]
+
+
+def test_same_grid_recode_is_checked_too(tmp_path, monkeypatch):
+    make(tmp_path / "in.h5", chunks=(200, 10))
+    _corrupt_recorded(monkeypatch)
+    with pytest.raises(CcpError, match="reads back other values"):
+        repack(tmp_path / "in.h5", tmp_path / "out.h5", {}, {"/data": "gzip:6"})
