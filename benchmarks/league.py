@@ -231,7 +231,7 @@ def chunk_text(c) -> str:
 
 
 def measure_layouts(doc: dict, layouts: list, filt: str, cache_nbytes: int, out: Path, work: Path,
-                    repeats: int, cell_budget: float) -> tuple[dict, int]:
+                    repeats: int, cell_budget: float) -> tuple[dict, int, set]:
     """One sweep: every layout x every pattern, cold, the same cache. {chunks text: weighted seconds}."""
     sweep = {"name": doc["name"] + "-league", "dataset": doc["dataset"],
              "matrix": {"chunks": sorted({chunk_text(c) for c in layouts}), "filters": [filt],
@@ -244,7 +244,12 @@ def measure_layouts(doc: dict, layouts: list, filt: str, cache_nbytes: int, out:
     sfile = out / "sweep.yaml"
     sfile.write_text(yaml.safe_dump(sweep, sort_keys=False))
     run_sweep(sfile, out=out / "run", work_dir=work, report=False, echo=lambda *_: None)
-    _, _, cells = prepare(sfile)
+    return grid_totals(doc, out)
+
+
+def grid_totals(doc: dict, out: Path) -> tuple[dict, int, set]:
+    """A grid sweep's weighted time per layout ({chunks text: seconds}), its cells, the layouts extrapolated."""
+    _, _, cells = prepare(out / "sweep.yaml")
     with (out / "run" / "cells.csv").open(newline="") as fh:
         rows = {r["cell_id"]: r for r in csv.DictReader(fh)}
     weights = {(it["access"]["op"], tuple(it["access"]["block"])): it["weight"] for it in doc["workload"]}
@@ -289,8 +294,19 @@ def run_workload(name: str, w: dict, args, out: Path, work: Path) -> dict:
     picks["ccp tune"] = tuple(rec["chunks"]) if rec["chunks"] else None
     grid = grid_shapes(shape, itemsize, max_chunk, 16 if args.quick else 4, 65536 if args.quick else 4096)
     t0 = time.perf_counter()
-    totals, ncells, extrapolated = measure_layouts(doc, [*grid, *picks.values()], w["filters"], cache, out / "grid", work,
-                                     args.repeats, args.cell_budget)
+    if args.grid_from:
+        # a development shortcut: tune's pick measured in one sweep with the three fastest layouts of an earlier
+        # run's grid (same workload, same cache); other contenders are not scored. Not for the published table
+        older = next((d / name / "grid" for d in args.grid_from if (d / name / "grid" / "run" / "cells.csv").exists()), None)
+        if older is None:
+            raise SystemExit(f"league: no earlier grid of {name} under {', '.join(map(str, args.grid_from))}")
+        old, _, _ = grid_totals(doc, older)
+        best = [tuple(int(x) for x in k.split("x")) for k in sorted(old, key=lambda k: old[k])[:3] if k != "contiguous"]
+        totals, ncells, extrapolated = measure_layouts(doc, [*best, picks["ccp tune"]], w["filters"], cache,
+                                                       out / "mini-grid", work, args.repeats, args.cell_budget)
+    else:
+        totals, ncells, extrapolated = measure_layouts(doc, [*grid, *picks.values()], w["filters"], cache, out / "grid",
+                                                       work, args.repeats, args.cell_budget)
     t_grid = time.perf_counter() - t0
     times = {k: totals.get(chunk_text(v), math.inf) for k, v in picks.items()}
     oracle_key = min(totals, key=lambda k: totals[k])
@@ -350,6 +366,8 @@ def main() -> None:
                     help="seconds per cell (default 20 quick, 60 full): over it a cell is a measured prefix scaled up")
     ap.add_argument("--tune-budget", type=float, default=None, help="ccp tune's --budget (default 20 s quick, 60 s full)")
     ap.add_argument("--tune-repeats", type=int, default=3)
+    ap.add_argument("--grid-from", type=Path, action="append", help="score tune's pick against an earlier run's grid (its folder holding "
+                    "NAME/grid/) instead of measuring the grid again: for development only")
     ap.add_argument("--table", type=Path, help="print the table of a league.json (a finished or a partial run) and exit")
     args = ap.parse_args()
     if args.table:

@@ -155,7 +155,7 @@ def item_passes(run_dir: Path, rows) -> tuple:
 
     req = pd.read_parquet(path, columns=["cell_id", "pass", "phase", "time_s"])
     req = req[req["pass"] >= 0]
-    out = []
+    out: list[ItemPasses | None] = []
     for row in rows:
         cell = req[req["cell_id"] == row["cell_id"]] if row is not None else req.iloc[:0]
         if row is None or cell.empty or row["status"] not in FINISHED:

@@ -494,7 +494,11 @@ def summary_lines(result: dict) -> list[str]:
     out.append(f"  chosen: {rec['why']}")
     if any(r.get("extrapolated") for r in result["contenders"]):
         out.append("  ~ extrapolated: a pattern of this layout ran past its cell's time budget; its time is the measured "
-                   "prefix of requests scaled to the whole (the run folder's cells.csv says which, status 'extrapolated')")
+                   "prefix of requests (its cold first requests counted once) plus the fitted model's time of the rest, "
+                   "not the prefix scaled up (tune.json: extrapolated_how; cells.csv: status 'extrapolated')")
+        for r in result["contenders"]:
+            if r.get("extrapolated") and r.get("extrapolated_how"):
+                out.append(f"    ~ {r['label']}: {r['extrapolated_how']}")
     out.append("  predicted: the model's counts priced " + (result.get("prices", {}).get("how") or "by the probes")
                + "; measured: the sweep engine, cold, median of the passes")
     if any(r.get("runoff") for r in result["contenders"]):
