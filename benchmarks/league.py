@@ -320,6 +320,8 @@ def run_workload(name: str, w: dict, args, out: Path, work: Path) -> dict:
                        "from": [k for k, v in picks.items() if chunk_text(v) == oracle_key] or ["grid"]},
             "tune": {"cache_nbytes": rec["cache_nbytes"], "cache_nslots": rec["cache_nslots"], "why": rec["why"],
                      "predicted_s": rec["predicted_s"], "measured_in_tune_s": rec["measured_s"],
+                     "predicted_before_runoff_s": rec.get("predicted_before_runoff_s"),
+                     "measured_in_grid_s": times.get("ccp tune"),
                      "prices": r.get("prices"), "wall_s": t_tune},
             "grid_layouts": len(grid), "cells": ncells, "grid_wall_s": t_grid, "load_avg": os.getloadavg()}
 
@@ -353,7 +355,15 @@ def verdict(results: list[dict]) -> list[str]:
                 f"against the best heuristic's ({best_h}) {gm[best_h]:.2f}: {gm[best_h] / gm['ccp tune']:.2f}x better",
             f"tune's pick, predicted / measured in tune: within 1.25x on {sum(1 / 1.25 <= x <= 1.25 for x in pm)}/{len(pm)} "
             f"({', '.join(f'{x:.2f}' for x in pm)})",
+            f"tune's pick, predicted before its runoff / measured in tune: {_within(results, 'predicted_before_runoff_s', 'measured_in_tune_s')}",
+            f"tune's pick, predicted / measured in the league's sweep: {_within(results, 'predicted_s', 'measured_in_grid_s')}",
             "tune's wall time per workload: " + ", ".join(f"{r['tune']['wall_s']:.0f}" for r in results) + " s"]
+
+
+def _within(results: list[dict], pred: str, meas: str) -> str:
+    xs = [r["tune"][pred] / r["tune"][meas] for r in results
+          if r["tune"].get(pred) and r["tune"].get(meas) and math.isfinite(r["tune"][meas])]
+    return f"within 1.25x on {sum(1 / 1.25 <= x <= 1.25 for x in xs)}/{len(xs)} ({', '.join(f'{x:.2f}' for x in xs)})"
 
 
 def main() -> None:

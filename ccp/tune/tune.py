@@ -231,6 +231,7 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
 
     measured: list | None = None
     runoff = fit = cell_budget = None
+    before_runoff: dict = {}
     if measure:
         echo(f"  measuring {len({c.key for c in contenders})} layouts with the sweep engine (budget {format_seconds(budget)})")
         # one cell budget for both rounds: their cells are compared with each other (and fitted together)
@@ -261,6 +262,8 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
         runoff = run_off(wl, source, contenders, measured, out, work_dir, budget * RUNOFF_SHARE, repeats, echo)
         # every measurement now, the runoff's whole passes first: the final prices, and each layout's prediction
         latest = [runoff.get(c.key) or m for c, m in zip(contenders, measured)] if runoff else measured
+        # each layout's prediction before the runoff's passes are fitted: the runoff then tests it
+        before_runoff = {c.key: c.predicted_s for c in contenders}
         final = fit_from_round(contenders, latest, wl.items, source, probe_costs)
         if final is not None:
             echo(f"  final prices fitted to {final.cells} cells (the runoff's whole passes first): predicted/measured "
@@ -279,6 +282,7 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
         rows.append({"label": c.label, "kind": c.kind, "chunks": list(c.chunks) if c.chunks else None, "filters": c.filters.spec,
                      "cache_nbytes": c.cache.nbytes, "cache_nslots": c.cache.nslots, "cache_w0": c.cache.w0,
                      "predicted_s": c.predicted_s, "measured_s": final.measured_s if final else None,
+                     "predicted_before_runoff_s": before_runoff.get(c.key) if before_runoff else None,
                      "measured_min_s": final.min_s if final else None, "measured_max_s": final.max_s if final else None,
                      "extrapolated": bool(final and final.extrapolated),
                      "first_measured_s": m.measured_s if m else None, "runoff": again is not None,
@@ -306,6 +310,7 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
         "recommended": {"chunks": list(pick_c.chunks) if pick_c.chunks else None, "filters": pick_c.filters.spec,
                         "cache_nbytes": pick_c.cache.nbytes, "cache_nslots": pick_c.cache.nslots, "cache_w0": pick_c.cache.w0,
                         "predicted_s": pick["predicted_s"], "measured_s": pick["measured_s"], "label": pick["label"],
+                        "predicted_before_runoff_s": pick.get("predicted_before_runoff_s"),
                         "repack_needed": not (current is not None and (pick_c.chunks, pick_c.filters.spec) == (current[0], current[1].spec)),
                         "kind": pick["kind"], "why": why},
         "no_repack_alternative": no_repack_alternative(rows, pick, current),
