@@ -1,18 +1,20 @@
 """Prices fitted to the first measured round (pure: no I/O).
 
-The probes price a request, a chunk and a byte in isolation (a loop of one operation, the fastest
-of a few passes); the sweep engine's cells pay them inside its own loop, cold, on a machine that is
-rarely quiet, plus a dataset open and close per pattern. The model's time is linear in its prices,
-so each measured cell of the first round is one equation::
+The probes price a request, a chunk, a byte, a cold file operation and a chunk written in isolation (a
+loop of one operation, the fastest of a few passes); the sweep engine's cells pay them inside its own
+loop, cold, on a machine that is rarely quiet, plus a dataset open and close per pattern. The model's
+time is linear in its prices, so each measured cell is one equation::
 
-    measured ~= s_request * T_request + s_chunk * T_chunk + s_byte * T_byte + open_s
+    measured ~= s_request * T_request + s_chunk * T_chunk + s_byte * T_byte + s_cold * T_cold
+                + s_write * T_write + open_s
 
 where ``T_g`` is the model's time of that cell with only group ``g``'s probe prices (its counts
-priced, the other groups at 0). The factors are fitted by non-negative least squares on relative
-errors (a 10 ms cell weighs as much as a 10 s one), made robust by reweighting towards the least
-absolute relative error (a few wild cells do not move the prices), with a weak pull of each factor towards 1 (few
-cells, and a group no measured cell exercises keeps its probe price), each factor kept within
-:data:`SCALE_LIMITS`.
+priced, the other groups at 0). A cell its time budget cut short is the equation of the prefix it
+measured (``observe(..., first=k)``), never of the prefix scaled up. The factors are fitted by
+non-negative least squares on relative errors (a 10 ms cell weighs as much as a 10 s one), made robust
+by reweighting towards the least absolute relative error (a few wild cells do not move the prices),
+with a weak pull of each factor towards 1 (few cells, and a group no measured cell exercises keeps its
+probe price), each factor kept within :data:`SCALE_LIMITS`.
 """
 
 from __future__ import annotations
