@@ -85,3 +85,20 @@ def test_unknown_passes_keep_the_engine_time(costs, nofilter):
     m = Measured(c, 3.0, ((3.0, "extrapolated"),), Path("."))
     assert reestimate([m], (SERIES,), SRC, costs) == [m]
     assert math.isfinite(m.measured_s)
+
+
+def test_writes_are_priced_as_their_own_group(costs, nofilter):
+    """A chunk written to the file has its own price (probed, then fitted): doubling it doubles the write
+    group's time of a write pattern and moves no other group; a read pattern has no write time."""
+    from dataclasses import replace
+
+    write = Cell((16, 32, 64), nofilter, CacheSpec(1 << 16, 521, 0.75), AccessSpec("write", (1, 32, 64)))
+    read = Cell((16, 32, 64), nofilter, CacheSpec(1 << 16, 521, 0.75), MAPS.access)
+    dear = replace(costs, write_op_s=2 * costs.write_op)
+    for g in PRICE_GROUPS:
+        base, twice = item_cost(write, SRC, costs.group(g)).seconds, item_cost(write, SRC, dear.group(g)).seconds
+        if g == "write":
+            assert base > 0 and twice > base
+        else:
+            assert twice == pytest.approx(base)
+    assert item_cost(read, SRC, costs.group("write")).seconds == 0.0
