@@ -244,6 +244,30 @@ def chunk_visit_cost(per_request_s: float, passes: int = 10) -> float:
     return max(per_req - per_request_s, 0.0) / (block[0] // chunks[0])
 
 
+def _write_rows(path: bytes, shape, chunks, data) -> None:
+    from h5py import h5d, h5f, h5s, h5t
+
+    fid = h5f.create(path, h5f.ACC_TRUNC)
+    dapl = plists.dapl(521, 1 << 20, 0.75)
+    ds = h5d.create(fid, b"d", h5t.NATIVE_FLOAT, h5s.create_simple(shape), dcpl=plists.chunked_dcpl(chunks), dapl=dapl)
+    mspace, fspace = h5s.create_simple(chunks), ds.get_space()
+    for r in range(0, shape[0], chunks[0]):
+        fspace.select_hyperslab((r, 0), chunks)
+        ds.write(mspace, fspace, data[r:r + chunks[0]])
+    ds.close()
+    fid.close()
+
+
+def write_op_cost(per_request_s: float, byte_s: float, n: int = 1024, reps: int = 3) -> float:
+    """Seconds per chunk written to a new file beyond the request and its bytes: the chunk's allocation,
+    its index entry and the write call (``n`` chunks of 1 KiB, a request each; the fastest of ``reps``)."""
+    shape, chunks = (n, 256), (1, 256)
+    data = np.random.default_rng(0).random(shape, dtype=np.float32)
+    with tempfile.TemporaryDirectory() as tmp:
+        t = _min_s(partial(_write_rows, f"{tmp}/w.h5".encode(), shape, chunks, data), reps)
+    return max(t / n - per_request_s - math.prod(chunks) * 4 * byte_s, 0.0)
+
+
 def measure_costs(source, dataset, pipelines, work_dir: Path) -> Costs:
     """Every price the search uses, measured now on this machine (nothing cached from an earlier
     run: a calibration taken while the machine was busy would bias every later search), the
@@ -260,4 +284,5 @@ def measure_costs(source, dataset, pipelines, work_dir: Path) -> Costs:
     raw = raw_read_cost()
     visit = chunk_visit_cost(cal.per_request_s)
     load, cold_byte = cold_costs(work_dir, cal.per_request_s + raw + visit, cal.read_s_per_byte)
-    return Costs(cal, raw, ratios, load, visit, cold_byte)
+    write_op = max(write_op_cost(cal.per_request_s, cal.read_s_per_byte), raw)
+    return Costs(cal, raw, ratios, load, visit, cold_byte, write_op_s=write_op)

@@ -1,18 +1,20 @@
 """Prices fitted to the first measured round (pure: no I/O).
 
-The probes price a request, a chunk and a byte in isolation (a loop of one operation, the fastest
-of a few passes); the sweep engine's cells pay them inside its own loop, cold, on a machine that is
-rarely quiet, plus a dataset open and close per pattern. The model's time is linear in its prices,
-so each measured cell of the first round is one equation::
+The probes price a request, a chunk, a byte, a cold file operation and a chunk written in isolation (a
+loop of one operation, the fastest of a few passes); the sweep engine's cells pay them inside its own
+loop, cold, on a machine that is rarely quiet, plus a dataset open and close per pattern. The model's
+time is linear in its prices, so each measured cell is one equation::
 
-    measured ~= s_request * T_request + s_chunk * T_chunk + s_byte * T_byte + open_s
+    measured ~= s_request * T_request + s_chunk * T_chunk + s_byte * T_byte + s_cold * T_cold
+                + s_write * T_write + open_s
 
 where ``T_g`` is the model's time of that cell with only group ``g``'s probe prices (its counts
-priced, the other groups at 0). The factors are fitted by non-negative least squares on relative
-errors (a 10 ms cell weighs as much as a 10 s one), made robust by reweighting towards the least
-absolute relative error (a few wild cells do not move the prices), with a weak pull of each factor towards 1 (few
-cells, and a group no measured cell exercises keeps its probe price), each factor kept within
-:data:`SCALE_LIMITS`.
+priced, the other groups at 0). A cell its time budget cut short is the equation of the prefix it
+measured (``observe(..., first=k)``), never of the prefix scaled up. The factors are fitted by
+non-negative least squares on relative errors (a 10 ms cell weighs as much as a 10 s one), made robust
+by reweighting towards the least absolute relative error (a few wild cells do not move the prices),
+with a weak pull of each factor towards 1 (few cells, and a group no measured cell exercises keeps its
+probe price), each factor kept within :data:`SCALE_LIMITS`.
 """
 
 from __future__ import annotations
@@ -27,7 +29,10 @@ import numpy as np
 from ccp.tune.search import PRICE_GROUPS, Costs
 
 PRIOR = 0.05                # weight of the pull of each scale towards 1, against one cell's relative error
-SCALE_LIMITS = (0.05, 20.0)
+DEFAULT_LIMITS = (0.05, 20.0)   # each factor on a probe's price, at most this far from it
+# the device and the writes are probed once, apart from the sweep's cells (a cold page of another file, chunks
+# written to a small one): their prices in a cell may differ more (readahead, the index growing, the load)
+SCALE_LIMITS = {"cold": (0.02, 100.0), "write": (0.05, 200.0)}
 IRLS_ROUNDS = 8             # reweighting rounds of the robust fit
 IRLS_FLOOR = 0.02           # relative errors below this weigh as this (no division by ~0)
 MIN_CELLS = 3               # fewer measured cells: the probes' prices stand
@@ -104,23 +109,24 @@ def fit_prices(costs: Costs, observations: Sequence[Observation]) -> Fit | None:
         w = np.ones(len(b))
         w[:n_obs] = 1.0 / np.sqrt(np.maximum(r, IRLS_FLOOR))
         x = nnls(a * w[:, None], b * w)
-    lo, hi = SCALE_LIMITS
-    scales = {g: (float(min(max(x[j], lo), hi)) if g != "open" else float(x[j])) for j, g in enumerate(groups)}
+    scales = {g: (float(min(max(x[j], SCALE_LIMITS.get(g, DEFAULT_LIMITS)[0]), SCALE_LIMITS.get(g, DEFAULT_LIMITS)[1]))
+                  if g != "open" else float(x[j])) for j, g in enumerate(groups)}
     # the open's seconds are capped by the fastest cell: never more than a whole measured pattern
     scales["open"] = min(scales["open"], min(o.measured_s for o in obs))
-    fitted = costs.scaled(scales["request"], scales["chunk"], scales["byte"], scales["open"],
+    fitted = costs.scaled({g: v for g, v in scales.items() if g != "open"}, scales["open"],
                           how=f"fitted to {len(obs)} measured cells")
     after = [Observation((*o.parts[:open_j], 1.0, *o.parts[open_j + 1:]), o.measured_s) for o in obs]
     return Fit(fitted, scales, len(obs), _median_log_error(obs, [1.0] * len(groups)),
                _median_log_error(after, [scales[g] for g in groups]))
 
 
-def observe(contender, item, source, costs: Costs, measured_s: float) -> Observation:
-    """One measured cell (a contender's layout and cache, one pattern) as an equation of the fit."""
-    from ccp.tune.search import evaluate
-    from ccp.tune.workload import WorkItem
+def observe(contender, item, source, costs: Costs, measured_s: float, first: int | None = None) -> Observation:
+    """One measured cell (a contender's layout and cache, one pattern) as an equation of the fit; with
+    ``first``, a cell that measured only its first ``first`` requests (a time budget's prefix): the
+    equation is of that prefix, priced as a prefix, never scaled up."""
+    from ccp.matrix.cells import Cell
+    from ccp.tune.search import item_cost
 
-    one = (WorkItem(item.access, 1.0),)
-    parts = tuple(evaluate(contender.chunks, contender.filters, contender.cache, source, one, costs.group(g)).items[0].seconds
-                  for g in PRICE_GROUPS)
+    cell = Cell(contender.chunks, contender.filters, contender.cache, item.access)
+    parts = tuple(item_cost(cell, source, costs.group(g), first=first).seconds for g in PRICE_GROUPS)
     return Observation(parts, measured_s)

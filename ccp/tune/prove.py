@@ -38,6 +38,19 @@ class Contender:
 
 
 @dataclass(frozen=True)
+class ItemPasses:
+    """One measured cell's passes, as requests.parquet holds them."""
+
+    requests: int                       # the pattern's requests
+    measured: int                       # requests each timed pass measured (fewer: the cell's time budget)
+    passes: tuple[float, ...]           # each timed pass: open + its measured requests + close, seconds
+
+    @property
+    def whole(self) -> bool:
+        return self.measured >= self.requests
+
+
+@dataclass(frozen=True)
 class Measured:
     contender: Contender
     measured_s: float | None            # weighted over the workload; None when a cell failed
@@ -45,6 +58,8 @@ class Measured:
     run_dir: Path
     min_s: float | None = None          # weighted over the workload, each pattern's fastest pass
     max_s: float | None = None          # weighted, each pattern's slowest pass
+    passes: tuple = ()                  # ItemPasses per workload item (None where unknown)
+    how: str = ""                       # how an extrapolated time was made (the engine's scaling, or tune's)
 
     @property
     def extrapolated(self) -> bool:
@@ -126,5 +141,27 @@ def measure_all(workload, source, contenders, out_dir: Path, work_dir: Path, bud
             total += it.weight * t
             lo += it.weight * _number(row, "time_s_min", t)
             hi += it.weight * _number(row, "time_s_max", t)
-        runs[key] = (total if ok else None, tuple(per), run_dir, lo if ok else None, hi if ok else None)
+        passes = item_passes(run_dir, [by_access.get(it.access) for it in workload.items])
+        runs[key] = (total if ok else None, tuple(per), run_dir, lo if ok else None, hi if ok else None, passes)
     return [Measured(c, *runs[c.key]) for c in contenders]
+
+
+def item_passes(run_dir: Path, rows) -> tuple:
+    """Each cell's timed passes from the run's requests.parquet (None for a cell without them)."""
+    path = run_dir / "requests.parquet"
+    if not path.exists():
+        return tuple(None for _ in rows)
+    import pandas as pd
+
+    req = pd.read_parquet(path, columns=["cell_id", "pass", "phase", "time_s"])
+    req = req[req["pass"] >= 0]
+    out: list[ItemPasses | None] = []
+    for row in rows:
+        cell = req[req["cell_id"] == row["cell_id"]] if row is not None else req.iloc[:0]
+        if row is None or cell.empty or row["status"] not in FINISHED:
+            out.append(None)
+            continue
+        totals = cell.groupby("pass")["time_s"].sum()
+        measured = int((cell["phase"] == "request").sum() // max(1, len(totals)))
+        out.append(ItemPasses(int(float(row["requests"])), measured, tuple(float(t) for t in totals.values)))
+    return tuple(out)

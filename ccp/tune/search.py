@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
@@ -43,38 +43,45 @@ class Costs:
     calibration: Calibration
     raw_read_s: float                         # one file read call (page cache warm), apart from its bytes
     ratio: dict = field(default_factory=dict)  # filter spec -> stored bytes / uncompressed bytes on a sample
-    load_s: float = 0.0                       # per distinct chunk fetched, cold: index lookup and the device
+    load_s: float = 0.0                       # per cold file operation: a distinct chunk fetched, or a page of a
+    #                                           chunk read in parts (the sweep drops the page cache before each pass)
     visit_s: float = 0.0                      # per chunk a request touches (hit or load): HDF5's per-chunk work
-    cold_byte_s: float = 0.0                  # per stored byte of a distinct chunk fetched, cold, beyond a warm read
+    cold_byte_s: float = 0.0                  # per stored byte fetched cold (each byte of the file once a pass)
     open_s: float = 0.0                       # per pattern: the dataset's open and close (0 until fitted)
     fitted: str = ""                          # how the prices were fitted to measurement ("" = the probes' prices)
+    write_op_s: float | None = None           # one chunk written to the file (allocation, index, the call);
+    #                                           None: priced as a raw read
+    write_byte_s: float | None = None         # per byte written; None: as a byte read
+
+    @property
+    def write_op(self) -> float:
+        return self.raw_read_s if self.write_op_s is None else self.write_op_s
+
+    @property
+    def write_byte(self) -> float:
+        return self.calibration.read_s_per_byte if self.write_byte_s is None else self.write_byte_s
 
     def group(self, name: str) -> Costs:
         """These costs with every price outside one group set to 0: the model's time is linear in the
         prices, so a candidate's time is the sum over :data:`PRICE_GROUPS` of its time under each."""
+        return self.scaled({g: float(g == name) for g in PRICE_GROUPS if g != "open"},
+                           self.open_s if name == "open" else 0.0, self.fitted)
+
+    def scaled(self, factors: dict, open_s: float, how: str) -> Costs:
+        """The prices of each group (:data:`PRICE_GROUPS`) multiplied by a factor fitted to measurement
+        (a group not in ``factors`` keeps its price; the open is set, not scaled)."""
+        f = {g: float(factors.get(g, 1.0)) for g in PRICE_GROUPS}
         cal = self.calibration
-        zero = {k: 0.0 for k in cal.decode_s_per_byte}
-        zero_e = {k: 0.0 for k in cal.encode_s_per_byte}
-        keep = {"request": name == "request", "chunk": name == "chunk", "byte": name == "byte", "open": name == "open"}
-        return Costs(Calibration(cal.per_request_s if keep["request"] else 0.0,
-                                 cal.read_s_per_byte if keep["byte"] else 0.0,
-                                 dict(cal.decode_s_per_byte) if keep["byte"] else zero,
-                                 dict(cal.encode_s_per_byte) if keep["byte"] else zero_e),
-                     self.raw_read_s if keep["chunk"] else 0.0, self.ratio,
-                     self.load_s if keep["chunk"] else 0.0, self.visit_s if keep["chunk"] else 0.0,
-                     self.cold_byte_s if keep["byte"] else 0.0, self.open_s if keep["open"] else 0.0)
-
-    def scaled(self, request: float, chunk: float, byte: float, open_s: float, how: str) -> Costs:
-        """The prices of each group multiplied by a factor fitted to measurement (the open set, not scaled)."""
-        cal = self.calibration
-        return Costs(Calibration(cal.per_request_s * request, cal.read_s_per_byte * byte,
-                                 {k: v * byte for k, v in cal.decode_s_per_byte.items()},
-                                 {k: v * byte for k, v in cal.encode_s_per_byte.items()}),
-                     self.raw_read_s * chunk, self.ratio, self.load_s * chunk, self.visit_s * chunk,
-                     self.cold_byte_s * byte, open_s, how)
+        return Costs(Calibration(cal.per_request_s * f["request"], cal.read_s_per_byte * f["byte"],
+                                 {k: v * f["byte"] for k, v in cal.decode_s_per_byte.items()},
+                                 {k: v * f["write"] for k, v in cal.encode_s_per_byte.items()}),
+                     self.raw_read_s * f["chunk"], self.ratio, self.load_s * f["cold"], self.visit_s * f["chunk"],
+                     self.cold_byte_s * f["cold"], open_s, how, self.write_op * f["write"], self.write_byte * f["write"])
 
 
-PRICE_GROUPS = ("request", "chunk", "byte", "open")   # per request; per chunk touched or read; per byte; per pattern
+# per request; per chunk touched or raw read (warm); per byte read or decoded; per cold file operation and cold
+# byte (the device); per chunk and byte written (and encoded); per pattern (the open)
+PRICE_GROUPS = ("request", "chunk", "byte", "cold", "write", "open")
 
 
 @dataclass(frozen=True)
@@ -137,10 +144,20 @@ def pareto_front(points: Sequence[Sequence[float]]) -> list[int]:
     return sorted(front)
 
 
-def item_cost(cell: Cell, source, costs: Costs, max_requests: int = MAX_MODEL_REQUESTS, stored=None) -> ItemCost:
-    """The model's counts for one pattern on one layout and cache, priced by ``costs``."""
-    n = len(plan_for(cell.access, source.shape)) if (cell.access.random or getattr(cell.access, "trace", None)) else \
-        math.prod(-(-s // b) for s, b in zip(source.shape, cell.access.block))
+def pattern_requests(access, shape) -> int:
+    """How many requests a pattern makes on a dataset of ``shape``."""
+    if access.random or getattr(access, "trace", None):
+        return len(plan_for(access, shape))
+    return math.prod(-(-s // b) for s, b in zip(shape, access.block))
+
+
+def item_cost(cell: Cell, source, costs: Costs, max_requests: int = MAX_MODEL_REQUESTS, stored=None,
+              first: int | None = None) -> ItemCost:
+    """The model's counts for one pattern on one layout and cache, priced by ``costs``; with ``first``,
+    of the pattern's first ``first`` requests only (a measured prefix, priced as such)."""
+    n = pattern_requests(cell.access, source.shape)
+    if first is not None:
+        n = max(1, min(n, first))
     k = model_prefix(n, cell.access.block, cell.chunks, max_requests)
     total = model_counts(cell, source, stored, k)
     scale = n / k if k else 1.0
@@ -149,18 +166,40 @@ def item_cost(cell: Cell, source, costs: Costs, max_requests: int = MAX_MODEL_RE
     filtered = not cell.filters.is_none
     ratio = costs.ratio.get(cell.filters.spec, 1.0) if filtered else 1.0
     # without stored sizes the model reads a filtered chunk as its uncompressed size: price the stored bytes
-    total = replace(total, raw_read_bytes=int(total.raw_read_bytes * ratio), raw_write_bytes=int(total.raw_write_bytes * ratio))
-    # the first fetch of a chunk is cold (the sweep drops the page cache before each pass); at most
-    # every chunk of the grid once, at most every fetch (a prefix: scaled back below)
-    grid = nchunks(source.shape, cell.chunks) if cell.chunks else 1
-    fetched = max(total.chunk_loads, total.raw_reads if not filtered else 0)
-    distinct = min(fetched, grid * k / n if n else grid)
-    seconds = (costs.calibration.cell_time(cell, total, k, chunk_bytes) + (total.raw_reads + total.raw_writes) * costs.raw_read_s
-               + (total.chunk_loads + total.chunk_hits) * costs.visit_s
-               + distinct * (costs.load_s + chunk_bytes * ratio * costs.cold_byte_s))
-    return ItemCost(n, total.chunk_loads * scale, total.raw_reads * scale, total.raw_read_bytes * scale,
+    read_bytes, write_bytes = total.raw_read_bytes * ratio, total.raw_write_bytes * ratio
+    cal = costs.calibration
+    dec = cal.decode_s_per_byte.get(cell.filters.spec, 0.0) if filtered else 0.0
+    enc = cal.encode_s_per_byte.get(cell.filters.spec, 0.0) if filtered else 0.0
+    seconds = (k * cal.per_request_s + read_bytes * cal.read_s_per_byte + total.chunk_loads * chunk_bytes * dec
+               + total.raw_reads * costs.raw_read_s + (total.chunk_loads + total.chunk_hits) * costs.visit_s
+               + total.raw_writes * costs.write_op + write_bytes * costs.write_byte
+               + (total.raw_writes * chunk_bytes * enc if filtered else 0.0))
+    if cell.access.op == "read":
+        seconds += cold_seconds(cell, source, costs, total, k / n, chunk_bytes, ratio, read_bytes)
+    return ItemCost(n, total.chunk_loads * scale, total.raw_reads * scale, read_bytes * scale,
                     total.chunk_loads * chunk_bytes * scale if filtered else 0.0, total.raw_writes * scale,
                     seconds * scale + costs.open_s)
+
+
+PAGE_BYTES = 4096                 # the page cache's unit: a part of a chunk read alone is fetched a page at least
+
+
+def cold_seconds(cell: Cell, source, costs: Costs, total, fraction: float, chunk_bytes: int, ratio: float,
+                 read_bytes: float) -> float:
+    """The device's part of a cold read pass (the sweep drops the file's pages before each pass): every
+    file operation that reaches a byte not yet read this pass waits for the device. The operations:
+    each chunk fetched (loaded, or read raw whole) the first time; a chunk read in parts (unfiltered,
+    bigger than the cache) waits once per page it reaches, up to every page of the file. The bytes: each
+    stored byte at most once. ``fraction``: the share of the pattern the model walked (caps scale
+    with it; the caller scales the prefix back up)."""
+    filtered = not cell.filters.is_none
+    grid = nchunks(source.shape, cell.chunks) if cell.chunks else 1
+    stored_bytes = grid * chunk_bytes * ratio if cell.chunks else math.prod(source.shape) * np.dtype(source.dtype).itemsize
+    fetched = total.chunk_loads if filtered else max(total.chunk_loads, total.raw_reads)
+    in_parts = not filtered and total.raw_reads > total.chunk_loads
+    cap = max(grid, -(-int(stored_bytes) // PAGE_BYTES)) if in_parts else grid
+    ops = min(fetched, cap * fraction)
+    return ops * costs.load_s + min(read_bytes, stored_bytes * fraction) * costs.cold_byte_s
 
 
 _COUNTS: dict = {}
@@ -248,12 +287,16 @@ def read_bound(chunks, filters: FilterPipeline, source, items, costs: Costs) -> 
                 per_req *= _per_tile(n, b, c)[coords[:, d]]
             requests, visits = a.random, float(per_req.sum()) * a.random / k
             fetched = int(per_req.max())                   # one request's chunks, at least
+            # cold bytes: that request's chunks (filtered: loaded whole) or its own bytes (read in parts)
+            cold_bytes = fetched * chunk_bytes if filtered else min(fetched * chunk_bytes, math.prod(a.block) * itemsize)
         else:
             requests, visits, fetched = tiles, touched, nchunks(source.shape, chunks)
-        first = costs.load_s + chunk_bytes * ratio * costs.cold_byte_s
+            cold_bytes = fetched * chunk_bytes if filtered else math.prod(source.shape) * itemsize
+        first = costs.load_s
         if filtered:
             first += chunk_bytes * (dec + ratio * cal.read_s_per_byte) + costs.raw_read_s
-        total += it.weight * (requests * cal.per_request_s + visits * per_touch + fetched * first + costs.open_s)
+        total += it.weight * (requests * cal.per_request_s + visits * per_touch + fetched * first
+                              + cold_bytes * ratio * costs.cold_byte_s + costs.open_s)
     return total
 
 
@@ -267,7 +310,7 @@ def write_bound(chunks, filters: FilterPipeline, source, costs: Costs) -> float:
     ratio = costs.ratio.get(filters.spec, 1.0) if filtered else 1.0
     enc = cal.encode_s_per_byte.get(filters.spec, 0.0) if filtered else 0.0
     n = nchunks(source.shape, chunks)
-    return n * (cal.per_request_s + costs.raw_read_s + chunk_bytes * (enc + ratio * cal.read_s_per_byte)) + costs.open_s
+    return n * (cal.per_request_s + costs.write_op + chunk_bytes * (enc + ratio * costs.write_byte)) + costs.open_s
 
 
 def storage(shape, itemsize: int, chunks, ratio: float) -> tuple[int, float]:

@@ -67,20 +67,85 @@ def fair_cache(chunks, itemsize: int, budget_bytes: int) -> ChunkCache:
 
 
 def fit_from_round(contenders, measured, items, source, costs):
-    """The probe prices fitted to the measured cells (None: too few cells). Cells measured whole
-    are preferred: a cell over its time budget is a prefix scaled up, and a cold pass's first
-    requests pay the disk, so the scaled figure leans high; they are used only when fewer than
-    :data:`ccp.tune.fit.MIN_CELLS` cells were measured whole."""
-    from ccp.tune.fit import MIN_CELLS, fit_prices, observe
+    """The probe prices fitted to the measured cells (None: too few cells). A cell measured whole is
+    one equation of its whole pattern; a cell over its time budget is one equation of the prefix it
+    measured (its first requests, as the model prices them), never the prefix scaled up: a cold pass's
+    first requests pay the disk, and scaled to the whole they lean 10-40x high."""
+    from ccp.tune.fit import fit_prices, observe
 
-    whole, scaled_up = [], []
+    obs = []
     for c, m in zip(contenders, measured):
         if m is None:
             continue
-        for it, (t, status) in zip(items, m.per_item):
-            if status in FINISHED and is_finite(t) and t > 0:
-                (scaled_up if status == "extrapolated" else whole).append(observe(c, it, source, costs, t))
-    return fit_prices(costs, whole if len(whole) >= MIN_CELLS else whole + scaled_up)
+        details = m.passes or (None,) * len(items)
+        for it, (t, status), d in zip(items, m.per_item, details):
+            if status not in FINISHED:
+                continue
+            if d is not None and d.passes:
+                obs.append(observe(c, it, source, costs, float(np.median(d.passes)), None if d.whole else d.measured))
+            elif status == "ok" and is_finite(t) and t > 0:
+                obs.append(observe(c, it, source, costs, t))
+    return fit_prices(costs, obs)
+
+
+def reestimate(measured, items, source, costs) -> list:
+    """Each measured layout's weighted time with its prefixes completed by the fitted model: a pattern
+    measured whole keeps its passes; one measured on a prefix (its time budget) is the prefix as
+    measured (its cold first requests counted once) plus the model's time of the requests after it,
+    at the prices fitted to every cell. Said in ``how``."""
+    from ccp.matrix.cells import Cell
+    from ccp.tune.search import item_cost
+
+    out = []
+    for m in measured:
+        if m is None or not m.passes or not any(d is not None and not d.whole for d in m.passes):
+            out.append(m)
+            continue
+        c = m.contender
+        total = lo = hi = 0.0
+        per, notes, ok = [], [], True
+        for it, (t, status), d in zip(items, m.per_item, m.passes):
+            if d is None or not d.passes:
+                ok = False
+                per.append((t, status))
+                continue
+            rest = 0.0
+            if not d.whole:
+                cell = Cell(c.chunks, c.filters, c.cache, it.access)
+                rest = max(item_cost(cell, source, costs).seconds - item_cost(cell, source, costs, first=d.measured).seconds, 0.0)
+                notes.append(f"{d.measured}/{d.requests} requests measured")
+            med = float(np.median(d.passes)) + rest
+            per.append((med, status))
+            total += it.weight * med
+            lo += it.weight * (min(d.passes) + rest)
+            hi += it.weight * (max(d.passes) + rest)
+        if not ok:
+            out.append(m)
+            continue
+        how = "; ".join(notes) + ", the rest priced by the fitted model"
+        out.append(replace(m, measured_s=total, per_item=tuple(per), min_s=lo, max_s=hi, how=how))
+    return out
+
+
+def predicted_io(c, items, source, costs) -> tuple[float, float]:
+    """(file operations, bytes) the model predicts for a layout's weighted workload: raw reads (a
+    filtered chunk's load is one) and writes, and the bytes read. Counts, not times: exact, whatever
+    the machine's load."""
+    cand = evaluate(c.chunks, c.filters, c.cache, source, items, costs)
+    ops = sum(it.weight * (ic.raw_reads + ic.raw_writes) for it, ic in zip(items, cand.items))
+    nbytes = sum(it.weight * ic.raw_read_bytes for it, ic in zip(items, cand.items))
+    return ops, nbytes
+
+
+def weighted_passes(m, items) -> list[float] | None:
+    """A layout's weighted pass totals (pass i of every pattern, weighted), when every pattern was
+    measured whole with the same number of passes: the runoff's unit of comparison."""
+    if m is None or not m.passes or any(d is None or not d.whole or not d.passes for d in m.passes):
+        return None
+    n = {len(d.passes) for d in m.passes}
+    if len(n) != 1:
+        return None
+    return [sum(it.weight * d.passes[i] for it, d in zip(items, m.passes)) for i in range(n.pop())]
 
 
 def _cand_dict(c: Candidate) -> dict:
@@ -167,6 +232,7 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
 
     measured: list | None = None
     runoff = fit = cell_budget = None
+    before_runoff: dict = {}
     if measure:
         echo(f"  measuring {len({c.key for c in contenders})} layouts with the sweep engine (budget {format_seconds(budget)})")
         # one cell budget for both rounds: their cells are compared with each other (and fitted together)
@@ -179,6 +245,7 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
             echo(f"  prices fitted to {fit.cells} measured cells: predicted/measured {math.exp(fit.error_before):.2f}x "
                  f"-> {math.exp(fit.error_after):.2f}x (median); searching again with them")
             costs = fit.costs
+            measured = reestimate(measured, wl.items, source, costs)
             t2 = time.perf_counter()
             res = search(source, wl.items, lattice, filters, costs, fixed_cache=k.cache_nbytes,
                          max_cache_bytes=k.max_cache_bytes, max_storage_overhead=k.max_storage_overhead,
@@ -190,12 +257,14 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
             new = [c for c in shortlisted(res, top, "refit") if c.key not in seen]
             if new:
                 echo(f"  the fitted prices shortlist {len(new)} more layout(s)")
-                more = measure_all(wl, source, new, out / "refit", work_dir, budget * REFIT_SHARE, repeats, echo,
-                                   cell_budget=cell_budget)
+                more = reestimate(measure_all(wl, source, new, out / "refit", work_dir, budget * REFIT_SHARE, repeats,
+                                              echo, cell_budget=cell_budget), wl.items, source, costs)
                 contenders, measured = [*contenders, *new], [*measured, *more]
         runoff = run_off(wl, source, contenders, measured, out, work_dir, budget * RUNOFF_SHARE, repeats, echo)
         # every measurement now, the runoff's whole passes first: the final prices, and each layout's prediction
         latest = [runoff.get(c.key) or m for c, m in zip(contenders, measured)] if runoff else measured
+        # each layout's prediction before the runoff's passes are fitted: the runoff then tests it
+        before_runoff = {c.key: c.predicted_s for c in contenders}
         final = fit_from_round(contenders, latest, wl.items, source, probe_costs)
         if final is not None:
             echo(f"  final prices fitted to {final.cells} cells (the runoff's whole passes first): predicted/measured "
@@ -203,18 +272,25 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
             fit, costs = final, final.costs
             contenders = [replace(c, predicted_s=evaluate(c.chunks, c.filters, c.cache, source, wl.items, costs).workload_s)
                           for c in contenders]
+        measured = reestimate(measured, wl.items, source, costs)
+        runoff = {k: m for k, m in zip(runoff, reestimate(list(runoff.values()), wl.items, source, costs))} if runoff else runoff
     rows = []
     for i, c in enumerate(contenders):
         m = measured[i] if measured else None
         again = runoff.get(c.key) if runoff else None
         final = again or m
+        io = predicted_io(c, wl.items, source, costs)
         rows.append({"label": c.label, "kind": c.kind, "chunks": list(c.chunks) if c.chunks else None, "filters": c.filters.spec,
                      "cache_nbytes": c.cache.nbytes, "cache_nslots": c.cache.nslots, "cache_w0": c.cache.w0,
                      "predicted_s": c.predicted_s, "measured_s": final.measured_s if final else None,
+                     "predicted_before_runoff_s": before_runoff.get(c.key) if before_runoff else None,
                      "measured_min_s": final.min_s if final else None, "measured_max_s": final.max_s if final else None,
                      "extrapolated": bool(final and final.extrapolated),
                      "first_measured_s": m.measured_s if m else None, "runoff": again is not None,
                      "statuses": [s for _, s in final.per_item] if final else None,
+                     "extrapolated_how": (final.how or "scaled by the sweep engine") if final and final.extrapolated else None,
+                     "passes": weighted_passes(final, wl.items) if final else None,
+                     "predicted_io_ops": io[0], "predicted_io_bytes": io[1],
                      "run_dir": str(final.run_dir) if final else None})
     pick, why = choose(rows)
     pick_c = contenders[rows.index(pick)]
@@ -235,6 +311,7 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
         "recommended": {"chunks": list(pick_c.chunks) if pick_c.chunks else None, "filters": pick_c.filters.spec,
                         "cache_nbytes": pick_c.cache.nbytes, "cache_nslots": pick_c.cache.nslots, "cache_w0": pick_c.cache.w0,
                         "predicted_s": pick["predicted_s"], "measured_s": pick["measured_s"], "label": pick["label"],
+                        "predicted_before_runoff_s": pick.get("predicted_before_runoff_s"),
                         "repack_needed": not (current is not None and (pick_c.chunks, pick_c.filters.spec) == (current[0], current[1].spec)),
                         "kind": pick["kind"], "why": why},
         "no_repack_alternative": no_repack_alternative(rows, pick, current),
@@ -318,23 +395,57 @@ def _predicted(row: dict) -> float:
 
 
 def tied(a: dict, b: dict) -> bool:
-    """Two layouts measured back to back (the runoff) whose median weighted times differ by less than
-    their passes' own spread (the larger half-range, relative) or :data:`TIE_FLOOR`: the pass, not
-    the request, is the unit of replication, and a busy machine moves every request of a pass together."""
+    """Two layouts measured back to back (the runoff) whose difference is within the machine's noise.
+    The pass is the unit of replication (a busy machine moves every request of a pass together), so
+    with the passes of both (``passes``: weighted pass totals) the rule is :mod:`ccp.report.stats`'
+    pass-level test: tied unless a Mann-Whitney test on the passes finds them apart (p < 0.05), or
+    the medians differ by less than :data:`TIE_FLOOR` anyway. Without passes: tied when the medians
+    differ by less than their passes' spread (the larger half-range, relative) or the floor."""
+    from ccp.report.stats import ALPHA, pass_p
+
     lo = min(a["measured_s"], b["measured_s"])
+    diff = abs(a["measured_s"] - b["measured_s"])
+    if diff <= TIE_FLOOR * lo:
+        return True
+    pa, pb = a.get("passes"), b.get("passes")
+    if pa and pb and len(pa) >= 2 and len(pb) >= 2:
+        return bool(pass_p(pa, pb) >= ALPHA)
     spread = 0.0
     for r in (a, b):
         if r.get("measured_min_s") is not None and r.get("measured_max_s") is not None and r["measured_s"] > 0:
             spread = max(spread, (r["measured_max_s"] - r["measured_min_s"]) / (2 * r["measured_s"]))
-    return abs(a["measured_s"] - b["measured_s"]) <= max(TIE_FLOOR, spread) * lo
+    return diff <= max(TIE_FLOOR, spread) * lo
+
+
+IO_NEAR = 0.10      # predicted I/O counts this close are equal: the next count (then the fitted prediction) decides
+
+
+def fewest_io(rows: list[dict]) -> tuple[dict, str]:
+    """Among layouts measured within noise of each other, the one the model predicts the least I/O
+    for: file operations first (each one may wait for the device), then bytes read, each within
+    :data:`IO_NEAR` counted equal, then the fitted model's time. Counts are exact whatever the load;
+    the times that tied are not. Returns the row and what decided."""
+    if any(r.get("predicted_io_ops") is None for r in rows):
+        return min(rows, key=_predicted), "the model's fitted prediction breaks the tie"
+    least = min(r["predicted_io_ops"] for r in rows)
+    few = [r for r in rows if r["predicted_io_ops"] <= least * (1 + IO_NEAR)]
+    if len(few) == 1:
+        others = ", ".join(f"{r['predicted_io_ops']:,.0f}" for r in rows if r is not few[0])
+        return few[0], f"it needs the fewest file operations by the model ({few[0]['predicted_io_ops']:,.0f} against {others})"
+    least_b = min(r["predicted_io_bytes"] for r in few)
+    fewer = [r for r in few if r["predicted_io_bytes"] <= least_b * (1 + IO_NEAR)]
+    if len(fewer) == 1:
+        return fewer[0], "as many file operations by the model, the fewest bytes read"
+    return min(fewer, key=_predicted), "as much I/O by the model; its fitted prediction breaks the tie"
 
 
 def choose(rows: list[dict]) -> tuple[dict, str]:
     """The recommendation: the fastest measured layout among every contender (the model's
     shortlist, the current layout with its cache, the heuristics), so no measured heuristic is
     faster beyond the noise; the model's first choice when nothing was measured. Layouts of the
-    runoff tied with the fastest (:func:`tied`) are decided by the model's (fitted) prediction:
-    deterministic counts, priced, rather than which pass a busy machine slowed. Also why, in words."""
+    runoff tied with the fastest (:func:`tied`, pass against pass) are decided by the model's
+    predicted I/O counts (:func:`fewest_io`): deterministic, rather than which pass a busy machine
+    slowed. Also why, in words."""
     cands = [r for r in rows if r["kind"] == "candidate"]
     model_first = min(cands, key=lambda r: r["predicted_s"]) if cands else rows[0]
     timed = [r for r in rows if r["measured_s"] is not None]
@@ -344,10 +455,9 @@ def choose(rows: list[dict]) -> tuple[dict, str]:
     fastest = min(timed, key=lambda r: r["measured_s"])
     ties = [r for r in timed if r is not fastest and r.get("runoff") and fastest.get("runoff") and tied(fastest, r)]
     if ties:
-        pick = min([fastest, *ties], key=lambda r: r["predicted_s"])
+        pick, decided = fewest_io([fastest, *ties])
         others = ", ".join(r["label"] for r in [fastest, *ties] if r is not pick)
-        return pick, (f"tied in the runoff with {others} (medians within their passes' spread); the model's "
-                      f"fitted prediction breaks the tie")
+        return pick, f"tied in the runoff with {others} (their passes not apart); {decided}"
     if fastest is model_first:
         return fastest, "the model's pick, measured fastest"
     if model_first["measured_s"] is None:
@@ -400,7 +510,11 @@ def summary_lines(result: dict) -> list[str]:
     out.append(f"  chosen: {rec['why']}")
     if any(r.get("extrapolated") for r in result["contenders"]):
         out.append("  ~ extrapolated: a pattern of this layout ran past its cell's time budget; its time is the measured "
-                   "prefix of requests scaled to the whole (the run folder's cells.csv says which, status 'extrapolated')")
+                   "prefix of requests (its cold first requests counted once) plus the fitted model's time of the rest, "
+                   "not the prefix scaled up (tune.json: extrapolated_how; cells.csv: status 'extrapolated')")
+        for r in result["contenders"]:
+            if r.get("extrapolated") and r.get("extrapolated_how"):
+                out.append(f"    ~ {r['label']}: {r['extrapolated_how']}")
     out.append("  predicted: the model's counts priced " + (result.get("prices", {}).get("how") or "by the probes")
                + "; measured: the sweep engine, cold, median of the passes")
     if any(r.get("runoff") for r in result["contenders"]):

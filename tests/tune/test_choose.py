@@ -1,5 +1,6 @@
 """The recommendation is decided by measurement: the fastest measured contender, whoever proposed it."""
 
+import numpy as np
 import pytest
 
 from ccp.hdf5.filters import parse_filters
@@ -102,3 +103,35 @@ def test_a_tie_in_the_runoff_goes_to_the_model():
     assert pick["label"] == "tuned" and "tied in the runoff with h5py guess" in why
     rows[1]["measured_min_s"], rows[1]["measured_max_s"], rows[1]["measured_s"] = 0.59, 0.61, 0.6
     assert choose(rows)[0]["label"] == "h5py guess"                      # clearly faster: measurement wins
+
+
+@pytest.mark.parametrize("pa, pb, is_tie", [
+    ([1.0, 1.1, 0.9, 1.05, 0.95, 1.2, 0.8], [1.3, 0.9, 1.1, 1.0, 1.25, 0.85, 1.15], True),      # interleaved
+    ([1.0, 1.01, 0.99, 1.02, 0.98, 1.0, 1.01], [1.2, 1.21, 1.19, 1.22, 1.18, 1.2, 1.21], False),  # every pass apart
+    ([1.0, 1.6, 0.7, 1.0, 1.0, 1.0, 1.0], [1.01, 1.02, 1.0, 1.01, 1.02, 1.01, 1.0], True),      # within the floor
+], ids=["interleaved", "apart", "floor"])
+def test_runoff_ties_are_judged_pass_against_pass(pa, pb, is_tie):
+    """With each layout's passes, the rule is the report's pass-level test (Mann-Whitney on passes)."""
+    from ccp.tune.tune import tied
+
+    a, b = row("a", "candidate", float(np.median(pa))), row("b", "candidate", float(np.median(pb)))
+    a["passes"], b["passes"] = pa, pb
+    assert tied(a, b) is is_tie and tied(b, a) is is_tie
+
+
+def test_a_tie_goes_to_the_fewest_predicted_file_operations():
+    """Within noise, the layout the model predicts fewer file operations for wins (then fewer bytes, then
+    the fitted prediction): counts are exact on a busy machine, the tied times are not."""
+    noisy = [1.0, 1.4, 0.7, 1.1, 0.9, 1.3, 0.8]
+    rows = [timed("refit #2", 0.93, 0.7, 1.4, predicted=0.5), timed("h5py guess", 1.1, 0.8, 1.5, 0.9, "heuristic")]
+    rows[0]["passes"], rows[1]["passes"] = noisy, [x * 1.15 for x in noisy[::-1]]
+    rows[0].update(predicted_io_ops=2336, predicted_io_bytes=5.4e6)
+    rows[1].update(predicted_io_ops=752, predicted_io_bytes=10.9e6)
+    pick, why = choose(rows)
+    assert pick["label"] == "h5py guess" and "fewest file operations" in why and "tied in the runoff" in why
+    rows[1]["predicted_io_ops"] = 2300                        # as many operations: the fewer bytes
+    pick, why = choose(rows)
+    assert pick["label"] == "refit #2" and "fewest bytes" in why
+    rows[1]["predicted_io_bytes"] = 5.5e6                     # as much I/O: the fitted prediction
+    pick, why = choose(rows)
+    assert pick["label"] == "refit #2" and "fitted prediction" in why

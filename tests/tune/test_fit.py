@@ -42,10 +42,10 @@ def layouts(costs, nofilter, gzip):
 
 
 def test_fit_recovers_known_factors(costs, nofilter, gzip):
-    """Cells 'measured' as the model with requests 3x dearer, chunks 0.5x, bytes 2x, 1 ms of open:
+    """Cells 'measured' as the model with requests 3x dearer, chunks 0.5x, bytes 2x, the device 4x, 1 ms of open:
     the fit finds those factors and predicts every cell within 2%."""
     src, items, cs = layouts(costs, nofilter, gzip)
-    truth = costs.scaled(3.0, 0.5, 2.0, 1e-3, "truth")
+    truth = costs.scaled({"request": 3.0, "chunk": 0.5, "byte": 2.0, "cold": 4.0, "write": 1.0}, 1e-3, "truth")
     obs = []
     for c in cs:
         for it in items:
@@ -61,22 +61,22 @@ def test_fit_recovers_known_factors(costs, nofilter, gzip):
 
 
 def test_too_few_cells_keep_the_probe_prices(costs):
-    assert fit_prices(costs, [Observation((1.0, 1.0, 1.0, 0.0), 2.0)] * 2) is None
-    assert fit_prices(costs, [Observation((1.0, 1.0, 1.0, 0.0), math.nan)] * 5) is None
+    assert fit_prices(costs, [Observation((1.0, 1.0, 1.0, 1.0, 1.0, 0.0), 2.0)] * 2) is None
+    assert fit_prices(costs, [Observation((1.0, 1.0, 1.0, 1.0, 1.0, 0.0), math.nan)] * 5) is None
 
 
 def test_a_group_no_cell_uses_keeps_its_price(costs):
     """Only request costs in the cells: the chunk and byte factors stay at 1 (the prior), not at a limit."""
-    obs = [Observation((t, 0.0, 0.0, 0.0), 2 * t) for t in (0.1, 0.2, 0.4, 0.8)]
+    obs = [Observation((t, 0.0, 0.0, 0.0, 0.0, 0.0), 2 * t) for t in (0.1, 0.2, 0.4, 0.8)]
     fit = fit_prices(costs, obs)
     assert fit.scales["request"] == pytest.approx(2.0, rel=0.1)
-    assert fit.scales["chunk"] == pytest.approx(1.0) and fit.scales["byte"] == pytest.approx(1.0)
+    assert all(fit.scales[g] == pytest.approx(1.0) for g in ("chunk", "byte", "cold", "write"))
     assert set(fit.scales) == set(PRICE_GROUPS)
 
 
 def test_the_bound_stays_below_the_model_with_fitted_prices(costs, nofilter, gzip):
     src, items, cs = layouts(costs, nofilter, gzip)
-    fitted = costs.scaled(0.2, 7.0, 0.1, 5e-3, "a fit")
+    fitted = costs.scaled({"request": 0.2, "chunk": 7.0, "byte": 0.1, "cold": 30.0, "write": 0.5}, 5e-3, "a fit")
     for c in cs:
         assert read_bound(c.chunks, c.filters, src, items, fitted) <= \
             evaluate(c.chunks, c.filters, c.cache, src, items, fitted).read_s * (1 + 1e-9)
@@ -86,16 +86,16 @@ def test_the_groups_sum_to_the_whole(costs, gzip):
     src = source_of((64, 32, 32))
     items = (WorkItem(AccessSpec("read", (8, 8, 8), random=50), 1.0),)
     args = ((16, 4, 8), gzip, ChunkCache(4096, 521, 0.75), src, items)
-    whole = evaluate(*args, costs.scaled(1, 1, 1, 2e-3, "x")).workload_s
-    assert sum(evaluate(*args, costs.scaled(1, 1, 1, 2e-3, "x").group(g)).workload_s for g in PRICE_GROUPS) == \
+    whole = evaluate(*args, costs.scaled({}, 2e-3, "x")).workload_s
+    assert sum(evaluate(*args, costs.scaled({}, 2e-3, "x").group(g)).workload_s for g in PRICE_GROUPS) == \
         pytest.approx(whole, rel=1e-9)
 
 
 def test_one_wild_cell_does_not_move_the_prices(costs):
     """A cell extrapolated 400x too high (a slow first request scaled to the whole pattern): the
     others still fit their factor."""
-    obs = [Observation((t, t / 2, t / 4, 0.0), 2 * (t + t / 2 + t / 4)) for t in (0.1, 0.2, 0.4, 0.8, 0.3, 0.5)]
-    obs.append(Observation((0.1, 0.05, 0.025, 0.0), 400 * 0.35))
+    obs = [Observation((t, t / 2, t / 4, 0.0, 0.0, 0.0), 2 * (t + t / 2 + t / 4)) for t in (0.1, 0.2, 0.4, 0.8, 0.3, 0.5)]
+    obs.append(Observation((0.1, 0.05, 0.025, 0.0, 0.0, 0.0), 400 * 0.35))
     fit = fit_prices(costs, obs)
     sc = fit.scales
     for o in obs[:-1]:
