@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ccp.config.sweep import AccessSpec, CacheSpec, DatasetSpec, GenerateSpec
+from ccp.chunkcache import ChunkCache
+from ccp.config.sweep import AccessSpec, DatasetSpec, GenerateSpec
 from ccp.hdf5.dataset import describe_source
 from ccp.matrix.cells import Cell
 from ccp.tune.fit import observe
@@ -32,7 +33,7 @@ MAPS = WorkItem(AccessSpec("read", (1, 32, 64)), 1.0)
 def test_a_prefix_is_priced_as_a_prefix(costs, nofilter, chunks, item):
     """The model's time of the first k requests grows with k up to the whole pattern's, and the fit's
     equation of a prefix is that time split by price group."""
-    cell = Cell(chunks, nofilter, CacheSpec(1 << 16, 521, 0.75), item.access)
+    cell = Cell(chunks, nofilter, ChunkCache(1 << 16, 521, 0.75), item.access)
     n = item_cost(cell, SRC, costs).requests
     times = [item_cost(cell, SRC, costs, first=k).seconds for k in (1, n // 4, n // 2, n)]
     assert times == sorted(times) and times[0] < times[-1]
@@ -48,11 +49,11 @@ def test_cold_reads_of_chunk_parts_wait_per_page_not_per_chunk(costs, nofilter):
     from ccp.tune.search import PAGE_BYTES
 
     only_cold = costs.group("cold")
-    cell = Cell((96, 32, 64), nofilter, CacheSpec(1024, 521, 0.75), SERIES.access)   # one chunk, 768 KiB
+    cell = Cell((96, 32, 64), nofilter, ChunkCache(1024, 521, 0.75), SERIES.access)   # one chunk, 768 KiB
     t = item_cost(cell, SRC, only_cold).seconds
     pages = 96 * 32 * 64 * 4 // PAGE_BYTES
     assert t == pytest.approx(min(40 * 96, pages) * costs.load_s, rel=1e-6)
-    cached = Cell((96, 32, 64), nofilter, CacheSpec(1 << 20, 521, 0.75), SERIES.access)  # the chunk fits: one fetch
+    cached = Cell((96, 32, 64), nofilter, ChunkCache(1 << 20, 521, 0.75), SERIES.access)  # the chunk fits: one fetch
     assert item_cost(cached, SRC, only_cold).seconds == pytest.approx(costs.load_s)
 
 
@@ -61,7 +62,7 @@ def measured_of(c, per_item, passes):
 
 
 def test_reestimate_completes_a_prefix_with_the_model(costs, nofilter):
-    c = Contender("x", (96, 8, 16), nofilter, CacheSpec(1 << 16, 521, 0.75), 0.0, "candidate")
+    c = Contender("x", (96, 8, 16), nofilter, ChunkCache(1 << 16, 521, 0.75), 0.0, "candidate")
     items = (SERIES, MAPS)
     n_series = item_cost(Cell(c.chunks, c.filters, c.cache, SERIES.access), SRC, costs).requests
     prefix = ItemPasses(n_series, 4, (0.50, 0.40, 0.60))       # 4 requests measured, the first cold
@@ -81,7 +82,7 @@ def test_reestimate_completes_a_prefix_with_the_model(costs, nofilter):
 
 
 def test_unknown_passes_keep_the_engine_time(costs, nofilter):
-    c = Contender("x", (8, 8, 8), nofilter, CacheSpec(1 << 16, 521, 0.75), 0.0, "candidate")
+    c = Contender("x", (8, 8, 8), nofilter, ChunkCache(1 << 16, 521, 0.75), 0.0, "candidate")
     m = Measured(c, 3.0, ((3.0, "extrapolated"),), Path("."))
     assert reestimate([m], (SERIES,), SRC, costs) == [m]
     assert math.isfinite(m.measured_s)
@@ -92,8 +93,8 @@ def test_writes_are_priced_as_their_own_group(costs, nofilter):
     group's time of a write pattern and moves no other group; a read pattern has no write time."""
     from dataclasses import replace
 
-    write = Cell((16, 32, 64), nofilter, CacheSpec(1 << 16, 521, 0.75), AccessSpec("write", (1, 32, 64)))
-    read = Cell((16, 32, 64), nofilter, CacheSpec(1 << 16, 521, 0.75), MAPS.access)
+    write = Cell((16, 32, 64), nofilter, ChunkCache(1 << 16, 521, 0.75), AccessSpec("write", (1, 32, 64)))
+    read = Cell((16, 32, 64), nofilter, ChunkCache(1 << 16, 521, 0.75), MAPS.access)
     dear = replace(costs, write_op_s=2 * costs.write_op)
     for g in PRICE_GROUPS:
         base, twice = item_cost(write, SRC, costs.group(g)).seconds, item_cost(write, SRC, dear.group(g)).seconds
