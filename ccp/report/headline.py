@@ -176,8 +176,16 @@ def headlines(cells: pd.DataFrame, samples: dict[str, Sample] | None = None, thr
             if h.vs_slowest.differs and not slow_near:
                 cands = [(c, ch) for _, c in g.iterrows()
                          if (ch := _changes(slow, c)) and not NOT_A_CHANGE & set(ch)]
-                pick = cheapest(cands, lambda t: float(t[0]["time_s"]), lambda t: (max(EFFORT[x] for x in t[1]), len(t[1])),
-                                fastest=ref, near=lambda t, tied=tied: str(t[0]["cell_id"]) in tied)
+                def time_of(t: tuple) -> float:
+                    return float(t[0]["time_s"])
+
+                def effort_of(t: tuple) -> tuple[int, int]:
+                    return (max(EFFORT[x] for x in t[1]), len(t[1]))
+
+                def near(t: tuple, tied: set[str] = tied) -> bool:
+                    return str(t[0]["cell_id"]) in tied
+
+                pick = cheapest(cands, time_of, effort_of, fastest=ref, near=near)
                 if pick is not None:
                     best, ch = pick
                     h.cheapest, h.cheapest_changes = best, ch
@@ -236,7 +244,7 @@ def headline_text(h: Headline, run: RunKind = PLAIN, threshold: float = THRESHOL
             lines.append(f"The slowest, {config_label(slow, h.axes)} ({time_text(slow, run)}), is {_x(v.ratio)} slower but not "
                          f"shown to differ from the fastest ({v.why})" + ("; a quick run has one pass, so only the "
                          "per-request times can tell" if run.quick else "") + ".")
-    if h.cheapest is not None:
+    if h.cheapest is not None and slow is not None:
         c = h.cheapest
         what = _change_text(slow, c, h.cheapest_changes)
         cost = CHANGE_WORDS[max(h.cheapest_changes, key=lambda x: EFFORT[x])]
@@ -254,7 +262,7 @@ def headline_text(h: Headline, run: RunKind = PLAIN, threshold: float = THRESHOL
                          f"{_x(float(c['time_s']) / float(slow['time_s']))} faster than the slowest; "
                          f"{_x(float(c['time_s']) / float(win['time_s']))} the fastest's time"
                          + (f" (the fastest changes the filters to {win['filters']})" if kept else "") + ".")
-    elif (h.vs_slowest is not None and h.vs_slowest.differs and slow["filters"] != win["filters"]
+    elif (h.vs_slowest is not None and h.vs_slowest.differs and slow is not None and slow["filters"] != win["filters"]
           and finite(h.cheapest_reference) and h.cheapest_reference > float(win["time_s"])):
         lines.append(f"Every cell that keeps filters {slow['filters']} is within {CHEAPEST_WITHIN:g}x of the slowest "
                      f"(the fastest of them {format_seconds(h.cheapest_reference)}): only another filter "

@@ -248,7 +248,7 @@ def _write_rows(path: bytes, shape, chunks, data) -> None:
     from h5py import h5d, h5f, h5s, h5t
 
     fid = h5f.create(path, h5f.ACC_TRUNC)
-    dapl = plists.dapl(521, 1 << 20, 0.75)
+    dapl = plists.cache_dapl(HDF5_1X)
     ds = h5d.create(fid, b"d", h5t.NATIVE_FLOAT, h5s.create_simple(shape), dcpl=plists.chunked_dcpl(chunks), dapl=dapl)
     mspace, fspace = h5s.create_simple(chunks), ds.get_space()
     for r in range(0, shape[0], chunks[0]):
