@@ -157,6 +157,7 @@ def test_every_cell_failed(make_run):
     assert "Could not draw" not in page and "<img" not in page
 
 
+@pytest.mark.slow    # writes two full reports (~34 CPU s); run by make test-slow in CI
 def test_report_twice_drops_stale_figures(make_run):
     run = make_run(tables=False)
     write_report(run)
@@ -210,7 +211,10 @@ def test_thresholds_are_the_ones_the_runner_flags_with():
     assert schema.stability_flags(1, UNSTABLE_SPREAD * 2, SHORT_REQUEST_S) == []
 
 
-@pytest.mark.parametrize("sweep_name, scale", [("synthetic-x0.5", "0.5"), ("synthetic-x0.25", "0.25")], ids=["half", "quarter"])
+# each writes a full report (~20 CPU s): the half scale in make test, the quarter in make test-slow
+@pytest.mark.parametrize("sweep_name, scale", [("synthetic-x0.5", "0.5"),
+                                               pytest.param("synthetic-x0.25", "0.25", marks=pytest.mark.slow)],
+                         ids=["half", "quarter"])
 def test_scaled_run_says_so_beside_every_time(tmp_path, sweep_name, scale):
     """`ccp run --scale F` names the sweep NAME-xF: the page says the times are for scaled data, wherever they appear."""
     from report_synthetic import write_run
