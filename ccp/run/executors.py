@@ -98,6 +98,7 @@ class LocalExecutor(Executor):
         eta_clock = EtaClock(predicted_seconds(todo, ctx.source, ctx.calibration, ctx.passes), ctx.passes)
         line = ProgressLine(eta_clock, len(todo), lambda text: status_line(text, tty, ctx.stream))
         ticker = Ticker(line.render) if tty else contextlib.nullcontext()   # redrawn between the worker's reports
+        self.fork_guard = line.lock       # no fork while the ticker thread writes the line (see run_isolated)
         with ticker:
             for k, cell in enumerate(todo):
                 line.begin(k, cell.label())
@@ -139,7 +140,8 @@ class ForkedExecutor(LocalExecutor):
         self.cell_timeout = cell_timeout
 
     def measure(self, job: CellJob, ctx: SweepContext, on_progress) -> CellRow:
-        return run_isolated(job, ctx.store, ctx.work_dir, on_progress, self.cell_timeout)
+        return run_isolated(job, ctx.store, ctx.work_dir, on_progress, self.cell_timeout,
+                            getattr(self, "fork_guard", None))
 
 
 def status_line(text: str, tty: bool, stream) -> None:
@@ -237,11 +239,16 @@ def _worker(job: CellJob, store: RunStore, work_dir: Path, conn, parent_pid: int
         conn.close()
 
 
-def run_isolated(job: CellJob, store: RunStore, work_dir: Path, on_progress, timeout: float | None) -> CellRow:
+def run_isolated(job: CellJob, store: RunStore, work_dir: Path, on_progress, timeout: float | None,
+                 fork_guard=None) -> CellRow:
+    """Measure one cell in a forked worker. ``fork_guard`` (the progress line's lock) is held across the fork: a
+    fork while the ticker thread is inside a write to stderr copies stderr's lock held into the worker, whose exit
+    flushes stderr and then waits for that lock forever -- and the parent, joining it, with it (issue 22)."""
     ctx = multiprocessing.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_worker, args=(job, store, work_dir, child, os.getpid()), daemon=True)
-    proc.start()
+    with fork_guard if fork_guard is not None else contextlib.nullcontext():
+        proc.start()
     child.close()
     deadline = time.monotonic() + timeout if timeout else None
     result = None

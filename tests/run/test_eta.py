@@ -250,3 +250,31 @@ def test_cells_priced_at_milliseconds_do_not_scale_a_long_one():
     clock.t += 4.0
     eta.progress("timed pass", 100, 1000)   # 4 s for a tenth: 2x the model
     assert eta.estimate().ratio == pytest.approx(2.0)
+
+
+def test_the_worker_is_forked_holding_the_progress_lines_lock(monkeypatch, tmp_path):
+    """A fork while the ticker thread is inside a write to stderr copies stderr's lock, held, into the worker, whose
+    exit flush then waits forever (and `ccp run` joining it): the fork happens under the line's lock, which every
+    write of the line holds. The worker here fails at once (no work file); what is checked is the lock at the fork."""
+    import multiprocessing.context as mpc
+
+    from ccp.run import executors
+
+    lock = threading.Lock()
+    held = []
+    real = mpc.ForkProcess.start
+
+    def start(self):
+        held.append(lock.locked())
+        return real(self)
+
+    monkeypatch.setattr(mpc.ForkProcess, "start", start)
+    monkeypatch.setattr(executors, "measure_and_store", lambda *a: (_ for _ in ()).throw(executors.CcpError("no cell")))
+
+    class Job:
+        class cell:
+            cell_id = "c0"
+
+    monkeypatch.setattr(executors, "failed_row", lambda cell, why: why)
+    row = executors.run_isolated(Job(), None, tmp_path, lambda *a: None, 60, lock)
+    assert held == [True] and not lock.locked() and row == "no cell"
