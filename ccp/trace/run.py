@@ -139,7 +139,7 @@ def _alive(pid: int) -> bool:
 
 def _group_members(pgid: int) -> set[int]:
     """The live (not zombie) processes of process group ``pgid``."""
-    found = set()
+    found: set[int] = set()
     try:
         names = os.listdir("/proc")
     except OSError:
