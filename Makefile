@@ -1,16 +1,10 @@
 # Two commands for a fresh machine with only Python 3.11 on it:
 #   make demo   creates .venv, installs ccp, runs configs/quickstart.yaml, says where the report is
-#   make test   installs the test extras, then ruff, mypy (MYPY_ROOMS), and the test suite but the slow tests
+#   make test   installs the test extras, then ruff, mypy on the whole package, and the test suite but the slow tests
 # (.ci/run runs `make test` and then `make test-slow`, the tests marked slow: the notebooks and long fault runs)
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
-
-# What mypy (check_untyped_defs, see pyproject.toml) keeps clean: the whole package but ccp/repack, ccp/tune and
-# ccp/trace, which join when their helpers' typing work is merged; then this is just `$(BIN)/mypy ccp`.
-MYPY_ROOMS := ccp/__init__.py ccp/errors.py ccp/units.py ccp/chunkcache.py ccp/model ccp/hdf5 ccp/store ccp/config \
-	ccp/matrix ccp/workload ccp/storage ccp/measurement ccp/predict ccp/run ccp/report \
-	ccp/inspect.py ccp/advise.py ccp/cli.py ccp/trace/darshan_log.py
 
 .PHONY: demo test test-slow venv clean bench
 
@@ -36,7 +30,7 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed-test
 	$(BIN)/ruff check .
-	$(BIN)/mypy $(MYPY_ROOMS)
+	$(BIN)/mypy ccp
 	$(BIN)/python -m pytest -q -n auto -m 'not slow'
 
 test-slow: $(VENV)/.installed-test
