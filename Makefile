@@ -35,6 +35,7 @@ test: $(VENV)/.installed-test
 
 test-slow: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -q -n auto -m slow
+	CCP_MODEL_EXAMPLES=150 $(BIN)/python -m pytest -q -n auto -m thorough
 
 clean:
 	$(BIN)/ccp clean 2>/dev/null || rm -rf results/work

@@ -31,6 +31,7 @@ def _file(tmp_path, shape=(8, 10, 400), chunks=(4, 10, 400)):
     return path
 
 
+@pytest.mark.slow   # measures: make test-slow (CI); the --no-measure advice is tested fast
 def test_advise_recommends_a_cache_that_holds_a_chunk(tmp_path, cli):
     path = _file(tmp_path)
     before = path.read_bytes()

@@ -79,6 +79,7 @@ def test_cd_values_of_other_writers(case, fid, values, spec):
     assert pipeline_from_dcpl(dcpl).spec == spec
 
 
+@pytest.mark.slow   # a whole sweep: make test-slow (CI); the blosc filter is read fast in tests/hdf5
 def test_pytables_blosc_file_as_source_runs_every_cell(tmp_path, write_sweep):
     tables = pytest.importorskip("tables")
     path = tmp_path / "pt.h5"

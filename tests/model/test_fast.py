@@ -37,6 +37,8 @@ from ccp.model import (
 from ccp.model import fast as fast_module
 from ccp.workload.requests import random_requests, tile_requests
 
+pytestmark = pytest.mark.thorough   # make test-slow runs these again with CCP_MODEL_EXAMPLES=150
+
 AGREE = SETTINGS                  # CCP_MODEL_EXAMPLES raises it, as for the reality tests
 
 

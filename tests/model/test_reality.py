@@ -21,6 +21,8 @@ from model_strategies import (
 from ccp.chunkcache import ChunkCache
 from ccp.model import ChunkGrid, simulate, simulate_fast, summarise
 
+pytestmark = pytest.mark.thorough   # make test-slow runs these again with CCP_MODEL_EXAMPLES=150
+
 SIMULATORS = {"reference": simulate, "compiled": simulate_fast}
 
 def _cmp(pred, obs, *, write_bytes=True):

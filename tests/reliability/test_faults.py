@@ -25,7 +25,8 @@ def reference(tmp_path_factory):
     return sweep, truth, duration
 
 
-@pytest.mark.parametrize("kind", fi.KINDS)
+# one fault runs in make test; every fault in make test-slow (CI)
+@pytest.mark.parametrize("kind", [k if k == "kill-worker" else pytest.param(k, marks=pytest.mark.slow) for k in fi.KINDS])
 def test_fault_then_rerun_keeps_the_invariants(kind, reference, tmp_path):
     if kind.startswith("fill-") and not fi.Tmpfs.available():
         pytest.skip("a full disk is emulated with a tmpfs mount, which needs root")
@@ -40,6 +41,7 @@ def test_fault_then_rerun_keeps_the_invariants(kind, reference, tmp_path):
     assert not (hang and result.get("missed")), result
 
 
+@pytest.mark.slow   # make test-slow (CI)
 def test_the_invariants_catch_a_smaller_count(reference, tmp_path):
     """The checker itself: a run whose raw_reads were cut is caught (so the suite can fail)."""
     import pandas as pd

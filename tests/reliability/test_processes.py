@@ -61,6 +61,7 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
+@pytest.mark.slow   # a whole sweep killed part way: make test-slow (CI); test_interrupt_leaves_no_temp_and_resumes stays fast
 def test_killed_run_takes_its_worker_with_it(sweep, tmp_path):
     first = cells_of(sweep)[0]
     proc = subprocess.Popen(ccp_cmd("run", sweep, "--out", tmp_path / "out", "--work", tmp_path / "work", "--no-report"),
@@ -89,6 +90,7 @@ def test_killed_run_takes_its_worker_with_it(sweep, tmp_path):
             proc.wait()
 
 
+@pytest.mark.slow   # a whole sweep killed part way: make test-slow (CI); test_interrupt_leaves_no_temp_and_resumes stays fast
 def test_broken_pipe_ends_output_not_the_sweep(sweep, tmp_path):
     """`ccp run ... | head -1`: every cell still runs."""
     out = tmp_path / "out"

@@ -15,6 +15,7 @@ def check(seen: dict, at_least: int) -> None:
     assert seen["images"] >= at_least and all(w > 0 for w in seen["widths"])
 
 
+@pytest.mark.slow   # a real browser: make test-slow (CI); the page's content is checked without one in test_report_page
 def test_synthetic_report(synthetic_report, open_in_chromium):
     run, _ = synthetic_report
     check(open_in_chromium(run / "report.html"), 8)
@@ -28,6 +29,7 @@ def test_quick_run_report(make_run, open_in_chromium, quick):
     check(open_in_chromium(write_report(make_run(quick=quick, tables=False))), 5)
 
 
+@pytest.mark.slow   # a real browser: make test-slow (CI); the page's content is checked without one in test_report_page
 def test_compare_page(make_run, open_in_chromium, tmp_path):
     out = tmp_path / "cmp.html"
     write_compare(make_run("a", tables=False), make_run("b", tables=False), out)
@@ -73,6 +75,7 @@ def test_extrapolated_and_unstable_say_so_where_they_are_read(synthetic_report, 
     assert "Green: the fastest stable cell" in text and "tie with the fastest" in text
 
 
+@pytest.mark.slow   # a real browser: make test-slow (CI); the page's content is checked without one in test_report_page
 def test_self_contained_page_has_every_image_inside(make_run, open_in_chromium, tmp_path):
     run = make_run(tables=False)
     page = write_report(run, self_contained=True)

@@ -136,6 +136,7 @@ def test_different_datasets_are_named(make_run):
     assert "warning: repeats differs: A 3, B 5" in text
 
 
+@pytest.mark.slow   # two real runs under a CPU load: make test-slow (CI); the rule itself is tested fast in tests/report/test_stats*
 def test_a_busy_machine_is_not_a_regression(make_run):
     """Issue 22: the same sweep, B measured while other processes had the CPUs: 3x the wall time, the same counts, the
     same CPU time per pass. The machine's, exit 0, with the loads named; the same slowdown in CPU time fails."""
@@ -162,6 +163,7 @@ def test_more_work_fails_whatever_the_load(make_run):
     assert "more work: raw reads" in r.output
 
 
+@pytest.mark.slow   # two real runs under a CPU load: make test-slow (CI); the rule itself is tested fast in tests/report/test_stats*
 def test_the_report_flags_cells_measured_under_contention(make_run):
     from ccp.report import write_report
 

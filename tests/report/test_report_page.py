@@ -126,6 +126,7 @@ def test_notes_for_every_figure(synthetic_report):
             assert page[m.end():].split("<h2", 1)[0].count('class="note"') >= 1, m.group(1)
 
 
+@pytest.mark.slow   # a full report of a real run: make test-slow (CI); the page's parts have fast tests beside it
 def test_no_tables_key_gives_automatic_pivots(make_run):
     run = make_run(tables=False)
     text = text_of(write_report(run).read_text())
@@ -133,6 +134,7 @@ def test_no_tables_key_gives_automatic_pivots(make_run):
     assert "slowest / fastest" in text
 
 
+@pytest.mark.slow   # a full report of a real run: make test-slow (CI); the page's parts have fast tests beside it
 def test_quick_run_without_trace(make_run):
     run = make_run(quick=True, tables=False)
     page = write_report(run).read_text()
@@ -168,6 +170,7 @@ def test_report_twice_drops_stale_figures(make_run):
     assert not (run / "io_trace.png").exists() and "io_trace.png" not in page
 
 
+@pytest.mark.slow   # a full report of a real run: make test-slow (CI); the page's parts have fast tests beside it
 def test_old_run_without_newer_columns(make_run):
     """A run written before the traps and predicted_* columns existed still renders."""
     run = make_run(tables=False)

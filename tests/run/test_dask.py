@@ -23,6 +23,7 @@ IO = ["raw_reads", "raw_read_bytes", "raw_writes", "raw_write_bytes", "meta_read
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::ResourceWarning", "ignore::UserWarning")
+@pytest.mark.slow   # a Dask cluster: make test-slow (CI); tests/run/test_every_runner.py runs the in-process Dask executor fast
 def test_dask_run_matches_local_run(write_sweep, tmp_path):
     sweep = write_sweep(SWEEP)
     quiet = dict(report=False, echo=lambda *a: None)
