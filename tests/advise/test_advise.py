@@ -94,6 +94,7 @@ def _cures(output: str) -> list[tuple[str, float]]:
     return [(what, float(x.replace(",", ""))) for what, x in found]
 
 
+@pytest.mark.slow   # measures: make test-slow (CI)
 def test_no_cure_that_is_not_faster(tmp_path, cli):
     """Issue 10: a cure its own prediction called 186x slower was listed ("0x faster"). With a cache that already
     holds the chunk, a bigger cache is no cure; what is listed must be at least MIN_SPEEDUP faster."""

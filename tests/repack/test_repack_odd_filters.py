@@ -69,7 +69,11 @@ def _outcome(src, dst, dset, spec) -> str:
     return b"".join(chunks).decode()
 
 
-@pytest.mark.parametrize("spec", SPECS, ids=SPECS)
+# the filters HDF5 or a plugin crashed on (and gzip) in make test; every filter in make test-slow (CI)
+FAST_SPECS = {"gzip", "nbit", "blosc", "blosc2", "scaleoffset", "scaleoffset:2"}
+
+
+@pytest.mark.parametrize("spec", [s if s in FAST_SPECS else pytest.param(s, marks=pytest.mark.slow) for s in SPECS], ids=SPECS)
 def test_every_filter_on_odd_types_round_trips_or_is_refused(odd, tmp_path, spec):
     src, datasets = odd
     bad = {}

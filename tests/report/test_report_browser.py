@@ -7,6 +7,8 @@ import pytest
 from ccp.report import write_compare, write_report
 from ccp.report.data import load_cells, prepare
 
+pytestmark = pytest.mark.slow   # a real browser: make test-slow (CI); the page's content is checked without one in test_report_page
+
 
 def check(seen: dict, at_least: int) -> None:
     assert seen["broken"] == [], f"images that did not load: {seen['broken']}"

@@ -9,6 +9,8 @@ import pytest
 from ccp.report import write_report
 from ccp.run import run_sweep
 
+pytestmark = pytest.mark.slow   # reports of real sweeps: make test-slow (CI); the page's parts are tested fast in test_report_page
+
 SWEEP = """
 name: rep
 dataset:

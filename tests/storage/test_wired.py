@@ -68,6 +68,7 @@ def s3_run(tmp_path_factory):
 
 
 @NEEDS_S3
+@pytest.mark.slow   # a whole S3 sweep on the loopback server: make test-slow (CI); GET counts are tested fast in test_counts, a pass's open in test_s3_pass_time_includes_the_file_open_and_pays_every_get
 def test_s3_sweep_runs_end_to_end_with_predicted_gets_equal_to_measured(s3_run):
     run_dir, summary = s3_run
     assert summary.failed == 0
@@ -143,6 +144,7 @@ def test_s3_pass_time_includes_the_file_open_and_pays_every_get(tmp_path):
 
 
 @NEEDS_S3
+@pytest.mark.slow   # a whole S3 sweep on the loopback server: make test-slow (CI); GET counts are tested fast in test_counts, a pass's open in test_s3_pass_time_includes_the_file_open_and_pays_every_get
 def test_s3_requests_table_has_gets_per_request(s3_run):
     run_dir, _ = s3_run
     cells = pd.read_csv(run_dir / "cells.csv")
@@ -169,6 +171,7 @@ def test_s3_run_report_shows_gets_beside_time_and_local_cells(s3_run, cli):
 
 
 @NEEDS_S3
+@pytest.mark.slow   # a whole S3 sweep on the loopback server: make test-slow (CI); GET counts are tested fast in test_counts, a pass's open in test_s3_pass_time_includes_the_file_open_and_pays_every_get
 def test_rerun_resumes_s3_cells(s3_run, tmp_path):
     from ccp.run import run_sweep
 

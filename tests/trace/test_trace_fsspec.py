@@ -68,7 +68,8 @@ def data(tmp_path_factory):
     return path
 
 
-@pytest.mark.parametrize("cache_type,block", [("none", 4096), ("readahead", 65536), ("blockcache", 16384)],
+@pytest.mark.parametrize("cache_type,block", [("none", 4096), pytest.param("readahead", 65536, marks=pytest.mark.slow),
+                                               pytest.param("blockcache", 16384, marks=pytest.mark.slow)],
                          ids=["none", "readahead", "blockcache"])
 def test_an_fsspec_file_is_recorded_with_its_gets_counted(tmp_path, data, cache_type, block):
     prog = tmp_path / "remote_reader.py"
