@@ -214,8 +214,8 @@ def test_thresholds_are_the_ones_the_runner_flags_with():
     assert schema.stability_flags(1, UNSTABLE_SPREAD * 2, SHORT_REQUEST_S) == []
 
 
-# each writes a full report (~20 CPU s): the half scale in make test, the quarter in make test-slow
-@pytest.mark.parametrize("sweep_name, scale", [("synthetic-x0.5", "0.5"),
+# each writes a full report (~20 CPU s): both in make test-slow (CI)
+@pytest.mark.parametrize("sweep_name, scale", [pytest.param("synthetic-x0.5", "0.5", marks=pytest.mark.slow),
                                                pytest.param("synthetic-x0.25", "0.25", marks=pytest.mark.slow)],
                          ids=["half", "quarter"])
 def test_scaled_run_says_so_beside_every_time(tmp_path, sweep_name, scale):

@@ -393,6 +393,7 @@ def test_plan_checks_the_endpoint_and_labels_s3_cells(tmp_path, creds, cli):
 
 
 @NEEDS_S3
+@pytest.mark.slow   # uses the whole S3 sweep (s3_run): make test-slow (CI)
 def test_clean_removes_the_paged_copies(s3_run):
     from ccp.store.workdir import FILE_SPACE, WorkDir
 
