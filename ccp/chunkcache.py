@@ -75,10 +75,6 @@ class ChunkCache:
 
         return f"{format_bytes(self.nbytes)}/{self.nslots}/{self.w0:g}"
 
-    def as_tuple(self) -> tuple[int, int, float]:
-        """``(nbytes, nslots, w0)``."""
-        return self.nbytes, self.nslots, self.w0
-
 
 #: The chunk cache every HDF5 1.x release gives a dataset.
 HDF5_1X = ChunkCache(1024 * 1024, 521, 0.75)

@@ -335,7 +335,3 @@ def sweep_as_dict(sweep: Sweep, dataset_shape=None) -> dict:
     if sweep.raw.get("tables") is not None:
         out["tables"] = sweep.raw["tables"]
     return out
-
-
-def is_nan(x) -> bool:
-    return isinstance(x, float) and math.isnan(x)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import socket
 import statistics
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -502,6 +501,3 @@ def _data_source(job: CellJob):
     f = h5py.File(job.user_file, "r")
     return DatasetReader(f[job.dataset_path], src)
 
-
-def scratch_dir(base: Path | None = None) -> Path:
-    return Path(tempfile.mkdtemp(prefix="ccp-cell-", dir=base))

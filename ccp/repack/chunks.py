@@ -103,11 +103,6 @@ class _SourceReader:
             raise CcpError(f"{self.ds.name}: a decoded chunk has {len(data)} bytes, expected {need}")
         return np.frombuffer(data, dtype=self.dtype).reshape(self.chunks)
 
-    def _decode_place(self, raw, mask, arr, dst_sl, src_sl, keep: bool):
-        chunk = self._decode_chunk(raw, mask)
-        arr[dst_sl] = chunk[src_sl]
-        return chunk if keep else None
-
     def close(self) -> None:
         if self.fd is not None:
             os.close(self.fd)
