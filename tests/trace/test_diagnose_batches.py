@@ -1,17 +1,13 @@
 """``ccp diagnose``'s verdict does not depend on how the trace was read: in one piece or many small batches."""
 
 import json
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
 import pytest
+from traced_program import trace_program
 
 from ccp.trace.check import load_checked
 from ccp.trace.diagnose import diagnose, format_diagnosis
-
-ROOT = Path(__file__).resolve().parents[2]
 
 PROGRAM = textwrap.dedent("""
     import sys, h5py, numpy as np
@@ -37,14 +33,7 @@ PROGRAM = textwrap.dedent("""
 @pytest.fixture(scope="module")
 def traced(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("batches")
-    prog = tmp / "prog.py"
-    prog.write_text(PROGRAM)
-    out = tmp / "trace"
-    r = subprocess.run([sys.executable, "-m", "ccp.cli", "trace", "-o", str(out), "--", sys.executable, str(prog),
-                        str(tmp / "data.h5")], capture_output=True, text=True,
-                       env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=600)
-    assert r.returncode == 0, r.stderr
-    return out
+    return trace_program(tmp, PROGRAM)
 
 
 @pytest.mark.parametrize("batch_rows", [1, 7, 50], ids=["1-row", "7-rows", "50-rows"])

@@ -4,16 +4,13 @@ an internal error or a diagnosis of garbage; and a data file changed since the t
 
 import json
 import shutil
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
+from traced_program import trace_program
 
 PROGRAM = textwrap.dedent("""
     import sys, h5py, numpy as np
@@ -30,14 +27,7 @@ PROGRAM = textwrap.dedent("""
 @pytest.fixture(scope="module")
 def good(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("good")
-    prog = tmp / "prog.py"
-    prog.write_text(PROGRAM)
-    out = tmp / "trace"
-    r = subprocess.run([sys.executable, "-m", "ccp.cli", "trace", "-o", str(out), "--", sys.executable, str(prog),
-                        str(tmp / "data.h5")], capture_output=True, text=True,
-                       env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=600)
-    assert r.returncode == 0, r.stderr
-    return out
+    return trace_program(tmp, PROGRAM)
 
 
 def _header(fn):

@@ -7,6 +7,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from traced_program import trace_program
 
 from ccp.trace.diagnose import diagnose, format_diagnosis
 from ccp.workload.tracefile import load_trace
@@ -35,14 +36,7 @@ WRITER = textwrap.dedent("""
 @pytest.fixture(scope="module")
 def writer(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("writer")
-    prog = tmp / "prog.py"
-    prog.write_text(WRITER)
-    out = tmp / "trace"
-    r = subprocess.run([sys.executable, "-m", "ccp.cli", "trace", "-o", str(out), "--", sys.executable, str(prog),
-                        str(tmp / "data.h5")], capture_output=True, text=True,
-                       env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=600)
-    assert r.returncode == 0, r.stderr
-    return out
+    return trace_program(tmp, WRITER)
 
 
 def _by_name(diag):
