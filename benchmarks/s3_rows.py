@@ -4,14 +4,14 @@
         [--latency 0ms --latency 20ms --latency 80ms] [--cache-type none --cache-type readahead] [--block-size 4MiB]
 
 The file: 60 x 30 x 9 x 717 >f4 (``--scans`` sets the first dimension), chunks 4 x 30 x 9 x 717, gzip 4;
-a copy with paged file-space aggregation (4 MiB pages, ``ccp.storage.layout.cloud_optimized_copy``), read
+a copy with paged file-space aggregation (4 MiB pages, ``ccp.remote.layout.cloud_optimized_copy``), read
 with and without a 16 MiB page buffer. Patterns: ``rows`` (one scan per request, HDF5's default 8 MiB
 chunk cache, so each chunk is read once), ``rows-nocache`` (the same with ``rdcc_nbytes=0``: each row
 reads its whole chunk again), ``chunks`` (one chunk per request). Remote cells go through moto's S3
-server on 127.0.0.1 (``ccp.storage.server``) and s3fs; latency is **emulated** per GET on the client.
+server on 127.0.0.1 (``ccp.remote.server``) and s3fs; latency is **emulated** per GET on the client.
 
 Columns: GETs at open (file + dataset + chunk index), GETs and bytes of the requests (measured and
-predicted by ``ccp.storage.predict``), bytes HDF5 used, median seconds of ``--repeats`` runs of the
+predicted by ``ccp.remote.predict``), bytes HDF5 used, median seconds of ``--repeats`` runs of the
 requests (open excluded) and the part of it spent waiting for GETs. Local cells drop the file from the
 page cache first (posix_fadvise DONTNEED). Results also go to results/s3_rows/<time>.csv.
 """
@@ -30,12 +30,12 @@ import numpy as np
 
 from ccp.chunkcache import ChunkCache
 from ccp.measurement.pagecache import drop_file
-from ccp.storage.cell import read_cell
-from ccp.storage.layout import FileSpace, cloud_optimized_copy, page_buffer_kwargs
-from ccp.storage.network import EmulatedNetwork, parse_latency
-from ccp.storage.predict import dataset_layout, predict_gets, trace_open
-from ccp.storage.s3 import Credentials, FsspecOptions, S3Settings, S3Store
-from ccp.storage.server import S3Server
+from ccp.remote.cell import read_cell
+from ccp.remote.layout import FileSpace, cloud_optimized_copy, page_buffer_kwargs
+from ccp.remote.network import EmulatedNetwork, parse_latency
+from ccp.remote.predict import dataset_layout, predict_gets, trace_open
+from ccp.remote.s3 import Credentials, FsspecOptions, S3Settings, S3Store
+from ccp.remote.server import S3Server
 from ccp.units import format_bytes, parse_size
 
 CHUNK_CACHE = {"rdcc_nbytes": 8 * 2**20, "rdcc_nslots": 8191, "rdcc_w0": 0.75}   # HDF5 2.0's default, stated

@@ -500,7 +500,7 @@ LAZY_COMMANDS = {
     "trace": ("ccp.trace.command", "trace_command"),
     "diagnose": ("ccp.trace.command", "diagnose_command"),
     "from-darshan": ("ccp.trace.command", "from_darshan_command"),
-    "s3": ("ccp.storage.command", "s3_command"),
+    "s3": ("ccp.remote.command", "s3_command"),
     "tune": ("ccp.tune.command", "tune_command"),
 }
 

@@ -35,7 +35,7 @@ FLOORS: dict[str, int] = {
     "ccp.matrix": 3,          # cells from a sweep
     "ccp.repack": 3,          # copy a file into new layouts (a library: layout files and paged copies are made with it)
     "ccp.workload": 4,        # data, request plans, layout files, trace replays
-    "ccp.storage": 4,         # S3 sessions, fsspec files, emulated network, GET predictions
+    "ccp.remote": 4,          # S3 sessions, fsspec files, emulated network, GET predictions
     "ccp.measurement": 5,     # timed passes, I/O log, environment, page cache
     "ccp.predict": 6,         # predictions, calibration, explain
     "ccp.run": 7,             # jobs, executors, run_sweep, plan
@@ -51,7 +51,7 @@ FLOORS: dict[str, int] = {
 SAME_FLOOR_ALLOWED = {("ccp.units", "ccp.errors"), ("ccp.chunkcache", "ccp.units")}
 FLOOR_0 = frozenset({"ccp", "ccp.errors", "ccp.units", "ccp.chunkcache"})
 # Rooms that import less than their floor allows (docs/ARCHITECTURE.md, each room's paragraph): the rooms
-# each may import besides its own. A room not listed here may import every room below it. (storage is not
+# each may import besides its own. A room not listed here may import every room below it. (remote is not
 # listed: its axes' settings are moving into ccp.config, which it will then import.)
 ONLY: dict[str, frozenset[str]] = {
     "ccp.model": frozenset({"ccp.chunkcache"}),      # pure math: only the chunk-cache type, not even errors
@@ -59,7 +59,7 @@ ONLY: dict[str, frozenset[str]] = {
     "ccp.store": FLOOR_0,                            # the report, executors and notebooks read rows the same way
     "ccp.config": FLOOR_0 | {"ccp.hdf5"},            # filter specs; never store, matrix, workload or report
     "ccp.matrix": FLOOR_0 | {"ccp.config", "ccp.hdf5"},   # the dataset description is passed in, not looked up
-    "ccp.repack": FLOOR_0 | {"ccp.hdf5", "ccp.config"},   # a library the workload and storage write files with; config: file-space settings
+    "ccp.repack": FLOOR_0 | {"ccp.hdf5", "ccp.config"},   # a library the workload and remote write files with; config: file-space settings
 }
 
 

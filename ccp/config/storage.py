@@ -1,6 +1,6 @@
 """The object-storage axes of a sweep: parsed, validated, and expanded into per-cell settings.
 
-Pure settings (floor 2: the sweep parser and the matrix use them); :mod:`ccp.storage` acts on them.
+Pure settings (floor 2: the sweep parser and the matrix use them); :mod:`ccp.remote` acts on them.
 
 Names as issue 15 gives them (a sweep and its results read the same everywhere)::
 

@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     from ccp.config.sweep import GenerateSpec
     from ccp.hdf5.dataset import DatasetInfo
     from ccp.matrix.cells import Cell
-    from ccp.storage.cell import CellCounts
-    from ccp.storage.remote import RemoteTarget
+    from ccp.remote.cell import CellCounts
+    from ccp.remote.sweep_cell import RemoteTarget
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """The read pass of a cell whose file is in object storage, and the file-level settings of local passes.
 
 An S3 cell (``cell.storage.remote``) is read with the h5py low-level loop: between requests it snapshots
-the GETs its fsspec file made (:meth:`ccp.storage.remote.RemoteCell.mark`), outside the timed calls, so
+the GETs its fsspec file made (:meth:`ccp.remote.sweep_cell.RemoteCell.mark`), outside the timed calls, so
 each request's GETs, bytes and wait are its own; the native loop cannot stop between requests. Each pass
 opens a new fsspec file, so fsspec's cache is cold every pass (an S3 pass needs no page-cache drop). The
 open phase is timed from before the fsspec open (its HEAD, then HDF5's superblock and root group reads: with
@@ -67,8 +67,8 @@ class RemotePassTiming(PassTiming):
 def remote_read_pass(job, starts, counts, *, traced: bool, log_path=None, progress=None, deadline_ns: int | None = None,
                      reopen_before=(), remote=None):
     """:func:`ccp.measurement.runner.read_pass` for an S3 cell over ``remote`` (a
-    :class:`ccp.storage.remote.RemoteCell`): same PassTiming, with ``http`` the pass's
-    :class:`ccp.storage.cell.CellCounts` (the open, each request, the close) and ``file_open_ns``.
+    :class:`ccp.remote.sweep_cell.RemoteCell`): same PassTiming, with ``http`` the pass's
+    :class:`ccp.remote.cell.CellCounts` (the open, each request, the close) and ``file_open_ns``.
     ``open_ns`` starts before the fsspec file is opened and ``close_ns`` ends after the file is closed."""
     from h5py import h5d
 
@@ -132,10 +132,10 @@ def remote_read_pass(job, starts, counts, *, traced: bool, log_path=None, progre
 
 def http_row_columns(timings, page_buffer_effective) -> tuple[dict, list[str]]:
     """An S3 cell's measured columns and flags from its timed passes: the HTTP counts
-    (:func:`ccp.storage.remote.measured_columns`), and the median over passes of the file open's seconds
+    (:func:`ccp.remote.sweep_cell.measured_columns`), and the median over passes of the file open's seconds
     (``file_open_s``, inside ``open_s``) and of the requests' summed seconds (``requests_s``), so the row
     holds open, requests and close beside the whole pass (``time_s``)."""
-    from ccp.storage.remote import measured_columns
+    from ccp.remote.sweep_cell import measured_columns
 
     cols, flags = measured_columns([t.http for t in timings], page_buffer_effective)
     cols["file_open_s"] = statistics.median(getattr(t, "file_open_ns", 0) for t in timings) / 1e9

@@ -37,7 +37,7 @@ from ccp.measurement.passes import (
     types_of,
 )
 from ccp.measurement.remote import file_fcpl, open_for_read, remote_read_pass
-from ccp.storage.remote import request_columns
+from ccp.remote.sweep_cell import request_columns
 from ccp.store.row import CellRow
 from ccp.store.schema import REQUEST_COLUMNS, SCHEMA_VERSION, contended, stability_flags
 from ccp.units import shape_str

@@ -199,9 +199,9 @@ def predict_job(job: CellJob, calibration: Calibration | None, *, classes: bool 
 
 def predict_http_columns(job: CellJob) -> dict:
     """``predicted_http_*`` of an S3 cell: GETs and bytes from the file's chunk index, the chunk-cache model,
-    the page buffer and fsspec's cache rules (:func:`ccp.storage.remote.predict_http`); None where not modelled."""
-    from ccp.storage.predict import NotModelled
-    from ccp.storage.remote import predict_http, prediction_columns
+    the page buffer and fsspec's cache rules (:func:`ccp.remote.sweep_cell.predict_http`); None where not modelled."""
+    from ccp.remote.predict import NotModelled
+    from ccp.remote.sweep_cell import predict_http, prediction_columns
 
     cell = job.cell
     plan = plan_for(cell.access, job.source.shape)

@@ -30,7 +30,7 @@ def dask_cell(sweep: Sweep, source: DatasetInfo, cell: Cell, work_dir: str, quic
     """Runs on a Dask worker: lay out the file if needed, predict, measure, hand back (row, requests, io)."""
     try:
         if cell.storage.remote:      # the worker's own S3 session (an endpoint it reaches; `s3: local` is refused)
-            from ccp.storage.remote import remote_session
+            from ccp.remote.sweep_cell import remote_session
 
             with remote_session(sweep.storage.s3) as s3:
                 job = job_for(cell, sweep, source, Path(work_dir), quick, s3)

@@ -38,7 +38,7 @@ from ccp.store.row import CellRow
 from ccp.units import format_seconds
 
 if TYPE_CHECKING:
-    from ccp.storage.remote import RemoteSession
+    from ccp.remote.sweep_cell import RemoteSession
 
 FAULT_ENV = "CCP_FAULT_INJECT"   # tests: "CELL_ID:segv|memory|hang|fill-disk" makes that cell's worker misbehave
 

@@ -23,7 +23,7 @@ from ccp.store.workdir import FILE_SPACE, WorkDir
 from ccp.workload.files import ensure_layout_file, layout_path
 
 if TYPE_CHECKING:
-    from ccp.storage.remote import RemoteSession
+    from ccp.remote.sweep_cell import RemoteSession
 
 
 def job_for(cell: Cell, sweep: Sweep, source: DatasetInfo, work_dir: Path, quick: bool,
@@ -32,7 +32,7 @@ def job_for(cell: Cell, sweep: Sweep, source: DatasetInfo, work_dir: Path, quick
 
     A read cell with a ``file_space`` reads a copy of its file with that strategy (made once in the work
     folder); an S3 cell's file is uploaded once through ``s3`` (the sweep's
-    :class:`ccp.storage.remote.RemoteSession`) and has no traced pass: its I/O counts are its GETs."""
+    :class:`ccp.remote.sweep_cell.RemoteSession`) and has no traced pass: its I/O counts are its GETs."""
     repack_s = float("nan")
     if cell.access.op in ("write", "copy"):     # each pass writes a new file of about the dataset's size
         logical = int(np.prod(source.shape, dtype=np.int64)) * np.dtype(source.dtype).itemsize
@@ -54,7 +54,7 @@ def job_for(cell: Cell, sweep: Sweep, source: DatasetInfo, work_dir: Path, quick
     remote = None
     dataset_path = sweep.dataset.path
     if cell.access.op == "read" and cell.storage.file_space is not None:
-        from ccp.storage.remote import file_space_variant
+        from ccp.remote.sweep_cell import file_space_variant
 
         if cell.from_source:         # the user's dataset itself, links resolved, in the copy
             dataset_path = source.path or dataset_path

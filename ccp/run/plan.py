@@ -60,7 +60,7 @@ def plan_sweep(sweep_path, work_dir: Path | None = None, prepared=None) -> list[
     sweep, source, cells = prepared if prepared is not None else prepare(sweep_path)
     s3 = sweep.storage.s3 if any(c.storage.remote for c in cells) else None
     if s3 is not None and not s3.local:      # an endpoint that cannot be used: the run's one line, before any work
-        from ccp.storage.remote import preflight
+        from ccp.remote.sweep_cell import preflight
 
         preflight(s3)
     cal = calibrate([c.filters for c in cells], source.dtype, sweep.dataset.generate.data if sweep.dataset.generate else "normal",

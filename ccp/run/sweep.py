@@ -107,7 +107,7 @@ def run_sweep(sweep_path, *, out: Path | None = None, quick: bool = False, resul
     if s3 is not None and s3.local and runner.name == "dask":
         raise ConfigError("s3", "'local' is a loopback server on this machine: Dask workers cannot reach it; "
                                 "give {endpoint: URL, bucket: NAME}")
-    from ccp.storage.remote import remote_session
+    from ccp.remote.sweep_cell import remote_session
 
     # the preflight: an unreachable endpoint, a missing bucket or rejected credentials is one line before any cell
     # runs and before the run folder is locked; `s3: local` starts the loopback server for the run

@@ -115,7 +115,7 @@ CELL_COLUMNS = [
     # open_s and close_s, the file's open and close), the first timed pass's counts (flag http-counts-vary)
     "http_gets",          # HTTP GETs
     "http_bytes",         # bytes fetched by those GETs
-    "predicted_http_gets", "predicted_http_bytes",   # ccp.storage.predict: chunk index + fsspec's cache rules
+    "predicted_http_gets", "predicted_http_bytes",   # ccp.remote.predict: chunk index + fsspec's cache rules
     "network",            # "none" or "emulated: 20ms per GET, unlimited": the emulated network the GETs saw
     "http_open_gets",     # GETs of the file and dataset open (chunk index loaded)
     "predicted_http_open_gets",

@@ -5,7 +5,7 @@ each read HDF5 made through it and each GET fsspec's cache made. Here:
 
 * GETs are counted per dataset call (a GET belongs to the call whose time span holds it, same process)
   and apart from any call (the file's open and metadata).
-* The reads are replayed through fsspec's cache rules (:func:`ccp.storage.fsspec_model.simulate_fsspec`)
+* The reads are replayed through fsspec's cache rules (:func:`ccp.remote.fsspec_model.simulate_fsspec`)
   for the recorded setting (the model's GETs are shown beside the counted ones) and for other cache types
   and block sizes.
 * A setting's time is the calls' measured time with their GETs' measured cost replaced by the cost of the
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ccp.storage.fsspec_model import FsspecCacheModel, ReadCost
+from ccp.remote.fsspec_model import FsspecCacheModel, ReadCost
 from ccp.units import format_bytes, format_seconds
 from ccp.workload.tracefile import Trace
 

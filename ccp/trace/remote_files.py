@@ -7,10 +7,10 @@ object, nowhere else:
 
 * ``file.read``: each read HDF5 makes through the object (offset, size) as an ``fsspec_read`` event;
   ``readinto`` goes through it. ``ccp diagnose`` replays these through fsspec's cache rules
-  (:mod:`ccp.storage.fsspec_model`) for other block sizes and cache types.
+  (:mod:`ccp.remote.fsspec_model`) for other block sizes and cache types.
 * ``file.cache.fetcher``: each byte range fsspec's cache fetches, one GET for s3fs, http and gcsfs, as
   a ``get`` event (start, size, bytes received, time on the wire). An empty range sends no request and
-  is not counted (as ``ccp.storage.network`` counts them).
+  is not counted (as ``ccp.remote.network`` counts them).
 
 Events carry the URL as their file and ``t0_ns``/``wall_s``: a GET belongs to the dataset call whose
 time span holds it (same process), which is how ``ccp diagnose`` counts GETs per call.

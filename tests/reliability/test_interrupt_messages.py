@@ -29,7 +29,7 @@ CASES = [
     ("plan", ["plan", "{sweep}", "--work", "{tmp}/w"], "ccp.run.prepare", "nothing was written but the work folder's"),
     ("from-darshan", ["from-darshan", "{tmp}/job.darshan", "-o", "{tmp}/s.yaml"], "ccp.trace.darshan.darshan_to_sweep",
      "the sweep file is written whole or not at all"),
-    ("s3-cloud-copy", ["s3", "cloud-copy", "{sweep}", "{tmp}/o.h5"], "ccp.storage.layout.cloud_optimized_copy",
+    ("s3-cloud-copy", ["s3", "cloud-copy", "{sweep}", "{tmp}/o.h5"], "ccp.remote.layout.cloud_optimized_copy",
      "written whole or not at all"),
 ]
 

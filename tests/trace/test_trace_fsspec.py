@@ -117,7 +117,7 @@ def test_many_small_gets_get_an_fsspec_cure(tmp_path, data):
 S3_PROGRAM = '''
 import sys
 import h5py, s3fs
-from ccp.storage.network import instrument
+from ccp.remote.network import instrument
 
 endpoint, key, secret, region, obj = sys.argv[1:6]
 fs = s3fs.S3FileSystem(key=key, secret=secret, client_kwargs={"endpoint_url": endpoint, "region_name": region},
@@ -135,8 +135,8 @@ print("gets:", log.http_gets)
 @pytest.mark.skipif(any(__import__("importlib").util.find_spec(m) is None for m in ("moto", "s3fs", "flask")),
                     reason="needs the s3 extra (moto[server], s3fs)")
 def test_an_s3fs_file_on_a_loopback_s3_server_is_recorded_as_its_url(tmp_path, data):
-    from ccp.storage.s3 import Credentials, S3Settings, S3Store
-    from ccp.storage.server import S3Server
+    from ccp.remote.s3 import Credentials, S3Settings, S3Store
+    from ccp.remote.server import S3Server
 
     prog = tmp_path / "s3_reader.py"
     prog.write_text(S3_PROGRAM)

@@ -1,7 +1,7 @@
 """One read cell over a file object, with per-request accounting: GETs, bytes fetched and used, time waiting.
 
 The sweep's runner, the benchmark and the tests share this loop. Between requests it reads the
-:class:`~ccp.storage.network.RequestLog` (no work inside the timed call beyond the counting wrapper).
+:class:`~ccp.remote.network.RequestLog` (no work inside the timed call beyond the counting wrapper).
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from ccp.storage.network import RequestLog, TracedFile
-from ccp.storage.predict import open_dataset_for_reading
+from ccp.remote.network import RequestLog, TracedFile
+from ccp.remote.predict import open_dataset_for_reading
 
 
 @dataclass(frozen=True)

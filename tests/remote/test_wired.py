@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from ccp.store.schema import CELL_COLUMNS, REQUEST_COLUMNS, SCHEMA_VERSION
-from tests.storage.conftest import NEEDS_S3
+from tests.remote.conftest import NEEDS_S3
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
@@ -250,7 +250,7 @@ def _refused_before_any_cell(cli, tmp_path, sweep, *words, extra=()):
 
 @NEEDS_S3
 def test_unreachable_endpoint_exits_2_before_any_cell(tmp_path, creds, cli):
-    from ccp.storage.server import free_port
+    from ccp.remote.server import free_port
 
     url = f"http://127.0.0.1:{free_port()}"
     _refused_before_any_cell(cli, tmp_path, _s3_sweep(tmp_path, {"endpoint": url, "bucket": "b"}), "s3.endpoint", url)
@@ -265,7 +265,7 @@ def test_missing_bucket_exits_2_before_any_cell(tmp_path, s3, creds, cli):
 
 @NEEDS_S3
 def test_wrong_credentials_exit_2_before_any_cell(tmp_path, monkeypatch, cli):
-    from ccp.storage.server import S3Server
+    from ccp.remote.server import S3Server
 
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAWRONGWRONGWRONG1")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong")
@@ -382,7 +382,7 @@ def test_repack_bad_fs_options_are_one_line(tmp_path, args, where, cli):
 
 @NEEDS_S3
 def test_plan_checks_the_endpoint_and_labels_s3_cells(tmp_path, creds, cli):
-    from ccp.storage.server import free_port
+    from ccp.remote.server import free_port
 
     url = f"http://127.0.0.1:{free_port()}"
     result = cli("plan", str(_s3_sweep(tmp_path, {"endpoint": url, "bucket": "b"})))

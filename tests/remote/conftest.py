@@ -19,8 +19,8 @@ CHUNKS = (4, 30, 9, 7)
 @pytest.fixture(scope="module")
 def s3():
     """(endpoint, store) of a fresh moto server on 127.0.0.1 with the bucket made."""
-    from ccp.storage.s3 import Credentials, S3Settings, S3Store
-    from ccp.storage.server import S3Server
+    from ccp.remote.s3 import Credentials, S3Settings, S3Store
+    from ccp.remote.server import S3Server
 
     with S3Server() as ep:
         store = S3Store(S3Settings(ep.url, "ccp-test"), Credentials(ep.access_key, ep.secret_key, ep.region))
@@ -41,7 +41,7 @@ def layouts(tmp_path_factory):
     """{name: path}: chunked gzip, contiguous, chunked gzip in a paged file (small pages)."""
     import h5py
 
-    from ccp.storage.layout import FileSpace, create_file
+    from ccp.remote.layout import FileSpace, create_file
 
     d = tmp_path_factory.mktemp("layouts")
     data = cris_like()

@@ -9,7 +9,7 @@ import h5py
 import numpy as np
 import pytest
 
-from tests.storage.conftest import NEEDS_S3, SHAPE, cris_like
+from tests.remote.conftest import NEEDS_S3, SHAPE, cris_like
 
 pytestmark = NEEDS_S3
 
@@ -22,9 +22,9 @@ CACHES = {"big": dict(rdcc_nbytes=1 << 20, rdcc_nslots=521, rdcc_w0=0.75),
 
 def _cell(store, path, key, cache_type, block_size, requests, h5kw, page_buffer=0):
     from ccp.chunkcache import ChunkCache
-    from ccp.storage.cell import read_cell
-    from ccp.storage.predict import dataset_layout, predict_gets, trace_open
-    from ccp.storage.s3 import FsspecOptions
+    from ccp.remote.cell import read_cell
+    from ccp.remote.predict import dataset_layout, predict_gets, trace_open
+    from ccp.remote.s3 import FsspecOptions
 
     kw = dict(h5kw, **({"page_buf_size": page_buffer} if page_buffer else {}))
     remote = store.open(key, FsspecOptions(cache_type, block_size))
@@ -71,7 +71,7 @@ def test_page_buffer_prediction(s3, layouts, cache_type):
 
 def test_remote_values_equal_local(s3, layouts):
     _, store = s3
-    from ccp.storage.s3 import FsspecOptions
+    from ccp.remote.s3 import FsspecOptions
 
     for name, path in layouts.items():
         key = store.upload(path, f"test-{name}").key
@@ -91,8 +91,8 @@ def test_upload_once_per_layout(s3, layouts):
 
 
 def test_latency_emulation_adds_n_times_latency(s3, layouts):
-    from ccp.storage.network import EmulatedNetwork
-    from ccp.storage.s3 import FsspecOptions
+    from ccp.remote.network import EmulatedNetwork
+    from ccp.remote.s3 import FsspecOptions
 
     _, store = s3
     key = store.upload(layouts["gzip"], "test-gzip").key
@@ -110,7 +110,7 @@ def test_latency_emulation_adds_n_times_latency(s3, layouts):
 
 
 def test_bandwidth_emulation_is_per_byte():
-    from ccp.storage.network import EmulatedNetwork, parse_bandwidth, parse_latency
+    from ccp.remote.network import EmulatedNetwork, parse_bandwidth, parse_latency
 
     net = EmulatedNetwork(parse_latency("20ms"), parse_bandwidth("100MB/s"))
     assert net.delay(1_000_000) == pytest.approx(0.02 + 0.01)
@@ -121,7 +121,7 @@ def test_bandwidth_emulation_is_per_byte():
 @pytest.mark.parametrize("bad", ["fast", "-3ms", "20 parsecs"])
 def test_latency_errors(bad):
     from ccp.errors import ConfigError
-    from ccp.storage.network import parse_latency
+    from ccp.remote.network import parse_latency
 
     with pytest.raises(ConfigError, match="^latency: "):
         parse_latency(bad)
@@ -133,7 +133,7 @@ def test_latency_errors(bad):
 ], ids=["cache-type", "block-size", "typo", "zero"])
 def test_fsspec_errors(value, where):
     from ccp.errors import ConfigError
-    from ccp.storage.s3 import parse_fsspec
+    from ccp.remote.s3 import parse_fsspec
 
     with pytest.raises(ConfigError) as info:
         parse_fsspec(value)
@@ -142,9 +142,9 @@ def test_fsspec_errors(value, where):
 
 def test_session_local_starts_checks_and_reads(layouts):
     """``s3: local`` in a sweep: server up, bucket made and checked, a cell's columns measured == predicted."""
-    from ccp.storage.axes import StorageSetting
-    from ccp.storage.remote import open_dataset, remote_session, result_columns
-    from ccp.storage.s3 import FsspecOptions, S3Error, S3Settings, check_endpoint, parse_s3
+    from ccp.remote.axes import StorageSetting
+    from ccp.remote.s3 import FsspecOptions, S3Error, S3Settings, check_endpoint, parse_s3
+    from ccp.remote.sweep_cell import open_dataset, remote_session, result_columns
 
     class Cache:
         nbytes, nslots, w0 = 1 << 20, 521, 0.75
@@ -169,7 +169,7 @@ def test_low_level_open_counts_like_h5py_file(s3, layouts):
     """The runner's loop opens with h5f.open and a fapl: the same GETs as h5py.File over the object."""
     from h5py import h5d, h5f, h5p, h5s
 
-    from ccp.storage.s3 import FsspecOptions
+    from ccp.remote.s3 import FsspecOptions
 
     _, store = s3
     key = store.upload(layouts["paged"], "test-paged").key

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.storage.conftest import NEEDS_S3
+from tests.remote.conftest import NEEDS_S3
 
 pytestmark = NEEDS_S3
 
@@ -39,7 +39,7 @@ def _netcdf(path):
     pytest.importorskip("netCDF4")
     import h5py
 
-    from ccp.storage.product import write_netcdf_product
+    from ccp.remote.product import write_netcdf_product
 
     write_netcdf_product(path, NC_SHAPE, chunk_time=4)
     with h5py.File(path, "r") as f:
@@ -50,8 +50,8 @@ def _netcdf(path):
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     """{name: (path, dataset, data)}: each file plain and as a paged copy (8 KiB pages)."""
-    from ccp.storage.layout import FileSpace
-    from ccp.storage.remote import file_space_variant
+    from ccp.remote.layout import FileSpace
+    from ccp.remote.sweep_cell import file_space_variant
 
     d = tmp_path_factory.mktemp("remote")
     out = {}
@@ -73,7 +73,7 @@ def _runner_pass(remote, dataset, requests, cache, dtype):
     """What the runner's read pass does, with the remote calls it will make (marks outside the reads)."""
     from h5py import h5s
 
-    from ccp.storage.remote import open_dataset
+    from ccp.remote.sweep_cell import open_dataset
 
     fid = remote.open_file()
     out = []
@@ -113,9 +113,9 @@ def _http_cases() -> list:
 
 @pytest.mark.parametrize(("cache_type", "block_size", "name", "page_buffer", "pattern"), _http_cases())
 def test_predicted_http_equals_measured(s3, files, name, page_buffer, pattern, cache_type, block_size):
-    from ccp.storage.axes import StorageSetting
-    from ccp.storage.remote import RemoteSession, result_columns
-    from ccp.storage.s3 import FsspecOptions
+    from ccp.remote.axes import StorageSetting
+    from ccp.remote.s3 import FsspecOptions
+    from ccp.remote.sweep_cell import RemoteSession, result_columns
 
     _, store = s3
     path, dataset, data = files[f"{name}-paged" if page_buffer else name]
@@ -143,7 +143,7 @@ def test_predicted_http_equals_measured(s3, files, name, page_buffer, pattern, c
 
 
 def test_upload_once_per_layout_file(s3, files, monkeypatch):
-    from ccp.storage.remote import RemoteSession
+    from ccp.remote.sweep_cell import RemoteSession
 
     _, store = s3
     session = RemoteSession(store)
@@ -160,7 +160,7 @@ def test_upload_once_per_layout_file(s3, files, monkeypatch):
 def test_two_files_of_one_name_are_two_objects(s3, files, tmp_path):
     import shutil
 
-    from ccp.storage.remote import RemoteSession
+    from ccp.remote.sweep_cell import RemoteSession
 
     _, store = s3
     session = RemoteSession(store)
@@ -174,9 +174,9 @@ def test_two_files_of_one_name_are_two_objects(s3, files, tmp_path):
 def test_page_buffer_on_unpaged_file_is_refused(s3, files):
     """HDF5 2.0 opens a file that is not paged with a page buffer and drops it: the cell must not run so."""
     from ccp.errors import CcpError
-    from ccp.storage.axes import StorageSetting
-    from ccp.storage.remote import RemoteSession
-    from ccp.storage.s3 import FsspecOptions
+    from ccp.remote.axes import StorageSetting
+    from ccp.remote.s3 import FsspecOptions
+    from ccp.remote.sweep_cell import RemoteSession
 
     _, store = s3
     path, dataset, _ = files["cris"]
@@ -189,9 +189,9 @@ def test_page_buffer_on_unpaged_file_is_refused(s3, files):
 
 
 def test_emulated_wait_is_recorded_per_request(s3, files):
-    from ccp.storage.axes import StorageSetting
-    from ccp.storage.remote import RemoteSession, request_columns
-    from ccp.storage.s3 import FsspecOptions
+    from ccp.remote.axes import StorageSetting
+    from ccp.remote.s3 import FsspecOptions
+    from ccp.remote.sweep_cell import RemoteSession, request_columns
 
     _, store = s3
     path, dataset, data = files["cris"]
@@ -207,8 +207,8 @@ def test_emulated_wait_is_recorded_per_request(s3, files):
 def test_file_space_variant_is_made_once_and_paged(files, tmp_path):
     import h5py
 
-    from ccp.storage.layout import FileSpace, file_page_size
-    from ccp.storage.remote import file_space_variant
+    from ccp.remote.layout import FileSpace, file_page_size
+    from ccp.remote.sweep_cell import file_space_variant
 
     path = files["netcdf"][0]
     out = file_space_variant(path, FileSpace(page_size=16384), tmp_path)
@@ -222,8 +222,8 @@ def test_file_space_variant_is_made_once_and_paged(files, tmp_path):
 
 
 def test_measured_columns_flag_passes_that_differ():
-    from ccp.storage.cell import CellCounts, RequestCount
-    from ccp.storage.remote import measured_columns
+    from ccp.remote.cell import CellCounts, RequestCount
+    from ccp.remote.sweep_cell import measured_columns
 
     def counts(gets, wait):
         return CellCounts(RequestCount(2, 100, 80, wait, 0.1), (RequestCount(gets, 1000, 900, wait, 0.2),), "none")
@@ -249,9 +249,9 @@ def test_target_runs_in_a_forked_worker(s3, files):
     and the worker's GETs equal the prediction after the parent has used its own client."""
     import multiprocessing
 
-    from ccp.storage.axes import StorageSetting
-    from ccp.storage.remote import RemoteSession
-    from ccp.storage.s3 import FsspecOptions
+    from ccp.remote.axes import StorageSetting
+    from ccp.remote.s3 import FsspecOptions
+    from ccp.remote.sweep_cell import RemoteSession
 
     _, store = s3
     path, dataset, data = files["netcdf"]

@@ -1,4 +1,4 @@
-"""The S3 configs parse (storage axes by ccp.storage.axes, the rest by the sweep parser) and expand as
+"""The S3 configs parse (storage axes by ccp.remote.axes, the rest by the sweep parser) and expand as
 documented in their comments; every other config gets the one default storage setting (cell ids kept)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from ccp.config.sweep import parse_sweep
-from ccp.storage.axes import StorageSetting, split_sweep, storage_cells
+from ccp.remote.axes import StorageSetting, split_sweep, storage_cells
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.storage.conftest import NEEDS_S3
+from tests.remote.conftest import NEEDS_S3
 
 pytestmark = NEEDS_S3
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,7 +24,7 @@ def _listening(port: int) -> bool:
 
 
 def test_context_manager_starts_and_stops():
-    from ccp.storage.server import S3Server
+    from ccp.remote.server import S3Server
 
     server = S3Server()
     with server as ep:
@@ -38,7 +38,7 @@ def test_context_manager_starts_and_stops():
 
 def test_busy_port_is_one_line():
     from ccp.errors import CcpError
-    from ccp.storage.server import S3Server
+    from ccp.remote.server import S3Server
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -50,7 +50,7 @@ def test_busy_port_is_one_line():
 
 
 def test_serve_command_runs_until_interrupted():
-    from ccp.storage.server import free_port
+    from ccp.remote.server import free_port
 
     port = free_port()
     env = dict(os.environ, PYTHONPATH=str(ROOT))
@@ -88,7 +88,7 @@ def _one_line_exit_2(res, *words):
 
 
 def test_unreachable_endpoint(cli):
-    from ccp.storage.server import free_port
+    from ccp.remote.server import free_port
 
     url = f"http://127.0.0.1:{free_port()}"
     _one_line_exit_2(_check(cli, url, "ccp-test"), "cannot reach", url)
@@ -107,7 +107,7 @@ def test_existing_bucket_passes(s3, cli):
 
 
 def test_wrong_credentials(cli):
-    from ccp.storage.server import S3Server
+    from ccp.remote.server import S3Server
 
     with S3Server(auth=True) as ep:       # moto with IAM checks on: no key is known
         res = _check(cli, ep.url, "ccp-test", {"AWS_ACCESS_KEY_ID": "AKIAWRONGWRONGWRONG1"})
@@ -122,7 +122,7 @@ def test_wrong_credentials(cli):
 ], ids=["scheme", "no-bucket", "typo", "not-a-mapping"])
 def test_parse_s3_errors(value, where):
     from ccp.errors import ConfigError
-    from ccp.storage.s3 import parse_s3
+    from ccp.remote.s3 import parse_s3
 
     with pytest.raises(ConfigError) as info:
         parse_s3(value)
@@ -142,7 +142,7 @@ def test_serve_leaves_no_server_behind(sig):
     """SIGTERM stops ``ccp s3 serve`` cleanly; even SIGKILL takes its moto child down (no orphan)."""
     import time
 
-    from ccp.storage.server import free_port
+    from ccp.remote.server import free_port
 
     port = free_port()
     env = dict(os.environ, PYTHONPATH=str(ROOT))

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ccp.storage.fsspec_model import ReadCost, simulate_fsspec
+from ccp.remote.fsspec_model import ReadCost, simulate_fsspec
 
 fsspec_caching = pytest.importorskip("fsspec.caching", reason="fsspec is not installed")
 

@@ -1,6 +1,6 @@
 """A multi-dataset netCDF-4 product written by the netCDF4 library (Unidata's), for the S3 sweeps and tests.
 
-    python -m ccp.storage.product results/s3/product.nc [--time 120]
+    python -m ccp.remote.product results/s3/product.nc [--time 120]
 
 Like a gridded Level-3 / model-output granule: coordinates ``time`` (unlimited), ``lat``, ``lon``;
 three deflated float32 variables ``pr``, ``tas``, ``huss`` of (time, lat, lon) with CF attributes,

@@ -1,13 +1,13 @@
 """The S3 session around all cells of a sweep: the loopback server for ``s3: local``, the checks before any cell.
 
-:func:`ccp.storage.remote.remote_session` wraps this for the runner (uploads once per layout, remote cells).
+:func:`ccp.remote.sweep_cell.remote_session` wraps this for the runner (uploads once per layout, remote cells).
 """
 
 from __future__ import annotations
 
 from contextlib import contextmanager
 
-from ccp.storage.s3 import Credentials, S3Settings, S3Store, check_endpoint
+from ccp.remote.s3 import Credentials, S3Settings, S3Store, check_endpoint
 
 
 @contextmanager
@@ -15,7 +15,7 @@ def s3_session(settings: S3Settings):
     """The store every S3 cell uses: ``local`` starts moto on loopback and makes the bucket; then the
     endpoint, bucket and credentials are checked (one line, exit 2, before any cell runs)."""
     if settings.local:
-        from ccp.storage.server import S3Server
+        from ccp.remote.server import S3Server
 
         with S3Server() as ep:
             local = S3Settings(ep.url, settings.bucket, settings.prefix)

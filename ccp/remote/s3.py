@@ -1,6 +1,6 @@
 """The ``s3:`` setting, endpoint checks, uploads and remote files for h5py.
 
-``s3: local`` starts moto's server on loopback (:mod:`ccp.storage.server`); ``s3: {endpoint: URL,
+``s3: local`` starts moto's server on loopback (:mod:`ccp.remote.server`); ``s3: {endpoint: URL,
 bucket: NAME}`` uses an existing endpoint, with credentials from the usual environment
 (``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY`` / ``AWS_PROFILE`` ...). :func:`check_endpoint`
 turns an unreachable endpoint, a missing bucket or rejected credentials into one line (exit 2)
@@ -27,7 +27,7 @@ from ccp.config.storage import (
     parse_s3,
 )
 from ccp.errors import CcpError
-from ccp.storage.network import RequestLog, TracedFile, instrument
+from ccp.remote.network import RequestLog, TracedFile, instrument
 
 CONNECT_TIMEOUT_S = 5.0
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ccp.errors import ConfigError
-from ccp.storage.axes import (
+from ccp.remote.axes import (
     StorageAxes,
     StorageSetting,
     parse_storage_axes,
@@ -13,8 +13,8 @@ from ccp.storage.axes import (
     size_label,
     storage_cells,
 )
-from ccp.storage.layout import FileSpace
-from ccp.storage.s3 import FsspecOptions
+from ccp.remote.layout import FileSpace
+from ccp.remote.s3 import FsspecOptions
 
 ISSUE_MATRIX = {          # the names of issue 15, as a user writes them
     "storage": ["local", "s3"],
@@ -133,7 +133,7 @@ def test_duplicates_collapse():
 
 
 def test_exclude_rules_on_storage_axes():
-    from ccp.storage.axes import matches_storage, parse_storage_exclude
+    from ccp.remote.axes import matches_storage, parse_storage_exclude
 
     rule = parse_storage_exclude({"storage": "s3", "latency": "20ms", "chunks": [1, 2]}, "exclude[0]")
     assert rule == {"storage": "s3", "latency": 0.02}
@@ -232,7 +232,7 @@ def test_every_range_end_check_accepts_runs_a_tiny_cell(tmp_path, name, remote, 
 
     import yaml
 
-    from tests.storage.conftest import NEEDS_S3
+    from tests.remote.conftest import NEEDS_S3
 
     if remote and NEEDS_S3.args[0]:
         pytest.skip(NEEDS_S3.kwargs["reason"])

@@ -50,8 +50,8 @@ def serve_command(port, bucket):
     import signal
 
     from ccp.errors import say_on_interrupt
-    from ccp.storage.s3 import Credentials, S3Settings, S3Store
-    from ccp.storage.server import S3Server
+    from ccp.remote.s3 import Credentials, S3Settings, S3Store
+    from ccp.remote.server import S3Server
 
     say_on_interrupt("the S3 server is stopped; its buckets lived in its memory and are gone")
 
@@ -87,7 +87,7 @@ def serve_command(port, bucket):
 def check_command(endpoint, bucket):
     """Check that an S3 endpoint answers, accepts the credentials and has the bucket."""
     from ccp.errors import say_on_interrupt
-    from ccp.storage.s3 import check_endpoint, parse_s3
+    from ccp.remote.s3 import check_endpoint, parse_s3
 
     say_on_interrupt("nothing was written (check only asks the endpoint)")
     settings = parse_s3({"endpoint": endpoint, "bucket": bucket})
@@ -102,7 +102,7 @@ def check_command(endpoint, bucket):
 def cloud_copy_command(infile, outfile, page_size):
     """Copy IN to OUT with paged file-space aggregation (a cloud-optimized copy)."""
     from ccp.errors import say_on_interrupt
-    from ccp.storage.layout import cloud_optimized_copy, parse_file_space
+    from ccp.remote.layout import cloud_optimized_copy, parse_file_space
     from ccp.units import format_bytes
 
     say_on_interrupt(f"{outfile} is written whole or not at all (a temporary file renamed when done); {infile} is unchanged")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.storage.conftest import NEEDS_S3
+from tests.remote.conftest import NEEDS_S3
 
 pytestmark = NEEDS_S3
 
@@ -21,9 +21,9 @@ def _one_line(exc_info, *words):
 
 def test_unreachable_endpoint(creds):
     from ccp.errors import CcpError
-    from ccp.storage.remote import preflight
-    from ccp.storage.s3 import parse_s3
-    from ccp.storage.server import free_port
+    from ccp.remote.s3 import parse_s3
+    from ccp.remote.server import free_port
+    from ccp.remote.sweep_cell import preflight
 
     url = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(CcpError) as info:
@@ -33,8 +33,8 @@ def test_unreachable_endpoint(creds):
 
 def test_missing_bucket(s3, creds):
     from ccp.errors import CcpError
-    from ccp.storage.remote import preflight
-    from ccp.storage.s3 import parse_s3
+    from ccp.remote.s3 import parse_s3
+    from ccp.remote.sweep_cell import preflight
 
     ep, _ = s3
     with pytest.raises(CcpError) as info:
@@ -44,9 +44,9 @@ def test_missing_bucket(s3, creds):
 
 def test_wrong_credentials(monkeypatch):
     from ccp.errors import CcpError
-    from ccp.storage.remote import preflight
-    from ccp.storage.s3 import parse_s3
-    from ccp.storage.server import S3Server
+    from ccp.remote.s3 import parse_s3
+    from ccp.remote.server import S3Server
+    from ccp.remote.sweep_cell import preflight
 
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAWRONGWRONGWRONG1")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong")
@@ -57,8 +57,8 @@ def test_wrong_credentials(monkeypatch):
 
 def test_missing_credentials(s3, monkeypatch, tmp_path):
     from ccp.errors import CcpError
-    from ccp.storage.remote import preflight
-    from ccp.storage.s3 import parse_s3
+    from ccp.remote.s3 import parse_s3
+    from ccp.remote.sweep_cell import preflight
 
     ep, store = s3
     for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
@@ -72,8 +72,8 @@ def test_missing_credentials(s3, monkeypatch, tmp_path):
 
 
 def test_good_endpoint_yields_a_session(s3, creds):
-    from ccp.storage.remote import RemoteSession, remote_session
-    from ccp.storage.s3 import parse_s3
+    from ccp.remote.s3 import parse_s3
+    from ccp.remote.sweep_cell import RemoteSession, remote_session
 
     ep, store = s3
     with remote_session(parse_s3({"endpoint": ep.url, "bucket": store.settings.bucket})) as session:
@@ -81,15 +81,15 @@ def test_good_endpoint_yields_a_session(s3, creds):
 
 
 def test_no_s3_cells_start_nothing():
-    from ccp.storage.remote import remote_session
+    from ccp.remote.sweep_cell import remote_session
 
     with remote_session(None) as session:
         assert session is None
 
 
 def test_local_server_lives_for_the_session_only():
-    from ccp.storage.remote import remote_session
-    from ccp.storage.s3 import S3Settings, check_endpoint, parse_s3
+    from ccp.remote.s3 import S3Settings, check_endpoint, parse_s3
+    from ccp.remote.sweep_cell import remote_session
 
     with remote_session(parse_s3("local")) as session:
         url = session.store.settings.endpoint

@@ -31,12 +31,12 @@ from pathlib import Path
 from ccp.config.storage import EmulatedNetwork, FsspecOptions
 from ccp.errors import CcpError
 from ccp.hdf5 import plists
-from ccp.storage.axes import StorageSetting, check_effective_page_buffer
-from ccp.storage.cell import CellCounts, RequestCount
-from ccp.storage.layout import FileSpace, cloud_optimized_copy, file_page_size
-from ccp.storage.network import TracedFile
-from ccp.storage.predict import NotModelled, Prediction, dataset_layout, predict_gets
-from ccp.storage.s3 import Credentials, RemoteFile, S3Settings, S3Store
+from ccp.remote.axes import StorageSetting, check_effective_page_buffer
+from ccp.remote.cell import CellCounts, RequestCount
+from ccp.remote.layout import FileSpace, cloud_optimized_copy, file_page_size
+from ccp.remote.network import TracedFile
+from ccp.remote.predict import NotModelled, Prediction, dataset_layout, predict_gets
+from ccp.remote.s3 import Credentials, RemoteFile, S3Settings, S3Store
 
 
 def s3_options(setting: StorageSetting) -> tuple[FsspecOptions, EmulatedNetwork]:
@@ -56,7 +56,7 @@ def file_space_variant(work_file, file_space: FileSpace | None, out_dir) -> Path
     work_file = Path(work_file)
     if file_space is None:
         return work_file
-    from ccp.storage.axes import file_space_label
+    from ccp.remote.axes import file_space_label
 
     tag = file_space_label(file_space).replace("/", "-")
     where = hashlib.sha1(str(work_file.resolve()).encode()).hexdigest()[:8]
@@ -281,7 +281,7 @@ class RemoteSession:
         if ident not in self._uploaded:
             # a work file's name is its layout key (ccp.workload.files.layout_path); the content hash keeps
             # two files of one name (a user's product.nc from two folders) apart in the bucket
-            from ccp.storage.s3 import file_checksum
+            from ccp.remote.s3 import file_checksum
 
             digest = file_checksum(path)
             self._uploaded[ident] = self.store.upload(path, f"{path.stem}-{digest[:12]}", digest).key
@@ -319,12 +319,12 @@ class RemoteTarget:
 
 @contextmanager
 def remote_session(settings: S3Settings | None):
-    """``None``: no S3 cell (yields None, starts nothing). Else :func:`ccp.storage.session.s3_session`:
+    """``None``: no S3 cell (yields None, starts nothing). Else :func:`ccp.remote.session.s3_session`:
     the loopback server for ``local``; endpoint, credentials and bucket checked before any cell runs."""
     if settings is None:
         yield None
         return
-    from ccp.storage.session import s3_session
+    from ccp.remote.session import s3_session
 
     with s3_session(settings) as store:
         yield RemoteSession(store)
@@ -338,7 +338,7 @@ def preflight(settings: S3Settings | None) -> None:
 
 
 def stored_page_size(path) -> int | None:
-    """The page size of a file read as stored (the ``stored_page_size`` of :func:`ccp.storage.axes.storage_cells`)."""
+    """The page size of a file read as stored (the ``stored_page_size`` of :func:`ccp.remote.axes.storage_cells`)."""
     return file_page_size(os.fspath(path))
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from ccp.errors import ConfigError
-from ccp.storage.layout import (
+from ccp.remote.layout import (
     FileSpace,
     cloud_optimized_copy,
     create_file,
@@ -131,7 +131,7 @@ def test_cloud_copy_command(tmp_path, cli):
     (None, None, None),
 ], ids=["page", "G-alone", "fsm-aggr", "lower-case", "neither"])
 def test_repack_options(strategy, page, expect):
-    from ccp.storage.layout import parse_repack_file_space
+    from ccp.remote.layout import parse_repack_file_space
 
     assert parse_repack_file_space(strategy, page) == expect
 
@@ -139,7 +139,7 @@ def test_repack_options(strategy, page, expect):
 @pytest.mark.parametrize(("strategy", "page", "where"), [("PAGES", None, "-S"), ("AGGR", "4MiB", "-G"),
                                                          ("PAGE", 100, "-G")], ids=["typo", "G-without-page", "tiny"])
 def test_repack_option_errors(strategy, page, where):
-    from ccp.storage.layout import parse_repack_file_space
+    from ccp.remote.layout import parse_repack_file_space
 
     with pytest.raises(ConfigError) as info:
         parse_repack_file_space(strategy, page)
@@ -151,7 +151,7 @@ def test_apply_file_space_on_a_low_level_create(tmp_path, fs):
     """What the write pass and repack will do: h5f.create with the fcpl, then read the strategy back."""
     from h5py import h5f
 
-    from ccp.storage.layout import apply_file_space
+    from ccp.remote.layout import apply_file_space
 
     path = tmp_path / "w.h5"
     fcpl = apply_file_space(None, fs)
@@ -169,8 +169,8 @@ def test_apply_file_space_on_a_low_level_create(tmp_path, fs):
 def test_hdf5_behaviour_the_page_buffer_checks_rely_on(tmp_path):
     """HDF5 2.0 refuses neither mistake: a page buffer on a file that is not paged is dropped (the access list
     reports 0), one smaller than the page is rounded up to a page. ccp refuses both itself
-    (ccp.storage.axes); if HDF5 starts raising, these checks become a second line of defence."""
-    from ccp.storage.remote import lowlevel_fapl
+    (ccp.remote.axes); if HDF5 starts raising, these checks become a second line of defence."""
+    from ccp.remote.sweep_cell import lowlevel_fapl
 
     plain, paged = tmp_path / "plain.h5", tmp_path / "paged.h5"
     with create_file(plain, None) as f:

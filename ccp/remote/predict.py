@@ -24,7 +24,7 @@ import numpy as np
 
 from ccp.chunkcache import ChunkCache
 from ccp.model.cache import DatasetModel
-from ccp.storage.fsspec_model import FsspecCacheModel, ReadCost
+from ccp.remote.fsspec_model import FsspecCacheModel, ReadCost
 
 
 class NotModelled(Exception):
@@ -206,7 +206,7 @@ def trace_open(path, dataset: str, **h5kw) -> list[tuple[int, int]]:
     through h5py's file-object driver: the metadata part of a remote read cell."""
     import h5py
 
-    from ccp.storage.network import TracedFile
+    from ccp.remote.network import TracedFile
 
     with open(path, "rb") as raw:
         tf = TracedFile(raw)
