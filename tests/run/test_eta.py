@@ -335,3 +335,20 @@ def test_a_sweep_of_cells_priced_at_milliseconds_gives_a_number_at_once():
     eta.begin_cell(0)
     eta.start_cell(0.002, 2)
     assert eta.estimate().settled and "left" in eta.describe()
+
+
+def test_a_machine_slowing_down_is_told_by_its_latest_pass_and_the_running_one():
+    """configs/cris.yaml x0.71 while five other jobs started: passes of 40, 56, 88 and 81 s. The passes left are priced
+    as the latest finished one, moving to the running pass's pace as far as it has gone -- not the mean of them all."""
+    clock = FakeClock()
+    eta = EtaClock([160.0], 4, clock=clock)
+    eta.begin_cell(0)
+    eta.start_cell(40.0, 4)
+    for seconds in (40.0, 56.0):
+        eta.progress("timed pass", 0, 1000)
+        clock.t += seconds
+    eta.progress("timed pass", 0, 1000)                 # the third pass starts
+    assert eta.estimate().cell_left == pytest.approx(2 * 56.0)
+    clock.t += 44.0
+    eta.progress("timed pass", 500, 1000)               # half of it in 44 s: an 88 s pass
+    assert eta.estimate().cell_left == pytest.approx(44.0 + (56.0 + 88.0) / 2)
