@@ -7,17 +7,27 @@ left (the sweep's end minus the moment of the line). Prints the worst ratio pred
 run (and over the part with at least a minute left, where a few seconds of overhead cannot dominate), the longest
 gap between redraws, whether any line said "0 ns", and the load average while it ran.
 
-    .venv/bin/python benchmarks/eta_accuracy.py configs/cris.yaml --scale 0.71
+A line that says "ETA estimating" (too little of the model's prices measured yet to correct them) gives no number:
+it is counted apart, neither right nor wrong, with the longest stretch of such lines; it is still a redraw, so the
+gaps between redraws include it.
+
+    .venv/bin/python benchmarks/eta_accuracy.py configs/cris.yaml --scale 0.71 --events results/cris-events.jsonl
     .venv/bin/python benchmarks/eta_accuracy.py configs/quickstart.yaml --log results/eta-quickstart.tsv
+    .venv/bin/python benchmarks/eta_accuracy.py --replay results/cris-events.jsonl
 
 The run folder and work files go to a temporary folder (removed at the end) unless --out / --work are given;
 --log writes every (elapsed, eta, actual, line) as a TSV. The sweep runs with --no-report: the ETA covers the
-sweep, not the page written after it.
+sweep, not the page written after it. --events saves what the ETA was told (each cell's prediction, the worker's
+reports, each cell's end, timed) and --replay re-scores this code's ETA on them without rerunning the sweep: the
+line after every report and every 2 s within a cell, as the ticker draws it, from the ETA's start (after the sweep's
+data is made, so its times are a few seconds short of the live run's) to the last cell's end. A replay tunes the
+estimator cheaply; the figures to quote are a live run's.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import pty
 import re
@@ -28,6 +38,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from ccp.run.eta import ESTIMATING, EVENTS_ENV, TICK_S
 
 ROOT = Path(__file__).resolve().parents[1]
 UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0}
@@ -77,50 +89,70 @@ def run_under_pty(args: list[str], env: dict) -> tuple[list[tuple[float, str]], 
     return lines, end, code, loads
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("sweep")
-    ap.add_argument("--scale", type=float, default=None)
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out", default=None, help="run folder to keep (default: a temporary one)")
-    ap.add_argument("--work", default=None, help="work folder (default: a temporary one)")
-    ap.add_argument("--log", default=None, help="write every (elapsed, eta, actual, line) here as TSV")
-    a = ap.parse_args(argv)
-    tmp = Path(tempfile.mkdtemp(prefix="ccp-eta-"))
+def replay(events_file: str, tick_s: float = TICK_S) -> tuple[list[tuple[float, str]], float]:
+    """Re-run the ETA of a saved run on its events (``--events``): the status line's ETA text after every worker
+    report and every ``tick_s`` seconds within a cell, as the live line draws it; returns ([(seconds, line)], the
+    sweep's end: its last cell done)."""
+    from ccp.run.eta import EtaClock
+
     try:
-        out = Path(a.out) if a.out else tmp / "out"
-        work = Path(a.work) if a.work else tmp / "work"
-        args = [str(ROOT / ".venv" / "bin" / "ccp"), "run", a.sweep, "--out", str(out), "--work", str(work), "--no-report"]
-        if a.scale:
-            args += ["--scale", str(a.scale)]
-        if a.quick:
-            args.append("--quick")
-        env = {**os.environ, "COLUMNS": "400", "LINES": "50"}
-        load0 = os.getloadavg()[0]
-        lines, end, code, loads = run_under_pty(args, env)
-    finally:
-        if not a.out or not a.work:
-            shutil.rmtree(tmp, ignore_errors=True)
-    status = [(t, ln) for t, ln in lines if ln.startswith("[")]
-    # the sweep ends when its last status line is cleared; what follows (the summary) is not the sweep's
-    sweep_end = max((t for t, _ in status), default=end)
-    sweep_end = min(end, sweep_end + 2.0)
+        events = [json.loads(ln) for ln in Path(events_file).read_text().splitlines() if ln.strip()]
+        ok = bool(events) and all(isinstance(ev, dict) and {"t", "call", "args"} <= set(ev) for ev in events)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        print(f"eta_accuracy: --replay {events_file}: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    if not ok or events[0]["call"] != "__init__":
+        print(f"eta_accuracy: --replay {events_file}: not an events file of --events (predictions first, then "
+              "{t, call, args} lines)", file=sys.stderr)
+        raise SystemExit(2)
+    now = [0.0]
+    eta = EtaClock(*events[0]["args"], clock=lambda: now[0])
+    lines: list[tuple[float, str]] = []
+    in_cell, next_tick = False, tick_s
+    for ev in events[1:]:
+        while in_cell and next_tick < ev["t"]:
+            now[0] = next_tick
+            lines.append((next_tick, "[" + eta.describe()))
+            next_tick += tick_s
+        now[0] = ev["t"]
+        getattr(eta, ev["call"])(*ev["args"])
+        if ev["call"] == "begin_cell":
+            in_cell, next_tick = True, ev["t"] + tick_s
+        elif ev["call"] == "cell_done":
+            in_cell = False
+        elif ev["call"] == "progress":
+            lines.append((ev["t"], "[" + eta.describe()))
+    end = max((ev["t"] for ev in events if ev["call"] == "cell_done"), default=now[0])
+    return lines, end
+
+
+def estimating_stretches(status: list[tuple[float, str]], end: float) -> list[float]:
+    """The lengths of the runs of consecutive "estimating" lines: from the first such line to the next line that
+    is not one (or the sweep's end)."""
+    out, since = [], None
+    for t, ln in status:
+        if ESTIMATING in ln:
+            since = t if since is None else since
+        elif since is not None:
+            out.append(t - since)
+            since = None
+    if since is not None:
+        out.append(end - since)
+    return out
+
+
+def score(status: list[tuple[float, str]], sweep_end: float) -> None:
     samples = []
     for t, ln in status:
         m = SWEEP_LEFT.search(ln)
         if m:
             samples.append((t, seconds_of(m), sweep_end - t, ln))
-    if a.log:
-        with open(a.log, "w") as fh:
-            fh.write("elapsed_s\teta_s\tactual_left_s\tline\n")
-            for t, eta, actual, ln in samples:
-                fh.write(f"{t:.2f}\t{eta:.1f}\t{actual:.1f}\t{ln}\n")
     gaps = [b - a_ for (a_, _), (b, _) in zip(status, status[1:])]
     zero = [ln for _, ln in status if re.search(r"\b0 ns\b", ln)]
-    print(f"ccp run exit {code}; {end:.0f} s wall (sweep {sweep_end:.0f} s); {len(status)} status lines, "
-          f"{len(samples)} with a sweep ETA")
-    print(f"load average: {load0:.1f} at the start, median {statistics.median(loads or [load0]):.1f}, "
-          f"max {max(loads or [load0]):.1f} on {os.cpu_count()} CPUs")
+    stretches = estimating_stretches(status, sweep_end)
+    print(f"{len(status)} status lines, {len(samples)} with a sweep ETA, "
+          f"{sum(ESTIMATING in ln for _, ln in status)} saying '{ESTIMATING}' (no number: not counted as right or "
+          f"wrong below) in {len(stretches)} stretch(es), the longest {max(stretches, default=0.0):.1f} s")
     if gaps:
         print(f"redraws: median gap {statistics.median(gaps):.1f} s, longest {max(gaps):.1f} s")
     print(f"'0 ns' on a status line: {len(zero)}" + (f" (first: {zero[0]!r})" if zero else ""))
@@ -140,6 +172,65 @@ def main(argv=None) -> int:
         print(f"{label} ({len(rs)}): predicted/actual remaining from {lo[0]:.2f} (at {lo[1]:.0f} s: said "
               f"{lo[2]:.0f} s, {lo[3]:.0f} s left) to {hi[0]:.2f} (at {hi[1]:.0f} s: said {hi[2]:.0f} s, {hi[3]:.0f} s "
               f"left); worst {worst:.2f}x; {within}/{len(rs)} within 1.5x")
+
+
+def write_log(path: str, status: list[tuple[float, str]], sweep_end: float) -> None:
+    with open(path, "w") as fh:
+        fh.write("elapsed_s\teta_s\tactual_left_s\tline\n")
+        for t, ln in status:
+            m = SWEEP_LEFT.search(ln)
+            eta = f"{seconds_of(m):.1f}" if m else ""
+            fh.write(f"{t:.2f}\t{eta}\t{sweep_end - t:.1f}\t{ln}\n")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("sweep", nargs="?", help="the sweep to run (not with --replay)")
+    ap.add_argument("--scale", type=float, default=None)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out", default=None, help="run folder to keep (default: a temporary one)")
+    ap.add_argument("--work", default=None, help="work folder (default: a temporary one)")
+    ap.add_argument("--log", default=None, help="write every (elapsed, eta, actual, line) here as TSV")
+    ap.add_argument("--events", default=None, help="save the ETA's events of the run here (for --replay)")
+    ap.add_argument("--replay", default=None, help="score the ETA of this code on a saved run's events, not a new run")
+    a = ap.parse_args(argv)
+    if a.replay:
+        status, sweep_end = replay(a.replay)
+        print(f"replay of {a.replay}: sweep {sweep_end:.0f} s (the events' load is in the run's own output)")
+        score(status, sweep_end)
+        if a.log:
+            write_log(a.log, status, sweep_end)
+        return 0
+    if not a.sweep:
+        ap.error("a sweep to run, or --replay FILE")
+    tmp = Path(tempfile.mkdtemp(prefix="ccp-eta-"))
+    try:
+        out = Path(a.out) if a.out else tmp / "out"
+        work = Path(a.work) if a.work else tmp / "work"
+        args = [str(ROOT / ".venv" / "bin" / "ccp"), "run", a.sweep, "--out", str(out), "--work", str(work), "--no-report"]
+        if a.scale:
+            args += ["--scale", str(a.scale)]
+        if a.quick:
+            args.append("--quick")
+        env = {**os.environ, "COLUMNS": "400", "LINES": "50"}
+        if a.events:
+            Path(a.events).unlink(missing_ok=True)
+            env[EVENTS_ENV] = str(Path(a.events).resolve())
+        load0 = os.getloadavg()[0]
+        lines, end, code, loads = run_under_pty(args, env)
+    finally:
+        if not a.out or not a.work:
+            shutil.rmtree(tmp, ignore_errors=True)
+    status = [(t, ln) for t, ln in lines if ln.startswith("[")]
+    # the sweep ends when its last status line is cleared; what follows (the summary) is not the sweep's
+    sweep_end = max((t for t, _ in status), default=end)
+    sweep_end = min(end, sweep_end + 2.0)
+    print(f"ccp run exit {code}; {end:.0f} s wall (sweep {sweep_end:.0f} s)")
+    print(f"load average: {load0:.1f} at the start, median {statistics.median(loads or [load0]):.1f}, "
+          f"max {max(loads or [load0]):.1f} on {os.cpu_count()} CPUs")
+    score(status, sweep_end)
+    if a.log:
+        write_log(a.log, status, sweep_end)
     return 0 if code == 0 else 1
 
 

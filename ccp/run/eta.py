@@ -14,6 +14,8 @@ for a report, and a cell past its estimate says so instead of "0 ns".
 
 from __future__ import annotations
 
+import json
+import os
 import statistics
 import threading
 import time
@@ -22,10 +24,15 @@ from dataclasses import dataclass
 
 from ccp.units import format_count, format_seconds
 
+EVENTS_ENV = "CCP_ETA_EVENTS"   # a file to append the clock's events to (benchmarks/eta_accuracy.py --events)
+ESTIMATING = "ETA estimating"   # the line until enough of the model's prices is measured to correct them
 TICK_S = 2.0          # the line is redrawn at least this often while a cell runs
 PRICED_PASS_S = 0.2   # a pass the model prices under this is mostly fixed cost (open, close, cache drop)
 RUNNING_PASS_MIN_S = 1.0   # the running pass corrects the model once this much of it is measured (its first
 #                            requests alone are often the cold ones)
+ENOUGH_PRICED_S = 0.5      # the line gives a number once passes the model prices at this many seconds are measured
+ENOUGH_SHARE = 0.02        # ... or this share of the sweep's priced work, if less
+ESTIMATING_MAX_S = 10.0    # ... or once a priced cell has measured this long without a correction: the model's own
 
 
 def progress_bar(fraction: float, width: int = 20) -> str:
@@ -47,6 +54,12 @@ def predicted_seconds(cells, source, calibration, passes: int) -> list:
     return out
 
 
+def events_path() -> str | None:
+    """Where to append the ETA's events: ``$CCP_ETA_EVENTS`` (set by benchmarks/eta_accuracy.py --events), else
+    nowhere."""
+    return os.environ.get(EVENTS_ENV) or None
+
+
 def left_text(seconds: float) -> str:
     """A time left, never "0 ns": under a second is "<1 s"."""
     return "<1 s" if seconds < 1 else format_seconds(seconds)
@@ -61,6 +74,7 @@ class Estimate:
     unpredicted: int              # later cells the model could not price (counted at the median cell's time)
     ratio: float                  # measured / predicted over the finished passes (1 before any)
     done_s: float                 # wall seconds since the sweep's first cell started
+    settled: bool = True          # enough is measured for a number (else the line says ESTIMATING)
 
 
 def _known(v) -> bool:
@@ -72,14 +86,20 @@ class EtaClock:
 
     Calls, in order per cell: :meth:`begin_cell` (before its work file is made), :meth:`start_cell` (its own
     prediction; measuring starts), :meth:`progress` (the worker's reports; request 0 marks a pass's start),
-    :meth:`cell_done` (with the seconds the worker measured). ``clock`` is injectable for tests.
+    :meth:`cell_done` (with the seconds the worker measured). ``clock`` is injectable for tests. ``events``: a file
+    to which every event is appended as a JSON line (seconds since the start, method, arguments), the predictions
+    first, so that a run's ETA can be replayed and re-scored without rerunning it (benchmarks/eta_accuracy.py).
     """
 
-    def __init__(self, predicted: list, passes: int = 1, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, predicted: list, passes: int = 1, clock: Callable[[], float] = time.monotonic,
+                 events: str | None = None):
         self.predicted = list(predicted)
         self.passes = max(int(passes), 1)
         self.clock = clock
         self.started = clock()
+        self.events = events
+        self._record("__init__", [[p if _known(p) else None for p in self.predicted], self.passes])
+        self.priced_total_s = sum(p for p in self.predicted if _known(p) and p / self.passes >= PRICED_PASS_S)
         self.measured_s = 0.0       # finished passes: measured seconds ...
         self.predicted_s = 0.0      # ... and what the model predicted for them
         self.priced_measured_s = 0.0    # the same, over passes the model priced at PRICED_PASS_S or more
@@ -96,7 +116,13 @@ class EtaClock:
         self.reported = self.started          # when
 
     # ------------------------------------------------------------------------------------------- events
+    def _record(self, call: str, args: list) -> None:
+        if self.events:
+            with open(self.events, "a") as fh:
+                fh.write(json.dumps({"t": round(self.clock() - self.started, 4), "call": call, "args": args}) + "\n")
+
     def begin_cell(self, k: int) -> None:
+        self._record("begin_cell", [k])
         self.k, self.cell_started = k, self.clock()
         self.measure_started, self.pass_starts, self.in_pass = None, [], (0, 0)
         p = self.predicted[k] if k < len(self.predicted) else None
@@ -104,6 +130,7 @@ class EtaClock:
 
     def start_cell(self, predicted_time_s=None, passes: int | None = None) -> None:
         """The running cell's own prediction (with its work file's chunk sizes) replaces the estimate."""
+        self._record("start_cell", [predicted_time_s if _known(predicted_time_s) else None, passes])
         if passes is not None:
             self.passes = max(int(passes), 1)
         if self.k < 0:
@@ -114,6 +141,7 @@ class EtaClock:
 
     def progress(self, stage: str, i: int, n: int) -> None:
         """A worker's report: request ``i`` of ``n`` in the running pass; ``i == 0`` is a new pass."""
+        self._record("progress", [stage, int(i), int(n)])
         now = self.clock()
         if self.measure_started is None:
             self.measure_started = now
@@ -125,6 +153,7 @@ class EtaClock:
         self.reported = now
 
     def cell_done(self, k: int, elapsed_s=None) -> None:
+        self._record("cell_done", [k, float(elapsed_s) if _known(elapsed_s) else None])
         now = self.clock()
         measured = float(elapsed_s) if _known(elapsed_s) else now - (self.measure_started or self.cell_started)
         if self.own is not None:
@@ -160,6 +189,28 @@ class EtaClock:
     def corrected(self) -> bool:
         """Whether any measurement corrects the model yet."""
         return self.predicted_s > 0 or self._running_pass() is not None
+
+    def _priced_measured(self) -> float:
+        """The model's seconds for the priced passes measured so far (the running one's requests done included)."""
+        running = self._running_pass()
+        own_priced = self.own is not None and self.own / self.passes >= PRICED_PASS_S
+        return self.priced_predicted_s + (running[1] if running is not None and own_priced else 0.0)
+
+    def settled(self, now: float, k: int) -> bool:
+        """Whether enough is measured for the line to give a number: passes the model prices at ENOUGH_PRICED_S, or at
+        ENOUGH_SHARE of the sweep's priced work (if less) -- or there is no priced work left to correct, or a priced
+        cell has measured ESTIMATING_MAX_S without a correction (then the model's prices speak, said so). Issue 22:
+        configs/cris.yaml x0.71 at load 12-17 said "sweep 52 min left" with 21 min left while four cells priced at
+        milliseconds were all that was measured: their passes measure a file's open, close and cache drop, not the
+        model's error."""
+        measured = self._priced_measured()
+        if measured >= min(ENOUGH_PRICED_S, ENOUGH_SHARE * self.priced_total_s):
+            return True
+        own = self.own if self.own is not None and self.own / self.passes >= PRICED_PASS_S else 0.0
+        later = sum(p for p in self.predicted[k + 1:] if _known(p) and p / self.passes >= PRICED_PASS_S)
+        if own + later <= 0:
+            return True
+        return own > 0 and self.measure_started is not None and now - self.measure_started >= ESTIMATING_MAX_S
 
     @property
     def ratio(self) -> float:
@@ -210,16 +261,19 @@ class EtaClock:
         m = len(starts) - 1                                   # passes finished in this cell
         in_pass = now - starts[-1]
         i, n = self.in_pass
-        measured_pass = (starts[-1] - starts[0]) / m if m else None
-        this: float | None
-        if n and i >= 1 and (self.reported - starts[-1] >= RUNNING_PASS_MIN_S or measured_pass is None):
-            # inside a long pass: the requests done by the last report extrapolate it -- once a second of it is
-            # measured, when an earlier pass can say instead (its first 16 requests, the cold ones, said "194 s left"
-            # on a 3 s pass)
-            this = max((self.reported - starts[-1]) * n / i, in_pass)
-        else:
-            this = measured_pass if measured_pass is not None else self._per_pass_guess(ratio)
-        per_pass = measured_pass if measured_pass is not None else this
+        # the latest finished pass, not their mean: a machine whose load grows (configs/cris.yaml x0.71 as five other
+        # jobs started: passes of 40, 56, 88 and 81 s) is better told by its latest
+        last_pass = starts[-1] - starts[-2] if m else None
+        guess = last_pass if last_pass is not None else self._per_pass_guess(ratio)
+        this: float | None = guess
+        per_pass = guess
+        if n and i >= 1 and self.reported - starts[-1] >= RUNNING_PASS_MIN_S:
+            # inside a long pass, once a second of it is measured, the requests done by the last report extrapolate
+            # it (before, its first 16 requests, the cold ones, said "194 s left" on a 3 s pass); the later passes
+            # are priced as it goes as far as it has gone, as the latest finished one for the rest
+            extrapolated = max((self.reported - starts[-1]) * n / i, in_pass)
+            this = extrapolated
+            per_pass = extrapolated if guess is None else guess + (extrapolated - guess) * min(i / n, 1.0)
         if this is None or per_pass is None:
             return None, in_cell, False
         later = per_pass * max(self.passes - m - 1, 0)
@@ -241,10 +295,12 @@ class EtaClock:
             sweep_left = (cell_left or 0.0) + sum(p for p in rest if _known(p)) * ratio + overhead * len(rest)
             if unknown:
                 sweep_left = sweep_left + unknown * typical if typical is not None else None
-        return Estimate(cell_left, sweep_left, past, in_cell, unknown, ratio, now - self.started)
+        return Estimate(cell_left, sweep_left, past, in_cell, unknown, ratio, now - self.started, self.settled(now, k))
 
     def describe(self, k: int | None = None) -> str:
         e = self.estimate(k)
+        if not e.settled:
+            return f" | {ESTIMATING}"
         if e.cell_left is None and not e.past:
             return ""
         cell = (f"cell past its estimate ({format_seconds(e.in_cell)} so far)" if e.past
@@ -255,8 +311,11 @@ class EtaClock:
         return f" | {cell}{sweep}{unpriced} ({how})"
 
     def fraction_done(self, k: int | None = None) -> float:
-        """The sweep's share done by the estimate (for the bar): wall so far / (so far + left)."""
+        """The sweep's share done by the estimate (for the bar): wall so far / (so far + left); the cells' share done
+        while the line is estimating."""
         e = self.estimate(k)
+        if not e.settled:
+            return max(self.k if k is None else k, 0) / max(len(self.predicted), 1)
         if e.sweep_left is None:
             return 0.0
         total = e.done_s + e.sweep_left

@@ -31,7 +31,7 @@ from ccp.measurement.passes import CellJob, Progress
 from ccp.measurement.runner import measure
 from ccp.predict import Calibration, predict_job
 from ccp.run.checks import one_line
-from ccp.run.eta import EtaClock, ProgressLine, Ticker, predicted_seconds
+from ccp.run.eta import EtaClock, ProgressLine, Ticker, events_path, predicted_seconds
 from ccp.run.job import failed_row, job_for
 from ccp.store.results import RunStore
 from ccp.store.row import CellRow
@@ -95,7 +95,8 @@ class LocalExecutor(Executor):
 
     def run(self, todo: list[Cell], ctx: SweepContext) -> Iterator[tuple[Cell, CellRow]]:
         tty = ctx.stream.isatty()
-        eta_clock = EtaClock(predicted_seconds(todo, ctx.source, ctx.calibration, ctx.passes), ctx.passes)
+        eta_clock = EtaClock(predicted_seconds(todo, ctx.source, ctx.calibration, ctx.passes), ctx.passes,
+                             events=events_path())
         line = ProgressLine(eta_clock, len(todo), lambda text: status_line(text, tty, ctx.stream))
         ticker = Ticker(line.render) if tty else contextlib.nullcontext()   # redrawn between the worker's reports
         self.fork_guard = line.lock       # no fork while the ticker thread writes the line (see run_isolated)

@@ -1,0 +1,74 @@
+"""benchmarks/eta_accuracy.py --events / --replay: a run's ETA events saved by the clock replay to the lines the live
+clock drew, so the estimator can be re-scored on a saved run without rerunning it."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from ccp.run.eta import EtaClock
+
+ROOT = Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("eta_accuracy", ROOT / "benchmarks" / "eta_accuracy.py")
+assert _spec is not None and _spec.loader is not None
+eta_accuracy = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(eta_accuracy)
+
+
+class FakeClock:
+    def __init__(self):
+        self.t = 500.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def _live_run(events: Path) -> list[tuple[float, str]]:
+    """Two cells (a tiny one, then a long one 2x the model), with the line drawn after each report, as live."""
+    clock = FakeClock()
+    start = clock.t
+    eta = EtaClock([0.01, 24.0], 2, clock=clock, events=str(events))
+    drawn = []
+    for k, (per_pass, requests) in enumerate([(0.5, 15), (24.0, 1000)]):
+        eta.begin_cell(k)
+        clock.t += 0.25
+        eta.start_cell([0.005, 12.0][k], 2)
+        for _ in range(2):
+            for i in range(0, requests, 100):
+                eta.progress("timed pass", i, requests)
+                drawn.append((round(clock.t - start, 4), "[" + eta.describe()))
+                clock.t += per_pass * min(100, requests) / requests
+        eta.cell_done(k, 2 * per_pass)
+    return drawn
+
+
+def test_a_replay_draws_the_lines_the_live_clock_drew(tmp_path):
+    events = tmp_path / "events.jsonl"
+    drawn = _live_run(events)
+    assert json.loads(events.read_text().splitlines()[0])["args"] == [[0.01, 24.0], 2]
+    replayed, end = eta_accuracy.replay(str(events))
+    on_reports = [line for line in replayed if line[0] in {t for t, _ in drawn}]
+    assert on_reports == drawn
+    assert end == pytest.approx(0.25 * 2 + 1.0 + 48.0)
+    assert any("estimating" in ln for _, ln in drawn) and any("left" in ln for _, ln in drawn)
+
+
+def test_estimating_stretches_run_from_the_first_such_line_to_the_next_number():
+    lines = [(0.0, "[1/2] | ETA estimating"), (1.5, "[1/2] | ETA estimating"), (2.0, "[2/2] | cell 3 s left"),
+             (9.0, "[2/2] | ETA estimating")]
+    assert eta_accuracy.estimating_stretches(lines, 10.0) == [2.0, 1.0]
+
+
+@pytest.mark.parametrize("text", ["not json\n", '{"t": 0, "call": "progress", "args": []}\n', ""],
+                         ids=["not-json", "no-predictions-first", "empty"])
+def test_replay_of_a_file_that_is_not_an_events_file_is_one_line_and_exit_2(tmp_path, capsys, text):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(text)
+    with pytest.raises(SystemExit) as exc:
+        eta_accuracy.main(["--replay", str(bad)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(bad) in err
