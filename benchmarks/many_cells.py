@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/many_cells.py [--cells 1000] [--out DIR]
 
 Builds a sweep of N tiny read cells (caches x blocks over one small dataset), runs it with `ccp run`
-(one worker process per cell, traced pass included) and prints wall time per cell, the time the cells
+(one worker process per cell, counted pass included) and prints wall time per cell, the time the cells
 themselves report (elapsed_s: passes + trace + parsing), and the difference: the engine's own cost.
 """
 

@@ -146,7 +146,7 @@ def job_for(path: str, chunks, cache: ChunkCache) -> runner.CellJob:
     source = DatasetInfo(SHAPE, np.dtype(">f4"), SHAPE, None, chunks, parse_filters("none"), "bench")
     cell = Cell(chunks, parse_filters("none"), cache, AccessSpec("read", ROW))
     return runner.CellJob(cell=cell, file=path, dataset_path="/data", source=source, generate=None, user_file=None,
-                          repeats=1, cold=False, trace=False)
+                          repeats=1, cold=False, counted_pass=False)
 
 
 def h5py_slicing(path: str, cache: ChunkCache, starts, counts) -> np.ndarray:
@@ -167,8 +167,8 @@ def measure_case(exe, tmp, path, chunks, cache, starts, counts, skip, rounds, wh
     job = job_for(path, chunks, cache)
     clients = {
         "C": (lambda: c_loop(exe, path, cache, starts, counts, tmp)) if exe else None,
-        "native": (lambda: native.read_pass(job, starts, counts, traced=False).request_ns) if not why_not else None,
-        "h5py-lowlevel": lambda: runner.read_pass(job, starts, counts, traced=False, log_path=None,
+        "native": (lambda: native.read_pass(job, starts, counts, counted=False).request_ns) if not why_not else None,
+        "h5py-lowlevel": lambda: runner.read_pass(job, starts, counts, counted=False, log_path=None,
                                                   progress=runner.Progress()).request_ns,
         "h5py": lambda: h5py_slicing(path, cache, starts, counts),
     }

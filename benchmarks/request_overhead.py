@@ -66,11 +66,11 @@ def main() -> None:
         source = DatasetInfo(shape, np.dtype("<f4"), shape, None, chunks, parse_filters("none"), "bench")
         cell = Cell(chunks, parse_filters("none"), cache, AccessSpec("read", block))
         job = CellJob(cell=cell, file=path, dataset_path="/data", source=source, generate=None, user_file=None,
-                      repeats=1, cold=False, trace=False)
+                      repeats=1, cold=False, counted_pass=False)
         ccp_wall, ccp_sum, plain = [], [], []
         for _ in range(args.rounds):
             t0 = time.perf_counter_ns()
-            timing = read_pass(job, starts, counts, traced=False, log_path=None, progress=Progress())
+            timing = read_pass(job, starts, counts, counted=False, log_path=None, progress=Progress())
             ccp_wall.append((time.perf_counter_ns() - t0) / 1e9)
             ccp_sum.append(timing.total_s)
             plain.append(plain_loop(path, starts, counts, cache))

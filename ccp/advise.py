@@ -190,7 +190,7 @@ def measure_option(opt: Option, path: Path, dset: str, source, budget: float, tm
         with h5py.File(path, "r") as f:
             write_layout_file(file, source, DatasetReader(f[dset]), dset, opt.cell.chunks, opt.cell.filters)
     job = CellJob(cell=opt.cell, file=str(file), dataset_path=dset, source=source, generate=None, user_file=None,
-                  repeats=1, cold=True, trace=False, time_budget=budget)
+                  repeats=1, cold=True, counted_pass=False, time_budget=budget)
     _, classes = predict_classes(job, None)
     job = replace(job, request_class=classes)
     row, _, _ = measure(job, tmp / f"scratch-{opt.kind}")

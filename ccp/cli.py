@@ -186,7 +186,7 @@ def _folder(ctx, param, value):
 @click.argument("sweep", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--out", callback=_folder,
               help="Run folder (default results/<name>/<time>/). Rerunning with the same --out resumes.")
-@click.option("--quick", is_flag=True, help="One warm pass per cell, no traced pass: a first look.")
+@click.option("--quick", is_flag=True, help="One warm pass per cell, no counted pass: a first look.")
 @click.option("--work", "work_dir", callback=_folder,
               help="Folder for generated and repacked files (default results/work); reused across runs.")
 @click.option("--cell-timeout", type=float, default=None, help="Seconds after which a cell is stopped and recorded failed.")
@@ -203,7 +203,7 @@ def _folder(ctx, param, value):
 @click.option("--scale", type=float, help="Shrink the sweep by this factor (0-1): every dimension, chunk and block, and "
                                          "cache sizes by its volume. A quick look at a big sweep's shape.")
 def run(sweep, out, quick, work_dir, cell_timeout, no_isolate, no_report, executor, scheduler, resources, time_budget, scale):
-    """Run a sweep: every cell of its matrix, timed and traced.
+    """Run a sweep: every cell of its matrix, timed, then counted (one pass under HDF5's log driver).
 
     On a terminal a status line shows the cell, its requests done and the time left: the model's prediction of
     each cell, corrected by every pass measured so far, redrawn every 2 s. `ccp check SWEEP --scale F` says
@@ -415,7 +415,7 @@ def plan(sweep, as_json, work_dir):
                    f"~{format_seconds(r['time_s'])}")
         for t in r["traps"]:
             click.echo(f"    TRAP {t}")
-    click.echo(f"{len(rows)} cells; predicted measuring time ~{format_seconds(total)} (timed passes; the traced pass adds about one more)")
+    click.echo(f"{len(rows)} cells; predicted measuring time ~{format_seconds(total)} (timed passes; the counted pass adds about one more)")
 
 
 @main.command()

@@ -4,7 +4,7 @@ Same arguments and result as :func:`ccp.measurement.runner.read_pass` / ``write_
 ``client`` axis only chooses the loop. The chunk cache is set the way an h5py user sets it, on the file
 (``rdcc_nbytes``/``rdcc_nslots``/``rdcc_w0`` are the file access list's cache), and read back from the
 open dataset as for every client. The file and dataset are created and opened through the low-level API
-(so the log driver can trace them) and handed to h5py's high-level objects, which is what ``h5py.File``
+(so the log driver can log them) and handed to h5py's high-level objects, which is what ``h5py.File``
 itself does.
 """
 
@@ -29,19 +29,19 @@ def _fapl(cache, log_path):
     return fapl
 
 
-def read_pass(job, starts, counts, *, traced: bool, log_path=None, progress=None, deadline_ns: int | None = None):
+def read_pass(job, starts, counts, *, counted: bool, log_path=None, progress=None, deadline_ns: int | None = None):
     import h5py
 
     from ccp.measurement.passes import PassTiming, spin_to_next_us, target, timed_close
     from ccp.measurement.remote import open_for_read
 
-    clock = time.monotonic_ns if traced else time.perf_counter_ns
+    clock = time.monotonic_ns if counted else time.perf_counter_ns
     file, dataset_path = target(job)
     n = len(starts)
     req = np.zeros(n, dtype=np.int64)
     windows = []
     sels = _slices(starts, counts)
-    fid = open_for_read(job, file, _fapl(job.cell.cache, log_path if traced else None))   # + the cell's page buffer
+    fid = open_for_read(job, file, _fapl(job.cell.cache, log_path if counted else None))   # + the cell's page buffer
     try:
         f = h5py.File(fid)
         t0 = clock()
@@ -52,26 +52,26 @@ def read_pass(job, starts, counts, *, traced: bool, log_path=None, progress=None
         effective = ds.id.get_access_plist().get_chunk_cache()
         for i in range(n):
             sel = sels[i]
-            if traced:
+            if counted:
                 spin_to_next_us(t1)
             t0 = clock()
             ds[sel]
             t1 = clock()
             req[i] = t1 - t0
-            if traced:
+            if counted:
                 windows.append((t0, t1))
             if progress is not None and not i & 1023:
-                progress("traced pass" if traced else "timed pass", i, n)
+                progress("counted pass" if counted else "timed pass", i, n)
             if deadline_ns is not None and t1 > deadline_ns:
                 req = req[:i + 1]
                 break
-        close_ns = timed_close(ds.id, clock, traced, t1, windows)
+        close_ns = timed_close(ds.id, clock, counted, t1, windows)
     finally:
         fid.close()
     return PassTiming(open_ns, req, close_ns, windows, effective)
 
 
-def write_pass(job, data, starts, counts, out_file, *, traced: bool, log_path=None, progress=None, src_log=None,
+def write_pass(job, data, starts, counts, out_file, *, counted: bool, log_path=None, progress=None, src_log=None,
                deadline_ns: int | None = None):
     import h5py
     from h5py import h5f
@@ -79,7 +79,7 @@ def write_pass(job, data, starts, counts, out_file, *, traced: bool, log_path=No
     from ccp.measurement.passes import PassTiming, create_timed, spin_to_next_us, target, timed_close
     from ccp.measurement.remote import file_fcpl
 
-    clock = time.monotonic_ns if traced else time.perf_counter_ns
+    clock = time.monotonic_ns if counted else time.perf_counter_ns
     cell = job.cell
     n = len(starts)
     req = np.zeros(n, dtype=np.int64)
@@ -89,9 +89,9 @@ def write_pass(job, data, starts, counts, out_file, *, traced: bool, log_path=No
     src_fid = None
     if copying:
         file, dataset_path = target(job)
-        src_fid = h5f.open(file.encode(), h5f.ACC_RDONLY, _fapl(cell.cache, src_log if traced else None))
+        src_fid = h5f.open(file.encode(), h5f.ACC_RDONLY, _fapl(cell.cache, src_log if counted else None))
         src = h5py.File(src_fid)[dataset_path]
-    fid = h5f.create(str(out_file).encode(), h5f.ACC_TRUNC, fapl=_fapl(cell.cache, log_path if traced else None),
+    fid = h5f.create(str(out_file).encode(), h5f.ACC_TRUNC, fapl=_fapl(cell.cache, log_path if counted else None),
                      fcpl=file_fcpl(job))
     try:
         dsid, t0, t1 = create_timed(fid, job, clock, cache_on_dataset=False)
@@ -102,28 +102,28 @@ def write_pass(job, data, starts, counts, out_file, *, traced: bool, log_path=No
         for i in range(n):
             sel = sels[i]
             if copying:
-                if traced:
+                if counted:
                     spin_to_next_us(t1)
                 t0 = clock()
                 ds[sel] = src[sel]
                 t1 = clock()
             else:
                 block = data.read(starts[i], counts[i])      # generated outside the timed call
-                if traced:
+                if counted:
                     spin_to_next_us(t1)
                 t0 = clock()
                 ds[sel] = block
                 t1 = clock()
             req[i] = t1 - t0
-            if traced:
+            if counted:
                 windows.append((t0, t1))
             if progress is not None and not i & 1023:
-                progress("traced pass" if traced else "timed pass", i, n)
+                progress("counted pass" if counted else "timed pass", i, n)
             if deadline_ns is not None and t1 > deadline_ns:
                 req = req[:i + 1]
                 break
         storage = ds.id.get_storage_size()
-        close_ns = timed_close(ds.id, clock, traced, t1, windows)
+        close_ns = timed_close(ds.id, clock, counted, t1, windows)
     finally:
         fid.close()
         if src_fid is not None:

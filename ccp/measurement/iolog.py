@@ -2,12 +2,12 @@
 
 Each log line gives the byte range, the memory type (H5FD_MEM_DRAW = raw data, anything else is
 metadata) and a CLOCK_MONOTONIC timestamp with microsecond resolution. Operations are attributed to
-the request whose time window holds them; the traced pass keeps windows a microsecond apart.
+the request whose time window holds them; the counted pass keeps windows a microsecond apart.
 
 The driver writes its log with unchecked ``fprintf``: on a full disk lines are dropped silently and
 the pass itself succeeds. So the log also carries the driver's own operation counters (LOG_NUM_IO),
 which it prints when the file closes, and :func:`parse_log` refuses a log whose closing summary is
-missing or disagrees with the lines it holds: a truncated trace fails the cell, never a smaller count.
+missing or disagrees with the lines it holds: a truncated log fails the cell, never a smaller count.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ _MEM_CODE = {name.upper().encode(): i for i, name in enumerate(MEM_NAMES)}
 
 @dataclass(frozen=True)
 class IoOps:
-    """Operations of one traced pass, in log order (numpy columns)."""
+    """Operations of one counted pass, in log order (numpy columns)."""
 
     offset: np.ndarray     # int64
     size: np.ndarray       # int64
@@ -63,8 +63,8 @@ _TOTAL = re.compile(rb"^Total number of (read|write) operations: (\d+)\s*$", re.
 _LAST_LINE = b"Total time in truncate operations:"   # the summary's last line (H5FD__log_close)
 
 
-class TraceError(CcpError):
-    """The traced pass's I/O log is incomplete or unreadable: its counts cannot be trusted."""
+class IoLogError(CcpError):
+    """The counted pass's I/O log is incomplete or unreadable: its counts cannot be trusted."""
 
 
 def _free(path: Path) -> str:
@@ -81,7 +81,7 @@ def parse_log(path: Path, block_bytes: int = 64 * 1024 * 1024, complete: bool = 
     """Parse in blocks of whole lines, so a log of millions of operations stays within bounded memory.
 
     ``complete``: the log must end with the driver's closing summary, and its read and write totals
-    must equal the lines parsed (else :class:`TraceError`); a log cut short by a full disk, or one with
+    must equal the lines parsed (else :class:`IoLogError`); a log cut short by a full disk, or one with
     a gap where a buffer was dropped, is never taken for a pass that did less I/O.
     """
     path = Path(path)
@@ -89,7 +89,7 @@ def parse_log(path: Path, block_bytes: int = 64 * 1024 * 1024, complete: bool = 
     totals_seen: dict[bytes, int] = {}
     last = b""
     if not path.is_file():
-        raise TraceError(f"traced pass: HDF5's I/O log {path} is missing ({_free(path)})")
+        raise IoLogError(f"counted pass: HDF5's I/O log {path} is missing ({_free(path)})")
     with open(path, "rb") as fh:
         tail = b""
         while True:
@@ -112,10 +112,10 @@ def parse_log(path: Path, block_bytes: int = 64 * 1024 * 1024, complete: bool = 
         nread = sum(int(np.sum(~p[3])) for p in parts)
         nwrite = sum(int(np.sum(p[3])) for p in parts)
         if tail or not last.startswith(_LAST_LINE) or set(totals_seen) != {b"read", b"write"}:
-            raise TraceError(f"traced pass: HDF5's I/O log {path.name} is cut short (no closing summary; {_free(path)}): "
+            raise IoLogError(f"counted pass: HDF5's I/O log {path.name} is cut short (no closing summary; {_free(path)}): "
                              "its counts would be too small")
         if (nread, nwrite) != (totals_seen[b"read"], totals_seen[b"write"]):
-            raise TraceError(f"traced pass: HDF5's I/O log {path.name} holds {nread:,} reads and {nwrite:,} writes but the "
+            raise IoLogError(f"counted pass: HDF5's I/O log {path.name} holds {nread:,} reads and {nwrite:,} writes but the "
                              f"driver counted {totals_seen[b'read']:,} and {totals_seen[b'write']:,} (lines lost; {_free(path)})")
     if not parts:
         e = np.empty(0, np.int64)

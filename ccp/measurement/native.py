@@ -13,7 +13,7 @@ thousand requests, or a few MiB of data to write) control returns to Python for 
 writes to generate the next batch's data outside the timed calls, as the Python loop does.
 
 What it records is what :mod:`ccp.measurement.runner`'s loop records: nanoseconds per request
-(``H5Dread``/``H5Dwrite`` only; a copy request is the source read plus the write), the traced
+(``H5Dread``/``H5Dwrite`` only; a copy request is the source read plus the write), the counted
 pass's ``(start, end)`` window per request (after the same busy-wait to the next microsecond), and
 the end of the last request for the close that follows. A request past ``deadline_ns`` is the last.
 """
@@ -147,7 +147,7 @@ def _now(clock, clock_id, ts, ts_addr):
 
 @numba.njit(cache=True)
 def _loop(select, h5read, h5write, clock, clock_id, mode, dset, src, mtype, fspace, src_space, mspaces,
-          starts, counts, buf_addr, data_off, i0, i1, traced, last_ns, deadline_ns, req, t0s, t1s, ts):
+          starts, counts, buf_addr, data_off, i0, i1, counted, last_ns, deadline_ns, req, t0s, t1s, ts):
     """Requests [i0, i1). Returns (next request, end of the last one, failed step or 0):
     step 1 select, 2 read, 3 write; the next request is i+1 after a failed or past-deadline request i."""
     rank = starts.shape[1]
@@ -162,7 +162,7 @@ def _loop(select, h5read, h5write, clock, clock_id, mode, dset, src, mtype, fspa
             return i + 1, last_ns, 1
         if mode == 2 and select(src_space, 0, sa, 0, ca, 0) < 0:
             return i + 1, last_ns, 1
-        if traced:                          # keep request windows apart at the log's microsecond
+        if counted:                          # keep request windows apart at the log's microsecond
             target = (last_ns // 1000 + 2) * 1000
             while _now(clock, clock_id, ts, ts_addr) < target:
                 pass
@@ -181,7 +181,7 @@ def _loop(select, h5read, h5write, clock, clock_id, mode, dset, src, mtype, fspa
                 err = 3
         t1 = _now(clock, clock_id, ts, ts_addr)
         req[i] = t1 - t0
-        if traced:
+        if counted:
             t0s[i] = t0
             t1s[i] = t1
         last_ns = t1
@@ -196,7 +196,7 @@ def _loop(select, h5read, h5write, clock, clock_id, mode, dset, src, mtype, fspa
 @dataclass
 class LoopResult:
     request_ns: np.ndarray          # per request measured (a prefix if the deadline stopped it)
-    windows: list                   # traced: (start_ns, end_ns) per request; else []
+    windows: list                   # counted: (start_ns, end_ns) per request; else []
     last_ns: int                    # end of the last request (the close's spin starts from it)
 
 
@@ -205,7 +205,7 @@ def _ids(*objs) -> list[int]:
 
 
 def run_requests(ds, fspace, starts, counts, dtype, *, op: str = "read", data=None, src=None, src_space=None,
-                 traced: bool = False, last_ns: int = 0, deadline_ns: int | None = None, progress=None,
+                 counted: bool = False, last_ns: int = 0, deadline_ns: int | None = None, progress=None,
                  stage: str | None = None) -> LoopResult:
     """Time every request ``(starts[i], counts[i])`` on the open dataset ``ds`` (an h5py DatasetID).
 
@@ -228,12 +228,12 @@ def run_requests(ds, fspace, starts, counts, dtype, *, op: str = "read", data=No
     mspaces = np.array([s.id for s in spaces], np.int64)[np.asarray(which, np.int64).ravel()] if n else np.zeros(0, np.int64)
     sizes = counts.prod(axis=1, dtype=np.uint64).astype(np.int64) * dtype.itemsize if n else np.zeros(0, np.int64)
     req = np.zeros(n, np.int64)
-    t0s = np.zeros(n if traced else 0, np.int64)
-    t1s = np.zeros(n if traced else 0, np.int64)
+    t0s = np.zeros(n if counted else 0, np.int64)
+    t1s = np.zeros(n if counted else 0, np.int64)
     ts = np.zeros(2, np.int64)
     data_off = np.zeros(n, np.int64)
     dset, src_id, mtype_id, fspace_id, src_space_id = _ids(ds, src, mtype, fspace, src_space)
-    stage = stage or ("traced pass" if traced else "timed pass")
+    stage = stage or ("counted pass" if counted else "timed pass")
     buf = np.empty(max(int(sizes.max()) if n else 1, 1), np.uint8)
     i = 0
     batch = BATCH_REQUESTS if progress is None else 16   # grown or shrunk to PROGRESS_S a batch after each one
@@ -259,7 +259,7 @@ def run_requests(ds, fspace, starts, counts, dtype, *, op: str = "read", data=No
         began = time.perf_counter()
         nxt, last_ns, err = _loop(a.select, a.read, a.write, a.clock, a.clock_id, mode, dset, src_id, mtype_id,
                                   fspace_id, src_space_id, mspaces, starts, counts, buf.ctypes.data, data_off, i, j,
-                                  traced, last_ns, deadline_ns or 0, req, t0s, t1s, ts)
+                                  counted, last_ns, deadline_ns or 0, req, t0s, t1s, ts)
         if err:
             what = {1: "H5Sselect_hyperslab", 2: "H5Dread", 3: "H5Dwrite"}[err]
             raise OSError(f"{what} failed on request {nxt - 1} "
@@ -273,12 +273,12 @@ def run_requests(ds, fspace, starts, counts, dtype, *, op: str = "read", data=No
         i = j
     del spaces
     done = i if n else 0
-    windows = list(zip(t0s[:done].tolist(), t1s[:done].tolist())) if traced else []
+    windows = list(zip(t0s[:done].tolist(), t1s[:done].tolist())) if counted else []
     return LoopResult(req[:done], windows, int(last_ns))
 
 
 # ===================================================== drop-ins for runner.read_pass / write_pass
-def read_pass(job, starts, counts, *, traced: bool, log_path=None, progress=None, deadline_ns: int | None = None):
+def read_pass(job, starts, counts, *, counted: bool, log_path=None, progress=None, deadline_ns: int | None = None):
     """:func:`ccp.measurement.runner.read_pass` with the native loop: same arguments, same PassTiming
     (open and close timed by the Python clock as there; the requests by the loop's C clock)."""
 
@@ -286,9 +286,9 @@ def read_pass(job, starts, counts, *, traced: bool, log_path=None, progress=None
     from ccp.measurement.passes import PassTiming, open_timed, target, timed_close
     from ccp.measurement.remote import open_for_read
 
-    clock = time.monotonic_ns if traced else time.perf_counter_ns
+    clock = time.monotonic_ns if counted else time.perf_counter_ns
     cache = job.cell.cache
-    fapl = iolog.log_fapl(log_path) if traced else None
+    fapl = iolog.log_fapl(log_path) if counted else None
     windows = []
     file, dataset_path = target(job)       # the user's own file: the object itself, links resolved
     fid = open_for_read(job, file, fapl)    # with the cell's page buffer, if any
@@ -297,16 +297,16 @@ def read_pass(job, starts, counts, *, traced: bool, log_path=None, progress=None
         open_ns = t1 - t0
         windows.append((t0, t1))
         effective = ds.get_access_plist().get_chunk_cache()
-        loop = run_requests(ds, ds.get_space(), starts, counts, job.source.dtype, traced=traced, last_ns=t1,
+        loop = run_requests(ds, ds.get_space(), starts, counts, job.source.dtype, counted=counted, last_ns=t1,
                             deadline_ns=deadline_ns, progress=progress)
         windows.extend(loop.windows)
-        close_ns = timed_close(ds, clock, traced, loop.last_ns, windows)
+        close_ns = timed_close(ds, clock, counted, loop.last_ns, windows)
     finally:
         fid.close()
     return PassTiming(open_ns, loop.request_ns, close_ns, windows, effective)
 
 
-def write_pass(job, data, starts, counts, out_file, *, traced: bool, log_path=None, progress=None, src_log=None,
+def write_pass(job, data, starts, counts, out_file, *, counted: bool, log_path=None, progress=None, src_log=None,
                deadline_ns: int | None = None):
     """:func:`ccp.measurement.runner.write_pass` with the native loop (write and copy cells)."""
     from h5py import h5d, h5f, h5p
@@ -316,16 +316,16 @@ def write_pass(job, data, starts, counts, out_file, *, traced: bool, log_path=No
     from ccp.measurement.passes import PassTiming, create_timed, target, timed_close
     from ccp.measurement.remote import file_fcpl
 
-    clock = time.monotonic_ns if traced else time.perf_counter_ns
+    clock = time.monotonic_ns if counted else time.perf_counter_ns
     cell, source = job.cell, job.source
-    fapl = iolog.log_fapl(log_path) if traced else h5p.create(h5p.FILE_ACCESS)
+    fapl = iolog.log_fapl(log_path) if counted else h5p.create(h5p.FILE_ACCESS)
     dtype = np.dtype(source.dtype)
     windows = []
     copying = data is None
     src = src_space = src_fid = None
     if copying:
         src_file, src_path = target(job)
-        src_fid = h5f.open(src_file.encode(), h5f.ACC_RDONLY, iolog.log_fapl(src_log) if traced else None)
+        src_fid = h5f.open(src_file.encode(), h5f.ACC_RDONLY, iolog.log_fapl(src_log) if counted else None)
         src_dapl = plists.cache_dapl(cell.cache)
         src = h5d.open(src_fid, src_path.encode(), src_dapl)
         src_space = src.get_space()
@@ -336,11 +336,11 @@ def write_pass(job, data, starts, counts, out_file, *, traced: bool, log_path=No
         windows.append((t0, t1))
         effective = ds.get_access_plist().get_chunk_cache()
         loop = run_requests(ds, ds.get_space(), starts, counts, dtype, op="copy" if copying else "write", data=data,
-                            src=src, src_space=src_space, traced=traced, last_ns=t1, deadline_ns=deadline_ns,
+                            src=src, src_space=src_space, counted=counted, last_ns=t1, deadline_ns=deadline_ns,
                             progress=progress)
         windows.extend(loop.windows)
         storage = ds.get_storage_size()
-        close_ns = timed_close(ds, clock, traced, loop.last_ns, windows)   # flushes the chunk cache
+        close_ns = timed_close(ds, clock, counted, loop.last_ns, windows)   # flushes the chunk cache
     finally:
         fid.close()
         if src is not None:           # a copy cell's source, open since before the try

@@ -30,7 +30,7 @@ class PassTiming:
     open_ns: int
     request_ns: np.ndarray
     close_ns: int
-    windows: list = field(default_factory=list)  # traced pass: (start_ns, end_ns) per phase window
+    windows: list = field(default_factory=list)  # counted pass: (start_ns, end_ns) per phase window
     cache: tuple = ()                             # (nslots, nbytes, w0) read back from the open dataset
     http: CellCounts | None = None                # an S3 pass: its GETs per phase
 
@@ -94,7 +94,7 @@ class CellJob:
     user_file: str | None   # the user's file, read-only data for write cells
     repeats: int
     cold: bool
-    trace: bool = True
+    counted_pass: bool = True   # one more pass under the log driver (its I/O counts); off for a quick run and S3
     repack_s: float = float("nan")
     max_requests: int | None = None  # measure only this prefix
     time_budget: float | None = None # seconds for the cell's passes; past it, measure a prefix and extrapolate
@@ -150,15 +150,15 @@ def types_of(source):
 
 
 def spin_to_next_us(last_ns: int) -> None:
-    """Traced pass only: keep request windows apart at the log's microsecond resolution."""
+    """Counted pass only: keep request windows apart at the log's microsecond resolution."""
     target = (last_ns // 1000 + 2) * 1000
     while time.monotonic_ns() < target:
         pass
 
 
-def timed_close(ds, clock, traced: bool, last_ns: int, windows: list) -> int:
+def timed_close(ds, clock, counted: bool, last_ns: int, windows: list) -> int:
     """Close the dataset as the pass's last timed phase (for writes, the flush of cached chunks)."""
-    if traced:
+    if counted:
         spin_to_next_us(last_ns)
     t0 = clock()
     ds.close()

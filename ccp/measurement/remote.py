@@ -34,7 +34,7 @@ def storage_of(job):
 
 def open_for_read(job, file: str, fapl):
     """``h5f.open`` read-only with the cell's page buffer added to ``fapl`` (which keeps the log driver of a
-    traced pass); HDF5 2.0 silently drops a page buffer on a file that is not paged: that fails the cell."""
+    counted pass); HDF5 2.0 silently drops a page buffer on a file that is not paged: that fails the cell."""
     from h5py import h5f
 
     st = storage_of(job)
@@ -64,7 +64,7 @@ class RemotePassTiming(PassTiming):
     file_open_ns: int = 0        # fsspec open + h5f.open (superblock, root group): part of open_ns
 
 
-def remote_read_pass(job, starts, counts, *, traced: bool, log_path=None, progress=None, deadline_ns: int | None = None,
+def remote_read_pass(job, starts, counts, *, counted: bool, log_path=None, progress=None, deadline_ns: int | None = None,
                      reopen_before=(), remote=None):
     """:func:`ccp.measurement.runner.read_pass` for an S3 cell over ``remote`` (a
     :class:`ccp.remote.sweep_cell.RemoteCell`): same PassTiming, with ``http`` the pass's
@@ -74,8 +74,8 @@ def remote_read_pass(job, starts, counts, *, traced: bool, log_path=None, progre
 
     from ccp.measurement.passes import buffers, open_timed, types_of
 
-    if traced:
-        raise ValueError("an S3 cell has no traced pass: its I/O counts are its GETs")
+    if counted:
+        raise ValueError("an S3 cell has no counted pass: its I/O counts are its GETs")
     clock = time.perf_counter_ns
     cache = job.cell.cache
     mtype, dtype, reclaim = types_of(job.source)

@@ -1,4 +1,4 @@
-"""Measure one cell: timed passes with the default (sec2) driver, then one traced pass (log driver).
+"""Measure one cell: timed passes with the default (sec2) driver, then one counted pass (log driver).
 
 The hot loop uses h5py's low-level API with a selection and memory buffers prepared in advance,
 so the tool adds well under a microsecond per request to what HDF5 itself costs.
@@ -42,27 +42,27 @@ from ccp.store.row import CellRow
 from ccp.store.schema import REQUEST_COLUMNS, SCHEMA_VERSION, contended, stability_flags
 from ccp.units import shape_str
 
-IO_TRACE_MAX = 2_000_000   # file-level operations kept per cell in io.parquet (counts are always exact)
+IO_ROWS_MAX = 2_000_000    # file-level operations kept per cell in io.parquet (counts are always exact)
 
 
 def _log_fapl(log_path: Path | None):
-    """The log driver's access list for a traced pass, which its caller always gives a log file."""
+    """The log driver's access list for a counted pass, which its caller always gives a log file."""
     if log_path is None:
-        raise ValueError("a traced pass needs a log file")
+        raise ValueError("a counted pass needs a log file")
     return iolog.log_fapl(log_path)
 
 
 # The per-request bookkeeping below is written out in each loop rather than called: it runs on the
 # hot path, between timed calls.
-def read_pass(job: CellJob, starts, counts, *, traced: bool, log_path: Path | None, progress: Progress,
+def read_pass(job: CellJob, starts, counts, *, counted: bool, log_path: Path | None, progress: Progress,
               deadline_ns: int | None = None, reopen_before=()) -> PassTiming:
     """One pass of read requests. ``reopen_before`` (a replay): close and reopen the dataset before those
     requests, inside their timed call, as the traced program lost its chunk cache there."""
     from h5py import h5d
 
-    clock = time.monotonic_ns if traced else time.perf_counter_ns
+    clock = time.monotonic_ns if counted else time.perf_counter_ns
     cache = job.cell.cache
-    fapl = _log_fapl(log_path) if traced else None
+    fapl = _log_fapl(log_path) if counted else None
     mtype, dtype, reclaim = types_of(job.source)
     bufs = buffers(counts, dtype, None if dtype is not None else mtype)
     n = len(starts)
@@ -81,7 +81,7 @@ def read_pass(job: CellJob, starts, counts, *, traced: bool, log_path: Path | No
             start, count = starts[i], counts[i]
             mspace, arr = bufs[count]
             fspace.select_hyperslab(start, count)
-            if traced:
+            if counted:
                 spin_to_next_us(t1)
             again = i in reopen          # decided outside the timed call
             t0 = clock()
@@ -91,35 +91,35 @@ def read_pass(job: CellJob, starts, counts, *, traced: bool, log_path: Path | No
             ds.read(mspace, fspace, arr, mtype)
             t1 = clock()
             req[i] = t1 - t0
-            if traced:
+            if counted:
                 windows.append((t0, t1))
             if reclaim is not None:      # vlen data: free what the read allocated, outside the timed call
                 reclaim(mspace, arr)
             if not i & 1023:
-                progress("traced pass" if traced else "timed pass", i, n)
+                progress("counted pass" if counted else "timed pass", i, n)
             if deadline_ns is not None and t1 > deadline_ns:   # time budget: stop here, a measured prefix
                 req = req[:i + 1]
                 break
-        close_ns = timed_close(ds, clock, traced, t1, windows)
+        close_ns = timed_close(ds, clock, counted, t1, windows)
     finally:
         fid.close()
     return PassTiming(open_ns, req, close_ns, windows, effective)
 
 
-def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, traced: bool, log_path: Path | None,
+def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, counted: bool, log_path: Path | None,
                progress: Progress, src_log: Path | None = None, deadline_ns: int | None = None) -> tuple[PassTiming, int]:
     """Create the dataset empty in the cell's layout, write every block, close it. Returns (timing, storage).
 
     A copy cell (``data`` is None) reads each block from the stored dataset (``job.file``) inside the
-    timed request, as h5repack does; its traced pass logs the source file to ``src_log``.
+    timed request, as h5repack does; its counted pass logs the source file to ``src_log``.
     """
     from h5py import h5d, h5f, h5p, h5s
 
     from ccp.hdf5.h5types import memory_buffer
 
-    clock = time.monotonic_ns if traced else time.perf_counter_ns
+    clock = time.monotonic_ns if counted else time.perf_counter_ns
     cell, source = job.cell, job.source
-    fapl = _log_fapl(log_path) if traced else h5p.create(h5p.FILE_ACCESS)
+    fapl = _log_fapl(log_path) if counted else h5p.create(h5p.FILE_ACCESS)
     mtype, dtype, reclaim = types_of(source)
     release = getattr(data, "release", None)
     spaces = {c: h5s.create_simple(c) for c in {tuple(int(x) for x in row) for row in counts}}
@@ -129,7 +129,7 @@ def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, traced: bo
     copying = data is None
     if copying:
         src_file, src_path = target(job)
-        src_fid = h5f.open(src_file.encode(), h5f.ACC_RDONLY, _log_fapl(src_log) if traced else None)
+        src_fid = h5f.open(src_file.encode(), h5f.ACC_RDONLY, _log_fapl(src_log) if counted else None)
         src_dapl = plists.cache_dapl(cell.cache)
         src = h5d.open(src_fid, src_path.encode(), src_dapl)
         src_space = src.get_space()
@@ -147,7 +147,7 @@ def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, traced: bo
             if copying:
                 block = bufs[count]
                 src_space.select_hyperslab(start, count)
-                if traced:
+                if counted:
                     spin_to_next_us(t1)
                 t0 = clock()
                 src.read(spaces[count], src_space, block, mtype)
@@ -157,7 +157,7 @@ def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, traced: bo
                     reclaim(spaces[count], block)
             else:
                 block = data.read(start, count)          # generated outside the timed call
-                if traced:
+                if counted:
                     spin_to_next_us(t1)
                 t0 = clock()
                 ds.write(spaces[count], fspace, block, mtype)
@@ -165,15 +165,15 @@ def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, traced: bo
                 if release is not None:
                     release(spaces[count], block)
             req[i] = t1 - t0
-            if traced:
+            if counted:
                 windows.append((t0, t1))
             if not i & 1023:
-                progress("traced pass" if traced else "timed pass", i, n)
+                progress("counted pass" if counted else "timed pass", i, n)
             if deadline_ns is not None and t1 > deadline_ns:   # time budget: stop here, a measured prefix
                 req = req[:i + 1]
                 break
         storage = ds.get_storage_size()
-        close_ns = timed_close(ds, clock, traced, t1, windows)   # flushes the chunk cache: the last request
+        close_ns = timed_close(ds, clock, counted, t1, windows)   # flushes the chunk cache: the last request
     finally:
         fid.close()
         if copying:
@@ -214,7 +214,7 @@ def client_loops(job: CellJob):
 
 
 def measure(job: CellJob, scratch: Path, progress: Progress | None = None) -> tuple[CellRow, pd.DataFrame, pd.DataFrame | None]:
-    """Run a cell: its timed passes, its traced pass, then its row. Returns (row, requests table, io table or None)."""
+    """Run a cell: its timed passes, its counted pass, then its row. Returns (row, requests table, io table or None)."""
     from ccp.workload.requests import plan_for
 
     progress = progress or Progress()
@@ -239,14 +239,16 @@ def measure(job: CellJob, scratch: Path, progress: Progress | None = None) -> tu
     finally:
         if remote is not None:
             remote.store.close()
-    starts = starts[:passes.measured]          # over budget: the traced pass measures the same prefix
+    starts = starts[:passes.measured]          # over budget: the counted pass measures the same prefix
     counts = counts[:passes.measured]
-    trace = traced_pass(job, loops, data, starts, counts, scratch, progress) if job.trace and remote is None else None
-    req_df = request_table(cell.cell_id, passes.timings, trace, starts, passes.machine)
-    row = cell_row(job, passes, trace, n_full, loops.flags, started)
+    counted = None
+    if job.counted_pass and remote is None:
+        counted = measure_counted_pass(job, loops, data, starts, counts, scratch, progress)
+    req_df = request_table(cell.cell_id, passes.timings, counted, starts, passes.machine)
+    row = cell_row(job, passes, counted, n_full, loops.flags, started)
     if remote is not None:
         row = with_http(row, passes.timings, remote.page_buffer_effective)
-    return row.with_columns(elapsed_s=time.perf_counter() - t_cell), req_df, trace.io if trace else None
+    return row.with_columns(elapsed_s=time.perf_counter() - t_cell), req_df, counted.io if counted else None
 
 
 @dataclass(frozen=True)
@@ -281,12 +283,12 @@ class TimedPasses:
 
 
 def timed_passes(job: CellJob, loops: Loops, data, starts, counts, scratch: Path, progress: Progress) -> TimedPasses:
-    """The untraced passes whose times are the cell's; the first one stops at the time budget, the rest follow its prefix."""
+    """The timed passes whose times are the cell's; the first one stops at the time budget, the rest follow its prefix."""
     cell = job.cell
     is_write = cell.access.op in ("write", "copy")     # both create the dataset in the cell's layout
     timings: list[PassTiming] = []
     storage = file_bytes = None
-    per_pass_s = job.time_budget / (job.repeats + job.trace) if job.time_budget else None
+    per_pass_s = job.time_budget / (job.repeats + job.counted_pass) if job.time_budget else None
     machine: list[PassMachine] = []
     clock = MachineClock()
     for p in range(job.repeats):
@@ -296,7 +298,7 @@ def timed_passes(job: CellJob, loops: Loops, data, starts, counts, scratch: Path
                 drop_file(target(job)[0])
             out = scratch / f"pass{p}.h5"
             clock.start()
-            t, storage = loops.write(job, data, starts, counts, out, traced=False, log_path=None, progress=progress,
+            t, storage = loops.write(job, data, starts, counts, out, counted=False, log_path=None, progress=progress,
                                      deadline_ns=deadline_ns)
             machine.append(clock.stop())
             file_bytes = out.stat().st_size
@@ -306,7 +308,7 @@ def timed_passes(job: CellJob, loops: Loops, data, starts, counts, scratch: Path
             if job.cold and job.remote is None:      # an S3 pass is cold by its new fsspec file
                 drop_file(target(job)[0])
             clock.start()
-            t = loops.read(job, starts, counts, traced=False, log_path=None, progress=progress, deadline_ns=deadline_ns)
+            t = loops.read(job, starts, counts, counted=False, log_path=None, progress=progress, deadline_ns=deadline_ns)
             machine.append(clock.stop())
         timings.append(t)
         if len(t.request_ns) < len(starts):      # over budget: every later pass measures this prefix
@@ -315,43 +317,43 @@ def timed_passes(job: CellJob, loops: Loops, data, starts, counts, scratch: Path
 
 
 @dataclass(frozen=True)
-class Trace:
-    """The traced pass: its timing, the file operations of each window, and the stored I/O table."""
+class CountedPass:
+    """The counted pass: its timing, the file operations of each window, and the stored I/O table."""
 
     timing: PassTiming
     counts: dict                   # column -> per-window counts (file, open, requests..., close)
     whole: dict                    # column -> the pass's totals
     io: pd.DataFrame
-    truncated: bool                # the stored table holds the first IO_TRACE_MAX operations only
+    truncated: bool                # the stored table holds the first IO_ROWS_MAX operations only
 
 
-def traced_pass(job: CellJob, loops: Loops, data, starts, counts, scratch: Path, progress: Progress) -> Trace:
+def measure_counted_pass(job: CellJob, loops: Loops, data, starts, counts, scratch: Path, progress: Progress) -> CountedPass:
     """One more pass with HDF5's log driver: every file operation, attributed to the request that made it."""
     cell = job.cell
-    log_path = scratch / "trace.log"
+    log_path = scratch / "io.log"
     log_path.unlink(missing_ok=True)
     src_log = scratch / "source.log"
     if cell.access.op in ("write", "copy"):
-        traced, _ = loops.write(job, data, starts, counts, scratch / "traced.h5", traced=True, log_path=log_path,
+        timing, _ = loops.write(job, data, starts, counts, scratch / "counted.h5", counted=True, log_path=log_path,
                                 progress=progress, src_log=src_log)
-        (scratch / "traced.h5").unlink(missing_ok=True)
+        (scratch / "counted.h5").unlink(missing_ok=True)
     else:
         if job.cold:
             drop_file(target(job)[0])
-        traced = loops.read(job, starts, counts, traced=True, log_path=log_path, progress=progress)
+        timing = loops.read(job, starts, counts, counted=True, log_path=log_path, progress=progress)
     ops = iolog.parse_log(log_path)
     if src_log.exists():           # a copy: the source file's reads belong to the same requests
         ops = iolog.merge(ops, iolog.parse_log(src_log))
         src_log.unlink()
     log_path.unlink(missing_ok=True)
-    ws = np.array([w[0] for w in traced.windows], dtype=np.int64)
-    we = np.array([w[1] for w in traced.windows], dtype=np.int64)
+    ws = np.array([w[0] for w in timing.windows], dtype=np.int64)
+    we = np.array([w[1] for w in timing.windows], dtype=np.int64)
     owner = iolog.attribute(ops, ws, we)
-    io_counts = iolog.count_by_window(ops, owner, len(traced.windows))
+    io_counts = iolog.count_by_window(ops, owner, len(timing.windows))
     nreq = len(starts)
     phase_of = np.array(["file", "open"] + ["request"] * nreq + ["close"], dtype=object)
     req_of = np.concatenate([[-1, -1], np.arange(nreq), [nreq]])
-    keep = slice(0, IO_TRACE_MAX)     # counts above are exact; the stored trace is capped
+    keep = slice(0, IO_ROWS_MAX)      # counts above are exact; the stored table is capped
     io_df = pd.DataFrame({
         "schema_version": SCHEMA_VERSION, "cell_id": cell.cell_id, "seq": np.arange(len(ops))[keep],
         "phase": phase_of[owner[keep] + 1], "request": req_of[owner[keep] + 1],
@@ -359,12 +361,12 @@ def traced_pass(job: CellJob, loops: Loops, data, starts, counts, scratch: Path,
         "offset": ops.offset[keep], "size": ops.size[keep],
         "t_s": (ops.t_us[keep] - (ws[0] // 1000 if len(ws) else 0)) / 1e6,
     })
-    return Trace(traced, io_counts, iolog.totals(ops), io_df, len(ops) > IO_TRACE_MAX)
+    return CountedPass(timing, io_counts, iolog.totals(ops), io_df, len(ops) > IO_ROWS_MAX)
 
 
-def request_table(cell_id: str, timings: list[PassTiming], trace: Trace | None, starts,
+def request_table(cell_id: str, timings: list[PassTiming], counted: CountedPass | None, starts,
                   machine: tuple[PassMachine, ...] = ()) -> pd.DataFrame:
-    """The requests table: timed passes (each one's machine state on its "open" row), then the traced pass with
+    """The requests table: timed passes (each one's machine state on its "open" row), then the counted pass with
     its I/O counts."""
     parts = [_request_rows(cell_id, p, t, starts) for p, t in enumerate(timings)]
     for part, m in zip(parts, machine):
@@ -377,31 +379,31 @@ def request_table(cell_id: str, timings: list[PassTiming], trace: Trace | None, 
             for k, v in request_columns(t.http).items():
                 part[k] = [*v[:len(t.request_ns) + 1], 0]
     req_df = pd.concat([pd.DataFrame(part) for part in parts], ignore_index=True)
-    if trace is not None:
-        tr = pd.DataFrame(_request_rows(cell_id, -1, trace.timing, starts))
-        for k, v in trace.counts.items():
+    if counted is not None:
+        tr = pd.DataFrame(_request_rows(cell_id, -1, counted.timing, starts))
+        for k, v in counted.counts.items():
             tr[k] = v
         req_df = pd.concat([req_df, tr], ignore_index=True)
     req_df.insert(0, "schema_version", SCHEMA_VERSION)
-    for k in REQUEST_COLUMNS[7:]:       # I/O counts: only the traced pass has them; same dtype in every part
+    for k in REQUEST_COLUMNS[7:]:       # I/O counts: only the counted pass has them; same dtype in every part
         kind = "Float64" if k == "http_wait_s" or k.startswith("pass_") else "Int64"
         req_df[k] = req_df[k].astype(kind) if k in req_df else pd.array([pd.NA] * len(req_df), dtype=kind)
     return req_df[REQUEST_COLUMNS]
 
 
-def cell_row(job: CellJob, passes: TimedPasses, trace: Trace | None, n_full: int, client_flags, started: str) -> CellRow:
+def cell_row(job: CellJob, passes: TimedPasses, counted: CountedPass | None, n_full: int, client_flags, started: str) -> CellRow:
     """The cell's row from its passes: median time and spread, flags, sizes; a measured prefix extrapolated."""
     cell, source = job.cell, job.source
     timings, k = passes.timings, passes.measured
     is_write = cell.access.op in ("write", "copy")
     extrapolated = k < n_full
-    whole = dict(trace.whole) if trace is not None else None
+    whole = dict(counted.whole) if counted is not None else None
     if extrapolated:
         classes = np.asarray(job.request_class if job.request_class is not None else np.zeros(n_full, np.int64))
         totals = [(t.open_ns + t.close_ns + _extrapolate(classes, k, t.request_ns)) / 1e9 for t in timings]
-        if trace is not None and whole is not None:
+        if counted is not None and whole is not None:
             for name in list(whole):
-                per_req = trace.counts[name][1:k + 1]
+                per_req = counted.counts[name][1:k + 1]
                 whole[name] = round(whole[name] - per_req.sum() + _extrapolate(classes, k, per_req))
     else:
         totals = [t.total_s for t in timings]
@@ -418,8 +420,8 @@ def cell_row(job: CellJob, passes: TimedPasses, trace: Trace | None, n_full: int
     flags = list(client_flags) + stability_flags(job.repeats, spread, req_median)
     if job.max_requests is not None or extrapolated:
         flags.append("partial")
-    if trace is not None and trace.truncated:
-        flags.append("io-trace-truncated")
+    if counted is not None and counted.truncated:
+        flags.append("io-trace-truncated")     # a stored flag value: old run folders hold it, so it keeps its name
     state = machine_state(passes.machine, waits_for_io=(job.cold and cell.access.op != "write") or job.remote is not None)
     if state.pop("contended"):
         flags.append("contended")

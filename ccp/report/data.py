@@ -1,7 +1,7 @@
 """Reading a run folder for the report: cells with predictable dtypes, labels people can read, stability.
 
 Every function here works on runs written by any schema version-1 engine, including runs that predate a
-column (it reads back as missing) and quick runs (no traced pass: counts are NaN, no ``io.parquet``).
+column (it reads back as missing) and quick runs (no counted pass: counts are NaN, no ``io.parquet``).
 """
 
 from __future__ import annotations

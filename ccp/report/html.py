@@ -129,15 +129,15 @@ def _per(c, col) -> float:
 
 
 def _io_sentence(c, run: RunKind = PLAIN) -> str:
-    """What the cell's traced pass did, per request: the numbers that explain its time (an S3 cell: its GETs)."""
+    """What the cell's counted pass did, per request: the numbers that explain its time (an S3 cell: its GETs)."""
     op = c["op"]
     col = "raw_writes" if op == "write" else "raw_reads"
-    if c.get("storage") == "s3" and finite(c.get("http_gets")):     # no traced pass over S3: the GETs are its counts
+    if c.get("storage") == "s3" and finite(c.get("http_gets")):     # no counted pass over S3: the GETs are its counts
         opened = f", {format_count(c['http_open_gets'])} of them to open the file" if finite(c.get("http_open_gets")) else ""
         return (f"{format_count(c['http_gets'])} HTTP GETs{opened}, fetching {format_bytes(c['http_bytes'])} for "
                 f"{format_count(c['requests'])} requests")
     if not finite(c.get(col)):
-        return "its I/O counts were not measured" + (" (a quick run has no traced pass)" if run.quick else "")
+        return "its I/O counts were not measured" + (" (a quick run has no counted pass)" if run.quick else "")
     words = "raw-data writes" if op == "write" else "raw-data reads"
     s = f"{format_count(c[col])} {words} for {format_count(c['requests'])} requests ({_per(c, col):,.3g} per request)"
     moved = c["raw_write_bytes"] if op == "write" else c["raw_read_bytes"]
@@ -274,9 +274,9 @@ def meta_rows(cells, env, sweep, run_dir) -> list[list[str]]:
     caches = sorted({(int(n), int(s), float(w)) for n, s, w in zip(cells["cache_nbytes"], cells["cache_nslots"], cells["cache_w0"])
                      if finite(n) and finite(s) and finite(w)})
     default = (env.get("hdf5_default_chunk_cache") or {}).get("dapl") or {}
-    passes = f"{sweep.get('repeats', '?')} timed ({'cold: page cache dropped before each' if sweep.get('cold') else 'warm'}) + 1 traced"
+    passes = f"{sweep.get('repeats', '?')} timed ({'cold: page cache dropped before each' if sweep.get('cold') else 'warm'}) + 1 counted"
     if sweep.get("quick"):
-        passes = "quick run: 1 warm pass, no traced pass (no I/O counts or trace)"
+        passes = "quick run: 1 warm pass, no counted pass (no I/O counts, no file operations)"
     ds = sweep.get("dataset") or {}
     gen = ds.get("generate") if isinstance(ds, dict) else None
     if isinstance(gen, dict):
@@ -371,7 +371,7 @@ def build(run_dir: Path, self_contained: bool = False) -> Path:
     if run.tags or (cells["status"] == "extrapolated").any():
         items = []
         if run.quick:
-            items.append("This is a <b>quick run</b>: one warm pass per cell and no traced pass, so there are no I/O counts, "
+            items.append("This is a <b>quick run</b>: one warm pass per cell and no counted pass, so there are no I/O counts, "
                          "no spread between passes and more noise. Every time is marked <i>quick</i>.")
         if run.scale:
             items.append(f"This sweep was <b>scaled by {run.scale:g}</b> (<code>--scale</code>): every dimension, chunk and block "
@@ -464,12 +464,12 @@ def build(run_dir: Path, self_contained: bool = False) -> Path:
         table_html(None, meta_rows(cells, env, sweep, run_dir), "meta"),
         note("The sweep file after validation, every default spelled out: enough to rerun it with <code>ccp run</code>."),
         f"<details><summary>sweep.yaml</summary><pre>{esc(sweep_text) or '(no sweep.yaml in the run folder)'}</pre></details>",
-        '<h2 id="io">File-level I/O of the traced pass</h2>',
+        '<h2 id="io">File-level I/O of the counted pass</h2>',
         note("Every read and write HDF5 sent to the file, by file offset, in order (seed 002's figures): one panel per layout "
              "and access pattern, slowest first. A staircase is chunks read in file order; flat runs of points are the same "
              "chunk read again and again; metadata reads (red x) are the chunk index and object headers."),
         (f"<details><summary>I/O trace ({len(picked)} cells)</summary>{img(figs['io'], 'I/O trace')}</details>" if figs["io"]
-         else note("No I/O trace in this run" + (" (a quick run has no traced pass)." if run.quick else
+         else note("No I/O trace in this run" + (" (a quick run has no counted pass)." if run.quick else
                                                   " (cells read over S3 have none: their GETs are counted instead)."
                                                   if (cells["storage"] == "s3").any() else "."))), errors["io"],
         (f"<footer>Written by ccp {esc(env.get('ccp', ''))} from {esc(run_dir)}. Schema version "

@@ -214,7 +214,7 @@ def heatmaps(cells: pd.DataFrame, out: Path) -> tuple[list[str], int]:
     for what, col, fmt in (("time per pass", "time_s", format_seconds), (count_name, count_col, format_count)):
         values = ok[col].to_numpy(dtype=float)
         positive = values[np.isfinite(values) & (values > 0)]
-        if not len(positive):            # e.g. counts of a quick run: no traced pass
+        if not len(positive):            # e.g. counts of a quick run: no counted pass
             continue
         lo, hi = positive.min(), positive.max()
         if hi <= lo:
@@ -405,8 +405,8 @@ def io_trace(picked: pd.DataFrame, io: pd.DataFrame | None, out: Path) -> str | 
                                 + (" (points subsampled evenly)" if sub else ""), 130), fontsize=9, loc="left")
             ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), markerscale=1.5, frameon=False)
             ax.margins(x=0.01)
-        axs[-1, 0].set_xlabel("file operation number in the traced pass")
-        fig.suptitle("Every file-level operation of the traced pass: where in the file, in which order (seed 002)", fontsize=10)
+        axs[-1, 0].set_xlabel("file operation number in the counted pass")
+        fig.suptitle("Every file-level operation of the counted pass: where in the file, in which order (seed 002)", fontsize=10)
         return _save(fig, out, "io_trace.png")
 
 

@@ -3,7 +3,7 @@
 Two runs measured hours apart saw different machines. Interleaving (asv's ``--interleave-rounds``) puts A's and B's
 passes side by side in time, so whatever load there is falls on both: each round measures one pass of A's cell, then
 one of B's (the order flips every round), from each run's own sweep (its dataset, layout files, repeats set to 1, no
-traced pass). The passes are then judged by the same rule as the stored ones (stats.judge); the counts stay the runs'.
+counted pass). The passes are then judged by the same rule as the stored ones (stats.judge); the counts stay the runs'.
 """
 
 from __future__ import annotations

@@ -86,5 +86,5 @@ def storage_tables(cells: pd.DataFrame, labels: Labels, run: RunKind = PLAIN) ->
                  "local cells are timed from the dataset open (opening a local file makes no GET). "
                  "Below each count: the model's, from the file's "
                  f"chunk index and fsspec's cache rules; it equals the measured count on {int(exact.sum())} of "
-                 f"{len(s3)} S3 cells here. Local cells count raw reads from the traced pass instead."))
+                 f"{len(s3)} S3 cells here. Local cells count raw reads from the counted pass instead."))
     return out

@@ -55,7 +55,7 @@ class Sample:
     firsts: np.ndarray = field(default_factory=lambda: np.zeros(0))   # each timed pass's first request (seed 004: the
     #                                    one that reads and decompresses a chunk the others then find in the cache)
     cpu: np.ndarray = field(default_factory=lambda: np.zeros(0))     # each timed pass's process CPU seconds (schema 4)
-    work: tuple = ()                   # (column, count) of WORK_COLUMNS the cell's traced pass measured; () unknown
+    work: tuple = ()                   # (column, count) of WORK_COLUMNS the cell's counted pass measured; () unknown
     contended: bool = False            # flagged "contended" when measured
     load: float = float("nan")         # highest 1-minute load average over its passes
     cpus: float = float("nan")
@@ -292,12 +292,12 @@ def _finite(v) -> bool:
 
 
 def machine_of(c) -> dict:
-    """A cells row's Sample fields that need no requests table: its I/O counts (the traced pass's; none for a quick
+    """A cells row's Sample fields that need no requests table: its I/O counts (the counted pass's; none for a quick
     run, whose counts are empty, or for GETs that varied between passes) and its machine state."""
     flags = set(str(c.get("flags") or "").split(","))
     work = tuple((k, float(c.get(k))) for k in WORK_COLUMNS if _finite(c.get(k))
                  and not (k.startswith("http_") and "http-counts-vary" in flags))
-    if not any(k != "requests" for k, _ in work):     # requests alone: no traced pass, the work is unknown
+    if not any(k != "requests" for k, _ in work):     # requests alone: no counted pass, the work is unknown
         work = ()
     path = tuple("" if c.get(k) is None or (isinstance(c.get(k), float) and math.isnan(c.get(k))) else str(c.get(k))
                  for k in WAIT_COLUMNS)

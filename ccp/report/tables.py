@@ -311,7 +311,7 @@ def one_change_tables(cells: pd.DataFrame, labels: Labels, samples: dict | None 
             gain_row.append("-" if vb is None else fmt_times(base["time_s"] / p["time_s"]) if vb.differs else
                             Cell(f"tie ({fmt_times(base['time_s'] / p['time_s'])})", (vb.why,)))
         rows += [time_row, gain_row]
-        if any(finite(p[count_col]) for _, p in picks):     # a quick run has no traced pass: no empty rows
+        if any(finite(p[count_col]) for _, p in picks):     # a quick run has no counted pass: no empty rows
             rows.append([count_name.capitalize(), *(format_count(p[count_col]) for _, p in picks)])
             rows.append([f"{count_name.capitalize()} per request",
                          *(fmt_per(p[count_col] / p["requests"]) if p["requests"] else "-" for _, p in picks)])
@@ -345,7 +345,7 @@ def pivot_tables(cells: pd.DataFrame, labels: Labels, samples: dict | None = Non
         return []
     jd = _Judge(cells, samples, run, threshold)
     count_col, count_name = _count_col(ok)
-    has_counts = bool(ok[count_col].notna().any())     # a quick run has no traced pass
+    has_counts = bool(ok[count_col].notna().any())     # a quick run has no counted pass
     out = []
     for name, col in labels.axes:
         if col == "access_label":

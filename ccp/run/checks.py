@@ -134,10 +134,10 @@ def _ops_per_request(cell: Cell, shape) -> int:
 
 
 def disk_needed(sweep: Sweep, source: DatasetInfo, cells: list[Cell], work_dir: Path) -> int:
-    """Bytes the work folder needs at most at once: missing work files, one cell's pass files and trace log.
+    """Bytes the work folder needs at most at once: missing work files, one cell's pass files and I/O log.
 
     Work files are counted uncompressed (an upper bound); write and copy cells keep at most two pass
-    files at once; the traced pass's log is about 100 bytes per file operation (one cell's log is
+    files at once; the counted pass's log is about 100 bytes per file operation (one cell's log is
     deleted before the next cell starts).
     """
     from ccp.workload.files import layout_path
@@ -148,18 +148,18 @@ def disk_needed(sweep: Sweep, source: DatasetInfo, cells: list[Cell], work_dir: 
         layouts.add((source.chunks, source.filters))
     missing = sum(1 for ch, f in layouts if not layout_path(work_dir, sweep, source, ch, f).exists())
     writes = any(c.access.op in ("write", "copy") for c in cells)
-    trace = max((LOG_LINE_BYTES * (request_count(c.access, source.shape) * _ops_per_request(c, source.shape) + 1000)
-                 for c in cells), default=0)
-    return missing * logical + (2 * logical if writes else 0) + trace
+    io_log = max((LOG_LINE_BYTES * (request_count(c.access, source.shape) * _ops_per_request(c, source.shape) + 1000)
+                  for c in cells), default=0)
+    return missing * logical + (2 * logical if writes else 0) + io_log
 
 
 def out_needed(sweep: Sweep, source: DatasetInfo, cells: list[Cell], quick: bool) -> int:
-    """Bytes the run folder needs: per cell its request rows (every pass) and its I/O trace (capped)."""
-    from ccp.measurement.runner import IO_TRACE_MAX
+    """Bytes the run folder needs: per cell its request rows (every pass) and its file operations in io.parquet (capped)."""
+    from ccp.measurement.runner import IO_ROWS_MAX
 
     passes = sweep.repeats + (0 if quick else 1)
     total = 0
     for c in cells:
         n = request_count(c.access, source.shape)
-        total += PART_ROW_BYTES * (passes * (n + 2) + (0 if quick else min(IO_TRACE_MAX, n * _ops_per_request(c, source.shape) + 100)))
+        total += PART_ROW_BYTES * (passes * (n + 2) + (0 if quick else min(IO_ROWS_MAX, n * _ops_per_request(c, source.shape) + 100)))
     return total

@@ -231,7 +231,7 @@ class EtaClock:
 
     def _fixed_per_cell(self, ratio: float) -> float:
         """What a cell costs beyond its corrected prediction: making its work file, forking, opening and closing the
-        file each pass, reading the traced pass's log, committing the row -- the median over the finished cells of
+        file each pass, reading the counted pass's log, committing the row -- the median over the finished cells of
         their wall time less the model's price at this ratio (issue 22: seven 2-request cells took 1.5 s each while
         the model priced them at milliseconds, so the last 11 s of a run read "sweep 1.8 s left")."""
         extra = [max(wall - own * ratio, 0.0) for wall, own in self.walls if own is not None]

@@ -32,7 +32,7 @@ def job_for(cell: Cell, sweep: Sweep, source: DatasetInfo, work_dir: Path, quick
 
     A read cell with a ``file_space`` reads a copy of its file with that strategy (made once in the work
     folder); an S3 cell's file is uploaded once through ``s3`` (the sweep's
-    :class:`ccp.remote.sweep_cell.RemoteSession`) and has no traced pass: its I/O counts are its GETs."""
+    :class:`ccp.remote.sweep_cell.RemoteSession`) and has no counted pass: its I/O counts are its GETs."""
     repack_s = float("nan")
     if cell.access.op in ("write", "copy"):     # each pass writes a new file of about the dataset's size
         logical = int(np.prod(source.shape, dtype=np.int64)) * np.dtype(source.dtype).itemsize
@@ -68,7 +68,7 @@ def job_for(cell: Cell, sweep: Sweep, source: DatasetInfo, work_dir: Path, quick
         remote = s3.target(file, dataset_path, cell.storage)
     return CellJob(cell=cell, file=file, dataset_path=dataset_path, source=source,
                    generate=sweep.dataset.generate, user_file=str(sweep.dataset.file) if sweep.dataset.file else None,
-                   repeats=sweep.repeats, cold=sweep.cold, trace=not quick and remote is None, repack_s=repack_s,
+                   repeats=sweep.repeats, cold=sweep.cold, counted_pass=not quick and remote is None, repack_s=repack_s,
                    time_budget=sweep.time_budget, remote=remote)
 
 

@@ -101,7 +101,7 @@ def run_sweep(sweep_path, *, out: Path | None = None, quick: bool = False, resul
     doc["scale"] = scale
     settings = run_settings(sweep, quick=quick, scale=scale)
     store.check(sweep.name, source.identity, settings)          # before anything is written
-    check_free(work_dir, disk_needed(sweep, source, cells, work_dir), f"sweep {sweep.name!r} (its work files and traces)")
+    check_free(work_dir, disk_needed(sweep, source, cells, work_dir), f"sweep {sweep.name!r} (its work files and I/O logs)")
     check_free(run_dir, out_needed(sweep, source, cells, quick), f"sweep {sweep.name!r} (its results)")
     s3 = sweep.storage.s3 if any(c.storage.remote for c in cells) else None
     if s3 is not None and s3.local and runner.name == "dask":
@@ -131,7 +131,7 @@ def _run_locked(sweep, source, cells, store: RunStore, doc, settings, work_dir: 
     done = store.done_ids()
     todo = [c for c in cells if c.cell_id not in done]
     echo(f"ccp run {sweep.name}: {len(cells)} cells ({len(cells) - len(todo)} already done), "
-         f"{sweep.repeats} timed pass(es) each{', cold' if sweep.cold else ''}{'' if quick else ' + 1 traced pass'}; "
+         f"{sweep.repeats} timed pass(es) each{', cold' if sweep.cold else ''}{'' if quick else ' + 1 counted pass'}; "
          f"results in {run_dir}")
     failed = 0
     calibration = calibration_for([c.filters for c in cells], source, sweep, wd)

@@ -4,8 +4,8 @@ Run folder (``results/<name>/<run-id>/``):
 - ``sweep.yaml``      the sweep as run (normalised, every default spelled out)
 - ``env.json``        machine, versions, git commit, time
 - ``cells.csv`` / ``cells.parquet``   one row per cell (CELL_COLUMNS)
-- ``requests.parquet``  one row per request per pass, timed and traced (REQUEST_COLUMNS)
-- ``io.parquet``      every file-level operation of each cell's traced pass (IO_COLUMNS)
+- ``requests.parquet``  one row per request per pass, timed and counted (REQUEST_COLUMNS)
+- ``io.parquet``      every file-level operation of each cell's counted pass (IO_COLUMNS)
 - ``report.html`` + ``*.png``
 """
 
@@ -58,7 +58,7 @@ def stability_flags(repeats: int, spread: float, request_s_median: float) -> lis
         flags.append("short")
     return flags
 
-# One row per cell. Times in seconds; counts and bytes from the traced pass.
+# One row per cell. Times in seconds; counts and bytes from the counted pass.
 CELL_COLUMNS = [
     "schema_version",
     "cell_id",            # stable hash of the cell's parameters: resume key
@@ -88,7 +88,7 @@ CELL_COLUMNS = [
     "meta_reads", "meta_read_bytes", "meta_writes", "meta_write_bytes",
     "chunk_bytes",        # uncompressed bytes of one full chunk (0 for contiguous)
     "nchunks",            # chunks in the grid (0 for contiguous)
-    "file_bytes",         # size of the untraced file
+    "file_bytes",         # size of the file the timed passes wrote or read
     "storage_bytes",      # H5Dget_storage_size
     "logical_bytes",      # shape x itemsize
     "compression_ratio",  # logical / storage
@@ -101,7 +101,7 @@ CELL_COLUMNS = [
     "dataset_file",       # the work file measured
     "host",
     "started_at",         # ISO time the cell started
-    "elapsed_s",          # wall time the whole cell took, traced pass included
+    "elapsed_s",          # wall time the whole cell took, counted pass included
     # the machine while the timed passes ran (schema 4; empty in older runs): a pass measured under contention
     # is flagged "contended" (CONTENDED_LOAD, CONTENDED_CPU_RATIO)
     "cpus",               # CPUs this process could run on (os.sched_getaffinity)
@@ -126,7 +126,7 @@ CELL_COLUMNS = [
     "requests_s",         # S3 (schema 4): median over passes of the requests' summed seconds (open_s + this + close_s: a pass)
 ]
 
-# One row per request per pass. pass >= 0: timed passes; pass == -1: the traced pass.
+# One row per request per pass. pass >= 0: timed passes; pass == -1: the counted pass.
 # phase: "open" (dataset open), "request", "close" (dataset close; the flush for writes).
 REQUEST_COLUMNS = [
     "schema_version", "cell_id", "pass", "phase", "request", "start", "time_s",
@@ -138,7 +138,7 @@ REQUEST_COLUMNS = [
     "pass_wall_s", "pass_cpu_s", "pass_load",
 ]
 
-# Every file-level operation of the traced pass, in order.
+# Every file-level operation of the counted pass, in order.
 IO_COLUMNS = [
     "schema_version", "cell_id", "seq", "phase", "request", "kind", "mem_type", "offset", "size", "t_s",
 ]

@@ -91,7 +91,7 @@ def sweep_doc(workload, c: Contender, source, repeats: int, cell_budget: float |
 
 
 def per_cell_budget(budget: float, cells: int, repeats: int) -> float | None:
-    """A cell's share of ``budget`` (its passes and its traced pass), at least :data:`MIN_CELL_BUDGET`."""
+    """A cell's share of ``budget`` (its passes and its counted pass), at least :data:`MIN_CELL_BUDGET`."""
     return max(MIN_CELL_BUDGET, budget / max(1, cells) / (repeats + 1)) if budget else None
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from h5py import h5f
 
-from ccp.measurement.iolog import TraceError, log_fapl, parse_log, totals
+from ccp.measurement.iolog import IoLogError, log_fapl, parse_log, totals
 
 HEAD = b"Open took: (0.000009 s)\nStat took: (0.000002 s)\n"
 
@@ -98,12 +98,12 @@ COMPLETE = HEAD + BODY + summary(3, 1)
 def test_an_incomplete_log_fails_rather_than_counting_less(tmp_path, text, why):
     log = tmp_path / "log.txt"
     log.write_bytes(text)
-    with pytest.raises(TraceError, match=why):
+    with pytest.raises(IoLogError, match=why):
         parse_log(log)
 
 
 def test_a_missing_log_fails_naming_it(tmp_path):
-    with pytest.raises(TraceError, match="log.txt is missing"):
+    with pytest.raises(IoLogError, match="log.txt is missing"):
         parse_log(tmp_path / "log.txt")
 
 

@@ -36,7 +36,7 @@ def _job(path, chunks, filters, cache, block, dtype="<i4", op="read"):
     source = DatasetInfo(SHAPE, np.dtype(dtype), SHAPE, None, chunks, parse_filters("none"), "test")
     cell = Cell(chunks, parse_filters(filters), cache, AccessSpec(op, block))
     return runner.CellJob(cell=cell, file=str(path), dataset_path="/data", source=source, generate=None,
-                          user_file=None, repeats=1, cold=False, trace=True)
+                          user_file=None, repeats=1, cold=False, counted_pass=True)
 
 
 def _make(path, chunks, filters, dtype="<i4"):
@@ -59,16 +59,16 @@ def test_uses_the_library_h5py_loaded():
     ((3, 10, 10), "none", ChunkCache(3 * 3 * 10 * 10 * 4, 5, 0.3), (2, 4, 4), 60),
     (None, "none", ChunkCache(8 * 2**20, 8191, 0.75), (1, 10, 1), 0),                             # contiguous: sieve buffer
 ], ids=["gzip-rows", "bypass", "random-w0", "contiguous-columns"])
-def test_traced_read_pass_does_what_the_model_predicts(tmp_path, chunks, filters, cache, block, rand):
+def test_counted_read_pass_does_what_the_model_predicts(tmp_path, chunks, filters, cache, block, rand):
     """Per request, the raw reads the log VFD sees in the native loop's windows are the model's."""
     path = tmp_path / "r.h5"
     _make(path, chunks, filters)
     plan = random_requests(SHAPE, block, rand, seed=1) if rand else tile_requests(SHAPE, block)
     starts = [tuple(map(int, s)) for s in plan.starts]
     counts = [tuple(map(int, c)) for c in plan.counts]
-    log = tmp_path / "trace.log"
+    log = tmp_path / "io.log"
     job = _job(path, chunks, filters, cache, block)
-    timing = native.read_pass(job, starts, counts, traced=True, log_path=log, progress=runner.Progress())
+    timing = native.read_pass(job, starts, counts, counted=True, log_path=log, progress=runner.Progress())
     assert len(timing.request_ns) == len(starts) and (timing.request_ns > 0).all()
     assert len(timing.windows) == len(starts) + 2                     # open, requests, close
     ws = np.array([w[0] for w in timing.windows])
@@ -98,8 +98,8 @@ def test_read_pass_matches_the_python_loop_shape(tmp_path):
     counts = [tuple(map(int, c)) for c in plan.counts]
     job = _job(path, (4, 5, 30), "none", ChunkCache(8 * 2**20, 8191, 0.75), (1, 1, 30))
     seen = []
-    a = native.read_pass(job, starts, counts, traced=False, progress=runner.Progress(lambda *x: seen.append(x)))
-    b = runner.read_pass(job, starts, counts, traced=False, log_path=None, progress=runner.Progress())
+    a = native.read_pass(job, starts, counts, counted=False, progress=runner.Progress(lambda *x: seen.append(x)))
+    b = runner.read_pass(job, starts, counts, counted=False, log_path=None, progress=runner.Progress())
     assert a.request_ns.shape == b.request_ns.shape and a.cache == b.cache
     assert len(a.windows) == len(b.windows) == 2                      # open and close only
     assert a.open_ns > 0 and a.close_ns > 0
@@ -121,7 +121,7 @@ def test_write_and_copy_passes_write_exact_values(tmp_path, chunks, filters, blo
     out = tmp_path / "w.h5"
     native.BATCH_BYTES, saved = 1000, native.BATCH_BYTES                 # several data batches
     try:
-        timing, storage = native.write_pass(job, ArrayData(data), starts, counts, out, traced=False)
+        timing, storage = native.write_pass(job, ArrayData(data), starts, counts, out, counted=False)
     finally:
         native.BATCH_BYTES = saved
     assert len(timing.request_ns) == len(starts) and storage > 0
@@ -129,7 +129,7 @@ def test_write_and_copy_passes_write_exact_values(tmp_path, chunks, filters, blo
         np.testing.assert_array_equal(f["data"][...], data)
     # copy: read each block from the written file inside the timed request, write it to a new one
     job = _job(out, chunks, filters, ChunkCache(1000, 7, 0.75), block, op="copy")
-    timing, _ = native.write_pass(job, None, starts, counts, tmp_path / "c.h5", traced=False)
+    timing, _ = native.write_pass(job, None, starts, counts, tmp_path / "c.h5", counted=False)
     with h5py.File(tmp_path / "c.h5", "r") as f:
         np.testing.assert_array_equal(f["data"][...], data)
 
@@ -139,7 +139,7 @@ def test_deadline_stops_after_the_request_that_passes_it(tmp_path):
     _make(path, (4, 5, 30), "none")
     plan = tile_requests(SHAPE, (1, 1, 1))
     job = _job(path, (4, 5, 30), "none", ChunkCache(8 * 2**20, 8191, 0.75), (1, 1, 1))
-    timing = native.read_pass(job, plan.starts, plan.counts, traced=False, deadline_ns=time.perf_counter_ns())
+    timing = native.read_pass(job, plan.starts, plan.counts, counted=False, deadline_ns=time.perf_counter_ns())
     assert len(timing.request_ns) == 1
 
 
@@ -149,4 +149,4 @@ def test_hdf5_failure_is_an_error_naming_the_request(tmp_path):
     job = _job(path, (4, 5, 30), "none", ChunkCache(8 * 2**20, 8191, 0.75), (1, 1, 30))
     starts, counts = [(0, 0, 0), (11, 9, 10)], [(1, 1, 30), (1, 1, 30)]     # the second runs off the end
     with pytest.raises(OSError, match=r"request 1 \(start \(11, 9, 10\)"):
-        native.read_pass(job, starts, counts, traced=False)
+        native.read_pass(job, starts, counts, counted=False)

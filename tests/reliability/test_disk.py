@@ -42,7 +42,7 @@ def test_sweep_too_big_for_the_work_disk_is_refused_before_writing(tmpfs, tmp_pa
     big = SMALL.replace("shape: [8, 6]", "shape: [4000, 1000]").replace("[[4, 6]]", "[[40, 1000]]").replace(
         "block: [1, 6]", "block: [1, 1000]")
     r = cli("run", str(sweep_file(tmp_path, big)), "--out", str(tmp_path / "out"), "--work", str(work))
-    assert r.exit_code == 2 and "disk:" in r.output and "(its work files and traces)" in r.output, r.output
+    assert r.exit_code == 2 and "disk:" in r.output and "(its work files and I/O logs)" in r.output, r.output
     assert not (tmp_path / "out").exists() and not list(work.iterdir())
 
 

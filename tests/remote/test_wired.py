@@ -88,7 +88,7 @@ def test_s3_sweep_runs_end_to_end_with_predicted_gets_equal_to_measured(s3_run):
     paged_pb = s3[s3["page_buffer"] == "1MiB"]
     assert len(paged_pb) and (paged_pb["page_buffer_effective"] == 2**20).all()
     assert (paged_pb["file_space"] == "page/64KiB").all()
-    # the local cells: labelled, no HTTP columns, counted by the traced pass as before
+    # the local cells: labelled, no HTTP columns, counted by the counted pass as before
     local = cells[cells["storage"] == "local"]
     assert set(local["file_space"]) == {"default", "page/64KiB"} and set(local["page_buffer"]) == {"none", "1MiB"}
     assert local[["fsspec", "latency", "bandwidth"]].isna().all().all()
@@ -427,7 +427,7 @@ def test_write_pass_creates_its_file_with_the_cells_file_space(write_sweep, tmp_
     starts = [tuple(int(x) for x in s) for s in plan.starts]
     counts = [tuple(int(x) for x in c) for c in plan.counts]
     out = tmp_path / "pass.h5"
-    write_pass(job, _data_source(job), starts, counts, out, traced=False, log_path=None, progress=Progress())
+    write_pass(job, _data_source(job), starts, counts, out, counted=False, log_path=None, progress=Progress())
     with h5py.File(out, "r") as f:
         fcpl = f.id.get_create_plist()
         assert fcpl.get_file_space_strategy()[0] == h5py.h5f.FSPACE_STRATEGY_PAGE

@@ -120,7 +120,7 @@ def build_cells(quick: bool = False) -> pd.DataFrame:
             failed[k] = np.nan if not isinstance(failed[k], str) else ""
     failed["status"] = "failed: MemoryError in H5Dread (cell worker exited with status -9)"
     cells = pd.concat([cells, pd.DataFrame([failed], columns=CELL_COLUMNS)], ignore_index=True)
-    if quick:   # no traced pass: every count and prediction from it is missing
+    if quick:   # no counted pass: every count and prediction from it is missing
         for k in ("raw_reads", "raw_read_bytes", "raw_writes", "raw_write_bytes", "meta_reads", "meta_read_bytes",
                   "meta_writes", "meta_write_bytes"):
             cells[k] = np.nan
@@ -130,12 +130,12 @@ def build_cells(quick: bool = False) -> pd.DataFrame:
     return cells
 
 
-def _request_part(cell: pd.Series, traced: bool) -> pd.DataFrame:
+def _request_part(cell: pd.Series, counted: bool) -> pd.DataFrame:
     n = int(cell["requests"])
     per = float(cell["request_s_median"])
     rng = np.random.default_rng(int(cell["cell_id"], 16) % 2**32)
     frames = []
-    for p in (list(range(int(cell["repeats"]))) + ([-1] if traced else [])):
+    for p in (list(range(int(cell["repeats"]))) + ([-1] if counted else [])):
         t = per * rng.lognormal(0, 0.2, n)
         t[0] = cell["first_request_s"]
         reads = np.full(n, np.nan) if p >= 0 else np.full(n, float(cell["raw_reads"]) / n)
@@ -224,7 +224,7 @@ def write_run(folder: Path, *, tables=True, quick: bool = False, long_trace: int
         if quick:
             cell = cell.copy()
             cell["repeats"] = 1
-        _request_part(cell, traced=not quick).to_parquet(folder / "requests.parquet" / f"{cell['cell_id']}.parquet", index=False)
+        _request_part(cell, counted=not quick).to_parquet(folder / "requests.parquet" / f"{cell['cell_id']}.parquet", index=False)
         if not quick:
             _io_part(cell, long_trace if cell["cell_id"] == slowest else 0).to_parquet(
                 folder / "io.parquet" / f"{cell['cell_id']}.parquet", index=False)

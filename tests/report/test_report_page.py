@@ -38,7 +38,7 @@ def test_page_is_self_contained_and_every_image_exists(synthetic_report):
     "ccp report: synthetic", "HDF5 2.0.0, h5py 3.16.0", "Test CPU, 2 cores, 8 GiB RAM",
     "256 KiB, 521 hash slots, w0 0.75; 1 MiB, 521 hash slots, w0 0.75",    # the caches in effect
     "8 MiB, 8191 slots",                                                    # and the library default, not used
-    "generated 8x30x9x100 >f4", "3 timed (cold: page cache dropped before each) + 1 traced",
+    "generated 8x30x9x100 >f4", "3 timed (cold: page cache dropped before each) + 1 counted",
 ], ids=["name", "versions", "machine", "caches", "default-cache", "dataset", "passes"])
 def test_header(synthetic_report, expected):
     assert expected in text_of(synthetic_report[1])

@@ -36,7 +36,7 @@ def _s3_cells(rows=STORAGE_CELLS, pattern_blocks=("4x30x9x100",)) -> pd.DataFram
             c.update(storage=storage, fsspec=fsspec, latency=lat, bandwidth=bw, file_space=fs, page_buffer=pb,
                      time_s=t, time_s_min=t * 0.99, time_s_max=t * 1.01, spread=1.02)
             c["cell_id"] = f"{k:02d}{block.replace('x', '')}"[:12]
-            if storage == "s3":       # no traced pass over S3: GETs instead of raw reads
+            if storage == "s3":       # no counted pass over S3: GETs instead of raw reads
                 for col in ("raw_reads", "raw_read_bytes", "meta_reads", "meta_read_bytes", "raw_writes", "raw_write_bytes",
                             "meta_writes", "meta_write_bytes"):
                     c[col] = np.nan
@@ -90,7 +90,7 @@ def test_s3_report_of_a_full_run_has_no_blank_template_and_no_quick_run(tmp_path
     s3 = cells["storage"] == "s3"
     run = write_run(tmp_path / "run", cells=cells.assign(raw_reads=cells["raw_reads"].fillna(0),
                                                            raw_writes=cells["raw_writes"].fillna(0)), tables=False)
-    cells.to_csv(run / "cells.csv", index=False)     # S3 cells: no traced pass, no counts, no I/O trace
+    cells.to_csv(run / "cells.csv", index=False)     # S3 cells: no counted pass, no counts, no I/O trace
     cells.to_parquet(run / "cells.parquet", index=False)
     for cid in cells.loc[s3, "cell_id"]:
         (run / "io.parquet" / f"{cid}.parquet").unlink()

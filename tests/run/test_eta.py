@@ -191,7 +191,7 @@ def test_the_running_pass_corrects_the_model_before_it_ends():
 
 
 def test_a_cells_fixed_cost_counts_for_every_cell_left():
-    """Cells the model prices at milliseconds still cost their fork, open, traced pass and commit: the median of what
+    """Cells the model prices at milliseconds still cost their fork, open, counted pass and commit: the median of what
     finished cells cost beyond their corrected price is added per cell left."""
     clock = FakeClock()
     eta = EtaClock([0.003] * 6, 1, clock=clock)
@@ -226,7 +226,7 @@ def test_native_batches_report_a_long_pass_often(tmp_path):
 
 
 def test_a_passs_first_requests_do_not_extrapolate_it_when_an_earlier_pass_can_say():
-    """configs/cris.yaml x0.71: the last cell's traced pass reported its first 16 (cold) requests and the line said
+    """configs/cris.yaml x0.71: the last cell's counted pass reported its first 16 (cold) requests and the line said
     "194 s left" for a 3 s pass. Under a second into a pass, the cell's earlier passes estimate it."""
     clock = FakeClock()
     eta = EtaClock([6.0], 2, clock=clock)
@@ -234,9 +234,9 @@ def test_a_passs_first_requests_do_not_extrapolate_it_when_an_earlier_pass_can_s
     eta.start_cell(3.0, 2)
     eta.progress("timed pass", 0, 5418)
     clock.t += 3.0
-    eta.progress("traced pass", 0, 5418)     # the first pass took 3 s
+    eta.progress("counted pass", 0, 5418)     # the first pass took 3 s
     clock.t += 0.12
-    eta.progress("traced pass", 16, 5418)    # 16 slow requests: 0.12 s x 5418 / 16 would be 41 s
+    eta.progress("counted pass", 16, 5418)    # 16 slow requests: 0.12 s x 5418 / 16 would be 41 s
     e = eta.estimate()
     assert e.cell_left == pytest.approx(3.0 - 0.12)
 

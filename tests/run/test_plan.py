@@ -1,4 +1,4 @@
-"""`ccp plan` predicts what `ccp run` measures: the model's raw reads equal the traced pass's."""
+"""`ccp plan` predicts what `ccp run` measures: the model's raw reads equal the counted pass's."""
 
 import json
 

@@ -44,12 +44,12 @@ def test_rows_of_a_compressed_chunk_larger_than_the_cache(write_sweep, tmp_path)
     assert df.loc[65536, "raw_reads"] == 2
     assert (df["requests"] == n_requests).all()
     assert (df["status"] == "ok").all()
-    # the traced pass attributes each raw read to the request that caused it
+    # the counted pass attributes each raw read to the request that caused it
     req = pd.read_parquet(tmp_path / "run" / "requests.parquet")
-    traced = req[(req["pass"] == -1) & (req["phase"] == "request")]
-    small = traced[traced.cell_id == df.loc[16384, "cell_id"]]
+    counted = req[(req["pass"] == -1) & (req["phase"] == "request")]
+    small = counted[counted.cell_id == df.loc[16384, "cell_id"]]
     assert (small["raw_reads"] == 1).all()
-    big = traced[traced.cell_id == df.loc[65536, "cell_id"]]
+    big = counted[counted.cell_id == df.loc[65536, "cell_id"]]
     assert big["raw_reads"].tolist()[:11] == [1] + [0] * 9 + [0]
     assert big["raw_reads"].sum() == 2
     assert set(req.columns) == set(REQUEST_COLUMNS)

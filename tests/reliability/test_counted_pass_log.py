@@ -1,4 +1,4 @@
-"""A traced pass whose I/O log is cut short (a full disk) fails the cell: never an `ok` row with smaller counts."""
+"""A counted pass whose I/O log is cut short (a full disk) fails the cell: never an `ok` row with smaller counts."""
 
 import textwrap
 
@@ -20,7 +20,7 @@ def complete_log(tmp_path):
     f = tmp_path / "d.h5"
     with h5py.File(f, "w") as h:
         h.create_dataset("d", data=np.arange(10_000.0), chunks=(100,))
-    log = tmp_path / "trace.log"
+    log = tmp_path / "io.log"
     fid = h5py.h5f.open(str(f).encode(), h5py.h5f.ACC_RDONLY, iolog.log_fapl(log))
     with h5py.File(fid) as h:
         for i in range(100):
@@ -49,12 +49,12 @@ def test_cut_log_is_refused(complete_log, cut):
     else:
         data = b""
     complete_log.write_bytes(data)
-    with pytest.raises(iolog.TraceError, match="cut short|lines lost"):
+    with pytest.raises(iolog.IoLogError, match="cut short|lines lost"):
         iolog.parse_log(complete_log)
 
 
 def test_missing_log_is_refused(tmp_path):
-    with pytest.raises(iolog.TraceError, match="missing"):
+    with pytest.raises(iolog.IoLogError, match="missing"):
         iolog.parse_log(tmp_path / "nothing.log")
 
 
@@ -71,7 +71,7 @@ cold: false
 """
 
 
-def test_full_work_disk_during_the_traced_pass_fails_the_cell(tmpfs, tmp_path, monkeypatch):
+def test_full_work_disk_during_the_counted_pass_fails_the_cell(tmpfs, tmp_path, monkeypatch):
     """Issue 17's case: the work folder's disk fills while HDF5 writes its log (10,000 raw reads)."""
     work = tmpfs(72)     # room for the work file and a complete log, until the fault fills it
     sweep = tmp_path / "s.yaml"
@@ -82,7 +82,7 @@ def test_full_work_disk_during_the_traced_pass_fails_the_cell(tmpfs, tmp_path, m
     summary = run_sweep(sweep, out=tmp_path / "run", work_dir=work, report=False, echo=lambda *a: None)
     row = pd.read_csv(tmp_path / "run" / "cells.csv").iloc[0]
     assert summary.failed == 1
-    assert row["status"].startswith("failed: traced pass: HDF5's I/O log"), row["status"]
+    assert row["status"].startswith("failed: counted pass: HDF5's I/O log"), row["status"]
     assert not (tmp_path / "run" / "requests.parquet" / f"{cell.cell_id}.parquet").exists()
     assert not any((work / "tmp").iterdir())          # the scratch folder (and its ballast) is gone
     # the same cell without a full disk: every one of its 10,000 reads counted
