@@ -9,7 +9,9 @@ its requests done) extrapolate that cell. What the model does not price (making 
 worker, committing the row) is the median of what it cost the cells so far. Issue 22: on configs/cris.yaml
 the line said 42 min with 26.5 min left, froze for minutes between progress reports (one per 1,024
 requests), and printed "cell 0 ns left" as a cell started; :class:`Ticker` redraws the line without waiting
-for a report, and a cell past its estimate says so instead of "0 ns".
+for a report, and a cell past its estimate says so instead of "0 ns". Until enough of the model's prices is measured
+to correct them, the line says "ETA estimating" rather than a number the first cells cannot back (see
+:meth:`EtaClock.settled`).
 """
 
 from __future__ import annotations
