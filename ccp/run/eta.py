@@ -237,8 +237,10 @@ class EtaClock:
         their wall time less the model's price at this ratio (issue 22: seven 2-request cells took 1.5 s each while
         the model priced them at milliseconds, so the last 11 s of a run read "sweep 1.8 s left")."""
         extra = [max(wall - own * ratio, 0.0) for wall, own in self.walls if own is not None]
-        if not extra:
-            return statistics.median(self.overheads) if self.overheads else 0.0
+        if not extra and self.overheads:
+            return statistics.median(self.overheads)
+        if not extra:   # no cell finished yet: what the running one cost before its first pass (work file, fork, open)
+            return self.pass_starts[0] - self.cell_started if self.pass_starts else 0.0
         return statistics.median(extra) if len(extra) >= 3 else min(extra)   # one cell's own model error is no rule
 
     def _per_pass_guess(self, ratio: float) -> float | None:
