@@ -158,7 +158,7 @@ def score(status: list[tuple[float, str]], sweep_end: float) -> None:
     print(f"'0 ns' on a status line: {len(zero)}" + (f" (first: {zero[0]!r})" if zero else ""))
     first = next((t for t, _, _, ln in samples if "measured)" in ln), None)
     print("the first line corrected by a measurement: " + (f"at {first:.0f} s" if first is not None else "none")
-          + " (before it, the model's prices alone)")
+          + f" (before it, '{ESTIMATING}' or the model's prices alone)")
     for label, floor, since in (("every line", 1.0, 0.0), (f"lines with >= {MIN_LEFT_S:.0f} s really left", MIN_LEFT_S, 0.0),
                                 (f"corrected lines with >= {MIN_LEFT_S:.0f} s really left", MIN_LEFT_S,
                                  first if first is not None else float("inf"))):

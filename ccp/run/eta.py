@@ -9,7 +9,9 @@ its requests done) extrapolate that cell. What the model does not price (making 
 worker, committing the row) is the median of what it cost the cells so far. Issue 22: on configs/cris.yaml
 the line said 42 min with 26.5 min left, froze for minutes between progress reports (one per 1,024
 requests), and printed "cell 0 ns left" as a cell started; :class:`Ticker` redraws the line without waiting
-for a report, and a cell past its estimate says so instead of "0 ns".
+for a report, and a cell past its estimate says so instead of "0 ns". Until enough of the model's prices is measured
+to correct them, the line says "ETA estimating" rather than a number the first cells cannot back (see
+:meth:`EtaClock.settled`).
 """
 
 from __future__ import annotations
@@ -235,8 +237,10 @@ class EtaClock:
         their wall time less the model's price at this ratio (issue 22: seven 2-request cells took 1.5 s each while
         the model priced them at milliseconds, so the last 11 s of a run read "sweep 1.8 s left")."""
         extra = [max(wall - own * ratio, 0.0) for wall, own in self.walls if own is not None]
-        if not extra:
-            return statistics.median(self.overheads) if self.overheads else 0.0
+        if not extra and self.overheads:
+            return statistics.median(self.overheads)
+        if not extra:   # no cell finished yet: what the running one cost before its first pass (work file, fork, open)
+            return self.pass_starts[0] - self.cell_started if self.pass_starts else 0.0
         return statistics.median(extra) if len(extra) >= 3 else min(extra)   # one cell's own model error is no rule
 
     def _per_pass_guess(self, ratio: float) -> float | None:

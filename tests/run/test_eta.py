@@ -352,3 +352,36 @@ def test_a_machine_slowing_down_is_told_by_its_latest_pass_and_the_running_one()
     clock.t += 44.0
     eta.progress("timed pass", 500, 1000)               # half of it in 44 s: an 88 s pass
     assert eta.estimate().cell_left == pytest.approx(44.0 + (56.0 + 88.0) / 2)
+
+
+@pytest.mark.parametrize(("sweep", "measured_s", "settled"),
+                         [([10.0], 0.15, False), ([10.0], 0.25, True), ([100.0], 0.45, False), ([100.0], 0.55, True)],
+                         ids=["small-sweep-under-2%", "small-sweep-2%", "large-sweep-under-0.5s", "large-sweep-0.5s"])
+def test_a_number_once_half_a_second_or_2_percent_of_the_priced_work_is_measured(sweep, measured_s, settled):
+    """The line gives a number once the running pass's requests done are worth ENOUGH_PRICED_S (0.5 s) of the model's
+    prices, or ENOUGH_SHARE (2%) of the sweep's priced work if that is less (here, one second into the pass)."""
+    clock = FakeClock()
+    eta = EtaClock(sweep, 1, clock=clock)
+    eta.begin_cell(0)
+    eta.start_cell(sweep[0], 1)
+    eta.progress("timed pass", 0, 10000)
+    clock.t += 1.0                           # a second: the running pass corrects nothing before
+    eta.progress("timed pass", round(10000 * measured_s / sweep[0]), 10000)
+    assert eta.estimate().settled is settled
+
+
+def test_before_any_cell_finished_each_cell_left_costs_what_the_running_one_did_before_its_first_pass():
+    """The quickstart: seven cells priced at milliseconds after the long first one took ~1 s each, and with no cell
+    finished the ETA priced them at nothing ("sweep 1 s left" with 11 s left). Until a cell finishes, what the running
+    cell cost before its first pass (its work file, the fork, the open) is the fixed cost of each cell left."""
+    clock = FakeClock()
+    eta = EtaClock([40.0] + [0.02] * 7, 4, clock=clock)
+    eta.begin_cell(0)
+    clock.t += 0.3                            # the work file
+    eta.start_cell(10.0, 4)
+    clock.t += 0.2                            # the fork and the open
+    eta.progress("timed pass", 0, 1000)
+    clock.t += 2.0
+    eta.progress("timed pass", 100, 1000)     # 2 s for a tenth of a 10 s pass: the model's pace x2
+    e = eta.estimate()
+    assert e.sweep_left == pytest.approx(e.cell_left + 7 * (0.02 * 2 + 0.5))
