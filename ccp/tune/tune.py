@@ -23,9 +23,10 @@ from ccp.hdf5.filters import check_for_type
 from ccp.store.schema import FINISHED
 from ccp.tune.apply import commands, netcdf_dims
 from ccp.tune.heuristics import ONE_MIB, heuristics
-from ccp.tune.lattice import MAX_NSLOTS, chunk_lattice, next_prime, workload_blocks
+from ccp.tune.lattice import MAX_NSLOTS, chunk_lattice, next_prime, structural_extremes, workload_blocks
 from ccp.tune.prove import Contender, measure_all, per_cell_budget
 from ccp.tune.search import Candidate, evaluate, search
+from ccp.tune.settle import check_cache, check_slots, tied
 from ccp.tune.workload import check_against, load_workload
 from ccp.units import format_bytes, format_seconds, shape_str
 
@@ -40,7 +41,6 @@ RUNOFF_SHARE = 1 / 3       # of --budget, for the runoff
 FIRST_SHARE = 0.5          # of --budget, for the first round (the shortlist, the current layout, the heuristics)
 REFIT_SHARE = 1 - FIRST_SHARE - RUNOFF_SHARE   # for the layouts the fitted prices add to the shortlist
 SEARCH_LIMIT_S = 30.0      # the model search's time (the refit search: half): tune answers within minutes
-TIE_FLOOR = 0.03           # two runoff layouts closer than this (or than their passes' spread) are tied
 
 
 def hdf5_default_cache() -> ChunkCache:
@@ -64,6 +64,37 @@ def fair_cache(chunks, itemsize: int, budget_bytes: int) -> ChunkCache:
     fits = budget_bytes // chunk_bytes if chunk_bytes else 0
     nslots = max(MIN_NSLOTS, next_prime(min(100 * fits, MAX_NSLOTS))) if fits else MIN_NSLOTS
     return ChunkCache(budget_bytes, nslots, DEFAULT_W0)
+
+
+def lattice_extremes(source, itemsize: int, k, items) -> list[tuple[int, ...]]:
+    """The structural extremes (:func:`structural_extremes`) within the storage constraint."""
+    from ccp.tune.lattice import padding
+
+    blocks = [tuple(it.access.block) for it in sorted(items, key=lambda it: -it.weight)]
+    return [c for c in structural_extremes(source.shape, itemsize, k.max_chunk_bytes, blocks)
+            if padding(source.shape, c) <= k.max_storage_overhead]
+
+
+def extremes(source, items, shapes, res, contenders, costs, k) -> list[Contender]:
+    """The structural extremes as first-round contenders (kind ``extreme``), in the model pick's filter,
+    each with the largest cache of the budget; a layout some contender has already is not added. The
+    model's shortlist is its fastest few, often alike (chunks of 15-75 samples for random samples);
+    measured, the extremes put the ends of the lattice into the prices fitted to this round."""
+    from ccp.tune.lattice import cache_candidates, nchunks
+
+    filt = res.recommended.filters
+    have = {(c.chunks, c.filters.spec) for c in contenders}
+    out = []
+    for ch in shapes:
+        if (ch, filt.spec) in have:
+            continue
+        chunk_bytes = math.prod(ch) * np.dtype(source.dtype).itemsize
+        top = cache_candidates(chunk_bytes, k.max_cache_bytes, k.cache_nbytes, grid_chunks=nchunks(source.shape, ch))[-1]
+        cand = evaluate(ch, filt, ChunkCache(*top), source, items, costs)
+        label = "whole dataset" if tuple(ch) == tuple(source.shape) else f"block {shape_str(ch)}"
+        out.append(Contender(label, ch, filt, cand.cache, cand.workload_s, "extreme"))
+        have.add((ch, filt.spec))
+    return out
 
 
 def fit_from_round(contenders, measured, items, source, costs):
@@ -229,6 +260,7 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
         hcache = fair_cache(ch, itemsize, budget_bytes)
         hc = evaluate(ch, f0, hcache, source, wl.items, costs)
         contenders.append(Contender(name, ch, f0, hcache, hc.workload_s, "heuristic"))
+    contenders += extremes(source, wl.items, lattice_extremes(source, itemsize, k, wl.items), res, contenders, costs, k)
 
     measured: list | None = None
     runoff = fit = cell_budget = None
@@ -294,8 +326,9 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
                      "run_dir": str(final.run_dir) if final else None})
     pick, why = choose(rows)
     pick_c = contenders[rows.index(pick)]
-    slots_note = None
+    slots_note = cache_note = None
     if measure and pick["measured_s"] is not None:
+        pick_c, cache_note = check_cache(wl, source, pick_c, costs, k, out, work_dir, repeats, cell_budget, echo)
         pick_c, slots_note = check_slots(wl, source, pick_c, out, work_dir, repeats, cell_budget, echo)
     for r in rows:
         r["speedup_of_pick"] = (r["measured_s"] / pick["measured_s"]) if r["measured_s"] and pick["measured_s"] else None
@@ -316,6 +349,7 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
                         "kind": pick["kind"], "why": why},
         "no_repack_alternative": no_repack_alternative(rows, pick, current),
         "slots": slots_note,
+        "cache": cache_note,
         "model_pick": _cand_dict(res.recommended),
         "prices": {"fitted": fit.as_dict() if fit else None, "how": costs.fitted or "the probes' prices"},
         "candidates": res.evaluated,
@@ -346,25 +380,6 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
     return result
 
 
-def check_slots(wl, source, pick: Contender, out: Path, work_dir: Path, repeats: int, cell_budget, echo):
-    """A custom slot count is offered only when measured better: the pick and the pick with HDF5's
-    default 521 slots, back to back, ``2 * repeats + 1`` passes each; tied (:func:`tied`) or faster,
-    the default count stands (one less setting to carry). Returns (the contender to recommend, a note)."""
-    if pick.cache.nbytes == 0 or pick.cache.nslots == MIN_NSLOTS or pick.chunks is None:
-        return pick, None
-    plain = replace(pick, label=f"{pick.label}, {MIN_NSLOTS} slots", cache=ChunkCache(pick.cache.nbytes, MIN_NSLOTS, pick.cache.w0))
-    echo(f"  slots: {pick.cache.nslots} against HDF5's default {MIN_NSLOTS}, back to back")
-    a, b = measure_all(wl, source, [pick, plain], out / "slots", work_dir, 0, 2 * repeats + 1, echo, cell_budget=cell_budget)
-    if a.measured_s is None or b.measured_s is None:
-        return pick, None
-    ra, rb = ({"measured_s": m.measured_s, "measured_min_s": m.min_s, "measured_max_s": m.max_s} for m in (a, b))
-    if b.measured_s <= a.measured_s or tied(ra, rb):
-        return plain, (f"HDF5's default {MIN_NSLOTS} slots measured as fast ({format_seconds(b.measured_s)} against "
-                       f"{format_seconds(a.measured_s)} with {pick.cache.nslots}): no custom slot count")
-    return pick, (f"{pick.cache.nslots} slots measured {b.measured_s / a.measured_s - 1:.0%} faster than "
-                  f"HDF5's default {MIN_NSLOTS} ({format_seconds(a.measured_s)} against {format_seconds(b.measured_s)})")
-
-
 def run_off(wl, source, contenders, measured, out: Path, work_dir: Path, budget: float, repeats: int, echo) -> dict:
     """The layouts measured within :data:`RUNOFF_WITHIN` of the fastest (at most :data:`RUNOFF_MAX`),
     measured again back to back with ``2 * repeats + 1`` passes each: {contender key: Measured}.
@@ -392,29 +407,6 @@ def run_off(wl, source, contenders, measured, out: Path, work_dir: Path, budget:
 
 def _predicted(row: dict) -> float:
     return float(row["predicted_s"])
-
-
-def tied(a: dict, b: dict) -> bool:
-    """Two layouts measured back to back (the runoff) whose difference is within the machine's noise.
-    The pass is the unit of replication (a busy machine moves every request of a pass together), so
-    with the passes of both (``passes``: weighted pass totals) the rule is :mod:`ccp.report.stats`'
-    pass-level test: tied unless a Mann-Whitney test on the passes finds them apart (p < 0.05), or
-    the medians differ by less than :data:`TIE_FLOOR` anyway. Without passes: tied when the medians
-    differ by less than their passes' spread (the larger half-range, relative) or the floor."""
-    from ccp.report.stats import ALPHA, pass_p
-
-    lo = min(a["measured_s"], b["measured_s"])
-    diff = abs(a["measured_s"] - b["measured_s"])
-    if diff <= TIE_FLOOR * lo:
-        return True
-    pa, pb = a.get("passes"), b.get("passes")
-    if pa and pb and len(pa) >= 2 and len(pb) >= 2:
-        return bool(pass_p(pa, pb) >= ALPHA)
-    spread = 0.0
-    for r in (a, b):
-        if r.get("measured_min_s") is not None and r.get("measured_max_s") is not None and r["measured_s"] > 0:
-            spread = max(spread, (r["measured_max_s"] - r["measured_min_s"]) / (2 * r["measured_s"]))
-    return diff <= max(TIE_FLOOR, spread) * lo
 
 
 IO_NEAR = 0.10      # predicted I/O counts this close are equal: the next count (then the fitted prediction) decides
@@ -520,6 +512,8 @@ def summary_lines(result: dict) -> list[str]:
     if any(r.get("runoff") for r in result["contenders"]):
         out.append("  * measured again in a runoff: the layouts within "
                    f"{RUNOFF_WITHIN:.0%} of the fastest, back to back, more passes (first-round times in tune.json)")
+    if result.get("cache"):
+        out.append(f"  cache: {result['cache']}")
     if result.get("slots"):
         out.append(f"  slots: {result['slots']}")
     alt = result.get("no_repack_alternative")

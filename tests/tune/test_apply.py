@@ -72,7 +72,7 @@ def test_the_console_marks_extrapolated_times(extrapolated):
     (1.0, 2.0, True),       # the custom count measured clearly faster: offered
 ], ids=["tied", "default-faster", "custom-faster"])
 def test_a_custom_slot_count_only_when_measured_better(monkeypatch, tmp_path, custom, default, keeps):
-    from ccp.tune import tune as tune_mod
+    from ccp.tune import settle as tune_mod
 
     pick = Contender("tuned", (4, 4), parse_filters("none"), ChunkCache(1 << 20, 6007, 0.75), 1.0, "candidate")
 

@@ -135,3 +135,36 @@ def test_a_tie_goes_to_the_fewest_predicted_file_operations():
     rows[1]["predicted_io_bytes"] = 5.5e6                     # as much I/O: the fitted prediction
     pick, why = choose(rows)
     assert pick["label"] == "refit #2" and "fitted prediction" in why
+
+
+@pytest.mark.parametrize("frugal_s, takes_smaller", [(0.99, True), (1.0, True), (1.05, False)],
+                         ids=["faster", "as-fast", "slower"])
+def test_a_smaller_cache_only_on_measured_evidence(monkeypatch, tmp_path, costs, frugal_s, takes_smaller):
+    """The pick keeps the largest cache unless the smaller one the model predicts as fast measured no
+    slower beside it (a tie on the model saved memory before, and measured 1.16-1.21x slower)."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from ccp.chunkcache import ChunkCache
+    from ccp.config.sweep import AccessSpec, DatasetSpec, GenerateSpec
+    from ccp.hdf5.dataset import describe_source
+    from ccp.tune import settle
+    from ccp.tune.prove import Contender, Measured
+    from ccp.tune.workload import WorkItem
+
+    gz = parse_filters("gzip:1")
+    src = describe_source(DatasetSpec("/d", generate=GenerateSpec((16, 32, 32), np.dtype("<f4"))))
+    wl = SimpleNamespace(items=(WorkItem(AccessSpec("read", (1, 32, 32)), 1.0),))
+    k = SimpleNamespace(max_cache_bytes=1 << 20, cache_nbytes=None)
+    pick = Contender("tuned", (1, 32, 32), gz, ChunkCache(1 << 20, 521, 0.75), 1.0, "candidate")
+    seen = []
+
+    def fake_measure_all(wl, source, contenders, out, work, budget, repeats, echo, cell_budget=None):
+        seen.append([c.cache.nbytes for c in contenders])
+        return [Measured(c, t, (), Path(out)) for c, t in zip(contenders, [1.0, frugal_s])]
+
+    monkeypatch.setattr(settle, "measure_all", fake_measure_all)
+    chosen, note = settle.check_cache(wl, src, pick, costs, k, tmp_path, tmp_path, 3, 2.0, lambda *_: None)
+    assert seen and seen[0][0] == 1 << 20 and seen[0][1] < 1 << 20
+    assert (chosen.cache.nbytes < pick.cache.nbytes) is takes_smaller
+    assert ("the smaller cache" in note) is takes_smaller
