@@ -25,7 +25,7 @@ from ccp.tune.apply import commands, netcdf_dims
 from ccp.tune.heuristics import ONE_MIB, heuristics
 from ccp.tune.lattice import MAX_NSLOTS, chunk_lattice, next_prime, structural_extremes, workload_blocks
 from ccp.tune.prove import Contender, measure_all, per_cell_budget
-from ccp.tune.search import Candidate, evaluate, search
+from ccp.tune.search import PRICE_GROUPS, Candidate, evaluate, search
 from ccp.tune.settle import check_cache, check_slots, tied
 from ccp.tune.workload import check_against, load_workload
 from ccp.units import format_bytes, format_seconds, shape_str
@@ -97,11 +97,13 @@ def extremes(source, items, shapes, res, contenders, costs, k) -> list[Contender
     return out
 
 
-def fit_from_round(contenders, measured, items, source, costs):
+def fit_from_round(contenders, measured, items, source, costs, cells: list | None = None):
     """The probe prices fitted to the measured cells (None: too few cells). A cell measured whole is
     one equation of its whole pattern; a cell over its time budget is one equation of the prefix it
     measured (its first requests, as the model prices them), never the prefix scaled up: a cold pass's
-    first requests pay the disk, and scaled to the whole they lean 10-40x high."""
+    first requests pay the disk, and scaled to the whole they lean 10-40x high. ``cells``, when given,
+    receives each equation (its layout, pattern, prefix, measured seconds and the model's seconds
+    under each price group's probe prices): tune.json keeps them, so a fit can be checked afterwards."""
     from ccp.tune.fit import fit_prices, observe
 
     obs = []
@@ -109,13 +111,21 @@ def fit_from_round(contenders, measured, items, source, costs):
         if m is None:
             continue
         details = m.passes or (None,) * len(items)
-        for it, (t, status), d in zip(items, m.per_item, details):
+        for i, (it, (t, status), d) in enumerate(zip(items, m.per_item, details)):
             if status not in FINISHED:
                 continue
+            first = None
             if d is not None and d.passes:
-                obs.append(observe(c, it, source, costs, float(np.median(d.passes)), None if d.whole else d.measured))
+                first = None if d.whole else d.measured
+                obs.append(observe(c, it, source, costs, float(np.median(d.passes)), first))
             elif status == "ok" and is_finite(t) and t > 0:
                 obs.append(observe(c, it, source, costs, t))
+            else:
+                continue
+            if cells is not None:
+                cells.append({"label": c.label, "kind": c.kind, "pattern": i, "first": first,
+                              "passes": list(d.passes) if d is not None and d.passes else None,
+                              "measured_s": obs[-1].measured_s, "parts": list(obs[-1].parts)})
     return fit_prices(costs, obs)
 
 
@@ -265,6 +275,7 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
     measured: list | None = None
     runoff = fit = cell_budget = None
     before_runoff: dict = {}
+    fit_cells: list = []           # the final fit's equations, for tune.json
     if measure:
         echo(f"  measuring {len({c.key for c in contenders})} layouts with the sweep engine (budget {format_seconds(budget)})")
         # one cell budget for both rounds: their cells are compared with each other (and fitted together)
@@ -297,7 +308,7 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
         latest = [runoff.get(c.key) or m for c, m in zip(contenders, measured)] if runoff else measured
         # each layout's prediction before the runoff's passes are fitted: the runoff then tests it
         before_runoff = {c.key: c.predicted_s for c in contenders}
-        final = fit_from_round(contenders, latest, wl.items, source, probe_costs)
+        final = fit_from_round(contenders, latest, wl.items, source, probe_costs, fit_cells)
         if final is not None:
             echo(f"  final prices fitted to {final.cells} cells (the runoff's whole passes first): predicted/measured "
                  f"{math.exp(final.error_after):.2f}x (median)")
@@ -351,7 +362,8 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
         "slots": slots_note,
         "cache": cache_note,
         "model_pick": _cand_dict(res.recommended),
-        "prices": {"fitted": fit.as_dict() if fit else None, "how": costs.fitted or "the probes' prices"},
+        "prices": {"fitted": fit.as_dict() if fit else None, "how": costs.fitted or "the probes' prices",
+                   "groups": list(PRICE_GROUPS), "cells": fit_cells},
         "candidates": res.evaluated,
         "search": {"layouts": res.layouts, "pruned": res.pruned, "unvisited": res.unvisited, "rejected": res.rejected, "lattice": len(lattice),
                    "search_s": t_search, "calibration_s": t_cal, "filter_ratios": costs.ratio},

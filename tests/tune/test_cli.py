@@ -163,6 +163,9 @@ def test_tune_a_users_file_end_to_end(tmp_path, cli):
     # the structural extremes were in the first round, whatever the model predicted: each pattern's own block
     for block in ([24, 1, 1], [1, 16, 16]):
         assert any(c["chunks"] == block and c["first_measured_s"] for c in r["contenders"]), block
+    # the final fit's equations are kept: each cell's measured time and the model's time per price group
+    cells = r["prices"]["cells"]
+    assert cells and all(len(c["parts"]) == len(r["prices"]["groups"]) and c["measured_s"] > 0 for c in cells)
     assert "predicted" in (out / "tune.html").read_text() and (out / "tune.json").exists()
     assert src.read_bytes() == before                   # the user's file is only read
     rec = r["recommended"]
