@@ -117,7 +117,7 @@ def fit_from_round(contenders, measured, items, source, costs, cells: list | Non
             first = None
             if d is not None and d.passes:
                 first = None if d.whole else d.measured
-                obs.append(observe(c, it, source, costs, float(np.median(d.passes)), first))
+                obs.append(observe(c, it, source, costs, float(np.median(d.passes)), first, len(d.passes)))
             elif status == "ok" and is_finite(t) and t > 0:
                 obs.append(observe(c, it, source, costs, t))
             else:
