@@ -164,7 +164,30 @@ def test_a_smaller_cache_only_on_measured_evidence(monkeypatch, tmp_path, costs,
         return [Measured(c, t, (), Path(out)) for c, t in zip(contenders, [1.0, frugal_s])]
 
     monkeypatch.setattr(settle, "measure_all", fake_measure_all)
-    chosen, note = settle.check_cache(wl, src, pick, costs, k, tmp_path, tmp_path, 3, 2.0, lambda *_: None)
-    assert seen and seen[0][0] == 1 << 20 and seen[0][1] < 1 << 20
+    chosen, note, both = settle.check_cache(wl, src, pick, costs, k, tmp_path, tmp_path, 3, 2.0, lambda *_: None)
+    assert seen and seen[0][0] == 1 << 20 and seen[0][1] < 1 << 20 and len(both) == 2
     assert (chosen.cache.nbytes < pick.cache.nbytes) is takes_smaller
     assert ("the smaller cache" in note) is takes_smaller
+
+
+def test_the_recommendation_is_measured_over_every_whole_pass_of_it():
+    """Its runoff's passes and the checks' (same layout and cache) pooled; another cache's passes and a
+    prefix measured over a time budget are not."""
+    from pathlib import Path
+
+    from ccp.chunkcache import ChunkCache
+    from ccp.config.sweep import AccessSpec
+    from ccp.tune.prove import Contender, ItemPasses, Measured
+    from ccp.tune.settle import pooled
+    from ccp.tune.workload import WorkItem
+
+    its = (WorkItem(AccessSpec("read", (4, 4)), 2.0), WorkItem(AccessSpec("read", (1, 4)), 1.0))
+    none = parse_filters("none")
+    pick = Contender("tuned", (4, 4), none, ChunkCache(1 << 20, 521, 0.75), 1.0, "candidate")
+    other = Contender("tuned", (4, 4), none, ChunkCache(1 << 16, 521, 0.75), 1.0, "candidate")
+    runoff = Measured(pick, 5.0, (), Path("."), passes=(ItemPasses(10, 10, (1.0, 2.0, 3.0)), ItemPasses(5, 5, (1.0,) * 3)))
+    check = Measured(pick, 8.0, (), Path("."), passes=(ItemPasses(10, 10, (4.0,) * 7), ItemPasses(5, 5, (0.0,) * 7)))
+    smaller = Measured(other, 0.1, (), Path("."), passes=(ItemPasses(10, 10, (0.1,) * 7), ItemPasses(5, 5, (0.0,) * 7)))
+    prefix = Measured(pick, 0.1, (), Path("."), passes=(ItemPasses(10, 3, (0.1,) * 3), ItemPasses(5, 5, (0.0,) * 3)))
+    assert pooled(pick.key, [runoff, check, smaller, prefix, None], its) == (8.0, 10)     # 3, 5, 7 and seven 8s
+    assert pooled(pick.key, [smaller, prefix], its) is None
