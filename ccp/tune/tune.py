@@ -443,7 +443,9 @@ def fewest_io(rows: list[dict]) -> tuple[dict, str]:
 def choose(rows: list[dict]) -> tuple[dict, str]:
     """The recommendation: the fastest measured layout among every contender (the model's
     shortlist, the current layout with its cache, the heuristics), so no measured heuristic is
-    faster beyond the noise; the model's first choice when nothing was measured. Layouts of the
+    faster beyond the noise; after a runoff, the fastest of its finalists (each layout left out of
+    it measured more than :data:`RUNOFF_WITHIN` slower than the fastest in the same round); the
+    model's first choice when nothing was measured. Layouts of the
     runoff tied with the fastest (:func:`tied`, pass against pass) are decided by the model's
     predicted I/O counts (:func:`fewest_io`): deterministic, rather than which pass a busy machine
     slowed. Also why, in words."""
@@ -452,8 +454,12 @@ def choose(rows: list[dict]) -> tuple[dict, str]:
     timed = [r for r in rows if r["measured_s"] is not None]
     if not timed:
         return model_first, "the model's pick (not measured)"
+    # after a runoff the pick is one of its finalists: the rest lost the first round to them by more than
+    # RUNOFF_WITHIN, and their first-round times, minutes apart under another load, do not compare with the
+    # runoff's (a busy machine measured a whole runoff 1.7x slower than the round before it)
+    finalists = [r for r in timed if r.get("runoff")]
     # the first of equal times: the model's order, then the current layout, then the heuristics
-    fastest = min(timed, key=lambda r: r["measured_s"])
+    fastest = min(finalists or timed, key=lambda r: r["measured_s"])
     ties = [r for r in timed if r is not fastest and r.get("runoff") and fastest.get("runoff") and tied(fastest, r)]
     if ties:
         pick, decided = fewest_io([fastest, *ties])

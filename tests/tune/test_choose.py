@@ -191,3 +191,13 @@ def test_the_recommendation_is_measured_over_every_whole_pass_of_it():
     prefix = Measured(pick, 0.1, (), Path("."), passes=(ItemPasses(10, 3, (0.1,) * 3), ItemPasses(5, 5, (0.0,) * 3)))
     assert pooled(pick.key, [runoff, check, smaller, prefix, None], its) == (8.0, 10)     # 3, 5, 7 and seven 8s
     assert pooled(pick.key, [smaller, prefix], its) is None
+
+
+def test_after_a_runoff_the_pick_is_a_finalist():
+    """A layout left out of the runoff (over RUNOFF_WITHIN slower in the first round) does not win on its
+    first-round time against finalists the runoff measured under a heavier load (the league's ATL03)."""
+    rows = [row("tuned", "candidate", 0.314), timed("refit #2", 0.353, 0.34, 0.36, 0.31),
+            timed("h5py guess", 0.41, 0.40, 0.42, 0.40, "heuristic")]
+    rows[0].update(first_measured_s=0.314, runoff=False)
+    pick, why = choose(rows)
+    assert pick["label"] == "refit #2" and "measured fastest" in why

@@ -158,7 +158,8 @@ def test_tune_a_users_file_end_to_end(tmp_path, cli):
     pick_row = next(c for c in r["contenders"] if c["label"] == r["recommended"]["label"])
     for c in r["contenders"]:
         if c["kind"] != "candidate" and c["measured_s"] < pick_row["measured_s"]:
-            assert c["runoff"] and pick_row["runoff"] and tied(c, pick_row), (c, pick_row)
+            # tied in the runoff, or left out of the runoff (it lost the first round)
+            assert pick_row["runoff"] and (not c["runoff"] or tied(c, pick_row)), (c, pick_row)
     assert r["recommended"]["why"]
     # the structural extremes were in the first round, whatever the model predicted: each pattern's own block
     for block in ([24, 1, 1], [1, 16, 16]):
