@@ -11,7 +11,10 @@ time is linear in its prices, so each measured cell is one equation::
 where ``T_g`` is the model's time of that cell with only group ``g``'s probe prices (its counts
 priced, the other groups at 0). A cell its time budget cut short is the equation of the prefix it
 measured (``observe(..., first=k)``), never of the prefix scaled up. The factors are fitted by
-non-negative least squares on relative errors (a 10 ms cell weighs as much as a 10 s one), made robust
+non-negative least squares on relative errors (a 10 ms cell weighs as much as a 10 s one), each
+equation weighted by the square root of its passes (the runoff's 7 back-to-back passes, whose median
+is the steadier, count more than a first round's 3: least squares on weighted rows is inverse-variance
+weighting; relative to the median equation, so the prior's strength stays as it was), made robust
 by reweighting towards the least absolute relative error (a few wild cells do not move the prices),
 with a weak pull of each factor towards 1 (few cells, and a group no measured cell exercises keeps its
 probe price), each factor kept within :data:`SCALE_LIMITS`.
@@ -42,6 +45,7 @@ MIN_CELLS = 3               # fewer measured cells: the probes' prices stand
 class Observation:
     parts: tuple[float, ...]    # the model's seconds of one measured cell under each of PRICE_GROUPS' prices
     measured_s: float
+    passes: int = 1             # timed passes the measured median is of: the equation weighs sqrt(passes)
 
 
 @dataclass(frozen=True)
@@ -86,8 +90,10 @@ def fit_prices(costs: Costs, observations: Sequence[Observation]) -> Fit | None:
     if len(obs) < MIN_CELLS:
         return None
     groups = list(PRICE_GROUPS)
-    rows = [np.array(o.parts) / o.measured_s for o in obs]
-    target = [1.0] * len(obs)
+    weight = np.sqrt(np.array([max(1, o.passes) for o in obs], float))
+    weight /= float(np.median(weight))
+    rows = [w * np.array(o.parts) / o.measured_s for o, w in zip(obs, weight)]
+    target = [float(w) for w in weight]
     for j, g in enumerate(groups):
         if g == "open":      # seconds, not a factor: no prior (0 unless the cells ask for it)
             continue
@@ -98,14 +104,14 @@ def fit_prices(costs: Costs, observations: Sequence[Observation]) -> Fit | None:
     # the open's column is the model's open under the probe prices (0): give it a unit of one second
     a = np.array(rows)
     open_j = groups.index("open")
-    a[:len(obs), open_j] = [1.0 / o.measured_s for o in obs]
+    a[:len(obs), open_j] = [w / o.measured_s for o, w in zip(obs, weight)]
     b = np.array(target)
     x = nnls(a, b)
     # robust: reweighted towards least absolute relative error, so one wild cell (a budget's prefix
     # extrapolated from a slow first request, a pass the machine stalled) does not drag every price
     n_obs = len(obs)
     for _ in range(IRLS_ROUNDS):
-        r = np.abs(a[:n_obs] @ x - 1.0)
+        r = np.abs(a[:n_obs] @ x / weight - 1.0)
         w = np.ones(len(b))
         w[:n_obs] = 1.0 / np.sqrt(np.maximum(r, IRLS_FLOOR))
         x = nnls(a * w[:, None], b * w)
@@ -120,7 +126,8 @@ def fit_prices(costs: Costs, observations: Sequence[Observation]) -> Fit | None:
                _median_log_error(after, [scales[g] for g in groups]))
 
 
-def observe(contender, item, source, costs: Costs, measured_s: float, first: int | None = None) -> Observation:
+def observe(contender, item, source, costs: Costs, measured_s: float, first: int | None = None,
+            passes: int = 1) -> Observation:
     """One measured cell (a contender's layout and cache, one pattern) as an equation of the fit; with
     ``first``, a cell that measured only its first ``first`` requests (a time budget's prefix): the
     equation is of that prefix, priced as a prefix, never scaled up."""
@@ -129,4 +136,4 @@ def observe(contender, item, source, costs: Costs, measured_s: float, first: int
 
     cell = Cell(contender.chunks, contender.filters, contender.cache, item.access)
     parts = tuple(item_cost(cell, source, costs.group(g), first=first).seconds for g in PRICE_GROUPS)
-    return Observation(parts, measured_s)
+    return Observation(parts, measured_s, passes)

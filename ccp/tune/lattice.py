@@ -133,12 +133,15 @@ MAX_CACHED_CHUNKS = 4096   # beyond this a cache is a copy of the dataset, not a
 
 
 def cache_candidates(chunk_bytes: int, max_cache_bytes: int, fixed_nbytes: int | None = None,
-                     w0s: Sequence[float] = (DEFAULT_W0,), default_nbytes: int = HDF5_1X.nbytes) -> list[tuple[int, int, float]]:
+                     w0s: Sequence[float] = (DEFAULT_W0,), default_nbytes: int = HDF5_1X.nbytes,
+                     grid_chunks: int | None = None) -> list[tuple[int, int, float]]:
     """(nbytes, nslots, w0) to try for a chunk of ``chunk_bytes``, smallest cache first.
 
-    Searched: room for 1, 2, 4, 8... chunks up to ``max_cache_bytes``, plus ``default_nbytes`` and
-    no cache at all; fixed: that size only. nslots is a prime about 100 times the chunks that fit
-    (HDF5's advice, which keeps hash collisions rare), never below :data:`~ccp.hdf5.defaults.MIN_NSLOTS` (521) nor above
+    Searched: room for 1, 2, 4, 8... chunks up to ``max_cache_bytes``, plus ``default_nbytes``, no
+    cache at all, and the budget itself (the largest cache; with ``grid_chunks``, the dataset's
+    chunks, no more than room for all of them: a bigger cache holds nothing more); fixed: that
+    size only. nslots is a prime about 100 times the chunks that fit (HDF5's advice, which keeps
+    hash collisions rare), never below :data:`~ccp.hdf5.defaults.MIN_NSLOTS` (521) nor above
     :data:`MAX_NSLOTS`."""
     sizes: set[int] = set()
     if fixed_nbytes is not None:
@@ -147,10 +150,12 @@ def cache_candidates(chunk_bytes: int, max_cache_bytes: int, fixed_nbytes: int |
         sizes.add(0)
         if default_nbytes <= max_cache_bytes:
             sizes.add(default_nbytes)
+        most = min(MAX_CACHED_CHUNKS, grid_chunks) if grid_chunks else MAX_CACHED_CHUNKS
         k = 1
-        while chunk_bytes > 0 and k <= MAX_CACHED_CHUNKS and k * chunk_bytes + CACHE_OVERHEAD <= max_cache_bytes:
+        while chunk_bytes > 0 and k < most and k * chunk_bytes + CACHE_OVERHEAD <= max_cache_bytes:
             sizes.add(k * chunk_bytes + CACHE_OVERHEAD)
             k *= 2
+        sizes.add(min(max_cache_bytes, most * chunk_bytes + CACHE_OVERHEAD) if chunk_bytes > 0 else max_cache_bytes)
     out = []
     for nbytes in sorted(sizes):
         fits = nbytes // chunk_bytes if chunk_bytes else 0
@@ -162,3 +167,21 @@ def cache_candidates(chunk_bytes: int, max_cache_bytes: int, fixed_nbytes: int |
 
 def workload_blocks(items) -> list[tuple[int, ...]]:
     return [tuple(int(b) for b in it.access.block) for it in items]
+
+
+def structural_extremes(shape: Sequence[int], itemsize: int, max_chunk_bytes: int,
+                        blocks: Sequence[Sequence[int]]) -> list[tuple[int, ...]]:
+    """The layouts at the ends of the lattice, measured in tune's first round whatever the model
+    predicts for them, so that the prices fitted to that round have seen them: each pattern's own
+    block (one chunk per request, the block clipped to the dataset), and the whole dataset as one
+    chunk (contiguous-like) when it is within ``max_chunk_bytes``."""
+    out: list[tuple[int, ...]] = []
+    max_elems = max(1, max_chunk_bytes // max(1, itemsize))
+    for b in blocks:
+        c = tuple(max(1, min(int(x), int(n))) for x, n in zip(b, shape))
+        if len(c) == len(shape) and math.prod(c) <= max_elems and c not in out:
+            out.append(c)
+    whole = tuple(int(n) for n in shape)
+    if math.prod(whole) <= max_elems and whole not in out:
+        out.append(whole)
+    return out

@@ -31,7 +31,8 @@ from ccp.tune.lattice import cache_candidates, nchunks, padding
 from ccp.workload.requests import plan_for
 
 INDEX_BYTES_PER_CHUNK = 48        # a chunk-index entry (B-tree v1 key + address), roughly: storage estimate only
-NEAR_BEST = 0.02                  # caches within 2% of the fastest count as equally fast: the smallest wins
+NEAR_BEST = 0.02                  # caches predicted within 2% of the fastest count as equally fast: the largest
+#                                   wins (a prediction tie saves no memory: only a measured one does, frugal_cache)
 NO_REPACK_MARGIN = 0.05           # the current layout (a new cache only) is recommended if within 5% of the best
 MAX_MODEL_REQUESTS = 5_000
 MODEL_WORK = 20_000               # chunk visits one pattern may cost the model: the prefix shrinks for small chunks
@@ -359,14 +360,18 @@ def search(source, items, lattice: Sequence[tuple[int, ...]], filters: Sequence[
            max_requests: int = MAX_MODEL_REQUESTS, progress: Callable[[int, int], None] | None = None,
            keep_best: int = 5, time_limit: float | None = None) -> SearchResult:
     """Every (chunks, filters) of the lattice within the storage constraint, each with the cache
-    that makes it fastest (the smallest one within :data:`NEAR_BEST` of that), then the front.
+    that makes it fastest (the largest one within :data:`NEAR_BEST` of that), then the front.
 
     Branch and bound: layouts are visited in order of an arithmetic lower bound on their read time
     (:func:`read_bound`; :func:`write_bound`; storage is exact), and a layout whose bound a layout
     already found dominates is dropped unwalked. Survivors are walked with their largest cache,
     again a lower bound (a larger cache never needs more loads, bar hash collisions), and dropped
-    if dominated; the rest get the smallest cache within :data:`NEAR_BEST` of the largest one's
-    time, found by bisection over the cache sizes (time falls as the cache grows). ``current`` is
+    if dominated; the rest are walked with no cache too (HDF5 then reads an unfiltered chunk raw,
+    in parts: faster than loading it whole, at times) and keep the largest cache within
+    :data:`NEAR_BEST` of the faster: a smaller one the model predicts as fast is no reason to
+    shrink the cache (cold passes measured such picks slower); only a measured tie is
+    (:func:`frugal_cache`, tried on the final pick). With writes every cache and w0 is tried,
+    and the largest within :data:`NEAR_BEST` of the fastest kept. ``current`` is
     the stored (chunks, filters): within :data:`NO_REPACK_MARGIN` of the best it is recommended,
     a new cache being cheaper to apply than a repack. The ``keep_best`` fastest layouts are never
     dropped, dominated or not: they are the shortlist measurement chooses from.
@@ -409,7 +414,7 @@ def search(source, items, lattice: Sequence[tuple[int, ...]], filters: Sequence[
             pruned += 1
             continue
         chunk_bytes = math.prod(chunks) * itemsize
-        caches = cache_candidates(chunk_bytes, max_cache_bytes, fixed_cache, w0s)
+        caches = cache_candidates(chunk_bytes, max_cache_bytes, fixed_cache, w0s, grid_chunks=nchunks(source.shape, chunks))
         top = evaluate(chunks, filt, ChunkCache(*caches[-1]), source, items, costs, None, max_requests)
         evaluated += 1
         if not is_current and len(caches) > 1 and droppable((top.read_s, top.write_s, top.storage_bytes), top.workload_s):
@@ -425,19 +430,12 @@ def search(source, items, lattice: Sequence[tuple[int, ...]], filters: Sequence[
         if len(w0s) > 1:                 # writes: w0 matters too, every cache is tried
             for c in caches[:-1]:
                 cost(c)
-        else:                            # the smallest cache within NEAR_BEST of the largest one's time
-            lo, hi = 0, len(caches) - 1
-            goal = top.workload_s * (1 + NEAR_BEST)
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if cost(caches[mid]).workload_s <= goal:
-                    hi = mid
-                else:
-                    lo = mid + 1
+        else:                            # no cache: unfiltered chunks are then read raw, in parts, often faster
+            cost(caches[0])
         evaluated += len(tried) - 1
         fastest = min(t.workload_s for t in tried.values())
         chosen = min((t for t in tried.values() if t.workload_s <= fastest * (1 + NEAR_BEST)),
-                     key=lambda t: (t.cache.nbytes, t.cache.nslots, t.workload_s))
+                     key=lambda t: (-t.cache.nbytes, t.workload_s, -t.cache.nslots))
         best.append(chosen)
         points.append((chosen.read_s, chosen.write_s, chosen.storage_bytes))
         fastest_k = sorted([*fastest_k, chosen.workload_s])[:keep_best]
@@ -449,6 +447,31 @@ def search(source, items, lattice: Sequence[tuple[int, ...]], filters: Sequence[
     rec = recommend(best_sorted, current)
     front = tuple(sorted((best[i] for i in front_idx), key=lambda c: c.workload_s))
     return SearchResult(evaluated, len(best) + pruned + unvisited, pruned, rejected, front, tuple(best_sorted), rec, unvisited)
+
+
+def frugal_cache(chunks, filters: FilterPipeline, cache: ChunkCache, source, items, costs: Costs, *,
+                 max_cache_bytes: int, fixed_cache: int | None) -> Candidate | None:
+    """The smallest cache the model predicts within :data:`NEAR_BEST` of ``cache`` on this layout (same
+    w0), found by bisection over the cache sizes (time falls as the cache grows); None when none is
+    smaller. Only a candidate to measure: tune takes it when it measured no slower, back to back."""
+    if chunks is None or fixed_cache is not None:
+        return None
+    chunk_bytes = math.prod(chunks) * np.dtype(source.dtype).itemsize
+    caches = [c for c in cache_candidates(chunk_bytes, max_cache_bytes, None, (cache.w0,),
+                                          grid_chunks=nchunks(source.shape, chunks)) if c[0] < cache.nbytes]
+    if not caches:
+        return None
+    goal = evaluate(chunks, filters, cache, source, items, costs).workload_s * (1 + NEAR_BEST)
+    found = None
+    lo, hi = 0, len(caches) - 1
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        cand = evaluate(chunks, filters, ChunkCache(*caches[mid]), source, items, costs)
+        if cand.workload_s <= goal:
+            found, hi = cand, mid - 1
+        else:
+            lo = mid + 1
+    return found
 
 
 def _dominated(points, bound) -> bool:

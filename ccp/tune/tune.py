@@ -23,9 +23,10 @@ from ccp.hdf5.filters import check_for_type
 from ccp.store.schema import FINISHED
 from ccp.tune.apply import commands, netcdf_dims
 from ccp.tune.heuristics import ONE_MIB, heuristics
-from ccp.tune.lattice import MAX_NSLOTS, chunk_lattice, next_prime, workload_blocks
+from ccp.tune.lattice import MAX_NSLOTS, chunk_lattice, next_prime, structural_extremes, workload_blocks
 from ccp.tune.prove import Contender, measure_all, per_cell_budget
-from ccp.tune.search import Candidate, evaluate, search
+from ccp.tune.search import PRICE_GROUPS, Candidate, evaluate, search
+from ccp.tune.settle import check_cache, check_slots, pooled, tied, weighted_passes
 from ccp.tune.workload import check_against, load_workload
 from ccp.units import format_bytes, format_seconds, shape_str
 
@@ -40,7 +41,6 @@ RUNOFF_SHARE = 1 / 3       # of --budget, for the runoff
 FIRST_SHARE = 0.5          # of --budget, for the first round (the shortlist, the current layout, the heuristics)
 REFIT_SHARE = 1 - FIRST_SHARE - RUNOFF_SHARE   # for the layouts the fitted prices add to the shortlist
 SEARCH_LIMIT_S = 30.0      # the model search's time (the refit search: half): tune answers within minutes
-TIE_FLOOR = 0.03           # two runoff layouts closer than this (or than their passes' spread) are tied
 
 
 def hdf5_default_cache() -> ChunkCache:
@@ -66,11 +66,44 @@ def fair_cache(chunks, itemsize: int, budget_bytes: int) -> ChunkCache:
     return ChunkCache(budget_bytes, nslots, DEFAULT_W0)
 
 
-def fit_from_round(contenders, measured, items, source, costs):
+def lattice_extremes(source, itemsize: int, k, items) -> list[tuple[int, ...]]:
+    """The structural extremes (:func:`structural_extremes`) within the storage constraint."""
+    from ccp.tune.lattice import padding
+
+    blocks = [tuple(it.access.block) for it in sorted(items, key=lambda it: -it.weight)]
+    return [c for c in structural_extremes(source.shape, itemsize, k.max_chunk_bytes, blocks)
+            if padding(source.shape, c) <= k.max_storage_overhead]
+
+
+def extremes(source, items, shapes, res, contenders, costs, k) -> list[Contender]:
+    """The structural extremes as first-round contenders (kind ``extreme``), in the model pick's filter,
+    each with the largest cache of the budget; a layout some contender has already is not added. The
+    model's shortlist is its fastest few, often alike (chunks of 15-75 samples for random samples);
+    measured, the extremes put the ends of the lattice into the prices fitted to this round."""
+    from ccp.tune.lattice import cache_candidates, nchunks
+
+    filt = res.recommended.filters
+    have = {(c.chunks, c.filters.spec) for c in contenders}
+    out = []
+    for ch in shapes:
+        if (ch, filt.spec) in have:
+            continue
+        chunk_bytes = math.prod(ch) * np.dtype(source.dtype).itemsize
+        top = cache_candidates(chunk_bytes, k.max_cache_bytes, k.cache_nbytes, grid_chunks=nchunks(source.shape, ch))[-1]
+        cand = evaluate(ch, filt, ChunkCache(*top), source, items, costs)
+        label = "whole dataset" if tuple(ch) == tuple(source.shape) else f"block {shape_str(ch)}"
+        out.append(Contender(label, ch, filt, cand.cache, cand.workload_s, "extreme"))
+        have.add((ch, filt.spec))
+    return out
+
+
+def fit_from_round(contenders, measured, items, source, costs, cells: list | None = None):
     """The probe prices fitted to the measured cells (None: too few cells). A cell measured whole is
     one equation of its whole pattern; a cell over its time budget is one equation of the prefix it
     measured (its first requests, as the model prices them), never the prefix scaled up: a cold pass's
-    first requests pay the disk, and scaled to the whole they lean 10-40x high."""
+    first requests pay the disk, and scaled to the whole they lean 10-40x high. ``cells``, when given,
+    receives each equation (its layout, pattern, prefix, measured seconds and the model's seconds
+    under each price group's probe prices): tune.json keeps them, so a fit can be checked afterwards."""
     from ccp.tune.fit import fit_prices, observe
 
     obs = []
@@ -78,13 +111,21 @@ def fit_from_round(contenders, measured, items, source, costs):
         if m is None:
             continue
         details = m.passes or (None,) * len(items)
-        for it, (t, status), d in zip(items, m.per_item, details):
+        for i, (it, (t, status), d) in enumerate(zip(items, m.per_item, details)):
             if status not in FINISHED:
                 continue
+            first = None
             if d is not None and d.passes:
-                obs.append(observe(c, it, source, costs, float(np.median(d.passes)), None if d.whole else d.measured))
+                first = None if d.whole else d.measured
+                obs.append(observe(c, it, source, costs, float(np.median(d.passes)), first, len(d.passes)))
             elif status == "ok" and is_finite(t) and t > 0:
                 obs.append(observe(c, it, source, costs, t))
+            else:
+                continue
+            if cells is not None:
+                cells.append({"label": c.label, "kind": c.kind, "pattern": i, "first": first,
+                              "passes": list(d.passes) if d is not None and d.passes else None,
+                              "measured_s": obs[-1].measured_s, "parts": list(obs[-1].parts)})
     return fit_prices(costs, obs)
 
 
@@ -135,17 +176,6 @@ def predicted_io(c, items, source, costs) -> tuple[float, float]:
     ops = sum(it.weight * (ic.raw_reads + ic.raw_writes) for it, ic in zip(items, cand.items))
     nbytes = sum(it.weight * ic.raw_read_bytes for it, ic in zip(items, cand.items))
     return ops, nbytes
-
-
-def weighted_passes(m, items) -> list[float] | None:
-    """A layout's weighted pass totals (pass i of every pattern, weighted), when every pattern was
-    measured whole with the same number of passes: the runoff's unit of comparison."""
-    if m is None or not m.passes or any(d is None or not d.whole or not d.passes for d in m.passes):
-        return None
-    n = {len(d.passes) for d in m.passes}
-    if len(n) != 1:
-        return None
-    return [sum(it.weight * d.passes[i] for it, d in zip(items, m.passes)) for i in range(n.pop())]
 
 
 def _cand_dict(c: Candidate) -> dict:
@@ -229,10 +259,12 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
         hcache = fair_cache(ch, itemsize, budget_bytes)
         hc = evaluate(ch, f0, hcache, source, wl.items, costs)
         contenders.append(Contender(name, ch, f0, hcache, hc.workload_s, "heuristic"))
+    contenders += extremes(source, wl.items, lattice_extremes(source, itemsize, k, wl.items), res, contenders, costs, k)
 
     measured: list | None = None
     runoff = fit = cell_budget = None
     before_runoff: dict = {}
+    fit_cells: list = []           # the final fit's equations, for tune.json
     if measure:
         echo(f"  measuring {len({c.key for c in contenders})} layouts with the sweep engine (budget {format_seconds(budget)})")
         # one cell budget for both rounds: their cells are compared with each other (and fitted together)
@@ -265,7 +297,7 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
         latest = [runoff.get(c.key) or m for c, m in zip(contenders, measured)] if runoff else measured
         # each layout's prediction before the runoff's passes are fitted: the runoff then tests it
         before_runoff = {c.key: c.predicted_s for c in contenders}
-        final = fit_from_round(contenders, latest, wl.items, source, probe_costs)
+        final = fit_from_round(contenders, latest, wl.items, source, probe_costs, fit_cells)
         if final is not None:
             echo(f"  final prices fitted to {final.cells} cells (the runoff's whole passes first): predicted/measured "
                  f"{math.exp(final.error_after):.2f}x (median)")
@@ -294,9 +326,16 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
                      "run_dir": str(final.run_dir) if final else None})
     pick, why = choose(rows)
     pick_c = contenders[rows.index(pick)]
-    slots_note = None
+    slots_note = cache_note = None
+    checks: list = []
     if measure and pick["measured_s"] is not None:
-        pick_c, slots_note = check_slots(wl, source, pick_c, out, work_dir, repeats, cell_budget, echo)
+        pick_c, cache_note, again = check_cache(wl, source, pick_c, costs, k, out, work_dir, repeats, cell_budget, echo)
+        checks += again
+        pick_c, slots_note, again = check_slots(wl, source, pick_c, out, work_dir, repeats, cell_budget, echo)
+        checks += again
+    # the recommendation as recommended (its cache may have changed): every whole pass of it, the runoff's
+    # and the checks' (measured after the choice, so not selected for being fast), pooled
+    pool = pooled(pick_c.key, [*(measured or []), *(runoff.values() if runoff else []), *checks], wl.items)
     for r in rows:
         r["speedup_of_pick"] = (r["measured_s"] / pick["measured_s"]) if r["measured_s"] and pick["measured_s"] else None
     verified = {"recommended": pick["measured_s"],
@@ -310,14 +349,18 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
                                                     "current_filters": source.filters.spec},
         "recommended": {"chunks": list(pick_c.chunks) if pick_c.chunks else None, "filters": pick_c.filters.spec,
                         "cache_nbytes": pick_c.cache.nbytes, "cache_nslots": pick_c.cache.nslots, "cache_w0": pick_c.cache.w0,
-                        "predicted_s": pick["predicted_s"], "measured_s": pick["measured_s"], "label": pick["label"],
+                        "predicted_s": pick_c.predicted_s, "label": pick["label"],
+                        "measured_s": pool[0] if pool else pick["measured_s"], "measured_passes": pool[1] if pool else None,
+                        "measured_in_choice_s": pick["measured_s"],
                         "predicted_before_runoff_s": pick.get("predicted_before_runoff_s"),
                         "repack_needed": not (current is not None and (pick_c.chunks, pick_c.filters.spec) == (current[0], current[1].spec)),
                         "kind": pick["kind"], "why": why},
         "no_repack_alternative": no_repack_alternative(rows, pick, current),
         "slots": slots_note,
+        "cache": cache_note,
         "model_pick": _cand_dict(res.recommended),
-        "prices": {"fitted": fit.as_dict() if fit else None, "how": costs.fitted or "the probes' prices"},
+        "prices": {"fitted": fit.as_dict() if fit else None, "how": costs.fitted or "the probes' prices",
+                   "groups": list(PRICE_GROUPS), "cells": fit_cells},
         "candidates": res.evaluated,
         "search": {"layouts": res.layouts, "pruned": res.pruned, "unvisited": res.unvisited, "rejected": res.rejected, "lattice": len(lattice),
                    "search_s": t_search, "calibration_s": t_cal, "filter_ratios": costs.ratio},
@@ -344,25 +387,6 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
         raise ConfigError("--out", f"cannot write tune's results into {out} ({exc.strerror or exc}): nothing was "
                                    "recommended there; the measured runs, if any, are under its runs/") from None
     return result
-
-
-def check_slots(wl, source, pick: Contender, out: Path, work_dir: Path, repeats: int, cell_budget, echo):
-    """A custom slot count is offered only when measured better: the pick and the pick with HDF5's
-    default 521 slots, back to back, ``2 * repeats + 1`` passes each; tied (:func:`tied`) or faster,
-    the default count stands (one less setting to carry). Returns (the contender to recommend, a note)."""
-    if pick.cache.nbytes == 0 or pick.cache.nslots == MIN_NSLOTS or pick.chunks is None:
-        return pick, None
-    plain = replace(pick, label=f"{pick.label}, {MIN_NSLOTS} slots", cache=ChunkCache(pick.cache.nbytes, MIN_NSLOTS, pick.cache.w0))
-    echo(f"  slots: {pick.cache.nslots} against HDF5's default {MIN_NSLOTS}, back to back")
-    a, b = measure_all(wl, source, [pick, plain], out / "slots", work_dir, 0, 2 * repeats + 1, echo, cell_budget=cell_budget)
-    if a.measured_s is None or b.measured_s is None:
-        return pick, None
-    ra, rb = ({"measured_s": m.measured_s, "measured_min_s": m.min_s, "measured_max_s": m.max_s} for m in (a, b))
-    if b.measured_s <= a.measured_s or tied(ra, rb):
-        return plain, (f"HDF5's default {MIN_NSLOTS} slots measured as fast ({format_seconds(b.measured_s)} against "
-                       f"{format_seconds(a.measured_s)} with {pick.cache.nslots}): no custom slot count")
-    return pick, (f"{pick.cache.nslots} slots measured {b.measured_s / a.measured_s - 1:.0%} faster than "
-                  f"HDF5's default {MIN_NSLOTS} ({format_seconds(a.measured_s)} against {format_seconds(b.measured_s)})")
 
 
 def run_off(wl, source, contenders, measured, out: Path, work_dir: Path, budget: float, repeats: int, echo) -> dict:
@@ -394,29 +418,6 @@ def _predicted(row: dict) -> float:
     return float(row["predicted_s"])
 
 
-def tied(a: dict, b: dict) -> bool:
-    """Two layouts measured back to back (the runoff) whose difference is within the machine's noise.
-    The pass is the unit of replication (a busy machine moves every request of a pass together), so
-    with the passes of both (``passes``: weighted pass totals) the rule is :mod:`ccp.report.stats`'
-    pass-level test: tied unless a Mann-Whitney test on the passes finds them apart (p < 0.05), or
-    the medians differ by less than :data:`TIE_FLOOR` anyway. Without passes: tied when the medians
-    differ by less than their passes' spread (the larger half-range, relative) or the floor."""
-    from ccp.report.stats import ALPHA, pass_p
-
-    lo = min(a["measured_s"], b["measured_s"])
-    diff = abs(a["measured_s"] - b["measured_s"])
-    if diff <= TIE_FLOOR * lo:
-        return True
-    pa, pb = a.get("passes"), b.get("passes")
-    if pa and pb and len(pa) >= 2 and len(pb) >= 2:
-        return bool(pass_p(pa, pb) >= ALPHA)
-    spread = 0.0
-    for r in (a, b):
-        if r.get("measured_min_s") is not None and r.get("measured_max_s") is not None and r["measured_s"] > 0:
-            spread = max(spread, (r["measured_max_s"] - r["measured_min_s"]) / (2 * r["measured_s"]))
-    return diff <= max(TIE_FLOOR, spread) * lo
-
-
 IO_NEAR = 0.10      # predicted I/O counts this close are equal: the next count (then the fitted prediction) decides
 
 
@@ -442,7 +443,9 @@ def fewest_io(rows: list[dict]) -> tuple[dict, str]:
 def choose(rows: list[dict]) -> tuple[dict, str]:
     """The recommendation: the fastest measured layout among every contender (the model's
     shortlist, the current layout with its cache, the heuristics), so no measured heuristic is
-    faster beyond the noise; the model's first choice when nothing was measured. Layouts of the
+    faster beyond the noise; after a runoff, the fastest of its finalists (each layout left out of
+    it measured more than :data:`RUNOFF_WITHIN` slower than the fastest in the same round); the
+    model's first choice when nothing was measured. Layouts of the
     runoff tied with the fastest (:func:`tied`, pass against pass) are decided by the model's
     predicted I/O counts (:func:`fewest_io`): deterministic, rather than which pass a busy machine
     slowed. Also why, in words."""
@@ -451,8 +454,12 @@ def choose(rows: list[dict]) -> tuple[dict, str]:
     timed = [r for r in rows if r["measured_s"] is not None]
     if not timed:
         return model_first, "the model's pick (not measured)"
+    # after a runoff the pick is one of its finalists: the rest lost the first round to them by more than
+    # RUNOFF_WITHIN, and their first-round times, minutes apart under another load, do not compare with the
+    # runoff's (a busy machine measured a whole runoff 1.7x slower than the round before it)
+    finalists = [r for r in timed if r.get("runoff")]
     # the first of equal times: the model's order, then the current layout, then the heuristics
-    fastest = min(timed, key=lambda r: r["measured_s"])
+    fastest = min(finalists or timed, key=lambda r: r["measured_s"])
     ties = [r for r in timed if r is not fastest and r.get("runoff") and fastest.get("runoff") and tied(fastest, r)]
     if ties:
         pick, decided = fewest_io([fastest, *ties])
@@ -499,11 +506,14 @@ def summary_lines(result: dict) -> list[str]:
            f"{format_bytes(rec['cache_nbytes'])} / {rec['cache_nslots']} slots / w0 {rec['cache_w0']:g}"
            + ("" if rec["repack_needed"] else "  (the current layout: no repack, only the cache)")]
     if rec["measured_s"] is not None:
-        out.append(f"  measured {format_seconds(rec['measured_s'])} for the weighted workload (predicted {format_seconds(rec['predicted_s'])})")
+        n = rec.get("measured_passes")
+        out.append(f"  measured {format_seconds(rec['measured_s'])} for the weighted workload (predicted "
+                   f"{format_seconds(rec['predicted_s'])})" + (f": the median of its {n} whole passes, the checks' too" if n else ""))
     else:
         out.append(f"  predicted {format_seconds(rec['predicted_s'])} for the weighted workload (not measured)")
+    chosen_s = rec.get("measured_in_choice_s", rec["measured_s"])
     slower = [r for r in result["contenders"] if r["kind"] != "candidate" and r["measured_s"] is not None
-              and rec["measured_s"] is not None and r["measured_s"] < rec["measured_s"]]
+              and chosen_s is not None and r["measured_s"] < chosen_s]
     for r in slower:   # only a runoff tie (within the passes' spread), which the model broke: said, not hidden
         out.append(f"  note: {r['label']} measured faster ({format_seconds(r['measured_s'])}) than the recommendation, "
                    "within the noise of the runoff's passes")
@@ -520,6 +530,8 @@ def summary_lines(result: dict) -> list[str]:
     if any(r.get("runoff") for r in result["contenders"]):
         out.append("  * measured again in a runoff: the layouts within "
                    f"{RUNOFF_WITHIN:.0%} of the fastest, back to back, more passes (first-round times in tune.json)")
+    if result.get("cache"):
+        out.append(f"  cache: {result['cache']}")
     if result.get("slots"):
         out.append(f"  slots: {result['slots']}")
     alt = result.get("no_repack_alternative")

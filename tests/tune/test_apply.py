@@ -72,7 +72,7 @@ def test_the_console_marks_extrapolated_times(extrapolated):
     (1.0, 2.0, True),       # the custom count measured clearly faster: offered
 ], ids=["tied", "default-faster", "custom-faster"])
 def test_a_custom_slot_count_only_when_measured_better(monkeypatch, tmp_path, custom, default, keeps):
-    from ccp.tune import tune as tune_mod
+    from ccp.tune import settle as tune_mod
 
     pick = Contender("tuned", (4, 4), parse_filters("none"), ChunkCache(1 << 20, 6007, 0.75), 1.0, "candidate")
 
@@ -82,9 +82,9 @@ def test_a_custom_slot_count_only_when_measured_better(monkeypatch, tmp_path, cu
                 for c in contenders]
 
     monkeypatch.setattr(tune_mod, "measure_all", fake)
-    chosen, note = tune_mod.check_slots(None, None, pick, tmp_path, tmp_path, 3, None, lambda *_: None)
+    chosen, note, _ = tune_mod.check_slots(None, None, pick, tmp_path, tmp_path, 3, None, lambda *_: None)
     assert (chosen.cache.nslots == 6007) is keeps
     assert note and ("faster than HDF5's default" in note) is keeps
     already = Contender("t", (4, 4), parse_filters("none"), ChunkCache(1 << 20, 521, 0.75), 1.0, "candidate")
-    unchanged, none = tune_mod.check_slots(None, None, already, tmp_path, tmp_path, 3, None, lambda *_: None)
+    unchanged, none, _ = tune_mod.check_slots(None, None, already, tmp_path, tmp_path, 3, None, lambda *_: None)
     assert none is None and unchanged is already          # already HDF5's default: nothing to measure

@@ -135,3 +135,69 @@ def test_a_tie_goes_to_the_fewest_predicted_file_operations():
     rows[1]["predicted_io_bytes"] = 5.5e6                     # as much I/O: the fitted prediction
     pick, why = choose(rows)
     assert pick["label"] == "refit #2" and "fitted prediction" in why
+
+
+@pytest.mark.parametrize("frugal_s, takes_smaller", [(0.99, True), (1.0, True), (1.05, False)],
+                         ids=["faster", "as-fast", "slower"])
+def test_a_smaller_cache_only_on_measured_evidence(monkeypatch, tmp_path, costs, frugal_s, takes_smaller):
+    """The pick keeps the largest cache unless the smaller one the model predicts as fast measured no
+    slower beside it (a tie on the model saved memory before, and measured 1.16-1.21x slower)."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from ccp.chunkcache import ChunkCache
+    from ccp.config.sweep import AccessSpec, DatasetSpec, GenerateSpec
+    from ccp.hdf5.dataset import describe_source
+    from ccp.tune import settle
+    from ccp.tune.prove import Contender, Measured
+    from ccp.tune.workload import WorkItem
+
+    gz = parse_filters("gzip:1")
+    src = describe_source(DatasetSpec("/d", generate=GenerateSpec((16, 32, 32), np.dtype("<f4"))))
+    wl = SimpleNamespace(items=(WorkItem(AccessSpec("read", (1, 32, 32)), 1.0),))
+    k = SimpleNamespace(max_cache_bytes=1 << 20, cache_nbytes=None)
+    pick = Contender("tuned", (1, 32, 32), gz, ChunkCache(1 << 20, 521, 0.75), 1.0, "candidate")
+    seen = []
+
+    def fake_measure_all(wl, source, contenders, out, work, budget, repeats, echo, cell_budget=None):
+        seen.append([c.cache.nbytes for c in contenders])
+        return [Measured(c, t, (), Path(out)) for c, t in zip(contenders, [1.0, frugal_s])]
+
+    monkeypatch.setattr(settle, "measure_all", fake_measure_all)
+    chosen, note, both = settle.check_cache(wl, src, pick, costs, k, tmp_path, tmp_path, 3, 2.0, lambda *_: None)
+    assert seen and seen[0][0] == 1 << 20 and seen[0][1] < 1 << 20 and len(both) == 2
+    assert (chosen.cache.nbytes < pick.cache.nbytes) is takes_smaller
+    assert ("the smaller cache" in note) is takes_smaller
+
+
+def test_the_recommendation_is_measured_over_every_whole_pass_of_it():
+    """Its runoff's passes and the checks' (same layout and cache) pooled; another cache's passes and a
+    prefix measured over a time budget are not."""
+    from pathlib import Path
+
+    from ccp.chunkcache import ChunkCache
+    from ccp.config.sweep import AccessSpec
+    from ccp.tune.prove import Contender, ItemPasses, Measured
+    from ccp.tune.settle import pooled
+    from ccp.tune.workload import WorkItem
+
+    its = (WorkItem(AccessSpec("read", (4, 4)), 2.0), WorkItem(AccessSpec("read", (1, 4)), 1.0))
+    none = parse_filters("none")
+    pick = Contender("tuned", (4, 4), none, ChunkCache(1 << 20, 521, 0.75), 1.0, "candidate")
+    other = Contender("tuned", (4, 4), none, ChunkCache(1 << 16, 521, 0.75), 1.0, "candidate")
+    runoff = Measured(pick, 5.0, (), Path("."), passes=(ItemPasses(10, 10, (1.0, 2.0, 3.0)), ItemPasses(5, 5, (1.0,) * 3)))
+    check = Measured(pick, 8.0, (), Path("."), passes=(ItemPasses(10, 10, (4.0,) * 7), ItemPasses(5, 5, (0.0,) * 7)))
+    smaller = Measured(other, 0.1, (), Path("."), passes=(ItemPasses(10, 10, (0.1,) * 7), ItemPasses(5, 5, (0.0,) * 7)))
+    prefix = Measured(pick, 0.1, (), Path("."), passes=(ItemPasses(10, 3, (0.1,) * 3), ItemPasses(5, 5, (0.0,) * 3)))
+    assert pooled(pick.key, [runoff, check, smaller, prefix, None], its) == (8.0, 10)     # 3, 5, 7 and seven 8s
+    assert pooled(pick.key, [smaller, prefix], its) is None
+
+
+def test_after_a_runoff_the_pick_is_a_finalist():
+    """A layout left out of the runoff (over RUNOFF_WITHIN slower in the first round) does not win on its
+    first-round time against finalists the runoff measured under a heavier load (the league's ATL03)."""
+    rows = [row("tuned", "candidate", 0.314), timed("refit #2", 0.353, 0.34, 0.36, 0.31),
+            timed("h5py guess", 0.41, 0.40, 0.42, 0.40, "heuristic")]
+    rows[0].update(first_measured_s=0.314, runoff=False)
+    pick, why = choose(rows)
+    assert pick["label"] == "refit #2" and "measured fastest" in why

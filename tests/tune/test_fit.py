@@ -101,3 +101,16 @@ def test_one_wild_cell_does_not_move_the_prices(costs):
     for o in obs[:-1]:
         predicted = sc["request"] * o.parts[0] + sc["chunk"] * o.parts[1] + sc["byte"] * o.parts[2] + sc["open"]
         assert predicted == pytest.approx(o.measured_s, rel=0.1), sc
+
+
+def test_an_equation_of_more_passes_weighs_more(costs):
+    """Cells of 7 back-to-back passes (the runoff) that disagree with cells of 3 (a first round) pull the
+    prices their way: the median of more passes is the steadier measurement."""
+    req = PRICE_GROUPS.index("request")
+    parts = [tuple(1e-3 * (k + 1) if j == req else 0.0 for j in range(len(PRICE_GROUPS))) for k in range(4)]
+    steady = [Observation(p, 2 * p[req], passes=7) for p in parts]
+    rough = [Observation(p, p[req], passes=3) for p in parts]
+    weighted = fit_prices(costs, steady + rough).scales["request"]
+    equal = fit_prices(costs, [Observation(o.parts, o.measured_s) for o in steady + rough]).scales["request"]
+    assert abs(weighted - 2.0) < abs(equal - 2.0)
+    assert 1.0 <= equal <= 2.0 and weighted <= 2.0

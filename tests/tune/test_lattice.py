@@ -88,3 +88,25 @@ def test_series_axis_of_time_series_and_maps():
 def test_whole_rows():
     assert whole_rows((100, 512, 512), 4) == (1, 512, 512)
     assert whole_rows((100, 64, 64), 4) == (64, 64, 64)
+
+
+@pytest.mark.parametrize("chunk_bytes, budget, grid, largest", [
+    (80_000, 4 << 20, 100, 4 << 20),            # 32 chunks is 2.5 MiB: the budget itself is the largest
+    (4096, 512 << 10, 16, 16 * 4096 + 1024),    # room for every chunk of the dataset: no more
+    (4096, 4 << 20, 16, 1 << 20),               # HDF5's default 1 MiB stays a candidate (nothing to set)
+    (4096, 1 << 20, None, 1 << 20),             # the grid unknown: the budget
+], ids=["budget-between-powers", "grid-smaller", "default-over-the-grid", "no-grid"])
+def test_the_largest_cache_is_the_budget_or_the_whole_grid(chunk_bytes, budget, grid, largest):
+    cands = cache_candidates(chunk_bytes, budget, grid_chunks=grid)
+    assert cands[-1][0] == largest
+
+
+@pytest.mark.parametrize("shape, max_bytes, blocks, want", [
+    ((4096, 32, 32), 16 << 20, [(1, 32, 32)], [(1, 32, 32), (4096, 32, 32)]),
+    ((4096, 1024), 1 << 20, [(1, 1024), (4096, 1)], [(1, 1024), (4096, 1)]),      # the whole is over the cap
+    ((100,), 1 << 20, [(500,)], [(100,)]),                                          # a block clipped to the data
+], ids=["samples", "rows-and-columns", "clipped"])
+def test_structural_extremes(shape, max_bytes, blocks, want):
+    from ccp.tune.lattice import structural_extremes
+
+    assert structural_extremes(shape, 4, max_bytes, blocks) == want

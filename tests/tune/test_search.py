@@ -138,3 +138,29 @@ def test_the_shortlist_is_the_fastest_few_not_only_the_front(costs, gzip):
                        for k in cache_candidates(math.prod(c) * 4, 16 * 1024))
                    for c in lat if padding(src.shape, c) <= 0.25)
     assert all(c.workload_s <= brute[3] * (1 + NEAR_BEST) + 1e-12 for c in res.best[:4])
+
+
+def test_a_prediction_tie_keeps_the_largest_cache(costs, gzip):
+    """Rows of compressed chunks read twice over: every cache holding a row of chunks is predicted as
+    fast, and the search keeps the largest (memory is saved on a measured tie, never on a predicted one)."""
+    src = source_of((16, 32, 32), chunks=(1, 32, 32), filters=gzip)
+    res = run(src, items((1, 32, 32)), [gzip], costs, max_cache_bytes=1 << 20)
+    rec = res.recommended
+    largest = cache_candidates(math.prod(rec.chunks) * 4, 1 << 20, grid_chunks=math.prod(
+        -(-n // c) for n, c in zip(src.shape, rec.chunks)))[-1]
+    assert rec.cache.nbytes == largest[0]
+
+
+def test_frugal_cache_is_the_smallest_predicted_as_fast(costs, gzip):
+    from ccp.tune.search import frugal_cache
+
+    src = source_of((16, 32, 32))
+    its = items((1, 32, 32))
+    big = ChunkCache(1 << 20, 521, 0.75)
+    small = frugal_cache((1, 32, 32), gzip, big, src, its, costs, max_cache_bytes=1 << 20, fixed_cache=None)
+    assert small is not None and small.cache.nbytes < big.nbytes
+    goal = evaluate((1, 32, 32), gzip, big, src, its, costs).workload_s * (1 + NEAR_BEST)
+    assert small.workload_s <= goal
+    smaller = [c for c in cache_candidates(4096, 1 << 20, grid_chunks=16) if c[0] < small.cache.nbytes]
+    assert all(evaluate((1, 32, 32), gzip, ChunkCache(*c), src, its, costs).workload_s > goal for c in smaller)
+    assert frugal_cache((1, 32, 32), gzip, big, src, its, costs, max_cache_bytes=1 << 20, fixed_cache=4096) is None

@@ -1,0 +1,109 @@
+"""After the pick: its chunk cache settled by measurement, back to back, and the tie rule of the runoff.
+
+The search gives every layout the largest cache of the budget (the model's prediction that a smaller
+one is as fast saves no memory on its own: cold passes measured such smaller caches slower). Here a
+smaller cache, and HDF5's default slot count, replace the pick's only when measured no slower beside it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from ccp.chunkcache import ChunkCache
+from ccp.hdf5.defaults import MIN_NSLOTS
+from ccp.tune.prove import Contender, measure_all
+from ccp.tune.search import frugal_cache
+from ccp.units import format_bytes, format_seconds
+
+TIE_FLOOR = 0.03           # two runoff layouts closer than this (or than their passes' spread) are tied
+
+
+def check_cache(wl, source, pick: Contender, costs, constraints, out: Path, work_dir: Path, repeats: int,
+                cell_budget, echo):
+    """The smallest cache the model predicts as fast as the pick's (:func:`frugal_cache`) against the
+    pick's, back to back, ``2 * repeats + 1`` passes each: the smaller one is recommended only when its
+    median measured no slower (memory is saved on measured evidence; a tie on the model is not).
+    Returns (the contender to recommend, a note or None when nothing smaller was predicted as fast,
+    the two measured)."""
+    small = frugal_cache(pick.chunks, pick.filters, pick.cache, source, wl.items, costs,
+                         max_cache_bytes=constraints.max_cache_bytes, fixed_cache=constraints.cache_nbytes)
+    if small is None:
+        return pick, None, []
+    frugal = replace(pick, label=f"{pick.label}, {format_bytes(small.cache.nbytes)} cache", cache=small.cache,
+                     predicted_s=small.workload_s)
+    echo(f"  cache: {format_bytes(pick.cache.nbytes)} against {format_bytes(small.cache.nbytes)} (predicted as fast), back to back")
+    a, b = measure_all(wl, source, [pick, frugal], out / "cache", work_dir, 0, 2 * repeats + 1, echo, cell_budget=cell_budget)
+    if a.measured_s is None or b.measured_s is None:
+        return pick, None, [a, b]
+    said = f"({format_seconds(b.measured_s)} against {format_seconds(a.measured_s)} with {format_bytes(pick.cache.nbytes)})"
+    if b.measured_s <= a.measured_s:
+        return frugal, f"a {format_bytes(small.cache.nbytes)} cache measured no slower {said}: the smaller cache", [a, b]
+    return pick, (f"the {format_bytes(pick.cache.nbytes)} cache kept: {format_bytes(small.cache.nbytes)}, predicted as fast, "
+                  f"measured {b.measured_s / a.measured_s - 1:.0%} slower {said}"), [a, b]
+
+
+def check_slots(wl, source, pick: Contender, out: Path, work_dir: Path, repeats: int, cell_budget, echo):
+    """A custom slot count is offered only when measured better: the pick and the pick with HDF5's
+    default 521 slots, back to back, ``2 * repeats + 1`` passes each; tied (:func:`tied`) or faster,
+    the default count stands (one less setting to carry). Returns (the contender to recommend, a note,
+    the two measured)."""
+    if pick.cache.nbytes == 0 or pick.cache.nslots == MIN_NSLOTS or pick.chunks is None:
+        return pick, None, []
+    plain = replace(pick, label=f"{pick.label}, {MIN_NSLOTS} slots", cache=ChunkCache(pick.cache.nbytes, MIN_NSLOTS, pick.cache.w0))
+    echo(f"  slots: {pick.cache.nslots} against HDF5's default {MIN_NSLOTS}, back to back")
+    a, b = measure_all(wl, source, [pick, plain], out / "slots", work_dir, 0, 2 * repeats + 1, echo, cell_budget=cell_budget)
+    if a.measured_s is None or b.measured_s is None:
+        return pick, None, [a, b]
+    ra, rb = ({"measured_s": m.measured_s, "measured_min_s": m.min_s, "measured_max_s": m.max_s} for m in (a, b))
+    if b.measured_s <= a.measured_s or tied(ra, rb):
+        return plain, (f"HDF5's default {MIN_NSLOTS} slots measured as fast ({format_seconds(b.measured_s)} against "
+                       f"{format_seconds(a.measured_s)} with {pick.cache.nslots}): no custom slot count"), [a, b]
+    return pick, (f"{pick.cache.nslots} slots measured {b.measured_s / a.measured_s - 1:.0%} faster than "
+                  f"HDF5's default {MIN_NSLOTS} ({format_seconds(a.measured_s)} against {format_seconds(b.measured_s)})"), [a, b]
+
+
+def tied(a: dict, b: dict) -> bool:
+    """Two layouts measured back to back (the runoff) whose difference is within the machine's noise.
+    The pass is the unit of replication (a busy machine moves every request of a pass together), so
+    with the passes of both (``passes``: weighted pass totals) the rule is :mod:`ccp.report.stats`'
+    pass-level test: tied unless a Mann-Whitney test on the passes finds them apart (p < 0.05), or
+    the medians differ by less than :data:`TIE_FLOOR` anyway. Without passes: tied when the medians
+    differ by less than their passes' spread (the larger half-range, relative) or the floor."""
+    from ccp.report.stats import ALPHA, pass_p
+
+    lo = min(a["measured_s"], b["measured_s"])
+    diff = abs(a["measured_s"] - b["measured_s"])
+    if diff <= TIE_FLOOR * lo:
+        return True
+    pa, pb = a.get("passes"), b.get("passes")
+    if pa and pb and len(pa) >= 2 and len(pb) >= 2:
+        return bool(pass_p(pa, pb) >= ALPHA)
+    spread = 0.0
+    for r in (a, b):
+        if r.get("measured_min_s") is not None and r.get("measured_max_s") is not None and r["measured_s"] > 0:
+            spread = max(spread, (r["measured_max_s"] - r["measured_min_s"]) / (2 * r["measured_s"]))
+    return diff <= max(TIE_FLOOR, spread) * lo
+
+
+def weighted_passes(m, items) -> list[float] | None:
+    """A layout's weighted pass totals (pass i of every pattern, weighted), when every pattern was
+    measured whole with the same number of passes: the runoff's unit of comparison."""
+    if m is None or not m.passes or any(d is None or not d.whole or not d.passes for d in m.passes):
+        return None
+    n = {len(d.passes) for d in m.passes}
+    if len(n) != 1:
+        return None
+    return [sum(it.weight * d.passes[i] for it, d in zip(items, m.passes)) for i in range(n.pop())]
+
+
+def pooled(key, measured, items) -> tuple[float, int] | None:
+    """The median of every whole weighted pass of one layout and cache (``key``) among ``measured``
+    (each a round, the runoff or a check), and how many: None when none was measured whole."""
+    passes: list[float] = []
+    for m in measured:
+        if m is not None and m.contender.key == key:
+            passes += weighted_passes(m, items) or []
+    return (float(np.median(passes)), len(passes)) if passes else None
