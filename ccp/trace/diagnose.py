@@ -80,6 +80,11 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
                                "nothing in its layout or cache to cure (read it once and keep the value if the "
                                "calls add up)")
         return out
+    if layout.get("vlen"):               # ccp.trace.hdf5_types: chunks hold heap references, not the elements
+        out["findings"].append(f"variable-length type ({layout.get('dtype')}): its elements live in the file's global "
+                               f"heap, not in its chunks; not modelled ({len(reads)} read(s), {len(wuser)} write(s) "
+                               "recorded, no cache or chunk cure)")
+        return out
     if len(wuser):
         wseq = replay_sequence(trace, dataset, file=file, op="write", positions=positions)
         cache = wseq.session_caches[0] if wseq.session_caches else library_cache(trace)
