@@ -32,6 +32,7 @@ from ccp.trace.libraries import (
     keep_open_code,
     program_libraries,
     repack_code,
+    untraced_note,
 )
 from ccp.trace.ranking import RULE, rank_cures
 from ccp.trace.remote import remote_diagnosis
@@ -338,7 +339,7 @@ def diagnose(trace: Trace, memory: int = 1 << 30, verify: bool = False, patterns
            "libraries": list(libs),
            "file_states": states, "command": h.get("command"), "program_s": program, "calls": len(calls),
            "reads": int((calls["op"] == "read").sum()), "writes": int((calls["op"] == "write").sum()),
-           "pids": h.get("pids", []), "datasets": []}
+           "pids": h.get("pids", []), "datasets": [], "untraced": untraced_note(h)}
     if not len(calls):
         out["message"] = "the program made no h5py dataset calls: nothing to diagnose"
         return out
@@ -373,6 +374,8 @@ def format_diagnosis(diag: dict) -> str:
     for f in diag.get("files_changed", []):
         lines.append(f"{f} CHANGED since the trace (sha256 differs): the diagnosis is of the file as traced; "
                      "no cure rewrites it (trace again to get them); --verify refuses it")
+    if diag.get("untraced"):
+        lines.append(f"note: {diag['untraced']}")
     if diag.get("message"):
         return "\n".join(lines + [diag["message"]])
     for d in diag["datasets"]:

@@ -52,6 +52,16 @@ def program_libraries(trace: Trace) -> tuple[str, ...]:
     return tuple(sorted(libs & set(KNOWN)))
 
 
+def untraced_note(header: dict) -> str | None:
+    """One line when the program imported a library whose HDF5 reads ccp does not trace (PyTables, which pandas'
+    HDFStore reads through: it calls HDF5 from its own C extension), from ``trace.json``'s ``libraries``."""
+    libs = header.get("libraries")
+    if not isinstance(libs, list) or "tables" not in libs:
+        return None
+    return ("the program imported PyTables (tables; pandas' HDFStore reads through it): its HDF5 reads are not "
+            "traced (PyTables calls HDF5 from its own C extension), so this trace leaves them out")
+
+
 def dataset_libraries(trace: Trace, libs, file: str, dataset: str) -> tuple[str, ...]:
     """The libraries whose words fit one dataset's cures: in a trace whose recorder said which library reached
     each dataset (``libraries`` in the header), netCDF4's only for a variable netCDF4 read or wrote."""
