@@ -400,9 +400,12 @@ def format_diagnosis(diag: dict) -> str:
             _format_cures(lines, d["cures"], "the reads'")
         if d.get("verified"):
             v = d["verified"]
-            ratio_text = f"{v['before_s'] / v['after_s']:.1f}x; " if v.get("after_s") else ""
-            lines.append(f"  verified: {v['cure']}: replayed {format_seconds(v['before_s'])} -> {format_seconds(v['after_s'])} "
-                         f"({ratio_text}{v['note']})")
+            if v.get("before_s") is None or v.get("after_s") is None:      # ccp.trace.verify: not measured
+                lines.append(f"  verified: {v['cure']}: not measured ({v['note']})")
+            else:
+                ratio_text = f"{v['before_s'] / v['after_s']:.1f}x; " if v["after_s"] else ""
+                lines.append(f"  verified: {v['cure']}: replayed {format_seconds(v['before_s'])} -> "
+                             f"{format_seconds(v['after_s'])} ({ratio_text}{v['note']})")
         if d.get("write_calls"):
             lines.append(f"  writes: {d['write_calls']} call(s)" + (
                 f"; model: {d['write_chunk_loads']} chunk(s) read back, {d['write_chunk_flushes']} written during the "

@@ -20,7 +20,8 @@ costs a fraction of json per record, and only ``ccp trace`` itself reads these f
 
 netCDF4-python's calls are recorded by :mod:`ccp.trace.netcdf` in the same records (patched when the
 program imports netCDF4); a file object from fsspec given to ``h5py.File`` is named by its URL, its reads
-and GETs recorded as events (:mod:`ccp.trace.remote_files`). Each process says at exit which libraries
+and GETs recorded as events (:mod:`ccp.trace.remote_files`); any other file object by its path when it has one
+(``open(path, "rb")``), else by its type. Each process says at exit which libraries
 it had imported (a status line; ``trace.json``'s ``libraries``).
 
 Part files are written when the buffer fills, at exit (``atexit``; ``multiprocessing``'s own
@@ -50,7 +51,7 @@ from ccp.trace.fastpath import fast_getitem
 from ccp.trace.hdf5_types import vlen_info
 from ccp.trace.hooks import ImportHook, flush_on_sigterm, patch_exit, patch_library
 from ccp.trace.netcdf import patch_netcdf4
-from ccp.trace.remote_files import file_space, fsspec_info, instrument
+from ccp.trace.remote_files import file_space, fileobj_name, fsspec_info, instrument
 from ccp.trace.selections import MAX_LISTED, _file_name, _layout, describe_key, describe_space  # noqa: F401
 
 FLUSH_EVERY = 16384         # records buffered before a write to the part file
@@ -491,6 +492,8 @@ def _patch_h5py(rec: Recorder) -> None:
             if remote is not None:
                 rec.alias[name] = name = remote["url"]
                 rec.remote[name] = {**remote, **file_space(self.id)}
+            elif obj is not None and not isinstance(obj, (str, bytes, os.PathLike)):
+                rec.alias[name] = name = fileobj_name(obj)   # h5py names it by its repr, new per object
             _mdc, nslots, nbytes, w0 = self.id.get_access_plist().get_cache()
             rec.event("file_open", name, mode=self.mode, rdcc_nbytes=int(nbytes), rdcc_nslots=int(nslots),
                       rdcc_w0=float(w0))
