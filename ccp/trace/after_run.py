@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ccp.errors import CcpError
 from ccp.hdf5.dataset import open_readonly
+from ccp.trace.hdf5_types import vlen_info
 from ccp.trace.selections import _layout
 
 STATIC = ("chunks", "filters", "fill_value", "layout")
@@ -39,10 +40,13 @@ def check_layout(entry: dict) -> dict:
                 out["hdf5_path"] = f"not found: {file} holds no dataset {path}"
                 return out
             stored = _layout(obj.id)
+            vlen, type_size = vlen_info(obj.id.get_type())
     except (CcpError, OSError) as exc:
         out["hdf5_path"] = f"not checked: {exc}"
         return out
     out["hdf5_path"] = "found"
+    if vlen:                # the stored type's size: netCDF4 calls a ragged array by its element type
+        out.update(vlen=True, itemsize=type_size)
     for key in STATIC:
         out[key] = stored[key]
     if out.get("storage_size") is None and entry.get("mode", "r") == "r":

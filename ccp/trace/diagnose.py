@@ -32,6 +32,7 @@ from ccp.trace.libraries import (
     keep_open_code,
     program_libraries,
     repack_code,
+    untraced_note,
 )
 from ccp.trace.ranking import RULE, rank_cures
 from ccp.trace.remote import remote_diagnosis
@@ -79,6 +80,11 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
         out["findings"].append(f"scalar dataset: {len(reads)} read(s) and {len(wuser)} write(s) of its one element; "
                                "nothing in its layout or cache to cure (read it once and keep the value if the "
                                "calls add up)")
+        return out
+    if layout.get("vlen"):               # ccp.trace.hdf5_types: chunks hold heap references, not the elements
+        out["findings"].append(f"variable-length type ({layout.get('dtype')}): its elements live in the file's global "
+                               f"heap, not in its chunks; not modelled ({len(reads)} read(s), {len(wuser)} write(s) "
+                               "recorded, no cache or chunk cure)")
         return out
     if len(wuser):
         wseq = replay_sequence(trace, dataset, file=file, op="write", positions=positions)
@@ -333,7 +339,7 @@ def diagnose(trace: Trace, memory: int = 1 << 30, verify: bool = False, patterns
            "libraries": list(libs),
            "file_states": states, "command": h.get("command"), "program_s": program, "calls": len(calls),
            "reads": int((calls["op"] == "read").sum()), "writes": int((calls["op"] == "write").sum()),
-           "pids": h.get("pids", []), "datasets": []}
+           "pids": h.get("pids", []), "datasets": [], "untraced": untraced_note(h)}
     if not len(calls):
         out["message"] = "the program made no h5py dataset calls: nothing to diagnose"
         return out
@@ -368,6 +374,8 @@ def format_diagnosis(diag: dict) -> str:
     for f in diag.get("files_changed", []):
         lines.append(f"{f} CHANGED since the trace (sha256 differs): the diagnosis is of the file as traced; "
                      "no cure rewrites it (trace again to get them); --verify refuses it")
+    if diag.get("untraced"):
+        lines.append(f"note: {diag['untraced']}")
     if diag.get("message"):
         return "\n".join(lines + [diag["message"]])
     for d in diag["datasets"]:
@@ -392,9 +400,12 @@ def format_diagnosis(diag: dict) -> str:
             _format_cures(lines, d["cures"], "the reads'")
         if d.get("verified"):
             v = d["verified"]
-            ratio_text = f"{v['before_s'] / v['after_s']:.1f}x; " if v.get("after_s") else ""
-            lines.append(f"  verified: {v['cure']}: replayed {format_seconds(v['before_s'])} -> {format_seconds(v['after_s'])} "
-                         f"({ratio_text}{v['note']})")
+            if v.get("before_s") is None or v.get("after_s") is None:      # ccp.trace.verify: not measured
+                lines.append(f"  verified: {v['cure']}: not measured ({v['note']})")
+            else:
+                ratio_text = f"{v['before_s'] / v['after_s']:.1f}x; " if v["after_s"] else ""
+                lines.append(f"  verified: {v['cure']}: replayed {format_seconds(v['before_s'])} -> "
+                             f"{format_seconds(v['after_s'])} ({ratio_text}{v['note']})")
         if d.get("write_calls"):
             lines.append(f"  writes: {d['write_calls']} call(s)" + (
                 f"; model: {d['write_chunk_loads']} chunk(s) read back, {d['write_chunk_flushes']} written during the "

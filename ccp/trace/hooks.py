@@ -1,7 +1,8 @@
 """The recorder's process hooks (stdlib at import: loaded into traced programs).
 
 An import hook that patches a library right after the program imports it (h5py, netCDF4), a flush
-before anything goes on a multiprocessing queue, and a flush before ``os._exit``.
+before anything goes on a multiprocessing queue, a flush before ``os._exit``, and in multiprocessing
+children a flush on SIGTERM (what ``Pool.terminate`` sends its workers).
 """
 
 from __future__ import annotations
@@ -90,3 +91,27 @@ def patch_exit(rec) -> None:
 
     _exit.__wrapped__ = real_exit  # type: ignore[attr-defined]
     os._exit = _exit
+
+
+def flush_on_sigterm(rec) -> None:
+    """In a multiprocessing child: SIGTERM writes the buffer and says "end" first, then kills the process as before.
+
+    ``Pool.terminate`` (which leaving ``with Pool()`` calls) ends its workers with SIGTERM, which skips every exit
+    hook: without this each worker of a pool torn down by its own parent read as a process that died unrecorded.
+    Left alone when the program (an initializer, say) already handles SIGTERM; a SIGKILL still loses the buffer,
+    and the trace says so.
+    """
+    import signal
+
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return
+
+    def on_term(signum, _frame):
+        try:
+            rec.finish()
+        except BaseException:  # the process is being ended: end it whatever happened here
+            pass
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    signal.signal(signal.SIGTERM, on_term)

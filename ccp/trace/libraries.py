@@ -39,7 +39,7 @@ def program_libraries(trace: Trace) -> tuple[str, ...]:
     apis = [str(a) for a in trace.table["api"].dropna().unique()]
     if any(a.startswith("Variable") or "netCDF4" in a for a in apis):
         libs.add("netCDF4")
-    if any(not is_local_path(str(f)) for f in trace.table["file"].dropna().unique()):
+    if any("://" in str(f) for f in trace.table["file"].dropna().unique()):     # a URL: an fsspec file object
         libs.add("fsspec")
     for arg in h.get("command") or []:
         if isinstance(arg, str) and arg.endswith(".py") and os.path.isfile(arg):
@@ -52,6 +52,16 @@ def program_libraries(trace: Trace) -> tuple[str, ...]:
     return tuple(sorted(libs & set(KNOWN)))
 
 
+def untraced_note(header: dict) -> str | None:
+    """One line when the program imported a library whose HDF5 reads ccp does not trace (PyTables, which pandas'
+    HDFStore reads through: it calls HDF5 from its own C extension), from ``trace.json``'s ``libraries``."""
+    libs = header.get("libraries")
+    if not isinstance(libs, list) or "tables" not in libs:
+        return None
+    return ("the program imported PyTables (tables; pandas' HDFStore reads through it): its HDF5 reads are not "
+            "traced (PyTables calls HDF5 from its own C extension), so this trace leaves them out")
+
+
 def dataset_libraries(trace: Trace, libs, file: str, dataset: str) -> tuple[str, ...]:
     """The libraries whose words fit one dataset's cures: in a trace whose recorder said which library reached
     each dataset (``libraries`` in the header), netCDF4's only for a variable netCDF4 read or wrote."""
@@ -62,11 +72,21 @@ def dataset_libraries(trace: Trace, libs, file: str, dataset: str) -> tuple[str,
 
 
 def open_expr(file: str) -> str:
-    """The first argument of ``h5py.File(...)`` in cure code: the quoted path, or the file object."""
+    """The first argument of ``h5py.File(...)`` in cure code: the quoted path, the fsspec open, or ``fileobj`` (a file
+    object with no path, such as a BytesIO: :func:`with_comment` says what it stands for)."""
     if is_local_path(file):
         return f'"{file}"'
     url = re.search(r"[a-z][a-z0-9+.-]*://[^\s'\">,]+", file)
-    return f'fs.open("{url.group(0)}")' if url else "fileobj   # the file object your program opened"
+    return f'fs.open("{url.group(0)}")' if url else "fileobj"
+
+
+def with_comment(code: str, comment: str, file: str) -> str:
+    """``code`` with ``comment`` after it, and after that what ``fileobj`` stands for when the line names it: the
+    comment ends the line, so the code still parses."""
+    notes = [comment.strip()] if comment.strip() else []
+    if open_expr(file) == "fileobj":
+        notes.append("fileobj: the file object your program opened")
+    return code + ("   # " + "; ".join(notes) if notes else "")
 
 
 def nc_var(dataset: str) -> str:
@@ -94,8 +114,8 @@ def cache_code(file: str, dataset: str, nbytes: int, nslots: int, libs, keep_ope
     if "xarray" in libs:
         return (f'xr.open_dataset(path, engine="h5netcdf", driver_kwds={{"rdcc_nbytes": {nbytes}, "rdcc_nslots": {nslots}}})'
                 f"{tail}\n# or read the cells once: da = ds[...].load()")
-    code = f'f = h5py.File({open_expr(file)}, "r", rdcc_nbytes={nbytes}, rdcc_nslots={nslots})'
-    return code + tail if "#" not in code else code
+    return with_comment(f'f = h5py.File({open_expr(file)}, "r", rdcc_nbytes={nbytes}, rdcc_nslots={nslots})',
+                        "once, before the loop" if keep_open else "", file)
 
 
 def write_cache_code(file: str, dataset: str, nbytes: int, nslots: int, libs) -> str:
@@ -103,7 +123,7 @@ def write_cache_code(file: str, dataset: str, nbytes: int, nslots: int, libs) ->
     if "netCDF4" in libs:
         return (f"{nc_var(dataset)}.set_var_chunk_cache(size={nbytes}, nelems={nslots}, preemption=0.75)   # before "
                 f"the writes\n# or before netCDF4.Dataset(...): netCDF4.set_chunk_cache(size={nbytes}, nelems={nslots})")
-    return f'f = h5py.File({open_expr(file)}, "a", rdcc_nbytes={nbytes}, rdcc_nslots={nslots})'
+    return with_comment(f'f = h5py.File({open_expr(file)}, "a", rdcc_nbytes={nbytes}, rdcc_nslots={nslots})', "", file)
 
 
 def create_chunks_code(dataset: str, chunks, libs) -> str:
@@ -116,7 +136,8 @@ def create_chunks_code(dataset: str, chunks, libs) -> str:
 
 def whole_chunks_write_code(dataset: str, chunks, libs) -> str:
     target = nc_var(dataset) if "netCDF4" in libs else "dset"
-    return f"buf[k] = row ...; {target}[i0:i0 + {chunks[0]}] = buf   # once per {chunks[0]} rows"
+    return (f"buf[k] = row   # collect {chunks[0]} rows in memory\n"
+            f"{target}[i0:i0 + {chunks[0]}] = buf   # then write them at once, once per {chunks[0]} rows")
 
 
 def repack_code(file: str, dataset: str, chunks, output: str, libs) -> str:
@@ -138,7 +159,7 @@ def keep_open_code(file: str, dataset: str, libs) -> str:
     if "xarray" in libs:
         return ('ds = xr.open_dataset(path)   # once, before the loop; select from ds inside it\n'
                 f'da = ds["{dataset.strip("/").split("/")[-1]}"].load()   # or keep the cells in memory')
-    return (f'f = h5py.File({open_expr(file)}, "r")      # once, before the loop\n'
+    return (with_comment(f'f = h5py.File({open_expr(file)}, "r")', "once, before the loop", file) + "\n"
             f'dset = f["{dataset}"]             # once; use dset[...] inside the loop')
 
 

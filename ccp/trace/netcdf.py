@@ -27,6 +27,8 @@ import os
 import time
 from typing import Any
 
+from ccp.trace.hdf5_types import VLEN_SEQUENCE_SIZE, VLEN_STRING_SIZE
+
 IMMUTABLE = 1 << 8                 # Py_TPFLAGS_IMMUTABLETYPE
 TP_FLAGS_OFFSET = 168              # offsetof(PyTypeObject, tp_flags) on 64-bit CPython 3.8-3.13
 FILTER_IDS = {"shuffle": 2, "fletcher32": 3, "szip": 4, "bzip2": 307, "blosc": 32001, "zstd": 32015}
@@ -72,10 +74,13 @@ def layout_of(var, created: bool) -> dict:
     """shape, dtype, chunks, filters of a variable as netCDF4 reports them, in the trace's layout form."""
     import numpy as np
 
-    try:
-        dt = np.dtype(var.dtype)
-    except TypeError:          # vlen str: an HDF5 variable-length string
+    vlen = bool(getattr(var, "_isvlen", False)) or var.dtype is str
+    if vlen:                   # str: a char* per element; a VLType: an hvl_t (ccp.trace.hdf5_types)
         dt = np.dtype(object)
+        itemsize = VLEN_STRING_SIZE if var.dtype is str else VLEN_SEQUENCE_SIZE
+    else:
+        dt = np.dtype(var.dtype)
+        itemsize = int(dt.itemsize)
     chunking = var.chunking()
     chunks = None if chunking in (None, "contiguous") else [int(c) for c in chunking]
     f = var.filters() or {}
@@ -95,10 +100,13 @@ def layout_of(var, created: bool) -> dict:
         fill = value if isinstance(value, (int, float)) else None
     except Exception:  # the program must never see the recorder fail
         fill = None
-    return {"shape": [int(s) for s in var.shape], "dtype": dt.str, "itemsize": int(dt.itemsize), "chunks": chunks,
-            "filters": filters, "fill_value": fill, "layout": "chunked" if chunks else "contiguous",
-            "storage_size": 0 if created else None, "library": "netCDF4", "variable": var.name,
-            "group": var.group().path}
+    out = {"shape": [int(s) for s in var.shape], "dtype": dt.str, "itemsize": itemsize, "chunks": chunks,
+           "filters": filters, "fill_value": fill, "layout": "chunked" if chunks else "contiguous",
+           "storage_size": 0 if created else None, "library": "netCDF4", "variable": var.name,
+           "group": var.group().path}
+    if vlen:
+        out["vlen"] = True
+    return out
 
 
 def selection(start, count, stride) -> dict:

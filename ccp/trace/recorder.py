@@ -20,12 +20,14 @@ costs a fraction of json per record, and only ``ccp trace`` itself reads these f
 
 netCDF4-python's calls are recorded by :mod:`ccp.trace.netcdf` in the same records (patched when the
 program imports netCDF4); a file object from fsspec given to ``h5py.File`` is named by its URL, its reads
-and GETs recorded as events (:mod:`ccp.trace.remote_files`). Each process says at exit which libraries
+and GETs recorded as events (:mod:`ccp.trace.remote_files`); any other file object by its path when it has one
+(``open(path, "rb")``), else by its type. Each process says at exit which libraries
 it had imported (a status line; ``trace.json``'s ``libraries``).
 
 Part files are written when the buffer fills, at exit (``atexit``; ``multiprocessing``'s own
-exit hook for its forked children, which leave by ``os._exit``) and before a process puts
-anything on a multiprocessing queue (a worker's result: see :func:`ccp.trace.hooks.patch_queues`).
+exit hook for its forked children, which leave by ``os._exit``), before a process puts
+anything on a multiprocessing queue (a worker's result: see :func:`ccp.trace.hooks.patch_queues`)
+and when a multiprocessing child gets SIGTERM (``Pool.terminate``: :func:`ccp.trace.hooks.flush_on_sigterm`).
 
 Low-level methods live on Cython extension types, which refuse ``setattr``; they are replaced in
 the type's dict (then ``PyType_Modified`` drops CPython's method cache). This is CPython-only.
@@ -46,9 +48,10 @@ import weakref
 from typing import Any
 
 from ccp.trace.fastpath import fast_getitem
-from ccp.trace.hooks import ImportHook, patch_exit, patch_library
+from ccp.trace.hdf5_types import vlen_info
+from ccp.trace.hooks import ImportHook, flush_on_sigterm, patch_exit, patch_library
 from ccp.trace.netcdf import patch_netcdf4
-from ccp.trace.remote_files import file_space, fsspec_info, instrument
+from ccp.trace.remote_files import file_space, fileobj_name, fsspec_info, instrument
 from ccp.trace.selections import MAX_LISTED, _file_name, _layout, describe_key, describe_space  # noqa: F401
 
 FLUSH_EVERY = 16384         # records buffered before a write to the part file
@@ -148,6 +151,7 @@ class Recorder:
         import multiprocessing.util as mp_util
 
         mp_util.Finalize(None, self.finish, exitpriority=-100)
+        flush_on_sigterm(self)      # a pool worker its parent terminates
 
     # ------------------------------------------------------------------ status channel
     def status(self, *fields) -> None:
@@ -247,6 +251,9 @@ class Recorder:
         if key not in self.layouts:
             self.layouts.add(key)
             layout = _layout(dsid, storage_size=file not in self.remote)
+            vlen, type_size = vlen_info(dsid.get_type())
+            if vlen:            # the HDF5 type's size, not numpy's object pointer (ccp.trace.hdf5_types)
+                layout.update(vlen=True, itemsize=type_size)
             if file in self.remote:
                 layout["remote"] = self.remote[file]
             self.add({"kind": "layout", "pid": self.pid, "file": file, "dataset": name, **layout})
@@ -485,6 +492,8 @@ def _patch_h5py(rec: Recorder) -> None:
             if remote is not None:
                 rec.alias[name] = name = remote["url"]
                 rec.remote[name] = {**remote, **file_space(self.id)}
+            elif obj is not None and not isinstance(obj, (str, bytes, os.PathLike)):
+                rec.alias[name] = name = fileobj_name(obj)   # h5py names it by its repr, new per object
             _mdc, nslots, nbytes, w0 = self.id.get_access_plist().get_cache()
             rec.event("file_open", name, mode=self.mode, rdcc_nbytes=int(nbytes), rdcc_nslots=int(nslots),
                       rdcc_w0=float(w0))
@@ -531,6 +540,8 @@ def install(out_dir: str) -> Recorder:
     atexit.register(rec.finish)
     os.register_at_fork(after_in_child=rec.after_fork)
     patch_exit(rec)
+    if "--multiprocessing-fork" in getattr(sys, "argv", ()):    # a spawned multiprocessing child (no fork hook runs)
+        flush_on_sigterm(rec)
     return rec
 
 

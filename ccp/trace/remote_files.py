@@ -39,6 +39,17 @@ def fsspec_info(obj) -> dict | None:
             "size": int(getattr(obj, "size", 0) or 0)}
 
 
+def fileobj_name(obj) -> str:
+    """A file object that is not fsspec's: the real path of the file it reads (``open(path, "rb")``: its ``name``),
+    so its reopens are one file; else ``<BytesIO file object>`` (its repr names a new object each time)."""
+    import os
+
+    name = getattr(obj, "name", None)
+    if isinstance(name, str) and os.path.isfile(name):
+        return os.path.realpath(name)
+    return f"<{type(obj).__name__} file object>"
+
+
 def file_space(fid) -> dict:
     """The HDF5 file's free-space strategy and page size (PAGE: a paged, cloud-optimized file)."""
     try:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from ccp.errors import CcpError
 from ccp.trace.after_run import annotate, imported_libraries
+from ccp.trace.libraries import untraced_note
 from ccp.trace.store import PARTS, merge_or_explain
 
 BOOTSTRAP = Path(__file__).resolve().parent / "bootstrap"
@@ -408,6 +409,8 @@ def run_traced(cmd: list[str], out: Path, force: bool = False, checksum: bool = 
         header = annotate(out, imported_libraries(lines))
     except (OSError, ValueError) as exc:
         sys.stderr.write(f"ccp trace: the trace's libraries and netCDF4 variables were not checked: {exc}\n")
+    if note := untraced_note(header):
+        sys.stderr.write(f"ccp trace: {note}\n")
     return status, header
 
 

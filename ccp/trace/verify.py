@@ -72,16 +72,17 @@ def _rechunked_copy(src_path: str, dataset: str, chunks, tmp: str) -> str:
 
 
 def verify_top(trace: Trace, diag: dict, repeats: int = 3) -> dict:
-    """Measure the top cure of one dataset's diagnosis; returns before/after seconds and how."""
+    """Measure the top cure of one dataset's diagnosis; returns before/after seconds (None: not measured) and how."""
     cure = diag["cures"][0]
     file, dataset = diag["file"], diag["dataset"]
     how = cure.get("apply") or {}
-    nan = float("nan")
+    unmeasured = None   # said in words by format_diagnosis, never printed as a time or a speed-up
     if not is_local_path(file):
-        return {"cure": cure["cure"], "before_s": nan, "after_s": nan,
-                "note": "the program read a file object (fsspec), not a local file: --verify replays local files only"}
+        return {"cure": cure["cure"], "before_s": unmeasured, "after_s": unmeasured,
+                "note": "the program read a file object with no local path (fsspec, BytesIO): --verify replays local "
+                        "files only"}
     if not os.path.isfile(file):
-        return {"cure": cure["cure"], "before_s": nan, "after_s": nan,
+        return {"cure": cure["cure"], "before_s": unmeasured, "after_s": unmeasured,
                 "note": f"{file} is not there any more: nothing to replay"}
     seq = replay_sequence(trace, dataset, file=file, op="read")
     name = cure["cure"]
@@ -107,7 +108,7 @@ def verify_top(trace: Trace, diag: dict, repeats: int = 3) -> dict:
             merge = bool(how.get("merge"))
             cache = ChunkCache(int(how["nbytes"]), int(how["nslots"]), DEFAULT_W0)
         else:
-            return {"cure": name, "before_s": nan, "after_s": nan, "note": "this cure has no replay"}
+            return {"cure": name, "before_s": unmeasured, "after_s": unmeasured, "note": "this cure has no replay"}
         before, after = [], []
         for _ in range(repeats):
             before.append(replay_reads(file, dataset, seq))
