@@ -28,9 +28,13 @@ import numpy as np
 SHAPE, CHUNKS = (100_000, 64), (256, 64)
 
 
-def make_trace(folder: Path, n: int, seed: int = 0) -> None:
+def make_trace(folder: Path, n: int, seed: int = 0, piece: int = 1_000_000) -> None:
+    """The trace folder of N calls; ``calls.parquet`` written ``piece`` calls at a time (a 10^7-call trace is
+    made in bounded memory; up to ``piece`` calls the file is one piece, as before)."""
     import h5py
     import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
     from ccp.workload.tracefile import COLUMNS, SCHEMA_VERSION
 
@@ -42,35 +46,49 @@ def make_trace(folder: Path, n: int, seed: int = 0) -> None:
     rng = np.random.default_rng(seed)
     rows = rng.integers(0, SHAPE[0], n)
     pid = 4242
-    seq = np.arange(n, dtype=np.int64) * 2 + 10
     wall = rng.lognormal(np.log(40e-6), 0.3, n)
-    hdf5 = wall * 0.4
-    user = pd.DataFrame({"kind": "call", "pid": pid, "seq": seq, "depth": 0, "parent": 0, "api": "Dataset.__getitem__",
-                         "op": "read", "file": path, "dataset": "/samples", "bytes": 256, "wall_s": wall, "hdf5_s": hdf5,
-                         "nlow": 1})
-    low = pd.DataFrame({"kind": "call", "pid": pid, "seq": seq + 1, "depth": 1, "parent": seq, "api": "DatasetID.read",
-                        "op": "read", "file": path, "dataset": "/samples", "sel": "box", "bytes": 256, "wall_s": hdf5,
-                        "hdf5_s": hdf5, "nlow": 1, "nelems": 64})
-    low["start"] = [[int(r), 0] for r in rows]
-    low["count"] = [[1, 64]] * n
     ev = pd.DataFrame({"kind": "event", "pid": pid, "seq": [1, 2, 2 * n + 20, 2 * n + 21],
                        "op": ["file_open", "dataset_open", "dataset_close", "file_close"], "file": path,
                        "dataset": [None, "/samples", "/samples", None], "mode": ["r", None, None, None],
                        "cache_nbytes": [None, 8 << 20, None, None], "cache_nslots": [None, 8191, None, None],
                        "cache_w0": [None, 0.75, None, None]})
-    t = pd.concat([ev.iloc[:2], pd.concat([user, low]).sort_values("seq"), ev.iloc[2:]], ignore_index=True)
-    for c in COLUMNS:
-        if c not in t.columns:
-            t[c] = None
-    t = t[list(COLUMNS)]
-    for c in ("depth", "parent", "nblocks", "nelems", "bytes", "nlow", "rdcc_nbytes", "rdcc_nslots", "cache_nbytes",
-              "cache_nslots"):
-        t[c] = pd.array(t[c], dtype="Int64")
-    for c in ("rdcc_w0", "cache_w0", "t0_ns"):
-        t[c] = pd.to_numeric(t[c])
-    for c in ("kind", "api", "op", "file", "dataset", "sel", "mode", "reason"):
-        t[c] = t[c].astype("string")
-    t.to_parquet(folder / "calls.parquet", index=False)
+    writer = None
+    for a in range(0, n, piece):
+        b = min(n, a + piece)
+        seq = np.arange(a, b, dtype=np.int64) * 2 + 10
+        w = wall[a:b]
+        hdf5 = w * 0.4
+        user = pd.DataFrame({"kind": "call", "pid": pid, "seq": seq, "depth": 0, "parent": 0,
+                             "api": "Dataset.__getitem__", "op": "read", "file": path, "dataset": "/samples",
+                             "bytes": 256, "wall_s": w, "hdf5_s": hdf5, "nlow": 1})
+        low = pd.DataFrame({"kind": "call", "pid": pid, "seq": seq + 1, "depth": 1, "parent": seq,
+                            "api": "DatasetID.read", "op": "read", "file": path, "dataset": "/samples", "sel": "box",
+                            "bytes": 256, "wall_s": hdf5, "hdf5_s": hdf5, "nlow": 1, "nelems": 64})
+        low["start"] = [[int(r), 0] for r in rows[a:b]]
+        low["count"] = [[1, 64]] * (b - a)
+        parts = ([ev.iloc[:2]] if a == 0 else []) + [pd.concat([user, low]).sort_values("seq")]
+        parts += [ev.iloc[2:]] if b == n else []
+        t = pd.concat(parts, ignore_index=True)
+        for c in COLUMNS:
+            if c not in t.columns:
+                t[c] = None
+        t = t[list(COLUMNS)]
+        for c in ("depth", "parent", "nblocks", "nelems", "bytes", "nlow", "rdcc_nbytes", "rdcc_nslots",
+                  "cache_nbytes", "cache_nslots"):
+            t[c] = pd.array(t[c], dtype="Int64")
+        for c in ("rdcc_w0", "cache_w0", "t0_ns"):
+            t[c] = pd.to_numeric(t[c])
+        for c in ("kind", "api", "op", "file", "dataset", "sel", "mode", "reason"):
+            t[c] = t[c].astype("string")
+        if n <= piece:
+            t.to_parquet(folder / "calls.parquet", index=False)
+            break
+        table = pa.Table.from_pandas(t, preserve_index=False)
+        if writer is None:
+            writer = pq.ParquetWriter(folder / "calls.parquet", table.schema)
+        writer.write_table(table.cast(writer.schema))
+    if writer is not None:
+        writer.close()
     header = {"schema_version": SCHEMA_VERSION, "tool": "ccp trace", "command": ["python", "loader.py"], "exit_status": 0,
               "wall_s": float(wall.sum() * 1.5), "environment": {"hdf5": "2.0.0"}, "pids": [pid], "calls": n,
               "nested_calls": n, "events": 4, "files": [{"path": path, "exists": True}],

@@ -1,4 +1,5 @@
-"""``ccp diagnose``'s verdict does not depend on how the trace was read: in one piece or many small batches."""
+"""``ccp diagnose``'s verdict does not depend on how the trace was read: in one piece or many small batches, or
+streamed batch by batch (ccp.trace.stream: only light columns and replayed boxes kept)."""
 
 import json
 import textwrap
@@ -8,6 +9,7 @@ from traced_program import trace_program
 
 from ccp.trace.check import load_checked
 from ccp.trace.diagnose import diagnose, format_diagnosis
+from ccp.trace.stream import diagnose_folder, read_batches
 
 PROGRAM = textwrap.dedent("""
     import sys, h5py, numpy as np
@@ -48,3 +50,15 @@ def test_diagnosis_is_the_same_read_in_batches(traced, batch_rows):
     assert format_diagnosis(one) == format_diagnosis(many)
     assert {d["dataset"] for d in one["datasets"]} == {"/cube", "/log"}
     assert all(d["findings"] or d.get("write_findings") for d in one["datasets"])
+
+
+@pytest.mark.parametrize("batch_rows", [1, 7, 50, 200_000], ids=["1-row", "7-rows", "50-rows", "one-batch"])
+def test_streamed_diagnosis_is_the_whole_table_diagnosis(traced, batch_rows):
+    """ccp diagnose reads the trace in batches and keeps only light columns and replayed boxes per dataset:
+    the same text and JSON as the diagnosis of the table loaded whole."""
+    whole = diagnose(load_checked(traced), tune_dir=None)
+    trace, summary = read_batches(traced, batch_rows)        # raises OutOfOrder if it would fall back
+    streamed = diagnose(trace, tune_dir=None, summary=summary)
+    assert json.dumps(streamed, sort_keys=True, default=str) == json.dumps(whole, sort_keys=True, default=str)
+    assert format_diagnosis(streamed) == format_diagnosis(whole)
+    assert diagnose_folder(traced, batch_rows=batch_rows) == diagnose_folder(traced, verify=False)
