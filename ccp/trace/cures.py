@@ -19,6 +19,8 @@ from ccp.workload.replay import ReplaySequence
 from ccp.workload.requestplan import RequestPlan
 
 MAX_NSLOTS = 1_000_003    # a prime; 8 MB of hash table is the most a cure asks a program to spend on slots
+MAX_TOUCHED = 20_000_000  # (request, chunk) pairs listed at once; beyond, working sets are bounded from boxes
+BATCH = 200_000           # requests handled at a time by the functions over a whole sequence
 
 
 def _next_prime(n: int) -> int:
@@ -34,26 +36,41 @@ def cache_for(nbytes: int, chunk_bytes: int) -> ChunkCache:
     return ChunkCache(int(nbytes), _next_prime(min(max(100 * held, MIN_NSLOTS), MAX_NSLOTS)), DEFAULT_W0)
 
 
-def most_common_row(rows: np.ndarray, shape) -> tuple[int, ...]:
-    """The most frequent row of ``rows`` (values within 0..shape), ties to the smallest: one int64 key per row
-    where the shape allows (np.unique over rows sorts them lexicographically, ~10x slower)."""
+def most_common_row(rows: np.ndarray, shape, mask: np.ndarray | None = None) -> tuple[int, ...]:
+    """The most frequent row of ``rows`` (of ``rows[mask]`` when given; values within 0..shape), ties to the
+    smallest: one int64 key per row where the shape allows, counted a batch at a time (np.unique over rows
+    sorts them lexicographically, ~10x slower, and needs the rows copied)."""
     rows = np.asarray(rows, np.int64)
     base = np.asarray(shape, np.int64) + 1
-    if len(rows) and float(np.prod(base.astype(float))) < 2.0 ** 62 and (rows >= 0).all() and (rows < base).all():
+    if len(rows) and float(np.prod(base.astype(float))) < 2.0 ** 62:
         mult = np.concatenate([np.cumprod(base[::-1])[::-1][1:], [1]])
-        keys, freq = np.unique(rows @ mult, return_counts=True)
-        key = int(keys[int(np.argmax(freq))])
-        return tuple(int(key // m % b) for m, b in zip(mult, base))
-    shapes, freq = np.unique(rows, axis=0, return_counts=True)
+        keys, freqs = [], []
+        for a in range(0, len(rows), BATCH):
+            part = rows[a:a + BATCH] if mask is None else rows[a:a + BATCH][mask[a:a + BATCH]]
+            if not ((part >= 0).all() and (part < base).all()):
+                break
+            k, f = np.unique(part @ mult, return_counts=True)
+            keys.append(k)
+            freqs.append(f)
+        else:
+            k, inverse = np.unique(np.concatenate(keys), return_inverse=True)
+            freq = np.bincount(inverse.ravel(), weights=np.concatenate(freqs), minlength=len(k))
+            if len(k):
+                key = int(k[int(np.argmax(freq))])
+                return tuple(int(key // m % b) for m, b in zip(mult, base))
+    picked = rows if mask is None else rows[mask]
+    shapes, freq = np.unique(picked, axis=0, return_counts=True)
     return tuple(int(x) for x in shapes[int(np.argmax(freq))])
 
 
 def chunk_candidates(seq: ReplaySequence) -> list[tuple[int, ...]]:
     """Chunk shapes like the most common read: as it is, and grown to 64 KiB and 1 MiB (at most 4 MiB)."""
-    reads = seq.plan.counts[seq.ops == "read"]
-    if not len(reads):
+    is_read = np.empty(len(seq.ops), bool)
+    for a in range(0, len(is_read), BATCH):
+        is_read[a:a + BATCH] = seq.ops[a:a + BATCH] == "read"
+    if not is_read.any():
         return []
-    base = list(most_common_row(reads, seq.shape))
+    base = list(most_common_row(seq.plan.counts, seq.shape, is_read))
     full, item = list(seq.shape), seq.itemsize
     out = []
     for target in (0, 64 * 1024, 1024 * 1024):
@@ -70,8 +87,6 @@ def chunk_candidates(seq: ReplaySequence) -> list[tuple[int, ...]]:
     return out
 
 
-MAX_TOUCHED = 20_000_000   # (request, chunk) pairs listed at once; beyond, working sets are bounded from boxes
-BATCH = 200_000            # requests handled at a time by the functions over a whole sequence
 
 
 def touched_chunks(shape, chunks, starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
