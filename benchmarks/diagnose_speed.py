@@ -1,6 +1,7 @@
 """How long `ccp diagnose` takes and how much memory it holds, for traces of N calls (synthetic, exact format).
 
     PYTHONPATH=. .venv/bin/python benchmarks/diagnose_speed.py --calls 250 1000000 [--out results/diag-speed]
+    PYTHONPATH=. .venv/bin/python benchmarks/diagnose_speed.py --calls 10000000 --repeats 1 --no-loader
 
 For each N: writes a real HDF5 file (a 100000x64 float32 dataset in 256x64 chunks) and a trace folder in
 ``ccp trace``'s format (``calls.parquet`` + ``trace.json``) of a per-sample loader: N single-row reads
@@ -28,9 +29,13 @@ import numpy as np
 SHAPE, CHUNKS = (100_000, 64), (256, 64)
 
 
-def make_trace(folder: Path, n: int, seed: int = 0) -> None:
+def make_trace(folder: Path, n: int, seed: int = 0, piece: int = 1_000_000) -> None:
+    """The trace folder of N calls; ``calls.parquet`` written ``piece`` calls at a time (a 10^7-call trace is
+    made in bounded memory; up to ``piece`` calls the file is one piece, as before)."""
     import h5py
     import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
     from ccp.workload.tracefile import COLUMNS, SCHEMA_VERSION
 
@@ -42,35 +47,49 @@ def make_trace(folder: Path, n: int, seed: int = 0) -> None:
     rng = np.random.default_rng(seed)
     rows = rng.integers(0, SHAPE[0], n)
     pid = 4242
-    seq = np.arange(n, dtype=np.int64) * 2 + 10
     wall = rng.lognormal(np.log(40e-6), 0.3, n)
-    hdf5 = wall * 0.4
-    user = pd.DataFrame({"kind": "call", "pid": pid, "seq": seq, "depth": 0, "parent": 0, "api": "Dataset.__getitem__",
-                         "op": "read", "file": path, "dataset": "/samples", "bytes": 256, "wall_s": wall, "hdf5_s": hdf5,
-                         "nlow": 1})
-    low = pd.DataFrame({"kind": "call", "pid": pid, "seq": seq + 1, "depth": 1, "parent": seq, "api": "DatasetID.read",
-                        "op": "read", "file": path, "dataset": "/samples", "sel": "box", "bytes": 256, "wall_s": hdf5,
-                        "hdf5_s": hdf5, "nlow": 1, "nelems": 64})
-    low["start"] = [[int(r), 0] for r in rows]
-    low["count"] = [[1, 64]] * n
     ev = pd.DataFrame({"kind": "event", "pid": pid, "seq": [1, 2, 2 * n + 20, 2 * n + 21],
                        "op": ["file_open", "dataset_open", "dataset_close", "file_close"], "file": path,
                        "dataset": [None, "/samples", "/samples", None], "mode": ["r", None, None, None],
                        "cache_nbytes": [None, 8 << 20, None, None], "cache_nslots": [None, 8191, None, None],
                        "cache_w0": [None, 0.75, None, None]})
-    t = pd.concat([ev.iloc[:2], pd.concat([user, low]).sort_values("seq"), ev.iloc[2:]], ignore_index=True)
-    for c in COLUMNS:
-        if c not in t.columns:
-            t[c] = None
-    t = t[list(COLUMNS)]
-    for c in ("depth", "parent", "nblocks", "nelems", "bytes", "nlow", "rdcc_nbytes", "rdcc_nslots", "cache_nbytes",
-              "cache_nslots"):
-        t[c] = pd.array(t[c], dtype="Int64")
-    for c in ("rdcc_w0", "cache_w0", "t0_ns"):
-        t[c] = pd.to_numeric(t[c])
-    for c in ("kind", "api", "op", "file", "dataset", "sel", "mode", "reason"):
-        t[c] = t[c].astype("string")
-    t.to_parquet(folder / "calls.parquet", index=False)
+    writer = None
+    for a in range(0, n, piece):
+        b = min(n, a + piece)
+        seq = np.arange(a, b, dtype=np.int64) * 2 + 10
+        w = wall[a:b]
+        hdf5 = w * 0.4
+        user = pd.DataFrame({"kind": "call", "pid": pid, "seq": seq, "depth": 0, "parent": 0,
+                             "api": "Dataset.__getitem__", "op": "read", "file": path, "dataset": "/samples",
+                             "bytes": 256, "wall_s": w, "hdf5_s": hdf5, "nlow": 1})
+        low = pd.DataFrame({"kind": "call", "pid": pid, "seq": seq + 1, "depth": 1, "parent": seq,
+                            "api": "DatasetID.read", "op": "read", "file": path, "dataset": "/samples", "sel": "box",
+                            "bytes": 256, "wall_s": hdf5, "hdf5_s": hdf5, "nlow": 1, "nelems": 64})
+        low["start"] = [[int(r), 0] for r in rows[a:b]]
+        low["count"] = [[1, 64]] * (b - a)
+        parts = ([ev.iloc[:2]] if a == 0 else []) + [pd.concat([user, low]).sort_values("seq")]
+        parts += [ev.iloc[2:]] if b == n else []
+        t = pd.concat(parts, ignore_index=True)
+        for c in COLUMNS:
+            if c not in t.columns:
+                t[c] = None
+        t = t[list(COLUMNS)]
+        for c in ("depth", "parent", "nblocks", "nelems", "bytes", "nlow", "rdcc_nbytes", "rdcc_nslots",
+                  "cache_nbytes", "cache_nslots"):
+            t[c] = pd.array(t[c], dtype="Int64")
+        for c in ("rdcc_w0", "cache_w0", "t0_ns"):
+            t[c] = pd.to_numeric(t[c])
+        for c in ("kind", "api", "op", "file", "dataset", "sel", "mode", "reason"):
+            t[c] = t[c].astype("string")
+        if n <= piece:
+            t.to_parquet(folder / "calls.parquet", index=False)
+            break
+        table = pa.Table.from_pandas(t, preserve_index=False)
+        if writer is None:
+            writer = pq.ParquetWriter(folder / "calls.parquet", table.schema)
+        writer.write_table(table.cast(writer.schema))
+    if writer is not None:
+        writer.close()
     header = {"schema_version": SCHEMA_VERSION, "tool": "ccp trace", "command": ["python", "loader.py"], "exit_status": 0,
               "wall_s": float(wall.sum() * 1.5), "environment": {"hdf5": "2.0.0"}, "pids": [pid], "calls": n,
               "nested_calls": n, "events": 4, "files": [{"path": path, "exists": True}],
@@ -106,6 +125,8 @@ def main() -> None:
     ap.add_argument("--calls", type=int, nargs="+", default=[250, 1_000_000])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out", default="results/diag-speed")
+    ap.add_argument("--no-loader", action="store_true",
+                    help="skip timing load_trace alone (it holds the whole table: ~10 GB at 10^7 calls)")
     args = ap.parse_args()
     for n in args.calls:
         folder = Path(args.out) / f"trace-{n}"
@@ -113,9 +134,10 @@ def main() -> None:
             t0 = time.perf_counter()
             make_trace(folder, n)
             print(f"# made {folder} in {time.perf_counter() - t0:.1f} s", flush=True)
-        load = run_once(folder, load_only=True)
-        print(f"{n} calls: the loader alone (load_trace): wall {load[0]:.2f} s, CPU {load[1]:.2f} s, peak RSS "
-              f"{load[2] / 2**20:.0f} MiB; load average {os.getloadavg()[0]:.1f}", flush=True)
+        load = None if args.no_loader else run_once(folder, load_only=True)
+        if load is not None:
+            print(f"{n} calls: the loader alone (load_trace): wall {load[0]:.2f} s, CPU {load[1]:.2f} s, peak RSS "
+                  f"{load[2] / 2**20:.0f} MiB; load average {os.getloadavg()[0]:.1f}", flush=True)
         runs = [run_once(folder) for _ in range(args.repeats)]
         walls = [r[0] for r in runs]
         print(f"{n} calls: diagnose wall median {statistics.median(walls):.2f} s (min {min(walls):.2f}, max "

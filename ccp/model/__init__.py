@@ -2,7 +2,8 @@
 
 ``simulate`` is the reference (Python, one object per cache entry); ``simulate_fast`` and
 ``simulate_arrays`` (``ccp.model.fast``, numba-compiled, imported on first use) give the same
-predictions several hundred times faster (``benchmarks/model_speed.py``).
+predictions several hundred times faster (``benchmarks/model_speed.py``); ``ArrayModel`` is that model
+fed a plan in batches, its state kept between them.
 """
 
 from ccp.model.cache import (
@@ -18,6 +19,7 @@ from ccp.model.cache import (
 from ccp.model.grid import ChunkGrid, contiguous_runs
 
 __all__ = [
+    "ArrayModel",
     "DEFAULT_NBYTES",
     "DEFAULT_NSLOTS",
     "DEFAULT_SIEVE_BUF_SIZE",
@@ -34,7 +36,7 @@ __all__ = [
     "simulate_tiling",
     "summarise",
 ]
-_FAST = ("Predictions", "simulate_fast", "simulate_arrays", "simulate_tiling", "chunk_size_table")
+_FAST = ("ArrayModel", "Predictions", "simulate_fast", "simulate_arrays", "simulate_tiling", "chunk_size_table")
 
 
 def __getattr__(name: str):

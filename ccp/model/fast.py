@@ -282,6 +282,55 @@ def simulate_arrays(shape: Sequence[int], chunks: Sequence[int] | None, itemsize
     return Predictions(res, out_ops, n)
 
 
+class ArrayModel:
+    """One open dataset handle on the compiled model, fed a request plan in batches.
+
+    :func:`simulate_arrays` walks a whole plan at once; this keeps the handle's state (cache slots,
+    LRU list, preemptible count, allocated chunks; the sieve buffer for a contiguous dataset) between
+    calls, so :meth:`feed` on consecutive slices of a plan then :meth:`close` gives exactly the rows
+    :func:`simulate_arrays` gives for the whole plan (``tests/model/test_array_model.py``): a trace of
+    10^7 requests is modelled in bounded memory. Arguments are :func:`simulate_arrays`'s.
+    """
+
+    def __init__(self, shape: Sequence[int], chunks: Sequence[int] | None, itemsize: int, *, filtered: bool,
+                 cache: ChunkCache, stored_chunk_bytes: None | Callable[[Coords], int] | np.ndarray = None,
+                 allocated: Allocated = None, sieve_buf_size: int = DEFAULT_SIEVE_BUF_SIZE,
+                 per_request: bool = True) -> None:
+        self.shape = tuple(int(s) for s in shape)
+        self._handle = _Handle(self.shape, chunks, itemsize, filtered, cache, stored_chunk_bytes, allocated,
+                               sieve_buf_size)
+        self._handle.per_request = self.per_request = bool(per_request)
+        self.n_requests = 0
+        self.closed = False
+
+    def feed(self, ops: str | Sequence[str] | np.ndarray, starts, counts) -> np.ndarray:
+        """The next requests: their counts, one row per request (:data:`COLUMNS`), or one row of their sum
+        when ``per_request`` is False."""
+        if self.closed:
+            raise RuntimeError("dataset handle is closed")
+        rank = len(self.shape)
+        starts = np.ascontiguousarray(starts, dtype=np.int64).reshape(-1, rank)
+        counts = np.ascontiguousarray(counts, dtype=np.int64).reshape(-1, rank)
+        if starts.shape != counts.shape:
+            raise ValueError(f"starts {starts.shape} and counts {counts.shape} differ")
+        codes = _op_codes(ops, len(starts))
+        _check_slabs(self.shape, starts, counts)
+        res = np.zeros((len(starts) if self.per_request else 1, len(COLUMNS)), np.int64)
+        self._handle.feed(codes, starts, counts, res, 0, False)
+        self.n_requests += len(starts)
+        return res
+
+    def close(self) -> np.ndarray:
+        """The dataset close (dirty chunks or sieve buffer flushed): its row of counts."""
+        if self.closed:
+            raise RuntimeError("dataset handle is closed")
+        res = np.zeros((1, len(COLUMNS)), np.int64)
+        empty = np.zeros((0, len(self.shape)), np.int64)
+        self._handle.feed(np.zeros(0, np.uint8), empty, empty, res, 0, True)
+        self.closed = True
+        return res[0]
+
+
 TILE_BATCH = 1 << 16
 
 

@@ -41,6 +41,21 @@ def load_checked(path, batch_rows: int | None = None) -> Trace:
     """:func:`load_trace` (``batch_rows`` at a time), with every kind of damage a one-line error naming the
     file and the field."""
     path = Path(path)
+    check_header_text(path)
+    try:
+        trace = load_trace(path, batch_rows)
+    except CcpError:
+        raise
+    except Exception as exc:  # pyarrow's errors for a damaged file are many; each is "unreadable"
+        text = " ".join(str(exc).split())[:160]
+        raise CcpError(f"{path / 'calls.parquet'}: unreadable ({type(exc).__name__}: {text}); the trace is damaged") from None
+    check_header(trace.header, path / "trace.json")
+    check_table(trace, path / "calls.parquet")
+    return trace
+
+
+def check_header_text(path: Path) -> None:
+    """trace.json, if there, is UTF-8 JSON of an object (what diagnosis checks before reading the trace)."""
     head = path / "trace.json"
     if head.is_file():
         try:
@@ -51,16 +66,6 @@ def load_checked(path, batch_rows: int | None = None) -> Trace:
             raise CcpError(f"{head}: not valid JSON ({exc.msg} at line {exc.lineno}; the trace is damaged)") from None
         if not isinstance(raw, dict):
             raise CcpError(f"{head}: expected a JSON object (the trace header), got {type(raw).__name__}")
-    try:
-        trace = load_trace(path, batch_rows)
-    except CcpError:
-        raise
-    except Exception as exc:  # pyarrow's errors for a damaged file are many; each is "unreadable"
-        text = " ".join(str(exc).split())[:160]
-        raise CcpError(f"{path / 'calls.parquet'}: unreadable ({type(exc).__name__}: {text}); the trace is damaged") from None
-    check_header(trace.header, head)
-    check_table(trace, path / "calls.parquet")
-    return trace
 
 
 def check_header(h: dict, where: Path) -> None:
@@ -108,24 +113,28 @@ def check_header(h: dict, where: Path) -> None:
             raise bad(f"{key}.filters", "expected a list of {id, name, values}", filters)
 
 
-def _bad_rows(mask: np.ndarray, table, column: str, where: Path, why: str) -> None:
+def _bad_rows(mask: np.ndarray, table, column: str, where: Path, why: str, offset: int = 0) -> None:
     if mask.any():
         i = int(np.argmax(mask))
         row = table.iloc[i]
-        raise CcpError(f"{where}: {column} of row {i} (pid {row['pid']}, seq {row['seq']}): {why}, got {row[column]!r}; "
-                       "the trace is damaged")
+        raise CcpError(f"{where}: {column} of row {i + offset} (pid {row['pid']}, seq {row['seq']}): {why}, got "
+                       f"{row[column]!r}; the trace is damaged")
 
 
-def _check_counts(t, header: dict, where: Path) -> None:
-    """The header's call and event counts (written by the merge from the same rows) against the table's:
-    rows lost or added since (a half-copied folder, a table from another trace) are damage, not a smaller trace."""
+def row_counts(t) -> dict[str, int]:
+    """The table's calls, nested calls and events (summed over batches when it is read in batches)."""
     import pandas as pd
 
     kind = t["kind"].to_numpy(object)
     depth = pd.to_numeric(t["depth"], errors="coerce").to_numpy(float)
     call = kind == "call"
-    found = {"calls": int((call & (depth == 0)).sum()), "nested_calls": int((call & (depth != 0)).sum()),
-             "events": int((kind == "event").sum())}
+    return {"calls": int((call & (depth == 0)).sum()), "nested_calls": int((call & (depth != 0)).sum()),
+            "events": int((kind == "event").sum())}
+
+
+def compare_counts(found: dict[str, int], header: dict, where: Path) -> None:
+    """The header's call and event counts (written by the merge from the same rows) against the table's:
+    rows lost or added since (a half-copied folder, a table from another trace) are damage, not a smaller trace."""
     for key, n in found.items():
         want = header.get(key)
         if _whole(want) and want != n:
@@ -133,32 +142,45 @@ def _check_counts(t, header: dict, where: Path) -> None:
                            "the trace is damaged")
 
 
-def check_table(trace: Trace, where: Path) -> None:
-    import pandas as pd
+def _check_counts(t, header: dict, where: Path) -> None:
+    compare_counts(row_counts(t), header, where)
 
-    t = trace.table
+
+def check_table(trace: Trace, where: Path) -> None:
+    check_columns(trace.table, where)
+    _check_counts(trace.table, trace.header, where)
+    check_rows(trace.table, trace.header, where)
+
+
+def check_columns(t, where: Path) -> None:
     missing = [c for c in REQUIRED if c not in t.columns]
     if missing:
         raise CcpError(f"{where}: no column {missing[0]!r} (not a ccp trace, or a damaged one)")
-    _check_counts(t, trace.header, where)
+
+
+def check_rows(t, header: dict, where: Path, offset: int = 0) -> None:
+    """Every row's values (``t`` may be a batch of the table: ``offset`` is its first row's number)."""
+    import pandas as pd
+
     if not len(t):
         return
     for c in ("pid", "seq"):
         v = pd.to_numeric(t[c], errors="coerce")
-        _bad_rows(v.isna().to_numpy(), t, c, where, "expected a whole number")
-    _bad_rows(~t["kind"].isin(list(KINDS)).fillna(False).to_numpy(bool), t, "kind", where, "expected 'call' or 'event'")
+        _bad_rows(v.isna().to_numpy(), t, c, where, "expected a whole number", offset)
+    _bad_rows(~t["kind"].isin(list(KINDS)).fillna(False).to_numpy(bool), t, "kind", where, "expected 'call' or 'event'",
+              offset)
     call = t["kind"].eq("call").fillna(False).to_numpy(bool)
     for c in ("wall_s", "hdf5_s"):
         v = pd.to_numeric(t[c], errors="coerce").to_numpy(float)
-        _bad_rows(call & ~(np.isfinite(v) & (v >= 0)), t, c, where, "expected a time in seconds >= 0")
+        _bad_rows(call & ~(np.isfinite(v) & (v >= 0)), t, c, where, "expected a time in seconds >= 0", offset)
     depth = pd.to_numeric(t["depth"], errors="coerce").to_numpy(float)
-    _bad_rows(call & ~(depth >= 0), t, "depth", where, "expected a call depth >= 0")
+    _bad_rows(call & ~(depth >= 0), t, "depth", where, "expected a call depth >= 0", offset)
     sel_ok = t["sel"].isna().to_numpy(bool) | t["sel"].isin(list(SELS)).fillna(False).to_numpy(bool)
-    _bad_rows(call & ~sel_ok, t, "sel", where, f"expected one of {', '.join(SELS)}")
+    _bad_rows(call & ~sel_ok, t, "sel", where, f"expected one of {', '.join(SELS)}", offset)
     for c, lo, hi in (("bytes", 0, np.inf), ("cache_nbytes", 0, np.inf), ("cache_nslots", 0, np.inf), ("cache_w0", 0, 1)):
         v = pd.to_numeric(t[c], errors="coerce").to_numpy(float)
-        _bad_rows(~np.isnan(v) & ~((v >= lo) & (v <= hi)), t, c, where, f"expected a number from {lo} to {hi}")
-    known = {(d["file"], d["dataset"]) for d in trace.header.get("datasets", [])}
+        _bad_rows(~np.isnan(v) & ~((v >= lo) & (v <= hi)), t, c, where, f"expected a number from {lo} to {hi}", offset)
+    known = {(d["file"], d["dataset"]) for d in header.get("datasets", [])}
     pairs = t.loc[call, ["file", "dataset"]].drop_duplicates().astype(object).itertuples(index=False)
     for file, dataset in pairs:
         if isinstance(file, str) and isinstance(dataset, str) and (file, dataset) not in known:

@@ -77,15 +77,16 @@ def diagnose_command(trace, as_json, memory, verify, patterns):
       ccp diagnose results/trace-bands --json | jq '.datasets[0].cures[0]'
     """
     from ccp.errors import CcpError
-    from ccp.trace.check import load_checked, parse_patterns
-    from ccp.trace.diagnose import diagnose, format_diagnosis
+    from ccp.trace.check import parse_patterns
+    from ccp.trace.diagnose import format_diagnosis
+    from ccp.trace.stream import diagnose_folder
     from ccp.units import parse_size
 
     size = parse_size(memory, "--memory")
     if not 0 < size <= 1 << 40:
         raise CcpError(f"--memory: expected a size from 1 byte to 1TiB for a chunk cache, got {memory!r}")
     blocks = parse_patterns(patterns)
-    diag = diagnose(load_checked(trace), memory=size, verify=verify, patterns=blocks, tune_dir=trace)
+    diag = diagnose_folder(trace, memory=size, verify=verify, patterns=blocks, tune_dir=trace)
     if as_json:
         click.echo(json.dumps(diag, indent=2, default=str))
     else:

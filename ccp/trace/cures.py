@@ -19,6 +19,8 @@ from ccp.workload.replay import ReplaySequence
 from ccp.workload.requestplan import RequestPlan
 
 MAX_NSLOTS = 1_000_003    # a prime; 8 MB of hash table is the most a cure asks a program to spend on slots
+MAX_TOUCHED = 20_000_000  # (request, chunk) pairs listed at once; beyond, working sets are bounded from boxes
+BATCH = 200_000           # requests handled at a time by the functions over a whole sequence
 
 
 def _next_prime(n: int) -> int:
@@ -34,26 +36,41 @@ def cache_for(nbytes: int, chunk_bytes: int) -> ChunkCache:
     return ChunkCache(int(nbytes), _next_prime(min(max(100 * held, MIN_NSLOTS), MAX_NSLOTS)), DEFAULT_W0)
 
 
-def most_common_row(rows: np.ndarray, shape) -> tuple[int, ...]:
-    """The most frequent row of ``rows`` (values within 0..shape), ties to the smallest: one int64 key per row
-    where the shape allows (np.unique over rows sorts them lexicographically, ~10x slower)."""
+def most_common_row(rows: np.ndarray, shape, mask: np.ndarray | None = None) -> tuple[int, ...]:
+    """The most frequent row of ``rows`` (of ``rows[mask]`` when given; values within 0..shape), ties to the
+    smallest: one int64 key per row where the shape allows, counted a batch at a time (np.unique over rows
+    sorts them lexicographically, ~10x slower, and needs the rows copied)."""
     rows = np.asarray(rows, np.int64)
     base = np.asarray(shape, np.int64) + 1
-    if len(rows) and float(np.prod(base.astype(float))) < 2.0 ** 62 and (rows >= 0).all() and (rows < base).all():
+    if len(rows) and float(np.prod(base.astype(float))) < 2.0 ** 62:
         mult = np.concatenate([np.cumprod(base[::-1])[::-1][1:], [1]])
-        keys, freq = np.unique(rows @ mult, return_counts=True)
-        key = int(keys[int(np.argmax(freq))])
-        return tuple(int(key // m % b) for m, b in zip(mult, base))
-    shapes, freq = np.unique(rows, axis=0, return_counts=True)
+        keys, freqs = [], []
+        for a in range(0, len(rows), BATCH):
+            part = rows[a:a + BATCH] if mask is None else rows[a:a + BATCH][mask[a:a + BATCH]]
+            if not ((part >= 0).all() and (part < base).all()):
+                break
+            k, f = np.unique(part @ mult, return_counts=True)
+            keys.append(k)
+            freqs.append(f)
+        else:
+            k, inverse = np.unique(np.concatenate(keys), return_inverse=True)
+            freq = np.bincount(inverse.ravel(), weights=np.concatenate(freqs), minlength=len(k))
+            if len(k):
+                key = int(k[int(np.argmax(freq))])
+                return tuple(int(key // m % b) for m, b in zip(mult, base))
+    picked = rows if mask is None else rows[mask]
+    shapes, freq = np.unique(picked, axis=0, return_counts=True)
     return tuple(int(x) for x in shapes[int(np.argmax(freq))])
 
 
 def chunk_candidates(seq: ReplaySequence) -> list[tuple[int, ...]]:
     """Chunk shapes like the most common read: as it is, and grown to 64 KiB and 1 MiB (at most 4 MiB)."""
-    reads = seq.plan.counts[seq.ops == "read"]
-    if not len(reads):
+    is_read = np.empty(len(seq.ops), bool)
+    for a in range(0, len(is_read), BATCH):
+        is_read[a:a + BATCH] = seq.ops[a:a + BATCH] == "read"
+    if not is_read.any():
         return []
-    base = list(most_common_row(reads, seq.shape))
+    base = list(most_common_row(seq.plan.counts, seq.shape, is_read))
     full, item = list(seq.shape), seq.itemsize
     out = []
     for target in (0, 64 * 1024, 1024 * 1024):
@@ -70,7 +87,6 @@ def chunk_candidates(seq: ReplaySequence) -> list[tuple[int, ...]]:
     return out
 
 
-MAX_TOUCHED = 20_000_000   # (request, chunk) pairs listed at once; beyond, working sets are bounded from boxes
 
 
 def touched_chunks(shape, chunks, starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
@@ -95,37 +111,80 @@ def touched_chunks(shape, chunks, starts: np.ndarray, counts: np.ndarray) -> tup
     return ids, lin
 
 
+def touched_count(shape, chunks, starts: np.ndarray, counts: np.ndarray) -> float:
+    """How many (request, chunk) pairs :func:`touched_chunks` would list, counted a batch at a time."""
+    ch = np.asarray(chunks, np.int64)
+    total = 0.0
+    for a in range(0, len(starts), BATCH):
+        st, ct = starts[a:a + BATCH], counts[a:a + BATCH]
+        span = np.where((ct > 0).all(axis=1, keepdims=True), (st + ct - 1) // ch - st // ch + 1, 0)
+        total += float(np.prod(span.astype(float), axis=1).sum())
+    return total
+
+
 def partial_requests(seq: ReplaySequence, chunks) -> np.ndarray:
     """Per request: whether it covers only part of some chunk it touches (exact for boxes)."""
     ch = np.asarray(chunks, np.int64)
-    st, ct = seq.plan.starts, seq.plan.counts
-    end = st + ct
-    aligned = (st % ch == 0) & ((end % ch == 0) | (end == np.asarray(seq.shape, np.int64)))
-    return ~aligned.all(axis=1) & (ct > 0).all(axis=1)
+    shape = np.asarray(seq.shape, np.int64)
+    out = np.empty(len(seq.plan), bool)
+    for a in range(0, len(out), BATCH):          # a batch at a time: no (n, rank) temporaries of the whole plan
+        st, ct = seq.plan.starts[a:a + BATCH], seq.plan.counts[a:a + BATCH]
+        end = st + ct
+        aligned = (st % ch == 0) & ((end % ch == 0) | (end == shape))
+        out[a:a + BATCH] = ~aligned.all(axis=1) & (ct > 0).all(axis=1)
+    return out
+
+
+def block_batches(seq: ReplaySequence):
+    """:func:`block_sequence`'s whole-chunk requests a batch of ``seq``'s requests at a time: per batch
+    (the request each block comes from, the block's C-order chunk index, its session), the last chunk carried
+    over so a run of requests in one chunk is one block across batches too. Needs at most MAX_TOUCHED pairs."""
+    last_lin = last_sess = -1
+    for a in range(0, len(seq.plan), BATCH):
+        pairs = touched_chunks(seq.shape, seq.chunks, seq.plan.starts[a:a + BATCH], seq.plan.counts[a:a + BATCH])
+        assert pairs is not None, "fewer pairs than MAX_TOUCHED in all, so in a batch"
+        req, lin = pairs
+        req = req + a
+        sess = np.searchsorted(seq.session_starts, req, side="right") - 1
+        first = np.ones(len(lin), bool)
+        first[1:] = (lin[1:] != lin[:-1]) | (sess[1:] != sess[:-1])
+        if len(lin):
+            first[0] = lin[0] != last_lin or sess[0] != last_sess
+            last_lin, last_sess = int(lin[-1]), int(sess[-1])
+        yield req[first], lin[first], sess[first]
+
+
+def block_boxes(seq: ReplaySequence, lin: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, counts) of whole chunks given by C-order index (edge chunks clipped to the shape)."""
+    assert seq.chunks is not None, "whole-chunk reads need a chunked layout"
+    rank = len(seq.shape)
+    grid = ChunkGrid(seq.shape, seq.chunks).grid
+    ch = np.asarray(seq.chunks, np.int64)
+    lo = np.empty((len(lin), rank), np.int64)
+    cnt = np.empty((len(lin), rank), np.int64)
+    for a in range(0, len(lin), BATCH):
+        coords = np.stack(np.unravel_index(lin[a:a + BATCH], grid), axis=1).astype(np.int64).reshape(-1, rank)
+        lo[a:a + BATCH] = coords * ch
+        cnt[a:a + BATCH] = np.minimum(ch, np.asarray(seq.shape, np.int64) - lo[a:a + BATCH])
+    return lo, cnt
 
 
 def block_sequence(seq: ReplaySequence) -> ReplaySequence:
     """The requests as whole chunks: each run of requests inside one chunk becomes one read of it."""
-    rank = len(seq.shape)
-    pairs = touched_chunks(seq.shape, seq.chunks, seq.plan.starts, seq.plan.counts)
-    if pairs is None:
+    if touched_count(seq.shape, seq.chunks, seq.plan.starts, seq.plan.counts) > MAX_TOUCHED:
         return _block_sequence_loop(seq)
-    req, lin = pairs
-    sess_of_req = np.searchsorted(seq.session_starts, np.arange(len(seq.plan)), side="right") - 1
-    sess = sess_of_req[req]
-    first = np.ones(len(lin), bool)
-    first[1:] = (lin[1:] != lin[:-1]) | (sess[1:] != sess[:-1])
-    req, lin, sess = req[first], lin[first], sess[first]
     assert seq.chunks is not None, "whole-chunk reads need a chunked layout"
-    grid = ChunkGrid(seq.shape, seq.chunks).grid
-    coords = np.stack(np.unravel_index(lin, grid), axis=1).astype(np.int64).reshape(-1, rank)
-    ch = np.asarray(seq.chunks, np.int64)
-    lo = coords * ch
-    cnt = np.minimum(ch, np.asarray(seq.shape, np.int64) - lo)
+    parts = list(block_batches(seq))
+    req, lin, sess = (np.concatenate([p[i] for p in parts]) if parts else np.zeros(0, np.int64) for i in range(3))
+    del parts
     starts_of = np.flatnonzero(np.diff(sess, prepend=-1) != 0)
+    first_sessions = sess[starts_of]
+    del sess
+    lo, cnt = block_boxes(seq, lin)
     return replace(seq, ops=seq.ops[req], plan=RequestPlan(lo, cnt), call_of=np.arange(len(lin), dtype=np.int64),
-                   session_starts=starts_of.astype(np.int64), session_caches=tuple(seq.session_caches[int(s)] for s in sess[starts_of]),
-                   session_pids=tuple(seq.session_pids[int(s)] for s in sess[starts_of]), ncalls=len(lin))
+                   session_starts=starts_of.astype(np.int64),
+                   session_caches=tuple(seq.session_caches[int(s)] for s in first_sessions),
+                   session_pids=tuple(seq.session_pids[int(s)] for s in first_sessions), ncalls=len(lin))
 
 
 def _block_sequence_loop(seq: ReplaySequence) -> ReplaySequence:

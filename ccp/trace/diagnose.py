@@ -23,7 +23,7 @@ import numpy as np
 from ccp.errors import CcpError
 from ccp.predict.explain import chunk_larger_than_cache
 from ccp.trace.check import completeness_line, file_state
-from ccp.trace.cures import block_sequence, cache_for, chunk_candidates, partial_requests
+from ccp.trace.cures import cache_for, chunk_candidates, partial_requests
 from ccp.trace.harm import HARM, dataset_slug, price_cure, tune_workload_yaml
 from ccp.trace.libraries import (
     batched_code,
@@ -36,10 +36,11 @@ from ccp.trace.libraries import (
 )
 from ccp.trace.ranking import RULE, rank_cures
 from ccp.trace.remote import remote_diagnosis
-from ccp.trace.sequence_model import chunk_cost_ratio, fit_costs, predict_time, run_model, working_set
+from ccp.trace.rows import CallSummary, DatasetRows, table_rows, table_summary
+from ccp.trace.sequence_model import chunk_cost_ratio, fit_costs, predict_time, run_blocks, run_model, working_set
 from ccp.trace.writes import diagnose_writes
 from ccp.units import format_bytes, format_seconds, shape_str
-from ccp.workload.replay import LOW_APIS, library_cache, replay_sequence
+from ccp.workload.replay import library_cache
 from ccp.workload.requestplan import RequestPlan
 from ccp.workload.tracefile import Trace
 
@@ -54,24 +55,16 @@ def _pct(a: float, b: float) -> str:
 
 
 def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program_s: float, state: str = "same",
-                     patterns=(), libs=()) -> dict:
-    t = trace.table
-    mask = t["file"].eq(file).fillna(False).to_numpy(bool) & t["dataset"].eq(dataset).fillna(False).to_numpy(bool)
-    positions = np.flatnonzero(mask)
-    # this dataset's rows, only the light columns (the selections are read by replay_sequence, by position)
-    light = ["kind", "pid", "seq", "depth", "api", "op", "sel", "bytes", "wall_s", "hdf5_s"]
-    rows = t.iloc[positions, [t.columns.get_loc(c) for c in light]]
-    call = rows["kind"].eq("call").fillna(False).to_numpy(bool)
-    every = rows[call & rows["depth"].eq(0).fillna(False).to_numpy(bool)]
-    mine = every[every["op"].eq("read").fillna(False).to_numpy(bool)]
-    wuser = every[every["op"].eq("write").fillna(False).to_numpy(bool)]
-    lows = rows[call & rows["api"].isin(list(LOW_APIS)).fillna(False).to_numpy(bool)]
-    low = lows[lows["op"].eq("read").fillna(False).to_numpy(bool)]
+                     patterns=(), libs=(), rows: DatasetRows | None = None) -> dict:
+    """One dataset's diagnosis; ``rows``: its rows when the caller read them (a trace read in batches),
+    else they are taken from ``trace.table``."""
+    rows = table_rows(trace, file, dataset) if rows is None else rows
+    mine, wuser, low = rows.user_reads, rows.user_writes, rows.low_reads
     layout = trace.layout(file, dataset) or {}
     wall, hdf5 = float(mine["wall_s"].sum()), float(mine["hdf5_s"].sum())
     reads = mine
     delivered = int(reads["bytes"].fillna(0).sum())
-    out: dict[str, Any] = {"file": file, "dataset": dataset, "calls": len(every), "reads": len(reads),
+    out: dict[str, Any] = {"file": file, "dataset": dataset, "calls": rows.calls, "reads": len(reads),
            "writes": len(wuser), "wall_s": wall, "hdf5_s": hdf5,
            "share": wall / program_s if program_s else None, "bytes_read": delivered,
            "shape": layout.get("shape"), "dtype": layout.get("dtype"), "chunks": layout.get("chunks"),
@@ -87,15 +80,15 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
                                "recorded, no cache or chunk cure)")
         return out
     if len(wuser):
-        wseq = replay_sequence(trace, dataset, file=file, op="write", positions=positions)
+        wseq = rows.sequence("write")
         cache = wseq.session_caches[0] if wseq.session_caches else library_cache(trace)
         out["cache"] = {"nbytes": cache.nbytes, "nslots": cache.nslots, "w0": cache.w0}
         out["shape"] = list(wseq.shape)
-        out.update(diagnose_writes(wseq, wuser, lows[lows["op"] == "write"], layout, program_s, memory, _pct,
+        out.update(diagnose_writes(wseq, wuser, rows.low_writes, layout, program_s, memory, _pct,
                                     libs))
     if not len(reads):
         return out
-    seq = replay_sequence(trace, dataset, file=file, op="read", positions=positions)
+    seq = rows.sequence("read")
     out["reopens"] = seq.reopens
     out["approximate_calls"] = seq.approximate
     cache0 = seq.session_caches[0] if seq.session_caches else library_cache(trace)
@@ -105,7 +98,7 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
         return out
     base = run_model(seq)
     # the trace's low-level rows in the order the replay saw them: one per low-level call
-    low_sorted = low.sort_values(["pid", "seq"])
+    low_sorted = low if rows.in_order else low.sort_values(["pid", "seq"])
     low_sorted = low_sorted[~low_sorted["sel"].isin(["none", "unknown"])]
     low_hdf5 = low_sorted["hdf5_s"].to_numpy(float)[:seq.ncalls]
     loads = base["loads_per_call"][:len(low_hdf5)]
@@ -217,12 +210,11 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
             f.append(f"tiny requests dominated by per-call overhead: {user_calls} calls of median {format_bytes(med)}; "
                      f"~{format_seconds(costs['python_per_call_s'] + costs['hdf5_per_call_s'])} fixed cost per call is "
                      f"{_pct(fixed, now)} of this dataset's predicted time")
-            blocks = block_sequence(seq)
-            if blocks.ncalls < user_calls * MIN_GAIN:
-                mb = run_model(blocks)
-                cure(f"read whole {shape_str(chunks)} chunks", f"{blocks.ncalls} block reads instead of {user_calls} calls",
+            nblocks, mb = run_blocks(seq)        # the whole-chunk reads made and modelled a batch at a time
+            if nblocks < user_calls * MIN_GAIN:
+                cure(f"read whole {shape_str(chunks)} chunks", f"{nblocks} block reads instead of {user_calls} calls",
                      mb, f'block = dset[i0:i0 + {chunks[0]}, ...]   # one chunk-aligned block, then index it in memory',
-                     n_user=blocks.ncalls, n_low=blocks.ncalls)
+                     n_user=nblocks, n_low=nblocks)
                 cures[-1]["apply"] = {"kind": "blocks"}
         if base["chunk_loads"] > max(ws_chunks, 1) * 4 or (ratio and ratio > 4) or chunk_bytes < 16 * 1024:
             cands = chunk_candidates(seq)
@@ -322,14 +314,14 @@ def repack_output(file: str, dataset: str, chunks) -> str:
     return f"{stem}-{dataset_slug(dataset, keep='-_.', fill='_')}-{shape_str(chunks)}{ext or '.h5'}"
 
 
-def diagnose(trace: Trace, memory: int = 1 << 30, verify: bool = False, patterns=(), tune_dir=None) -> dict:
-    """Every dataset's diagnosis, busiest first."""
+def diagnose(trace: Trace, memory: int = 1 << 30, verify: bool = False, patterns=(), tune_dir=None,
+             summary: CallSummary | None = None) -> dict:
+    """Every dataset's diagnosis, busiest first. ``summary``: the calls when the caller read the trace in
+    batches (:func:`ccp.trace.stream.diagnose_folder`), else they are taken from ``trace.table``."""
     h = trace.header
     program = float(h.get("wall_s") or 0.0)
-    t = trace.table
-    user = (t["kind"].eq("call").fillna(False) & t["depth"].eq(0).fillna(False)).to_numpy(bool)
-    calls = t.loc[user, ["file", "dataset", "op", "wall_s"]]       # the program's own calls, light columns only
-    states = {f: file_state(trace, f) for f in sorted(str(x) for x in calls["file"].dropna().unique())}
+    summary = table_summary(trace) if summary is None else summary
+    states = {f: file_state(trace, f) for f in summary.files}
     changed = sorted(f for f, s in states.items() if s == "changed")
     if verify and changed:
         raise CcpError(f"{changed[0]}: changed since the trace (its sha256 differs from the one recorded): --verify "
@@ -337,10 +329,10 @@ def diagnose(trace: Trace, memory: int = 1 << 30, verify: bool = False, patterns
     libs = program_libraries(trace)
     out: dict[str, Any] = {"trace": str(trace.path), "completeness": completeness_line(trace), "files_changed": changed,
            "libraries": list(libs),
-           "file_states": states, "command": h.get("command"), "program_s": program, "calls": len(calls),
-           "reads": int((calls["op"] == "read").sum()), "writes": int((calls["op"] == "write").sum()),
+           "file_states": states, "command": h.get("command"), "program_s": program, "calls": summary.calls,
+           "reads": summary.reads, "writes": summary.writes,
            "pids": h.get("pids", []), "datasets": [], "untraced": untraced_note(h)}
-    if not len(calls):
+    if not summary.calls:
         out["message"] = "the program made no h5py dataset calls: nothing to diagnose"
         return out
     shapes = [d["shape"] for d in trace.header.get("datasets", []) if isinstance(d, dict)]
@@ -349,11 +341,11 @@ def diagnose(trace: Trace, memory: int = 1 << 30, verify: bool = False, patterns
         if not fits:
             raise CcpError(f"--pattern {shape_str(block)}: no traced dataset has rank {len(block)} and room for it "
                            f"(traced shapes: {', '.join(shape_str(sh) for sh in shapes) or 'none'})")
-    walls = calls.groupby(["file", "dataset"])["wall_s"].sum()
-    keys = sorted(walls.index.tolist(), key=lambda k: (-float(walls[k]), str(k[0]), str(k[1])))   # ties by name
+    walls = summary.walls
+    keys = sorted(walls, key=lambda k: (-float(walls[k]), str(k[0]), str(k[1])))   # ties by name
     for file, dataset in keys:
         out["datasets"].append(diagnose_dataset(trace, file, dataset, memory, program, states.get(file, "same"), patterns,
-                                                dataset_libraries(trace, libs, file, dataset)))
+                                                dataset_libraries(trace, libs, file, dataset), summary.rows(file, dataset)))
     for d in out["datasets"]:
         remote_diagnosis(trace, d)      # a file read through fsspec: GETs per call, fsspec cures
     write_tune_workloads(out, tune_dir)

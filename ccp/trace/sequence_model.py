@@ -1,8 +1,8 @@
 """ccp's chunk-cache model run over a traced sequence, and the trace's own costs per call and per chunk.
 
 Shared by the read and the write diagnosis (:mod:`ccp.trace.diagnose`, :mod:`ccp.trace.writes`): the
-compiled model (:func:`ccp.model.fast.simulate_arrays`) once per session of the sequence, and the
-costs fitted on the trace itself that turn its counts into seconds.
+compiled model (:class:`ccp.model.fast.ArrayModel`, fed the requests in batches) once per session of the
+sequence, and the costs fitted on the trace itself that turn its counts into seconds.
 """
 
 from __future__ import annotations
@@ -10,11 +10,30 @@ from __future__ import annotations
 import numpy as np
 
 from ccp.chunkcache import ChunkCache
-from ccp.model.fast import COLUMNS, simulate_arrays
-from ccp.trace.cures import touched_chunks
+from ccp.model import ChunkGrid
+from ccp.model.fast import COLUMNS, ArrayModel
+from ccp.trace.cures import (
+    BATCH,
+    MAX_TOUCHED,
+    block_batches,
+    block_boxes,
+    block_sequence,
+    touched_chunks,
+    touched_count,
+)
 from ccp.workload.replay import ReplaySequence
 
 _HIT, _LOAD, _NW, _NWB = (COLUMNS.index(c) for c in ("chunk_hits", "chunk_loads", "raw_writes", "raw_write_bytes"))
+MODEL_BATCH = 200_000      # requests fed to the model at a time (its rows per request are this many at most)
+BITMAP_CHUNKS = 1 << 26    # a session's touched chunks are a byte per chunk of the grid up to this many chunks
+
+
+def _write_codes(seq: ReplaySequence) -> np.ndarray:
+    """1 for a write request, 0 for a read, a batch at a time (``seq.ops`` holds Python strings)."""
+    out = np.empty(len(seq.ops), np.uint8)
+    for a in range(0, len(out), MODEL_BATCH):
+        out[a:a + MODEL_BATCH] = seq.ops[a:a + MODEL_BATCH] == "write"
+    return out
 
 
 # ---------------------------------------------------------------------- model over a sequence
@@ -30,8 +49,8 @@ def run_model(seq: ReplaySequence, chunks=None, caches=None, merge_sessions: boo
     """
     chunks = seq.chunks if chunks is None else tuple(chunks)
     n_calls = seq.ncalls
-    loads = np.zeros(n_calls, np.int64)
-    flushes = np.zeros(n_calls, np.int64)
+    loads = np.zeros(n_calls if per_call else 0, np.int64)      # per_call=False: no array of the calls' size
+    flushes = np.zeros(n_calls if per_call else 0, np.int64)
     tot = np.zeros(len(COLUMNS), np.int64)
     close_flushes = close_bytes = read_loads = 0
     sessions = list(seq.sessions())
@@ -44,29 +63,86 @@ def run_model(seq: ReplaySequence, chunks=None, caches=None, merge_sessions: boo
         sessions = merged
     if caches is not None:
         sessions = [(caches, s) for _, s in sessions]
-    codes = (seq.ops == "write").astype(np.uint8)
+    codes = _write_codes(seq)
     for k, (cache, sl) in enumerate(sessions):
         params = ChunkCache(int(cache.nbytes), int(cache.nslots), float(cache.w0))
-        preds = simulate_arrays(seq.shape, chunks, seq.itemsize, filtered=seq.filtered and chunks is not None,
-                                cache=params, ops=codes[sl], starts=seq.plan.starts[sl], counts=seq.plan.counts[sl],
-                                allocated=True if k else allocated, per_request=per_call)
-        c = preds.counts
-        tot += c[:-1].sum(axis=0)
-        close_flushes += int(c[-1, _NW])
-        close_bytes += int(c[-1, _NWB])
-        if per_call:
-            who = seq.call_of[sl]
-            loads += np.bincount(who, weights=c[:-1, _LOAD], minlength=n_calls).astype(np.int64)
-            flushes += np.bincount(who, weights=c[:-1, _NW], minlength=n_calls).astype(np.int64)
-            read_loads += int(c[:-1, _LOAD][codes[sl] == 0].sum())
-        elif not codes[sl].any():
-            read_loads += int(c[:-1, _LOAD].sum())
+        model = ArrayModel(seq.shape, chunks, seq.itemsize, filtered=seq.filtered and chunks is not None, cache=params,
+                           allocated=True if k else allocated, per_request=per_call)
+        reads_only = not codes[sl].any()
+        for a in range(sl.start, sl.stop, MODEL_BATCH):       # a batch at a time: no row per request of the whole
+            b = min(sl.stop, a + MODEL_BATCH)
+            c = model.feed(codes[a:b], seq.plan.starts[a:b], seq.plan.counts[a:b])
+            tot += c.sum(axis=0)
+            if per_call:
+                who = seq.call_of[a:b]
+                loads += np.bincount(who, weights=c[:, _LOAD], minlength=n_calls).astype(np.int64)
+                flushes += np.bincount(who, weights=c[:, _NW], minlength=n_calls).astype(np.int64)
+                read_loads += int(c[:, _LOAD][codes[a:b] == 0].sum())
+            elif reads_only:
+                read_loads += int(c[:, _LOAD].sum())
+        close = model.close()
+        close_flushes += int(close[_NW])
+        close_bytes += int(close[_NWB])
     chunk_bytes = int(np.prod(chunks)) * seq.itemsize if chunks else 0
     total_loads = int(tot[_LOAD])
     return {"loads_per_call": loads, "flushes_per_call": flushes, "chunk_loads": total_loads,
             "read_chunk_loads": read_loads, "chunk_hits": int(tot[_HIT]), "chunk_bytes": chunk_bytes,
             "loaded_bytes": total_loads * chunk_bytes, "raw_writes": int(tot[_NW]), "raw_write_bytes": int(tot[_NWB]),
             "close_flushes": close_flushes, "close_flush_bytes": close_bytes, "sessions": len(sessions)}
+
+
+def run_blocks(seq: ReplaySequence, allocated: bool = True) -> tuple[int, dict]:
+    """(number of whole-chunk requests, ``run_model(block_sequence(seq), per_call=False, allocated=allocated)``),
+    the blocks made and fed to the model a batch at a time: never the whole block sequence in memory."""
+    if touched_count(seq.shape, seq.chunks, seq.plan.starts, seq.plan.counts) > MAX_TOUCHED:
+        blocks = block_sequence(seq)
+        return blocks.ncalls, run_model(blocks, per_call=False, allocated=allocated)
+    chunks = seq.chunks
+    assert chunks is not None, "whole-chunk reads need a chunked layout"
+    codes = _write_codes(seq)
+    tot = np.zeros(len(COLUMNS), np.int64)
+    close_flushes = close_bytes = read_loads = nblocks = nsessions = 0
+    model: ArrayModel | None = None
+    current, writes, loads = -1, False, 0
+
+    def close() -> None:
+        nonlocal close_flushes, close_bytes, read_loads
+        if model is not None:
+            c = model.close()
+            close_flushes += int(c[_NW])
+            close_bytes += int(c[_NWB])
+            read_loads += 0 if writes else loads
+
+    for req, lin, sess in block_batches(seq):
+        lo, cnt = block_boxes(seq, lin)
+        ops = codes[req]
+        cuts = [0, *(np.flatnonzero(np.diff(sess) != 0) + 1).tolist(), len(sess)]
+        for a, b in zip(cuts, cuts[1:]):
+            if a == b:
+                continue
+            if int(sess[a]) != current:                  # a new session: a fresh cache (the blocks' session rule)
+                close()
+                current = int(sess[a])
+                cache = seq.session_caches[current]
+                params = ChunkCache(int(cache.nbytes), int(cache.nslots), float(cache.w0))
+                model = ArrayModel(seq.shape, chunks, seq.itemsize, filtered=seq.filtered, cache=params,
+                                   allocated=True if nsessions else allocated, per_request=False)
+                nsessions += 1
+                writes, loads = False, 0
+            assert model is not None
+            c = model.feed(ops[a:b], lo[a:b], cnt[a:b])[0]
+            tot += c
+            writes = writes or bool(ops[a:b].any())
+            loads += int(c[_LOAD])
+        nblocks += len(lin)
+    close()
+    chunk_bytes = int(np.prod(chunks)) * seq.itemsize
+    total_loads = int(tot[_LOAD])
+    return nblocks, {"loads_per_call": np.zeros(0, np.int64), "flushes_per_call": np.zeros(0, np.int64),
+                     "chunk_loads": total_loads, "read_chunk_loads": read_loads, "chunk_hits": int(tot[_HIT]),
+                     "chunk_bytes": chunk_bytes, "loaded_bytes": total_loads * chunk_bytes, "raw_writes": int(tot[_NW]),
+                     "raw_write_bytes": int(tot[_NWB]), "close_flushes": close_flushes,
+                     "close_flush_bytes": close_bytes, "sessions": nsessions}
 
 
 def _pid_starts(seq: ReplaySequence) -> list[int]:
@@ -107,23 +183,29 @@ def working_set(seq: ReplaySequence, chunks) -> tuple[int, int]:
     if not chunks or not len(seq.plan):
         return 0, 0
     chunk_bytes = int(np.prod(chunks)) * seq.itemsize
-    pairs = touched_chunks(seq.shape, chunks, seq.plan.starts, seq.plan.counts)
     bounds = list(seq.session_starts) + [len(seq.plan)]
     most = 0
-    if pairs is None:             # too many to list: each session's chunks, bounded by its requests' boxes
+    if touched_count(seq.shape, chunks, seq.plan.starts, seq.plan.counts) > MAX_TOUCHED:
+        # too many to list: each session's chunks, bounded by its requests' boxes
         for a, b in zip(bounds[:-1], bounds[1:]):
             lo = seq.plan.starts[a:b].min(axis=0) // np.asarray(chunks)
             hi = (seq.plan.starts[a:b] + seq.plan.counts[a:b] - 1).max(axis=0) // np.asarray(chunks)
             most = max(most, int(np.prod(hi - lo + 1)))
         return most, most * chunk_bytes
-    req, lin = pairs
-    sess = np.searchsorted(np.asarray(bounds[1:]), req, side="right")
-    order = np.lexsort((lin, sess))
-    s, c = sess[order], lin[order]
-    new = np.ones(len(c), bool)
-    new[1:] = (c[1:] != c[:-1]) | (s[1:] != s[:-1])
-    per_session = np.bincount(s[new], minlength=len(bounds) - 1)
-    most = int(per_session.max()) if len(per_session) else 0
+    nchunks = int(np.prod(ChunkGrid(tuple(seq.shape), tuple(chunks)).grid, dtype=float))
+    for a, b in zip(bounds[:-1], bounds[1:]):     # each session's distinct chunks, its requests a batch at a time
+        seen = np.zeros(nchunks, bool) if nchunks <= BITMAP_CHUNKS else None
+        parts = []
+        for x in range(a, b, BATCH):
+            y = min(b, x + BATCH)
+            pairs = touched_chunks(seq.shape, chunks, seq.plan.starts[x:y], seq.plan.counts[x:y])
+            assert pairs is not None, "fewer pairs than MAX_TOUCHED in all, so in a batch"
+            if seen is not None:
+                seen[pairs[1]] = True
+            else:
+                parts.append(np.unique(pairs[1]))
+        n = int(seen.sum()) if seen is not None else len(np.unique(np.concatenate(parts))) if parts else 0
+        most = max(most, n)
     return most, most * chunk_bytes
 
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ccp.trace.cures import block_sequence, cache_for, most_common_row, partial_requests
+from ccp.trace.cures import cache_for, most_common_row, partial_requests
 from ccp.trace.libraries import create_chunks_code, whole_chunks_write_code, write_cache_code
 from ccp.trace.ranking import rank_cures
-from ccp.trace.sequence_model import chunk_cost_ratio, fit_costs, predict_time, run_model, working_set
+from ccp.trace.sequence_model import chunk_cost_ratio, fit_costs, predict_time, run_blocks, run_model, working_set
 from ccp.units import format_bytes, format_seconds, shape_str
 from ccp.workload.replay import ReplaySequence
 
@@ -142,12 +142,12 @@ def diagnose_writes(seq: ReplaySequence, user, low, layout: dict, program_s: flo
                  "not once per write", pick[1],
                  write_cache_code(seq.file, seq.dataset, c.nbytes, c.nslots, libs))
     if partial and user_calls >= 8:
-        blocks = block_sequence(seq)
-        if blocks.ncalls < 0.9 * user_calls:
-            cure(f"write whole {shape_str(chunks)} chunks", f"buffer the rows in memory: {blocks.ncalls} chunk-aligned "
-                 f"write(s) instead of {user_calls}", run_model(blocks, allocated=allocated, per_call=False),
+        nblocks, blocks_model = run_blocks(seq, allocated=allocated)
+        if nblocks < 0.9 * user_calls:
+            cure(f"write whole {shape_str(chunks)} chunks", f"buffer the rows in memory: {nblocks} chunk-aligned "
+                 f"write(s) instead of {user_calls}", blocks_model,
                  whole_chunks_write_code(seq.dataset, chunks, libs),
-                 n_user=blocks.ncalls, n_low=blocks.ncalls)
+                 n_user=nblocks, n_low=nblocks)
     if axis is not None and per_chunk is not None:
         want = _append_chunks(seq, axis, box)
         if want != tuple(chunks) and np.prod(want) > np.prod(chunks):

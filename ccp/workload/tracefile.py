@@ -164,7 +164,7 @@ def check_table(path: Path, table: pd.DataFrame) -> pd.DataFrame:
         v = table.loc[calls, col].to_numpy(dtype=float, na_value=np.nan)
         bad = ~np.isfinite(v) | (v < 0)
         if bad.any():
-            raise _bad(path, col, f"{v[bad][0]} in row {int(np.flatnonzero(calls.to_numpy())[bad][0])} "
+            raise _bad(path, col, f"{v[bad][0]} in row {table.index[int(np.flatnonzero(calls.to_numpy())[bad][0])]} "
                                   "(a call's time must be finite and >= 0)")
     for col in ("pid", "seq"):
         if table[col].isna().any() or (table[col].dropna() < 0).any():
@@ -221,13 +221,8 @@ def _arrow_lists(type_):
     return pd.ArrowDtype(type_) if pa.types.is_list(type_) or pa.types.is_large_list(type_) else None
 
 
-def load_trace(path, batch_rows: int | None = None) -> Trace:
-    """A trace folder, checked: a damaged one is one CcpError naming the file and the field.
-    ``batch_rows``: read calls.parquet that many rows at a time (the same trace)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    path = Path(path)
+def read_header(path: Path) -> dict:
+    """A trace folder's trace.json, checked (and the folder holds calls.parquet)."""
     head, table = path / "trace.json", path / "calls.parquet"
     if not head.is_file() or not table.is_file():
         raise CcpError(f"{path}: not a ccp trace folder (no trace.json and calls.parquet; make one with `ccp trace -o {path} -- ...`)")
@@ -237,7 +232,18 @@ def load_trace(path, batch_rows: int | None = None) -> Trace:
         raise CcpError(f"{head}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
     except (UnicodeDecodeError, OSError) as exc:
         raise CcpError(f"{head}: cannot be read ({exc})") from None
-    check_header(head, header)
+    return check_header(head, header)
+
+
+def load_trace(path, batch_rows: int | None = None) -> Trace:
+    """A trace folder, checked: a damaged one is one CcpError naming the file and the field.
+    ``batch_rows``: read calls.parquet that many rows at a time (the same trace)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    header = read_header(path)
+    table = path / "calls.parquet"
     try:
         # list columns stay Arrow arrays (pd.ArrowDtype): a million-call trace holds no Python list per row
         # and text columns stay dictionary-encoded (pandas categoricals): a few distinct values per column

@@ -1,0 +1,218 @@
+"""``ccp diagnose`` of a trace folder read in row batches: a trace of 10^7 calls in bounded memory.
+
+:func:`ccp.trace.check.load_checked` holds the whole table (about 1.3 KiB a call); here
+``calls.parquet`` is read :data:`BATCH_ROWS` rows at a time, each batch checked as ``load_checked``
+checks the table (the call and event counts against the header once all are read), and only what the
+diagnosis uses is kept, per dataset: the light columns of its calls (times, bytes, selection kind) and
+its replayed selections (:class:`ccp.workload.replay_batches.SequenceBuilder`: int64 boxes, the cache
+sessions). The diagnosis is then :func:`ccp.trace.diagnose.diagnose` itself, fed these rows, so its
+text and JSON are those of the whole-table path (``tests/trace/test_diagnose_batches.py``).
+
+The whole table is still loaded for ``--verify`` (it replays the program), for a file read through
+fsspec (its GETs are matched to calls by time) and for a table not in (pid, seq) order.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ccp.errors import CcpError
+from ccp.trace.check import (
+    SELS,
+    check_columns,
+    check_header,
+    check_header_text,
+    check_rows,
+    compare_counts,
+    load_checked,
+    row_counts,
+)
+from ccp.trace.rows import LOW_COLUMNS, USER_COLUMNS, CallSummary, DatasetRows
+from ccp.workload.replay import LOW_APIS, library_cache
+from ccp.workload.replay_batches import OutOfOrder, SequenceBuilder
+from ccp.workload.tracefile import Trace, _arrow_lists, read_header
+from ccp.workload.tracefile import check_table as check_frame
+
+BATCH_ROWS = 200_000
+REPLAY_COLUMNS = ["kind", "pid", "seq", "api", "op", "sel", "start", "count", "stride", "block", "blocks", "points",
+                  "cache_nbytes", "cache_nslots", "cache_w0"]
+
+
+def _floats(col) -> np.ndarray:
+    return pd.to_numeric(col, errors="coerce").to_numpy(float, na_value=np.nan)
+
+
+class _Dataset:
+    """What the diagnosis keeps of one dataset while the batches go by."""
+
+    def __init__(self, where: Path, file: str, dataset: str, layout: dict) -> None:
+        self.builders = {op: SequenceBuilder(where, file, dataset, layout, op) for op in ("read", "write")}
+        self.walls: list[np.ndarray] = []                           # every call of the program's own, in row order
+        self.nwalls = 0                                             # their number, once summed
+        self.user: dict[str, list[dict]] = {"read": [], "write": []}
+        self.low: dict[str, list[dict]] = {"read": [], "write": []}
+
+    def add(self, rows: pd.DataFrame, depth: np.ndarray) -> None:
+        for b in self.builders.values():
+            b.add(rows)
+        call = rows["kind"].eq("call").fillna(False).to_numpy(bool)
+        user = call & (depth == 0)
+        low = call & rows["api"].isin(list(LOW_APIS)).fillna(False).to_numpy(bool)
+        self.walls.append(_floats(rows["wall_s"][user]))
+        for op in ("read", "write"):
+            is_op = rows["op"].eq(op).fillna(False).to_numpy(bool)
+            u = rows[user & is_op]
+            self.user[op].append({c: _floats(u[c]) for c in USER_COLUMNS})
+            lo = rows[low & is_op]
+            part = {"sel": pd.Categorical(lo["sel"].astype(object), categories=list(SELS)).codes,
+                    "hdf5_s": _floats(lo["hdf5_s"])}
+            if op == "write":        # the writes' diagnosis sorts them (the reads' knows they are in order)
+                part.update({"pid": lo["pid"].to_numpy(np.int64), "seq": lo["seq"].to_numpy(np.int64)})
+            self.low[op].append(part)
+
+    @property
+    def ncalls(self) -> int:
+        return self.nwalls + sum(len(w) for w in self.walls)
+
+    def wall(self) -> float:
+        """The calls' wall time summed as ``diagnose`` sums the table's (a pandas group sum, row order); the
+        times are dropped after."""
+        w = np.concatenate(self.walls) if self.walls else np.zeros(0)
+        self.nwalls, self.walls = len(w), []
+        return float(pd.Series(w).groupby(np.zeros(len(w), np.int8)).sum().iloc[0]) if len(w) else 0.0
+
+    def rows(self, trace: Trace) -> DatasetRows:
+        def frame(parts: list[dict], columns: list[str]) -> pd.DataFrame:
+            if not parts:
+                return pd.DataFrame({c: [] for c in columns})
+            cols = {c: np.concatenate([p[c] for p in parts]) for c in columns}
+            if "sel" in cols:      # kept as category codes (-1: missing), one byte a call
+                cols["sel"] = pd.Categorical.from_codes(cols["sel"], categories=list(SELS))
+            parts.clear()
+            return pd.DataFrame(cols, copy=False)
+
+        ncalls = self.ncalls
+        reads, writes = frame(self.user["read"], USER_COLUMNS), frame(self.user["write"], USER_COLUMNS)
+        lows, loww = frame(self.low["read"], ["sel", "hdf5_s"]), frame(self.low["write"], LOW_COLUMNS)
+        builders = self.builders
+
+        def sequence(op: str):
+            return builders[op].finish(lambda: library_cache(trace))
+
+        return DatasetRows(ncalls, reads, writes, lows, loww, sequence, in_order=True)
+
+
+def read_batches(path, batch_rows: int = BATCH_ROWS) -> tuple[Trace, CallSummary]:
+    """The trace folder read and checked in batches: a Trace whose table holds only the distinct (api, file)
+    pairs (what the library guesses read) and the calls summed and kept per dataset. Raises OutOfOrder when
+    the rows are not in (pid, seq) order."""
+    path = Path(path)
+    check_header_text(path)
+    header = read_header(path)
+    where = path / "calls.parquet"
+    layouts = {(d["file"], d["dataset"]): d for d in header.get("datasets", [])}
+    datasets: dict[tuple[str, str], _Dataset] = {}
+    distinct: list[pd.DataFrame] = []
+    found = {"calls": 0, "nested_calls": 0, "events": 0}
+    ncalls = nreads = nwrites = 0
+    files: set[str] = set()
+    offset = 0
+    for frame in _frames(where, batch_rows):
+        check_frame(where, frame)
+        if offset == 0:
+            check_header(header, path / "trace.json")
+        check_columns(frame, where)
+        for k, v in row_counts(frame).items():
+            found[k] += v
+        if frame.attrs["last"]:
+            compare_counts(found, header, where)
+        check_rows(frame, header, where, offset)
+        offset += len(frame)
+        distinct.append(frame[["api", "file"]].astype(object).drop_duplicates())
+        depth = _floats(frame["depth"])
+        user = frame["kind"].eq("call").fillna(False).to_numpy(bool) & (depth == 0)
+        ops = frame["op"][user]
+        ncalls += int(user.sum())
+        nreads += int((ops == "read").sum())
+        nwrites += int((ops == "write").sum())
+        files |= {str(x) for x in frame["file"][user].dropna().unique()}
+        named = frame["file"].notna().to_numpy(bool) & frame["dataset"].notna().to_numpy(bool)
+        if not named.any():
+            continue
+        pos_named = np.flatnonzero(named)
+        for key, idx in frame[named].groupby(["file", "dataset"], observed=True, sort=False).indices.items():
+            layout = layouts.get(key)
+            if layout is None:
+                continue
+            if key not in datasets:
+                datasets[key] = _Dataset(path, key[0], key[1], layout)
+            pos = pos_named[idx]
+            datasets[key].add(frame.iloc[pos], depth[pos])
+    table = (pd.concat(distinct, ignore_index=True).drop_duplicates(ignore_index=True) if distinct
+             else pd.DataFrame({"api": [], "file": []}))
+    trace = Trace(path, header, table)
+    walls = {key: d.wall() for key, d in datasets.items() if d.ncalls}
+    return trace, CallSummary(ncalls, nreads, nwrites, sorted(files), walls,
+                              lambda file, dataset: datasets.pop((file, dataset)).rows(trace))
+
+
+def _frames(where: Path, batch_rows: int):
+    """calls.parquet as pandas frames of ``batch_rows`` rows (text columns as categoricals, list columns as
+    Arrow lists, as load_trace reads them), indexed by row number; ``attrs["last"]`` on the last. An empty
+    table gives one empty frame (its columns are still checked). Damage is one line, as load_checked says it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(where)
+        text = [f.name for f in pf.schema_arrow if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
+        pf = pq.ParquetFile(where, read_dictionary=text)
+        total = pf.metadata.num_rows
+        batches = pf.iter_batches(batch_size=batch_rows)
+        offset = 0
+        while True:
+            batch = next(batches, None)
+            if batch is None and offset:
+                return
+            frame = (batch if batch is not None else pf.schema_arrow.empty_table()).to_pandas(
+                types_mapper=_arrow_lists, split_blocks=True, self_destruct=True)
+            frame.index = pd.RangeIndex(offset, offset + len(frame))
+            offset += len(frame)
+            frame.attrs["last"] = offset >= total
+            yield frame
+            if batch is None:
+                return
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise CcpError(f"{where}: not a readable parquet table ({' '.join(str(exc).split())[:200]})") from None
+    except CcpError:
+        raise
+    except Exception as exc:  # pyarrow's errors for a damaged file are many; each is "unreadable"
+        said = " ".join(str(exc).split())[:160]
+        raise CcpError(f"{where}: unreadable ({type(exc).__name__}: {said}); the trace is damaged") from None
+
+
+def diagnose_folder(path, memory: int = 1 << 30, verify: bool = False, patterns=(), tune_dir=None,
+                    batch_rows: int = BATCH_ROWS) -> dict:
+    """``ccp diagnose PATH``: the trace read in batches where the diagnosis allows, else loaded whole."""
+    from ccp.trace.diagnose import diagnose
+
+    if not verify and not _has_remote_files(Path(path)):
+        try:
+            trace, summary = read_batches(path, batch_rows)
+        except OutOfOrder:
+            pass
+        else:
+            return diagnose(trace, memory=memory, patterns=patterns, tune_dir=tune_dir, summary=summary)
+    return diagnose(load_checked(path), memory=memory, verify=verify, patterns=patterns, tune_dir=tune_dir)
+
+
+def _has_remote_files(path: Path) -> bool:
+    """Whether a dataset was read through fsspec (its layout says ``remote``): its diagnosis needs the table."""
+    try:
+        header = read_header(path)
+    except CcpError:
+        return False            # read_batches says what is wrong
+    return any(isinstance(d, dict) and "remote" in d for d in header.get("datasets", []) or [])

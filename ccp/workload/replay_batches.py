@@ -1,0 +1,182 @@
+"""A traced dataset's sequence of selections built from the trace's rows a batch at a time.
+
+:func:`ccp.workload.replay.replay_sequence` needs the whole trace table in memory; a trace of 10^7
+calls does not fit. :class:`SequenceBuilder` is fed the same rows in (pid, seq) order, batch after
+batch (``ccp diagnose`` reads ``calls.parquet`` 200,000 rows at a time), turns each batch's calls into
+boxes at once and keeps only those (int64 starts/counts, the call each box belongs to, one op code a
+box) and the session state between batches: the process, the cache of the last dataset open and
+whether the next box starts a fresh cache. :meth:`SequenceBuilder.finish` gives the
+:class:`~ccp.workload.replay.ReplaySequence` ``replay_sequence`` gives for the whole table
+(``tests/trace/test_diagnose_batches.py`` holds the two to the same diagnosis).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from ccp.chunkcache import ChunkCache
+from ccp.errors import CcpError
+from ccp.workload.replay import LOW_APIS, MAX_EXTENT, ReplaySequence, _boxes, _cache_of, _is, _matrix
+from ccp.workload.requestplan import RequestPlan
+
+OPS = np.array(["read", "write"], dtype=object)     # indexed by op code: a pointer a request, two strings in all
+
+
+class OutOfOrder(Exception):
+    """The rows do not come in (pid, seq) order: the caller replays from the whole table instead."""
+
+
+class SequenceBuilder:
+    """One dataset's ``op`` requests ("read" or "write"), built from its rows batch by batch."""
+
+    def __init__(self, where, file: str, dataset: str, layout: dict, op: str, max_boxes: int = 65536) -> None:
+        self.where, self.file, self.dataset, self.layout, self.op = where, file, dataset, layout, op
+        self.rank = len(layout["shape"])
+        self.max_boxes = max_boxes
+        self.starts: list[np.ndarray] = []
+        self.counts: list[np.ndarray] = []
+        self.codes: list[np.ndarray] = []
+        self.call_of: list[np.ndarray] = []
+        self.nreq = self.ncalls = self.approximate = 0
+        self.reach = np.asarray(layout["shape"], np.int64)      # the largest extent a request reached
+        self.session_starts: list[int] = []
+        self.caches: list[ChunkCache | None] = []
+        self.session_pids: list[int] = []
+        self.pids: list[int] = []
+        self.cache: ChunkCache | None = None
+        self.fresh = True
+        self.last_pid: int | None = None          # the process of the last row walked (the session walk)
+        self.last_kept_pid: int | None = None     # the process of the last kept row (process starts)
+        self.first_cache: ChunkCache | None = None
+        self.order: tuple[int, int] | None = None
+
+    def add(self, rows) -> None:
+        """The next rows of this dataset (a DataFrame of the trace's columns, file order)."""
+        if not len(rows):
+            return
+        pid_all = rows["pid"].to_numpy(np.int64)
+        seq_all = rows["seq"].to_numpy(np.int64)
+        prev = (np.concatenate([[self.order[0]], pid_all[:-1]]), np.concatenate([[self.order[1]], seq_all[:-1]])) \
+            if self.order is not None else (pid_all[:-1], seq_all[:-1])
+        now = (pid_all, seq_all) if self.order is not None else (pid_all[1:], seq_all[1:])
+        if not ((now[0] > prev[0]) | ((now[0] == prev[0]) & (now[1] > prev[1]))).all():
+            raise OutOfOrder(f"{self.dataset}: rows not in (pid, seq) order")
+        self.order = (int(pid_all[-1]), int(seq_all[-1]))
+        kind_event = _is(rows["kind"], ["event"])
+        if self.first_cache is None:
+            opens = np.flatnonzero(kind_event & _is(rows["op"], ["dataset_open"]) & rows["cache_nbytes"].notna().to_numpy(bool))
+            if len(opens):
+                self.first_cache = _cache_of(rows.iloc[int(opens[0])])
+        is_low = (_is(rows["kind"], ["call"]) & _is(rows["api"], LOW_APIS) & rows["sel"].notna().to_numpy(bool)
+                  & ~_is(rows["sel"], ("none", "unknown")) & _is(rows["op"], [self.op]))
+        is_event = kind_event & _is(rows["op"], ("dataset_open", "dataset_close"))
+        pos = np.flatnonzero(is_low | is_event)
+        if not len(pos):
+            return
+        low = is_low[pos]
+        pids_col = pid_all[pos]
+        low_rows = pos[low]
+        sel = rows["sel"].iloc[low_rows]
+        plain = _is(sel, ("all", "box"))
+        nbox = np.ones(len(low_rows), np.int64)
+        extra: dict[int, tuple[list, list]] = {}
+        for j in np.flatnonzero(~plain):
+            b_starts, b_counts, approx = _boxes(rows.iloc[int(low_rows[j])], self.rank, self.max_boxes)
+            extra[int(j)] = (b_starts, b_counts)
+            nbox[j] = len(b_starts)
+            self.approximate += approx
+        pstarts = _matrix(rows["start"].iloc[low_rows[plain]], self.rank)
+        pcounts = _matrix(rows["count"].iloc[low_rows[plain]], self.rank)
+        if pstarts is None or pcounts is None:
+            raise CcpError(f"{self.where}: {self.dataset}: a selection's start/count is missing or not of rank "
+                           f"{self.rank} (the trace is damaged)")
+        offsets = np.concatenate([[0], np.cumsum(nbox)])
+        starts = np.zeros((int(offsets[-1]), self.rank), np.int64)
+        counts = np.zeros((int(offsets[-1]), self.rank), np.int64)
+        starts[offsets[:-1][plain]] = pstarts
+        counts[offsets[:-1][plain]] = pcounts
+        for k, (b_starts, b_counts) in extra.items():
+            if b_starts:
+                starts[offsets[k]:offsets[k + 1]] = np.asarray(b_starts, np.int64).reshape(-1, self.rank)
+                counts[offsets[k]:offsets[k + 1]] = np.asarray(b_counts, np.int64).reshape(-1, self.rank)
+        if len(starts) and ((starts < 0).any() or (counts < 0).any() or (starts > MAX_EXTENT).any()
+                            or (counts > MAX_EXTENT).any()):
+            raise CcpError(f"{self.where}: {self.dataset}: a selection's start/count is outside 0..2**62 "
+                           "(the trace is damaged)")
+        has = nbox > 0
+        self.call_of.append(np.repeat(self.ncalls + np.cumsum(has) - 1, nbox).astype(np.int64))
+        self.codes.append(np.repeat(_is(rows["op"].iloc[low_rows], ["write"]).astype(np.uint8), nbox))
+        if len(starts):
+            self.reach = np.maximum(self.reach, (starts + counts).max(axis=0))
+        self.starts.append(starts)
+        self.counts.append(counts)
+        self._sessions(rows, pos, low, pids_col, has, offsets)
+        self.ncalls += int(has.sum())
+        self.nreq += int(offsets[-1])
+
+    def _sessions(self, rows, pos, low, pids_col, has, offsets) -> None:
+        """replay_sequence's walk over the events, each process's first row and the first boxed call after
+        each of them (and this batch's first boxed call: a session may have been left fresh by the last batch)."""
+        low_pos = np.flatnonzero(low)
+        boxed_pos = low_pos[has]
+        ev_pos = np.flatnonzero(~low)
+        first = self.last_kept_pid if self.last_kept_pid is not None else pids_col[0] - 1
+        pid_starts = np.flatnonzero(np.diff(pids_col, prepend=first) != 0)
+        self.last_kept_pid = int(pids_col[-1])
+        marks = np.union1d(ev_pos, pid_starts)
+        nxt = np.searchsorted(boxed_pos, marks)
+        nxt = nxt[nxt < len(boxed_pos)]
+        visit = np.union1d(np.union1d(marks, boxed_pos[nxt]), boxed_pos[:1]).astype(np.int64)
+        opens = _is(rows["op"].iloc[pos[ev_pos]], ["dataset_open"])
+        is_open = dict(zip(ev_pos.tolist(), opens.tolist()))
+        for m in visit.tolist():
+            p = int(pids_col[m])
+            if p != self.last_pid:
+                self.pids.append(p)
+                self.last_pid, self.cache, self.fresh = p, None, True
+            if not low[m]:
+                if is_open[m]:
+                    c = _cache_of(rows.iloc[int(pos[m])])
+                    if c is not None:
+                        self.cache = c
+                        if not self.fresh and self.caches and self.caches[-1] is None:
+                            self.caches[-1] = self.cache
+                else:
+                    self.fresh = True
+                continue
+            k = int(np.searchsorted(low_pos, m))
+            if self.fresh and has[k]:
+                self.session_starts.append(self.nreq + int(offsets[k]))
+                self.caches.append(self.cache)
+                self.session_pids.append(p)
+                self.fresh = False
+
+    def finish(self, library_cache: Callable[[], ChunkCache]) -> ReplaySequence:
+        """The sequence; ``library_cache()`` is the cache of a session whose open recorded none (and no open
+        of the dataset did)."""
+        rank = self.rank
+        starts = np.concatenate(self.starts) if self.starts else np.zeros((0, rank), np.int64)
+        self.starts = []
+        counts = np.concatenate(self.counts) if self.counts else np.zeros((0, rank), np.int64)
+        self.counts = []
+        codes = np.concatenate(self.codes) if self.codes else np.zeros(0, np.uint8)
+        call_of = np.concatenate(self.call_of) if self.call_of else np.zeros(0, np.int64)
+        self.codes, self.call_of = [], []
+        fallback = self.first_cache or library_cache()
+        chunks = tuple(int(c) for c in self.layout["chunks"]) if self.layout.get("chunks") else None
+        shape = tuple(int(s) for s in self.layout["shape"])
+        if len(starts):
+            shape = tuple(int(v) for v in self.reach)
+            if math.prod(shape) > MAX_EXTENT:
+                raise CcpError(f"{self.where}: {self.dataset}: selections (start + count) reach {list(shape)}, more "
+                               "than 2**62 elements (the trace is damaged)")
+        return ReplaySequence(
+            file=self.file, dataset=self.dataset, pids=tuple(self.pids), shape=shape, dtype=self.layout["dtype"],
+            itemsize=int(self.layout["itemsize"]), chunks=chunks, filtered=bool(self.layout.get("filters")),
+            ops=OPS[codes], plan=RequestPlan(starts, counts),
+            call_of=call_of, session_starts=np.asarray(self.session_starts, np.int64),
+            session_caches=tuple(c or fallback for c in self.caches), session_pids=tuple(self.session_pids),
+            ncalls=self.ncalls, approximate=self.approximate)
