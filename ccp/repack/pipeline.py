@@ -19,13 +19,14 @@ band needs too is kept across bands while the plan's cache has room, else decode
 
 from __future__ import annotations
 
+import itertools
 import math
 import threading
 from collections import deque
 
 import numpy as np
 
-from ccp.repack.plan import Slab, chunks_in
+from ccp.repack.plan import chunks_in
 
 
 class _Shared:
@@ -63,6 +64,7 @@ class ChunkPipeline:
         self.cache: dict[tuple[int, ...], _Shared] = {}   # cells kept for a later band
         self.cache_bytes = 0
         self.bands = 0
+        self._axes: dict[tuple[int, int, int], list[tuple]] = {}
 
     # -------------------------------------------------- in the worker threads
     def _decoded(self, cell: _Shared) -> np.ndarray:
@@ -150,39 +152,51 @@ class ChunkPipeline:
             for _, fut, _ in pending:
                 fut.cancel()
 
+    def _axis_pieces(self, axis: int, o: int, n: int) -> list[tuple]:
+        """Along ``axis``, the source chunks under a target chunk's extent ``[o, o + n)``: ``(source start,
+        target slice, source slice, whether the source chunk lies inside the extent)``. Every target chunk in
+        the same row of the grid has the same list: they are made once (the main thread's per-piece work)."""
+        key = (axis, o, n)
+        found = self._axes.get(key)
+        if found is None:
+            c, d = self.reader.chunks[axis], self.reader.shape[axis]
+            found = []
+            for s in range((o // c) * c, o + n, c):
+                lo, hi = max(s, o), min(s + c, o + n)
+                found.append((s, slice(lo - o, hi - o), slice(lo - s, hi - s), s >= o and min(s + c, d) <= o + n))
+            self._axes[key] = found
+        return found
+
     def _pieces(self, off, count, band_index: int, plan, band_cells: dict, src_chunk_bytes: int,
                 cache_budget: int) -> tuple[list, bool]:
         """The target chunk at ``off``'s pieces ``(source offset, cell or None, target slices, source
         slices)`` and whether it needs padding with the fill value."""
         reader = self.reader
         src_chunks, shape, stored = reader.chunks, reader.shape, reader.stored
-        chunks = self.chunks
-        pad = count != chunks
-        end = tuple(o + n for o, n in zip(off, count))
+        pad = count != self.chunks
         pieces: list[tuple] = []
-        for src_off in chunks_in(Slab(off, count), src_chunks):
+        axes = [self._axis_pieces(k, o, n) for k, (o, n) in enumerate(zip(off, count))]
+        for combo in itertools.product(*axes):
+            src_off = tuple(a[0] for a in combo)
             if src_off not in stored:
                 pad = True
                 continue
-            lo = tuple(max(a, b) for a, b in zip(src_off, off))
-            hi = tuple(min(a + c, e) for a, c, e in zip(src_off, src_chunks, end))
-            dst_sl = tuple(slice(a - o, b - o) for a, b, o in zip(lo, hi, off))
-            src_sl = tuple(slice(a - o, b - o) for a, b, o in zip(lo, hi, src_off))
-            src_end = tuple(min(o + c, d) for o, c, d in zip(src_off, src_chunks, shape))
-            if all(o >= a and e <= b for o, e, a, b in zip(src_off, src_end, off, end)):
+            dst_sl = tuple(a[1] for a in combo)
+            src_sl = tuple(a[2] for a in combo)
+            if all(a[3] for a in combo):
                 reader.chunk_reads += 1           # inside this target chunk alone: its task decodes it
                 pieces.append((src_off, None, dst_sl, src_sl))
                 continue
             cell = band_cells.get(src_off) or self.cache.get(src_off)
             if cell is None:
                 reader.chunk_reads += 1
-                last = plan.slab_index(tuple(e - 1 for e in src_end))
+                last = plan.slab_index(tuple(min(o + c, d) - 1 for o, c, d in zip(src_off, src_chunks, shape)))
                 cell = _Shared(src_off, band_index)
                 if last > band_index and self.cache_bytes + src_chunk_bytes <= cache_budget:
                     cell.last_band = last       # kept for the later bands: the cache holds it till then
                     self.cache[src_off] = cell
-                # else a later band that needs it decodes it again (the plan counts that read)
                     self.cache_bytes += src_chunk_bytes
+                # else a later band that needs it decodes it again (the plan counts that read)
                 band_cells[src_off] = cell
             elif src_off not in band_cells:
                 band_cells[src_off] = cell
@@ -190,7 +204,6 @@ class ChunkPipeline:
                 cell.users += 1
             pieces.append((src_off, cell, dst_sl, src_sl))
         return pieces, pad
-
 
 
 def timed_target(reader, chunks: tuple[int, ...], encode, off: tuple[int, ...], count: tuple[int, ...],
