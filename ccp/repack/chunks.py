@@ -17,9 +17,10 @@ from ccp.hdf5 import lowlevel as low
 from ccp.hdf5 import plists
 from ccp.hdf5.filters import codecs, pipeline_from_dcpl
 from ccp.repack.decide import _h5_message, _layout_of, _Planner, _Target
+from ccp.repack.pipeline import ChunkPipeline
 from ccp.repack.plan import chunks_in, plan_slabs
 from ccp.repack.readback import WrittenChunks
-from ccp.repack.rechunk import PassPlan, choose_stages, plan_pass
+from ccp.repack.rechunk import PENDING_PER_THREAD, PassPlan, choose_stages, plan_pass
 
 # ------------------------------------------------------------------ reading the source
 
@@ -102,6 +103,11 @@ class _SourceReader:
         if len(data) != need:
             raise CcpError(f"{self.ds.name}: a decoded chunk has {len(data)} bytes, expected {need}")
         return np.frombuffer(data, dtype=self.dtype).reshape(self.chunks)
+
+    def decoded(self, off) -> np.ndarray:
+        """The stored source chunk at ``off``, read (``pread`` when it can: no HDF5 lock) and decoded."""
+        mask, raw = self._raw(off)
+        return self._decode_chunk(raw, mask)
 
     def close(self) -> None:
         if self.fd is not None:
@@ -347,10 +353,17 @@ class DatasetWriter:
             tgt.notes.append(f"source read through the library ({reader.why_library})")
         # each hyperslab is encoded as whole target chunks: it holds at least one, whatever the budget left
         plan = plan_slabs(tgt.shape, chunks, tgt.itemsize, max(buffer, math.prod(chunks) * tgt.itemsize))
-        fill = reader.fill
         written = tgt.written = WrittenChunks()
         # a few encoded chunks per thread in flight: enough to keep every thread busy, little memory
-        max_pending = 2 * self.threads + 2
+        max_pending = PENDING_PER_THREAD * self.threads + 2
+        if reader.python_decoded:
+            pipe = ChunkPipeline(reader, self.pool, self.dsid, chunks, encode, written, self.advance, max_pending)
+            try:
+                pipe.run(plan, cache)
+            finally:
+                self.slabs += pipe.bands
+            return
+        fill = reader.fill
         pending: deque = deque()
         dsid = self.dsid
 
@@ -361,15 +374,12 @@ class DatasetWriter:
                 self.advance(nbytes)
 
         try:
-            for i, slab in enumerate(plan):
+            for slab in plan:
                 if (reader.sparse or reader.unwritten) and not reader.region_allocated(slab.start, slab.count):
                     self.advance(slab.size * tgt.itemsize)
                     self.slabs += 1
                     continue
-                if reader.python_decoded:
-                    arr = reader.read(slab, i, plan)
-                else:
-                    arr = reader.read_library(slab)
+                arr = reader.read_library(slab)
                 self.slabs += 1
                 for off in chunks_in(slab, chunks):
                     count = tuple(min(c, d - o) for c, d, o in zip(chunks, tgt.dims, off))

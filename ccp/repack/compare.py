@@ -22,7 +22,7 @@ from h5py import h5, h5a, h5d, h5l, h5o, h5p, h5s, h5t
 
 from ccp.hdf5 import lowlevel as low
 from ccp.hdf5 import plists
-from ccp.hdf5.filters import FilterPipeline, missing_decoder, pipeline_from_dcpl, register_plugins
+from ccp.hdf5.filters import FilterPipeline, missing_decoder, pipeline_from_dcpl, register_plugins, register_plugins_for
 from ccp.repack.plan import plan_slabs
 from ccp.repack.readback import WrittenChunks, check_written
 
@@ -367,7 +367,9 @@ def verify_written(src: h5py.File, out_path, targets, partial: bool = False, thr
     changed = [t for t in targets if t.changed]
     if not changed:
         return []
-    register_plugins()
+    # the plugin filters the rewritten datasets had or have, if any
+    register_plugins_for(s.id for t in changed for p in (t.old_pipeline, t.new_pipeline) if p is not None
+                         for s in p.steps)
     notes = []
     with h5py.File(out_path, "r") as out:
         diff = _Diff(src, out, layouts_may_differ=True)

@@ -181,13 +181,13 @@ def consolidate(shape, chunks, itemsize: int, max_mem: int, limits=None) -> tupl
 
 
 def stage_chunks(read_chunks, write_chunks, stages: int) -> list[tuple[int, ...]]:
-    """Chunk shapes between the stages, geometrically spaced per axis (``stages - 1`` shapes)."""
-    out = []
-    for k in range(1, stages):
-        t = k / stages
-        out.append(tuple(max(1, math.floor(math.exp(math.log(r) * (1 - t) + math.log(w) * t) + 1e-9))
-                         for r, w in zip(read_chunks, write_chunks)))
-    return out
+    """Chunk shapes between the stages, geometrically spaced per axis (``stages - 1`` shapes), floored.
+
+    numpy's ``geomspace`` rounds as rechunker's plan does (an intermediate of 51.99999 is 51 in both)."""
+    import numpy as np
+
+    spaced = np.geomspace(read_chunks, write_chunks, num=stages + 1)
+    return [tuple(max(1, math.floor(c)) for c in row) for row in spaced[1:-1]]
 
 
 def _intermediate_count(src: int, dst: int, size: int) -> int:

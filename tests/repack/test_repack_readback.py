@@ -77,14 +77,14 @@ def _drop_a_chunk(monkeypatch):
 
 
 def _encode_other_values(monkeypatch):
-    """Every chunk the encoder gets is shifted by one element: the recorded bytes are the wrong ones too,
-    so only the comparison with the input through HDF5 sees it."""
-    encode_chunk = chunks_mod._encode_chunk
+    """Every source chunk the pipeline places is shifted by one element: the recorded bytes are the wrong
+    ones too, so only the comparison with the input through HDF5 sees it."""
+    decoded = chunks_mod._SourceReader.decoded
 
-    def shifted(arr, sl, chunk_shape, fill, encode, written, offset):
-        return encode_chunk(np.roll(arr, 1), sl, chunk_shape, fill, encode, written, offset)
+    def shifted(self, off):
+        return np.roll(decoded(self, off), 1)
 
-    monkeypatch.setattr(chunks_mod, "_encode_chunk", shifted)
+    monkeypatch.setattr(chunks_mod._SourceReader, "decoded", shifted)
 
 
 @pytest.mark.parametrize(("fault", "words"), [

@@ -70,11 +70,13 @@ def test_interrupted_repack_leaves_no_out_and_keeps_an_old_out(rich, tmp_path, e
 
 def test_failure_in_a_worker_cleans_up(rich, tmp_path, monkeypatch):
     import ccp.repack.chunks as copy_mod
+    import ccp.repack.pipeline as pipeline_mod
 
     def boom(*a, **k):
         raise ValueError("encoder broke")
 
-    monkeypatch.setattr(copy_mod, "_encode_chunk", boom)
+    monkeypatch.setattr(copy_mod, "_encode_chunk", boom)      # a source HDF5 reads
+    monkeypatch.setattr(pipeline_mod.ChunkPipeline, "_target", boom)   # a source ccp decodes
     o = parse_options([f"{CRIS}:CHUNK=1x6x3x17"], [f"{CRIS}:GZIP=6"])
     with pytest.raises(CcpError, match=f"{CRIS}: could not be repacked .*encoder broke"):  # one line, not internal
         repack(rich, tmp_path / "out.h5", o.layouts, o.filters)

@@ -69,12 +69,28 @@ def register_plugins() -> None:
         pass
 
 
+def register_plugins_for(ids) -> None:
+    """:func:`register_plugins` only when one of the filter ``ids`` is not in this HDF5 already (importing
+    hdf5plugin loads a dozen filter libraries: a copy that only needs gzip skips that start-up)."""
+    from h5py import h5z
+
+    for fid in ids:
+        try:
+            if not h5z.filter_avail(fid):
+                register_plugins()
+                return
+        except (ValueError, OverflowError):     # an id HDF5 refuses to look up: no plugin has it either
+            continue
+
+
 def can_decode(fid: int) -> bool:
     """Whether this process's HDF5 has the filter (h5py's built-ins, hdf5plugin's, or HDF5_PLUGIN_PATH's)."""
     from h5py import h5z
 
-    register_plugins()
     try:
+        if h5z.filter_avail(fid):   # HDF5's own and h5py's: no need to load hdf5plugin's libraries
+            return True
+        register_plugins()
         return bool(h5z.filter_avail(fid))
     except (ValueError, OverflowError):     # an id HDF5 refuses to look up (out of range)
         return False
