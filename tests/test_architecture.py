@@ -53,8 +53,7 @@ FLOORS: dict[str, int] = {
 SAME_FLOOR_ALLOWED = {("ccp.units", "ccp.errors"), ("ccp.chunkcache", "ccp.units")}
 FLOOR_0 = frozenset({"ccp", "ccp.errors", "ccp.units", "ccp.chunkcache"})
 # Rooms that import less than their floor allows (docs/ARCHITECTURE.md, each room's paragraph): the rooms
-# each may import besides its own. A room not listed here may import every room below it. (remote is not
-# listed: its axes' settings are moving into ccp.config, which it will then import.)
+# each may import besides its own. A room not listed here may import every room below it.
 ONLY: dict[str, frozenset[str]] = {
     "ccp.model": frozenset({"ccp.chunkcache"}),      # pure math: only the chunk-cache type, not even errors
     "ccp.hdf5": FLOOR_0,
@@ -62,6 +61,8 @@ ONLY: dict[str, frozenset[str]] = {
     "ccp.config": FLOOR_0 | {"ccp.hdf5"},            # filter specs; never store, matrix, workload or report
     "ccp.matrix": FLOOR_0 | {"ccp.config", "ccp.hdf5"},   # the dataset description is passed in, not looked up
     "ccp.repack": FLOOR_0 | {"ccp.hdf5", "ccp.config"},   # a library the workload and remote write files with; config: file-space settings
+    "ccp.workload": FLOOR_0 | {"ccp.config", "ccp.matrix", "ccp.repack", "ccp.hdf5", "ccp.store"},   # not the model
+    "ccp.remote": FLOOR_0 | {"ccp.config", "ccp.repack", "ccp.hdf5", "ccp.model"},   # config: the storage axes' settings
 }
 
 
