@@ -1,5 +1,6 @@
 """The house's floors (docs/ARCHITECTURE.md): no import goes up, no circle between rooms or between modules,
-the narrower rules some rooms keep, no module over 600 lines.
+the narrower rules some rooms keep, no module over 600 lines, no two rooms whose names look alike, no
+retired name (the sweep's "traced pass" is its counted pass).
 
 Every module under ccp/ is parsed with ast; every import counts, wherever it is written: at module level,
 inside a function (the lazy imports that used to hide circles), under ``if TYPE_CHECKING:``,
@@ -11,6 +12,7 @@ the importing file and line, the importing module and the module it imports.
 from __future__ import annotations
 
 import ast
+import re
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,8 +53,7 @@ FLOORS: dict[str, int] = {
 SAME_FLOOR_ALLOWED = {("ccp.units", "ccp.errors"), ("ccp.chunkcache", "ccp.units")}
 FLOOR_0 = frozenset({"ccp", "ccp.errors", "ccp.units", "ccp.chunkcache"})
 # Rooms that import less than their floor allows (docs/ARCHITECTURE.md, each room's paragraph): the rooms
-# each may import besides its own. A room not listed here may import every room below it. (remote is not
-# listed: its axes' settings are moving into ccp.config, which it will then import.)
+# each may import besides its own. A room not listed here may import every room below it.
 ONLY: dict[str, frozenset[str]] = {
     "ccp.model": frozenset({"ccp.chunkcache"}),      # pure math: only the chunk-cache type, not even errors
     "ccp.hdf5": FLOOR_0,
@@ -60,6 +61,8 @@ ONLY: dict[str, frozenset[str]] = {
     "ccp.config": FLOOR_0 | {"ccp.hdf5"},            # filter specs; never store, matrix, workload or report
     "ccp.matrix": FLOOR_0 | {"ccp.config", "ccp.hdf5"},   # the dataset description is passed in, not looked up
     "ccp.repack": FLOOR_0 | {"ccp.hdf5", "ccp.config"},   # a library the workload and remote write files with; config: file-space settings
+    "ccp.workload": FLOOR_0 | {"ccp.config", "ccp.matrix", "ccp.repack", "ccp.hdf5", "ccp.store"},   # not the model
+    "ccp.remote": FLOOR_0 | {"ccp.config", "ccp.repack", "ccp.hdf5", "ccp.model"},   # config: the storage axes' settings
 }
 
 
@@ -511,3 +514,73 @@ def test_only_the_hdf5_room_builds_a_dcpl():
     """'nothing above it builds a dcpl by hand': h5py's DATASET_CREATE list class is named only in ccp.hdf5."""
     found = _found("name", lambda module, name: room(module) != "ccp.hdf5" and name == "DATASET_CREATE")
     assert not found, _report(found)
+
+
+# ------------------------------------------------------------------------------------------------ names
+# Issue 26: ccp/store (the result store) and ccp/storage (object storage) were a letter apart; the sweep's
+# "traced pass" was a third meaning of "trace" beside `ccp trace` and its trace folders (it is the counted pass).
+RETIRED = re.compile(r"traced[\s_]+pass", re.IGNORECASE)
+
+
+def _room_names(package: Path) -> list[str]:
+    """The rooms directly under ``package``: its sub-packages (with an __init__.py) and its modules."""
+    return sorted(p.name if p.is_dir() else p.stem for p in package.iterdir()
+                  if (p.is_dir() and (p / "__init__.py").is_file()) or (p.suffix == ".py" and p.stem != "__init__"))
+
+
+def _edits(a: str, b: str) -> int:
+    """Letters to insert, delete or change to make ``a`` into ``b`` (Levenshtein)."""
+    row = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        prev, row[0] = row[0], i
+        for j, y in enumerate(b, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (x != y))
+    return row[-1]
+
+
+def look_alike_rooms(package: Path) -> list[str]:
+    """Pairs of rooms a reader takes for each other: two letters apart (store, storage), one if a name is short."""
+    names = _room_names(package)
+    return [f"{package.name}.{a} and {package.name}.{b} look alike" for i, a in enumerate(names) for b in names[i + 1:]
+            if _edits(a, b) <= (2 if min(len(a), len(b)) >= 5 else 1)]
+
+
+def retired_phrases(files: list[Path], root: Path = ROOT) -> list[str]:
+    return [f"{path.relative_to(root)}:{text.count(chr(10), 0, m.start()) + 1}: {m.group(0)!r}"
+            for path in files for text in [path.read_text()] for m in RETIRED.finditer(text)]
+
+
+def test_no_two_rooms_look_alike():
+    found = look_alike_rooms(PACKAGE)
+    assert not found, _report(found)
+
+
+@pytest.mark.parametrize("rooms, found", [
+    (["store", "storage"], ["ccp.storage and ccp.store look alike"]),
+    (["run", "runs"], ["ccp.run and ccp.runs look alike"]),
+    (["model", "modal"], ["ccp.modal and ccp.model look alike"]),
+    (["store", "remote", "report", "repack", "run", "tune", "trace"], []),
+], ids=["two-letters", "plural", "one-letter", "ccp-like"])
+def test_checker_names_look_alike_rooms(tmp_path, rooms, found):
+    package = _package(tmp_path, {f"{name}/__init__.py": "" for name in rooms})
+    assert look_alike_rooms(package) == found
+
+
+def test_the_sweeps_extra_pass_is_the_counted_pass():
+    """'traced' is `ccp trace`'s word (a user's program, its trace folder); the sweep's pass under the log driver is
+    the counted pass, in the code, its messages and the docs."""
+    files = [*PACKAGE.rglob("*.py"), *(ROOT / "docs").rglob("*.md"), ROOT / "README.md", ROOT / "CONTRIBUTING.md"]
+    found = retired_phrases(files)
+    assert not found, _report(found)
+
+
+@pytest.mark.parametrize("text, found", [
+    ("one traced pass per cell", ["'traced pass'"]),
+    ("x = traced_pass(job)", ["'traced_pass'"]),
+    ("the Traced\n    passes", ["'Traced\\n    pass'"]),
+    ("a traced program; the counted pass", []),
+], ids=["words", "identifier", "across-lines", "ccp-trace-words"])
+def test_checker_names_a_retired_phrase(tmp_path, text, found):
+    module = tmp_path / "m.py"
+    module.write_text(text)
+    assert [f.split(": ", 1)[1] for f in retired_phrases([module], root=tmp_path)] == found

@@ -310,7 +310,7 @@ def parse_sweep_file(path, scale: float | None = None) -> Sweep:
     return parse_sweep(raw, base_dir=path.resolve().parent)
 
 
-def sweep_as_dict(sweep: Sweep, dataset_shape=None) -> dict:
+def sweep_as_dict(sweep: Sweep) -> dict:
     """The sweep as run: every default spelled out, for ``sweep.yaml`` in the run folder."""
     ds: dict[str, object] = {"path": sweep.dataset.path}
     if sweep.dataset.generate:

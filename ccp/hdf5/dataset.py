@@ -14,8 +14,6 @@ from ccp.errors import ConfigError
 from ccp.hdf5 import h5types
 from ccp.hdf5.filters import FilterPipeline, check_decodable, pipeline_from_dcpl
 
-LAYOUTS = ("contiguous", "chunked", "compact", "virtual")
-
 
 @dataclass(frozen=True)
 class DatasetInfo:
@@ -29,7 +27,7 @@ class DatasetInfo:
     file: Path | None = None              # the file that holds the object (an external link's target)
     path: str | None = None               # the object's path there, by hard links only (links resolved)
     filetype: bytes | None = None         # non-numeric: the HDF5 file type (H5Tencode), read as memory type
-    layout: str = ""                      # stored: one of LAYOUTS; "" for data not stored yet (generate:)
+    layout: str = ""                      # stored: contiguous, chunked, compact or virtual; "" for data not stored yet (generate:)
     storage_bytes: int | None = None      # bytes allocated in the file (None: not stored)
     chunks_allocated: int | None = None   # chunked: chunks with storage (None otherwise)
     extent: str = "simple"                # dataspace: "simple", "scalar" (shape ()) or "null" (shape (), no elements)

@@ -18,7 +18,7 @@ import numpy as np
 from h5py import h5d, h5s, h5t
 
 H5P_DEFAULT = 0
-H5R_OBJECT1, H5R_DATASET_REGION1 = 0, 1
+H5R_DATASET_REGION1 = 1                  # H5R_type_t (H5R_OBJECT1 is 0)
 H5O_INFO_TIME = 0x0002
 
 _LIB: ctypes.CDLL | bool | None = None   # h5py's own libhdf5; False when it cannot be loaded

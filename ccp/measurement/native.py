@@ -32,7 +32,6 @@ import numba
 import numpy as np
 
 READ, WRITE, COPY = 0, 1, 2
-H5S_SELECT_SET = 0
 H5P_DEFAULT = 0
 BATCH_REQUESTS = 4096                # control returns to Python (progress) at least this often
 PROGRESS_S = 0.5                     # with a progress callback, batches shrink to about this long (issue 22: a
@@ -158,7 +157,7 @@ def _loop(select, h5read, h5write, clock, clock_id, mode, dset, src, mtype, fspa
     for i in range(i0, i1):
         sa = s_addr + i * row
         ca = c_addr + i * row
-        if select(fspace, 0, sa, 0, ca, 0) < 0:
+        if select(fspace, 0, sa, 0, ca, 0) < 0:         # op 0: H5S_SELECT_SET
             return i + 1, last_ns, 1
         if mode == 2 and select(src_space, 0, sa, 0, ca, 0) < 0:
             return i + 1, last_ns, 1

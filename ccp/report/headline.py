@@ -105,7 +105,6 @@ class Headline:
     cheapest: pd.Series | None = None     # the least invasive change from the slowest that is within noise of the winner
     cheapest_changes: tuple[str, ...] = ()
     vs_slowest: Verdict | None = None
-    cheapest_vs_winner: Verdict | None = None
     n: int = 0
     axes: list[str] = field(default_factory=list)
     unstable_ids: set = field(default_factory=set)
@@ -189,8 +188,6 @@ def headlines(cells: pd.DataFrame, samples: dict[str, Sample] | None = None, thr
                 if pick is not None:
                     best, ch = pick
                     h.cheapest, h.cheapest_changes = best, ch
-                    if best["cell_id"] != win["cell_id"]:
-                        h.cheapest_vs_winner = judge(sw, sample(best), threshold)
         out.append(h)
     return out
 

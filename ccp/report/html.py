@@ -192,7 +192,7 @@ def stability_html(cells: pd.DataFrame) -> str:
          lambda c, s: f"median request {format_seconds(c['request_s_median'])}"),
         ("partial", "time budget: a prefix of the requests was measured and the rest extrapolated.",
          lambda c, s: f"{c['fraction_measured']:.0%} measured" if finite(c["fraction_measured"]) else ""),
-        ("truncated", "the stored I/O trace is capped (the counts are exact; the trace plot shows its start).",
+        ("truncated", "the stored file operations are capped (the counts are exact; their plot shows the start).",
          lambda c, s: ""),
     ]
     for key, text, detail in checks:
@@ -329,14 +329,14 @@ def build(run_dir: Path, self_contained: bool = False) -> Path:
     requests = load_parts(run_dir / "requests.parquet", ["cell_id", "pass", "phase", "request", "time_s"], lat_ids,
                           [("pass", ">=", 0), ("phase", "==", "request")])
     io_ids = load_parts(run_dir / "io.parquet", ["cell_id"])
-    picked = plots.trace_cells(cells, set(io_ids["cell_id"]) if io_ids is not None else set())
+    picked = plots.file_operation_cells(cells, set(io_ids["cell_id"]) if io_ids is not None else set())
     io = load_parts(run_dir / "io.parquet", ["cell_id", "seq", "kind", "mem_type", "offset"], list(picked["cell_id"]))
     lay = plots.storage_table(cells)
 
     figs, errors = {}, {}
     for key, fn, args in (("time", plots.time_per_cell, (cells, run_dir, run)), ("axis", plots.time_by_axis, (cells, labels, run_dir)),
                           ("heat", plots.heatmaps, (cells, run_dir)), ("lat", plots.latency, (cells, requests, run_dir)),
-                          ("model", plots.model_vs_measured, (cells, run_dir)), ("io", plots.io_trace, (picked, io, run_dir)),
+                          ("model", plots.model_vs_measured, (cells, run_dir)), ("io", plots.file_operations, (picked, io, run_dir)),
                           ("pareto", plots.storage_vs_time, (cells, run_dir, run)), ("storage", plots.storage, (lay, run_dir))):
         figs[key], errors[key] = _figure(fn, *args)
     heat, heat_left_out = figs["heat"] or ([], 0)
@@ -359,7 +359,7 @@ def build(run_dir: Path, self_contained: bool = False) -> Path:
     sections = [("summary", "Fastest and why"), ("tables", "Tables"), ("time", "Time"),
                 ("heatmaps", "Chunks x cache"), ("tradeoff", "Storage vs time"), ("requests", "Requests"), ("model", "Model"),
                 ("storage", "Storage"), ("traps", "Traps"), ("stability", "Stability"), ("cells", "All cells"),
-                ("run", "How it was run"), ("io", "I/O trace")]
+                ("run", "How it was run"), ("io", "File operations")]
     if not heat and not errors["heat"]:
         sections.remove(("heatmaps", "Chunks x cache"))
     if not figs["model"] and not errors["model"]:
@@ -468,8 +468,8 @@ def build(run_dir: Path, self_contained: bool = False) -> Path:
         note("Every read and write HDF5 sent to the file, by file offset, in order (seed 002's figures): one panel per layout "
              "and access pattern, slowest first. A staircase is chunks read in file order; flat runs of points are the same "
              "chunk read again and again; metadata reads (red x) are the chunk index and object headers."),
-        (f"<details><summary>I/O trace ({len(picked)} cells)</summary>{img(figs['io'], 'I/O trace')}</details>" if figs["io"]
-         else note("No I/O trace in this run" + (" (a quick run has no counted pass)." if run.quick else
+        (f"<details><summary>File operations ({len(picked)} cells)</summary>{img(figs['io'], 'File operations')}</details>" if figs["io"]
+         else note("No file operations in this run" + (" (a quick run has no counted pass)." if run.quick else
                                                   " (cells read over S3 have none: their GETs are counted instead)."
                                                   if (cells["storage"] == "s3").any() else "."))), errors["io"],
         (f"<footer>Written by ccp {esc(env.get('ccp', ''))} from {esc(run_dir)}. Schema version "

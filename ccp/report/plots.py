@@ -1,5 +1,5 @@
 """The report's figures (matplotlib, Agg): each function writes one PNG into the run folder and returns its
-file name, or None when the run has nothing to draw (a quick run has no trace, one cell has no heatmap).
+file name, or None when the run has nothing to draw (a quick run has no file operations, one cell has no heatmap).
 
 Every function takes cells prepared by ``ccp.report.data.prepare`` (columns label, cache_label, access_label).
 """
@@ -26,8 +26,8 @@ from ccp.units import format_bytes, format_count, format_seconds
 if TYPE_CHECKING:
     from matplotlib.typing import RcKeyType
 
-MAX_TRACE_POINTS = 20_000     # per cell and kind in the I/O trace plot; more are subsampled evenly
-MAX_TRACE_CELLS = 6
+MAX_OPERATION_POINTS = 20_000   # per cell and kind in the file-operations plot; more are subsampled evenly
+MAX_OPERATION_CELLS = 6
 MAX_LATENCY_CELLS = 16
 MAX_LATENCY_SAMPLES = 5_000   # request times per cell in the distribution
 MAX_BARS = 60                 # cells in the time-per-cell chart (the fastest and the slowest half each)
@@ -359,23 +359,23 @@ def model_vs_measured(cells: pd.DataFrame, out: Path) -> str | None:
         return _save(fig, out, "model_vs_measured.png")
 
 
-# ---------------------------------------------------------------------------------------------- I/O trace
+# -------------------------------------------------------------------------------------- file operations
 
-def trace_cells(cells: pd.DataFrame, with_io: set) -> pd.DataFrame:
-    """The cells whose traces are drawn: one per layout and access pattern, slowest and fastest first."""
+def file_operation_cells(cells: pd.DataFrame, with_io: set) -> pd.DataFrame:
+    """The cells whose file operations are drawn: one per layout and access pattern, slowest and fastest first."""
     ok = _ok(cells)
     ok = ok[ok["cell_id"].isin(with_io)].sort_values("time_s", ascending=False)
     ok = ok.drop_duplicates(["chunks", "filters", "op", "block", "order", "random"])
-    if len(ok) <= MAX_TRACE_CELLS:
+    if len(ok) <= MAX_OPERATION_CELLS:
         return ok
-    return pd.concat([ok.head(MAX_TRACE_CELLS - 1), ok.tail(1)])
+    return pd.concat([ok.head(MAX_OPERATION_CELLS - 1), ok.tail(1)])
 
 
 def _subsample(ops: pd.DataFrame, n: int) -> pd.DataFrame:
     return ops if len(ops) <= n else ops.iloc[np.linspace(0, len(ops) - 1, n).astype(int)]
 
 
-def io_trace(picked: pd.DataFrame, io: pd.DataFrame | None, out: Path) -> str | None:
+def file_operations(picked: pd.DataFrame, io: pd.DataFrame | None, out: Path) -> str | None:
     if io is None or io.empty or picked.empty:
         return None
     picked = picked[picked["cell_id"].isin(set(io["cell_id"]))]
@@ -394,7 +394,7 @@ def io_trace(picked: pd.DataFrame, io: pd.DataFrame | None, out: Path) -> str | 
             for kind, is_raw, color, marker, size, label in styles:
                 sel = ops[(ops["kind"] == kind) & (raw == is_raw)]
                 if len(sel):
-                    shown = _subsample(sel, MAX_TRACE_POINTS)
+                    shown = _subsample(sel, MAX_OPERATION_POINTS)
                     sub |= len(shown) < len(sel)
                     ax.scatter(shown["seq"], shown["offset"] / 2**20, s=size, color=color, marker=marker, linewidths=1,
                                label=f"{label} ({len(sel):,})", rasterized=len(shown) > 2000, zorder=3 if not is_raw else 2)
@@ -407,7 +407,7 @@ def io_trace(picked: pd.DataFrame, io: pd.DataFrame | None, out: Path) -> str | 
             ax.margins(x=0.01)
         axs[-1, 0].set_xlabel("file operation number in the counted pass")
         fig.suptitle("Every file-level operation of the counted pass: where in the file, in which order (seed 002)", fontsize=10)
-        return _save(fig, out, "io_trace.png")
+        return _save(fig, out, "io_trace.png")     # the name run folders and notebooks already use
 
 
 # ---------------------------------------------------------------------------------------------- storage

@@ -90,7 +90,7 @@ def _sample(passes: list, old: Sample) -> Sample:
     t = np.array([p[0] for p in passes], float)
     cpu = np.array([p[1] for p in passes], float)
     loads = [p[3] for p in passes if p[3] is not None]
-    return Sample(float(np.median(t)), t, np.zeros(0), old.n_requests, 0.0, True,
+    return Sample(float(np.median(t)), t, np.zeros(0), old.n_requests, True,
                   cpu=cpu if np.isfinite(cpu).all() else np.zeros(0), work=old.work,
                   contended=any(p[2] for p in passes), load=max(loads) if loads else float("nan"),
                   cpus=float(passes[0][4]) if passes and passes[0][4] is not None else float("nan"))

@@ -31,7 +31,6 @@ import pandas as pd
 
 THRESHOLD = 1.25         # a ratio of median pass times under this is a tie, however significant
 ALPHA = 0.05             # two-sided
-MIN_PASSES_FOR_U = 4     # with fewer passes per cell a U test on pass times cannot reach ALPHA (3 vs 3: p >= 0.1)
 MIN_PASSES_APART = 3     # "every pass apart" (wall and CPU) needs at least this many passes per cell
 EXACT_MAX = 20_000       # the exact U distribution is enumerated up to this many splits (C(n1 + n2, n1))
 WORK_COLUMNS = ("requests", "raw_reads", "raw_read_bytes", "raw_writes", "raw_write_bytes", "http_gets", "http_bytes")
@@ -50,7 +49,6 @@ class Sample:
     passes: np.ndarray                 # every timed pass's total, seconds (may be empty)
     requests: np.ndarray               # every timed request, seconds, all passes (may be empty)
     n_requests: float = float("nan")   # requests per pass
-    overhead_s: float = 0.0            # median open + close of a pass
     complete: bool = True              # False when extrapolated: the samples cover a prefix only
     firsts: np.ndarray = field(default_factory=lambda: np.zeros(0))   # each timed pass's first request (seed 004: the
     #                                    one that reads and decompresses a chunk the others then find in the cache)
@@ -342,8 +340,7 @@ def samples(run_dir: Path, cells: pd.DataFrame) -> dict[str, Sample]:
         g = groups.get(cid)
         m = {**machine_of(c), "cpu": cpus.get(cid, np.zeros(0))}
         if g is None or g.empty:
-            out[cid] = Sample(float(c["time_s"]), _passes_from_cells(c), np.zeros(0), _num(c.get("requests")), 0.0, complete,
-                              **m)
+            out[cid] = Sample(float(c["time_s"]), _passes_from_cells(c), np.zeros(0), _num(c.get("requests")), complete, **m)
             continue
         passes = g.groupby("pass")["time_s"].sum().to_numpy(float) if complete else _passes_from_cells(c)
         rq = g[g["phase"] == "request"]
@@ -352,11 +349,9 @@ def samples(run_dir: Path, cells: pd.DataFrame) -> dict[str, Sample]:
         if len(rest) > MAX_REQUEST_SAMPLES:
             rest = rng.choice(rest, MAX_REQUEST_SAMPLES, replace=False)
         r = np.concatenate([firsts, rest])
-        oc = g[g["phase"] != "request"].groupby("pass")["time_s"].sum()
         if len(m["cpu"]) != len(passes):
             m["cpu"] = np.zeros(0)
-        out[cid] = Sample(float(c["time_s"]), passes, r, _num(c.get("requests")), float(oc.median()) if len(oc) else 0.0,
-                          complete, firsts, **m)
+        out[cid] = Sample(float(c["time_s"]), passes, r, _num(c.get("requests")), complete, firsts, **m)
     return out
 
 
@@ -366,5 +361,5 @@ def _num(v) -> float:
 
 def from_cell(c) -> Sample:
     """A Sample from a cells row alone (no requests.parquet)."""
-    return Sample(_num(c.get("time_s")), _passes_from_cells(c), np.zeros(0), _num(c.get("requests")), 0.0,
+    return Sample(_num(c.get("time_s")), _passes_from_cells(c), np.zeros(0), _num(c.get("requests")),
                   str(c.get("status")) != "extrapolated", **machine_of(c))

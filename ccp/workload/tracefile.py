@@ -73,11 +73,6 @@ class Trace:
         return t[(t["kind"] == "call") & t["api"].isin(["DatasetID.read", "DatasetID.write", "fast_reader",
                                                           "Variable._get", "Variable._put"])]
 
-    @property
-    def events(self):
-        t = self.table
-        return t[t["kind"] == "event"]
-
     def layout(self, file: str, dataset: str) -> dict | None:
         for d in self.header.get("datasets", []):
             if d["file"] == file and d["dataset"] == dataset:

@@ -3,7 +3,7 @@
 The synthetic run is the quickstart's CrIS trap in miniature, with numbers shaped like the real thing: a
 gzip layout whose chunk is larger than the small cache is ~1000x slower when read by rows, plus a write
 cell, a failed cell, an unstable cell, a cell whose requests are too short to time, an extrapolated cell and
-one cell with a long I/O trace (subsampled in the plot).
+one cell with many file operations (subsampled in the plot).
 """
 
 from __future__ import annotations
@@ -159,9 +159,9 @@ def _request_part(cell: pd.Series, counted: bool) -> pd.DataFrame:
     return df[REQUEST_COLUMNS]
 
 
-def _io_part(cell: pd.Series, long_trace: int = 0) -> pd.DataFrame:
+def _io_part(cell: pd.Series, many_operations: int = 0) -> pd.DataFrame:
     """Metadata reads at the start, then one raw op per raw read/write, offsets walking chunk by chunk."""
-    nraw = int(long_trace or (cell["raw_reads"] + cell["raw_writes"]))
+    nraw = int(many_operations or (cell["raw_reads"] + cell["raw_writes"]))
     stored = int(cell["storage_bytes"] / max(int(cell["nchunks"]), 1))   # contiguous: one extent
     kind = "write" if cell["op"] == "write" else "read"
     meta = pd.DataFrame({"phase": "open", "request": -1, "kind": "read",
@@ -198,7 +198,7 @@ ENV = {"time": "2026-11-22T12:00:00+00:00", "host": "testhost", "cpu": "Test CPU
        "git_commit": "0123456789abcdef0123456789abcdef01234567", "git_dirty": False}
 
 
-def write_run(folder: Path, *, tables=True, quick: bool = False, long_trace: int = 60_000, cells: pd.DataFrame | None = None,
+def write_run(folder: Path, *, tables=True, quick: bool = False, many_operations: int = 60_000, cells: pd.DataFrame | None = None,
               name: str = "synthetic") -> Path:
     """A run folder as the engine writes it (schema.py): sweep.yaml, env.json, cells.csv/.parquet, requests/ and io/ parts."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -226,7 +226,7 @@ def write_run(folder: Path, *, tables=True, quick: bool = False, long_trace: int
             cell["repeats"] = 1
         _request_part(cell, counted=not quick).to_parquet(folder / "requests.parquet" / f"{cell['cell_id']}.parquet", index=False)
         if not quick:
-            _io_part(cell, long_trace if cell["cell_id"] == slowest else 0).to_parquet(
+            _io_part(cell, many_operations if cell["cell_id"] == slowest else 0).to_parquet(
                 folder / "io.parquet" / f"{cell['cell_id']}.parquet", index=False)
     return folder
 

@@ -23,7 +23,7 @@ def test_synthetic_report(synthetic_report, open_in_chromium):
     check(open_in_chromium(run / "report.html"), 8)
 
 
-@pytest.mark.slow       # ~15 CPU s; the quick-run page's text is test_report_page's test_quick_run_without_trace
+@pytest.mark.slow       # ~15 CPU s; the quick-run page's text is test_report_page's test_quick_run_without_counted_pass
 @pytest.mark.parametrize("quick", [True], ids=["quick-run"])
 def test_quick_run_report(make_run, open_in_chromium, quick):
     from ccp.report import write_report
@@ -48,12 +48,12 @@ def test_a_broken_image_is_caught(synthetic_report, open_in_chromium, tmp_path):
 
 
 def test_what_a_reader_sees_in_order(synthetic_report, open_in_chromium):
-    """Headline first, then the Table-8 tables, then the plots; the sweep and the long trace folded at the end."""
+    """Headline first, then the Table-8 tables, then the plots; the sweep and the many file operations folded at the end."""
     run, _ = synthetic_report
     seen = open_in_chromium(run / "report.html")
     s = seen["sections"]
     assert s[:3] == ["summary", "tables", "time"] and s.index("run") > s.index("cells") and s[-1] == "io"
-    assert "sweep.yaml" in seen["folded"] and any(f.startswith("I/O trace") for f in seen["folded"])
+    assert "sweep.yaml" in seen["folded"] and any(f.startswith("File operations") for f in seen["folded"])
 
 
 def test_no_headline_compares_different_access_patterns(synthetic_report, open_in_chromium):

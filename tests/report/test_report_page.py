@@ -48,9 +48,9 @@ def test_sweep_yaml_is_shown_folded_at_the_end(synthetic_report):
     page = synthetic_report[1]
     assert '<h2 id="run">' in page and "name: synthetic" in page and "tables:" in page
     assert "<details><summary>sweep.yaml</summary>" in page                  # folded, not open
-    # the page reads: headline, the Table-8 tables, plots; the sweep and the long trace at the end
+    # the page reads: headline, the Table-8 tables, plots; the sweep and the many file operations at the end
     order = [page.index(x) for x in ('id="summary"', 'id="tables"', 'id="time"', 'id="storage"', 'id="run"',
-                                     "<summary>sweep.yaml", 'id="io"', "<summary>I/O trace")]
+                                     "<summary>sweep.yaml", 'id="io"', "<summary>File operations")]
     assert order == sorted(order)
 
 
@@ -135,12 +135,12 @@ def test_no_tables_key_gives_automatic_pivots(make_run):
 
 
 @pytest.mark.slow   # a full report of a real run: make test-slow (CI); the page's parts have fast tests beside it
-def test_quick_run_without_trace(make_run):
+def test_quick_run_without_counted_pass(make_run):
     run = make_run(quick=True, tables=False)
     page = write_report(run).read_text()
     text = text_of(page)
     assert "io_trace.png" not in page and "heatmap_raw" not in page
-    assert "No I/O trace in this run" in text
+    assert "No file operations in this run" in text
     assert "its I/O counts were not measured" in text
     assert "quick run: 1 warm pass" in text
     assert "This is a quick run" in text and "(quick: 1 warm pass)" in text   # every time says how it was measured
@@ -196,13 +196,13 @@ def test_storage_overhead(filters, storage, nchunks, chunk_bytes, raw, padding):
     assert o["padding_ppm"] == pytest.approx(padding)
 
 
-def test_io_trace_subsamples_a_long_trace(synthetic_report):
+def test_file_operations_plot_subsamples_a_long_pass(synthetic_report):
     run, _ = synthetic_report
     io = pd.read_parquet(run / "io.parquet")
     sizes = io.groupby("cell_id").size()
-    assert sizes.max() > plots.MAX_TRACE_POINTS      # the fixture has one 60,000-op cell
-    sub = plots._subsample(io[io["cell_id"] == sizes.idxmax()].sort_values("seq"), plots.MAX_TRACE_POINTS)
-    assert len(sub) == plots.MAX_TRACE_POINTS and sub["seq"].is_monotonic_increasing
+    assert sizes.max() > plots.MAX_OPERATION_POINTS      # the fixture has one 60,000-op cell
+    sub = plots._subsample(io[io["cell_id"] == sizes.idxmax()].sort_values("seq"), plots.MAX_OPERATION_POINTS)
+    assert len(sub) == plots.MAX_OPERATION_POINTS and sub["seq"].is_monotonic_increasing
 
 
 def test_thresholds_are_the_ones_the_runner_flags_with():

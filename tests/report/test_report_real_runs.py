@@ -109,4 +109,4 @@ def test_quickstart_report_loads_in_a_real_browser(tmp_path, open_in_chromium):
     run_sweep(config, out=tmp_path / "run", work_dir=tmp_path / "work", quick=True, echo=lambda *a: None,
               report=write_report)
     seen = open_in_chromium(tmp_path / "run" / "report.html")
-    assert seen["broken"] == [] and seen["errors"] == [] and seen["images"] >= 4   # a quick run has no trace plots
+    assert seen["broken"] == [] and seen["errors"] == [] and seen["images"] >= 4   # a quick run has no file-operations plot

@@ -90,7 +90,7 @@ def test_s3_report_of_a_full_run_has_no_blank_template_and_no_quick_run(tmp_path
     s3 = cells["storage"] == "s3"
     run = write_run(tmp_path / "run", cells=cells.assign(raw_reads=cells["raw_reads"].fillna(0),
                                                            raw_writes=cells["raw_writes"].fillna(0)), tables=False)
-    cells.to_csv(run / "cells.csv", index=False)     # S3 cells: no counted pass, no counts, no I/O trace
+    cells.to_csv(run / "cells.csv", index=False)     # S3 cells: no counted pass, no counts, no file operations
     cells.to_parquet(run / "cells.parquet", index=False)
     for cid in cells.loc[s3, "cell_id"]:
         (run / "io.parquet" / f"{cid}.parquet").unlink()

@@ -40,7 +40,7 @@ def _sample(t, n=200, spread=0.2, seed=0, passes=3, complete=True):
     rng = np.random.default_rng(seed)
     req = t / n * rng.lognormal(0, spread, n * passes)
     tot = req.reshape(passes, n).sum(axis=1)
-    return Sample(float(np.median(tot)), tot, req, float(n), 0.0, complete)
+    return Sample(float(np.median(tot)), tot, req, float(n), complete)
 
 
 W = (("requests", 2160.0), ("raw_reads", 8.0), ("raw_read_bytes", 800_000.0))          # a cell's I/O counts
@@ -51,7 +51,7 @@ CPU = np.array([0.98, 1.00, 0.97])
 
 def _s(passes, cpu=(), work=W, contended=False, load=float("nan")):
     passes = np.asarray(passes, float)
-    return Sample(float(np.median(passes)), passes, np.zeros(0), 2160.0, 0.0, True, cpu=np.asarray(cpu, float),
+    return Sample(float(np.median(passes)), passes, np.zeros(0), 2160.0, True, cpu=np.asarray(cpu, float),
                   work=work, contended=contended, load=load, cpus=2.0)
 
 
