@@ -20,7 +20,7 @@ from ccp.repack.decide import _h5_message, _layout_of, _Planner, _Target
 from ccp.repack.pipeline import ChunkPipeline
 from ccp.repack.plan import chunks_in, plan_slabs
 from ccp.repack.readback import WrittenChunks
-from ccp.repack.rechunk import PENDING_PER_THREAD, PassPlan, choose_stages, plan_pass
+from ccp.repack.rechunk import PassPlan, choose_stages, pass_room, pending_chunks, plan_pass
 
 # ------------------------------------------------------------------ reading the source
 
@@ -246,6 +246,7 @@ class DatasetWriter:
         self.tgt = tgt
         self.pool = pool
         self.buffer = buffer_bytes
+        self.buffer_used = 0    # the hyperslab buffer this copy allocated (0: none, the pipeline's chunk by chunk)
         self.progress = progress
         self.threads = pool._max_workers
         dcpl = planner.make_dcpl(src_ds, tgt.layout, None if tgt.keep_filters else tgt.new_pipeline)
@@ -265,6 +266,7 @@ class DatasetWriter:
         self.planner = planner
         self.pass_plan: PassPlan | None = None
         self.staged = False   # a stage of a multi-stage copy (or its last pass): never staged again
+        self.final_chunks: tuple | None = None   # a stage's: the chunks of the copy's last pass (its read-back's)
 
     def advance(self, nbytes):
         if self.progress is not None and nbytes:
@@ -300,6 +302,7 @@ class DatasetWriter:
         tgt = self.tgt
         chunks = tgt.layout.chunks if tgt.layout.kind == "chunked" else None
         plan = plan_slabs(tgt.shape, chunks, max(1, tgt.itemsize), self.buffer)
+        self.buffer_used = plan.slab_bytes
         if chunks is not None:
             # keep a whole destination chunk in the chunk cache while element blocks fill it
             chunk_bytes = math.prod(chunks) * tgt.itemsize
@@ -339,11 +342,12 @@ class DatasetWriter:
         budget = getattr(self.planner, "budget", None)
         if budget is not None and self.src.chunks is not None and len(self.src.chunks) == len(chunks):
             # the rechunk plan (ccp repack --plan shows the same): buffer and cache within --memory
-            self.pass_plan = plan_pass(tgt.shape, self.src.chunks, chunks, tgt.itemsize, budget.room(),
+            room = pass_room(budget, self.final_chunks or chunks, tgt.itemsize, self.threads)
+            self.pass_plan = plan_pass(tgt.shape, self.src.chunks, chunks, tgt.itemsize, room,
                                        self.threads, budget.buffer_bytes)
             buffer, cache = self.pass_plan.buffer_bytes, self.pass_plan.cache_bytes
             if self.pass_plan.rereads and not self.staged:
-                stages = choose_stages(tgt.shape, self.src.chunks, chunks, tgt.itemsize, budget.room(), self.threads)
+                stages = choose_stages(tgt.shape, self.src.chunks, chunks, tgt.itemsize, room, self.threads)
                 if stages:
                     return self.run_staged(stages)
         reader = self._reader = _SourceReader(self.src, self.pool, cache)
@@ -355,8 +359,8 @@ class DatasetWriter:
         plan = plan_slabs(tgt.shape, chunks, tgt.itemsize, max(buffer, math.prod(chunks) * tgt.itemsize))
         written = tgt.written = WrittenChunks()
         # a few encoded chunks per thread in flight: enough to keep every thread busy, little memory
-        max_pending = PENDING_PER_THREAD * self.threads + 2
-        if reader.python_decoded:
+        max_pending = self.pass_plan.pending if self.pass_plan is not None else pending_chunks(self.threads)
+        if reader.python_decoded:    # no hyperslab in memory: target chunks one by one in the pool
             pipe = ChunkPipeline(reader, self.pool, self.dsid, chunks, encode, written, self.advance, max_pending)
             try:
                 pipe.run(plan, cache)
@@ -364,6 +368,7 @@ class DatasetWriter:
                 self.slabs += pipe.bands
             return
         fill = reader.fill
+        self.buffer_used = plan.slab_bytes
         pending: deque = deque()
         dsid = self.dsid
 
@@ -422,6 +427,7 @@ class DatasetWriter:
                 stage = DatasetWriter(source, files[-1], b"stage", None, stage_tgt, self.planner, self.pool,
                                       self.buffer, None)
                 stage.staged = True
+                stage.final_chunks = self.tgt.layout.chunk_shape
                 stage.run()
                 source = stage.dst
             self.tgt.notes.append("copied in " + str(len(stages) + 1) + " passes through "

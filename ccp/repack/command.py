@@ -285,8 +285,23 @@ def _repack_one(infile, outfile, opts, buffer_bytes, threads, deflate, dry_run, 
         click.echo(note)
     click.echo(f"{os.path.basename(result.src)} ({format_bytes(result.in_bytes)}) -> {result.dst} "
                f"({format_bytes(result.out_bytes)}) in {format_seconds(result.seconds)}: "
-               f"{len(changed)} dataset(s) repacked, {len(kept)} copied, "
-               f"{result.threads} thread(s), {format_bytes(result.buffer_bytes)} buffer")
+               f"{len(changed)} dataset(s) repacked, {len(kept)} copied, {result.threads} thread(s)"
+               + _memory_used(result))
+
+
+def _memory_used(result) -> str:
+    """What the copy really held: the largest hyperslab buffer it allocated (none: the fast path goes chunk by
+    chunk) and the process's peak resident memory against --memory."""
+    from ccp.units import format_bytes
+
+    used = max([d.buffer_bytes for d in result.repacked] + [0])
+    text = f", {format_bytes(used)} hyperslab buffer" if used else \
+        (", no hyperslab buffer (chunk by chunk)" if result.repacked else "")
+    if result.peak_rss_bytes:
+        text += f", peak memory {format_bytes(result.peak_rss_bytes)}"
+        if result.memory_bytes is not None:
+            text += f" of --memory {format_bytes(result.memory_bytes)}"
+    return text
 
 
 class _Terminated(SystemExit):

@@ -12,10 +12,11 @@ Changed datasets are written in hyperslabs of whole destination chunks within a 
 buffer (:mod:`ccp.repack.plan`, seed 003), by one of two paths (:mod:`ccp.repack.chunks`):
 
 * fast path, for fixed-size datatypes without references (numbers, fixed strings,
-  compounds, arrays, enums, opaque...): source chunks are read raw and decoded in Python
-  (or read through the library in the file datatype when their filters have no Python
-  decoder), destination chunks are padded with the fill value's bytes, encoded by
-  :mod:`ccp.hdf5.filters.codecs` in a thread pool and written raw.
+  compounds, arrays, enums, opaque...): source chunks are read raw and decoded in Python,
+  each destination chunk one task in a thread pool that decodes its source chunks, places
+  them, pads with the fill value's bytes and encodes it (:mod:`ccp.repack.pipeline`), then
+  written raw; sources whose filters have no Python decoder are read through the library
+  in the file datatype, a hyperslab at a time.
 * library path: hyperslabs read and written by HDF5 with the file datatype as memory type.
   Used for variable-length data and references (they live outside the chunks), filters
   without an exact Python encoder, contiguous and compact destinations, chunks larger than
@@ -49,7 +50,7 @@ from ccp.repack.compare import verify_written
 from ccp.repack.decide import _h5_message, _Planner
 from ccp.repack.options import CONTIGUOUS, as_layout, normalise_path
 from ccp.repack.plan import DEFAULT_BUFFER_BYTES
-from ccp.repack.rechunk import MemoryBudget, choose_stages, plan_pass
+from ccp.repack.rechunk import MemoryBudget, check_memory, choose_stages, copy_floor, pass_room, plan_pass
 from ccp.repack.results import DatasetResult, RepackResult, page_size_notes
 from ccp.repack.tree import _Repacker, describe
 from ccp.units import format_bytes
@@ -135,10 +136,44 @@ def _stage_bytes(ds, tgt, budget: MemoryBudget, threads: int) -> int:
     chunks = tgt.layout.chunk_shape
     if len(ds.chunks) != len(chunks) or tuple(ds.chunks) == tuple(chunks):
         return 0
-    room = budget.room()
+    room = pass_room(budget, chunks, tgt.itemsize, threads)
     if not plan_pass(tgt.dims, ds.chunks, chunks, tgt.itemsize, room, threads, budget.buffer_bytes).rereads:
         return 0
     return len(choose_stages(tgt.dims, ds.chunks, chunks, tgt.itemsize, room, threads)) * tgt.raw_bytes
+
+
+def memory_needs(fin: h5py.File, targets, threads: int) -> list[tuple[str, int]]:
+    """``(path, least memory beyond the process)`` of each dataset the fast path rewrites from a chunked source
+    onto a chunk grid (:func:`ccp.repack.rechunk.copy_floor`): what ``--memory`` must leave room for."""
+    out = []
+    for t in targets:
+        if not t.changed or t.method != "fast" or t.layout.kind != "chunked" or not t.shape:
+            continue
+        src_chunks = fin[t.path].chunks
+        if src_chunks is not None and len(src_chunks) == len(t.layout.chunk_shape):
+            out.append((t.path, copy_floor(t.dims, src_chunks, t.layout.chunk_shape, t.itemsize, threads)))
+    return out
+
+
+def _check_memory(fin: h5py.File, targets, memory_bytes: int, threads: int) -> None:
+    from ccp.repack import rechunk  # its process_rss, looked up when called (a test stands in for it)
+
+    check_memory(memory_bytes, rechunk.process_rss(), memory_needs(fin, targets, threads))
+
+
+def peak_rss() -> int:
+    """This process's peak resident memory so far (bytes): the kernel's VmHWM of this program (getrusage's
+    ru_maxrss also counts the pages of the process it was forked from, before exec)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):  # pragma: no cover - not Linux
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def _check_free_space(dst: str, needed: int) -> None:
@@ -191,9 +226,11 @@ def repack(src, dst, layouts=None, filters=None, *, buffer_bytes: int = DEFAULT_
     (the ``deflate`` package: ~3x faster, equally valid streams) or "auto" (libdeflate if installed).
     ``file_space``: the copy's file-space strategy (``ccp.config.storage.FileSpace``, e.g. paged aggregation
     with 4 MiB pages: a cloud-optimized copy, h5repack's ``-S PAGE -G 4194304``); None keeps the source's.
-    ``memory_bytes``: peak memory of the copy (``--memory``); chunked-to-chunked copies then take their
-    hyperslab buffer (``buffer_bytes`` unless it is the default) and source chunk cache from the rechunk
-    plan (:mod:`ccp.repack.rechunk`) so that each source chunk is read once where the budget allows.
+    ``memory_bytes``: peak memory of the process (``--memory``); chunked-to-chunked copies then take their
+    bands (``buffer_bytes`` unless it is the default), chunks in flight and source chunk cache from the rechunk
+    plan (:mod:`ccp.repack.rechunk`) so that each source chunk is read once where the budget allows; a budget
+    below what the process holds plus the least a copy and its read-back need is refused (``ConfigError``
+    naming ``--memory`` and that floor) before anything is written.
     """
     t0 = time.perf_counter()
     src, dst = _check_paths(src, dst, dry_run)
@@ -227,6 +264,8 @@ def repack(src, dst, layouts=None, filters=None, *, buffer_bytes: int = DEFAULT_
                     results.append(tgt.result(estimated_bytes=est))
                 return RepackResult(src, dst, time.perf_counter() - t0, True, threads, buffer_bytes,
                                     in_bytes, None, tuple(sorted(results, key=lambda r: r.path)))
+            if memory_bytes is not None:
+                _check_memory(fin, rp.targets.values(), int(memory_bytes), threads)
             remove_stale_temps(dst)
             _check_free_space(dst, _needed_bytes(in_bytes, rp.targets.values(), fin, getattr(planner, "budget", None),
                                                  threads) + _METADATA_SLACK)
@@ -259,7 +298,7 @@ def repack(src, dst, layouts=None, filters=None, *, buffer_bytes: int = DEFAULT_
                             if counts.not_remapped else ""))
         return RepackResult(src, dst, time.perf_counter() - t0, False, threads, buffer_bytes, in_bytes,
                             os.path.getsize(dst), tuple(sorted(by_path.values(), key=lambda r: r.path)),
-                            tuple(notes))
+                            tuple(notes), peak_rss(), memory_bytes)
     except Exception as exc:
         if low.is_enospc(exc):
             raise CcpError(f"OUT {dst}: no space left on the device while writing; nothing written") from None

@@ -28,15 +28,27 @@ from ccp.errors import CcpError
 from ccp.hdf5.filters import codecs, pipeline_from_dcpl
 from ccp.repack.chunks import _SourceReader
 from ccp.repack.decide import _h5_message, _Planner
-from ccp.repack.plan import Slab
+from ccp.repack.pipeline import timed_target
+from ccp.repack.plan import DEFAULT_BUFFER_BYTES, Slab, plan_slabs
 from ccp.repack.readback import SAMPLED_CHUNKS
-from ccp.repack.rechunk import MemoryBudget, choose_stages, plan_pass, process_rss
+from ccp.repack.rechunk import (
+    MemoryBudget,
+    check_memory,
+    choose_stages,
+    io_ops,
+    pass_room,
+    plan_pass,
+    process_rss,
+    readback_bytes,
+)
 from ccp.repack.tree import _Repacker
 
 # main-thread seconds per source chunk read and per target chunk written (index walk, slicing, the
 # write call), measured on the 6458 benchmark with cProfile (0.35 s for 10,000 source chunks)
 SECONDS_PER_SOURCE_CHUNK = 30e-6
 SECONDS_PER_TARGET_CHUNK = 300e-6
+# the pipeline's main thread per target chunk: submitting its task, write_direct_chunk of its encoding
+SECONDS_PER_TARGET_WRITE = 150e-6
 # the read-back's main-thread seconds per target chunk (read_direct_chunk through the reopened file's index)
 SECONDS_PER_READBACK_CHUNK = 60e-6
 # H5Ocopy of a dataset that does not change, bytes per second (raw chunks copied by the library)
@@ -180,6 +192,32 @@ def _rates(ds, reader: _SourceReader, encode, decode_out, target_chunks) -> _Rat
     return _Rates(decode_rate, encode_rate, decode_out_rate, region, under)
 
 
+def _pipeline_rates(reader, encode, dst_chunks, tgt) -> dict[str, float]:
+    """CPU seconds of the pipeline's stages (:func:`ccp.repack.pipeline.timed_target`) on up to three target
+    chunks of the dataset (a quarter, half and three quarters into its grid; each at most _SAMPLE_BYTES),
+    median of three rounds: per source chunk read (``decode``), per target byte (``place``, ``encode``), per
+    piece listed (``list``)."""
+    shape = tgt.shape
+    grid = [-(-d // c) for d, c in zip(shape, dst_chunks)]
+    total = math.prod(grid)
+    plan = plan_slabs(shape, dst_chunks, tgt.itemsize, DEFAULT_BUFFER_BYTES)
+    sums = {"list": 0.0, "decode": 0.0, "place": 0.0, "encode": 0.0, "pieces": 0, "bytes": 0}
+    for flat in sorted({total // 4, total // 2, 3 * total // 4}):
+        off = tuple(int(i) * c for i, c in zip(np.unravel_index(flat, grid), dst_chunks))
+        count = [min(c, d - o) for c, d, o in zip(dst_chunks, shape, off)]
+        for i in range(len(count)):   # at most _SAMPLE_BYTES: fewer rows of the chunk
+            if math.prod(count) * tgt.itemsize > _SAMPLE_BYTES:
+                count[i] = max(1, _SAMPLE_BYTES // (math.prod(count[i + 1:]) * tgt.itemsize))
+        rounds = [timed_target(reader, dst_chunks, encode, off, tuple(count), plan) for _ in range(3)]
+        for key in ("list", "decode", "place", "encode"):
+            sums[key] += statistics.median(r[key] for r in rounds)
+        sums["pieces"] += rounds[0]["pieces"]
+        sums["bytes"] += rounds[0]["bytes"]
+    pieces, nbytes = max(1, sums["pieces"]), max(1, sums["bytes"])
+    return {"list": sums["list"] / pieces, "decode": sums["decode"] / pieces, "place": sums["place"] / nbytes,
+            "encode": sums["encode"] / nbytes}
+
+
 def _readback_cost(tgt, src_chunks, dst_chunks, target_chunks: int, rates: _Rates) -> tuple[float, float]:
     """(main-thread CPU seconds, codec-thread CPU seconds) of the read-back (:mod:`ccp.repack.readback`):
     every target chunk read through HDF5's index and decoded again in the threads; the sampled target
@@ -241,6 +279,10 @@ def forecast_repack(src, layouts=None, filters=None, *, memory_bytes: int, buffe
         rp.survey()
         startup = process_seconds()  # what the copy spends too before its first chunk (the plan's sampling is not)
         base = process_rss()
+        from ccp.repack.copy import memory_needs
+
+        # a budget the copy cannot meet is refused here as the copy refuses it
+        check_memory(budget.memory_bytes, base, memory_needs(fin, rp.targets.values(), threads))
         eff, main_share = measured_cores(threads)
         out = []
         for tgt in sorted(rp.targets.values(), key=lambda t: t.path):
@@ -277,6 +319,10 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, eff:
         rates = _rates(ds, reader, encode, decode_out, dst_chunks)
         dec, enc = rates.decode, rates.encode
         stored = len(reader.stored)
+        stages_cpu = None
+        if (tgt.method == "fast" and dst_chunks is not None and src_chunks is not None and reader.python_decoded
+                and len(src_chunks) == len(dst_chunks) and src_chunks != dst_chunks and reader.stored):
+            stages_cpu = _pipeline_rates(reader, encode, dst_chunks, tgt)
     finally:
         reader.close()
     mb = lambda r: round(1e-6 / r, 1) if r else 0.0  # noqa: E731
@@ -289,7 +335,7 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, eff:
                                or 32 * 1024 * 1024, 0, (), stored, stored, tgt.stored_bytes, written,
                                base + 2 * (budget.buffer_bytes or 32 * 1024 * 1024), round(secs, 3), mb(dec), mb(enc),
                                (), "the library path: a rough estimate")
-    room = budget.room()
+    room = pass_room(budget, dst_chunks, tgt.itemsize, threads)
     pp = plan_pass(tgt.shape, src_chunks, dst_chunks, tgt.itemsize, room, threads, budget.buffer_bytes)
     count = pp.count
     if src_chunks == dst_chunks:   # same grid, new filters: each chunk decoded and re-encoded alone
@@ -297,18 +343,27 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, eff:
         reads, peak = stored, base + (2 * threads + 2) * 2 * math.prod(dst_chunks) * tgt.itemsize
         block: tuple[int, ...] = dst_chunks
     else:
-        order = (f"hyperslabs of whole target chunks, {'x'.join(map(str, pp.block))} elements each, in C order; "
-                 f"source chunks decoded once per hyperslab they touch, kept while a later one needs them")
+        order = (f"target chunks one task each, in C order within bands of {'x'.join(map(str, pp.block))} elements "
+                 f"(no band held in memory); a source chunk is decoded once per band, kept for a later band while "
+                 f"the cache has room, shared by the tasks that need it")
         reads = round(count.chunk_reads * stored / count.source_chunks) if count.source_chunks else 0
         block = pp.block
-        slab_bytes = math.prod(min(b, d) for b, d in zip(pp.block, tgt.shape)) * tgt.itemsize
-        inflight = (2 * threads + 2) * 2 * math.prod(dst_chunks) * tgt.itemsize
-        peak = base + slab_bytes + count.peak_cache_bytes + inflight + 2 * threads * math.prod(src_chunks) * tgt.itemsize
+        peak = base + pp.inflight_bytes + pp.shared_bytes + count.peak_cache_bytes
+    peak += readback_bytes(dst_chunks, tgt.itemsize, threads)
     src_chunk_raw = math.prod(src_chunks) * tgt.itemsize
-    codec = reads * src_chunk_raw * dec + tgt.raw_bytes * enc
-    main = (reads * SECONDS_PER_SOURCE_CHUNK + count.target_chunks * SECONDS_PER_TARGET_CHUNK) / main_share
     rb_serial, rb_parallel = _readback_cost(tgt, src_chunks, dst_chunks, count.target_chunks, rates)
-    secs = main + rb_serial / main_share + (codec + rb_parallel) / eff
+    if stages_cpu is not None:
+        # the pipeline (ccp.repack.pipeline): the threads run every task's stages, the main thread lists
+        # pieces and writes; both share the cores the threads get
+        worker = (reads * stages_cpu["decode"] + tgt.raw_bytes * (stages_cpu["place"] + stages_cpu["encode"]))
+        main_cpu = (io_ops(tgt.shape, src_chunks, dst_chunks) * stages_cpu["list"]
+                    + count.target_chunks * SECONDS_PER_TARGET_WRITE)
+        tail = worker / max(1, count.target_chunks) * (threads - 1) / max(eff, 1e-3)   # the last tasks, unevenly shared
+        secs = max(main_cpu / main_share, (worker + main_cpu) / eff) + tail + rb_serial / main_share + rb_parallel / eff
+    else:
+        codec = reads * src_chunk_raw * dec + tgt.raw_bytes * enc
+        main = (reads * SECONDS_PER_SOURCE_CHUNK + count.target_chunks * SECONDS_PER_TARGET_CHUNK) / main_share
+        secs = main + rb_serial / main_share + (codec + rb_parallel) / eff
     avg_stored = tgt.stored_bytes / stored if stored else 0
     stages: tuple = ()
     note = ""

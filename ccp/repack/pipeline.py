@@ -32,7 +32,7 @@ from ccp.repack.plan import chunks_in
 class _Shared:
     """One decode of a source chunk that several target chunks (or bands) use."""
 
-    __slots__ = ("off", "users", "claimed", "ready", "chunk", "error", "last_band")
+    __slots__ = ("off", "users", "claimed", "ready", "chunk", "error", "last_band", "held")
 
     def __init__(self, off: tuple[int, ...], last_band: int):
         self.off = off
@@ -42,6 +42,7 @@ class _Shared:
         self.chunk: np.ndarray | None = None
         self.error: BaseException | None = None
         self.last_band = last_band  # the last band whose target chunks need it (kept in the cache until then)
+        self.held = True            # the main thread's hold, dropped once it has listed the chunk's last user
 
 
 class ChunkPipeline:
@@ -85,6 +86,11 @@ class ChunkPipeline:
                 raise cell.error
         assert cell.chunk is not None
         return cell.chunk
+
+    def _drop_hold(self, cell: _Shared) -> None:
+        if cell.held:
+            cell.held = False
+            self._release(cell)
 
     def _release(self, cell: _Shared) -> None:
         with self.lock:
@@ -133,19 +139,19 @@ class ChunkPipeline:
                     count = tuple(min(c, d - o) for c, d, o in zip(chunks, shape, off))
                     nbytes = math.prod(count) * itemsize
                     pieces, pad = self._pieces(off, count, band_index, plan, band_cells, src_chunk_bytes,
-                                               cache_budget)
+                                               cache_budget, band)
                     if not pieces:    # no source chunk allocated under it: never written, reads as the fill value
                         self.advance(nbytes)
                         continue
                     pieces.sort(key=lambda p: stored[p[0]][0])   # the file's order: neighbouring preads
                     pending.append((off, self.pool.submit(self._target, off, pieces, pad), nbytes))
                     write_ready(self.max_pending)
-                # the main thread's holds: a cell no later band needs goes when its last task has placed it
+                # the holds left (a cell whose last user in this band had nothing to write)
                 for src_off, cell in band_cells.items():
                     if src_off not in self.cache:
-                        self._release(cell)
+                        self._drop_hold(cell)
                 for src_off in [o for o, c in self.cache.items() if c.last_band <= band_index]:
-                    self._release(self.cache.pop(src_off))
+                    self._drop_hold(self.cache.pop(src_off))
                     self.cache_bytes -= src_chunk_bytes
             write_ready(0)
         finally:
@@ -168,9 +174,13 @@ class ChunkPipeline:
         return found
 
     def _pieces(self, off, count, band_index: int, plan, band_cells: dict, src_chunk_bytes: int,
-                cache_budget: int) -> tuple[list, bool]:
+                cache_budget: int, band=None) -> tuple[list, bool]:
         """The target chunk at ``off``'s pieces ``(source offset, cell or None, target slices, source
-        slices)`` and whether it needs padding with the fill value."""
+        slices)`` and whether it needs padding with the fill value.
+
+        The main thread holds a shared cell until it has listed the cell's last user: in this band (a cell
+        no later band keeps), the target chunk holding the source chunk's far corner within the band (the
+        last of a box of target chunks in C order); a cell the cache keeps, the same in its last band."""
         reader = self.reader
         src_chunks, shape, stored = reader.chunks, reader.shape, reader.stored
         pad = count != self.chunks
@@ -203,6 +213,11 @@ class ChunkPipeline:
             with self.lock:
                 cell.users += 1
             pieces.append((src_off, cell, dst_sl, src_sl))
+            if band is not None and cell.last_band == band_index:
+                corner = (min(o + c, d, b0 + bn) - 1 for o, c, d, b0, bn in
+                          zip(src_off, src_chunks, shape, band.start, band.count))
+                if all(o <= x < o + n for x, o, n in zip(corner, off, count)):
+                    self._drop_hold(cell)    # (the cache counts it till the band's end, as the plan does)
         return pieces, pad
 
 

@@ -27,6 +27,7 @@ class DatasetResult:
     estimated_bytes: int | None = None    # dry run: sampled estimate of the new storage
     seconds: float = 0.0
     hyperslabs: int = 0
+    buffer_bytes: int = 0  # the hyperslab buffer the copy allocated (0: none, chunk by chunk)
     notes: tuple[str, ...] = ()
     deflate: str = ""      # gzip encoder on the fast path: "zlib" | "libdeflate"; "hdf5" on the library path
 
@@ -47,6 +48,8 @@ class RepackResult:
     out_bytes: int | None
     datasets: tuple[DatasetResult, ...] = field(default_factory=tuple)
     notes: tuple[str, ...] = ()    # file-wide: references remapped ...
+    peak_rss_bytes: int = 0        # the process's peak resident memory when the copy ended (0: not measured)
+    memory_bytes: int | None = None   # --memory, when given
 
     @property
     def repacked(self) -> tuple[DatasetResult, ...]:

@@ -235,7 +235,7 @@ class _Repacker:
         _copy_attrs(src_ds, writer.dst)
         stored = writer.dst.id.get_storage_size()
         self.results.append(tgt.result(new_stored_bytes=stored, seconds=time.perf_counter() - t0,
-                                       hyperslabs=writer.slabs))
+                                       hyperslabs=writer.slabs, buffer_bytes=writer.buffer_used))
 
 
 def _ocopy(sgrp, dgrp, name: bytes, cset: int, path: str) -> None:
