@@ -23,8 +23,11 @@ Per workload (a dataset, a weighted mix of access patterns, its filter and its c
   and per contender the geometric mean over the workloads.
 
 Every number is measured on this machine,
-whose load the output states; ``--quick`` keeps each dataset to a few MiB so that the whole league
-runs in about twenty minutes on a busy 2-core machine.
+whose load the output states; ``--quick`` keeps each dataset to a few MiB: the whole league then runs in
+50-60 minutes on the shared 2-core machine at load average 12-21.
+
+Below the table, the noise the machine put into tune's own measurements: each layout tune measured twice
+(its first round, then its runoff, minutes apart), as the ratio of the two.
 """
 
 from __future__ import annotations
@@ -360,6 +363,7 @@ def run_workload(name: str, w: dict, args, out: Path, work: Path) -> dict:
                        "from": [k for k, v in picks.items() if chunk_text(v) == oracle_key] or ["grid"]},
             "tune": {"cache_nbytes": rec["cache_nbytes"], "cache_nslots": rec["cache_nslots"], "why": rec["why"],
                      "predicted_s": rec["predicted_s"], "measured_in_tune_s": rec["measured_s"],
+                     "measured_passes": rec.get("measured_passes"), "measured_in_choice_s": rec.get("measured_in_choice_s"),
                      "predicted_before_runoff_s": rec.get("predicted_before_runoff_s"),
                      "measured_in_grid_s": applied["time_s"],
                      "prices": r.get("prices"), "wall_s": t_tune},
@@ -383,7 +387,31 @@ def table(results: list[dict]) -> list[str]:
     return lines
 
 
-def verdict(results: list[dict]) -> list[str]:
+def remeasured(results: list[dict], root: Path | None) -> list[str]:
+    """Each layout tune measured in its first round and again in its runoff (same layout, same cache,
+    minutes apart): runoff / first round, from each workload's tune.json under ``root``."""
+    if root is None:
+        return []
+    ratios, per = [], []
+    for r in results:
+        path = root / r["workload"] / "tune" / "tune.json"
+        if not path.exists():
+            continue
+        rows = [c for c in json.loads(path.read_text())["contenders"]
+                if c.get("runoff") and c.get("first_measured_s") and c.get("measured_s")]
+        xs = [c["measured_s"] / c["first_measured_s"] for c in rows]
+        ratios += xs
+        if xs:
+            per.append(f"{r['workload']} {min(xs):.2f}-{max(xs):.2f}")
+    if not ratios:
+        return []
+    off = sum(not 1 / 1.25 <= x <= 1.25 for x in ratios)
+    return [f"the same layout measured twice in tune (runoff / first round, minutes apart): {len(ratios)} layouts, "
+            f"median {float(np.median(ratios)):.2f}, range {min(ratios):.2f}-{max(ratios):.2f}, {off} outside 1.25x "
+            f"({'; '.join(per)})"]
+
+
+def verdict(results: list[dict], root: Path | None = None) -> list[str]:
     tune_r = [r["ratio"]["ccp tune"] for r in results]
     within = sum(x <= 1.10 for x in tune_r)
     gm = {c: geomean(r["ratio"][c] for r in results) for c in CONTENDERS}
@@ -401,7 +429,8 @@ def verdict(results: list[dict]) -> list[str]:
             f"({', '.join(f'{x:.2f}' for x in pm)})",
             f"tune's pick, predicted before its runoff / measured in tune: {_within(results, 'predicted_before_runoff_s', 'measured_in_tune_s')}",
             f"tune's pick, predicted / measured in the league's sweep: {_within(results, 'predicted_s', 'measured_in_grid_s')}",
-            "tune's wall time per workload: " + ", ".join(f"{r['tune']['wall_s']:.0f}" for r in results) + " s"]
+            "tune's wall time per workload: " + ", ".join(f"{r['tune']['wall_s']:.0f}" for r in results) + " s",
+            *remeasured(results, root)]
 
 
 def _within(results: list[dict], pred: str, meas: str) -> str:
@@ -426,7 +455,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.table:
         results = json.loads(args.table.read_text())["results"]
-        print("\n".join(table(results) + verdict(results)))
+        print("\n".join(table(results) + verdict(results, args.table.parent)))
         return
     args.cell_budget = args.cell_budget or (20.0 if args.quick else 60.0)
     args.tune_budget = args.tune_budget or (20.0 if args.quick else 60.0)
@@ -449,7 +478,7 @@ def main() -> None:
         (out / "league.json").write_text(json.dumps({"results": results, "quick": args.quick}, indent=2, default=str))
     wall = time.perf_counter() - t_all
     gm = {c: geomean(r["ratio"][c] for r in results) for c in CONTENDERS}
-    lines = table(results) + verdict(results) + [f"wall {wall / 60:.1f} min, load average at the end {os.getloadavg()}"]
+    lines = table(results) + verdict(results, out) + [f"wall {wall / 60:.1f} min, load average at the end {os.getloadavg()}"]
     (out / "league.md").write_text("\n".join(lines) + "\n")
     (out / "league.json").write_text(json.dumps({"results": results, "quick": args.quick, "wall_s": wall,
                                                  "geomeans": gm}, indent=2, default=str))

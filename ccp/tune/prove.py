@@ -95,6 +95,32 @@ def per_cell_budget(budget: float, cells: int, repeats: int) -> float | None:
     return max(MIN_CELL_BUDGET, budget / max(1, cells) / (repeats + 1)) if budget else None
 
 
+PASS_SLACK = 4.0           # a pass gets this many times the model's time of its pattern (the probes' prices ran 2-4x low)
+CONTENDS_WITHIN = 3.0      # layouts predicted within this of the best get whole passes; a prefix shows the rest lose
+
+
+def whole_pass_budgets(contenders, items, source, costs, repeats: int, floor: float | None, cap: float) -> dict:
+    """{contender key: cell budget} for the layouts predicted within :data:`CONTENDS_WITHIN` of the best:
+    room for ``repeats`` whole passes and the traced one of the contender's slowest pattern as the model
+    prices it, :data:`PASS_SLACK` times over, between ``floor`` and ``cap``. The sweep engine gives each
+    pass an equal share of the cell's budget and cuts a pass over it to a prefix: with the share alone
+    (2 s a cell, 0.5 s a pass) a cold 0.3 s pattern on a busy machine measured one request of 150,
+    and the rest of its time was the model's, not a measurement."""
+    from ccp.tune.search import evaluate
+
+    if not contenders:
+        return {}
+    best = min(c.predicted_s for c in contenders)
+    out = {}
+    for c in contenders:
+        if c.key in out or c.predicted_s > best * CONTENDS_WITHIN:
+            continue
+        cand = evaluate(c.chunks, c.filters, c.cache, source, items, costs)
+        slowest = max((ic.seconds for ic in cand.items), default=0.0)
+        out[c.key] = min(cap, max(floor or 0.0, (repeats + 1) * PASS_SLACK * slowest))
+    return out
+
+
 def _number(row, key: str, default: float) -> float:
     try:
         return float(row[key])
@@ -107,9 +133,11 @@ def slug(label: str) -> str:
 
 
 def measure_all(workload, source, contenders, out_dir: Path, work_dir: Path, budget: float, repeats: int = 3,
-                echo=print, cold: bool = True, cell_budget: float | None = None) -> list[Measured]:
+                echo=print, cold: bool = True, cell_budget: float | None = None,
+                budgets: dict | None = None) -> list[Measured]:
     """Every distinct contender measured once (equal layouts and caches share a run). Each cell gets
-    ``cell_budget`` seconds, or its share of ``budget`` (at least :data:`MIN_CELL_BUDGET`)."""
+    its contender's ``budgets`` entry, else ``cell_budget`` seconds, or its share of ``budget`` (at
+    least :data:`MIN_CELL_BUDGET`)."""
     from ccp.run import prepare, run_sweep
 
     distinct: dict[tuple, Contender] = {}
@@ -123,7 +151,8 @@ def measure_all(workload, source, contenders, out_dir: Path, work_dir: Path, bud
         run_dir = out_dir / "runs" / f"{i:02d}-{slug(c.label)}"
         run_dir.mkdir(parents=True, exist_ok=True)
         sweep_file = run_dir.parent / f"{i:02d}-{slug(c.label)}.yaml"
-        sweep_file.write_text(yaml.safe_dump(sweep_doc(workload, c, source, repeats, cell_budget, cold), sort_keys=False))
+        own = (budgets or {}).get(key, cell_budget)
+        sweep_file.write_text(yaml.safe_dump(sweep_doc(workload, c, source, repeats, own, cold), sort_keys=False))
         echo(f"  measuring {c.label}: chunks {shape_str(c.chunks)}, {c.filters.spec}, cache {c.cache.label} ({i + 1}/{len(distinct)})")
         _, _, cells = prepare(sweep_file)
         run_sweep(sweep_file, out=run_dir, work_dir=work_dir, report=None, echo=lambda *_: None)

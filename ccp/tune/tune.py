@@ -24,7 +24,7 @@ from ccp.store.schema import FINISHED
 from ccp.tune.apply import commands, netcdf_dims
 from ccp.tune.heuristics import ONE_MIB, heuristics
 from ccp.tune.lattice import MAX_NSLOTS, chunk_lattice, next_prime, structural_extremes, workload_blocks
-from ccp.tune.prove import Contender, measure_all, per_cell_budget
+from ccp.tune.prove import Contender, measure_all, per_cell_budget, whole_pass_budgets
 from ccp.tune.search import PRICE_GROUPS, Candidate, evaluate, search
 from ccp.tune.settle import check_cache, check_slots, pooled, tied, weighted_passes
 from ccp.tune.workload import check_against, load_workload
@@ -271,7 +271,8 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
         n_cells = len({c.key for c in contenders}) * len(wl.items)
         cell_budget = per_cell_budget(budget * FIRST_SHARE, n_cells, repeats)
         measured = measure_all(wl, source, contenders, out, work_dir, budget * FIRST_SHARE, repeats, echo,
-                               cell_budget=cell_budget)
+                               cell_budget=cell_budget, budgets=whole_pass_budgets(
+                                   contenders, wl.items, source, costs, repeats, cell_budget, RUNOFF_CELL_S))
         fit = fit_from_round(contenders, measured, wl.items, source, probe_costs)
         if fit is not None:
             echo(f"  prices fitted to {fit.cells} measured cells: predicted/measured {math.exp(fit.error_before):.2f}x "
@@ -290,7 +291,9 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
             if new:
                 echo(f"  the fitted prices shortlist {len(new)} more layout(s)")
                 more = reestimate(measure_all(wl, source, new, out / "refit", work_dir, budget * REFIT_SHARE, repeats,
-                                              echo, cell_budget=cell_budget), wl.items, source, costs)
+                                              echo, cell_budget=cell_budget, budgets=whole_pass_budgets(
+                                                  new, wl.items, source, costs, repeats, cell_budget, RUNOFF_CELL_S)),
+                                  wl.items, source, costs)
                 contenders, measured = [*contenders, *new], [*measured, *more]
         runoff = run_off(wl, source, contenders, measured, out, work_dir, budget * RUNOFF_SHARE, repeats, echo)
         # every measurement now, the runoff's whole passes first: the final prices, and each layout's prediction
@@ -329,9 +332,12 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
     slots_note = cache_note = None
     checks: list = []
     if measure and pick["measured_s"] is not None:
-        pick_c, cache_note, again = check_cache(wl, source, pick_c, costs, k, out, work_dir, repeats, cell_budget, echo)
+        # the checks compare whole passes back to back, as the runoff does (a cell's share alone cut them to prefixes)
+        check_s = whole_pass_budgets([pick_c], wl.items, source, costs, 2 * repeats + 1, cell_budget,
+                                     RUNOFF_CELL_S).get(pick_c.key, cell_budget)
+        pick_c, cache_note, again = check_cache(wl, source, pick_c, costs, k, out, work_dir, repeats, check_s, echo)
         checks += again
-        pick_c, slots_note, again = check_slots(wl, source, pick_c, out, work_dir, repeats, cell_budget, echo)
+        pick_c, slots_note, again = check_slots(wl, source, pick_c, out, work_dir, repeats, check_s, echo)
         checks += again
     # the recommendation as recommended (its cache may have changed): every whole pass of it, the runoff's
     # and the checks' (measured after the choice, so not selected for being fast), pooled

@@ -201,3 +201,27 @@ def test_after_a_runoff_the_pick_is_a_finalist():
     rows[0].update(first_measured_s=0.314, runoff=False)
     pick, why = choose(rows)
     assert pick["label"] == "refit #2" and "measured fastest" in why
+
+
+def test_contenders_get_room_for_whole_passes(costs):
+    """Near the best, a cell's budget fits its passes whole (the model's time of its slowest pattern,
+    PASS_SLACK times over, between the share and the cap); far slower layouts keep the share."""
+    from ccp.chunkcache import ChunkCache
+    from ccp.config.sweep import AccessSpec, DatasetSpec, GenerateSpec
+    from ccp.hdf5.dataset import describe_source
+    from ccp.tune.prove import PASS_SLACK, Contender, whole_pass_budgets
+    from ccp.tune.search import evaluate
+    from ccp.tune.workload import WorkItem
+
+    src = describe_source(DatasetSpec("/d", generate=GenerateSpec((64, 64, 64), np.dtype("<f4"))))
+    its = (WorkItem(AccessSpec("read", (64, 1, 1)), 1.0), WorkItem(AccessSpec("read", (1, 64, 64)), 1.0))
+    none, cache = parse_filters("none"), ChunkCache(1 << 20, 521, 0.75)
+    cs = [Contender(str(ch), ch, none, cache, evaluate(ch, none, cache, src, its, costs).workload_s, "candidate")
+          for ch in [(8, 8, 8), (16, 16, 16), (1, 1, 64)]]
+    assert cs[2].predicted_s > 3 * cs[0].predicted_s               # series through rows of one element: far slower
+    got = whole_pass_budgets(cs, its, src, costs, 3, 2.0, 10.0)
+    assert cs[2].key not in got
+    for c in cs[:2]:
+        slowest = max(ic.seconds for ic in evaluate(c.chunks, none, cache, src, its, costs).items)
+        assert got[c.key] == min(10.0, max(2.0, 4 * PASS_SLACK * slowest))
+    assert whole_pass_budgets(cs[:1], its, src, costs.scaled({"request": 1e6}, 0.0, "dear"), 3, 2.0, 10.0) == {cs[0].key: 10.0}
