@@ -103,6 +103,8 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
     low_hdf5 = low_sorted["hdf5_s"].to_numpy(float)[:seq.ncalls]
     loads = base["loads_per_call"][:len(low_hdf5)]
     costs = fit_costs(mine["wall_s"], mine["hdf5_s"], low_hdf5, loads)
+    del loads, low_hdf5, low_sorted
+    base.pop("loads_per_call"), base.pop("flushes_per_call")     # fitted: a 10^7-call trace's 160 MB freed
     out["costs"] = costs
     now = predict_time(costs, len(mine), seq.ncalls, base["chunk_loads"])
     decoded = base["read_chunk_loads"] * base["chunk_bytes"]

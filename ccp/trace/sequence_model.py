@@ -73,10 +73,11 @@ def run_model(seq: ReplaySequence, chunks=None, caches=None, merge_sessions: boo
             b = min(sl.stop, a + MODEL_BATCH)
             c = model.feed(codes[a:b], seq.plan.starts[a:b], seq.plan.counts[a:b])
             tot += c.sum(axis=0)
-            if per_call:
+            if per_call:        # counted over the batch's range of calls (call_of rises with the requests)
                 who = seq.call_of[a:b]
-                loads += np.bincount(who, weights=c[:, _LOAD], minlength=n_calls).astype(np.int64)
-                flushes += np.bincount(who, weights=c[:, _NW], minlength=n_calls).astype(np.int64)
+                w0, w1 = int(who.min()), int(who.max()) + 1
+                loads[w0:w1] += np.bincount(who - w0, weights=c[:, _LOAD], minlength=w1 - w0).astype(np.int64)
+                flushes[w0:w1] += np.bincount(who - w0, weights=c[:, _NW], minlength=w1 - w0).astype(np.int64)
                 read_loads += int(c[:, _LOAD][codes[a:b] == 0].sum())
             elif reads_only:
                 read_loads += int(c[:, _LOAD].sum())
