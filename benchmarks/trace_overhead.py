@@ -11,7 +11,10 @@ On a loaded machine two processes' times differ by more than the recorder costs;
 times the issue's loop (100,000 single-element reads ``d[i]``) inside one process, alternating
 rounds with h5py's own ``Dataset.__getitem__`` and the recorder's, and reports the median ratio:
 
-    PYTHONPATH=. python benchmarks/trace_overhead.py --inprocess [--calls 100000] [--rounds 100]
+    PYTHONPATH=. python benchmarks/trace_overhead.py --inprocess [--calls 100000] [--rounds 100] [--key int]
+
+``--key`` is the index the loop gives: ``int`` (``d[i]``), ``np.int64`` (``d[np.int64(i)]``, what indexing with
+an element of a numpy array gives) or ``slice`` (``d[i:i + 1]``).
 """
 
 import argparse
@@ -64,31 +67,46 @@ INPROCESS = textwrap.dedent("""
     from ccp.trace.recorder import _set_type_attr, install
     rec = install(sys.argv[2])
     traced_getitem, traced_read = Dataset.__getitem__, _selector.Reader.__dict__["read"]
-    n, rounds = int(sys.argv[3]), int(sys.argv[4])
+    n, rounds, kind = int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
     per = max(n // rounds, 1)
+
+    def fresh_keys():           # new key objects per round, as a program's loop makes them (pickle memoizes repeats)
+        if kind == "slice":
+            return [slice(i % 1000, i % 1000 + 1) for i in range(per)]
+        if kind == "np.int64":
+            return np.arange(per, dtype=np.int64) % 1000        # iterating gives a new numpy scalar per call
+        return [i % 1000 for i in range(per)]
     with h5py.File(sys.argv[1], "r") as f:
         d = f["x"]
         d[0]
         times = {"plain": [], "traced": []}
+        cpu = {"plain": [], "traced": []}      # the process's CPU time: what a busy machine disturbs least
         for r in range(rounds):
             for mode in (("plain", "traced") if r % 2 else ("traced", "plain")):
                 Dataset.__getitem__ = plain_getitem if mode == "plain" else traced_getitem
                 _set_type_attr(_selector.Reader, "read", plain_read if mode == "plain" else traced_read)
-                t0 = time.perf_counter()
-                for i in range(per):
-                    d[i % 1000]
+                keys = fresh_keys()
+                t0, c0 = time.perf_counter(), time.process_time()
+                for k in keys:
+                    d[k]
+                cpu[mode].append((time.process_time() - c0) / per)
                 times[mode].append((time.perf_counter() - t0) / per)
         Dataset.__getitem__ = traced_getitem
     ratios = [t / p for t, p in zip(times["traced"], times["plain"])]
+    cpu_ratios = [t / p for t, p in zip(cpu["traced"], cpu["plain"]) if p > 0]
     print(json.dumps({"plain_min_us": min(times["plain"]) * 1e6, "traced_min_us": min(times["traced"]) * 1e6,
                       "plain_us": statistics.median(times["plain"]) * 1e6,
                       "traced_us": statistics.median(times["traced"]) * 1e6,
                       "ratio": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios),
+                      "cpu_plain_us": statistics.median(cpu["plain"]) * 1e6,
+                      "cpu_traced_us": statistics.median(cpu["traced"]) * 1e6,
+                      "cpu_ratio": statistics.median(cpu_ratios),
+                      "cpu_total_ratio": sum(cpu["traced"]) / sum(cpu["plain"]),   # with the part-file writes
                       "recorded": rec.written + len(rec.buf), "calls": per * rounds}))
 """)
 
 
-def inprocess(calls: int, rounds: int) -> None:
+def inprocess(calls: int, rounds: int, key: str = "int") -> None:
     import h5py
     import numpy as np
 
@@ -97,14 +115,17 @@ def inprocess(calls: int, rounds: int) -> None:
         with h5py.File(path, "w") as f:
             f.create_dataset("x", data=np.arange(1000, dtype="f4"), chunks=(1000,))
         res = subprocess.run([sys.executable, "-c", INPROCESS, path, os.path.join(tmp, "parts"), str(calls),
-                              str(rounds)], capture_output=True, text=True, check=True,
+                              str(rounds), key], capture_output=True, text=True, check=True,
                              env={**os.environ, "CCP_TRACE_DIR": ""})
     out = json.loads(res.stdout)
-    print(f"{out['calls']} reads d[i] in {rounds} alternating rounds, in one process; load average "
+    print(f"{out['calls']} reads d[k] (k: {key}) in {rounds} alternating rounds, in one process; load average "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     print(f"untraced {out['plain_us']:.2f} us/call, traced {out['traced_us']:.2f} us/call, "
           f"recording {out['traced_us'] - out['plain_us']:.2f} us/call; traced/untraced median "
           f"{out['ratio']:.3f} (rounds {out['ratio_min']:.3f}-{out['ratio_max']:.3f}); records kept {out['recorded']}")
+    print(f"CPU time: untraced {out['cpu_plain_us']:.2f} us/call, traced {out['cpu_traced_us']:.2f} us/call; "
+          f"traced/untraced median {out['cpu_ratio']:.3f}, all rounds (part-file writes included) "
+          f"{out['cpu_total_ratio']:.3f}")
     print(f"fastest round: untraced {out['plain_min_us']:.2f} us/call, traced {out['traced_min_us']:.2f} us/call, "
           f"ratio {out['traced_min_us'] / out['plain_min_us']:.3f}")
 
@@ -115,9 +136,10 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--inprocess", action="store_true", help="the d[i] loop, untraced and traced, in one process")
     ap.add_argument("--rounds", type=int, default=100)
+    ap.add_argument("--key", choices=("int", "np.int64", "slice"), default="int", help="--inprocess: the index given")
     args = ap.parse_args()
     if args.inprocess:
-        inprocess(args.calls, args.rounds)
+        inprocess(args.calls, args.rounds, args.key)
         return
     import h5py
     import numpy as np

@@ -1,7 +1,8 @@
 """The recorder's fast path for ``Dataset.__getitem__`` (stdlib at import: loaded into traced programs).
 
 A call costs the program a few hundred nanoseconds on top of h5py's own: two clock reads and one tuple
-appended to the recorder's buffer (``benchmarks/trace_overhead.py --inprocess``).
+appended to the recorder's buffer (``benchmarks/trace_overhead.py --inprocess``). A numpy integer in the key
+is stored as an int, after the call's clock stopped: pickled as a numpy scalar it cost more than the call.
 """
 
 from __future__ import annotations
@@ -17,15 +18,19 @@ def fast_getitem(rec, slow, fast_orig):
     from h5py._objects import phil
 
     perf = time.perf_counter_ns
-    plain = {int, slice, type(Ellipsis), *(getattr(np, n) for n in ("int8", "int16", "int32", "int64", "uint8",
-                                                                    "uint16", "uint32", "uint64"))}
+    numpy_ints = {getattr(np, n) for n in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")}
+    plain = {int, slice, type(Ellipsis), *numpy_ints}
 
     def __getitem__(self, args, new_dtype=None):
         if new_dtype is None and rec.stopped is None:
             key = args if type(args) is tuple else (args,)
+            numpy_int = False
             for a in key:
-                if type(a) not in plain:
+                t = type(a)
+                if t not in plain:
                     break
+                if t in numpy_ints:
+                    numpy_int = True
             else:
                 with phil:
                     if self._fast_read_ok:
@@ -38,6 +43,9 @@ def fast_getitem(rec, slow, fast_orig):
                         else:
                             t1 = perf()
                             try:
+                                if numpy_int:   # kept as ints: a numpy scalar costs ~10x an int to pickle
+                                    key = ((int(key[0]),) if len(key) == 1 else
+                                           tuple([int(a) if type(a) in numpy_ints else a for a in key]))
                                 rec.fast_call(self._id, t0, t1, key)     # not .id: it takes the lock again
                             except Exception as exc:  # never disturb the program
                                 rec.failed(exc)
