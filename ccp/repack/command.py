@@ -194,8 +194,9 @@ def _plan_one(infile, opts, buffer_bytes, memory_bytes, threads, deflate, as_jso
         shapes = f"{_shape(d.source_chunks)} -> {_shape(d.target_chunks)}"
         click.echo(f"{d.path}: {shapes} ({d.method} path)")
         click.echo(f"    read order  {d.read_order}")
-        click.echo(f"    cache       {format_bytes(d.cache_bytes)} for decoded source chunks, "
-                   f"hyperslab buffer {format_bytes(d.buffer_bytes)}")
+        band = "bands of" if d.method == "fast" else "hyperslab buffer"
+        click.echo(f"    cache       {format_bytes(d.cache_bytes)} for decoded source chunks kept for a later band, "
+                   f"{band} {format_bytes(d.buffer_bytes)}")
         click.echo(f"    reads       {d.source_chunk_reads} source chunk reads of {d.source_chunks_stored} stored, "
                    f"{format_bytes(d.bytes_read)}; writes ~{format_bytes(d.bytes_written)}")
         click.echo(f"    codecs      decode {d.decode_mb_per_s} MB/s, encode {d.encode_mb_per_s} MB/s per thread (sampled)")

@@ -142,23 +142,33 @@ def _stage_bytes(ds, tgt, budget: MemoryBudget, threads: int) -> int:
     return len(choose_stages(tgt.dims, ds.chunks, chunks, tgt.itemsize, room, threads)) * tgt.raw_bytes
 
 
-def memory_needs(fin: h5py.File, targets, threads: int) -> list[tuple[str, int]]:
-    """``(path, least memory beyond the process)`` of each dataset the fast path rewrites from a chunked source
-    onto a chunk grid (:func:`ccp.repack.rechunk.copy_floor`): what ``--memory`` must leave room for."""
+def memory_needs(fin: h5py.File, targets, threads: int,
+                 buffer_bytes: int = DEFAULT_BUFFER_BYTES) -> list[tuple[str, int, str]]:
+    """``(path, least memory beyond the process, what it is)`` of each dataset the copy rewrites: what
+    ``--memory`` must leave room for. The fast path from a chunked source onto a chunk grid:
+    :func:`ccp.repack.rechunk.copy_floor`; the library path: its hyperslab and HDF5's copy of it."""
     out = []
     for t in targets:
-        if not t.changed or t.method != "fast" or t.layout.kind != "chunked" or not t.shape:
+        if not t.changed or not t.shape:
+            continue
+        if t.method != "fast":
+            out.append((t.path, 2 * buffer_bytes, f"the library path's hyperslab buffer of {format_bytes(buffer_bytes)} "
+                        "and HDF5's copy of it; a smaller --buffer lowers it"))
+            continue
+        if t.layout.kind != "chunked":
             continue
         src_chunks = fin[t.path].chunks
         if src_chunks is not None and len(src_chunks) == len(t.layout.chunk_shape):
-            out.append((t.path, copy_floor(t.dims, src_chunks, t.layout.chunk_shape, t.itemsize, threads)))
+            out.append((t.path, copy_floor(t.dims, src_chunks, t.layout.chunk_shape, t.itemsize, threads),
+                        "a target chunk and a source chunk per thread in flight, the source chunks target chunks "
+                        "share, and the read-back's chunks"))
     return out
 
 
-def _check_memory(fin: h5py.File, targets, memory_bytes: int, threads: int) -> None:
+def _check_memory(fin: h5py.File, targets, memory_bytes: int, threads: int, buffer_bytes: int) -> None:
     from ccp.repack import rechunk  # its process_rss, looked up when called (a test stands in for it)
 
-    check_memory(memory_bytes, rechunk.process_rss(), memory_needs(fin, targets, threads))
+    check_memory(memory_bytes, rechunk.process_rss(), memory_needs(fin, targets, threads, buffer_bytes))
 
 
 def peak_rss() -> int:
@@ -265,7 +275,7 @@ def repack(src, dst, layouts=None, filters=None, *, buffer_bytes: int = DEFAULT_
                 return RepackResult(src, dst, time.perf_counter() - t0, True, threads, buffer_bytes,
                                     in_bytes, None, tuple(sorted(results, key=lambda r: r.path)))
             if memory_bytes is not None:
-                _check_memory(fin, rp.targets.values(), int(memory_bytes), threads)
+                _check_memory(fin, rp.targets.values(), int(memory_bytes), threads, buffer_bytes)
             remove_stale_temps(dst)
             _check_free_space(dst, _needed_bytes(in_bytes, rp.targets.values(), fin, getattr(planner, "budget", None),
                                                  threads) + _METADATA_SLACK)

@@ -282,7 +282,8 @@ def forecast_repack(src, layouts=None, filters=None, *, memory_bytes: int, buffe
         from ccp.repack.copy import memory_needs
 
         # a budget the copy cannot meet is refused here as the copy refuses it
-        check_memory(budget.memory_bytes, base, memory_needs(fin, rp.targets.values(), threads))
+        check_memory(budget.memory_bytes, base, memory_needs(fin, rp.targets.values(), threads,
+                                                             buffer_bytes or DEFAULT_BUFFER_BYTES))
         eff, main_share = measured_cores(threads)
         out = []
         for tgt in sorted(rp.targets.values(), key=lambda t: t.path):

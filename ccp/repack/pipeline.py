@@ -32,13 +32,13 @@ from ccp.repack.plan import chunks_in
 class _Shared:
     """One decode of a source chunk that several target chunks (or bands) use."""
 
-    __slots__ = ("off", "users", "claimed", "ready", "chunk", "error", "last_band", "held")
+    __slots__ = ("off", "users", "claimed", "busy", "chunk", "error", "last_band", "held")
 
     def __init__(self, off: tuple[int, ...], last_band: int):
         self.off = off
         self.users = 1           # the main thread's hold while it lists this band (and later bands) pieces
         self.claimed = False
-        self.ready = threading.Event()
+        self.busy = threading.Lock()     # held by the task decoding it: the others wait on it (cheaper than an Event)
         self.chunk: np.ndarray | None = None
         self.error: BaseException | None = None
         self.last_band = last_band  # the last band whose target chunks need it (kept in the cache until then)
@@ -71,7 +71,9 @@ class ChunkPipeline:
     def _decoded(self, cell: _Shared) -> np.ndarray:
         with self.lock:
             mine = not cell.claimed
-            cell.claimed = True
+            if mine:
+                cell.claimed = True
+                cell.busy.acquire()     # free until now: nobody else claimed it
         if mine:
             try:
                 cell.chunk = self.reader.decoded(cell.off)
@@ -79,9 +81,10 @@ class ChunkPipeline:
                 cell.error = exc
                 raise
             finally:
-                cell.ready.set()
+                cell.busy.release()
         else:
-            cell.ready.wait()
+            with cell.busy:             # its decode has finished (or failed)
+                pass
             if cell.error is not None:
                 raise cell.error
         assert cell.chunk is not None

@@ -376,14 +376,13 @@ def copy_floor(shape, src_chunks, dst_chunks, itemsize: int, threads: int) -> in
 
 def check_memory(memory_bytes: int, base: int, needs) -> None:
     """Refuse, in one line naming ``--memory`` and the floor, a budget the copy cannot meet: the process holds
-    ``base`` bytes before copying and each ``(dataset path, floor bytes)`` of ``needs`` adds its floor."""
+    ``base`` bytes before copying and each ``(dataset path, floor bytes, what it is)`` of ``needs`` adds its floor."""
     from ccp.errors import ConfigError
     from ccp.units import format_bytes
 
-    for path, floor in needs:
+    for path, floor, what in needs:
         if base + floor > memory_bytes:
             mib = -(-(base + floor) // 2**20)
             raise ConfigError("--memory", f"{format_bytes(memory_bytes)} cannot hold the copy of {path}: the process "
                               f"holds {format_bytes(base)} before copying and the copy needs at least "
-                              f"{format_bytes(floor)} more (a target chunk and a source chunk per thread in flight, "
-                              f"and the source chunks target chunks share); give --memory {mib}MiB or more")
+                              f"{format_bytes(floor)} more ({what}); give --memory {mib}MiB or more")

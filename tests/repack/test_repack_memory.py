@@ -90,3 +90,14 @@ def test_the_library_path_says_its_buffer(tmp_path):
     assert code == 0, err
     summary = out.strip().splitlines()[-1]
     assert "hyperslab buffer" in summary and "chunk by chunk" not in summary
+
+
+def test_the_library_path_names_its_buffer_when_refused(tmp_path):
+    # a 36 MB target chunk is larger than the 32 MiB buffer: HDF5 copies it (the library path), in two buffers
+    with h5py.File(tmp_path / "in.h5", "w") as f:
+        f.create_dataset("data", shape=(3000, 3000), dtype="f4", chunks=(300, 300), fillvalue=1.5)
+    code, out, err, _ = _run("--memory", "96MiB", "-l", "data:CHUNK=3000x3000", str(tmp_path / "in.h5"),
+                             str(tmp_path / "out.h5"))
+    assert code == 2 and "Traceback" not in err
+    assert "--memory" in err and "library path's hyperslab buffer of 32 MiB" in err and "give --memory" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.h5"]
