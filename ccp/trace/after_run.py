@@ -9,7 +9,8 @@ from netCDF4's own API (:mod:`ccp.trace.netcdf`). Once the program has ended, ea
 ``trace.json``'s ``datasets`` is checked with h5py, read-only: the path exists (``hdf5_path``: "found",
 or why not), and the chunks, filters (as stored, with their ``cd_values``) and fill value are taken
 from the file. The stored size is taken only for a file the program opened read-only (a writer's
-variable started empty, as the recorder wrote it).
+variable started empty, as the recorder wrote it). When the program imported xarray, each dataset of a
+local file gets ``dims``, its dimension names (its dimension scales'), for cure code in xarray's words.
 """
 
 from __future__ import annotations
@@ -54,6 +55,27 @@ def check_layout(entry: dict) -> dict:
     return out
 
 
+def dimension_names(entry: dict) -> list[str] | None:
+    """The dataset's dimension names as xarray calls them (the basenames of its attached dimension scales, as
+    netCDF-C and h5netcdf write them), read-only; None when the file is gone or a dimension has no scale."""
+    file, path = entry.get("file"), entry.get("dataset")
+    if not isinstance(file, str) or not os.path.isfile(file):
+        return None
+    try:
+        with open_readonly(Path(file)) as f:
+            obj = f.get(path)
+            if obj is None or obj.__class__.__name__ != "Dataset":
+                return None
+            names = []
+            for dim in obj.dims:
+                if not len(dim):
+                    return None
+                names.append(dim[0].name.rsplit("/", 1)[-1].removeprefix("_nc4_non_coord_"))
+            return names
+    except (CcpError, OSError, RuntimeError, ValueError):
+        return None
+
+
 def imported_libraries(status_lines) -> list[str]:
     """The libraries the recorders reported (``pid<TAB>modules<TAB>a,b,...`` lines), sorted."""
     libs: set[str] = set()
@@ -74,6 +96,10 @@ def annotate(trace_dir, libraries=()) -> dict:
         return header
     for i in todo:
         datasets[i] = check_layout(datasets[i])
+    if "xarray" in libraries:       # xarray cures name dimensions (isel(time=...)): the file's own names
+        for d in datasets:
+            if isinstance(d, dict) and d.get("shape") and (dims := dimension_names(d)):
+                d["dims"] = dims
     if libraries:
         header["libraries"] = sorted(set(libraries) | set(header.get("libraries") or []))
     tmp = head.with_name(f"trace.json.tmp-{os.getpid()}")

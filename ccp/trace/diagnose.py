@@ -68,7 +68,8 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
            "writes": len(wuser), "wall_s": wall, "hdf5_s": hdf5,
            "share": wall / program_s if program_s else None, "bytes_read": delivered,
            "shape": layout.get("shape"), "dtype": layout.get("dtype"), "chunks": layout.get("chunks"),
-           "filters": [f["name"] for f in layout.get("filters", [])], "findings": [], "cures": [], "notes": []}
+           "filters": [f["name"] for f in layout.get("filters", [])], "findings": [], "cures": [], "notes": [],
+           "library": layout.get("library") or "h5py"}
     if not layout.get("shape"):          # a scalar: one element per call, no layout or cache to change
         out["findings"].append(f"scalar dataset: {len(reads)} read(s) and {len(wuser)} write(s) of its one element; "
                                "nothing in its layout or cache to cure (read it once and keep the value if the "
@@ -141,7 +142,8 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
         what = ".load() the cells once" if "xarray" in libs else "read the block once"
         cure(f"{what} ({format_bytes(nbytes)})", f"one read per process of the {shape_str(tuple(hi - lo))} box the "
              f"{user_calls} reads fall in, indexed in memory after: {m['chunk_loads']} chunk loads", m,
-             batched_code(dataset, lo.tolist(), hi.tolist(), nbytes, libs), n_user=npid, n_low=npid)
+             batched_code(dataset, lo.tolist(), hi.tolist(), nbytes, libs, layout.get("dims"), chunks),
+             n_user=npid, n_low=npid)
         cures[-1]["apply"] = {"kind": "batched", "start": lo.tolist(), "count": (hi - lo).tolist()}
 
     if chunks is None:
@@ -153,13 +155,16 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
         if seq.reopens:
             kept = run_model(seq, merge_sessions=True, per_call=False)
             lost = base["chunk_loads"] - kept["chunk_loads"]
-            f.append(f"file or dataset reopened between reads: the chunk cache was lost {seq.reopens} time(s); "
+            opened = ("xarray reached the variable afresh for a selection (a new HDF5 dataset handle each time), "
+                      "so" if "xarray" in libs else "file or dataset reopened between reads:")
+            f.append(f"{opened} the chunk cache was lost {seq.reopens} time(s); "
                      f"{lost} of {base['chunk_loads']} chunk loads ({format_bytes(lost * chunk_bytes)} decoded) only "
                      "re-read chunks the cache had held" if lost > 0 else
                      f"file or dataset reopened {seq.reopens} time(s), but no chunk was needed again after a reopen")
             if lost > 0:
-                cure("keep the file and dataset open", f"open the file and the dataset once, reuse them: {lost} fewer "
-                     "chunk loads", kept, keep_open_code(file, dataset, libs))
+                cure(".load() the variable once" if "xarray" in libs else "keep the file and dataset open",
+                     f"{'read it once and select in memory' if 'xarray' in libs else 'open the file and the dataset once, reuse them'}: "
+                     f"{lost} fewer chunk loads", kept, keep_open_code(file, dataset, libs))
                 cures[-1]["apply"] = {"kind": "keep_open"}
         reloads = base["chunk_loads"] - ws_chunks * len(seq.session_starts)
         if cache0.nbytes < ws_bytes and base["chunk_loads"] > ws_chunks and reloads > 0:
@@ -192,7 +197,10 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
                 best, hi = (sizes[mid], m), mid - 1
             else:
                 lo = mid + 1
-        if best and best[0] > cache0.nbytes and best[1]["chunk_loads"] < (kept["chunk_loads"] if merge else base["chunk_loads"]):
+        # xarray reaches the variable afresh per selection: a cache it reopens dies with each (its cures instead)
+        no_cache = "xarray" in libs and merge
+        if (best and not no_cache and best[0] > cache0.nbytes
+                and best[1]["chunk_loads"] < (kept["chunk_loads"] if merge else base["chunk_loads"])):
             c = cache_for(best[0], chunk_bytes)
             lead = "keep the file open and " if merge else ""
             cure(f"{lead}a chunk cache of {format_bytes(c.nbytes)}",
@@ -259,7 +267,10 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
     if points:
         f.append(f"point selections: {points} call(s) select individual elements; HDF5 handles them one element at a "
                  "time (a bounding block read and indexed in memory is usually faster)")
-    if wall > 0.01 and (wall - hdf5) > 0.3 * wall:
+    if wall > 0.01 and (wall - hdf5) > 0.3 * wall and out["library"] == "netCDF4":     # hdf5_s: netCDF-C's calls
+        f.append(f"netCDF4-python overhead: {_pct(wall - hdf5, wall)} of the time of these calls was netCDF4-python's "
+                 f"Python layer (index parsing, masking and scaling), {format_seconds(hdf5)} was netCDF-C and HDF5")
+    elif wall > 0.01 and (wall - hdf5) > 0.3 * wall:
         f.append(f"high-level h5py overhead: {_pct(wall - hdf5, wall)} of the time of these calls was h5py's Python layer "
                  f"(selection parsing, array allocation), {format_seconds(hdf5)} was HDF5 itself")
     out["cures"] = rank_cures([c for c in cures if c["predicted_s"] <= now * MIN_GAIN])   # the cheapest-change rule
@@ -377,7 +388,9 @@ def format_diagnosis(diag: dict) -> str:
         lines.append(f"{d['dataset']} in {d['file']}: shape {d['shape']} {d['dtype']}, chunks "
                      f"{shape_str(d['chunks']) if d['chunks'] else 'contiguous'}"
                      f"{', ' + '+'.join(d['filters']) if d['filters'] else ''}"
-                     + (f"; cache {format_bytes(d['cache']['nbytes'])}/{d['cache']['nslots']} slots" if d.get("cache") else ""))
+                     + (f"; {'netCDF-C chunk cache (get_var_chunk_cache)' if d.get('library') == 'netCDF4' else 'cache'} "
+                        f"{format_bytes(d['cache']['nbytes'])}/{d['cache']['nslots']} slots"
+                        if d.get("cache") and d["chunks"] else ""))      # a contiguous dataset has no chunk cache
         if d["reads"]:
             lines.append(f"  reads: {d['reads']} call(s)")
         if "chunk_loads" in d:

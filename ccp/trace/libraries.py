@@ -156,22 +156,27 @@ def keep_open_code(file: str, dataset: str, libs) -> str:
     if "netCDF4" in libs and "xarray" not in libs:
         return (f'nc = netCDF4.Dataset("{file}")       # once, before the loop\n'
                 f'v = {nc_var(dataset)}               # once; use v[...] inside the loop')
-    if "xarray" in libs:
-        return ('ds = xr.open_dataset(path)   # once, before the loop; select from ds inside it\n'
-                f'da = ds["{dataset.strip("/").split("/")[-1]}"].load()   # or keep the cells in memory')
+    if "xarray" in libs:        # xarray keeps the file open itself; its selections reach the variable afresh
+        return (f'da = ds["{dataset.strip("/").split("/")[-1]}"].load()   # once, before the loop; select from da '
+                "inside it (da.isel(...))")
     return (with_comment(f'f = h5py.File({open_expr(file)}, "r")', "once, before the loop", file) + "\n"
             f'dset = f["{dataset}"]             # once; use dset[...] inside the loop')
 
 
-def batched_code(dataset: str, lo, hi, nbytes: int, libs) -> str:
-    """Read the box the reads fall in once, then index it in memory."""
+def batched_code(dataset: str, lo, hi, nbytes: int, libs, dims=None, chunks=None) -> str:
+    """Read the box the reads fall in once, then index it in memory; for xarray in the variable's dimension names
+    (``dims``, from the file: :func:`ccp.trace.after_run.dimension_names`)."""
     sl = ", ".join(f"{a}:{b}" for a, b in zip(lo, hi))
     var = dataset.strip("/").split("/")[-1]
     if "xarray" in libs:
-        dims = ", ".join(f"dim{d}=slice({a}, {b})" for d, (a, b) in enumerate(zip(lo, hi)))
-        return (f'da = ds["{var}"].isel({dims}).load()   # {format_bytes(nbytes)} in memory, once; index da after\n'
-                f'# or xr.open_dataset(path, chunks={{...}}) with the file\'s chunk shape, then .load() what you use\n'
-                "# (dim0.. are the variable's dimensions in order)")
+        names = list(dims) if dims and len(dims) == len(lo) else [f"dim{d}" for d in range(len(lo))]
+        box = ", ".join(f"{n}=slice({a}, {b})" for n, a, b in zip(names, lo, hi))
+        by_chunk = (", ".join(f'"{n}": {int(c)}' for n, c in zip(names, chunks)) if chunks and len(chunks) == len(names)
+                    else "...")
+        code = (f'da = ds["{var}"].isel({box}).load()   # {format_bytes(nbytes)} in memory, once; index da after\n'
+                f"# or open once with the file's chunks, then .load() what you use: "
+                f"xr.open_dataset(path, chunks={{{by_chunk}}})")
+        return code + ("" if names == list(dims or []) else "\n# (dim0.. are the variable's dimensions in order)")
     if "netCDF4" in libs:
         return f'block = {nc_var(dataset)}[{sl}]   # {format_bytes(nbytes)} in memory, once; index block after'
     return f'block = dset[{sl}]   # {format_bytes(nbytes)} in memory, once; index block after'

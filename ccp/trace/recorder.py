@@ -492,8 +492,8 @@ def _patch_h5py(rec: Recorder) -> None:
             if remote is not None:
                 rec.alias[name] = name = remote["url"]
                 rec.remote[name] = {**remote, **file_space(self.id)}
-            elif obj is not None and not isinstance(obj, (str, bytes, os.PathLike)):
-                rec.alias[name] = name = fileobj_name(obj)   # h5py names it by its repr, new per object
+            elif callable(getattr(obj, "read", None)) and callable(getattr(obj, "seek", None)):
+                rec.alias[name] = name = fileobj_name(obj)   # h5py names a file object by its repr, new per object
             _mdc, nslots, nbytes, w0 = self.id.get_access_plist().get_cache()
             rec.event("file_open", name, mode=self.mode, rdcc_nbytes=int(nbytes), rdcc_nslots=int(nslots),
                       rdcc_w0=float(w0))

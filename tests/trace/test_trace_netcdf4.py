@@ -107,7 +107,7 @@ def test_a_small_set_var_chunk_cache_is_recorded_and_cured_in_netcdf4_terms(tmp_
     assert "set_var_chunk_cache" in ev["reason"].tolist()
     d = ccp("diagnose", out)
     assert d.returncode == 0, d.stderr
-    assert "cache 64 KiB" in d.stdout
+    assert "netCDF-C chunk cache (get_var_chunk_cache) 64 KiB" in d.stdout
     assert 'v = nc["obs/tas"]\n' in d.stdout.replace("       ", "")
     assert "v.set_var_chunk_cache(size=" in d.stdout and "netCDF4.set_chunk_cache(size=" in d.stdout
     assert "nccopy -k nc4 -c obs/tas:" in d.stdout
