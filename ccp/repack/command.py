@@ -76,9 +76,10 @@ def _format_change(d) -> list[str]:
               help="File-space strategy of the copy: PAGE, FSM_AGGR, AGGR or NONE (h5repack -S). Default: the source's.")
 @click.option("-G", "--fs-page-size", metavar="SIZE",
               help="File-space page size of the copy, e.g. 4MiB (h5repack -G; implies -S PAGE).")
-@click.option("--memory", "memory", default="512MiB", show_default=True, metavar="SIZE",
+@click.option("--memory", "memory", default=None, show_default="512MiB", metavar="SIZE",
               help="Peak memory of the copy: a rechunk picks its hyperslab buffer and source chunk cache within it "
-                   "so that each source chunk is read once where it can.")
+                   "so that each source chunk is read once where it can. A budget you set that the copy cannot "
+                   "meet is refused before anything is written.")
 @click.option("--plan", "plan", is_flag=True,
               help="Predict the repack (seconds, peak memory, bytes read and written, read order, cache); write nothing.")
 @click.option("--json", "as_json", is_flag=True, help="With --plan: the prediction as JSON on stdout.")
@@ -106,7 +107,10 @@ def repack_command(paths, out_dir, jobs, layouts, filters, fs_strategy, fs_page_
     buffer_bytes = parse_size(buffer, "--buffer")
     if buffer_bytes <= 0:
         raise ConfigError("--buffer", "must be > 0")
-    memory_bytes = parse_size(memory, "--memory")
+    from ccp.repack.rechunk import DEFAULT_MEMORY_BYTES
+
+    memory_strict = memory is not None          # the default budget sizes the copy; only the user's is enforced
+    memory_bytes = parse_size(memory, "--memory") if memory_strict else DEFAULT_MEMORY_BYTES
     if memory_bytes < 64 * 1024 * 1024:
         raise ConfigError("--memory", f"{memory} is below 64MiB, about what Python, h5py and numpy take alone")
     if as_json and not plan:
@@ -114,7 +118,7 @@ def repack_command(paths, out_dir, jobs, layouts, filters, fs_strategy, fs_page_
     if plan:
         if out_dir is not None or len(paths) not in (1, 2):
             raise ConfigError("--plan", "plans one file: give IN (and OUT, optional)")
-        _plan_one(paths[0], opts, buffer_bytes, memory_bytes, threads, deflate, as_json)
+        _plan_one(paths[0], opts, buffer_bytes, memory_bytes, threads, deflate, as_json, memory_strict)
         return
     if out_dir is not None:
         from ccp.repack.many import repack_many
@@ -141,7 +145,8 @@ def repack_command(paths, out_dir, jobs, layouts, filters, fs_strategy, fs_page_
     _SIGTERMS.clear()           # this command's own (a test may run several in one process)
     try:
         try:
-            _repack_one(paths[0], paths[1], opts, buffer_bytes, threads, deflate, dry_run, quiet, file_space, memory_bytes)
+            _repack_one(paths[0], paths[1], opts, buffer_bytes, threads, deflate, dry_run, quiet, file_space, memory_bytes,
+                        memory_strict)
         except Exception:
             if _SIGTERMS:   # raised inside a lock or a thread's wait, SIGTERM comes out as another error: it was SIGTERM
                 raise _Terminated(128 + _SIGTERMS[0]) from None
@@ -175,14 +180,14 @@ def _stopped(how: str, code: int | str | None, kept: str) -> NoReturn:
     sys.exit(code)
 
 
-def _plan_one(infile, opts, buffer_bytes, memory_bytes, threads, deflate, as_json):
+def _plan_one(infile, opts, buffer_bytes, memory_bytes, threads, deflate, as_json, memory_strict=True):
     from ccp.repack.forecast import forecast_repack
     from ccp.repack.plan import DEFAULT_BUFFER_BYTES
     from ccp.units import format_bytes, format_seconds
 
     fc = forecast_repack(infile, opts.layouts, opts.filters, memory_bytes=memory_bytes,
                          buffer_bytes=None if buffer_bytes == DEFAULT_BUFFER_BYTES else buffer_bytes,
-                         threads=threads, deflate=deflate)
+                         threads=threads, deflate=deflate, memory_strict=memory_strict)
     if as_json:
         import json
 
@@ -215,7 +220,7 @@ def _shape(chunks) -> str:
 
 
 def _repack_one(infile, outfile, opts, buffer_bytes, threads, deflate, dry_run, quiet, file_space=None,
-                memory_bytes=None):
+                memory_bytes=None, memory_strict=True):
     import os
 
     from ccp.repack.copy import repack
@@ -249,7 +254,7 @@ def _repack_one(infile, outfile, opts, buffer_bytes, threads, deflate, dry_run, 
             previous = None
         result = repack(infile, outfile, opts.layouts, opts.filters, buffer_bytes=buffer_bytes, threads=threads,
                         progress=progress, dry_run=dry_run, deflate=deflate, file_space=file_space,
-                        memory_bytes=memory_bytes)
+                        memory_bytes=memory_bytes, memory_strict=memory_strict)
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)

@@ -224,7 +224,8 @@ def _copy_userblock(src: str, tmp: str, size: int) -> None:
 
 def repack(src, dst, layouts=None, filters=None, *, buffer_bytes: int = DEFAULT_BUFFER_BYTES,
            threads: int | None = None, progress=None, dry_run: bool = False, only=None,
-           deflate: str = "auto", file_space=None, memory_bytes: int | None = None) -> RepackResult:
+           deflate: str = "auto", file_space=None, memory_bytes: int | None = None,
+           memory_strict: bool = True) -> RepackResult:
     """Copy ``src`` to ``dst`` with new layouts / filters for some datasets.
 
     ``layouts``: ``{dataset path or None (every dataset): Layout | chunk tuple | "CONTI" | None}``.
@@ -240,7 +241,8 @@ def repack(src, dst, layouts=None, filters=None, *, buffer_bytes: int = DEFAULT_
     bands (``buffer_bytes`` unless it is the default), chunks in flight and source chunk cache from the rechunk
     plan (:mod:`ccp.repack.rechunk`) so that each source chunk is read once where the budget allows; a budget
     below what the process holds plus the least a copy and its read-back need is refused (``ConfigError``
-    naming ``--memory`` and that floor) before anything is written.
+    naming ``--memory`` and that floor) before anything is written; with ``memory_strict`` False (the default
+    budget, not the user's) it is not refused: the copy plans within a quarter of the budget at least.
     """
     t0 = time.perf_counter()
     src, dst = _check_paths(src, dst, dry_run)
@@ -259,7 +261,8 @@ def repack(src, dst, layouts=None, filters=None, *, buffer_bytes: int = DEFAULT_
         planner = _Planner(fin, layouts, filters, buffer_bytes, engine)
         if memory_bytes is not None:
             planner.budget = MemoryBudget(int(memory_bytes),  # type: ignore[attr-defined]  # read by chunks.DatasetWriter
-                                          None if buffer_bytes == DEFAULT_BUFFER_BYTES else buffer_bytes)
+                                          None if buffer_bytes == DEFAULT_BUFFER_BYTES else buffer_bytes,
+                                          memory_strict)
         only_keys = None
         if only is not None:
             only_keys = {planner._key_of(p, "dataset") for p in only}
@@ -274,7 +277,7 @@ def repack(src, dst, layouts=None, filters=None, *, buffer_bytes: int = DEFAULT_
                     results.append(tgt.result(estimated_bytes=est))
                 return RepackResult(src, dst, time.perf_counter() - t0, True, threads, buffer_bytes,
                                     in_bytes, None, tuple(sorted(results, key=lambda r: r.path)))
-            if memory_bytes is not None:
+            if memory_bytes is not None and memory_strict:
                 _check_memory(fin, rp.targets.values(), int(memory_bytes), threads, buffer_bytes)
             remove_stale_temps(dst)
             _check_free_space(dst, _needed_bytes(in_bytes, rp.targets.values(), fin, getattr(planner, "budget", None),

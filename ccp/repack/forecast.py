@@ -260,14 +260,14 @@ def _timed(fn) -> float:
 
 
 def forecast_repack(src, layouts=None, filters=None, *, memory_bytes: int, buffer_bytes: int | None = None,
-                    threads: int | None = None, deflate: str = "auto") -> RepackForecast:
+                    threads: int | None = None, deflate: str = "auto", memory_strict: bool = True) -> RepackForecast:
     """The plan of ``repack(src, ..., memory_bytes=...)`` and what it will cost; writes nothing."""
     from ccp.repack.copy import _check_paths  # the same checks as the copy (its OUT is not needed here)
 
     src, _ = _check_paths(src, os.fspath(src) + ".plan", True)
     threads = max(1, int(threads or os.cpu_count() or 1))
     engine = codecs.resolve_deflate_engine(deflate)
-    budget = MemoryBudget(int(memory_bytes), buffer_bytes)
+    budget = MemoryBudget(int(memory_bytes), buffer_bytes, memory_strict)
     try:
         fin = h5py.File(src, "r")
     except Exception as exc:
@@ -281,9 +281,9 @@ def forecast_repack(src, layouts=None, filters=None, *, memory_bytes: int, buffe
         base = process_rss()
         from ccp.repack.copy import memory_needs
 
-        # a budget the copy cannot meet is refused here as the copy refuses it
-        check_memory(budget.memory_bytes, base, memory_needs(fin, rp.targets.values(), threads,
-                                                             buffer_bytes or DEFAULT_BUFFER_BYTES))
+        if memory_strict:   # a budget the user set and the copy cannot meet is refused here as the copy refuses it
+            check_memory(budget.memory_bytes, base, memory_needs(fin, rp.targets.values(), threads,
+                                                                 buffer_bytes or DEFAULT_BUFFER_BYTES))
         eff, main_share = measured_cores(threads)
         out = []
         for tgt in sorted(rp.targets.values(), key=lambda t: t.path):
