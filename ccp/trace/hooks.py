@@ -107,6 +107,11 @@ def flush_on_sigterm(rec) -> None:
         return
 
     def on_term(signum, _frame):
+        if rec.finishing or rec.flushing:
+            # the signal landed inside finish() or a write (a worker leaving by itself as its parent terminates the
+            # pool): killing it now would cut its last write or its "end" line; they end it by this signal when done
+            rec.term_pending = signum
+            return
         try:
             rec.finish()
         except BaseException:  # the process is being ended: end it whatever happened here

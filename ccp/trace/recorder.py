@@ -128,6 +128,8 @@ class Recorder:
         self.stopped = None
         self.lost = self.written = 0
         self.ended = False
+        self.finishing = False
+        self.term_pending = 0
         self.buf: list = []
         self.seq = itertools.count(2, 2)      # even: a fast-path call's fast_reader row takes seq + 1
         self.part = os.path.join(self.out_dir, f"{self.pid}-{time.time_ns()}.part")
@@ -179,12 +181,21 @@ class Recorder:
 
     def finish(self) -> None:
         """The process is leaving: write what is buffered and say how it went (once per process)."""
-        if os.getpid() != self.pid or self.ended:
+        if os.getpid() != self.pid or self.ended or self.finishing:
             return
-        self.flush()
-        self.ended = True
-        self.status("modules", ",".join(m for m in LIBRARIES if m in sys.modules))
-        self.status("end", self.written, self.lost, self.stopped or "")
+        self.finishing = True       # a SIGTERM now waits for the end line (ccp.trace.hooks.flush_on_sigterm)
+        try:
+            self.flush()
+            self.ended = True
+            self.status("modules", ",".join(m for m in LIBRARIES if m in sys.modules))
+            self.status("end", self.written, self.lost, self.stopped or "")
+        finally:
+            self.finishing = False
+            if self.term_pending:
+                import signal
+
+                signal.signal(self.term_pending, signal.SIG_DFL)
+                os.kill(os.getpid(), self.term_pending)
 
     def add(self, rec) -> None:
         if self.stopped is not None:
@@ -216,6 +227,8 @@ class Recorder:
                     self.flushing = False
         except Exception as exc:  # even the bookkeeping above must not reach the program
             self.stop(f"{type(exc).__name__}: {exc}")
+        if self.term_pending and not self.finishing:    # a SIGTERM arrived during this write: end as it asked
+            self.finish()
 
     # ------------------------------------------------------------------ datasets and files
     def event(self, op: str, file: str, dataset: str | None = None, **extra) -> None:
