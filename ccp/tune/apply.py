@@ -17,7 +17,7 @@ def h5repack_filters(filters: FilterPipeline, dset: str) -> list[str] | None:
 
 def h5py_kwargs(chunks, filters: FilterPipeline) -> str:
     said, unsaid = filters.h5py_code()
-    text = ", ".join([f"chunks={tuple(chunks)!r}", *said])
+    text = ", ".join([f"chunks={tuple(chunks)!r}" if chunks is not None else "chunks=None", *said])
     return text + (f"  # + {'+'.join(s.spec for s in unsaid)}: no h5py keyword says it" if unsaid else "")
 
 
@@ -55,12 +55,12 @@ def commands(dset: str, chunks, filters: FilterPipeline, cache: ChunkCache, file
     """{what: the line to run or write} for the layout and the cache. ccp repack and h5repack keep the
     dataset's maximum shape (its unlimited dimensions); the h5py line says it; a netCDF-4 file also
     gets the ``nccopy -c`` line (nccopy keeps unlimited dimensions unless given -u)."""
-    c = shape_str(chunks)
-    out = {"ccp": f"ccp repack -l {dset}:CHUNK={c} -f {dset}:{filters.spec} {file} OUT.h5"}
+    layout = f"CHUNK={shape_str(chunks)}" if chunks is not None else "CONTI"     # None: contiguous
+    out = {"ccp": f"ccp repack -l {dset}:{layout} -f {dset}:{filters.spec} {file} OUT.h5"}
     hf = h5repack_filters(filters, dset)
-    out["h5repack"] = (f"h5repack -l {dset}:CHUNK={c} {' '.join(hf)} {file} OUT.h5" if hf is not None
+    out["h5repack"] = (f"h5repack -l {dset}:{layout} {' '.join(hf)} {file} OUT.h5" if hf is not None
                        else f"(h5repack cannot write {filters.spec} by name: use the ccp line)")
-    if nc_dims and len(nc_dims) == len(chunks):
+    if nc_dims and chunks is not None and len(nc_dims) == len(chunks):
         spec = ",".join(f"{n}/{k}" for n, k in zip(nc_dims, chunks))
         var = dset.rsplit("/", 1)[-1]
         out["nccopy"] = f"nccopy -k nc4 -c {var}:{','.join(map(str, chunks))} {file} OUT.nc    # or -c {spec} for every variable"

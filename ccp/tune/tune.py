@@ -19,7 +19,7 @@ from ccp.chunkcache import ChunkCache
 from ccp.config.sweep import SOURCE
 from ccp.errors import ConfigError
 from ccp.hdf5.defaults import DEFAULT_W0, MIN_NSLOTS
-from ccp.hdf5.filters import check_for_type
+from ccp.hdf5.filters import FilterPipeline, check_for_type
 from ccp.store.schema import FINISHED
 from ccp.tune.apply import commands, netcdf_dims
 from ccp.tune.heuristics import ONE_MIB, heuristics
@@ -66,13 +66,19 @@ def fair_cache(chunks, itemsize: int, budget_bytes: int) -> ChunkCache:
     return ChunkCache(budget_bytes, nslots, DEFAULT_W0)
 
 
-def lattice_extremes(source, itemsize: int, k, items) -> list[tuple[int, ...]]:
-    """The structural extremes (:func:`structural_extremes`) within the storage constraint."""
+def lattice_extremes(source, itemsize: int, k, items, filters) -> list:
+    """The structural extremes (:func:`structural_extremes`) within the storage constraint, and
+    contiguous storage (None) when the data may be stored unfiltered and no dimension can grow: the
+    league's oracle on a NISAR burst and an ML loader, which no chunk shape matched."""
     from ccp.tune.lattice import padding
 
     blocks = [tuple(it.access.block) for it in sorted(items, key=lambda it: -it.weight)]
-    return [c for c in structural_extremes(source.shape, itemsize, k.max_chunk_bytes, blocks)
-            if padding(source.shape, c) <= k.max_storage_overhead]
+    out: list = [c for c in structural_extremes(source.shape, itemsize, k.max_chunk_bytes, blocks)
+                 if padding(source.shape, c) <= k.max_storage_overhead]
+    fixed = source.maxshape is None or tuple(source.maxshape) == tuple(source.shape)
+    if fixed and any(f.is_none for f in filters):
+        out.append(None)
+    return out
 
 
 def extremes(source, items, shapes, res, contenders, costs, k) -> list[Contender]:
@@ -86,6 +92,13 @@ def extremes(source, items, shapes, res, contenders, costs, k) -> list[Contender
     have = {(c.chunks, c.filters.spec) for c in contenders}
     out = []
     for ch in shapes:
+        if ch is None:              # contiguous: unfiltered, and no chunk cache to give it
+            none = FilterPipeline()
+            if (None, none.spec) not in have:
+                cand = evaluate(None, none, ChunkCache(0, MIN_NSLOTS, DEFAULT_W0), source, items, costs)
+                out.append(Contender("contiguous", None, none, cand.cache, cand.workload_s, "extreme"))
+                have.add((None, none.spec))
+            continue
         if (ch, filt.spec) in have:
             continue
         chunk_bytes = math.prod(ch) * np.dtype(source.dtype).itemsize
@@ -259,7 +272,7 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
         hcache = fair_cache(ch, itemsize, budget_bytes)
         hc = evaluate(ch, f0, hcache, source, wl.items, costs)
         contenders.append(Contender(name, ch, f0, hcache, hc.workload_s, "heuristic"))
-    contenders += extremes(source, wl.items, lattice_extremes(source, itemsize, k, wl.items), res, contenders, costs, k)
+    contenders += extremes(source, wl.items, lattice_extremes(source, itemsize, k, wl.items, filters), res, contenders, costs, k)
 
     measured: list | None = None
     runoff = fit = cell_budget = None
@@ -376,7 +389,7 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
         "commands": commands(wl.dataset.path, pick_c.chunks, pick_c.filters, pick_c.cache,
                              str(wl.dataset.file) if wl.dataset.file else "IN.h5", maxshape=source.maxshape,
                              nc_dims=netcdf_dims(str(wl.dataset.file) if wl.dataset.file else None, wl.dataset.path))
-        if pick_c.chunks else {},
+        if pick_c.chunks or pick_c.filters.is_none else {},
         "out": str(out),
     }
     from ccp.tune.page import write_page

@@ -88,3 +88,32 @@ def test_a_custom_slot_count_only_when_measured_better(monkeypatch, tmp_path, cu
     already = Contender("t", (4, 4), parse_filters("none"), ChunkCache(1 << 20, 521, 0.75), 1.0, "candidate")
     unchanged, none, _ = tune_mod.check_slots(None, None, already, tmp_path, tmp_path, 3, None, lambda *_: None)
     assert none is None and unchanged is already          # already HDF5's default: nothing to measure
+
+
+def test_contiguous_is_applied_as_conti():
+    from ccp.tune.apply import commands
+
+    out = commands("/d", None, parse_filters("none"), ChunkCache(0, 521, 0.75), "in.h5", nc_dims=["t", "x"])
+    assert out["ccp"] == "ccp repack -l /d:CONTI -f /d:none in.h5 OUT.h5"
+    assert out["h5repack"].startswith("h5repack -l /d:CONTI") and "chunks=None" in out["h5py create"]
+    assert "nccopy" not in out
+
+
+@pytest.mark.parametrize("maxshape, filters, has_contiguous", [
+    (None, ["none"], True),
+    ((None, 8), ["none"], False),                 # a dimension can grow: HDF5 needs chunks
+    (None, ["gzip:1"], False),                    # filters need chunks
+    (None, ["gzip:1", "none"], True),
+], ids=["unfiltered", "unlimited", "filtered", "either"])
+def test_contiguous_is_a_structural_extreme(maxshape, filters, has_contiguous):
+    from types import SimpleNamespace
+
+    from ccp.config.sweep import AccessSpec
+    from ccp.tune.tune import lattice_extremes
+    from ccp.tune.workload import WorkItem
+
+    src = SimpleNamespace(shape=(64, 8), maxshape=maxshape)
+    k = SimpleNamespace(max_chunk_bytes=1 << 20, max_storage_overhead=0.25)
+    its = (WorkItem(AccessSpec("read", (1, 8)), 1.0),)
+    got = lattice_extremes(src, 4, k, its, [parse_filters(f) for f in filters])
+    assert (None in got) is has_contiguous and (1, 8) in got and (64, 8) in got
