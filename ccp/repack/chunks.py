@@ -129,11 +129,7 @@ class _SourceReader:
         are read here with pread (the OS call releases the GIL; HDF5's calls would hold h5py's lock)."""
         kept = []
         for off, raw, dst_sl, src_sl, keep in batch:
-            if raw is None:
-                mask, data = self._raw(off)
-            else:
-                mask, data = raw
-            chunk = self._decode_chunk(data, mask)
+            chunk = self.decoded(off) if raw is None else self._decode_chunk(raw[1], raw[0])
             arr[dst_sl] = chunk[src_sl]
             if keep:
                 kept.append((off, chunk))

@@ -50,7 +50,7 @@ from ccp.repack.compare import verify_written
 from ccp.repack.decide import _h5_message, _Planner
 from ccp.repack.options import CONTIGUOUS, as_layout, normalise_path
 from ccp.repack.plan import DEFAULT_BUFFER_BYTES
-from ccp.repack.rechunk import MemoryBudget, check_memory, choose_stages, copy_floor, pass_room, plan_pass
+from ccp.repack.rechunk import MemoryBudget, check_memory, choose_stages, copy_floor, pass_room, peak_rss, plan_pass
 from ccp.repack.results import DatasetResult, RepackResult, page_size_notes
 from ccp.repack.tree import _Repacker, describe
 from ccp.units import format_bytes
@@ -165,25 +165,14 @@ def memory_needs(fin: h5py.File, targets, threads: int,
     return out
 
 
-def _check_memory(fin: h5py.File, targets, memory_bytes: int, threads: int, buffer_bytes: int) -> None:
+def _check_memory(fin: h5py.File, targets, memory_bytes: int, threads: int, buffer_bytes: int,
+                  base: int | None = None) -> None:
+    """Refuse a ``--memory`` the copy of ``targets`` cannot meet (:func:`ccp.repack.rechunk.check_memory`) in a
+    process holding ``base`` bytes (what it holds now when None)."""
     from ccp.repack import rechunk  # its process_rss, looked up when called (a test stands in for it)
 
-    check_memory(memory_bytes, rechunk.process_rss(), memory_needs(fin, targets, threads, buffer_bytes))
-
-
-def peak_rss() -> int:
-    """This process's peak resident memory so far (bytes): the kernel's VmHWM of this program (getrusage's
-    ru_maxrss also counts the pages of the process it was forked from, before exec)."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):  # pragma: no cover - not Linux
-        pass
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    check_memory(memory_bytes, rechunk.process_rss() if base is None else base,
+                 memory_needs(fin, targets, threads, buffer_bytes))
 
 
 def _check_free_space(dst: str, needed: int) -> None:

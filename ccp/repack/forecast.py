@@ -33,7 +33,6 @@ from ccp.repack.plan import DEFAULT_BUFFER_BYTES, Slab, plan_slabs
 from ccp.repack.readback import SAMPLED_CHUNKS
 from ccp.repack.rechunk import (
     MemoryBudget,
-    check_memory,
     choose_stages,
     io_ops,
     pass_room,
@@ -279,11 +278,11 @@ def forecast_repack(src, layouts=None, filters=None, *, memory_bytes: int, buffe
         rp.survey()
         startup = process_seconds()  # what the copy spends too before its first chunk (the plan's sampling is not)
         base = process_rss()
-        from ccp.repack.copy import memory_needs
+        from ccp.repack.copy import _check_memory
 
         if memory_strict:   # a budget the user set and the copy cannot meet is refused here as the copy refuses it
-            check_memory(budget.memory_bytes, base, memory_needs(fin, rp.targets.values(), threads,
-                                                                 buffer_bytes or DEFAULT_BUFFER_BYTES))
+            _check_memory(fin, rp.targets.values(), budget.memory_bytes, threads,
+                          buffer_bytes or DEFAULT_BUFFER_BYTES, base)
         eff, main_share = measured_cores(threads)
         out = []
         for tgt in sorted(rp.targets.values(), key=lambda t: t.path):

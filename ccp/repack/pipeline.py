@@ -32,7 +32,7 @@ from ccp.repack.plan import chunks_in
 class _Shared:
     """One decode of a source chunk that several target chunks (or bands) use."""
 
-    __slots__ = ("off", "users", "claimed", "busy", "chunk", "error", "last_band", "held")
+    __slots__ = ("off", "users", "claimed", "busy", "chunk", "error", "last_band", "held", "last_user")
 
     def __init__(self, off: tuple[int, ...], last_band: int):
         self.off = off
@@ -43,6 +43,7 @@ class _Shared:
         self.error: BaseException | None = None
         self.last_band = last_band  # the last band whose target chunks need it (kept in the cache until then)
         self.held = True            # the main thread's hold, dropped once it has listed the chunk's last user
+        self.last_user: tuple[int, ...] | None = None   # that last user's offset, in the band that lists it
 
 
 class ChunkPipeline:
@@ -210,17 +211,17 @@ class ChunkPipeline:
                     self.cache[src_off] = cell
                     self.cache_bytes += src_chunk_bytes
                 # else a later band that needs it decodes it again (the plan counts that read)
+            if src_off not in band_cells:
                 band_cells[src_off] = cell
-            elif src_off not in band_cells:
-                band_cells[src_off] = cell
+                if band is not None and cell.last_band == band_index:
+                    # its last user: the target chunk holding its far corner within the band (once per band)
+                    cell.last_user = tuple((min(o + c, d, b0 + bn) - 1) // t * t for o, c, d, b0, bn, t in
+                                           zip(src_off, src_chunks, shape, band.start, band.count, self.chunks))
             with self.lock:
                 cell.users += 1
             pieces.append((src_off, cell, dst_sl, src_sl))
-            if band is not None and cell.last_band == band_index:
-                corner = (min(o + c, d, b0 + bn) - 1 for o, c, d, b0, bn in
-                          zip(src_off, src_chunks, shape, band.start, band.count))
-                if all(o <= x < o + n for x, o, n in zip(corner, off, count)):
-                    self._drop_hold(cell)    # (the cache counts it till the band's end, as the plan does)
+            if cell.last_user == off and cell.last_band == band_index:
+                self._drop_hold(cell)        # (the cache counts it till the band's end, as the plan does)
         return pieces, pad
 
 

@@ -337,9 +337,26 @@ def process_rss() -> int:
 
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):  # pragma: no cover - not Linux
-        import resource
+        return _max_rss()
 
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+def peak_rss() -> int:
+    """This process's peak resident memory so far (bytes): the kernel's VmHWM of this program (getrusage's
+    ru_maxrss also counts the pages of the process it was forked from, before exec)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):  # pragma: no cover - not Linux
+        pass
+    return _max_rss()
+
+
+def _max_rss() -> int:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def choose_stages(shape, src_chunks, dst_chunks, itemsize: int, room: int, threads: int = 1) -> tuple[tuple[int, ...], ...]:

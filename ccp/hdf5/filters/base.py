@@ -72,15 +72,8 @@ def register_plugins() -> None:
 def register_plugins_for(ids) -> None:
     """:func:`register_plugins` only when one of the filter ``ids`` is not in this HDF5 already (importing
     hdf5plugin loads a dozen filter libraries: a copy that only needs gzip skips that start-up)."""
-    from h5py import h5z
-
     for fid in ids:
-        try:
-            if not h5z.filter_avail(fid):
-                register_plugins()
-                return
-        except (ValueError, OverflowError):     # an id HDF5 refuses to look up: no plugin has it either
-            continue
+        can_decode(fid)
 
 
 def can_decode(fid: int) -> bool:
