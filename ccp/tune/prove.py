@@ -101,7 +101,7 @@ CONTENDS_WITHIN = 3.0      # layouts predicted within this of the best get whole
 
 def whole_pass_budgets(contenders, items, source, costs, repeats: int, floor: float | None, cap: float) -> dict:
     """{contender key: cell budget} for the layouts predicted within :data:`CONTENDS_WITHIN` of the best:
-    room for ``repeats`` whole passes and the traced one of the contender's slowest pattern as the model
+    room for ``repeats`` whole passes and the counted one of the contender's slowest pattern as the model
     prices it, :data:`PASS_SLACK` times over, between ``floor`` and ``cap``. The sweep engine gives each
     pass an equal share of the cell's budget and cuts a pass over it to a prefix: with the share alone
     (2 s a cell, 0.5 s a pass) a cold 0.3 s pattern on a busy machine measured one request of 150,

@@ -23,7 +23,16 @@ from ccp.hdf5.filters import FilterPipeline, check_for_type
 from ccp.store.schema import FINISHED
 from ccp.tune.apply import commands, netcdf_dims
 from ccp.tune.heuristics import ONE_MIB, heuristics
-from ccp.tune.lattice import MAX_NSLOTS, chunk_lattice, next_prime, structural_extremes, workload_blocks
+from ccp.tune.lattice import (
+    MAX_NSLOTS,
+    cache_candidates,
+    chunk_lattice,
+    nchunks,
+    next_prime,
+    padding,
+    structural_extremes,
+    workload_blocks,
+)
 from ccp.tune.prove import Contender, measure_all, per_cell_budget, whole_pass_budgets
 from ccp.tune.search import PRICE_GROUPS, Candidate, evaluate, search
 from ccp.tune.settle import check_cache, check_slots, pooled, tied, weighted_passes
@@ -70,8 +79,6 @@ def lattice_extremes(source, itemsize: int, k, items, filters) -> list:
     """The structural extremes (:func:`structural_extremes`) within the storage constraint, and
     contiguous storage (None) when the data may be stored unfiltered and no dimension can grow: the
     league's oracle on a NISAR burst and an ML loader, which no chunk shape matched."""
-    from ccp.tune.lattice import padding
-
     blocks = [tuple(it.access.block) for it in sorted(items, key=lambda it: -it.weight)]
     out: list = [c for c in structural_extremes(source.shape, itemsize, k.max_chunk_bytes, blocks)
                  if padding(source.shape, c) <= k.max_storage_overhead]
@@ -86,8 +93,6 @@ def extremes(source, items, shapes, res, contenders, costs, k) -> list[Contender
     each with the largest cache of the budget; a layout some contender has already is not added. The
     model's shortlist is its fastest few, often alike (chunks of 15-75 samples for random samples);
     measured, the extremes put the ends of the lattice into the prices fitted to this round."""
-    from ccp.tune.lattice import cache_candidates, nchunks
-
     filt = res.recommended.filters
     have = {(c.chunks, c.filters.spec) for c in contenders}
     out = []
