@@ -116,7 +116,14 @@ def flush_on_sigterm(rec) -> None:
             rec.finish()
         except BaseException:  # the process is being ended: end it whatever happened here
             pass
-        signal.signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)
+        die_of(signum)
 
     signal.signal(signal.SIGTERM, on_term)
+
+
+def die_of(signum: int) -> None:
+    """End this process by ``signum`` as if no handler had caught it."""
+    import signal
+
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)

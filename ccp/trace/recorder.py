@@ -49,7 +49,7 @@ from typing import Any
 
 from ccp.trace.fastpath import fast_getitem
 from ccp.trace.hdf5_types import vlen_info
-from ccp.trace.hooks import ImportHook, flush_on_sigterm, patch_exit, patch_library
+from ccp.trace.hooks import ImportHook, die_of, flush_on_sigterm, patch_exit, patch_library
 from ccp.trace.netcdf import patch_netcdf4
 from ccp.trace.remote_files import file_space, fileobj_name, fsspec_info, instrument
 from ccp.trace.selections import MAX_LISTED, _file_name, _layout, describe_key, describe_space  # noqa: F401
@@ -192,10 +192,7 @@ class Recorder:
         finally:
             self.finishing = False
             if self.term_pending:
-                import signal
-
-                signal.signal(self.term_pending, signal.SIG_DFL)
-                os.kill(os.getpid(), self.term_pending)
+                die_of(self.term_pending)
 
     def add(self, rec) -> None:
         if self.stopped is not None:

@@ -15,9 +15,9 @@ from ccp.model.fast import COLUMNS, ArrayModel
 from ccp.trace.cures import (
     BATCH,
     MAX_TOUCHED,
+    _block_sequence_loop,
     block_batches,
     block_boxes,
-    block_sequence,
     touched_chunks,
     touched_count,
 )
@@ -96,7 +96,7 @@ def run_blocks(seq: ReplaySequence, allocated: bool = True) -> tuple[int, dict]:
     """(number of whole-chunk requests, ``run_model(block_sequence(seq), per_call=False, allocated=allocated)``),
     the blocks made and fed to the model a batch at a time: never the whole block sequence in memory."""
     if touched_count(seq.shape, seq.chunks, seq.plan.starts, seq.plan.counts) > MAX_TOUCHED:
-        blocks = block_sequence(seq)
+        blocks = _block_sequence_loop(seq)      # (block_sequence's own choice: the count is known here)
         return blocks.ncalls, run_model(blocks, per_call=False, allocated=allocated)
     chunks = seq.chunks
     assert chunks is not None, "whole-chunk reads need a chunked layout"
@@ -194,18 +194,26 @@ def working_set(seq: ReplaySequence, chunks) -> tuple[int, int]:
             most = max(most, int(np.prod(hi - lo + 1)))
         return most, most * chunk_bytes
     nchunks = int(np.prod(ChunkGrid(tuple(seq.shape), tuple(chunks)).grid, dtype=float))
+    # one bitmap for every session, cleared where a session set it: a fresh grid-sized one per session cost
+    # a trace that reopens often its grid's size at every open
+    seen = np.zeros(nchunks, bool) if nchunks <= BITMAP_CHUNKS else None
     for a, b in zip(bounds[:-1], bounds[1:]):     # each session's distinct chunks, its requests a batch at a time
-        seen = np.zeros(nchunks, bool) if nchunks <= BITMAP_CHUNKS else None
         parts = []
         for x in range(a, b, BATCH):
             y = min(b, x + BATCH)
             pairs = touched_chunks(seq.shape, chunks, seq.plan.starts[x:y], seq.plan.counts[x:y])
             assert pairs is not None, "fewer pairs than MAX_TOUCHED in all, so in a batch"
+            found = np.unique(pairs[1])
             if seen is not None:
-                seen[pairs[1]] = True
-            else:
-                parts.append(np.unique(pairs[1]))
-        n = int(seen.sum()) if seen is not None else len(np.unique(np.concatenate(parts))) if parts else 0
+                found = found[~seen[found]]
+                seen[found] = True
+            parts.append(found)
+        if seen is not None:
+            n = sum(len(p) for p in parts)
+            for p in parts:
+                seen[p] = False
+        else:
+            n = len(np.unique(np.concatenate(parts))) if parts else 0
         most = max(most, n)
     return most, most * chunk_bytes
 
