@@ -97,11 +97,13 @@ class EtaClock:
                  events: str | None = None):
         self.predicted = list(predicted)
         self.passes = max(int(passes), 1)
+        # the passes each entry of ``predicted`` was priced for; start_cell may change the running cell's own count
+        self.predicted_passes = self.passes
         self.clock = clock
         self.started = clock()
         self.events = events
         self._record("__init__", [[p if _known(p) else None for p in self.predicted], self.passes])
-        self.priced_total_s = sum(p for p in self.predicted if _known(p) and p / self.passes >= PRICED_PASS_S)
+        self.priced_total_s = self._priced_sum(self.predicted)
         self.measured_s = 0.0       # finished passes: measured seconds ...
         self.predicted_s = 0.0      # ... and what the model predicted for them
         self.priced_measured_s = 0.0    # the same, over passes the model priced at PRICED_PASS_S or more
@@ -116,6 +118,16 @@ class EtaClock:
         self.pass_starts: list[float] = []
         self.in_pass = (0, 0)                 # (requests done, requests) of the running pass, as last reported
         self.reported = self.started          # when
+
+    # ------------------------------------------------------------------------------------------- priced work
+    def _priced_sum(self, predicted: list) -> float:
+        """The seconds of the cells in ``predicted`` the model prices at PRICED_PASS_S or more a pass."""
+        return sum(p for p in predicted if _known(p) and p / self.predicted_passes >= PRICED_PASS_S)
+
+    @property
+    def _own_priced(self) -> bool:
+        """Whether the running cell's passes are priced at PRICED_PASS_S or more (they then correct the model)."""
+        return self.own is not None and self.own / self.passes >= PRICED_PASS_S
 
     # ------------------------------------------------------------------------------------------- events
     def _record(self, call: str, args: list) -> None:
@@ -195,8 +207,7 @@ class EtaClock:
     def _priced_measured(self) -> float:
         """The model's seconds for the priced passes measured so far (the running one's requests done included)."""
         running = self._running_pass()
-        own_priced = self.own is not None and self.own / self.passes >= PRICED_PASS_S
-        return self.priced_predicted_s + (running[1] if running is not None and own_priced else 0.0)
+        return self.priced_predicted_s + (running[1] if running is not None and self._own_priced else 0.0)
 
     def settled(self, now: float, k: int) -> bool:
         """Whether enough is measured for the line to give a number: passes the model prices at ENOUGH_PRICED_S, or at
@@ -208,8 +219,8 @@ class EtaClock:
         measured = self._priced_measured()
         if measured >= min(ENOUGH_PRICED_S, ENOUGH_SHARE * self.priced_total_s):
             return True
-        own = self.own if self.own is not None and self.own / self.passes >= PRICED_PASS_S else 0.0
-        later = sum(p for p in self.predicted[k + 1:] if _known(p) and p / self.passes >= PRICED_PASS_S)
+        own = self.own if self.own is not None and self._own_priced else 0.0
+        later = self._priced_sum(self.predicted[k + 1:])
         if own + later <= 0:
             return True
         return own > 0 and self.measure_started is not None and now - self.measure_started >= ESTIMATING_MAX_S
@@ -221,7 +232,7 @@ class EtaClock:
         # model priced at PRICED_PASS_S or more is measured (or running), only those correct the model; the small
         # cells' fixed cost is counted per cell (_fixed_per_cell).
         running = self._running_pass()
-        running_priced = running is not None and self.own is not None and self.own / self.passes >= PRICED_PASS_S
+        running_priced = running is not None and self._own_priced
         if self.priced_predicted_s > 0 or running_priced:
             measured, predicted = self.priced_measured_s, self.priced_predicted_s
             running = running if running_priced else None
