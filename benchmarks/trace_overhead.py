@@ -102,7 +102,7 @@ INPROCESS = textwrap.dedent("""
                       "cpu_traced_us": statistics.median(cpu["traced"]) * 1e6,
                       "cpu_ratio": statistics.median(cpu_ratios),
                       "cpu_total_ratio": sum(cpu["traced"]) / sum(cpu["plain"]),   # with the part-file writes
-                      "recorded": rec.written + len(rec.buf), "calls": per * rounds}))
+                      "recorded": rec.written + rec.buffered(), "calls": per * rounds}))
 """)
 
 

@@ -1,55 +1,147 @@
 """The recorder's fast path for ``Dataset.__getitem__`` (stdlib at import: loaded into traced programs).
 
-A call costs the program a few hundred nanoseconds on top of h5py's own: two clock reads and one tuple
-appended to the recorder's buffer (``benchmarks/trace_overhead.py --inprocess``). A numpy integer in the key
-is stored as an int, after the call's clock stopped: pickled as a numpy scalar it cost more than the call.
+A ``d[k]`` with ``k`` one int, numpy integer or slice (the issue's loop: ``benchmarks/trace_overhead.py
+--inprocess``) costs the program two clock reads and five values appended to a flat list, one list per kind of
+key (:class:`FastColumns`): no object is built per call and nothing is pickled per call. At a flush each list
+becomes columns (an int64 array for the numbers, a list per slice field), pickled as a few buffers. The key is
+described when the trace is merged (:func:`ccp.trace.store._expand`). A tuple of ints and slices is kept as one
+tuple per call, its numpy integers made ints: pickled as a numpy scalar each cost more than the read.
 """
 
 from __future__ import annotations
 
 import time
 
+FAST_CAPACITY = 16384       # calls buffered per kind of key before a flush: what bounds the buffers' memory
+WIDTH = 5                   # values per call in a flat list: seq, t0_ns, t1_ns, handle token, key
+
+
+class FastColumns:
+    """The fast path's buffers: ``index`` (an int or numpy integer key) and ``slice`` flat lists, never replaced
+    (the fast path holds them), emptied in place by :meth:`take`."""
+
+    def __init__(self, capacity: int = FAST_CAPACITY) -> None:
+        self.capacity = capacity
+        self.index: list = []
+        self.slice: list = []
+
+    def __len__(self) -> int:
+        return (len(self.index) + len(self.slice)) // WIDTH
+
+    def take(self) -> list[dict]:
+        """The buffered calls as column blocks (one per kind of key), the buffers emptied."""
+        blocks = []
+        for kind, flat in (("index", self.index), ("slice", self.slice)):
+            n = len(flat) // WIDTH * WIDTH      # another thread may append meanwhile: its call stays for next time
+            if n:
+                rows = flat[:n]
+                del flat[:n]
+                blocks.append(column_block(kind, rows))
+        return blocks
+
+    def clear(self) -> None:
+        del self.index[:], self.slice[:]
+
+
+def column_block(kind: str, flat: list) -> dict:
+    """A flat list of (seq, t0, t1, token, key) as a part file's ``fast`` record: ``calls``, an int64 array of
+    (seq, t0, t1, token[, index]) rows; a slice key's start, stop and step as three lists (None kept).
+
+    numpy converts the numbers (its ``fromiter`` costs half what ``array('q', ...)`` does per value); the fast path
+    has imported it by the time there is anything to convert."""
+    import numpy as np
+
+    n = len(flat) // WIDTH
+    if kind == "index":
+        try:    # numpy integers too (by __index__)
+            return {"kind": "fast", "key": kind, "calls": np.fromiter(flat, np.int64, len(flat)).reshape(n, WIDTH)}
+        except OverflowError:       # a uint64 past int64 (h5py refuses the read; kept as it was given)
+            numbers = np.array([flat[i::WIDTH] for i in range(4)], np.int64).T.reshape(n, 4)
+            return {"kind": "fast", "key": kind, "calls": numbers, "index": [int(k) for k in flat[4::WIDTH]]}
+    calls = np.empty((n, 4), np.int64)
+    for i in range(4):
+        calls[:, i] = np.fromiter(flat[i::WIDTH], np.int64, n)
+    keys = flat[4::WIDTH]
+    return {"kind": "fast", "key": kind, "calls": calls, "start": [k.start for k in keys],
+            "stop": [k.stop for k in keys], "step": [k.step for k in keys]}
+
+
+def block_calls(block: dict):
+    """A ``fast`` record's calls as the recorder's per-call tuples (seq, t0, t1, token, key tuple)."""
+    calls = block["calls"]
+    seq, t0, t1, token = (calls[:, i].tolist() for i in range(4))
+    if block["key"] == "index":
+        keys = [(k,) for k in (block["index"] if "index" in block else calls[:, 4].tolist())]
+    else:
+        keys = [(slice(a, b, c),) for a, b, c in zip(block["start"], block["stop"], block["step"])]
+    return zip(seq, t0, t1, token, keys)
+
 
 def fast_getitem(rec, slow, fast_orig):
     """``Dataset.__getitem__`` for the common case, at the least cost: a key of ints and slices read by
-    h5py's fast reader (what h5py's own ``__getitem__`` does first) is timed and kept as one tuple; the
-    key is immutable, so it is described later, by ``ccp trace``. Anything else takes ``slow``."""
+    h5py's fast reader (what h5py's own ``__getitem__`` does first) is timed and kept raw; the key is
+    immutable, so it is described later, by ``ccp trace``. Anything else takes ``slow``."""
     import numpy as np
     from h5py._objects import phil
 
     perf = time.perf_counter_ns
     numpy_ints = {getattr(np, n) for n in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")}
     plain = {int, slice, type(Ellipsis), *numpy_ints}
+    single = {int, slice, *numpy_ints}
+    handle_of = rec.handle_of
+    columns = rec.columns
+    index_calls, slice_calls = columns.index, columns.slice
+    full = columns.capacity * WIDTH
 
     def __getitem__(self, args, new_dtype=None):
         if new_dtype is None and rec.stopped is None:
-            key = args if type(args) is tuple else (args,)
-            numpy_int = False
-            for a in key:
-                t = type(a)
-                if t not in plain:
-                    break
-                if t in numpy_ints:
-                    numpy_int = True
-            else:
+            t = type(args)
+            if t in single:         # one int, numpy integer or slice: five values on a flat list
                 with phil:
                     if self._fast_read_ok:
-                        reader = self._fast_reader
                         t0 = perf()
                         try:
-                            out = fast_orig(reader, key)
+                            out = fast_orig(self._fast_reader, (args,))
                         except TypeError:       # h5py falls back to its Python path: so do we
                             pass
                         else:
                             t1 = perf()
                             try:
-                                if numpy_int:   # kept as ints: a numpy scalar costs ~10x an int to pickle
-                                    key = ((int(key[0]),) if len(key) == 1 else
-                                           tuple([int(a) if type(a) in numpy_ints else a for a in key]))
-                                rec.fast_call(self._id, t0, t1, key)     # not .id: it takes the lock again
+                                dsid = self._id             # not .id: it takes the lock again
+                                token = handle_of.get(id(dsid)) or rec.token_of(dsid)
+                                calls = slice_calls if t is slice else index_calls
+                                calls.extend((next(rec.seq), t0, t1, token, args))
+                                if len(calls) >= full:
+                                    rec.flush()
                             except Exception as exc:  # never disturb the program
                                 rec.failed(exc)
                             return out
+            else:
+                key = args if t is tuple else (args,)
+                numpy_int = False
+                for a in key:
+                    t = type(a)
+                    if t not in plain:
+                        break
+                    if t in numpy_ints:
+                        numpy_int = True
+                else:
+                    with phil:
+                        if self._fast_read_ok:
+                            t0 = perf()
+                            try:
+                                out = fast_orig(self._fast_reader, key)
+                            except TypeError:
+                                pass
+                            else:
+                                t1 = perf()
+                                try:
+                                    if numpy_int:   # kept as ints: a numpy scalar costs ~10x an int to pickle
+                                        key = tuple([int(a) if type(a) in numpy_ints else a for a in key])
+                                    rec.fast_call(self._id, t0, t1, key)
+                                except Exception as exc:  # never disturb the program
+                                    rec.failed(exc)
+                                return out
         return slow(self, args, new_dtype) if new_dtype is not None else slow(self, args)
 
     __getitem__.__wrapped__ = slow  # type: ignore[attr-defined]

@@ -24,7 +24,7 @@ def patch_queues(rec) -> None:
         orig = cls.put
 
         def put(self, *args, _orig=orig, **kwargs):
-            if rec.buf:
+            if rec.buffered():
                 rec.flush()
             return _orig(self, *args, **kwargs)
 

@@ -47,7 +47,7 @@ import time
 import weakref
 from typing import Any
 
-from ccp.trace.fastpath import fast_getitem
+from ccp.trace.fastpath import FAST_CAPACITY, FastColumns, fast_getitem
 from ccp.trace.hdf5_types import vlen_info
 from ccp.trace.hooks import ImportHook, die_of, flush_on_sigterm, patch_exit, patch_library
 from ccp.trace.netcdf import patch_netcdf4
@@ -108,6 +108,8 @@ class Recorder:
         self.local = _Local()
         self.lock = threading.RLock()
         self.flushing = False
+        # the fast path's calls (ccp.trace.fastpath): held by it, never replaced; a small capacity in tests only
+        self.columns = FastColumns(int(os.environ.get("CCP_TRACE_TEST_CAPACITY") or FAST_CAPACITY))
         self._reset_process()
         self.handles: dict[int, tuple] = {}        # token -> (key, dsid weakref)
         self.handle_of: dict[int, int] = {}        # id(dsid) -> token
@@ -131,6 +133,7 @@ class Recorder:
         self.finishing = False
         self.term_pending = 0
         self.buf: list = []
+        self.columns.clear()
         self.seq = itertools.count(2, 2)      # even: a fast-path call's fast_reader row takes seq + 1
         self.part = os.path.join(self.out_dir, f"{self.pid}-{time.time_ns()}.part")
         self.layouts = set()
@@ -176,8 +179,9 @@ class Recorder:
         if self.stopped is None:
             self.stopped = reason
             self.status("error", reason)
-        self.lost += len(self.buf)
+        self.lost += len(self.buf) + len(self.columns)
         self.buf = []
+        self.columns.clear()
 
     def finish(self) -> None:
         """The process is leaving: write what is buffered and say how it went (once per process)."""
@@ -194,6 +198,10 @@ class Recorder:
             if self.term_pending:
                 die_of(self.term_pending)
 
+    def buffered(self) -> int:
+        """Records waiting for the next write."""
+        return len(self.buf) + len(self.columns)
+
     def add(self, rec) -> None:
         if self.stopped is not None:
             self.lost += 1
@@ -206,19 +214,24 @@ class Recorder:
         """Append the buffer to the part file; any failure stops recording, never reaches the program."""
         try:
             with self.lock:
-                if self.flushing or os.getpid() != self.pid or not self.buf or self.stopped is not None:
+                if self.flushing or os.getpid() != self.pid or self.stopped is not None:
+                    return
+                if not self.buf and not len(self.columns):
                     return
                 self.flushing = True
                 buf, self.buf = self.buf, []
+                n = len(buf)
                 try:
+                    n += len(self.columns)
+                    buf += self.columns.take()      # after the records: a handle comes before the calls naming it
                     if _FAULT is not None:
-                        _FAULT(len(buf))
+                        _FAULT(n)
                     os.makedirs(self.out_dir, exist_ok=True)
                     with open(self.part, "ab") as f:
                         pickle.dump(buf, f, protocol=pickle.HIGHEST_PROTOCOL)   # one pickled list per flush
-                    self.written += len(buf)
+                    self.written += n
                 except Exception as exc:  # ENOSPC, EIO, EACCES, a bug: the program runs on
-                    self.buf = buf + self.buf
+                    self.lost += n
                     self.stop(f"writing {self.part}: {type(exc).__name__}: {exc}")
                 finally:
                     self.flushing = False
@@ -233,6 +246,14 @@ class Recorder:
                "op": op, "file": file, "dataset": dataset}
         rec.update(extra)
         self.add(rec)
+
+    def token_of(self, dsid) -> int:
+        """The token of a dataset handle (registered on first sight)."""
+        token = self.handle_of.get(id(dsid))
+        if token is None:
+            self.register(dsid)
+            token = self.handle_of[id(dsid)]
+        return token
 
     def handle_info(self, dsid) -> tuple:
         """(file, dataset, itemsize, shape) of a dataset handle; registers it on first sight."""
@@ -296,11 +317,8 @@ class Recorder:
 
     # ------------------------------------------------------------------ calls
     def fast_call(self, dsid, t0: int, t1: int, key: tuple) -> None:
-        """A ``d[key]`` served by h5py's fast reader: one tuple, described when the trace is merged."""
-        token = self.handle_of.get(id(dsid))
-        if token is None:
-            self.register(dsid)
-            token = self.handle_of[id(dsid)]
+        """A ``d[key]`` (a tuple key) served by h5py's fast reader: one tuple, described when the trace is merged."""
+        token = self.token_of(dsid)
         if self.stopped is not None:
             self.lost += 1
             return

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from ccp.errors import CcpError
+from ccp.trace.fastpath import block_calls
 from ccp.trace.selections import describe_key
 from ccp.workload.tracefile import COLUMNS, LIST_COLUMNS, SCHEMA_VERSION
 
@@ -169,6 +170,12 @@ def _expand(batch: list, pid: int | None, handles: dict, out: list, layouts: lis
     """Records of one batch as row dicts; a fast-path tuple becomes its user call and its fast_reader row
     (kept as the tuple in ``fast`` when given, for :func:`_fast_table`)."""
     for r in batch:
+        if type(r) is dict and r.get("kind") == "fast":     # the fast path's columns: as its per-call tuples
+            if fast is not None:
+                fast.extend(block_calls(r))
+                continue
+            _expand(list(block_calls(r)), pid, handles, out, layouts, errors)
+            continue
         if type(r) is tuple and fast is not None:
             fast.append(r)
             continue
