@@ -4,13 +4,14 @@ The sweep drops the file's pages before each pass, so a pass's reads wait for th
 prices a wait (``Costs.load_s``) on chunks fetched in random order, each a separate trip to the device;
 but the kernel reads ahead (``read_ahead_kb``, 128 KiB by default) once reads go forward through the
 file, so a request whose pieces follow one another in the file with gaps under the readahead window
-waits about once and then streams its span. Counted per raw read, a column of a contiguous dataset
+waits about once and then streams its span (the next piece must fall in the first window, about 4x
+the piece read, up to ``read_ahead_kb``: a column through 31 KiB chunks 155 KiB apart is a trip a chunk). Counted per raw read, a column of a contiguous dataset
 (thousands of sieve reads a few KiB apart) or a window read in parts from a big chunk (a read per
 row) priced 10-100x what the sweep measured, and the fitted prices went wrong for every cell to
 absorb it (the device at its floor, the requests at their cap).
 
 So a request's device trips are its *stretches*: the file runs it reaches, in file order, with runs
-closer than the readahead window merged into one forward sweep, whose bytes are the whole span. The
+close enough for the readahead window merged into one forward sweep, whose bytes are the whole span. The
 file is taken to hold the chunks in the C order of the chunk grid (as a dataset written whole or
 by rows lays them out) and each chunk's elements in C order.
 """
@@ -23,7 +24,7 @@ from functools import lru_cache
 
 import numpy as np
 
-READAHEAD_BYTES = 128 * 1024      # Linux's default read_ahead_kb: a forward gap within it costs no new trip
+READAHEAD_BYTES = 128 * 1024      # Linux's default read_ahead_kb: the largest window a forward read brings in
 PAGE_BYTES = 4096                 # the page cache's unit: a piece read alone is fetched a page at least
 
 
@@ -32,8 +33,10 @@ def stretches(extent: Sequence[float], container: Sequence[int], full: Sequence[
     """(device trips, bytes fetched) to read a box of ``extent`` units out of a C-ordered ``container``
     of units of ``unit_bytes`` (``full[d]``: the box spans the container's whole extent along ``d``).
     The box is contiguous runs along its last partial dimension; going outwards, the pieces of one
-    level a gap of at most :data:`READAHEAD_BYTES` apart merge into one forward sweep over their span
-    (while every inner level merged); otherwise each is its own trip, a page at least."""
+    level merge into one forward sweep over their span (while every inner level merged) when the next
+    piece lies within the kernel's first readahead of this one: the window starts at about 4x the read
+    (``get_init_ra_size``), up to :data:`READAHEAD_BYTES`; a piece further on is a new random read, its
+    own trip, a page at least."""
     partial = [d for d, f in enumerate(full) if not f]
     if not partial:
         return 1.0, math.prod(container) * unit_bytes
@@ -45,7 +48,7 @@ def stretches(extent: Sequence[float], container: Sequence[int], full: Sequence[
         if e <= 1:
             continue
         stride = math.prod(container[d + 1:]) * unit_bytes
-        if merged and stride - piece <= READAHEAD_BYTES:
+        if merged and stride - piece <= min(READAHEAD_BYTES - piece, 3 * max(piece, PAGE_BYTES)):
             piece += (e - 1) * stride
         else:
             merged = False

@@ -474,7 +474,7 @@ def frugal_cache(chunks, filters: FilterPipeline, cache: ChunkCache, source, ite
                  max_cache_bytes: int, fixed_cache: int | None) -> Candidate | None:
     """The smallest cache the model predicts within :data:`NEAR_BEST` of ``cache`` on this layout (same
     w0), found by bisection over the cache sizes (time falls as the cache grows); None when none is
-    smaller. Only a candidate to measure: tune takes it when it measured no slower, back to back."""
+    smaller. Only a candidate to measure: tune takes it when it measured no slower beside it (interleaved rounds)."""
     if chunks is None or fixed_cache is not None:
         return None
     chunk_bytes = math.prod(chunks) * np.dtype(source.dtype).itemsize

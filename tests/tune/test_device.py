@@ -54,3 +54,13 @@ def test_far_runs_each_wait(costs, nofilter):
     # the share of them that an earlier read of the pass already fetched waits for nothing
     reach = min(1.0, 32 * 512 * 512 * 2 / ic.raw_read_bytes)
     assert item_cost(cell, src, costs.group("cold")).seconds == pytest.approx(320 * reach * costs.load_s, rel=0.01)
+
+
+def test_chunks_further_than_the_first_readahead_are_a_trip_each():
+    """A gene column through (38, 205) float32 chunks of a (4096, 1024) matrix: 31 KiB chunks 155 KiB apart.
+    The first readahead of a 31 KiB read (about 4x it, 124 KiB) does not reach the next chunk: 108 trips,
+    not one sweep; (16, 1024) chunks are adjacent: one sweep."""
+    far = request_stretches((4096, 1024), (38, 205), (4096, 1), 4, 38 * 205 * 4, False)
+    assert far[0] == pytest.approx(4096 / 38, rel=0.01)
+    near = request_stretches((4096, 1024), (16, 1024), (4096, 1), 4, 16 * 1024 * 4, False)
+    assert near[0] == 1
