@@ -13,7 +13,7 @@ import click
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (keys recommended, candidates, front, verified).")
 @click.option("--budget", default="1min", show_default=True,
               help="Time for measuring the shortlisted layouts, the current one and the heuristics (a third of it for "
-                   "re-measuring the close ones back to back); long cells are extrapolated.")
+                   "re-measuring the close ones in interleaved rounds); long cells are extrapolated.")
 @click.option("--out", type=str,
               help="Folder for tune.json, tune.html and the measured runs (default results/<name>/tune-<time>/).")
 @click.option("--work", "work_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("results/work"),

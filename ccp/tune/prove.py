@@ -194,3 +194,83 @@ def item_passes(run_dir: Path, rows) -> tuple:
         measured = int((cell["phase"] == "request").sum() // max(1, len(totals)))
         out.append(ItemPasses(int(float(row["requests"])), measured, tuple(float(t) for t in totals.values)))
     return tuple(out)
+
+
+def _req_passes(req, requests: int) -> ItemPasses | None:
+    """One cell's timed passes from its requests table (as :func:`item_passes` reads them from a run)."""
+    req = req[req["pass"] >= 0]
+    if req.empty:
+        return None
+    totals = req.groupby("pass")["time_s"].sum()
+    measured = int((req["phase"] == "request").sum() // max(1, len(totals)))
+    return ItemPasses(requests, measured, tuple(float(t) for t in totals.values))
+
+
+def measure_interleaved(workload, source, contenders, out_dir: Path, work_dir: Path, rounds: int,
+                        cell_budget: float | None, echo=print) -> list[Measured]:
+    """Every distinct contender measured ``rounds`` times, one cold pass of each of its patterns a round,
+    the contenders alternating (as asv's ``--interleave-rounds``; the order reversed every round), so a
+    load that drifts falls on all of them alike: pass i of each is paired with pass i of the others.
+    Each pass gets the share of ``cell_budget`` a pass of a ``rounds``-pass cell gets (its counted pass
+    included). The jobs are the sweep engine's (its work files, its cold passes), measured in this
+    process without a counted pass; each contender's sweep file is kept under ``out_dir``."""
+    import shutil
+
+    from ccp.measurement.runner import measure
+    from ccp.run import prepare
+    from ccp.run.job import job_for
+
+    distinct: dict[tuple, Contender] = {}
+    for c in contenders:
+        distinct.setdefault(c.key, c)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    per_pass = cell_budget / (rounds + 1) if cell_budget else None
+    jobs: dict[tuple, list] = {}
+    for i, (key, c) in enumerate(distinct.items()):
+        sweep_file = out_dir / f"{i:02d}-{slug(c.label)}.yaml"
+        sweep_file.write_text(yaml.safe_dump(sweep_doc(workload, c, source, 1, per_pass), sort_keys=False))
+        sweep, src, cells = prepare(sweep_file)
+        by_access = {cell.access: cell for cell in cells}
+        jobs[key] = [job_for(by_access[it.access], sweep, src, work_dir, True) for it in workload.items]
+    order = list(distinct)
+    got: dict[tuple, list[list]] = {key: [[] for _ in workload.items] for key in order}
+    scratch = out_dir / "scratch"
+    try:
+        for r in range(rounds):
+            for key in (order if r % 2 == 0 else order[::-1]):
+                for j, job in enumerate(jobs[key]):
+                    row, req, _ = measure(job, scratch / f"{slug(distinct[key].label)}-{j}")
+                    got[key][j].append((row, req))
+            echo(f"  runoff round {r + 1}/{rounds}: {len(order)} layouts, alternating")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return [_interleaved_result(distinct[c.key], got[c.key], workload.items, out_dir) for c in contenders]
+
+
+def _interleaved_result(c: Contender, per_item: list[list], items, out_dir: Path) -> Measured:
+    """A contender's rounds as one :class:`Measured`: each pattern's median pass (the engine's time of a
+    prefix where the budget cut a pass short), and its passes in round order."""
+    import statistics
+
+    per: list = []
+    passes: list[ItemPasses | None] = []
+    total, lo, hi, ok = 0.0, 0.0, 0.0, True
+    for it, got in zip(items, per_item):
+        times = [row.time_s for row, _ in got if row.status in FINISHED and row.time_s is not None]
+        done = len(times) == len(got) and bool(got)
+        ok &= done
+        status = (next((row.status for row, _ in got if row.status not in FINISHED), "ok") if not done
+                  else "extrapolated" if any(row.status == "extrapolated" for row, _ in got) else "ok")
+        t = statistics.median(times) if done else math.nan
+        per.append((t, status))
+        total += it.weight * t
+        lo += it.weight * (min(times) if done else math.nan)
+        hi += it.weight * (max(times) if done else math.nan)
+        each = [_req_passes(req, int(row.requests or 0)) for row, req in got] if done else []
+        whole = [p for p in each if p is not None]
+        if done and len(whole) == len(each):
+            passes.append(ItemPasses(whole[0].requests, min(p.measured for p in whole),
+                                     tuple(t for p in whole for t in p.passes)))
+        else:
+            passes.append(None)
+    return Measured(c, total if ok else None, tuple(per), out_dir, lo if ok else None, hi if ok else None, tuple(passes))

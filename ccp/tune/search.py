@@ -27,6 +27,7 @@ from ccp.hdf5.defaults import DEFAULT_W0, MIN_NSLOTS
 from ccp.hdf5.filters import FilterPipeline
 from ccp.matrix.cells import Cell
 from ccp.predict import Calibration, predict_requests
+from ccp.tune.device import PAGE_BYTES, request_stretches
 from ccp.tune.lattice import cache_candidates, nchunks, padding
 from ccp.workload.requests import plan_for
 
@@ -182,25 +183,40 @@ def item_cost(cell: Cell, source, costs: Costs, max_requests: int = MAX_MODEL_RE
                     seconds * scale + costs.open_s)
 
 
-PAGE_BYTES = 4096                 # the page cache's unit: a part of a chunk read alone is fetched a page at least
-
-
 def cold_seconds(cell: Cell, source, costs: Costs, total, fraction: float, chunk_bytes: int, ratio: float,
                  read_bytes: float) -> float:
-    """The device's part of a cold read pass (the sweep drops the file's pages before each pass): every
-    file operation that reaches a byte not yet read this pass waits for the device. The operations:
-    each chunk fetched (loaded, or read raw whole) the first time; a chunk read in parts (unfiltered,
-    bigger than the cache) waits once per page it reaches, up to every page of the file. The bytes: each
-    stored byte at most once. ``fraction``: the share of the pattern the model walked (caps scale
-    with it; the caller scales the prefix back up)."""
+    """The device's part of a cold read pass (the sweep drops the file's pages before each pass): each
+    device trip the pass makes waits (:data:`Costs.load_s`), each byte it fetches is paid
+    (:data:`Costs.cold_byte_s`), each stored byte at most once a pass. The trips are the request's
+    stretches (:mod:`ccp.tune.device`: the file runs it reaches, runs within the kernel's readahead of
+    each other one forward sweep over their span), at most one per file operation the model counts
+    (a chunk fetched, or a raw read of a chunk read in parts) and, over the pass, one per chunk of the
+    grid (loaded whole) or per page of the file (read in parts). ``fraction``: the share of the pattern
+    the model walked (caps scale with it; the caller scales the prefix back up)."""
     filtered = not cell.filters.is_none
     grid = nchunks(source.shape, cell.chunks) if cell.chunks else 1
     stored_bytes = grid * chunk_bytes * ratio if cell.chunks else math.prod(source.shape) * np.dtype(source.dtype).itemsize
     fetched = total.chunk_loads if filtered else max(total.chunk_loads, total.raw_reads)
     in_parts = not filtered and total.raw_reads > total.chunk_loads
     cap = max(grid, -(-int(stored_bytes) // PAGE_BYTES)) if in_parts else grid
-    ops = min(fetched, cap * fraction)
-    return ops * costs.load_s + min(read_bytes, stored_bytes * fraction) * costs.cold_byte_s
+    ops, nbytes = fetched, read_bytes
+    access = cell.access
+    if getattr(access, "trace", None) is None and fetched > 0:
+        trips, span, touched = request_stretches(source.shape, cell.chunks, access.block, np.dtype(source.dtype).itemsize,
+                                                 chunk_bytes * ratio, in_parts)
+        k = fraction * pattern_requests(access, source.shape)
+        # a chunk the cache already held is not fetched again: the span shrinks with the share fetched
+        share = 1.0 if cell.chunks is None or in_parts else min(1.0, total.chunk_loads / max(k * touched, 1e-9))
+        nbytes = max(read_bytes, span * k * share)
+        # bytes an earlier request of the pass fetched are in the page cache: so are the trips to them
+        reach = min(1.0, stored_bytes * fraction / nbytes) if nbytes > 0 else 1.0
+        ops = min(fetched, max(trips * k * reach, fraction))     # one trip a pass at least
+        if not access.random and access.order in (None, tuple(range(len(access.block)))) and trips <= 1:
+            # a tiling in C order meets the file's bytes first in file order: each request one forward sweep,
+            # each after the last, so the pass is one stream the kernel reads ahead (a trip to start it)
+            ops = min(ops, fraction)
+    ops = min(ops, cap * fraction)
+    return ops * costs.load_s + min(nbytes, stored_bytes * fraction) * costs.cold_byte_s
 
 
 _COUNTS: dict = {}
@@ -293,10 +309,9 @@ def read_bound(chunks, filters: FilterPipeline, source, items, costs: Costs) -> 
         else:
             requests, visits, fetched = tiles, touched, nchunks(source.shape, chunks)
             cold_bytes = fetched * chunk_bytes if filtered else math.prod(source.shape) * itemsize
-        first = costs.load_s
-        if filtered:
-            first += chunk_bytes * (dec + ratio * cal.read_s_per_byte) + costs.raw_read_s
-        total += it.weight * (requests * cal.per_request_s + visits * per_touch + fetched * first
+        first = chunk_bytes * (dec + ratio * cal.read_s_per_byte) + costs.raw_read_s if filtered else 0.0
+        # one device trip at least: chunks that follow one another in the file stream in one (readahead)
+        total += it.weight * (requests * cal.per_request_s + visits * per_touch + fetched * first + costs.load_s
                               + cold_bytes * ratio * costs.cold_byte_s + costs.open_s)
     return total
 
@@ -364,10 +379,10 @@ def search(source, items, lattice: Sequence[tuple[int, ...]], filters: Sequence[
 
     Branch and bound: layouts are visited in order of an arithmetic lower bound on their read time
     (:func:`read_bound`; :func:`write_bound`; storage is exact), and a layout whose bound a layout
-    already found dominates is dropped unwalked. Survivors are walked with their largest cache,
-    again a lower bound (a larger cache never needs more loads, bar hash collisions), and dropped
-    if dominated; the rest are walked with no cache too (HDF5 then reads an unfiltered chunk raw,
-    in parts: faster than loading it whole, at times) and keep the largest cache within
+    already found dominates is dropped unwalked. Survivors are walked with their largest cache
+    (a larger cache never needs more loads, bar hash collisions) and, unfiltered, with no cache
+    (HDF5 then reads the chunk raw, in parts: faster than loading it whole, at times), and dropped
+    if the faster of the two is dominated; the rest keep the largest cache within
     :data:`NEAR_BEST` of the faster: a smaller one the model predicts as fast is no reason to
     shrink the cache (cold passes measured such picks slower); only a measured tie is
     (:func:`frugal_cache`, tried on the final pick). With writes every cache and w0 is tried,
@@ -416,11 +431,17 @@ def search(source, items, lattice: Sequence[tuple[int, ...]], filters: Sequence[
         chunk_bytes = math.prod(chunks) * itemsize
         caches = cache_candidates(chunk_bytes, max_cache_bytes, fixed_cache, w0s, grid_chunks=nchunks(source.shape, chunks))
         top = evaluate(chunks, filt, ChunkCache(*caches[-1]), source, items, costs, None, max_requests)
+        tried = {caches[-1]: top}
+        if len(w0s) == 1 and filt.is_none and len(caches) > 1:
+            # no cache reads an unfiltered chunk raw, in parts: cheaper than loading it at times (fewer chunk
+            # visits, a forward sweep for the device), so the largest cache alone is no lower bound
+            tried[caches[0]] = evaluate(chunks, filt, ChunkCache(*caches[0]), source, items, costs, top.write_s, max_requests)
+        low = min(tried.values(), key=lambda t: t.workload_s)
         evaluated += 1
-        if not is_current and len(caches) > 1 and droppable((top.read_s, top.write_s, top.storage_bytes), top.workload_s):
+        if not is_current and len(caches) > 1 and droppable((low.read_s, low.write_s, low.storage_bytes), low.workload_s):
+            evaluated += len(tried) - 1
             pruned += 1
             continue
-        tried = {caches[-1]: top}
 
         def cost(c, chunks=chunks, filt=filt, wr=top.write_s, tried=tried):
             if c not in tried:
@@ -453,7 +474,7 @@ def frugal_cache(chunks, filters: FilterPipeline, cache: ChunkCache, source, ite
                  max_cache_bytes: int, fixed_cache: int | None) -> Candidate | None:
     """The smallest cache the model predicts within :data:`NEAR_BEST` of ``cache`` on this layout (same
     w0), found by bisection over the cache sizes (time falls as the cache grows); None when none is
-    smaller. Only a candidate to measure: tune takes it when it measured no slower, back to back."""
+    smaller. Only a candidate to measure: tune takes it when it measured no slower beside it (interleaved rounds)."""
     if chunks is None or fixed_cache is not None:
         return None
     chunk_bytes = math.prod(chunks) * np.dtype(source.dtype).itemsize

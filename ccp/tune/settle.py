@@ -1,8 +1,8 @@
-"""After the pick: its chunk cache settled by measurement, back to back, and the tie rule of the runoff.
+"""After the pick: its chunk cache settled by measurement (interleaved rounds), and the tie rule of the runoff.
 
 The search gives every layout the largest cache of the budget (the model's prediction that a smaller
 one is as fast saves no memory on its own: cold passes measured such smaller caches slower). Here a
-smaller cache, and HDF5's default slot count, replace the pick's only when measured no slower beside it.
+smaller cache, and HDF5's default slot count, replace the pick's only when measured no slower beside it (interleaved: a pass of each a round).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 
 from ccp.chunkcache import ChunkCache
 from ccp.hdf5.defaults import MIN_NSLOTS
-from ccp.tune.prove import Contender, measure_all
+from ccp.tune.prove import Contender, measure_interleaved
 from ccp.tune.search import frugal_cache
 from ccp.units import format_bytes, format_seconds
 
@@ -24,7 +24,7 @@ TIE_FLOOR = 0.03           # two runoff layouts closer than this (or than their 
 def check_cache(wl, source, pick: Contender, costs, constraints, out: Path, work_dir: Path, repeats: int,
                 cell_budget, echo):
     """The smallest cache the model predicts as fast as the pick's (:func:`frugal_cache`) against the
-    pick's, back to back, ``2 * repeats + 1`` passes each: the smaller one is recommended only when its
+    pick's in ``2 * repeats + 1`` interleaved rounds: the smaller one is recommended only when its
     median measured no slower (memory is saved on measured evidence; a tie on the model is not).
     Returns (the contender to recommend, a note or None when nothing smaller was predicted as fast,
     the two measured)."""
@@ -34,8 +34,8 @@ def check_cache(wl, source, pick: Contender, costs, constraints, out: Path, work
         return pick, None, []
     frugal = replace(pick, label=f"{pick.label}, {format_bytes(small.cache.nbytes)} cache", cache=small.cache,
                      predicted_s=small.workload_s)
-    echo(f"  cache: {format_bytes(pick.cache.nbytes)} against {format_bytes(small.cache.nbytes)} (predicted as fast), back to back")
-    a, b = measure_all(wl, source, [pick, frugal], out / "cache", work_dir, 0, 2 * repeats + 1, echo, cell_budget=cell_budget)
+    echo(f"  cache: {format_bytes(pick.cache.nbytes)} against {format_bytes(small.cache.nbytes)} (predicted as fast), alternating")
+    a, b = side_by_side(wl, source, pick, frugal, out / "cache", work_dir, repeats, cell_budget, echo)
     if a.measured_s is None or b.measured_s is None:
         return pick, None, [a, b]
     said = f"({format_seconds(b.measured_s)} against {format_seconds(a.measured_s)} with {format_bytes(pick.cache.nbytes)})"
@@ -47,17 +47,18 @@ def check_cache(wl, source, pick: Contender, costs, constraints, out: Path, work
 
 def check_slots(wl, source, pick: Contender, out: Path, work_dir: Path, repeats: int, cell_budget, echo):
     """A custom slot count is offered only when measured better: the pick and the pick with HDF5's
-    default 521 slots, back to back, ``2 * repeats + 1`` passes each; tied (:func:`tied`) or faster,
+    default 521 slots in ``2 * repeats + 1`` interleaved rounds; tied (:func:`tied`) or faster,
     the default count stands (one less setting to carry). Returns (the contender to recommend, a note,
     the two measured)."""
     if pick.cache.nbytes == 0 or pick.cache.nslots == MIN_NSLOTS or pick.chunks is None:
         return pick, None, []
     plain = replace(pick, label=f"{pick.label}, {MIN_NSLOTS} slots", cache=ChunkCache(pick.cache.nbytes, MIN_NSLOTS, pick.cache.w0))
-    echo(f"  slots: {pick.cache.nslots} against HDF5's default {MIN_NSLOTS}, back to back")
-    a, b = measure_all(wl, source, [pick, plain], out / "slots", work_dir, 0, 2 * repeats + 1, echo, cell_budget=cell_budget)
+    echo(f"  slots: {pick.cache.nslots} against HDF5's default {MIN_NSLOTS}, alternating")
+    a, b = side_by_side(wl, source, pick, plain, out / "slots", work_dir, repeats, cell_budget, echo)
     if a.measured_s is None or b.measured_s is None:
         return pick, None, [a, b]
-    ra, rb = ({"measured_s": m.measured_s, "measured_min_s": m.min_s, "measured_max_s": m.max_s} for m in (a, b))
+    ra, rb = ({"measured_s": m.measured_s, "measured_min_s": m.min_s, "measured_max_s": m.max_s,
+               "passes": weighted_passes(m, wl.items) if m.passes else None, "paired": True} for m in (a, b))
     if b.measured_s <= a.measured_s or tied(ra, rb):
         return plain, (f"HDF5's default {MIN_NSLOTS} slots measured as fast ({format_seconds(b.measured_s)} against "
                        f"{format_seconds(a.measured_s)} with {pick.cache.nslots}): no custom slot count"), [a, b]
@@ -65,12 +66,21 @@ def check_slots(wl, source, pick: Contender, out: Path, work_dir: Path, repeats:
                   f"HDF5's default {MIN_NSLOTS} ({format_seconds(a.measured_s)} against {format_seconds(b.measured_s)})"), [a, b]
 
 
+def side_by_side(wl, source, pick: Contender, other: Contender, folder: Path, work_dir: Path, repeats: int,
+                 cell_budget, echo):
+    """The pick and one variant of it measured in ``2 * repeats + 1`` interleaved rounds (a pass of each a
+    round, alternating): the measured pair, pick first."""
+    a, b = measure_interleaved(wl, source, [pick, other], folder, work_dir, 2 * repeats + 1, cell_budget, echo)
+    return a, b
+
+
 def tied(a: dict, b: dict) -> bool:
-    """Two layouts measured back to back (the runoff) whose difference is within the machine's noise.
-    The pass is the unit of replication (a busy machine moves every request of a pass together), so
-    with the passes of both (``passes``: weighted pass totals) the rule is :mod:`ccp.report.stats`'
-    pass-level test: tied unless a Mann-Whitney test on the passes finds them apart (p < 0.05), or
-    the medians differ by less than :data:`TIE_FLOOR` anyway. Without passes: tied when the medians
+    """Two layouts measured side by side (the runoff) whose difference is within the machine's noise.
+    The pass is the unit of replication (a busy machine moves every request of a pass together).
+    Passes measured in interleaved rounds (both ``paired``: pass i of each in round i) are compared
+    round against round (:func:`paired_p`, a drift in load cancels within a round); other passes by
+    :mod:`ccp.report.stats`' pass-level Mann-Whitney test. Tied unless the test finds them apart
+    (p < 0.05), or when the medians differ by less than :data:`TIE_FLOOR` anyway. Without passes: tied when the medians
     differ by less than their passes' spread (the larger half-range, relative) or the floor."""
     from ccp.report.stats import ALPHA, pass_p
 
@@ -79,6 +89,8 @@ def tied(a: dict, b: dict) -> bool:
     if diff <= TIE_FLOOR * lo:
         return True
     pa, pb = a.get("passes"), b.get("passes")
+    if pa and pb and a.get("paired") and b.get("paired") and len(pa) == len(pb) >= 2:
+        return bool(paired_p(pa, pb) >= ALPHA)
     if pa and pb and len(pa) >= 2 and len(pb) >= 2:
         return bool(pass_p(pa, pb) >= ALPHA)
     spread = 0.0
@@ -107,3 +119,32 @@ def pooled(key, measured, items) -> tuple[float, int] | None:
         if m is not None and m.contender.key == key:
             passes += weighted_passes(m, items) or []
     return (float(np.median(passes)), len(passes)) if passes else None
+
+
+def paired_p(a, b) -> float:
+    """Two-sided p of the exact Wilcoxon signed-rank test on the per-round log ratios of ``a`` and ``b``
+    (round i of each measured side by side): how often signs drawn at random give a rank sum as far from
+    0 as the measured one. Rounds with equal times carry no sign and are dropped (p 1 when none is left)."""
+    d = np.log(np.asarray(a, float)) - np.log(np.asarray(b, float))
+    d = d[d != 0]
+    n = len(d)
+    if n == 0:
+        return 1.0
+    ranks = np.argsort(np.argsort(np.abs(d))) + 1.0
+    # equal |differences| share their mean rank
+    for v in np.unique(np.abs(d)):
+        same = np.abs(d) == v
+        ranks[same] = ranks[same].mean()
+    if n > 20:     # the normal approximation: 2**n sign assignments would be too many
+        from math import erf, sqrt
+
+        sd = sqrt(n * (n + 1) * (2 * n + 1) / 24)
+        z = abs(float(ranks[d > 0].sum()) - n * (n + 1) / 4) / sd
+        return float(1 - erf(z / sqrt(2)))
+    w = float(ranks[d > 0].sum())
+    mid = ranks.sum() / 2
+    # every sign assignment's positive rank sum, exactly (2**n, rounds are few)
+    sums = np.zeros(1)
+    for r in ranks:
+        sums = np.concatenate([sums, sums + r])
+    return float(min(1.0, np.mean(np.abs(sums - mid) >= abs(w - mid) - 1e-9)))

@@ -33,7 +33,7 @@ from ccp.tune.lattice import (
     structural_extremes,
     workload_blocks,
 )
-from ccp.tune.prove import Contender, measure_all, per_cell_budget, whole_pass_budgets
+from ccp.tune.prove import Contender, measure_all, measure_interleaved, per_cell_budget, whole_pass_budgets
 from ccp.tune.search import PRICE_GROUPS, Candidate, evaluate, search
 from ccp.tune.settle import check_cache, check_slots, pooled, tied, weighted_passes
 from ccp.tune.workload import check_against, load_workload
@@ -42,7 +42,7 @@ from ccp.units import format_bytes, format_seconds, shape_str
 SCHEMA_VERSION = 1
 TOP = 3
 NO_REPACK_MARGIN = 0.05    # the current layout with a new cache is shown as an alternative when measured this close
-RUNOFF_WITHIN = 0.30       # layouts measured this close to the fastest are measured again, back to back
+RUNOFF_WITHIN = 0.30       # layouts measured this close to the fastest are measured again, interleaved
 RUNOFF_MAX = 3
 RUNOFF_CELL_S = 10.0       # a runoff cell's time budget, at least: the decision is on whole passes, not on a
                            # prefix scaled up (a cold pass's first requests pay the disk; scaled, they mislead 10-40x)
@@ -343,6 +343,7 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
                      "statuses": [s for _, s in final.per_item] if final else None,
                      "extrapolated_how": (final.how or "scaled by the sweep engine") if final and final.extrapolated else None,
                      "passes": weighted_passes(final, wl.items) if final else None,
+                     "paired": again is not None,          # the runoff's passes: round i of each measured side by side
                      "predicted_io_ops": io[0], "predicted_io_bytes": io[1],
                      "run_dir": str(final.run_dir) if final else None})
     pick, why = choose(rows)
@@ -350,7 +351,7 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
     slots_note = cache_note = None
     checks: list = []
     if measure and pick["measured_s"] is not None:
-        # the checks compare whole passes back to back, as the runoff does (a cell's share alone cut them to prefixes)
+        # the checks compare whole passes in interleaved rounds, as the runoff does (a cell's share alone cut them to prefixes)
         check_s = whole_pass_budgets([pick_c], wl.items, source, costs, 2 * repeats + 1, cell_budget,
                                      RUNOFF_CELL_S).get(pick_c.key, cell_budget)
         pick_c, cache_note, again = check_cache(wl, source, pick_c, costs, k, out, work_dir, repeats, check_s, echo)
@@ -415,11 +416,13 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
 
 def run_off(wl, source, contenders, measured, out: Path, work_dir: Path, budget: float, repeats: int, echo) -> dict:
     """The layouts measured within :data:`RUNOFF_WITHIN` of the fastest (at most :data:`RUNOFF_MAX`),
-    measured again back to back with ``2 * repeats + 1`` passes each: {contender key: Measured}.
+    measured again in ``2 * repeats + 1`` interleaved rounds (:func:`measure_interleaved`: a pass of
+    each a round, alternating): {contender key: Measured}.
 
     Short cells on a shared machine vary by more than the layouts differ, and the first round
     measured each layout minutes apart under a different load: the runoff decides among the close
-    ones under the same conditions, with more passes."""
+    ones under the same conditions, round against round (a load that drifts hits every finalist's
+    pass of that round alike), with more passes."""
     timed = sorted((m.measured_s, i) for i, m in enumerate(measured) if m.measured_s is not None)
     if not timed:
         return {}
@@ -430,11 +433,11 @@ def run_off(wl, source, contenders, measured, out: Path, work_dir: Path, budget:
             finalists[c.key] = c
     if len(finalists) < 2:
         return {}
-    echo(f"  runoff: {len(finalists)} layouts within {RUNOFF_WITHIN:.0%} of the fastest, measured again back to back")
+    echo(f"  runoff: {len(finalists)} layouts within {RUNOFF_WITHIN:.0%} of the fastest, measured again, interleaved")
     n_cells = len(finalists) * len(wl.items)
     cell_budget = max(RUNOFF_CELL_S, per_cell_budget(budget, n_cells, 2 * repeats + 1) or 0.0)
-    again = measure_all(wl, source, list(finalists.values()), out / "runoff", work_dir, budget, 2 * repeats + 1, echo,
-                        cell_budget=cell_budget)
+    again = measure_interleaved(wl, source, list(finalists.values()), out / "runoff", work_dir, 2 * repeats + 1,
+                                cell_budget, echo)
     return {m.contender.key: m for m in again if m.measured_s is not None}
 
 
@@ -553,7 +556,7 @@ def summary_lines(result: dict) -> list[str]:
                + "; measured: the sweep engine, cold, median of the passes")
     if any(r.get("runoff") for r in result["contenders"]):
         out.append("  * measured again in a runoff: the layouts within "
-                   f"{RUNOFF_WITHIN:.0%} of the fastest, back to back, more passes (first-round times in tune.json)")
+                   f"{RUNOFF_WITHIN:.0%} of the fastest, in interleaved rounds (a pass of each a round), more passes (first-round times in tune.json)")
     if result.get("cache"):
         out.append(f"  cache: {result['cache']}")
     if result.get("slots"):

@@ -76,12 +76,12 @@ def test_a_custom_slot_count_only_when_measured_better(monkeypatch, tmp_path, cu
 
     pick = Contender("tuned", (4, 4), parse_filters("none"), ChunkCache(1 << 20, 6007, 0.75), 1.0, "candidate")
 
-    def fake(wl, source, contenders, out, work, budget, repeats, echo, cell_budget=None):
+    def fake(wl, source, contenders, out, work, rounds, cell_budget, echo):
         times = {6007: custom, 521: default}
         return [Measured(c, times[c.cache.nslots], (), out, times[c.cache.nslots] * 0.99, times[c.cache.nslots] * 1.01)
                 for c in contenders]
 
-    monkeypatch.setattr(tune_mod, "measure_all", fake)
+    monkeypatch.setattr(tune_mod, "measure_interleaved", fake)
     chosen, note, _ = tune_mod.check_slots(None, None, pick, tmp_path, tmp_path, 3, None, lambda *_: None)
     assert (chosen.cache.nslots == 6007) is keeps
     assert note and ("faster than HDF5's default" in note) is keeps

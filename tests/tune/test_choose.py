@@ -61,12 +61,12 @@ def test_runoff_remeasures_only_the_close_ones(monkeypatch, tmp_path):
     first = [Measured(c, t, (), Path(".")) for c, t in zip(cs, [1.0, 1.2, 1.29, 1.25, 2.0, 1.0])]
     seen = []
 
-    def fake_measure_all(wl, source, contenders, out, work, budget, repeats, echo, cell_budget=None):
-        seen.append(([c.label for c in contenders], repeats))
+    def fake_interleaved(wl, source, contenders, out, work, rounds, cell_budget, echo):
+        seen.append(([c.label for c in contenders], rounds))
         assert cell_budget >= tune_mod.RUNOFF_CELL_S
         return [Measured(c, 0.5 + k, (), out) for k, c in enumerate(contenders)]
 
-    monkeypatch.setattr(tune_mod, "measure_all", fake_measure_all)
+    monkeypatch.setattr(tune_mod, "measure_interleaved", fake_interleaved)
     from types import SimpleNamespace
 
     wl = SimpleNamespace(items=(None, None))        # two patterns: the runoff's cells get RUNOFF_CELL_S at least
@@ -159,11 +159,11 @@ def test_a_smaller_cache_only_on_measured_evidence(monkeypatch, tmp_path, costs,
     pick = Contender("tuned", (1, 32, 32), gz, ChunkCache(1 << 20, 521, 0.75), 1.0, "candidate")
     seen = []
 
-    def fake_measure_all(wl, source, contenders, out, work, budget, repeats, echo, cell_budget=None):
+    def fake_interleaved(wl, source, contenders, out, work, rounds, cell_budget, echo):
         seen.append([c.cache.nbytes for c in contenders])
         return [Measured(c, t, (), Path(out)) for c, t in zip(contenders, [1.0, frugal_s])]
 
-    monkeypatch.setattr(settle, "measure_all", fake_measure_all)
+    monkeypatch.setattr(settle, "measure_interleaved", fake_interleaved)
     chosen, note, both = settle.check_cache(wl, src, pick, costs, k, tmp_path, tmp_path, 3, 2.0, lambda *_: None)
     assert seen and seen[0][0] == 1 << 20 and seen[0][1] < 1 << 20 and len(both) == 2
     assert (chosen.cache.nbytes < pick.cache.nbytes) is takes_smaller
@@ -225,3 +225,34 @@ def test_contenders_get_room_for_whole_passes(costs):
         slowest = max(ic.seconds for ic in evaluate(c.chunks, none, cache, src, its, costs).items)
         assert got[c.key] == min(10.0, max(2.0, 4 * PASS_SLACK * slowest))
     assert whole_pass_budgets(cs[:1], its, src, costs.scaled({"request": 1e6}, 0.0, "dear"), 3, 2.0, 10.0) == {cs[0].key: 10.0}
+
+
+@pytest.mark.parametrize("pa, pb, is_tie", [
+    # the machine slowed down over the rounds; b is 10% slower than a in every round: apart (paired), though the
+    # unpaired passes overlap (Mann-Whitney alone calls it a tie)
+    ([1.0, 1.2, 1.4, 1.6, 1.8, 2.0, 2.2], [1.1, 1.32, 1.54, 1.76, 1.98, 2.2, 2.42], False),
+    # the same drift, b faster in some rounds and slower in others: tied
+    ([1.0, 1.2, 1.4, 1.6, 1.8, 2.0, 2.2], [1.1, 1.1, 1.54, 1.5, 1.98, 1.9, 2.42], True),
+], ids=["drift-apart", "drift-mixed"])
+def test_interleaved_rounds_are_judged_round_against_round(pa, pb, is_tie):
+    """Runoff passes measured in interleaved rounds are paired: round i of each side by side, the load's drift
+    cancels within a round (exact Wilcoxon signed-rank on the per-round log ratios)."""
+    from ccp.report.stats import pass_p
+    from ccp.tune.tune import tied
+
+    a, b = row("a", "candidate", float(np.median(pa))), row("b", "candidate", float(np.median(pb)))
+    a["passes"], b["passes"] = pa, pb
+    a["paired"] = b["paired"] = True
+    assert tied(a, b) is is_tie and tied(b, a) is is_tie
+    assert pass_p(pa, pb) >= 0.05                 # unpaired, the drift hides the difference
+
+
+@pytest.mark.parametrize("a, b, p", [
+    ([1.0] * 7, [1.1] * 7, 2 / 128),              # 7 rounds all one way: the exact test's smallest p
+    ([1.0, 2.0], [1.0, 2.0], 1.0),                # no difference in any round
+    ([1.0, 1.0, 1.0], [1.1, 0.9, 1.2], 0.75),     # log ratios -, +, - ranked 1, 2, 3: W = 2, 6 of 8 sign draws as far
+], ids=["all-one-way", "equal", "mixed"])
+def test_paired_p(a, b, p):
+    from ccp.tune.settle import paired_p
+
+    assert paired_p(a, b) == pytest.approx(p)

@@ -43,16 +43,14 @@ def test_a_prefix_is_priced_as_a_prefix(costs, nofilter, chunks, item):
     assert len(o.parts) == len(PRICE_GROUPS) and sum(o.parts) == pytest.approx(times[2])
 
 
-def test_cold_reads_of_chunk_parts_wait_per_page_not_per_chunk(costs, nofilter):
-    """A series through chunks bigger than the cache reads each chunk in parts: the device is paid per
-    page reached (up to the file's pages), not once per chunk as a whole chunk's fetch."""
-    from ccp.tune.search import PAGE_BYTES
-
+def test_cold_reads_of_chunk_parts_stream_the_chunk_once(costs, nofilter):
+    """A series through a chunk bigger than the cache reads the chunk in parts: 96 runs 8 KiB apart, one
+    forward sweep the kernel reads ahead (not a trip per run or per page); the 39 series after the first
+    find the chunk's pages in the page cache. A chunk that fits the cache: one fetch."""
     only_cold = costs.group("cold")
     cell = Cell((96, 32, 64), nofilter, ChunkCache(1024, 521, 0.75), SERIES.access)   # one chunk, 768 KiB
-    t = item_cost(cell, SRC, only_cold).seconds
-    pages = 96 * 32 * 64 * 4 // PAGE_BYTES
-    assert t == pytest.approx(min(40 * 96, pages) * costs.load_s, rel=1e-6)
+    assert item_cost(cell, SRC, costs).raw_reads >= 40 * 96
+    assert item_cost(cell, SRC, only_cold).seconds == pytest.approx(costs.load_s, rel=0.05)
     cached = Cell((96, 32, 64), nofilter, ChunkCache(1 << 20, 521, 0.75), SERIES.access)  # the chunk fits: one fetch
     assert item_cost(cached, SRC, only_cold).seconds == pytest.approx(costs.load_s)
 
