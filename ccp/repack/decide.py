@@ -19,7 +19,7 @@ from ccp.errors import CcpError, ConfigError
 from ccp.hdf5 import lowlevel as low
 from ccp.hdf5 import plists
 from ccp.hdf5.dataset import dataset_info
-from ccp.hdf5.filters import FilterPipeline, missing_decoder, type_refusal
+from ccp.hdf5.filters import FilterPipeline, codecs, missing_decoder, type_refusal
 from ccp.repack.options import COMPACT, CONTIGUOUS, Layout, as_layout, normalise_path, parse_filter_body
 from ccp.repack.results import DatasetResult
 from ccp.units import format_bytes, shape_str
@@ -157,8 +157,10 @@ class _Target:
         new_layout = self.new_layout.spec if (self.changed and self.new_layout) else self.old_layout
         new_filters = self.new_pipeline.spec if (self.changed and self.new_pipeline is not None) else self.old_pipeline.spec
         deflate = ""
-        if self.changed and self.new_pipeline is not None and any(s.filter.deflate_engine for s in self.new_pipeline.steps):
-            deflate = self.deflate if self.method == "fast" else "hdf5"
+        gzip = [s for s in self.new_pipeline.steps if s.filter.deflate_engine] if self.new_pipeline is not None else []
+        if self.changed and gzip:
+            # the encoder really used at the step's level (ISA-L encodes level 1 only)
+            deflate = codecs.deflate_engine_at(self.deflate, int(gzip[0].args[0])) if self.method == "fast" else "hdf5"
         return DatasetResult(
             deflate=deflate, path=self.path, action="repacked" if self.changed else "copied", method=self.method, reason=self.reason,
             shape=self.shape, dtype=self.label, old_layout=self.old_layout, new_layout=new_layout,

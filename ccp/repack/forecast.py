@@ -74,8 +74,8 @@ class DatasetForecast:
     bytes_written: int
     peak_memory_bytes: int
     predicted_seconds: float
-    decode_mb_per_s: float
-    encode_mb_per_s: float
+    decode_mb_per_s: float | None     # None: not measured (no Python codec for that side; HDF5 does it)
+    encode_mb_per_s: float | None
     stages: tuple[tuple[int, ...], ...]   # intermediate chunk shapes a multi-stage copy would use ("" if one pass)
     note: str
 
@@ -303,7 +303,7 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, eff:
     if not tgt.changed:
         secs = tgt.stored_bytes / COPY_BYTES_PER_SECOND
         return DatasetForecast(tgt.path, src_chunks, src_chunks, "copy", "H5Ocopy (raw chunks, unchanged)", 0, 0, (),
-                               0, 0, tgt.stored_bytes, tgt.stored_bytes, base, round(secs, 3), 0.0, 0.0, (), "")
+                               0, 0, tgt.stored_bytes, tgt.stored_bytes, base, round(secs, 3), None, None, (), "")
     lay = tgt.new_layout
     dst_chunks = tuple(lay.chunks) if lay is not None and lay.kind == "chunked" else None
     written = planner.estimate(ds, tgt)
@@ -325,7 +325,7 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, eff:
             stages_cpu = _pipeline_rates(reader, encode, dst_chunks, tgt)
     finally:
         reader.close()
-    mb = lambda r: round(1e-6 / r, 1) if r else 0.0  # noqa: E731
+    mb = lambda r: round(1e-6 / r, 1) if r else None  # noqa: E731 -- None: not measured (no Python codec)
     if tgt.method != "fast" or dst_chunks is None or src_chunks is None or len(src_chunks) != len(dst_chunks):
         # the library path: HDF5 reads and writes hyperslabs itself (one thread)
         # and its read-back decodes the input and the output again through HDF5
@@ -387,6 +387,8 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, eff:
         else:
             note = (f"one pass reads {pp.rereads} source chunk(s) again: the cache ({pp.cache_bytes} bytes) cannot "
                     f"hold every chunk a later hyperslab needs; more --memory avoids it")
-    return DatasetForecast(tgt.path, src_chunks, dst_chunks, "fast", order, pp.buffer_bytes, pp.cache_bytes, block,
+    # the cache the data needs (source chunks kept for a later band at once), not the room the budget leaves it
+    cache = min(pp.cache_bytes, count.peak_cache_bytes)
+    return DatasetForecast(tgt.path, src_chunks, dst_chunks, "fast", order, pp.buffer_bytes, cache, block,
                            reads, stored, round(reads * avg_stored), written, peak, round(secs, 3), mb(dec), mb(enc),
                            stages, note)

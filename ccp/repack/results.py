@@ -29,7 +29,7 @@ class DatasetResult:
     hyperslabs: int = 0
     buffer_bytes: int = 0  # the hyperslab buffer the copy allocated (0: none, chunk by chunk)
     notes: tuple[str, ...] = ()
-    deflate: str = ""      # gzip encoder on the fast path: "zlib" | "libdeflate"; "hdf5" on the library path
+    deflate: str = ""      # gzip encoder on the fast path: "zlib" | "libdeflate" | "isal"; "hdf5" on the library path
 
     @property
     def changed(self) -> bool:

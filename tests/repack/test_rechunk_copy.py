@@ -80,8 +80,33 @@ def test_plan_json_has_the_promised_keys(tmp_path):
         assert doc[key] > 0
     (d,) = doc["datasets"]
     assert d["read_order"].startswith("target chunks one task each")
-    assert d["cache_bytes"] > 0 and d["hyperslab"] == [6000, 30]
+    assert d["cache_bytes"] == 0 and d["hyperslab"] == [6000, 30]   # one band: no source chunk kept for a later one
+    assert d["decode_mb_per_s"] > 0 and d["encode_mb_per_s"] > 0
     assert not list(tmp_path.glob("*.ccp-tmp-*")) and sorted(p.name for p in tmp_path.iterdir()) == ["in.h5"]
+
+
+@pytest.mark.parametrize(("dst", "buffer", "cache"), [
+    ((2000, 10), "32MiB", "0 B"),
+    ((150, 10), "64KiB", "46.9 KiB"),      # bands of 450 rows: 60 source chunks of 200x1 span two bands at once
+], ids=["one-band", "chunks-span-bands"])
+def test_plan_cache_is_what_the_data_needs_not_the_budget(tmp_path, dst, buffer, cache):
+    make(tmp_path / "in.h5", (6000, 30), (200, 1), "gzip:1")
+    r = CliRunner().invoke(main, ["repack", "-l", f"data:CHUNK={dst[0]}x{dst[1]}", "--plan", "--buffer", buffer,
+                                  str(tmp_path / "in.h5")])
+    assert r.exit_code == 0, r.output
+    assert f"cache       {cache} for decoded" in r.output
+    assert " 0.0 MB/s" not in r.output     # (a sampled rate of 100.0 MB/s may well be printed)
+
+
+def test_plan_says_n_a_for_a_codec_rate_it_does_not_sample(tmp_path):
+    with h5py.File(tmp_path / "in.h5", "w") as f:
+        f.create_dataset("data", data=np.arange(600.0).reshape(20, 30))      # contiguous: the library path
+    r = CliRunner().invoke(main, ["repack", "-l", "data:CHUNK=5x5", "-f", "data:GZIP=1", "--plan", str(tmp_path / "in.h5")])
+    assert r.exit_code == 0, r.output
+    assert "(library path)" in r.output and "decode n/a, encode n/a per thread" in r.output
+    doc = json.loads(CliRunner().invoke(main, ["repack", "-l", "data:CHUNK=5x5", "--plan", "--json",
+                                               str(tmp_path / "in.h5")]).output)
+    assert doc["datasets"][0]["decode_mb_per_s"] is None
 
 
 @pytest.mark.parametrize(("args", "names"), [

@@ -12,8 +12,12 @@ Formats (HDF5 2.0 sources, H5Z*.c, and hdf5plugin's filters):
 * deflate (1): a zlib stream. Engine "zlib": ``zlib.compress(data, level)``, the same bytes as
   HDF5's ``compress2(level)`` with the same zlib. Engine "libdeflate" (the ``deflate``
   package): libdeflate at the same level, about 3x faster, a valid zlib stream that every
-  zlib/HDF5 reader decodes, usually a little smaller, not byte-identical. Decoding uses
-  libdeflate when it is installed (the output is the same either way).
+  zlib/HDF5 reader decodes, usually a little smaller, not byte-identical. Engine "isal" (the
+  ``isal`` package, Intel ISA-L): gzip level 1 only, encoded at ISA-L's level 2 (its levels are not
+  zlib's: its level 1 left the 6458 benchmark's floats 15% larger than zlib's level 1, its level 2
+  4% larger, in 0.65x libdeflate's CPU); other levels fall back to libdeflate (or zlib). Decoding uses
+  libdeflate when it is installed (faster than ISA-L's inflate on those chunks; the output is the
+  same either way).
 * shuffle (2): element size ``cd[0]``; byte j of element i goes to ``j * n + i``; trailing
   bytes (``nbytes % size``) are copied as they are; nothing happens when the size is 1
   or the buffer holds at most one element.
@@ -152,7 +156,11 @@ def zstd_decoder() -> Codec:
 
 # ------------------------------------------------------------------ deflate engines
 
-DEFLATE_ENGINES = ("auto", "zlib", "libdeflate")
+DEFLATE_ENGINES = ("auto", "zlib", "libdeflate", "isal")
+# gzip level 1 through ISA-L is ISA-L's level 2: its level 1 cost 15% more bytes than zlib's level 1 on
+# the 6458 benchmark's floats (ratio 1.65 vs 1.90, 800 kB chunks), its level 2 4% (1.84), for about the
+# same CPU as its level 1 and 0.65x libdeflate's level 1 (benchmarks/deflate_engines.py)
+ISAL_LEVEL_FOR_GZIP_1 = 2
 
 
 def _libdeflate():
@@ -163,27 +171,51 @@ def _libdeflate():
     return deflate
 
 
+def _isal():
+    try:
+        from isal import isal_zlib
+    except ImportError:
+        return None
+    return isal_zlib
+
+
 def resolve_deflate_engine(name: str = "auto") -> str:
-    """'auto' -> 'libdeflate' when the ``deflate`` package is installed, else 'zlib'."""
+    """'auto' -> 'isal' when the ``isal`` package is installed, else 'libdeflate' when ``deflate`` is, else 'zlib'."""
     from ccp.errors import ConfigError
 
     name = (name or "auto").lower()
     if name not in DEFLATE_ENGINES:
         raise ConfigError("--deflate", f"unknown engine {name!r}; one of {', '.join(DEFLATE_ENGINES)}")
     if name == "auto":
-        return "libdeflate" if _libdeflate() is not None else "zlib"
+        return "isal" if _isal() is not None else "libdeflate" if _libdeflate() is not None else "zlib"
     if name == "libdeflate" and _libdeflate() is None:
         raise ConfigError("--deflate", "libdeflate needs the deflate package (pip install deflate)")
+    if name == "isal" and _isal() is None:
+        raise ConfigError("--deflate", "isal needs the isal package (pip install isal)")
     return name
 
 
+def deflate_engine_at(engine: str, level: int) -> str:
+    """The encoder ``engine`` (a resolved one) really uses at gzip ``level``: ISA-L encodes level 1 only
+    (its levels 0-3 do not reach zlib's 2-9 ratios), libdeflate levels 1-9, zlib the rest."""
+    if engine == "isal" and (level != 1 or _isal() is None):
+        engine = "libdeflate"
+    if engine == "libdeflate" and (not 1 <= level <= 9 or _libdeflate() is None):
+        engine = "zlib"
+    return engine
+
+
 def deflate_encoder(level: int, engine: str) -> Codec:
-    lib = _libdeflate() if engine == "libdeflate" else None
-    if lib is None or not 1 <= level <= 9:
-        return lambda data: zlib.compress(data, level)
-    # libdeflate's levels compress like zlib's (level 1 within ~1% either way on floats, integers and
-    # counts; its level 2 is 2x slower for 1-3% less): the level asked for is the one used
-    return lambda data: lib.zlib_compress(data, level)
+    used = deflate_engine_at(engine, level)
+    if used == "isal":
+        isal_zlib = _isal()
+        return lambda data: isal_zlib.compress(data, ISAL_LEVEL_FOR_GZIP_1)
+    if used == "libdeflate":
+        lib = _libdeflate()
+        # libdeflate's levels compress like zlib's (level 1 within ~1% either way on floats, integers and
+        # counts; its level 2 is 2x slower for 1-3% less): the level asked for is the one used
+        return lambda data: lib.zlib_compress(data, level)
+    return lambda data: zlib.compress(data, level)
 
 
 def deflate_decoder(size: int | None) -> Codec:
@@ -212,7 +244,7 @@ def encoder(steps: Iterable[FilterStep], itemsize: int, deflate: str = "zlib") -
     """``(encode, "")`` where ``encode(bytes) -> bytes`` runs the whole pipeline, or ``(None, reason)``.
 
     ``steps`` are as stored (:func:`~ccp.hdf5.filters.pipeline_from_dcpl`): the codecs take the stored
-    cd_values. ``deflate``: "zlib" or "libdeflate" (see :func:`resolve_deflate_engine`).
+    cd_values. ``deflate``: "zlib", "libdeflate" or "isal" (see :func:`resolve_deflate_engine`).
     """
     fns = []
     for step in steps:
