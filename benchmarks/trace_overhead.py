@@ -13,6 +13,10 @@ rounds with h5py's own ``Dataset.__getitem__`` and the recorder's, and reports t
 
     PYTHONPATH=. python benchmarks/trace_overhead.py --inprocess [--calls 100000] [--rounds 100] [--key int]
 
+``--memory`` runs ``--calls`` traced reads and reports the RSS growth per call between a tenth of them and all:
+
+    PYTHONPATH=. python benchmarks/trace_overhead.py --memory --calls 1000000 [--key int]
+
 ``--key`` is the index the loop gives: ``int`` (``d[i]``), ``np.int64`` (``d[np.int64(i)]``, what indexing with
 an element of a numpy array gives) or ``slice`` (``d[i:i + 1]``).
 """
@@ -102,8 +106,52 @@ INPROCESS = textwrap.dedent("""
                       "cpu_traced_us": statistics.median(cpu["traced"]) * 1e6,
                       "cpu_ratio": statistics.median(cpu_ratios),
                       "cpu_total_ratio": sum(cpu["traced"]) / sum(cpu["plain"]),   # with the part-file writes
+                      "cpu_total_cost_us": (sum(cpu["traced"]) - sum(cpu["plain"])) / rounds * 1e6,
                       "recorded": rec.written + rec.buffered(), "calls": per * rounds}))
 """)
+
+
+MEMORY = textwrap.dedent("""
+    import json, sys
+    import h5py, numpy as np
+    from ccp.trace.recorder import install
+    rec = install(sys.argv[2])
+    kind, calls = sys.argv[3], int(sys.argv[4])
+
+    def rss():
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * 4096
+
+    with h5py.File(sys.argv[1], "r") as f:
+        d = f["x"]
+        marks, done = {}, 0
+        for upto in (calls // 10, calls):
+            for i in range(done, upto):
+                j = i % 1000
+                d[slice(j, j + 1) if kind == "slice" else np.int64(j) if kind == "np.int64" else j]
+            done = upto
+            marks[upto] = rss()
+    print(json.dumps({"marks": marks, "recorded": rec.written + rec.buffered()}))
+""")
+
+
+def memory(calls: int, key: str) -> None:
+    """The traced process's RSS after a tenth of ``calls`` reads and after all of them: flat if the recorder
+    keeps nothing per call."""
+    import h5py
+    import numpy as np
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "x.h5")
+        with h5py.File(path, "w") as f:
+            f.create_dataset("x", data=np.arange(1000, dtype="f4"), chunks=(1000,))
+        res = subprocess.run([sys.executable, "-c", MEMORY, path, os.path.join(tmp, "parts"), key, str(calls)],
+                             capture_output=True, text=True, check=True, env={**os.environ, "CCP_TRACE_DIR": ""})
+    out = json.loads(res.stdout)
+    (n1, m1), (n2, m2) = sorted((int(k), v) for k, v in out["marks"].items())
+    print(f"{calls} traced reads d[k] (k: {key}); load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    print(f"RSS after {n1}: {m1 / 2**20:.1f} MiB, after {n2}: {m2 / 2**20:.1f} MiB; "
+          f"growth {(m2 - m1) / (n2 - n1):.1f} B/call; records kept {out['recorded']}")
 
 
 def inprocess(calls: int, rounds: int, key: str = "int") -> None:
@@ -125,7 +173,7 @@ def inprocess(calls: int, rounds: int, key: str = "int") -> None:
           f"{out['ratio']:.3f} (rounds {out['ratio_min']:.3f}-{out['ratio_max']:.3f}); records kept {out['recorded']}")
     print(f"CPU time: untraced {out['cpu_plain_us']:.2f} us/call, traced {out['cpu_traced_us']:.2f} us/call; "
           f"traced/untraced median {out['cpu_ratio']:.3f}, all rounds (part-file writes included) "
-          f"{out['cpu_total_ratio']:.3f}")
+          f"{out['cpu_total_ratio']:.3f}, recording {out['cpu_total_cost_us']:.2f} us/call")
     print(f"fastest round: untraced {out['plain_min_us']:.2f} us/call, traced {out['traced_min_us']:.2f} us/call, "
           f"ratio {out['traced_min_us'] / out['plain_min_us']:.3f}")
 
@@ -135,9 +183,14 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=20000)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--inprocess", action="store_true", help="the d[i] loop, untraced and traced, in one process")
+    ap.add_argument("--memory", action="store_true", help="the traced d[i] loop's RSS growth per call")
     ap.add_argument("--rounds", type=int, default=100)
-    ap.add_argument("--key", choices=("int", "np.int64", "slice"), default="int", help="--inprocess: the index given")
+    ap.add_argument("--key", choices=("int", "np.int64", "slice"), default="int",
+                    help="--inprocess, --memory: the index given")
     args = ap.parse_args()
+    if args.memory:
+        memory(args.calls, args.key)
+        return
     if args.inprocess:
         inprocess(args.calls, args.rounds, args.key)
         return

@@ -6,6 +6,9 @@ key (:class:`FastColumns`): no object is built per call and nothing is pickled p
 becomes columns (an int64 array for the numbers, a list per slice field), pickled as a few buffers. The key is
 described when the trace is merged (:func:`ccp.trace.store._expand`). A tuple of ints and slices is kept as one
 tuple per call, its numpy integers made ints: pickled as a numpy scalar each cost more than the read.
+
+A flush writes on the program's thread: converting the lists needs the GIL, so a writer thread would cost the
+process the same CPU time, and one more thing to hand over at a fork, an ``os._exit`` or a SIGTERM.
 """
 
 from __future__ import annotations

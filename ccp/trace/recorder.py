@@ -5,8 +5,9 @@ must stay cheap and self-contained: stdlib at import, h5py patched only once the
 imports h5py (a meta-path hook), never numpy/pandas of its own. A program that never touches h5py
 pays for one import hook and one empty part file at most.
 
-What is recorded (``<CCP_TRACE_DIR>/<pid>-<n>.part``, one pickled list of dicts per flush: pickle
-costs a fraction of json per record, and only ``ccp trace`` itself reads these files):
+What is recorded (``<CCP_TRACE_DIR>/<pid>-<n>.part``, one pickled list of records per flush: pickle
+costs a fraction of json per record, and only ``ccp trace`` itself reads these files; the fast path's
+``d[k]`` calls go as ``kind="fast"`` column blocks, :mod:`ccp.trace.fastpath`):
 
 * ``kind="call"``: every h5py dataset call. A user's call (``depth == 0``) is recorded once;
   the calls it makes inside h5py (``Dataset.__getitem__`` under ``astype(...)[...]``, the
@@ -24,7 +25,8 @@ and GETs recorded as events (:mod:`ccp.trace.remote_files`); any other file obje
 (``open(path, "rb")``), else by its type. Each process says at exit which libraries
 it had imported (a status line; ``trace.json``'s ``libraries``).
 
-Part files are written when the buffer fills, at exit (``atexit``; ``multiprocessing``'s own
+Part files are written when a buffer fills (``FLUSH_EVERY`` records, or ``FastColumns.capacity`` fast calls
+of one kind of key: the recorder's memory does not grow with the calls), at exit (``atexit``; ``multiprocessing``'s own
 exit hook for its forked children, which leave by ``os._exit``), before a process puts
 anything on a multiprocessing queue (a worker's result: see :func:`ccp.trace.hooks.patch_queues`)
 and when a multiprocessing child gets SIGTERM (``Pool.terminate``: :func:`ccp.trace.hooks.flush_on_sigterm`).
