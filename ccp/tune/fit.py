@@ -12,7 +12,7 @@ where ``T_g`` is the model's time of that cell with only group ``g``'s probe pri
 priced, the other groups at 0). A cell its time budget cut short is the equation of the prefix it
 measured (``observe(..., first=k)``), never of the prefix scaled up. The factors are fitted by
 non-negative least squares on relative errors (a 10 ms cell weighs as much as a 10 s one), each
-equation weighted by the square root of its passes (the runoff's 7 back-to-back passes, whose median
+equation weighted by the square root of its passes (the runoff's 7 interleaved passes, whose median
 is the steadier, count more than a first round's 3: least squares on weighted rows is inverse-variance
 weighting; relative to the median equation, so the prior's strength stays as it was), made robust
 by reweighting towards the least absolute relative error (a few wild cells do not move the prices),

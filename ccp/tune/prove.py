@@ -31,6 +31,7 @@ class Contender:
     cache: ChunkCache
     predicted_s: float                  # weighted, the whole workload
     kind: str                           # candidate | current | heuristic
+    item_s: tuple[float, ...] = ()      # the model's seconds of each pattern, at the prices of predicted_s
 
     @property
     def key(self) -> tuple:
@@ -115,8 +116,9 @@ def whole_pass_budgets(contenders, items, source, costs, repeats: int, floor: fl
     for c in contenders:
         if c.key in out or c.predicted_s > best * CONTENDS_WITHIN:
             continue
-        cand = evaluate(c.chunks, c.filters, c.cache, source, items, costs)
-        slowest = max((ic.seconds for ic in cand.items), default=0.0)
+        # each pattern's time as the contender was priced; a contender made without it is priced here
+        item_s = c.item_s or tuple(ic.seconds for ic in evaluate(c.chunks, c.filters, c.cache, source, items, costs).items)
+        slowest = max(item_s, default=0.0)
         out[c.key] = min(cap, max(floor or 0.0, (repeats + 1) * PASS_SLACK * slowest))
     return out
 

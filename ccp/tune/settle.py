@@ -33,7 +33,7 @@ def check_cache(wl, source, pick: Contender, costs, constraints, out: Path, work
     if small is None:
         return pick, None, []
     frugal = replace(pick, label=f"{pick.label}, {format_bytes(small.cache.nbytes)} cache", cache=small.cache,
-                     predicted_s=small.workload_s)
+                     predicted_s=small.workload_s, item_s=tuple(ic.seconds for ic in small.items))
     echo(f"  cache: {format_bytes(pick.cache.nbytes)} against {format_bytes(small.cache.nbytes)} (predicted as fast), alternating")
     a, b = side_by_side(wl, source, pick, frugal, out / "cache", work_dir, repeats, cell_budget, echo)
     if a.measured_s is None or b.measured_s is None:

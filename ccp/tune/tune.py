@@ -62,8 +62,19 @@ def hdf5_default_cache() -> ChunkCache:
 def shortlisted(res, top: int, label: str) -> list[Contender]:
     """The model's first pick and the next fastest layouts, ``top`` in all, as contenders."""
     shortlist = [res.recommended] + [c for c in res.best if c.layout != res.recommended.layout][:max(0, top - 1)]
-    return [Contender(label if i == 0 else f"{label} #{i + 1}", c.chunks, c.filters, c.cache, c.workload_s, "candidate")
+    return [Contender(label if i == 0 else f"{label} #{i + 1}", c.chunks, c.filters, c.cache, c.workload_s, "candidate",
+                      item_seconds(c))
             for i, c in enumerate(shortlist)]
+
+
+def item_seconds(cand: Candidate) -> tuple[float, ...]:
+    return tuple(ic.seconds for ic in cand.items)
+
+
+def repriced(c: Contender, source, items, costs) -> Contender:
+    """A contender with its predictions at ``costs`` (the fitted prices): the workload's and each pattern's."""
+    cand = evaluate(c.chunks, c.filters, c.cache, source, items, costs)
+    return replace(c, predicted_s=cand.workload_s, item_s=item_seconds(cand))
 
 
 def fair_cache(chunks, itemsize: int, budget_bytes: int) -> ChunkCache:
@@ -101,7 +112,7 @@ def extremes(source, items, shapes, res, contenders, costs, k) -> list[Contender
             none = FilterPipeline()
             if (None, none.spec) not in have:
                 cand = evaluate(None, none, ChunkCache(0, MIN_NSLOTS, DEFAULT_W0), source, items, costs)
-                out.append(Contender("contiguous", None, none, cand.cache, cand.workload_s, "extreme"))
+                out.append(Contender("contiguous", None, none, cand.cache, cand.workload_s, "extreme", item_seconds(cand)))
                 have.add((None, none.spec))
             continue
         if (ch, filt.spec) in have:
@@ -110,7 +121,7 @@ def extremes(source, items, shapes, res, contenders, costs, k) -> list[Contender
         top = cache_candidates(chunk_bytes, k.max_cache_bytes, k.cache_nbytes, grid_chunks=nchunks(source.shape, ch))[-1]
         cand = evaluate(ch, filt, ChunkCache(*top), source, items, costs)
         label = "whole dataset" if tuple(ch) == tuple(source.shape) else f"block {shape_str(ch)}"
-        out.append(Contender(label, ch, filt, cand.cache, cand.workload_s, "extreme"))
+        out.append(Contender(label, ch, filt, cand.cache, cand.workload_s, "extreme", item_seconds(cand)))
         have.add((ch, filt.spec))
     return out
 
@@ -269,14 +280,15 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
     contenders = shortlisted(res, top, "tuned")
     if current is not None or wl.dataset.file is not None:
         cc = evaluate(source.chunks, source.filters, base_cache, source, wl.items, costs)
-        contenders.append(Contender("current", source.chunks, source.filters, base_cache, cc.workload_s, "current"))
+        contenders.append(Contender("current", source.chunks, source.filters, base_cache, cc.workload_s, "current",
+                                    item_seconds(cc)))
     for name, ch in heur.items():
         # the rules of thumb get the cache budget the tuned layouts may use (slots as HDF5 advises):
         # a fair race is of layouts, not of a tuned cache against HDF5's default one
         f0 = filters[0]
         hcache = fair_cache(ch, itemsize, budget_bytes)
         hc = evaluate(ch, f0, hcache, source, wl.items, costs)
-        contenders.append(Contender(name, ch, f0, hcache, hc.workload_s, "heuristic"))
+        contenders.append(Contender(name, ch, f0, hcache, hc.workload_s, "heuristic", item_seconds(hc)))
     contenders += extremes(source, wl.items, lattice_extremes(source, itemsize, k, wl.items, filters), res, contenders, costs, k)
 
     measured: list | None = None
@@ -302,8 +314,7 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
                          max_cache_bytes=k.max_cache_bytes, max_storage_overhead=k.max_storage_overhead,
                          current=current, keep_best=top + 2, time_limit=SEARCH_LIMIT_S / 2)
             t_search += time.perf_counter() - t2
-            contenders = [replace(c, predicted_s=evaluate(c.chunks, c.filters, c.cache, source, wl.items, costs).workload_s)
-                          for c in contenders]
+            contenders = [repriced(c, source, wl.items, costs) for c in contenders]
             seen = {c.key for c in contenders}
             new = [c for c in shortlisted(res, top, "refit") if c.key not in seen]
             if new:
@@ -323,8 +334,7 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
             echo(f"  final prices fitted to {final.cells} cells (the runoff's whole passes first): predicted/measured "
                  f"{math.exp(final.error_after):.2f}x (median)")
             fit, costs = final, final.costs
-            contenders = [replace(c, predicted_s=evaluate(c.chunks, c.filters, c.cache, source, wl.items, costs).workload_s)
-                          for c in contenders]
+            contenders = [repriced(c, source, wl.items, costs) for c in contenders]
         measured = reestimate(measured, wl.items, source, costs)
         runoff = {k: m for k, m in zip(runoff, reestimate(list(runoff.values()), wl.items, source, costs))} if runoff else runoff
     rows = []
