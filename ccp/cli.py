@@ -495,6 +495,13 @@ def _check_advise_dataset(file: Path, dataset: str, access) -> None:
 # Commands that live beside their library code, imported only when used: `ccp repack --help` should not
 # pay for numpy, pandas and numba (a directory of granules is repacked in one call, but a single small
 # file still pays the start-up).
+def one_blas_thread() -> None:
+    """Before numpy is imported by a command that does no linear algebra (repack): OpenBLAS's thread pool, which
+    numpy starts on import, cost 0.06 s CPU of its import and 0.1 s of a 1.7 s CPU rechunk on 2 busy cores
+    (benchmarks/startup.py). A user's own OPENBLAS_NUM_THREADS is kept."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
 LAZY_COMMANDS = {
     "repack": ("ccp.repack.command", "repack_command"),
     "trace": ("ccp.trace.command", "trace_command"),
@@ -509,6 +516,8 @@ def _lazy_command(name: str):
     import importlib
 
     module, attr = LAZY_COMMANDS[name]
+    if name == "repack":
+        one_blas_thread()
     return getattr(importlib.import_module(module), attr)
 
 
