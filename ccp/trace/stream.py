@@ -8,8 +8,9 @@ its replayed selections (:class:`ccp.workload.replay_batches.SequenceBuilder`: i
 sessions). The diagnosis is then :func:`ccp.trace.diagnose.diagnose` itself, fed these rows, so its
 text and JSON are those of the whole-table path (``tests/trace/test_diagnose_batches.py``).
 
-The whole table is still loaded for ``--verify`` (it replays the program), for a file read through
-fsspec (its GETs are matched to calls by time) and for a table not in (pid, seq) order.
+``--verify`` replays the read sequence the diagnosis built (:func:`ccp.trace.verify.verify_top`), so it
+streams too. The whole table is still loaded for a file read through fsspec (its GETs are matched to
+calls by time) and for a table not in (pid, seq) order.
 """
 
 from __future__ import annotations
@@ -240,13 +241,13 @@ def diagnose_folder(path, memory: int = 1 << 30, verify: bool = False, patterns=
     """``ccp diagnose PATH``: the trace read in batches where the diagnosis allows, else loaded whole."""
     from ccp.trace.diagnose import diagnose
 
-    if not verify and not _has_remote_files(Path(path)):
+    if not _has_remote_files(Path(path)):
         try:
             trace, summary = read_batches(path, batch_rows)
         except OutOfOrder:
             pass
         else:
-            return diagnose(trace, memory=memory, patterns=patterns, tune_dir=tune_dir, summary=summary)
+            return diagnose(trace, memory=memory, verify=verify, patterns=patterns, tune_dir=tune_dir, summary=summary)
     return diagnose(load_checked(path), memory=memory, verify=verify, patterns=patterns, tune_dir=tune_dir)
 
 
