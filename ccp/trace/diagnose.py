@@ -55,9 +55,10 @@ def _pct(a: float, b: float) -> str:
 
 
 def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program_s: float, state: str = "same",
-                     patterns=(), libs=(), rows: DatasetRows | None = None) -> dict:
+                     patterns=(), libs=(), rows: DatasetRows | None = None, sequences: dict | None = None) -> dict:
     """One dataset's diagnosis; ``rows``: its rows when the caller read them (a trace read in batches),
-    else they are taken from ``trace.table``."""
+    else they are taken from ``trace.table``; ``sequences``, when given, gets the read sequence under ``"read"``
+    (``--verify`` replays it: a sequence built in batches is built once)."""
     rows = table_rows(trace, file, dataset) if rows is None else rows
     mine, wuser, low = rows.user_reads, rows.user_writes, rows.low_reads
     layout = trace.layout(file, dataset) or {}
@@ -90,6 +91,8 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
     if not len(reads):
         return out
     seq = rows.sequence("read")
+    if sequences is not None:
+        sequences["read"] = seq
     out["reopens"] = seq.reopens
     out["approximate_calls"] = seq.approximate
     cache0 = seq.session_caches[0] if seq.session_caches else library_cache(trace)
@@ -357,18 +360,17 @@ def diagnose(trace: Trace, memory: int = 1 << 30, verify: bool = False, patterns
     walls = summary.walls
     keys = sorted(walls, key=lambda k: (-float(walls[k]), str(k[0]), str(k[1])))   # ties by name
     for file, dataset in keys:
-        out["datasets"].append(diagnose_dataset(trace, file, dataset, memory, program, states.get(file, "same"), patterns,
-                                                dataset_libraries(trace, libs, file, dataset), summary.rows(file, dataset)))
-    for d in out["datasets"]:
+        sequences: dict = {}
+        d = diagnose_dataset(trace, file, dataset, memory, program, states.get(file, "same"), patterns,
+                             dataset_libraries(trace, libs, file, dataset), summary.rows(file, dataset), sequences)
         remote_diagnosis(trace, d)      # a file read through fsspec: GETs per call, fsspec cures
+        if verify and d["cures"]:       # measured now: the read sequence the diagnosis built is replayed, then freed
+            from ccp.trace.verify import verify_top
+
+            d["verified"] = verify_top(trace, d, seq=sequences.get("read"))
+        out["datasets"].append(d)
     write_tune_workloads(out, tune_dir)
     out["combined_repacks"] = combined_repacks(out["datasets"])
-    if verify:
-        from ccp.trace.verify import verify_top
-
-        for d in out["datasets"]:
-            if d["cures"]:
-                d["verified"] = verify_top(trace, d)
     return out
 
 

@@ -8,8 +8,10 @@ its replayed selections (:class:`ccp.workload.replay_batches.SequenceBuilder`: i
 sessions). The diagnosis is then :func:`ccp.trace.diagnose.diagnose` itself, fed these rows, so its
 text and JSON are those of the whole-table path (``tests/trace/test_diagnose_batches.py``).
 
-The whole table is still loaded for ``--verify`` (it replays the program), for a file read through
-fsspec (its GETs are matched to calls by time) and for a table not in (pid, seq) order.
+``--verify`` replays the read sequence the diagnosis built (:func:`ccp.trace.verify.verify_top`), so it
+streams too. A file read through fsspec keeps, besides, its calls' times and its reads and GETs (the
+events :mod:`ccp.trace.remote` matches to the calls by time: a few light columns, that file's rows only).
+The whole table is still loaded for a table not in (pid, seq) order.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ from ccp.workload.tracefile import Trace, _arrow_lists, read_header
 from ccp.workload.tracefile import check_table as check_frame
 
 BATCH_ROWS = 200_000
+REMOTE_COLUMNS = ("kind", "pid", "seq", "depth", "api", "op", "file", "dataset", "start", "count", "t0_ns", "wall_s",
+                  "bytes")
 REPLAY_COLUMNS = ["kind", "pid", "seq", "api", "op", "sel", "start", "count", "stride", "block", "blocks", "points",
                   "cache_nbytes", "cache_nslots", "cache_w0"]
 
@@ -119,6 +123,8 @@ def read_batches(path, batch_rows: int = BATCH_ROWS) -> tuple[Trace, CallSummary
     header = read_header(path)
     where = path / "calls.parquet"
     layouts = {(d["file"], d["dataset"]): d for d in header.get("datasets", [])}
+    remote_files = {d["file"] for d in layouts.values() if isinstance(d, dict) and "remote" in d}
+    remote_rows: list[pd.DataFrame] = []
     datasets: dict[tuple[str, str], _Dataset] = {}
     distinct: list[pd.DataFrame] = []
     found = {"calls": 0, "nested_calls": 0, "events": 0}
@@ -137,6 +143,8 @@ def read_batches(path, batch_rows: int = BATCH_ROWS) -> tuple[Trace, CallSummary
         check_rows(frame, header, where, offset)
         offset += len(frame)
         distinct.append(frame[["api", "file"]].astype(object).drop_duplicates())
+        if remote_files:
+            remote_rows.append(_remote_rows(frame, remote_files))
         depth = _floats(frame["depth"])
         user = frame["kind"].eq("call").fillna(False).to_numpy(bool) & (depth == 0)
         ops = frame["op"][user]
@@ -160,10 +168,28 @@ def read_batches(path, batch_rows: int = BATCH_ROWS) -> tuple[Trace, CallSummary
         _give_back_memory()
     table = (pd.concat(distinct, ignore_index=True).drop_duplicates(ignore_index=True) if distinct
              else pd.DataFrame({"api": [], "file": []}))
+    if remote_rows:     # the rows remote_diagnosis matches by time, after the (api, file) pairs (no call of theirs)
+        table = pd.concat([table, *remote_rows], ignore_index=True)
     trace = Trace(path, header, table)
     walls = {key: d.wall() for key, d in datasets.items() if d.ncalls}
     return trace, CallSummary(ncalls, nreads, nwrites, sorted(files), walls,
                               lambda file, dataset: datasets.pop((file, dataset)).rows(trace))
+
+
+def _remote_rows(frame: pd.DataFrame, files: set[str]) -> pd.DataFrame:
+    """What :func:`ccp.trace.remote.remote_diagnosis` reads of a file read through fsspec: the reads HDF5 made
+    through it and fsspec's GETs (events), and the program's calls on it (their times), in file order; text as
+    plain objects and selections as lists, so batches concatenate."""
+    of_file = frame["file"].isin(list(files)).fillna(False).to_numpy(bool)
+    kind, depth = frame["kind"], _floats(frame["depth"])
+    event = kind.eq("event").fillna(False).to_numpy(bool) & frame["op"].isin(["get", "fsspec_read"]).fillna(False).to_numpy(bool)
+    call = kind.eq("call").fillna(False).to_numpy(bool) & (depth == 0)
+    rows = frame.loc[of_file & (event | call), list(REMOTE_COLUMNS)]
+    out = {c: rows[c].astype(object) for c in ("kind", "api", "op", "file", "dataset")}
+    out.update({c: [None if v is None or v is pd.NA else [int(x) for x in v] for v in rows[c].astype(object)]
+                for c in ("start", "count")})
+    out.update({c: rows[c].to_numpy() for c in ("pid", "seq", "depth", "t0_ns", "wall_s", "bytes")})
+    return pd.DataFrame(out, index=rows.index)
 
 
 def _libc():
@@ -240,20 +266,8 @@ def diagnose_folder(path, memory: int = 1 << 30, verify: bool = False, patterns=
     """``ccp diagnose PATH``: the trace read in batches where the diagnosis allows, else loaded whole."""
     from ccp.trace.diagnose import diagnose
 
-    if not verify and not _has_remote_files(Path(path)):
-        try:
-            trace, summary = read_batches(path, batch_rows)
-        except OutOfOrder:
-            pass
-        else:
-            return diagnose(trace, memory=memory, patterns=patterns, tune_dir=tune_dir, summary=summary)
-    return diagnose(load_checked(path), memory=memory, verify=verify, patterns=patterns, tune_dir=tune_dir)
-
-
-def _has_remote_files(path: Path) -> bool:
-    """Whether a dataset was read through fsspec (its layout says ``remote``): its diagnosis needs the table."""
     try:
-        header = read_header(path)
-    except CcpError:
-        return False            # read_batches says what is wrong
-    return any(isinstance(d, dict) and "remote" in d for d in header.get("datasets", []) or [])
+        trace, summary = read_batches(path, batch_rows)
+    except OutOfOrder:
+        return diagnose(load_checked(path), memory=memory, verify=verify, patterns=patterns, tune_dir=tune_dir)
+    return diagnose(trace, memory=memory, verify=verify, patterns=patterns, tune_dir=tune_dir, summary=summary)

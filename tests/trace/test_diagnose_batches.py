@@ -115,3 +115,29 @@ def want_loads(seq: ReplaySequence) -> int:
         total += simulate_arrays(seq.shape, seq.chunks, seq.itemsize, filtered=False, cache=cache, ops=codes,
                                  starts=seq.plan.starts[sl], counts=seq.plan.counts[sl]).total().chunk_loads
     return total
+
+
+def _without_timings(diag: dict) -> str:
+    """The diagnosis with --verify's measured seconds left out (two replays never take the same time)."""
+    out = json.loads(json.dumps(diag, default=str))
+    for d in out["datasets"]:
+        if "verified" in d:
+            d["verified"] = {k: v for k, v in d["verified"].items() if k not in ("before_s", "after_s")}
+    return json.dumps(out, sort_keys=True)
+
+
+@pytest.mark.parametrize("batch_rows", [7, 50, 200_000], ids=["7-rows", "50-rows", "one-batch"])
+def test_verify_streams_and_measures_what_the_whole_table_does(traced, batch_rows, monkeypatch):
+    """--verify replays the read sequence the streamed diagnosis built: the table is never loaded whole, and the
+    verdict (the cure measured, how) is the whole-table one."""
+    whole = diagnose(load_checked(traced), tune_dir=None, verify=True)
+    from ccp.trace import stream
+
+    def loaded_whole(*args, **kwargs):
+        raise AssertionError("the trace was loaded whole")
+
+    monkeypatch.setattr(stream, "load_checked", loaded_whole)
+    streamed = diagnose_folder(traced, verify=True, batch_rows=batch_rows)
+    assert _without_timings(streamed) == _without_timings(whole)
+    measured = [d["verified"] for d in streamed["datasets"] if "verified" in d]
+    assert measured and all(v["before_s"] > 0 and v["after_s"] > 0 for v in measured)

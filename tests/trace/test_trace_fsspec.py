@@ -157,3 +157,30 @@ def test_an_s3fs_file_on_a_loopback_s3_server_is_recorded_as_its_url(tmp_path, d
     d = ccp("diagnose", out)
     assert d.returncode == 0, d.stderr
     assert f"GET(s) (counted: {counted})" in d.stdout and "s3://ccp-trace/" in d.stdout
+
+
+@pytest.fixture(scope="module")
+def none_trace(tmp_path_factory, data):
+    tmp = tmp_path_factory.mktemp("remote-trace")
+    prog = tmp / "remote_reader.py"
+    prog.write_text(PROGRAM)
+    out = tmp / "t"
+    r = ccp("trace", "-o", out, "--", sys.executable, prog, data, "none", 4096)
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+@pytest.mark.parametrize("batch_rows", [3, 17, 200_000], ids=["3-rows", "17-rows", "one-batch"])
+def test_an_fsspec_trace_streams_to_the_whole_table_diagnosis(none_trace, batch_rows, monkeypatch):
+    """The GETs and reads of a file read through fsspec are kept while the batches go by (not the whole table):
+    the same diagnosis, GET counts and fsspec cures as the table loaded whole."""
+    from ccp.trace import stream
+    from ccp.trace.check import load_checked
+    from ccp.trace.diagnose import diagnose, format_diagnosis
+
+    whole = diagnose(load_checked(none_trace), tune_dir=None)
+    monkeypatch.setattr(stream, "load_checked", lambda *a, **k: pytest.fail("the trace was loaded whole"))
+    streamed = stream.diagnose_folder(none_trace, batch_rows=batch_rows)
+    assert json.dumps(streamed, sort_keys=True, default=str) == json.dumps(whole, sort_keys=True, default=str)
+    assert format_diagnosis(streamed) == format_diagnosis(whole)
+    assert streamed["datasets"][0]["remote"]["gets"] > 0 and "fsspec cache_type=" in format_diagnosis(streamed)
