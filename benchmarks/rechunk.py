@@ -129,7 +129,7 @@ def check_equal(src: Path, out: Path, kind: str) -> None:
         sys.exit(f"{out}: values differ from the input")
 
 
-def tools(src: Path, work: Path, job: str, have_rechunker: bool) -> dict:
+def tools(src: Path, work: Path, job: str, have_rechunker: bool, engines: tuple[str, ...] = ()) -> dict:
     a, b = JOBS[job]
     ccp = str(Path(sys.executable).with_name("ccp"))
     out = {}
@@ -146,6 +146,10 @@ def tools(src: Path, work: Path, job: str, have_rechunker: bool) -> dict:
                                      str(work / "t_rechunker.zarr"), str(a), str(b)], work / "o_rechunker.zarr", "zarr")
     out["ccp repack"] = ([ccp, "repack", "-q", "--memory", MEMORY, "-l", f"data:CHUNK={a}x{b}", "-f", "data:GZIP=1",
                           str(src), str(work / "o_ccp.h5")], work / "o_ccp.h5", "h5")
+    for engine in engines:     # ccp with another gzip encoder than its default (--deflate auto)
+        target = work / f"o_ccp_{engine}.h5"
+        out[f"ccp --deflate {engine}"] = (out["ccp repack"][0][:2] + ["--deflate", engine] + out["ccp repack"][0][2:-1]
+                                          + [str(target)], target, "h5")
     return out
 
 
@@ -167,8 +171,8 @@ def predict(src: Path, job: str) -> dict:
     return doc
 
 
-def run_job(src: Path, work: Path, job: str, rounds: int, have_rechunker: bool) -> None:
-    cmds = tools(src, work, job, have_rechunker)
+def run_job(src: Path, work: Path, job: str, rounds: int, have_rechunker: bool, engines: tuple[str, ...] = ()) -> None:
+    cmds = tools(src, work, job, have_rechunker, engines)
     a, b = JOBS[job]
     print(f"\njob {job}: 2000x1 -> {a}x{b}, gzip:1; load average before {os.getloadavg()[0]:.2f}")
     for name, (cmd, _, _) in cmds.items():
@@ -219,6 +223,8 @@ def main() -> None:
     ap.add_argument("--jobs", default=",".join(JOBS))
     ap.add_argument("--work", type=Path, default=None, help="folder for the files (default: a temporary folder)")
     ap.add_argument("--no-rechunker", action="store_true")
+    ap.add_argument("--deflate", default="", metavar="ENGINE[,ENGINE]",
+                    help="also run ccp with these --deflate engines (zlib, libdeflate, isal), a row each")
     args = ap.parse_args()
     try:
         import rechunker  # noqa: F401
@@ -236,7 +242,7 @@ def main() -> None:
         for job in args.jobs.split(","):
             if job not in JOBS:
                 sys.exit(f"unknown job {job!r}: one of {', '.join(JOBS)}")
-            run_job(src, work, job, args.rounds, have_rechunker)
+            run_job(src, work, job, args.rounds, have_rechunker, tuple(e for e in args.deflate.split(",") if e))
 
 
 if __name__ == "__main__":
