@@ -14,6 +14,7 @@ process the same CPU time, and one more thing to hand over at a fork, an ``os._e
 from __future__ import annotations
 
 import time
+from itertools import chain, repeat
 
 FAST_CAPACITY = 16384       # calls buffered per kind of key before a flush: what bounds the buffers' memory
 WIDTH = 5                   # values per call in a flat list: seq, t0_ns, t1_ns, handle token, key
@@ -27,14 +28,15 @@ class FastColumns:
         self.capacity = capacity
         self.index: list = []
         self.slice: list = []
+        self.tuple: list = []       # a tuple of ints, numpy integers, slices and Ellipsis
 
     def __len__(self) -> int:
-        return (len(self.index) + len(self.slice)) // WIDTH
+        return (len(self.index) + len(self.slice) + len(self.tuple)) // WIDTH
 
     def take(self) -> list[dict]:
         """The buffered calls as column blocks (one per kind of key), the buffers emptied."""
         blocks = []
-        for kind, flat in (("index", self.index), ("slice", self.slice)):
+        for kind, flat in (("index", self.index), ("slice", self.slice), ("tuple", self.tuple)):
             n = len(flat) // WIDTH * WIDTH      # another thread may append meanwhile: its call stays for next time
             if n:
                 rows = flat[:n]
@@ -43,7 +45,7 @@ class FastColumns:
         return blocks
 
     def clear(self) -> None:
-        del self.index[:], self.slice[:]
+        del self.index[:], self.slice[:], self.tuple[:]
 
 
 def column_block(kind: str, flat: list) -> dict:
@@ -65,18 +67,47 @@ def column_block(kind: str, flat: list) -> dict:
     for i in range(4):
         calls[:, i] = np.fromiter(flat[i::WIDTH], np.int64, n)
     keys = flat[4::WIDTH]
-    return {"kind": "fast", "key": kind, "calls": calls, "start": [k.start for k in keys],
-            "stop": [k.stop for k in keys], "step": [k.step for k in keys]}
+    if kind == "slice":
+        return {"kind": "fast", "key": kind, "calls": calls, "start": [k.start for k in keys],
+                "stop": [k.stop for k in keys], "step": [k.step for k in keys]}
+    rank = set(map(len, keys))
+    if len(rank) == 1:      # every key the same number of parts; all integers (``d[i, j]``) make one int64 table
+        try:
+            table = np.fromiter(chain.from_iterable(keys), np.int64, n * min(rank)).reshape(n, min(rank))
+            return {"kind": "fast", "key": kind, "calls": calls, "table": table}
+        except TypeError:       # a slice or Ellipsis among them
+            pass
+    # else its parts in one row, each coded (int, slice, Ellipsis); ints as int64, slices as three lists
+    parts = np.empty(sum(map(len, keys)), object)
+    parts[:] = list(chain.from_iterable(keys))
+    codes = np.fromiter(map(_CODE.get, map(type, parts), repeat(0)), np.int8, len(parts))
+    slices = parts[codes == 1].tolist()
+    return {"kind": "fast", "key": kind, "calls": calls, "lens": np.fromiter(map(len, keys), np.int64, n),
+            "codes": codes, "ints": parts[codes == 0].astype(np.int64), "start": [k.start for k in slices],
+            "stop": [k.stop for k in slices], "step": [k.step for k in slices]}
+
+
+_CODE: dict = {slice: 1, type(Ellipsis): 2}     # anything else the fast path lets through is an integer: 0
 
 
 def block_calls(block: dict):
     """A ``fast`` record's calls as the recorder's per-call tuples (seq, t0, t1, token, key tuple)."""
+    import numpy as np
+
     calls = block["calls"]
     seq, t0, t1, token = (calls[:, i].tolist() for i in range(4))
+    keys: list[tuple]
     if block["key"] == "index":
         keys = [(k,) for k in (block["index"] if "index" in block else calls[:, 4].tolist())]
-    else:
+    elif block["key"] == "slice":
         keys = [(slice(a, b, c),) for a, b, c in zip(block["start"], block["stop"], block["step"])]
+    elif "table" in block:
+        keys = list(map(tuple, block["table"].tolist()))
+    else:
+        ints, slices = iter(block["ints"].tolist()), map(slice, block["start"], block["stop"], block["step"])
+        parts = [next(ints) if c == 0 else next(slices) if c == 1 else Ellipsis for c in block["codes"].tolist()]
+        ends = np.cumsum(block["lens"]).tolist()
+        keys = [tuple(parts[a:b]) for a, b in zip([0, *ends[:-1]], ends)]
     return zip(seq, t0, t1, token, keys)
 
 
@@ -93,7 +124,7 @@ def fast_getitem(rec, slow, fast_orig):
     single = {int, slice, *numpy_ints}
     handle_of = rec.handle_of
     columns = rec.columns
-    index_calls, slice_calls = columns.index, columns.slice
+    index_calls, slice_calls, tuple_calls = columns.index, columns.slice, columns.tuple
     full = columns.capacity * WIDTH
 
     def __getitem__(self, args, new_dtype=None):
@@ -121,13 +152,9 @@ def fast_getitem(rec, slow, fast_orig):
                             return out
             else:
                 key = args if t is tuple else (args,)
-                numpy_int = False
                 for a in key:
-                    t = type(a)
-                    if t not in plain:
+                    if type(a) not in plain:
                         break
-                    if t in numpy_ints:
-                        numpy_int = True
                 else:
                     with phil:
                         if self._fast_read_ok:
@@ -139,9 +166,11 @@ def fast_getitem(rec, slow, fast_orig):
                             else:
                                 t1 = perf()
                                 try:
-                                    if numpy_int:   # kept as ints: a numpy scalar costs ~10x an int to pickle
-                                        key = tuple([int(a) if type(a) in numpy_ints else a for a in key])
-                                    rec.fast_call(self._id, t0, t1, key)
+                                    dsid = self._id
+                                    token = handle_of.get(id(dsid)) or rec.token_of(dsid)
+                                    tuple_calls.extend((next(rec.seq), t0, t1, token, key))
+                                    if len(tuple_calls) >= full:
+                                        rec.flush()
                                 except Exception as exc:  # never disturb the program
                                     rec.failed(exc)
                                 return out
