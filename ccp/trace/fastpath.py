@@ -1,11 +1,11 @@
 """The recorder's fast path for ``Dataset.__getitem__`` (stdlib at import: loaded into traced programs).
 
-A ``d[k]`` with ``k`` one int, numpy integer or slice (the issue's loop: ``benchmarks/trace_overhead.py
---inprocess``) costs the program two clock reads and five values appended to a flat list, one list per kind of
-key (:class:`FastColumns`): no object is built per call and nothing is pickled per call. At a flush each list
-becomes columns (an int64 array for the numbers, a list per slice field), pickled as a few buffers. The key is
-described when the trace is merged (:func:`ccp.trace.store._expand`). A tuple of ints and slices is kept as one
-tuple per call, its numpy integers made ints: pickled as a numpy scalar each cost more than the read.
+A ``d[k]`` with ``k`` an int, a numpy integer, a slice or a tuple of those and Ellipsis (the issue's loop:
+``benchmarks/trace_overhead.py --inprocess``) costs the program two clock reads and five values appended to a flat
+list, one list per kind of key (:class:`FastColumns`): nothing is kept per call but the values, nothing is pickled
+per call. At a flush each list becomes columns (int64 arrays for the numbers, a list per slice field), pickled as a
+few buffers: a tuple of 16,384 calls or a numpy scalar per call cost more to pickle than the reads they described.
+The key is described when the trace is merged (:func:`ccp.trace.store._expand`).
 
 A flush writes on the program's thread: converting the lists needs the GIL, so a writer thread would cost the
 process the same CPU time, and one more thing to hand over at a fork, an ``os._exit`` or a SIGTERM.
@@ -21,8 +21,8 @@ WIDTH = 5                   # values per call in a flat list: seq, t0_ns, t1_ns,
 
 
 class FastColumns:
-    """The fast path's buffers: ``index`` (an int or numpy integer key) and ``slice`` flat lists, never replaced
-    (the fast path holds them), emptied in place by :meth:`take`."""
+    """The fast path's buffers: ``index`` (an int or numpy integer key), ``slice`` and ``tuple`` flat lists, never
+    replaced (the fast path holds them), emptied in place by :meth:`take`; each flushed at ``capacity`` calls."""
 
     def __init__(self, capacity: int = FAST_CAPACITY) -> None:
         self.capacity = capacity
@@ -50,7 +50,8 @@ class FastColumns:
 
 def column_block(kind: str, flat: list) -> dict:
     """A flat list of (seq, t0, t1, token, key) as a part file's ``fast`` record: ``calls``, an int64 array of
-    (seq, t0, t1, token[, index]) rows; a slice key's start, stop and step as three lists (None kept).
+    (seq, t0, t1, token[, index]) rows; a slice key's start, stop and step as three lists (None kept); tuple keys as
+    a ``table`` (all integers, one rank) or their parts coded (``lens``, ``codes``, ``ints``, slice fields).
 
     numpy converts the numbers (its ``fromiter`` costs half what ``array('q', ...)`` does per value); the fast path
     has imported it by the time there is anything to convert."""
@@ -60,7 +61,7 @@ def column_block(kind: str, flat: list) -> dict:
     if kind == "index":
         try:    # numpy integers too (by __index__)
             return {"kind": "fast", "key": kind, "calls": np.fromiter(flat, np.int64, len(flat)).reshape(n, WIDTH)}
-        except OverflowError:       # a uint64 past int64 (h5py refuses the read; kept as it was given)
+        except OverflowError:       # a uint64 past int64 (no read that succeeded had one; kept as given all the same)
             numbers = np.array([flat[i::WIDTH] for i in range(4)], np.int64).T.reshape(n, 4)
             return {"kind": "fast", "key": kind, "calls": numbers, "index": [int(k) for k in flat[4::WIDTH]]}
     calls = np.empty((n, 4), np.int64)
