@@ -18,7 +18,7 @@ rounds with h5py's own ``Dataset.__getitem__`` and the recorder's, and reports t
     PYTHONPATH=. python benchmarks/trace_overhead.py --memory --calls 1000000 [--key int]
 
 ``--key`` is the index the loop gives: ``int`` (``d[i]``), ``np.int64`` (``d[np.int64(i)]``, what indexing with
-an element of a numpy array gives) or ``slice`` (``d[i:i + 1]``).
+an element of a numpy array gives), ``slice`` (``d[i:i + 1]``) or ``tuple`` (``d[i, j]``, a 2-D dataset; --inprocess).
 """
 
 import argparse
@@ -79,9 +79,11 @@ INPROCESS = textwrap.dedent("""
             return [slice(i % 1000, i % 1000 + 1) for i in range(per)]
         if kind == "np.int64":
             return np.arange(per, dtype=np.int64) % 1000        # iterating gives a new numpy scalar per call
+        if kind == "tuple":
+            return [(i % 1000 // 100, i % 100) for i in range(per)]
         return [i % 1000 for i in range(per)]
     with h5py.File(sys.argv[1], "r") as f:
-        d = f["x"]
+        d = f["y" if kind == "tuple" else "x"]
         d[0]
         times = {"plain": [], "traced": []}
         cpu = {"plain": [], "traced": []}      # the process's CPU time: what a busy machine disturbs least
@@ -162,6 +164,7 @@ def inprocess(calls: int, rounds: int, key: str = "int") -> None:
         path = os.path.join(tmp, "x.h5")
         with h5py.File(path, "w") as f:
             f.create_dataset("x", data=np.arange(1000, dtype="f4"), chunks=(1000,))
+            f.create_dataset("y", data=np.arange(1000, dtype="f4").reshape(10, 100), chunks=(10, 100))
         res = subprocess.run([sys.executable, "-c", INPROCESS, path, os.path.join(tmp, "parts"), str(calls),
                               str(rounds), key], capture_output=True, text=True, check=True,
                              env={**os.environ, "CCP_TRACE_DIR": ""})
@@ -185,7 +188,7 @@ def main() -> None:
     ap.add_argument("--inprocess", action="store_true", help="the d[i] loop, untraced and traced, in one process")
     ap.add_argument("--memory", action="store_true", help="the traced d[i] loop's RSS growth per call")
     ap.add_argument("--rounds", type=int, default=100)
-    ap.add_argument("--key", choices=("int", "np.int64", "slice"), default="int",
+    ap.add_argument("--key", choices=("int", "np.int64", "slice", "tuple"), default="int",
                     help="--inprocess, --memory: the index given")
     args = ap.parse_args()
     if args.memory:

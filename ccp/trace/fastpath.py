@@ -1,11 +1,11 @@
 """The recorder's fast path for ``Dataset.__getitem__`` (stdlib at import: loaded into traced programs).
 
-A ``d[k]`` with ``k`` one int, numpy integer or slice (the issue's loop: ``benchmarks/trace_overhead.py
---inprocess``) costs the program two clock reads and five values appended to a flat list, one list per kind of
-key (:class:`FastColumns`): no object is built per call and nothing is pickled per call. At a flush each list
-becomes columns (an int64 array for the numbers, a list per slice field), pickled as a few buffers. The key is
-described when the trace is merged (:func:`ccp.trace.store._expand`). A tuple of ints and slices is kept as one
-tuple per call, its numpy integers made ints: pickled as a numpy scalar each cost more than the read.
+A ``d[k]`` with ``k`` an int, a numpy integer, a slice or a tuple of those and Ellipsis (the issue's loop:
+``benchmarks/trace_overhead.py --inprocess``) costs the program two clock reads and five values appended to a flat
+list, one list per kind of key (:class:`FastColumns`): nothing is kept per call but the values, nothing is pickled
+per call. At a flush each list becomes columns (int64 arrays for the numbers, a list per slice field), pickled as a
+few buffers: a tuple of 16,384 calls or a numpy scalar per call cost more to pickle than the reads they described.
+The key is described when the trace is merged (:func:`ccp.trace.store._expand`).
 
 A flush writes on the program's thread: converting the lists needs the GIL, so a writer thread would cost the
 process the same CPU time, and one more thing to hand over at a fork, an ``os._exit`` or a SIGTERM.
@@ -14,27 +14,29 @@ process the same CPU time, and one more thing to hand over at a fork, an ``os._e
 from __future__ import annotations
 
 import time
+from itertools import chain, repeat
 
 FAST_CAPACITY = 16384       # calls buffered per kind of key before a flush: what bounds the buffers' memory
 WIDTH = 5                   # values per call in a flat list: seq, t0_ns, t1_ns, handle token, key
 
 
 class FastColumns:
-    """The fast path's buffers: ``index`` (an int or numpy integer key) and ``slice`` flat lists, never replaced
-    (the fast path holds them), emptied in place by :meth:`take`."""
+    """The fast path's buffers: ``index`` (an int or numpy integer key), ``slice`` and ``tuple`` flat lists, never
+    replaced (the fast path holds them), emptied in place by :meth:`take`; each flushed at ``capacity`` calls."""
 
     def __init__(self, capacity: int = FAST_CAPACITY) -> None:
         self.capacity = capacity
         self.index: list = []
         self.slice: list = []
+        self.tuple: list = []       # a tuple of ints, numpy integers, slices and Ellipsis
 
     def __len__(self) -> int:
-        return (len(self.index) + len(self.slice)) // WIDTH
+        return (len(self.index) + len(self.slice) + len(self.tuple)) // WIDTH
 
     def take(self) -> list[dict]:
         """The buffered calls as column blocks (one per kind of key), the buffers emptied."""
         blocks = []
-        for kind, flat in (("index", self.index), ("slice", self.slice)):
+        for kind, flat in (("index", self.index), ("slice", self.slice), ("tuple", self.tuple)):
             n = len(flat) // WIDTH * WIDTH      # another thread may append meanwhile: its call stays for next time
             if n:
                 rows = flat[:n]
@@ -43,12 +45,13 @@ class FastColumns:
         return blocks
 
     def clear(self) -> None:
-        del self.index[:], self.slice[:]
+        del self.index[:], self.slice[:], self.tuple[:]
 
 
 def column_block(kind: str, flat: list) -> dict:
     """A flat list of (seq, t0, t1, token, key) as a part file's ``fast`` record: ``calls``, an int64 array of
-    (seq, t0, t1, token[, index]) rows; a slice key's start, stop and step as three lists (None kept).
+    (seq, t0, t1, token[, index]) rows; a slice key's start, stop and step as three lists (None kept); tuple keys as
+    a ``table`` (all integers, one rank) or their parts coded (``lens``, ``codes``, ``ints``, slice fields).
 
     numpy converts the numbers (its ``fromiter`` costs half what ``array('q', ...)`` does per value); the fast path
     has imported it by the time there is anything to convert."""
@@ -58,25 +61,54 @@ def column_block(kind: str, flat: list) -> dict:
     if kind == "index":
         try:    # numpy integers too (by __index__)
             return {"kind": "fast", "key": kind, "calls": np.fromiter(flat, np.int64, len(flat)).reshape(n, WIDTH)}
-        except OverflowError:       # a uint64 past int64 (h5py refuses the read; kept as it was given)
+        except OverflowError:       # a uint64 past int64 (no read that succeeded had one; kept as given all the same)
             numbers = np.array([flat[i::WIDTH] for i in range(4)], np.int64).T.reshape(n, 4)
             return {"kind": "fast", "key": kind, "calls": numbers, "index": [int(k) for k in flat[4::WIDTH]]}
     calls = np.empty((n, 4), np.int64)
     for i in range(4):
         calls[:, i] = np.fromiter(flat[i::WIDTH], np.int64, n)
     keys = flat[4::WIDTH]
-    return {"kind": "fast", "key": kind, "calls": calls, "start": [k.start for k in keys],
-            "stop": [k.stop for k in keys], "step": [k.step for k in keys]}
+    if kind == "slice":
+        return {"kind": "fast", "key": kind, "calls": calls, "start": [k.start for k in keys],
+                "stop": [k.stop for k in keys], "step": [k.step for k in keys]}
+    rank = set(map(len, keys))
+    if len(rank) == 1:      # every key the same number of parts; all integers (``d[i, j]``) make one int64 table
+        try:
+            table = np.fromiter(chain.from_iterable(keys), np.int64, n * min(rank)).reshape(n, min(rank))
+            return {"kind": "fast", "key": kind, "calls": calls, "table": table}
+        except TypeError:       # a slice or Ellipsis among them
+            pass
+    # else its parts in one row, each coded (int, slice, Ellipsis); ints as int64, slices as three lists
+    parts = np.empty(sum(map(len, keys)), object)
+    parts[:] = list(chain.from_iterable(keys))
+    codes = np.fromiter(map(_CODE.get, map(type, parts), repeat(0)), np.int8, len(parts))
+    slices = parts[codes == 1].tolist()
+    return {"kind": "fast", "key": kind, "calls": calls, "lens": np.fromiter(map(len, keys), np.int64, n),
+            "codes": codes, "ints": parts[codes == 0].astype(np.int64), "start": [k.start for k in slices],
+            "stop": [k.stop for k in slices], "step": [k.step for k in slices]}
+
+
+_CODE: dict = {slice: 1, type(Ellipsis): 2}     # anything else the fast path lets through is an integer: 0
 
 
 def block_calls(block: dict):
     """A ``fast`` record's calls as the recorder's per-call tuples (seq, t0, t1, token, key tuple)."""
+    import numpy as np
+
     calls = block["calls"]
     seq, t0, t1, token = (calls[:, i].tolist() for i in range(4))
+    keys: list[tuple]
     if block["key"] == "index":
         keys = [(k,) for k in (block["index"] if "index" in block else calls[:, 4].tolist())]
-    else:
+    elif block["key"] == "slice":
         keys = [(slice(a, b, c),) for a, b, c in zip(block["start"], block["stop"], block["step"])]
+    elif "table" in block:
+        keys = list(map(tuple, block["table"].tolist()))
+    else:
+        ints, slices = iter(block["ints"].tolist()), map(slice, block["start"], block["stop"], block["step"])
+        parts = [next(ints) if c == 0 else next(slices) if c == 1 else Ellipsis for c in block["codes"].tolist()]
+        ends = np.cumsum(block["lens"]).tolist()
+        keys = [tuple(parts[a:b]) for a, b in zip([0, *ends[:-1]], ends)]
     return zip(seq, t0, t1, token, keys)
 
 
@@ -93,7 +125,7 @@ def fast_getitem(rec, slow, fast_orig):
     single = {int, slice, *numpy_ints}
     handle_of = rec.handle_of
     columns = rec.columns
-    index_calls, slice_calls = columns.index, columns.slice
+    index_calls, slice_calls, tuple_calls = columns.index, columns.slice, columns.tuple
     full = columns.capacity * WIDTH
 
     def __getitem__(self, args, new_dtype=None):
@@ -121,13 +153,9 @@ def fast_getitem(rec, slow, fast_orig):
                             return out
             else:
                 key = args if t is tuple else (args,)
-                numpy_int = False
                 for a in key:
-                    t = type(a)
-                    if t not in plain:
+                    if type(a) not in plain:
                         break
-                    if t in numpy_ints:
-                        numpy_int = True
                 else:
                     with phil:
                         if self._fast_read_ok:
@@ -139,9 +167,11 @@ def fast_getitem(rec, slow, fast_orig):
                             else:
                                 t1 = perf()
                                 try:
-                                    if numpy_int:   # kept as ints: a numpy scalar costs ~10x an int to pickle
-                                        key = tuple([int(a) if type(a) in numpy_ints else a for a in key])
-                                    rec.fast_call(self._id, t0, t1, key)
+                                    dsid = self._id
+                                    token = handle_of.get(id(dsid)) or rec.token_of(dsid)
+                                    tuple_calls.extend((next(rec.seq), t0, t1, token, key))
+                                    if len(tuple_calls) >= full:
+                                        rec.flush()
                                 except Exception as exc:  # never disturb the program
                                     rec.failed(exc)
                                 return out

@@ -318,17 +318,6 @@ class Recorder:
                 self.handle_gone(token, reason="file_close")
 
     # ------------------------------------------------------------------ calls
-    def fast_call(self, dsid, t0: int, t1: int, key: tuple) -> None:
-        """A ``d[key]`` (a tuple key) served by h5py's fast reader: one tuple, described when the trace is merged."""
-        token = self.token_of(dsid)
-        if self.stopped is not None:
-            self.lost += 1
-            return
-        buf = self.buf
-        buf.append((next(self.seq), t0, t1, token, key))
-        if len(buf) >= FLUSH_EVERY:
-            self.flush()
-
     def failed(self, exc: BaseException) -> None:
         """Bookkeeping went wrong: say so once per process, never disturb the program."""
         self.errors += 1

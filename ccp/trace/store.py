@@ -167,8 +167,9 @@ def _table(columns: dict, n: int, schema):
 
 def _expand(batch: list, pid: int | None, handles: dict, out: list, layouts: list, errors: list,
             fast: list | None = None) -> None:
-    """Records of one batch as row dicts; a fast-path tuple becomes its user call and its fast_reader row
-    (kept as the tuple in ``fast`` when given, for :func:`_fast_table`)."""
+    """Records of one batch as row dicts; a fast-path tuple (the recorder's column blocks are read back as these
+    tuples, :func:`ccp.trace.fastpath.block_calls`) becomes its user call and its fast_reader row (kept as the tuple
+    in ``fast`` when given, for :func:`_fast_table`)."""
     for r in batch:
         if type(r) is dict and r.get("kind") == "fast":     # the fast path's columns: as its per-call tuples
             if fast is not None:

@@ -10,15 +10,30 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+from ccp.trace.fastpath import FastColumns
 from ccp.trace.store import PARTS, merge
 
 KEYS = [(3,), (slice(0, 10),), (Ellipsis,), (np.int64(7), slice(2, 20, 3)), (slice(None), 5), (-1,), (slice(5, 5),),
         (np.int32(2), slice(1, 4)), (3, slice(0, 40, 2)), (slice(None, 4), Ellipsis)]
 
 
-def _write_parts(parts: Path, calls: int, late: bool, seed: int = 1) -> None:
-    """Two processes' part files as the recorder writes them: fast-path tuples of many kinds of key, slow-path
-    calls (the nested row before the user row, as they end), events; one part with a torn tail."""
+def _as_columns(batch: list) -> list:
+    """A batch's fast-path tuples as the recorder's column blocks (ccp.trace.fastpath), after its other records."""
+    columns, rest = FastColumns(), []
+    for r in batch:
+        if type(r) is not tuple:
+            rest.append(r)
+        elif len(r[4]) == 1 and type(r[4][0]) in (int, slice):
+            (columns.slice if type(r[4][0]) is slice else columns.index).extend((*r[:4], r[4][0]))
+        else:
+            columns.tuple.extend(r)
+    return rest + columns.take()
+
+
+def _write_parts(parts: Path, calls: int, late: bool, seed: int = 1, columns: bool = False) -> None:
+    """Two processes' part files as the recorder writes them: fast-path tuples (``columns``: column blocks) of many
+    kinds of key, slow-path calls (the nested row before the user row, as they end), events; one part with a torn
+    tail."""
     rng = np.random.default_rng(seed)
     parts.mkdir(parents=True)
     for pid in (101, 202):
@@ -58,7 +73,7 @@ def _write_parts(parts: Path, calls: int, late: bool, seed: int = 1) -> None:
                          "dataset": "/x", "bytes": 8})
         with open(parts / f"{pid}-1.part", "wb") as f:
             for a in range(0, len(recs), 777):
-                pickle.dump(recs[a:a + 777], f)
+                pickle.dump(_as_columns(recs[a:a + 777]) if columns else recs[a:a + 777], f)
         if pid == 202:
             with open(parts / f"{pid}-1.part", "ab") as f:
                 f.write(b"\x80\x05torn")
@@ -81,3 +96,20 @@ def test_merge_in_small_batches_gives_the_same_trace(tmp_path, batch_rows, late)
     order = a.select(["pid", "seq"]).to_pandas()
     assert order.equals(order.sort_values(["pid", "seq"], kind="stable").reset_index(drop=True))
     assert not [p.name for p in many.iterdir() if p.name.startswith(".merge-")]     # run files cleaned up
+
+
+@pytest.mark.parametrize("late", [False, True], ids=["in-order", "a-call-ends-late"])
+def test_column_blocks_merge_to_the_trace_of_per_call_tuples(tmp_path, late):
+    """The fast path's column blocks (index, slice and tuple keys) give the calls.parquet its per-call tuples gave."""
+    tuples, columns = tmp_path / "tuples", tmp_path / "columns"
+    _write_parts(tuples / PARTS, 1500, late)
+    _write_parts(columns / PARTS, 1500, late, columns=True)
+    with open(columns / PARTS / "101-1.part", "rb") as f:
+        batch = pickle.load(f)
+    assert {r["key"] for r in batch if type(r) is dict and r["kind"] == "fast"} == {"index", "slice", "tuple"}
+    assert not [r for r in batch if type(r) is tuple]
+    head_tuples = merge(tuples, ["prog"], 0, 1.0, checksum=False)
+    head_columns = merge(columns, ["prog"], 0, 1.0, checksum=False, batch_rows=1000)
+    a, b = pq.read_table(tuples / "calls.parquet"), pq.read_table(columns / "calls.parquet")
+    assert a.num_rows > 4000 and a.equals(b)
+    assert head_tuples == head_columns
