@@ -37,6 +37,7 @@ from ccp.trace.rows import LOW_COLUMNS, USER_COLUMNS, CallSummary, DatasetRows
 from ccp.workload.replay import LOW_APIS, library_cache
 from ccp.workload.replay_batches import OutOfOrder, SequenceBuilder
 from ccp.workload.tracefile import Trace, _arrow_lists, read_header
+from ccp.workload.tracefile import check_header as check_trace_header
 from ccp.workload.tracefile import check_table as check_frame
 
 BATCH_ROWS = 200_000
@@ -121,9 +122,10 @@ def read_batches(path, batch_rows: int = BATCH_ROWS, table: Path | None = None) 
     (its copy sorted by :func:`sorted_calls`; messages still name the folder's)."""
     path = Path(path)
     _memory_settings()
-    check_header_text(path)
-    header = read_header(path)
     where = path / "calls.parquet"
+    header = check_header_text(path)        # trace.json parsed once, then checked as read_header checks it
+    header = check_trace_header(path / "trace.json", header) if header is not None and where.is_file() \
+        else read_header(path)              # says what is missing
     layouts = {(d["file"], d["dataset"]): d for d in header.get("datasets", [])}
     remote_files = {d["file"] for d in layouts.values() if isinstance(d, dict) and "remote" in d}
     remote_rows: list[pd.DataFrame] = []
