@@ -254,6 +254,19 @@ def _result(n: int, codes: np.ndarray | None, per_request: bool) -> tuple[np.nda
     return np.zeros((n + 1, len(COLUMNS)), np.int64), ops
 
 
+def _plan_arrays(shape: tuple[int, ...], ops, starts, counts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A plan's op codes and ``(n, rank)`` int64 starts and counts, checked (what :func:`simulate_arrays` and
+    :meth:`ArrayModel.feed` take): a ValueError naming what is wrong."""
+    rank = len(shape)
+    starts = np.ascontiguousarray(starts, dtype=np.int64).reshape(-1, rank)
+    counts = np.ascontiguousarray(counts, dtype=np.int64).reshape(-1, rank)
+    if starts.shape != counts.shape:
+        raise ValueError(f"starts {starts.shape} and counts {counts.shape} differ")
+    codes = _op_codes(ops, len(starts))
+    _check_slabs(shape, starts, counts)
+    return codes, starts, counts
+
+
 def simulate_arrays(shape: Sequence[int], chunks: Sequence[int] | None, itemsize: int, *, filtered: bool,
                     cache: ChunkCache, ops: str | Sequence[str] | np.ndarray, starts, counts,
                     stored_chunk_bytes: None | Callable[[Coords], int] | np.ndarray = None,
@@ -267,15 +280,9 @@ def simulate_arrays(shape: Sequence[int], chunks: Sequence[int] | None, itemsize
     result has two rows, all requests summed (op ``"total"``) and the close.
     """
     shape = tuple(int(s) for s in shape)
-    rank = len(shape)
-    starts = np.ascontiguousarray(starts, dtype=np.int64).reshape(-1, rank)
-    counts = np.ascontiguousarray(counts, dtype=np.int64).reshape(-1, rank)
-    if starts.shape != counts.shape:
-        raise ValueError(f"starts {starts.shape} and counts {counts.shape} differ")
+    codes, starts, counts = _plan_arrays(shape, ops, starts, counts)
     n = len(starts)
-    codes = _op_codes(ops, n)
     h = _Handle(shape, chunks, itemsize, filtered, cache, stored_chunk_bytes, allocated, sieve_buf_size)
-    _check_slabs(shape, starts, counts)
     h.per_request = bool(per_request)
     res, out_ops = _result(n, codes, per_request)
     h.feed(codes, starts, counts, res, 0, True)
@@ -308,13 +315,7 @@ class ArrayModel:
         when ``per_request`` is False."""
         if self.closed:
             raise RuntimeError("dataset handle is closed")
-        rank = len(self.shape)
-        starts = np.ascontiguousarray(starts, dtype=np.int64).reshape(-1, rank)
-        counts = np.ascontiguousarray(counts, dtype=np.int64).reshape(-1, rank)
-        if starts.shape != counts.shape:
-            raise ValueError(f"starts {starts.shape} and counts {counts.shape} differ")
-        codes = _op_codes(ops, len(starts))
-        _check_slabs(self.shape, starts, counts)
+        codes, starts, counts = _plan_arrays(self.shape, ops, starts, counts)
         res = np.zeros((len(starts) if self.per_request else 1, len(COLUMNS)), np.int64)
         self._handle.feed(codes, starts, counts, res, 0, False)
         self.n_requests += len(starts)

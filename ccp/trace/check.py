@@ -54,18 +54,22 @@ def load_checked(path, batch_rows: int | None = None) -> Trace:
     return trace
 
 
-def check_header_text(path: Path) -> None:
-    """trace.json, if there, is UTF-8 JSON of an object (what diagnosis checks before reading the trace)."""
+def check_header_text(path: Path) -> dict | None:
+    """trace.json, if there, is UTF-8 JSON of an object (what diagnosis checks before reading the trace): that
+    object (NaN and infinities read as NaN, as :func:`ccp.workload.tracefile.read_header` reads them), or None
+    with no trace.json."""
     head = path / "trace.json"
+    raw = None
     if head.is_file():
         try:
-            raw = json.loads(head.read_bytes().decode("utf-8"))
+            raw = json.loads(head.read_bytes().decode("utf-8"), parse_constant=lambda c: float("nan"))
         except UnicodeDecodeError:
             raise CcpError(f"{head}: not UTF-8 text, so not a trace header (the trace is damaged)") from None
         except json.JSONDecodeError as exc:
             raise CcpError(f"{head}: not valid JSON ({exc.msg} at line {exc.lineno}; the trace is damaged)") from None
         if not isinstance(raw, dict):
             raise CcpError(f"{head}: expected a JSON object (the trace header), got {type(raw).__name__}")
+    return raw
 
 
 def check_header(h: dict, where: Path) -> None:

@@ -11,11 +11,13 @@ text and JSON are those of the whole-table path (``tests/trace/test_diagnose_bat
 ``--verify`` replays the read sequence the diagnosis built (:func:`ccp.trace.verify.verify_top`), so it
 streams too. A file read through fsspec keeps, besides, its calls' times and its reads and GETs (the
 events :mod:`ccp.trace.remote` matches to the calls by time: a few light columns, that file's rows only).
-The whole table is still loaded for a table not in (pid, seq) order.
+A table not in (pid, seq) order (a foreign or hand-made one: ``ccp trace`` writes it sorted) is sorted
+into a temporary copy in bounded memory first (:func:`sorted_calls`).
 """
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -29,13 +31,13 @@ from ccp.trace.check import (
     check_header_text,
     check_rows,
     compare_counts,
-    load_checked,
     row_counts,
 )
 from ccp.trace.rows import LOW_COLUMNS, USER_COLUMNS, CallSummary, DatasetRows
 from ccp.workload.replay import LOW_APIS, library_cache
 from ccp.workload.replay_batches import OutOfOrder, SequenceBuilder
 from ccp.workload.tracefile import Trace, _arrow_lists, read_header
+from ccp.workload.tracefile import check_header as check_trace_header
 from ccp.workload.tracefile import check_table as check_frame
 
 BATCH_ROWS = 200_000
@@ -113,15 +115,17 @@ class _Dataset:
         return DatasetRows(ncalls, reads, writes, lows, loww, sequence, in_order=True)
 
 
-def read_batches(path, batch_rows: int = BATCH_ROWS) -> tuple[Trace, CallSummary]:
+def read_batches(path, batch_rows: int = BATCH_ROWS, table: Path | None = None) -> tuple[Trace, CallSummary]:
     """The trace folder read and checked in batches: a Trace whose table holds only the distinct (api, file)
     pairs (what the library guesses read) and the calls summed and kept per dataset. Raises OutOfOrder when
-    the rows are not in (pid, seq) order."""
+    the rows are not in (pid, seq) order. ``table``: read these rows instead of the folder's calls.parquet
+    (its copy sorted by :func:`sorted_calls`; messages still name the folder's)."""
     path = Path(path)
     _memory_settings()
-    check_header_text(path)
-    header = read_header(path)
     where = path / "calls.parquet"
+    header = check_header_text(path)        # trace.json parsed once, then checked as read_header checks it
+    header = check_trace_header(path / "trace.json", header) if header is not None and where.is_file() \
+        else read_header(path)              # says what is missing
     layouts = {(d["file"], d["dataset"]): d for d in header.get("datasets", [])}
     remote_files = {d["file"] for d in layouts.values() if isinstance(d, dict) and "remote" in d}
     remote_rows: list[pd.DataFrame] = []
@@ -131,7 +135,7 @@ def read_batches(path, batch_rows: int = BATCH_ROWS) -> tuple[Trace, CallSummary
     ncalls = nreads = nwrites = 0
     files: set[str] = set()
     offset = 0
-    for frame in _frames(where, batch_rows):
+    for frame in _frames(table or where, batch_rows, where):
         check_frame(where, frame)
         if offset == 0:
             check_header(header, path / "trace.json")
@@ -226,17 +230,18 @@ def _give_back_memory() -> None:
         libc.malloc_trim(0)
 
 
-def _frames(where: Path, batch_rows: int):
-    """calls.parquet as pandas frames of ``batch_rows`` rows (text columns as categoricals, list columns as
-    Arrow lists, as load_trace reads them), indexed by row number; ``attrs["last"]`` on the last. An empty
-    table gives one empty frame (its columns are still checked). Damage is one line, as load_checked says it."""
+def _frames(source: Path, batch_rows: int, where: Path):
+    """``source`` (calls.parquet, named ``where`` in messages) as pandas frames of ``batch_rows`` rows (text
+    columns as categoricals, list columns as Arrow lists, as load_trace reads them), indexed by row number;
+    ``attrs["last"]`` on the last. An empty table gives one empty frame (its columns are still checked).
+    Damage is one line, as load_checked says it."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
-        pf = pq.ParquetFile(where)
+        pf = pq.ParquetFile(source)
         text = [f.name for f in pf.schema_arrow if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
-        pf = pq.ParquetFile(where, read_dictionary=text)
+        pf = pq.ParquetFile(source, read_dictionary=text)
         total = pf.metadata.num_rows
         batches = pf.iter_batches(batch_size=batch_rows)
         offset = 0
@@ -268,6 +273,36 @@ def diagnose_folder(path, memory: int = 1 << 30, verify: bool = False, patterns=
 
     try:
         trace, summary = read_batches(path, batch_rows)
-    except OutOfOrder:
-        return diagnose(load_checked(path), memory=memory, verify=verify, patterns=patterns, tune_dir=tune_dir)
+    except OutOfOrder:      # sorted into a temporary copy first, in bounded memory, then read as a sorted one
+        with tempfile.TemporaryDirectory(prefix="ccp-diagnose-") as tmp:
+            rows = sorted_calls(Path(path) / "calls.parquet", Path(tmp), batch_rows)
+            trace, summary = read_batches(path, batch_rows, table=rows)
     return diagnose(trace, memory=memory, verify=verify, patterns=patterns, tune_dir=tune_dir, summary=summary)
+
+
+def sorted_calls(where: Path, tmp: Path, batch_rows: int = BATCH_ROWS) -> Path:
+    """``where`` (a calls.parquet not in (pid, seq) order) sorted into ``tmp``/calls.parquet in bounded memory: each
+    batch sorted into a run file, the runs merged holding about ``batch_rows`` rows in all
+    (:mod:`ccp.trace.streamsort`, the merge's own sort). Damage is one line naming ``where``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ccp.trace.streamsort import merge_runs, write_run
+
+    out = tmp / "calls.parquet"
+    try:
+        pf = pq.ParquetFile(where)
+        runs = []
+        for i, batch in enumerate(pf.iter_batches(batch_size=batch_rows)):
+            runs.append(tmp / f"run-{i}.parquet")
+            write_run(runs[-1], pa.Table.from_batches([batch]), max(1, batch_rows // 8))
+        writer = pq.ParquetWriter(out, pf.schema_arrow)
+        try:
+            merge_runs(runs, writer.write_table, max(1, batch_rows // max(len(runs), 1)))
+        finally:
+            writer.close()
+        for run in runs:
+            run.unlink()
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise CcpError(f"{where}: not a readable parquet table ({' '.join(str(exc).split())[:200]})") from None
+    return out

@@ -27,7 +27,6 @@ the cache (then the model counts more loads than HDF5 did).
 from __future__ import annotations
 
 import itertools
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,6 +39,8 @@ from ccp.workload.requestplan import RequestPlan
 from ccp.workload.tracefile import Trace, load_trace
 
 MAX_EXTENT = 2 ** 62       # the model's int64 arithmetic
+REPLAY_COLUMNS = ("kind", "pid", "seq", "api", "op", "sel", "start", "count", "stride", "block", "blocks", "points",
+                  "cache_nbytes", "cache_nslots", "cache_w0")      # what a sequence is built from
 LOW_APIS = ("DatasetID.read", "DatasetID.write", "fast_reader", "Variable._get", "Variable._put")   # + netCDF4-python's
 
 
@@ -171,8 +172,9 @@ def replay_sequence(trace: Trace, dataset: str, pid: int | None = None, file: st
     """The exact sequence of ``dataset``'s selections in ``trace`` (one process with ``pid``; only
     ``op`` requests, "read" or "write", when given; open/close boundaries are kept either way).
 
-    Vectorised over the calls (a million-call trace is a few numpy passes): only the events and the
-    calls that are not plain boxes are walked one by one. The shape is the layout's, grown to the
+    The rows, in (pid, seq) order, go through :class:`ccp.workload.replay_batches.SequenceBuilder` a batch at
+    a time (the builder ``ccp diagnose`` streams a trace through), vectorised over the calls: only the events
+    and the calls that are not plain boxes are walked one by one. The shape is the layout's, grown to the
     largest extent a request reached (a writer appending to a resizable dataset). ``positions``: the
     trace table's row numbers of this file and dataset when the caller has them (a big trace is scanned once)."""
     file, dataset = trace.find_dataset(dataset, file)
@@ -191,107 +193,19 @@ def replay_sequence(trace: Trace, dataset: str, pid: int | None = None, file: st
         rows = rows.subset(pids_here == pid)
     pid_all = rows["pid"].to_numpy(np.int64)
     seq_all = rows["seq"].to_numpy(np.int64)
-    order = None
+    base = np.arange(len(t)) if rows.positions is None else rows.positions
     if len(rows) > 1 and not ((np.diff(pid_all) > 0) | ((np.diff(pid_all) == 0) & (np.diff(seq_all) > 0))).all():
-        order = np.lexsort((seq_all, pid_all))       # the loader sorts; a table that is not gets sorted here
-    rank = len(layout["shape"])
-    is_low = (_is(rows["kind"], ["call"]) & _is(rows["api"], LOW_APIS) & rows["sel"].notna().to_numpy(bool)
-              & ~_is(rows["sel"], ("none", "unknown")))
-    if op is not None:
-        is_low &= _is(rows["op"], [op])
-    is_event = _is(rows["kind"], ["event"]) & _is(rows["op"], ("dataset_open", "dataset_close"))
-    keep = is_low | is_event
-    pos = np.flatnonzero(keep) if order is None else order[keep[order]]     # row positions, in (pid, seq) order
-    low = is_low[pos]
-    pids_col = pid_all[pos]
-    # boxes of every low call: plain boxes at once, the rest one by one
-    low_rows = pos[low]
-    plain = _is(rows["sel"].iloc[low_rows], ("all", "box"))
-    nbox = np.ones(len(low_rows), np.int64)
-    extra: dict[int, tuple[list, list]] = {}
-    approximate = 0
-    for j in np.flatnonzero(~plain):
-        b_starts, b_counts, approx = _boxes(rows.row(low_rows[j]), rank, max_boxes)
-        extra[int(j)] = (b_starts, b_counts)
-        nbox[j] = len(b_starts)
-        approximate += approx
-    pstarts = _matrix(rows["start"].iloc[low_rows[plain]], rank)
-    pcounts = _matrix(rows["count"].iloc[low_rows[plain]], rank)
-    if pstarts is None or pcounts is None:
-        raise CcpError(f"{trace.path}: {dataset}: a selection's start/count is missing or not of rank {rank} "
-                       "(the trace is damaged)")
-    offsets = np.concatenate([[0], np.cumsum(nbox)])
-    starts = np.zeros((int(offsets[-1]), rank), np.int64)
-    counts = np.zeros((int(offsets[-1]), rank), np.int64)
-    starts[offsets[:-1][plain]] = pstarts
-    counts[offsets[:-1][plain]] = pcounts
-    for k, (b_starts, b_counts) in extra.items():
-        if b_starts:
-            starts[offsets[k]:offsets[k + 1]] = np.asarray(b_starts, np.int64).reshape(-1, rank)
-            counts[offsets[k]:offsets[k + 1]] = np.asarray(b_counts, np.int64).reshape(-1, rank)
-    if len(starts) and ((starts < 0).any() or (counts < 0).any() or (starts > MAX_EXTENT).any()
-                        or (counts > MAX_EXTENT).any()):
-        raise CcpError(f"{trace.path}: {dataset}: a selection's start/count is outside 0..2**62 "
-                       "(the trace is damaged)")
-    has = nbox > 0                                 # calls with at least one box (the others are skipped)
-    call_index = np.cumsum(has) - 1                # low-level call number of each low row
-    call_of = np.repeat(call_index, nbox)
-    ncalls = int(has.sum())
-    ops = np.repeat(np.where(_is(rows["op"].iloc[low_rows], ["write"]), "write", "read").astype(object), nbox)
-    # sessions: a new one at a process's first box and at the first box after a dataset close. Only the
-    # events, each process's first row and the first boxed call after each of them can change the state,
-    # so the walk visits those rows only (a few per reopen, not one per call).
-    low_pos = np.flatnonzero(low)                   # row of each low call
-    boxed_pos = low_pos[has]                        # rows of the calls with boxes
-    ev_pos = np.flatnonzero(~low)
-    ev_ops = np.full(len(pos), "", dtype=object)
-    ev_ops[ev_pos] = np.where(_is(rows["op"].iloc[pos[ev_pos]], ["dataset_open"]), "dataset_open", "dataset_close")
-    pid_starts = np.flatnonzero(np.diff(pids_col, prepend=pids_col[0] - 1 if len(pids_col) else 0) != 0)
-    marks = np.union1d(ev_pos, pid_starts)
-    nxt = np.searchsorted(boxed_pos, marks)
-    nxt = nxt[nxt < len(boxed_pos)]
-    visit = np.union1d(marks, boxed_pos[nxt]).astype(np.int64)
-    session_starts: list[int] = []
-    caches: list[ChunkCache | None] = []
-    session_pids: list[int] = []
-    pids: list[int] = []
-    cache, fresh, last_pid = None, True, None
-    for m in visit.tolist():
-        p = int(pids_col[m])
-        if p != last_pid:
-            pids.append(p)
-            last_pid, cache, fresh = p, None, True
-        if not low[m]:
-            if ev_ops[m] == "dataset_open":
-                c = _cache_of(rows.row(pos[m]))
-                if c is not None:
-                    cache = c
-                    if not fresh and caches and caches[-1] is None:     # opened during the session's first call
-                        caches[-1] = cache
-            else:
-                fresh = True
-            continue
-        k = int(np.searchsorted(low_pos, m))
-        if fresh and has[k]:
-            session_starts.append(int(offsets[k]))
-            caches.append(cache)
-            session_pids.append(p)
-            fresh = False
-    fallback = _first_cache(rows) or library_cache(trace)
-    known = [c or fallback for c in caches]
-    chunks = tuple(int(c) for c in layout["chunks"]) if layout.get("chunks") else None
-    shape = tuple(int(s) for s in layout["shape"])
-    if len(starts):                                 # a writer may have grown the dataset past its first layout
-        shape = tuple(int(v) for v in np.maximum(np.asarray(shape, np.int64), (starts + counts).max(axis=0)))
-        if math.prod(shape) > MAX_EXTENT:
-            raise CcpError(f"{trace.path}: {dataset}: selections (start + count) reach {list(shape)}, more than 2**62 elements "
-                           "(the trace is damaged)")
-    return ReplaySequence(
-        file=file, dataset=dataset, pids=tuple(pids), shape=shape, dtype=layout["dtype"],
-        itemsize=int(layout["itemsize"]), chunks=chunks, filtered=bool(layout.get("filters")),
-        ops=ops, plan=RequestPlan(starts, counts), call_of=call_of.astype(np.int64),
-        session_starts=np.asarray(session_starts, np.int64), session_caches=tuple(known),
-        session_pids=tuple(session_pids), ncalls=ncalls, approximate=approximate)
+        base = base[np.lexsort((seq_all, pid_all))]      # the loader sorts; a table that is not gets sorted here
+    # the batch builder (ccp.workload.replay_batches) over the rows in (pid, seq) order: one walk for a table in
+    # memory and for one read in batches; imported here, as it builds on this module's helpers
+    from ccp.workload.replay_batches import BATCH, SequenceBuilder
+
+    builder = SequenceBuilder(trace.path, file, dataset, layout, op, max_boxes, in_order=True)
+    builder.first_cache = _first_cache(rows)           # in table order, as the trace holds it
+    columns = [t.columns.get_loc(c) for c in REPLAY_COLUMNS]
+    for a in range(0, len(base), BATCH):
+        builder.add(t.iloc[base[a:a + BATCH], columns])
+    return builder.finish(lambda: library_cache(trace))
 
 
 #: netCDF-C's default chunk cache per variable, as ``netCDF4.get_chunk_cache()`` reports it here (netCDF4 1.7.5):

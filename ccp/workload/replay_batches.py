@@ -1,14 +1,13 @@
 """A traced dataset's sequence of selections built from the trace's rows a batch at a time.
 
-:func:`ccp.workload.replay.replay_sequence` needs the whole trace table in memory; a trace of 10^7
-calls does not fit. :class:`SequenceBuilder` is fed the same rows in (pid, seq) order, batch after
-batch (``ccp diagnose`` reads ``calls.parquet`` 200,000 rows at a time), turns each batch's calls into
-boxes at once and keeps only those (int64 starts/counts, the call each box belongs to, one op code a
-box) and the session state between batches: the process, the cache of the last dataset open and
-whether the next box starts a fresh cache. :meth:`SequenceBuilder.finish` gives the
-:class:`~ccp.workload.replay.ReplaySequence` ``replay_sequence`` gives for the whole table
-(``tests/trace/test_diagnose_batches.py`` holds the two to the same diagnosis).
-"""
+:class:`SequenceBuilder` is fed a dataset's rows in (pid, seq) order, batch after batch (``ccp diagnose``
+reads ``calls.parquet`` 200,000 rows at a time; :func:`ccp.workload.replay.replay_sequence` feeds it a
+table in memory :data:`BATCH` rows at a time), turns each batch's calls into boxes at once and keeps only
+those (int64 starts/counts, the call each box belongs to, one op code a box) and the session state between
+batches: the process, the cache of the last dataset open and whether the next box starts a fresh cache.
+:meth:`SequenceBuilder.finish` gives the :class:`~ccp.workload.replay.ReplaySequence`. One builder serves
+both, so a trace streamed and a trace loaded whole replay the same sequence
+(``tests/trace/test_diagnose_batches.py`` holds them to the same diagnosis at several batch sizes)."""
 
 from __future__ import annotations
 
@@ -22,6 +21,7 @@ from ccp.errors import CcpError
 from ccp.workload.replay import LOW_APIS, MAX_EXTENT, ReplaySequence, _boxes, _cache_of, _is, _matrix
 from ccp.workload.requestplan import RequestPlan
 
+BATCH = 200_000         # rows fed at a time by replay_sequence (a table in memory is never copied whole)
 OPS = np.array(["read", "write"], dtype=object)     # indexed by op code: a pointer a request, two strings in all
 
 
@@ -32,7 +32,9 @@ class OutOfOrder(Exception):
 class SequenceBuilder:
     """One dataset's ``op`` requests ("read" or "write"), built from its rows batch by batch."""
 
-    def __init__(self, where, file: str, dataset: str, layout: dict, op: str, max_boxes: int = 65536) -> None:
+    def __init__(self, where, file: str, dataset: str, layout: dict, op: str | None, max_boxes: int = 65536,
+                 in_order: bool = False) -> None:
+        """``op`` None: reads and writes; ``in_order``: the caller sorted the rows (keys are not checked)."""
         self.where, self.file, self.dataset, self.layout, self.op = where, file, dataset, layout, op
         self.rank = len(layout["shape"])
         self.max_boxes = max_boxes
@@ -52,6 +54,7 @@ class SequenceBuilder:
         self.last_kept_pid: int | None = None     # the process of the last kept row (process starts)
         self.first_cache: ChunkCache | None = None
         self.order: tuple[int, int] | None = None
+        self.in_order = in_order
 
     def add(self, rows) -> None:
         """The next rows of this dataset (a DataFrame of the trace's columns, file order)."""
@@ -59,19 +62,17 @@ class SequenceBuilder:
             return
         pid_all = rows["pid"].to_numpy(np.int64)
         seq_all = rows["seq"].to_numpy(np.int64)
-        prev = (np.concatenate([[self.order[0]], pid_all[:-1]]), np.concatenate([[self.order[1]], seq_all[:-1]])) \
-            if self.order is not None else (pid_all[:-1], seq_all[:-1])
-        now = (pid_all, seq_all) if self.order is not None else (pid_all[1:], seq_all[1:])
-        if not ((now[0] > prev[0]) | ((now[0] == prev[0]) & (now[1] > prev[1]))).all():
-            raise OutOfOrder(f"{self.dataset}: rows not in (pid, seq) order")
-        self.order = (int(pid_all[-1]), int(seq_all[-1]))
+        if not self.in_order:
+            self._check_order(pid_all, seq_all)
         kind_event = _is(rows["kind"], ["event"])
         if self.first_cache is None:
             opens = np.flatnonzero(kind_event & _is(rows["op"], ["dataset_open"]) & rows["cache_nbytes"].notna().to_numpy(bool))
             if len(opens):
                 self.first_cache = _cache_of(rows.iloc[int(opens[0])])
         is_low = (_is(rows["kind"], ["call"]) & _is(rows["api"], LOW_APIS) & rows["sel"].notna().to_numpy(bool)
-                  & ~_is(rows["sel"], ("none", "unknown")) & _is(rows["op"], [self.op]))
+                  & ~_is(rows["sel"], ("none", "unknown")))
+        if self.op is not None:
+            is_low &= _is(rows["op"], [self.op])
         is_event = kind_event & _is(rows["op"], ("dataset_open", "dataset_close"))
         pos = np.flatnonzero(is_low | is_event)
         if not len(pos):
@@ -116,6 +117,15 @@ class SequenceBuilder:
         self._sessions(rows, pos, low, pids_col, has, offsets)
         self.ncalls += int(has.sum())
         self.nreq += int(offsets[-1])
+
+    def _check_order(self, pid_all: np.ndarray, seq_all: np.ndarray) -> None:
+        """Raise OutOfOrder unless these rows follow the last ones, each (pid, seq) after the one before."""
+        prev = (np.concatenate([[self.order[0]], pid_all[:-1]]), np.concatenate([[self.order[1]], seq_all[:-1]])) \
+            if self.order is not None else (pid_all[:-1], seq_all[:-1])
+        now = (pid_all, seq_all) if self.order is not None else (pid_all[1:], seq_all[1:])
+        if not ((now[0] > prev[0]) | ((now[0] == prev[0]) & (now[1] > prev[1]))).all():
+            raise OutOfOrder(f"{self.dataset}: rows not in (pid, seq) order")
+        self.order = (int(pid_all[-1]), int(seq_all[-1]))
 
     def _sessions(self, rows, pos, low, pids_col, has, offsets) -> None:
         """replay_sequence's walk over the events, each process's first row and the first boxed call after

@@ -17,6 +17,7 @@ from ccp.trace.diagnose import diagnose, format_diagnosis
 from ccp.trace.sequence_model import run_blocks, run_model, working_set
 from ccp.trace.stream import diagnose_folder, read_batches
 from ccp.workload.replay import ReplaySequence
+from ccp.workload.replay_batches import OutOfOrder
 from ccp.workload.requestplan import RequestPlan
 
 PROGRAM = textwrap.dedent("""
@@ -131,13 +132,40 @@ def test_verify_streams_and_measures_what_the_whole_table_does(traced, batch_row
     """--verify replays the read sequence the streamed diagnosis built: the table is never loaded whole, and the
     verdict (the cure measured, how) is the whole-table one."""
     whole = diagnose(load_checked(traced), tune_dir=None, verify=True)
-    from ccp.trace import stream
 
     def loaded_whole(*args, **kwargs):
         raise AssertionError("the trace was loaded whole")
 
-    monkeypatch.setattr(stream, "load_checked", loaded_whole)
+    monkeypatch.setattr("ccp.trace.check.load_trace", loaded_whole)
     streamed = diagnose_folder(traced, verify=True, batch_rows=batch_rows)
     assert _without_timings(streamed) == _without_timings(whole)
     measured = [d["verified"] for d in streamed["datasets"] if "verified" in d]
     assert measured and all(v["before_s"] > 0 and v["after_s"] > 0 for v in measured)
+
+
+@pytest.fixture(scope="module")
+def shuffled(traced, tmp_path_factory):
+    """The traced program's table with its rows shuffled (a foreign table: ccp trace writes it sorted)."""
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    tmp = tmp_path_factory.mktemp("shuffled")
+    shutil.copy(traced / "trace.json", tmp / "trace.json")
+    rows = pq.read_table(traced / "calls.parquet")
+    pq.write_table(rows.take(np.random.default_rng(1).permutation(rows.num_rows)), tmp / "calls.parquet")
+    return tmp
+
+
+@pytest.mark.parametrize("batch_rows", [7, 50, 200_000], ids=["7-rows", "50-rows", "one-batch"])
+def test_a_table_out_of_order_is_sorted_in_batches_to_the_same_diagnosis(traced, shuffled, batch_rows, monkeypatch):
+    """Rows not in (pid, seq) order are sorted into a temporary copy in runs of batch_rows, merged, then streamed:
+    the diagnosis of the sorted table, never the table loaded whole."""
+    whole = diagnose(load_checked(traced), tune_dir=None)
+    with pytest.raises(OutOfOrder):
+        read_batches(shuffled, batch_rows)
+    monkeypatch.setattr("ccp.trace.check.load_trace", lambda *a, **k: pytest.fail("the trace was loaded whole"))
+    streamed = diagnose_folder(shuffled, batch_rows=batch_rows)
+    text = json.dumps(streamed, sort_keys=True, default=str).replace(str(shuffled), str(traced))
+    assert text == json.dumps(whole, sort_keys=True, default=str)
+    assert format_diagnosis(streamed).replace(str(shuffled), str(traced)) == format_diagnosis(whole)

@@ -179,7 +179,7 @@ def test_an_fsspec_trace_streams_to_the_whole_table_diagnosis(none_trace, batch_
     from ccp.trace.diagnose import diagnose, format_diagnosis
 
     whole = diagnose(load_checked(none_trace), tune_dir=None)
-    monkeypatch.setattr(stream, "load_checked", lambda *a, **k: pytest.fail("the trace was loaded whole"))
+    monkeypatch.setattr("ccp.trace.check.load_trace", lambda *a, **k: pytest.fail("the trace was loaded whole"))
     streamed = stream.diagnose_folder(none_trace, batch_rows=batch_rows)
     assert json.dumps(streamed, sort_keys=True, default=str) == json.dumps(whole, sort_keys=True, default=str)
     assert format_diagnosis(streamed) == format_diagnosis(whole)
