@@ -43,8 +43,6 @@ from ccp.workload.tracefile import check_table as check_frame
 BATCH_ROWS = 200_000
 REMOTE_COLUMNS = ("kind", "pid", "seq", "depth", "api", "op", "file", "dataset", "start", "count", "t0_ns", "wall_s",
                   "bytes")
-REPLAY_COLUMNS = ["kind", "pid", "seq", "api", "op", "sel", "start", "count", "stride", "block", "blocks", "points",
-                  "cache_nbytes", "cache_nslots", "cache_w0"]
 
 
 def _floats(col) -> np.ndarray:
