@@ -35,7 +35,7 @@ from ccp.tune.lattice import (
 )
 from ccp.tune.prove import Contender, measure_all, measure_interleaved, per_cell_budget, whole_pass_budgets
 from ccp.tune.search import PRICE_GROUPS, Candidate, evaluate, search
-from ccp.tune.settle import check_cache, check_slots, pooled, tied, weighted_passes
+from ccp.tune.settle import TIE_RULE, check_cache, check_slots, fewest_io, pooled, predicted_io, tied, weighted_passes
 from ccp.tune.workload import check_against, load_workload
 from ccp.units import format_bytes, format_seconds, shape_str
 
@@ -197,16 +197,6 @@ def reestimate(measured, items, source, costs) -> list:
     return out
 
 
-def predicted_io(c, items, source, costs) -> tuple[float, float]:
-    """(file operations, bytes) the model predicts for a layout's weighted workload: raw reads (a
-    filtered chunk's load is one) and writes, and the bytes read. Counts, not times: exact, whatever
-    the machine's load."""
-    cand = evaluate(c.chunks, c.filters, c.cache, source, items, costs)
-    ops = sum(it.weight * (ic.raw_reads + ic.raw_writes) for it, ic in zip(items, cand.items))
-    nbytes = sum(it.weight * ic.raw_read_bytes for it, ic in zip(items, cand.items))
-    return ops, nbytes
-
-
 def _cand_dict(c: Candidate) -> dict:
     return {"chunks": list(c.chunks) if c.chunks else None, "filters": c.filters.spec, "cache_nbytes": c.cache.nbytes,
             "cache_nslots": c.cache.nslots, "cache_w0": c.cache.w0, "predicted_read_s": c.read_s,
@@ -354,7 +344,7 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
                      "extrapolated_how": (final.how or "scaled by the sweep engine") if final and final.extrapolated else None,
                      "passes": weighted_passes(final, wl.items) if final else None,
                      "paired": again is not None,          # the runoff's passes: round i of each measured side by side
-                     "predicted_io_ops": io[0], "predicted_io_bytes": io[1],
+                     "predicted_io_trips": io[0], "predicted_io_ops": io[1], "predicted_io_bytes": io[2],
                      "run_dir": str(final.run_dir) if final else None})
     pick, why = choose(rows)
     pick_c = contenders[rows.index(pick)]
@@ -392,6 +382,7 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
                         "kind": pick["kind"], "why": why},
         "no_repack_alternative": no_repack_alternative(rows, pick, current),
         "slots": slots_note,
+        "tie_rule": TIE_RULE,
         "cache": cache_note,
         "model_pick": _cand_dict(res.recommended),
         "prices": {"fitted": fit.as_dict() if fit else None, "how": costs.fitted or "the probes' prices",
@@ -453,28 +444,6 @@ def run_off(wl, source, contenders, measured, out: Path, work_dir: Path, budget:
 
 def _predicted(row: dict) -> float:
     return float(row["predicted_s"])
-
-
-IO_NEAR = 0.10      # predicted I/O counts this close are equal: the next count (then the fitted prediction) decides
-
-
-def fewest_io(rows: list[dict]) -> tuple[dict, str]:
-    """Among layouts measured within noise of each other, the one the model predicts the least I/O
-    for: file operations first (each one may wait for the device), then bytes read, each within
-    :data:`IO_NEAR` counted equal, then the fitted model's time. Counts are exact whatever the load;
-    the times that tied are not. Returns the row and what decided."""
-    if any(r.get("predicted_io_ops") is None for r in rows):
-        return min(rows, key=_predicted), "the model's fitted prediction breaks the tie"
-    least = min(r["predicted_io_ops"] for r in rows)
-    few = [r for r in rows if r["predicted_io_ops"] <= least * (1 + IO_NEAR)]
-    if len(few) == 1:
-        others = ", ".join(f"{r['predicted_io_ops']:,.0f}" for r in rows if r is not few[0])
-        return few[0], f"it needs the fewest file operations by the model ({few[0]['predicted_io_ops']:,.0f} against {others})"
-    least_b = min(r["predicted_io_bytes"] for r in few)
-    fewer = [r for r in few if r["predicted_io_bytes"] <= least_b * (1 + IO_NEAR)]
-    if len(fewer) == 1:
-        return fewer[0], "as many file operations by the model, the fewest bytes read"
-    return min(fewer, key=_predicted), "as much I/O by the model; its fitted prediction breaks the tie"
 
 
 def choose(rows: list[dict]) -> tuple[dict, str]:
