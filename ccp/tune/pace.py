@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 RUNOFF_WITHIN = 0.30       # layouts measured this close to the fastest are measured again, interleaved
@@ -26,6 +27,7 @@ class Pace:
     """The deadline (``within`` seconds after ``start``; None: no deadline) and the phases it trimmed."""
 
     within: float | None
+    echo: Callable = lambda *_: None
     start: float = field(default_factory=time.perf_counter)
     trimmed: list[str] = field(default_factory=list)
 
@@ -43,6 +45,7 @@ class Pace:
             return True
         self.trimmed.append(f"{what} skipped: about {need_s:.0f} s, {max(self.left(), 0.0):.0f} s left of --within "
                             f"{self.within:.0f} s" + (f" ({reserved_s:.0f} s of them kept for the runoff)" if reserved_s else ""))
+        self.echo(f"  trimmed: {self.trimmed[-1]}")
         return False
 
 

@@ -223,7 +223,7 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
     from ccp.hdf5.dataset import describe_source
     from ccp.tune.costs import measure_costs
 
-    pace = Pace(within)          # the answer's deadline: the phases after the first round are fitted to it
+    pace = Pace(within, echo=echo)       # the answer's deadline: the phases after the first round are fitted to it
     check_out(Path(out) if out is not None else None)
     wl = load_workload(workload_path)
     source = describe_source(wl.dataset)
@@ -299,13 +299,14 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
         fit = fit_from_round(contenders, measured, wl.items, source, probe_costs)
         if fit is not None:
             echo(f"  prices fitted to {fit.cells} measured cells: predicted/measured {math.exp(fit.error_before):.2f}x "
-                 f"-> {math.exp(fit.error_after):.2f}x (median); searching again with them")
+                 f"-> {math.exp(fit.error_after):.2f}x (median)")
             costs = fit.costs
             measured = reestimate(measured, wl.items, source, costs)
             contenders = [repriced(c, source, wl.items, costs) for c in contenders]
             new = []
             if pace.fits("the refit (a search at the fitted prices, its new layouts measured)",
                          SEARCH_LIMIT_S / 2 + top * per_layout_s, runoff_seconds(contenders, measured, 2 * repeats + 1)):
+                echo("  searching again with the fitted prices")
                 t2 = time.perf_counter()
                 res = search(source, wl.items, lattice, filters, costs, fixed_cache=k.cache_nbytes,
                              max_cache_bytes=k.max_cache_bytes, max_storage_overhead=k.max_storage_overhead,

@@ -26,9 +26,10 @@ def measured(label, per_item, chunks=(4, 4)):
     (math.inf, 1e9, 1e9, True),                      # no deadline
 ], ids=["fits", "runoff-kept", "close-kept", "no-deadline"])
 def test_a_phase_runs_only_when_it_fits(left_s, need_s, reserved_s, fits):
-    pace = Pace(None if math.isinf(left_s) else left_s)
+    said: list = []
+    pace = Pace(None if math.isinf(left_s) else left_s, echo=said.append)
     assert pace.fits("the cache check", need_s, reserved_s) is fits
-    assert len(pace.trimmed) == (0 if fits else 1)
+    assert len(pace.trimmed) == len(said) == (0 if fits else 1)        # on the console as it happens
     if not fits:
         assert pace.trimmed[0].startswith("the cache check skipped") and "--within" in pace.trimmed[0]
 
