@@ -78,3 +78,12 @@ def test_a_bad_within_is_one_line(tmp_path, within, where, cli):
     assert res.exit_code == 2, res.output
     lines = [ln for ln in res.output.splitlines() if ln.strip()]
     assert len(lines) == 1 and where in lines[0], res.output
+
+
+def test_within_none_is_no_deadline(tmp_path, cli):
+    w = tmp_path / "w.yaml"
+    w.write_text("name: t\ndataset: {generate: {shape: [16, 8, 8]}}\nworkload: [{access: {block: [16, 1, 1]}}]\n")
+    res = cli("tune", w, "--json", "--no-measure", "--within", "none", "--out", tmp_path / "o", "--work", tmp_path / "work")
+    assert res.exit_code == 0, res.output
+    r = json.loads(res.output)
+    assert r["within_s"] is None and r["trimmed"] == []
