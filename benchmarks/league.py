@@ -324,7 +324,7 @@ def run_workload(name: str, w: dict, args, out: Path, work: Path) -> dict:
     picks = {k: (tuple(min(c, n) for c, n in zip(v, shape)) if v is not None else None) for k, v in picks.items()}
     t0 = time.perf_counter()
     r = tune_mod.tune(wfile, budget=args.tune_budget, out=out / "tune", work_dir=work, repeats=args.tune_repeats,
-                      echo=lambda *_: None)
+                      echo=lambda *_: None, within=args.tune_within)
     t_tune = time.perf_counter() - t0
     rec = r["recommended"]
     picks["ccp tune"] = tuple(rec["chunks"]) if rec["chunks"] else None
@@ -366,7 +366,8 @@ def run_workload(name: str, w: dict, args, out: Path, work: Path) -> dict:
                      "measured_passes": rec.get("measured_passes"), "measured_in_choice_s": rec.get("measured_in_choice_s"),
                      "predicted_before_runoff_s": rec.get("predicted_before_runoff_s"),
                      "measured_in_grid_s": applied["time_s"],
-                     "prices": r.get("prices"), "wall_s": t_tune},
+                     "prices": r.get("prices"), "wall_s": t_tune, "trimmed": r.get("trimmed"),
+                     "within_s": r.get("within_s")},
             "grid_layouts": len(grid), "cells": ncells, "grid_wall_s": t_grid, "load_avg": os.getloadavg()}
 
 
@@ -430,6 +431,7 @@ def verdict(results: list[dict], root: Path | None = None) -> list[str]:
             f"tune's pick, predicted before its runoff / measured in tune: {_within(results, 'predicted_before_runoff_s', 'measured_in_tune_s')}",
             f"tune's pick, predicted / measured in the league's sweep: {_within(results, 'predicted_s', 'measured_in_grid_s')}",
             "tune's wall time per workload: " + ", ".join(f"{r['tune']['wall_s']:.0f}" for r in results) + " s",
+            *(f"tune on {r['workload']}: {note}" for r in results for note in r["tune"].get("trimmed") or []),
             *remeasured(results, root)]
 
 
@@ -449,6 +451,7 @@ def main() -> None:
                     help="seconds per cell (default 20 quick, 60 full): over it a cell is a measured prefix scaled up")
     ap.add_argument("--tune-budget", type=float, default=None, help="ccp tune's --budget (default 20 s quick, 60 s full)")
     ap.add_argument("--tune-repeats", type=int, default=3)
+    ap.add_argument("--tune-within", type=float, default=120.0, help="ccp tune's --within: the wall time it aims to answer in (s)")
     ap.add_argument("--grid-from", type=Path, action="append", help="score tune's pick against an earlier run's grid (its folder holding "
                     "NAME/grid/) instead of measuring the grid again: for development only")
     ap.add_argument("--table", type=Path, help="print the table of a league.json (a finished or a partial run) and exit")

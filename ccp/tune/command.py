@@ -14,6 +14,10 @@ import click
 @click.option("--budget", default="1min", show_default=True,
               help="Time for measuring the shortlisted layouts, the current one and the heuristics (a third of it for "
                    "re-measuring the close ones in interleaved rounds); long cells are extrapolated.")
+@click.option("--within", default="2min", show_default=True,
+              help="The wall time to answer in: after the first round, the refit's layouts and the cache and slot "
+                   "checks run only when their estimate fits before it (the runoff's time kept); what was skipped is said. "
+                   "'none': no deadline.")
 @click.option("--out", type=str,
               help="Folder for tune.json, tune.html and the measured runs (default results/<name>/tune-<time>/).")
 @click.option("--work", "work_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("results/work"),
@@ -21,7 +25,7 @@ import click
 @click.option("--top", type=click.IntRange(min=1), default=3, show_default=True, help="Model-ranked candidates to measure.")
 @click.option("--repeats", type=click.IntRange(min=1), default=3, show_default=True, help="Timed passes per measured cell.")
 @click.option("--no-measure", is_flag=True, help="Search with the model only; measure nothing.")
-def tune_command(workload, as_json, budget, out, work_dir, top, repeats, no_measure):
+def tune_command(workload, as_json, budget, within, out, work_dir, top, repeats, no_measure):
     """Find the chunk shape, filter and chunk cache for a workload: searched with the model, proved by measurement.
 
     The workload file has a sweep file's name and dataset, a `workload:` list of
@@ -54,8 +58,9 @@ def tune_command(workload, as_json, budget, out, work_dir, top, repeats, no_meas
         check_out(out_dir)
     echo = (lambda *_: None) if as_json else click.echo
     try:
+        deadline = None if within.strip().lower() == "none" else parse_duration(within, "--within")
         result = tune(workload, budget=parse_duration(budget, "--budget"), out=out_dir, work_dir=work_dir, top=top,
-                      measure=not no_measure, repeats=repeats, echo=echo)
+                      measure=not no_measure, repeats=repeats, echo=echo, within=deadline)
     except KeyboardInterrupt:
         # not a sweep: nothing resumes. Say what is left (the measured runs, each a ccp run folder)
         where = f" in {out_dir}" if out_dir is not None else " under results/"

@@ -97,6 +97,7 @@ class ItemCost:
     bytes_decoded: float
     raw_writes: float
     seconds: float
+    device_trips: float | None = None   # a cold read pass's device trips as priced (:func:`cold_seconds`); None: not a read
 
 
 @dataclass(frozen=True)
@@ -176,15 +177,17 @@ def item_cost(cell: Cell, source, costs: Costs, max_requests: int = MAX_MODEL_RE
                + total.raw_reads * costs.raw_read_s + (total.chunk_loads + total.chunk_hits) * costs.visit_s
                + total.raw_writes * costs.write_op + write_bytes * costs.write_byte
                + (total.raw_writes * chunk_bytes * enc if filtered else 0.0))
+    trips = None
     if cell.access.op == "read":
-        seconds += cold_seconds(cell, source, costs, total, k / n, chunk_bytes, ratio, read_bytes)
+        cold_s, trips = cold_seconds(cell, source, costs, total, k / n, chunk_bytes, ratio, read_bytes)
+        seconds += cold_s
     return ItemCost(n, total.chunk_loads * scale, total.raw_reads * scale, read_bytes * scale,
                     total.chunk_loads * chunk_bytes * scale if filtered else 0.0, total.raw_writes * scale,
-                    seconds * scale + costs.open_s)
+                    seconds * scale + costs.open_s, trips * scale if trips is not None else None)
 
 
 def cold_seconds(cell: Cell, source, costs: Costs, total, fraction: float, chunk_bytes: int, ratio: float,
-                 read_bytes: float) -> float:
+                 read_bytes: float) -> tuple[float, float]:
     """The device's part of a cold read pass (the sweep drops the file's pages before each pass): each
     device trip the pass makes waits (:data:`Costs.load_s`), each byte it fetches is paid
     (:data:`Costs.cold_byte_s`), each stored byte at most once a pass. The trips are the request's
@@ -192,7 +195,8 @@ def cold_seconds(cell: Cell, source, costs: Costs, total, fraction: float, chunk
     each other one forward sweep over their span), at most one per file operation the model counts
     (a chunk fetched, or a raw read of a chunk read in parts) and, over the pass, one per chunk of the
     grid (loaded whole) or per page of the file (read in parts). ``fraction``: the share of the pattern
-    the model walked (caps scale with it; the caller scales the prefix back up)."""
+    the model walked (caps scale with it; the caller scales the prefix back up). Returns (seconds, the
+    device trips priced: the tie rule's first count)."""
     filtered = not cell.filters.is_none
     grid = nchunks(source.shape, cell.chunks) if cell.chunks else 1
     stored_bytes = grid * chunk_bytes * ratio if cell.chunks else math.prod(source.shape) * np.dtype(source.dtype).itemsize
@@ -216,7 +220,7 @@ def cold_seconds(cell: Cell, source, costs: Costs, total, fraction: float, chunk
             # each after the last, so the pass is one stream the kernel reads ahead (a trip to start it)
             ops = min(ops, fraction)
     ops = min(ops, cap * fraction)
-    return ops * costs.load_s + min(nbytes, stored_bytes * fraction) * costs.cold_byte_s
+    return ops * costs.load_s + min(nbytes, stored_bytes * fraction) * costs.cold_byte_s, ops
 
 
 _COUNTS: dict = {}

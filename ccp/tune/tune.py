@@ -33,17 +33,16 @@ from ccp.tune.lattice import (
     structural_extremes,
     workload_blocks,
 )
+from ccp.tune.pace import RUNOFF_WITHIN, Pace, finalists, rounds_seconds, runoff_seconds
 from ccp.tune.prove import Contender, measure_all, measure_interleaved, per_cell_budget, whole_pass_budgets
 from ccp.tune.search import PRICE_GROUPS, Candidate, evaluate, search
-from ccp.tune.settle import check_cache, check_slots, pooled, tied, weighted_passes
+from ccp.tune.settle import TIE_RULE, check_cache, check_slots, fewest_io, pooled, predicted_io, tied, weighted_passes
 from ccp.tune.workload import check_against, load_workload
 from ccp.units import format_bytes, format_seconds, shape_str
 
 SCHEMA_VERSION = 1
 TOP = 3
 NO_REPACK_MARGIN = 0.05    # the current layout with a new cache is shown as an alternative when measured this close
-RUNOFF_WITHIN = 0.30       # layouts measured this close to the fastest are measured again, interleaved
-RUNOFF_MAX = 3
 RUNOFF_CELL_S = 10.0       # a runoff cell's time budget, at least: the decision is on whole passes, not on a
                            # prefix scaled up (a cold pass's first requests pay the disk; scaled, they mislead 10-40x)
 RUNOFF_SHARE = 1 / 3       # of --budget, for the runoff
@@ -197,16 +196,6 @@ def reestimate(measured, items, source, costs) -> list:
     return out
 
 
-def predicted_io(c, items, source, costs) -> tuple[float, float]:
-    """(file operations, bytes) the model predicts for a layout's weighted workload: raw reads (a
-    filtered chunk's load is one) and writes, and the bytes read. Counts, not times: exact, whatever
-    the machine's load."""
-    cand = evaluate(c.chunks, c.filters, c.cache, source, items, costs)
-    ops = sum(it.weight * (ic.raw_reads + ic.raw_writes) for it, ic in zip(items, cand.items))
-    nbytes = sum(it.weight * ic.raw_read_bytes for it, ic in zip(items, cand.items))
-    return ops, nbytes
-
-
 def _cand_dict(c: Candidate) -> dict:
     return {"chunks": list(c.chunks) if c.chunks else None, "filters": c.filters.spec, "cache_nbytes": c.cache.nbytes,
             "cache_nslots": c.cache.nslots, "cache_w0": c.cache.w0, "predicted_read_s": c.read_s,
@@ -230,10 +219,11 @@ def check_out(out: Path | None) -> None:
 
 
 def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_dir: Path = Path("results/work"),
-         top: int = TOP, measure: bool = True, repeats: int = 3, echo=print) -> dict:
+         top: int = TOP, measure: bool = True, repeats: int = 3, echo=print, within: float | None = 120.0) -> dict:
     from ccp.hdf5.dataset import describe_source
     from ccp.tune.costs import measure_costs
 
+    pace = Pace(within, echo=echo)       # the answer's deadline: the phases after the first round are fitted to it
     check_out(Path(out) if out is not None else None)
     wl = load_workload(workload_path)
     source = describe_source(wl.dataset)
@@ -300,23 +290,30 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
         # one cell budget for both rounds: their cells are compared with each other (and fitted together)
         n_cells = len({c.key for c in contenders}) * len(wl.items)
         cell_budget = per_cell_budget(budget * FIRST_SHARE, n_cells, repeats)
+        t_round = time.perf_counter()
         measured = measure_all(wl, source, contenders, out, work_dir, budget * FIRST_SHARE, repeats, echo,
                                cell_budget=cell_budget, budgets=whole_pass_budgets(
                                    contenders, wl.items, source, costs, repeats, cell_budget, RUNOFF_CELL_S))
+        # a first-round layout's wall time (its work file, its run, its passes): the refit's estimate per layout
+        per_layout_s = (time.perf_counter() - t_round) / max(1, len({c.key for c in contenders}))
         fit = fit_from_round(contenders, measured, wl.items, source, probe_costs)
         if fit is not None:
             echo(f"  prices fitted to {fit.cells} measured cells: predicted/measured {math.exp(fit.error_before):.2f}x "
-                 f"-> {math.exp(fit.error_after):.2f}x (median); searching again with them")
+                 f"-> {math.exp(fit.error_after):.2f}x (median)")
             costs = fit.costs
             measured = reestimate(measured, wl.items, source, costs)
-            t2 = time.perf_counter()
-            res = search(source, wl.items, lattice, filters, costs, fixed_cache=k.cache_nbytes,
-                         max_cache_bytes=k.max_cache_bytes, max_storage_overhead=k.max_storage_overhead,
-                         current=current, keep_best=top + 2, time_limit=SEARCH_LIMIT_S / 2)
-            t_search += time.perf_counter() - t2
             contenders = [repriced(c, source, wl.items, costs) for c in contenders]
-            seen = {c.key for c in contenders}
-            new = [c for c in shortlisted(res, top, "refit") if c.key not in seen]
+            new = []
+            if pace.fits("the refit (a search at the fitted prices, its new layouts measured)",
+                         SEARCH_LIMIT_S / 2 + top * per_layout_s, runoff_seconds(contenders, measured, 2 * repeats + 1)):
+                echo("  searching again with the fitted prices")
+                t2 = time.perf_counter()
+                res = search(source, wl.items, lattice, filters, costs, fixed_cache=k.cache_nbytes,
+                             max_cache_bytes=k.max_cache_bytes, max_storage_overhead=k.max_storage_overhead,
+                             current=current, keep_best=top + 2, time_limit=SEARCH_LIMIT_S / 2)
+                t_search += time.perf_counter() - t2
+                seen = {c.key for c in contenders}
+                new = [c for c in shortlisted(res, top, "refit") if c.key not in seen]
             if new:
                 echo(f"  the fitted prices shortlist {len(new)} more layout(s)")
                 more = reestimate(measure_all(wl, source, new, out / "refit", work_dir, budget * REFIT_SHARE, repeats,
@@ -354,7 +351,7 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
                      "extrapolated_how": (final.how or "scaled by the sweep engine") if final and final.extrapolated else None,
                      "passes": weighted_passes(final, wl.items) if final else None,
                      "paired": again is not None,          # the runoff's passes: round i of each measured side by side
-                     "predicted_io_ops": io[0], "predicted_io_bytes": io[1],
+                     "predicted_io_trips": io[0], "predicted_io_ops": io[1], "predicted_io_bytes": io[2],
                      "run_dir": str(final.run_dir) if final else None})
     pick, why = choose(rows)
     pick_c = contenders[rows.index(pick)]
@@ -364,10 +361,15 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
         # the checks compare whole passes in interleaved rounds, as the runoff does (a cell's share alone cut them to prefixes)
         check_s = whole_pass_budgets([pick_c], wl.items, source, costs, 2 * repeats + 1, cell_budget,
                                      RUNOFF_CELL_S).get(pick_c.key, cell_budget)
-        pick_c, cache_note, again = check_cache(wl, source, pick_c, costs, k, out, work_dir, repeats, check_s, echo)
-        checks += again
-        pick_c, slots_note, again = check_slots(wl, source, pick_c, out, work_dir, repeats, check_s, echo)
-        checks += again
+        # each check: 2 x repeats + 1 rounds of two passes of the pick, when that fits before the deadline
+        pick_m = (runoff or {}).get(pick_c.key) or (measured[rows.index(pick)] if measured else None)
+        check_need = rounds_seconds([pick_m, pick_m], 2 * repeats + 1)
+        if pace.fits("the cache check", check_need):
+            pick_c, cache_note, again = check_cache(wl, source, pick_c, costs, k, out, work_dir, repeats, check_s, echo)
+            checks += again
+        if pace.fits("the slot check", check_need):
+            pick_c, slots_note, again = check_slots(wl, source, pick_c, out, work_dir, repeats, check_s, echo)
+            checks += again
     # the recommendation as recommended (its cache may have changed): every whole pass of it, the runoff's
     # and the checks' (measured after the choice, so not selected for being fast), pooled
     pool = pooled(pick_c.key, [*(measured or []), *(runoff.values() if runoff else []), *checks], wl.items)
@@ -392,6 +394,10 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
                         "kind": pick["kind"], "why": why},
         "no_repack_alternative": no_repack_alternative(rows, pick, current),
         "slots": slots_note,
+        "tie_rule": TIE_RULE,
+        "trimmed": pace.trimmed,
+        "within_s": within,
+        "wall_s": time.perf_counter() - pace.start,
         "cache": cache_note,
         "model_pick": _cand_dict(res.recommended),
         "prices": {"fitted": fit.as_dict() if fit else None, "how": costs.fitted or "the probes' prices",
@@ -433,48 +439,19 @@ def run_off(wl, source, contenders, measured, out: Path, work_dir: Path, budget:
     measured each layout minutes apart under a different load: the runoff decides among the close
     ones under the same conditions, round against round (a load that drifts hits every finalist's
     pass of that round alike), with more passes."""
-    timed = sorted((m.measured_s, i) for i, m in enumerate(measured) if m.measured_s is not None)
-    if not timed:
+    final = finalists(contenders, measured)
+    if len(final) < 2:
         return {}
-    finalists: dict = {}
-    for t, i in timed:
-        c = contenders[i]
-        if t <= timed[0][0] * (1 + RUNOFF_WITHIN) and c.key not in finalists and len(finalists) < RUNOFF_MAX:
-            finalists[c.key] = c
-    if len(finalists) < 2:
-        return {}
-    echo(f"  runoff: {len(finalists)} layouts within {RUNOFF_WITHIN:.0%} of the fastest, measured again, interleaved")
-    n_cells = len(finalists) * len(wl.items)
+    echo(f"  runoff: {len(final)} layouts within {RUNOFF_WITHIN:.0%} of the fastest, measured again, interleaved")
+    n_cells = len(final) * len(wl.items)
     cell_budget = max(RUNOFF_CELL_S, per_cell_budget(budget, n_cells, 2 * repeats + 1) or 0.0)
-    again = measure_interleaved(wl, source, list(finalists.values()), out / "runoff", work_dir, 2 * repeats + 1,
+    again = measure_interleaved(wl, source, list(final.values()), out / "runoff", work_dir, 2 * repeats + 1,
                                 cell_budget, echo)
     return {m.contender.key: m for m in again if m.measured_s is not None}
 
 
 def _predicted(row: dict) -> float:
     return float(row["predicted_s"])
-
-
-IO_NEAR = 0.10      # predicted I/O counts this close are equal: the next count (then the fitted prediction) decides
-
-
-def fewest_io(rows: list[dict]) -> tuple[dict, str]:
-    """Among layouts measured within noise of each other, the one the model predicts the least I/O
-    for: file operations first (each one may wait for the device), then bytes read, each within
-    :data:`IO_NEAR` counted equal, then the fitted model's time. Counts are exact whatever the load;
-    the times that tied are not. Returns the row and what decided."""
-    if any(r.get("predicted_io_ops") is None for r in rows):
-        return min(rows, key=_predicted), "the model's fitted prediction breaks the tie"
-    least = min(r["predicted_io_ops"] for r in rows)
-    few = [r for r in rows if r["predicted_io_ops"] <= least * (1 + IO_NEAR)]
-    if len(few) == 1:
-        others = ", ".join(f"{r['predicted_io_ops']:,.0f}" for r in rows if r is not few[0])
-        return few[0], f"it needs the fewest file operations by the model ({few[0]['predicted_io_ops']:,.0f} against {others})"
-    least_b = min(r["predicted_io_bytes"] for r in few)
-    fewer = [r for r in few if r["predicted_io_bytes"] <= least_b * (1 + IO_NEAR)]
-    if len(fewer) == 1:
-        return fewer[0], "as many file operations by the model, the fewest bytes read"
-    return min(fewer, key=_predicted), "as much I/O by the model; its fitted prediction breaks the tie"
 
 
 def choose(rows: list[dict]) -> tuple[dict, str]:
@@ -571,6 +548,8 @@ def summary_lines(result: dict) -> list[str]:
         out.append(f"  cache: {result['cache']}")
     if result.get("slots"):
         out.append(f"  slots: {result['slots']}")
+    for note in result.get("trimmed") or []:
+        out.append(f"  trimmed: {note} (the answer's deadline)")
     alt = result.get("no_repack_alternative")
     if alt:
         out.append(f"  or keep the stored layout with a chunk cache of {format_bytes(alt['cache_nbytes'])} / {alt['cache_nslots']} slots: "

@@ -168,6 +168,9 @@ def test_tune_a_users_file_end_to_end(tmp_path, cli):
     cells = r["prices"]["cells"]
     assert cells and all(len(c["parts"]) == len(r["prices"]["groups"]) and c["measured_s"] > 0 for c in cells)
     assert "predicted" in (out / "tune.html").read_text() and (out / "tune.json").exists()
+    # the tie rule is stated where the pick is: tune.json and the page
+    assert "device trips" in r["tie_rule"] and "device trips" in (out / "tune.html").read_text()
+    assert all(c["predicted_io_trips"] <= c["predicted_io_ops"] + 1e-9 for c in r["contenders"])
     assert src.read_bytes() == before                   # the user's file is only read
     rec = r["recommended"]
     layout = f"CHUNK={'x'.join(map(str, rec['chunks']))}" if rec["chunks"] else "CONTI"     # contiguous may win
