@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ccp.workload.replay import LOW_APIS, ReplaySequence, replay_sequence
+from ccp.workload.replay import LOW_APIS, ReplaySequence
+from ccp.workload.replay_batches import replay_sequence
 from ccp.workload.tracefile import Trace
 
 USER_COLUMNS = ["wall_s", "hdf5_s", "bytes"]      # what the diagnosis reads of the program's own calls

@@ -27,7 +27,8 @@ from ccp.chunkcache import ChunkCache
 from ccp.hdf5.defaults import DEFAULT_W0
 from ccp.trace.cures import block_sequence
 from ccp.trace.libraries import NON_COORD, is_local_path
-from ccp.workload.replay import ReplaySequence, replay_sequence
+from ccp.workload.replay import ReplaySequence
+from ccp.workload.replay_batches import replay_sequence
 from ccp.workload.requestplan import RequestPlan
 from ccp.workload.tracefile import Trace
 
@@ -151,7 +152,7 @@ def netcdf4_copy(src_path: str, dataset: str, chunks, tmp: str) -> str:
         step = chunks[0] * max(1, (64 << 20) // max(1, chunks[0] * row))
         slab_chunks = int(np.prod([-(-n // c) for n, c in zip(shape[1:], chunks[1:])])) * -(-min(step, shape[0]) // chunks[0])
         w.set_var_chunk_cache(size=max(step * row * 2, 1 << 20), nelems=_prime_above(2 * slab_chunks + 1009),
-                              preemption=0.75)
+                              preemption=DEFAULT_W0)
         for i in range(0, shape[0], step):
             w[i:min(i + step, shape[0])] = v[i:min(i + step, shape[0])]
     return out

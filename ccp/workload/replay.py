@@ -1,10 +1,11 @@
 """A traced dataset's exact sequence of selections, in the shape of ccp's request plans.
 
 A sweep's ``{trace: FOLDER, dataset: /path}`` access is parsed by config into a spec; the trace is
-loaded and its requests planned here (:func:`traced_plan`, used by :func:`ccp.workload.requests.plan_for`
-and :mod:`ccp.workload.sweep`); ``ccp diagnose`` (ccp.trace) reads the same sequence.
+loaded and its requests planned by :func:`ccp.workload.replay_batches.traced_plan` (used by
+:func:`ccp.workload.requests.plan_for` and :mod:`ccp.workload.sweep`); ``ccp diagnose`` (ccp.trace) reads the
+same sequence. This module holds the pieces; :mod:`ccp.workload.replay_batches` builds the sequence from them.
 
-:func:`replay_sequence` turns the low-level rows of a trace (what HDF5 was asked to do) into
+:func:`ccp.workload.replay_batches.replay_sequence` turns the low-level rows of a trace (what HDF5 was asked to do) into
 ``starts``/``counts`` boxes, in the order each process made them, with the points where the
 chunk cache was lost (the last handle of the dataset closed, or its file closed), so a replay can
 close and reopen the dataset there. Each process is its own session (its own cache).
@@ -33,10 +34,9 @@ import numpy as np
 import pandas as pd
 
 from ccp.chunkcache import ChunkCache
-from ccp.errors import CcpError
 from ccp.hdf5.defaults import DEFAULT_W0, chunk_cache_default
 from ccp.workload.requestplan import RequestPlan
-from ccp.workload.tracefile import Trace, load_trace
+from ccp.workload.tracefile import Trace
 
 MAX_EXTENT = 2 ** 62       # the model's int64 arithmetic
 REPLAY_COLUMNS = ("kind", "pid", "seq", "api", "op", "sel", "start", "count", "stride", "block", "blocks", "points",
@@ -167,47 +167,6 @@ def _cache_of(r) -> ChunkCache | None:
     return ChunkCache(int(r["cache_nbytes"]), int(r["cache_nslots"]), DEFAULT_W0 if pd.isna(w0) else float(w0))
 
 
-def replay_sequence(trace: Trace, dataset: str, pid: int | None = None, file: str | None = None,
-                    max_boxes: int = 65536, op: str | None = None, positions=None) -> ReplaySequence:
-    """The exact sequence of ``dataset``'s selections in ``trace`` (one process with ``pid``; only
-    ``op`` requests, "read" or "write", when given; open/close boundaries are kept either way).
-
-    The rows, in (pid, seq) order, go through :class:`ccp.workload.replay_batches.SequenceBuilder` a batch at
-    a time (the builder ``ccp diagnose`` streams a trace through), vectorised over the calls: only the events
-    and the calls that are not plain boxes are walked one by one. The shape is the layout's, grown to the
-    largest extent a request reached (a writer appending to a resizable dataset). ``positions``: the
-    trace table's row numbers of this file and dataset when the caller has them (a big trace is scanned once)."""
-    file, dataset = trace.find_dataset(dataset, file)
-    layout = trace.layout(file, dataset) or {}
-    if not layout:
-        raise CcpError(f"{trace.path}: no layout recorded for {file}:{dataset}")
-    t = trace.table
-    if positions is None:
-        positions = np.flatnonzero(_is(t["file"], [file]) & _is(t["dataset"], [dataset]))
-    rows = _Rows(t, positions)
-    if pid is not None:
-        pids_here = rows["pid"].to_numpy(np.int64)
-        if pid not in set(pids_here.tolist()):
-            raise CcpError(f"{trace.path}: pid {pid} made no call on {dataset} (pids: "
-                           f"{', '.join(str(int(p)) for p in sorted(set(pids_here.tolist())))})")
-        rows = rows.subset(pids_here == pid)
-    pid_all = rows["pid"].to_numpy(np.int64)
-    seq_all = rows["seq"].to_numpy(np.int64)
-    base = np.arange(len(t)) if rows.positions is None else rows.positions
-    if len(rows) > 1 and not ((np.diff(pid_all) > 0) | ((np.diff(pid_all) == 0) & (np.diff(seq_all) > 0))).all():
-        base = base[np.lexsort((seq_all, pid_all))]      # the loader sorts; a table that is not gets sorted here
-    # the batch builder (ccp.workload.replay_batches) over the rows in (pid, seq) order: one walk for a table in
-    # memory and for one read in batches; imported here, as it builds on this module's helpers
-    from ccp.workload.replay_batches import BATCH, SequenceBuilder
-
-    builder = SequenceBuilder(trace.path, file, dataset, layout, op, max_boxes, in_order=True)
-    builder.first_cache = _first_cache(rows)           # in table order, as the trace holds it
-    columns = [t.columns.get_loc(c) for c in REPLAY_COLUMNS]
-    for a in range(0, len(base), BATCH):
-        builder.add(t.iloc[base[a:a + BATCH], columns])
-    return builder.finish(lambda: library_cache(trace))
-
-
 #: netCDF-C's default chunk cache per variable, as ``netCDF4.get_chunk_cache()`` reports it here (netCDF4 1.7.5):
 #: 64 MiB, 1000 slots, preemption 0.75 (HDF5's w0, which netCDF-C keeps) -- not HDF5's 8 MiB: a netCDF4-python reader
 #: gets this one.
@@ -241,27 +200,3 @@ def library_cache(trace: Trace) -> ChunkCache:
         version = None
     d = chunk_cache_default(version)
     return ChunkCache(d.nbytes, d.nslots, d.w0)
-
-
-def _first_cache(rows: _Rows) -> ChunkCache | None:
-    """The cache of the first dataset open in the trace (a forked child inherits its parent's)."""
-    opens = np.flatnonzero(_is(rows["kind"], ["event"]) & _is(rows["op"], ["dataset_open"])
-                           & rows["cache_nbytes"].notna().to_numpy(bool))
-    return _cache_of(rows.row(opens[0])) if len(opens) else None
-
-
-def traced_plan(trace_dir, dataset: str, shape=None, pid: int | None = None, op: str = "read"):
-    """What a sweep's ``{trace: TRACE, dataset: /path, pid: N}`` access replays.
-
-    Returns ``(plan, reopen_before, caches)``: the ``RequestPlan`` of the traced ``op`` requests,
-    the request indices before which the program's chunk cache was lost (close and reopen the
-    dataset there; a new process also starts there), and the cache each session had. ``shape``,
-    when given, must be the traced dataset's shape (a sweep's layouts keep the shape).
-    """
-    seq = replay_sequence(load_trace(trace_dir), dataset, pid=pid, op=op)
-    if shape is not None and tuple(int(s) for s in shape) != tuple(seq.shape):
-        raise CcpError(f"{trace_dir}: {seq.dataset} was traced with shape {list(seq.shape)}, "
-                       f"the sweep's dataset has {list(shape)}")
-    if not len(seq.plan):
-        raise CcpError(f"{trace_dir}: no {op} requests on {seq.dataset} in the trace")
-    return seq.plan, seq.session_starts[1:].copy(), seq.session_caches

@@ -1,7 +1,7 @@
 """A traced dataset's sequence of selections built from the trace's rows a batch at a time.
 
 :class:`SequenceBuilder` is fed a dataset's rows in (pid, seq) order, batch after batch (``ccp diagnose``
-reads ``calls.parquet`` 200,000 rows at a time; :func:`ccp.workload.replay.replay_sequence` feeds it a
+reads ``calls.parquet`` 200,000 rows at a time; :func:`replay_sequence` (below) feeds it a
 table in memory :data:`BATCH` rows at a time), turns each batch's calls into boxes at once and keeps only
 those (int64 starts/counts, the call each box belongs to, one op code a box) and the session state between
 batches: the process, the cache of the last dataset open and whether the next box starts a fresh cache.
@@ -18,8 +18,20 @@ import numpy as np
 
 from ccp.chunkcache import ChunkCache
 from ccp.errors import CcpError
-from ccp.workload.replay import LOW_APIS, MAX_EXTENT, ReplaySequence, _boxes, _cache_of, _is, _matrix
+from ccp.workload.replay import (
+    LOW_APIS,
+    MAX_EXTENT,
+    REPLAY_COLUMNS,
+    ReplaySequence,
+    _boxes,
+    _cache_of,
+    _is,
+    _matrix,
+    _Rows,
+    library_cache,
+)
 from ccp.workload.requestplan import RequestPlan
+from ccp.workload.tracefile import Trace, load_trace
 
 BATCH = 200_000         # rows fed at a time by replay_sequence (a table in memory is never copied whole)
 OPS = np.array(["read", "write"], dtype=object)     # indexed by op code: a pointer a request, two strings in all
@@ -190,3 +202,65 @@ class SequenceBuilder:
             call_of=call_of, session_starts=np.asarray(self.session_starts, np.int64),
             session_caches=tuple(c or fallback for c in self.caches), session_pids=tuple(self.session_pids),
             ncalls=self.ncalls, approximate=self.approximate)
+
+
+def replay_sequence(trace: Trace, dataset: str, pid: int | None = None, file: str | None = None,
+                    max_boxes: int = 65536, op: str | None = None, positions=None) -> ReplaySequence:
+    """The exact sequence of ``dataset``'s selections in ``trace`` (one process with ``pid``; only
+    ``op`` requests, "read" or "write", when given; open/close boundaries are kept either way).
+
+    The rows, in (pid, seq) order, go through :class:`SequenceBuilder` a batch at
+    a time (the builder ``ccp diagnose`` streams a trace through), vectorised over the calls: only the events
+    and the calls that are not plain boxes are walked one by one. The shape is the layout's, grown to the
+    largest extent a request reached (a writer appending to a resizable dataset). ``positions``: the
+    trace table's row numbers of this file and dataset when the caller has them (a big trace is scanned once)."""
+    file, dataset = trace.find_dataset(dataset, file)
+    layout = trace.layout(file, dataset) or {}
+    if not layout:
+        raise CcpError(f"{trace.path}: no layout recorded for {file}:{dataset}")
+    t = trace.table
+    if positions is None:
+        positions = np.flatnonzero(_is(t["file"], [file]) & _is(t["dataset"], [dataset]))
+    rows = _Rows(t, positions)
+    if pid is not None:
+        pids_here = rows["pid"].to_numpy(np.int64)
+        if pid not in set(pids_here.tolist()):
+            raise CcpError(f"{trace.path}: pid {pid} made no call on {dataset} (pids: "
+                           f"{', '.join(str(int(p)) for p in sorted(set(pids_here.tolist())))})")
+        rows = rows.subset(pids_here == pid)
+    pid_all = rows["pid"].to_numpy(np.int64)
+    seq_all = rows["seq"].to_numpy(np.int64)
+    base = np.arange(len(t)) if rows.positions is None else rows.positions
+    if len(rows) > 1 and not ((np.diff(pid_all) > 0) | ((np.diff(pid_all) == 0) & (np.diff(seq_all) > 0))).all():
+        base = base[np.lexsort((seq_all, pid_all))]      # the loader sorts; a table that is not gets sorted here
+    # the batch builder over the rows in (pid, seq) order: one walk for a table in memory and for one read in batches
+    builder = SequenceBuilder(trace.path, file, dataset, layout, op, max_boxes, in_order=True)
+    builder.first_cache = _first_cache(rows)           # in table order, as the trace holds it
+    columns = [t.columns.get_loc(c) for c in REPLAY_COLUMNS]
+    for a in range(0, len(base), BATCH):
+        builder.add(t.iloc[base[a:a + BATCH], columns])
+    return builder.finish(lambda: library_cache(trace))
+
+
+def _first_cache(rows: _Rows) -> ChunkCache | None:
+    """The cache of the first dataset open in the trace (a forked child inherits its parent's)."""
+    opens = np.flatnonzero(_is(rows["kind"], ["event"]) & _is(rows["op"], ["dataset_open"])
+                           & rows["cache_nbytes"].notna().to_numpy(bool))
+    return _cache_of(rows.row(opens[0])) if len(opens) else None
+
+
+def traced_plan(trace_dir, dataset: str, shape=None, pid: int | None = None, op: str = "read"):
+    """What a sweep's ``{trace: TRACE, dataset: /path, pid: N}`` access replays.
+
+    Returns ``(plan, reopen_before, caches)``: the ``RequestPlan`` of the traced ``op`` requests,
+    the request indices before which the program's chunk cache was lost (close and reopen the
+    dataset there; a new process also starts there), and the cache each session had. ``shape``,
+    when given, must be the traced dataset's shape (a sweep's layouts keep the shape).
+    """
+    seq = replay_sequence(load_trace(trace_dir), dataset, pid=pid, op=op)
+    if shape is not None and tuple(int(s) for s in shape) != tuple(seq.shape):
+        raise CcpError(f"{trace_dir}: {seq.dataset} was traced with shape {list(seq.shape)}, "
+                       f"the sweep's dataset has {list(shape)}")
+    if not len(seq.plan):
+        raise CcpError(f"{trace_dir}: no {op} requests on {seq.dataset} in the trace")
+    return seq.plan, seq.session_starts[1:].copy(), seq.session_caches

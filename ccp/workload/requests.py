@@ -48,7 +48,7 @@ def random_requests(shape, block, n: int, seed: int = 0) -> RequestPlan:
 def plan_for(access, shape) -> RequestPlan:
     """The plan of an :class:`~ccp.config.sweep.AccessSpec` over a dataset shape."""
     if getattr(access, "trace", None) is not None:
-        from ccp.workload.replay import traced_plan
+        from ccp.workload.replay_batches import traced_plan
 
         plan, reopen_before, _caches = traced_plan(access.trace, access.trace_dataset, shape, access.pid, access.op)
         return RequestPlan(np.asarray(plan.starts, np.int64), np.asarray(plan.counts, np.int64),

@@ -22,7 +22,7 @@ def resolve_replay(access: AccessSpec, where: str) -> AccessSpec:
     """``access`` with its block set when it replays a trace (the largest request); any other access as is."""
     if access.trace is None or access.block:
         return access
-    from ccp.workload.replay import traced_plan
+    from ccp.workload.replay_batches import traced_plan
 
     try:
         plan, _, _ = traced_plan(access.trace, str(access.trace_dataset), None, access.pid, access.op)

@@ -13,7 +13,7 @@ from ccp.errors import CcpError
 from ccp.hdf5.defaults import chunk_cache_default
 from ccp.model import simulate
 from ccp.trace.diagnose import diagnose, format_diagnosis, run_model
-from ccp.workload.replay import replay_sequence
+from ccp.workload.replay_batches import replay_sequence
 from ccp.workload.tracefile import Trace, load_trace
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -148,7 +148,7 @@ def test_verify_replays_the_top_cure(reader):
 
 
 def test_traced_plan_is_what_a_sweep_replays(reader):
-    from ccp.workload.replay import traced_plan
+    from ccp.workload.replay_batches import traced_plan
 
     plan, reopen_before, caches = traced_plan(reader.path, "/cube", shape=(8, 12, 6))
     assert len(plan) == 8 and reopen_before.tolist() == [1, 2, 3] and len(caches) == 4
