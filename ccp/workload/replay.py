@@ -133,6 +133,26 @@ def _matrix(col, rank: int) -> np.ndarray | None:
     return values.reshape(n, rank)
 
 
+def scalar_matrix(col, legacy: int) -> np.ndarray | None:
+    """A scalar dataset's start (``legacy`` 0) or count (``legacy`` 1) column as an ``(n, 0)`` array: each entry
+    empty, or the ``[legacy]`` a recorder before the fix wrote for a netCDF4 scalar variable (rank 1 for a
+    rank-0 dataset: it is the scalar); None if any entry is something else (a damaged trace)."""
+    out = np.zeros((len(col), 0), np.int64)
+    if _matrix(col, 0) is not None:
+        return out
+    m = _matrix(col, 1)
+    if m is not None and (m == legacy).all():
+        return out
+    for v in col.to_numpy(dtype=object):      # a mix of both forms: row by row
+        try:
+            ok = v is not None and len(v) <= 1 and all(int(x) == legacy for x in v)
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            return None
+    return out
+
+
 class _Rows:
     """Some rows of a trace table, by position, read a column at a time: a million-row table is never
     copied whole (``rows["op"]`` is that column's rows; ``rows.row(i)`` one row)."""

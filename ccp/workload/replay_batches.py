@@ -18,7 +18,7 @@ import numpy as np
 
 from ccp.chunkcache import ChunkCache
 from ccp.errors import CcpError
-from ccp.workload.replay import LOW_APIS, MAX_EXTENT, ReplaySequence, _boxes, _cache_of, _is, _matrix
+from ccp.workload.replay import LOW_APIS, MAX_EXTENT, ReplaySequence, _boxes, _cache_of, _is, _matrix, scalar_matrix
 from ccp.workload.requestplan import RequestPlan
 
 BATCH = 200_000         # rows fed at a time by replay_sequence (a table in memory is never copied whole)
@@ -91,6 +91,9 @@ class SequenceBuilder:
             self.approximate += approx
         pstarts = _matrix(rows["start"].iloc[low_rows[plain]], self.rank)
         pcounts = _matrix(rows["count"].iloc[low_rows[plain]], self.rank)
+        if self.rank == 0 and (pstarts is None or pcounts is None):     # a netCDF4 scalar traced before the fix
+            pstarts = scalar_matrix(rows["start"].iloc[low_rows[plain]], 0)
+            pcounts = scalar_matrix(rows["count"].iloc[low_rows[plain]], 1)
         if pstarts is None or pcounts is None:
             raise CcpError(f"{self.where}: {self.dataset}: a selection's start/count is missing or not of rank "
                            f"{self.rank} (the trace is damaged)")
