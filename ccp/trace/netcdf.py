@@ -235,8 +235,8 @@ def patch_netcdf4(rec) -> None:
         def wrapper(self, *args):
             try:        # before the call: netCDF4-python turns a negative stride around in place
                 info = state.info(self)
-                sel = (selection(*(args[1:4] if data_first else args[0:3]), rank=len(info[3])) if info is not None
-                       else None)
+                start, count, stride = args[1:4] if data_first else args[0:3]
+                sel = selection(start, count, stride, rank=len(info[3])) if info is not None else None
             except Exception as exc:  # the program must never see the recorder fail
                 rec.failed(exc)
                 info = sel = None
