@@ -18,7 +18,17 @@ import numpy as np
 
 from ccp.chunkcache import ChunkCache
 from ccp.errors import CcpError
-from ccp.workload.replay import LOW_APIS, MAX_EXTENT, ReplaySequence, _boxes, _cache_of, _is, _matrix, scalar_matrix
+from ccp.workload.replay import (
+    BOX_COLUMNS,
+    LOW_APIS,
+    MAX_EXTENT,
+    ReplaySequence,
+    _boxes,
+    _cache_of,
+    _is,
+    _matrix,
+    scalar_matrix,
+)
 from ccp.workload.requestplan import RequestPlan
 
 BATCH = 200_000         # rows fed at a time by replay_sequence (a table in memory is never copied whole)
@@ -37,6 +47,7 @@ class SequenceBuilder:
         """``op`` None: reads and writes; ``in_order``: the caller sorted the rows (keys are not checked)."""
         self.where, self.file, self.dataset, self.layout, self.op = where, file, dataset, layout, op
         self.rank = len(layout["shape"])
+        self.chunks = layout.get("chunks") or None    # a regular hyperslab is grouped by the chunks it touches
         self.max_boxes = max_boxes
         self.starts: list[np.ndarray] = []
         self.counts: list[np.ndarray] = []
@@ -84,8 +95,9 @@ class SequenceBuilder:
         plain = _is(sel, ("all", "box"))
         nbox = np.ones(len(low_rows), np.int64)
         extra: dict[int, tuple[list, list]] = {}
+        by_box = rows[BOX_COLUMNS]      # a narrow frame: a row of it is cheap to take
         for j in np.flatnonzero(~plain):
-            b_starts, b_counts, approx = _boxes(rows.iloc[int(low_rows[j])], self.rank, self.max_boxes)
+            b_starts, b_counts, approx = _boxes(by_box.iloc[int(low_rows[j])], self.rank, self.max_boxes, self.chunks)
             extra[int(j)] = (b_starts, b_counts)
             nbox[j] = len(b_starts)
             self.approximate += approx
