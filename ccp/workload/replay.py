@@ -12,7 +12,9 @@ close and reopen the dataset there. Each process is its own session (its own cac
 How selections become boxes (``ccp.workload.requestplan.RequestPlan`` holds boxes only):
 
 * ``all``/``box``: one box, exact.
-* ``regular`` hyperslabs: one box per block (``count`` blocks per dimension, ``stride`` apart).
+* ``regular`` hyperslabs (``count`` blocks per dimension, ``stride`` apart): on a chunked dataset one box per
+  chunk they touch, holding exactly the elements selected in it (HDF5 visits each chunk once per call);
+  on a contiguous one, one box per block.
 * ``blocks`` (irregular hyperslabs, e.g. fancy indexing): one box per listed block.
 * ``points``: one 1-element box per point.
 * more than ``max_boxes`` boxes in one call, or blocks/points not listed in the trace: the
