@@ -141,7 +141,9 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
                       session_starts=np.arange(npid, dtype=np.int64),
                       session_caches=tuple(seq.session_caches[seq.session_pids.index(p)] for p in sorted(set(seq.session_pids))),
                       session_pids=tuple(sorted(set(seq.session_pids))))
-        m = run_model(one, caches=cache_for(max(nbytes, 1), max(base["chunk_bytes"], 1)), per_call=False)
+        # the program's own caches: the cure changes the reading, not the cache (verify replays it so); a cache cut to
+        # the block's bytes held no chunk of a block thinner than a chunk, and the model counted 0 chunk loads
+        m = run_model(one, per_call=False)
         what = ".load() the cells once" if "xarray" in libs else "read the block once"
         cure(f"{what} ({format_bytes(nbytes)})", f"one read per process of the {shape_str(tuple(hi - lo))} box the "
              f"{user_calls} reads fall in, indexed in memory after: {m['chunk_loads']} chunk loads", m,

@@ -109,8 +109,13 @@ def layout_of(var, created: bool) -> dict:
     return out
 
 
-def selection(start, count, stride) -> dict:
-    """One nc_get_vars / nc_put_vars request as the trace's selection: a box, or a regular hyperslab."""
+def selection(start, count, stride, rank: int | None = None) -> dict:
+    """One nc_get_vars / nc_put_vars request as the trace's selection: a box, or a regular hyperslab.
+
+    ``rank``: the variable's. netCDF4-python asks for a scalar variable with start [0], count [1]; the trace
+    holds it at the dataset's rank 0 (an empty box), as h5py's calls on a scalar are recorded."""
+    if rank == 0:
+        return {"sel": "box", "start": [], "count": [], "nelems": 1}
     st, ct, sd = [], [], []
     for a, c, s in zip(start, count, stride):
         a, c, s = int(a), int(c), int(s)
@@ -230,7 +235,8 @@ def patch_netcdf4(rec) -> None:
         def wrapper(self, *args):
             try:        # before the call: netCDF4-python turns a negative stride around in place
                 info = state.info(self)
-                sel = selection(*(args[1:4] if data_first else args[0:3])) if info is not None else None
+                start, count, stride = args[1:4] if data_first else args[0:3]
+                sel = selection(start, count, stride, rank=len(info[3])) if info is not None else None
             except Exception as exc:  # the program must never see the recorder fail
                 rec.failed(exc)
                 info = sel = None

@@ -13,7 +13,9 @@ close and reopen the dataset there. Each process is its own session (its own cac
 How selections become boxes (``ccp.workload.requestplan.RequestPlan`` holds boxes only):
 
 * ``all``/``box``: one box, exact.
-* ``regular`` hyperslabs: one box per block (``count`` blocks per dimension, ``stride`` apart).
+* ``regular`` hyperslabs (``count`` blocks per dimension, ``stride`` apart): on a chunked dataset one box per
+  chunk they touch, holding exactly the elements selected in it (HDF5 visits each chunk once per call);
+  on a contiguous one, one box per block.
 * ``blocks`` (irregular hyperslabs, e.g. fancy indexing): one box per listed block.
 * ``points``: one 1-element box per point.
 * more than ``max_boxes`` boxes in one call, or blocks/points not listed in the trace: the
@@ -27,7 +29,7 @@ the cache (then the model counts more loads than HDF5 did).
 
 from __future__ import annotations
 
-import itertools
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -77,8 +79,61 @@ class ReplaySequence:
             yield cache, slice(int(a), int(b))
 
 
-def _boxes(row, rank: int, max_boxes: int) -> tuple[list, list, bool]:
-    row = row.where(row.notna(), None)         # a missing list of an Arrow list column reads as NA: None here
+BOX_COLUMNS = ["sel", "start", "count", "stride", "block", "blocks", "points"]    # what _boxes reads of a row
+
+
+def _present(value):
+    """``value``, or None for a missing one (None, NA, NaN); a list or array is always present."""
+    if value is None or value is pd.NA or (isinstance(value, float) and value != value):
+        return None
+    return value
+
+
+MAX_COORDS = 1 << 22      # selected coordinates listed along one dimension; beyond, the bounding box
+
+
+def _per_chunk(first: np.ndarray, nsel: np.ndarray, last: np.ndarray):
+    """One run per chunk for the coordinates selected in it (the first, how many, the last): ``nsel`` long, inside
+    the chunk (so it covers the chunk whole only when the selection does), from the first selected coordinate, the
+    last chunk's ending at the last selected one (bounding boxes stay the selection's). One chunk with gaps in it:
+    ``(first, nsel - 1)`` and ``(last, 1)``."""
+    first, nsel = first.copy(), nsel.copy()
+    if len(first) == 1 and first[0] + nsel[0] - 1 < last[0]:
+        return np.array([first[0], last[0]]), np.array([nsel[0] - 1, 1])
+    if len(first):
+        first[-1] = last[-1] - nsel[-1] + 1
+    return first, nsel
+
+
+def _axis_runs(start: int, count: int, stride: int, block: int, chunk: int | None):
+    """One dimension of a regular hyperslab as runs ``(first, length)``: per block when ``chunk`` is None; else
+    grouped by the chunk they fall in (:func:`_per_chunk`). None: too many to list."""
+    if stride == block or count == 1:               # the blocks abut (or there is one): one run
+        return np.array([start], np.int64), np.array([(count - 1) * stride + block], np.int64)
+    if chunk is None or (block == 1 and stride >= chunk):     # a run per block (each in a chunk of its own)
+        if count > MAX_COORDS:
+            return None
+        return start + stride * np.arange(count, dtype=np.int64), np.full(count, block, np.int64)
+    if block == 1:          # closed form: the elements i in chunk k are ceil((k*chunk - start) / stride) .. (exclusive)
+        k = np.arange(start // chunk, (start + (count - 1) * stride) // chunk + 1, dtype=np.int64)
+        i_lo = np.clip(-((start - k * chunk) // stride), 0, count)
+        i_hi = np.clip(-((start - (k + 1) * chunk) // stride), 0, count)
+        keep = i_hi > i_lo
+        i_lo, i_hi = i_lo[keep], i_hi[keep]
+        return _per_chunk(start + i_lo * stride, i_hi - i_lo, start + (i_hi - 1) * stride)
+    if count * block > MAX_COORDS:
+        return None
+    coords = (start + stride * np.arange(count, dtype=np.int64))[:, None] + np.arange(block, dtype=np.int64)
+    coords = coords.ravel()                         # increasing: HDF5 keeps block <= stride
+    firsts = np.flatnonzero(np.diff(coords // chunk, prepend=-1) != 0)
+    ends = np.append(firsts[1:], len(coords))
+    return _per_chunk(coords[firsts], ends - firsts, coords[ends - 1])
+
+
+def _boxes(row, rank: int, max_boxes: int, chunks=None) -> tuple[list, list, bool]:
+    """A low-level row's selection as boxes (see the module's docstring); ``chunks``: the layout's, to group a
+    regular hyperslab's blocks by the chunk they fall in (None: contiguous, a box per block)."""
+    row = {k: _present(row[k]) for k in BOX_COLUMNS}   # a missing list of an Arrow list column reads as NA: None
     sel = row["sel"]
     start = list(row["start"]) if row["start"] is not None else None
     count = list(row["count"]) if row["count"] is not None else None
@@ -86,14 +141,18 @@ def _boxes(row, rank: int, max_boxes: int) -> tuple[list, list, bool]:
         return [start], [count], False
     if sel == "regular" and start is not None and count is not None:   # else damaged: like bounds-only, below
         stride, block = list(row["stride"]), list(row["block"])
-        n = int(np.prod(count))
+        runs = [_axis_runs(int(s), int(c), int(st), int(b), None if chunks is None else int(chunks[d]))
+                for d, (s, c, st, b) in enumerate(zip(start, count, stride, block))]
+        n = math.prod(len(r[0]) for r in runs) if all(r is not None for r in runs) else max_boxes + 1
         if n > max_boxes:
             lo = start
             hi = [s + (c - 1) * st + b for s, c, st, b in zip(start, count, stride, block)]
             return [lo], [[h - a for a, h in zip(lo, hi)]], True
-        starts = [[s + i * st for s, i, st in zip(start, idx, stride)]
-                  for idx in itertools.product(*[range(c) for c in count])]
-        return starts, [block] * len(starts), False
+        grids = np.meshgrid(*[r[0] for r in runs if r is not None], indexing="ij")
+        sizes = np.meshgrid(*[r[1] for r in runs if r is not None], indexing="ij")
+        starts = np.stack([g.ravel() for g in grids], axis=1).reshape(n, rank)
+        counts = np.stack([g.ravel() for g in sizes], axis=1).reshape(n, rank)
+        return starts.tolist(), counts.tolist(), False
     if sel == "blocks" and row["blocks"] is not None:
         corners = np.asarray(row["blocks"], np.int64).reshape(-1, 2, rank)
         if len(corners) <= max_boxes:
@@ -131,6 +190,26 @@ def _matrix(col, rank: int) -> np.ndarray | None:
     if (lengths != rank).any() or len(values) != n * rank:
         return None
     return values.reshape(n, rank)
+
+
+def scalar_matrix(col, legacy: int) -> np.ndarray | None:
+    """A scalar dataset's start (``legacy`` 0) or count (``legacy`` 1) column as an ``(n, 0)`` array: each entry
+    empty, or the ``[legacy]`` a recorder before the fix wrote for a netCDF4 scalar variable (rank 1 for a
+    rank-0 dataset: it is the scalar); None if any entry is something else (a damaged trace)."""
+    out = np.zeros((len(col), 0), np.int64)
+    if _matrix(col, 0) is not None:
+        return out
+    m = _matrix(col, 1)
+    if m is not None and (m == legacy).all():
+        return out
+    for v in col.to_numpy(dtype=object):      # a mix of both forms: row by row
+        try:
+            ok = v is not None and len(v) <= 1 and all(int(x) == legacy for x in v)
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            return None
+    return out
 
 
 class _Rows:

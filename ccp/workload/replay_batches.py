@@ -19,6 +19,7 @@ import numpy as np
 from ccp.chunkcache import ChunkCache
 from ccp.errors import CcpError
 from ccp.workload.replay import (
+    BOX_COLUMNS,
     LOW_APIS,
     MAX_EXTENT,
     REPLAY_COLUMNS,
@@ -29,6 +30,7 @@ from ccp.workload.replay import (
     _matrix,
     _Rows,
     library_cache,
+    scalar_matrix,
 )
 from ccp.workload.requestplan import RequestPlan
 from ccp.workload.tracefile import Trace, load_trace
@@ -49,6 +51,7 @@ class SequenceBuilder:
         """``op`` None: reads and writes; ``in_order``: the caller sorted the rows (keys are not checked)."""
         self.where, self.file, self.dataset, self.layout, self.op = where, file, dataset, layout, op
         self.rank = len(layout["shape"])
+        self.chunks = layout.get("chunks") or None    # a regular hyperslab is grouped by the chunks it touches
         self.max_boxes = max_boxes
         self.starts: list[np.ndarray] = []
         self.counts: list[np.ndarray] = []
@@ -96,13 +99,17 @@ class SequenceBuilder:
         plain = _is(sel, ("all", "box"))
         nbox = np.ones(len(low_rows), np.int64)
         extra: dict[int, tuple[list, list]] = {}
+        by_box = rows[BOX_COLUMNS]      # a narrow frame: a row of it is cheap to take
         for j in np.flatnonzero(~plain):
-            b_starts, b_counts, approx = _boxes(rows.iloc[int(low_rows[j])], self.rank, self.max_boxes)
+            b_starts, b_counts, approx = _boxes(by_box.iloc[int(low_rows[j])], self.rank, self.max_boxes, self.chunks)
             extra[int(j)] = (b_starts, b_counts)
             nbox[j] = len(b_starts)
             self.approximate += approx
         pstarts = _matrix(rows["start"].iloc[low_rows[plain]], self.rank)
         pcounts = _matrix(rows["count"].iloc[low_rows[plain]], self.rank)
+        if self.rank == 0 and (pstarts is None or pcounts is None):     # a netCDF4 scalar traced before the fix
+            pstarts = scalar_matrix(rows["start"].iloc[low_rows[plain]], 0)
+            pcounts = scalar_matrix(rows["count"].iloc[low_rows[plain]], 1)
         if pstarts is None or pcounts is None:
             raise CcpError(f"{self.where}: {self.dataset}: a selection's start/count is missing or not of rank "
                            f"{self.rank} (the trace is damaged)")
