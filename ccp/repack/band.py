@@ -100,8 +100,9 @@ def timed_band(reader, chunks: tuple[int, ...], encode, block: tuple[int, ...], 
     """CPU seconds (this thread) of the band path's stages, for ``ccp repack --plan``: decoding source chunks
     into a band (``decode``, per source chunk; up to 16 stored ones of the first band), cutting target chunks
     out of it with their CRC (``place``) and encoding them (``encode``), per target byte, on the target chunks
-    of a region of the band of about ``sample_bytes`` (filled with the decoded chunks, repeated). Nothing is
-    written."""
+    of a region of the band of about ``sample_bytes`` (filled with the decoded chunks, repeated; at most 1024
+    target chunks). Nothing is written."""
+    import itertools
     import time
     import zlib
 
@@ -131,7 +132,7 @@ def timed_band(reader, chunks: tuple[int, ...], encode, block: tuple[int, ...], 
         arr[...] = reader.fill
     cut = []
     t2 = time.thread_time()
-    for off in list(chunks_in_box(region, chunks))[:4096]:
+    for off in itertools.islice(chunks_in_box(region, chunks), 1024):
         count = tuple(min(c, r - o) for c, r, o in zip(chunks, region, off))
         part = np.ascontiguousarray(arr[tuple(slice(o, o + n) for o, n in zip(off, count))])
         data = part.reshape(-1).view(np.uint8)
