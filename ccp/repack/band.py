@@ -98,10 +98,10 @@ def run_bands(reader, pool, dsid, chunks: tuple[int, ...], encode, written, adva
 
 def timed_band(reader, chunks: tuple[int, ...], encode, block: tuple[int, ...], sample_bytes: int) -> dict[str, float]:
     """CPU seconds (this thread) of the band path's stages, for ``ccp repack --plan``: decoding source chunks
-    into a band (``decode``, per source chunk; up to 16 stored ones of the first band), cutting target chunks
+    into a band (``decode``, per source chunk: the stored ones under the region, up to 1024), cutting target chunks
     out of it with their CRC (``place``) and encoding them (``encode``), per target byte, on the target chunks
-    of a region of the band of about ``sample_bytes`` (filled with the decoded chunks, repeated; at most 1024
-    target chunks). Nothing is written."""
+    of a region of the band of about ``sample_bytes`` (at most 1024 target chunks; the encoder's speed depends
+    on the real values). Nothing is written."""
     import itertools
     import time
     import zlib
@@ -114,7 +114,7 @@ def timed_band(reader, chunks: tuple[int, ...], encode, block: tuple[int, ...], 
 
     region = tuple(min(r, b) for r, b in zip(plan_slabs(tuple(band), chunks, itemsize, sample_bytes).block, band))
     src = reader.chunks
-    offs = [o for o in chunks_in_box(region, src) if o in reader.stored][:16]
+    offs = [o for o in itertools.islice(chunks_in_box(region, src), 1024) if o in reader.stored]
     arr = np.empty(region, dtype=reader.dtype)
     t0 = time.thread_time()
     decoded = []
@@ -124,12 +124,14 @@ def timed_band(reader, chunks: tuple[int, ...], encode, block: tuple[int, ...], 
         arr[sl] = chunk[tuple(slice(0, s.stop - s.start) for s in sl)]
         decoded.append(chunk)
     t1 = time.thread_time()
-    if decoded:   # the rest of the region: the decoded chunks again (data of the same kind for the encoder)
-        for k, o in enumerate(chunks_in_box(region, src)):
-            sl = tuple(slice(a, min(a + c, r)) for a, c, r in zip(o, src, region))
-            arr[sl] = decoded[k % len(decoded)][tuple(slice(0, s.stop - s.start) for s in sl)]
-    else:
+    if not decoded:
         arr[...] = reader.fill
+    else:   # past 1024 source chunks (or unallocated ones): the decoded chunks again, data of the same kind
+        done = set(offs)
+        for k, o in enumerate(chunks_in_box(region, src)):
+            if o not in done:
+                sl = tuple(slice(a, min(a + c, r)) for a, c, r in zip(o, src, region))
+                arr[sl] = decoded[k % len(decoded)][tuple(slice(0, s.stop - s.start) for s in sl)]
     cut = []
     t2 = time.thread_time()
     for off in itertools.islice(chunks_in_box(region, chunks), 1024):

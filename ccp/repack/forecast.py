@@ -49,9 +49,9 @@ SECONDS_PER_SOURCE_CHUNK = 30e-6
 SECONDS_PER_TARGET_CHUNK = 300e-6
 # the pipeline's main thread per target chunk: submitting its task, write_direct_chunk of its encoding
 SECONDS_PER_TARGET_WRITE = 150e-6
-# the band path's main thread per target chunk: write_direct_chunk of its encoding (cProfile of the daily-map
-# transpose, 13,824 chunks of 1.4 KiB: 0.45-0.91 s in the writing loop, profiler included)
-SECONDS_PER_BAND_WRITE = 35e-6
+# the band path's main thread per target chunk: write_direct_chunk of its encoding (8 us of CPU each for the
+# daily-map transpose's 13,824 chunks of 1.4 KiB, load 4.5), the loop around it
+SECONDS_PER_BAND_WRITE = 12e-6
 # the read-back's serial seconds per target chunk: read_direct_chunk through the reopened file's index, under
 # h5py's lock (7 us CPU, 10-13 us wall on the daily-map transpose's 13,824 chunks at load 4-6), chunks read in
 # groups per task (ccp.repack.readback)
