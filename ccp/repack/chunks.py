@@ -16,6 +16,7 @@ from ccp.errors import CcpError
 from ccp.hdf5 import lowlevel as low
 from ccp.hdf5 import plists
 from ccp.hdf5.filters import codecs, pipeline_from_dcpl
+from ccp.repack.band import run_bands
 from ccp.repack.decide import _h5_message, _layout_of, _Planner, _Target
 from ccp.repack.pipeline import ChunkPipeline
 from ccp.repack.plan import chunks_in, plan_slabs
@@ -356,6 +357,12 @@ class DatasetWriter:
         written = tgt.written = WrittenChunks()
         # a few encoded chunks per thread in flight: enough to keep every thread busy, little memory
         max_pending = self.pass_plan.pending if self.pass_plan is not None else pending_chunks(self.threads)
+        if reader.python_decoded and self.pass_plan is not None and self.pass_plan.band:
+            # target chunks of many small pieces: the band as one dense array, cut chunk by chunk (ccp.repack.band)
+            self.buffer_used = plan.slab_bytes
+            self.slabs += run_bands(reader, self.pool, self.dsid, chunks, encode, written, self.advance, plan,
+                                    self.threads, self.pass_plan.pending)
+            return
         if reader.python_decoded:    # no hyperslab in memory: target chunks one by one in the pool
             pipe = ChunkPipeline(reader, self.pool, self.dsid, chunks, encode, written, self.advance, max_pending)
             try:

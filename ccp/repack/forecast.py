@@ -26,6 +26,7 @@ import numpy as np
 
 from ccp.errors import CcpError
 from ccp.hdf5.filters import codecs, pipeline_from_dcpl
+from ccp.repack.band import timed_band
 from ccp.repack.chunks import _SourceReader
 from ccp.repack.decide import _h5_message, _Planner
 from ccp.repack.pipeline import timed_target
@@ -48,8 +49,13 @@ SECONDS_PER_SOURCE_CHUNK = 30e-6
 SECONDS_PER_TARGET_CHUNK = 300e-6
 # the pipeline's main thread per target chunk: submitting its task, write_direct_chunk of its encoding
 SECONDS_PER_TARGET_WRITE = 150e-6
-# the read-back's main-thread seconds per target chunk (read_direct_chunk through the reopened file's index)
-SECONDS_PER_READBACK_CHUNK = 60e-6
+# the band path's main thread per target chunk: write_direct_chunk of its encoding (8 us of CPU each for the
+# daily-map transpose's 13,824 chunks of 1.4 KiB, load 4.5), the loop around it
+SECONDS_PER_BAND_WRITE = 12e-6
+# the read-back's serial seconds per target chunk: read_direct_chunk through the reopened file's index, under
+# h5py's lock (7 us CPU, 10-13 us wall on the daily-map transpose's 13,824 chunks at load 4-6), chunks read in
+# groups per task (ccp.repack.readback)
+SECONDS_PER_READBACK_CHUNK = 15e-6
 # H5Ocopy of a dataset that does not change, bytes per second (raw chunks copied by the library)
 COPY_BYTES_PER_SECOND = 400e6
 # a temporary stage copy: raw bytes written and read back through the page cache
@@ -217,6 +223,14 @@ def _pipeline_rates(reader, encode, dst_chunks, tgt) -> dict[str, float]:
             "encode": sums["encode"] / nbytes}
 
 
+def _band_rates(reader, encode, dst_chunks, block) -> dict[str, float]:
+    """CPU seconds of the band path's stages (:func:`ccp.repack.band.timed_band`), median of three rounds:
+    per source chunk decoded into the band (``decode``), per target byte (``place``: cut out with its CRC,
+    ``encode``)."""
+    rounds = [timed_band(reader, tuple(dst_chunks), encode, tuple(block), _SAMPLE_BYTES) for _ in range(3)]
+    return {key: statistics.median(r[key] for r in rounds) for key in ("decode", "place", "encode")}
+
+
 def _readback_cost(tgt, src_chunks, dst_chunks, target_chunks: int, rates: _Rates) -> tuple[float, float]:
     """(main-thread CPU seconds, codec-thread CPU seconds) of the read-back (:mod:`ccp.repack.readback`):
     every target chunk read through HDF5's index and decoded again in the threads; the sampled target
@@ -322,7 +336,12 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, eff:
         stages_cpu = None
         if (tgt.method == "fast" and dst_chunks is not None and src_chunks is not None and reader.python_decoded
                 and len(src_chunks) == len(dst_chunks) and src_chunks != dst_chunks and reader.stored):
-            stages_cpu = _pipeline_rates(reader, encode, dst_chunks, tgt)
+            early = plan_pass(tgt.shape, src_chunks, dst_chunks, tgt.itemsize,
+                              pass_room(budget, dst_chunks, tgt.itemsize, threads), threads, budget.buffer_bytes)
+            if early.band:
+                stages_cpu = _band_rates(reader, encode, dst_chunks, early.block)
+            else:
+                stages_cpu = _pipeline_rates(reader, encode, dst_chunks, tgt)
     finally:
         reader.close()
     mb = lambda r: round(1e-6 / r, 1) if r else None  # noqa: E731 -- None: not measured (no Python codec)
@@ -343,16 +362,27 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, eff:
         reads, peak = stored, base + (2 * threads + 2) * 2 * math.prod(dst_chunks) * tgt.itemsize
         block: tuple[int, ...] = dst_chunks
     else:
-        order = (f"target chunks one task each, in C order within bands of {'x'.join(map(str, pp.block))} elements "
-                 f"(no band held in memory); a source chunk is decoded once per band, kept for a later band while "
-                 f"the cache has room, shared by the tasks that need it")
+        if pp.band:
+            order = (f"bands of {'x'.join(map(str, pp.block))} elements, each decoded into one array (a source chunk "
+                     f"once, kept for a later band while the cache has room), its target chunks cut out of it and "
+                     f"encoded a group per task")
+        else:
+            order = (f"target chunks one task each, in C order within bands of {'x'.join(map(str, pp.block))} "
+                     f"elements (no band held in memory); a source chunk is decoded once per band, kept for a later "
+                     f"band while the cache has room, shared by the tasks that need it")
         reads = round(count.chunk_reads * stored / count.source_chunks) if count.source_chunks else 0
         block = pp.block
-        peak = base + pp.inflight_bytes + pp.shared_bytes + count.peak_cache_bytes
+        peak = base + pp.memory_bytes
     peak += readback_bytes(dst_chunks, tgt.itemsize, threads)
     src_chunk_raw = math.prod(src_chunks) * tgt.itemsize
     rb_serial, rb_parallel = _readback_cost(tgt, src_chunks, dst_chunks, count.target_chunks, rates)
-    if stages_cpu is not None:
+    if stages_cpu is not None and pp.band:
+        # the band path (ccp.repack.band): the threads decode into the band, cut and encode its target chunks;
+        # the main thread writes them
+        worker = reads * stages_cpu["decode"] + tgt.raw_bytes * (stages_cpu["place"] + stages_cpu["encode"])
+        main_cpu = count.target_chunks * SECONDS_PER_BAND_WRITE
+        secs = max(main_cpu / main_share, (worker + main_cpu) / eff) + rb_serial / main_share + rb_parallel / eff
+    elif stages_cpu is not None:
         # the pipeline (ccp.repack.pipeline): the threads run every task's stages, the main thread lists
         # pieces and writes; both share the cores the threads get
         worker = (reads * stages_cpu["decode"] + tgt.raw_bytes * (stages_cpu["place"] + stages_cpu["encode"]))

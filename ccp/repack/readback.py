@@ -24,6 +24,7 @@ from collections.abc import Callable
 from ccp.hdf5.filters import codecs, pipeline_from_dcpl
 
 SAMPLED_CHUNKS = 4
+BATCH_BYTES = 1 << 20
 
 
 class WrittenChunks:
@@ -67,17 +68,25 @@ def check_written(db, written: WrittenChunks, itemsize: int, threads: int,
         missing = len(set(written.crc) - set(stored))
         return f"{extra} chunk(s) stored that were not written, {missing} written chunk(s) not stored"
 
-    def crc_of(off):
-        mask, raw = db.read_direct_chunk(off)   # h5py serialises HDF5 calls; the decoding runs in parallel
-        data = decode(raw, mask)
-        return off, (len(data) == chunk_bytes, zlib.crc32(data))
+    def crc_of(offs):
+        out = []
+        for off in offs:
+            mask, raw = db.read_direct_chunk(off)   # h5py serialises HDF5 calls; the decoding runs in parallel
+            data = decode(raw, mask)
+            out.append((off, len(data) == chunk_bytes, zlib.crc32(data)))
+        return out
 
+    # a group of chunks per task, about BATCH_BYTES, a few tasks per thread: thousands of tiny chunks would
+    # otherwise cost more in the pool's futures than in their decoding
+    per = max(1, min(BATCH_BYTES // max(1, chunk_bytes), len(stored) // (4 * max(1, threads))))
+    groups = [stored[i:i + per] for i in range(0, len(stored), per)]
     with cf.ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="ccp-readback") as pool:
-        for off, (whole, crc) in pool.map(crc_of, stored):
-            if not whole:
-                return f"the chunk at {off} decodes to a wrong size"
-            if crc != written.crc[off]:
-                return f"the chunk at {off} reads back other values than were written"
+        for group in pool.map(crc_of, groups):
+            for off, whole, crc in group:
+                if not whole:
+                    return f"the chunk at {off} decodes to a wrong size"
+                if crc != written.crc[off]:
+                    return f"the chunk at {off} reads back other values than were written"
     if same_region is None:
         return None
     shape = db.shape

@@ -25,6 +25,15 @@ from ccp.repack.plan import DEFAULT_BUFFER_BYTES, plan_slabs
 
 # chunks encoded ahead per thread while earlier ones are written (the writer's max_pending)
 PENDING_PER_THREAD = 2
+# the band path (ccp.repack.band) when a target chunk is made of at least this many pieces of source
+# chunks on average, of at most BAND_MAX_PIECE_BYTES each: listing and placing pieces one by one in Python
+# then costs more than a dense band (measured, benchmarks/rechunk.py's input at load 7: 2 KB pieces, the
+# transpose job, 1.8 s CPU in bands against 2.3 s in the pipeline; 8 KB pieces, the 6458 job, 1.9 s
+# against 1.7 s; a daily map file to time series, 4-byte pieces: 2.3 s against minutes)
+BAND_MIN_PIECES = 8
+BAND_MAX_PIECE_BYTES = 4096
+# the band path's tasks: target chunks of about this many raw bytes each (at least one chunk)
+TASK_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -142,11 +151,16 @@ class PassPlan:
     shared_bytes: int = 0
     inflight_bytes: int = 0
     pending: int = 1
+    band_bytes: int = 0       # the band path's dense band array (0: the per-target-chunk pipeline)
+
+    @property
+    def band(self) -> bool:
+        return self.band_bytes > 0
 
     @property
     def memory_bytes(self) -> int:
-        """What the pass adds to the process at most: tasks in flight, shared chunks, the cache in use."""
-        return self.inflight_bytes + self.shared_bytes + self.count.peak_cache_bytes
+        """What the pass adds to the process at most: tasks in flight, shared chunks, the cache in use, the band."""
+        return self.inflight_bytes + self.shared_bytes + self.count.peak_cache_bytes + self.band_bytes
 
     @property
     def rereads(self) -> int:
@@ -158,8 +172,66 @@ def pending_chunks(threads: int) -> int:
     return PENDING_PER_THREAD * threads + 2
 
 
+def band_wanted(shape, src_chunks, dst_chunks, itemsize: int) -> bool:
+    """Whether target chunks are made of many small pieces of source chunks (the band path then)."""
+    if any(d == 0 for d in shape) or tuple(src_chunks) == tuple(dst_chunks):
+        return False
+    pieces = io_ops(shape, src_chunks, dst_chunks)
+    ntgt = math.prod(-(-d // c) for d, c in zip(shape, dst_chunks))
+    return pieces >= BAND_MIN_PIECES * ntgt and math.prod(shape) * itemsize <= BAND_MAX_PIECE_BYTES * pieces
+
+
+def band_inflight_bytes(src_chunks, dst_chunks, itemsize: int, threads: int, pending: int) -> int:
+    """What the band path's tasks hold beside the band: ``pending`` tasks' encoded target chunks (a task's
+    group about TASK_BYTES, at least one chunk) and per thread a source chunk being decoded."""
+    target = math.prod(dst_chunks) * itemsize
+    return pending * max(TASK_BYTES, target) + threads * (math.prod(src_chunks) * itemsize)
+
+
+def plan_band(shape, src_chunks, dst_chunks, itemsize: int, memory_bytes: int, threads: int,
+              buffer_bytes: int | None = None) -> PassPlan | None:
+    """The band path's pass (:mod:`ccp.repack.band`): the band (a dense array of whole target chunks) reading
+    fewest source chunks, the largest of those, within ``memory_bytes`` with its cache and tasks; None when
+    no band fits."""
+    shape, src_chunks, dst_chunks = tuple(shape), tuple(src_chunks), tuple(dst_chunks)
+    target_chunk = math.prod(dst_chunks) * itemsize
+    pending = pending_chunks(threads)
+    inflight = band_inflight_bytes(src_chunks, dst_chunks, itemsize, threads, pending)
+
+    def make(buf: int) -> PassPlan:
+        buf = max(target_chunk, buf)
+        slab = plan_slabs(shape, dst_chunks, itemsize, buf)
+        cache = max(0, memory_bytes - inflight - slab.slab_bytes)
+        return PassPlan(buf, cache, slab.block, count_pass(shape, src_chunks, dst_chunks, itemsize, buf, cache),
+                        0, inflight, pending, slab.slab_bytes)
+
+    if buffer_bytes is not None:
+        plans = [make(int(buffer_bytes))]
+    else:
+        room = max(1, memory_bytes - inflight)
+        sizes = {DEFAULT_BUFFER_BYTES, *_aligned_buffers(shape, src_chunks, dst_chunks, itemsize, room // 2)}
+        sizes |= {target_chunk * 2**k for k in range(0, 40) if target_chunk * 2**k < DEFAULT_BUFFER_BYTES}
+        plans = [make(b) for b in sorted(sizes) if b <= room]
+    fitting = [p for p in plans if p.memory_bytes <= memory_bytes]
+    if not fitting:
+        return None
+    return min(fitting, key=lambda p: (p.count.chunk_reads, -p.band_bytes))
+
+
 def plan_pass(shape, src_chunks, dst_chunks, itemsize: int, memory_bytes: int, threads: int = 1,
               buffer_bytes: int | None = None) -> PassPlan:
+    """The pass of a copy: the band path's (:func:`plan_band`) when target chunks are made of many pieces and
+    a band fits reading no more source chunks than the pipeline, else the pipeline's (:func:`plan_pipeline`)."""
+    piped = plan_pipeline(shape, src_chunks, dst_chunks, itemsize, memory_bytes, threads, buffer_bytes)
+    if band_wanted(shape, src_chunks, dst_chunks, itemsize):
+        band = plan_band(shape, src_chunks, dst_chunks, itemsize, memory_bytes, threads, buffer_bytes)
+        if band is not None and band.count.chunk_reads <= piped.count.chunk_reads:
+            return band
+    return piped
+
+
+def plan_pipeline(shape, src_chunks, dst_chunks, itemsize: int, memory_bytes: int, threads: int = 1,
+                  buffer_bytes: int | None = None) -> PassPlan:
     """The band (hyperslab buffer), cache and chunks in flight for one pass within ``memory_bytes`` (beyond
     what the process already holds). ``buffer_bytes`` given: that band size, the cache gets the rest.
 

@@ -79,7 +79,7 @@ def test_plan_json_has_the_promised_keys(tmp_path):
     for key in ("predicted_seconds", "peak_memory_bytes", "bytes_read", "bytes_written"):
         assert doc[key] > 0
     (d,) = doc["datasets"]
-    assert d["read_order"].startswith("target chunks one task each")
+    assert d["read_order"].startswith("bands of 6000x30 elements, each decoded into one array")  # 800-byte pieces
     assert d["cache_bytes"] == 0 and d["hyperslab"] == [6000, 30]   # one band: no source chunk kept for a later one
     assert d["decode_mb_per_s"] > 0 and d["encode_mb_per_s"] > 0
     assert not list(tmp_path.glob("*.ccp-tmp-*")) and sorted(p.name for p in tmp_path.iterdir()) == ["in.h5"]

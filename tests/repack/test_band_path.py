@@ -1,0 +1,133 @@
+"""The band path of a rechunking copy (:mod:`ccp.repack.band`): target chunks of many small pieces are cut
+out of one dense band with values exact, the plan picks it only then, its memory counts the band; and the
+pipeline's piece finder (per axis, arithmetic) equals a scan over every source chunk."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import h5py
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ccp.repack import chunks as chunks_mod
+from ccp.repack.copy import repack
+from ccp.repack.pipeline import ChunkPipeline
+from ccp.repack.rechunk import band_wanted, plan_pass
+
+CASES = [
+    # shape, source chunks, target chunks, filters, unallocated source chunks (every k-th, 0: none)
+    ((73, 12, 18), (1, 12, 18), (73, 1, 1), "shuffle+gzip", 0),     # daily maps to time series
+    ((73, 12, 18), (1, 5, 7), (73, 2, 3), "gzip", 0),               # edge chunks on both grids
+    ((50, 9, 11), (1, 9, 11), (50, 1, 1), "gzip", 3),               # a sparse source: fill value read back
+    ((400, 30), (400, 1), (1, 30), "none", 0),                      # columns to rows, unfiltered
+]
+IDS = ["daily-maps", "edges", "sparse", "2d-unfiltered"]
+
+
+@pytest.fixture(autouse=True)
+def fresh_process(monkeypatch):
+    """The process holds what a fresh ``ccp repack`` does, whatever ran before in this test worker."""
+    from ccp.repack import forecast, rechunk
+
+    monkeypatch.setattr(rechunk, "process_rss", lambda: 150 * 2**20)
+    monkeypatch.setattr(forecast, "process_rss", lambda: 150 * 2**20)
+
+
+def _make(path, shape, chunks, filters, every: int) -> np.ndarray:
+    data = np.random.default_rng(7).standard_normal(shape).astype("f4").round(2)
+    kw: dict = {"fillvalue": -9.0}
+    if filters != "none":
+        kw.update(compression="gzip", compression_opts=4, shuffle="shuffle" in filters)
+    with h5py.File(path, "w") as f:
+        d = f.create_dataset("data", shape=shape, dtype="f4", chunks=chunks, **kw)
+        grid = [range(0, n, c) for n, c in zip(shape, chunks)]
+        for k, off in enumerate(itertools.product(*grid)):
+            sl = tuple(slice(o, o + c) for o, c in zip(off, chunks))
+            if every and k % every == 0:
+                data[sl] = -9.0      # never written: reads as the fill value
+            else:
+                d[sl] = data[sl]
+    return data
+
+
+@pytest.mark.parametrize(("shape", "src", "dst", "filters", "every"), CASES, ids=IDS)
+def test_a_transposing_rechunk_to_tiny_chunks_goes_through_bands_with_equal_values(
+        tmp_path, monkeypatch, shape, src, dst, filters, every):
+    data = _make(tmp_path / "in.h5", shape, src, filters, every)
+    assert band_wanted(shape, src, dst, 4)
+    bands: list = []
+    run_bands = chunks_mod.run_bands
+    monkeypatch.setattr(chunks_mod, "run_bands", lambda *a, **k: bands.append(run_bands(*a, **k)) or bands[-1])
+    spec = "none" if filters == "none" else filters.replace("gzip", "gzip:4")
+    repack(tmp_path / "in.h5", tmp_path / "out.h5", {"/data": dst}, {"/data": spec}, memory_bytes=512 * 2**20)
+    assert bands and bands[0] >= 1
+    with h5py.File(tmp_path / "out.h5", "r") as f:
+        assert f["data"].chunks == dst
+        np.testing.assert_array_equal(f["data"][...], data)
+
+
+@pytest.mark.parametrize(("shape", "src", "dst", "band"), [
+    ((365, 96, 144), (1, 96, 144), (365, 1, 1), True),          # 365 pieces of 4 bytes
+    ((200000, 100), (2000, 1), (500, 100), True),               # 100 pieces of 2 KB
+    ((200000, 100), (2000, 1), (20000, 10), False),             # 100 pieces of 8 KB: the pipeline
+    ((200000, 100), (2000, 1), (2000, 1), False),               # the same grid
+], ids=["daily-maps", "transpose", "6458", "same-grid"])
+def test_the_plan_takes_bands_for_many_small_pieces_and_counts_the_band(shape, src, dst, band):
+    pp = plan_pass(shape, src, dst, 4, 512 * 2**20, threads=2)
+    assert pp.band is band
+    if band:
+        assert pp.band_bytes == math.prod(min(b, d) for b, d in zip(pp.block, shape)) * 4
+        assert pp.memory_bytes >= pp.band_bytes + pp.inflight_bytes + pp.count.peak_cache_bytes
+        assert pp.memory_bytes <= 512 * 2**20
+
+
+def test_a_band_under_a_small_budget_fits_it_or_the_pipeline_copies():
+    pp = plan_pass((365, 96, 144), (1, 96, 144), (365, 1, 1), 4, 8 * 2**20, threads=2)
+    assert not pp.band or pp.memory_bytes <= 8 * 2**20
+
+
+class _Reader:
+    def __init__(self, shape, chunks):
+        self.shape, self.chunks = shape, chunks
+
+
+def _scanned(shape, src, off, count):
+    """The pieces of the target box ``off``/``count``: every source chunk of the grid tested for overlap."""
+    out = set()
+    for s in itertools.product(*(range(0, d, c) for d, c in zip(shape, src))):
+        lo = [max(a, o) for a, o in zip(s, off)]
+        hi = [min(a + c, o + n, d) for a, c, o, n, d in zip(s, src, off, count, shape)]
+        if all(a < b for a, b in zip(lo, hi)):
+            out.add((s, tuple((a - o, b - o) for a, b, o in zip(lo, hi, off)),
+                     tuple((a - x, b - x) for a, b, x in zip(lo, hi, s))))
+    return out
+
+
+@st.composite
+def _boxes(draw):
+    ndim = draw(st.integers(1, 3))
+    shape = tuple(draw(st.integers(1, 12)) for _ in range(ndim))
+    src = tuple(draw(st.integers(1, 6)) for _ in range(ndim))
+    dst = tuple(draw(st.integers(1, 6)) for _ in range(ndim))
+    off = tuple(draw(st.integers(0, -(-d // t) - 1)) * t for d, t in zip(shape, dst))
+    return shape, src, dst, off
+
+
+@settings(max_examples=200, deadline=None)
+@given(_boxes())
+def test_the_piece_finder_equals_a_scan_of_every_source_chunk(box):
+    shape, src, dst, off = box
+    count = tuple(min(t, d - o) for t, d, o in zip(dst, shape, off))
+    pipe = ChunkPipeline(_Reader(shape, src), None, None, dst, None, None, None, 1)
+    axes = [pipe._axis_pieces(k, o, n) for k, (o, n) in enumerate(zip(off, count))]
+    found = set()
+    for combo in itertools.product(*axes):
+        src_off = tuple(a[0] for a in combo)
+        dst_sl = tuple((a[1].start, a[1].stop) for a in combo)
+        src_sl = tuple((a[2].start, a[2].stop) for a in combo)
+        found.add((src_off, dst_sl, src_sl))
+    assert found == _scanned(shape, src, off, count)
