@@ -23,7 +23,7 @@ MAX_TOUCHED = 20_000_000  # (request, chunk) pairs listed at once; beyond, worki
 BATCH = 200_000           # requests handled at a time by the functions over a whole sequence
 
 
-def _next_prime(n: int) -> int:
+def next_prime(n: int) -> int:
     n = max(int(n), 2)
     while any(n % p == 0 for p in range(2, int(n ** 0.5) + 1)):
         n += 1
@@ -33,7 +33,7 @@ def _next_prime(n: int) -> int:
 def cache_for(nbytes: int, chunk_bytes: int) -> ChunkCache:
     """A cache of ``nbytes`` with a prime slot count about 100x the chunks it holds."""
     held = max(1, nbytes // max(chunk_bytes, 1))
-    return ChunkCache(int(nbytes), _next_prime(min(max(100 * held, MIN_NSLOTS), MAX_NSLOTS)), DEFAULT_W0)
+    return ChunkCache(int(nbytes), next_prime(min(max(100 * held, MIN_NSLOTS), MAX_NSLOTS)), DEFAULT_W0)
 
 
 def most_common_row(rows: np.ndarray, shape, mask: np.ndarray | None = None) -> tuple[int, ...]:

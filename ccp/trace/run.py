@@ -32,7 +32,9 @@ BOOTSTRAP = Path(__file__).resolve().parent / "bootstrap"
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 ENV_SOCK = "CCP_TRACE_SOCK"      # the recorder's name for it too (ccp.trace.recorder.ENV_SOCK)
 TERM_GRACE_S = 10.0             # after passing SIGTERM on, how long the program may take to leave
-END_GRACE_S = 2.0               # after the program left, how long its recorded processes may take to say "end"
+# after the program left, how long its recorded processes may take to say "end" (waited only while one is alive and
+# has not said it: a pool's forkserver or a terminated worker ending on a loaded machine took over 2 s in CI)
+END_GRACE_S = 10.0
 GROUP_GRACE_S = 3.0             # after a stopped program left, how long the rest of its group may take (twice)
 
 

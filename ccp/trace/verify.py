@@ -25,7 +25,7 @@ import numpy as np
 
 from ccp.chunkcache import ChunkCache
 from ccp.hdf5.defaults import DEFAULT_W0
-from ccp.trace.cures import block_sequence
+from ccp.trace.cures import block_sequence, next_prime
 from ccp.trace.libraries import NON_COORD, is_local_path
 from ccp.workload.replay import ReplaySequence
 from ccp.workload.replay_batches import replay_sequence
@@ -151,18 +151,11 @@ def netcdf4_copy(src_path: str, dataset: str, chunks, tmp: str) -> str:
         row = int(np.prod(shape[1:])) * v.dtype.itemsize
         step = chunks[0] * max(1, (64 << 20) // max(1, chunks[0] * row))
         slab_chunks = int(np.prod([-(-n // c) for n, c in zip(shape[1:], chunks[1:])])) * -(-min(step, shape[0]) // chunks[0])
-        w.set_var_chunk_cache(size=max(step * row * 2, 1 << 20), nelems=_prime_above(2 * slab_chunks + 1009),
+        w.set_var_chunk_cache(size=max(step * row * 2, 1 << 20), nelems=next_prime(2 * slab_chunks + 1009),
                               preemption=DEFAULT_W0)
         for i in range(0, shape[0], step):
             w[i:min(i + step, shape[0])] = v[i:min(i + step, shape[0])]
     return out
-
-
-def _prime_above(n: int) -> int:
-    n = max(int(n), 2)
-    while any(n % p == 0 for p in range(2, int(n ** 0.5) + 1)):
-        n += 1
-    return n
 
 
 def _unmeasured(name: str, note: str) -> dict:
