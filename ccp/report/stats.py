@@ -111,6 +111,30 @@ def _rankdata(a: np.ndarray) -> np.ndarray:
     return ranks
 
 
+def signed_rank_p(a, b) -> float:
+    """Two-sided p of the exact Wilcoxon signed-rank test on the per-round log ratios of ``a`` and ``b``
+    (round i of each measured side by side, as tune's interleaved runoff does): how often signs drawn at random
+    give a rank sum as far from 0 as the measured one. Rounds with equal times carry no sign and are dropped
+    (p 1 when none is left); equal |differences| share their mean rank (:func:`_rankdata`)."""
+    d = np.log(np.asarray(a, float)) - np.log(np.asarray(b, float))
+    d = d[d != 0]
+    n = len(d)
+    if n == 0:
+        return 1.0
+    ranks = _rankdata(np.abs(d))
+    if n > 20:     # the normal approximation: 2**n sign assignments would be too many
+        sd = math.sqrt(n * (n + 1) * (2 * n + 1) / 24)
+        z = abs(float(ranks[d > 0].sum()) - n * (n + 1) / 4) / sd
+        return float(1 - math.erf(z / math.sqrt(2)))
+    w = float(ranks[d > 0].sum())
+    mid = ranks.sum() / 2
+    # every sign assignment's positive rank sum, exactly (2**n, rounds are few)
+    sums = np.zeros(1)
+    for r in ranks:
+        sums = np.concatenate([sums, sums + r])
+    return float(min(1.0, np.mean(np.abs(sums - mid) >= abs(w - mid) - 1e-9)))
+
+
 def ci95(s: Sample) -> tuple[float, float]:
     """95% confidence interval of the pass time from per-request samples; (NaN, NaN) without them.
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from ccp.chunkcache import ChunkCache
 from ccp.hdf5.defaults import MIN_NSLOTS
+from ccp.report.stats import signed_rank_p as paired_p
 from ccp.tune.prove import Contender, measure_interleaved
 from ccp.tune.search import frugal_cache
 from ccp.units import format_bytes, format_seconds
@@ -195,32 +196,3 @@ def clearly_apart(a, b) -> bool:
     sign_p = min(1.0, 2 * sum(comb(n, i) for i in range(k + 1)) / 2 ** n)
     ratio = float(np.median(np.asarray(a, float) / np.asarray(b, float)))
     return bool(sign_p <= CLEAR_SIGN_P and max(ratio, 1 / ratio) >= CLEAR_MARGIN)
-
-
-def paired_p(a, b) -> float:
-    """Two-sided p of the exact Wilcoxon signed-rank test on the per-round log ratios of ``a`` and ``b``
-    (round i of each measured side by side): how often signs drawn at random give a rank sum as far from
-    0 as the measured one. Rounds with equal times carry no sign and are dropped (p 1 when none is left)."""
-    d = np.log(np.asarray(a, float)) - np.log(np.asarray(b, float))
-    d = d[d != 0]
-    n = len(d)
-    if n == 0:
-        return 1.0
-    ranks = np.argsort(np.argsort(np.abs(d))) + 1.0
-    # equal |differences| share their mean rank
-    for v in np.unique(np.abs(d)):
-        same = np.abs(d) == v
-        ranks[same] = ranks[same].mean()
-    if n > 20:     # the normal approximation: 2**n sign assignments would be too many
-        from math import erf, sqrt
-
-        sd = sqrt(n * (n + 1) * (2 * n + 1) / 24)
-        z = abs(float(ranks[d > 0].sum()) - n * (n + 1) / 4) / sd
-        return float(1 - erf(z / sqrt(2)))
-    w = float(ranks[d > 0].sum())
-    mid = ranks.sum() / 2
-    # every sign assignment's positive rank sum, exactly (2**n, rounds are few)
-    sums = np.zeros(1)
-    for r in ranks:
-        sums = np.concatenate([sums, sums + r])
-    return float(min(1.0, np.mean(np.abs(sums - mid) >= abs(w - mid) - 1e-9)))
