@@ -83,7 +83,10 @@ def patch_exit(rec) -> None:
     real_exit = os._exit
 
     def _exit(status, _real=real_exit):
-        rec.finish_quietly()
+        try:
+            rec.finish()
+        except BaseException:  # the program asked to leave now: leave whatever happened here
+            pass
         _real(status)
 
     _exit.__wrapped__ = real_exit  # type: ignore[attr-defined]
@@ -96,9 +99,7 @@ def flush_on_sigterm(rec) -> None:
     ``Pool.terminate`` (which leaving ``with Pool()`` calls) ends its workers with SIGTERM, which skips every exit
     hook: without this each worker of a pool torn down by its own parent read as a process that died unrecorded.
     Left alone when the program (an initializer, say) already handles SIGTERM; a SIGKILL still loses the buffer,
-    and the trace says so. Not installed in the top-level program: a Python-level handler would show there
-    (``signal.getsignal`` no longer SIG_DFL) and would delay its death until a long C call (an HDF5 read, a numpy
-    operation) returns; its buffered calls lost to a SIGTERM are said (the trace is INCOMPLETE).
+    and the trace says so.
     """
     import signal
 
@@ -111,7 +112,10 @@ def flush_on_sigterm(rec) -> None:
             # pool): killing it now would cut its last write or its "end" line; they end it by this signal when done
             rec.term_pending = signum
             return
-        rec.finish_quietly()
+        try:
+            rec.finish()
+        except BaseException:  # the process is being ended: end it whatever happened here
+            pass
         die_of(signum)
 
     signal.signal(signal.SIGTERM, on_term)
