@@ -142,7 +142,7 @@ def test_filters_without_a_python_codec_say_so():
 
 
 # h5repack's -f keywords: h5repack (Debian's 1.10) writes the file; ccp reads back what it means
-H5REPACK = [("GZIP=6", INTS, "gzip:6"), ("SHUF", INTS, "shuffle"), ("FLET", INTS, "fletcher32"),
+H5REPACK = [("GZIP=6", INTS, "gzip:6"), ("GZIP=0", INTS, "gzip:0"), ("SHUF", INTS, "shuffle"), ("FLET", INTS, "fletcher32"),
             ("SZIP=8,NN", INTS, "szip:nn:8"), ("SZIP=16,EC", FLOATS, "szip:ec:16"), ("NBIT", INTS, "nbit"),
             ("SOFF=2,IN", INTS, "scaleoffset:2"), ("SOFF=3,DS", FLOATS, "scaleoffset:3")]
 
@@ -166,7 +166,7 @@ def test_h5repack_keyword_means_what_h5repack_writes(tmp_path, option, data, spe
 
 @pytest.mark.parametrize(("option", "words"), [
     ("SHUF=1", ["SHUF takes no parameter"]), ("GZIP", ["GZIP needs a parameter", "GZIP=6"]),
-    ("GZIP=10", ["1-9"]), ("SZIP=7,NN", ["even"]), ("SOFF=2", ["IN", "DS"]), ("UD=307,1,9", ["not supported"]),
+    ("GZIP=10", ["0-9"]), ("SZIP=7,NN", ["even"]), ("SOFF=2", ["IN", "DS"]), ("UD=307,1,9", ["not supported"]),
 ], ids=["shuf-arg", "gzip-no-arg", "gzip-range", "szip-odd", "soff-no-type", "ud"])
 def test_bad_h5repack_filter_is_one_line(option, words):
     with pytest.raises(ConfigError) as err:

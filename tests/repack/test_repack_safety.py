@@ -122,7 +122,7 @@ def test_cli(rich, tmp_path):
     (["-l", f"{CRIS}:CHUNK=1x6x3", "IN", "OUT"], "rank 3"),
     (["-l", f"{CRIS}:CHUNK=1x0x3x17", "IN", "OUT"], "> 0"),
     (["-l", "/missing:CONTI", "IN", "OUT"], "no dataset /missing"),
-    (["-f", "/floats:GZIP=11", "IN", "OUT"], "1-9"),
+    (["-f", "/floats:GZIP=11", "IN", "OUT"], "0-9"),
     (["IN", "IN"], "is the input"),
     (["MISSING", "OUT"], "does not exist"),
     (["--buffer", "lots", "IN", "OUT"], "--buffer"),

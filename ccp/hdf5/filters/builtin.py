@@ -42,8 +42,9 @@ class Gzip(Filter):
 
     @classmethod
     def from_h5repack(cls, arg, where):
-        if not arg.isdigit() or not 1 <= int(arg) <= 9:
-            raise ConfigError(where, f"GZIP level must be an integer 1-9, got {arg!r}")
+        # h5repack's help says 1-9, but the binary takes 0 (a deflate filter that stores): as gzip:0 does here
+        if not arg.isdigit() or not 0 <= int(arg) <= 9:
+            raise ConfigError(where, f"GZIP level must be an integer 0-9, got {arg!r}")
         return FilterStep(cls.name, (str(int(arg)),))
 
     @classmethod
