@@ -46,6 +46,7 @@ from h5py import h5f
 from ccp.errors import CcpError, ConfigError
 from ccp.hdf5 import lowlevel as low
 from ccp.hdf5.filters import FilterPipeline, check_available, codecs, parse_filters
+from ccp.outfile import output_target
 from ccp.repack.compare import verify_written
 from ccp.repack.decide import _h5_message, _Planner
 from ccp.repack.options import CONTIGUOUS, as_layout, normalise_path
@@ -74,6 +75,10 @@ def _check_paths(src, dst, dry_run: bool) -> tuple[str, str]:
         raise ConfigError("OUT", f"output {dst} is the input file; write to another file")
     if os.path.isdir(dst):
         raise ConfigError("OUT", f"output {dst} is a folder; to write {os.path.basename(src)} into it, give -o {dst}")
+    target, why = output_target(dst)        # the copy is renamed onto OUT: never over a device, through a link
+    if why is not None:
+        raise ConfigError("OUT", why)
+    dst = os.fspath(target)
     parent = os.path.dirname(os.path.abspath(dst))
     if not dry_run and not os.path.isdir(parent):
         raise ConfigError("OUT", f"folder {parent} does not exist")

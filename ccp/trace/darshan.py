@@ -22,6 +22,7 @@ from collections import Counter
 from pathlib import Path
 
 from ccp.errors import CcpError
+from ccp.outfile import output_target, umask_mode
 from ccp.trace.darshan_log import H5DRecord, read_log
 
 DIMS = 5                         # Darshan keeps the access shape of the last five dimensions (H5D_MAX_NDIMS)
@@ -146,16 +147,39 @@ def _sweep_name(log: Path) -> str:
     return f"darshan-{stem.strip('.') or 'log'}"
 
 
-def _check_out(out: Path, force: bool, protect: tuple[Path, ...] = ()) -> None:
+def _check_out(out: Path, force: bool, protect: tuple[Path, ...] = ()) -> Path:
+    """The file the sweep is renamed onto (a symbolic link's target), or a one-line refusal."""
     for p in protect:
         if out.exists() and p.exists() and out.samefile(p):
             raise CcpError(f"-o: {out} is the input {p}: refusing to write over it")
     if out.is_dir():
         raise CcpError(f"-o: {out} is a folder; give a file name for the sweep")
-    if out.exists() and not force:
+    target, why = output_target(out)
+    if why is not None:
+        raise CcpError(f"-o: {why}")
+    if os.path.lexists(out) and not force:
         raise CcpError(f"-o: {out} exists; refusing to overwrite it (use --force to replace it)")
-    if not out.parent.is_dir():
-        raise CcpError(f"-o: folder {out.parent} does not exist")
+    if not target.parent.is_dir():
+        raise CcpError(f"-o: folder {target.parent} does not exist")
+    return target
+
+
+def _check_data_file(file: str, dset: str, d: dict, where: str) -> None:
+    """The sweep's file must hold the logged dataset at the logged size, or ``ccp check`` would refuse the sweep."""
+    from ccp.hdf5.dataset import open_readonly
+
+    if Path(file).is_dir():
+        raise CcpError(f"{where}: {file} is a folder; give the HDF5 file the job used")
+    hint = "give the file the job used with --file" if where != "--file" else "not the file the job used"
+    with open_readonly(Path(file), where) as f:
+        obj = f.get(dset)
+        shape = getattr(obj, "shape", None)
+        if shape is None:
+            raise CcpError(f"{where}: {file} has no dataset {dset} (the log's {d['name']}); {hint}")
+        points = math.prod(shape)
+        if d["npoints"] and (len(shape) != d["ndims"] or points != d["npoints"]):
+            raise CcpError(f"{where}: {file}:{dset} is {'x'.join(map(str, shape)) or 'scalar'} ({points} elements), "
+                           f"the log's has {d['npoints']} elements in {d['ndims']} dims; {hint}")
 
 
 def write_new(out: Path, text: str, force: bool, protect: tuple[Path, ...] = ()) -> None:
@@ -165,18 +189,19 @@ def write_new(out: Path, text: str, force: bool, protect: tuple[Path, ...] = ())
     ``out`` appeared meanwhile) or, with ``force``, renamed over it: an interrupted write or a full
     disk leaves no half-written sweep and no temporary file.
     """
-    _check_out(out, force, protect)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name[:40]}.", suffix=".tmp")
+    target = _check_out(out, force, protect)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name[:40]}.", suffix=".tmp")
     try:
+        os.fchmod(fd, umask_mode())      # as open() would make it: a sweep is shared, not private
         with os.fdopen(fd, "w") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
         if force:
-            os.replace(tmp, out)
+            os.replace(tmp, target)
         else:
             try:
-                os.link(tmp, out)
+                os.link(tmp, target)
             except FileExistsError:
                 raise CcpError(f"-o: {out} exists; refusing to overwrite it (use --force to replace it)") from None
     except OSError as exc:
@@ -205,6 +230,8 @@ def darshan_to_sweep(log, out, h5file: str | None = None, *, dataset: str | None
     if not dset:
         raise CcpError(f"{log}: the H5D record {d['name']!r} does not name a dataset as FILE:/PATH")
     file = h5file or file
+    if Path(file).exists():
+        _check_data_file(file, dset, d, "--file" if h5file else f"{log}")
     op = "write" if d["reads"] == 0 and d["writes"] > 0 else "read"
     access, notes = [], []
     if d["reads"] and d["writes"]:

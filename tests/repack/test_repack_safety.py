@@ -162,6 +162,23 @@ def test_write_protected_out_is_refused(rich, tmp_path):
     assert out.read_bytes() == b"keep me"
 
 
+def test_an_out_that_is_a_pipe_is_refused_and_left_as_it_was(rich, tmp_path):
+    """The copy is renamed onto OUT: over a device or a pipe it would replace the node itself."""
+    fifo = tmp_path / "pipe.h5"
+    os.mkfifo(fifo)
+    one_line_error(cli(rich, fifo), "a pipe, not a file")
+    assert fifo.is_fifo() and leftovers(tmp_path) == []
+
+
+def test_an_out_that_links_to_a_file_is_written_through(rich, tmp_path):
+    real, link = tmp_path / "real.h5", tmp_path / "link.h5"
+    real.write_bytes(b"old")
+    link.symlink_to(real)
+    r = cli(rich, link)
+    assert r.exit_code == 0, r.output
+    assert link.is_symlink() and h5py.is_hdf5(real)
+
+
 def test_stale_temp_of_a_dead_repack_is_removed(rich, tmp_path):
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()

@@ -153,6 +153,69 @@ def test_the_input_log_is_never_overwritten(tmp_path, how, force):
     assert log.read_bytes() == IOR.read_bytes()
 
 
+@pytest.mark.parametrize("how", ["fifo", "link-to-fifo"])
+def test_an_output_that_is_not_a_file_is_refused_and_left_as_it_was(tmp_path, how):
+    """The sweep is renamed into place: over a device or a pipe (``-o /dev/null --force`` as root) it would
+    replace the node itself, so anything but a regular file is refused, with or without --force."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    out = fifo if how == "fifo" else tmp_path / "link.yaml"
+    if how == "link-to-fifo":
+        out.symlink_to(fifo)
+    one_line_error(ccp("from-darshan", IOR, "-o", out, "--force"), "-o", "a pipe, not a file")
+    assert fifo.is_fifo() and (how == "fifo" or out.is_symlink())
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted({"pipe", out.name})   # no temporary file left
+
+
+def test_a_link_to_a_file_is_written_through_and_stays_a_link(tmp_path):
+    real, link = tmp_path / "real.yaml", tmp_path / "link.yaml"
+    real.write_text("old\n")
+    link.symlink_to(real)
+    r = ccp("from-darshan", IOR, "-o", link, "--force")
+    assert r.returncode == 0, r.stderr
+    assert link.is_symlink() and "Dataset-0000.0000" in real.read_text()
+
+
+def test_the_sweep_gets_the_mode_open_would_give(tmp_path):
+    out = tmp_path / "sweep.yaml"
+    mask = os.umask(0o022)
+    try:
+        r = ccp("from-darshan", IOR, "-o", out)
+    finally:
+        os.umask(mask)
+    assert r.returncode == 0, r.stderr
+    assert out.stat().st_mode & 0o777 == 0o644       # not mkstemp's 0600: a sweep is shared
+
+
+def _ior_file(path, shape):
+    import h5py
+
+    with h5py.File(path, "w") as f:
+        f.create_dataset("Dataset-0000.0000", shape=shape, dtype="f8")
+    return path
+
+
+@pytest.mark.parametrize("make,message", [
+    (lambda d: d, "is a folder"),
+    (lambda d: (d / "t.txt", (d / "t.txt").write_text("x"))[0], "not an HDF5 file"),
+    (lambda d: _ior_file(d / "other.h5", (100,)), "524288 elements"),
+    (lambda d: _ior_file(d / "two.h5", (512, 1024)), "in 1 dims"),
+], ids=["folder", "text-file", "other-size", "other-rank"])
+def test_a_file_that_cannot_be_the_jobs_is_refused(tmp_path, make, message):
+    """A sweep over a file that does not hold the logged dataset at its size is one ``ccp check`` refuses."""
+    data = make(tmp_path)
+    one_line_error(ccp("from-darshan", IOR, "-o", tmp_path / "s.yaml", "--file", data), "--file", message)
+    assert not (tmp_path / "s.yaml").exists()
+
+
+def test_the_jobs_file_at_its_size_makes_a_sweep_ccp_check_takes(tmp_path):
+    data = _ior_file(tmp_path / "mine.h5", (524288,))
+    r = ccp("from-darshan", IOR, "-o", tmp_path / "s.yaml", "--file", data)
+    assert r.returncode == 0, r.stderr
+    r = ccp("check", tmp_path / "s.yaml")
+    assert r.returncode == 0, r.stderr
+
+
 @pytest.mark.parametrize("args,message", [
     (["-o", ""], "-o"),
     (["-o", "{tmp}"], "directory"),
