@@ -43,7 +43,7 @@ def traced_env(parts_dir: Path, base: dict | None = None, sock_name: str | None 
     env = dict(os.environ if base is None else base)
     old = env.get("PYTHONPATH")
     env["PYTHONPATH"] = str(BOOTSTRAP) + (os.pathsep + old if old else "")
-    env["CCP_TRACE_DIR"] = str(parts_dir)
+    env["CCP_TRACE_DIR"] = os.path.abspath(parts_dir)      # the program may chdir before its first flush
     env["CCP_TRACE_ROOT"] = str(PACKAGE_ROOT)
     if sock_name:
         env[ENV_SOCK] = sock_name

@@ -163,3 +163,24 @@ def test_existing_trace_needs_force(tmp_path):
 def test_help_has_an_example(command):
     r = ccp(command, "--help")
     assert r.returncode == 0 and "Example:" in r.stdout
+
+
+def test_a_program_that_changes_folder_is_traced_into_the_relative_out_given(tmp_path):
+    """`-o T` is relative to where ccp trace ran, not to wherever the program goes before its first flush."""
+    import h5py
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    with h5py.File(tmp_path / "d.h5", "w") as f:
+        f.create_dataset("x", data=list(range(10)))
+    prog = tmp_path / "prog.py"
+    prog.write_text(textwrap.dedent(f"""
+        import os, h5py
+        os.chdir({str(elsewhere)!r})
+        with h5py.File({str(tmp_path / "d.h5")!r}, "r") as f:
+            print(f["x"][3])
+    """))
+    r = ccp("trace", "-o", "T", "--", sys.executable, prog, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert header(tmp_path / "T")["calls"] == 1
+    assert list(elsewhere.iterdir()) == []          # nothing written where the program went
