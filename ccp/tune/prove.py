@@ -69,6 +69,9 @@ class Measured:
 
 
 def access_dict(a) -> dict:
+    if a.trace is not None:       # a replay: the traced selections, not tiles of its largest request
+        d = {"op": a.op, "trace": a.trace, "dataset": a.trace_dataset}
+        return d if a.pid is None else {**d, "pid": a.pid}
     d = {"op": a.op, "block": list(a.block)}
     if a.order is not None:
         d["order"] = list(a.order)
