@@ -27,6 +27,7 @@ from ccp.units import format_bytes, shape_str
 _FAST_KINDS = "iufbS"
 _MAX_CHUNK_BYTES = 2**32 - 1
 _GUESS_CHUNK_BYTES = 1024 * 1024
+_FIRST_PLUGIN_ID = 256         # ids below are HDF5's own filters (1-6 used); plugins are registered from 256 (H5Zpublic.h)
 
 
 def _layout_of(dcpl, ds) -> str:
@@ -340,20 +341,27 @@ class _Planner:
         return tgt
 
     def rewrite_instead_of_copy(self, tgt: _Target, ds) -> None:
-        """H5Ocopy of a dataset whose fill value is variable-length (netCDF-4 string variables) writes a
-        fill value message that points into the source's global heap (HDF5 2.0): the copy cannot be
-        opened. Such a dataset is written through the library, in its own layout and filters."""
-        if tgt.changed or tgt.shape is None:
+        """Two variable-length datasets H5Ocopy cannot copy are written through the library instead, in
+        their own layout and filters: one whose fill value is variable-length (netCDF-4 string variables),
+        whose copy's fill value message points into the source's global heap (HDF5 2.0: the copy cannot
+        be opened); and one filtered by a plugin (a PyTables VLArray with bzip2), which H5Ocopy decodes
+        to copy its heap objects and then frees wrongly: the process aborts (h5py's own copy and Debian's
+        h5repack too)."""
+        if tgt.changed or tgt.shape is None or not low.has_vlen(ds.id.get_type()):
             return
         dcpl = ds.id.get_create_plist()
-        if dcpl.fill_value_defined() != h5d.FILL_VALUE_USER_DEFINED or not low.has_vlen(ds.id.get_type()):
+        plugin = next((int(dcpl.get_filter(i)[0]) for i in range(dcpl.get_nfilters())
+                       if int(dcpl.get_filter(i)[0]) >= _FIRST_PLUGIN_ID), None)
+        if dcpl.fill_value_defined() != h5d.FILL_VALUE_USER_DEFINED and plugin is None:
             return
         old = _as_layout_str(tgt.old_layout)
         if old is None or missing_decoder(dcpl):
             return
         tgt.new_layout, tgt.new_pipeline, tgt.changed = old, tgt.old_pipeline, True
         tgt.keep_filters = old.kind == "chunked"
-        tgt.method, tgt.reason = "library", "a variable-length fill value, which H5Ocopy would leave in the source's heap"
+        tgt.method, tgt.reason = "library", (f"variable-length data filtered by a plugin (id {plugin}), which H5Ocopy "
+                                             "would crash on" if plugin is not None else
+                                             "a variable-length fill value, which H5Ocopy would leave in the source's heap")
 
     def _method(self, tgt: _Target) -> tuple[str, str]:
         lay = tgt.layout

@@ -140,3 +140,32 @@ def test_pandas_hdfstore_table(tmp_path):
 
     assert CliRunner().invoke(main, ["repack", "-q", "-f", "GZIP=6", str(src), str(out)]).exit_code == 0
     pd.testing.assert_frame_equal(pd.read_hdf(out, "df"), df)
+
+
+@pytest.mark.parametrize("complib", ["bzip2", "blosc"])
+def test_pytables_vlarray_filtered_by_a_plugin(tmp_path, complib):
+    """H5Ocopy of variable-length data filtered by a plugin aborts the process (free(): invalid pointer;
+    h5py's own copy and h5repack too): ccp writes it through the library instead. A subprocess, so a
+    regression is a failed test, not a dead test worker."""
+    import sys
+
+    import hdf5plugin  # noqa: F401  (h5py reads the plugin's filter below)
+    import tables
+
+    src, out = tmp_path / "vla.h5", tmp_path / "out.h5"
+    with tables.open_file(src, "w") as f:
+        group = f.create_group(f.create_group("/", "grp"), "sub")
+        v = f.create_vlarray(group, "vla", tables.Int16Atom(), filters=tables.Filters(complib=complib, complevel=5))
+        for row in ([1, 2, 3], [4], []):
+            v.append(np.array(row, "i2"))
+    before = sha(src)
+    r = subprocess.run([sys.executable, "-m", "ccp.cli", "repack", "-q", str(src), str(out)],
+                       capture_output=True, text=True, check=False, timeout=300)
+    assert r.returncode == 0, (r.returncode, r.stderr)
+    assert differences(src, out) == []
+    with h5py.File(src, "r") as a, h5py.File(out, "r") as b:
+        assert [list(x) for x in b["grp/sub/vla"][:]] == [[1, 2, 3], [4], []]
+        ids = [[p.get_filter(i)[0] for i in range(p.get_nfilters())]
+               for p in (a["grp/sub/vla"].id.get_create_plist(), b["grp/sub/vla"].id.get_create_plist())]
+        assert ids[0] == ids[1] and max(ids[0]) >= 256          # the plugin's filter kept
+    assert sha(src) == before
