@@ -217,6 +217,9 @@ class _Planner:
         if not isinstance(obj, h5py.Dataset):
             raise ConfigError(f"{opt} {name}", f"{path} is a {type(obj).__name__.lower()}, not a dataset")
         info = h5o.get_info(obj.id)
+        if info.fileno != h5o.get_info(self.src["/"].id).fileno:     # reached through an external link
+            raise ConfigError(f"{opt} {name}", f"{path} is the dataset {obj.name} of {obj.file.filename}, reached through "
+                              f"an external link; the copy keeps the link: repack {obj.file.filename} itself")
         return (info.fileno, info.addr)
 
     def close(self):

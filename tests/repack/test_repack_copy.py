@@ -225,6 +225,20 @@ def test_bad_requests_are_config_errors(rich, tmp_path, layouts, filters, needle
     assert not out.exists()
 
 
+@pytest.mark.parametrize("option", [("-l", "e:CHUNK=10"), ("-f", "e:GZIP=1")], ids=["layout", "filter"])
+def test_a_dataset_behind_an_external_link_named_in_an_option_is_refused(tmp_path, option):
+    """The copy keeps the external link, so a layout asked for the linked dataset would change nothing."""
+    src, other, out = tmp_path / "t.h5", tmp_path / "o.h5", tmp_path / "out.h5"
+    with h5py.File(other, "w") as f:
+        f.create_dataset("x", data=np.arange(100), chunks=(50,))
+    with h5py.File(src, "w") as f:
+        f["e"] = h5py.ExternalLink("o.h5", "/x")
+    layouts, filters = ([option[1]], []) if option[0] == "-l" else ([], [option[1]])
+    with pytest.raises(ConfigError, match="through an external link.*repack .*o.h5 itself"):
+        run(src, out, layouts, filters)
+    assert not out.exists()
+
+
 def test_path_errors(rich, tmp_path):
     with pytest.raises(CcpError, match="does not exist"):
         run(tmp_path / "missing.h5", tmp_path / "out.h5")
