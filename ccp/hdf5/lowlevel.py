@@ -58,6 +58,7 @@ def library():
             lib.H5Sclose.argtypes = (i64,)
             lib.H5Oclose.argtypes = (i64,)
             lib.H5Eset_auto2.argtypes = (i64, vp, vp)
+            lib.H5Padd_merge_committed_dtype_path.argtypes = (i64, ctypes.c_char_p)
             _LIB = lib
         except (OSError, AttributeError):  # pragma: no cover - a static build
             _LIB = False
@@ -212,3 +213,21 @@ def write_slab(dsid, tid, slices, buf) -> None:
     mspace = h5s.create_simple(count)
     dsid.write(mspace, fspace, buf, mtype=tid)
 
+
+# H5O_COPY_MERGE_COMMITTED_DTYPE_FLAG (H5Opublic.h; h5py does not name it)
+_MERGE_COMMITTED_DTYPE = 0x0040
+
+
+def copy_plist_sharing(type_path: bytes):
+    """An object-copy list under which H5Ocopy gives a copied dataset the output's committed datatype at
+    ``type_path`` (when equal to its own) instead of an anonymous copy of it; None without the library."""
+    from h5py import h5p
+
+    lib = library()
+    if lib is None:  # pragma: no cover - a static build
+        return None
+    copypl = h5p.create(h5p.OBJECT_COPY)
+    copypl.set_copy_object(_MERGE_COMMITTED_DTYPE)
+    if lib.H5Padd_merge_committed_dtype_path(copypl.id, type_path) < 0:  # pragma: no cover
+        return None
+    return copypl

@@ -170,7 +170,7 @@ class _Repacker:
                 tgt = self.targets.get(key)
                 if tgt is None or not tgt.changed:
                     t0 = time.perf_counter()
-                    _ocopy(sgrp, dgrp, name, info.cset, child)
+                    _ocopy(sgrp, dgrp, name, info.cset, child, copypl=self._sharing_named_type(oid))
                     if tgt is not None:
                         if self.progress is not None:
                             self.progress("advance", tgt.raw_bytes)
@@ -206,6 +206,17 @@ class _Repacker:
             self.named_types[key] = new
         return new
 
+    def _sharing_named_type(self, oid):
+        """For a dataset H5Ocopy copies: a copy list that keeps it sharing its named datatype when the
+        output already holds that type (copied before it, in link order), else None. H5Ocopy alone gives
+        it an anonymous copy of the type, and the output's dataset no longer names it (h5repack keeps it)."""
+        tid = oid.get_type()
+        if not tid.committed():
+            return None
+        info = h5o.get_info(tid)
+        path = self.copied.get((info.fileno, info.addr))
+        return None if path is None else low.copy_plist_sharing(path.encode("utf-8", "surrogateescape"))
+
     def _wanted(self, path: str) -> bool:
         return any(t.path == path or t.path.startswith(path + "/") for t in self.targets.values())
 
@@ -238,10 +249,10 @@ class _Repacker:
                                        hyperslabs=writer.slabs, buffer_bytes=writer.buffer_used))
 
 
-def _ocopy(sgrp, dgrp, name: bytes, cset: int, path: str) -> None:
+def _ocopy(sgrp, dgrp, name: bytes, cset: int, path: str, copypl=None) -> None:
     """H5Ocopy of one object; a failure is one line naming it (HDF5's reason in it)."""
     try:
-        h5o.copy(sgrp.id, name, dgrp.id, name, lcpl=_lcpl(cset))
+        h5o.copy(sgrp.id, name, dgrp.id, name, copypl=copypl, lcpl=_lcpl(cset))
     except (ValueError, RuntimeError, KeyError, TypeError) as exc:
         if low.is_enospc(exc):
             raise

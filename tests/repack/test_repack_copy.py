@@ -350,3 +350,22 @@ def test_h5diff_agrees(rich, tmp_path):
     for path in (CRIS, "/contig", "/floats", "/All_Data/CrIS-SDR_All/ints"):
         r = subprocess.run([h5diff, str(rich), str(out), path, path], check=False, capture_output=True, text=True)
         assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_a_copied_dataset_keeps_sharing_its_named_datatype(tmp_path):
+    """H5Ocopy alone gives a dataset an anonymous copy of its named datatype: `h5dump` then names
+    "/#1313", not "/b_type" (h5repack keeps it). Two equal named types each keep their own datasets."""
+    from h5py import h5o
+
+    src, out = tmp_path / "types.h5", tmp_path / "out.h5"
+    with h5py.File(src, "w") as f:
+        f["a_type"], f["b_type"] = np.dtype("i4"), np.dtype("i4")
+        f.create_dataset("x_data", data=np.arange(5, dtype="i4"), dtype=f["b_type"])
+        f.create_dataset("y_data", data=np.arange(5, dtype="i4"), dtype=f["a_type"])
+    run(src, out)
+    with h5py.File(out, "r") as f:
+        addr = {n: h5o.get_info(f[n].id).addr for n in ("a_type", "b_type")}
+        assert h5o.get_info(f["x_data"].id.get_type()).addr == addr["b_type"]
+        assert h5o.get_info(f["y_data"].id.get_type()).addr == addr["a_type"]
+        assert addr["a_type"] != addr["b_type"]
+        assert np.array_equal(f["x_data"][()], np.arange(5))
