@@ -417,6 +417,12 @@ def format_diagnosis(diag: dict) -> str:
                 ratio_text = f"{v['before_s'] / v['after_s']:.1f}x; " if v["after_s"] else ""
                 lines.append(f"  verified: {v['cure']}: replayed {format_seconds(v['before_s'])} -> "
                              f"{format_seconds(v['after_s'])} ({ratio_text}{v['note']})")
+                if v.get("verdict") == "refuted":
+                    lines.append(f"  NOT CONFIRMED: {v['cure']} measured slower in every replay, against the model's "
+                                 "prediction: do not apply it on this evidence")
+                elif v.get("verdict") == "unclear":
+                    lines.append(f"  not confirmed: {v['cure']} was not faster in every replay (the machine's noise "
+                                 "or a small difference): measure it in the program before applying it")
         if d.get("write_calls"):
             lines.append(f"  writes: {d['write_calls']} call(s)" + (
                 f"; model: {d['write_chunk_loads']} chunk(s) read back, {d['write_chunk_flushes']} written during the "

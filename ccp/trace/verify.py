@@ -218,5 +218,8 @@ def verify_top(trace: Trace, diag: dict, repeats: int = 3, seq: ReplaySequence |
             after.append(replay(after_path, dataset, after_seq, merge=merge, cache=cache))
     b, a = statistics.median(before), statistics.median(after)
     through = "netCDF4-python" if netcdf else "h5py"
-    return {"cure": name, "before_s": b, "after_s": a, "repeats": repeats, "library": through,
+    # the medians of a few replays: a cure confirmed only if faster in every pair, refuted if slower in every one
+    verdict = ("confirmed" if all(y < x for x, y in zip(before, after)) else
+               "refuted" if all(y > x for x, y in zip(before, after)) else "unclear")
+    return {"cure": name, "before_s": b, "after_s": a, "repeats": repeats, "library": through, "verdict": verdict,
             "note": f"replay of the traced reads through {through}, median of {repeats}, warm page cache" + copied}

@@ -123,7 +123,7 @@ def _without_timings(diag: dict) -> str:
     out = json.loads(json.dumps(diag, default=str))
     for d in out["datasets"]:
         if "verified" in d:
-            d["verified"] = {k: v for k, v in d["verified"].items() if k not in ("before_s", "after_s")}
+            d["verified"] = {k: v for k, v in d["verified"].items() if k not in ("before_s", "after_s", "verdict")}
     return json.dumps(out, sort_keys=True)
 
 

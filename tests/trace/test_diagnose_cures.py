@@ -173,3 +173,18 @@ def test_verify_measures_the_top_cure_it_names(series):
         v = d["verified"]
         assert v["cure"] == d["cures"][0]["cure"]
         assert v["before_s"] > 0 and v["after_s"] > 0, v
+
+
+@pytest.mark.parametrize("before,after,verdict,said", [
+    ([2.0, 2.1, 2.2], [1.0, 1.1, 1.2], "confirmed", None),
+    ([1.0, 1.1, 1.2], [2.0, 2.1, 2.2], "refuted", "NOT CONFIRMED"),
+    ([1.0, 2.0, 1.5], [1.5, 1.0, 1.4], "unclear", "not confirmed"),
+], ids=["faster", "slower", "mixed"])
+def test_a_cure_the_replays_contradict_is_said_so(before, after, verdict, said):
+    """--verify's replays of a cure slower than the program's own reads: the cure's line must not stand alone."""
+    v = {"cure": "repack with 1x1 chunks", "before_s": float(np.median(before)), "after_s": float(np.median(after)),
+         "repeats": 3, "library": "h5py", "note": "replay", "verdict": verdict}
+    d = {"dataset": "/log", "file": "f.h5", "shape": [50, 16], "dtype": "<f8", "chunks": [4, 16], "filters": [],
+         "reads": 0, "findings": [], "verified": v}
+    text = format_diagnosis({"trace": "T", "calls": 2, "reads": 2, "writes": 0, "pids": [1], "program_s": 1.0, "datasets": [d]})
+    assert ("NOT CONFIRMED" in text, "not confirmed" in text) == (said == "NOT CONFIRMED", said == "not confirmed")
