@@ -235,6 +235,8 @@ def main() -> None:
         print("rechunker not installed (pip install -e '.[rechunk-bench]'): its row is left out")
         have_rechunker = False
     print(f"machine: {os.cpu_count()} CPUs")
+    if args.work is not None:
+        args.work.mkdir(parents=True, exist_ok=True)     # a fresh --work folder is made, not an error
     with tempfile.TemporaryDirectory(dir=args.work) as tmp:
         work = Path(tmp)
         src = work / "in.h5"

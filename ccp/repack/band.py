@@ -44,8 +44,9 @@ def _encode_group(arr, band_start, items, chunk_shape, fill, encode, written) ->
         else:
             buf = np.ascontiguousarray(part)
         data = buf.reshape(-1).view(np.uint8)
-        written.record(off, data)    # the read-back checks the output decodes to these bytes
-        out.append(encode(data))
+        encoded = encode(data)
+        written.record(off, data, encoded)    # decoded at once: it must give these bytes back
+        out.append(encoded)
     return out
 
 
