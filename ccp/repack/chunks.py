@@ -16,7 +16,7 @@ from ccp.errors import CcpError
 from ccp.hdf5 import lowlevel as low
 from ccp.hdf5 import plists
 from ccp.hdf5.filters import codecs, pipeline_from_dcpl
-from ccp.repack.band import run_bands
+from ccp.repack.band import GroupCodec, run_bands
 from ccp.repack.decide import _h5_message, _layout_of, _Planner, _Target
 from ccp.repack.pipeline import ChunkPipeline
 from ccp.repack.plan import chunks_in, plan_slabs
@@ -367,7 +367,9 @@ class DatasetWriter:
         if reader.python_decoded and self.pass_plan is not None and self.pass_plan.band:
             # target chunks of many small pieces: the band as one dense array, cut chunk by chunk (ccp.repack.band)
             self.buffer_used = plan.slab_bytes
-            self.slabs += run_bands(reader, self.pool, self.dsid, chunks, encode, written, self.advance, plan,
+            codec = GroupCodec(pipeline_from_dcpl(self.dsid.get_create_plist()).steps, tgt.itemsize,
+                               math.prod(chunks) * tgt.itemsize, tgt.deflate)
+            self.slabs += run_bands(reader, self.pool, self.dsid, chunks, codec, written, self.advance, plan,
                                     self.threads, self.pass_plan.pending)
             return
         if reader.python_decoded:    # no hyperslab in memory: target chunks one by one in the pool
