@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import zlib
 from collections import deque
 
 import numpy as np
@@ -24,6 +25,12 @@ from ccp.repack.rechunk import TASK_BYTES
 
 TASKS_PER_THREAD = 4
 SHUFFLE_ID = 2
+DEFLATE_ID = 1
+SMALL_CHUNK_BYTES = 64 * 1024
+
+
+def _inflate(data, mask: int = 0) -> bytes:
+    return zlib.decompress(data)
 
 
 def chunks_per_task(band_chunks: int, target_bytes: int, threads: int) -> int:
@@ -52,6 +59,10 @@ class GroupCodec:
                 self.shuffle, steps = size, steps[1:]
         self.encode, _ = codecs.encoder(steps, itemsize, deflate)
         self.decode, _ = codecs.decoder(steps, itemsize, chunk_bytes) if steps else (None, "")
+        if len(steps) == 1 and steps[0].id == DEFLATE_ID and chunk_bytes <= SMALL_CHUNK_BYTES:
+            # zlib inflates a small chunk faster than libdeflate, which sets up a decompressor per call (1.4 KiB
+            # chunks: 16 us against 25 us); and the check then decodes with another library than the encoder
+            self.decode = _inflate
 
     def rows(self, rows: np.ndarray) -> np.ndarray:
         """``rows`` (chunks x bytes, uint8) as the per-chunk steps take them: byte-shuffled when the pipeline
@@ -171,23 +182,24 @@ def run_bands(reader, pool, dsid, chunks: tuple[int, ...], codec: GroupCodec, wr
     return bands
 
 
-def timed_band(reader, chunks: tuple[int, ...], encode, block: tuple[int, ...], sample_bytes: int) -> dict[str, float]:
+def timed_band(reader, chunks: tuple[int, ...], codec: GroupCodec | None, block: tuple[int, ...],
+               sample_bytes: int) -> dict[str, float]:
     """CPU seconds (this thread) of the band path's stages, for ``ccp repack --plan``: decoding source chunks
-    into a band (``decode``, per source chunk: the stored ones under the region, up to 1024), cutting target chunks
-    out of it with their CRC (``place``) and encoding them (``encode``), per target byte, on the target chunks
-    of a region of the band of about ``sample_bytes`` (at most 1024 target chunks; the encoder's speed depends
-    on the real values). Nothing is written."""
-    import itertools
+    into a band (``decode``, per source chunk: the stored ones under the region, up to 1024), cutting target
+    chunks out of it (``place``: :func:`box_rows`) and encoding them with their check and CRC (``encode``:
+    :meth:`GroupCodec.encode_rows`), per target byte, on the target chunks of a region of the band of about
+    ``sample_bytes`` (the encoder's speed depends on the real values). Nothing is written."""
     import time
-    import zlib
+
+    from ccp.repack.readback import WrittenChunks
 
     shape = tuple(reader.shape)
-    itemsize = reader.dtype.itemsize
     band = [min(b, d) for b, d in zip(block, shape)]
     # the sample region: whole target chunks of the band, last axes first, about sample_bytes
     from ccp.repack.plan import plan_slabs
 
-    region = tuple(min(r, b) for r, b in zip(plan_slabs(tuple(band), chunks, itemsize, sample_bytes).block, band))
+    region = tuple(min(r, b) for r, b in zip(plan_slabs(tuple(band), chunks, reader.dtype.itemsize,
+                                                        sample_bytes).block, band))
     src = reader.chunks
     offs = [o for o in itertools.islice(chunks_in_box(region, src), 1024) if o in reader.stored]
     arr = np.empty(region, dtype=reader.dtype)
@@ -207,26 +219,20 @@ def timed_band(reader, chunks: tuple[int, ...], encode, block: tuple[int, ...], 
             if o not in done:
                 sl = tuple(slice(a, min(a + c, r)) for a, c, r in zip(o, src, region))
                 arr[sl] = decoded[k % len(decoded)][tuple(slice(0, s.stop - s.start) for s in sl)]
-    cut = []
+    grid = tuple(-(-r // c) for r, c in zip(region, chunks))
+    zero = (0,) * len(region)
     t2 = time.thread_time()
-    for off in itertools.islice(chunks_in_box(region, chunks), 1024):
-        count = tuple(min(c, r - o) for c, r, o in zip(chunks, region, off))
-        part = np.ascontiguousarray(arr[tuple(slice(o, o + n) for o, n in zip(off, count))])
-        data = part.reshape(-1).view(np.uint8)
-        zlib.crc32(data.data)
-        cut.append(data)
+    rows = box_rows(arr, zero, zero, grid, chunks, reader.fill)
     t3 = time.thread_time()
-    if encode is not None:
-        for data in cut:
-            encode(data)
+    if codec is not None and codec.encode is not None:
+        offsets = list(itertools.product(*(range(n) for n in grid)))
+        codec.encode_rows(rows, offsets, [True] * len(offsets), WrittenChunks())
     t4 = time.thread_time()
-    nbytes = max(1, sum(d.nbytes for d in cut))
+    nbytes = max(1, rows.nbytes)
     return {"decode": (t1 - t0) / max(1, len(offs)), "place": (t3 - t2) / nbytes, "encode": (t4 - t3) / nbytes,
-            "chunks": len(cut)}
+            "chunks": len(rows)}
 
 
 def chunks_in_box(box, chunks):
     """Offsets of the chunks a box from the origin overlaps, in C order."""
-    import itertools
-
     return itertools.product(*(range(0, b, c) for b, c in zip(box, chunks)))
