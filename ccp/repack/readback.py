@@ -86,15 +86,25 @@ def _same_bytes(a, b) -> bool:
     """Whether two buffers hold the same bytes: libc's memcmp on them where they are contiguous (no copy, the
     GIL released; a copy of 800 kB chunks cost more in page faults than the comparison), else a comparison
     of copies."""
+    size_a = len(a) if type(a) is bytes else memoryview(a).nbytes
+    if size_a <= SMALL_COMPARE_BYTES:      # small chunks: copies cost less than the foreign call
+        return _as_bytes(a) == _as_bytes(b)
     import numpy as np
 
     x, y = np.frombuffer(a, dtype=np.uint8), np.frombuffer(b, dtype=np.uint8)
     if x.size != y.size:
         return False
-    memcmp = _memcmp() if x.size > SMALL_COMPARE_BYTES else None
-    if memcmp is None:      # small chunks: two copies cost less than the foreign call
+    memcmp = _memcmp()
+    if memcmp is None:  # pragma: no cover - no C library to call
         return x.tobytes() == y.tobytes()
     return memcmp(x.__array_interface__["data"][0], y.__array_interface__["data"][0], x.size) == 0
+
+
+def _as_bytes(buf) -> bytes:
+    if type(buf) is bytes:
+        return buf
+    tobytes = getattr(buf, "tobytes", None)      # numpy arrays, memoryviews: their bytes in C order
+    return tobytes() if tobytes is not None else bytes(buf)
 
 
 _MEMCMP: list = []
