@@ -2,6 +2,7 @@
 large chunk cache, and rechunker (to Zarr, for reference), on the same jobs; and ccp's prediction.
 
     .venv/bin/python benchmarks/rechunk.py [--rounds 3] [--rows 200000] [--work DIR] [--jobs 6458,unaligned,transpose]
+                                          [--tas results/tas.nc] [--no-bytecode]
 
 Input: /data, ROWS x 100 float32 (a random walk rounded to 3 decimals: gzip:1 reaches ~1.9:1), chunks 2000x1
 (column chunks, as in issue 6458), gzip:1. Jobs, each to gzip:1:
@@ -18,6 +19,15 @@ Tools, each run as its own process (start-up included):
     python rechunker script: rechunker.rechunk(h5py source via dask, target Zarr, max_mem 512MB, zlib 1)
     ccp repack --memory 512MiB -l data:CHUNK=AxB -f data:GZIP=1 in.h5 out.h5
     ccp repack --memory 512MiB --plan --json ...                               (the prediction, before each ccp run)
+
+With --tas FILE, also the daily-map transpose: FILE's /tas (365x96x144 f4, chunks 1x96x144, shuffle+gzip:4, made
+by examples/netcdf4_reader.py --file FILE --points 1) to chunks 365x1x1, filters kept: h5repack -l
+/tas:CHUNK=365x1x1 and ccp repack -l /tas:CHUNK=365x1x1 (nccopy -c time/365,lat/1,lon/1 had not finished
+after 100 s: left out).
+
+ccp runs with its bytecode cached, as an installed ccp does: a PYTHONDONTWRITEBYTECODE in this shell is removed
+from its environment (else ccp's ~30 modules compile on every start, ~0.1 s; --no-bytecode keeps it), after
+one untimed run.
 
 Per tool: wall time (median and spread over ROUNDS, tools alternating order each round), CPU time
 (user+sys), peak RSS (wait4's ru_maxrss) and bytes moved (rchar/wchar of /proc/PID/io, sampled every
@@ -43,6 +53,7 @@ import h5py
 import numpy as np
 
 JOBS = {"6458": (20000, 10), "unaligned": (6719, 10), "transpose": (500, 100)}
+TAS_CHUNKS = "365x1x1"
 MEMORY = "512MiB"
 MEMORY_BYTES = 512 * 2**20
 
@@ -103,8 +114,17 @@ def make_input(path: Path, rows: int) -> None:
     print(f"input {path}: data {rows}x100 f4, chunks 2000x1, gzip:1, {path.stat().st_size / 2**20:.1f} MiB")
 
 
-def measure(cmd: list[str]) -> dict:
-    r = subprocess.run([sys.executable, "-c", _LAUNCHER, *cmd], check=False, capture_output=True, text=True)
+def ccp_env(bytecode: bool) -> dict | None:
+    """The environment ccp's processes run in: with bytecode (a PYTHONDONTWRITEBYTECODE set in this shell
+    removed, so ccp's modules load from their cached .pyc as a pip-installed ccp's do, instead of being
+    compiled again on every start: ~0.1 s) unless ``bytecode`` is False."""
+    if not bytecode or "PYTHONDONTWRITEBYTECODE" not in os.environ:
+        return None
+    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def measure(cmd: list[str], env: dict | None = None) -> dict:
+    r = subprocess.run([sys.executable, "-c", _LAUNCHER, *cmd], check=False, capture_output=True, text=True, env=env)
     try:
         code, wall, cpu, rss, rchar, wchar, err = r.stdout.split(maxsplit=6)
     except ValueError:
@@ -116,15 +136,16 @@ def measure(cmd: list[str]) -> dict:
 
 
 def check_equal(src: Path, out: Path, kind: str) -> None:
+    name = "tas" if kind == "tas" else "data"
     with h5py.File(src, "r") as f:
-        want = f["data"][...]
+        want = f[name][...]
     if kind == "zarr":
         import zarr
 
         got = zarr.open(str(out), mode="r")[...]
     else:
         with h5py.File(out, "r") as f:
-            got = f["data"][...]
+            got = f[name][...]
     if not np.array_equal(want, got):
         sys.exit(f"{out}: values differ from the input")
 
@@ -160,21 +181,51 @@ def clean(path: Path) -> None:
         path.unlink()
 
 
-def predict(src: Path, job: str) -> dict:
-    a, b = JOBS[job]
+def predict(src: Path, job: str, env: dict | None = None) -> dict:
     ccp = str(Path(sys.executable).with_name("ccp"))
     t0 = time.perf_counter()
-    r = subprocess.run([ccp, "repack", "--memory", MEMORY, "-l", f"data:CHUNK={a}x{b}", "-f", "data:GZIP=1", "--plan",
-                        "--json", str(src)], check=True, capture_output=True, text=True)
+    r = subprocess.run([ccp, "repack", "--memory", MEMORY, *job_options(job), "--plan", "--json", str(src)],
+                       check=True, capture_output=True, text=True, env=env)
     doc = json.loads(r.stdout)
     doc["plan_seconds"] = time.perf_counter() - t0
     return doc
 
 
-def run_job(src: Path, work: Path, job: str, rounds: int, have_rechunker: bool, engines: tuple[str, ...] = ()) -> None:
-    cmds = tools(src, work, job, have_rechunker, engines)
+def job_options(job: str) -> list[str]:
+    if job == "tas":
+        return ["-l", f"/tas:CHUNK={TAS_CHUNKS}"]
     a, b = JOBS[job]
-    print(f"\njob {job}: 2000x1 -> {a}x{b}, gzip:1; load average before {os.getloadavg()[0]:.2f}")
+    return ["-l", f"data:CHUNK={a}x{b}", "-f", "data:GZIP=1"]
+
+
+def tas_tools(src: Path, work: Path) -> dict:
+    """The daily-map transpose (``--tas FILE``): /tas 365x96x144 f4, chunks 1x96x144, shuffle+gzip:4 (made by
+    examples/netcdf4_reader.py) to chunks 365x1x1, filters kept; h5repack and ccp."""
+    ccp = str(Path(sys.executable).with_name("ccp"))
+    out = {}
+    if shutil.which("h5repack"):
+        out["h5repack"] = ([shutil.which("h5repack"), "-l", f"/tas:CHUNK={TAS_CHUNKS}", str(src),
+                            str(work / "o_h5repack.nc")], work / "o_h5repack.nc", "tas")
+    # (nccopy -c time/365,lat/1,lon/1 had not finished after 100 s at load 10, h5repack taking ~1-3 s: left out)
+    out["ccp repack"] = ([ccp, "repack", "-q", "--memory", MEMORY, *job_options("tas"), str(src), str(work / "o_ccp.nc")],
+                         work / "o_ccp.nc", "tas")
+    return out
+
+
+def run_job(src: Path, work: Path, job: str, rounds: int, have_rechunker: bool, engines: tuple[str, ...] = (),
+            bytecode: bool = True) -> None:
+    cmds = tas_tools(src, work) if job == "tas" else tools(src, work, job, have_rechunker, engines)
+    env = ccp_env(bytecode)
+    what = f"/tas 1x96x144 -> {TAS_CHUNKS}, shuffle+gzip:4 kept" if job == "tas" else \
+        "2000x1 -> {}x{}, gzip:1".format(*JOBS[job])
+    print(f"\njob {job}: {what}; load average before {os.getloadavg()[0]:.2f}")
+    print("  ccp runs " + ("with its bytecode cached (PYTHONDONTWRITEBYTECODE removed from its environment, as an "
+                           "installed ccp runs)" if env is not None else "in this shell's environment"))
+    for name, (cmd, target, _kind) in cmds.items():    # one untimed run each: caches warm, ccp's bytecode written
+        if name.startswith("ccp"):
+            clean(target)
+            measure(cmd, env)
+            clean(target)
     for name, (cmd, _, _) in cmds.items():
         shown = " ".join(c if len(c) < 80 else c.strip().splitlines()[0] + " ..." for c in cmd)
         print(f"  {name}: {shown}")
@@ -187,8 +238,8 @@ def run_job(src: Path, work: Path, job: str, rounds: int, have_rechunker: bool, 
             clean(target)
             clean(work / "t_rechunker.zarr")
             if name == "ccp repack":
-                preds.append(predict(src, job))
-            res[name].append(measure(cmd))
+                preds.append(predict(src, job, env))
+            res[name].append(measure(cmd, env if name.startswith("ccp") else None))
             if i == 0:
                 check_equal(src, target, kind)
             clean(target)
@@ -209,7 +260,7 @@ def run_job(src: Path, work: Path, job: str, rounds: int, have_rechunker: bool, 
     rss = max(r["rss_mib"] for r in res["ccp repack"])
     print(f"  ccp peak RSS {rss:.0f} MiB of the {MEMORY} budget: {'under' if rss * 2**20 <= MEMORY_BYTES else 'OVER'}")
     for p, r in zip(preds, res["ccp repack"]):
-        d = p["datasets"][0]
+        d = next(x for x in p["datasets"] if x.get("method") != "copy")
         err = (p["predicted_seconds"] - r["wall"]) / r["wall"]
         print(f"  predicted {p['predicted_seconds']:.2f} s vs measured {r['wall']:.2f} s ({err:+.0%}); peak memory "
               f"predicted {p['peak_memory_bytes'] / 2**20:.0f} MiB vs {r['rss_mib']:.0f} MiB; "
@@ -223,6 +274,12 @@ def main() -> None:
     ap.add_argument("--jobs", default=",".join(JOBS))
     ap.add_argument("--work", type=Path, default=None, help="folder for the files (default: a temporary folder)")
     ap.add_argument("--no-rechunker", action="store_true")
+    ap.add_argument("--tas", type=Path, default=None, metavar="FILE",
+                    help="also the daily-map transpose of FILE's /tas to chunks 365x1x1 (make it with "
+                         "examples/netcdf4_reader.py --file FILE --points 1); with --jobs '' only that")
+    ap.add_argument("--no-bytecode", action="store_true",
+                    help="run ccp in this shell's environment even if it forbids bytecode (ccp's modules then "
+                         "compile on every start)")
     ap.add_argument("--deflate", default="", metavar="ENGINE[,ENGINE]",
                     help="also run ccp with these --deflate engines (zlib, libdeflate, isal), a row each")
     args = ap.parse_args()
@@ -235,14 +292,21 @@ def main() -> None:
         print("rechunker not installed (pip install -e '.[rechunk-bench]'): its row is left out")
         have_rechunker = False
     print(f"machine: {os.cpu_count()} CPUs")
+    if args.work is not None:
+        args.work.mkdir(parents=True, exist_ok=True)     # a fresh --work folder is made, not an error
     with tempfile.TemporaryDirectory(dir=args.work) as tmp:
         work = Path(tmp)
         src = work / "in.h5"
-        make_input(src, args.rows)
-        for job in args.jobs.split(","):
+        jobs = [j for j in args.jobs.split(",") if j]
+        if jobs:
+            make_input(src, args.rows)
+        for job in jobs:
             if job not in JOBS:
                 sys.exit(f"unknown job {job!r}: one of {', '.join(JOBS)}")
-            run_job(src, work, job, args.rounds, have_rechunker, tuple(e for e in args.deflate.split(",") if e))
+            run_job(src, work, job, args.rounds, have_rechunker, tuple(e for e in args.deflate.split(",") if e),
+                    not args.no_bytecode)
+        if args.tas is not None:
+            run_job(args.tas.resolve(), work, "tas", args.rounds, False, (), not args.no_bytecode)
 
 
 if __name__ == "__main__":

@@ -14,15 +14,23 @@ no band and overlaps decoding with encoding across bands.
 
 from __future__ import annotations
 
+import itertools
 import math
+import zlib
 from collections import deque
 
 import numpy as np
 
-from ccp.repack.plan import chunks_in
 from ccp.repack.rechunk import TASK_BYTES
 
 TASKS_PER_THREAD = 4
+SHUFFLE_ID = 2
+DEFLATE_ID = 1
+SMALL_CHUNK_BYTES = 64 * 1024
+
+
+def _inflate(data, mask: int = 0) -> bytes:
+    return zlib.decompress(data)
 
 
 def chunks_per_task(band_chunks: int, target_bytes: int, threads: int) -> int:
@@ -32,24 +40,98 @@ def chunks_per_task(band_chunks: int, target_bytes: int, threads: int) -> int:
     return max(1, min(by_bytes, by_spread))
 
 
-def _encode_group(arr, band_start, items, chunk_shape, fill, encode, written) -> list[bytes]:
-    out = []
-    for off, count in items:
-        sl = tuple(slice(o - s, o - s + n) for o, s, n in zip(off, band_start, count))
-        part = arr[sl]
-        if count != chunk_shape:     # an edge chunk: the rest is the fill value
-            buf = np.empty(chunk_shape, dtype=arr.dtype)
-            buf[...] = fill
-            buf[tuple(slice(0, n) for n in count)] = part
-        else:
-            buf = np.ascontiguousarray(part)
-        data = buf.reshape(-1).view(np.uint8)
-        written.record(off, data)    # the read-back checks the output decodes to these bytes
-        out.append(encode(data))
-    return out
+class GroupCodec:
+    """The target's filter pipeline applied to a group of target chunks at once where it can: a leading byte
+    shuffle is one numpy transpose of the whole group (HDF5's shuffle: each chunk's elements as an (n, size)
+    byte matrix, transposed), the steps after it run chunk by chunk. Each chunk's encoding is decoded again
+    at once by those steps and compared with the bytes they were given; its CRC is recorded
+    (:class:`ccp.repack.readback.WrittenChunks`). The shuffle is the copy's own transpose: the read-back's
+    sampled chunks, read through HDF5 from both files, hold it to HDF5's."""
+
+    def __init__(self, steps, itemsize: int, chunk_bytes: int, deflate: str):
+        from ccp.hdf5.filters import codecs
+
+        steps = tuple(steps)
+        self.shuffle = 0
+        if steps and steps[0].id == SHUFFLE_ID:
+            size = steps[0].stored[0] if steps[0].stored else itemsize
+            if size > 1 and chunk_bytes % size == 0:
+                self.shuffle, steps = size, steps[1:]
+        self.encode, _ = codecs.encoder(steps, itemsize, deflate)
+        self.decode, _ = codecs.decoder(steps, itemsize, chunk_bytes) if steps else (None, "")
+        if len(steps) == 1 and steps[0].id == DEFLATE_ID and chunk_bytes <= SMALL_CHUNK_BYTES:
+            # zlib inflates a small chunk faster than libdeflate, which sets up a decompressor per call (1.4 KiB
+            # chunks: 16 us against 25 us); and the check then decodes with another library than the encoder
+            self.decode = _inflate
+
+    def rows(self, rows: np.ndarray) -> np.ndarray:
+        """``rows`` (chunks x bytes, uint8) as the per-chunk steps take them: byte-shuffled when the pipeline
+        starts with a shuffle."""
+        if not self.shuffle:
+            return rows
+        n, nbytes = rows.shape
+        return np.ascontiguousarray(rows.reshape(n, nbytes // self.shuffle, self.shuffle).transpose(0, 2, 1)).reshape(n, -1)
+
+    def encode_rows(self, rows: np.ndarray, offsets, keep, written) -> list:
+        """Each kept row's encoding, checked and recorded under its offset (in ``written``)."""
+        from ccp.repack.readback import _same_bytes
+
+        prepared = self.rows(rows)
+        encode, decode = self.encode, self.decode
+        assert encode is not None, "a group encoded without an encoder"
+        out = []
+        for off, row, wanted in zip(offsets, prepared, keep):
+            if not wanted:
+                continue
+            data = encode(row)
+            written.record_checked(off, data, decode is None or _same_bytes(decode(data, 0), row))
+            out.append((off, data))
+        return out
 
 
-def run_bands(reader, pool, dsid, chunks: tuple[int, ...], encode, written, advance, plan, threads: int,
+def box_rows(arr, band_start, box_start, box_grid, chunks, fill) -> np.ndarray:
+    """The target chunks of a box of the band (``box_grid`` chunks along each axis from the chunk at
+    ``box_start``) as rows of bytes, C order of the box's grid: one transposing copy (edge chunks padded with
+    the fill value first)."""
+    lo = [b - s for b, s in zip(box_start, band_start)]
+    hi = [min(a + n * c, e) for a, n, c, e in zip(lo, box_grid, chunks, arr.shape)]
+    sub = arr[tuple(slice(a, b) for a, b in zip(lo, hi))]
+    full = tuple(n * c for n, c in zip(box_grid, chunks))
+    if sub.shape != full:      # edge chunks: the rest is the fill value
+        padded = np.empty(full, dtype=arr.dtype)
+        padded[...] = fill
+        padded[tuple(slice(0, n) for n in sub.shape)] = sub
+        sub = padded
+    ndim = len(chunks)
+    split = sub.reshape([x for n, c in zip(box_grid, chunks) for x in (n, c)])
+    order = list(range(0, 2 * ndim, 2)) + list(range(1, 2 * ndim, 2))
+    rows = np.ascontiguousarray(split.transpose(order)).reshape(math.prod(box_grid), -1)
+    return rows.view(np.uint8)
+
+
+def _encode_box(arr, band_start, box_start, box_grid, chunks, fill, codec: GroupCodec, offsets, keep, written):
+    return codec.encode_rows(box_rows(arr, band_start, box_start, box_grid, chunks, fill), offsets, keep, written)
+
+
+def band_boxes(band, chunks, per: int):
+    """The band's target chunks in boxes of about ``per`` chunks, C order: ``(first chunk's offset, chunks
+    along each axis, offsets in C order)``. A box is a run along one axis of the band's chunk grid, the axes
+    after it whole: the first axis whose inner grid holds at most ``per`` chunks."""
+    first = [(s // c) * c for s, c in zip(band.start, chunks)]
+    grid = [-(-(s + n - f) // c) for s, n, f, c in zip(band.start, band.count, first, chunks)]
+    ndim = len(grid)
+    axis = next(k for k in range(ndim) if math.prod(grid[k + 1:]) <= per)
+    run = max(1, per // math.prod(grid[axis + 1:]))
+    for outer in itertools.product(*(range(g) for g in grid[:axis])):
+        for i in range(0, grid[axis], run):
+            box_grid = [1] * axis + [min(run, grid[axis] - i)] + grid[axis + 1:]
+            start = [f + j * c for f, j, c in zip(first, [*outer, i], chunks)] + first[axis + 1:]
+            offsets = [tuple(o + j * c for o, j, c in zip(start, idx, chunks))
+                       for idx in itertools.product(*(range(n) for n in box_grid))]
+            yield tuple(start), tuple(box_grid), offsets
+
+
+def run_bands(reader, pool, dsid, chunks: tuple[int, ...], codec: GroupCodec, written, advance, plan, threads: int,
               max_pending: int) -> int:
     """Copy every band of ``plan`` through one dense array per band; returns the bands copied."""
     shape = tuple(reader.shape)
@@ -59,9 +141,9 @@ def run_bands(reader, pool, dsid, chunks: tuple[int, ...], encode, written, adva
     bands = 0
 
     def write_ready(block_until: int) -> None:
-        while pending and (len(pending) > block_until or pending[0][1].done()):
-            items, fut, nbytes = pending.popleft()
-            for (off, _), data in zip(items, fut.result()):
+        while pending and (len(pending) > block_until or pending[0][0].done()):
+            fut, nbytes = pending.popleft()
+            for off, data in fut.result():
                 dsid.write_direct_chunk(off, data, 0)
             advance(nbytes)
 
@@ -72,47 +154,52 @@ def run_bands(reader, pool, dsid, chunks: tuple[int, ...], encode, written, adva
                 advance(band.size * itemsize)     # nothing stored: never written, reads as the fill value
                 continue
             arr = reader.read(band, band_index, plan)
-            todo = []
-            skipped = 0
-            for off in chunks_in(band, chunks):
-                count = tuple(min(c, d - o) for c, d, o in zip(chunks, shape, off))
-                if reader.sparse and not reader.region_allocated(off, count):
-                    skipped += math.prod(count) * itemsize
+            band_chunks = math.prod(-(-n // c) for n, c in zip(band.count, chunks))
+            per = chunks_per_task(band_chunks, target_bytes, threads)
+            for start, box_grid, offsets in band_boxes(band, chunks, per):
+                keep = [True] * len(offsets)
+                nbytes = skipped = 0
+                for k, off in enumerate(offsets):
+                    count = tuple(min(c, d - o) for c, d, o in zip(chunks, shape, off))
+                    size = math.prod(count) * itemsize
+                    if reader.sparse and not reader.region_allocated(off, count):
+                        keep[k] = False     # no source chunk under it: never written, reads as the fill value
+                        skipped += size
+                    else:
+                        nbytes += size
+                advance(skipped)
+                if not nbytes:
                     continue
-                todo.append((off, count))
-            advance(skipped)
-            per = chunks_per_task(len(todo), target_bytes, threads)
-            for i in range(0, len(todo), per):
-                items = todo[i:i + per]
-                nbytes = sum(math.prod(c) for _, c in items) * itemsize
-                fut = pool.submit(_encode_group, arr, band.start, items, chunks, reader.fill, encode, written)
-                pending.append((items, fut, nbytes))
+                fut = pool.submit(_encode_box, arr, band.start, start, box_grid, chunks, reader.fill, codec, offsets,
+                                  keep, written)
+                pending.append((fut, nbytes))
                 write_ready(max_pending)
             write_ready(0)    # this band's chunks written before the next band is read: one band in memory
             del arr
     finally:
-        for _, fut, _ in pending:
+        for fut, _ in pending:
             fut.cancel()
     return bands
 
 
-def timed_band(reader, chunks: tuple[int, ...], encode, block: tuple[int, ...], sample_bytes: int) -> dict[str, float]:
+def timed_band(reader, chunks: tuple[int, ...], codec: GroupCodec | None, block: tuple[int, ...],
+               sample_bytes: int) -> dict[str, float]:
     """CPU seconds (this thread) of the band path's stages, for ``ccp repack --plan``: decoding source chunks
-    into a band (``decode``, per source chunk: the stored ones under the region, up to 1024), cutting target chunks
-    out of it with their CRC (``place``) and encoding them (``encode``), per target byte, on the target chunks
-    of a region of the band of about ``sample_bytes`` (at most 1024 target chunks; the encoder's speed depends
-    on the real values). Nothing is written."""
-    import itertools
+    into a band (``decode``, per source chunk: the stored ones under the region, up to 1024), cutting target
+    chunks out of it (``place``: :func:`box_rows`) and encoding them with their check and CRC (``encode``:
+    :meth:`GroupCodec.encode_rows`), per target byte, on the target chunks of a region of the band of about
+    ``sample_bytes`` (the encoder's speed depends on the real values). Nothing is written."""
     import time
-    import zlib
+
+    from ccp.repack.readback import WrittenChunks
 
     shape = tuple(reader.shape)
-    itemsize = reader.dtype.itemsize
     band = [min(b, d) for b, d in zip(block, shape)]
     # the sample region: whole target chunks of the band, last axes first, about sample_bytes
     from ccp.repack.plan import plan_slabs
 
-    region = tuple(min(r, b) for r, b in zip(plan_slabs(tuple(band), chunks, itemsize, sample_bytes).block, band))
+    region = tuple(min(r, b) for r, b in zip(plan_slabs(tuple(band), chunks, reader.dtype.itemsize,
+                                                        sample_bytes).block, band))
     src = reader.chunks
     offs = [o for o in itertools.islice(chunks_in_box(region, src), 1024) if o in reader.stored]
     arr = np.empty(region, dtype=reader.dtype)
@@ -132,26 +219,20 @@ def timed_band(reader, chunks: tuple[int, ...], encode, block: tuple[int, ...], 
             if o not in done:
                 sl = tuple(slice(a, min(a + c, r)) for a, c, r in zip(o, src, region))
                 arr[sl] = decoded[k % len(decoded)][tuple(slice(0, s.stop - s.start) for s in sl)]
-    cut = []
+    grid = tuple(-(-r // c) for r, c in zip(region, chunks))
+    zero = (0,) * len(region)
     t2 = time.thread_time()
-    for off in itertools.islice(chunks_in_box(region, chunks), 1024):
-        count = tuple(min(c, r - o) for c, r, o in zip(chunks, region, off))
-        part = np.ascontiguousarray(arr[tuple(slice(o, o + n) for o, n in zip(off, count))])
-        data = part.reshape(-1).view(np.uint8)
-        zlib.crc32(data.data)
-        cut.append(data)
+    rows = box_rows(arr, zero, zero, grid, chunks, reader.fill)
     t3 = time.thread_time()
-    if encode is not None:
-        for data in cut:
-            encode(data)
+    if codec is not None and codec.encode is not None:
+        offsets = list(itertools.product(*(range(n) for n in grid)))
+        codec.encode_rows(rows, offsets, [True] * len(offsets), WrittenChunks())
     t4 = time.thread_time()
-    nbytes = max(1, sum(d.nbytes for d in cut))
+    nbytes = max(1, rows.nbytes)
     return {"decode": (t1 - t0) / max(1, len(offs)), "place": (t3 - t2) / nbytes, "encode": (t4 - t3) / nbytes,
-            "chunks": len(cut)}
+            "chunks": len(rows)}
 
 
 def chunks_in_box(box, chunks):
     """Offsets of the chunks a box from the origin overlaps, in C order."""
-    import itertools
-
     return itertools.product(*(range(0, b, c) for b, c in zip(box, chunks)))

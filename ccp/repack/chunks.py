@@ -16,7 +16,7 @@ from ccp.errors import CcpError
 from ccp.hdf5 import lowlevel as low
 from ccp.hdf5 import plists
 from ccp.hdf5.filters import codecs, pipeline_from_dcpl
-from ccp.repack.band import run_bands
+from ccp.repack.band import GroupCodec, run_bands
 from ccp.repack.decide import _h5_message, _layout_of, _Planner, _Target
 from ccp.repack.pipeline import ChunkPipeline
 from ccp.repack.plan import chunks_in, plan_slabs
@@ -224,14 +224,16 @@ def _encode_chunk(arr, sl, chunk_shape, fill, encode, written: WrittenChunks, of
     else:
         buf = np.ascontiguousarray(part)
     data = buf.reshape(-1).view(np.uint8)
-    written.record(offset, data)    # the read-back checks the output decodes to these bytes
-    return encode(data)
+    encoded = encode(data)
+    written.record(offset, data, encoded)    # decoded at once: it must give these bytes back
+    return encoded
 
 
 def _recode_chunk(reader, raw, mask, encode, written: WrittenChunks, offset):
-    data = reader.decode(raw, mask)
-    written.record(offset, data)
-    return encode(data)
+    data = np.frombuffer(reader.decode(raw, mask), dtype=np.uint8)
+    encoded = encode(data)
+    written.record(offset, data, encoded)
+    return encoded
 
 
 class DatasetWriter:
@@ -264,6 +266,11 @@ class DatasetWriter:
         self.pass_plan: PassPlan | None = None
         self.staged = False   # a stage of a multi-stage copy (or its last pass): never staged again
         self.final_chunks: tuple | None = None   # a stage's: the chunks of the copy's last pass (its read-back's)
+
+    def written_chunks(self) -> WrittenChunks:
+        """Where the fast path's tasks check and record each chunk they encode (decoded with the output's filters)."""
+        chunk_bytes = math.prod(self.tgt.layout.chunk_shape) * self.tgt.itemsize
+        return WrittenChunks(self.dsid.get_create_plist(), self.tgt.itemsize, chunk_bytes)
 
     def advance(self, nbytes):
         if self.progress is not None and nbytes:
@@ -354,13 +361,15 @@ class DatasetWriter:
             tgt.notes.append(f"source read through the library ({reader.why_library})")
         # each hyperslab is encoded as whole target chunks: it holds at least one, whatever the budget left
         plan = plan_slabs(tgt.shape, chunks, tgt.itemsize, max(buffer, math.prod(chunks) * tgt.itemsize))
-        written = tgt.written = WrittenChunks()
+        written = tgt.written = self.written_chunks()
         # a few encoded chunks per thread in flight: enough to keep every thread busy, little memory
         max_pending = self.pass_plan.pending if self.pass_plan is not None else pending_chunks(self.threads)
         if reader.python_decoded and self.pass_plan is not None and self.pass_plan.band:
             # target chunks of many small pieces: the band as one dense array, cut chunk by chunk (ccp.repack.band)
             self.buffer_used = plan.slab_bytes
-            self.slabs += run_bands(reader, self.pool, self.dsid, chunks, encode, written, self.advance, plan,
+            codec = GroupCodec(pipeline_from_dcpl(self.dsid.get_create_plist()).steps, tgt.itemsize,
+                               math.prod(chunks) * tgt.itemsize, tgt.deflate)
+            self.slabs += run_bands(reader, self.pool, self.dsid, chunks, codec, written, self.advance, plan,
                                     self.threads, self.pass_plan.pending)
             return
         if reader.python_decoded:    # no hyperslab in memory: target chunks one by one in the pool
@@ -455,7 +464,7 @@ class DatasetWriter:
         src_id, dsid = self.src.id, self.dsid
         offsets = sorted(o for o in reader.allocated if all(x < d for x, d in zip(o, tgt.dims)))
         skipped = tgt.raw_bytes
-        written = tgt.written = WrittenChunks()
+        written = tgt.written = self.written_chunks()
         try:
             for off in offsets:
                 count = tuple(min(c, d - o) for c, d, o in zip(chunks, tgt.dims, off))

@@ -202,7 +202,8 @@ class _Diff:
             # regions then, the source's written chunks are compared below instead
             undefined = pa.fill_value_defined() == h5d.FILL_VALUE_UNDEFINED or pa.get_fill_time() == h5d.FILL_TIME_NEVER
             why = check_written(db, self.written[path], ta.get_size(), self.threads,
-                                None if undefined else (lambda sl: self._same_slab(da, db, ta, tb, sl)))
+                                None if undefined else (lambda sl: self._same_slab(da, db, ta, tb, sl)),
+                                self.b.filename)
             if why is None and not undefined:
                 return
             if why not in (None, "unchecked"):

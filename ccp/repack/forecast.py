@@ -26,7 +26,7 @@ import numpy as np
 
 from ccp.errors import CcpError
 from ccp.hdf5.filters import codecs, pipeline_from_dcpl
-from ccp.repack.band import timed_band
+from ccp.repack.band import GroupCodec, timed_band
 from ccp.repack.chunks import _SourceReader
 from ccp.repack.decide import _h5_message, _Planner
 from ccp.repack.pipeline import timed_target
@@ -52,10 +52,10 @@ SECONDS_PER_TARGET_WRITE = 150e-6
 # the band path's main thread per target chunk: write_direct_chunk of its encoding (8 us of CPU each for the
 # daily-map transpose's 13,824 chunks of 1.4 KiB, load 4.5), the loop around it
 SECONDS_PER_BAND_WRITE = 12e-6
-# the read-back's serial seconds per target chunk: read_direct_chunk through the reopened file's index, under
-# h5py's lock (7 us CPU, 10-13 us wall on the daily-map transpose's 13,824 chunks at load 4-6), chunks read in
-# groups per task (ccp.repack.readback)
-SECONDS_PER_READBACK_CHUNK = 15e-6
+# the read-back's serial seconds per target chunk after the copy: its entry in the reopened file's chunk index
+# and the CRC of its stored bytes, read in runs (ccp.repack.readback; 14 us per chunk under cProfile at load 12
+# on the daily-map transpose's 13,824 chunks, about a third of that without the profiler)
+SECONDS_PER_READBACK_CHUNK = 5e-6
 # H5Ocopy of a dataset that does not change, bytes per second (raw chunks copied by the library)
 COPY_BYTES_PER_SECOND = 400e6
 # a temporary stage copy: raw bytes written and read back through the page cache
@@ -223,17 +223,18 @@ def _pipeline_rates(reader, encode, dst_chunks, tgt) -> dict[str, float]:
             "encode": sums["encode"] / nbytes}
 
 
-def _band_rates(reader, encode, dst_chunks, block) -> dict[str, float]:
+def _band_rates(reader, codec, dst_chunks, block) -> dict[str, float]:
     """CPU seconds of the band path's stages (:func:`ccp.repack.band.timed_band`), median of three rounds:
-    per source chunk decoded into the band (``decode``), per target byte (``place``: cut out with its CRC,
-    ``encode``)."""
-    rounds = [timed_band(reader, tuple(dst_chunks), encode, tuple(block), _SAMPLE_BYTES) for _ in range(3)]
+    per source chunk decoded into the band (``decode``), per target byte (``place``: cut out, ``encode``:
+    with its check and CRC)."""
+    rounds = [timed_band(reader, tuple(dst_chunks), codec, tuple(block), _SAMPLE_BYTES) for _ in range(3)]
     return {key: statistics.median(r[key] for r in rounds) for key in ("decode", "place", "encode")}
 
 
 def _readback_cost(tgt, src_chunks, dst_chunks, target_chunks: int, rates: _Rates) -> tuple[float, float]:
     """(main-thread CPU seconds, codec-thread CPU seconds) of the read-back (:mod:`ccp.repack.readback`):
-    every target chunk read through HDF5's index and decoded again in the threads; the sampled target
+    every target chunk decoded again in the copy's threads, its stored bytes found through HDF5's index
+    and their CRC checked after the copy; the sampled target
     chunks read through HDF5 from both files (the source chunks under them, and the output's chunks with
     zlib, which decodes about 2.5 times slower than libdeflate)."""
     chunk_raw = math.prod(dst_chunks) * tgt.itemsize
@@ -339,7 +340,9 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, eff:
             early = plan_pass(tgt.shape, src_chunks, dst_chunks, tgt.itemsize,
                               pass_room(budget, dst_chunks, tgt.itemsize, threads), threads, budget.buffer_bytes)
             if early.band:
-                stages_cpu = _band_rates(reader, encode, dst_chunks, early.block)
+                codec = GroupCodec(pipeline_from_dcpl(dcpl).steps, tgt.itemsize,
+                                   math.prod(dst_chunks) * tgt.itemsize, tgt.deflate)
+                stages_cpu = _band_rates(reader, codec, dst_chunks, early.block)
             else:
                 stages_cpu = _pipeline_rates(reader, encode, dst_chunks, tgt)
     finally:
@@ -379,9 +382,10 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, eff:
     if stages_cpu is not None and pp.band:
         # the band path (ccp.repack.band): the threads decode into the band, cut and encode its target chunks;
         # the main thread writes them
+        # (each chunk's check, decoding it again, is timed within "encode": no read-back decode besides)
         worker = reads * stages_cpu["decode"] + tgt.raw_bytes * (stages_cpu["place"] + stages_cpu["encode"])
         main_cpu = count.target_chunks * SECONDS_PER_BAND_WRITE
-        secs = max(main_cpu / main_share, (worker + main_cpu) / eff) + rb_serial / main_share + rb_parallel / eff
+        secs = max(main_cpu / main_share, (worker + main_cpu) / eff) + rb_serial / main_share
     elif stages_cpu is not None:
         # the pipeline (ccp.repack.pipeline): the threads run every task's stages, the main thread lists
         # pieces and writes; both share the cores the threads get

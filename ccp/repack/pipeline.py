@@ -116,8 +116,9 @@ class ChunkPipeline:
                 finally:
                     self._release(cell)
         data = buf.reshape(-1).view(np.uint8)
-        self.written.record(off, data)    # the read-back checks the output decodes to these bytes
-        return self.encode(data)
+        encoded = self.encode(data)
+        self.written.record(off, data, encoded)    # decoded at once: it must give these bytes back
+        return encoded
 
     # -------------------------------------------------- in the main thread
     def run(self, plan, cache_budget: int) -> None:

@@ -107,10 +107,11 @@ def count_pass(shape: Sequence[int], src_chunks: Sequence[int], dst_chunks: Sequ
 
 
 def pipeline_inflight_bytes(src_chunks, dst_chunks, itemsize: int, threads: int, pending: int) -> int:
-    """What the pipeline's tasks hold (:mod:`ccp.repack.pipeline`): per thread a target chunk's buffer and
+    """What the pipeline's tasks hold (:mod:`ccp.repack.pipeline`): per thread a target chunk's buffer, its
+    encoded bytes decoded again for the check (:mod:`ccp.repack.readback`; two chunks counted) and
     the source chunk it is decoding, and up to ``pending`` encoded target chunks waiting to be written."""
     target = math.prod(dst_chunks) * itemsize
-    return pending * target + threads * (target + math.prod(src_chunks) * itemsize)
+    return pending * target + threads * (3 * target + math.prod(src_chunks) * itemsize)
 
 
 def shared_alive(shape, src_chunks, dst_chunks, block, pending: int) -> int:
@@ -183,9 +184,10 @@ def band_wanted(shape, src_chunks, dst_chunks, itemsize: int) -> bool:
 
 def band_inflight_bytes(src_chunks, dst_chunks, itemsize: int, threads: int, pending: int) -> int:
     """What the band path's tasks hold beside the band: ``pending`` tasks' encoded target chunks (a task's
-    group about TASK_BYTES, at least one chunk) and per thread a source chunk being decoded."""
+    group about TASK_BYTES, at least one chunk) and per thread a source chunk being decoded and the check's
+    decoded copy of the chunk it encodes (:mod:`ccp.repack.readback`; two chunks counted)."""
     target = math.prod(dst_chunks) * itemsize
-    return pending * max(TASK_BYTES, target) + threads * (math.prod(src_chunks) * itemsize)
+    return pending * max(TASK_BYTES, target) + threads * (math.prod(src_chunks) * itemsize + 2 * target)
 
 
 def plan_band(shape, src_chunks, dst_chunks, itemsize: int, memory_bytes: int, threads: int,
@@ -451,9 +453,10 @@ def choose_stages(shape, src_chunks, dst_chunks, itemsize: int, room: int, threa
 
 
 def readback_bytes(dst_chunks, itemsize: int, threads: int) -> int:
-    """What the read-back (:mod:`ccp.repack.readback`) adds after the copy: per thread an output chunk read
-    and decoded, the sampled target chunks read through HDF5 from both files, and HDF5's two chunk caches
-    (the process does not give the copy's memory back first: measured +12.4 MiB for 800 KB chunks, 2 threads)."""
+    """What the read-back (:mod:`ccp.repack.readback`) adds after the copy: a run of stored chunks read back
+    (about 1 MiB, at least one chunk; two target chunks per thread counted), the sampled target chunks read
+    through HDF5 from both files, and HDF5's two chunk caches (the process does not give the copy's memory
+    back first: measured +12.4 MiB for 800 KB chunks, 2 threads, when the read-back decoded every chunk)."""
     from ccp.repack.readback import SAMPLED_CHUNKS
 
     return (2 * threads + 2 * SAMPLED_CHUNKS) * math.prod(dst_chunks) * itemsize + 2 * 2**20
@@ -461,9 +464,10 @@ def readback_bytes(dst_chunks, itemsize: int, threads: int) -> int:
 
 def copy_floor(shape, src_chunks, dst_chunks, itemsize: int, threads: int) -> int:
     """The least memory the fast path's copy of one dataset and its read-back run in beyond the process: a
-    rechunk's :func:`pass_floor`, or (same chunk grid, new filters) a chunk and its encoding per thread."""
+    rechunk's :func:`pass_floor`, or (same chunk grid, new filters) a chunk, its encoding and its check's
+    decoded copy per thread (two chunks counted)."""
     if tuple(src_chunks) == tuple(dst_chunks):
-        floor = 2 * threads * math.prod(dst_chunks) * itemsize
+        floor = 4 * threads * math.prod(dst_chunks) * itemsize
     else:
         floor = pass_floor(shape, src_chunks, dst_chunks, itemsize, threads)
     return floor + readback_bytes(dst_chunks, itemsize, threads)

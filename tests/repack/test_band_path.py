@@ -131,3 +131,51 @@ def test_the_piece_finder_equals_a_scan_of_every_source_chunk(box):
         src_sl = tuple((a[2].start, a[2].stop) for a in combo)
         found.add((src_off, dst_sl, src_sl))
     assert found == _scanned(shape, src, off, count)
+
+
+@pytest.mark.parametrize(("shape", "chunks", "box_start", "box_grid"), [
+    ((7, 6, 5), (7, 1, 1), (0, 0, 0), (1, 6, 5)),       # daily maps to series: the whole band
+    ((7, 6, 5), (3, 4, 2), (0, 0, 0), (3, 2, 3)),       # edge chunks on every axis: padded with the fill value
+    ((7, 6, 5), (3, 4, 2), (3, 4, 0), (2, 1, 3)),       # a box inside the band, ending at its edges
+], ids=["whole-band", "edges", "inner-box"])
+def test_box_rows_are_the_target_chunks_in_c_order_padded_with_the_fill(shape, chunks, box_start, box_grid):
+    from ccp.repack.band import box_rows
+
+    arr = np.arange(math.prod(shape), dtype="u4").reshape(shape)
+    fill = np.array(7777, dtype="u4")
+    rows = box_rows(arr, (0, 0, 0), box_start, box_grid, chunks, fill)
+    assert rows.shape == (math.prod(box_grid), math.prod(chunks) * 4)
+    for k, idx in enumerate(itertools.product(*(range(n) for n in box_grid))):
+        off = [s + i * c for s, i, c in zip(box_start, idx, chunks)]
+        want = np.full(chunks, 7777, dtype="u4")
+        part = arr[tuple(slice(o, o + c) for o, c in zip(off, chunks))]
+        want[tuple(slice(0, n) for n in part.shape)] = part
+        assert rows[k].tobytes() == want.tobytes()
+
+
+def test_a_band_chunk_whose_encoding_decodes_wrong_is_refused(tmp_path, monkeypatch):
+    """The band path decodes each encoding again as it makes it: an encoder bug is caught there."""
+    from ccp.errors import CcpError
+    from ccp.repack import band as band_mod
+
+    _make(tmp_path / "in.h5", (73, 12, 18), (1, 12, 18), "shuffle+gzip", 0)
+    init = band_mod.GroupCodec.__init__
+
+    def wrong_encoder(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        encode, calls = self.encode, []
+
+        def flipping(row):
+            calls.append(1)
+            if len(calls) == 5:      # the fifth chunk is encoded from other bytes than it holds
+                row = row.copy()
+                row[0] ^= 1
+            return encode(row)
+
+        self.encode = flipping
+
+    monkeypatch.setattr(band_mod.GroupCodec, "__init__", wrong_encoder)
+    with pytest.raises(CcpError, match="reads back other values than were written"):
+        repack(tmp_path / "in.h5", tmp_path / "out.h5", {"/data": (73, 1, 1)}, {"/data": "shuffle+gzip:4"},
+               memory_bytes=512 * 2**20)
+    assert not (tmp_path / "out.h5").exists()

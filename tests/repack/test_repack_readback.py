@@ -1,6 +1,7 @@
-"""The read-back of the fast path's chunks (ccp.repack.readback): every stored chunk of the output is
-decoded once and checked against what the writer encoded, a few are compared with the input through
-HDF5; a copy that reads back wrong is refused (one line, no OUT) however it went wrong."""
+"""The read-back of the fast path's chunks (ccp.repack.readback): every chunk is decoded as it is encoded
+and checked against the bytes it was made from, every stored chunk of the output is read back and checked
+against what was encoded, a few are compared with the input through HDF5; a copy that reads back wrong is
+refused (one line, no OUT) however it went wrong."""
 
 from __future__ import annotations
 
@@ -26,9 +27,9 @@ def test_clean_copy_checks_every_chunk_and_samples_through_hdf5(tmp_path, monkey
     seen: dict = {}
     check = readback.check_written
 
-    def spying(db, written, itemsize, threads, same_region):
+    def spying(db, written, itemsize, threads, same_region, path=None):
         calls = []
-        out = check(db, written, itemsize, threads, lambda sl: calls.append(sl) or same_region(sl))
+        out = check(db, written, itemsize, threads, lambda sl: calls.append(sl) or same_region(sl), path)
         seen.update(chunks=len(written.crc), sampled=calls, result=out)
         return out
 
@@ -43,11 +44,24 @@ def test_clean_copy_checks_every_chunk_and_samples_through_hdf5(tmp_path, monkey
 
 
 def _corrupt_recorded(monkeypatch):
-    """The writer encodes one chunk from other bytes than it records (a bug in assembly or encoding)."""
+    """One chunk's encoded bytes decode to other bytes than it was made from (a bug in the encoder)."""
     record = readback.WrittenChunks.record
 
-    def wrong(self, offset, data):
-        record(self, offset, data)
+    def wrong(self, offset, data, encoded):
+        if offset == (200, 10):
+            data = data.copy()
+            data[0] ^= 1
+        record(self, offset, data, encoded)
+
+    monkeypatch.setattr(readback.WrittenChunks, "record", wrong)
+
+
+def _store_other_bytes(monkeypatch):
+    """One chunk is stored with other bytes than were encoded (a bug in writing it, or the file changed)."""
+    record = readback.WrittenChunks.record
+
+    def wrong(self, offset, data, encoded):
+        record(self, offset, data, encoded)
         if offset == (200, 10):
             self.crc[tuple(offset)] ^= 1
 
@@ -89,9 +103,10 @@ def _encode_other_values(monkeypatch):
 
 @pytest.mark.parametrize(("fault", "words"), [
     (_corrupt_recorded, "reads back other values than were written"),
+    (_store_other_bytes, "stored with other bytes than were written"),
     (_drop_a_chunk, "not stored"),
     (_encode_other_values, "read through HDF5 from both files"),
-], ids=["chunk-differs", "chunk-missing", "values-shifted"])
+], ids=["chunk-decodes-wrong", "chunk-stored-wrong", "chunk-missing", "values-shifted"])
 def test_a_wrong_copy_is_refused(tmp_path, monkeypatch, fault, words):
     make(tmp_path / "in.h5")
     fault(monkeypatch)
