@@ -83,10 +83,7 @@ def patch_exit(rec) -> None:
     real_exit = os._exit
 
     def _exit(status, _real=real_exit):
-        try:
-            rec.finish()
-        except BaseException:  # the program asked to leave now: leave whatever happened here
-            pass
+        rec.finish_quietly()
         _real(status)
 
     _exit.__wrapped__ = real_exit  # type: ignore[attr-defined]
@@ -112,10 +109,7 @@ def flush_on_sigterm(rec) -> None:
             # pool): killing it now would cut its last write or its "end" line; they end it by this signal when done
             rec.term_pending = signum
             return
-        try:
-            rec.finish()
-        except BaseException:  # the process is being ended: end it whatever happened here
-            pass
+        rec.finish_quietly()
         die_of(signum)
 
     signal.signal(signal.SIGTERM, on_term)

@@ -49,10 +49,11 @@ import time
 import weakref
 from typing import Any
 
-from ccp.trace.fastpath import FAST_CAPACITY, FastColumns, fast_getitem
+from ccp.trace.fastpath import FAST_CAPACITY, WIDTH, FastColumns, fast_getitem
 from ccp.trace.hdf5_types import vlen_info
 from ccp.trace.hooks import ImportHook, die_of, flush_on_sigterm, patch_exit, patch_library
 from ccp.trace.netcdf import patch_netcdf4
+from ccp.trace.partfile import raised_by_program, write_at
 from ccp.trace.remote_files import file_space, fileobj_name, fsspec_info, instrument
 from ccp.trace.selections import MAX_LISTED, _file_name, _layout, describe_key, describe_space  # noqa: F401
 
@@ -115,6 +116,7 @@ class Recorder:
         self._reset_process()
         self.handles: dict[int, tuple] = {}        # token -> (key, dsid weakref)
         self.handle_of: dict[int, int] = {}        # id(dsid) -> token
+        self.renamed: dict[int, int] = {}          # token -> the handle's token after a resize
         self.open_count: dict[tuple, int] = {}     # (file, dataset) -> live handles
         self.layouts: set[tuple] = set()
         self.alias: dict[str, str] = {}            # h5py's name of a file object (its repr) -> its URL
@@ -135,6 +137,8 @@ class Recorder:
         self.finishing = False
         self.term_pending = 0
         self.buf: list = []
+        self.part_end = 0                    # bytes of the part file its written lists take
+        self.flush_calls = self.columns.capacity     # fast calls of each kind a write takes at most
         self.columns.clear()
         self.seq = itertools.count(2, 2)      # even: a fast-path call's fast_reader row takes seq + 1
         self.part = os.path.join(self.out_dir, f"{self.pid}-{time.time_ns()}.part")
@@ -157,7 +161,7 @@ class Recorder:
     def _register_mp_finalizer(self) -> None:
         import multiprocessing.util as mp_util
 
-        mp_util.Finalize(None, self.finish, exitpriority=-100)
+        mp_util.Finalize(None, self.finish_quietly, exitpriority=-100)
         flush_on_sigterm(self)      # a pool worker its parent terminates
 
     # ------------------------------------------------------------------ status channel
@@ -200,6 +204,17 @@ class Recorder:
             if self.term_pending:
                 die_of(self.term_pending)
 
+    def finish_quietly(self) -> None:
+        """:meth:`finish` at the process's end (atexit, os._exit, a SIGTERM): an exception the program's signal
+        handler raises meanwhile has no one left to reach and must never be printed on the program's stderr; the
+        interrupted write left the buffer whole, so it is tried again."""
+        for _attempt in range(5):
+            try:
+                self.finish()
+                return
+            except BaseException:  # the process is leaving: nothing to hand it to
+                continue
+
     def buffered(self) -> int:
         """Records waiting for the next write."""
         return len(self.buf) + len(self.columns)
@@ -213,34 +228,51 @@ class Recorder:
             self.flush()
 
     def flush(self) -> None:
-        """Append the buffer to the part file; any failure stops recording, never reaches the program."""
-        try:
-            with self.lock:
-                if self.flushing or os.getpid() != self.pid or self.stopped is not None:
-                    return
-                if not self.buf and not len(self.columns):
-                    return
-                self.flushing = True
-                buf, self.buf = self.buf, []
-                n = len(buf)
-                try:
-                    n += len(self.columns)
-                    buf += self.columns.take()      # after the records: a handle comes before the calls naming it
-                    if _FAULT is not None:
-                        _FAULT(n)
-                    os.makedirs(self.out_dir, exist_ok=True)
-                    with open(self.part, "ab") as f:
-                        pickle.dump(buf, f, protocol=pickle.HIGHEST_PROTOCOL)   # one pickled list per flush
-                    self.written += n
-                except Exception as exc:  # ENOSPC, EIO, EACCES, a bug: the program runs on
-                    self.lost += n
-                    self.stop(f"writing {self.part}: {type(exc).__name__}: {exc}")
-                finally:
-                    self.flushing = False
-        except Exception as exc:  # even the bookkeeping above must not reach the program
-            self.stop(f"{type(exc).__name__}: {exc}")
+        """Append the buffer to the part file; a failure of the recorder's own stops recording, never reaches the
+        program. An exception of the program's (its signal handler raising meanwhile) reaches it as untraced, with
+        nothing written or forgotten: the buffer is emptied only once the part file holds it (no call in between)."""
+        with self.lock:
+            if self.flushing or os.getpid() != self.pid or self.stopped is not None:
+                return
+            if not self.buf and not len(self.columns):
+                return
+            self.flushing = True
+            try:
+                while self._write_some():       # a write cut short by the program left it fewer calls to take
+                    pass
+            except BaseException as exc:
+                if raised_by_program(exc):
+                    # the next write takes fewer calls (at least 64): a handler raising more often than a write
+                    # of 16,384 calls takes must not stop the program's reads from ever getting past it
+                    self.flush_calls = max(64, self.flush_calls // 4)
+                    raise
+                # ENOSPC, EIO, EACCES, a bug: the program runs on (stop counts what is buffered as lost)
+                self.stop(f"writing {self.part}: {type(exc).__name__}: {exc}")
+            finally:
+                self.flushing = False
         if self.term_pending and not self.finishing:    # a SIGTERM arrived during this write: end as it asked
             self.finish()
+
+    def _write_some(self) -> bool:
+        """One pickled list to the part file: the records, then up to ``flush_calls`` fast calls of each kind;
+        whether some calls were left for another list."""
+        k = len(self.buf)
+        records = self.buf[:k]
+        blocks, taken = self.columns.peek(self.flush_calls)
+        n = k + sum(taken) // WIDTH
+        records += blocks       # after the records: a handle comes before the calls naming it
+        if _FAULT is not None:
+            _FAULT(n)
+        data = pickle.dumps(records, protocol=pickle.HIGHEST_PROTOCOL)     # one pickled list per write
+        new_end = self.part_end + len(data)
+        write_at(self.part, data, self.part_end)
+        self.part_end = new_end         # done: from here no call, so nothing can land before it is all said
+        self.written += n
+        del self.buf[:k]
+        del self.columns.index[:taken[0]], self.columns.slice[:taken[1]], self.columns.tuple[:taken[2]]
+        left = max(taken) == self.flush_calls * WIDTH and len(self.columns) > 0
+        self.flush_calls = self.columns.capacity
+        return left
 
     # ------------------------------------------------------------------ datasets and files
     def event(self, op: str, file: str, dataset: str | None = None, **extra) -> None:
@@ -275,14 +307,11 @@ class Recorder:
         shape = tuple(dsid.shape)
         info = (file, name, dsid.dtype.itemsize, shape)
         token = next(self.tokens)
-        self.handles[token] = (info, weakref.ref(dsid), id(dsid))
-        self.handle_of[id(dsid)] = token
-        self.add(_handle_record(token, info))
-        weakref.finalize(dsid, self.handle_gone, token)
         n = self.open_count.get(key, 0)
-        self.open_count[key] = n + 1
+        # the records first, the handle's bookkeeping last: an exception of the program's landing in between leaves
+        # the handle unknown (registered again at its next call), never named by calls with no handle record
+        self.add(_handle_record(token, info))
         if key not in self.layouts:
-            self.layouts.add(key)
             layout = _layout(dsid, storage_size=file not in self.remote)
             vlen, type_size = vlen_info(dsid.get_type())
             if vlen:            # the HDF5 type's size, not numpy's object pointer (ccp.trace.hdf5_types)
@@ -290,13 +319,45 @@ class Recorder:
             if file in self.remote:
                 layout["remote"] = self.remote[file]
             self.add({"kind": "layout", "pid": self.pid, "file": file, "dataset": name, **layout})
+            self.layouts.add(key)
         if n == 0:
             nslots, nbytes, w0 = dsid.get_access_plist().get_chunk_cache()
             self.event("dataset_open", file, name, cache_nbytes=int(nbytes), cache_nslots=int(nslots),
                        cache_w0=float(w0))
+        ref, ident = weakref.ref(dsid), id(dsid)
+        weakref.finalize(dsid, self.handle_gone, token)
+        self.handles[token] = (info, ref, ident)        # no call from here on
+        self.handle_of[ident] = token
+        self.open_count[key] = n + 1
         return info
 
+    def resized(self, dsid) -> None:
+        """After ``set_extent``: every live handle of the dataset gets a new token and handle record with the
+        dataset's new shape, so its later calls are described against it (the shape is read at register(), not per
+        call: that keeps the fast path cheap). A resize by another process is not seen."""
+        token = self.handle_of.get(id(dsid))
+        if token is None:
+            self.register(dsid)
+            return
+        key = self.handles[token][0][:2]
+        for old, (info, ref, ident) in list(self.handles.items()):
+            live = ref()
+            if info[:2] != key or live is None:
+                continue
+            new_info = (*info[:3], tuple(live.shape))
+            if new_info == info:
+                continue
+            new = next(self.tokens)
+            self.add(_handle_record(new, new_info))
+            self.handles[new] = (new_info, ref, ident)     # no call from here on
+            del self.handles[old]
+            self.renamed[old] = new
+            if self.handle_of.get(ident) == old:
+                self.handle_of[ident] = new
+
     def handle_gone(self, token: int, reason: str = "handle") -> None:
+        while token in self.renamed:        # the handle's token since a resize (its finalizer holds the first)
+            token = self.renamed.pop(token)
         entry = self.handles.pop(token, None)
         if entry is None:
             return
@@ -319,7 +380,10 @@ class Recorder:
 
     # ------------------------------------------------------------------ calls
     def failed(self, exc: BaseException) -> None:
-        """Bookkeeping went wrong: say so once per process, never disturb the program."""
+        """Bookkeeping went wrong: say so once per process, never disturb the program; an exception of the program's
+        own that landed in the bookkeeping (its signal handler raising) is raised again, as it would be untraced."""
+        if raised_by_program(exc):
+            raise exc
         self.errors += 1
         if self.errors == 1:
             msg = f"{type(exc).__name__}: {exc}"
@@ -401,6 +465,18 @@ def _patch_h5py(rec: Recorder) -> None:
 
     _set_type_attr(h5d.DatasetID, "read", low("DatasetID.read", "read", h5d.DatasetID.__dict__["read"]))
     _set_type_attr(h5d.DatasetID, "write", low("DatasetID.write", "write", h5d.DatasetID.__dict__["write"]))
+
+    set_extent_orig = h5d.DatasetID.__dict__["set_extent"]
+
+    def set_extent(self, shape):
+        set_extent_orig(self, shape)
+        try:
+            rec.resized(self)
+        except Exception as exc:  # the program must never see the recorder fail
+            rec.failed(exc)
+
+    set_extent.__wrapped__ = set_extent_orig  # type: ignore[attr-defined]
+    _set_type_attr(h5d.DatasetID, "set_extent", set_extent)
 
     fast_orig = _selector.Reader.__dict__["read"]
 
@@ -556,7 +632,7 @@ def install(out_dir: str) -> Recorder:
             later[name] = patch
     if later:
         sys.meta_path.insert(0, ImportHook(rec, later))
-    atexit.register(rec.finish)
+    atexit.register(rec.finish_quietly)
     os.register_at_fork(after_in_child=rec.after_fork)
     patch_exit(rec)
     if "--multiprocessing-fork" in getattr(sys, "argv", ()):    # a spawned multiprocessing child (no fork hook runs)
