@@ -96,7 +96,9 @@ def flush_on_sigterm(rec) -> None:
     ``Pool.terminate`` (which leaving ``with Pool()`` calls) ends its workers with SIGTERM, which skips every exit
     hook: without this each worker of a pool torn down by its own parent read as a process that died unrecorded.
     Left alone when the program (an initializer, say) already handles SIGTERM; a SIGKILL still loses the buffer,
-    and the trace says so.
+    and the trace says so. Not installed in the top-level program: a Python-level handler would show there
+    (``signal.getsignal`` no longer SIG_DFL) and would delay its death until a long C call (an HDF5 read, a numpy
+    operation) returns; its buffered calls lost to a SIGTERM are said (the trace is INCOMPLETE).
     """
     import signal
 
