@@ -48,22 +48,34 @@ def _installed_handler_codes() -> set:
     return codes
 
 
-def write_at(path: str, data: bytes, end: int) -> None:
+def write_at(path: str, data: bytes, end: int, owner) -> bool:
     """Write ``data`` to ``path`` at ``end``, the length its committed lists take, first cutting off whatever lies
     past it: a write an exception cut short, or one done but not yet counted when the exception landed, is written
     again in full by the next flush and a torn list never hides the ones after it. The caller counts the write done
-    (its new length ``end + len(data)``) right after this returns, with no call in between."""
+    (its new length ``end + len(data)``) right after this returns, with no call in between.
+
+    Whether it wrote: not if ``owner.part`` (the recorder's part file) stopped being ``path`` meanwhile, which is what
+    a fork does in the child (ccp.trace.recorder.install): the program's signal handler called ``os.fork`` during the
+    write, and the child must neither cut nor write the parent's file; the test comes right before each change to the
+    file, with no call in between, so a fork cannot come after it."""
+    if owner.part is not path:
+        return False
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
     except FileNotFoundError:   # its folder removed: made again (os.makedirs on every write would catch OSErrors,
         os.makedirs(os.path.dirname(path), exist_ok=True)     # a TimeoutError from the program's handler among them)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
     try:
+        if owner.part is not path:
+            return False
         os.ftruncate(fd, end)
         view, at = memoryview(data), end
         while view:
+            if owner.part is not path:
+                return False
             k = os.pwrite(fd, view, at)
             at += k
             view = view[k:]
+        return True
     finally:
         os.close(fd)

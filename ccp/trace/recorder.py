@@ -39,6 +39,7 @@ leaves the buffer whole and the part file as it was (:mod:`ccp.trace.partfile`).
 from __future__ import annotations
 
 import atexit
+import functools
 import itertools
 import os
 import pickle
@@ -103,9 +104,16 @@ class Recorder:
         self.local = _Local()
         self.lock = threading.RLock()
         self.flushing = False
+        self.pid = 0                         # this process's (0: none yet; another's: a fork not yet taken over)
+        self.part = ""                       # its part file ("": none; emptied at a fork: see install)
+        self.part_end = 0                    # bytes of the part file its written lists take
+        self.flush_calls = 0                 # fast calls of each kind a write takes at most
+        self.ended = self.finishing = self.announced = False
+        self.term_pending = 0
+        self.buf: list = []                  # never replaced: emptied in place, at a fork too (see install)
         # the fast path's calls (ccp.trace.fastpath): held by it, never replaced; a small capacity in tests only
         self.columns = FastColumns(int(os.environ.get("CCP_TRACE_TEST_CAPACITY") or FAST_CAPACITY))
-        self._reset_process()
+        self.seq = itertools.count(2, 2)     # even: a fast-path call's fast_reader row takes seq + 1
         self.handles: dict[int, tuple] = {}        # token -> (key, dsid weakref)
         self.handle_of: dict[int, int] = {}        # id(dsid) -> token
         self.renamed: dict[int, int] = {}          # token -> the handle's token after a resize
@@ -119,36 +127,76 @@ class Recorder:
         self.h5py_version: str | None = None     # the h5py (netCDF4) this process recorded through
         self.netcdf4_version: str | None = None
         self.netcdf: Any = None                  # ccp.trace.netcdf.NcState once netCDF4 is patched
+        self._take_process()
+        self.announced = True       # its creator says it started (install)
 
     # ------------------------------------------------------------------ process and part file
-    def _reset_process(self) -> None:
-        self.pid = os.getpid()
-        self.stopped = None
-        self.lost = self.written = 0
-        self.ended = False
-        self.finishing = False
-        self.term_pending = 0
-        self.buf: list = []
-        self.part_end = 0                    # bytes of the part file its written lists take
-        self.flush_calls = self.columns.capacity     # fast calls of each kind a write takes at most
-        self.columns.clear()
-        self.seq = itertools.count(2, 2)      # even: a fast-path call's fast_reader row takes seq + 1
-        self.part = os.path.join(self.out_dir, f"{self.pid}-{time.time_ns()}.part")
-        self.layouts = set()
+    def _take_process(self) -> None:
+        """This process's own part file, counters and lock. Everything is made first, then stored with no call in
+        between and the pid last: CPython runs a signal handler only at a call or a loop's jump, so a program's
+        exception landing in a forked child's reset (a Ctrl-C to the process group as it forks) leaves the parent's
+        pid, and a process whose pid is not its own writes nothing until this has run (:meth:`flush`,
+        :meth:`finish`). Never the parent's part file with the child's records.
+
+        The child's buffers hold only the child's records: the at-fork hooks :func:`install` registers before
+        :meth:`after_fork` emptied them (C functions: nothing can land in them), so calls the child made before a
+        cut-short reset ended are kept, renamed to its pid; their seq go on from the parent's, so the child's are
+        never counted again from 2 and stay unique. A fork those hooks did not see (a C library's ``fork()``) left the
+        parent's records buffered: they are the parent's to write, dropped here."""
+        pid = os.getpid()
+        part = os.path.join(self.out_dir, f"{pid}-{time.time_ns()}.part")
+        lock, local = threading.RLock(), _Local()
+        layouts: set[tuple] = set()
+        inherited = self.pid != 0 and self.part != ""   # "": emptied at the fork (see install); 0: a new recorder
+        if not inherited:
+            for r in self.buf:          # the child's own calls, made before this ran: its pid, not the parent's
+                if type(r) is dict and r.get("pid") == self.pid:
+                    r["pid"] = pid
+        handles = [_handle_record(token, info) for token, (info, _ref, _ident) in list(self.handles.items())]
+        capacity = self.columns.capacity
+        columns = self.columns
+        # no call from here on
+        if inherited:
+            del self.buf[:], columns.index[:], columns.slice[:], columns.tuple[:]
+        self.buf[:0] = handles      # before the calls naming them: the child's part names its live handles
+        self.part, self.part_end, self.flush_calls = part, 0, capacity
+        self.lock, self.local, self.flushing, self.layouts = lock, local, False, layouts
+        self.stopped, self.lost, self.written, self.ended, self.finishing, self.term_pending = None, 0, 0, False, False, 0
+        self.announced = False
+        self.pid = pid
 
     def after_fork(self) -> None:
-        """In a forked child: its own part file; the parent's buffer is the parent's to write."""
-        self._reset_process()
-        for token, (info, _ref, _ident) in list(self.handles.items()):   # the child's part names its handles
-            self.buf.append(_handle_record(token, info))
-        self.local = _Local()
-        self.lock = threading.RLock()
-        self.flushing = False
+        """In a forked child: its own part file; the parent's buffer is the parent's to write (emptied at the fork)."""
+        self._become_child()
+
+    def _become_child(self) -> None:
+        """:meth:`_take_process` in a forked child, then say so to ``ccp trace``."""
+        sock = self.sock        # the parent's socket: closed once the child has its own state (None)
+        self._take_process()
         self.sock = None
-        self.status("start", os.getppid(), "fork")
+        if sock is not None:
+            sock.close()
+        self._announce("fork")
+
+    def _announce(self, how: str) -> None:
+        """The start line (once the process has its own state) and multiprocessing's exit hook for a forked child."""
+        self.status("start", os.getppid(), how)
         mp_util = sys.modules.get("multiprocessing.util")
-        if mp_util is not None:   # multiprocessing children end with os._exit: atexit never runs
+        if mp_util is not None and how == "fork":   # multiprocessing children end with os._exit: atexit never runs
             mp_util.register_after_fork(self, Recorder._register_mp_finalizer)
+        self.announced = True
+
+    def _own_process(self) -> None:
+        """Before a write: a forked child whose reset the program's signal cut short (in :meth:`after_fork`) takes its
+        own state now; a failure of the recorder's own there stops recording in it."""
+        if os.getpid() == self.pid:
+            return
+        try:
+            self._become_child()
+        except BaseException as exc:
+            if raised_by_program(exc):
+                raise
+            self.stop(f"after fork: {type(exc).__name__}: {exc}")
 
     def _register_mp_finalizer(self) -> None:
         import multiprocessing.util as mp_util
@@ -178,16 +226,19 @@ class Recorder:
             self.stopped = reason
             self.status("error", reason)
         self.lost += len(self.buf) + len(self.columns)
-        self.buf = []
+        del self.buf[:]
         self.columns.clear()
 
     def finish(self) -> None:
         """The process is leaving: write what is buffered and say how it went (once per process)."""
+        self._own_process()
         if os.getpid() != self.pid or self.ended or self.finishing:
             return
         self.finishing = True       # a SIGTERM now waits for the end line (ccp.trace.hooks.flush_on_sigterm)
         try:
             self.flush()
+            if not self.announced:      # a fork's reset cut short before its start line
+                self._announce("fork")
             self.ended = True
             self.status("modules", ",".join(m for m in LIBRARIES if m in sys.modules))
             self.status("end", self.written, self.lost, self.stopped or "")
@@ -223,6 +274,7 @@ class Recorder:
         """Append the buffer to the part file; a failure of the recorder's own stops recording, never reaches the
         program. An exception of the program's (its signal handler raising meanwhile) reaches it as untraced, with
         nothing written or forgotten: the buffer is emptied only once the part file holds it (no call in between)."""
+        self._own_process()
         with self.lock:
             if self.flushing or os.getpid() != self.pid or self.stopped is not None:
                 return
@@ -247,7 +299,9 @@ class Recorder:
 
     def _write_some(self) -> bool:
         """One pickled list to the part file: the records, then up to ``flush_calls`` fast calls of each kind;
-        whether some calls were left for another list."""
+        whether some calls were left for another list. A fork while it runs (the program's signal handler calling
+        ``os.fork``) leaves the write to the parent: in the child it stops, nothing counted (:func:`write_at`)."""
+        part, end = self.part, self.part_end
         k = len(self.buf)
         records = self.buf[:k]
         blocks, taken = self.columns.peek(self.flush_calls)
@@ -256,8 +310,9 @@ class Recorder:
         if _FAULT is not None:
             _FAULT(n)
         data = pickle.dumps(records, protocol=pickle.HIGHEST_PROTOCOL)     # one pickled list per write
-        new_end = self.part_end + len(data)
-        write_at(self.part, data, self.part_end)
+        new_end = end + len(data)
+        if not write_at(part, data, end, self) or self.part is not part:
+            return False        # a forked child: these were the parent's records, its own buffers emptied at the fork
         self.part_end = new_end         # done: from here no call, so nothing can land before it is all said
         self.written += n
         del self.buf[:k]
@@ -431,6 +486,7 @@ def install(out_dir: str) -> Recorder:
         return _recorder
     rec = _recorder = Recorder(out_dir)
     rec.status("start", os.getppid(), " ".join(getattr(sys, "argv", []))[:200] or sys.executable)
+    rec.announced = True
     later = {}
     for name, patch in (("h5py", patch_h5py), ("netCDF4", patch_netcdf4)):
         if name in sys.modules:         # imported before the recorder started (a sitecustomize of its own)
@@ -440,7 +496,13 @@ def install(out_dir: str) -> Recorder:
     if later:
         sys.meta_path.insert(0, ImportHook(rec, later))
     atexit.register(rec.finish_quietly)
-    os.register_at_fork(after_in_child=rec.after_fork)
+    # in a forked child, before any Python code runs (C functions, so no signal handler can run in between): the
+    # parent's part file taken away (a write a fork cut short stops: ccp.trace.partfile.write_at) and the parent's
+    # buffered calls forgotten; then after_fork gives the child its own (a signal landing in it: see _take_process)
+    columns = rec.columns
+    for at_fork in (functools.partial(setattr, rec, "part", ""), rec.buf.clear, columns.index.clear,
+                    columns.slice.clear, columns.tuple.clear, rec.after_fork):
+        os.register_at_fork(after_in_child=at_fork)
     patch_exit(rec)
     if "--multiprocessing-fork" in getattr(sys, "argv", ()):    # a spawned multiprocessing child (no fork hook runs)
         flush_on_sigterm(rec)

@@ -42,8 +42,8 @@ def test_a_handler_raising_in_a_flush_reaches_the_program_and_loses_nothing(tmp_
     rec.columns.index.extend((2, 10, 20, 1, 5))
     real_write = recorder_module.write_at
 
-    def interrupted_write(path, data, end):
-        real_write(path, data[: len(data) // 2], end)      # half a list on disk, then the program's handler fires
+    def interrupted_write(path, data, end, owner):
+        real_write(path, data[: len(data) // 2], end, owner)    # half a list on disk, then the program's handler fires
         signal.raise_signal(signal.SIGUSR1)
 
     def handler(_signum, _frame):
@@ -68,7 +68,7 @@ def test_a_recorder_failure_still_stops_recording_quietly(tmp_path, monkeypatch)
     rec = Recorder(str(tmp_path))
     rec.columns.index.extend((2, 10, 20, 1, 5))
 
-    def full_disk(path, data, end):
+    def full_disk(path, data, end, owner):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(recorder_module, "write_at", full_disk)
