@@ -486,7 +486,6 @@ def install(out_dir: str) -> Recorder:
         return _recorder
     rec = _recorder = Recorder(out_dir)
     rec.status("start", os.getppid(), " ".join(getattr(sys, "argv", []))[:200] or sys.executable)
-    rec.announced = True
     later = {}
     for name, patch in (("h5py", patch_h5py), ("netCDF4", patch_netcdf4)):
         if name in sys.modules:         # imported before the recorder started (a sitecustomize of its own)
