@@ -33,7 +33,9 @@ and when a multiprocessing child gets SIGTERM (``Pool.terminate``: :func:`ccp.tr
 
 h5py is patched by :mod:`ccp.trace.h5py_patch`. The program's own signal handler may raise anywhere, in the
 recorder's bookkeeping too: such an exception reaches the program as it would untraced, and a write it cuts short
-leaves the buffer whole and the part file as it was (:mod:`ccp.trace.partfile`).
+leaves the buffer whole and the part file as it was (:mod:`ccp.trace.partfile`). A forked child records into its own
+part file and never writes its parent's, even when the program's signal lands in the recorder as it forks
+(:func:`install`, :meth:`Recorder._take_process`).
 """
 
 from __future__ import annotations
