@@ -16,6 +16,8 @@ from __future__ import annotations
 import time
 from itertools import chain, repeat
 
+from ccp.trace.partfile import raised_by_program
+
 FAST_CAPACITY = 16384       # calls buffered per kind of key before a flush: what bounds the buffers' memory
 WIDTH = 5                   # values per call in a flat list: seq, t0_ns, t1_ns, handle token, key
 
@@ -35,14 +37,29 @@ class FastColumns:
 
     def take(self) -> list[dict]:
         """The buffered calls as column blocks (one per kind of key), the buffers emptied."""
+        blocks, taken = self.peek()
+        self.drop(taken)
+        return blocks
+
+    def peek(self, most: int | None = None) -> tuple[list[dict], tuple[int, int, int]]:
+        """The buffered calls as column blocks, the buffers left as they are, and how many values of each list the
+        blocks hold (for :meth:`drop` once they are written): an exception landing while they are made (a program's
+        signal handler raising) leaves every call buffered. ``most``: calls of each kind at most (the oldest)."""
         blocks = []
+        taken = []
         for kind, flat in (("index", self.index), ("slice", self.slice), ("tuple", self.tuple)):
             n = len(flat) // WIDTH * WIDTH      # another thread may append meanwhile: its call stays for next time
+            if most is not None:
+                n = min(n, most * WIDTH)
             if n:
-                rows = flat[:n]
-                del flat[:n]
-                blocks.append(column_block(kind, rows))
-        return blocks
+                blocks.append(column_block(kind, flat[:n]))
+            taken.append(n)
+        return blocks, (taken[0], taken[1], taken[2])
+
+    def drop(self, taken: tuple[int, int, int]) -> None:
+        """Forget the first values :meth:`peek` said it took. No call in between: CPython runs a signal handler only
+        at a call or a loop's jump, so the three lists are emptied together or not at all."""
+        del self.index[:taken[0]], self.slice[:taken[1]], self.tuple[:taken[2]]
 
     def clear(self) -> None:
         del self.index[:], self.slice[:], self.tuple[:]
@@ -137,8 +154,9 @@ def fast_getitem(rec, slow, fast_orig):
                         t0 = perf()
                         try:
                             out = fast_orig(self._fast_reader, (args,))
-                        except TypeError:       # h5py falls back to its Python path: so do we
-                            pass
+                        except TypeError as exc:    # h5py falls back to its Python path: so do we
+                            if raised_by_program(exc):  # not a key the fast reader refused: the program's own
+                                raise
                         else:
                             t1 = perf()
                             try:
@@ -162,8 +180,9 @@ def fast_getitem(rec, slow, fast_orig):
                             t0 = perf()
                             try:
                                 out = fast_orig(self._fast_reader, key)
-                            except TypeError:
-                                pass
+                            except TypeError as exc:
+                                if raised_by_program(exc):
+                                    raise
                             else:
                                 t1 = perf()
                                 try:

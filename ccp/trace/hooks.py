@@ -83,10 +83,7 @@ def patch_exit(rec) -> None:
     real_exit = os._exit
 
     def _exit(status, _real=real_exit):
-        try:
-            rec.finish()
-        except BaseException:  # the program asked to leave now: leave whatever happened here
-            pass
+        rec.finish_quietly()
         _real(status)
 
     _exit.__wrapped__ = real_exit  # type: ignore[attr-defined]
@@ -99,7 +96,9 @@ def flush_on_sigterm(rec) -> None:
     ``Pool.terminate`` (which leaving ``with Pool()`` calls) ends its workers with SIGTERM, which skips every exit
     hook: without this each worker of a pool torn down by its own parent read as a process that died unrecorded.
     Left alone when the program (an initializer, say) already handles SIGTERM; a SIGKILL still loses the buffer,
-    and the trace says so.
+    and the trace says so. Not installed in the top-level program: a Python-level handler would show there
+    (``signal.getsignal`` no longer SIG_DFL) and would delay its death until a long C call (an HDF5 read, a numpy
+    operation) returns; its buffered calls lost to a SIGTERM are said (the trace is INCOMPLETE).
     """
     import signal
 
@@ -112,10 +111,7 @@ def flush_on_sigterm(rec) -> None:
             # pool): killing it now would cut its last write or its "end" line; they end it by this signal when done
             rec.term_pending = signum
             return
-        try:
-            rec.finish()
-        except BaseException:  # the process is being ended: end it whatever happened here
-            pass
+        rec.finish_quietly()
         die_of(signum)
 
     signal.signal(signal.SIGTERM, on_term)

@@ -31,15 +31,17 @@ exit hook for its forked children, which leave by ``os._exit``), before a proces
 anything on a multiprocessing queue (a worker's result: see :func:`ccp.trace.hooks.patch_queues`)
 and when a multiprocessing child gets SIGTERM (``Pool.terminate``: :func:`ccp.trace.hooks.flush_on_sigterm`).
 
-Low-level methods live on Cython extension types, which refuse ``setattr``; they are replaced in
-the type's dict (then ``PyType_Modified`` drops CPython's method cache). This is CPython-only.
+h5py is patched by :mod:`ccp.trace.h5py_patch`. The program's own signal handler may raise anywhere, in the
+recorder's bookkeeping too: such an exception reaches the program as it would untraced, and a write it cuts short
+leaves the buffer whole and the part file as it was (:mod:`ccp.trace.partfile`). A forked child records into its own
+part file and never writes its parent's, even when the program's signal lands in the recorder as it forks
+(:func:`install`, :meth:`Recorder._take_process`).
 """
 
 from __future__ import annotations
 
 import atexit
-import ctypes
-import gc
+import functools
 import itertools
 import os
 import pickle
@@ -49,11 +51,12 @@ import time
 import weakref
 from typing import Any
 
-from ccp.trace.fastpath import FAST_CAPACITY, FastColumns, fast_getitem
+from ccp.trace.fastpath import FAST_CAPACITY, WIDTH, FastColumns
+from ccp.trace.h5py_patch import _set_type_attr, patch_h5py  # noqa: F401 (_set_type_attr: benchmarks)
 from ccp.trace.hdf5_types import vlen_info
 from ccp.trace.hooks import ImportHook, die_of, flush_on_sigterm, patch_exit, patch_library
 from ccp.trace.netcdf import patch_netcdf4
-from ccp.trace.remote_files import file_space, fileobj_name, fsspec_info, instrument
+from ccp.trace.partfile import raised_by_program, write_at
 from ccp.trace.selections import MAX_LISTED, _file_name, _layout, describe_key, describe_space  # noqa: F401
 
 FLUSH_EVERY = 16384         # records buffered before a write to the part file
@@ -84,13 +87,6 @@ def _fault_from_env():
 _FAULT = _fault_from_env()
 
 
-def _set_type_attr(cls, name: str, value) -> None:
-    """``cls.name = value`` for an extension type (CPython: its dict, then invalidate caches)."""
-    d = gc.get_referents(cls.__dict__)[0]
-    d[name] = value
-    ctypes.pythonapi.PyType_Modified(ctypes.py_object(cls))
-
-
 class _Local(threading.local):
     def __init__(self) -> None:
         self.stack: list[dict] = []      # open calls of this thread, outermost first
@@ -110,11 +106,19 @@ class Recorder:
         self.local = _Local()
         self.lock = threading.RLock()
         self.flushing = False
+        self.pid = 0                         # this process's (0: none yet; another's: a fork not yet taken over)
+        self.part = ""                       # its part file ("": none; emptied at a fork: see install)
+        self.part_end = 0                    # bytes of the part file its written lists take
+        self.flush_calls = 0                 # fast calls of each kind a write takes at most
+        self.ended = self.finishing = self.announced = False
+        self.term_pending = 0
+        self.buf: list = []                  # never replaced: emptied in place, at a fork too (see install)
         # the fast path's calls (ccp.trace.fastpath): held by it, never replaced; a small capacity in tests only
         self.columns = FastColumns(int(os.environ.get("CCP_TRACE_TEST_CAPACITY") or FAST_CAPACITY))
-        self._reset_process()
+        self.seq = itertools.count(2, 2)     # even: a fast-path call's fast_reader row takes seq + 1
         self.handles: dict[int, tuple] = {}        # token -> (key, dsid weakref)
         self.handle_of: dict[int, int] = {}        # id(dsid) -> token
+        self.renamed: dict[int, int] = {}          # token -> the handle's token after a resize
         self.open_count: dict[tuple, int] = {}     # (file, dataset) -> live handles
         self.layouts: set[tuple] = set()
         self.alias: dict[str, str] = {}            # h5py's name of a file object (its repr) -> its URL
@@ -125,39 +129,81 @@ class Recorder:
         self.h5py_version: str | None = None     # the h5py (netCDF4) this process recorded through
         self.netcdf4_version: str | None = None
         self.netcdf: Any = None                  # ccp.trace.netcdf.NcState once netCDF4 is patched
+        self._take_process()
+        self.announced = True       # its creator says it started (install)
 
     # ------------------------------------------------------------------ process and part file
-    def _reset_process(self) -> None:
-        self.pid = os.getpid()
-        self.stopped = None
-        self.lost = self.written = 0
-        self.ended = False
-        self.finishing = False
-        self.term_pending = 0
-        self.buf: list = []
-        self.columns.clear()
-        self.seq = itertools.count(2, 2)      # even: a fast-path call's fast_reader row takes seq + 1
-        self.part = os.path.join(self.out_dir, f"{self.pid}-{time.time_ns()}.part")
-        self.layouts = set()
+    def _take_process(self) -> None:
+        """This process's own part file, counters and lock. Everything is made first, then stored with no call in
+        between and the pid last: CPython runs a signal handler only at a call or a loop's jump, so a program's
+        exception landing in a forked child's reset (a Ctrl-C to the process group as it forks) leaves the parent's
+        pid, and a process whose pid is not its own writes nothing until this has run (:meth:`flush`,
+        :meth:`finish`). Never the parent's part file with the child's records.
+
+        The child's buffers hold only the child's records: the at-fork hooks :func:`install` registers before
+        :meth:`after_fork` emptied them (C functions: nothing can land in them), so calls the child made before a
+        cut-short reset ended are kept, renamed to its pid; their seq go on from the parent's, so the child's are
+        never counted again from 2 and stay unique. A fork those hooks did not see (a C library's ``fork()``) left the
+        parent's records buffered: they are the parent's to write, dropped here."""
+        pid = os.getpid()
+        part = os.path.join(self.out_dir, f"{pid}-{time.time_ns()}.part")
+        lock, local = threading.RLock(), _Local()
+        layouts: set[tuple] = set()
+        inherited = self.pid != 0 and self.part != ""   # "": emptied at the fork (see install); 0: a new recorder
+        if not inherited:
+            for r in self.buf:          # the child's own calls, made before this ran: its pid, not the parent's
+                if type(r) is dict and r.get("pid") == self.pid:
+                    r["pid"] = pid
+        handles = [_handle_record(token, info) for token, (info, _ref, _ident) in list(self.handles.items())]
+        capacity = self.columns.capacity
+        columns = self.columns
+        # no call from here on
+        if inherited:
+            del self.buf[:], columns.index[:], columns.slice[:], columns.tuple[:]
+        self.buf[:0] = handles      # before the calls naming them: the child's part names its live handles
+        self.part, self.part_end, self.flush_calls = part, 0, capacity
+        self.lock, self.local, self.flushing, self.layouts = lock, local, False, layouts
+        self.stopped, self.lost, self.written, self.ended, self.finishing, self.term_pending = None, 0, 0, False, False, 0
+        self.announced = False
+        self.pid = pid
 
     def after_fork(self) -> None:
-        """In a forked child: its own part file; the parent's buffer is the parent's to write."""
-        self._reset_process()
-        for token, (info, _ref, _ident) in list(self.handles.items()):   # the child's part names its handles
-            self.buf.append(_handle_record(token, info))
-        self.local = _Local()
-        self.lock = threading.RLock()
-        self.flushing = False
+        """In a forked child: its own part file; the parent's buffer is the parent's to write (emptied at the fork)."""
+        self._become_child()
+
+    def _become_child(self) -> None:
+        """:meth:`_take_process` in a forked child, then say so to ``ccp trace``."""
+        sock = self.sock        # the parent's socket: closed once the child has its own state (None)
+        self._take_process()
         self.sock = None
-        self.status("start", os.getppid(), "fork")
+        if sock is not None:
+            sock.close()
+        self._announce("fork")
+
+    def _announce(self, how: str) -> None:
+        """The start line (once the process has its own state) and multiprocessing's exit hook for a forked child."""
+        self.status("start", os.getppid(), how)
         mp_util = sys.modules.get("multiprocessing.util")
-        if mp_util is not None:   # multiprocessing children end with os._exit: atexit never runs
+        if mp_util is not None and how == "fork":   # multiprocessing children end with os._exit: atexit never runs
             mp_util.register_after_fork(self, Recorder._register_mp_finalizer)
+        self.announced = True
+
+    def _own_process(self) -> None:
+        """Before a write: a forked child whose reset the program's signal cut short (in :meth:`after_fork`) takes its
+        own state now; a failure of the recorder's own there stops recording in it."""
+        if os.getpid() == self.pid:
+            return
+        try:
+            self._become_child()
+        except BaseException as exc:
+            if raised_by_program(exc):
+                raise
+            self.stop(f"after fork: {type(exc).__name__}: {exc}")
 
     def _register_mp_finalizer(self) -> None:
         import multiprocessing.util as mp_util
 
-        mp_util.Finalize(None, self.finish, exitpriority=-100)
+        mp_util.Finalize(None, self.finish_quietly, exitpriority=-100)
         flush_on_sigterm(self)      # a pool worker its parent terminates
 
     # ------------------------------------------------------------------ status channel
@@ -182,16 +228,19 @@ class Recorder:
             self.stopped = reason
             self.status("error", reason)
         self.lost += len(self.buf) + len(self.columns)
-        self.buf = []
+        del self.buf[:]
         self.columns.clear()
 
     def finish(self) -> None:
         """The process is leaving: write what is buffered and say how it went (once per process)."""
+        self._own_process()
         if os.getpid() != self.pid or self.ended or self.finishing:
             return
         self.finishing = True       # a SIGTERM now waits for the end line (ccp.trace.hooks.flush_on_sigterm)
         try:
             self.flush()
+            if not self.announced:      # a fork's reset cut short before its start line
+                self._announce("fork")
             self.ended = True
             self.status("modules", ",".join(m for m in LIBRARIES if m in sys.modules))
             self.status("end", self.written, self.lost, self.stopped or "")
@@ -199,6 +248,17 @@ class Recorder:
             self.finishing = False
             if self.term_pending:
                 die_of(self.term_pending)
+
+    def finish_quietly(self) -> None:
+        """:meth:`finish` at the process's end (atexit, os._exit, a SIGTERM): an exception the program's signal
+        handler raises meanwhile has no one left to reach and must never be printed on the program's stderr; the
+        interrupted write left the buffer whole, so it is tried again."""
+        for _attempt in range(5):
+            try:
+                self.finish()
+                return
+            except BaseException:  # the process is leaving: nothing to hand it to
+                continue
 
     def buffered(self) -> int:
         """Records waiting for the next write."""
@@ -213,34 +273,55 @@ class Recorder:
             self.flush()
 
     def flush(self) -> None:
-        """Append the buffer to the part file; any failure stops recording, never reaches the program."""
-        try:
-            with self.lock:
-                if self.flushing or os.getpid() != self.pid or self.stopped is not None:
-                    return
-                if not self.buf and not len(self.columns):
-                    return
-                self.flushing = True
-                buf, self.buf = self.buf, []
-                n = len(buf)
-                try:
-                    n += len(self.columns)
-                    buf += self.columns.take()      # after the records: a handle comes before the calls naming it
-                    if _FAULT is not None:
-                        _FAULT(n)
-                    os.makedirs(self.out_dir, exist_ok=True)
-                    with open(self.part, "ab") as f:
-                        pickle.dump(buf, f, protocol=pickle.HIGHEST_PROTOCOL)   # one pickled list per flush
-                    self.written += n
-                except Exception as exc:  # ENOSPC, EIO, EACCES, a bug: the program runs on
-                    self.lost += n
-                    self.stop(f"writing {self.part}: {type(exc).__name__}: {exc}")
-                finally:
-                    self.flushing = False
-        except Exception as exc:  # even the bookkeeping above must not reach the program
-            self.stop(f"{type(exc).__name__}: {exc}")
+        """Append the buffer to the part file; a failure of the recorder's own stops recording, never reaches the
+        program. An exception of the program's (its signal handler raising meanwhile) reaches it as untraced, with
+        nothing written or forgotten: the buffer is emptied only once the part file holds it (no call in between)."""
+        self._own_process()
+        with self.lock:
+            if self.flushing or os.getpid() != self.pid or self.stopped is not None:
+                return
+            if not self.buf and not len(self.columns):
+                return
+            self.flushing = True
+            try:
+                while self._write_some():       # a write cut short by the program left it fewer calls to take
+                    pass
+            except BaseException as exc:
+                if raised_by_program(exc):
+                    # the next write takes fewer calls (at least 64): a handler raising more often than a write
+                    # of 16,384 calls takes must not stop the program's reads from ever getting past it
+                    self.flush_calls = max(64, self.flush_calls // 4)
+                    raise
+                # ENOSPC, EIO, EACCES, a bug: the program runs on (stop counts what is buffered as lost)
+                self.stop(f"writing {self.part}: {type(exc).__name__}: {exc}")
+            finally:
+                self.flushing = False
         if self.term_pending and not self.finishing:    # a SIGTERM arrived during this write: end as it asked
             self.finish()
+
+    def _write_some(self) -> bool:
+        """One pickled list to the part file: the records, then up to ``flush_calls`` fast calls of each kind;
+        whether some calls were left for another list. A fork while it runs (the program's signal handler calling
+        ``os.fork``) leaves the write to the parent: in the child it stops, nothing counted (:func:`write_at`)."""
+        part, end = self.part, self.part_end
+        k = len(self.buf)
+        records = self.buf[:k]
+        blocks, taken = self.columns.peek(self.flush_calls)
+        n = k + sum(taken) // WIDTH
+        records += blocks       # after the records: a handle comes before the calls naming it
+        if _FAULT is not None:
+            _FAULT(n)
+        data = pickle.dumps(records, protocol=pickle.HIGHEST_PROTOCOL)     # one pickled list per write
+        new_end = end + len(data)
+        if not write_at(part, data, end, self) or self.part is not part:
+            return False        # a forked child: these were the parent's records, its own buffers emptied at the fork
+        self.part_end = new_end         # done: from here no call, so nothing can land before it is all said
+        self.written += n
+        del self.buf[:k]
+        del self.columns.index[:taken[0]], self.columns.slice[:taken[1]], self.columns.tuple[:taken[2]]
+        left = max(taken) == self.flush_calls * WIDTH and len(self.columns) > 0
+        self.flush_calls = self.columns.capacity
+        return left
 
     # ------------------------------------------------------------------ datasets and files
     def event(self, op: str, file: str, dataset: str | None = None, **extra) -> None:
@@ -275,14 +356,11 @@ class Recorder:
         shape = tuple(dsid.shape)
         info = (file, name, dsid.dtype.itemsize, shape)
         token = next(self.tokens)
-        self.handles[token] = (info, weakref.ref(dsid), id(dsid))
-        self.handle_of[id(dsid)] = token
-        self.add(_handle_record(token, info))
-        weakref.finalize(dsid, self.handle_gone, token)
         n = self.open_count.get(key, 0)
-        self.open_count[key] = n + 1
+        # the records first, the handle's bookkeeping last: an exception of the program's landing in between leaves
+        # the handle unknown (registered again at its next call), never named by calls with no handle record
+        self.add(_handle_record(token, info))
         if key not in self.layouts:
-            self.layouts.add(key)
             layout = _layout(dsid, storage_size=file not in self.remote)
             vlen, type_size = vlen_info(dsid.get_type())
             if vlen:            # the HDF5 type's size, not numpy's object pointer (ccp.trace.hdf5_types)
@@ -290,13 +368,45 @@ class Recorder:
             if file in self.remote:
                 layout["remote"] = self.remote[file]
             self.add({"kind": "layout", "pid": self.pid, "file": file, "dataset": name, **layout})
+            self.layouts.add(key)
         if n == 0:
             nslots, nbytes, w0 = dsid.get_access_plist().get_chunk_cache()
             self.event("dataset_open", file, name, cache_nbytes=int(nbytes), cache_nslots=int(nslots),
                        cache_w0=float(w0))
+        ref, ident = weakref.ref(dsid), id(dsid)
+        weakref.finalize(dsid, self.handle_gone, token)
+        self.handles[token] = (info, ref, ident)        # no call from here on
+        self.handle_of[ident] = token
+        self.open_count[key] = n + 1
         return info
 
+    def resized(self, dsid) -> None:
+        """After ``set_extent``: every live handle of the dataset gets a new token and handle record with the
+        dataset's new shape, so its later calls are described against it (the shape is read at register(), not per
+        call: that keeps the fast path cheap). A resize by another process is not seen."""
+        token = self.handle_of.get(id(dsid))
+        if token is None:
+            self.register(dsid)
+            return
+        key = self.handles[token][0][:2]
+        for old, (info, ref, ident) in list(self.handles.items()):
+            live = ref()
+            if info[:2] != key or live is None:
+                continue
+            new_info = (*info[:3], tuple(live.shape))
+            if new_info == info:
+                continue
+            new = next(self.tokens)
+            self.add(_handle_record(new, new_info))
+            self.handles[new] = (new_info, ref, ident)     # no call from here on
+            del self.handles[old]
+            self.renamed[old] = new
+            if self.handle_of.get(ident) == old:
+                self.handle_of[ident] = new
+
     def handle_gone(self, token: int, reason: str = "handle") -> None:
+        while token in self.renamed:        # the handle's token since a resize (its finalizer holds the first)
+            token = self.renamed.pop(token)
         entry = self.handles.pop(token, None)
         if entry is None:
             return
@@ -319,7 +429,10 @@ class Recorder:
 
     # ------------------------------------------------------------------ calls
     def failed(self, exc: BaseException) -> None:
-        """Bookkeeping went wrong: say so once per process, never disturb the program."""
+        """Bookkeeping went wrong: say so once per process, never disturb the program; an exception of the program's
+        own that landed in the bookkeeping (its signal handler raising) is raised again, as it would be untraced."""
+        if raised_by_program(exc):
+            raise exc
         self.errors += 1
         if self.errors == 1:
             msg = f"{type(exc).__name__}: {exc}"
@@ -368,179 +481,6 @@ class Recorder:
         self.add(rec)
 
 
-# ---------------------------------------------------------------------- patches
-
-def _patch_h5py(rec: Recorder) -> None:
-    import h5py
-    from h5py import _selector, h5d
-    from h5py._hl import dataset as hl_dataset
-    from h5py._hl import files as hl_files
-    from h5py._hl import group as hl_group
-
-    perf = time.perf_counter_ns
-    Dataset = hl_dataset.Dataset
-
-    def low(api, op, orig):
-        def wrapper(self, mspace, fspace, arr_obj, *args, **kwargs):
-            r = rec.begin(api, op)
-            t0 = perf()
-            try:
-                return orig(self, mspace, fspace, arr_obj, *args, **kwargs)
-            finally:
-                t1 = perf()
-                try:
-                    file, name, itemsize, shape = rec.handle_info(self)
-                    sel = describe_space(fspace, shape)
-                    r.update(sel, file=file, dataset=name, bytes=sel["nelems"] * itemsize)
-                except Exception as exc:  # the program must never see the recorder fail
-                    rec.failed(exc)
-                rec.end(r, t0, t1, low=True)
-        wrapper.__name__ = orig.__name__
-        wrapper.__wrapped__ = orig  # type: ignore[attr-defined]
-        return wrapper
-
-    _set_type_attr(h5d.DatasetID, "read", low("DatasetID.read", "read", h5d.DatasetID.__dict__["read"]))
-    _set_type_attr(h5d.DatasetID, "write", low("DatasetID.write", "write", h5d.DatasetID.__dict__["write"]))
-
-    fast_orig = _selector.Reader.__dict__["read"]
-
-    def fast_read(self, args):
-        dset = rec.local.dataset
-        r = rec.begin("fast_reader", "read")
-        t0 = perf()
-        try:
-            return fast_orig(self, args)
-        finally:
-            t1 = perf()
-            try:
-                if dset is not None:
-                    file, name, itemsize, shape = rec.handle_info(dset.id)
-                    sel = describe_key(args, shape)
-                    r.update(sel, file=file, dataset=name, bytes=sel["nelems"] * itemsize)
-            except Exception as exc:  # the program must never see the recorder fail
-                rec.failed(exc)
-            rec.end(r, t0, t1, low=True)
-
-    fast_read.__wrapped__ = fast_orig  # type: ignore[attr-defined]
-    _set_type_attr(_selector.Reader, "read", fast_read)
-
-    def high(api, op, orig):
-        def wrapper(self, *args, **kwargs):
-            dset = getattr(self, "_dset", self)
-            r = rec.begin(api, op)
-            saved = rec.local.dataset
-            rec.local.dataset = dset
-            t0 = perf()
-            try:
-                return orig(self, *args, **kwargs)
-            finally:
-                t1 = perf()
-                rec.local.dataset = saved
-                try:
-                    file, name, _itemsize, _shape = rec.handle_info(dset.id)
-                    r.update(file=file, dataset=name)
-                except Exception as exc:  # the program must never see the recorder fail
-                    rec.failed(exc)
-                rec.end(r, t0, t1, low=False)
-        wrapper.__name__ = orig.__name__
-        wrapper.__wrapped__ = orig  # type: ignore[attr-defined]
-        return wrapper
-
-    Dataset.__getitem__ = fast_getitem(rec, high("Dataset.__getitem__", "read", Dataset.__getitem__), fast_orig)
-    Dataset.__setitem__ = high("Dataset.__setitem__", "write", Dataset.__setitem__)
-    Dataset.read_direct = high("Dataset.read_direct", "read", Dataset.read_direct)
-    Dataset.write_direct = high("Dataset.write_direct", "write", Dataset.write_direct)
-    for cls_name, api in (("AsTypeView", "astype"), ("FieldsView", "fields"), ("AsStrView", "asstr"),
-                          ("AstypeWrapper", "astype"), ("FieldsWrapper", "fields"), ("AsStrWrapper", "asstr")):
-        cls = getattr(hl_dataset, cls_name, None)
-        if cls is not None and "__getitem__" in cls.__dict__:
-            cls.__getitem__ = high(f"{api}.__getitem__", "read", cls.__dict__["__getitem__"])
-
-    create_orig = hl_group.Group.create_dataset
-
-    def create_dataset(self, *args, **kwargs):
-        # create_dataset(data=...) writes: a user call when (and only when) it reaches HDF5
-        r = rec.begin("Group.create_dataset", "write")
-        r["drop_if_no_io"] = True
-        t0 = perf()
-        try:
-            out = orig_result = create_orig(self, *args, **kwargs)
-        except BaseException:
-            rec.end(r, t0, perf(), low=False)
-            raise
-        t1 = perf()
-        try:
-            file, name, _itemsize, _shape = rec.handle_info(orig_result.id)
-            r.update(file=file, dataset=name)
-        except Exception as exc:  # the program must never see the recorder fail
-            rec.failed(exc)
-        rec.end(r, t0, t1, low=False)
-        return out
-
-    hl_group.Group.create_dataset = create_dataset
-    init_orig = Dataset.__init__
-
-    def dataset_init(self, bind, *args, **kwargs):
-        init_orig(self, bind, *args, **kwargs)
-        try:
-            rec.handle_info(bind)
-        except Exception as exc:  # never break the user's program over bookkeeping
-            rec.failed(exc)
-
-    Dataset.__init__ = dataset_init
-
-    File = hl_files.File
-    file_init = File.__init__
-
-    def file_init_wrapper(self, *args, **kwargs):
-        obj = args[0] if args else kwargs.get("name")
-        remote = None
-        if obj is not None and not isinstance(obj, (str, bytes, os.PathLike, h5py.h5f.FileID)):
-            try:                # a file object: recorded as what it is, its reads and GETs counted from the open on
-                remote = fsspec_info(obj)
-                if remote is not None and getattr(obj.read, "__name__", "") != "recorded_read":
-                    instrument(rec, obj, remote["url"])
-            except Exception as exc:  # never break the user's program over bookkeeping
-                rec.failed(exc)
-                remote = None
-        file_init(self, *args, **kwargs)
-        if args and isinstance(args[0], h5py.h5f.FileID):     # File(fid): a new wrapper, not an open
-            return
-        try:
-            name = _file_name(self.filename)
-            if remote is not None:
-                rec.alias[name] = name = remote["url"]
-                rec.remote[name] = {**remote, **file_space(self.id)}
-            elif callable(getattr(obj, "read", None)) and callable(getattr(obj, "seek", None)):
-                rec.alias[name] = name = fileobj_name(obj)   # h5py names a file object by its repr, new per object
-            _mdc, nslots, nbytes, w0 = self.id.get_access_plist().get_cache()
-            rec.event("file_open", name, mode=self.mode, rdcc_nbytes=int(nbytes), rdcc_nslots=int(nslots),
-                      rdcc_w0=float(w0))
-        except Exception as exc:  # never break the user's program over bookkeeping
-            rec.failed(exc)
-
-    File.__init__ = file_init_wrapper
-    file_close = File.close
-
-    def file_close_wrapper(self):
-        try:
-            name = _file_name(self.filename) if self.id.valid else None
-            name = rec.alias.get(name, name) if name is not None else None
-        except Exception:  # the program must never see the recorder fail
-            name = None
-        file_close(self)
-        if name is not None:
-            try:
-                rec.file_closed(name)
-                rec.event("file_close", name)
-            except Exception as exc:  # the program must never see the recorder fail
-                rec.failed(exc)
-
-    File.close = file_close_wrapper
-    rec.patched = True
-    rec.h5py_version = h5py.__version__
-
-
 def install(out_dir: str) -> Recorder:
     """Start recording in this process (idempotent)."""
     global _recorder
@@ -549,15 +489,21 @@ def install(out_dir: str) -> Recorder:
     rec = _recorder = Recorder(out_dir)
     rec.status("start", os.getppid(), " ".join(getattr(sys, "argv", []))[:200] or sys.executable)
     later = {}
-    for name, patch in (("h5py", _patch_h5py), ("netCDF4", patch_netcdf4)):
+    for name, patch in (("h5py", patch_h5py), ("netCDF4", patch_netcdf4)):
         if name in sys.modules:         # imported before the recorder started (a sitecustomize of its own)
             patch_library(rec, name, patch)
         else:
             later[name] = patch
     if later:
         sys.meta_path.insert(0, ImportHook(rec, later))
-    atexit.register(rec.finish)
-    os.register_at_fork(after_in_child=rec.after_fork)
+    atexit.register(rec.finish_quietly)
+    # in a forked child, before any Python code runs (C functions, so no signal handler can run in between): the
+    # parent's part file taken away (a write a fork cut short stops: ccp.trace.partfile.write_at) and the parent's
+    # buffered calls forgotten; then after_fork gives the child its own (a signal landing in it: see _take_process)
+    columns = rec.columns
+    for at_fork in (functools.partial(setattr, rec, "part", ""), rec.buf.clear, columns.index.clear,
+                    columns.slice.clear, columns.tuple.clear, rec.after_fork):
+        os.register_at_fork(after_in_child=at_fork)
     patch_exit(rec)
     if "--multiprocessing-fork" in getattr(sys, "argv", ()):    # a spawned multiprocessing child (no fork hook runs)
         flush_on_sigterm(rec)

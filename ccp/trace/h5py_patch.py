@@ -1,0 +1,212 @@
+"""The recorder's patches of h5py (stdlib at import: loaded into traced programs; h5py imported once the program
+has): the user-level dataset calls (the fast path's ``__getitem__``: :mod:`ccp.trace.fastpath`), the low-level reads
+and writes under them, ``set_extent`` (a resize gives the handles their new shape), file opens and closes.
+
+Low-level methods live on Cython extension types, which refuse ``setattr``; they are replaced in the type's dict
+(then ``PyType_Modified`` drops CPython's method cache). This is CPython-only.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import os
+import time
+
+from ccp.trace.fastpath import fast_getitem
+from ccp.trace.remote_files import file_space, fileobj_name, fsspec_info, instrument
+from ccp.trace.selections import _file_name, describe_key, describe_space
+
+
+def _set_type_attr(cls, name: str, value) -> None:
+    """``cls.name = value`` for an extension type (CPython: its dict, then invalidate caches)."""
+    d = gc.get_referents(cls.__dict__)[0]
+    d[name] = value
+    ctypes.pythonapi.PyType_Modified(ctypes.py_object(cls))
+
+
+def patch_h5py(rec) -> None:
+    """Wrap h5py's dataset calls, file opens and closes so that ``rec`` (a :class:`ccp.trace.recorder.Recorder`)
+    records them."""
+    import h5py
+    from h5py import _selector, h5d
+    from h5py._hl import dataset as hl_dataset
+    from h5py._hl import files as hl_files
+    from h5py._hl import group as hl_group
+
+    perf = time.perf_counter_ns
+    Dataset = hl_dataset.Dataset
+
+    def low(api, op, orig):
+        def wrapper(self, mspace, fspace, arr_obj, *args, **kwargs):
+            r = rec.begin(api, op)
+            t0 = perf()
+            try:
+                return orig(self, mspace, fspace, arr_obj, *args, **kwargs)
+            finally:
+                t1 = perf()
+                try:
+                    file, name, itemsize, shape = rec.handle_info(self)
+                    sel = describe_space(fspace, shape)
+                    r.update(sel, file=file, dataset=name, bytes=sel["nelems"] * itemsize)
+                except Exception as exc:  # the program must never see the recorder fail
+                    rec.failed(exc)
+                rec.end(r, t0, t1, low=True)
+        wrapper.__name__ = orig.__name__
+        wrapper.__wrapped__ = orig  # type: ignore[attr-defined]
+        return wrapper
+
+    _set_type_attr(h5d.DatasetID, "read", low("DatasetID.read", "read", h5d.DatasetID.__dict__["read"]))
+    _set_type_attr(h5d.DatasetID, "write", low("DatasetID.write", "write", h5d.DatasetID.__dict__["write"]))
+
+    set_extent_orig = h5d.DatasetID.__dict__["set_extent"]
+
+    def set_extent(self, shape):
+        set_extent_orig(self, shape)
+        try:
+            rec.resized(self)
+        except Exception as exc:  # the program must never see the recorder fail
+            rec.failed(exc)
+
+    set_extent.__wrapped__ = set_extent_orig  # type: ignore[attr-defined]
+    _set_type_attr(h5d.DatasetID, "set_extent", set_extent)
+
+    fast_orig = _selector.Reader.__dict__["read"]
+
+    def fast_read(self, args):
+        dset = rec.local.dataset
+        r = rec.begin("fast_reader", "read")
+        t0 = perf()
+        try:
+            return fast_orig(self, args)
+        finally:
+            t1 = perf()
+            try:
+                if dset is not None:
+                    file, name, itemsize, shape = rec.handle_info(dset.id)
+                    sel = describe_key(args, shape)
+                    r.update(sel, file=file, dataset=name, bytes=sel["nelems"] * itemsize)
+            except Exception as exc:  # the program must never see the recorder fail
+                rec.failed(exc)
+            rec.end(r, t0, t1, low=True)
+
+    fast_read.__wrapped__ = fast_orig  # type: ignore[attr-defined]
+    _set_type_attr(_selector.Reader, "read", fast_read)
+
+    def high(api, op, orig):
+        def wrapper(self, *args, **kwargs):
+            dset = getattr(self, "_dset", self)
+            r = rec.begin(api, op)
+            saved = rec.local.dataset
+            rec.local.dataset = dset
+            t0 = perf()
+            try:
+                return orig(self, *args, **kwargs)
+            finally:
+                t1 = perf()
+                rec.local.dataset = saved
+                try:
+                    file, name, _itemsize, _shape = rec.handle_info(dset.id)
+                    r.update(file=file, dataset=name)
+                except Exception as exc:  # the program must never see the recorder fail
+                    rec.failed(exc)
+                rec.end(r, t0, t1, low=False)
+        wrapper.__name__ = orig.__name__
+        wrapper.__wrapped__ = orig  # type: ignore[attr-defined]
+        return wrapper
+
+    Dataset.__getitem__ = fast_getitem(rec, high("Dataset.__getitem__", "read", Dataset.__getitem__), fast_orig)
+    Dataset.__setitem__ = high("Dataset.__setitem__", "write", Dataset.__setitem__)
+    Dataset.read_direct = high("Dataset.read_direct", "read", Dataset.read_direct)
+    Dataset.write_direct = high("Dataset.write_direct", "write", Dataset.write_direct)
+    for cls_name, api in (("AsTypeView", "astype"), ("FieldsView", "fields"), ("AsStrView", "asstr"),
+                          ("AstypeWrapper", "astype"), ("FieldsWrapper", "fields"), ("AsStrWrapper", "asstr")):
+        cls = getattr(hl_dataset, cls_name, None)
+        if cls is not None and "__getitem__" in cls.__dict__:
+            cls.__getitem__ = high(f"{api}.__getitem__", "read", cls.__dict__["__getitem__"])
+
+    create_orig = hl_group.Group.create_dataset
+
+    def create_dataset(self, *args, **kwargs):
+        # create_dataset(data=...) writes: a user call when (and only when) it reaches HDF5
+        r = rec.begin("Group.create_dataset", "write")
+        r["drop_if_no_io"] = True
+        t0 = perf()
+        try:
+            out = orig_result = create_orig(self, *args, **kwargs)
+        except BaseException:
+            rec.end(r, t0, perf(), low=False)
+            raise
+        t1 = perf()
+        try:
+            file, name, _itemsize, _shape = rec.handle_info(orig_result.id)
+            r.update(file=file, dataset=name)
+        except Exception as exc:  # the program must never see the recorder fail
+            rec.failed(exc)
+        rec.end(r, t0, t1, low=False)
+        return out
+
+    hl_group.Group.create_dataset = create_dataset
+    init_orig = Dataset.__init__
+
+    def dataset_init(self, bind, *args, **kwargs):
+        init_orig(self, bind, *args, **kwargs)
+        try:
+            rec.handle_info(bind)
+        except Exception as exc:  # never break the user's program over bookkeeping
+            rec.failed(exc)
+
+    Dataset.__init__ = dataset_init
+
+    File = hl_files.File
+    file_init = File.__init__
+
+    def file_init_wrapper(self, *args, **kwargs):
+        obj = args[0] if args else kwargs.get("name")
+        remote = None
+        if obj is not None and not isinstance(obj, (str, bytes, os.PathLike, h5py.h5f.FileID)):
+            try:                # a file object: recorded as what it is, its reads and GETs counted from the open on
+                remote = fsspec_info(obj)
+                if remote is not None and getattr(obj.read, "__name__", "") != "recorded_read":
+                    instrument(rec, obj, remote["url"])
+            except Exception as exc:  # never break the user's program over bookkeeping
+                rec.failed(exc)
+                remote = None
+        file_init(self, *args, **kwargs)
+        if args and isinstance(args[0], h5py.h5f.FileID):     # File(fid): a new wrapper, not an open
+            return
+        try:
+            name = _file_name(self.filename)
+            if remote is not None:
+                rec.alias[name] = name = remote["url"]
+                rec.remote[name] = {**remote, **file_space(self.id)}
+            elif callable(getattr(obj, "read", None)) and callable(getattr(obj, "seek", None)):
+                rec.alias[name] = name = fileobj_name(obj)   # h5py names a file object by its repr, new per object
+            _mdc, nslots, nbytes, w0 = self.id.get_access_plist().get_cache()
+            rec.event("file_open", name, mode=self.mode, rdcc_nbytes=int(nbytes), rdcc_nslots=int(nslots),
+                      rdcc_w0=float(w0))
+        except Exception as exc:  # never break the user's program over bookkeeping
+            rec.failed(exc)
+
+    File.__init__ = file_init_wrapper
+    file_close = File.close
+
+    def file_close_wrapper(self):
+        try:
+            name = _file_name(self.filename) if self.id.valid else None
+            name = rec.alias.get(name, name) if name is not None else None
+        except Exception:  # the program must never see the recorder fail
+            name = None
+        file_close(self)
+        if name is not None:
+            try:
+                rec.file_closed(name)
+                rec.event("file_close", name)
+            except Exception as exc:  # the program must never see the recorder fail
+                rec.failed(exc)
+
+    File.close = file_close_wrapper
+    rec.patched = True
+    rec.h5py_version = h5py.__version__
+
+
