@@ -13,6 +13,7 @@ import hashlib
 import os
 import socket
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -138,6 +139,8 @@ class S3Store:
         self.creds = creds
         self._client = None
         self._fs = None
+        # the loopback server's state when ccp started one (ccp.remote.session): None while it runs
+        self.server_gone: Callable[[], str | None] = lambda: None
 
     @property
     def client(self):

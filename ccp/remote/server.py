@@ -98,6 +98,9 @@ class S3Server:
         self._log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", HOST, "-p", str(port)],
                                      stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                     # its own session: a terminal's Ctrl-C is ccp's to handle (ccp stops the
+                                     # server as it leaves); a ccp that ignores SIGINT keeps its server too
+                                     start_new_session=True,
                                      preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
         url = f"http://{HOST}:{port}"
         try:
@@ -149,6 +152,14 @@ class S3Server:
     @property
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
+
+    def gone(self) -> str | None:
+        """None while the server runs; else one sentence saying it exited (and how), for the run to stop on."""
+        proc = self.proc
+        if proc is None or proc.poll() is None:
+            return None
+        how = f"killed by signal {-proc.returncode}" if proc.returncode < 0 else f"exit status {proc.returncode}"
+        return f"the loopback S3 server (moto, pid {proc.pid}) exited ({how}): {self._tail()}"
 
     def __enter__(self) -> Endpoint:
         return self.start()

@@ -17,9 +17,11 @@ def s3_session(settings: S3Settings):
     if settings.local:
         from ccp.remote.server import S3Server
 
-        with S3Server() as ep:
+        server = S3Server()
+        with server as ep:
             local = S3Settings(ep.url, settings.bucket, settings.prefix)
             store = S3Store(local, Credentials(ep.access_key, ep.secret_key, ep.region))
+            store.server_gone = server.gone
             try:
                 store.create_bucket()
                 check_endpoint(local, store.creds)

@@ -158,6 +158,9 @@ def _run_locked(sweep, source, cells, store: RunStore, doc, settings, work_dir: 
                   + (f" on {row.host}" if runner.name == "dask" else "")
                   if ok else row.status)
         echo(f"  {'extrap' if extrap else 'ok    ' if ok else 'FAILED'} {cell.label()}: {detail}")
+        gone = s3.store.server_gone() if s3 is not None and not ok else None
+        if gone:      # every cell after it would fail the same way, 5 s each: stop, as an interruption does
+            raise CcpError(f"{gone}; the cells finished before it are saved: rerun the same command to resume")
 
     try:
         for cell, row in runner.run(todo, ctx):

@@ -144,6 +144,42 @@ def test_s3_pass_time_includes_the_file_open_and_pays_every_get(tmp_path):
 
 
 @NEEDS_S3
+def test_a_run_whose_loopback_server_died_stops_in_one_line_and_resumes(tmp_path, monkeypatch):
+    """The moto server gone mid-run: every later S3 cell failed with a connection error (about 5 s each) and
+    the run ended as if normal. It stops at the first, says why, and a rerun measures the rest."""
+    import os
+    import signal
+
+    import ccp.remote.server as server_mod
+    from ccp.errors import CcpError
+    from ccp.run import run_sweep
+
+    started = []
+
+    class Watched(server_mod.S3Server):
+        def start(self):
+            started.append(self)
+            return super().start()
+
+    monkeypatch.setattr(server_mod, "S3Server", Watched)
+    (tmp_path / "sweep.yaml").write_text(LATENCY_SWEEP)
+
+    def kill_after_first_cell(line):
+        if line.lstrip().startswith("ok") and started[0].running:
+            os.kill(started[0].proc.pid, signal.SIGKILL)
+            started[0].proc.wait()
+
+    with pytest.raises(CcpError, match=r"loopback S3 server .* exited \(killed by signal 9\).*rerun"):
+        run_sweep(tmp_path / "sweep.yaml", out=tmp_path / "run", work_dir=tmp_path / "work",
+                  echo=kill_after_first_cell, report=None)
+    cells = pd.read_csv(tmp_path / "run" / "cells.csv")
+    assert (cells["status"] == "ok").sum() == 1 and len(cells) == 2     # the one after it failed, then the stop
+    again = run_sweep(tmp_path / "sweep.yaml", out=tmp_path / "run", work_dir=tmp_path / "work",
+                      echo=lambda *a: None, report=None)
+    assert again.failed == 0 and again.skipped == 1
+
+
+@NEEDS_S3
 @pytest.mark.slow   # a whole S3 sweep on the loopback server: make test-slow (CI); GET counts are tested fast in test_counts, a pass's open in test_s3_pass_time_includes_the_file_open_and_pays_every_get
 def test_s3_requests_table_has_gets_per_request(s3_run):
     run_dir, _ = s3_run
