@@ -25,6 +25,14 @@ A call split into several boxes is still one call: ``call_of[i]`` is the index o
 low-level call request ``i`` belongs to. HDF5 visits each chunk once per call; a model fed the
 boxes one by one visits a chunk once per box, which only differs when a chunk cannot be kept in
 the cache (then the model counts more loads than HDF5 did).
+
+A regular hyperslab's box per chunk holds the chunk's selected elements as one run, so it is the selection only
+for the traced layout and a chunk the cache keeps (``tests/workload/test_replay_strided.py``: the loads, raw reads
+and bytes of a box per block). Known gaps, measured: a chunk read directly (bigger than the cache, unfiltered)
+counts one read per box where HDF5 reads each block (``a[::3]``, 10-element chunks, no cache: 10 reads, not 34);
+a candidate layout with chunks smaller than the stride sees the run, not the strided elements (2-element chunks:
+20 loads, not 34). Exact for every layout would take the hyperslab itself (start, stride, count, block) in the
+kernel.
 """
 
 from __future__ import annotations
