@@ -5,8 +5,8 @@ whose requests ``[s, e)`` satisfy ``request[i] == request[i - P]``. The chunk ca
 machine: if its state after one period of such a run equals its state before, every later period of the run
 gives the same counts and leaves the same state, so the model may walk one period and copy its counts
 (:meth:`ccp.model.fast._Handle.feed_plan` does, and checks the state equality itself). This module only finds
-the runs: a hash per request, the previous request with the same hash, and the run that distance extends
-to; every run returned is checked on the requests themselves (a hash collision costs a missed run, never a
+the runs: a hash per request, the previous request with the same hash (as far as a table of TABLE_SLOTS
+remembers), and the run that distance extends to; every run returned is checked on the requests themselves (a hash collision costs a missed run, never a
 wrong one).
 """
 
@@ -16,6 +16,7 @@ import numba
 import numpy as np
 
 MIN_PERIODS = 3          # a run worth walking once: at least this many periods (one walked, one checked, the rest copied)
+TABLE_SLOTS = 1 << 15    # _previous_same's table: 512 KiB
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
@@ -37,11 +38,13 @@ def _row_hashes(codes, starts, counts):
 
 @numba.njit(cache=True, nogil=True)
 def _previous_same(h):
-    """For each request, the index of the last earlier request with the same hash (-1: none); an open-addressing
-    table of twice the requests' size (linear time, no sort)."""
+    """For each request, the index of the last earlier request with the same hash, or -1: none, or forgotten. A
+    direct-mapped table of at most TABLE_SLOTS entries (it stays in the CPU's cache: a table as big as the plan
+    cost 40 ms per 200,000 requests); a hash that shares its slot with another one since is forgotten, which costs
+    a missed run at worst (one previous request found in a run's second period is enough)."""
     n = h.shape[0]
     size = 1
-    while size < 2 * n:
+    while size < 2 * n and size < TABLE_SLOTS:
         size *= 2
     mask = np.uint64(size - 1)
     keys = np.zeros(size, np.uint64)
@@ -49,9 +52,8 @@ def _previous_same(h):
     prev = np.full(n, -1, np.int64)
     for i in range(n):
         slot = (h[i] ^ (h[i] >> np.uint64(29))) & mask
-        while last[slot] >= 0 and keys[slot] != h[i]:
-            slot = (slot + np.uint64(1)) & mask
-        prev[i] = last[slot]
+        if last[slot] >= 0 and keys[slot] == h[i]:
+            prev[i] = last[slot]
         keys[slot] = h[i]
         last[slot] = i
     return prev
