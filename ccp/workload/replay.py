@@ -113,7 +113,28 @@ def _per_chunk(first: np.ndarray, nsel: np.ndarray, last: np.ndarray):
     return first, nsel
 
 
+_RUNS: dict[tuple, tuple[np.ndarray, np.ndarray] | None] = {}
+MAX_RUNS_KEPT, MAX_RUN_LENGTH_KEPT = 4096, 4096     # _axis_runs' memory: entries, and runs in one entry
+
+
 def _axis_runs(start: int, count: int, stride: int, block: int, chunk: int | None):
+    """:func:`_axis_runs_of`, remembered (read-only arrays) when short: a program's calls share their dimensions'
+    selections (``a[t, ::2]`` for each t: the ``::2``)."""
+    key = (start, count, stride, block, chunk)
+    if key in _RUNS:
+        return _RUNS[key]
+    runs = _axis_runs_of(start, count, stride, block, chunk)
+    if runs is None or len(runs[0]) <= MAX_RUN_LENGTH_KEPT:
+        if len(_RUNS) >= MAX_RUNS_KEPT:
+            _RUNS.clear()
+        if runs is not None:
+            for a in runs:
+                a.setflags(write=False)
+        _RUNS[key] = runs
+    return runs
+
+
+def _axis_runs_of(start: int, count: int, stride: int, block: int, chunk: int | None):
     """One dimension of a regular hyperslab as runs ``(first, length)``: per block when ``chunk`` is None; else
     grouped by the chunk they fall in (:func:`_per_chunk`). None: too many to list."""
     if stride == block or count == 1:               # the blocks abut (or there is one): one run
@@ -138,9 +159,10 @@ def _axis_runs(start: int, count: int, stride: int, block: int, chunk: int | Non
     return _per_chunk(coords[firsts], ends - firsts, coords[ends - 1])
 
 
-def _boxes(row, rank: int, max_boxes: int, chunks=None) -> tuple[list, list, bool]:
-    """A low-level row's selection as boxes (see the module's docstring); ``chunks``: the layout's, to group a
-    regular hyperslab's blocks by the chunk they fall in (None: contiguous, a box per block)."""
+def _boxes(row, rank: int, max_boxes: int, chunks=None) -> tuple[list | np.ndarray, list | np.ndarray, bool]:
+    """A low-level row's selection as boxes, starts and counts (lists, or ``(n, rank)`` int64 arrays for a regular
+    hyperslab; see the module's docstring); ``chunks``: the layout's, to group a regular hyperslab's blocks by the
+    chunk they fall in (None: contiguous, a box per block)."""
     row = {k: _present(row[k]) for k in BOX_COLUMNS}   # a missing list of an Arrow list column reads as NA: None
     sel = row["sel"]
     start = list(row["start"]) if row["start"] is not None else None
@@ -156,11 +178,15 @@ def _boxes(row, rank: int, max_boxes: int, chunks=None) -> tuple[list, list, boo
             lo = start
             hi = [s + (c - 1) * st + b for s, c, st, b in zip(start, count, stride, block)]
             return [lo], [[h - a for a, h in zip(lo, hi)]], True
-        grids = np.meshgrid(*[r[0] for r in runs if r is not None], indexing="ij")
-        sizes = np.meshgrid(*[r[1] for r in runs if r is not None], indexing="ij")
-        starts = np.stack([g.ravel() for g in grids], axis=1).reshape(n, rank)
-        counts = np.stack([g.ravel() for g in sizes], axis=1).reshape(n, rank)
-        return starts.tolist(), counts.tolist(), False
+        starts = np.empty((n, rank), np.int64)
+        counts = np.empty((n, rank), np.int64)
+        inner = n
+        for d, r in enumerate(runs):        # the runs' product in C order (the last dimension fastest)
+            assert r is not None
+            inner //= len(r[0])
+            starts[:, d] = np.tile(np.repeat(r[0], inner), n // (inner * len(r[0])))
+            counts[:, d] = np.tile(np.repeat(r[1], inner), n // (inner * len(r[0])))
+        return starts, counts, False
     if sel == "blocks" and row["blocks"] is not None:
         corners = np.asarray(row["blocks"], np.int64).reshape(-1, 2, rank)
         if len(corners) <= max_boxes:

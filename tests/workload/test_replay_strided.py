@@ -77,7 +77,7 @@ def test_a_contiguous_dataset_keeps_a_box_per_block():
                      "points": None})
     starts, counts, approx = _boxes(row, 1, 65536, None)
     old_starts, old_counts = old_expansion([3], [5], [4], [2])
-    assert not approx and starts == old_starts.tolist() and counts == old_counts.tolist()
+    assert not approx and np.array_equal(starts, old_starts) and np.array_equal(counts, old_counts)
 
 
 def test_too_many_boxes_is_the_bounding_box():
