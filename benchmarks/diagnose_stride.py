@@ -4,11 +4,13 @@ average and the CPU time.
 
     PYTHONPATH=. .venv/bin/python benchmarks/diagnose_stride.py --calls 50 1000 [--repeats 3] [--out results/stride-bench]
     PYTHONPATH=. .venv/bin/python benchmarks/diagnose_stride.py --mixed 1200 [--repeats 3]
+    PYTHONPATH=. .venv/bin/python benchmarks/diagnose_stride.py --rows 20000 [--repeats 3]
 
 ``--calls N``: ``a[::3]`` of a 100,000-element dataset in 1000-element chunks, N calls. ``--mixed REPS``: the
 breaker's cmp_fast program (27 reads a repetition: single elements, whole reads, strides 3, 7 and 1000, empty and
 out-of-range slices of that dataset, of a 200x200 gzip dataset in 20x20 chunks and of a contiguous one), REPS
 repetitions: 1200 is the 32,400-call trace of issue 23 (128 s, 107 s of it in the compiled model, before).
+``--rows N``: ``g[t, ::2]`` for t < N of a 20,000x1000 dataset in 10x100 chunks: N strided calls, none the same.
 
 Finding 6 of 2026-11-27: each strided call was one box per element (33,334 here); a 50-call trace took 11.4 s.
 """
@@ -42,6 +44,13 @@ for rep in range(int(sys.argv[2])):
         c[k]
 """
 
+ROWS = """import sys, h5py
+f = h5py.File(sys.argv[1], "r"); g = f["g"]
+for t in range(int(sys.argv[2])):
+    g[t, ::2]
+"""
+MAX_ROWS = 20_000
+
 
 def _trace(out: Path, name: str, data: Path, n: int) -> Path:
     """``ccp trace`` of ``out/NAME.py DATA N`` into ``out/trace-NAME-N``."""
@@ -55,6 +64,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calls", type=int, nargs="+", default=None, help="a[::3] calls per trace (default 50 1000)")
     ap.add_argument("--mixed", type=int, nargs="+", default=None, help="repetitions of the 27-read mixed program")
+    ap.add_argument("--rows", type=int, nargs="+", default=None,
+                    help=f"calls g[t, ::2] for t < N (distinct strided calls; N <= {MAX_ROWS})")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out", default="results/stride-bench")
     args = ap.parse_args()
@@ -70,12 +81,19 @@ def main() -> None:
         f.create_dataset("a", data=np.arange(100_000, dtype="f8"), chunks=(1000,))
         f.create_dataset("m", data=np.arange(40_000, dtype="f4").reshape(200, 200), chunks=(20, 20), compression="gzip")
         f.create_dataset("c", data=np.arange(1000, dtype="i4"))
+        if args.rows:
+            f.create_dataset("g", shape=(MAX_ROWS, 1000), dtype="f4", chunks=(10, 100), fillvalue=1.0)
+            for t in range(0, MAX_ROWS, 1000):
+                f["g"][t:t + 1000] = np.arange(t * 1000, (t + 1000) * 1000, dtype="f4").reshape(1000, 1000)
     (out / "stride.py").write_text(PROGRAM)
     (out / "mixed.py").write_text(MIXED)
+    (out / "rows.py").write_text(ROWS)
     runs = []
     if args.mixed:
         runs += [("mixed", n, 27 * n) for n in args.mixed]
-    if args.calls or not args.mixed:
+    if args.rows:
+        runs += [("rows", min(n, MAX_ROWS), min(n, MAX_ROWS)) for n in args.rows]
+    if args.calls or not (args.mixed or args.rows):
         runs += [("stride", n, n) for n in (args.calls or [50, 1000])]
     diagnose_folder(_trace(out, "stride", data, 1))     # warm-up: imports and the compiled model
     for name, n, ncalls in runs:
@@ -87,7 +105,7 @@ def main() -> None:
             times.append(time.perf_counter() - t0)
             cpus.append(time.process_time() - c0)
         loads = sum(int(d.get("chunk_loads") or 0) for d in diag["datasets"])
-        label = "a[::3]" if name == "stride" else "mixed"
+        label = {"stride": "a[::3]", "mixed": "mixed", "rows": "g[t, ::2]"}[name]
         print(f"{label} x {n} ({ncalls} calls): diagnose {statistics.median(times):.3f} s wall, "
               f"{statistics.median(cpus):.3f} s CPU (median of {args.repeats}: {', '.join(f'{t:.3f}' for t in times)}); "
               f"{loads} chunk loads; load average {os.getloadavg()[0]:.2f}", flush=True)
