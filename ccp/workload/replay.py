@@ -178,15 +178,15 @@ def _boxes(row, rank: int, max_boxes: int, chunks=None) -> tuple[list | np.ndarr
             lo = start
             hi = [s + (c - 1) * st + b for s, c, st, b in zip(start, count, stride, block)]
             return [lo], [[h - a for a, h in zip(lo, hi)]], True
-        starts = np.empty((n, rank), np.int64)
-        counts = np.empty((n, rank), np.int64)
-        inner = n
-        for d, r in enumerate(runs):        # the runs' product in C order (the last dimension fastest)
+        lengths = tuple(len(r[0]) for r in runs if r is not None)
+        starts = np.empty((rank, *lengths), np.int64)
+        counts = np.empty((rank, *lengths), np.int64)
+        for d, r in enumerate(runs):        # the runs' product in C order (the last dimension fastest), broadcast
             assert r is not None
-            inner //= len(r[0])
-            starts[:, d] = np.tile(np.repeat(r[0], inner), n // (inner * len(r[0])))
-            counts[:, d] = np.tile(np.repeat(r[1], inner), n // (inner * len(r[0])))
-        return starts, counts, False
+            along = (1,) * d + (-1,) + (1,) * (rank - d - 1)
+            starts[d] = r[0].reshape(along)
+            counts[d] = r[1].reshape(along)
+        return starts.reshape(rank, n).T, counts.reshape(rank, n).T, False
     if sel == "blocks" and row["blocks"] is not None:
         corners = np.asarray(row["blocks"], np.int64).reshape(-1, 2, rank)
         if len(corners) <= max_boxes:
