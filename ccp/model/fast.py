@@ -43,10 +43,10 @@ from ccp.model.repeats import periodic_runs
 
 #: Columns of :attr:`Predictions.counts`, in RequestPrediction's field order.
 COLUMNS = ("chunk_hits", "chunk_loads", "evictions", "raw_reads", "raw_read_bytes", "raw_writes", "raw_write_bytes")
-OPS = ("read", "write", "close", "total")
+OPS = ("read", "write", "close", "total")   # Predictions.ops codes 0-3 ("total": all requests summed)
 MAX_TRIES = 4                 # periods of a repeating run walked waiting for the state to come back (then: walk on)
 VISIT_BYTES = 64              # a run is tried when the chunk visits it may skip, at so many state bytes each, exceed
-                              # the state bytes copied and compared by MAX_TRIES tries   # Predictions.ops codes 0-3 ("total": all requests summed)
+                              # the state bytes copied and compared by MAX_TRIES tries
 
 
 def _prediction(counts, op: str) -> RequestPrediction:

@@ -37,6 +37,7 @@ from ccp.workload.tracefile import Trace, load_trace
 
 BATCH = 200_000         # rows fed at a time by replay_sequence (a table in memory is never copied whole)
 MAX_REMEMBERED = 4096   # regular hyperslabs whose boxes a builder keeps (then it forgets them all and starts again)
+MAX_REMEMBERED_BOXES = 1 << 20      # and boxes in all (48 MiB at rank 3)
 OPS = np.array(["read", "write"], dtype=object)     # indexed by op code: a pointer a request, two strings in all
 
 
@@ -72,6 +73,7 @@ class SequenceBuilder:
         self.order: tuple[int, int] | None = None
         self.in_order = in_order
         self.regular_boxes: dict[tuple, tuple[np.ndarray, np.ndarray, bool]] = {}   # see _boxes
+        self.remembered_boxes = 0
 
     def add(self, rows) -> None:
         """The next rows of this dataset (a DataFrame of the trace's columns, file order)."""
@@ -153,10 +155,12 @@ class SequenceBuilder:
         b_starts, b_counts, approx = _boxes(row, self.rank, self.max_boxes, self.chunks)
         out = (np.asarray(b_starts, np.int64).reshape(-1, self.rank), np.asarray(b_counts, np.int64).reshape(-1, self.rank),
                bool(approx))
-        if key is not None:
-            if len(self.regular_boxes) >= MAX_REMEMBERED:
+        if key is not None and len(out[0]) <= MAX_REMEMBERED_BOXES:
+            if len(self.regular_boxes) >= MAX_REMEMBERED or self.remembered_boxes + len(out[0]) > MAX_REMEMBERED_BOXES:
                 self.regular_boxes.clear()
+                self.remembered_boxes = 0
             self.regular_boxes[key] = out
+            self.remembered_boxes += len(out[0])
         return out
 
     def _check_order(self, pid_all: np.ndarray, seq_all: np.ndarray) -> None:
