@@ -33,15 +33,20 @@ from ccp.model.kernels import (
     _HIT,
     _LOAD,
     _NR,
+    _NUSED,
     _NW,
     _chunked_kernel,
     _contig_kernel,
     _tiles,
 )
+from ccp.model.repeats import periodic_runs
 
 #: Columns of :attr:`Predictions.counts`, in RequestPrediction's field order.
 COLUMNS = ("chunk_hits", "chunk_loads", "evictions", "raw_reads", "raw_read_bytes", "raw_writes", "raw_write_bytes")
 OPS = ("read", "write", "close", "total")   # Predictions.ops codes 0-3 ("total": all requests summed)
+MAX_TRIES = 4                 # periods of a repeating run walked waiting for the state to come back (then: walk on)
+VISIT_BYTES = 64              # a run is tried when the chunk visits it may skip, at so many state bytes each, exceed
+                              # the state bytes copied and compared by MAX_TRIES tries
 
 
 def _prediction(counts, op: str) -> RequestPrediction:
@@ -243,6 +248,61 @@ class _Handle:
         if missing:
             raise KeyError("stored_chunk_bytes has no size for a chunk the requests load or flush")
 
+    def _state(self) -> tuple[np.ndarray, ...]:
+        """The arrays (views) of the kernel's state that decide its next counts. The order of the LRU list
+        decides only which entry a prune evicts: a cache whose slots all full fit in it never prunes, and then
+        the list's order (``prv``/``nxt``, head and tail) is left out (a hit's move drifts it period after period)."""
+        if self.grid is None:
+            return (self.cst,)
+        ent, rd, wr, dirty, prv, nxt = self.slots
+        if self.nslots * self.chunk_bytes <= self.nbytes:
+            return ent, rd, wr, dirty, self.st[_NUSED:], self.alloc
+        return ent, rd, wr, dirty, prv, nxt, self.st, self.alloc
+
+    def feed_plan(self, codes: np.ndarray, starts: np.ndarray, counts: np.ndarray, res: np.ndarray) -> None:
+        """:meth:`feed` of requests into ``res`` rows 0.. (no close), a run that repeats itself
+        (:func:`ccp.model.repeats.periodic_runs`) walked only until a period leaves the state as it found it:
+        from there each period repeats that one's counts and state exactly, so they are copied."""
+        pos = 0
+        state_bytes = sum(a.nbytes for a in self._state())
+        for s, e, p in periodic_runs(codes, starts, counts):
+            if self._visits(starts[s:s + p], counts[s:s + p]) * ((e - s) // p - 2) * VISIT_BYTES \
+                    < MAX_TRIES * state_bytes:
+                continue            # copying and comparing states would cost more than the visits it may skip
+            self.feed(codes[pos:s], starts[pos:s], counts[pos:s], res, pos, False)
+            pos = self._feed_run(codes, starts, counts, res, s, e, p)
+        self.feed(codes[pos:], starts[pos:], counts[pos:], res, pos, False)
+
+    def _visits(self, starts: np.ndarray, counts: np.ndarray) -> int:
+        """Chunks the kernel visits for these requests (requests, on a contiguous dataset)."""
+        if self.grid is None:
+            return len(starts)
+        first = starts // self.chunks_arr
+        last = (starts + np.maximum(counts, 1) - 1) // self.chunks_arr
+        return int(np.prod(last - first + 1, axis=1).sum())
+
+    def _feed_run(self, codes, starts, counts, res, a: int, e: int, p: int) -> int:
+        """Requests ``[a, e)`` (each the request ``p`` before it) period by period until one leaves the state as
+        it was (then every further whole period is that one's counts: copied) or MAX_TRIES periods did not;
+        returns where the walk stopped."""
+        for _ in range(MAX_TRIES):
+            if a + p > e:
+                break
+            before = tuple(x.copy() for x in self._state())
+            total_before = None if self.per_request else res[0].copy()
+            self.feed(codes[a:a + p], starts[a:a + p], counts[a:a + p], res, a, False)
+            a += p
+            if all(np.array_equal(x, y) for x, y in zip(before, self._state())):
+                k = (e - a) // p
+                if k:
+                    if self.per_request:
+                        res[a:a + k * p] = np.tile(res[a - p:a], (k, 1))
+                    else:
+                        assert total_before is not None
+                        res[0] += k * (res[0] - total_before)
+                return a + k * p
+        return a
+
 
 def _result(n: int, codes: np.ndarray | None, per_request: bool) -> tuple[np.ndarray, np.ndarray]:
     if not per_request:
@@ -271,13 +331,15 @@ def simulate_arrays(shape: Sequence[int], chunks: Sequence[int] | None, itemsize
                     cache: ChunkCache, ops: str | Sequence[str] | np.ndarray, starts, counts,
                     stored_chunk_bytes: None | Callable[[Coords], int] | np.ndarray = None,
                     allocated: Allocated = None, sieve_buf_size: int = DEFAULT_SIEVE_BUF_SIZE,
-                    per_request: bool = True) -> Predictions:
+                    per_request: bool = True, skip_repeats: bool = True) -> Predictions:
     """:func:`ccp.model.simulate` for a plan given as arrays: ``starts``/``counts`` ``(n, rank)``.
 
     ``ops`` is one op for all requests or one per request. ``stored_chunk_bytes`` may also be an
     array of stored bytes per chunk in C order over the grid (see :func:`chunk_size_table`).
     ``per_request=False`` keeps no row per request (memory: 56 bytes a request otherwise): the
-    result has two rows, all requests summed (op ``"total"``) and the close.
+    result has two rows, all requests summed (op ``"total"``) and the close. ``skip_repeats``: a run of
+    requests that repeats itself is walked until a period leaves the cache as it found it, the rest copied
+    (:meth:`_Handle.feed_plan`: the same counts, exactly; False walks every request).
     """
     shape = tuple(int(s) for s in shape)
     codes, starts, counts = _plan_arrays(shape, ops, starts, counts)
@@ -285,7 +347,11 @@ def simulate_arrays(shape: Sequence[int], chunks: Sequence[int] | None, itemsize
     h = _Handle(shape, chunks, itemsize, filtered, cache, stored_chunk_bytes, allocated, sieve_buf_size)
     h.per_request = bool(per_request)
     res, out_ops = _result(n, codes, per_request)
-    h.feed(codes, starts, counts, res, 0, True)
+    if skip_repeats:
+        h.feed_plan(codes, starts, counts, res)
+        h.feed(codes[:0], starts[:0], counts[:0], res, n, True)
+    else:
+        h.feed(codes, starts, counts, res, 0, True)
     return Predictions(res, out_ops, n)
 
 
@@ -302,8 +368,9 @@ class ArrayModel:
     def __init__(self, shape: Sequence[int], chunks: Sequence[int] | None, itemsize: int, *, filtered: bool,
                  cache: ChunkCache, stored_chunk_bytes: None | Callable[[Coords], int] | np.ndarray = None,
                  allocated: Allocated = None, sieve_buf_size: int = DEFAULT_SIEVE_BUF_SIZE,
-                 per_request: bool = True) -> None:
+                 per_request: bool = True, skip_repeats: bool = True) -> None:
         self.shape = tuple(int(s) for s in shape)
+        self.skip_repeats = bool(skip_repeats)
         self._handle = _Handle(self.shape, chunks, itemsize, filtered, cache, stored_chunk_bytes, allocated,
                                sieve_buf_size)
         self._handle.per_request = self.per_request = bool(per_request)
@@ -317,7 +384,10 @@ class ArrayModel:
             raise RuntimeError("dataset handle is closed")
         codes, starts, counts = _plan_arrays(self.shape, ops, starts, counts)
         res = np.zeros((len(starts) if self.per_request else 1, len(COLUMNS)), np.int64)
-        self._handle.feed(codes, starts, counts, res, 0, False)
+        if self.skip_repeats:
+            self._handle.feed_plan(codes, starts, counts, res)
+        else:
+            self._handle.feed(codes, starts, counts, res, 0, False)
         self.n_requests += len(starts)
         return res
 

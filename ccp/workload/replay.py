@@ -25,6 +25,14 @@ A call split into several boxes is still one call: ``call_of[i]`` is the index o
 low-level call request ``i`` belongs to. HDF5 visits each chunk once per call; a model fed the
 boxes one by one visits a chunk once per box, which only differs when a chunk cannot be kept in
 the cache (then the model counts more loads than HDF5 did).
+
+A regular hyperslab's box per chunk holds the chunk's selected elements as one run, so it is the selection only
+for the traced layout and a chunk the cache keeps (``tests/workload/test_replay_strided.py``: the loads, raw reads
+and bytes of a box per block). Known gaps, measured: a chunk read directly (bigger than the cache, unfiltered)
+counts one read per box where HDF5 reads each block (``a[::3]``, 10-element chunks, no cache: 10 reads, not 34);
+a candidate layout with chunks smaller than the stride sees the run, not the strided elements (2-element chunks:
+20 loads, not 34). Exact for every layout would take the hyperslab itself (start, stride, count, block) in the
+kernel.
 """
 
 from __future__ import annotations
@@ -105,7 +113,28 @@ def _per_chunk(first: np.ndarray, nsel: np.ndarray, last: np.ndarray):
     return first, nsel
 
 
+_RUNS: dict[tuple, tuple[np.ndarray, np.ndarray] | None] = {}
+MAX_RUNS_KEPT, MAX_RUN_LENGTH_KEPT = 4096, 4096     # _axis_runs' memory: entries, and runs in one entry
+
+
 def _axis_runs(start: int, count: int, stride: int, block: int, chunk: int | None):
+    """:func:`_axis_runs_of`, remembered (read-only arrays) when short: a program's calls share their dimensions'
+    selections (``a[t, ::2]`` for each t: the ``::2``)."""
+    key = (start, count, stride, block, chunk)
+    if key in _RUNS:
+        return _RUNS[key]
+    runs = _axis_runs_of(start, count, stride, block, chunk)
+    if runs is None or len(runs[0]) <= MAX_RUN_LENGTH_KEPT:
+        if len(_RUNS) >= MAX_RUNS_KEPT:
+            _RUNS.clear()
+        if runs is not None:
+            for a in runs:
+                a.setflags(write=False)
+        _RUNS[key] = runs
+    return runs
+
+
+def _axis_runs_of(start: int, count: int, stride: int, block: int, chunk: int | None):
     """One dimension of a regular hyperslab as runs ``(first, length)``: per block when ``chunk`` is None; else
     grouped by the chunk they fall in (:func:`_per_chunk`). None: too many to list."""
     if stride == block or count == 1:               # the blocks abut (or there is one): one run
@@ -130,9 +159,10 @@ def _axis_runs(start: int, count: int, stride: int, block: int, chunk: int | Non
     return _per_chunk(coords[firsts], ends - firsts, coords[ends - 1])
 
 
-def _boxes(row, rank: int, max_boxes: int, chunks=None) -> tuple[list, list, bool]:
-    """A low-level row's selection as boxes (see the module's docstring); ``chunks``: the layout's, to group a
-    regular hyperslab's blocks by the chunk they fall in (None: contiguous, a box per block)."""
+def _boxes(row, rank: int, max_boxes: int, chunks=None) -> tuple[list | np.ndarray, list | np.ndarray, bool]:
+    """A low-level row's selection as boxes, starts and counts (lists, or ``(n, rank)`` int64 arrays for a regular
+    hyperslab; see the module's docstring); ``chunks``: the layout's, to group a regular hyperslab's blocks by the
+    chunk they fall in (None: contiguous, a box per block)."""
     row = {k: _present(row[k]) for k in BOX_COLUMNS}   # a missing list of an Arrow list column reads as NA: None
     sel = row["sel"]
     start = list(row["start"]) if row["start"] is not None else None
@@ -148,11 +178,15 @@ def _boxes(row, rank: int, max_boxes: int, chunks=None) -> tuple[list, list, boo
             lo = start
             hi = [s + (c - 1) * st + b for s, c, st, b in zip(start, count, stride, block)]
             return [lo], [[h - a for a, h in zip(lo, hi)]], True
-        grids = np.meshgrid(*[r[0] for r in runs if r is not None], indexing="ij")
-        sizes = np.meshgrid(*[r[1] for r in runs if r is not None], indexing="ij")
-        starts = np.stack([g.ravel() for g in grids], axis=1).reshape(n, rank)
-        counts = np.stack([g.ravel() for g in sizes], axis=1).reshape(n, rank)
-        return starts.tolist(), counts.tolist(), False
+        lengths = tuple(len(r[0]) for r in runs if r is not None)
+        starts = np.empty((rank, *lengths), np.int64)
+        counts = np.empty((rank, *lengths), np.int64)
+        for d, r in enumerate(runs):        # the runs' product in C order (the last dimension fastest), broadcast
+            assert r is not None
+            along = (1,) * d + (-1,) + (1,) * (rank - d - 1)
+            starts[d] = r[0].reshape(along)
+            counts[d] = r[1].reshape(along)
+        return starts.reshape(rank, n).T, counts.reshape(rank, n).T, False
     if sel == "blocks" and row["blocks"] is not None:
         corners = np.asarray(row["blocks"], np.int64).reshape(-1, 2, rank)
         if len(corners) <= max_boxes:

@@ -36,6 +36,8 @@ from ccp.workload.requestplan import RequestPlan
 from ccp.workload.tracefile import Trace, load_trace
 
 BATCH = 200_000         # rows fed at a time by replay_sequence (a table in memory is never copied whole)
+MAX_REMEMBERED = 4096   # regular hyperslabs whose boxes a builder keeps (then it forgets them all and starts again)
+MAX_REMEMBERED_BOXES = 1 << 20      # and boxes in all (48 MiB at rank 3)
 OPS = np.array(["read", "write"], dtype=object)     # indexed by op code: a pointer a request, two strings in all
 
 
@@ -70,6 +72,8 @@ class SequenceBuilder:
         self.first_cache: ChunkCache | None = None
         self.order: tuple[int, int] | None = None
         self.in_order = in_order
+        self.regular_boxes: dict[tuple, tuple[np.ndarray, np.ndarray, bool]] = {}   # see _boxes
+        self.remembered_boxes = 0
 
     def add(self, rows) -> None:
         """The next rows of this dataset (a DataFrame of the trace's columns, file order)."""
@@ -98,13 +102,15 @@ class SequenceBuilder:
         sel = rows["sel"].iloc[low_rows]
         plain = _is(sel, ("all", "box"))
         nbox = np.ones(len(low_rows), np.int64)
-        extra: dict[int, tuple[list, list]] = {}
-        by_box = rows[BOX_COLUMNS]      # a narrow frame: a row of it is cheap to take
-        for j in np.flatnonzero(~plain):
-            b_starts, b_counts, approx = _boxes(by_box.iloc[int(low_rows[j])], self.rank, self.max_boxes, self.chunks)
-            extra[int(j)] = (b_starts, b_counts)
-            nbox[j] = len(b_starts)
-            self.approximate += approx
+        extra: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        boxed = np.flatnonzero(~plain)
+        if len(boxed):      # the columns of these rows as Python lists at once: no pandas row a call
+            picked = rows[BOX_COLUMNS].iloc[low_rows[boxed]]
+            for j, values in zip(boxed.tolist(), zip(*(picked[c].tolist() for c in BOX_COLUMNS))):
+                b_starts, b_counts, approx = self._boxes(dict(zip(BOX_COLUMNS, values)))
+                extra[j] = (b_starts, b_counts)
+                nbox[j] = len(b_starts)
+                self.approximate += approx
         pstarts = _matrix(rows["start"].iloc[low_rows[plain]], self.rank)
         pcounts = _matrix(rows["count"].iloc[low_rows[plain]], self.rank)
         if self.rank == 0 and (pstarts is None or pcounts is None):     # a netCDF4 scalar traced before the fix
@@ -119,9 +125,9 @@ class SequenceBuilder:
         starts[offsets[:-1][plain]] = pstarts
         counts[offsets[:-1][plain]] = pcounts
         for k, (b_starts, b_counts) in extra.items():
-            if b_starts:
-                starts[offsets[k]:offsets[k + 1]] = np.asarray(b_starts, np.int64).reshape(-1, self.rank)
-                counts[offsets[k]:offsets[k + 1]] = np.asarray(b_counts, np.int64).reshape(-1, self.rank)
+            if len(b_starts):
+                starts[offsets[k]:offsets[k + 1]] = b_starts
+                counts[offsets[k]:offsets[k + 1]] = b_counts
         if len(starts) and ((starts < 0).any() or (counts < 0).any() or (starts > MAX_EXTENT).any()
                             or (counts > MAX_EXTENT).any()):
             raise CcpError(f"{self.where}: {self.dataset}: a selection's start/count is outside 0..2**62 "
@@ -136,6 +142,26 @@ class SequenceBuilder:
         self._sessions(rows, pos, low, pids_col, has, offsets)
         self.ncalls += int(has.sum())
         self.nreq += int(offsets[-1])
+
+    def _boxes(self, row: dict) -> tuple[np.ndarray, np.ndarray, bool]:
+        """:func:`~ccp.workload.replay._boxes` of a row as ``(n, rank)`` int64 arrays; a regular hyperslab's
+        remembered (a program reads the same ``a[::3]`` again and again: it is expanded once)."""
+        key = None
+        if row["sel"] == "regular" and all(isinstance(row[c], list) for c in ("start", "count", "stride", "block")):
+            key = (tuple(row["start"]), tuple(row["count"]), tuple(row["stride"]), tuple(row["block"]))
+            hit = self.regular_boxes.get(key)
+            if hit is not None:
+                return hit
+        b_starts, b_counts, approx = _boxes(row, self.rank, self.max_boxes, self.chunks)
+        out = (np.asarray(b_starts, np.int64).reshape(-1, self.rank), np.asarray(b_counts, np.int64).reshape(-1, self.rank),
+               bool(approx))
+        if key is not None and len(out[0]) <= MAX_REMEMBERED_BOXES:
+            if len(self.regular_boxes) >= MAX_REMEMBERED or self.remembered_boxes + len(out[0]) > MAX_REMEMBERED_BOXES:
+                self.regular_boxes.clear()
+                self.remembered_boxes = 0
+            self.regular_boxes[key] = out
+            self.remembered_boxes += len(out[0])
+        return out
 
     def _check_order(self, pid_all: np.ndarray, seq_all: np.ndarray) -> None:
         """Raise OutOfOrder unless these rows follow the last ones, each (pid, seq) after the one before."""

@@ -4,10 +4,13 @@ block: the same chunks, the same elements selected in each, the same bounding bo
 cache holds what a call touches; contiguous datasets still get a box per block."""
 
 import itertools
+import math
 
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ccp.chunkcache import ChunkCache
 from ccp.model.fast import simulate_arrays
@@ -74,7 +77,7 @@ def test_a_contiguous_dataset_keeps_a_box_per_block():
                      "points": None})
     starts, counts, approx = _boxes(row, 1, 65536, None)
     old_starts, old_counts = old_expansion([3], [5], [4], [2])
-    assert not approx and starts == old_starts.tolist() and counts == old_counts.tolist()
+    assert not approx and np.array_equal(starts, old_starts) and np.array_equal(counts, old_counts)
 
 
 def test_too_many_boxes_is_the_bounding_box():
@@ -82,3 +85,44 @@ def test_too_many_boxes_is_the_bounding_box():
                      "points": None})
     starts, counts, approx = _boxes(row, 1, 10, (2,))
     assert approx and starts == [[0]] and counts == [[2998]]
+
+
+@st.composite
+def strided_selections(draw):
+    """A shape, its chunks and a regular hyperslab in it (block <= stride, inside the shape)."""
+    rank = draw(st.integers(1, 3))
+    shape = tuple(draw(st.integers(1, {1: 200, 2: 30, 3: 12}[rank])) for _ in range(rank))
+    chunks = tuple(draw(st.integers(1, s)) for s in shape)
+    start, count, stride, block = [], [], [], []
+    for s in shape:
+        b = draw(st.integers(1, s))
+        st_ = draw(st.integers(b, max(b, s)))
+        a = draw(st.integers(0, s - b))
+        count.append(draw(st.integers(1, (s - a - b) // st_ + 1)))
+        start.append(a)
+        stride.append(st_)
+        block.append(b)
+    return shape, chunks, start, count, stride, block
+
+
+@settings(max_examples=60, deadline=None)
+@given(sel=strided_selections(), filtered=st.booleans(), calls=st.integers(1, 3), small=st.booleans())
+def test_random_strided_selections_count_what_the_old_expansion_did(sel, filtered, calls, small):
+    """Chunk loads, raw reads and their bytes of a strided call repeated, its boxes grouped by chunk against a box
+    per block: equal when the cache holds every chunk the calls touch, and in 1-D with a cache of one chunk (a
+    box per block visits each chunk's blocks one after the other, as HDF5 visits the chunk once)."""
+    shape, chunks, start, count, stride, block = sel
+    small = small and len(shape) == 1
+    row = pd.Series({"sel": "regular", "start": start, "count": count, "stride": stride, "block": block,
+                     "blocks": None, "points": None})
+    new_starts, new_counts, approx = _boxes(row, len(shape), 65536, chunks)
+    assert not approx
+    old_starts, old_counts = old_expansion(start, count, stride, block)
+    chunk_bytes = math.prod(chunks) * 8
+    cache = ChunkCache(chunk_bytes, 1, 0.75) if small else ChunkCache(1 << 24, 100_003, 0.75)
+    got = []
+    for s, c in ((new_starts, new_counts), (old_starts, old_counts)):
+        s, c = np.tile(np.asarray(s, np.int64), (calls, 1)), np.tile(np.asarray(c, np.int64), (calls, 1))
+        t = simulate_arrays(shape, chunks, 8, filtered=filtered, cache=cache, ops="read", starts=s, counts=c).total()
+        got.append((t.chunk_loads, t.raw_reads, t.raw_read_bytes))
+    assert got[0] == got[1]
