@@ -2,7 +2,8 @@
 
 The search gives every layout the largest cache of the budget (the model's prediction that a smaller
 one is as fast saves no memory on its own: cold passes measured such smaller caches slower). Here a
-smaller cache, and HDF5's default slot count, replace the pick's only when measured no slower beside it (interleaved: a pass of each a round).
+smaller cache replaces the pick's only when the model predicts it the same I/O and it measured no slower
+beside it, and HDF5's default slot count only when measured no slower (interleaved: a pass of each a round).
 """
 
 from __future__ import annotations
@@ -24,28 +25,48 @@ CLEAR_MARGIN = 1.25        # interleaved rounds: a median per-round ratio past t
 CLEAR_SIGN_P = 0.125       # (the sign test's two-sided p at most this: 6 of 7 rounds, 5 of 5) is apart, not a tie
 
 
+CACHE_RULE = ("the largest cache of the budget, unless a smaller one for which the model predicts the same I/O "
+              "(every pattern's chunk loads, file operations and bytes read equal: counts, deterministic) also "
+              "measured no slower beside it: the median per-round ratio of interleaved rounds (a cold pass of each a "
+              "round) at most 1; a smaller cache that changes the predicted I/O is never recommended, nor measured")
+
+
 def check_cache(wl, source, pick: Contender, costs, constraints, out: Path, work_dir: Path, repeats: int,
                 cell_budget, echo):
-    """The smallest cache the model predicts as fast as the pick's (:func:`frugal_cache`) against the
-    pick's in ``2 * repeats + 1`` interleaved rounds: the smaller one is recommended only when its
-    median measured no slower (memory is saved on measured evidence; a tie on the model is not).
-    Returns (the contender to recommend, a note or None when nothing smaller was predicted as fast,
-    the two measured)."""
+    """The smallest cache the model predicts the same I/O for as the pick's (:func:`frugal_cache`) against
+    the pick's in ``2 * repeats + 1`` interleaved rounds: the smaller one is recommended only when it also
+    measured no slower (:func:`no_slower`: round against round), :data:`CACHE_RULE`. Memory is saved on
+    deterministic counts and measured evidence; a predicted near-tie in time is neither. Returns (the
+    contender to recommend, a note or None when no smaller cache keeps the I/O, the two measured)."""
     small = frugal_cache(pick.chunks, pick.filters, pick.cache, source, wl.items, costs,
                          max_cache_bytes=constraints.max_cache_bytes, fixed_cache=constraints.cache_nbytes)
     if small is None:
         return pick, None, []
     frugal = replace(pick, label=f"{pick.label}, {format_bytes(small.cache.nbytes)} cache", cache=small.cache,
                      predicted_s=small.workload_s, item_s=tuple(ic.seconds for ic in small.items))
-    echo(f"  cache: {format_bytes(pick.cache.nbytes)} against {format_bytes(small.cache.nbytes)} (predicted as fast), alternating")
+    echo(f"  cache: {format_bytes(pick.cache.nbytes)} against {format_bytes(small.cache.nbytes)} (the same I/O predicted), alternating")
     a, b = side_by_side(wl, source, pick, frugal, out / "cache", work_dir, repeats, cell_budget, echo)
     if a.measured_s is None or b.measured_s is None:
         return pick, None, [a, b]
-    said = f"({format_seconds(b.measured_s)} against {format_seconds(a.measured_s)} with {format_bytes(pick.cache.nbytes)})"
-    if b.measured_s <= a.measured_s:
-        return frugal, f"a {format_bytes(small.cache.nbytes)} cache measured no slower {said}: the smaller cache", [a, b]
-    return pick, (f"the {format_bytes(pick.cache.nbytes)} cache kept: {format_bytes(small.cache.nbytes)}, predicted as fast, "
-                  f"measured {b.measured_s / a.measured_s - 1:.0%} slower {said}"), [a, b]
+    ratio = no_slower(a, b, wl.items)
+    said = (f"({format_seconds(b.measured_s)} against {format_seconds(a.measured_s)} with {format_bytes(pick.cache.nbytes)}"
+            + (f", median per-round ratio {ratio:.2f}" if ratio is not None else "") + ")")
+    slower = ratio > 1.0 if ratio is not None else b.measured_s > a.measured_s
+    if not slower:
+        return frugal, (f"a {format_bytes(small.cache.nbytes)} cache, the same I/O predicted, measured no slower {said}: "
+                        "the smaller cache"), [a, b]
+    return pick, (f"the {format_bytes(pick.cache.nbytes)} cache kept: {format_bytes(small.cache.nbytes)}, the same I/O "
+                  f"predicted, measured slower {said}"), [a, b]
+
+
+def no_slower(a, b, items) -> float | None:
+    """``b`` against ``a`` measured in interleaved rounds: the median of the per-round ratios of their
+    weighted pass totals (round i of each side by side, so a load that drifts cancels), None when either
+    lacks whole passes of every round (the medians then decide)."""
+    pa, pb = weighted_passes(a, items), weighted_passes(b, items)
+    if not pa or not pb or len(pa) != len(pb) or min(pa) <= 0:
+        return None
+    return float(np.median(np.asarray(pb, float) / np.asarray(pa, float)))
 
 
 def check_slots(wl, source, pick: Contender, out: Path, work_dir: Path, repeats: int, cell_budget, echo):

@@ -36,7 +36,17 @@ from ccp.tune.lattice import (
 from ccp.tune.pace import RUNOFF_WITHIN, Pace, finalists, rounds_seconds, runoff_seconds
 from ccp.tune.prove import Contender, measure_all, measure_interleaved, per_cell_budget, whole_pass_budgets
 from ccp.tune.search import PRICE_GROUPS, Candidate, evaluate, search
-from ccp.tune.settle import TIE_RULE, check_cache, check_slots, fewest_io, pooled, predicted_io, tied, weighted_passes
+from ccp.tune.settle import (
+    CACHE_RULE,
+    TIE_RULE,
+    check_cache,
+    check_slots,
+    fewest_io,
+    pooled,
+    predicted_io,
+    tied,
+    weighted_passes,
+)
 from ccp.tune.workload import check_against, load_workload
 from ccp.units import format_bytes, format_seconds, shape_str
 
@@ -388,13 +398,16 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
                         "cache_nbytes": pick_c.cache.nbytes, "cache_nslots": pick_c.cache.nslots, "cache_w0": pick_c.cache.w0,
                         "predicted_s": pick_c.predicted_s, "label": pick["label"],
                         "measured_s": pool[0] if pool else pick["measured_s"], "measured_passes": pool[1] if pool else None,
-                        "measured_in_choice_s": pick["measured_s"],
+                        # the pick as the final prices were fitted to it: its prediction and the median of its passes
+                        # in the rounds that fit used (the runoff's, else the first round's), the same load for both
+                        "measured_in_choice_s": pick["measured_s"], "predicted_in_choice_s": pick["predicted_s"],
                         "predicted_before_runoff_s": pick.get("predicted_before_runoff_s"),
                         "repack_needed": not (current is not None and (pick_c.chunks, pick_c.filters.spec) == (current[0], current[1].spec)),
                         "kind": pick["kind"], "why": why},
         "no_repack_alternative": no_repack_alternative(rows, pick, current),
         "slots": slots_note,
         "tie_rule": TIE_RULE,
+        "cache_rule": CACHE_RULE,
         "trimmed": pace.trimmed,
         "within_s": within,
         "wall_s": time.perf_counter() - pace.start,
