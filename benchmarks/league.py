@@ -21,7 +21,8 @@ Per workload (a dataset, a weighted mix of access patterns, its filter and its c
 - the score, paired where the machine's noise could decide it: ``ccp tune``'s answer as recommended
   (its layout with its own cache), its layout at the grid's cache, and every contender whose grid time
   is within :data:`PAIRED_WITHIN` of the oracle's are measured again in interleaved rounds beside the
-  oracle's layout at the grid's cache (``2 x repeats + 1`` rounds, a cold pass of every pattern of each
+  oracle's layout at the grid's cache (``2 x repeats + 1`` rounds, more when the oracle's pass is short:
+  :func:`paired_round_count`; a cold pass of every pattern of each
   a round, the order reversed every round: tune's runoff's measurement), and scored by the median of
   their per-round ratios (weighted pass totals, round i against round i); a contender further off keeps
   its grid time / the oracle's. Per contender, the geometric mean over the workloads.
@@ -274,6 +275,15 @@ def grid_totals(doc: dict, out: Path) -> tuple[dict, int, set]:
 
 
 PAIRED_WITHIN = 2.0       # contenders measured within this of the oracle in the grid are measured again beside it
+PAIRED_ORACLE_S = 2.0     # paired rounds: enough that the oracle's passes add up to this (cells of a few ms vary 5x
+PAIRED_MAX_ROUNDS = 41    # round to round on a busy machine; seven rounds of them decided nothing), up to this many
+
+
+def paired_round_count(oracle_s: float, repeats: int) -> int:
+    """Rounds for the paired score: ``2 x repeats + 1`` (tune's runoff), more for a fast oracle so that its
+    passes add up to :data:`PAIRED_ORACLE_S`, at most :data:`PAIRED_MAX_ROUNDS`; odd (a median round)."""
+    n = max(2 * repeats + 1, min(PAIRED_MAX_ROUNDS, math.ceil(PAIRED_ORACLE_S / max(oracle_s, 1e-6))))
+    return n if n % 2 else n + 1
 
 
 def paired_rounds(wfile: Path, layouts: dict[str, tuple], oracle: tuple, filt: str, out: Path, work: Path, rounds: int,
@@ -377,7 +387,7 @@ def run_workload(name: str, w: dict, args, out: Path, work: Path) -> dict:
                   if k != "ccp tune" and grid_ratio[k] <= PAIRED_WITHIN})
     t0 = time.perf_counter()
     paired = paired_rounds(wfile, again, (oracle_key, grid_cache), w["filters"], out / "paired", work,
-                           2 * args.repeats + 1, args.cell_budget)
+                           paired_round_count(oracle, args.repeats), args.cell_budget)
     t_paired = time.perf_counter() - t0
     ratio = dict(grid_ratio)
     ratio["ccp tune layout"] = grid_ratio["ccp tune"]

@@ -47,3 +47,10 @@ def test_paired_rounds_score_each_layout_round_against_round(tmp_path):
 def test_predicted_over_measured_is_taken_in_the_rounds_the_prices_were_fitted_to(tune, expected):
     got = league._pick_ratio(tune)
     assert got == (pytest.approx(expected) if expected is not None else None)
+
+
+@pytest.mark.parametrize("oracle_s, repeats, rounds", [
+    (0.5, 3, 7), (0.141, 3, 15), (0.011, 3, 41), (0.2, 3, 11), (2.0, 5, 11),
+], ids=["slow-oracle", "cris", "append", "even-made-odd", "repeats"])
+def test_a_fast_oracle_gets_more_paired_rounds(oracle_s, repeats, rounds):
+    assert league.paired_round_count(oracle_s, repeats) == rounds
