@@ -26,12 +26,13 @@ def test_paired_rounds_score_each_layout_round_against_round(tmp_path):
     wfile.write_text(yaml.safe_dump(league.workload_doc("tiny", TINY, quick=True)))
     grid = {"nbytes": 65536, "nslots": league.GRID_NSLOTS, "w0": 0.75}
     small = {"nbytes": 0, "nslots": 521, "w0": 0.75}
-    got = league.paired_rounds(wfile, {"same": ("8x4x4", grid), "other": ("1x16x16", grid), "no cache": ("8x4x4", small)},
+    got = league.paired_rounds(wfile, {"same": ("8x4x4", grid), "other": ("1x16x16", grid), "no cache": ("8x4x4", small),
+                                       "contiguous": ("contiguous", grid)},
                                ("8x4x4", grid), "none", tmp_path / "paired", tmp_path / "work", 3, 5.0)
     assert len(got["oracle"]["rounds_s"]) == 3 and all(t > 0 for t in got["oracle"]["rounds_s"])
     # the oracle's own layout and cache is the same measurement: exactly 1, whatever the machine did
     assert got["same"]["ratio"] == 1.0 and got["same"]["rounds_s"] == got["oracle"]["rounds_s"]
-    for name in ("other", "no cache"):
+    for name in ("other", "no cache", "contiguous"):
         r = got[name]
         mine, base = np.asarray(r["rounds_s"]), np.asarray(got["oracle"]["rounds_s"])
         assert r["round_ratios"] == pytest.approx((mine / base).tolist())
