@@ -378,7 +378,8 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
             pick_c, cache_note, again = check_cache(wl, source, pick_c, costs, k, out, work_dir, repeats, check_s, echo)
             checks += again
         if pace.fits("the slot check", check_need):
-            pick_c, slots_note, again = check_slots(wl, source, pick_c, out, work_dir, repeats, check_s, echo)
+            pick_c, slots_note, again = check_slots(wl, source, pick_c, out, work_dir, repeats, check_s, echo,
+                                                        costs=costs)
             checks += again
     # the recommendation as recommended (its cache may have changed): every whole pass of it, the runoff's
     # and the checks' (measured after the choice, so not selected for being fast), pooled
