@@ -16,11 +16,16 @@ Per workload (a dataset, a weighted mix of access patterns, its filter and its c
   and chunks of 64 KiB up in --quick, b = 4 and 4 KiB up in full; up to the workload's chunk cap,
   16 MiB) plus every contender's shape (whatever its size), measured in
   ONE ``ccp run`` sweep with every pattern, cold, the same passes and the same cache for all: the
-  cache budget ``ccp tune`` may use, with 100,003 slots (collisions rare for everyone); ``ccp tune``'s
-  layout is scored in that same sweep with that same cache (its own recommended cache, at most the
-  budget, is in the JSON with the time tune itself measured);
-- the score: each contender's measured weighted time / the oracle's (the fastest layout measured),
-  and per contender the geometric mean over the workloads.
+  cache budget ``ccp tune`` may use, with 100,003 slots (collisions rare for everyone); the oracle is
+  its fastest layout;
+- the score, paired where the machine's noise could decide it: ``ccp tune``'s answer as recommended
+  (its layout with its own cache), its layout at the grid's cache, and every contender whose grid time
+  is within :data:`PAIRED_WITHIN` of the oracle's are measured again in interleaved rounds beside the
+  oracle's layout at the grid's cache (``2 x repeats + 1`` rounds, more when the oracle's pass is short:
+  :func:`paired_round_count`; a cold pass of every pattern of each
+  a round, the order reversed every round: tune's runoff's measurement), and scored by the median of
+  their per-round ratios (weighted pass totals, round i against round i); a contender further off keeps
+  its grid time / the oracle's. Per contender, the geometric mean over the workloads.
 
 Every number is measured on this machine,
 whose load the output states; ``--quick`` keeps each dataset to a few MiB: the whole league then runs in
@@ -269,37 +274,60 @@ def grid_totals(doc: dict, out: Path) -> tuple[dict, int, set]:
     return totals, len(cells), extrapolated
 
 
-def as_recommended(doc: dict, rec: dict, oracle_chunks: str, filt: str, cache_nbytes: int, out: Path, work: Path,
-                   repeats: int, cell_budget: float) -> dict:
-    """``ccp tune``'s recommendation as a user applies it (its layout with its own cache: bytes within the budget,
-    its slots and w0) and the oracle's layout with the grid's cache, measured back to back in one sweep:
-    the score of tune's whole answer, layout and cache, against the grid's best layout."""
-    pick = "x".join(map(str, rec["chunks"])) if rec["chunks"] else "contiguous"
-    tune_cache = {"nbytes": rec["cache_nbytes"], "nslots": rec["cache_nslots"], "w0": rec["cache_w0"]}
-    grid_cache = {"nbytes": cache_nbytes, "nslots": GRID_NSLOTS, "w0": 0.75}
-    caches = [tune_cache] if tune_cache == grid_cache else [tune_cache, grid_cache]
-    sweep = {"name": doc["name"] + "-as-recommended", "dataset": doc["dataset"],
-             "matrix": {"chunks": sorted({pick, oracle_chunks}), "filters": [filt], "cache": caches,
-                        "access": [it["access"] for it in doc["workload"]]},
-             "repeats": repeats, "cold": True, "time_budget": cell_budget}
-    out.mkdir(parents=True, exist_ok=True)
-    sfile = out / "sweep.yaml"
-    sfile.write_text(yaml.safe_dump(sweep, sort_keys=False))
-    run_sweep(sfile, out=out / "run", work_dir=work, report=False, echo=lambda *_: None)
-    _, _, cells = prepare(sfile)
-    with (out / "run" / "cells.csv").open(newline="") as fh:
-        rows = {r["cell_id"]: r for r in csv.DictReader(fh)}
-    weights = {(it["access"]["op"], tuple(it["access"]["block"])): it["weight"] for it in doc["workload"]}
-    totals: dict[tuple, float] = {}
-    for c in cells:
-        r = rows.get(c.cell_id)
-        ok = r is not None and r["status"] in FINISHED and r.get("time_s") not in (None, "")
-        key = (chunk_text(c.chunks), (c.cache.nbytes, c.cache.nslots, c.cache.w0))
-        totals[key] = totals.get(key, 0.0) + (weights[(c.access.op, tuple(c.access.block))] * float(r["time_s"])
-                                              if ok else math.inf)
-    mine = totals.get((pick, (tune_cache["nbytes"], tune_cache["nslots"], tune_cache["w0"])), math.inf)
-    best = totals.get((oracle_chunks, (cache_nbytes, GRID_NSLOTS, 0.75)), math.inf)
-    return {"chunks": pick, "cache": tune_cache, "time_s": mine, "oracle_again_s": best, "ratio": mine / best}
+PAIRED_WITHIN = 2.0       # contenders measured within this of the oracle in the grid are measured again beside it
+PAIRED_ORACLE_S = 2.0     # paired rounds: enough that the oracle's passes add up to this (cells of a few ms vary 5x
+PAIRED_MAX_ROUNDS = 41    # round to round on a busy machine; seven rounds of them decided nothing), up to this many
+
+
+def paired_round_count(oracle_s: float, repeats: int) -> int:
+    """Rounds for the paired score: ``2 x repeats + 1`` (tune's runoff), more for a fast oracle so that its
+    passes add up to :data:`PAIRED_ORACLE_S`, at most :data:`PAIRED_MAX_ROUNDS`; odd (a median round)."""
+    n = max(2 * repeats + 1, min(PAIRED_MAX_ROUNDS, math.ceil(PAIRED_ORACLE_S / max(oracle_s, 1e-6))))
+    return n if n % 2 else n + 1
+
+
+def paired_rounds(wfile: Path, layouts: dict[str, tuple], oracle: tuple, filt: str, out: Path, work: Path, rounds: int,
+                  pass_budget: float) -> dict:
+    """Each layout (``{name: (chunks text, cache dict)}``) and the oracle's (chunks text, the grid's cache)
+    measured in ``rounds`` interleaved rounds (:func:`ccp.tune.prove.measure_interleaved`: a cold pass of
+    every pattern of each a round, the order reversed every round, as tune's runoff measures): per name,
+    the median of its per-round ratios to the oracle's pass of the same round (weighted totals; a pass cut to
+    a prefix by ``pass_budget`` is the engine's scaled time, as in the grid). Equal layouts and caches are
+    measured once: a contender whose answer is the oracle's layout at the grid's cache scores exactly 1."""
+    from ccp.chunkcache import ChunkCache
+    from ccp.hdf5.dataset import describe_source
+    from ccp.hdf5.filters import parse_filters
+    from ccp.tune.prove import Contender, measure_interleaved
+    from ccp.tune.workload import load_workload
+
+    wl = load_workload(wfile)
+    source = describe_source(wl.dataset)
+    pipeline = parse_filters(filt)
+
+    def contender(name: str, chunks: str, cache: dict) -> Contender:
+        shape = None if chunks == "contiguous" else tuple(int(x) for x in chunks.split("x"))
+        return Contender(name, shape, pipeline, ChunkCache(cache["nbytes"], cache["nslots"], cache["w0"]), 0.0, "league")
+
+    ref = contender("oracle", *oracle)
+    others = {name: contender(name, *lay) for name, lay in layouts.items()}
+    got = measure_interleaved(wl, source, [ref, *others.values()], out, work, rounds, pass_budget * (rounds + 1),
+                              echo=lambda *_: None)
+    weights = [it.weight for it in wl.items]
+
+    def totals(m) -> np.ndarray:
+        per = np.asarray(m.round_s, float)                    # items x rounds
+        return (np.asarray(weights, float)[:, None] * per).sum(axis=0)
+
+    base = totals(got[0])
+    res: dict = {"oracle": {"chunks": oracle[0], "cache": oracle[1], "rounds_s": base.tolist(),
+                            "median_s": float(np.median(base))}}
+    for (name, (chunks, cache)), m in zip(layouts.items(), got[1:]):
+        mine = totals(m)
+        ratios = mine / base
+        res[name] = {"chunks": chunks, "cache": cache, "rounds_s": mine.tolist(), "median_s": float(np.median(mine)),
+                     "round_ratios": ratios.tolist(), "ratio": float(np.median(ratios)),
+                     "extrapolated": any(st == "extrapolated" for _, st in m.per_item)}
+    return res
 
 
 def run_workload(name: str, w: dict, args, out: Path, work: Path) -> dict:
@@ -347,16 +375,29 @@ def run_workload(name: str, w: dict, args, out: Path, work: Path) -> dict:
     times = {k: totals.get(chunk_text(v), math.inf) for k, v in picks.items()}
     oracle_key = min(totals, key=lambda k: totals[k])
     oracle = totals[oracle_key]
-    applied = as_recommended(doc, rec, oracle_key, w["filters"], cache, out / "as-recommended", work, args.repeats,
-                             args.cell_budget)
-    ratio = {k: t / oracle for k, t in times.items()}
-    # tune's column: its whole answer (layout and cache) against the oracle's layout re-measured beside it;
-    # its layout alone at the grid's cache is kept as "ccp tune layout"
-    ratio["ccp tune layout"] = ratio["ccp tune"]
-    ratio["ccp tune"] = applied["ratio"]
+    # the paired score: tune's answer as recommended (layout and its own cache), tune's layout at the grid's cache
+    # and every contender measured within PAIRED_WITHIN of the oracle in the grid, each in interleaved rounds
+    # beside the oracle's layout at the grid's cache; the others keep the grid's ratio (noise cannot bring them near)
+    grid_cache = {"nbytes": cache, "nslots": GRID_NSLOTS, "w0": 0.75}
+    tune_cache = {"nbytes": rec["cache_nbytes"], "nslots": rec["cache_nslots"], "w0": rec["cache_w0"]}
+    grid_ratio = {k: t / oracle for k, t in times.items()}
+    again = {"ccp tune": (chunk_text(picks["ccp tune"]), tune_cache),
+             "ccp tune layout": (chunk_text(picks["ccp tune"]), grid_cache)}
+    again.update({k: (chunk_text(picks[k]), grid_cache) for k in picks
+                  if k != "ccp tune" and grid_ratio[k] <= PAIRED_WITHIN})
+    t0 = time.perf_counter()
+    paired = paired_rounds(wfile, again, (oracle_key, grid_cache), w["filters"], out / "paired", work,
+                           paired_round_count(oracle, args.repeats), args.cell_budget)
+    t_paired = time.perf_counter() - t0
+    ratio = dict(grid_ratio)
+    ratio["ccp tune layout"] = grid_ratio["ccp tune"]
+    ratio.update({k: v["ratio"] for k, v in paired.items() if k != "oracle"})
+    applied = {"chunks": paired["ccp tune"]["chunks"], "cache": tune_cache, "time_s": paired["ccp tune"]["median_s"],
+               "oracle_again_s": paired["oracle"]["median_s"], "ratio": paired["ccp tune"]["ratio"]}
     return {"workload": name, "what": w["what"], "source": w["source"], "shape": shape, "dtype": w["dtype"],
             "filters": w["filters"], "cache_budget": cache, "picks": {k: chunk_text(v) for k, v in picks.items()},
-            "times_s": times, "ratio": ratio, "as_recommended": applied,
+            "times_s": times, "grid_ratio": grid_ratio, "ratio": ratio, "as_recommended": applied, "paired": paired,
+            "paired_wall_s": t_paired,
             "extrapolated": sorted(k for k, v in picks.items() if chunk_text(v) in extrapolated),
             "oracle_extrapolated": oracle_key in extrapolated, "cells_extrapolated": len(extrapolated),
             "oracle": {"chunks": oracle_key, "time_s": oracle,
@@ -364,6 +405,7 @@ def run_workload(name: str, w: dict, args, out: Path, work: Path) -> dict:
             "tune": {"cache_nbytes": rec["cache_nbytes"], "cache_nslots": rec["cache_nslots"], "why": rec["why"],
                      "predicted_s": rec["predicted_s"], "measured_in_tune_s": rec["measured_s"],
                      "measured_passes": rec.get("measured_passes"), "measured_in_choice_s": rec.get("measured_in_choice_s"),
+                     "predicted_in_choice_s": rec.get("predicted_in_choice_s"),
                      "predicted_before_runoff_s": rec.get("predicted_before_runoff_s"),
                      "measured_in_grid_s": applied["time_s"],
                      "prices": r.get("prices"), "wall_s": t_tune, "trimmed": r.get("trimmed"),
@@ -417,22 +459,34 @@ def verdict(results: list[dict], root: Path | None = None) -> list[str]:
     within = sum(x <= 1.10 for x in tune_r)
     gm = {c: geomean(r["ratio"][c] for r in results) for c in CONTENDERS}
     best_h = min((c for c in CONTENDERS if c != "ccp tune"), key=lambda c: gm[c])
-    pm = [r["tune"]["predicted_s"] / r["tune"]["measured_in_tune_s"] for r in results
-          if r["tune"].get("measured_in_tune_s") and r["tune"].get("predicted_s")]
+    pm = [_pick_ratio(r["tune"]) for r in results]
+    pm = [x for x in pm if x is not None]
     lay = [r["ratio"].get("ccp tune layout", math.nan) for r in results]
     return ["", "~ : a pattern of that layout ran past its cell's time budget; its time is a measured prefix scaled up",
-            "ccp tune: its layout and cache as recommended, measured beside the oracle's layout in one sweep "
-            "(as-recommended/); its layout alone at the grid's cache: within 1.10x on "
+            f"paired (interleaved rounds beside the oracle's layout at the grid's cache, median of per-round ratios): ccp tune "
+            f"as recommended, its layout at the grid's cache, and every contender within {PAIRED_WITHIN:g}x of the oracle in "
+            "the grid; the rest: the grid's ratio",
+            "ccp tune's layout alone at the grid's cache (paired): within 1.10x on "
             f"{sum(x <= 1.10 for x in lay)}/{len(lay)}, geometric mean {geomean(lay):.2f} ({', '.join(f'{x:.2f}' for x in lay)})",
             "", f"ccp tune within 1.10x of the oracle on {within}/{len(results)}; geometric mean {gm['ccp tune']:.2f} "
                 f"against the best heuristic's ({best_h}) {gm[best_h]:.2f}: {gm[best_h] / gm['ccp tune']:.2f}x better",
-            f"tune's pick, predicted / measured in tune: within 1.25x on {sum(1 / 1.25 <= x <= 1.25 for x in pm)}/{len(pm)} "
-            f"({', '.join(f'{x:.2f}' for x in pm)})",
-            f"tune's pick, predicted before its runoff / measured in tune: {_within(results, 'predicted_before_runoff_s', 'measured_in_tune_s')}",
+            f"tune's pick, predicted / measured in the rounds its final prices were fitted to (the runoff's): within 1.25x on "
+            f"{sum(1 / 1.25 <= x <= 1.25 for x in pm)}/{len(pm)} ({', '.join(f'{x:.2f}' for x in pm)})",
+            f"tune's pick, predicted before its runoff / measured in its runoff: {_within(results, 'predicted_before_runoff_s', 'measured_in_choice_s')}",
+            f"tune's recommendation, predicted / measured as recommended in tune (every whole pass of it): {_within(results, 'predicted_s', 'measured_in_tune_s')}",
             f"tune's pick, predicted / measured in the league's sweep: {_within(results, 'predicted_s', 'measured_in_grid_s')}",
             "tune's wall time per workload: " + ", ".join(f"{r['tune']['wall_s']:.0f}" for r in results) + " s",
             *(f"tune on {r['workload']}: {note}" for r in results for note in r["tune"].get("trimmed") or []),
             *remeasured(results, root)]
+
+
+def _pick_ratio(t: dict) -> float | None:
+    """Tune's pick, predicted / measured in the rounds its final prices were fitted to; a league.json from
+    before those fields: the recommendation's prediction over its measured time as recommended."""
+    pred, meas = t.get("predicted_in_choice_s"), t.get("measured_in_choice_s")
+    if not pred or not meas:
+        pred, meas = t.get("predicted_s"), t.get("measured_in_tune_s")
+    return pred / meas if pred and meas and math.isfinite(meas) else None
 
 
 def _within(results: list[dict], pred: str, meas: str) -> str:

@@ -36,6 +36,7 @@ def write_page(out: Path, result: dict) -> Path:
 measured {_t(rec['measured_s'])}, predicted {_t(rec['predicted_s'])} for the weighted workload: {e(rec.get('why', ''))}.</p>
 <table>{cmds}</table>
 <p>Ties: {e(result.get('tie_rule', ''))}.</p>
+<p>Cache: {e(result.get('cache_rule', ''))}.</p>
 <h2>Predicted and measured</h2>
 <p>Weighted workload time (sum of weight x time of each pattern). Measured with the sweep engine: each layout's run folder is
 under <code>runs/</code> (open one with <code>ccp report</code>). "pick is" = this layout's measured time / the recommendation's.</p>

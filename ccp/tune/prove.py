@@ -61,6 +61,7 @@ class Measured:
     max_s: float | None = None          # weighted, each pattern's slowest pass
     passes: tuple = ()                  # ItemPasses per workload item (None where unknown)
     how: str = ""                       # how an extrapolated time was made (the engine's scaling, or tune's)
+    round_s: tuple = ()                 # interleaved rounds: per workload item, each round's cell time (a prefix scaled)
 
     @property
     def extrapolated(self) -> bool:
@@ -278,4 +279,7 @@ def _interleaved_result(c: Contender, per_item: list[list], items, out_dir: Path
                                      tuple(t for p in whole for t in p.passes)))
         else:
             passes.append(None)
-    return Measured(c, total if ok else None, tuple(per), out_dir, lo if ok else None, hi if ok else None, tuple(passes))
+    rounds = tuple(tuple(row.time_s if row.status in FINISHED and row.time_s is not None else math.nan for row, _ in got)
+                   for got in per_item)
+    return Measured(c, total if ok else None, tuple(per), out_dir, lo if ok else None, hi if ok else None, tuple(passes),
+                    round_s=rounds)

@@ -33,7 +33,7 @@ from ccp.workload.requests import plan_for
 
 INDEX_BYTES_PER_CHUNK = 48        # a chunk-index entry (B-tree v1 key + address), roughly: storage estimate only
 NEAR_BEST = 0.02                  # caches predicted within 2% of the fastest count as equally fast: the largest
-#                                   wins (a prediction tie saves no memory: only a measured one does, frugal_cache)
+#                                   wins (a prediction tie saves no memory: only the same predicted I/O and a measured tie do, frugal_cache)
 NO_REPACK_MARGIN = 0.05           # the current layout (a new cache only) is recommended if within 5% of the best
 MAX_MODEL_REQUESTS = 5_000
 MODEL_WORK = 20_000               # chunk visits one pattern may cost the model: the prefix shrinks for small chunks
@@ -474,11 +474,22 @@ def search(source, items, lattice: Sequence[tuple[int, ...]], filters: Sequence[
     return SearchResult(evaluated, len(best) + pruned + unvisited, pruned, rejected, front, tuple(best_sorted), rec, unvisited)
 
 
+def same_io(a: Candidate, b: Candidate) -> bool:
+    """The model predicts the same I/O for two candidates, pattern by pattern: chunk loads, file operations
+    (raw reads and writes) and bytes read. Counts, not times: deterministic, whatever the machine's load."""
+    keys = ("chunk_loads", "raw_reads", "raw_writes", "raw_read_bytes")
+    return len(a.items) == len(b.items) and all(
+        math.isclose(getattr(x, k), getattr(y, k), rel_tol=1e-9, abs_tol=1e-9) for x, y in zip(a.items, b.items) for k in keys)
+
+
 def frugal_cache(chunks, filters: FilterPipeline, cache: ChunkCache, source, items, costs: Costs, *,
                  max_cache_bytes: int, fixed_cache: int | None) -> Candidate | None:
-    """The smallest cache the model predicts within :data:`NEAR_BEST` of ``cache`` on this layout (same
-    w0), found by bisection over the cache sizes (time falls as the cache grows); None when none is
-    smaller. Only a candidate to measure: tune takes it when it measured no slower beside it (interleaved rounds)."""
+    """The smallest cache for which the model predicts the same I/O as ``cache`` on this layout (:func:`same_io`:
+    every pattern's chunk loads, file operations and bytes read equal; same w0), found by bisection over the
+    cache sizes (loads fall as the cache grows); None when none is smaller. Only a candidate to measure:
+    tune takes it when it also measured no slower beside it (interleaved rounds). A smaller cache that
+    changes the I/O (more chunk loads, or a chunk read raw in parts for want of room) is never offered,
+    however close its predicted time: a busy machine's near-tie is no evidence it costs nothing."""
     if chunks is None or fixed_cache is not None:
         return None
     chunk_bytes = math.prod(chunks) * np.dtype(source.dtype).itemsize
@@ -486,13 +497,13 @@ def frugal_cache(chunks, filters: FilterPipeline, cache: ChunkCache, source, ite
                                           grid_chunks=nchunks(source.shape, chunks)) if c[0] < cache.nbytes]
     if not caches:
         return None
-    goal = evaluate(chunks, filters, cache, source, items, costs).workload_s * (1 + NEAR_BEST)
+    budget = evaluate(chunks, filters, cache, source, items, costs)
     found = None
     lo, hi = 0, len(caches) - 1
     while lo <= hi:
         mid = (lo + hi) // 2
         cand = evaluate(chunks, filters, ChunkCache(*caches[mid]), source, items, costs)
-        if cand.workload_s <= goal:
+        if same_io(cand, budget):
             found, hi = cand, mid - 1
         else:
             lo = mid + 1

@@ -36,7 +36,17 @@ from ccp.tune.lattice import (
 from ccp.tune.pace import RUNOFF_WITHIN, Pace, finalists, rounds_seconds, runoff_seconds
 from ccp.tune.prove import Contender, measure_all, measure_interleaved, per_cell_budget, whole_pass_budgets
 from ccp.tune.search import PRICE_GROUPS, Candidate, evaluate, search
-from ccp.tune.settle import TIE_RULE, check_cache, check_slots, fewest_io, pooled, predicted_io, tied, weighted_passes
+from ccp.tune.settle import (
+    CACHE_RULE,
+    TIE_RULE,
+    check_cache,
+    check_slots,
+    fewest_io,
+    pooled,
+    predicted_io,
+    tied,
+    weighted_passes,
+)
 from ccp.tune.workload import check_against, load_workload
 from ccp.units import format_bytes, format_seconds, shape_str
 
@@ -368,7 +378,8 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
             pick_c, cache_note, again = check_cache(wl, source, pick_c, costs, k, out, work_dir, repeats, check_s, echo)
             checks += again
         if pace.fits("the slot check", check_need):
-            pick_c, slots_note, again = check_slots(wl, source, pick_c, out, work_dir, repeats, check_s, echo)
+            pick_c, slots_note, again = check_slots(wl, source, pick_c, out, work_dir, repeats, check_s, echo,
+                                                        costs=costs)
             checks += again
     # the recommendation as recommended (its cache may have changed): every whole pass of it, the runoff's
     # and the checks' (measured after the choice, so not selected for being fast), pooled
@@ -388,13 +399,16 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
                         "cache_nbytes": pick_c.cache.nbytes, "cache_nslots": pick_c.cache.nslots, "cache_w0": pick_c.cache.w0,
                         "predicted_s": pick_c.predicted_s, "label": pick["label"],
                         "measured_s": pool[0] if pool else pick["measured_s"], "measured_passes": pool[1] if pool else None,
-                        "measured_in_choice_s": pick["measured_s"],
+                        # the pick as the final prices were fitted to it: its prediction and the median of its passes
+                        # in the rounds that fit used (the runoff's, else the first round's), the same load for both
+                        "measured_in_choice_s": pick["measured_s"], "predicted_in_choice_s": pick["predicted_s"],
                         "predicted_before_runoff_s": pick.get("predicted_before_runoff_s"),
                         "repack_needed": not (current is not None and (pick_c.chunks, pick_c.filters.spec) == (current[0], current[1].spec)),
                         "kind": pick["kind"], "why": why},
         "no_repack_alternative": no_repack_alternative(rows, pick, current),
         "slots": slots_note,
         "tie_rule": TIE_RULE,
+        "cache_rule": CACHE_RULE,
         "trimmed": pace.trimmed,
         "within_s": within,
         "wall_s": time.perf_counter() - pace.start,
@@ -483,6 +497,10 @@ def choose(rows: list[dict]) -> tuple[dict, str]:
         return fastest, "the model's pick, measured fastest"
     if model_first["measured_s"] is None:
         return fastest, f"measured fastest ({fastest['label']}); the model's pick failed to measure"
+    if finalists and not model_first.get("runoff"):
+        # its first-round time does not compare with the runoff's (another load, minutes apart): say where it lost
+        return fastest, (f"measured fastest ({fastest['label']}) in the runoff; the model's pick ({model_first['label']}) "
+                         "was left out of it (over 30% slower than the fastest in the first round)")
     lost = model_first["measured_s"] / fastest["measured_s"] - 1
     return fastest, (f"measured fastest ({fastest['label']}); the model's pick ({model_first['label']}) measured "
                      f"{lost:.0%} slower")

@@ -90,6 +90,38 @@ def test_a_custom_slot_count_only_when_measured_better(monkeypatch, tmp_path, cu
     assert none is None and unchanged is already          # already HDF5's default: nothing to measure
 
 
+@pytest.mark.parametrize("chunks, slots, keeps", [
+    ((4, 32, 64), 25601, True),        # MUR SST's series: 368 chunk loads at 521 slots against 352
+    ((2048, 2048), 100003, False),     # one chunk: no slot collides, the same I/O
+], ids=["collisions-predicted", "same-io"])
+def test_a_slot_tie_goes_to_the_fewer_predicted_chunk_loads(monkeypatch, tmp_path, costs, chunks, slots, keeps):
+    """Measured as fast, HDF5's default 521 slots stand only when the model predicts them the same I/O; where
+    their hash collisions are predicted more chunk loads the custom count stays (counts, not a busy machine's tie)."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from ccp.config.sweep import AccessSpec, DatasetSpec, GenerateSpec
+    from ccp.hdf5.dataset import describe_source
+    from ccp.tune import settle as tune_mod
+    from ccp.tune.workload import WorkItem
+
+    shape = (64, 256, 512) if len(chunks) == 3 else (2048, 2048)
+    blocks = [((1, 256, 512), 12), ((64, 32, 32), 30)] if len(chunks) == 3 else [((256, 256), 60), ((2048, 2048), 1)]
+    src = describe_source(DatasetSpec("/d", generate=GenerateSpec(shape, np.dtype("<i2"))))
+    wl = SimpleNamespace(items=tuple(WorkItem(AccessSpec("read", b, random=r), 1.0) for b, r in blocks))
+    gz = parse_filters("gzip:1")
+    pick = Contender("tuned", chunks, gz, ChunkCache(8 << 20, slots, 0.75), 1.0, "candidate")
+
+    def fake(wl, source, contenders, out, work, rounds, cell_budget, echo):      # 1% apart, passes spread 10%: tied
+        return [Measured(c, t, (), out, t * 0.9, t * 1.1) for c, t in zip(contenders, [1.0, 1.01])]
+
+    monkeypatch.setattr(tune_mod, "measure_interleaved", fake)
+    chosen, note, _ = tune_mod.check_slots(wl, src, pick, tmp_path, tmp_path, 3, None, lambda *_: None, costs=costs)
+    assert (chosen.cache.nslots == slots) is keeps
+    assert ("chunk loads against" in note) is keeps and ("the same I/O predicted" in note) is not keeps
+
+
 def test_contiguous_is_applied_as_conti():
     from ccp.tune.apply import commands
 

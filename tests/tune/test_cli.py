@@ -170,6 +170,10 @@ def test_tune_a_users_file_end_to_end(tmp_path, cli):
     assert "predicted" in (out / "tune.html").read_text() and (out / "tune.json").exists()
     # the tie rule is stated where the pick is: tune.json and the page
     assert "device trips" in r["tie_rule"] and "device trips" in (out / "tune.html").read_text()
+    # so is the cache rule: a smaller cache only on the same predicted I/O and a measurement no slower
+    assert "same I/O" in r["cache_rule"] and "same I/O" in (out / "tune.html").read_text()
+    # the pick's prediction beside its passes in the rounds its final prices were fitted to
+    assert r["recommended"]["predicted_in_choice_s"] > 0 and r["recommended"]["measured_in_choice_s"] > 0
     assert all(c["predicted_io_trips"] <= c["predicted_io_ops"] + 1e-9 for c in r["contenders"])
     assert src.read_bytes() == before                   # the user's file is only read
     rec = r["recommended"]
