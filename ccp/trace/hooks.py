@@ -121,6 +121,20 @@ def flush_on_sigterm(rec) -> None:
     signal.signal(signal.SIGTERM, on_term)
 
 
+def forked_by_multiprocessing() -> bool:
+    """Whether the ``os.fork()`` this child (in an at-fork hook) returns from was multiprocessing's: a ``fork``
+    Process or Pool worker, or a forkserver's child. Told by the frame that called ``os.fork`` (the hooks run inside
+    it), the first one outside the recorder; CPython only, like the recorder."""
+    import sys
+    import types
+
+    frame: types.FrameType | None = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("ccp.trace."):
+        frame = frame.f_back
+    return frame is not None and frame.f_globals.get("__name__") in ("multiprocessing.popen_fork",
+                                                                     "multiprocessing.forkserver")
+
+
 def die_of(signum: int) -> None:
     """End this process by ``signum`` as if no handler had caught it."""
     import signal

@@ -51,7 +51,7 @@ from typing import Any
 
 from ccp.trace.fastpath import FAST_CAPACITY, FastColumns, fast_getitem
 from ccp.trace.hdf5_types import vlen_info
-from ccp.trace.hooks import ImportHook, die_of, flush_on_sigterm, patch_exit, patch_library
+from ccp.trace.hooks import ImportHook, die_of, flush_on_sigterm, forked_by_multiprocessing, patch_exit, patch_library
 from ccp.trace.netcdf import patch_netcdf4
 from ccp.trace.remote_files import file_space, fileobj_name, fsspec_info, instrument
 from ccp.trace.selections import MAX_LISTED, _file_name, _layout, describe_key, describe_space  # noqa: F401
@@ -149,6 +149,8 @@ class Recorder:
         self.lock = threading.RLock()
         self.flushing = False
         self.sock = None
+        if forked_by_multiprocessing():     # before "start": a forkserver's child imports the program before
+            flush_on_sigterm(self)          # multiprocessing runs its after-fork hooks, and Pool.terminate may come first
         self.status("start", os.getppid(), "fork")
         mp_util = sys.modules.get("multiprocessing.util")
         if mp_util is not None:   # multiprocessing children end with os._exit: atexit never runs

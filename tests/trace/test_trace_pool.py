@@ -1,5 +1,5 @@
-"""A multiprocessing pool torn down by its own parent (``with Pool()``, ``terminate()``) leaves a complete trace;
-a child killed outright still makes it incomplete (issue 23, F4)."""
+"""A multiprocessing pool torn down by its own parent (``with Pool()``, ``terminate()``) leaves a complete trace,
+even when it terminates a worker still starting; a child killed outright still makes it incomplete (issue 23, F4)."""
 
 import json
 import textwrap
@@ -8,8 +8,28 @@ import pytest
 from traced_program import trace_program
 
 PROGRAM = textwrap.dedent("""
-    import os, signal, sys, multiprocessing as mp, h5py, numpy as np
+    import os, signal, sys, time, multiprocessing as mp, h5py, numpy as np
     path, method, ending = sys.argv[1], "{method}", "{ending}"
+
+    def second_starts_late(marker):
+        # unpickled in each worker before multiprocessing's own start-up is done (where a forkserver's child imports
+        # this program, h5py and numpy): the second worker here sleeps, the first does every task, and terminate()
+        # finds the second still starting, as a loaded machine did now and then
+        try:
+            os.close(os.open(marker, os.O_CREAT | os.O_EXCL))
+        except FileExistsError:
+            time.sleep(60)
+        return marker
+
+    class StartsLate:
+        def __init__(self, marker):
+            self.marker = marker
+
+        def __reduce__(self):
+            return second_starts_late, (self.marker,)
+
+    def ready(_marker):
+        pass
 
     def work(i):
         with h5py.File(path, "r") as f:
@@ -31,6 +51,11 @@ PROGRAM = textwrap.dedent("""
         elif ending == "with":               # leaving the block calls terminate()
             with ctx.Pool(2) as p:
                 total = sum(p.map(work, range(40)))
+        elif ending == "terminate-late-start":
+            p = ctx.Pool(2, initializer=ready, initargs=(StartsLate(path + ".marker"),))
+            total = sum(p.map(work, range(40)))
+            p.terminate()
+            p.join()
         else:
             p = ctx.Pool(2)
             total = sum(p.map(work, range(40)))
@@ -49,6 +74,8 @@ PROGRAM = textwrap.dedent("""
     ("fork", "close", True),
     ("forkserver", "terminate", True),
     ("spawn", "with", True),
+    ("forkserver", "terminate-late-start", True),   # a worker terminated before it could run a task lost nothing
+    ("spawn", "terminate-late-start", True),
     ("fork", "kill9-child", False),
 ], ids=lambda v: str(v))
 def test_a_pool_torn_down_by_its_parent_is_a_complete_trace(tmp_path, method, ending, complete):
@@ -60,3 +87,17 @@ def test_a_pool_torn_down_by_its_parent_is_a_complete_trace(tmp_path, method, en
         assert head["calls"] >= 40
     else:
         assert any("without the recorder's exit hook" in x for x in c["reasons"]), c["reasons"]
+
+
+@pytest.mark.parametrize("module,expected", [
+    ("multiprocessing.popen_fork", True),       # a fork Process or Pool worker
+    ("multiprocessing.forkserver", True),       # a forkserver's child
+    ("__main__", False),                        # the program's own os.fork(): its SIGTERM stays the default
+    ("concurrent.futures.process", False),
+], ids=lambda v: str(v))
+def test_a_child_is_multiprocessing_s_when_multiprocessing_called_fork(module, expected):
+    from ccp.trace.hooks import forked_by_multiprocessing
+
+    namespace = {"__name__": module, "hook": forked_by_multiprocessing}
+    exec(compile("def fork():\n    return hook()\n", f"<{module}>", "exec"), namespace)  # a caller in that module
+    assert namespace["fork"]() is expected
