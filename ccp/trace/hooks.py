@@ -99,7 +99,7 @@ def flush_on_sigterm(rec) -> None:
     ``Pool.terminate`` (which leaving ``with Pool()`` calls) ends its workers with SIGTERM, which skips every exit
     hook: without this each worker of a pool torn down by its own parent read as a process that died unrecorded.
     Left alone when the program (an initializer, say) already handles SIGTERM; a SIGKILL still loses the buffer,
-    and the trace says so.
+    and the trace says so. A handler that cannot run soon is done by :func:`term_backstop`.
     """
     import signal
 
@@ -119,6 +119,80 @@ def flush_on_sigterm(rec) -> None:
         die_of(signum)
 
     signal.signal(signal.SIGTERM, on_term)
+    term_backstop(rec)
+
+
+def term_backstop(rec, grace_s: float = 1.0) -> None:
+    """End the process if a SIGTERM's Python handler has not run ``grace_s`` after the signal came.
+
+    Python runs a handler only when the main thread runs Python again. A Pool worker waiting for the queue's lock
+    is woken as another worker leaves, loses the lock to its parent (``Pool.terminate`` takes it) and waits again
+    inside glibc's ``sem_wait``: a SIGTERM that lands in between never interrupts the wait, and the worker (and its
+    parent joining it) waited forever where the default SIGTERM would have killed it. Python also writes each
+    signal's number to its wakeup fd as it comes: a thread reading it writes the buffer, says "end" and kills the
+    process by SIGTERM with the default action. Skipped when the program has a wakeup fd of its own (asyncio).
+    """
+    import ctypes
+    import signal
+    import threading
+    import time
+
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+    try:
+        old = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+    except ValueError:      # not the main thread
+        old = None
+    if old != -1:
+        if old is not None:
+            signal.set_wakeup_fd(old)
+        os.close(r)
+        os.close(w)
+        return
+    pid = os.getpid()
+
+    def watch() -> None:
+        while True:
+            try:
+                got = os.read(r, 64)
+            except OSError:
+                return
+            if not got or os.getpid() != pid:
+                return
+            if signal.SIGTERM not in got:
+                continue
+            time.sleep(grace_s)             # the handler's own time to run (it kills the process when done)
+            while rec.finishing or rec.flushing:
+                time.sleep(0.05)
+            try:
+                rec.finish()
+            except BaseException:  # the process is being ended: end it whatever happened here
+                pass
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.signal.restype = ctypes.c_void_p
+            libc.signal(int(signal.SIGTERM), None)     # SIG_DFL, from a thread (signal.signal is the main thread's)
+            os.kill(pid, signal.SIGTERM)
+
+    pipe_open = [True]      # in this process; a child's copy is closed by its first at-fork run
+
+    def in_child() -> None:     # a fork of this process: the pipe and the thread are this process's
+        if not pipe_open[0]:    # a grandchild: r and w may be other files by now
+            return
+        pipe_open[0] = False
+        try:
+            old_fd = signal.set_wakeup_fd(-1)
+            if old_fd != w:
+                signal.set_wakeup_fd(old_fd)
+        except ValueError:      # forked from a thread that is not the child's main one
+            pass
+        for fd in (r, w):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    os.register_at_fork(after_in_child=in_child)
+    threading.Thread(target=watch, name="ccp-trace-sigterm", daemon=True).start()
 
 
 def forked_by_multiprocessing() -> bool:

@@ -101,3 +101,39 @@ def test_a_child_is_multiprocessing_s_when_multiprocessing_called_fork(module, e
     namespace = {"__name__": module, "hook": forked_by_multiprocessing}
     exec(compile("def fork():\n    return hook()\n", f"<{module}>", "exec"), namespace)  # a caller in that module
     assert namespace["fork"]() is expected
+
+
+STUCK_IN_C = textwrap.dedent("""
+    import ctypes, os, sys, time, multiprocessing as mp, h5py, numpy as np
+    path = sys.argv[1]
+
+    def work_then_wait_in_c(i):
+        # glibc's system() waits for its child again when a signal interrupts it, so Python never runs this worker's
+        # SIGTERM handler while it waits (as in a sem_wait woken just as its parent terminates the pool); the cat
+        # waits for this worker to die
+        r, w = os.pipe()
+        os.set_inheritable(r, True)
+        with h5py.File(path, "r") as f:
+            f["x"][i]
+        open(f"{path}.{i}.waiting", "w").close()
+        ctypes.CDLL(None).system(f"exec cat <&{r} >/dev/null".encode())
+
+    if __name__ == "__main__":
+        with h5py.File(path, "w") as f:
+            f.create_dataset("x", data=np.arange(100.0), chunks=(10,))
+        p = mp.get_context("fork").Pool(2)
+        p.map_async(work_then_wait_in_c, range(2), chunksize=1)
+        while not all(os.path.exists(f"{path}.{i}.waiting") for i in range(2)):
+            time.sleep(0.05)
+        time.sleep(0.5)
+        p.terminate()
+        p.join()
+        print("both workers ended")
+""")
+
+
+def test_a_pool_worker_terminated_inside_a_long_c_call_ends_and_keeps_its_calls(tmp_path):
+    out = trace_program(tmp_path, STUCK_IN_C, timeout=180)   # without the recorder's backstop it waited forever
+    head = json.loads((out / "trace.json").read_text())
+    assert head["completeness"]["complete"] is True, head["completeness"]["reasons"]
+    assert head["calls"] >= 3               # the parent's write and each worker's read
