@@ -119,10 +119,10 @@ def flush_on_sigterm(rec) -> None:
         die_of(signum)
 
     signal.signal(signal.SIGTERM, on_term)
-    term_backstop(rec)
+    term_backstop(rec, on_term)
 
 
-def term_backstop(rec, grace_s: float = 1.0) -> None:
+def term_backstop(rec, handler, grace_s: float = 1.0) -> None:
     """End the process if a SIGTERM's Python handler has not run ``grace_s`` after the signal came.
 
     Python runs a handler only when the main thread runs Python again. A Pool worker waiting for the queue's lock
@@ -130,7 +130,8 @@ def term_backstop(rec, grace_s: float = 1.0) -> None:
     inside glibc's ``sem_wait``: a SIGTERM that lands in between never interrupts the wait, and the worker (and its
     parent joining it) waited forever where the default SIGTERM would have killed it. Python also writes each
     signal's number to its wakeup fd as it comes: a thread reading it writes the buffer, says "end" and kills the
-    process by SIGTERM with the default action. Skipped when the program has a wakeup fd of its own (asyncio).
+    process by SIGTERM with the default action. Skipped when the program has a wakeup fd of its own (asyncio), idle
+    once the program sets one or a SIGTERM handler (``handler`` no longer the one installed) of its own.
     """
     import ctypes
     import signal
@@ -159,10 +160,13 @@ def term_backstop(rec, grace_s: float = 1.0) -> None:
                 return
             if not got or os.getpid() != pid:
                 return
-            if signal.SIGTERM not in got:
+            if signal.SIGTERM not in got or signal.getsignal(signal.SIGTERM) is not handler:
                 continue
             time.sleep(grace_s)             # the handler's own time to run (it kills the process when done)
-            while rec.finishing or rec.flushing:
+            if signal.getsignal(signal.SIGTERM) is not handler:
+                continue
+            give_up = time.monotonic() + 10 * grace_s
+            while (rec.finishing or rec.flushing) and time.monotonic() < give_up:     # a write under way
                 time.sleep(0.05)
             try:
                 rec.finish()

@@ -137,3 +137,38 @@ def test_a_pool_worker_terminated_inside_a_long_c_call_ends_and_keeps_its_calls(
     head = json.loads((out / "trace.json").read_text())
     assert head["completeness"]["complete"] is True, head["completeness"]["reasons"]
     assert head["calls"] >= 3               # the parent's write and each worker's read
+
+
+OWN_HANDLER = textwrap.dedent("""
+    import os, signal, sys, time, multiprocessing as mp, h5py, numpy as np
+    path = sys.argv[1]
+
+    def child():
+        got = []
+        signal.signal(signal.SIGTERM, lambda *_: got.append(1))    # the program's own: SIGTERM only asks
+        open(path + ".ready", "w").close()
+        while not got:
+            time.sleep(0.01)
+        time.sleep(3)                       # its own time to leave, longer than the recorder's backstop waits
+        with h5py.File(path, "r") as f:
+            f["x"][1]
+
+    if __name__ == "__main__":
+        with h5py.File(path, "w") as f:
+            f.create_dataset("x", data=np.arange(100.0), chunks=(10,))
+        c = mp.get_context("fork").Process(target=child)
+        c.start()
+        while not os.path.exists(path + ".ready"):
+            time.sleep(0.05)
+        c.terminate()
+        c.join()
+        open(path + ".exitcode", "w").write(str(c.exitcode))
+""")
+
+
+def test_a_child_with_its_own_sigterm_handler_leaves_in_its_own_time(tmp_path):
+    out = trace_program(tmp_path, OWN_HANDLER)
+    assert (tmp_path / "data.h5.exitcode").read_text() == "0"
+    head = json.loads((out / "trace.json").read_text())
+    assert head["completeness"]["complete"] is True, head["completeness"]["reasons"]
+    assert head["calls"] >= 2               # the parent's write and the child's read after its SIGTERM
