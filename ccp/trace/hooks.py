@@ -103,7 +103,10 @@ def flush_on_sigterm(rec) -> None:
     """
     import signal
 
-    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+    current = signal.getsignal(signal.SIGTERM)
+    if current is not signal.SIG_DFL:
+        if current is getattr(rec, "on_term", None):    # ours since the fork: a forkserver's child had the
+            term_backstop(rec, current)                 # forkserver's wakeup fd then, multiprocessing's reset since
         return
 
     def on_term(signum, _frame):
@@ -119,6 +122,7 @@ def flush_on_sigterm(rec) -> None:
         die_of(signum)
 
     signal.signal(signal.SIGTERM, on_term)
+    rec.on_term = on_term
     term_backstop(rec, on_term)
 
 
@@ -138,6 +142,8 @@ def term_backstop(rec, handler, grace_s: float = 1.0) -> None:
     import threading
     import time
 
+    if getattr(rec, "backstop_pid", None) == os.getpid():
+        return
     r, w = os.pipe()
     os.set_blocking(w, False)
     try:
@@ -197,6 +203,7 @@ def term_backstop(rec, handler, grace_s: float = 1.0) -> None:
 
     os.register_at_fork(after_in_child=in_child)
     threading.Thread(target=watch, name="ccp-trace-sigterm", daemon=True).start()
+    rec.backstop_pid = pid
 
 
 def forked_by_multiprocessing() -> bool:

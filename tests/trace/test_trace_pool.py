@@ -121,7 +121,7 @@ STUCK_IN_C = textwrap.dedent("""
     if __name__ == "__main__":
         with h5py.File(path, "w") as f:
             f.create_dataset("x", data=np.arange(100.0), chunks=(10,))
-        p = mp.get_context("fork").Pool(2)
+        p = mp.get_context("{method}").Pool(2)
         p.map_async(work_then_wait_in_c, range(2), chunksize=1)
         while not all(os.path.exists(f"{path}.{i}.waiting") for i in range(2)):
             time.sleep(0.05)
@@ -132,8 +132,10 @@ STUCK_IN_C = textwrap.dedent("""
 """)
 
 
-def test_a_pool_worker_terminated_inside_a_long_c_call_ends_and_keeps_its_calls(tmp_path):
-    out = trace_program(tmp_path, STUCK_IN_C, timeout=180)   # without the recorder's backstop it waited forever
+@pytest.mark.parametrize("method", ["fork", "forkserver"])   # a forkserver's child had the forkserver's wakeup fd
+def test_a_pool_worker_terminated_inside_a_long_c_call_ends_and_keeps_its_calls(tmp_path, method):
+    # without the recorder's backstop the program waited forever
+    out = trace_program(tmp_path, STUCK_IN_C.replace("{method}", method), timeout=180)
     head = json.loads((out / "trace.json").read_text())
     assert head["completeness"]["complete"] is True, head["completeness"]["reasons"]
     assert head["calls"] >= 3               # the parent's write and each worker's read
