@@ -319,6 +319,8 @@ def completeness(run: dict | None, part_pids: set[int], torn: list[str], errors:
             ended[pid] = (int(line[2]), int(line[3]), line[4])
         elif what in ("error", "problem") and len(line) > 2:
             problems.append(f"pid {pid}: {line[2]}")
+    for pid in ended:       # its "end" line accounts for it (a pool worker ended as it started: its "start" line
+        started.setdefault(pid, "")     # was cut short by the SIGTERM it answered)
     if run.get("stopped_by"):
         reasons.append(f"ccp trace was {run['stopped_by']}")
     if rc < 0:

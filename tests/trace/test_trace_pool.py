@@ -174,3 +174,17 @@ def test_a_child_with_its_own_sigterm_handler_leaves_in_its_own_time(tmp_path):
     head = json.loads((out / "trace.json").read_text())
     assert head["completeness"]["complete"] is True, head["completeness"]["reasons"]
     assert head["calls"] >= 2               # the parent's write and the child's read after its SIGTERM
+
+
+@pytest.mark.parametrize("worker_lines,complete", [
+    ([["11", "start", "10", "fork"], ["11", "end", "0", "0", ""]], True),
+    ([["11", "end", "0", "0", ""]], True),          # its "start" was cut short by the SIGTERM it answered
+    ([], False),                                    # nothing from it: it ran without the recorder as far as we know
+], ids=["start-end", "end-only", "silent"])
+def test_a_process_s_end_line_accounts_for_it(worker_lines, complete):
+    from ccp.trace.store import completeness
+
+    run = {"returncode": 0, "pid": 10, "top_is_python": True, "python_seen": {11: "python -c forkserver"},
+           "status_lines": [["10", "start", "1", "prog.py"], ["10", "end", "5", "0", ""], *worker_lines]}
+    c = completeness(run, {10}, [], [])
+    assert c["complete"] is complete, c["reasons"]
