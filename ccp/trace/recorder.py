@@ -54,7 +54,7 @@ from typing import Any
 from ccp.trace.fastpath import FAST_CAPACITY, WIDTH, FastColumns
 from ccp.trace.h5py_patch import _set_type_attr, patch_h5py  # noqa: F401 (_set_type_attr: benchmarks)
 from ccp.trace.hdf5_types import vlen_info
-from ccp.trace.hooks import ImportHook, die_of, flush_on_sigterm, patch_exit, patch_library
+from ccp.trace.hooks import ImportHook, die_of, flush_on_sigterm, forked_by_multiprocessing, patch_exit, patch_library
 from ccp.trace.netcdf import patch_netcdf4
 from ccp.trace.partfile import raised_by_program, write_at
 from ccp.trace.selections import MAX_LISTED, _file_name, _layout, describe_key, describe_space  # noqa: F401
@@ -182,6 +182,8 @@ class Recorder:
 
     def _announce(self, how: str) -> None:
         """The start line (once the process has its own state) and multiprocessing's exit hook for a forked child."""
+        if how == "fork" and forked_by_multiprocessing():   # before "start": a forkserver's child imports the program
+            flush_on_sigterm(self)          # before multiprocessing runs its after-fork hooks; Pool.terminate may come first
         self.status("start", os.getppid(), how)
         mp_util = sys.modules.get("multiprocessing.util")
         if mp_util is not None and how == "fork":   # multiprocessing children end with os._exit: atexit never runs

@@ -91,6 +91,7 @@ class StatusListener:
         self.sock.bind("\0" + self.name)
         self.sock.settimeout(0.1)
         self.lines: list[list[str]] = []
+        self.still_running: list[int] = []      # started, silent and alive when close() stopped waiting
         self.done = threading.Event()
         self.thread = threading.Thread(target=self._run, name="ccp-trace-status", daemon=True)
 
@@ -118,11 +119,11 @@ class StatusListener:
     def close(self, grace_s: float) -> list[list[str]]:
         """Stop listening once every started process said "end", is gone, or ``grace_s`` passed."""
         deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline:
-            waiting = [p for p in self.started() - self.ended() if _alive(p)]
-            if not waiting:
-                break
+        waiting = [p for p in self.started() - self.ended() if _alive(p)]
+        while waiting and time.monotonic() < deadline:
             time.sleep(0.05)
+            waiting = [p for p in self.started() - self.ended() if _alive(p)]
+        self.still_running = sorted(waiting)
         self.done.set()
         self.thread.join()
         self.sock.settimeout(0)
@@ -403,6 +404,7 @@ def run_traced(cmd: list[str], out: Path, force: bool = False, checksum: bool = 
         header = merge_or_explain(out, argv, status, wall, checksum=checksum,
                                   run={"returncode": rc, "pid": proc.pid, "top_is_python": top_python,
                                        "status_lines": lines, "python_seen": python_seen,
+                                       "still_running": listener.still_running, "end_grace_s": END_GRACE_S,
                                        "stopped_by": stopper.reason + (f"; {group_note}" if group_note else "")
                                        if stopper.reason else None})
     except CcpError as exc:

@@ -314,11 +314,13 @@ def completeness(run: dict | None, part_pids: set[int], torn: list[str], errors:
             continue
         pid, what = int(line[0]), line[1]
         if what == "start":
-            started.setdefault(pid, line[3] if len(line) > 3 else "")
+            started.setdefault(pid, " ".join(line[2:4]))
         elif what == "end" and len(line) >= 5:
             ended[pid] = (int(line[2]), int(line[3]), line[4])
         elif what in ("error", "problem") and len(line) > 2:
             problems.append(f"pid {pid}: {line[2]}")
+    for pid in ended:       # its "end" line accounts for it (a pool worker ended as it started: its "start" line
+        started.setdefault(pid, "")     # was cut short by the SIGTERM it answered)
     if run.get("stopped_by"):
         reasons.append(f"ccp trace was {run['stopped_by']}")
     if rc < 0:
@@ -333,10 +335,11 @@ def completeness(run: dict | None, part_pids: set[int], torn: list[str], errors:
             reasons.append(f"process {pid} ({cmd}) ran Python without the recorder (python -I/-E/-S or a cleared "
                            "environment): its h5py calls, if any, are not in the trace")
     lost = 0
+    still_running = set(run.get("still_running", ()))
     for pid in sorted(started):
         if pid not in ended:
-            reasons.append(f"process {pid} ended without the recorder's exit hook (a crash, a signal, kill -9) or "
-                           "was still running: the calls it made after its last write are lost")
+            reasons.append(_silent_process(pid, started[pid], pid in still_running, pid in part_pids,
+                                           run.get("end_grace_s")))
             continue
         _written, lost_here, stopped = ended[pid]
         lost += lost_here
@@ -352,6 +355,20 @@ def completeness(run: dict | None, part_pids: set[int], torn: list[str], errors:
     return {"complete": not reasons, "reasons": reasons, "exit_status": rc if rc >= 0 else None, "signal": signal_no,
             "processes_seen": len(set(started) | part_pids | {p for p in run.get("python_seen", {}) if p not in started}),
             "lost_records": lost, "recorder_errors": recorder_errors}
+
+
+def _silent_process(pid: int, start: str, running: bool, wrote: bool, grace_s: float | None) -> str:
+    """Why a process that said "start" but never "end" makes the trace incomplete: which process it was (its
+    parent, its command or "fork"), whether it was still alive when ccp trace stopped waiting, whether it wrote."""
+    parent, _, what = start.partition(" ")
+    desc = f"forked by pid {parent}" if what == "fork" else f"{what or 'started'}, parent pid {parent or '?'}"
+    who = f"process {pid} ({desc}{'' if wrote else '; no records written'})"
+    if running:
+        waited = f" {grace_s:g} s" if grace_s else ""
+        return (f"{who} was still running{waited} after the program left and never said it ended: the calls it made "
+                "after its last write are not in the trace")
+    return (f"{who} ended without the recorder's exit hook (a crash, a signal, kill -9): the calls it made after "
+            "its last write are lost")
 
 
 def _records_table(records: list[dict], schema):
