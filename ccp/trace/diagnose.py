@@ -408,7 +408,7 @@ def format_diagnosis(diag: dict) -> str:
         for f in d["findings"]:
             lines.append(f"  - {f}")
         if d["reads"]:
-            _format_cures(lines, d["cures"], "the reads'")
+            _format_cures(lines, d["cures"], "the reads'", _small_share(d.get("wall_s"), diag.get("program_s")))
         if d.get("verified"):
             v = d["verified"]
             if v.get("before_s") is None or v.get("after_s") is None:      # ccp.trace.verify: not measured
@@ -432,7 +432,8 @@ def format_diagnosis(diag: dict) -> str:
                 if "write_predicted_s" in d else ""))
             for f in d["write_findings"]:
                 lines.append(f"  - {f}")
-            _format_cures(lines, d["write_cures"], "the writes'")
+            _format_cures(lines, d["write_cures"], "the writes'",
+                          _small_share(d.get("write_wall_s"), diag.get("program_s")))
         for note in d.get("notes", []):
             lines.append(f"  note: {note}")
         if d.get("approximate_calls"):
@@ -444,10 +445,24 @@ def format_diagnosis(diag: dict) -> str:
     return "\n".join(lines)
 
 
-def _format_cures(lines: list[str], cures: list[dict], whose: str) -> None:
+SMALL_SHARE = 0.01     # calls under 1% of the program's time: any cure of them is said to be worth at most that
+
+
+def _small_share(calls_s, program_s) -> str:
+    """'' or a warning that the calls are a negligible share of the program's time (a cure's speed-up is of
+    the calls' time only: 1.4x on 0.02% of a program saves nothing a user would notice)."""
+    if not calls_s or not program_s or calls_s >= SMALL_SHARE * program_s:
+        return ""
+    return (f"these calls are {100 * calls_s / program_s:.2g}% of the program's time ({format_seconds(calls_s)} of "
+            f"{format_seconds(program_s)}): a cure saves at most that; the program's time is elsewhere")
+
+
+def _format_cures(lines: list[str], cures: list[dict], whose: str, small: str = "") -> None:
     if not cures:
         lines.append(f"  no cure predicts a gain of 10% or more for {whose} time")
         return
+    if small:
+        lines.append(f"  note: {small}")
     lines.append(f"  cures, best first ({RULE}; predicted time for {whose} calls):")
     for i, c in enumerate(cures, 1):
         sp = f", {c['speedup']:.1f}x faster" if c.get("speedup") else ""

@@ -188,3 +188,17 @@ def test_a_cure_the_replays_contradict_is_said_so(before, after, verdict, said):
          "reads": 0, "findings": [], "verified": v}
     text = format_diagnosis({"trace": "T", "calls": 2, "reads": 2, "writes": 0, "pids": [1], "program_s": 1.0, "datasets": [d]})
     assert ("NOT CONFIRMED" in text, "not confirmed" in text) == (said == "NOT CONFIRMED", said == "not confirmed")
+
+
+@pytest.mark.parametrize("wall_s,said", [(0.000618, True), (0.5, False)], ids=["0.02-percent", "a sixth"])
+def test_cures_of_a_negligible_share_of_the_program_say_so(wall_s, said):
+    """A 1x1-chunk repack '1.4x faster' for two reads that were 0.02% of a 2.85 s program: the cure is of the
+    calls' time only, and the page must say how little that is."""
+    cure = {"cure": "repack with 1x1 chunks", "predicted_s": wall_s / 1.4, "speedup": 1.4, "why": "w", "code": "c"}
+    d = {"dataset": "/log", "file": "f.h5", "shape": [50, 16], "dtype": "<f8", "chunks": [4, 16], "filters": [],
+         "reads": 2, "findings": [], "cures": [cure], "wall_s": wall_s}
+    text = format_diagnosis({"trace": "T", "calls": 2, "reads": 2, "writes": 0, "pids": [1], "program_s": 2.85,
+                             "datasets": [d]})
+    assert ("a cure saves at most that" in text) == said
+    if said:
+        assert "0.022% of the program's time" in text
