@@ -353,8 +353,7 @@ class _Planner:
         if tgt.changed or tgt.shape is None or not low.has_vlen(ds.id.get_type()):
             return
         dcpl = ds.id.get_create_plist()
-        plugin = next((int(dcpl.get_filter(i)[0]) for i in range(dcpl.get_nfilters())
-                       if int(dcpl.get_filter(i)[0]) >= _FIRST_PLUGIN_ID), None)
+        plugin = next((step.id for step in tgt.old_pipeline.steps if step.id >= _FIRST_PLUGIN_ID), None)
         if dcpl.fill_value_defined() != h5d.FILL_VALUE_USER_DEFINED and plugin is None:
             return
         old = _as_layout_str(tgt.old_layout)
