@@ -24,7 +24,6 @@ from ccp.predict import calibrate, chunk_traps, predict_requests, stored_chunk_s
 from ccp.report.stats import CHEAPEST_WITHIN, cheapest_first
 from ccp.store.row import CellRow
 from ccp.units import format_bytes, format_count, format_seconds, shape_str
-from ccp.workload.requests import plan_for
 
 MAX_MODEL_REQUESTS = 50_000_000   # the compiled model walks ~10 M requests a second: whole patterns
 
@@ -67,7 +66,8 @@ def _source(path: Path, dset: str):
 def _predict(cell: Cell, source, stored, cal, limit: int) -> tuple[int, int, int, int, float, float]:
     """(chunk loads, raw reads, raw read bytes, requests, predicted seconds, of which per-request overhead) for the
     whole pattern (a prefix scaled up)."""
-    n = len(plan_for(cell.access, source.shape))
+    # counted, not planned: the pattern over a dataset of 2**40 rows is 2**40 requests (16 TiB as a plan)
+    n = int(cell.access.random) if cell.access.random else math.prod(-(-s // b) for s, b in zip(source.shape, cell.access.block))
     k = min(n, limit)
     preds = predict_requests(cell, source, stored, max_requests=k, per_request=False)
     tot = summarise(preds)
@@ -100,7 +100,9 @@ def _allocated_chunks(source, stored) -> int:
 def options(source, stored, block, cache: ChunkCache, memory: int, cal) -> list[Option]:
     """The current setting first, then one cure of each kind that its own prediction calls faster (MIN_SPEEDUP)."""
     if source.chunks is None:
-        raise CcpError("the dataset is contiguous: it has no chunk cache to tune; `ccp repack -l DSET:CHUNK=...` makes it chunked")
+        kind = {"compact": "compact (stored in its object header)", "virtual": "virtual (a view of other datasets)"}.get(
+            source.layout, "contiguous")
+        raise CcpError(f"the dataset is {kind}: it has no chunk cache to tune; `ccp repack -l DSET:CHUNK=...` makes it chunked")
     itemsize = np.dtype(source.dtype).itemsize
     chunk_bytes = int(np.prod(source.chunks)) * itemsize
     access = AccessSpec("read", tuple(block))

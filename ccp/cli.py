@@ -18,6 +18,7 @@ if (__name__ == "__main__" or sys.argv[0].endswith(("/ccp", "ccp"))) and \
     signal.signal(signal.SIGINT, _interrupted_while_starting)
 
 import json  # noqa: E402 -- after the handler above, on purpose
+import math  # noqa: E402
 import os  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -252,14 +253,26 @@ def report(run_dir, self_contained):
     click.echo(f"report: {write_report(run_dir, self_contained=self_contained)}")
 
 
+class Ratio(click.FloatRange):
+    """A ratio of at least 1 that is a number: ``nan`` (an unset variable in a CI script) would pass every gate."""
+
+    name = "ratio"
+
+    def convert(self, value, param, ctx):
+        ratio = super().convert(value, param, ctx)
+        if not math.isfinite(ratio):
+            self.fail(f"{value!r} is not a finite ratio (e.g. 1.5)", param, ctx)
+        return ratio
+
+
 @main.command()
 @click.argument("run_a", type=click.Path(file_okay=False, exists=True, path_type=Path))
 @click.argument("run_b", type=click.Path(file_okay=False, exists=True, path_type=Path))
 @click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path), help="Also write an HTML page here.")
-@click.option("--fail-above", type=click.FloatRange(min=1.0), metavar="RATIO",
+@click.option("--fail-above", type=Ratio(min=1.0), metavar="RATIO",
               help="Exit 1 when a shared cell is slower in B by more than RATIO (B / A) by the rule below, e.g. 1.5: a "
                    "CI gate. A time difference that is the machine's never fails.")
-@click.option("--threshold", type=click.FloatRange(min=1.0), default=1.25, show_default=True, metavar="RATIO",
+@click.option("--threshold", type=Ratio(min=1.0), default=1.25, show_default=True, metavar="RATIO",
               help="Call a cell faster or slower only beyond this ratio (and by the rule); closer is a tie.")
 @click.option("--remeasure", type=click.IntRange(min=0, max=50), default=0, show_default=True, metavar="ROUNDS",
               help="Measure the cells that differ again on this machine, A and B alternating, ROUNDS passes each, and "

@@ -53,7 +53,9 @@ def describe_dataset(dset) -> dict:
     if dtype is None:
         warnings.append(f"numpy has no equivalent of its type ({h5types.describe_type(tid)}): h5py cannot read it "
                         f"as an array; ccp sweeps read it with the file type as memory type")
+    external = _external_files(dcpl, dset.file.filename)
     info = {
+        "external": external,
         "path": dset.name, "shape": list(shape) if shape is not None else None, "maxshape": list(maxshape),
         "dtype": dtype.str if dtype is not None else None, "type": h5types.describe_type(tid),
         "type_class": h5types.class_name(tid), "itemsize": itemsize,
@@ -175,7 +177,7 @@ def format_info(info: dict) -> str:
                                              if info["maxshape"] else ""),
              f"  dtype       {dtype}",
              f"  type        {info['type']}",
-             f"  layout      {info['layout']}" + (f", chunks {info['chunks']} = {format_bytes(info['chunk_bytes'])} each, "
+             f"  layout      {info['layout']}" + _external_text(info.get("external") or []) + (f", chunks {info['chunks']} = {format_bytes(info['chunk_bytes'])} each, "
                                                     f"{format_count(info['chunks_allocated'])} of {format_count(info['nchunks'])} allocated"
                                                     if info["chunks"] else "")]
     details = info.get("filter_details") or []
@@ -195,3 +197,24 @@ def format_info(info: dict) -> str:
         lines.append(f"  attributes  {len(attrs)}: {shown}{', ...' if len(attrs) > 6 else ''}")
     lines += [f"  WARNING     {w}" for w in info["warnings"]]
     return "\n".join(lines)
+
+
+def _external_files(dcpl, hdf5_file: str) -> list[dict]:
+    """A dataset's external storage (``H5Pset_external``): each file, its offset and size, and whether it is found
+    beside the HDF5 file or from here (HDF5 looks relative to the working folder unless a prefix is set)."""
+    import os
+
+    out = []
+    for i in range(dcpl.get_external_count()):
+        name, offset, size = dcpl.get_external(i)
+        name = os.fsdecode(name)
+        found = any(os.path.exists(p) for p in (name, os.path.join(os.path.dirname(hdf5_file), name)))
+        out.append({"file": name, "offset": int(offset), "size": int(size), "found": found})
+    return out
+
+
+def _external_text(external: list[dict]) -> str:
+    if not external:
+        return ""
+    names = ", ".join(e["file"] + ("" if e["found"] else " (not found)") for e in external)
+    return f", stored in external file{'s' if len(external) > 1 else ''} {names}"

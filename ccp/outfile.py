@@ -32,6 +32,13 @@ def output_target(path: str | os.PathLike) -> tuple[Path, str | None]:
     return path, f"{shown} is {kind}, not a file: write to a file"
 
 
+def head_holds(path: str | os.PathLike, marker: bytes, size: int = 4096) -> bool:
+    """Whether the first ``size`` bytes of ``path`` hold ``marker``: a page a command wrote before (its title),
+    which it may replace, told from a file of the user's, which it may not."""
+    with open(path, "rb") as fh:
+        return marker in fh.read(size)
+
+
 def umask_mode() -> int:
     """The mode a file made with ``open()`` gets (``mkstemp`` makes 0600, private where a user expects 0644)."""
     mask = os.umask(0)

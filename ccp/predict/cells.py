@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ccp.chunkcache import ChunkCache
+from ccp.errors import CcpError
 from ccp.model import chunk_size_table, simulate_arrays, simulate_tiling, summarise
 from ccp.workload.requests import plan_for
 
@@ -90,12 +91,33 @@ def source_index(source) -> ChunkIndex | None:
     return _SOURCE_INDEX[key]
 
 
+#: The largest chunk grid the compiled model takes: it keeps a byte or more per chunk of the grid (allocated, cached),
+#: 2**30 chunks being 1 GiB a table; an extendible dataset of 2**40 rows in 1024-row chunks is refused, not allocated.
+MODEL_MAX_CHUNKS = 1 << 30
+
+
+def check_grid(shape, chunks, what: str = "") -> None:
+    """One line when ``chunks`` over ``shape`` is a grid too large for the model's per-chunk tables."""
+    if not chunks:
+        return
+    n = 1
+    for s, c in zip(shape, chunks):
+        n *= -(-int(s) // max(int(c), 1))
+    if n > MODEL_MAX_CHUNKS:
+        from ccp.units import format_count, shape_str
+
+        raise CcpError(f"{what + ': ' if what else ''}{shape_str(shape)} in chunks {shape_str(chunks)} is "
+                       f"{format_count(n)} chunks, more than ccp's model holds ({format_count(MODEL_MAX_CHUNKS)}: it keeps "
+                       "a byte or more per chunk); predict on a copy of a region of it, or with larger chunks")
+
+
 def predict_requests(cell, source, stored=None, max_requests=None, per_request=True):
     """Per-request predictions (the last one is the dataset close) for a read, write or copy cell.
 
     The compiled model (``ccp.model.fast``) walks the requests; a tiled pattern is generated inside it,
     so even a 10 M-request cell needs no plan in memory. ``per_request=False`` keeps totals only.
     """
+    check_grid(source.shape, cell.chunks, getattr(source, "path", None) or "")
     itemsize = np.dtype(source.dtype).itemsize
     c = cell.cache
     cache = ChunkCache(c.nbytes, c.nslots, c.w0)

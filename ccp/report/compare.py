@@ -18,6 +18,8 @@ import numpy as np
 import pandas as pd
 
 from ccp.config import axes as matrix_axes
+from ccp.errors import CcpError
+from ccp.outfile import head_holds, output_target
 from ccp.report import plots
 from ccp.report.data import Labels, finite, is_ok, load_cells, load_env, read_run_sweep
 from ccp.report.headline import RunKind
@@ -146,9 +148,41 @@ def _side(j: pd.DataFrame, suffix: str):
     return [dict(zip(cols, vals)) for vals in zip(*(j[f"{c}_{suffix}"] for c in cols))]
 
 
+PAGE_TITLE = "<title>ccp compare</title>"
+
+
+def check_html_out(out_html: Path, run_a: Path, run_b: Path) -> Path:
+    """The file ``--html`` may be written to (a link's target), or a one-line refusal: never a file inside either
+    run folder (its run.json or report.html would be replaced and the run lost), never an existing file that is
+    not an earlier comparison page, nor the plot beside a new page over a file that is not ours."""
+    target, why = output_target(out_html)
+    if why:
+        raise CcpError(f"--html {why}")
+    where = Path(target).resolve()
+    for run in (run_a, run_b):
+        if where.is_relative_to(Path(run).resolve()):
+            raise CcpError(f"--html {out_html} is inside the run folder {run}: it would change that run; "
+                           "write the comparison outside both runs")
+    plot = where.with_suffix(".png")
+    if where.exists():
+        try:
+            ours = head_holds(where, PAGE_TITLE.encode())
+        except OSError as exc:
+            raise CcpError(f"--html {out_html}: {exc.strerror or exc}") from None
+        if not ours:
+            raise CcpError(f"--html {out_html} exists and is not a page ccp compare wrote: "
+                           "choose a new name (or remove it)")
+    elif plot.exists():
+        raise CcpError(f"--html {out_html} would replace {plot} (its plot) and that file is not ccp compare's: "
+                       "choose another name")
+    return where
+
+
 def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float | None = None,
             threshold: float | None = None, remeasure: int = 0, echo=print) -> Comparison:
     run_a, run_b = Path(run_a), Path(run_b)
+    if out_html is not None:
+        out_html = check_html_out(Path(out_html), run_a, run_b)
     threshold = THRESHOLD if threshold is None else float(threshold)
     a, b, j = join(run_a, run_b)
     sa, sb = load_samples(run_a, a), load_samples(run_b, b)
@@ -248,7 +282,9 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
             img(name, "time ratios B / A"),
             table_html(head, rows) if rows else note("No cells in common."),
         ]
-        page = (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>ccp compare</title><style>{CSS}</style>"
+        page = (f"<!doctype html><html lang='en'><head><meta charset='utf-8'>{PAGE_TITLE}<style>{CSS}</style>"
                 f"</head><body>{''.join(body)}</body></html>")
-        out_html.write_text(page, encoding="utf-8")
+        partial = out_html.with_name(out_html.name + ".part")      # renamed whole: never half a page at the name
+        partial.write_text(page, encoding="utf-8")
+        partial.replace(out_html)
     return text

@@ -64,6 +64,13 @@ def _rows(cells: pd.DataFrame, columns) -> list[dict]:
     return cells.reindex(columns=list(columns)).to_dict("records")
 
 
+def _joined(cells: pd.DataFrame, cols: list[str]) -> pd.Series:
+    """Each row's ``cols`` as one text (an empty Series for no rows: pandas' agg would give a frame)."""
+    if cells.empty:
+        return pd.Series([], index=cells.index, dtype=object)
+    return cells[cols].astype(str).agg(LABEL_SEP.join, axis=1)
+
+
 @dataclass
 class Labels:
     """Readable labels for a run's cells, from the axes that vary across the WHOLE run (not a subset of it)."""
@@ -93,10 +100,10 @@ class Labels:
         cells = cells.assign(**{a.report_column: [a.text(r, self.contexts.get(a.name)) for r in rows] for a in texts})
         if label:
             cols = [c for _, c in self.axes] or ["access_label"]
-            cells["label"] = cells[cols].astype(str).agg(LABEL_SEP.join, axis=1)
             work = {a.report_column for a in matrix_axes.axes() if a.describes_work}
             conf = [c for c in cols if c not in work]   # the layout and cache alone, for charts grouped by pattern
-            cells["config_label"] = cells[conf].astype(str).agg(LABEL_SEP.join, axis=1) if conf else cells["access_label"]
+            cells["label"] = _joined(cells, cols)
+            cells["config_label"] = _joined(cells, conf) if conf else cells["access_label"]
         return cells
 
     @property

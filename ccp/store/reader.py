@@ -19,7 +19,8 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from ccp.store.results import read_cells
+from ccp.errors import CcpError
+from ccp.store.results import _first_line, read_cells
 from ccp.store.row import CellRow
 from ccp.store.schema import CELL_COLUMNS, READ_BACK
 
@@ -67,10 +68,26 @@ def read_parts(folder: Path, columns, cell_ids=None, filters=None) -> pd.DataFra
         if not ids:
             return None
         f.append(("cell_id", "in", ids))
-    df = pd.read_parquet(folder, columns=list(columns), filters=f or None)
+    try:
+        df = pd.read_parquet(folder, columns=list(columns), filters=f or None)
+    except (OSError, ValueError) as exc:        # a part cut short or damaged (pyarrow's ArrowInvalid is a ValueError)
+        raise CcpError(f"{_damaged_part(folder) or folder} is damaged ({_first_line(exc)}): remove it to read the "
+                       "rest (that cell's per-request rows are then missing), or run the sweep again into a new --out") from None
     if "cell_id" in df:
         df["cell_id"] = df["cell_id"].astype(str)
     return df
+
+
+def _damaged_part(folder: Path) -> Path | None:
+    """The first part of a parquet folder whose footer cannot be read."""
+    import pyarrow.parquet as pq
+
+    for part in sorted(folder.glob("*.parquet")):
+        try:
+            pq.read_metadata(part)
+        except (OSError, ValueError):
+            return part
+    return None
 
 
 def _json(path: Path) -> dict:

@@ -248,12 +248,31 @@ def check_run_folder(run_dir: Path) -> None:
         raise CcpError(f"{d}: cells.csv is not one ccp wrote (its columns differ from results schema {version}'s)")
 
 
+def _csv_records(path: Path) -> int:
+    """The cells a cells.csv records (its header aside)."""
+    with open(path, newline="") as fh:
+        return max(sum(1 for _ in csv.reader(fh)) - 1, 0)
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+
+
 def read_cells(run_dir: Path, *, csv_only: bool = False) -> pd.DataFrame:
     """The one reader of a run folder's cells: cells.parquet (written when a run ends) or else cells.csv (the
     commit record, always current). ``csv_only``: the commit record itself (to write cells.parquet from it)."""
     d = Path(run_dir)
     if not csv_only and (d / "cells.parquet").exists():
-        return pd.read_parquet(d / "cells.parquet")
+        try:
+            cells = pd.read_parquet(d / "cells.parquet")
+            if not (d / "cells.csv").exists() or len(cells) == _csv_records(d / "cells.csv"):
+                return cells
+            # fewer or more cells than the commit record: a copy left from before, or edited; the record stands
+        except (OSError, ValueError) as exc:    # pyarrow's ArrowInvalid is a ValueError: a cut or damaged file
+            if not (d / "cells.csv").exists():
+                raise CcpError(f"{d / 'cells.parquet'} is damaged ({_first_line(exc)}) and there is no cells.csv "
+                               "to read instead") from None
+            # cells.csv is the commit record the parquet copy is written from: the same cells, read from it
     if not (d / "cells.csv").exists():
         raise FileNotFoundError(f"{d}: no cells.parquet or cells.csv")
     return pd.read_csv(d / "cells.csv", keep_default_na=False, na_values=[""])

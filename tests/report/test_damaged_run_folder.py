@@ -1,0 +1,59 @@
+"""A run folder with a damaged or stale file: `ccp report` and `ccp compare` read the commit record (cells.csv) where
+the parquet copy is cut short or disagrees with it, and name a damaged per-request part in one line, exit 2."""
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from report_synthetic import write_run
+
+from ccp.cli import main
+from ccp.store.reader import read_run_cells
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory):
+    return write_run(tmp_path_factory.mktemp("good") / "a", tables=False)
+
+
+def _copy(src, dst):
+    import shutil
+
+    shutil.copytree(src, dst)
+    return dst
+
+
+def _cut(path, keep=300):
+    path.write_bytes(path.read_bytes()[:keep])
+
+
+@pytest.mark.parametrize("damage", [
+    lambda d: _cut(d / "cells.parquet"),
+    lambda d: pd.read_parquet(d / "cells.parquet").iloc[0:0].to_parquet(d / "cells.parquet"),
+    lambda d: pd.read_parquet(d / "cells.parquet").iloc[:3].to_parquet(d / "cells.parquet"),
+], ids=["cut-short", "no-rows", "fewer-rows-than-the-record"])
+def test_a_parquet_copy_that_disagrees_with_cells_csv_gives_way_to_it(good, tmp_path, damage):
+    d = _copy(good, tmp_path / "d")
+    damage(d)
+    assert len(read_run_cells(d)) == len(read_run_cells(good)) == len(pd.read_csv(good / "cells.csv"))
+    r = CliRunner().invoke(main, ["compare", str(good), str(d)])
+    assert r.exit_code == 0, r.output
+    assert "cells in common" in r.output
+
+
+def test_a_damaged_request_part_is_named_in_one_line(good, tmp_path):
+    d = _copy(good, tmp_path / "d")
+    part = sorted((d / "requests.parquet").glob("*.parquet"))[0]
+    _cut(part)
+    r = CliRunner().invoke(main, ["report", str(d)])
+    assert r.exit_code == 2, r.output
+    assert f"{part.name} is damaged" in r.output and "Traceback" not in r.output and "internal error" not in r.output
+
+
+def test_runs_with_no_cells_compare_to_nothing_in_common(good, tmp_path):
+    d = _copy(good, tmp_path / "d")
+    header = (d / "cells.csv").read_text().splitlines()[0]
+    (d / "cells.csv").write_text(header + "\n")
+    pd.read_parquet(d / "cells.parquet").iloc[0:0].to_parquet(d / "cells.parquet")
+    r = CliRunner().invoke(main, ["compare", str(good), str(d)])
+    assert r.exit_code == 0, r.output
+    assert "no cells in common" in r.output
