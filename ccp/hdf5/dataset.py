@@ -199,6 +199,7 @@ def describe_source(dataset) -> DatasetInfo:
             raise ConfigError("dataset.path", f"{dataset.path!r} in {path} has {kind}: ccp measures arrays of rank >= 1")
         check_decodable(info.filters, f"{dataset.path!r} in {path}", "dataset.path")
         dcpl = obj.id.get_create_plist()
+        _check_external(obj, dcpl, f"{dataset.path!r} in {path}")
         if dcpl.fill_value_defined() == h5py.h5d.FILL_VALUE_UNDEFINED and not _fully_written(obj.id, info.shape, info.chunks):
             raise ConfigError("dataset.path", f"{dataset.path!r} in {path} has parts never written and no fill value "
                                               "(H5D_FILL_VALUE_UNDEFINED): HDF5 refuses to read them")
@@ -257,6 +258,23 @@ def _fill_value(dcpl, dtype):
     buf = np.zeros((1,), dtype=dtype)
     dcpl.get_fill_value(buf)
     return buf[0].item()
+
+
+def _check_external(obj, dcpl, what: str) -> None:
+    """One line when a dataset kept in external files (``H5Pset_external``) cannot be read: HDF5 finds them from
+    the working folder (or ``HDF5_EXTFILE_PREFIX``), and a missing one fails every cell of a sweep otherwise."""
+    import os
+
+    n = dcpl.get_external_count()
+    if not n or obj.size == 0:
+        return
+    try:
+        obj[(0,) * obj.ndim]           # one element, through HDF5's own lookup of the files
+    except (OSError, RuntimeError) as exc:
+        names = ", ".join(os.fsdecode(dcpl.get_external(i)[0]) for i in range(n))
+        raise ConfigError("dataset.path", f"{what} keeps its data in external file{'s' if n > 1 else ''} {names}, which "
+                          f"HDF5 cannot read from here ({str(exc).splitlines()[0]}): run from the folder that holds "
+                          "them, or set HDF5_EXTFILE_PREFIX") from None
 
 
 def source_of(file, dataset_path: str) -> DatasetInfo:

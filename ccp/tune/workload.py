@@ -38,6 +38,7 @@ DEFAULT_MAX_CHUNK_BYTES = 4 * 1024 * 1024
 DEFAULT_MAX_CACHE_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_STORAGE_OVERHEAD = 0.25
 MAX_CHUNK_BYTES = 2**32 - 1           # HDF5's limit on one chunk
+MAX_TILES_PER_DIM = 1 << 26            # the search's per-dimension tables (8 bytes a tile): 512 MiB at most
 MAX_WEIGHT = 1e12                     # weights are relative: beyond this a sum of seconds loses the small ones
 MAX_STORAGE_OVERHEAD = 100.0          # 100 = stored 101x the data: beyond it the constraint is a typo
 
@@ -69,6 +70,11 @@ class Workload:
 
 
 def parse_weight(value, where: str) -> float:
+    if isinstance(value, str):          # YAML 1.1 reads 1e3 (no dot) as text: a number written so is still one
+        try:
+            value = float(value)         # nan and inf are refused below, as the number they are
+        except ValueError:
+            pass
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MAX_WEIGHT:
         raise ConfigError(where, f"expected a positive number up to {MAX_WEIGHT:g} (how often this access happens, "
                                  f"relative to the others), got {value!r}")
@@ -182,3 +188,7 @@ def check_against(workload: Workload, source) -> None:
         for d, (b, s) in enumerate(zip(item.access.block, source.shape)):
             if b > s:
                 raise ConfigError(f"{where}.block[{d}]", f"{b} exceeds the dataset's dimension {d} ({s})")
+            if -(-s // b) > MAX_TILES_PER_DIM:
+                raise ConfigError(f"{where}.block[{d}]", f"{b} tiles the dataset's dimension {d} ({s}) {-(-s // b):,} times, "
+                                  f"more than tune's search walks ({MAX_TILES_PER_DIM:,}: its tables hold each tile); "
+                                  "tune a copy of a region of the dataset, or a larger block")

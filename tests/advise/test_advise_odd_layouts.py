@@ -54,3 +54,25 @@ def test_inspect_names_external_storage_and_a_missing_file(odd):
     r = _ccp("inspect", odd, "/ext")
     assert r.exit_code == 0, r.output
     assert "stored in external file ext.bin (not found)" in r.output
+
+
+def test_a_missing_external_file_is_named_before_any_cell_runs(odd, tmp_path):
+    sweep = tmp_path / "ext.yaml"
+    sweep.write_text(f"name: ext\ndataset: {{file: {odd}, path: /ext}}\nmatrix:\n  chunks: [source]\n  cache: [1MiB]\n"
+                     "  access:\n    - {op: read, block: [10]}\nrepeats: 1\n")
+    for args in (["check", sweep], ["advise", odd, "/ext", "--access", "10", "--no-measure"]):
+        r = _ccp(*args)
+        assert r.exit_code == 2, r.output
+        assert "external file ext.bin, which HDF5 cannot read from here" in r.output
+
+
+@pytest.mark.parametrize("block, says", [("[1, 1048576]", "tiles the dataset's dimension 0"),
+                                         ("[1048576, 1048576]", "chunks, more than ccp's model holds")],
+                         ids=["too-many-tiles", "grid-too-large"])
+def test_tune_on_a_grid_too_large_is_one_line(odd, tmp_path, block, says):
+    wl = tmp_path / "huge.yaml"
+    wl.write_text(f"name: huge\ndataset: {{file: {odd}, path: /huge}}\n"
+                  f"workload:\n  - {{access: {{op: read, block: {block}, random: 5}}, weight: 1}}\n")
+    r = _ccp("tune", wl, "--no-measure", "--out", tmp_path / "o", "--work", tmp_path / "w")
+    assert r.exit_code == 2, r.output
+    assert says in r.output and "MemoryError" not in r.output
