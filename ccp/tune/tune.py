@@ -135,13 +135,16 @@ def extremes(source, items, shapes, res, contenders, costs, k) -> list[Contender
     return out
 
 
-def fit_from_round(contenders, measured, items, source, costs, cells: list | None = None):
+def fit_from_round(contenders, measured, items, source, costs, cells: list | None = None, prior: dict | None = None,
+                   round_name: str = "first"):
     """The probe prices fitted to the measured cells (None: too few cells). A cell measured whole is
     one equation of its whole pattern; a cell over its time budget is one equation of the prefix it
     measured (its first requests, as the model prices them), never the prefix scaled up: a cold pass's
     first requests pay the disk, and scaled to the whole they lean 10-40x high. ``cells``, when given,
     receives each equation (its layout, pattern, prefix, measured seconds and the model's seconds
-    under each price group's probe prices): tune.json keeps them, so a fit can be checked afterwards."""
+    under each price group's probe prices): tune.json keeps them, so a fit can be checked afterwards.
+    With ``prior`` (an earlier fit's scales) the cells update it (:func:`ccp.tune.fit.fit_prices`); each
+    cell kept says its round (``round_name``)."""
     from ccp.tune.fit import fit_prices, observe
 
     obs = []
@@ -161,10 +164,10 @@ def fit_from_round(contenders, measured, items, source, costs, cells: list | Non
             else:
                 continue
             if cells is not None:
-                cells.append({"label": c.label, "kind": c.kind, "pattern": i, "first": first,
+                cells.append({"label": c.label, "kind": c.kind, "pattern": i, "first": first, "round": round_name,
                               "passes": list(d.passes) if d is not None and d.passes else None,
                               "measured_s": obs[-1].measured_s, "parts": list(obs[-1].parts)})
-    return fit_prices(costs, obs)
+    return fit_prices(costs, obs, prior)
 
 
 def reestimate(measured, items, source, costs) -> list:
@@ -332,14 +335,19 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
                                   wl.items, source, costs)
                 contenders, measured = [*contenders, *new], [*measured, *more]
         runoff = run_off(wl, source, contenders, measured, out, work_dir, budget * RUNOFF_SHARE, repeats, echo)
-        # every measurement now, the runoff's whole passes first: the final prices, and each layout's prediction
-        latest = [runoff.get(c.key) or m for c, m in zip(contenders, measured)] if runoff else measured
         # each layout's prediction before the runoff's passes are fitted: the runoff then tests it
         before_runoff = {c.key: c.predicted_s for c in contenders}
-        final = fit_from_round(contenders, latest, wl.items, source, probe_costs, fit_cells)
+        # the final prices in two steps: every layout as its first round (or the refit) measured it, then that fit
+        # updated by the runoff's interleaved passes (the machine as the choice was made, minutes later: a whole
+        # runoff measured 1.65-2.71x slower than the round before it; fitted as one, the prices sat between)
+        final = fit_from_round(contenders, measured, wl.items, source, probe_costs, fit_cells)
+        if runoff and final is not None:
+            finals = list({c.key: c for c in contenders if c.key in runoff}.values())
+            update = fit_from_round(finals, [runoff[c.key] for c in finals], wl.items, source, probe_costs, fit_cells,
+                                    prior=final.scales, round_name="runoff")
+            final = update or final
         if final is not None:
-            echo(f"  final prices fitted to {final.cells} cells (the runoff's whole passes first): predicted/measured "
-                 f"{math.exp(final.error_after):.2f}x (median)")
+            echo(f"  final prices {final.costs.fitted}: predicted/measured {math.exp(final.error_after):.2f}x (median)")
             fit, costs = final, final.costs
             contenders = [repriced(c, source, wl.items, costs) for c in contenders]
         measured = reestimate(measured, wl.items, source, costs)
