@@ -34,7 +34,8 @@ from ccp.tune.lattice import (
     workload_blocks,
 )
 from ccp.tune.pace import RUNOFF_WITHIN, Pace, finalists, rounds_seconds, runoff_seconds
-from ccp.tune.prove import Contender, measure_all, measure_interleaved, per_cell_budget, whole_pass_budgets
+from ccp.tune.prove import Contender, measure_all, per_cell_budget, whole_pass_budgets
+from ccp.tune.runoff import RUNOFF_CELL_S, confirmation_seconds, run_off
 from ccp.tune.search import PRICE_GROUPS, Candidate, evaluate, search
 from ccp.tune.settle import (
     CACHE_RULE,
@@ -53,8 +54,6 @@ from ccp.units import format_bytes, format_seconds, shape_str
 SCHEMA_VERSION = 1
 TOP = 3
 NO_REPACK_MARGIN = 0.05    # the current layout with a new cache is shown as an alternative when measured this close
-RUNOFF_CELL_S = 10.0       # a runoff cell's time budget, at least: the decision is on whole passes, not on a
-                           # prefix scaled up (a cold pass's first requests pay the disk; scaled, they mislead 10-40x)
 RUNOFF_SHARE = 1 / 3       # of --budget, for the runoff
 FIRST_SHARE = 0.5          # of --budget, for the first round (the shortlist, the current layout, the heuristics)
 REFIT_SHARE = 1 - FIRST_SHARE - RUNOFF_SHARE   # for the layouts the fitted prices add to the shortlist
@@ -334,7 +333,11 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
                                                   new, wl.items, source, costs, repeats, cell_budget, RUNOFF_CELL_S)),
                                   wl.items, source, costs)
                 contenders, measured = [*contenders, *new], [*measured, *more]
-        runoff = run_off(wl, source, contenders, measured, out, work_dir, budget * RUNOFF_SHARE, repeats, echo)
+        # a pick alone within RUNOFF_WITHIN is confirmed beside the next fastest when that fits before the deadline
+        confirm = len(finalists(contenders, measured)) >= 2 or pace.fits(
+            "the confirmation round (the fastest and the next fastest, interleaved)",
+            confirmation_seconds(contenders, measured, repeats))
+        runoff = run_off(wl, source, contenders, measured, out, work_dir, budget * RUNOFF_SHARE, repeats, echo, confirm)
         # each layout's prediction before the runoff's passes are fitted: the runoff then tests it
         before_runoff = {c.key: c.predicted_s for c in contenders}
         # the final prices in two steps: every layout as its first round (or the refit) measured it, then that fit
@@ -450,26 +453,6 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
         raise ConfigError("--out", f"cannot write tune's results into {out} ({exc.strerror or exc}): nothing was "
                                    "recommended there; the measured runs, if any, are under its runs/") from None
     return result
-
-
-def run_off(wl, source, contenders, measured, out: Path, work_dir: Path, budget: float, repeats: int, echo) -> dict:
-    """The layouts measured within :data:`RUNOFF_WITHIN` of the fastest (at most :data:`RUNOFF_MAX`),
-    measured again in ``2 * repeats + 1`` interleaved rounds (:func:`measure_interleaved`: a pass of
-    each a round, alternating): {contender key: Measured}.
-
-    Short cells on a shared machine vary by more than the layouts differ, and the first round
-    measured each layout minutes apart under a different load: the runoff decides among the close
-    ones under the same conditions, round against round (a load that drifts hits every finalist's
-    pass of that round alike), with more passes."""
-    final = finalists(contenders, measured)
-    if len(final) < 2:
-        return {}
-    echo(f"  runoff: {len(final)} layouts within {RUNOFF_WITHIN:.0%} of the fastest, measured again, interleaved")
-    n_cells = len(final) * len(wl.items)
-    cell_budget = max(RUNOFF_CELL_S, per_cell_budget(budget, n_cells, 2 * repeats + 1) or 0.0)
-    again = measure_interleaved(wl, source, list(final.values()), out / "runoff", work_dir, 2 * repeats + 1,
-                                cell_budget, echo)
-    return {m.contender.key: m for m in again if m.measured_s is not None}
 
 
 def _predicted(row: dict) -> float:
