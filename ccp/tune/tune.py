@@ -552,7 +552,8 @@ def summary_lines(result: dict) -> list[str]:
                + "; measured: the sweep engine, cold, median of the passes")
     if any(r.get("runoff") for r in result["contenders"]):
         out.append("  * measured again in a runoff: the layouts within "
-                   f"{RUNOFF_WITHIN:.0%} of the fastest, in interleaved rounds (a pass of each a round), more passes (first-round times in tune.json)")
+                   f"{RUNOFF_WITHIN:.0%} of the fastest (a fastest alone: beside the next fastest, a confirmation), in interleaved "
+                   "rounds (a pass of each a round), more passes (first-round times in tune.json)")
     if result.get("cache"):
         out.append(f"  cache: {result['cache']}")
     if result.get("slots"):
