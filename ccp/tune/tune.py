@@ -346,9 +346,12 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
         final = fit_from_round(contenders, measured, wl.items, source, probe_costs, fit_cells)
         if runoff and final is not None:
             finals = list({c.key: c for c in contenders if c.key in runoff}.values())
-            update = fit_from_round(finals, [runoff[c.key] for c in finals], wl.items, source, probe_costs, fit_cells,
+            runoff_cells: list = []
+            update = fit_from_round(finals, [runoff[c.key] for c in finals], wl.items, source, probe_costs, runoff_cells,
                                     prior=final.scales, round_name="runoff")
-            final = update or final
+            if update is not None:
+                final = update
+                fit_cells += runoff_cells
         if final is not None:
             echo(f"  final prices {final.costs.fitted}: predicted/measured {math.exp(final.error_after):.2f}x (median)")
             fit, costs = final, final.costs
