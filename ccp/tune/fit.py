@@ -18,6 +18,15 @@ weighting; relative to the median equation, so the prior's strength stays as it 
 by reweighting towards the least absolute relative error (a few wild cells do not move the prices),
 with a weak pull of each factor towards 1 (few cells, and a group no measured cell exercises keeps its
 probe price), each factor kept within :data:`SCALE_LIMITS`.
+
+Rounds measured minutes apart ran on another machine: tune's first round and its runoff, on the shared
+machine, measured the same 22 layouts 0.31-2.71x apart (median 0.99), a whole runoff 1.65-2.71x slower
+than the first round before it; fitted as one, the prices sat between the two loads and predicted
+neither. So the final prices are fitted in two steps (``prior``): the first round's fit (every layout,
+the lattice's extremes: the prices' proportions) is the prior the runoff's interleaved passes (the
+finalists, side by side, 7 passes each: the machine as the choice was made) then update: the pull is
+towards the first round's factors instead of 1, and a group the runoff's cells do not exercise keeps
+the first round's factor.
 """
 
 from __future__ import annotations
@@ -35,10 +44,11 @@ PRIOR = 0.05                # weight of the pull of each scale towards 1, agains
 DEFAULT_LIMITS = (0.05, 20.0)   # each factor on a probe's price, at most this far from it
 # the device and the writes are probed once, apart from the sweep's cells (a cold page of another file, chunks
 # written to a small one): their prices in a cell may differ more (readahead, the index growing, the load)
-SCALE_LIMITS = {"cold": (0.02, 100.0), "write": (0.05, 200.0)}
+SCALE_LIMITS = {"cold": (0.02, 100.0), "cold_byte": (0.02, 100.0), "write": (0.05, 200.0)}
 IRLS_ROUNDS = 8             # reweighting rounds of the robust fit
 IRLS_FLOOR = 0.02           # relative errors below this weigh as this (no division by ~0)
 MIN_CELLS = 3               # fewer measured cells: the probes' prices stand
+MIN_UPDATE_CELLS = 2        # fewer cells to update a prior fit with: the prior stands
 
 
 @dataclass(frozen=True)
@@ -84,10 +94,12 @@ def _median_log_error(obs: Sequence[Observation], scales: Sequence[float]) -> fl
     return float(np.median(errs)) if errs else 0.0
 
 
-def fit_prices(costs: Costs, observations: Sequence[Observation]) -> Fit | None:
-    """The probe prices scaled to the measured cells; None when too few cells were measured."""
+def fit_prices(costs: Costs, observations: Sequence[Observation], prior: dict | None = None) -> Fit | None:
+    """The probe prices scaled to the measured cells; None when too few cells were measured. With
+    ``prior`` (an earlier fit's scales, "open" in seconds), the cells update it: each factor is pulled
+    towards the prior's instead of towards 1, and so is the open's seconds."""
     obs = [o for o in observations if o.measured_s > 0 and math.isfinite(o.measured_s) and sum(o.parts) > 0]
-    if len(obs) < MIN_CELLS:
+    if len(obs) < (MIN_UPDATE_CELLS if prior else MIN_CELLS):
         return None
     groups = list(PRICE_GROUPS)
     weight = np.sqrt(np.array([max(1, o.passes) for o in obs], float))
@@ -95,12 +107,13 @@ def fit_prices(costs: Costs, observations: Sequence[Observation]) -> Fit | None:
     rows = [w * np.array(o.parts) / o.measured_s for o, w in zip(obs, weight)]
     target = [float(w) for w in weight]
     for j, g in enumerate(groups):
-        if g == "open":      # seconds, not a factor: no prior (0 unless the cells ask for it)
+        toward = (prior or {}).get(g, 1.0 if g != "open" else 0.0)
+        if g == "open" and not toward > 0:     # seconds, not a factor: no pull (0 unless the cells ask for it)
             continue
-        prior = np.zeros(len(groups))
-        prior[j] = PRIOR
-        rows.append(prior)
-        target.append(PRIOR)
+        pull = np.zeros(len(groups))
+        pull[j] = PRIOR / toward if g == "open" else PRIOR      # the open's pull: relative to its seconds
+        rows.append(pull)
+        target.append(PRIOR if g == "open" else PRIOR * toward)
     # the open's column is the model's open under the probe prices (0): give it a unit of one second
     a = np.array(rows)
     open_j = groups.index("open")
@@ -120,7 +133,7 @@ def fit_prices(costs: Costs, observations: Sequence[Observation]) -> Fit | None:
     # the open's seconds are capped by the fastest cell: never more than a whole measured pattern
     scales["open"] = min(scales["open"], min(o.measured_s for o in obs))
     fitted = costs.scaled({g: v for g, v in scales.items() if g != "open"}, scales["open"],
-                          how=f"fitted to {len(obs)} measured cells")
+                          how=f"fitted to {len(obs)} measured cells" + (", updating the first round's fit" if prior else ""))
     after = [Observation((*o.parts[:open_j], 1.0, *o.parts[open_j + 1:]), o.measured_s) for o in obs]
     return Fit(fitted, scales, len(obs), _median_log_error(obs, [1.0] * len(groups)),
                _median_log_error(after, [scales[g] for g in groups]))

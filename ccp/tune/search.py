@@ -78,12 +78,13 @@ class Costs:
                                  {k: v * f["byte"] for k, v in cal.decode_s_per_byte.items()},
                                  {k: v * f["write"] for k, v in cal.encode_s_per_byte.items()}),
                      self.raw_read_s * f["chunk"], self.ratio, self.load_s * f["cold"], self.visit_s * f["chunk"],
-                     self.cold_byte_s * f["cold"], open_s, how, self.write_op * f["write"], self.write_byte * f["write"])
+                     self.cold_byte_s * f["cold_byte"], open_s, how, self.write_op * f["write"], self.write_byte * f["write"])
 
 
-# per request; per chunk touched or raw read (warm); per byte read or decoded; per cold file operation and cold
-# byte (the device); per chunk and byte written (and encoded); per pattern (the open)
-PRICE_GROUPS = ("request", "chunk", "byte", "cold", "write", "open")
+# per request; per chunk touched or raw read (warm); per byte read or decoded; per device trip of a cold pass (its
+# wait) and per byte it fetches (its bandwidth: apart, so that one big sequential read and many small scattered ones
+# are priced each by its own factor); per chunk and byte written (and encoded); per pattern (the open)
+PRICE_GROUPS = ("request", "chunk", "byte", "cold", "cold_byte", "write", "open")
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,8 @@ from ccp.tune.lattice import (
     workload_blocks,
 )
 from ccp.tune.pace import RUNOFF_WITHIN, Pace, finalists, rounds_seconds, runoff_seconds
-from ccp.tune.prove import Contender, measure_all, measure_interleaved, per_cell_budget, whole_pass_budgets
+from ccp.tune.prove import Contender, measure_all, per_cell_budget, whole_pass_budgets
+from ccp.tune.runoff import RUNOFF_CELL_S, confirmation_seconds, run_off
 from ccp.tune.search import PRICE_GROUPS, Candidate, evaluate, search
 from ccp.tune.settle import (
     CACHE_RULE,
@@ -53,8 +54,6 @@ from ccp.units import format_bytes, format_seconds, shape_str
 SCHEMA_VERSION = 1
 TOP = 3
 NO_REPACK_MARGIN = 0.05    # the current layout with a new cache is shown as an alternative when measured this close
-RUNOFF_CELL_S = 10.0       # a runoff cell's time budget, at least: the decision is on whole passes, not on a
-                           # prefix scaled up (a cold pass's first requests pay the disk; scaled, they mislead 10-40x)
 RUNOFF_SHARE = 1 / 3       # of --budget, for the runoff
 FIRST_SHARE = 0.5          # of --budget, for the first round (the shortlist, the current layout, the heuristics)
 REFIT_SHARE = 1 - FIRST_SHARE - RUNOFF_SHARE   # for the layouts the fitted prices add to the shortlist
@@ -135,13 +134,16 @@ def extremes(source, items, shapes, res, contenders, costs, k) -> list[Contender
     return out
 
 
-def fit_from_round(contenders, measured, items, source, costs, cells: list | None = None):
+def fit_from_round(contenders, measured, items, source, costs, cells: list | None = None, prior: dict | None = None,
+                   round_name: str = "first"):
     """The probe prices fitted to the measured cells (None: too few cells). A cell measured whole is
     one equation of its whole pattern; a cell over its time budget is one equation of the prefix it
     measured (its first requests, as the model prices them), never the prefix scaled up: a cold pass's
     first requests pay the disk, and scaled to the whole they lean 10-40x high. ``cells``, when given,
     receives each equation (its layout, pattern, prefix, measured seconds and the model's seconds
-    under each price group's probe prices): tune.json keeps them, so a fit can be checked afterwards."""
+    under each price group's probe prices): tune.json keeps them, so a fit can be checked afterwards.
+    With ``prior`` (an earlier fit's scales) the cells update it (:func:`ccp.tune.fit.fit_prices`); each
+    cell kept says its round (``round_name``)."""
     from ccp.tune.fit import fit_prices, observe
 
     obs = []
@@ -161,10 +163,10 @@ def fit_from_round(contenders, measured, items, source, costs, cells: list | Non
             else:
                 continue
             if cells is not None:
-                cells.append({"label": c.label, "kind": c.kind, "pattern": i, "first": first,
+                cells.append({"label": c.label, "kind": c.kind, "pattern": i, "first": first, "round": round_name,
                               "passes": list(d.passes) if d is not None and d.passes else None,
                               "measured_s": obs[-1].measured_s, "parts": list(obs[-1].parts)})
-    return fit_prices(costs, obs)
+    return fit_prices(costs, obs, prior)
 
 
 def reestimate(measured, items, source, costs) -> list:
@@ -331,15 +333,27 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
                                                   new, wl.items, source, costs, repeats, cell_budget, RUNOFF_CELL_S)),
                                   wl.items, source, costs)
                 contenders, measured = [*contenders, *new], [*measured, *more]
-        runoff = run_off(wl, source, contenders, measured, out, work_dir, budget * RUNOFF_SHARE, repeats, echo)
-        # every measurement now, the runoff's whole passes first: the final prices, and each layout's prediction
-        latest = [runoff.get(c.key) or m for c, m in zip(contenders, measured)] if runoff else measured
+        # a pick alone within RUNOFF_WITHIN is confirmed beside the next fastest when that fits before the deadline
+        confirm = len(finalists(contenders, measured)) >= 2 or pace.fits(
+            "the confirmation round (the fastest and the next fastest, interleaved)",
+            confirmation_seconds(contenders, measured, repeats))
+        runoff = run_off(wl, source, contenders, measured, out, work_dir, budget * RUNOFF_SHARE, repeats, echo, confirm)
         # each layout's prediction before the runoff's passes are fitted: the runoff then tests it
         before_runoff = {c.key: c.predicted_s for c in contenders}
-        final = fit_from_round(contenders, latest, wl.items, source, probe_costs, fit_cells)
+        # the final prices in two steps: every layout as its first round (or the refit) measured it, then that fit
+        # updated by the runoff's interleaved passes (the machine as the choice was made, minutes later: a whole
+        # runoff measured 1.65-2.71x slower than the round before it; fitted as one, the prices sat between)
+        final = fit_from_round(contenders, measured, wl.items, source, probe_costs, fit_cells)
+        if runoff and final is not None:
+            finals = list({c.key: c for c in contenders if c.key in runoff}.values())
+            runoff_cells: list = []
+            update = fit_from_round(finals, [runoff[c.key] for c in finals], wl.items, source, probe_costs, runoff_cells,
+                                    prior=final.scales, round_name="runoff")
+            if update is not None:
+                final = update
+                fit_cells += runoff_cells
         if final is not None:
-            echo(f"  final prices fitted to {final.cells} cells (the runoff's whole passes first): predicted/measured "
-                 f"{math.exp(final.error_after):.2f}x (median)")
+            echo(f"  final prices {final.costs.fitted}: predicted/measured {math.exp(final.error_after):.2f}x (median)")
             fit, costs = final, final.costs
             contenders = [repriced(c, source, wl.items, costs) for c in contenders]
         measured = reestimate(measured, wl.items, source, costs)
@@ -444,26 +458,6 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
     return result
 
 
-def run_off(wl, source, contenders, measured, out: Path, work_dir: Path, budget: float, repeats: int, echo) -> dict:
-    """The layouts measured within :data:`RUNOFF_WITHIN` of the fastest (at most :data:`RUNOFF_MAX`),
-    measured again in ``2 * repeats + 1`` interleaved rounds (:func:`measure_interleaved`: a pass of
-    each a round, alternating): {contender key: Measured}.
-
-    Short cells on a shared machine vary by more than the layouts differ, and the first round
-    measured each layout minutes apart under a different load: the runoff decides among the close
-    ones under the same conditions, round against round (a load that drifts hits every finalist's
-    pass of that round alike), with more passes."""
-    final = finalists(contenders, measured)
-    if len(final) < 2:
-        return {}
-    echo(f"  runoff: {len(final)} layouts within {RUNOFF_WITHIN:.0%} of the fastest, measured again, interleaved")
-    n_cells = len(final) * len(wl.items)
-    cell_budget = max(RUNOFF_CELL_S, per_cell_budget(budget, n_cells, 2 * repeats + 1) or 0.0)
-    again = measure_interleaved(wl, source, list(final.values()), out / "runoff", work_dir, 2 * repeats + 1,
-                                cell_budget, echo)
-    return {m.contender.key: m for m in again if m.measured_s is not None}
-
-
 def _predicted(row: dict) -> float:
     return float(row["predicted_s"])
 
@@ -561,7 +555,8 @@ def summary_lines(result: dict) -> list[str]:
                + "; measured: the sweep engine, cold, median of the passes")
     if any(r.get("runoff") for r in result["contenders"]):
         out.append("  * measured again in a runoff: the layouts within "
-                   f"{RUNOFF_WITHIN:.0%} of the fastest, in interleaved rounds (a pass of each a round), more passes (first-round times in tune.json)")
+                   f"{RUNOFF_WITHIN:.0%} of the fastest (a fastest alone: beside the next fastest, a confirmation), in interleaved "
+                   "rounds (a pass of each a round), more passes (first-round times in tune.json)")
     if result.get("cache"):
         out.append(f"  cache: {result['cache']}")
     if result.get("slots"):

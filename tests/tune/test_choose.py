@@ -48,10 +48,11 @@ def test_keeping_the_layout_is_offered_when_within_the_margin():
 
 def test_runoff_remeasures_only_the_close_ones(monkeypatch, tmp_path):
     """Layouts within RUNOFF_WITHIN of the fastest are measured again together (at most RUNOFF_MAX,
-    each once); a runoff of one is none."""
+    each once); a fastest alone is confirmed beside the next fastest, or, unconfirmed, has no runoff."""
     from pathlib import Path
 
     from ccp.chunkcache import ChunkCache
+    from ccp.tune import runoff as runoff_mod
     from ccp.tune import tune as tune_mod
     from ccp.tune.prove import Contender, Measured
 
@@ -63,18 +64,40 @@ def test_runoff_remeasures_only_the_close_ones(monkeypatch, tmp_path):
 
     def fake_interleaved(wl, source, contenders, out, work, rounds, cell_budget, echo):
         seen.append(([c.label for c in contenders], rounds))
-        assert cell_budget >= tune_mod.RUNOFF_CELL_S
+        assert cell_budget >= runoff_mod.RUNOFF_CELL_S
         return [Measured(c, 0.5 + k, (), out) for k, c in enumerate(contenders)]
 
-    monkeypatch.setattr(tune_mod, "measure_interleaved", fake_interleaved)
+    monkeypatch.setattr(runoff_mod, "measure_interleaved", fake_interleaved)
     from types import SimpleNamespace
 
     wl = SimpleNamespace(items=(None, None))        # two patterns: the runoff's cells get RUNOFF_CELL_S at least
     again = tune_mod.run_off(wl, None, cs, first, tmp_path, tmp_path, 10.0, 3, lambda *_: None)
     assert seen == [(["c0", "c1", "c3"], 7)]
     assert {k: m.measured_s for k, m in again.items()} == {cs[0].key: 0.5, cs[1].key: 1.5, cs[3].key: 2.5}
-    alone = [Measured(c, t, (), Path(".")) for c, t in zip(cs, [1.0, 2.0, 2.0, 2.0, 2.0, 1.0])]
-    assert tune_mod.run_off(wl, None, cs, alone, tmp_path, tmp_path, 10.0, 3, lambda *_: None) == {}
+    alone = [Measured(c, t, (), Path(".")) for c, t in zip(cs, [1.0, 2.0, 1.9, 2.0, 2.0, 1.0])]
+    assert tune_mod.run_off(wl, None, cs, alone, tmp_path, tmp_path, 10.0, 3, lambda *_: None, confirm=False) == {}
+    confirmed = tune_mod.run_off(wl, None, cs, alone, tmp_path, tmp_path, 10.0, 3, lambda *_: None)
+    assert seen[-1] == (["c0", "c2"], 7) and set(confirmed) == {cs[0].key, cs[2].key}
+
+
+@pytest.mark.parametrize("pass_s, rounds", [
+    (None, 7),          # passes unknown: 2 x repeats + 1
+    (0.5, 7),           # 7 passes add up to 3.5 s: enough
+    (0.1, 10),          # 10 add up to 1 s
+    (0.003, 41),        # a 3 ms write pass: capped
+], ids=["unknown", "long", "short", "few-ms"])
+def test_short_passes_get_more_runoff_rounds(pass_s, rounds):
+    """The fastest finalist's pass (every pattern once, as the first round measured it) sets the rounds:
+    enough for its passes to add up to RUNOFF_MIN_S, at least 2 x repeats + 1, at most RUNOFF_MAX_ROUNDS."""
+    from pathlib import Path
+
+    from ccp.tune.prove import Measured
+    from ccp.tune.runoff import runoff_rounds
+
+    per_item = () if pass_s is None else ((pass_s / 2, "ok"), (pass_s / 2, "ok"))
+    slow = ((1.0, "ok"),)
+    finals = [Measured(None, 1.0, per_item, Path(".")), Measured(None, 1.0, slow, Path("."))]
+    assert runoff_rounds(finals, 3) == rounds
 
 
 def timed(label, med, lo, hi, predicted, kind="candidate"):

@@ -167,6 +167,10 @@ def test_tune_a_users_file_end_to_end(tmp_path, cli):
     # the final fit's equations are kept: each cell's measured time and the model's time per price group
     cells = r["prices"]["cells"]
     assert cells and all(len(c["parts"]) == len(r["prices"]["groups"]) and c["measured_s"] > 0 for c in cells)
+    # the pick measured in interleaved rounds (a runoff, or a confirmation beside the next fastest), and the final
+    # prices the first round's fit updated by those passes: each cell says its round
+    assert pick_row["runoff"] and {c["round"] for c in cells} == {"first", "runoff"}
+    assert "updating the first round's fit" in r["prices"]["how"]
     assert "predicted" in (out / "tune.html").read_text() and (out / "tune.json").exists()
     # the tie rule is stated where the pick is: tune.json and the page
     assert "device trips" in r["tie_rule"] and "device trips" in (out / "tune.html").read_text()

@@ -60,17 +60,23 @@ def test_fit_recovers_known_factors(costs, nofilter, gzip):
         assert got == pytest.approx(want, rel=0.02)
 
 
+def parts_of(**seconds) -> tuple[float, ...]:
+    """An equation's parts: the model's seconds under the named groups' prices, 0 under the others."""
+    return tuple(float(seconds.get(g, 0.0)) for g in PRICE_GROUPS)
+
+
 def test_too_few_cells_keep_the_probe_prices(costs):
-    assert fit_prices(costs, [Observation((1.0, 1.0, 1.0, 1.0, 1.0, 0.0), 2.0)] * 2) is None
-    assert fit_prices(costs, [Observation((1.0, 1.0, 1.0, 1.0, 1.0, 0.0), math.nan)] * 5) is None
+    every = parts_of(**{g: 1.0 for g in PRICE_GROUPS if g != "open"})
+    assert fit_prices(costs, [Observation(every, 2.0)] * 2) is None
+    assert fit_prices(costs, [Observation(every, math.nan)] * 5) is None
 
 
 def test_a_group_no_cell_uses_keeps_its_price(costs):
     """Only request costs in the cells: the chunk and byte factors stay at 1 (the prior), not at a limit."""
-    obs = [Observation((t, 0.0, 0.0, 0.0, 0.0, 0.0), 2 * t) for t in (0.1, 0.2, 0.4, 0.8)]
+    obs = [Observation(parts_of(request=t), 2 * t) for t in (0.1, 0.2, 0.4, 0.8)]
     fit = fit_prices(costs, obs)
     assert fit.scales["request"] == pytest.approx(2.0, rel=0.1)
-    assert all(fit.scales[g] == pytest.approx(1.0) for g in ("chunk", "byte", "cold", "write"))
+    assert all(fit.scales[g] == pytest.approx(1.0) for g in ("chunk", "byte", "cold", "cold_byte", "write"))
     assert set(fit.scales) == set(PRICE_GROUPS)
 
 
@@ -94,8 +100,9 @@ def test_the_groups_sum_to_the_whole(costs, gzip):
 def test_one_wild_cell_does_not_move_the_prices(costs):
     """A cell extrapolated 400x too high (a slow first request scaled to the whole pattern): the
     others still fit their factor."""
-    obs = [Observation((t, t / 2, t / 4, 0.0, 0.0, 0.0), 2 * (t + t / 2 + t / 4)) for t in (0.1, 0.2, 0.4, 0.8, 0.3, 0.5)]
-    obs.append(Observation((0.1, 0.05, 0.025, 0.0, 0.0, 0.0), 400 * 0.35))
+    obs = [Observation(parts_of(request=t, chunk=t / 2, byte=t / 4), 2 * (t + t / 2 + t / 4))
+           for t in (0.1, 0.2, 0.4, 0.8, 0.3, 0.5)]
+    obs.append(Observation(parts_of(request=0.1, chunk=0.05, byte=0.025), 400 * 0.35))
     fit = fit_prices(costs, obs)
     sc = fit.scales
     for o in obs[:-1]:
@@ -114,3 +121,16 @@ def test_an_equation_of_more_passes_weighs_more(costs):
     equal = fit_prices(costs, [Observation(o.parts, o.measured_s) for o in steady + rough]).scales["request"]
     assert abs(weighted - 2.0) < abs(equal - 2.0)
     assert 1.0 <= equal <= 2.0 and weighted <= 2.0
+
+
+def test_an_update_keeps_the_prior_where_its_cells_are_silent(costs):
+    """The runoff's few cells update the first round's fit: the factor they exercise moves to them, the
+    others stay at the prior's (not at 1, the probes' prices)."""
+    prior = {g: 1.0 for g in PRICE_GROUPS} | {"request": 3.0, "cold": 0.5, "open": 2e-3}
+    obs = [Observation(parts_of(byte=t), 2 * t + 2e-3) for t in (0.1, 0.2, 0.4)]
+    fit = fit_prices(costs, obs, prior=prior)
+    assert fit.scales["byte"] == pytest.approx(2.0, rel=0.05)
+    assert fit.scales["request"] == pytest.approx(3.0, rel=0.01) and fit.scales["cold"] == pytest.approx(0.5, rel=0.01)
+    assert fit.scales["open"] == pytest.approx(2e-3, rel=0.1)
+    assert fit_prices(costs, obs[:2], prior=prior) is not None      # two cells update a prior; alone, three fit
+    assert fit_prices(costs, obs[:2]) is None and fit_prices(costs, obs[:1], prior=prior) is None

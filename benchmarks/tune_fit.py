@@ -1,0 +1,146 @@
+"""Tune's pick, predicted / measured, on the league's workloads (issue 22: within 1.25x on every one).
+
+    PYTHONPATH=. .venv/bin/python benchmarks/tune_fit.py --out results/tunefit [--only NAME ...]
+
+``ccp tune`` alone, as ``benchmarks/league.py --quick`` calls it (its workload files, budget 20 s, search
+10 s, 3 repeats, ``--within`` 120 s), one workload after another; no grid, no paired score. Per workload:
+``recommended.predicted_in_choice_s / measured_in_choice_s`` (the pick's prediction at the final prices
+against the median of its passes in the rounds those prices were fitted to), two out-of-sample figures
+against the same passes (``predicted_before_runoff_s``, and the prediction from prices fitted without the
+pick's own runoff passes, recomputed from ``prices.cells``), the recommendation as recommended against every
+whole pass of it, the 1-minute load average before and after, and tune's wall time. Each workload's
+``tune.json`` is kept under ``--out`` (``prices.cells`` holds the final fit's equations).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import os
+import time
+from pathlib import Path
+
+import yaml
+
+_spec = importlib.util.spec_from_file_location("league", Path(__file__).with_name("league.py"))
+assert _spec is not None and _spec.loader is not None
+league = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(league)
+
+WITHIN = 1.25
+
+
+def ratio(rec: dict, pred: str, meas: str) -> float | None:
+    p, m = rec.get(pred), rec.get(meas)
+    return p / m if p and m and math.isfinite(m) else None
+
+
+def fmt(xs) -> str:
+    return ", ".join("-" if x is None else f"{x:.2f}" for x in xs)
+
+
+def within(xs) -> int:
+    return sum(1 for x in xs if x is not None and 1 / WITHIN <= x <= WITHIN)
+
+
+def held_out(t: dict, weights: list[float]) -> float | None:
+    """The pick's prediction from prices fitted without its own runoff passes (the first round's fit
+    updated by the other finalists' runoff cells only), over its measured time in the runoff: the
+    update's out-of-sample test, from ``tune.json``'s ``prices.cells`` (no measuring again). None without
+    a runoff of cells of this kind."""
+    from ccp.predict import Calibration
+    from ccp.tune.fit import Observation, fit_prices
+    from ccp.tune.search import PRICE_GROUPS, Costs
+
+    cells = t["prices"].get("cells") or []
+    rec = t["recommended"]
+    rows = {r["label"]: r for r in t["contenders"]}
+    key = [rows[rec["label"]][k] for k in ("chunks", "filters", "cache_nbytes", "cache_nslots", "cache_w0")]
+    mine = {label for label, r in rows.items()
+            if [r[k] for k in ("chunks", "filters", "cache_nbytes", "cache_nslots", "cache_w0")] == key}
+    obs = [(c, Observation(tuple(c["parts"]), c["measured_s"], len(c["passes"] or [1]))) for c in cells]
+    first = [o for c, o in obs if c.get("round") == "first"]
+    others = [o for c, o in obs if c.get("round") == "runoff" and c["label"] not in mine]
+    pick = [(c["pattern"], c) for c, _ in obs if c.get("round") == "runoff" and c["label"] in mine]
+    if not pick or any(c["first"] is not None for _, c in pick) or not rec.get("measured_in_choice_s"):
+        return None
+    dummy = Costs(Calibration(1.0, 1.0, {}, {}), 1.0)
+    f1 = fit_prices(dummy, first)
+    if f1 is None:
+        return None
+    f2 = fit_prices(dummy, others, prior=f1.scales) or f1
+    s = f2.scales
+    pred = sum(weights[i] * (sum(s[g] * p for g, p in zip(PRICE_GROUPS, c["parts"]) if g != "open") + s["open"])
+               for i, c in pick)
+    return pred / rec["measured_in_choice_s"]
+
+
+def analyse(run: Path) -> None:
+    """The table of a finished (or partial) run, with the held-out figure, from its tune.json files."""
+    rows = json.loads((run / "tune_fit.json").read_text())["rows"]
+    for r in rows:
+        t = json.loads((run / r["workload"] / "tune" / "tune.json").read_text())
+        doc = yaml.safe_load((run / r["workload"] / f"{r['workload']}.yaml").read_text())
+        r["held_out"] = held_out(t, [float(it["weight"]) for it in doc["workload"]])
+    report(rows)
+
+
+def report(rows: list[dict]) -> None:
+    for key, what in (("in_choice", "predicted / measured in the rounds its final prices were fitted to"),
+                      ("held_out", "predicted by prices fitted without its own runoff passes / measured in the runoff"),
+                      ("before_runoff", "predicted before the runoff's passes were fitted / measured in the runoff"),
+                      ("as_recommended", "predicted / measured as recommended (every whole pass)")):
+        xs = [r.get(key) for r in rows]
+        print(f"{what}: within {WITHIN}x on {within(xs)} of {sum(x is not None for x in xs)} ({fmt(xs)})")
+    print("workloads: " + ", ".join(r["workload"] for r in rows))
+    print("load (1 min) before/after each: " + ", ".join(f"{r['load_before']:.1f}/{r['load_after']:.1f}" for r in rows))
+    print("tune wall: " + ", ".join(f"{r['wall_s']:.0f}" for r in rows) + " s")
+
+
+def main() -> None:
+    from ccp.tune import tune as tune_mod
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, default=Path("results/tunefit"))
+    ap.add_argument("--only", choices=sorted(league.WORKLOADS), action="append")
+    ap.add_argument("--budget", type=float, default=20.0)
+    ap.add_argument("--within", type=float, default=120.0)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--analyse", type=Path, help="print the table of an earlier run's folder (no measuring) and exit")
+    args = ap.parse_args()
+    if args.analyse:
+        analyse(args.analyse)
+        return
+    tune_mod.SEARCH_LIMIT_S = 10.0
+    out = args.out / time.strftime("%Y%m%d-%H%M%S")
+    work = args.out / "work"
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    print(f"tune fit: load average {os.getloadavg()}, out {out}", flush=True)
+    for name in args.only or league.WORKLOADS:
+        doc = league.workload_doc(name, league.WORKLOADS[name], True)
+        wfile = out / name / f"{name}.yaml"
+        wfile.parent.mkdir(parents=True, exist_ok=True)
+        wfile.write_text(yaml.safe_dump(doc, sort_keys=False))
+        load0 = os.getloadavg()[0]
+        t0 = time.perf_counter()
+        r = tune_mod.tune(wfile, budget=args.budget, out=out / name / "tune", work_dir=work, repeats=args.repeats,
+                          echo=lambda *_: None, within=args.within)
+        rec = r["recommended"]
+        row = {"workload": name, "wall_s": time.perf_counter() - t0, "load_before": load0, "load_after": os.getloadavg()[0],
+               "in_choice": ratio(rec, "predicted_in_choice_s", "measured_in_choice_s"),
+               "before_runoff": ratio(rec, "predicted_before_runoff_s", "measured_in_choice_s"),
+               "as_recommended": ratio(rec, "predicted_s", "measured_s"),
+               "runoff": any(c.get("runoff") for c in r["contenders"]),
+               "pick": rec["label"], "chunks": rec["chunks"],
+               "predicted_in_choice_s": rec.get("predicted_in_choice_s"), "measured_in_choice_s": rec.get("measured_in_choice_s"),
+               "trimmed": r.get("trimmed")}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        (out / "tune_fit.json").write_text(json.dumps({"rows": rows}, indent=2, default=str))
+    analyse(out)
+
+if __name__ == "__main__":
+    main()
