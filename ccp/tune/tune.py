@@ -33,7 +33,18 @@ from ccp.tune.lattice import (
     structural_extremes,
     workload_blocks,
 )
-from ccp.tune.pace import RUNOFF_WITHIN, Pace, finalists, rounds_seconds, runoff_seconds
+from ccp.tune.pace import (
+    CLOSE_S,
+    RUNOFF_WITHIN,
+    Pace,
+    RoundPlan,
+    cell_cap,
+    finalists,
+    item_passes_s,
+    rounds_plan,
+    rounds_seconds,
+    runoff_seconds,
+)
 from ccp.tune.prove import Contender, measure_all, measure_interleaved, per_cell_budget, whole_pass_budgets
 from ccp.tune.search import PRICE_GROUPS, Candidate, evaluate, search
 from ccp.tune.settle import (
@@ -303,9 +314,10 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
         t_round = time.perf_counter()
         measured = measure_all(wl, source, contenders, out, work_dir, budget * FIRST_SHARE, repeats, echo,
                                cell_budget=cell_budget, budgets=whole_pass_budgets(
-                                   contenders, wl.items, source, costs, repeats, cell_budget, RUNOFF_CELL_S))
+                                   contenders, wl.items, source, costs, repeats, cell_budget, RUNOFF_CELL_S),
+                               plan=RoundPlan.first_round(pace))
         # a first-round layout's wall time (its work file, its run, its passes): the refit's estimate per layout
-        per_layout_s = (time.perf_counter() - t_round) / max(1, len({c.key for c in contenders}))
+        per_layout_s = (time.perf_counter() - t_round) / max(1, len({c.key for c, m in zip(contenders, measured) if m}))
         fit = fit_from_round(contenders, measured, wl.items, source, probe_costs)
         if fit is not None:
             echo(f"  prices fitted to {fit.cells} measured cells: predicted/measured {math.exp(fit.error_before):.2f}x "
@@ -328,10 +340,12 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
                 echo(f"  the fitted prices shortlist {len(new)} more layout(s)")
                 more = reestimate(measure_all(wl, source, new, out / "refit", work_dir, budget * REFIT_SHARE, repeats,
                                               echo, cell_budget=cell_budget, budgets=whole_pass_budgets(
-                                                  new, wl.items, source, costs, repeats, cell_budget, RUNOFF_CELL_S)),
+                                                  new, wl.items, source, costs, repeats, cell_budget, RUNOFF_CELL_S),
+                                              plan=RoundPlan.until(pace, "the refit", runoff_seconds(
+                                                  contenders, measured, 2 * repeats + 1))),
                                   wl.items, source, costs)
                 contenders, measured = [*contenders, *new], [*measured, *more]
-        runoff = run_off(wl, source, contenders, measured, out, work_dir, budget * RUNOFF_SHARE, repeats, echo)
+        runoff = run_off(wl, source, contenders, measured, out, work_dir, budget * RUNOFF_SHARE, repeats, echo, pace)
         # every measurement now, the runoff's whole passes first: the final prices, and each layout's prediction
         latest = [runoff.get(c.key) or m for c, m in zip(contenders, measured)] if runoff else measured
         # each layout's prediction before the runoff's passes are fitted: the runoff then tests it
@@ -374,11 +388,15 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
         # each check: 2 x repeats + 1 rounds of two passes of the pick, when that fits before the deadline
         pick_m = (runoff or {}).get(pick_c.key) or (measured[rows.index(pick)] if measured else None)
         check_need = rounds_seconds([pick_m, pick_m], 2 * repeats + 1)
+        # and each cell capped so that its rounds end in time even when every pass runs to its budget
+        check_passes = 2 * len(wl.items)
         if pace.fits("the cache check", check_need):
-            pick_c, cache_note, again = check_cache(wl, source, pick_c, costs, k, out, work_dir, repeats, check_s, echo)
+            cap = min(check_s if check_s is not None else math.inf, cell_cap(pace.left() - CLOSE_S, check_passes, 2 * repeats + 1))
+            pick_c, cache_note, again = check_cache(wl, source, pick_c, costs, k, out, work_dir, repeats, cap, echo)
             checks += again
         if pace.fits("the slot check", check_need):
-            pick_c, slots_note, again = check_slots(wl, source, pick_c, out, work_dir, repeats, check_s, echo,
+            cap = min(check_s if check_s is not None else math.inf, cell_cap(pace.left() - CLOSE_S, check_passes, 2 * repeats + 1))
+            pick_c, slots_note, again = check_slots(wl, source, pick_c, out, work_dir, repeats, cap, echo,
                                                         costs=costs)
             checks += again
     # the recommendation as recommended (its cache may have changed): every whole pass of it, the runoff's
@@ -444,7 +462,8 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
     return result
 
 
-def run_off(wl, source, contenders, measured, out: Path, work_dir: Path, budget: float, repeats: int, echo) -> dict:
+def run_off(wl, source, contenders, measured, out: Path, work_dir: Path, budget: float, repeats: int, echo,
+            pace: Pace | None = None) -> dict:
     """The layouts measured within :data:`RUNOFF_WITHIN` of the fastest (at most :data:`RUNOFF_MAX`),
     measured again in ``2 * repeats + 1`` interleaved rounds (:func:`measure_interleaved`: a pass of
     each a round, alternating): {contender key: Measured}.
@@ -456,11 +475,22 @@ def run_off(wl, source, contenders, measured, out: Path, work_dir: Path, budget:
     final = finalists(contenders, measured)
     if len(final) < 2:
         return {}
-    echo(f"  runoff: {len(final)} layouts within {RUNOFF_WITHIN:.0%} of the fastest, measured again, interleaved")
     n_cells = len(final) * len(wl.items)
-    cell_budget = max(RUNOFF_CELL_S, per_cell_budget(budget, n_cells, 2 * repeats + 1) or 0.0)
-    again = measure_interleaved(wl, source, list(final.values()), out / "runoff", work_dir, 2 * repeats + 1,
-                                cell_budget, echo)
+    rounds = 2 * repeats + 1
+    cell_budget = max(RUNOFF_CELL_S, per_cell_budget(budget, n_cells, rounds) or 0.0)
+    if pace is not None:      # held to the time left: fewer rounds, then shorter passes, else none (said)
+        by_key = {c.key: m for c, m in zip(contenders, measured)}
+        plan = rounds_plan(pace.left() - CLOSE_S, item_passes_s([by_key[k] for k in final]), rounds, cell_budget)
+        if plan is None:
+            pace.trim(f"the runoff skipped: {max(pace.left(), 0.0):.0f} s left of --within {pace.within:.0f} s "
+                      f"for {len(final)} layouts within {RUNOFF_WITHIN:.0%} (the first round's times decide)")
+            return {}
+        if plan != (rounds, cell_budget):
+            pace.trim(f"the runoff held to the time left: {plan[0]} rounds (planned {rounds}), cells of up to "
+                      f"{plan[1]:.1f} s (planned {cell_budget:.1f} s), {max(pace.left(), 0.0):.0f} s left")
+        rounds, cell_budget = plan
+    echo(f"  runoff: {len(final)} layouts within {RUNOFF_WITHIN:.0%} of the fastest, measured again, interleaved")
+    again = measure_interleaved(wl, source, list(final.values()), out / "runoff", work_dir, rounds, cell_budget, echo)
     return {m.contender.key: m for m in again if m.measured_s is not None}
 
 
