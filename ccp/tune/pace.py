@@ -12,6 +12,7 @@ ran one after another to 127 s; a pass measured seconds ago is the best guess of
 from __future__ import annotations
 
 import math
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -134,9 +135,11 @@ def item_passes_s(measured) -> list[float]:
 FOLLOW_SHARE = 0.2         # of the time left when the first round starts, kept for what follows it (runoff, checks)
 FOLLOW_MIN_S = 10.0        # ... at least this (seconds)
 MIN_CELL_S = 1.0           # a cell's budget, at least, when the round is short of time (a pass of 0.25 s: a prefix)
-FILE_CHUNK_S = 40e-6       # a layout file's making, before one is measured: per chunk (262,144 chunks of 64 B:
-FILE_BYTE_S = 5e-9         # 9.5 s at load 6), per byte unfiltered, per byte filtered (gzip:1 at about 50 MB/s)
+FILE_FIXED_S = 0.3         # a layout file's making, before one is measured: a file, per chunk (262,144 chunks of
+FILE_CHUNK_S = 40e-6       # 64 B: 9.5 s at load 6), per byte unfiltered, per byte filtered (gzip:1, about 50 MB/s)
+FILE_BYTE_S = 5e-9
 FILE_BYTE_FILTERED_S = 20e-9
+FILE_SCALES_FROM_S = 0.5   # files estimated at least this long scale the estimate; shorter ones, the fixed part
 CELL_EXTRA_S = 0.5         # a cell's time over its budget, before one is measured: its process, the cache drop,
                            # the counted pass's logging, the request that crosses the budget
 
@@ -149,6 +152,7 @@ class LayoutNeed:
     file_s: float          # the work file's making, estimated (0: none to make)
     cells: int
     budget_s: float        # each cell's budget as planned
+    file_work: float = 0.0  # the work file's chunks and bytes at the priors' prices (RoundPlan.file_work)
 
 
 def round_cap(left_s: float, needs: list[LayoutNeed], extra_s: float) -> tuple[float, int]:
@@ -186,10 +190,12 @@ class RoundPlan:
     what: str
     end: float
     file_scale: float = 1.0          # measured work files' time over the priors' estimate (the load, the disk)
+    file_fixed_s: float = FILE_FIXED_S
     extra_s: float = CELL_EXTRA_S
     capped: list = field(default_factory=list)       # (label, planned budget, budget given)
     skipped: list = field(default_factory=list)      # (label, estimate, left)
     cut_cells: int = 0                               # cells a cap cut to a prefix
+    extras: list = field(default_factory=list)       # each measured layout's time over its cells' budgets, a cell
     started: int = 0
 
     @classmethod
@@ -209,8 +215,11 @@ class RoundPlan:
         return cls(pace, what, pace.clock() + pace.left() - CLOSE_S - kept_s)
 
     def file_estimate(self, nchunks: int, nbytes: int, filtered: bool) -> float:
-        per_byte = FILE_BYTE_FILTERED_S if filtered else FILE_BYTE_S
-        return self.file_scale * (nchunks * FILE_CHUNK_S + nbytes * per_byte)
+        return self.file_fixed_s + self.file_scale * self.file_work(nchunks, nbytes, filtered)
+
+    @staticmethod
+    def file_work(nchunks: int, nbytes: int, filtered: bool) -> float:
+        return nchunks * FILE_CHUNK_S + nbytes * (FILE_BYTE_FILTERED_S if filtered else FILE_BYTE_S)
 
     def budget(self, needs: list[LayoutNeed]) -> float | None:
         """The budget of the first of ``needs`` (the layout about to be measured; the rest follow it), or
@@ -231,15 +240,22 @@ class RoundPlan:
                            f"{max(left, 0.0):.0f} s left for {len(needs)} layout(s)")
         return given
 
-    def learn(self, file_s: float, file_estimate: float, wall_s: float, cells: list[tuple[float, float]]) -> None:
-        """What a layout took: its work file (``file_s`` against the ``file_estimate`` made before it), its
-        whole measurement (``wall_s``) and each cell's (budget, elapsed)."""
-        if file_estimate > 0 and file_s > 0.05:
-            self.file_scale = max(self.file_scale, file_s / file_estimate)
+    def learn(self, file_s: float, file_work: float, wall_s: float, cells: list[tuple[float, float]]) -> None:
+        """What a layout took: its work file (``file_s``; ``file_work``: the priors' estimate of its chunks and
+        bytes, :meth:`file_work`; 0: none was made), its whole measurement (``wall_s``) and each cell's (budget,
+        elapsed). A file of many chunks or bytes scales the estimate (the load, the disk); a small one, whose
+        time is the file's own, the fixed part."""
+        if file_work >= FILE_SCALES_FROM_S and file_s > 0:
+            self.file_scale = max(self.file_scale, (file_s - self.file_fixed_s) / file_work)
+        elif file_work > 0 and file_s > 0:
+            self.file_fixed_s = max(self.file_fixed_s, file_s - self.file_scale * file_work)
         if cells:
             outside = max(0.0, wall_s - file_s - sum(e for _, e in cells)) / len(cells)
             over = max(max(0.0, e - b) for b, e in cells)
-            self.extra_s = max(self.extra_s, outside + over)
+            self.extras.append(outside + over)
+            # the median layout's: one layout whose single request outlasts its pass's budget (a tile read from
+            # 16,384 chunks of 64 B) overruns by seconds a cell, the others do not; the time left absorbs it
+            self.extra_s = max(CELL_EXTRA_S, statistics.median(self.extras))
 
     def close(self) -> None:
         """What the round cut, into the pace's ``trimmed`` (and on the console): layouts not measured, and

@@ -159,10 +159,10 @@ def measure_all(workload, source, contenders, out_dir: Path, work_dir: Path, bud
     runs: dict[tuple, tuple | None] = {}
     for i, (key, c) in enumerate(distinct.items()):
         own = planned[key]
-        file_est = 0.0
+        file_work = 0.0
         if plan is not None and own is not None:
             needs = [layout_need(plan, workload, source, d, planned[k] or own) for k, d in list(distinct.items())[i:]]
-            file_est = needs[0].file_s
+            file_work = needs[0].file_work
             own = plan.budget(needs)
             if own is None:
                 runs[key] = None
@@ -175,6 +175,8 @@ def measure_all(workload, source, contenders, out_dir: Path, work_dir: Path, bud
         echo(f"  measuring {c.label}: chunks {shape_str(c.chunks)}, {c.filters.spec}, cache {c.cache.label} ({i + 1}/{len(distinct)})")
         sweep, src, cells = prepare(sweep_file)
         file_s = make_work_file(work_dir, sweep, src, cells) if plan is not None else 0.0
+        if file_s >= 1.0:
+            echo(f"    its work file made in {file_s:.1f} s")
         run_sweep(sweep_file, out=run_dir, work_dir=work_dir, report=None, echo=lambda *_: None)
         with (run_dir / "cells.csv").open(newline="") as fh:
             rows = {r["cell_id"]: r for r in csv.DictReader(fh)}
@@ -192,7 +194,7 @@ def measure_all(workload, source, contenders, out_dir: Path, work_dir: Path, bud
             hi += it.weight * _number(row, "time_s_max", t)
         if plan is not None and own is not None:
             got = [r for r in by_access.values() if r is not None]
-            plan.learn(file_s, file_est, time.perf_counter() - t_layout, [(own, _number(r, "elapsed_s", 0.0)) for r in got])
+            plan.learn(file_s, file_work, time.perf_counter() - t_layout, [(own, _number(r, "elapsed_s", 0.0)) for r in got])
             if own < planned[key]:
                 plan.cut_cells += sum(r["status"] == "extrapolated" for r in got)
         passes = item_passes(run_dir, [by_access.get(it.access) for it in workload.items])
@@ -215,7 +217,8 @@ def layout_need(plan, workload, source, c: Contender, budget_s: float):
     nbytes = math.prod(source.shape) * np.dtype(source.dtype).itemsize
     n = nchunks(source.shape, c.chunks) if c.chunks else 1
     file_s = plan.file_estimate(n, nbytes, not c.filters.is_none) if reads and not as_stored else 0.0
-    return LayoutNeed(c.label, file_s, len(workload.items), budget_s)
+    work = plan.file_work(n, nbytes, not c.filters.is_none) if reads and not as_stored else 0.0
+    return LayoutNeed(c.label, file_s, len(workload.items), budget_s, work)
 
 
 def make_work_file(work_dir: Path, sweep, source, cells) -> float:

@@ -300,7 +300,9 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
         hcache = fair_cache(ch, itemsize, budget_bytes)
         hc = evaluate(ch, f0, hcache, source, wl.items, costs)
         contenders.append(Contender(name, ch, f0, hcache, hc.workload_s, "heuristic", item_seconds(hc)))
-    contenders += extremes(source, wl.items, lattice_extremes(source, itemsize, k, wl.items, filters), res, contenders, costs, k)
+    # the extremes of fewest chunks first: their work files are made soonest, and a short --within cuts the last
+    contenders += sorted(extremes(source, wl.items, lattice_extremes(source, itemsize, k, wl.items, filters), res, contenders,
+                                  costs, k), key=lambda c: nchunks(source.shape, c.chunks) if c.chunks else 1)
 
     measured: list | None = None
     runoff = fit = cell_budget = None
@@ -478,6 +480,7 @@ def run_off(wl, source, contenders, measured, out: Path, work_dir: Path, budget:
     n_cells = len(final) * len(wl.items)
     rounds = 2 * repeats + 1
     cell_budget = max(RUNOFF_CELL_S, per_cell_budget(budget, n_cells, rounds) or 0.0)
+    planned = (rounds, cell_budget)
     if pace is not None:      # held to the time left: fewer rounds, then shorter passes, else none (said)
         by_key = {c.key: m for c, m in zip(contenders, measured)}
         plan = rounds_plan(pace.left() - CLOSE_S, item_passes_s([by_key[k] for k in final]), rounds, cell_budget)
@@ -485,12 +488,16 @@ def run_off(wl, source, contenders, measured, out: Path, work_dir: Path, budget:
             pace.trim(f"the runoff skipped: {max(pace.left(), 0.0):.0f} s left of --within {pace.within:.0f} s "
                       f"for {len(final)} layouts within {RUNOFF_WITHIN:.0%} (the first round's times decide)")
             return {}
-        if plan != (rounds, cell_budget):
-            pace.trim(f"the runoff held to the time left: {plan[0]} rounds (planned {rounds}), cells of up to "
-                      f"{plan[1]:.1f} s (planned {cell_budget:.1f} s), {max(pace.left(), 0.0):.0f} s left")
+        left = max(pace.left(), 0.0)
         rounds, cell_budget = plan
+        if rounds < planned[0]:
+            pace.trim(f"the runoff held to the time left: {rounds} rounds (planned {planned[0]}), {left:.0f} s left")
     echo(f"  runoff: {len(final)} layouts within {RUNOFF_WITHIN:.0%} of the fastest, measured again, interleaved")
     again = measure_interleaved(wl, source, list(final.values()), out / "runoff", work_dir, rounds, cell_budget, echo)
+    if pace is not None and cell_budget < planned[1] and any(m.extrapolated for m in again):
+        # the cap (every pass to its budget still ends in time) cut a pass to a prefix: said
+        pace.trim(f"the runoff's cells capped at {cell_budget:.1f} s (planned {planned[1]:.1f} s) to end in time: "
+                  "some passes measured a prefix (completed by the fitted model: extrapolated_how)")
     return {m.contender.key: m for m in again if m.measured_s is not None}
 
 

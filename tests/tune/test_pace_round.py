@@ -9,7 +9,9 @@ import textwrap
 import pytest
 
 from ccp.tune.pace import (
+    CELL_EXTRA_S,
     CLOSE_S,
+    FILE_FIXED_S,
     MIN_CELL_S,
     MIN_PASS_S,
     MIN_ROUNDS,
@@ -106,11 +108,21 @@ def test_no_deadline_no_plan():
 
 
 def test_the_plan_learns_the_files_and_the_cells_overhead():
+    """A file of many chunks scales the per-chunk and per-byte estimate; a small one, the fixed part; the
+    cells' overhead is the time outside them, a share each, plus the worst overrun of a budget."""
     plan = RoundPlan(Pace(100.0), "r", 0.0)
-    before = plan.file_estimate(262_144, 16 << 20, False)
-    plan.learn(file_s=3 * before, file_estimate=before, wall_s=3 * before + 10.0, cells=[(2.0, 3.0), (2.0, 1.0)])
-    assert plan.file_estimate(262_144, 16 << 20, False) == pytest.approx(3 * before)
-    assert plan.extra_s == pytest.approx((10.0 - 4.0) / 2 + 1.0)   # outside the cells, a share each; the worst overrun
+    work = plan.file_work(262_144, 16 << 20, False)
+    plan.learn(file_s=FILE_FIXED_S + 3 * work, file_work=work, wall_s=FILE_FIXED_S + 3 * work + 10.0,
+               cells=[(2.0, 3.0), (2.0, 1.0)])
+    assert plan.file_estimate(262_144, 16 << 20, False) == pytest.approx(FILE_FIXED_S + 3 * work)
+    assert plan.extra_s == pytest.approx((10.0 - 4.0) / 2 + 1.0)
+    plan.learn(file_s=0.0, file_work=0.0, wall_s=4.0, cells=[(2.0, 2.0), (2.0, 2.0)])
+    plan.learn(file_s=0.0, file_work=0.0, wall_s=4.0, cells=[(2.0, 2.0), (2.0, 2.0)])
+    assert plan.extra_s == CELL_EXTRA_S           # the median layout's: one slow layout does not set it
+    small = plan.file_work(4, 4096, False)
+    plan.learn(file_s=2.0, file_work=small, wall_s=2.0, cells=[])
+    assert plan.file_estimate(4, 4096, False) == pytest.approx(2.0)
+    assert plan.file_scale == pytest.approx(3.0)
 
 
 @pytest.mark.parametrize("left_s, passes, rounds, cell_s, want", [
