@@ -1,12 +1,18 @@
-"""Tune's answer time: a wall-clock deadline (``--within``) and the phases after the first round fitted to it.
+"""Tune's answer time: a wall-clock deadline (``--within``) and every measuring phase planned against it.
 
-The first round (the shortlist, the current layout, the rules of thumb, the structural extremes)
-always runs: it is what the prices are fitted to. What follows is planned against the time left:
-the runoff, which decides among the close ones, is reserved first; the refit's new layouts, the
-cache check and the slot check each run only when their estimate (from the first round's own
-measured times, :data:`ESTIMATE_SLACK` over) fits in what is left after it, and a phase skipped is
-said (console and ``tune.json``: ``trimmed``). On the league's ERA5 workload at load 7-9 the phases
-ran one after another to 127 s; a pass measured seconds ago is the best guess of the next one.
+The first round (the shortlist, the current layout, the rules of thumb, the structural extremes) is
+what the prices are fitted to; it is planned to end with :data:`FOLLOW_SHARE` of the time left kept
+for what follows (:class:`RoundPlan`): before each layout, its cells' budgets and those of the
+layouts after it are capped to the time left (the work files' making and each cell's overhead
+estimated from the layouts already measured), and a layout that does not fit even at
+:data:`MIN_CELL_S` a cell is not measured (the round's first, the model's pick, always is). The
+refit's layouts are planned the same way. The runoff and the cache and slot checks are held to the
+time left (:func:`rounds_plan`, :func:`cell_cap`: fewer rounds, then each pass capped so that rounds
+whose every pass runs to its budget still end in time, else skipped); the refit, the cache check and
+the slot check each run only when their estimate (from the first round's own measured times,
+:data:`ESTIMATE_SLACK` over) fits in what is left after it. Whatever was cut is said (console and
+``tune.json``: ``trimmed``). On the league's image stack at load 5-10 the first round alone, unplanned,
+ran past the 120 s deadline (187 s in all): a pass measured seconds ago is the best guess of the next one.
 """
 
 from __future__ import annotations
