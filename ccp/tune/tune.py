@@ -533,7 +533,8 @@ def choose(rows: list[dict]) -> tuple[dict, str]:
     if fastest is model_first:
         return fastest, "the model's pick, measured fastest"
     if model_first["measured_s"] is None:
-        return fastest, f"measured fastest ({fastest['label']}); the model's pick failed to measure"
+        why = "failed to measure" if model_first.get("statuses", ()) is not None else "was not measured (the deadline: trimmed)"
+        return fastest, f"measured fastest ({fastest['label']}); the model's pick {why}"
     if finalists and not model_first.get("runoff"):
         # its first-round time does not compare with the runoff's (another load, minutes apart): say where it lost
         return fastest, (f"measured fastest ({fastest['label']}) in the runoff; the model's pick ({model_first['label']}) "
