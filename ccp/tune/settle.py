@@ -1,4 +1,5 @@
-"""After the pick: its chunk cache settled by measurement (interleaved rounds), and the tie rule of the runoff.
+"""The runoff among the close layouts, and after the pick its chunk cache settled by measurement (interleaved
+rounds); the tie rule of the runoff.
 
 The search gives every layout the largest cache of the budget (the model's prediction that a smaller
 one is as fast saves no memory on its own: cold passes measured such smaller caches slower). Here a
@@ -16,13 +17,16 @@ import numpy as np
 from ccp.chunkcache import ChunkCache
 from ccp.hdf5.defaults import MIN_NSLOTS
 from ccp.report.stats import signed_rank_p as paired_p
-from ccp.tune.prove import Contender, measure_interleaved
+from ccp.tune.pace import CLOSE_S, RUNOFF_WITHIN, Pace, finalists, item_passes_s, rounds_plan
+from ccp.tune.prove import Contender, measure_interleaved, per_cell_budget
 from ccp.tune.search import frugal_cache
 from ccp.units import format_bytes, format_seconds
 
 TIE_FLOOR = 0.03           # two runoff layouts closer than this (or than their passes' spread) are tied
 CLEAR_MARGIN = 1.25        # interleaved rounds: a median per-round ratio past this, one way in (nearly) every round,
 CLEAR_SIGN_P = 0.125       # (the sign test's two-sided p at most this: 6 of 7 rounds, 5 of 5) is apart, not a tie
+RUNOFF_CELL_S = 10.0       # a runoff cell's time budget, at least: the decision is on whole passes, not on a
+                           # prefix scaled up (a cold pass's first requests pay the disk; scaled, they mislead 10-40x)
 
 
 CACHE_RULE = ("the largest cache of the budget, unless a smaller one for which the model predicts the same I/O "
@@ -233,3 +237,40 @@ def clearly_apart(a, b) -> bool:
     sign_p = min(1.0, 2 * sum(comb(n, i) for i in range(k + 1)) / 2 ** n)
     ratio = float(np.median(np.asarray(a, float) / np.asarray(b, float)))
     return bool(sign_p <= CLEAR_SIGN_P and max(ratio, 1 / ratio) >= CLEAR_MARGIN)
+
+
+def run_off(wl, source, contenders, measured, out: Path, work_dir: Path, budget: float, repeats: int, echo,
+            pace: Pace | None = None) -> dict:
+    """The layouts measured within :data:`RUNOFF_WITHIN` of the fastest (at most :data:`RUNOFF_MAX`),
+    measured again in ``2 * repeats + 1`` interleaved rounds (:func:`measure_interleaved`: a pass of
+    each a round, alternating): {contender key: Measured}.
+
+    Short cells on a shared machine vary by more than the layouts differ, and the first round
+    measured each layout minutes apart under a different load: the runoff decides among the close
+    ones under the same conditions, round against round (a load that drifts hits every finalist's
+    pass of that round alike), with more passes."""
+    final = finalists(contenders, measured)
+    if len(final) < 2:
+        return {}
+    n_cells = len(final) * len(wl.items)
+    rounds = 2 * repeats + 1
+    cell_budget = max(RUNOFF_CELL_S, per_cell_budget(budget, n_cells, rounds) or 0.0)
+    planned = (rounds, cell_budget)
+    if pace is not None:      # held to the time left: fewer rounds, then shorter passes, else none (said)
+        by_key = {c.key: m for c, m in zip(contenders, measured)}
+        plan = rounds_plan(pace.left() - CLOSE_S, item_passes_s([by_key[k] for k in final]), rounds, cell_budget)
+        if plan is None:
+            pace.trim(f"the runoff skipped: {max(pace.left(), 0.0):.0f} s left of --within {pace.within:.0f} s "
+                      f"for {len(final)} layouts within {RUNOFF_WITHIN:.0%} (the first round's times decide)")
+            return {}
+        left = max(pace.left(), 0.0)
+        rounds, cell_budget = plan
+        if rounds < planned[0]:
+            pace.trim(f"the runoff held to the time left: {rounds} rounds (planned {planned[0]}), {left:.0f} s left")
+    echo(f"  runoff: {len(final)} layouts within {RUNOFF_WITHIN:.0%} of the fastest, measured again, interleaved")
+    again = measure_interleaved(wl, source, list(final.values()), out / "runoff", work_dir, rounds, cell_budget, echo)
+    if pace is not None and cell_budget < planned[1] and any(m.extrapolated for m in again):
+        # the cap (every pass to its budget still ends in time) cut a pass to a prefix: said
+        pace.trim(f"the runoff's cells capped at {cell_budget:.1f} s (planned {planned[1]:.1f} s) to end in time: "
+                  "some passes measured a prefix (completed by the fitted model: extrapolated_how)")
+    return {m.contender.key: m for m in again if m.measured_s is not None}

@@ -33,28 +33,19 @@ from ccp.tune.lattice import (
     structural_extremes,
     workload_blocks,
 )
-from ccp.tune.pace import (
-    CLOSE_S,
-    RUNOFF_WITHIN,
-    Pace,
-    RoundPlan,
-    cell_cap,
-    finalists,
-    item_passes_s,
-    rounds_plan,
-    rounds_seconds,
-    runoff_seconds,
-)
-from ccp.tune.prove import Contender, measure_all, measure_interleaved, per_cell_budget, whole_pass_budgets
+from ccp.tune.pace import CLOSE_S, RUNOFF_WITHIN, Pace, RoundPlan, cell_cap, rounds_seconds, runoff_seconds
+from ccp.tune.prove import Contender, measure_all, per_cell_budget, whole_pass_budgets
 from ccp.tune.search import PRICE_GROUPS, Candidate, evaluate, search
 from ccp.tune.settle import (
     CACHE_RULE,
+    RUNOFF_CELL_S,
     TIE_RULE,
     check_cache,
     check_slots,
     fewest_io,
     pooled,
     predicted_io,
+    run_off,
     tied,
     weighted_passes,
 )
@@ -64,8 +55,6 @@ from ccp.units import format_bytes, format_seconds, shape_str
 SCHEMA_VERSION = 1
 TOP = 3
 NO_REPACK_MARGIN = 0.05    # the current layout with a new cache is shown as an alternative when measured this close
-RUNOFF_CELL_S = 10.0       # a runoff cell's time budget, at least: the decision is on whole passes, not on a
-                           # prefix scaled up (a cold pass's first requests pay the disk; scaled, they mislead 10-40x)
 RUNOFF_SHARE = 1 / 3       # of --budget, for the runoff
 FIRST_SHARE = 0.5          # of --budget, for the first round (the shortlist, the current layout, the heuristics)
 REFIT_SHARE = 1 - FIRST_SHARE - RUNOFF_SHARE   # for the layouts the fitted prices add to the shortlist
@@ -462,43 +451,6 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
         raise ConfigError("--out", f"cannot write tune's results into {out} ({exc.strerror or exc}): nothing was "
                                    "recommended there; the measured runs, if any, are under its runs/") from None
     return result
-
-
-def run_off(wl, source, contenders, measured, out: Path, work_dir: Path, budget: float, repeats: int, echo,
-            pace: Pace | None = None) -> dict:
-    """The layouts measured within :data:`RUNOFF_WITHIN` of the fastest (at most :data:`RUNOFF_MAX`),
-    measured again in ``2 * repeats + 1`` interleaved rounds (:func:`measure_interleaved`: a pass of
-    each a round, alternating): {contender key: Measured}.
-
-    Short cells on a shared machine vary by more than the layouts differ, and the first round
-    measured each layout minutes apart under a different load: the runoff decides among the close
-    ones under the same conditions, round against round (a load that drifts hits every finalist's
-    pass of that round alike), with more passes."""
-    final = finalists(contenders, measured)
-    if len(final) < 2:
-        return {}
-    n_cells = len(final) * len(wl.items)
-    rounds = 2 * repeats + 1
-    cell_budget = max(RUNOFF_CELL_S, per_cell_budget(budget, n_cells, rounds) or 0.0)
-    planned = (rounds, cell_budget)
-    if pace is not None:      # held to the time left: fewer rounds, then shorter passes, else none (said)
-        by_key = {c.key: m for c, m in zip(contenders, measured)}
-        plan = rounds_plan(pace.left() - CLOSE_S, item_passes_s([by_key[k] for k in final]), rounds, cell_budget)
-        if plan is None:
-            pace.trim(f"the runoff skipped: {max(pace.left(), 0.0):.0f} s left of --within {pace.within:.0f} s "
-                      f"for {len(final)} layouts within {RUNOFF_WITHIN:.0%} (the first round's times decide)")
-            return {}
-        left = max(pace.left(), 0.0)
-        rounds, cell_budget = plan
-        if rounds < planned[0]:
-            pace.trim(f"the runoff held to the time left: {rounds} rounds (planned {planned[0]}), {left:.0f} s left")
-    echo(f"  runoff: {len(final)} layouts within {RUNOFF_WITHIN:.0%} of the fastest, measured again, interleaved")
-    again = measure_interleaved(wl, source, list(final.values()), out / "runoff", work_dir, rounds, cell_budget, echo)
-    if pace is not None and cell_budget < planned[1] and any(m.extrapolated for m in again):
-        # the cap (every pass to its budget still ends in time) cut a pass to a prefix: said
-        pace.trim(f"the runoff's cells capped at {cell_budget:.1f} s (planned {planned[1]:.1f} s) to end in time: "
-                  "some passes measured a prefix (completed by the fitted model: extrapolated_how)")
-    return {m.contender.key: m for m in again if m.measured_s is not None}
 
 
 def _predicted(row: dict) -> float:

@@ -56,6 +56,7 @@ def test_runoff_remeasures_only_the_close_ones(monkeypatch, tmp_path):
     from pathlib import Path
 
     from ccp.chunkcache import ChunkCache
+    from ccp.tune import settle
     from ccp.tune import tune as tune_mod
     from ccp.tune.prove import Contender, Measured
 
@@ -70,7 +71,7 @@ def test_runoff_remeasures_only_the_close_ones(monkeypatch, tmp_path):
         assert cell_budget >= tune_mod.RUNOFF_CELL_S
         return [Measured(c, 0.5 + k, (), out) for k, c in enumerate(contenders)]
 
-    monkeypatch.setattr(tune_mod, "measure_interleaved", fake_interleaved)
+    monkeypatch.setattr(settle, "measure_interleaved", fake_interleaved)
     from types import SimpleNamespace
 
     wl = SimpleNamespace(items=(None, None))        # two patterns: the runoff's cells get RUNOFF_CELL_S at least
