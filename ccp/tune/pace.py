@@ -27,6 +27,7 @@ RUNOFF_WITHIN = 0.30       # layouts measured this close to the fastest are meas
 RUNOFF_MAX = 3
 ESTIMATE_SLACK = 1.5       # a phase's estimate: its passes as the first round measured them, this much over
 CLOSE_S = 8.0              # kept for the final fit, the rows, tune.json and tune.html (seconds, a busy machine)
+PASS_EXTRA_S = 0.1         # a pass's time outside its budget: the page-cache drop, the open and close
 
 
 @dataclass
@@ -82,8 +83,10 @@ def pass_seconds(m) -> float:
 
 
 def rounds_seconds(layouts: list, rounds: int) -> float:
-    """The estimate of ``rounds`` interleaved rounds of ``layouts`` (their measured runs)."""
-    return ESTIMATE_SLACK * rounds * sum(pass_seconds(m) for m in layouts)
+    """The estimate of ``rounds`` interleaved rounds of ``layouts`` (their measured runs): their passes,
+    :data:`ESTIMATE_SLACK` over, and :data:`PASS_EXTRA_S` a pass (its cache drop, open and close)."""
+    passes = sum(len(m.per_item) for m in layouts if m is not None)
+    return rounds * (ESTIMATE_SLACK * sum(pass_seconds(m) for m in layouts) + PASS_EXTRA_S * passes)
 
 
 def runoff_seconds(contenders, measured, rounds: int) -> float:
@@ -95,11 +98,17 @@ def runoff_seconds(contenders, measured, rounds: int) -> float:
     return rounds_seconds([by_key[k] for k in keys], rounds)
 
 
+def runoff_reserve(contenders, measured, rounds: int) -> float:
+    """The time kept for the runoff while the refit is planned: its estimate, at least :data:`FOLLOW_MIN_S`
+    (the refit may add finalists; at the league's ERA5, load 9-13, a refit planned to the estimate alone
+    left the runoff 10 s: 3 rounds of passes capped at 0.05 s)."""
+    return max(FOLLOW_MIN_S, runoff_seconds(contenders, measured, rounds))
+
+
 
 # ---- interleaved rounds held to the time left (the runoff, the cache and slot checks) -----------------------
 
 MIN_ROUNDS = 3             # the runoff's rounds, at least, when short of time (fewer: it is skipped)
-PASS_EXTRA_S = 0.1         # a pass's time outside its budget: the page-cache drop, the open and close
 MIN_PASS_S = 0.05          # a pass's budget, at least (less: the rounds are not run)
 
 
@@ -141,6 +150,7 @@ def item_passes_s(measured) -> list[float]:
 FOLLOW_SHARE = 0.2         # of the time left when the first round starts, kept for what follows it (runoff, checks)
 FOLLOW_MIN_S = 10.0        # ... at least this (seconds)
 MIN_CELL_S = 1.0           # a cell's budget, at least, when the round is short of time (a pass of 0.25 s: a prefix)
+CAP_SLACK = 0.95           # a cap at least this share of a cell's planned budget leaves the plan
 FILE_FIXED_S = 0.3         # a layout file's making, before one is measured: a file, per chunk (262,144 chunks of
 FILE_CHUNK_S = 40e-6       # 64 B: 9.5 s at load 6), per byte unfiltered, per byte filtered (gzip:1, about 50 MB/s)
 FILE_BYTE_S = 5e-9
@@ -240,6 +250,8 @@ class RoundPlan:
             return None
         self.started += 1
         given = min(first.budget_s, max(cap, MIN_CELL_S))
+        if given >= CAP_SLACK * first.budget_s:      # a cap within a few percent of the plan cuts nothing worth saying
+            given = first.budget_s
         if given < first.budget_s:
             self.capped.append((first.label, first.budget_s, given))
             self.pace.echo(f"  {self.what}: {first.label}'s cells capped at {given:.1f} s (planned {first.budget_s:.1f} s): "

@@ -33,7 +33,7 @@ from ccp.tune.lattice import (
     structural_extremes,
     workload_blocks,
 )
-from ccp.tune.pace import CLOSE_S, RUNOFF_WITHIN, Pace, RoundPlan, cell_cap, rounds_seconds, runoff_seconds
+from ccp.tune.pace import CLOSE_S, RUNOFF_WITHIN, Pace, RoundPlan, cell_cap, rounds_seconds, runoff_reserve
 from ccp.tune.prove import Contender, measure_all, per_cell_budget, whole_pass_budgets
 from ccp.tune.search import PRICE_GROUPS, Candidate, evaluate, search
 from ccp.tune.settle import (
@@ -318,7 +318,7 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
             contenders = [repriced(c, source, wl.items, costs) for c in contenders]
             new = []
             if pace.fits("the refit (a search at the fitted prices, its new layouts measured)",
-                         SEARCH_LIMIT_S / 2 + top * per_layout_s, runoff_seconds(contenders, measured, 2 * repeats + 1)):
+                         SEARCH_LIMIT_S / 2 + top * per_layout_s, runoff_reserve(contenders, measured, 2 * repeats + 1)):
                 echo("  searching again with the fitted prices")
                 t2 = time.perf_counter()
                 res = search(source, wl.items, lattice, filters, costs, fixed_cache=k.cache_nbytes,
@@ -332,7 +332,7 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
                 more = reestimate(measure_all(wl, source, new, out / "refit", work_dir, budget * REFIT_SHARE, repeats,
                                               echo, cell_budget=cell_budget, budgets=whole_pass_budgets(
                                                   new, wl.items, source, costs, repeats, cell_budget, RUNOFF_CELL_S),
-                                              plan=RoundPlan.until(pace, "the refit", runoff_seconds(
+                                              plan=RoundPlan.until(pace, "the refit", runoff_reserve(
                                                   contenders, measured, 2 * repeats + 1))),
                                   wl.items, source, costs)
                 contenders, measured = [*contenders, *new], [*measured, *more]

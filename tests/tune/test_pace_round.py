@@ -194,3 +194,11 @@ def test_a_generous_within_trims_nothing(tmp_path, cli):
     assert res.exit_code == 0, res.output
     r = json.loads(res.output)
     assert r["trimmed"] == [] and all(row["measured_s"] is not None for row in r["contenders"])
+
+
+def test_a_cap_within_a_few_percent_of_the_plan_leaves_it():
+    clock = Clock()
+    pace = Pace(2 * (9.8 + CELL_EXTRA_S) + CLOSE_S, start=clock.now, clock=clock)
+    plan = RoundPlan.until(pace, "the first round", 0.0)
+    assert plan is not None
+    assert plan.budget([need("a", budget_s=10.0)]) == 10.0 and plan.capped == []
