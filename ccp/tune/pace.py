@@ -27,7 +27,8 @@ RUNOFF_WITHIN = 0.30       # layouts measured this close to the fastest are meas
 RUNOFF_MAX = 3
 ESTIMATE_SLACK = 1.5       # a phase's estimate: its passes as the first round measured them, this much over
 CLOSE_S = 8.0              # kept for the final fit, the rows, tune.json and tune.html (seconds, a busy machine)
-PASS_EXTRA_S = 0.1         # a pass's time outside its budget: the page-cache drop, the open and close
+PASS_EXTRA_S = 0.25        # a pass's time outside its budget: the page-cache drop, the open and close, the request
+                           # that crosses it (the league's single-cell runoff at load 13-15: 30 passes, 0.24 s each)
 
 
 @dataclass
@@ -101,7 +102,7 @@ def runoff_seconds(contenders, measured, rounds: int) -> float:
 def runoff_reserve(contenders, measured, rounds: int) -> float:
     """The time kept for the runoff while the refit is planned: its estimate, at least :data:`FOLLOW_MIN_S`
     (the refit may add finalists; at the league's ERA5, load 9-13, a refit planned to the estimate alone
-    left the runoff 10 s: 3 rounds of passes capped at 0.05 s)."""
+    left the runoff 10 s: 3 rounds, its cells capped at 0.4 s, 0.1 s a pass)."""
     return max(FOLLOW_MIN_S, runoff_seconds(contenders, measured, rounds))
 
 

@@ -127,9 +127,9 @@ def test_the_plan_learns_the_files_and_the_cells_overhead():
 
 @pytest.mark.parametrize("left_s, passes, rounds, cell_s, want", [
     (math.inf, [1.0] * 4, 7, 10.0, (7, 10.0)),
-    (100.0, [0.1] * 4, 7, 10.0, (7, 10.0)),                 # 7 rounds of 4 x 0.15 + 0.1: fits
-    (12.0, [0.3] * 4, 7, 10.0, "fewer"),                    # fewer rounds, whole passes
-    (3.0, [2.0] * 4, 7, 10.0, "capped"),                    # 3 rounds, passes capped
+    (100.0, [0.1] * 4, 7, 10.0, (7, 10.0)),                 # 7 rounds of 4 x (0.15 + PASS_EXTRA_S): fits
+    (16.0, [0.3] * 4, 7, 10.0, "fewer"),                    # fewer rounds, whole passes
+    (6.0, [2.0] * 4, 7, 10.0, "capped"),                    # 3 rounds, passes capped
     (0.5, [2.0] * 4, 7, 10.0, None),                        # no room for a pass: skipped
 ], ids=["no-deadline", "fits", "fewer-rounds", "capped", "skipped"])
 def test_the_runoff_fits_the_time_left(left_s, passes, rounds, cell_s, want):
