@@ -15,8 +15,9 @@ import click
               help="Time for measuring the shortlisted layouts, the current one and the heuristics (a third of it for "
                    "re-measuring the close ones in interleaved rounds); long cells are extrapolated.")
 @click.option("--within", default="2min", show_default=True,
-              help="The wall time to answer in: after the first round, the refit's layouts and the cache and slot "
-                   "checks run only when their estimate fits before it (the runoff's time kept); what was skipped is said. "
+              help="The wall time to answer in: every measuring phase is planned against it (the first round's cells "
+                   "capped and its last layouts left out when short of time, the refit's layouts and the cache and slot "
+                   "checks run only when their estimate fits, the runoff's rounds fewer); what was cut is said. "
                    "'none': no deadline.")
 @click.option("--out", type=str,
               help="Folder for tune.json, tune.html and the measured runs (default results/<name>/tune-<time>/).")

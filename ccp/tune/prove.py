@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import math
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -140,10 +141,12 @@ def slug(label: str) -> str:
 
 def measure_all(workload, source, contenders, out_dir: Path, work_dir: Path, budget: float, repeats: int = 3,
                 echo=print, cold: bool = True, cell_budget: float | None = None,
-                budgets: dict | None = None) -> list[Measured]:
+                budgets: dict | None = None, plan=None) -> list[Measured | None]:
     """Every distinct contender measured once (equal layouts and caches share a run). Each cell gets
     its contender's ``budgets`` entry, else ``cell_budget`` seconds, or its share of ``budget`` (at
-    least :data:`MIN_CELL_BUDGET`)."""
+    least :data:`MIN_CELL_BUDGET`). With a ``plan`` (:class:`ccp.tune.pace.RoundPlan`) the round is held
+    to its end time: before each layout its cells' budget is capped to what is left, its work file made
+    (timed) before its run, and a layout that does not fit is not measured (None in its place)."""
     from ccp.run import prepare, run_sweep
 
     distinct: dict[tuple, Contender] = {}
@@ -152,15 +155,28 @@ def measure_all(workload, source, contenders, out_dir: Path, work_dir: Path, bud
     n_cells = max(1, len(distinct) * len(workload.items))
     if cell_budget is None:
         cell_budget = per_cell_budget(budget, n_cells, repeats)
-    runs: dict[tuple, tuple] = {}
+    planned = {key: (budgets or {}).get(key, cell_budget) for key in distinct}
+    runs: dict[tuple, tuple | None] = {}
     for i, (key, c) in enumerate(distinct.items()):
+        own = planned[key]
+        file_work = 0.0
+        if plan is not None and own is not None:
+            needs = [layout_need(plan, workload, source, d, planned[k] or own) for k, d in list(distinct.items())[i:]]
+            file_work = needs[0].file_work
+            own = plan.budget(needs)
+            if own is None:
+                runs[key] = None
+                continue
+        t_layout = time.perf_counter()
         run_dir = out_dir / "runs" / f"{i:02d}-{slug(c.label)}"
         run_dir.mkdir(parents=True, exist_ok=True)
         sweep_file = run_dir.parent / f"{i:02d}-{slug(c.label)}.yaml"
-        own = (budgets or {}).get(key, cell_budget)
         sweep_file.write_text(yaml.safe_dump(sweep_doc(workload, c, source, repeats, own, cold), sort_keys=False))
         echo(f"  measuring {c.label}: chunks {shape_str(c.chunks)}, {c.filters.spec}, cache {c.cache.label} ({i + 1}/{len(distinct)})")
-        _, _, cells = prepare(sweep_file)
+        sweep, src, cells = prepare(sweep_file)
+        file_s = make_work_file(work_dir, sweep, src, cells) if plan is not None else 0.0
+        if file_s >= 1.0:
+            echo(f"    its work file made in {file_s:.1f} s")
         run_sweep(sweep_file, out=run_dir, work_dir=work_dir, report=None, echo=lambda *_: None)
         with (run_dir / "cells.csv").open(newline="") as fh:
             rows = {r["cell_id"]: r for r in csv.DictReader(fh)}
@@ -176,9 +192,48 @@ def measure_all(workload, source, contenders, out_dir: Path, work_dir: Path, bud
             total += it.weight * t
             lo += it.weight * _number(row, "time_s_min", t)
             hi += it.weight * _number(row, "time_s_max", t)
+        if plan is not None and own is not None:
+            got = [r for r in by_access.values() if r is not None]
+            plan.learn(file_s, file_work, time.perf_counter() - t_layout, [(own, _number(r, "elapsed_s", 0.0)) for r in got])
+            if own < planned[key]:
+                plan.cut_cells += sum(r["status"] == "extrapolated" for r in got)
         passes = item_passes(run_dir, [by_access.get(it.access) for it in workload.items])
         runs[key] = (total if ok else None, tuple(per), run_dir, lo if ok else None, hi if ok else None, passes)
-    return [Measured(c, *runs[c.key]) for c in contenders]
+    if plan is not None:
+        plan.close()
+    return [Measured(c, *run) if (run := runs[c.key]) is not None else None for c in contenders]
+
+
+def layout_need(plan, workload, source, c: Contender, budget_s: float):
+    """What measuring ``c`` takes, as :class:`ccp.tune.pace.LayoutNeed`: its work file (none for the
+    user's file as stored, nor for a workload of writes only) estimated by ``plan``, its cells, their budget."""
+    import numpy as np
+
+    from ccp.tune.lattice import nchunks
+    from ccp.tune.pace import LayoutNeed
+
+    reads = any(it.access.op != "write" for it in workload.items)
+    as_stored = c.kind == "current" and source.chunks is not None and workload.dataset.file is not None
+    nbytes = math.prod(source.shape) * np.dtype(source.dtype).itemsize
+    n = nchunks(source.shape, c.chunks) if c.chunks else 1
+    file_s = plan.file_estimate(n, nbytes, not c.filters.is_none) if reads and not as_stored else 0.0
+    work = plan.file_work(n, nbytes, not c.filters.is_none) if reads and not as_stored else 0.0
+    return LayoutNeed(c.label, file_s, len(workload.items), budget_s, work)
+
+
+def make_work_file(work_dir: Path, sweep, source, cells) -> float:
+    """The layout's work file made now (as the run would make it, which then reuses it): seconds, 0 if none
+    was needed or it was there."""
+    from ccp.run.job import work_file
+    from ccp.workload.files import layout_path
+
+    cell = next((c for c in cells if c.access.op == "read" and not c.from_source and c.storage.file_space is None
+                 and not c.storage.remote), None)
+    if cell is None or layout_path(work_dir, sweep, source, cell.chunks, cell.filters).exists():
+        return 0.0
+    t0 = time.perf_counter()
+    work_file(work_dir, sweep, source, cell.chunks, cell.filters)
+    return time.perf_counter() - t0
 
 
 def item_passes(run_dir: Path, rows) -> tuple:

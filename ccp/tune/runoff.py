@@ -12,7 +12,16 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ccp.tune.pace import RUNOFF_WITHIN, finalists, pass_seconds, rounds_seconds
+from ccp.tune.pace import (
+    CLOSE_S,
+    RUNOFF_WITHIN,
+    Pace,
+    finalists,
+    item_passes_s,
+    pass_seconds,
+    rounds_plan,
+    rounds_seconds,
+)
 from ccp.tune.prove import measure_interleaved, per_cell_budget
 
 RUNOFF_CELL_S = 10.0       # a runoff cell's time budget, at least: the decision is on whole passes, not on a
@@ -22,7 +31,7 @@ RUNOFF_MAX_ROUNDS = 41     # at most this many (the league's paired rounds; a 2-
 
 
 def run_off(wl, source, contenders, measured, out: Path, work_dir: Path, budget: float, repeats: int, echo,
-            confirm: bool = True) -> dict:
+            confirm: bool = True, pace: Pace | None = None) -> dict:
     """The layouts measured within :data:`RUNOFF_WITHIN` of the fastest (at most :data:`RUNOFF_MAX`),
     measured again in interleaved rounds (:func:`measure_interleaved`: a pass of each a round,
     alternating; :func:`runoff_rounds` of them): {contender key: Measured}. When the fastest is alone
@@ -43,12 +52,27 @@ def run_off(wl, source, contenders, measured, out: Path, work_dir: Path, budget:
         return {}
     by_key = {c.key: m for c, m in zip(contenders, measured)}
     rounds = runoff_rounds([by_key[k] for k in final], repeats)
-    echo(f"  runoff ({what}): measured again, interleaved, {rounds} rounds")
     n_cells = len(final) * len(wl.items)
     # a pass's share of the cell's budget as with 2 x repeats + 1 rounds: more rounds of short passes get more
     cell_budget = max(RUNOFF_CELL_S, per_cell_budget(budget, n_cells, 2 * repeats + 1) or 0.0) \
         * (rounds + 1) / (2 * repeats + 2)
+    planned = (rounds, cell_budget)
+    if pace is not None:      # held to the time left: fewer rounds, then shorter passes, else none (said)
+        plan = rounds_plan(pace.left() - CLOSE_S, item_passes_s([by_key[k] for k in final]), rounds, cell_budget)
+        if plan is None:
+            pace.trim(f"the runoff skipped: {max(pace.left(), 0.0):.0f} s left of --within {pace.within:.0f} s "
+                      f"for the {what} (the first round's times decide)")
+            return {}
+        rounds, cell_budget = plan
+        if rounds < planned[0]:
+            pace.trim(f"the runoff held to the time left: {rounds} rounds (planned {planned[0]}), "
+                      f"{max(pace.left(), 0.0):.0f} s left")
+    echo(f"  runoff ({what}): measured again, interleaved, {rounds} rounds")
     again = measure_interleaved(wl, source, list(final.values()), out / "runoff", work_dir, rounds, cell_budget, echo)
+    if pace is not None and cell_budget < planned[1] and any(m.extrapolated for m in again):
+        # the cap (every pass to its budget still ends in time) cut a pass to a prefix: said
+        pace.trim(f"the runoff's cells capped at {cell_budget:.1f} s (planned {planned[1]:.1f} s) to end in time: "
+                  "some passes measured a prefix (completed by the fitted model: extrapolated_how)")
     return {m.contender.key: m for m in again if m.measured_s is not None}
 
 

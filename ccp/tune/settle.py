@@ -1,4 +1,5 @@
-"""After the pick: its chunk cache settled by measurement (interleaved rounds), and the tie rule of the runoff.
+"""The runoff among the close layouts, and after the pick its chunk cache settled by measurement (interleaved
+rounds); the tie rule of the runoff.
 
 The search gives every layout the largest cache of the budget (the model's prediction that a smaller
 one is as fast saves no memory on its own: cold passes measured such smaller caches slower). Here a
@@ -233,3 +234,5 @@ def clearly_apart(a, b) -> bool:
     sign_p = min(1.0, 2 * sum(comb(n, i) for i in range(k + 1)) / 2 ** n)
     ratio = float(np.median(np.asarray(a, float) / np.asarray(b, float)))
     return bool(sign_p <= CLEAR_SIGN_P and max(ratio, 1 / ratio) >= CLEAR_MARGIN)
+
+

@@ -33,7 +33,7 @@ from ccp.tune.lattice import (
     structural_extremes,
     workload_blocks,
 )
-from ccp.tune.pace import RUNOFF_WITHIN, Pace, finalists, rounds_seconds, runoff_seconds
+from ccp.tune.pace import CLOSE_S, RUNOFF_WITHIN, Pace, RoundPlan, cell_cap, finalists, rounds_seconds, runoff_reserve
 from ccp.tune.prove import Contender, measure_all, per_cell_budget, whole_pass_budgets
 from ccp.tune.runoff import RUNOFF_CELL_S, confirmation_seconds, run_off
 from ccp.tune.search import PRICE_GROUPS, Candidate, evaluate, search
@@ -291,7 +291,9 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
         hcache = fair_cache(ch, itemsize, budget_bytes)
         hc = evaluate(ch, f0, hcache, source, wl.items, costs)
         contenders.append(Contender(name, ch, f0, hcache, hc.workload_s, "heuristic", item_seconds(hc)))
-    contenders += extremes(source, wl.items, lattice_extremes(source, itemsize, k, wl.items, filters), res, contenders, costs, k)
+    # the extremes of fewest chunks first: their work files are made soonest, and a short --within cuts the last
+    contenders += sorted(extremes(source, wl.items, lattice_extremes(source, itemsize, k, wl.items, filters), res, contenders,
+                                  costs, k), key=lambda c: nchunks(source.shape, c.chunks) if c.chunks else 1)
 
     measured: list | None = None
     runoff = fit = cell_budget = None
@@ -305,9 +307,10 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
         t_round = time.perf_counter()
         measured = measure_all(wl, source, contenders, out, work_dir, budget * FIRST_SHARE, repeats, echo,
                                cell_budget=cell_budget, budgets=whole_pass_budgets(
-                                   contenders, wl.items, source, costs, repeats, cell_budget, RUNOFF_CELL_S))
+                                   contenders, wl.items, source, costs, repeats, cell_budget, RUNOFF_CELL_S),
+                               plan=RoundPlan.first_round(pace))
         # a first-round layout's wall time (its work file, its run, its passes): the refit's estimate per layout
-        per_layout_s = (time.perf_counter() - t_round) / max(1, len({c.key for c in contenders}))
+        per_layout_s = (time.perf_counter() - t_round) / max(1, len({c.key for c, m in zip(contenders, measured) if m}))
         fit = fit_from_round(contenders, measured, wl.items, source, probe_costs)
         if fit is not None:
             echo(f"  prices fitted to {fit.cells} measured cells: predicted/measured {math.exp(fit.error_before):.2f}x "
@@ -317,7 +320,7 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
             contenders = [repriced(c, source, wl.items, costs) for c in contenders]
             new = []
             if pace.fits("the refit (a search at the fitted prices, its new layouts measured)",
-                         SEARCH_LIMIT_S / 2 + top * per_layout_s, runoff_seconds(contenders, measured, 2 * repeats + 1)):
+                         SEARCH_LIMIT_S / 2 + top * per_layout_s, runoff_reserve(contenders, measured, 2 * repeats + 1)):
                 echo("  searching again with the fitted prices")
                 t2 = time.perf_counter()
                 res = search(source, wl.items, lattice, filters, costs, fixed_cache=k.cache_nbytes,
@@ -330,14 +333,17 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
                 echo(f"  the fitted prices shortlist {len(new)} more layout(s)")
                 more = reestimate(measure_all(wl, source, new, out / "refit", work_dir, budget * REFIT_SHARE, repeats,
                                               echo, cell_budget=cell_budget, budgets=whole_pass_budgets(
-                                                  new, wl.items, source, costs, repeats, cell_budget, RUNOFF_CELL_S)),
+                                                  new, wl.items, source, costs, repeats, cell_budget, RUNOFF_CELL_S),
+                                              plan=RoundPlan.until(pace, "the refit", runoff_reserve(
+                                                  contenders, measured, 2 * repeats + 1))),
                                   wl.items, source, costs)
                 contenders, measured = [*contenders, *new], [*measured, *more]
         # a pick alone within RUNOFF_WITHIN is confirmed beside the next fastest when that fits before the deadline
         confirm = len(finalists(contenders, measured)) >= 2 or pace.fits(
             "the confirmation round (the fastest and the next fastest, interleaved)",
             confirmation_seconds(contenders, measured, repeats))
-        runoff = run_off(wl, source, contenders, measured, out, work_dir, budget * RUNOFF_SHARE, repeats, echo, confirm)
+        runoff = run_off(wl, source, contenders, measured, out, work_dir, budget * RUNOFF_SHARE, repeats, echo, confirm,
+                         pace)
         # each layout's prediction before the runoff's passes are fitted: the runoff then tests it
         before_runoff = {c.key: c.predicted_s for c in contenders}
         # the final prices in two steps: every layout as its first round (or the refit) measured it, then that fit
@@ -388,11 +394,15 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
         # each check: 2 x repeats + 1 rounds of two passes of the pick, when that fits before the deadline
         pick_m = (runoff or {}).get(pick_c.key) or (measured[rows.index(pick)] if measured else None)
         check_need = rounds_seconds([pick_m, pick_m], 2 * repeats + 1)
+        # and each cell capped so that its rounds end in time even when every pass runs to its budget
+        check_passes = 2 * len(wl.items)
         if pace.fits("the cache check", check_need):
-            pick_c, cache_note, again = check_cache(wl, source, pick_c, costs, k, out, work_dir, repeats, check_s, echo)
+            cap = min(check_s if check_s is not None else math.inf, cell_cap(pace.left() - CLOSE_S, check_passes, 2 * repeats + 1))
+            pick_c, cache_note, again = check_cache(wl, source, pick_c, costs, k, out, work_dir, repeats, cap, echo)
             checks += again
         if pace.fits("the slot check", check_need):
-            pick_c, slots_note, again = check_slots(wl, source, pick_c, out, work_dir, repeats, check_s, echo,
+            cap = min(check_s if check_s is not None else math.inf, cell_cap(pace.left() - CLOSE_S, check_passes, 2 * repeats + 1))
+            pick_c, slots_note, again = check_slots(wl, source, pick_c, out, work_dir, repeats, cap, echo,
                                                         costs=costs)
             checks += again
     # the recommendation as recommended (its cache may have changed): every whole pass of it, the runoff's
@@ -490,7 +500,8 @@ def choose(rows: list[dict]) -> tuple[dict, str]:
     if fastest is model_first:
         return fastest, "the model's pick, measured fastest"
     if model_first["measured_s"] is None:
-        return fastest, f"measured fastest ({fastest['label']}); the model's pick failed to measure"
+        why = "failed to measure" if model_first.get("statuses", ()) is not None else "was not measured (the deadline: trimmed)"
+        return fastest, f"measured fastest ({fastest['label']}); the model's pick {why}"
     if finalists and not model_first.get("runoff"):
         # its first-round time does not compare with the runoff's (another load, minutes apart): say where it lost
         return fastest, (f"measured fastest ({fastest['label']}) in the runoff; the model's pick ({model_first['label']}) "

@@ -20,10 +20,14 @@ def row(label, kind, measured, chunks=(4, 4), filters="none", cache=1024):
     ([row("tuned", "candidate", 2.0), row("tuned #2", "candidate", 1.0), row("current", "current", 9.0)],
      "tuned #2", "measured 100% slower"),
     ([row("tuned", "candidate", None), row("tuned #2", "candidate", 3.0)], "tuned #2", "failed to measure"),
+    # a pick the deadline left unmeasured (no statuses) is said so, not called failed
+    ([{**row("tuned", "candidate", None), "statuses": None}, row("tuned #2", "candidate", 3.0)], "tuned #2",
+     "was not measured (the deadline"),
     ([row("tuned", "candidate", None), row("h5py guess", "heuristic", None)], "tuned", "not measured"),
     # equal times: the first in the model's order
     ([row("tuned", "candidate", 1.0), row("h5py guess", "heuristic", 1.0)], "tuned", "the model's pick"),
-], ids=["model-wins", "heuristic-wins", "second-candidate-wins", "model-pick-failed", "nothing-measured", "tie"])
+], ids=["model-wins", "heuristic-wins", "second-candidate-wins", "model-pick-failed", "model-pick-trimmed",
+       "nothing-measured", "tie"])
 def test_choose_takes_the_fastest_measured(rows, want, says):
     pick, why = choose(rows)
     assert pick["label"] == want

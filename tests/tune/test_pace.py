@@ -10,7 +10,7 @@ import pytest
 
 from ccp.chunkcache import ChunkCache
 from ccp.hdf5.filters import parse_filters
-from ccp.tune.pace import CLOSE_S, ESTIMATE_SLACK, Pace, rounds_seconds, runoff_seconds
+from ccp.tune.pace import CLOSE_S, ESTIMATE_SLACK, PASS_EXTRA_S, Pace, rounds_seconds, runoff_seconds
 from ccp.tune.prove import Contender, Measured
 
 
@@ -40,8 +40,8 @@ def test_estimates_come_from_the_measured_passes():
     (a, ma), (b, mb), (c, mc) = (measured("a", [(0.2, "ok"), (0.1, "ok")], (4, 4)),
                                  measured("b", [(0.25, "ok"), (0.1, "ok")], (2, 4)),
                                  measured("c", [(2.0, "ok"), (1.0, "extrapolated")], (1, 4)))
-    assert rounds_seconds([ma], 7) == pytest.approx(ESTIMATE_SLACK * 7 * 0.3)
-    assert runoff_seconds([a, b, c], [ma, mb, mc], 7) == pytest.approx(ESTIMATE_SLACK * 7 * (0.3 + 0.35))
+    assert rounds_seconds([ma], 7) == pytest.approx(7 * (ESTIMATE_SLACK * 0.3 + 2 * PASS_EXTRA_S))
+    assert runoff_seconds([a, b, c], [ma, mb, mc], 7) == pytest.approx(7 * (ESTIMATE_SLACK * (0.3 + 0.35) + 4 * PASS_EXTRA_S))
     assert runoff_seconds([a, c], [ma, mc], 7) == 0.0
 
 
