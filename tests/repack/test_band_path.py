@@ -168,8 +168,9 @@ def test_a_band_chunk_whose_encoding_decodes_wrong_is_refused(tmp_path, monkeypa
         def flipping(row):
             calls.append(1)
             if len(calls) == 5:      # the fifth chunk is encoded from other bytes than it holds
-                row = row.copy()
-                row[0] ^= 1
+                flipped = bytearray(row)
+                flipped[0] ^= 1
+                return encode(bytes(flipped))
             return encode(row)
 
         self.encode = flipping
