@@ -117,8 +117,20 @@ def _values(buf, tid, names: _Names):
     return [_canon(tid, row.tobytes(), names) for row in flat]
 
 
+def _share_chunks(regions, chunks) -> bool:
+    """Whether two of ``regions`` (tuples of slices) lie in a common chunk of the grid ``chunks`` (None: one
+    contiguous layout, shared by all)."""
+    if chunks is None:
+        return len(regions) > 1
+    spans = [[(r.start // c, (r.stop - 1) // c) for r, c in zip(region, chunks)] for region in regions]
+    return any(all(a0 <= b1 and b0 <= a1 for (a0, a1), (b0, b1) in zip(p, q))
+               for i, p in enumerate(spans) for q in spans[i + 1:])
+
+
 def _read_regions(dsid, tid, regions):
     """The elements of the union of ``regions`` (tuples of slices), in the dataset's C order, one read."""
+    if len(regions) == 1:
+        return low.read_slab(dsid, tid, regions[0])
     fspace = dsid.get_space()
     fspace.select_none()
     for sl in regions:
@@ -252,15 +264,17 @@ class _Diff:
                 hi = [min(r.stop, s + n) for r, s, n in zip(region, slab.start, slab.count)]
                 if all(a < b for a, b in zip(lo, hi)):
                     parts.append(tuple(slice(a, b) for a, b in zip(lo, hi)))
-            if not parts:
-                continue
-            ba, bb = _read_regions(da, ta, parts), _read_regions(db, tb, parts)
-            try:
-                if _values(ba, ta, self.na) != _values(bb, tb, self.nb):
-                    return False
-            finally:
-                low.reclaim(ta, ba)
-                low.reclaim(tb, bb)
+            # parts sharing a source chunk are read together (HDF5 walks a union selection element row by
+            # element row: 4x the time of separate reads for 6458's 20000x10 chunks), the others one by one
+            groups = [parts] if _share_chunks(parts, src_chunks) else [[p] for p in parts]
+            for group in groups:
+                ba, bb = _read_regions(da, ta, group), _read_regions(db, tb, group)
+                try:
+                    if _values(ba, ta, self.na) != _values(bb, tb, self.nb):
+                        return False
+                finally:
+                    low.reclaim(ta, ba)
+                    low.reclaim(tb, bb)
         return True
 
     def _same_slab(self, da, db, ta, tb, slices) -> bool:
