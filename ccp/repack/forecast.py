@@ -56,6 +56,14 @@ SECONDS_PER_BAND_WRITE = 12e-6
 # and the CRC of its stored bytes, read in runs (ccp.repack.readback; 14 us per chunk under cProfile at load 12
 # on the daily-map transpose's 13,824 chunks, about a third of that without the profiler)
 SECONDS_PER_READBACK_CHUNK = 5e-6
+# ... and per stored byte of the output: read back with pread and its CRC-32 computed (6458's job: 42 MB stored,
+# 0.09-0.10 s of the read-back's CPU of which ~0.05 s the sampled regions; in-process phase timers,
+# results/prof/h6458.py, load 6.6)
+SECONDS_PER_READBACK_BYTE = 1.2e-9
+# the copy of a rechunked dataset besides its chunks: its plan, creating it, the read-back's opening of both
+# files and their attributes (main-thread CPU: the copy's 1.33-1.38 s less the tasks' 1.08-1.12 s, the main
+# thread's 0.09 s and the read-back's 0.09-0.10 s on 6458's job; ~0.06 s on the daily-map transpose alike)
+SECONDS_PER_RECHUNK = 0.06
 # H5Ocopy of a dataset that does not change, bytes per second (raw chunks copied by the library)
 COPY_BYTES_PER_SECOND = 400e6
 # a temporary stage copy: raw bytes written and read back through the page cache
@@ -231,7 +239,8 @@ def _band_rates(reader, codec, dst_chunks, block) -> dict[str, float]:
     return {key: statistics.median(r[key] for r in rounds) for key in ("decode", "place", "encode")}
 
 
-def _readback_cost(tgt, src_chunks, dst_chunks, target_chunks: int, rates: _Rates) -> tuple[float, float]:
+def _readback_cost(tgt, src_chunks, dst_chunks, target_chunks: int, rates: _Rates,
+                   written: int = 0) -> tuple[float, float]:
     """(main-thread CPU seconds, codec-thread CPU seconds) of the read-back (:mod:`ccp.repack.readback`):
     every target chunk decoded again in the copy's threads, its stored bytes found through HDF5's index
     and their CRC checked after the copy; the sampled target
@@ -240,8 +249,8 @@ def _readback_cost(tgt, src_chunks, dst_chunks, target_chunks: int, rates: _Rate
     chunk_raw = math.prod(dst_chunks) * tgt.itemsize
     per_source_chunk = rates.hdf5_region / max(1, rates.region_chunks)
     sampled = _sampled_source_chunks(tgt.shape, src_chunks, dst_chunks)
-    serial = (target_chunks * SECONDS_PER_READBACK_CHUNK + sampled * per_source_chunk
-              + min(SAMPLED_CHUNKS, target_chunks) * chunk_raw * rates.decode_out * 2.5)
+    serial = (target_chunks * SECONDS_PER_READBACK_CHUNK + written * SECONDS_PER_READBACK_BYTE
+              + sampled * per_source_chunk + min(SAMPLED_CHUNKS, target_chunks) * chunk_raw * rates.decode_out * 2.5)
     return serial, tgt.raw_bytes * rates.decode_out
 
 
@@ -376,9 +385,12 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, eff:
         reads = round(count.chunk_reads * stored / count.source_chunks) if count.source_chunks else 0
         block = pp.block
         peak = base + pp.memory_bytes
-    peak += readback_bytes(dst_chunks, tgt.itemsize, threads)
+    # the read-back runs after the copy, whose chunks are freed by then: the larger of the two, not their sum
+    # (6458's job: 70 MiB planned as a sum against 59-61 MiB measured, load 7-10)
+    peak = max(peak, base + readback_bytes(dst_chunks, tgt.itemsize, threads))
     src_chunk_raw = math.prod(src_chunks) * tgt.itemsize
-    rb_serial, rb_parallel = _readback_cost(tgt, src_chunks, dst_chunks, count.target_chunks, rates)
+    rb_serial, rb_parallel = _readback_cost(tgt, src_chunks, dst_chunks, count.target_chunks, rates, written)
+    rb_serial += SECONDS_PER_RECHUNK
     if stages_cpu is not None and pp.band:
         # the band path (ccp.repack.band): the threads decode into the band, cut and encode its target chunks;
         # the main thread writes them
