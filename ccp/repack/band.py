@@ -245,12 +245,14 @@ def run_bands(reader, pool, dsid, chunks: tuple[int, ...], codec: GroupCodec, wr
 
 
 def timed_band(reader, chunks: tuple[int, ...], codec: GroupCodec | None, block: tuple[int, ...],
-               sample_bytes: int) -> dict[str, float]:
+               sample_bytes: int, rounds: int = 3) -> dict[str, float]:
     """CPU seconds (this thread) of the band path's stages, for ``ccp repack --plan``: decoding source chunks
-    into a band (``decode``, per source chunk: the stored ones under the region, up to 1024), cutting target
-    chunks out of it (``place``: :func:`box_rows`) and encoding them with their check and CRC (``encode``:
-    :meth:`GroupCodec.encode_rows`), per target byte, on the target chunks of a region of the band of about
-    ``sample_bytes`` (the encoder's speed depends on the real values). Nothing is written."""
+    into a band (``decode``, per source chunk: the stored ones under the region, up to 1024, once), cutting
+    target chunks out of it (``place``: :func:`box_rows`) and encoding them with their check and CRC
+    (``encode``: :meth:`GroupCodec.encode_rows`), per target byte, median of ``rounds``, on the target chunks
+    of a region of the band of about ``sample_bytes`` (the encoder's speed depends on the real values: the
+    region holds them, however many source chunks that takes). Nothing is written."""
+    import statistics
     import time
 
     from ccp.repack.readback import WrittenChunks
@@ -272,7 +274,7 @@ def timed_band(reader, chunks: tuple[int, ...], codec: GroupCodec | None, block:
         sl = tuple(slice(a, min(a + c, r)) for a, c, r in zip(o, src, region))
         arr[sl] = chunk[tuple(slice(0, s.stop - s.start) for s in sl)]
         decoded.append(chunk)
-    t1 = time.thread_time()
+    decode = (time.thread_time() - t0) / max(1, len(offs))
     if not decoded:
         arr[...] = reader.fill
     else:   # past 1024 source chunks (or unallocated ones): the decoded chunks again, data of the same kind
@@ -281,18 +283,25 @@ def timed_band(reader, chunks: tuple[int, ...], codec: GroupCodec | None, block:
             if o not in done:
                 sl = tuple(slice(a, min(a + c, r)) for a, c, r in zip(o, src, region))
                 arr[sl] = decoded[k % len(decoded)][tuple(slice(0, s.stop - s.start) for s in sl)]
+    del decoded
     grid = tuple(-(-r // c) for r, c in zip(region, chunks))
     zero = (0,) * len(region)
-    t2 = time.thread_time()
-    rows = box_rows(arr, zero, zero, grid, chunks, reader.fill)
-    t3 = time.thread_time()
-    if codec is not None and codec.encode is not None:
-        offsets = list(itertools.product(*(range(n) for n in grid)))
-        codec.encode_rows(rows, offsets, [True] * len(offsets), WrittenChunks())
-    t4 = time.thread_time()
-    nbytes = max(1, rows.nbytes)
-    return {"decode": (t1 - t0) / max(1, len(offs)), "place": (t3 - t2) / nbytes, "encode": (t4 - t3) / nbytes,
-            "chunks": len(rows)}
+    offsets = list(itertools.product(*(range(n) for n in grid)))
+    place, encode = [], []
+    nbytes = count = 1
+    for _ in range(max(1, rounds)):
+        t2 = time.thread_time()
+        rows = box_rows(arr, zero, zero, grid, chunks, reader.fill)
+        t3 = time.thread_time()
+        nbytes, count = max(1, rows.nbytes), len(rows)
+        if codec is not None and codec.encode is not None:
+            codec.encode_rows(rows, offsets, [True] * len(offsets), WrittenChunks())
+        del rows
+        t4 = time.thread_time()
+        place.append((t3 - t2) / nbytes)
+        encode.append((t4 - t3) / nbytes)
+    return {"decode": decode, "place": statistics.median(place), "encode": statistics.median(encode),
+            "chunks": count}
 
 
 def chunks_in_box(box, chunks):
