@@ -267,23 +267,23 @@ def timed_band(reader, chunks: tuple[int, ...], codec: GroupCodec | None, block:
     src = reader.chunks
     offs = [o for o in itertools.islice(chunks_in_box(region, src), 1024) if o in reader.stored]
     arr = np.empty(region, dtype=reader.dtype)
+    planes = arr.view(np.uint8).reshape(arr.shape + (reader.itemsize,)) if reader.decode_unshuffled else None
     t0 = time.thread_time()
-    decoded = []
-    for o in offs:
-        chunk = reader.decoded(o)
+    for o in offs:      # as the band's read decodes them (ccp.repack.chunks._SourceReader.place)
         sl = tuple(slice(a, min(a + c, r)) for a, c, r in zip(o, src, region))
-        arr[sl] = chunk[tuple(slice(0, s.stop - s.start) for s in sl)]
-        decoded.append(chunk)
+        reader.place(o, None, arr, planes, sl, tuple(slice(0, s.stop - s.start) for s in sl))
     decode = (time.thread_time() - t0) / max(1, len(offs))
-    if not decoded:
+    if not offs:
         arr[...] = reader.fill
-    else:   # past 1024 source chunks (or unallocated ones): the decoded chunks again, data of the same kind
+    elif len(offs) < math.prod(-(-r // c) for r, c in zip(region, src)):
+        # past 1024 source chunks (or unallocated ones): decoded chunks again, data of the same kind
+        decoded = [reader.decoded(o) for o in offs[:64]]
         done = set(offs)
         for k, o in enumerate(chunks_in_box(region, src)):
             if o not in done:
                 sl = tuple(slice(a, min(a + c, r)) for a, c, r in zip(o, src, region))
                 arr[sl] = decoded[k % len(decoded)][tuple(slice(0, s.stop - s.start) for s in sl)]
-    del decoded
+        del decoded
     grid = tuple(-(-r // c) for r, c in zip(region, chunks))
     zero = (0,) * len(region)
     offsets = list(itertools.product(*(range(n) for n in grid)))

@@ -24,8 +24,9 @@ CASES = [
     ((73, 12, 18), (1, 5, 7), (73, 2, 3), "gzip", 0),               # edge chunks on both grids
     ((50, 9, 11), (1, 9, 11), (50, 1, 1), "gzip", 3),               # a sparse source: fill value read back
     ((400, 30), (400, 1), (1, 30), "none", 0),                      # columns to rows, unfiltered
+    ((73, 12, 18), (1, 5, 7), (73, 2, 3), "shuffle+gzip", 4),       # unshuffled into the band, partial chunks
 ]
-IDS = ["daily-maps", "edges", "sparse", "2d-unfiltered"]
+IDS = ["daily-maps", "edges", "sparse", "2d-unfiltered", "edges-shuffled-sparse"]
 
 
 @pytest.fixture(autouse=True)
