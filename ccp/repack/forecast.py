@@ -124,11 +124,15 @@ def process_seconds() -> float:
 
 
 def measured_cores(threads: int, seconds: float = 0.2) -> tuple[float, float]:
-    """(cores ``threads`` codec threads get, share of a core one thread gets) on this machine now.
+    """(cores ``threads`` codec threads get, share of a core one thread alone gets) on this machine now.
 
     Measured, not derived from the load average: ``threads`` threads compress a buffer with zlib (which
     releases the GIL, like the copy's codecs) for ``seconds`` of wall time; their CPU time over that wall
-    time is what the copy's threads will get if the load holds. The main thread's share is one thread's."""
+    time is what the copy's threads will get if the load holds. A thread running alone (the main thread's
+    serial phases) gets what the process gets, up to a core: on this shared machine a busy process got about
+    the same share whatever its threads (at load 11-13: ccp 0.30-0.35 cores with two codec threads, h5repack
+    0.29-0.34 with one, ``benchmarks/rechunk.py``), so not ``cores / threads``, which put the serial phases
+    at half that and the plans 15-24% over the measured time there."""
     import threading
     import zlib
 
@@ -150,7 +154,7 @@ def measured_cores(threads: int, seconds: float = 0.2) -> tuple[float, float]:
         w.join()
     wall = max(1e-6, time.perf_counter() - t0)
     cores = max(1e-3, min(float(threads), sum(cpu) / wall))
-    return cores, min(1.0, cores / threads)
+    return cores, min(1.0, cores)
 
 
 @dataclass(frozen=True)
