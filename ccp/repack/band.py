@@ -18,6 +18,7 @@ import itertools
 import math
 import zlib
 from collections import deque
+from collections.abc import Callable
 
 import numpy as np
 
@@ -59,10 +60,16 @@ class GroupCodec:
                 self.shuffle, steps = size, steps[1:]
         self.encode, _ = codecs.encoder(steps, itemsize, deflate)
         self.decode, _ = codecs.decoder(steps, itemsize, chunk_bytes) if steps else (None, "")
+        # the check's decoder, bytes -> bytes (None: nothing to decode, the encoding is the bytes)
+        self.check: Callable | None = None
         if len(steps) == 1 and steps[0].id == DEFLATE_ID and chunk_bytes <= SMALL_CHUNK_BYTES:
             # zlib inflates a small chunk faster than libdeflate, which sets up a decompressor per call (1.4 KiB
             # chunks: 16 us against 25 us); and the check then decodes with another library than the encoder
             self.decode = _inflate
+            self.check = zlib.decompress
+        elif self.decode is not None:
+            decode = self.decode
+            self.check = lambda data: decode(data, 0)
 
     def rows(self, rows: np.ndarray) -> np.ndarray:
         """``rows`` (chunks x bytes, uint8) as the per-chunk steps take them: byte-shuffled when the pipeline
@@ -73,19 +80,36 @@ class GroupCodec:
         return np.ascontiguousarray(rows.reshape(n, nbytes // self.shuffle, self.shuffle).transpose(0, 2, 1)).reshape(n, -1)
 
     def encode_rows(self, rows: np.ndarray, offsets, keep, written) -> list:
-        """Each kept row's encoding, checked and recorded under its offset (in ``written``)."""
+        """Each kept row's encoding, checked and recorded under its offset (in ``written``).
+
+        The rows go to the codecs as bytes cut from one copy of the group (numpy rows as buffers cost more
+        per call than the work on a 1.4 KiB chunk), and their CRCs go to ``written`` in one call."""
         from ccp.repack.readback import _same_bytes
 
         prepared = self.rows(rows)
-        encode, decode = self.encode, self.decode
+        del rows       # (the caller passes its box without keeping it: each copy goes as soon as it is used)
+        encode, check = self.encode, self.check
         assert encode is not None, "a group encoded without an encoder"
-        out = []
-        for off, row, wanted in zip(offsets, prepared, keep):
+        nbytes = prepared.shape[1] if prepared.ndim == 2 else 0
+        small = nbytes <= SMALL_CHUNK_BYTES
+        flat = b""
+        if small:
+            flat = prepared.tobytes()
+            prepared = prepared[:0].copy()     # the box's copy goes: the chunks are cut from ``flat``
+        out, crcs, wrong = [], [], []
+        crc32 = zlib.crc32
+        for k, (off, wanted) in enumerate(zip(offsets, keep)):
             if not wanted:
                 continue
+            row = flat[k * nbytes:(k + 1) * nbytes] if small else prepared[k]
             data = encode(row)
-            written.record_checked(off, data, decode is None or _same_bytes(decode(data, 0), row))
+            if check is not None:
+                back = check(data)
+                if not (back == row if small else _same_bytes(back, row)):
+                    wrong.append(off)
             out.append((off, data))
+            crcs.append(crc32(data))
+        written.record_group([off for off, _ in out], crcs, wrong)
         return out
 
 
@@ -126,9 +150,42 @@ def band_boxes(band, chunks, per: int):
         for i in range(0, grid[axis], run):
             box_grid = [1] * axis + [min(run, grid[axis] - i)] + grid[axis + 1:]
             start = [f + j * c for f, j, c in zip(first, [*outer, i], chunks)] + first[axis + 1:]
-            offsets = [tuple(o + j * c for o, j, c in zip(start, idx, chunks))
-                       for idx in itertools.product(*(range(n) for n in box_grid))]
+            offsets = list(itertools.product(*(range(o, o + n * c, c) for o, n, c in zip(start, box_grid, chunks))))
             yield tuple(start), tuple(box_grid), offsets
+
+
+def chunk_writer(dsid):
+    """``write(chunks)``: writes ``(offset, encoded bytes)`` pairs in order with HDF5's ``H5Dwrite_chunk``.
+
+    Called through ctypes (h5py's own libhdf5) while holding h5py's lock, so that no other h5py call runs
+    meanwhile, but not the GIL: the encoder threads run their Python while HDF5 inserts a chunk (8 us of each
+    chunk's 9 us in h5py's ``write_direct_chunk``, which holds the GIL throughout). A chunk HDF5 refuses is
+    written again through h5py, whose exception then says why. Without the library handle: h5py's call."""
+    import ctypes
+
+    from ccp.hdf5 import lowlevel as low
+
+    lib = low.library()
+    if lib is None or not hasattr(lib, "H5Dwrite_chunk"):
+        def write_h5py(chunks) -> None:
+            for off, data in chunks:
+                dsid.write_direct_chunk(off, data, 0)
+        return write_h5py
+    from h5py._objects import phil
+
+    fn = lib.H5Dwrite_chunk
+    fn.argtypes = (ctypes.c_int64, ctypes.c_int64, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_size_t,
+                   ctypes.c_void_p)
+    fn.restype = ctypes.c_int
+    ident = dsid.id
+    coords = ctypes.c_uint64 * len(dsid.shape)
+
+    def write(chunks) -> None:
+        with phil:
+            for off, data in chunks:
+                if fn(ident, 0, 0, coords(*off), len(data), data if type(data) is bytes else bytes(data)) < 0:
+                    dsid.write_direct_chunk(off, data, 0)     # raises HDF5's error (or writes it after all)
+    return write
 
 
 def run_bands(reader, pool, dsid, chunks: tuple[int, ...], codec: GroupCodec, written, advance, plan, threads: int,
@@ -140,11 +197,12 @@ def run_bands(reader, pool, dsid, chunks: tuple[int, ...], codec: GroupCodec, wr
     pending: deque = deque()
     bands = 0
 
+    write_chunks = chunk_writer(dsid)
+
     def write_ready(block_until: int) -> None:
         while pending and (len(pending) > block_until or pending[0][0].done()):
             fut, nbytes = pending.popleft()
-            for off, data in fut.result():
-                dsid.write_direct_chunk(off, data, 0)
+            write_chunks(fut.result())
             advance(nbytes)
 
     try:
@@ -159,15 +217,19 @@ def run_bands(reader, pool, dsid, chunks: tuple[int, ...], codec: GroupCodec, wr
             for start, box_grid, offsets in band_boxes(band, chunks, per):
                 keep = [True] * len(offsets)
                 nbytes = skipped = 0
-                for k, off in enumerate(offsets):
-                    count = tuple(min(c, d - o) for c, d, o in zip(chunks, shape, off))
-                    size = math.prod(count) * itemsize
-                    if reader.sparse and not reader.region_allocated(off, count):
-                        keep[k] = False     # no source chunk under it: never written, reads as the fill value
-                        skipped += size
-                    else:
-                        nbytes += size
-                advance(skipped)
+                if reader.sparse:
+                    for k, off in enumerate(offsets):
+                        count = tuple(min(c, d - o) for c, d, o in zip(chunks, shape, off))
+                        size = math.prod(count) * itemsize
+                        if not reader.region_allocated(off, count):
+                            keep[k] = False     # no source chunk under it: never written, reads as the fill value
+                            skipped += size
+                        else:
+                            nbytes += size
+                    advance(skipped)
+                else:   # the box's elements inside the dataset, axis by axis
+                    nbytes = itemsize * math.prod(min(o + n * c, d) - o
+                                                  for o, n, c, d in zip(start, box_grid, chunks, shape))
                 if not nbytes:
                     continue
                 fut = pool.submit(_encode_box, arr, band.start, start, box_grid, chunks, reader.fill, codec, offsets,
@@ -183,12 +245,14 @@ def run_bands(reader, pool, dsid, chunks: tuple[int, ...], codec: GroupCodec, wr
 
 
 def timed_band(reader, chunks: tuple[int, ...], codec: GroupCodec | None, block: tuple[int, ...],
-               sample_bytes: int) -> dict[str, float]:
+               sample_bytes: int, rounds: int = 3) -> dict[str, float]:
     """CPU seconds (this thread) of the band path's stages, for ``ccp repack --plan``: decoding source chunks
-    into a band (``decode``, per source chunk: the stored ones under the region, up to 1024), cutting target
-    chunks out of it (``place``: :func:`box_rows`) and encoding them with their check and CRC (``encode``:
-    :meth:`GroupCodec.encode_rows`), per target byte, on the target chunks of a region of the band of about
-    ``sample_bytes`` (the encoder's speed depends on the real values). Nothing is written."""
+    into a band (``decode``, per source chunk: the stored ones under the region, up to 1024, once), cutting
+    target chunks out of it (``place``: :func:`box_rows`) and encoding them with their check and CRC
+    (``encode``: :meth:`GroupCodec.encode_rows`), per target byte, median of ``rounds``, on the target chunks
+    of a region of the band of about ``sample_bytes`` (the encoder's speed depends on the real values: the
+    region holds them, however many source chunks that takes). Nothing is written."""
+    import statistics
     import time
 
     from ccp.repack.readback import WrittenChunks
@@ -203,34 +267,41 @@ def timed_band(reader, chunks: tuple[int, ...], codec: GroupCodec | None, block:
     src = reader.chunks
     offs = [o for o in itertools.islice(chunks_in_box(region, src), 1024) if o in reader.stored]
     arr = np.empty(region, dtype=reader.dtype)
+    planes = arr.view(np.uint8).reshape(arr.shape + (reader.itemsize,)) if reader.decode_unshuffled else None
     t0 = time.thread_time()
-    decoded = []
-    for o in offs:
-        chunk = reader.decoded(o)
+    for o in offs:      # as the band's read decodes them (ccp.repack.chunks._SourceReader.place)
         sl = tuple(slice(a, min(a + c, r)) for a, c, r in zip(o, src, region))
-        arr[sl] = chunk[tuple(slice(0, s.stop - s.start) for s in sl)]
-        decoded.append(chunk)
-    t1 = time.thread_time()
-    if not decoded:
+        reader.place(o, None, arr, planes, sl, tuple(slice(0, s.stop - s.start) for s in sl))
+    decode = (time.thread_time() - t0) / max(1, len(offs))
+    if not offs:
         arr[...] = reader.fill
-    else:   # past 1024 source chunks (or unallocated ones): the decoded chunks again, data of the same kind
+    elif len(offs) < math.prod(-(-r // c) for r, c in zip(region, src)):
+        # past 1024 source chunks (or unallocated ones): decoded chunks again, data of the same kind
+        decoded = [reader.decoded(o) for o in offs[:64]]
         done = set(offs)
         for k, o in enumerate(chunks_in_box(region, src)):
             if o not in done:
                 sl = tuple(slice(a, min(a + c, r)) for a, c, r in zip(o, src, region))
                 arr[sl] = decoded[k % len(decoded)][tuple(slice(0, s.stop - s.start) for s in sl)]
+        del decoded
     grid = tuple(-(-r // c) for r, c in zip(region, chunks))
     zero = (0,) * len(region)
-    t2 = time.thread_time()
-    rows = box_rows(arr, zero, zero, grid, chunks, reader.fill)
-    t3 = time.thread_time()
-    if codec is not None and codec.encode is not None:
-        offsets = list(itertools.product(*(range(n) for n in grid)))
-        codec.encode_rows(rows, offsets, [True] * len(offsets), WrittenChunks())
-    t4 = time.thread_time()
-    nbytes = max(1, rows.nbytes)
-    return {"decode": (t1 - t0) / max(1, len(offs)), "place": (t3 - t2) / nbytes, "encode": (t4 - t3) / nbytes,
-            "chunks": len(rows)}
+    offsets = list(itertools.product(*(range(n) for n in grid)))
+    place, encode = [], []
+    nbytes = count = 1
+    for _ in range(max(1, rounds)):
+        t2 = time.thread_time()
+        rows = box_rows(arr, zero, zero, grid, chunks, reader.fill)
+        t3 = time.thread_time()
+        nbytes, count = max(1, rows.nbytes), len(rows)
+        if codec is not None and codec.encode is not None:
+            codec.encode_rows(rows, offsets, [True] * len(offsets), WrittenChunks())
+        del rows
+        t4 = time.thread_time()
+        place.append((t3 - t2) / nbytes)
+        encode.append((t4 - t3) / nbytes)
+    return {"decode": decode, "place": statistics.median(place), "encode": statistics.median(encode),
+            "chunks": count}
 
 
 def chunks_in_box(box, chunks):

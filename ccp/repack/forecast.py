@@ -56,6 +56,14 @@ SECONDS_PER_BAND_WRITE = 12e-6
 # and the CRC of its stored bytes, read in runs (ccp.repack.readback; 14 us per chunk under cProfile at load 12
 # on the daily-map transpose's 13,824 chunks, about a third of that without the profiler)
 SECONDS_PER_READBACK_CHUNK = 5e-6
+# ... and per stored byte of the output: read back with pread and its CRC-32 computed (6458's job: 42 MB stored,
+# 0.09-0.10 s of the read-back's CPU of which ~0.05 s the sampled regions; in-process phase timers,
+# results/prof/h6458.py, load 6.6)
+SECONDS_PER_READBACK_BYTE = 1.2e-9
+# the copy of a rechunked dataset besides its chunks: its plan, creating it, the read-back's opening of both
+# files and their attributes (main-thread CPU: the copy's 1.33-1.38 s less the tasks' 1.08-1.12 s, the main
+# thread's 0.09 s and the read-back's 0.09-0.10 s on 6458's job; ~0.06 s on the daily-map transpose alike)
+SECONDS_PER_RECHUNK = 0.06
 # H5Ocopy of a dataset that does not change, bytes per second (raw chunks copied by the library)
 COPY_BYTES_PER_SECOND = 400e6
 # a temporary stage copy: raw bytes written and read back through the page cache
@@ -116,11 +124,15 @@ def process_seconds() -> float:
 
 
 def measured_cores(threads: int, seconds: float = 0.2) -> tuple[float, float]:
-    """(cores ``threads`` codec threads get, share of a core one thread gets) on this machine now.
+    """(cores ``threads`` codec threads get, share of a core one thread alone gets) on this machine now.
 
     Measured, not derived from the load average: ``threads`` threads compress a buffer with zlib (which
     releases the GIL, like the copy's codecs) for ``seconds`` of wall time; their CPU time over that wall
-    time is what the copy's threads will get if the load holds. The main thread's share is one thread's."""
+    time is what the copy's threads will get if the load holds. A thread running alone (the main thread's
+    serial phases) gets what the process gets, up to a core: on this shared machine a busy process got about
+    the same share whatever its threads (at load 11-13: ccp 0.30-0.35 cores with two codec threads, h5repack
+    0.29-0.34 with one, ``benchmarks/rechunk.py``), so not ``cores / threads``, which put the serial phases
+    at half that and the plans 15-24% over the measured time there."""
     import threading
     import zlib
 
@@ -142,7 +154,7 @@ def measured_cores(threads: int, seconds: float = 0.2) -> tuple[float, float]:
         w.join()
     wall = max(1e-6, time.perf_counter() - t0)
     cores = max(1e-3, min(float(threads), sum(cpu) / wall))
-    return cores, min(1.0, cores / threads)
+    return cores, min(1.0, cores)
 
 
 @dataclass(frozen=True)
@@ -224,14 +236,16 @@ def _pipeline_rates(reader, encode, dst_chunks, tgt) -> dict[str, float]:
 
 
 def _band_rates(reader, codec, dst_chunks, block) -> dict[str, float]:
-    """CPU seconds of the band path's stages (:func:`ccp.repack.band.timed_band`), median of three rounds:
-    per source chunk decoded into the band (``decode``), per target byte (``place``: cut out, ``encode``:
-    with its check and CRC)."""
-    rounds = [timed_band(reader, tuple(dst_chunks), codec, tuple(block), _SAMPLE_BYTES) for _ in range(3)]
-    return {key: statistics.median(r[key] for r in rounds) for key in ("decode", "place", "encode")}
+    """CPU seconds of the band path's stages (:func:`ccp.repack.band.timed_band`): per source chunk decoded
+    into the band (``decode``, the sample region's chunks once: a daily-map file's 365 maps decoded three
+    times made the plan slower than the copy at load 12), per target byte (``place``: cut out, ``encode``:
+    with its check and CRC; median of three rounds)."""
+    timed = timed_band(reader, tuple(dst_chunks), codec, tuple(block), _SAMPLE_BYTES, rounds=3)
+    return {key: timed[key] for key in ("decode", "place", "encode")}
 
 
-def _readback_cost(tgt, src_chunks, dst_chunks, target_chunks: int, rates: _Rates) -> tuple[float, float]:
+def _readback_cost(tgt, src_chunks, dst_chunks, target_chunks: int, rates: _Rates,
+                   written: int = 0) -> tuple[float, float]:
     """(main-thread CPU seconds, codec-thread CPU seconds) of the read-back (:mod:`ccp.repack.readback`):
     every target chunk decoded again in the copy's threads, its stored bytes found through HDF5's index
     and their CRC checked after the copy; the sampled target
@@ -240,8 +254,8 @@ def _readback_cost(tgt, src_chunks, dst_chunks, target_chunks: int, rates: _Rate
     chunk_raw = math.prod(dst_chunks) * tgt.itemsize
     per_source_chunk = rates.hdf5_region / max(1, rates.region_chunks)
     sampled = _sampled_source_chunks(tgt.shape, src_chunks, dst_chunks)
-    serial = (target_chunks * SECONDS_PER_READBACK_CHUNK + sampled * per_source_chunk
-              + min(SAMPLED_CHUNKS, target_chunks) * chunk_raw * rates.decode_out * 2.5)
+    serial = (target_chunks * SECONDS_PER_READBACK_CHUNK + written * SECONDS_PER_READBACK_BYTE
+              + sampled * per_source_chunk + min(SAMPLED_CHUNKS, target_chunks) * chunk_raw * rates.decode_out * 2.5)
     return serial, tgt.raw_bytes * rates.decode_out
 
 
@@ -376,9 +390,12 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, eff:
         reads = round(count.chunk_reads * stored / count.source_chunks) if count.source_chunks else 0
         block = pp.block
         peak = base + pp.memory_bytes
-    peak += readback_bytes(dst_chunks, tgt.itemsize, threads)
+    # the read-back runs after the copy, whose chunks are freed by then: the larger of the two, not their sum
+    # (6458's job: 70 MiB planned as a sum against 59-61 MiB measured, load 7-10)
+    peak = max(peak, base + readback_bytes(dst_chunks, tgt.itemsize, threads))
     src_chunk_raw = math.prod(src_chunks) * tgt.itemsize
-    rb_serial, rb_parallel = _readback_cost(tgt, src_chunks, dst_chunks, count.target_chunks, rates)
+    rb_serial, rb_parallel = _readback_cost(tgt, src_chunks, dst_chunks, count.target_chunks, rates, written)
+    rb_serial += SECONDS_PER_RECHUNK
     if stages_cpu is not None and pp.band:
         # the band path (ccp.repack.band): the threads decode into the band, cut and encode its target chunks;
         # the main thread writes them

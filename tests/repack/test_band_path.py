@@ -24,8 +24,9 @@ CASES = [
     ((73, 12, 18), (1, 5, 7), (73, 2, 3), "gzip", 0),               # edge chunks on both grids
     ((50, 9, 11), (1, 9, 11), (50, 1, 1), "gzip", 3),               # a sparse source: fill value read back
     ((400, 30), (400, 1), (1, 30), "none", 0),                      # columns to rows, unfiltered
+    ((73, 12, 18), (1, 5, 7), (73, 2, 3), "shuffle+gzip", 4),       # unshuffled into the band, partial chunks
 ]
-IDS = ["daily-maps", "edges", "sparse", "2d-unfiltered"]
+IDS = ["daily-maps", "edges", "sparse", "2d-unfiltered", "edges-shuffled-sparse"]
 
 
 @pytest.fixture(autouse=True)
@@ -168,8 +169,9 @@ def test_a_band_chunk_whose_encoding_decodes_wrong_is_refused(tmp_path, monkeypa
         def flipping(row):
             calls.append(1)
             if len(calls) == 5:      # the fifth chunk is encoded from other bytes than it holds
-                row = row.copy()
-                row[0] ^= 1
+                flipped = bytearray(row)
+                flipped[0] ^= 1
+                return encode(bytes(flipped))
             return encode(row)
 
         self.encode = flipping
