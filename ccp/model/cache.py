@@ -414,6 +414,10 @@ class DatasetModel:
         else:
             self._sieve_write(t, offsets, run_bytes)
 
+    def _contig_pieces(self, start: Coords, count: Coords) -> tuple[np.ndarray, int]:
+        """A box's pieces in a contiguous dataset: byte offsets in C order and their length (``ccp.remote``)."""
+        return contiguous_pieces(selection_axes(start, count, None, None), self.shape, self.itemsize)
+
     def _within(self, addr: int, length: int) -> bool:
         return self._sieve_loc is not None and addr >= self._sieve_loc and \
             addr + length <= self._sieve_loc + self._sieve_size
