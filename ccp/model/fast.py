@@ -344,7 +344,7 @@ def _plan_arrays(shape: tuple[int, ...], ops, starts, counts, strides=None, bloc
         blocks = np.ascontiguousarray(blocks, dtype=np.int64).reshape(-1, rank)
         if strides.shape != starts.shape or blocks.shape != starts.shape:
             raise ValueError(f"strides {strides.shape} and blocks {blocks.shape} differ from starts {starts.shape}")
-        check_strided(starts, counts, strides, blocks)
+        blocks = check_strided(starts, counts, strides, blocks)     # abutting blocks: the box (HDF5 merges them)
     return codes, starts, counts, strides, blocks
 
 
