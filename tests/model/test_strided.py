@@ -50,6 +50,7 @@ def strided_requests(draw, shape, ops=("read",)):
     return out
 
 
+@pytest.mark.thorough       # make test-slow runs it again with CCP_MODEL_EXAMPLES=150
 @SETTINGS
 @given(data=st.data(), layout=layouts(contiguous_ok=True), filtered=st.booleans(),
        pre=st.sampled_from(["all", "none"]), writes=st.booleans())
