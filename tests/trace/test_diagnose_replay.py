@@ -157,6 +157,11 @@ def test_traced_plan_is_what_a_sweep_replays(reader):
 
     plan, reopen_before, caches = traced_plan(reader.path, "/cube", shape=(8, 12, 6))
     assert len(plan) == 8 and reopen_before.tolist() == [1, 2, 3] and len(caches) == 4
+    # a runner reads boxes: each strided call a run per chunk of the traced layout (d[::4, 0, 0] and d[[0, 5], 1, 1]
+    # two boxes each); the model's totals take the calls as made (strided=True: one request each)
+    assert plan.starts[4:].tolist() == [[0, 0, 0], [4, 0, 0], [0, 1, 1], [5, 1, 1]] and plan.strides is None
+    calls, reopen_calls, _ = traced_plan(reader.path, "/cube", shape=(8, 12, 6), strided=True)
+    assert len(calls) == 6 and reopen_calls.tolist() == [1, 2, 3] and calls.strides[4:, 0].tolist() == [4, 5]
     with pytest.raises(CcpError, match="traced with shape"):
         traced_plan(reader.path, "/cube", shape=(8, 12, 7))
 
