@@ -129,3 +129,19 @@ def test_as_boxes_is_a_box_per_block_and_keeps_the_reopens():
     assert boxes.counts.ravel().tolist() == [1, 1, 1, 2, 1, 1, 1]
     assert boxes.reopen_before.tolist() == [3, 4]
     assert math.prod(boxes.as_boxes().starts.shape) == 7
+
+
+@pytest.mark.parametrize("call, want", [
+    pytest.param(("regular", [0, 1], [34, 2], [3, 4], [1, 1]), [(slice(0, 100, 3), slice(1, 6, 4))], id="a[::3, 1::4]"),
+    pytest.param(("regular", [1, 0], [2, 1], [5, 9], [2, 6]),
+                 [(slice(1, 3), slice(0, 6)), (slice(6, 8), slice(0, 6))], id="blocks-of-2-a-key-per-block"),
+    pytest.param(("box", [2, 3], [4, 5], None, None), [(slice(2, 6), slice(3, 8))], id="a-box"),
+])
+def test_verify_reads_a_strided_call_as_the_program_did(call, want):
+    """``diagnose --verify`` replays through h5py: a strided call of 1-element blocks is one key (a slice with a
+    step, what the program wrote), blocks of several elements a key per block (h5py has no key for them)."""
+    from ccp.trace.verify import _box
+
+    seq = traced([call], (100, 6), (10, 6), ROOMY)
+    key = _box(seq, 0)
+    assert (key if isinstance(key, list) else [key]) == want
