@@ -145,3 +145,22 @@ def test_verify_reads_a_strided_call_as_the_program_did(call, want):
     seq = traced([call], (100, 6), (10, 6), ROOMY)
     key = _box(seq, 0)
     assert (key if isinstance(key, list) else [key]) == want
+
+
+@settings(max_examples=60, deadline=None)
+@given(sel=strided_selections())
+def test_the_chunks_a_strided_request_touches_are_the_models(sel):
+    """``ccp diagnose``'s working sets and whole-chunk blocks list the chunks a request touches
+    (``ccp.trace.cures.touched_chunks``): for a strided one, the chunks holding selected elements, in the order the
+    reference model visits them, not those its box passes over."""
+    from ccp.model import ChunkGrid
+    from ccp.model.strided import chunk_pieces, selection_axes
+    from ccp.trace.cures import touched_chunks
+
+    shape, chunks, start, count, stride, block = sel
+    starts, counts, _, strides, blocks = _boxes(row(start, count, stride, block), len(shape), 65536)
+    ids, lin = touched_chunks(shape, chunks, *(np.asarray(x, np.int64) for x in (starts, counts, strides, blocks)))
+    grid = ChunkGrid(shape, chunks)
+    want = [grid.linear_index(cc) for cc, _ in chunk_pieces(selection_axes(starts[0], counts[0], strides[0], blocks[0]),
+                                                              chunks)]
+    assert ids.tolist() == [0] * len(want) and lin.tolist() == want
