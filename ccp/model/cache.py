@@ -46,7 +46,8 @@ from typing import Optional, Union, cast
 import numpy as np
 
 from ccp.chunkcache import HDF5_2X, ChunkCache
-from ccp.model.grid import ChunkGrid, Coords, contiguous_runs
+from ccp.model.grid import ChunkGrid, Coords
+from ccp.model.strided import check_strided, chunk_pieces, contiguous_pieces, direct_pieces, selection_axes
 
 #: HDF5 2.0.0 defaults (``H5Pget_chunk_cache`` on a fresh dapl: 8191 slots, 8 MiB, w0 0.75).
 DEFAULT_NBYTES = HDF5_2X.nbytes
@@ -55,7 +56,8 @@ DEFAULT_W0 = HDF5_2X.w0
 #: HDF5 default sieve buffer size (``H5Pget_sieve_buf_size``).
 DEFAULT_SIEVE_BUF_SIZE = 64 * 1024
 
-Request = tuple[str, Sequence[int], Sequence[int]]
+Request = Union[tuple[str, Sequence[int], Sequence[int]],      # (op, start, count): a box
+                tuple[str, Sequence[int], Sequence[int], Sequence[int], Sequence[int]]]    # + stride, block
 Allocated = Union[None, bool, Callable[[Coords], bool], Collection[Coords]]
 
 
@@ -192,19 +194,30 @@ class DatasetModel:
         self._keep = cache.holds(self.chunk_bytes)
 
     # ================================================================ public
-    def request(self, op: str, start: Sequence[int], count: Sequence[int]) -> RequestPrediction:
+    def request(self, op: str, start: Sequence[int], count: Sequence[int], stride: Sequence[int] | None = None,
+                block: Sequence[int] | None = None) -> RequestPrediction:
+        """One call on the box ``(start, count)``, or with ``stride``/``block`` on a strided selection in it
+        (:mod:`ccp.model.strided`)."""
         if self.closed:
             raise RuntimeError("dataset handle is closed")
         if op not in ("read", "write"):
             raise ValueError(f"op must be 'read' or 'write', not {op!r}")
         start = tuple(int(v) for v in start)
         count = tuple(int(v) for v in count)
+        if (stride is None) != (block is None):
+            raise ValueError("stride and block go together")
+        if stride is not None and block is not None:
+            if len(stride) != len(count) or len(block) != len(count):
+                raise ValueError(f"selection rank mismatch: {tuple(stride)}/{tuple(block)} for count {count}")
+            block = tuple(check_strided(*(np.asarray([v], np.int64).reshape(1, -1)
+                                          for v in (start, count, stride, block)))[0].tolist())
+        axes = selection_axes(start, count, stride, block)
         t = _Tally()
         if self.grid is None:
-            self._contig_request(t, op, start, count)
+            self._contig_request(t, op, start, count, axes)
         else:
             self.grid.check_slab(start, count)
-            self._chunked_request(t, op, start, count)
+            self._chunked_request(t, op, axes)
         return t.freeze(op)
 
     def close(self) -> RequestPrediction:
@@ -233,14 +246,15 @@ class DatasetModel:
         return coords in self._written or self._initially_allocated(coords)
 
     # ================================================================ chunked layout
-    def _chunked_request(self, t: _Tally, op: str, start: Coords, count: Coords) -> None:
+    def _chunked_request(self, t: _Tally, op: str, axes: list[np.ndarray]) -> None:
         grid = self.grid
         assert grid is not None
         if op == "read" and not self._index_exists and self._nused == 0:
             return
         self._index_exists = True
-        for coords in grid.chunks_touched(start, count):
-            naccessed = grid.selected_in_chunk(start, count, coords) * self.itemsize
+        mem = [len(a) for a in axes]
+        for coords, inside in chunk_pieces(axes, grid.chunks):
+            naccessed = math.prod(len(a) for a in inside) * self.itemsize
             ent = self._lookup(coords)
             allocated = self.is_allocated(coords)
             if op == "read":
@@ -248,8 +262,8 @@ class DatasetModel:
                     ent = self._lock(t, coords, ent, allocated, relax=False)
                     self._unlock(t, coords, ent, dirty=False, naccessed=naccessed)
                 elif allocated:
-                    nruns, run = grid.direct_runs(start, count, coords)
-                    t.read(run * self.itemsize, nruns)
+                    t.raw_reads += direct_pieces(inside, grid.chunks, mem)
+                    t.raw_read_bytes += naccessed
                 # else: never written, not cacheable -> fill value, no I/O
             else:
                 if self.filtered or self._keep or not allocated:
@@ -257,8 +271,8 @@ class DatasetModel:
                     ent = self._lock(t, coords, ent, allocated, relax=whole)
                     self._unlock(t, coords, ent, dirty=True, naccessed=naccessed)
                 else:
-                    nruns, run = grid.direct_runs(start, count, coords)
-                    t.write(run * self.itemsize, nruns)
+                    t.raw_writes += direct_pieces(inside, grid.chunks, mem)
+                    t.raw_write_bytes += naccessed
 
     def _lookup(self, coords: Coords) -> Optional[_Entry]:
         if not self.cache.enabled:
@@ -386,13 +400,13 @@ class DatasetModel:
             w -= 1
 
     # ================================================================ contiguous layout
-    def _contig_request(self, t: _Tally, op: str, start: Coords, count: Coords) -> None:
+    def _contig_request(self, t: _Tally, op: str, start: Coords, count: Coords, axes: list[np.ndarray]) -> None:
         ChunkGrid(self.shape, tuple(max(s, 1) for s in self.shape)).check_slab(start, count)
         if not self._contig_allocated:
             if op == "read":
                 return                              # fill value, no I/O
             self._contig_allocated = True           # allocated on first write (default fill: no I/O)
-        offsets, run_bytes = self._contig_pieces(start, count)
+        offsets, run_bytes = contiguous_pieces(axes, self.shape, self.itemsize)
         if len(offsets) == 0:
             return
         if op == "read":
@@ -401,20 +415,8 @@ class DatasetModel:
             self._sieve_write(t, offsets, run_bytes)
 
     def _contig_pieces(self, start: Coords, count: Coords) -> tuple[np.ndarray, int]:
-        nruns, run = contiguous_runs(count, self.shape, count)
-        if nruns == 0:
-            return np.empty(0, np.int64), 0
-        rank = len(self.shape)
-        k = rank - 1
-        while k > 0 and math.prod(count[k:]) != run:
-            k -= 1
-        # run starts: iterate dims [0, k) over the box, dims >= k start at `start`
-        strides = [math.prod(self.shape[d + 1:]) for d in range(rank)]
-        base = sum(s * st for s, st in zip(start, strides))
-        off = np.zeros(1, np.int64)
-        for d in range(k):
-            off = (off[:, None] + np.arange(count[d], dtype=np.int64)[None, :] * strides[d]).ravel()
-        return (off + base) * self.itemsize, run * self.itemsize
+        """A box's pieces in a contiguous dataset: byte offsets in C order and their length (``ccp.remote``)."""
+        return contiguous_pieces(selection_axes(start, count, None, None), self.shape, self.itemsize)
 
     def _within(self, addr: int, length: int) -> bool:
         return self._sieve_loc is not None and addr >= self._sieve_loc and \
@@ -494,12 +496,13 @@ def simulate(shape: Sequence[int], chunks: Optional[Sequence[int]], itemsize: in
              sieve_buf_size: int = DEFAULT_SIEVE_BUF_SIZE) -> list[RequestPrediction]:
     """Predictions for each request of one dataset handle, then one for its close (``op="close"``).
 
-    ``requests`` yields ``(op, start, count)`` with op ``"read"`` or ``"write"``; see
+    ``requests`` yields ``(op, start, count)`` with op ``"read"`` or ``"write"``, or ``(op, start, count,
+    stride, block)`` for a strided selection (:meth:`DatasetModel.request`); see
     :class:`DatasetModel` for the other arguments.
     """
     model = DatasetModel(shape, chunks, itemsize, filtered=filtered, cache=cache,
                          stored_chunk_bytes=stored_chunk_bytes, allocated=allocated,
                          sieve_buf_size=sieve_buf_size)
-    out = [model.request(op, start, count) for op, start, count in requests]
+    out = [model.request(*r) for r in requests]
     out.append(model.close())
     return out

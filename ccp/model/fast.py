@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ccp.chunkcache import ChunkCache
-from ccp.model.cache import DEFAULT_SIEVE_BUF_SIZE, Allocated, Request, RequestPrediction
+from ccp.model.cache import DEFAULT_SIEVE_BUF_SIZE, Allocated, Request, RequestPrediction, check_strided
 from ccp.model.grid import ChunkGrid, Coords
 from ccp.model.kernels import (
     _HIT,
@@ -236,13 +236,18 @@ class _Handle:
         self.st = np.array([-1, -1, 0, 0, int(index_exists), 0, 0], np.int64)   # _HEAD .. _NPRE
 
     def feed(self, codes: np.ndarray, starts: np.ndarray, counts: np.ndarray, res: np.ndarray, row0: int,
-             close: bool) -> None:
+             close: bool, strides: np.ndarray | None = None, blocks: np.ndarray | None = None) -> None:
+        """Requests into ``res`` from row ``row0``; ``strides``/``blocks``: a strided selection's (see
+        :func:`simulate_arrays`), None: boxes."""
+        if strides is None or blocks is None:
+            strides = blocks = np.zeros((0, starts.shape[1]), np.int64)
         if self.grid is None:
             if len(codes) or close:
-                _contig_kernel(codes, starts, counts, self.shape_arr, self.itemsize, self.cap, self.storage,
-                               self.per_request, res, row0, close, self.cst)
+                _contig_kernel(codes, starts, counts, strides, blocks, self.shape_arr, self.itemsize, self.cap,
+                               self.storage, self.per_request, res, row0, close, self.cst)
             return
-        missing = _chunked_kernel(codes, starts, counts, self.chunks_arr, self.bits, self.grid_arr, self.itemsize,
+        missing = _chunked_kernel(codes, starts, counts, strides, blocks, self.chunks_arr, self.bits, self.grid_arr,
+                                  self.itemsize,
                                   self.chunk_bytes, self.filtered, self.keep, self.nslots, self.nbytes, self.w0,
                                   self.stored, self.alloc, self.per_request, res, row0, close, *self.slots, self.st)
         if missing:
@@ -259,19 +264,27 @@ class _Handle:
             return ent, rd, wr, dirty, self.st[_NUSED:], self.alloc
         return ent, rd, wr, dirty, prv, nxt, self.st, self.alloc
 
-    def feed_plan(self, codes: np.ndarray, starts: np.ndarray, counts: np.ndarray, res: np.ndarray) -> None:
+    def feed_plan(self, codes: np.ndarray, starts: np.ndarray, counts: np.ndarray, res: np.ndarray,
+                  strides: np.ndarray | None = None, blocks: np.ndarray | None = None) -> None:
         """:meth:`feed` of requests into ``res`` rows 0.. (no close), a run that repeats itself
         (:func:`ccp.model.repeats.periodic_runs`) walked only until a period leaves the state as it found it:
         from there each period repeats that one's counts and state exactly, so they are copied."""
         pos = 0
         state_bytes = sum(a.nbytes for a in self._state())
-        for s, e, p in periodic_runs(codes, starts, counts):
+        keys = (starts, counts)
+        if strides is not None and blocks is not None:     # a run repeats only if its strides and blocks do
+            keys = (np.hstack([starts, strides]), np.hstack([counts, blocks]))
+
+        def part(a, b):
+            return (strides[a:b], blocks[a:b]) if strides is not None and blocks is not None else (None, None)
+
+        for s, e, p in periodic_runs(codes, *keys):
             if self._visits(starts[s:s + p], counts[s:s + p]) * ((e - s) // p - 2) * VISIT_BYTES \
                     < MAX_TRIES * state_bytes:
                 continue            # copying and comparing states would cost more than the visits it may skip
-            self.feed(codes[pos:s], starts[pos:s], counts[pos:s], res, pos, False)
-            pos = self._feed_run(codes, starts, counts, res, s, e, p)
-        self.feed(codes[pos:], starts[pos:], counts[pos:], res, pos, False)
+            self.feed(codes[pos:s], starts[pos:s], counts[pos:s], res, pos, False, *part(pos, s))
+            pos = self._feed_run(codes, starts, counts, res, s, e, p, part)
+        self.feed(codes[pos:], starts[pos:], counts[pos:], res, pos, False, *part(pos, len(codes)))
 
     def _visits(self, starts: np.ndarray, counts: np.ndarray) -> int:
         """Chunks the kernel visits for these requests (requests, on a contiguous dataset)."""
@@ -281,7 +294,7 @@ class _Handle:
         last = (starts + np.maximum(counts, 1) - 1) // self.chunks_arr
         return int(np.prod(last - first + 1, axis=1).sum())
 
-    def _feed_run(self, codes, starts, counts, res, a: int, e: int, p: int) -> int:
+    def _feed_run(self, codes, starts, counts, res, a: int, e: int, p: int, part) -> int:
         """Requests ``[a, e)`` (each the request ``p`` before it) period by period until one leaves the state as
         it was (then every further whole period is that one's counts: copied) or MAX_TRIES periods did not;
         returns where the walk stopped."""
@@ -290,7 +303,7 @@ class _Handle:
                 break
             before = tuple(x.copy() for x in self._state())
             total_before = None if self.per_request else res[0].copy()
-            self.feed(codes[a:a + p], starts[a:a + p], counts[a:a + p], res, a, False)
+            self.feed(codes[a:a + p], starts[a:a + p], counts[a:a + p], res, a, False, *part(a, a + p))
             a += p
             if all(np.array_equal(x, y) for x, y in zip(before, self._state())):
                 k = (e - a) // p
@@ -314,9 +327,9 @@ def _result(n: int, codes: np.ndarray | None, per_request: bool) -> tuple[np.nda
     return np.zeros((n + 1, len(COLUMNS)), np.int64), ops
 
 
-def _plan_arrays(shape: tuple[int, ...], ops, starts, counts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A plan's op codes and ``(n, rank)`` int64 starts and counts, checked (what :func:`simulate_arrays` and
-    :meth:`ArrayModel.feed` take): a ValueError naming what is wrong."""
+def _plan_arrays(shape: tuple[int, ...], ops, starts, counts, strides=None, blocks=None):
+    """A plan's op codes and ``(n, rank)`` int64 starts, counts, strides and blocks (None, None: boxes), checked
+    (what :func:`simulate_arrays` and :meth:`ArrayModel.feed` take): a ValueError naming what is wrong."""
     rank = len(shape)
     starts = np.ascontiguousarray(starts, dtype=np.int64).reshape(-1, rank)
     counts = np.ascontiguousarray(counts, dtype=np.int64).reshape(-1, rank)
@@ -324,15 +337,29 @@ def _plan_arrays(shape: tuple[int, ...], ops, starts, counts) -> tuple[np.ndarra
         raise ValueError(f"starts {starts.shape} and counts {counts.shape} differ")
     codes = _op_codes(ops, len(starts))
     _check_slabs(shape, starts, counts)
-    return codes, starts, counts
+    if (strides is None) != (blocks is None):
+        raise ValueError("strides and blocks go together")
+    if strides is not None:
+        strides = np.ascontiguousarray(strides, dtype=np.int64).reshape(-1, rank)
+        blocks = np.ascontiguousarray(blocks, dtype=np.int64).reshape(-1, rank)
+        if strides.shape != starts.shape or blocks.shape != starts.shape:
+            raise ValueError(f"strides {strides.shape} and blocks {blocks.shape} differ from starts {starts.shape}")
+        blocks = check_strided(starts, counts, strides, blocks)     # abutting blocks: the box (HDF5 merges them)
+    return codes, starts, counts, strides, blocks
 
 
 def simulate_arrays(shape: Sequence[int], chunks: Sequence[int] | None, itemsize: int, *, filtered: bool,
                     cache: ChunkCache, ops: str | Sequence[str] | np.ndarray, starts, counts,
                     stored_chunk_bytes: None | Callable[[Coords], int] | np.ndarray = None,
                     allocated: Allocated = None, sieve_buf_size: int = DEFAULT_SIEVE_BUF_SIZE,
-                    per_request: bool = True, skip_repeats: bool = True) -> Predictions:
+                    per_request: bool = True, skip_repeats: bool = True, strides=None, blocks=None) -> Predictions:
     """:func:`ccp.model.simulate` for a plan given as arrays: ``starts``/``counts`` ``(n, rank)``.
+
+    ``strides``/``blocks`` ``(n, rank)`` make requests strided selections (regular hyperslabs, as
+    :meth:`ccp.model.cache.DatasetModel.request` takes them): request i selects, along dimension d, blocks of
+    ``blocks[i, d]`` elements ``strides[i, d]`` apart inside its box ``starts[i, d] + [0, counts[i, d])``, which
+    ends with a whole block (``blocks >= counts``: the whole box). One HDF5 call: each chunk holding selected
+    elements is visited once, with them.
 
     ``ops`` is one op for all requests or one per request. ``stored_chunk_bytes`` may also be an
     array of stored bytes per chunk in C order over the grid (see :func:`chunk_size_table`).
@@ -342,16 +369,16 @@ def simulate_arrays(shape: Sequence[int], chunks: Sequence[int] | None, itemsize
     (:meth:`_Handle.feed_plan`: the same counts, exactly; False walks every request).
     """
     shape = tuple(int(s) for s in shape)
-    codes, starts, counts = _plan_arrays(shape, ops, starts, counts)
+    codes, starts, counts, strides, blocks = _plan_arrays(shape, ops, starts, counts, strides, blocks)
     n = len(starts)
     h = _Handle(shape, chunks, itemsize, filtered, cache, stored_chunk_bytes, allocated, sieve_buf_size)
     h.per_request = bool(per_request)
     res, out_ops = _result(n, codes, per_request)
     if skip_repeats:
-        h.feed_plan(codes, starts, counts, res)
+        h.feed_plan(codes, starts, counts, res, strides, blocks)
         h.feed(codes[:0], starts[:0], counts[:0], res, n, True)
     else:
-        h.feed(codes, starts, counts, res, 0, True)
+        h.feed(codes, starts, counts, res, 0, True, strides, blocks)
     return Predictions(res, out_ops, n)
 
 
@@ -377,17 +404,17 @@ class ArrayModel:
         self.n_requests = 0
         self.closed = False
 
-    def feed(self, ops: str | Sequence[str] | np.ndarray, starts, counts) -> np.ndarray:
+    def feed(self, ops: str | Sequence[str] | np.ndarray, starts, counts, strides=None, blocks=None) -> np.ndarray:
         """The next requests: their counts, one row per request (:data:`COLUMNS`), or one row of their sum
-        when ``per_request`` is False."""
+        when ``per_request`` is False. ``strides``/``blocks``: strided selections, as :func:`simulate_arrays`."""
         if self.closed:
             raise RuntimeError("dataset handle is closed")
-        codes, starts, counts = _plan_arrays(self.shape, ops, starts, counts)
+        codes, starts, counts, strides, blocks = _plan_arrays(self.shape, ops, starts, counts, strides, blocks)
         res = np.zeros((len(starts) if self.per_request else 1, len(COLUMNS)), np.int64)
         if self.skip_repeats:
-            self._handle.feed_plan(codes, starts, counts, res)
+            self._handle.feed_plan(codes, starts, counts, res, strides, blocks)
         else:
-            self._handle.feed(codes, starts, counts, res, 0, False)
+            self._handle.feed(codes, starts, counts, res, 0, False, strides, blocks)
         self.n_requests += len(starts)
         return res
 
@@ -451,11 +478,16 @@ def simulate_fast(shape: Sequence[int], chunks: Sequence[int] | None, itemsize: 
     """Drop-in for :func:`ccp.model.simulate` (same arguments, a sequence of the same predictions)."""
     reqs = list(requests)
     rank = len(shape)
-    for _op, s, c in reqs:
-        if len(s) != rank or len(c) != rank:
-            raise ValueError(f"selection rank mismatch: {tuple(s)}/{tuple(c)} for shape {tuple(shape)}")
+    for r in reqs:
+        if any(len(v) != rank for v in r[1:]):
+            raise ValueError(f"selection rank mismatch: {'/'.join(str(tuple(v)) for v in r[1:])} for shape "
+                             f"{tuple(shape)}")
     starts = np.array([r[1] for r in reqs], np.int64).reshape(len(reqs), rank)
     counts = np.array([r[2] for r in reqs], np.int64).reshape(len(reqs), rank)
+    strides = blocks = None
+    if any(len(r) > 3 for r in reqs):      # (op, start, count, stride, block): a box is its own block
+        strides = np.array([r[3] if len(r) > 3 else r[2] for r in reqs], np.int64).reshape(len(reqs), rank)
+        blocks = np.array([r[4] if len(r) > 3 else r[2] for r in reqs], np.int64).reshape(len(reqs), rank)
     return simulate_arrays(shape, chunks, itemsize, filtered=filtered, cache=cache, ops=[r[0] for r in reqs],
                            starts=starts, counts=counts, stored_chunk_bytes=stored_chunk_bytes,
-                           allocated=allocated, sieve_buf_size=sieve_buf_size)
+                           allocated=allocated, sieve_buf_size=sieve_buf_size, strides=strides, blocks=blocks)

@@ -37,6 +37,45 @@ def _div(a, b):
     return q
 
 
+# A request's selection along one dimension: the elements x of [s, s + cnt) with (x - s) % st < bl (a regular
+# hyperslab: its blocks of bl elements, st apart; ``cnt`` ends with a whole block). ``bl >= cnt``: the box itself.
+@numba.njit(inline="always")
+def _sel_before(x, s, cnt, st, bl):
+    """Selected elements below ``x``."""
+    y = x - s
+    if y <= 0:
+        return 0
+    if y > cnt:
+        y = cnt
+    q = _div(y, st)
+    return q * bl + min(y - q * st, bl)
+
+
+@numba.njit(inline="always")
+def _pieces_in(a, b, s, cnt, st, bl):
+    """Blocks of the selection that meet ``[a, b)`` (each a piece contiguous along this dimension)."""
+    ya = min(max(a - s, 0), cnt)
+    yb = min(max(b - s, 0), cnt)
+    if yb <= ya:
+        return 0
+    ended = _div(ya - bl, st) + 1 if ya >= bl else 0
+    return _div(yb + st - 1, st) - ended
+
+
+@numba.njit(inline="always")
+def _next_selected(x, s, cnt, st, bl):
+    """The first selected element at or after ``x``, or -1."""
+    y = max(x - s, 0)
+    if y >= cnt:
+        return -1
+    q = _div(y, st)
+    if y - q * st >= bl:
+        y = (q + 1) * st
+        if y >= cnt:
+            return -1
+    return s + y
+
+
 @numba.njit(inline="always")
 def _preemptible(rd, wr, size):
     """Pointer 0 of the prune evicts only chunks fully read and/or fully written."""
@@ -133,19 +172,28 @@ def _prune(res, r, st, ent, rd, wr, dirty, prv, nxt, filtered, stored, chunk_byt
 
 
 @numba.njit(**_JIT)
-def _chunked_kernel(ops, starts, counts, chunks, bits, grid, itemsize, chunk_bytes, filtered, keep, nslots,
-                    total, w0, stored, alloc, per_request, res, row0, close, ent, rd, wr, dirty, prv, nxt, st):
+def _chunked_kernel(ops, starts, counts, strides, blocks, chunks, bits, grid, itemsize, chunk_bytes, filtered, keep,
+                    nslots, total, w0, stored, alloc, per_request, res, row0, close, ent, rd, wr, dirty, prv, nxt, st):
     """Walk requests (request i into row ``row0 + i`` of res, or row 0 if not per_request), then,
     if ``close``, the close (last row). The cache state (one row per slot, and ``st``) lives in
     the caller's arrays, so a long plan can be fed in batches. Returns 1 if a needed stored chunk
-    size was unknown (``stored[lin] < 0``), else 0."""
+    size was unknown (``stored[lin] < 0``), else 0.
+
+    ``strides``/``blocks`` ``(n, rank)`` (or ``(0, rank)``: every request a box): request i selects, along
+    dimension d, the blocks of ``blocks[i, d]`` elements ``strides[i, d]`` apart in its box (``blocks >= counts``:
+    the box). As HDF5 does for one call, each chunk holding selected elements is visited once, in C order, with
+    the elements selected in it; a chunk read or written directly costs one operation per block piece."""
     rank = chunks.shape[0]
     n = ops.shape[0]
     enabled = nslots > 0 and total > 0
+    hyper = strides.shape[0] > 0
     lo = np.empty(rank, np.int64)
     hi = np.empty(rank, np.int64)
     c = np.empty(rank, np.int64)
     ext = np.empty(rank, np.int64)
+    sv = np.empty(rank, np.int64)       # this request's stride and block per dimension (a box: its count, twice)
+    bv = np.empty(rank, np.int64)
+    mem = np.empty(rank, np.int64)      # selected elements per dimension (the memory buffer's shape)
     for i in range(n):
         r = row0 + i if per_request else 0
         write = ops[i] == 1
@@ -153,11 +201,21 @@ def _chunked_kernel(ops, starts, counts, chunks, bits, grid, itemsize, chunk_byt
             continue                               # H5D__read shortcut: no chunk index yet, nothing cached
         st[_INDEX] = 1
         empty = False
+        strided = False
         for d in range(rank):
             if counts[i, d] == 0:
                 empty = True
+            sv[d] = counts[i, d]
+            bv[d] = counts[i, d]
+            mem[d] = counts[i, d]
+            last = starts[i, d] + counts[i, d] - 1
+            if hyper and blocks[i, d] < counts[i, d] and counts[i, d] > 0:
+                strided = True
+                sv[d] = strides[i, d]
+                bv[d] = blocks[i, d]
+                mem[d] = _sel_before(starts[i, d] + counts[i, d], starts[i, d], counts[i, d], sv[d], bv[d])
             lo[d] = _div(starts[i, d], chunks[d])
-            hi[d] = _div(starts[i, d] + counts[i, d] - 1, chunks[d]) if counts[i, d] > 0 else lo[d]
+            hi[d] = _div(last, chunks[d]) if counts[i, d] > 0 else lo[d]
             c[d] = lo[d]
         if empty:
             continue
@@ -170,10 +228,14 @@ def _chunked_kernel(ops, starts, counts, chunks, bits, grid, itemsize, chunk_byt
                 lin = lin * grid[d] + c[d]
                 if d > 0:
                     key = (key << bits[d]) ^ c[d]
-                a = max(starts[i, d], c[d] * chunks[d])
-                b = min(starts[i, d] + counts[i, d], (c[d] + 1) * chunks[d])
-                ext[d] = b - a
-                nsel *= b - a
+                if strided and bv[d] < counts[i, d]:
+                    ext[d] = (_sel_before((c[d] + 1) * chunks[d], starts[i, d], counts[i, d], sv[d], bv[d])
+                              - _sel_before(c[d] * chunks[d], starts[i, d], counts[i, d], sv[d], bv[d]))
+                else:
+                    a = max(starts[i, d], c[d] * chunks[d])
+                    b = min(starts[i, d] + counts[i, d], (c[d] + 1) * chunks[d])
+                    ext[d] = b - a
+                nsel *= ext[d]
             naccessed = nsel * itemsize
             e = -1
             slot = -1
@@ -250,25 +312,27 @@ def _chunked_kernel(ops, starts, counts, chunks, bits, grid, itemsize, chunk_byt
             elif allocated:
                 # ---- bypass: one operation per piece contiguous in the chunk on disk and in memory
                 k = rank - 1
-                while k > 0 and ext[k] == chunks[k] and ext[k] == counts[i, k]:
+                while k > 0 and ext[k] == chunks[k] and ext[k] == mem[k]:
                     k -= 1
                 nruns = 1
-                run = 1
-                for d in range(rank):
-                    if d < k:
-                        nruns *= ext[d]
-                    else:
-                        run *= ext[d]
+                for d in range(k):
+                    nruns *= ext[d]
+                if strided and bv[k] < counts[i, k]:      # one piece per block along dimension k
+                    nruns *= _pieces_in(c[k] * chunks[k], (c[k] + 1) * chunks[k], starts[i, k], counts[i, k],
+                                        sv[k], bv[k])
                 if write:
                     res[r, _NW] += nruns
-                    res[r, _BW] += nruns * run * itemsize
+                    res[r, _BW] += naccessed
                 else:
                     res[r, _NR] += nruns
-                    res[r, _BR] += nruns * run * itemsize
-            # ---- next chunk in C order
+                    res[r, _BR] += naccessed
+            # ---- next chunk in C order (holding selected elements: a strided dimension skips the chunks between)
             d = rank - 1
             while d >= 0:
                 c[d] += 1
+                if strided and bv[d] < counts[i, d] and c[d] <= hi[d]:
+                    x = _next_selected(c[d] * chunks[d], starts[i, d], counts[i, d], sv[d], bv[d])
+                    c[d] = hi[d] + 1 if x < 0 else _div(x, chunks[d])
                 if c[d] <= hi[d]:
                     break
                 c[d] = lo[d]
@@ -284,15 +348,22 @@ def _chunked_kernel(ops, starts, counts, chunks, bits, grid, itemsize, chunk_byt
 
 # =========================================================================== contiguous kernel
 @numba.njit(**_JIT)
-def _contig_kernel(ops, starts, counts, shape, itemsize, cap, storage, per_request, res, row0, close, cst):
+def _contig_kernel(ops, starts, counts, strides, blocks, shape, itemsize, cap, storage, per_request, res, row0, close,
+                   cst):
     """The sieve buffer of DatasetModel._sieve_read/_sieve_write, pieces generated in order.
-    State in ``cst``: sieve address (-1: none), size, dirty, dataset allocated."""
+    State in ``cst``: sieve address (-1: none), size, dirty, dataset allocated. ``strides``/``blocks`` as in
+    :func:`_chunked_kernel`: the pieces are the selection's, in C order, one per block along the last dimension
+    that is not whole."""
     rank = shape.shape[0]
     n = ops.shape[0]
-    strides = np.ones(max(rank, 1), np.int64)
+    hyper = strides.shape[0] > 0
+    strides_el = np.ones(max(rank, 1), np.int64)
     for d in range(rank - 2, -1, -1):
-        strides[d] = strides[d + 1] * shape[d + 1]
+        strides_el[d] = strides_el[d + 1] * shape[d + 1]
     idx = np.zeros(max(rank, 1), np.int64)
+    lim = np.zeros(max(rank, 1), np.int64)
+    sv = np.ones(max(rank, 1), np.int64)
+    bv = np.ones(max(rank, 1), np.int64)
     loc = cst[0]
     size = cst[1]
     sdirty = cst[2] != 0
@@ -308,23 +379,37 @@ def _contig_kernel(ops, starts, counts, shape, itemsize, cap, storage, per_reque
         for d in range(rank):
             if counts[i, d] == 0:
                 empty = True
+            sv[d] = counts[i, d]
+            bv[d] = counts[i, d]
+            if hyper and blocks[i, d] < counts[i, d]:
+                sv[d] = strides[i, d]
+                bv[d] = blocks[i, d]
         if empty:
             continue
         k = max(rank - 1, 0)
-        while k > 0 and counts[i, k] == shape[k]:
+        while k > 0 and counts[i, k] == shape[k] and bv[k] >= counts[i, k]:
             k -= 1
         run = 1
-        for d in range(k, rank):
+        for d in range(k + 1, rank):
             run *= counts[i, d]
-        length = run * itemsize
-        base = 0
-        for d in range(rank):
-            base += starts[i, d] * strides[d]
+        # pieces: an odometer over the selected elements of dims [0, k) and the blocks of dim k
+        for d in range(k):
             idx[d] = 0
+            lim[d] = _sel_before(starts[i, d] + counts[i, d], starts[i, d], counts[i, d], sv[d], bv[d])
+        if rank:
+            idx[k] = 0
+            lim[k] = _div(counts[i, k] + sv[k] - 1, sv[k])
+        length = (bv[k] if rank else 1) * run * itemsize
+        base = 0
+        for d in range(k + 1, rank):
+            base += starts[i, d] * strides_el[d]
         while True:
             off = base
             for d in range(k):
-                off += idx[d] * strides[d]
+                q = _div(idx[d], bv[d])
+                off += (starts[i, d] + q * sv[d] + idx[d] - q * bv[d]) * strides_el[d]
+            if rank:
+                off += (starts[i, k] + idx[k] * sv[k]) * strides_el[k]
             addr = off * itemsize
             # ---- one piece [addr, addr + length)
             if loc >= 0 and addr >= loc and addr + length <= loc + size:
@@ -360,11 +445,11 @@ def _contig_kernel(ops, starts, counts, shape, itemsize, cap, storage, per_reque
                     res[r, _NR] += 1
                     res[r, _BR] += size
                 sdirty = write
-            # ---- next piece: odometer over dims [0, k)
-            d = k - 1
+            # ---- next piece: odometer over dims [0, k]
+            d = k if rank else -1
             while d >= 0:
                 idx[d] += 1
-                if idx[d] < counts[i, d]:
+                if idx[d] < lim[d]:
                     break
                 idx[d] = 0
                 d -= 1

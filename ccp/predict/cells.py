@@ -129,14 +129,20 @@ def predict_requests(cell, source, stored=None, max_requests=None, per_request=T
         if access.random or getattr(access, "trace", None):
             plan = plan_for(access, source.shape)
             k = len(plan) if max_requests is None else min(len(plan), max_requests)
+            if not per_request and k == len(plan) and getattr(access, "trace", None):
+                plan = plan_for(access, source.shape, strided=True)   # the whole replay's totals: its calls as
+                k = len(plan)                                         # made, a strided one exact on any layout
             cuts = [int(r) for r in (plan.reopen_before if plan.reopen_before is not None else ()) if 0 < r < k]
             if not cuts or op != "read":
+                strides, blocks = plan.hyperslab(0, k)
                 return simulate_arrays(source.shape, chunks, itemsize, ops=op, starts=plan.starts[:k],
-                                       counts=plan.counts[:k], **kw)
+                                       counts=plan.counts[:k], strides=strides, blocks=blocks, **kw)
             # a replay whose program lost its cache: each session starts with an empty cache
             bounds = [0, *cuts, k]
             return _sessions([simulate_arrays(source.shape, chunks, itemsize, ops=op, starts=plan.starts[a:b],
-                                              counts=plan.counts[a:b], **kw) for a, b in zip(bounds, bounds[1:])])
+                                              counts=plan.counts[a:b], strides=plan.hyperslab(a, b)[0],
+                                              blocks=plan.hyperslab(a, b)[1], **kw)
+                              for a, b in zip(bounds, bounds[1:])])
         return simulate_tiling(source.shape, chunks, itemsize, op=op, block=access.block, order=access.order,
                                max_requests=max_requests, **kw)
 

@@ -89,10 +89,36 @@ def chunk_candidates(seq: ReplaySequence) -> list[tuple[int, ...]]:
 
 
 
-def touched_chunks(shape, chunks, starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """(request index, C-order chunk index) of every chunk each request touches, in request then C order.
+def selected_before(x: np.ndarray, start: np.ndarray, count: np.ndarray, stride: np.ndarray,
+                    block: np.ndarray) -> np.ndarray:
+    """Elements of a strided selection along one dimension (blocks of ``block``, ``stride`` apart in
+    ``start + [0, count)``; ``RequestPlan``'s form) below ``x``, elementwise."""
+    y = np.clip(x - start, 0, count)
+    step = np.maximum(stride, 1)
+    return (y // step) * block + np.minimum(y % step, block)
 
-    Vectorised one dimension at a time; None when there would be more than MAX_TOUCHED pairs."""
+
+def holds_selection(coords: np.ndarray, chunks, starts, counts, strides, blocks) -> np.ndarray:
+    """Per row: whether chunk ``coords[i]`` (scaled) holds an element request i selects, its box touching it:
+    False where a strided dimension's blocks pass the chunk by (HDF5 does not visit it)."""
+    keep = np.ones(len(coords), bool)
+    for d in range(coords.shape[1] if coords.ndim == 2 else 0):
+        s, c, t, b = starts[:, d], counts[:, d], strides[:, d], blocks[:, d]
+        strided = b < c
+        if strided.any():
+            lo = coords[:, d] * int(chunks[d])
+            inside = selected_before(lo + int(chunks[d]), s, c, t, b) - selected_before(lo, s, c, t, b)
+            keep &= ~strided | (inside > 0)
+    return keep
+
+
+def touched_chunks(shape, chunks, starts: np.ndarray, counts: np.ndarray, strides: np.ndarray | None = None,
+                   blocks: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+    """(request index, C-order chunk index) of every chunk each request touches, in request then C order;
+    ``strides``/``blocks`` (a plan's strided requests): only the chunks holding selected elements.
+
+    Vectorised one dimension at a time; None when there would be more than MAX_TOUCHED pairs (of the requests'
+    boxes)."""
     grid = np.asarray(ChunkGrid(tuple(shape), tuple(chunks)).grid, np.int64)
     ch = np.asarray(chunks, np.int64)
     lo = starts // ch
@@ -108,6 +134,11 @@ def touched_chunks(shape, chunks, starts: np.ndarray, counts: np.ndarray) -> tup
         within = np.arange(len(rep), dtype=np.int64) - np.repeat(np.cumsum(span) - span, span)
         lin = np.repeat(lin, span) * grid[d] + lo[rep, d] + within
         ids = rep
+    if strides is not None and blocks is not None and len(lin) and (blocks < counts).any():
+        coords = np.stack(np.unravel_index(lin, tuple(int(g) for g in grid)), axis=1).astype(np.int64)
+        coords = coords.reshape(len(lin), starts.shape[1])
+        keep = holds_selection(coords, chunks, starts[ids], counts[ids], strides[ids], blocks[ids])
+        ids, lin = ids[keep], lin[keep]
     return ids, lin
 
 
@@ -123,7 +154,8 @@ def touched_count(shape, chunks, starts: np.ndarray, counts: np.ndarray) -> floa
 
 
 def partial_requests(seq: ReplaySequence, chunks) -> np.ndarray:
-    """Per request: whether it covers only part of some chunk it touches (exact for boxes)."""
+    """Per request: whether it covers only part of some chunk it touches (exact for boxes; a strided one covers
+    its chunks whole only if its blocks and their gaps are whole chunks)."""
     ch = np.asarray(chunks, np.int64)
     shape = np.asarray(seq.shape, np.int64)
     out = np.empty(len(seq.plan), bool)
@@ -131,6 +163,9 @@ def partial_requests(seq: ReplaySequence, chunks) -> np.ndarray:
         st, ct = seq.plan.starts[a:a + BATCH], seq.plan.counts[a:a + BATCH]
         end = st + ct
         aligned = (st % ch == 0) & ((end % ch == 0) | (end == shape))
+        sd, bk = seq.plan.hyperslab(a, a + BATCH)
+        if sd is not None and bk is not None:
+            aligned &= (bk >= ct) | ((bk % ch == 0) & (sd % ch == 0))
         out[a:a + BATCH] = ~aligned.all(axis=1) & (ct > 0).all(axis=1)
     return out
 
@@ -141,7 +176,8 @@ def block_batches(seq: ReplaySequence):
     over so a run of requests in one chunk is one block across batches too. Needs at most MAX_TOUCHED pairs."""
     last_lin = last_sess = -1
     for a in range(0, len(seq.plan), BATCH):
-        pairs = touched_chunks(seq.shape, seq.chunks, seq.plan.starts[a:a + BATCH], seq.plan.counts[a:a + BATCH])
+        pairs = touched_chunks(seq.shape, seq.chunks, seq.plan.starts[a:a + BATCH], seq.plan.counts[a:a + BATCH],
+                               *seq.plan.hyperslab(a, a + BATCH))
         assert pairs is not None, "fewer pairs than MAX_TOUCHED in all, so in a batch"
         req, lin = pairs
         req = req + a
@@ -202,8 +238,11 @@ def _block_sequence_loop(seq: ReplaySequence) -> ReplaySequence:
         if i in session_starts:
             sess.append(len(starts))
             last = None
+        strides, blocks = seq.plan.hyperslab(i, i + 1)
         for c in grid.chunks_touched(tuple(seq.plan.starts[i]), tuple(seq.plan.counts[i])):
-            if c == last:
+            if c == last or (strides is not None and not holds_selection(
+                    np.asarray([c], np.int64), seq.chunks, seq.plan.starts[i:i + 1], seq.plan.counts[i:i + 1],
+                    strides, blocks)[0]):
                 continue
             last = c
             lo, hi = grid.chunk_box(c)

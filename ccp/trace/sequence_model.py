@@ -71,7 +71,7 @@ def run_model(seq: ReplaySequence, chunks=None, caches=None, merge_sessions: boo
         reads_only = not codes[sl].any()
         for a in range(sl.start, sl.stop, MODEL_BATCH):       # a batch at a time: no row per request of the whole
             b = min(sl.stop, a + MODEL_BATCH)
-            c = model.feed(codes[a:b], seq.plan.starts[a:b], seq.plan.counts[a:b])
+            c = model.feed(codes[a:b], seq.plan.starts[a:b], seq.plan.counts[a:b], *seq.plan.hyperslab(a, b))
             tot += c.sum(axis=0)
             if per_call:        # counted over the batch's range of calls (call_of rises with the requests)
                 who = seq.call_of[a:b]
@@ -201,7 +201,8 @@ def working_set(seq: ReplaySequence, chunks) -> tuple[int, int]:
         parts = []
         for x in range(a, b, BATCH):
             y = min(b, x + BATCH)
-            pairs = touched_chunks(seq.shape, chunks, seq.plan.starts[x:y], seq.plan.counts[x:y])
+            pairs = touched_chunks(seq.shape, chunks, seq.plan.starts[x:y], seq.plan.counts[x:y],
+                                   *seq.plan.hyperslab(x, y))
             assert pairs is not None, "fewer pairs than MAX_TOUCHED in all, so in a batch"
             found = np.unique(pairs[1])
             if seen is not None:

@@ -10,34 +10,29 @@ same sequence. This module holds the pieces; :mod:`ccp.workload.replay_batches` 
 chunk cache was lost (the last handle of the dataset closed, or its file closed), so a replay can
 close and reopen the dataset there. Each process is its own session (its own cache).
 
-How selections become boxes (``ccp.workload.requestplan.RequestPlan`` holds boxes only):
+How selections become requests (``ccp.workload.requestplan.RequestPlan``):
 
 * ``all``/``box``: one box, exact.
-* ``regular`` hyperslabs (``count`` blocks per dimension, ``stride`` apart): on a chunked dataset one box per
-  chunk they touch, holding exactly the elements selected in it (HDF5 visits each chunk once per call);
-  on a contiguous one, one box per block.
+* ``regular`` hyperslabs (``count`` blocks per dimension, ``stride`` apart, e.g. ``a[::3]``): one request, the
+  hyperslab itself (its box, strides and blocks), for any layout: the model visits each chunk holding selected
+  elements once per call, in HDF5's order, with those elements (chunk loads exact), and counts a chunk read
+  directly (unfiltered, bigger than the cache) one read per piece contiguous on disk and in memory, as HDF5 does
+  (``tests/model/test_strided.py`` against HDF5 under the log VFD, on layouts other than the traced one too;
+  ``tests/workload/test_replay_strided.py``: the two gaps a box per chunk had, ``a[::3]`` of 100 elements read
+  directly from 10-element chunks, 34 reads not 10, and 2-element chunks, 34 loads not 20).
 * ``blocks`` (irregular hyperslabs, e.g. fancy indexing): one box per listed block.
 * ``points``: one 1-element box per point.
-* more than ``max_boxes`` boxes in one call, or blocks/points not listed in the trace: the
-  selection's bounding box (``approximate`` counts these calls).
+* more than ``max_boxes`` blocks or points in one call, blocks/points not listed in the trace, or a damaged
+  regular hyperslab: the selection's bounding box (``approximate`` counts these calls).
 
-A call split into several boxes is still one call: ``call_of[i]`` is the index of the
-low-level call request ``i`` belongs to. HDF5 visits each chunk once per call; a model fed the
-boxes one by one visits a chunk once per box, which only differs when a chunk cannot be kept in
-the cache (then the model counts more loads than HDF5 did).
-
-A regular hyperslab's box per chunk holds the chunk's selected elements as one run, so it is the selection only
-for the traced layout and a chunk the cache keeps (``tests/workload/test_replay_strided.py``: the loads, raw reads
-and bytes of a box per block). Known gaps, measured: a chunk read directly (bigger than the cache, unfiltered)
-counts one read per box where HDF5 reads each block (``a[::3]``, 10-element chunks, no cache: 10 reads, not 34);
-a candidate layout with chunks smaller than the stride sees the run, not the strided elements (2-element chunks:
-20 loads, not 34). Exact for every layout would take the hyperslab itself (start, stride, count, block) in the
-kernel.
+A call split into several boxes (blocks, points) is still one call: ``call_of[i]`` is the index of the
+low-level call request ``i`` belongs to. HDF5 visits each chunk once per call; a model fed those boxes one by
+one visits a chunk once per box, which only differs when a chunk cannot be kept in the cache (then the model
+counts more loads than HDF5 did). A regular hyperslab has no such gap: it is one request.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -97,107 +92,52 @@ def _present(value):
     return value
 
 
-MAX_COORDS = 1 << 22      # selected coordinates listed along one dimension; beyond, the bounding box
-
-
-def _per_chunk(first: np.ndarray, nsel: np.ndarray, last: np.ndarray):
-    """One run per chunk for the coordinates selected in it (the first, how many, the last): ``nsel`` long, inside
-    the chunk (so it covers the chunk whole only when the selection does), from the first selected coordinate, the
-    last chunk's ending at the last selected one (bounding boxes stay the selection's). One chunk with gaps in it:
-    ``(first, nsel - 1)`` and ``(last, 1)``."""
-    first, nsel = first.copy(), nsel.copy()
-    if len(first) == 1 and first[0] + nsel[0] - 1 < last[0]:
-        return np.array([first[0], last[0]]), np.array([nsel[0] - 1, 1])
-    if len(first):
-        first[-1] = last[-1] - nsel[-1] + 1
-    return first, nsel
-
-
-_RUNS: dict[tuple, tuple[np.ndarray, np.ndarray] | None] = {}
-MAX_RUNS_KEPT, MAX_RUN_LENGTH_KEPT = 4096, 4096     # _axis_runs' memory: entries, and runs in one entry
-
-
-def _axis_runs(start: int, count: int, stride: int, block: int, chunk: int | None):
-    """:func:`_axis_runs_of`, remembered (read-only arrays) when short: a program's calls share their dimensions'
-    selections (``a[t, ::2]`` for each t: the ``::2``)."""
-    key = (start, count, stride, block, chunk)
-    if key in _RUNS:
-        return _RUNS[key]
-    runs = _axis_runs_of(start, count, stride, block, chunk)
-    if runs is None or len(runs[0]) <= MAX_RUN_LENGTH_KEPT:
-        if len(_RUNS) >= MAX_RUNS_KEPT:
-            _RUNS.clear()
-        if runs is not None:
-            for a in runs:
-                a.setflags(write=False)
-        _RUNS[key] = runs
-    return runs
-
-
-def _axis_runs_of(start: int, count: int, stride: int, block: int, chunk: int | None):
-    """One dimension of a regular hyperslab as runs ``(first, length)``: per block when ``chunk`` is None; else
-    grouped by the chunk they fall in (:func:`_per_chunk`). None: too many to list."""
-    if stride == block or count == 1:               # the blocks abut (or there is one): one run
-        return np.array([start], np.int64), np.array([(count - 1) * stride + block], np.int64)
-    if chunk is None or (block == 1 and stride >= chunk):     # a run per block (each in a chunk of its own)
-        if count > MAX_COORDS:
-            return None
-        return start + stride * np.arange(count, dtype=np.int64), np.full(count, block, np.int64)
-    if block == 1:          # closed form: the elements i in chunk k are ceil((k*chunk - start) / stride) .. (exclusive)
-        k = np.arange(start // chunk, (start + (count - 1) * stride) // chunk + 1, dtype=np.int64)
-        i_lo = np.clip(-((start - k * chunk) // stride), 0, count)
-        i_hi = np.clip(-((start - (k + 1) * chunk) // stride), 0, count)
-        keep = i_hi > i_lo
-        i_lo, i_hi = i_lo[keep], i_hi[keep]
-        return _per_chunk(start + i_lo * stride, i_hi - i_lo, start + (i_hi - 1) * stride)
-    if count * block > MAX_COORDS:
+def _regular(row: dict, rank: int):
+    """A regular hyperslab row as one request: ``(start, box, stride, block)`` lists, the box ``(count - 1) * stride
+    + block`` per dimension; blocks that abut (or a single one) are the box (stride = block = the box's count).
+    None if the row is damaged (missing lists, a rank other than the dataset's, or blocks HDF5 would refuse)."""
+    try:
+        start, count, stride, block = ([int(v) for v in row[k]] for k in ("start", "count", "stride", "block"))
+    except (TypeError, ValueError):
         return None
-    coords = (start + stride * np.arange(count, dtype=np.int64))[:, None] + np.arange(block, dtype=np.int64)
-    coords = coords.ravel()                         # increasing: HDF5 keeps block <= stride
-    firsts = np.flatnonzero(np.diff(coords // chunk, prepend=-1) != 0)
-    ends = np.append(firsts[1:], len(coords))
-    return _per_chunk(coords[firsts], ends - firsts, coords[ends - 1])
+    if not all(len(v) == rank for v in (start, count, stride, block)):
+        return None
+    box, out_stride, out_block = [], [], []
+    for c, t, b in zip(count, stride, block):
+        if c < 0 or b < 0 or (c > 1 and t < b) or (c > 0 and b == 0):
+            return None
+        extent = (c - 1) * t + b if c > 0 else 0
+        box.append(extent)
+        gaps = c > 1 and t > b
+        out_stride.append(t if gaps else extent)
+        out_block.append(b if gaps else extent)
+    return start, box, out_stride, out_block
 
 
-def _boxes(row, rank: int, max_boxes: int, chunks=None) -> tuple[list | np.ndarray, list | np.ndarray, bool]:
-    """A low-level row's selection as boxes, starts and counts (lists, or ``(n, rank)`` int64 arrays for a regular
-    hyperslab; see the module's docstring); ``chunks``: the layout's, to group a regular hyperslab's blocks by the
-    chunk they fall in (None: contiguous, a box per block)."""
+def _boxes(row, rank: int, max_boxes: int) -> tuple[list, list, bool, list | None, list | None]:
+    """A low-level row's selection as requests: ``(starts, counts, approximate, strides, blocks)`` (lists; strides
+    and blocks None unless the row is a regular hyperslab, then one request; see the module's docstring)."""
     row = {k: _present(row[k]) for k in BOX_COLUMNS}   # a missing list of an Arrow list column reads as NA: None
     sel = row["sel"]
     start = list(row["start"]) if row["start"] is not None else None
     count = list(row["count"]) if row["count"] is not None else None
     if sel in ("all", "box"):
-        return [start], [count], False
+        return [start], [count], False, None, None
     if sel == "regular" and start is not None and count is not None:   # else damaged: like bounds-only, below
-        stride, block = list(row["stride"]), list(row["block"])
-        runs = [_axis_runs(int(s), int(c), int(st), int(b), None if chunks is None else int(chunks[d]))
-                for d, (s, c, st, b) in enumerate(zip(start, count, stride, block))]
-        n = math.prod(len(r[0]) for r in runs) if all(r is not None for r in runs) else max_boxes + 1
-        if n > max_boxes:
-            lo = start
-            hi = [s + (c - 1) * st + b for s, c, st, b in zip(start, count, stride, block)]
-            return [lo], [[h - a for a, h in zip(lo, hi)]], True
-        lengths = tuple(len(r[0]) for r in runs if r is not None)
-        starts = np.empty((rank, *lengths), np.int64)
-        counts = np.empty((rank, *lengths), np.int64)
-        for d, r in enumerate(runs):        # the runs' product in C order (the last dimension fastest), broadcast
-            assert r is not None
-            along = (1,) * d + (-1,) + (1,) * (rank - d - 1)
-            starts[d] = r[0].reshape(along)
-            counts[d] = r[1].reshape(along)
-        return starts.reshape(rank, n).T, counts.reshape(rank, n).T, False
+        one = _regular(row, rank)
+        if one is not None:
+            return [one[0]], [one[1]], False, [one[2]], [one[3]]
     if sel == "blocks" and row["blocks"] is not None:
         corners = np.asarray(row["blocks"], np.int64).reshape(-1, 2, rank)
         if len(corners) <= max_boxes:
-            return corners[:, 0].tolist(), (corners[:, 1] - corners[:, 0] + 1).tolist(), False
+            return corners[:, 0].tolist(), (corners[:, 1] - corners[:, 0] + 1).tolist(), False, None, None
     if sel == "points" and row["points"] is not None:
         pts = np.asarray(row["points"], np.int64).reshape(-1, rank)
         if len(pts) <= max_boxes:
-            return pts.tolist(), [[1] * rank] * len(pts), False
+            return pts.tolist(), [[1] * rank] * len(pts), False, None, None
     if start is not None and count is not None:      # bounds only
-        return [start], [count], True
-    return [], [], True
+        return [start], [count], True, None, None
+    return [], [], True, None, None
 
 
 def _matrix(col, rank: int) -> np.ndarray | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
@@ -36,8 +37,6 @@ from ccp.workload.requestplan import RequestPlan
 from ccp.workload.tracefile import Trace, load_trace
 
 BATCH = 200_000         # rows fed at a time by replay_sequence (a table in memory is never copied whole)
-MAX_REMEMBERED = 4096   # regular hyperslabs whose boxes a builder keeps (then it forgets them all and starts again)
-MAX_REMEMBERED_BOXES = 1 << 20      # and boxes in all (48 MiB at rank 3)
 OPS = np.array(["read", "write"], dtype=object)     # indexed by op code: a pointer a request, two strings in all
 
 
@@ -53,12 +52,13 @@ class SequenceBuilder:
         """``op`` None: reads and writes; ``in_order``: the caller sorted the rows (keys are not checked)."""
         self.where, self.file, self.dataset, self.layout, self.op = where, file, dataset, layout, op
         self.rank = len(layout["shape"])
-        self.chunks = layout.get("chunks") or None    # a regular hyperslab is grouped by the chunks it touches
         self.max_boxes = max_boxes
         self.starts: list[np.ndarray] = []
         self.counts: list[np.ndarray] = []
         self.codes: list[np.ndarray] = []
         self.call_of: list[np.ndarray] = []
+        self.strides: list[np.ndarray | None] = []    # per batch: a regular hyperslab's strides and blocks (None:
+        self.blocks: list[np.ndarray | None] = []     # the batch has none; finish() fills in the boxes' counts)
         self.nreq = self.ncalls = self.approximate = 0
         self.reach = np.asarray(layout["shape"], np.int64)      # the largest extent a request reached
         self.session_starts: list[int] = []
@@ -72,8 +72,6 @@ class SequenceBuilder:
         self.first_cache: ChunkCache | None = None
         self.order: tuple[int, int] | None = None
         self.in_order = in_order
-        self.regular_boxes: dict[tuple, tuple[np.ndarray, np.ndarray, bool]] = {}   # see _boxes
-        self.remembered_boxes = 0
 
     def add(self, rows) -> None:
         """The next rows of this dataset (a DataFrame of the trace's columns, file order)."""
@@ -103,13 +101,18 @@ class SequenceBuilder:
         plain = _is(sel, ("all", "box"))
         nbox = np.ones(len(low_rows), np.int64)
         extra: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        hyper: dict[int, tuple[list, list]] = {}     # the regular hyperslabs' strides and blocks, by row
         boxed = np.flatnonzero(~plain)
         if len(boxed):      # the columns of these rows as Python lists at once: no pandas row a call
             picked = rows[BOX_COLUMNS].iloc[low_rows[boxed]]
             for j, values in zip(boxed.tolist(), zip(*(picked[c].tolist() for c in BOX_COLUMNS))):
-                b_starts, b_counts, approx = self._boxes(dict(zip(BOX_COLUMNS, values)))
-                extra[j] = (b_starts, b_counts)
-                nbox[j] = len(b_starts)
+                r_starts, r_counts, approx, r_strides, r_blocks = _boxes(dict(zip(BOX_COLUMNS, values)), self.rank,
+                                                                         self.max_boxes)
+                extra[j] = (np.asarray(r_starts, np.int64).reshape(-1, self.rank),
+                            np.asarray(r_counts, np.int64).reshape(-1, self.rank))
+                if r_strides is not None and r_blocks is not None:
+                    hyper[j] = (r_strides, r_blocks)
+                nbox[j] = len(r_starts)
                 self.approximate += approx
         pstarts = _matrix(rows["start"].iloc[low_rows[plain]], self.rank)
         pcounts = _matrix(rows["count"].iloc[low_rows[plain]], self.rank)
@@ -132,6 +135,14 @@ class SequenceBuilder:
                             or (counts > MAX_EXTENT).any()):
             raise CcpError(f"{self.where}: {self.dataset}: a selection's start/count is outside 0..2**62 "
                            "(the trace is damaged)")
+        strides = blocks = None
+        if hyper:       # a box's own count is its stride and block
+            strides, blocks = counts.copy(), counts.copy()
+            for k, (b_strides, b_blocks) in hyper.items():
+                strides[offsets[k]] = b_strides[0]
+                blocks[offsets[k]] = b_blocks[0]
+        self.strides.append(strides)
+        self.blocks.append(blocks)
         has = nbox > 0
         self.call_of.append(np.repeat(self.ncalls + np.cumsum(has) - 1, nbox).astype(np.int64))
         self.codes.append(np.repeat(_is(rows["op"].iloc[low_rows], ["write"]).astype(np.uint8), nbox))
@@ -142,26 +153,6 @@ class SequenceBuilder:
         self._sessions(rows, pos, low, pids_col, has, offsets)
         self.ncalls += int(has.sum())
         self.nreq += int(offsets[-1])
-
-    def _boxes(self, row: dict) -> tuple[np.ndarray, np.ndarray, bool]:
-        """:func:`~ccp.workload.replay._boxes` of a row as ``(n, rank)`` int64 arrays; a regular hyperslab's
-        remembered (a program reads the same ``a[::3]`` again and again: it is expanded once)."""
-        key = None
-        if row["sel"] == "regular" and all(isinstance(row[c], list) for c in ("start", "count", "stride", "block")):
-            key = (tuple(row["start"]), tuple(row["count"]), tuple(row["stride"]), tuple(row["block"]))
-            hit = self.regular_boxes.get(key)
-            if hit is not None:
-                return hit
-        b_starts, b_counts, approx = _boxes(row, self.rank, self.max_boxes, self.chunks)
-        out = (np.asarray(b_starts, np.int64).reshape(-1, self.rank), np.asarray(b_counts, np.int64).reshape(-1, self.rank),
-               bool(approx))
-        if key is not None and len(out[0]) <= MAX_REMEMBERED_BOXES:
-            if len(self.regular_boxes) >= MAX_REMEMBERED or self.remembered_boxes + len(out[0]) > MAX_REMEMBERED_BOXES:
-                self.regular_boxes.clear()
-                self.remembered_boxes = 0
-            self.regular_boxes[key] = out
-            self.remembered_boxes += len(out[0])
-        return out
 
     def _check_order(self, pid_all: np.ndarray, seq_all: np.ndarray) -> None:
         """Raise OutOfOrder unless these rows follow the last ones, each (pid, seq) after the one before."""
@@ -215,6 +206,11 @@ class SequenceBuilder:
         rank = self.rank
         starts = np.concatenate(self.starts) if self.starts else np.zeros((0, rank), np.int64)
         self.starts = []
+        strides = blocks = None
+        if any(x is not None for x in self.strides):
+            strides = np.concatenate([c if x is None else x for c, x in zip(self.counts, self.strides)])
+            blocks = np.concatenate([c if x is None else x for c, x in zip(self.counts, self.blocks)])
+        self.strides, self.blocks = [], []
         counts = np.concatenate(self.counts) if self.counts else np.zeros((0, rank), np.int64)
         self.counts = []
         codes = np.concatenate(self.codes) if self.codes else np.zeros(0, np.uint8)
@@ -231,7 +227,7 @@ class SequenceBuilder:
         return ReplaySequence(
             file=self.file, dataset=self.dataset, pids=tuple(self.pids), shape=shape, dtype=self.layout["dtype"],
             itemsize=int(self.layout["itemsize"]), chunks=chunks, filtered=bool(self.layout.get("filters")),
-            ops=OPS[codes], plan=RequestPlan(starts, counts),
+            ops=OPS[codes], plan=RequestPlan(starts, counts, strides=strides, blocks=blocks),
             call_of=call_of, session_starts=np.asarray(self.session_starts, np.int64),
             session_caches=tuple(c or fallback for c in self.caches), session_pids=tuple(self.session_pids),
             ncalls=self.ncalls, approximate=self.approximate)
@@ -282,13 +278,16 @@ def _first_cache(rows: _Rows) -> ChunkCache | None:
     return _cache_of(rows.row(opens[0])) if len(opens) else None
 
 
-def traced_plan(trace_dir, dataset: str, shape=None, pid: int | None = None, op: str = "read"):
+def traced_plan(trace_dir, dataset: str, shape=None, pid: int | None = None, op: str = "read", strided: bool = False):
     """What a sweep's ``{trace: TRACE, dataset: /path, pid: N}`` access replays.
 
     Returns ``(plan, reopen_before, caches)``: the ``RequestPlan`` of the traced ``op`` requests,
     the request indices before which the program's chunk cache was lost (close and reopen the
     dataset there; a new process also starts there), and the cache each session had. ``shape``,
-    when given, must be the traced dataset's shape (a sweep's layouts keep the shape).
+    when given, must be the traced dataset's shape (a sweep's layouts keep the shape). ``strided``: a regular
+    hyperslab call is one strided request (what the model takes, exact for any layout); else boxes, a run per
+    chunk of the traced layout (``RequestPlan.as_boxes``: what a sweep's runner reads, the same plan measured
+    and predicted request by request).
     """
     seq = replay_sequence(load_trace(trace_dir), dataset, pid=pid, op=op)
     if shape is not None and tuple(int(s) for s in shape) != tuple(seq.shape):
@@ -296,4 +295,8 @@ def traced_plan(trace_dir, dataset: str, shape=None, pid: int | None = None, op:
                        f"the sweep's dataset has {list(shape)}")
     if not len(seq.plan):
         raise CcpError(f"{trace_dir}: no {op} requests on {seq.dataset} in the trace")
-    return seq.plan, seq.session_starts[1:].copy(), seq.session_caches
+    plan = replace(seq.plan, reopen_before=seq.session_starts[1:].copy())
+    if not strided:
+        plan = plan.as_boxes(seq.chunks)
+    assert plan.reopen_before is not None
+    return plan, plan.reopen_before, seq.session_caches

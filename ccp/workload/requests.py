@@ -45,14 +45,17 @@ def random_requests(shape, block, n: int, seed: int = 0) -> RequestPlan:
     return RequestPlan(starts.astype(np.int64), counts.astype(np.int64))
 
 
-def plan_for(access, shape) -> RequestPlan:
-    """The plan of an :class:`~ccp.config.sweep.AccessSpec` over a dataset shape."""
+def plan_for(access, shape, strided: bool = False) -> RequestPlan:
+    """The plan of an :class:`~ccp.config.sweep.AccessSpec` over a dataset shape; ``strided``: a traced regular
+    hyperslab call as one strided request (for the model), else as boxes (for a runner; see
+    :func:`~ccp.workload.replay_batches.traced_plan`)."""
     if getattr(access, "trace", None) is not None:
         from ccp.workload.replay_batches import traced_plan
 
-        plan, reopen_before, _caches = traced_plan(access.trace, access.trace_dataset, shape, access.pid, access.op)
+        plan, reopen_before, _caches = traced_plan(access.trace, access.trace_dataset, shape, access.pid, access.op,
+                                                   strided)
         return RequestPlan(np.asarray(plan.starts, np.int64), np.asarray(plan.counts, np.int64),
-                           np.asarray(reopen_before, np.int64))
+                           np.asarray(reopen_before, np.int64), plan.strides, plan.blocks)
     if access.random:
         return random_requests(shape, access.block, access.random, access.seed)
     return tile_requests(shape, access.block, access.order)

@@ -68,12 +68,29 @@ def stored_chunk_sizes(path: Path) -> dict[tuple[int, ...], int]:
     return out
 
 
-def trace(path: Path, requests: Sequence[tuple[str, Sequence[int], Sequence[int]]], cache: ChunkCache,
+def _spaces(ds, request) -> tuple:
+    """The file and memory dataspaces of ``(op, start, count)`` or ``(op, start, count, stride, block)`` (one
+    ``H5Sselect_hyperslab`` of ``(count - block) // stride + 1`` blocks; memory: the selected elements, dense)."""
+    start, count = tuple(request[1]), tuple(request[2])
+    fspace = ds.get_space()
+    if len(request) == 3:
+        fspace.select_hyperslab(start, count)
+        return fspace, count
+    stride, block = tuple(request[3]), tuple(request[4])
+    stride = tuple(s if b < c else max(c, 1) for s, b, c in zip(stride, block, count))
+    block = tuple(min(b, c) for b, c in zip(block, count))
+    nblocks = tuple((c - b) // s + 1 for c, s, b in zip(count, stride, block))
+    fspace.select_hyperslab(start, nblocks, stride, block)
+    return fspace, tuple(n * b for n, b in zip(nblocks, block))
+
+
+def trace(path: Path, requests: Sequence[tuple], cache: ChunkCache,
           dtype: str, sieve_buf_size: Optional[int] = None) -> list[Observed]:
-    """Replay ``requests`` on ``path:/d`` under the log VFD; one Observed per request, then the close."""
+    """Replay ``requests`` on ``path:/d`` under the log VFD; one Observed per request, then the close. A request
+    is ``(op, start, count)`` or ``(op, start, count, stride, block)`` (:meth:`ccp.model.DatasetModel.request`)."""
     log = Path(str(path) + ".log")
     log.unlink(missing_ok=True)
-    writing = any(op == "write" for op, _, _ in requests)
+    writing = any(r[0] == "write" for r in requests)
     fapl = h5p.create(h5p.FILE_ACCESS)
     fapl.set_fapl_log(str(log).encode(), h5fd.LOG_LOC_IO | h5fd.LOG_TIME_IO, 0)
     if sieve_buf_size is not None:
@@ -84,14 +101,14 @@ def trace(path: Path, requests: Sequence[tuple[str, Sequence[int], Sequence[int]
     ds = h5d.open(fid, b"d", dapl=dapl)
     windows: list[tuple[int, int]] = []
     try:
-        for op, start, count in requests:
-            fspace = ds.get_space()
-            fspace.select_hyperslab(tuple(start), tuple(count))
-            mspace = h5s.create_simple(tuple(count))
+        for request in requests:
+            op = request[0]
+            fspace, mshape = _spaces(ds, request)
+            mspace = h5s.create_simple(mshape)
             if op == "read":
-                buf = np.empty(tuple(count), dtype=dtype)
+                buf = np.empty(mshape, dtype=dtype)
             else:
-                buf = np.full(tuple(count), len(windows) % 50, dtype=dtype)
+                buf = np.full(mshape, len(windows) % 50, dtype=dtype)
             _spin()
             t0 = time.monotonic_ns()
             if op == "read":

@@ -29,7 +29,7 @@ READER = textwrap.dedent("""
     with h5py.File(path, "r") as f:
         d = f["cube"]
         d[1:3, 2:9, 0:6]
-        d[::4, 0, 0]                           # regular hyperslab with stride: two boxes
+        d[::4, 0, 0]                           # regular hyperslab with stride: one strided request
         d[[0, 5], 1, 1]                        # fancy index: two blocks
 """)
 
@@ -53,9 +53,13 @@ def reader(tmp_path_factory):
 
 def test_replay_sequence_is_the_exact_selection_order(reader):
     seq = replay_sequence(reader, "/cube", op="read")
-    assert seq.plan.starts.tolist() == [[0, 0, 0], [0, 0, 1], [0, 0, 2], [1, 2, 0], [0, 0, 0], [4, 0, 0], [0, 1, 1], [5, 1, 1]]
-    assert seq.plan.counts.tolist() == [[8, 12, 1]] * 3 + [[2, 7, 6]] + [[1, 1, 1]] * 4
-    assert seq.call_of.tolist() == [0, 1, 2, 3, 4, 4, 5, 5]
+    assert seq.plan.starts.tolist() == [[0, 0, 0], [0, 0, 1], [0, 0, 2], [1, 2, 0], [0, 0, 0], [0, 1, 1]]
+    assert seq.plan.counts.tolist() == [[8, 12, 1]] * 3 + [[2, 7, 6]] + [[5, 1, 1]] + [[6, 1, 1]]
+    strides, blocks = seq.plan.hyperslab(0, len(seq.plan))
+    # d[::4, 0, 0]: rows 0 and 4; d[[0, 5], 1, 1], which h5py selects as a hyperslab too: rows 0 and 5
+    assert strides[4:].tolist() == [[4, 1, 1], [5, 1, 1]] and blocks[4:].tolist() == [[1, 1, 1]] * 2
+    assert (blocks[:4] == seq.plan.counts[:4]).all()      # the boxes: their count
+    assert seq.call_of.tolist() == [0, 1, 2, 3, 4, 5]
     # each reopen starts a new session with the cache that reader set; the last file has the default cache
     assert seq.session_starts.tolist() == [0, 1, 2, 3]
     assert [c.nbytes for c in seq.session_caches] == [4096, 4096, 4096, 8 * 1024 * 1024]
@@ -69,7 +73,8 @@ def test_model_over_the_sequence_matches_simulate_session_by_session(reader):
     got = run_model(seq)
     want = 0
     for cache, sl in seq.sessions():
-        reqs = [("read", seq.plan.starts[i], seq.plan.counts[i]) for i in range(sl.start, sl.stop)]
+        strides, blocks = seq.plan.hyperslab(0, len(seq.plan))
+        reqs = [("read", seq.plan.starts[i], seq.plan.counts[i], strides[i], blocks[i]) for i in range(sl.start, sl.stop)]
         preds = simulate(seq.shape, seq.chunks, seq.itemsize, filtered=False,
                          cache=ChunkCache(cache.nbytes, cache.nslots, cache.w0), requests=reqs, allocated=True)
         want += sum(p.chunk_loads for p in preds)
@@ -152,6 +157,11 @@ def test_traced_plan_is_what_a_sweep_replays(reader):
 
     plan, reopen_before, caches = traced_plan(reader.path, "/cube", shape=(8, 12, 6))
     assert len(plan) == 8 and reopen_before.tolist() == [1, 2, 3] and len(caches) == 4
+    # a runner reads boxes: each strided call a run per chunk of the traced layout (d[::4, 0, 0] and d[[0, 5], 1, 1]
+    # two boxes each); the model's totals take the calls as made (strided=True: one request each)
+    assert plan.starts[4:].tolist() == [[0, 0, 0], [4, 0, 0], [0, 1, 1], [5, 1, 1]] and plan.strides is None
+    calls, reopen_calls, _ = traced_plan(reader.path, "/cube", shape=(8, 12, 6), strided=True)
+    assert len(calls) == 6 and reopen_calls.tolist() == [1, 2, 3] and calls.strides[4:, 0].tolist() == [4, 5]
     with pytest.raises(CcpError, match="traced with shape"):
         traced_plan(reader.path, "/cube", shape=(8, 12, 7))
 

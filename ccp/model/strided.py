@@ -1,0 +1,99 @@
+"""Strided selections (regular hyperslabs) in the reference model: the selected coordinates listed, per dimension.
+
+A request may select, along each dimension d, blocks of ``block[d]`` elements ``stride[d]`` apart inside its box
+``start[d] + [0, count[d])``, the box ending with a whole block: what
+``H5Sselect_hyperslab(start, stride, nblocks, block)`` selects, ``count = (nblocks - 1) * stride + block``
+(``block >= count``: the box itself). HDF5 does one call's selection chunk by chunk: each chunk holding selected
+elements once, in C order, with the elements selected in it (``H5D__chunk_io_init``); a chunk read or written
+directly moves one piece per run contiguous both in the chunk on disk and in the dense memory buffer of the
+selected elements (``H5VM_opvv``): a piece per block along the last dimension that is not whole in both.
+
+The reference lists the coordinates (:func:`axis_selection`) where the compiled kernel (:mod:`ccp.model.kernels`)
+counts them in closed form; ``tests/model/test_strided.py`` holds them to each other and to HDF5.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+
+
+def check_strided(starts: np.ndarray, counts: np.ndarray, strides: np.ndarray, blocks: np.ndarray) -> np.ndarray:
+    """``blocks`` checked against ``(n, rank)`` starts/counts/strides: a ValueError naming the first bad request;
+    returned with blocks that abut (``stride == block``: HDF5 merges them) or cover the box as the box's count."""
+    strided = blocks < counts
+    bad = strided & ((blocks < 1) | (strides < blocks) | ((counts - blocks) % np.maximum(strides, 1) != 0))
+    if bad.any():
+        i = int(np.argwhere(bad)[0][0])
+        raise ValueError(f"request {i}: stride {tuple(strides[i].tolist())} / block {tuple(blocks[i].tolist())} "
+                         f"do not tile its count {tuple(counts[i].tolist())} (blocks >= 1, stride >= block, the "
+                         "count ending with a whole block)")
+    return np.where(strided & (strides > blocks), blocks, counts).astype(np.int64)
+
+
+def axis_selection(start: int, count: int, stride: int, block: int) -> np.ndarray:
+    """The coordinates selected along one dimension, increasing."""
+    if block >= count:
+        return np.arange(start, start + count, dtype=np.int64)
+    firsts = start + stride * np.arange((count - block) // stride + 1, dtype=np.int64)
+    return (firsts[:, None] + np.arange(block, dtype=np.int64)).ravel()
+
+
+def selection_axes(start: Sequence[int], count: Sequence[int], stride: Sequence[int] | None,
+                   block: Sequence[int] | None) -> list[np.ndarray]:
+    """:func:`axis_selection` of every dimension (``stride``/``block`` None: the box)."""
+    if stride is None or block is None:
+        stride = block = count
+    return [axis_selection(int(s), int(c), int(t), int(b)) for s, c, t, b in zip(start, count, stride, block)]
+
+
+def chunk_pieces(axes: list[np.ndarray], chunks: Sequence[int]) -> Iterator[tuple[tuple[int, ...], list[np.ndarray]]]:
+    """``(chunk coords, the coordinates selected in it per dimension)`` for each chunk holding selected elements,
+    in C order (HDF5's order within one call)."""
+    per_dim = []
+    for coords, c in zip(axes, chunks):
+        which = coords // int(c)
+        per_dim.append({int(k): coords[which == k] for k in np.unique(which)})
+    for cc in itertools.product(*(sorted(d) for d in per_dim)):
+        yield cc, [d[k] for d, k in zip(per_dim, cc)]
+
+
+def _pieces(coords: np.ndarray) -> int:
+    """Runs of consecutive coordinates."""
+    return 1 + int(np.count_nonzero(np.diff(coords) != 1)) if len(coords) else 0
+
+
+def direct_pieces(inside: list[np.ndarray], chunks: Sequence[int], mem: Sequence[int]) -> int:
+    """File operations to move a chunk's selected coordinates (``inside``, per dimension) straight between the
+    chunk on disk (full ``chunks`` dims) and the dense memory buffer (``mem``: selected elements per dimension)."""
+    rank = len(inside)
+    if rank == 0:
+        return 1
+    k = rank - 1
+    while k > 0 and len(inside[k]) == chunks[k] and len(inside[k]) == mem[k]:
+        k -= 1
+    return math.prod(len(inside[d]) for d in range(k)) * _pieces(inside[k])
+
+
+def contiguous_pieces(axes: list[np.ndarray], shape: Sequence[int], itemsize: int) -> tuple[np.ndarray, int]:
+    """A contiguous dataset's pieces for a selection: byte offsets in C order and the (common) piece length."""
+    rank = len(shape)
+    if any(len(a) == 0 for a in axes):
+        return np.empty(0, np.int64), 0
+    if rank == 0:
+        return np.zeros(1, np.int64), itemsize
+    k = rank - 1
+    while k > 0 and len(axes[k]) == shape[k]:
+        k -= 1
+    el_strides = [math.prod(shape[d + 1:]) for d in range(rank)]
+    ks = axes[k]
+    run_starts = ks[np.flatnonzero(np.diff(ks, prepend=ks[0] - 2) != 1)]
+    run = len(ks) // len(run_starts) * math.prod(shape[k + 1:])
+    off = np.zeros(1, np.int64)
+    for d in range(k):
+        off = (off[:, None] + axes[d][None, :] * el_strides[d]).ravel()
+    off = (off[:, None] + run_starts[None, :] * el_strides[k]).ravel()
+    return off * itemsize, run * itemsize
