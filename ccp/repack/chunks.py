@@ -322,6 +322,8 @@ class DatasetWriter:
             return
         if tgt.raw_bytes == 0 and tgt.shape and 0 in tgt.shape:
             return
+        if self.src.chunks is not None and self.src.id.get_num_chunks() == 0:
+            return      # no chunk ever written: the new dataset, with the same fill value, reads the same everywhere
         try:
             if tgt.method == "fast":
                 self.run_fast()

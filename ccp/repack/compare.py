@@ -233,6 +233,8 @@ class _Diff:
             if why not in (None, "unchecked"):
                 self.note(f"{path}: {why}")
                 return
+        if pa.get_layout() == h5d.CHUNKED and da.get_num_chunks() == 0 and db.get_storage_size() == 0:
+            return      # neither holds a chunk: both read as their fill value, compared with the properties above
         if pa.fill_value_defined() == h5d.FILL_VALUE_UNDEFINED or pa.get_fill_time() == h5d.FILL_TIME_NEVER:
             # unwritten elements have no defined value: compare what is allocated in the source only
             if pa.get_layout() == h5d.CHUNKED and da.get_num_chunks() < _total_chunks(shape, pa.get_chunk()):

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import glob
+import math
 import os
 import stat
 import time
@@ -127,17 +128,28 @@ def _needed_bytes(in_bytes: int, targets, src: h5py.File | None = None, budget: 
     its last pass is written; datasets are copied one after another)."""
     grow = 0
     for t in targets:
-        if t.changed and t.new_pipeline is not None and t.new_pipeline.is_none:
-            grow += max(0, t.raw_bytes - t.stored_bytes)
+        if t.changed and t.new_pipeline is not None and t.new_pipeline.is_none and not t.old_pipeline.is_none:
+            grow += max(0, int(t.raw_bytes * _written_share(src, t)) - t.stored_bytes)
     return in_bytes + grow + max([0] + [_stage_bytes(src[t.path], t, budget, threads) for t in targets
                                          if src is not None and budget is not None])
+
+
+def _written_share(src: h5py.File | None, tgt) -> float:
+    """The share of a chunked dataset's chunks ever written (1 when unknown): only they are stored in the copy."""
+    if src is None:
+        return 1.0
+    ds = src[tgt.path]
+    if ds.chunks is None:
+        return 1.0
+    total = math.prod(-(-d // c) for d, c in zip(ds.shape, ds.chunks))
+    return min(1.0, ds.id.get_num_chunks() / total) if total else 1.0
 
 
 def _stage_bytes(ds, tgt, budget: MemoryBudget, threads: int) -> int:
     """Disk the temporary stage copies of ``tgt``'s copy take (0: one pass), as ``DatasetWriter.run_fast``
     decides it."""
-    if not tgt.changed or tgt.method != "fast" or ds.chunks is None or tgt.layout.kind != "chunked":
-        return 0
+    if not tgt.changed or tgt.method != "fast" or ds.chunks is None or tgt.layout.kind != "chunked" or not tgt.stored_bytes:
+        return 0        # (nothing stored: a dataset never written is copied as its new creation alone)
     chunks = tgt.layout.chunk_shape
     if len(ds.chunks) != len(chunks) or tuple(ds.chunks) == tuple(chunks):
         return 0

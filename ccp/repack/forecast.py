@@ -335,6 +335,11 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, eff:
                                0, 0, tgt.stored_bytes, tgt.stored_bytes, base, round(secs, 3), None, None, (), "")
     lay = tgt.new_layout
     dst_chunks = tuple(lay.chunks) if lay is not None and lay.kind == "chunked" else None
+    if src_chunks is not None and ds.id.get_num_chunks() == 0:
+        # never written (an extendible dataset of 2**40 rows may be): the copy creates it and moves nothing
+        return DatasetForecast(tgt.path, src_chunks, dst_chunks, "create", "no chunk written: created with its new "
+                               "layout and filters, nothing read or written", 0, 0, (), 0, 0, 0, 0, base, 0.0, None,
+                               None, (), "")
     written = planner.estimate(ds, tgt)
     written = tgt.raw_bytes if written is None else written
     reader = _SourceReader(ds, None, 0)
