@@ -77,7 +77,7 @@ class DatasetForecast:
     path: str
     source_chunks: tuple[int, ...] | None
     target_chunks: tuple[int, ...] | None
-    method: str                  # "fast" | "library" | "copy"
+    method: str                  # "fast" | "library" | "copy" | "create" (no chunk ever written: nothing moves)
     read_order: str
     buffer_bytes: int
     cache_bytes: int

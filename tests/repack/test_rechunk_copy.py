@@ -162,7 +162,7 @@ def test_plan_of_a_file_of_every_kind_writes_nothing(rich, tmp_path, opts):
     r = CliRunner().invoke(main, ["repack", *opts, "--plan", "--json", str(rich)])
     assert r.exit_code == 0, r.output
     doc = json.loads(r.output)
-    assert {d["method"] for d in doc["datasets"]} <= {"copy", "fast", "library"}
+    assert {d["method"] for d in doc["datasets"]} <= {"copy", "fast", "library", "create"}
     assert all(d["predicted_seconds"] >= 0 and d["read_order"] for d in doc["datasets"])
     assert sorted(p.name for p in tmp_path.iterdir()) == before
 
