@@ -29,7 +29,8 @@ Part files are written when a buffer fills (``FLUSH_EVERY`` records, or ``FastCo
 of one kind of key: the recorder's memory does not grow with the calls), at exit (``atexit``; ``multiprocessing``'s own
 exit hook for its forked children, which leave by ``os._exit``), before a process puts
 anything on a multiprocessing queue (a worker's result: see :func:`ccp.trace.hooks.patch_queues`)
-and when a multiprocessing child gets SIGTERM (``Pool.terminate``: :func:`ccp.trace.hooks.flush_on_sigterm`).
+and when the process gets SIGTERM (a user's ``kill``, ``Pool.terminate``: :mod:`ccp.trace.sigterm`; it then dies of
+the signal as untraced).
 
 h5py is patched by :mod:`ccp.trace.h5py_patch`. The program's own signal handler may raise anywhere, in the
 recorder's bookkeeping too: such an exception reaches the program as it would untraced, and a write it cuts short
@@ -54,10 +55,11 @@ from typing import Any
 from ccp.trace.fastpath import FAST_CAPACITY, WIDTH, FastColumns
 from ccp.trace.h5py_patch import _set_type_attr, patch_h5py  # noqa: F401 (_set_type_attr: benchmarks)
 from ccp.trace.hdf5_types import vlen_info
-from ccp.trace.hooks import ImportHook, die_of, flush_on_sigterm, forked_by_multiprocessing, patch_exit, patch_library
+from ccp.trace.hooks import ImportHook, patch_exit, patch_library
 from ccp.trace.netcdf import patch_netcdf4
 from ccp.trace.partfile import raised_by_program, write_at
 from ccp.trace.selections import MAX_LISTED, _file_name, _layout, describe_key, describe_space  # noqa: F401
+from ccp.trace.sigterm import die_of, flush_on_sigterm, keep_calls_on_sigterm
 
 FLUSH_EVERY = 16384         # records buffered before a write to the part file
 ENV_DIR = "CCP_TRACE_DIR"
@@ -182,8 +184,8 @@ class Recorder:
 
     def _announce(self, how: str) -> None:
         """The start line (once the process has its own state) and multiprocessing's exit hook for a forked child."""
-        if how == "fork" and forked_by_multiprocessing():   # before "start": a forkserver's child imports the program
-            flush_on_sigterm(self)          # before multiprocessing runs its after-fork hooks; Pool.terminate may come first
+        if how == "fork":   # before "start": a forkserver's child imports the program, and Pool.terminate may come
+            flush_on_sigterm(self)          # before multiprocessing runs its after-fork hooks (its own backstop)
         self.status("start", os.getppid(), how)
         mp_util = sys.modules.get("multiprocessing.util")
         if mp_util is not None and how == "fork":   # multiprocessing children end with os._exit: atexit never runs
@@ -238,7 +240,7 @@ class Recorder:
         self._own_process()
         if os.getpid() != self.pid or self.ended or self.finishing:
             return
-        self.finishing = True       # a SIGTERM now waits for the end line (ccp.trace.hooks.flush_on_sigterm)
+        self.finishing = True       # a SIGTERM now waits for the end line (ccp.trace.sigterm)
         try:
             self.flush()
             if not self.announced:      # a fork's reset cut short before its start line
@@ -507,8 +509,7 @@ def install(out_dir: str) -> Recorder:
                     columns.slice.clear, columns.tuple.clear, rec.after_fork):
         os.register_at_fork(after_in_child=at_fork)
     patch_exit(rec)
-    if "--multiprocessing-fork" in getattr(sys, "argv", ()):    # a spawned multiprocessing child (no fork hook runs)
-        flush_on_sigterm(rec)
+    keep_calls_on_sigterm(rec)      # after the at-fork hooks above: a child's reset comes before its backstop's
     return rec
 
 
