@@ -17,11 +17,14 @@ def _start():
     if root and root not in sys.path:
         sys.path.append(root)          # appended: never shadows the program's own modules
     try:
+        from ccp.trace.exec_flush import continue_seq, flush_before_exec
         from ccp.trace.recorder import install
     except Exception as exc:  # never stop the program; say why nothing is recorded
         sys.stderr.write(f"ccp trace: recorder not started in pid {os.getpid()}: {exc}\n")
         return
-    install(out_dir)
+    rec = install(out_dir)
+    continue_seq(rec)           # an exec of a traced process: its calls follow the old image's
+    flush_before_exec(rec)      # os.exec* would drop the buffer
 
 
 def _chain():
