@@ -81,3 +81,39 @@ def test_a_program_quitting_on_its_second_signal_runs_its_handler_and_keeps_its_
         assert "Ctrl-C" in err and "killed" not in reasons[0], reasons
     else:
         assert reasons[0] == "ccp trace was sent SIGTERM: passed on to the program", reasons
+
+
+DEAF = textwrap.dedent("""
+    import signal, sys, time
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    print("ready", flush=True)
+    time.sleep(120)
+""")
+
+
+def test_a_program_deaf_to_ctrl_c_and_sigterm_is_killed_at_the_fourth_ctrl_c(tmp_path):
+    (tmp_path / "p.py").write_text(DEAF)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CCP_TRACE")}
+    with open(tmp_path / "err.txt", "w") as errf:
+        ccp = subprocess.Popen([sys.executable, "-m", "ccp.cli", "trace", "-o", str(tmp_path / "t"), "--",
+                                sys.executable, str(tmp_path / "p.py")],
+                               stdout=subprocess.PIPE, stderr=errf, text=True, env={**env, "PYTHONPATH": str(ROOT)})
+        try:
+            assert ccp.stdout.readline() == "ready\n", (tmp_path / "err.txt").read_text()
+            for press in range(3):
+                ccp.send_signal(signal.SIGINT)
+                time.sleep(0.5)
+                assert ccp.poll() is None, f"ccp trace left after Ctrl-C {press + 1}"
+            ccp.send_signal(signal.SIGINT)
+            ccp.wait(timeout=60)
+        finally:
+            if ccp.poll() is None:
+                ccp.kill()
+                ccp.wait()
+            ccp.stdout.close()
+    err = (tmp_path / "err.txt").read_text()
+    assert ccp.returncode == 128 + 9, err
+    assert "sending SIGTERM" in err and "Ctrl-C once more kills it" in err, err
+    reasons = json.loads((tmp_path / "t" / "trace.json").read_text())["completeness"]["reasons"]
+    assert reasons[0] == "ccp trace was interrupted 4 times (Ctrl-C): the program was killed", reasons
