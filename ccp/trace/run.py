@@ -113,19 +113,23 @@ class StatusListener:
         self.lines.append(data.decode("utf-8", "replace").split("\t"))
         return True
 
-    def ended(self) -> set[int]:
-        return {int(x[0]) for x in list(self.lines) if len(x) > 1 and x[1] == "end" and x[0].isdigit()}
-
-    def started(self) -> set[int]:
-        return {int(x[0]) for x in list(self.lines) if len(x) > 1 and x[1] == "start" and x[0].isdigit()}
+    def unended(self) -> set[int]:
+        """Live processes that may still say "end": more "start" lines than "end" lines, or one that said "end" and
+        still runs Python (an exec'd Python, which says "start" again under the pid whose old image said "end" before
+        the exec: ccp.trace.exec_flush, and may not have said it yet; or a Python about to leave)."""
+        open_images: dict[int, int] = {}
+        for x in list(self.lines):
+            if len(x) > 1 and x[0].isdigit() and x[1] in ("start", "end"):
+                open_images[int(x[0])] = open_images.get(int(x[0]), 0) + (1 if x[1] == "start" else -1)
+        return {pid for pid, n in open_images.items() if _alive(pid) and (n > 0 or _runs_python(pid))}
 
     def close(self, grace_s: float) -> list[list[str]]:
         """Stop listening once every started process said "end", is gone, or ``grace_s`` passed."""
         deadline = time.monotonic() + grace_s
-        waiting = [p for p in self.started() - self.ended() if _alive(p)]
+        waiting = sorted(self.unended())
         while waiting and time.monotonic() < deadline:
             time.sleep(0.05)
-            waiting = [p for p in self.started() - self.ended() if _alive(p)]
+            waiting = sorted(self.unended())
         self.still_running = sorted(waiting)
         self.done.set()
         self.thread.join()
@@ -141,6 +145,14 @@ def _alive(pid: int) -> bool:
         with open(f"/proc/{pid}/stat") as f:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except (OSError, IndexError):
+        return False
+
+
+def _runs_python(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return _is_python(f.read().split(b"\0", 1)[0].decode("utf-8", "replace"))
+    except OSError:
         return False
 
 

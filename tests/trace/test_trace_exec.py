@@ -78,3 +78,32 @@ def test_calls_made_before_an_exec_are_kept(tmp_path, how):
         assert c["complete"] is False and any("ended without the recorder's exit hook" in r for r in c["reasons"]), c
     else:
         assert c["complete"] is True and c["reasons"] == [], c
+
+
+OUTLIVING = textwrap.dedent("""
+    import os, sys, h5py, numpy as np
+    with h5py.File(sys.argv[1], "w") as f:
+        f.create_dataset("c", data=np.arange(100.0), chunks=(10,))
+    f = h5py.File(sys.argv[1], "r")
+    if os.fork() == 0:              # reads, then becomes a Python that reads after the program has left
+        f["c"][1]
+        os.execv(sys.executable, [sys.executable, "-c", "import time, h5py; time.sleep(2); "
+                                  f"h5py.File({sys.argv[1]!r}, 'r')['c'][2]"])
+    f["c"][0]
+""")
+
+
+def test_an_execd_python_outliving_the_program_is_waited_for(tmp_path):
+    from ccp.workload.tracefile import load_trace
+
+    (tmp_path / "p.py").write_text(OUTLIVING)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CCP_TRACE")}
+    p = subprocess.run([sys.executable, "-m", "ccp.cli", "trace", "-o", str(tmp_path / "t"), "--", sys.executable,
+                        str(tmp_path / "p.py"), str(tmp_path / "d.h5")], capture_output=True, text=True, timeout=300,
+                       env={**env, "PYTHONPATH": str(ROOT)})
+    assert p.returncode == 0, p.stderr
+    calls = load_trace(tmp_path / "t").calls
+    reads = calls[(calls["depth"] == 0) & (calls["op"] == "read")]
+    assert sorted(reads.groupby("pid").size().tolist()) == [1, 2], p.stderr    # its read after the exec too
+    c = json.loads((tmp_path / "t" / "trace.json").read_text())["completeness"]
+    assert c["complete"] is True, c
