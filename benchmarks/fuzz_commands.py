@@ -202,11 +202,12 @@ def trace_cases(rng: random.Random, n_signals: int) -> list[Case]:
              verify=lambda w, p: None if b"prog done" in p.stdout and p.returncode in (0, 2)
              else f"the program's run changed: exit {p.returncode}, stdout {p.stdout[-80:]!r}"),
     ]
-    # Ctrl-C of the terminal (the group), SIGTERM and Ctrl-C of ccp trace alone, Ctrl-C twice on a program that
-    # ignores it, kill -9 of ccp trace: never an orphan, and what was recorded is kept, readable, marked incomplete.
+    # Ctrl-C of the terminal (the group), SIGTERM and Ctrl-C of ccp trace alone, Ctrl-C three times on a program that
+    # ignores it (the third sends SIGTERM), kill -9 of ccp trace: never an orphan, and what was recorded is kept, readable, marked incomplete.
     kinds = (("sigint", ((signal.SIGINT, 0),), "group", {}), ("sigterm", ((signal.SIGTERM, 0),), "ccp", {}),
              ("sigint-ccp-fork", ((signal.SIGINT, 0),), "ccp", {"FORK": "1"}),
-             ("ctrl-c-twice", ((signal.SIGINT, 0), (signal.SIGINT, 1.0)), "group", {"IGNORE_INT": "1", "FORK": "1"}),
+             ("ctrl-c-thrice", ((signal.SIGINT, 0), (signal.SIGINT, 1.0), (signal.SIGINT, 2.0)), "group",
+              {"IGNORE_INT": "1", "FORK": "1"}),
              ("kill-9", ((signal.SIGKILL, 0),), "ccp", {"FORK": "1"}))
     for i in range(n_signals):
         for name, sigs, to, env in kinds:
@@ -675,7 +676,7 @@ def _classify(case: Case, proc, w: Path, before: set, fill) -> tuple[str, str]:
             return "clean", f"{said}: the program's own Ctrl-C was lost inside Python; it finished, status 0 passed on"
         if rc == 0:
             return "accepted", f"{said}: stopped work reported as a success"
-        # 130/143 (a command's own exit after Ctrl-C/SIGTERM), 137 (ccp trace: Ctrl-C twice killed the program),
+        # 130/143 (a command's own exit after Ctrl-C/SIGTERM; ccp trace: a third Ctrl-C sent SIGTERM), 137 (killed),
         # or dying of the very signal sent (kill -9 of ccp itself)
         passed_on = case.command == "trace" and (f"exited with status {rc}:" in err or f"(exit status {rc})" in err)
         if rc not in (130, 143, 137) and -rc not in sent and not passed_on:     # trace: the program's own status

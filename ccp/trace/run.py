@@ -1,9 +1,11 @@
 """Run a program with the recorder on in it and in every Python process it starts.
 
 The program runs in its own process group (given the terminal's foreground when there is one), so
-``ccp trace`` can stop all of it: SIGTERM and Ctrl-C are passed on to the group, a second Ctrl-C (or a
-program still running 10 s after SIGTERM) kills it, and a watchdog process kills the group when
-``ccp trace`` itself dies (kill -9). Whatever was recorded up to then is merged into the trace.
+``ccp trace`` can stop all of it: SIGTERM and Ctrl-C are passed on to the group, every Ctrl-C as it would come
+untraced (a program may quit cleanly on its own second one), a third Ctrl-C sends SIGTERM (the recorder writes
+what it buffered, then the process dies as untraced), and a program still running 10 s after a SIGTERM (or at a
+fourth Ctrl-C) is killed; a watchdog process kills the group when ``ccp trace`` itself dies (kill -9). Whatever
+was recorded up to then is merged into the trace.
 
 While the program runs, ``ccp trace`` listens on a status socket (start, end and error lines from each
 process's recorder: they need no disk space) and watches /proc for Python processes among the
@@ -35,6 +37,7 @@ TERM_GRACE_S = 10.0             # after passing SIGTERM on, how long the program
 # after the program left, how long its recorded processes may take to say "end" (waited only while one is alive and
 # has not said it: a pool's forkserver or a terminated worker ending on a loaded machine took over 2 s in CI)
 END_GRACE_S = 10.0
+INTS_PASSED_ON = 2              # Ctrl-Cs passed on as SIGINT before ccp trace sends SIGTERM
 GROUP_GRACE_S = 3.0             # after a stopped program left, how long the rest of its group may take (twice)
 
 
@@ -110,19 +113,23 @@ class StatusListener:
         self.lines.append(data.decode("utf-8", "replace").split("\t"))
         return True
 
-    def ended(self) -> set[int]:
-        return {int(x[0]) for x in list(self.lines) if len(x) > 1 and x[1] == "end" and x[0].isdigit()}
-
-    def started(self) -> set[int]:
-        return {int(x[0]) for x in list(self.lines) if len(x) > 1 and x[1] == "start" and x[0].isdigit()}
+    def unended(self) -> set[int]:
+        """Live processes that may still say "end": more "start" lines than "end" lines, or one that said "end" and
+        still runs Python (an exec'd Python, which says "start" again under the pid whose old image said "end" before
+        the exec: ccp.trace.exec_flush, and may not have said it yet; or a Python about to leave)."""
+        open_images: dict[int, int] = {}
+        for x in list(self.lines):
+            if len(x) > 1 and x[0].isdigit() and x[1] in ("start", "end"):
+                open_images[int(x[0])] = open_images.get(int(x[0]), 0) + (1 if x[1] == "start" else -1)
+        return {pid for pid, n in open_images.items() if _alive(pid) and (n > 0 or _runs_python(pid))}
 
     def close(self, grace_s: float) -> list[list[str]]:
         """Stop listening once every started process said "end", is gone, or ``grace_s`` passed."""
         deadline = time.monotonic() + grace_s
-        waiting = [p for p in self.started() - self.ended() if _alive(p)]
+        waiting = sorted(self.unended())
         while waiting and time.monotonic() < deadline:
             time.sleep(0.05)
-            waiting = [p for p in self.started() - self.ended() if _alive(p)]
+            waiting = sorted(self.unended())
         self.still_running = sorted(waiting)
         self.done.set()
         self.thread.join()
@@ -138,6 +145,14 @@ def _alive(pid: int) -> bool:
         with open(f"/proc/{pid}/stat") as f:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except (OSError, IndexError):
+        return False
+
+
+def _runs_python(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return _is_python(f.read().split(b"\0", 1)[0].decode("utf-8", "replace"))
+    except OSError:
         return False
 
 
@@ -251,6 +266,10 @@ def _watchdog(keep=None) -> int:
     return w
 
 
+def _nth(n: int) -> str:
+    return {1: "first", 2: "second", 3: "third", 4: "fourth"}.get(n, f"{n}th")
+
+
 def _tty_fd() -> int | None:
     try:
         return 0 if os.isatty(0) and os.tcgetpgrp(0) == os.getpgrp() else None
@@ -286,18 +305,32 @@ class _Stopper:
             pass
 
     def on_int(self, _signum, _frame) -> None:
+        """Ctrl-C 1 and 2 go to the program as they would untraced (its own handler may quit on the second: a
+        SIGKILL there lost its cleanup and every buffered call); 3 sends SIGTERM, which the recorder answers by
+        writing its buffer before the process dies; 4 kills the group at once."""
         self.interrupts += 1
-        if self.interrupts == 1:
-            self.reason = "interrupted (Ctrl-C)"
-            sys.stderr.write("\nccp trace: interrupted; passing Ctrl-C to the program (Ctrl-C again kills it); "
-                             "what it recorded will be kept\n")
+        if self.interrupts <= INTS_PASSED_ON:
+            if self.interrupts == 1:
+                self.reason = "interrupted (Ctrl-C)"
+                sys.stderr.write(f"\nccp trace: interrupted; passing Ctrl-C to the program (as untraced: every Ctrl-C "
+                                 f"is; a {_nth(INTS_PASSED_ON + 1)} one sends it SIGTERM); what it recorded will be "
+                                 "kept\n")
+            else:
+                self.reason = f"interrupted {self.interrupts} times (Ctrl-C), each passed on to the program"
             self._group(signal.SIGINT)
+        elif self.interrupts == INTS_PASSED_ON + 1:
+            self.reason = f"interrupted {self.interrupts} times (Ctrl-C): the program was sent SIGTERM"
+            sys.stderr.write(f"\nccp trace: Ctrl-C {self.interrupts} times: sending SIGTERM to the program; it is "
+                             f"killed if still running in {TERM_GRACE_S:.0f} s (Ctrl-C once more kills it now, "
+                             "losing what it has not written)\n")
+            self._group(signal.SIGTERM)
+            self.kill_at = time.monotonic() + TERM_GRACE_S
         else:
-            self.reason = "interrupted twice (Ctrl-C): the program was killed"
+            self.reason = f"interrupted {self.interrupts} times (Ctrl-C): the program was killed"
             self._group(signal.SIGKILL)
 
     def on_term(self, _signum, _frame) -> None:
-        self.reason = "ccp trace received SIGTERM: passed on to the program"
+        self.reason = "sent SIGTERM: passed on to the program"
         self._group(signal.SIGTERM)
         if self.kill_at is None:
             self.kill_at = time.monotonic() + TERM_GRACE_S
@@ -331,7 +364,7 @@ class _Stopper:
             try:
                 return self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
-                self.reason = f"ccp trace received SIGTERM: the program was killed after {TERM_GRACE_S:.0f} s"
+                self.reason = f"{self.reason}; still running {TERM_GRACE_S:.0f} s later, it was killed"
                 self._group(signal.SIGKILL)
                 self.kill_at = None
 

@@ -308,15 +308,19 @@ def completeness(run: dict | None, part_pids: set[int], torn: list[str], errors:
     reasons: list[str] = []
     started: dict[int, str] = {}
     ended: dict[int, tuple[int, int, str]] = {}
-    problems: list[str] = []
+    images: dict[int, int] = {}     # "start" lines less "end" lines of a pid: one more than 0 after an exec
+    problems: list[str] = []        # (ccp.trace.exec_flush) means the new image never said it ended
     for line in run.get("status_lines", []):
         if len(line) < 2 or not line[0].isdigit():
             continue
         pid, what = int(line[0]), line[1]
         if what == "start":
             started.setdefault(pid, " ".join(line[2:4]))
+            images[pid] = images.get(pid, 0) + 1
         elif what == "end" and len(line) >= 5:
-            ended[pid] = (int(line[2]), int(line[3]), line[4])
+            before = ended.get(pid, (0, 0, ""))
+            ended[pid] = (before[0] + int(line[2]), before[1] + int(line[3]), line[4] or before[2])
+            images[pid] = images.get(pid, 0) - 1
         elif what in ("error", "problem") and len(line) > 2:
             problems.append(f"pid {pid}: {line[2]}")
     for pid in ended:       # its "end" line accounts for it (a pool worker ended as it started: its "start" line
@@ -337,7 +341,7 @@ def completeness(run: dict | None, part_pids: set[int], torn: list[str], errors:
     lost = 0
     still_running = set(run.get("still_running", ()))
     for pid in sorted(started):
-        if pid not in ended:
+        if pid not in ended or images.get(pid, 0) > 0:
             reasons.append(_silent_process(pid, started[pid], pid in still_running, pid in part_pids,
                                            run.get("end_grace_s")))
             continue
