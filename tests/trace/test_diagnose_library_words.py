@@ -15,8 +15,8 @@ import sys, h5py
 import xarray  # noqa: F401  imported (as dask's helpers do) but never used to read
 with h5py.File(sys.argv[1], "r") as f:
     a = f["a"]
-    for i in range(400):
-        a[i % 200, i % 300]
+    for i in range(2000):                  # all in one chunk: reading it once is the cure
+        a[i % 20, i % 30]
 """
 
 
