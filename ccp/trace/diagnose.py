@@ -23,6 +23,14 @@ import numpy as np
 from ccp.errors import CcpError
 from ccp.predict.explain import chunk_larger_than_cache
 from ccp.trace.check import completeness_line, file_state
+from ccp.trace.chunk_price import (
+    NUMPY_INDEX_S,
+    OVERHEAD_DOMINATES,
+    attribute_call_tail,
+    load_cost,
+    load_ratio,
+    overhead_share,
+)
 from ccp.trace.cures import cache_for, chunk_candidates, partial_requests
 from ccp.trace.harm import HARM, dataset_slug, price_cure, tune_workload_yaml
 from ccp.trace.libraries import (
@@ -37,7 +45,7 @@ from ccp.trace.libraries import (
 from ccp.trace.ranking import RULE, rank_cures
 from ccp.trace.remote import remote_diagnosis
 from ccp.trace.rows import CallSummary, DatasetRows, table_rows, table_summary
-from ccp.trace.sequence_model import chunk_cost_ratio, fit_costs, predict_time, run_blocks, run_model, working_set
+from ccp.trace.sequence_model import fit_costs, predict_time, run_blocks, run_model, working_set
 from ccp.trace.writes import diagnose_writes
 from ccp.units import format_bytes, format_seconds, shape_str
 from ccp.workload.replay import library_cache
@@ -71,6 +79,9 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
            "shape": layout.get("shape"), "dtype": layout.get("dtype"), "chunks": layout.get("chunks"),
            "filters": [f["name"] for f in layout.get("filters", [])], "findings": [], "cures": [], "notes": [],
            "library": layout.get("library") or "h5py"}
+    if state == "gone":      # deleted or moved since the trace: nothing to repack, tune or replay
+        out["notes"].append(f"{file} no longer exists (deleted or moved since the trace): no repack or tune cure for "
+                            "it; cures to the program's code still apply")
     if not layout.get("shape"):          # a scalar: one element per call, no layout or cache to change
         out["findings"].append(f"scalar dataset: {len(reads)} read(s) and {len(wuser)} write(s) of its one element; "
                                "nothing in its layout or cache to cure (read it once and keep the value if the "
@@ -106,7 +117,8 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
     low_sorted = low_sorted[~low_sorted["sel"].isin(["none", "unknown"])]
     low_hdf5 = low_sorted["hdf5_s"].to_numpy(float)[:seq.ncalls]
     loads = base["loads_per_call"][:len(low_hdf5)]
-    costs = fit_costs(mine["wall_s"], mine["hdf5_s"], low_hdf5, loads)
+    costs = attribute_call_tail(fit_costs(mine["wall_s"], mine["hdf5_s"], low_hdf5, loads), low_hdf5, loads,
+                                load_cost(base["chunk_bytes"], seq.filtered) if seq.chunks else 0.0)
     del loads, low_hdf5, low_sorted
     base.pop("loads_per_call"), base.pop("flushes_per_call")     # fitted: a 10^7-call trace's 160 MB freed
     out["costs"] = costs
@@ -122,13 +134,21 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
     cures = out["cures"]
     user_calls, low_calls = len(mine), seq.ncalls
 
-    def cure(name, why, model, code, n_user=user_calls, n_low=low_calls, ratio=1.0):
-        t = predict_time(costs, n_user, n_low, model["chunk_loads"], ratio)
+    def cure(name, why, model, code, n_user=user_calls, n_low=low_calls, ratio=1.0, in_memory=0):
+        # in_memory: the program's calls that index a block it holds instead (numpy's cost, not h5py's)
+        t = predict_time(costs, n_user, n_low, model["chunk_loads"], ratio) + in_memory * NUMPY_INDEX_S
         cures.append({"cure": name, "why": why, "predicted_s": t, "speedup": now / t if t else None,
                       "chunk_loads": model["chunk_loads"], "code": code})
 
+    stale = writes_between_reads(low, rows.low_writes) if len(wuser) else False
+    if stale:
+        out["notes"].append("the program writes this dataset between its reads: no cure that reads a block once and "
+                            "keeps it in memory (the block would miss what was written after it was read)")
+
     def batched(ws_bytes: int) -> None:
         """Read the box all reads fall in once per process, then index it in memory (xarray: .load())."""
+        if stale:
+            return
         lo = seq.plan.starts.min(axis=0)
         hi = (seq.plan.starts + seq.plan.counts).max(axis=0)
         nbytes = int(np.prod(hi - lo)) * seq.itemsize
@@ -148,7 +168,7 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
         cure(f"{what} ({format_bytes(nbytes)})", f"one read per process of the {shape_str(tuple(hi - lo))} box the "
              f"{user_calls} reads fall in, indexed in memory after: {m['chunk_loads']} chunk loads", m,
              batched_code(dataset, lo.tolist(), hi.tolist(), nbytes, libs, layout.get("dims"), chunks),
-             n_user=npid, n_low=npid)
+             n_user=npid, n_low=npid, in_memory=user_calls)
         cures[-1]["apply"] = {"kind": "batched", "start": lo.tolist(), "count": (hi - lo).tolist()}
 
     if chunks is None:
@@ -226,16 +246,24 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
                      f"~{format_seconds(costs['python_per_call_s'] + costs['hdf5_per_call_s'])} fixed cost per call is "
                      f"{_pct(fixed, now)} of this dataset's predicted time")
             nblocks, mb = run_blocks(seq)        # the whole-chunk reads made and modelled a batch at a time
-            if nblocks < user_calls * MIN_GAIN:
+            if nblocks < user_calls * MIN_GAIN and not stale:
                 cure(f"read whole {shape_str(chunks)} chunks", f"{nblocks} block reads instead of {user_calls} calls",
                      mb, f'block = dset[i0:i0 + {chunks[0]}, ...]   # one chunk-aligned block, then index it in memory',
-                     n_user=nblocks, n_low=nblocks)
+                     n_user=nblocks, n_low=nblocks, in_memory=user_calls)
                 cures[-1]["apply"] = {"kind": "blocks"}
         if base["chunk_loads"] > max(ws_chunks, 1) * 4 or (ratio and ratio > 4) or chunk_bytes < 16 * 1024:
             cands = chunk_candidates(seq)
+            tiny = [c for c in cands if overhead_share(int(np.prod(c)) * seq.itemsize, seq.filtered) > OVERHEAD_DOMINATES]
+            cands = [c for c in cands if c not in tiny]
+            if tiny and not cands:
+                out["notes"].append(f"no repack cure: chunks shaped like the reads ({shape_str(tiny[0])}, "
+                                    f"{format_bytes(int(np.prod(tiny[0])) * seq.itemsize)}) would cost HDF5's fixed "
+                                    "cost per chunk load (index lookup, filter call) for every few bytes")
             if cands and state == "remote":
                 out["notes"].append(f"{file} is not a local file: no repack cure (copy it locally, repack, and "
                                     "read the copy; or use ccp s3 for paged copies)")
+            elif state == "gone":
+                pass                     # said once above
             elif cands and state == "changed":
                 out["notes"].append(f"{file} changed since the trace: no repack cure (it would rewrite data the "
                                     "program never read); trace the program again")
@@ -243,7 +271,7 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
                 pick: tuple | None = None
                 for cand in cands:
                     m = run_model(seq, chunks=cand, caches=cache0, per_call=False)
-                    r = chunk_cost_ratio(costs["hdf5_per_load_s"], chunk_bytes, int(np.prod(cand)) * seq.itemsize)
+                    r = load_ratio(chunk_bytes, int(np.prod(cand)) * seq.itemsize, seq.filtered)
                     t = predict_time(costs, user_calls, low_calls, m["chunk_loads"], r)
                     if pick is None or (t, cand) < (pick[0], pick[1]):
                         pick = (t, cand, m, r)
@@ -251,8 +279,8 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
                 _, cand, m, r = pick
                 cure(f"repack with {shape_str(cand)} chunks",
                      f"chunks shaped like the reads: {m['chunk_loads']} chunk loads instead of {base['chunk_loads']}, "
-                     f"each {r:.2g}x the cost of a {shape_str(chunks)} load (the trace's cost per load, part fixed, part "
-                     "per byte); one-time repack cost not included", m,
+                     f"each {r:.2g}x the cost of a {shape_str(chunks)} load (a fixed part per load, ~25 us measured, and a "
+                     "part per byte); one-time repack cost not included", m,
                      repack_code(file, dataset, cand, repack_output(file, dataset, cand), libs), ratio=r)
                 cures[-1]["repack"] = {"chunks": list(cand)}
                 cures[-1]["apply"] = {"kind": "repack", "chunks": list(cand)}
@@ -280,6 +308,28 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
                  f"(selection parsing, array allocation), {format_seconds(hdf5)} was HDF5 itself")
     out["cures"] = rank_cures([c for c in cures if c["predicted_s"] <= now * MIN_GAIN])   # the cheapest-change rule
     return out
+
+
+def writes_between_reads(low_reads, low_writes) -> bool:
+    """Whether a write to the dataset comes between two of its reads in one process (a block read once would be
+    stale after it); True when the order cannot be told (rows without pid and seq, or a writer that does not read)."""
+    if not len(low_writes):
+        return False
+    if {"pid", "seq"} <= set(low_reads.columns):
+        span = {int(p): (int(g.min()), int(g.max())) for p, g in low_reads.groupby("pid")["seq"]}
+    elif "read_span" in low_reads.attrs:     # a trace read in batches keeps only each process's first and last read
+        span = {int(p): (int(a), int(b)) for p, (a, b) in low_reads.attrs["read_span"].items()}
+    else:
+        return True
+    if not {"pid", "seq"} <= set(low_writes.columns):
+        return True
+    for pid, seqs in low_writes.groupby("pid")["seq"]:
+        if int(pid) not in span:
+            return True          # another process writes: its order against the reads is not known
+        lo, hi = span[int(pid)]
+        if ((seqs > lo) & (seqs < hi)).any():
+            return True
+    return False
 
 
 def write_tune_workloads(diag: dict, tune_dir) -> None:

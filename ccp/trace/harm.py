@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ccp.chunkcache import ChunkCache
 from ccp.model.fast import simulate_tiling
-from ccp.trace.sequence_model import chunk_cost_ratio
+from ccp.trace.chunk_price import load_ratio
 from ccp.units import shape_str
 
 HARM = 2.0                  # a cure slowing a natural pattern by more than this says so
@@ -59,7 +59,7 @@ def price_cure(seq, new_chunks, costs, cache, named=()) -> list[dict]:
     """Each natural pattern's time per read before and after a repack to ``new_chunks``, slowest-down first."""
     params = ChunkCache(int(cache.nbytes), int(cache.nslots), float(cache.w0))
     old_bytes = math.prod(seq.chunks) * seq.itemsize
-    new_ratio = chunk_cost_ratio(costs["hdf5_per_load_s"], old_bytes, math.prod(new_chunks) * seq.itemsize)
+    new_ratio = load_ratio(old_bytes, math.prod(new_chunks) * seq.itemsize, seq.filtered)
     out: list[dict] = []
     for name, block in natural_patterns(seq.shape, named):
         before = _pattern_time(seq.shape, seq.chunks, seq.itemsize, seq.filtered, params, block, costs, 1.0)

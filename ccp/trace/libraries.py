@@ -49,7 +49,30 @@ def program_libraries(trace: Trace) -> tuple[str, ...]:
                         libs |= {frm} if frm else {n.split()[0].split(".")[0] for n in names.split(",") if n.strip()}
             except OSError:
                 pass
+    if isinstance(h.get("libraries"), list) and not {"h5netcdf", "netCDF4"} & libs:
+        # the recorder's list is what was imported, not what read: xarray reads HDF5 only through h5netcdf or
+        # netCDF4, so with neither loaded its calls were not xarray's (dask.array.from_array on an h5py dataset
+        # pulls xarray in, tester breaker3 F-dask-xarray, and got .isel().load() cures for h5py calls)
+        libs.discard("xarray")
     return tuple(sorted(libs & set(KNOWN)))
+
+
+def is_netcdf4_file(file: str) -> bool | None:
+    """Whether a local HDF5 file is a netCDF-4 file (netCDF-C's _NCProperties, or dimension scales at its root,
+    as netCDF-C and h5netcdf write them); None when it cannot be opened. Opened read-only."""
+    try:
+        import h5py
+
+        with h5py.File(file, "r") as f:
+            if "_NCProperties" in f.attrs:
+                return True
+            for name in list(f.keys())[:1000]:
+                cls = f[name].attrs.get("CLASS") if isinstance(f.get(name, getlink=True), h5py.HardLink) else None
+                if cls in (b"DIMENSION_SCALE", "DIMENSION_SCALE"):
+                    return True
+            return False
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def untraced_note(header: dict) -> str | None:
@@ -144,7 +167,10 @@ def repack_code(file: str, dataset: str, chunks, output: str, libs) -> str:
     """``ccp repack`` to ``chunks``; for a netCDF file also netCDF-C's own copy (``nccopy -c``)."""
     spec = "x".join(str(int(c)) for c in chunks)
     code = f"ccp repack -l {dataset}:CHUNK={spec} {file} {output}"
-    if is_local_path(file) and ({"netCDF4", "h5netcdf", "xarray"} & set(libs) or file.endswith((".nc", ".nc4"))):
+    netcdf = is_netcdf4_file(file) if is_local_path(file) and os.path.isfile(file) else None
+    if netcdf is None:      # gone or unreadable: the library or the name says
+        netcdf = bool({"netCDF4", "h5netcdf", "xarray"} & set(libs) or file.endswith((".nc", ".nc4")))
+    if is_local_path(file) and netcdf:      # nccopy copies netCDF-4 files only
         parts = dataset.strip("/").split("/")
         var = "/".join(parts[:-1] + [parts[-1].removeprefix(NON_COORD)])
         code += (f"\nnccopy -k nc4 -c {var}:{','.join(str(int(c)) for c in chunks)} {file} {output}"

@@ -58,6 +58,7 @@ class _Dataset:
         self.nwalls = 0                                             # their number, once summed
         self.user: dict[str, list[dict]] = {"read": [], "write": []}
         self.low: dict[str, list[dict]] = {"read": [], "write": []}
+        self.read_span: dict[int, list[int]] = {}    # pid -> [first, last] read seq: writes between reads (issue 23)
 
     def add(self, rows: pd.DataFrame, depth: np.ndarray) -> None:
         for b in self.builders.values():
@@ -73,6 +74,12 @@ class _Dataset:
             lo = rows[low & is_op]
             part = {"sel": pd.Categorical(lo["sel"].astype(object), categories=list(SELS)).codes,
                     "hdf5_s": _floats(lo["hdf5_s"])}
+            if op == "read" and len(lo):
+                pids, seqs = lo["pid"].to_numpy(np.int64), lo["seq"].to_numpy(np.int64)
+                for pid in np.unique(pids):
+                    mine = seqs[pids == pid]
+                    span = self.read_span.setdefault(int(pid), [int(mine.min()), int(mine.max())])
+                    span[0], span[1] = min(span[0], int(mine.min())), max(span[1], int(mine.max()))
             if op == "write":        # the writes' diagnosis sorts them (the reads' knows they are in order)
                 part.update({"pid": lo["pid"].to_numpy(np.int64), "seq": lo["seq"].to_numpy(np.int64)})
             self.low[op].append(part)
@@ -101,6 +108,7 @@ class _Dataset:
         ncalls = self.ncalls
         reads, writes = frame(self.user["read"], USER_COLUMNS), frame(self.user["write"], USER_COLUMNS)
         lows, loww = frame(self.low["read"], ["sel", "hdf5_s"]), frame(self.low["write"], LOW_COLUMNS)
+        lows.attrs["read_span"] = dict(self.read_span)     # the reads' (pid, seq) are not kept: their span is
         builders = self.builders
 
         def sequence(op: str):
