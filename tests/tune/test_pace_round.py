@@ -160,7 +160,8 @@ def test_the_cell_cap_is_a_bound_whatever_the_passes_take():
 def test_a_tiny_within_cuts_the_first_round_and_answers_with_a_measured_layout(tmp_path, cli):
     """With --within 1s the first round is late from its start: the model's pick is measured (its cells at
     the least), every other layout is not, and tune.json's trimmed says which; the answer is the measured
-    pick, its times fitted as the prefixes they are."""
+    pick, its times fitted as the prefixes they are. The refit and the cache and slot checks are skipped,
+    each said in tune.json and on the console."""
     w = tmp_path / "w.yaml"
     w.write_text(textwrap.dedent("""
         name: late
@@ -184,6 +185,11 @@ def test_a_tiny_within_cuts_the_first_round_and_answers_with_a_measured_layout(t
     assert r["recommended"]["measured_s"] is not None and r["recommended"]["label"] == measured[0]["label"]
     assert json.loads((out / "tune.json").read_text())["trimmed"] == r["trimmed"]
     assert r["wall_s"] < 60.0 + CLOSE_S
+    # everything after the first round is late too: the refit and the cache and slot checks skipped, each said
+    assert "the cache check skipped" in said and "the slot check skipped" in said, said
+    assert r["within_s"] == 1.0 and r["wall_s"] > 1.0
+    assert r["cache"] is None and r["slots"] is None
+    assert not (out / "cache").exists() and not (out / "slots").exists() and not (out / "refit").exists()
 
 
 def test_a_generous_within_trims_nothing(tmp_path, cli):
