@@ -28,6 +28,7 @@ from ccp.config.sweep import (
 )
 from ccp.errors import ConfigError
 from ccp.hdf5.filters import FilterPipeline, parse_filters
+from ccp.predict.cells import check_grid
 from ccp.units import format_bytes, parse_size
 from ccp.workload.sweep import resolve_replay
 
@@ -185,6 +186,8 @@ def check_against(workload: Workload, source) -> None:
         where = f"workload[{i}].access"
         if len(item.access.block) != rank:
             raise ConfigError(f"{where}.block", f"has rank {len(item.access.block)} but the dataset {list(source.shape)} has rank {rank}")
+        if getattr(source, "chunks", None):
+            check_grid(source.shape, source.chunks, getattr(source, "path", None) or "")   # before any probe
         for d, (b, s) in enumerate(zip(item.access.block, source.shape)):
             if b > s:
                 raise ConfigError(f"{where}.block[{d}]", f"{b} exceeds the dataset's dimension {d} ({s})")

@@ -107,6 +107,7 @@ def test_no_cure_that_is_not_faster(tmp_path, cli):
     assert " 0x faster" not in result.output and " 1x faster" not in result.output
 
 
+@pytest.mark.slow           # 12 s of make test; make test-slow (CI) runs it
 def test_cache_never_larger_than_the_dataset_needs(tmp_path, cli):
     """Issue 16: a 756 MiB cache was listed for a 44 MiB dataset. Every request here spans both chunks along the first
     dimension; the dataset has 2 chunks, so no cache cure may hold more than 2 (plus HDF5's slack)."""

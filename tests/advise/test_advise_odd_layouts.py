@@ -66,10 +66,9 @@ def test_a_missing_external_file_is_named_before_any_cell_runs(odd, tmp_path):
         assert "external file ext.bin, which HDF5 cannot read from here" in r.output
 
 
-@pytest.mark.parametrize("block, says", [("[1, 1048576]", "tiles the dataset's dimension 0"),
-                                         ("[1048576, 1048576]", "chunks, more than ccp's model holds")],
-                         ids=["too-many-tiles", "grid-too-large"])
-def test_tune_on_a_grid_too_large_is_one_line(odd, tmp_path, block, says):
+@pytest.mark.parametrize("block", ["[1, 1048576]", "[1048576, 1048576]"], ids=["rows", "tiles"])
+def test_tune_on_a_grid_too_large_is_one_line_before_any_probe(odd, tmp_path, block):
+    says = "chunks, more than ccp's model holds"
     wl = tmp_path / "huge.yaml"
     wl.write_text(f"name: huge\ndataset: {{file: {odd}, path: /huge}}\n"
                   f"workload:\n  - {{access: {{op: read, block: {block}, random: 5}}, weight: 1}}\n")

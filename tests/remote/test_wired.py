@@ -144,6 +144,7 @@ def test_s3_pass_time_includes_the_file_open_and_pays_every_get(tmp_path):
 
 
 @NEEDS_S3
+@pytest.mark.slow           # a server started, killed and started again: make test-slow (CI)
 def test_a_run_whose_loopback_server_died_stops_in_one_line_and_resumes(tmp_path, monkeypatch):
     """The moto server gone mid-run: every later S3 cell failed with a connection error (about 5 s each) and
     the run ended as if normal. It stops at the first, says why, and a rerun measures the rest."""

@@ -62,7 +62,9 @@ def test_reading_the_block_once_is_predicted_far_faster(tiny):
     d = next(x for x in diagnose(tiny)["datasets"] if x["dataset"] == "/c")
     first = d["cures"][0]
     assert first["cure"].startswith("read the block once")
-    assert first["speedup"] > 10            # 1.3x before: 10 loads carried the tail of 100,000 calls (measured 1094x)
+    # 1.3x before (10 loads carried the tail of 100,000 calls; measured 1094x); the prediction follows the traced
+    # per-call times, 8-31x in runs at load 1-12
+    assert first["speedup"] > 4
 
 
 def test_no_one_element_chunks_for_one_element_reads(tiny):

@@ -34,7 +34,7 @@ def diagnose(trace, *extra):
     return r.stdout
 
 
-@pytest.mark.parametrize("how", ["open", "bytesio"])
+@pytest.mark.parametrize("how", ["open", pytest.param("bytesio", marks=pytest.mark.slow)])
 def test_a_file_object_is_named_by_its_path_and_its_cures_parse(tmp_path, how):
     out = trace_program(tmp_path, PROGRAM.replace("{how}", how))
     head = json.loads((out / "trace.json").read_text())

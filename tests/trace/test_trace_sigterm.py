@@ -97,7 +97,7 @@ def _run(tmp: Path, how: str, traced: bool):
     return status, lines[:-1] + [line.split()[0] for line in rest.splitlines()], done
 
 
-SLOW = {"blocked-in-c", "own-handler-exits", "ignored"}     # make test-slow (CI): make test is near its 8 minutes
+SLOW = {"blocked-in-c", "own-handler-exits", "ignored", "own-handler-reraises"}     # make test-slow (CI): make test is near its 8 minutes
 
 
 @pytest.mark.parametrize("how", [pytest.param(how, marks=pytest.mark.slow) if how in SLOW else how for how in CASES],
