@@ -20,7 +20,7 @@ import pandas as pd
 import yaml
 
 from ccp.errors import CcpError
-from ccp.store.results import _first_line, read_cells
+from ccp.store.results import error_summary, read_cells
 from ccp.store.row import CellRow
 from ccp.store.schema import CELL_COLUMNS, READ_BACK
 
@@ -71,7 +71,7 @@ def read_parts(folder: Path, columns, cell_ids=None, filters=None) -> pd.DataFra
     try:
         df = pd.read_parquet(folder, columns=list(columns), filters=f or None)
     except (OSError, ValueError) as exc:        # a part cut short or damaged (pyarrow's ArrowInvalid is a ValueError)
-        raise CcpError(f"{_damaged_part(folder) or folder} is damaged ({_first_line(exc)}): remove it to read the "
+        raise CcpError(f"{_damaged_part(folder) or folder} is damaged ({error_summary(exc)}): remove it to read the "
                        "rest (that cell's per-request rows are then missing), or run the sweep again into a new --out") from None
     if "cell_id" in df:
         df["cell_id"] = df["cell_id"].astype(str)

@@ -254,7 +254,8 @@ def _csv_records(path: Path) -> int:
         return max(sum(1 for _ in csv.reader(fh)) - 1, 0)
 
 
-def _first_line(exc: BaseException) -> str:
+def error_summary(exc: BaseException) -> str:
+    """An exception in one line of at most 200 characters, for a message naming what is damaged."""
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
 
 
@@ -270,7 +271,7 @@ def read_cells(run_dir: Path, *, csv_only: bool = False) -> pd.DataFrame:
             # fewer or more cells than the commit record: a copy left from before, or edited; the record stands
         except (OSError, ValueError) as exc:    # pyarrow's ArrowInvalid is a ValueError: a cut or damaged file
             if not (d / "cells.csv").exists():
-                raise CcpError(f"{d / 'cells.parquet'} is damaged ({_first_line(exc)}) and there is no cells.csv "
+                raise CcpError(f"{d / 'cells.parquet'} is damaged ({error_summary(exc)}) and there is no cells.csv "
                                "to read instead") from None
             # cells.csv is the commit record the parquet copy is written from: the same cells, read from it
     if not (d / "cells.csv").exists():
