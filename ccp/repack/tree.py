@@ -14,6 +14,10 @@ from ccp.repack.chunks import DatasetWriter
 from ccp.repack.decide import _h5_message, _Planner, _Target
 from ccp.repack.references import fix_references
 
+# a named datatype whose link comes after a dataset that uses it is linked here meanwhile (no input name
+# starts so: a link name cannot hold "/", and this one is dropped before the copy is renamed into place)
+_TYPE_LINK = ".ccp-named-type-"
+
 
 def _link_names(gid) -> list[bytes]:
     order = gid.get_create_plist().get_link_creation_order()
@@ -77,6 +81,8 @@ class _Repacker:
         self.results: list = []
         self.multi_linked = False
         self.named_types: dict = {}  # source named datatype key -> its output copy, committed before its link
+        self.type_links: dict = {}   # source named datatype key -> a temporary link to its output copy
+        self.types_from_copy: set = set()  # named datatypes whose output copy H5Ocopy made, attributes and all
 
     def survey(self):
         """Every dataset once (first path), decisions, and whether any object has several links."""
@@ -118,6 +124,7 @@ class _Repacker:
         _copy_attrs(root_src, root_dst)
         self.changed_prefixes = {p for t in self.targets.values() if t.changed for p in _ancestors(t.path)}
         self._copy_group(root_src, root_dst, "/")
+        self.drop_type_links()
         objects = {"/": "/"}
 
         def visit(name, info):
@@ -171,6 +178,7 @@ class _Repacker:
                 if tgt is None or not tgt.changed:
                     t0 = time.perf_counter()
                     _ocopy(sgrp, dgrp, name, info.cset, child, copypl=self._sharing_named_type(oid))
+                    self._keep_copied_type(oid, dgrp, name)
                     if tgt is not None:
                         if self.progress is not None:
                             self.progress("advance", tgt.raw_bytes)
@@ -182,7 +190,9 @@ class _Repacker:
             elif oinfo.type == h5o.TYPE_NAMED_DATATYPE and key in self.named_types:
                 # a rewritten dataset already shares it: its name links to that very object
                 h5o.link(self.named_types[key], dgrp.id, name, lcpl=_lcpl(info.cset))
-                _copy_attrs(h5py.Datatype(oid), h5py.Datatype(self.named_types[key]))
+                if key not in self.types_from_copy:     # H5Ocopy brought the type's attributes with it
+                    _copy_attrs(h5py.Datatype(oid), h5py.Datatype(self.named_types[key]))
+                self._drop_type_link(key)
             else:
                 _ocopy(sgrp, dgrp, name, info.cset, child)
 
@@ -208,14 +218,43 @@ class _Repacker:
 
     def _sharing_named_type(self, oid):
         """For a dataset H5Ocopy copies: a copy list that keeps it sharing its named datatype when the
-        output already holds that type (copied before it, in link order), else None. H5Ocopy alone gives
-        it an anonymous copy of the type, and the output's dataset no longer names it (h5repack keeps it)."""
+        output already holds that type, else None. H5Ocopy alone gives it an anonymous copy of the type,
+        and the output's dataset no longer names it (h5repack keeps it). A type whose own link comes later
+        in link order is shared through a temporary link (``_TYPE_LINK``), dropped when its link is made."""
         tid = oid.get_type()
         if not tid.committed():
             return None
         info = h5o.get_info(tid)
-        path = self.copied.get((info.fileno, info.addr))
+        key = (info.fileno, info.addr)
+        path = self.copied.get(key)
+        if path is None and key in self.named_types:
+            path = self.type_links.get(key)
+            if path is None:
+                path = self.type_links[key] = f"/{_TYPE_LINK}{len(self.type_links)}"
+                h5o.link(self.named_types[key], self._out().id, path.encode())
         return None if path is None else low.copy_plist_sharing(path.encode("utf-8", "surrogateescape"))
+
+    def _keep_copied_type(self, oid, dgrp, name):
+        """After H5Ocopy of a dataset whose named datatype the output does not hold yet: that dataset's
+        (anonymous) copy of the type is the one the type's own link, later in link order, will name."""
+        tid = oid.get_type()
+        if not tid.committed():
+            return
+        info = h5o.get_info(tid)
+        key = (info.fileno, info.addr)
+        if key not in self.copied and key not in self.named_types:
+            self.named_types[key] = h5o.open(dgrp.id, name).get_type()
+            self.types_from_copy.add(key)
+
+    def _drop_type_link(self, key):
+        path = self.type_links.pop(key, None)
+        if path is not None:
+            self._out().id.unlink(path.encode())
+
+    def drop_type_links(self):
+        """The temporary links of types that never got their own (anonymous committed types in the input)."""
+        for key in list(self.type_links):
+            self._drop_type_link(key)
 
     def _wanted(self, path: str) -> bool:
         return any(t.path == path or t.path.startswith(path + "/") for t in self.targets.values())

@@ -369,3 +369,24 @@ def test_a_copied_dataset_keeps_sharing_its_named_datatype(tmp_path):
         assert h5o.get_info(f["y_data"].id.get_type()).addr == addr["a_type"]
         assert addr["a_type"] != addr["b_type"]
         assert np.array_equal(f["x_data"][()], np.arange(5))
+
+
+def test_datasets_before_their_named_datatype_in_link_order_share_it(tmp_path):
+    """A named datatype linked after the datasets using it (here "z_type" after "a_data", "b_data"): both copies
+    share the output's "z_type", and no temporary link is left."""
+    from h5py import h5o
+
+    src, out = tmp_path / "types.h5", tmp_path / "out.h5"
+    with h5py.File(src, "w") as f:
+        f["z_type"] = np.dtype("<f8")
+        f["z_type"].attrs["units"] = "m"
+        for name in ("a_data", "b_data"):
+            f.create_dataset(name, data=np.arange(4.0), dtype=f["z_type"])
+        f.create_dataset("c_plain", data=np.arange(3))
+    run(src, out)
+    with h5py.File(out, "r") as f:
+        assert sorted(f) == ["a_data", "b_data", "c_plain", "z_type"]
+        addr = h5o.get_info(f["z_type"].id).addr
+        assert [h5o.get_info(f[n].id.get_type()).addr for n in ("a_data", "b_data")] == [addr, addr]
+        assert dict(f["z_type"].attrs) == {"units": "m"}
+        assert np.array_equal(f["b_data"][()], np.arange(4.0))
