@@ -19,6 +19,8 @@ import json
 import os
 from pathlib import Path
 
+import h5py
+
 from ccp.errors import CcpError
 from ccp.hdf5.dataset import open_readonly
 from ccp.trace.hdf5_types import vlen_info
@@ -66,6 +68,8 @@ def dimension_names(entry: dict) -> list[str] | None:
             obj = f.get(path)
             if obj is None or obj.__class__.__name__ != "Dataset":
                 return None
+            if obj.ndim == 1 and h5py.h5ds.is_scale(obj.id):   # a coordinate variable: its dimension is its name
+                return [obj.name.rsplit("/", 1)[-1].removeprefix("_nc4_non_coord_")]
             names = []
             for dim in obj.dims:
                 if not len(dim):

@@ -45,3 +45,18 @@ def test_xarray_cures_use_the_variables_dimension_names(diagnosis):
     for c in diagnosis["cures"]:
         if not c["code"].startswith(("ccp ", "nccopy ")):
             ast.parse(c["code"])
+
+
+def test_a_coordinate_variable_is_named_by_its_own_dimension(tmp_path):
+    """A coordinate variable is a dimension scale, with no scale attached to it: its dimension is its own name
+    (xarray's isel(time=...)), not dim0 (breaker4's F4)."""
+    import numpy as np
+    import xarray as xr
+
+    from ccp.trace.after_run import dimension_names
+
+    path = tmp_path / "c.nc"
+    xr.Dataset({"tas": (("time", "y"), np.zeros((4, 3), "f4"))},
+               coords={"time": np.arange(4.0)}).to_netcdf(path, engine="h5netcdf")
+    assert dimension_names({"file": str(path), "dataset": "/time"}) == ["time"]
+    assert dimension_names({"file": str(path), "dataset": "/tas"}) == ["time", "y"]
