@@ -25,9 +25,8 @@ than the first round before it; fitted as one, the prices sat between the two lo
 neither. So the final prices are fitted in two steps (``prior``): the first round's fit (every layout,
 the lattice's extremes: the prices' proportions) is the prior the runoff's interleaved passes (the
 finalists, side by side, 7 passes each: the machine as the choice was made) then update: the pull is
-towards the first round's factors instead of 1, and stronger (:data:`UPDATE_PRIOR`: a few cells of
-near-equal layouts cannot place 7 prices), and a group the runoff's cells do not exercise keeps the
-first round's factor.
+towards the first round's factors instead of 1, and a group the runoff's cells do not exercise keeps
+the first round's factor.
 """
 
 from __future__ import annotations
@@ -42,14 +41,6 @@ import numpy as np
 from ccp.tune.search import PRICE_GROUPS, Costs
 
 PRIOR = 0.05                # weight of the pull of each scale towards 1, against one cell's relative error
-# the same pull in an update (the runoff's cells towards the first round's factors): 20x the first fit's. The runoff
-# measures 2-3 finalists, 2-6 cells of near-equal times, too few to place 7 prices: at 0.05 a few percent of
-# their noise moved whole factors to their limits (NISAR: chunk and byte 0.05, the open 47% up; image-stack: the
-# open 27 ms -> 0, bytes 2.4x) and the pick held out of the update was predicted 1.35x and 1.86x its runoff time. At
-# 1.0 a factor moves only as far as the cells' relative errors outweigh a 100% change from the first round's
-# (benchmarks/tune_fit.py --analyse on two earlier runs, 23 held-out picks: 18 within 1.25x, rms |log| 0.28,
-# against 17 and 0.32; the rest are bounded by the measurement itself, see that script)
-UPDATE_PRIOR = 1.0
 DEFAULT_LIMITS = (0.05, 20.0)   # each factor on a probe's price, at most this far from it
 # the device and the writes are probed once, apart from the sweep's cells (a cold page of another file, chunks
 # written to a small one): their prices in a cell may differ more (readahead, the index growing, the load)
@@ -115,15 +106,14 @@ def fit_prices(costs: Costs, observations: Sequence[Observation], prior: dict | 
     weight /= float(np.median(weight))
     rows = [w * np.array(o.parts) / o.measured_s for o, w in zip(obs, weight)]
     target = [float(w) for w in weight]
-    strength = UPDATE_PRIOR if prior else PRIOR
     for j, g in enumerate(groups):
         toward = (prior or {}).get(g, 1.0 if g != "open" else 0.0)
         if g == "open" and not toward > 0:     # seconds, not a factor: no pull (0 unless the cells ask for it)
             continue
         pull = np.zeros(len(groups))
-        pull[j] = strength / toward if g == "open" else strength      # the open's pull: relative to its seconds
+        pull[j] = PRIOR / toward if g == "open" else PRIOR      # the open's pull: relative to its seconds
         rows.append(pull)
-        target.append(strength if g == "open" else strength * toward)
+        target.append(PRIOR if g == "open" else PRIOR * toward)
     # the open's column is the model's open under the probe prices (0): give it a unit of one second
     a = np.array(rows)
     open_j = groups.index("open")
