@@ -10,6 +10,14 @@ against the same passes (``predicted_before_runoff_s``, and the prediction from 
 pick's own runoff passes, recomputed from ``prices.cells``), the recommendation as recommended against every
 whole pass of it, the 1-minute load average before and after, and tune's wall time. Each workload's
 ``tune.json`` is kept under ``--out`` (``prices.cells`` holds the final fit's equations).
+
+``--analyse`` adds what a held-out miss is judged against: the held-out figure again with every pass as
+its CPU time equivalent (wall x the pass's process CPU share, kept per pass in ``prices.cells`` as
+``cpu_share``: what the pass would have taken had it never waited for a core); the pick measured twice
+minutes apart (its first round's median over its runoff's: the measurement's own reproducibility, the
+floor a prediction fitted to one round meets on the other); the spread of its runoff passes (interquartile
+range / median); and which misses had an unstable measurement (its two rounds over 1.25x apart, or the
+middle half of its passes wider than the 1.25x band, 0.5 of their median).
 """
 
 from __future__ import annotations
@@ -19,9 +27,11 @@ import importlib.util
 import json
 import math
 import os
+import statistics
 import time
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 _spec = importlib.util.spec_from_file_location("league", Path(__file__).with_name("league.py"))
@@ -45,26 +55,39 @@ def within(xs) -> int:
     return sum(1 for x in xs if x is not None and 1 / WITHIN <= x <= WITHIN)
 
 
-def held_out(t: dict, weights: list[float]) -> float | None:
+def cpu_equivalent(cell: dict) -> float | None:
+    """A cell's median pass with each pass's wall time scaled by its process CPU share (the time the pass
+    would have taken had it never waited for a core: a busy machine's run queue, not the work); None when
+    the cell did not keep its passes' CPU time (runs before it was kept)."""
+    passes, shares = cell.get("passes") or [], cell.get("cpu_share") or []
+    if not passes or len(shares) != len(passes):
+        return None
+    return float(statistics.median(p * s for p, s in zip(passes, shares)))
+
+
+def held_out(t: dict, weights: list[float], cpu: bool = False) -> float | None:
     """The pick's prediction from prices fitted without its own runoff passes (the first round's fit
     updated by the other finalists' runoff cells only), over its measured time in the runoff: the
     update's out-of-sample test, from ``tune.json``'s ``prices.cells`` (no measuring again). None without
-    a runoff of cells of this kind."""
+    a runoff of cells of this kind. With ``cpu``, every cell's time is its CPU equivalent
+    (:func:`cpu_equivalent`), the fits' and the pick's alike (None where a cell lacks it)."""
     from ccp.predict import Calibration
     from ccp.tune.fit import Observation, fit_prices
     from ccp.tune.search import PRICE_GROUPS, Costs
 
     cells = t["prices"].get("cells") or []
-    rec = t["recommended"]
-    rows = {r["label"]: r for r in t["contenders"]}
-    key = [rows[rec["label"]][k] for k in ("chunks", "filters", "cache_nbytes", "cache_nslots", "cache_w0")]
-    mine = {label for label, r in rows.items()
-            if [r[k] for k in ("chunks", "filters", "cache_nbytes", "cache_nslots", "cache_w0")] == key}
+    mine = pick_labels(t)
+    if cpu:
+        cells = [{**c, "measured_s": cpu_equivalent(c)} for c in cells]
+        if any(c["measured_s"] is None for c in cells):
+            return None
     obs = [(c, Observation(tuple(c["parts"]), c["measured_s"], len(c["passes"] or [1]))) for c in cells]
     first = [o for c, o in obs if c.get("round") == "first"]
     others = [o for c, o in obs if c.get("round") == "runoff" and c["label"] not in mine]
     pick = [(c["pattern"], c) for c, _ in obs if c.get("round") == "runoff" and c["label"] in mine]
-    if not pick or any(c["first"] is not None for _, c in pick) or not rec.get("measured_in_choice_s"):
+    measured = (sum(weights[i] * c["measured_s"] for i, c in pick) if cpu
+                else t["recommended"].get("measured_in_choice_s"))
+    if not pick or any(c["first"] is not None for _, c in pick) or not measured:
         return None
     dummy = Costs(Calibration(1.0, 1.0, {}, {}), 1.0)
     f1 = fit_prices(dummy, first)
@@ -74,7 +97,49 @@ def held_out(t: dict, weights: list[float]) -> float | None:
     s = f2.scales
     pred = sum(weights[i] * (sum(s[g] * p for g, p in zip(PRICE_GROUPS, c["parts"]) if g != "open") + s["open"])
                for i, c in pick)
-    return pred / rec["measured_in_choice_s"]
+    return pred / measured
+
+
+def pick_labels(t: dict) -> set:
+    """The contenders' labels of the recommended layout and cache (the pick measured under several names)."""
+    keys = ("chunks", "filters", "cache_nbytes", "cache_nslots", "cache_w0")
+    rows = {r["label"]: r for r in t["contenders"]}
+    key = [rows[t["recommended"]["label"]][k] for k in keys]
+    return {label for label, r in rows.items() if [r[k] for k in keys] == key}
+
+
+def spread(t: dict) -> float | None:
+    """The pick's runoff passes, the widest of its patterns' interquartile range over their median; None
+    without a runoff of it. Over ``2 * (WITHIN - 1)`` the middle half of its passes is wider than the
+    target's band: its median cannot be judged to 1.25x."""
+    mine = pick_labels(t)
+    got = [c["passes"] for c in t["prices"].get("cells") or [] if c.get("round") == "runoff" and c["label"] in mine
+           and c.get("passes")]
+    if not got:
+        return None
+    return max(float((np.percentile(p, 75) - np.percentile(p, 25)) / np.median(p)) for p in got)
+
+
+def unstable(r: dict) -> bool:
+    """The pick's own measurement cannot be judged to the target: its two rounds over WITHIN apart, or its
+    runoff passes' middle half wider than the target's band."""
+    rep, spr = r.get("reproduced"), r.get("spread")
+    return (rep is not None and not within([rep])) or (spr is not None and spr > 2 * (WITHIN - 1))
+
+
+def reproduced(t: dict, weights: list[float]) -> float | None:
+    """The pick measured twice minutes apart, its first round's weighted median over its runoff's: the
+    measurement's own reproducibility, the floor no prediction fitted to one round beats on the other.
+    None without both rounds of every pattern."""
+    mine = pick_labels(t)
+    total = {}
+    for rnd in ("first", "runoff"):
+        got = {c["pattern"]: c["measured_s"] for c in t["prices"].get("cells") or []
+               if c.get("round") == rnd and c["label"] in mine and c["first"] is None}
+        if len(got) != len(weights):
+            return None
+        total[rnd] = sum(w * got[i] for i, w in enumerate(weights))
+    return total["first"] / total["runoff"] if total["runoff"] else None
 
 
 def analyse(run: Path) -> None:
@@ -83,17 +148,31 @@ def analyse(run: Path) -> None:
     for r in rows:
         t = json.loads((run / r["workload"] / "tune" / "tune.json").read_text())
         doc = yaml.safe_load((run / r["workload"] / f"{r['workload']}.yaml").read_text())
-        r["held_out"] = held_out(t, [float(it["weight"]) for it in doc["workload"]])
+        weights = [float(it["weight"]) for it in doc["workload"]]
+        r["held_out"] = held_out(t, weights)
+        r["held_out_cpu"] = held_out(t, weights, cpu=True)
+        r["reproduced"] = reproduced(t, weights)
+        r["spread"] = spread(t)
     report(rows)
 
 
 def report(rows: list[dict]) -> None:
     for key, what in (("in_choice", "predicted / measured in the rounds its final prices were fitted to"),
                       ("held_out", "predicted by prices fitted without its own runoff passes / measured in the runoff"),
+                      ("held_out_cpu", "the same, every cell's passes as CPU time equivalents (wall x the pass's CPU share)"),
                       ("before_runoff", "predicted before the runoff's passes were fitted / measured in the runoff"),
                       ("as_recommended", "predicted / measured as recommended (every whole pass)")):
         xs = [r.get(key) for r in rows]
         print(f"{what}: within {WITHIN}x on {within(xs)} of {sum(x is not None for x in xs)} ({fmt(xs)})")
+    xs = [r.get("reproduced") for r in rows]
+    print(f"the pick measured twice minutes apart (first round / runoff): within {WITHIN}x on {within(xs)} of "
+          f"{sum(x is not None for x in xs)} ({fmt(xs)})")
+    missed = [r for r in rows if r.get("held_out") is not None and not within([r["held_out"]])]
+    print(f"the pick's runoff passes, interquartile range / median (widest pattern): {fmt([r.get('spread') for r in rows])}")
+    flagged = [r for r in missed if unstable(r)]
+    print(f"held-out misses: {len(missed)} ({', '.join(r['workload'] for r in missed) or 'none'}); of them the pick's own "
+          f"measurement unstable (its two rounds over {WITHIN}x apart, or its passes' middle half wider than "
+          f"{2 * (WITHIN - 1):.2f} of their median): {len(flagged)} ({', '.join(r['workload'] for r in flagged) or 'none'})")
     print("workloads: " + ", ".join(r["workload"] for r in rows))
     print("load (1 min) before/after each: " + ", ".join(f"{r['load_before']:.1f}/{r['load_after']:.1f}" for r in rows))
     print("tune wall: " + ", ".join(f"{r['wall_s']:.0f}" for r in rows) + " s")

@@ -46,6 +46,8 @@ class ItemPasses:
     requests: int                       # the pattern's requests
     measured: int                       # requests each timed pass measured (fewer: the cell's time budget)
     passes: tuple[float, ...]           # each timed pass: open + its measured requests + close, seconds
+    cpu_share: tuple[float, ...] = ()   # each pass's process CPU time / its wall time (the engine's pass_cpu_s and
+    #                                     pass_wall_s: the whole pass); () where the run did not record them
 
     @property
     def whole(self) -> bool:
@@ -243,7 +245,11 @@ def item_passes(run_dir: Path, rows) -> tuple:
         return tuple(None for _ in rows)
     import pandas as pd
 
-    req = pd.read_parquet(path, columns=["cell_id", "pass", "phase", "time_s"])
+    columns = ["cell_id", "pass", "phase", "time_s"]
+    try:
+        req = pd.read_parquet(path, columns=[*columns, "pass_cpu_s", "pass_wall_s"])
+    except (KeyError, ValueError, OSError):     # a run from before the passes' CPU time was kept
+        req = pd.read_parquet(path, columns=columns)
     req = req[req["pass"] >= 0]
     out: list[ItemPasses | None] = []
     for row in rows:
@@ -251,10 +257,19 @@ def item_passes(run_dir: Path, rows) -> tuple:
         if row is None or cell.empty or row["status"] not in FINISHED:
             out.append(None)
             continue
-        totals = cell.groupby("pass")["time_s"].sum()
-        measured = int((cell["phase"] == "request").sum() // max(1, len(totals)))
-        out.append(ItemPasses(int(float(row["requests"])), measured, tuple(float(t) for t in totals.values)))
+        out.append(_req_passes(cell, int(float(row["requests"]))))
     return tuple(out)
+
+
+def cpu_shares(req, passes) -> tuple[float, ...]:
+    """Each of ``passes``' process CPU time over its wall time, from the requests table's pass_cpu_s and
+    pass_wall_s (on each timed pass's open row); () when any is missing (an older run)."""
+    if "pass_cpu_s" not in req or "pass_wall_s" not in req:
+        return ()
+    per = req.dropna(subset=["pass_cpu_s", "pass_wall_s"]).groupby("pass")[["pass_cpu_s", "pass_wall_s"]].first()
+    if any(p not in per.index for p in passes):
+        return ()
+    return tuple(float(min(1.0, c / w)) if w > 0 else 1.0 for c, w in (per.loc[p] for p in passes))
 
 
 def _req_passes(req, requests: int) -> ItemPasses | None:
@@ -264,7 +279,7 @@ def _req_passes(req, requests: int) -> ItemPasses | None:
         return None
     totals = req.groupby("pass")["time_s"].sum()
     measured = int((req["phase"] == "request").sum() // max(1, len(totals)))
-    return ItemPasses(requests, measured, tuple(float(t) for t in totals.values))
+    return ItemPasses(requests, measured, tuple(float(t) for t in totals.values), cpu_shares(req, list(totals.index)))
 
 
 def measure_interleaved(workload, source, contenders, out_dir: Path, work_dir: Path, rounds: int,
@@ -330,8 +345,9 @@ def _interleaved_result(c: Contender, per_item: list[list], items, out_dir: Path
         each = [_req_passes(req, int(row.requests or 0)) for row, req in got] if done else []
         whole = [p for p in each if p is not None]
         if done and len(whole) == len(each):
+            shares = tuple(x for p in whole for x in p.cpu_share) if all(p.cpu_share for p in whole) else ()
             passes.append(ItemPasses(whole[0].requests, min(p.measured for p in whole),
-                                     tuple(t for p in whole for t in p.passes)))
+                                     tuple(t for p in whole for t in p.passes), shares))
         else:
             passes.append(None)
     rounds = tuple(tuple(row.time_s if row.status in FINISHED and row.time_s is not None else math.nan for row, _ in got)

@@ -165,6 +165,7 @@ def fit_from_round(contenders, measured, items, source, costs, cells: list | Non
             if cells is not None:
                 cells.append({"label": c.label, "kind": c.kind, "pattern": i, "first": first, "round": round_name,
                               "passes": list(d.passes) if d is not None and d.passes else None,
+                              "cpu_share": list(d.cpu_share) if d is not None and d.cpu_share else None,
                               "measured_s": obs[-1].measured_s, "parts": list(obs[-1].parts)})
     return fit_prices(costs, obs, prior)
 
