@@ -84,7 +84,7 @@ class GroupCodec:
 
         The rows go to the codecs as bytes cut from one copy of the group (numpy rows as buffers cost more
         per call than the work on a 1.4 KiB chunk), and their CRCs go to ``written`` in one call."""
-        from ccp.repack.readback import _same_bytes
+        from ccp.repack.readback import _same_bytes, crc32
 
         prepared = self.rows(rows)
         del rows       # (the caller passes its box without keeping it: each copy goes as soon as it is used)
@@ -97,7 +97,6 @@ class GroupCodec:
             flat = prepared.tobytes()
             prepared = prepared[:0].copy()     # the box's copy goes: the chunks are cut from ``flat``
         out, crcs, wrong = [], [], []
-        crc32 = zlib.crc32
         for k, (off, wanted) in enumerate(zip(offsets, keep)):
             if not wanted:
                 continue
