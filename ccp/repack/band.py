@@ -250,7 +250,8 @@ def timed_band(reader, chunks: tuple[int, ...], codec: GroupCodec | None, block:
     target chunks out of it (``place``: :func:`box_rows`) and encoding them with their check and CRC
     (``encode``: :meth:`GroupCodec.encode_rows`), per target byte, median of ``rounds``, on the target chunks
     of a region of the band of about ``sample_bytes`` (the encoder's speed depends on the real values: the
-    region holds them, however many source chunks that takes); ``ratio``: raw bytes over encoded bytes.
+    region holds them, however many source chunks that takes); ``ratio``: raw bytes over encoded bytes
+    (``whole`` 0 when the region's values were partly repeated chunks: its ratio is then not the data's).
     With ``pool`` the rounds run in its threads at once, one per thread, as the copy's tasks do (up to
     ``rounds``, stopping once ``min_seconds`` of wall time are spent), and ``cores`` is the CPU they got over
     the wall time they took (what the copy's threads will get, its GIL and this machine's load in it).
@@ -276,9 +277,10 @@ def timed_band(reader, chunks: tuple[int, ...], codec: GroupCodec | None, block:
         sl = tuple(slice(a, min(a + c, r)) for a, c, r in zip(o, src, region))
         reader.place(o, None, arr, planes, sl, tuple(slice(0, s.stop - s.start) for s in sl))
     decode = (time.thread_time() - t0) / max(1, len(offs))
+    whole = len(offs) == math.prod(-(-r // c) for r, c in zip(region, src))   # every value the region's own
     if not offs:
         arr[...] = reader.fill
-    elif len(offs) < math.prod(-(-r // c) for r, c in zip(region, src)):
+    elif not whole:
         # past 1024 source chunks (or unallocated ones): decoded chunks again, data of the same kind
         decoded = [reader.decoded(o) for o in offs[:64]]
         done = set(offs)
@@ -316,7 +318,7 @@ def timed_band(reader, chunks: tuple[int, ...], codec: GroupCodec | None, block:
     wall = max(1e-6, wall)
     return {"decode": decode, "place": statistics.median(r[0] for r in results),
             "encode": statistics.median(r[1] for r in results), "chunks": results[0][2],
-            "ratio": statistics.median(r[3] for r in results),
+            "ratio": statistics.median(r[3] for r in results), "whole": float(whole),
             "cores": max(1e-3, min(float(threads), sum(r[4] for r in results) / wall))}
 
 

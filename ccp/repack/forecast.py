@@ -269,7 +269,7 @@ def _band_rates(reader, codec, dst_chunks, block, pool) -> dict[str, float]:
     ``ratio`` and ``cores`` as :func:`_pipeline_rates` gives them."""
     timed = timed_band(reader, tuple(dst_chunks), codec, tuple(block), _BAND_SAMPLE_BYTES,
                        rounds=_SAMPLE_ROUNDS * pool._max_workers, pool=pool, min_seconds=_SAMPLE_SECONDS)
-    return {key: timed[key] for key in ("decode", "place", "encode", "ratio", "cores")}
+    return {key: timed[key] for key in ("decode", "place", "encode", "ratio", "whole", "cores")}
 
 
 def _hdf5_chunk_seconds(ds, reader: _SourceReader, picks: int = 4) -> float:
@@ -449,7 +449,11 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, core
             src_raw = math.prod(src_chunks or (1,)) * tgt.itemsize
             dec = stages_cpu["decode"] / max(1, src_raw)
             rates = _Rates(dec, stages_cpu["encode"], stages_cpu.get("check", dec), _hdf5_chunk_seconds(ds, reader), 1)
-            written = _written_from_ratio(ds, tgt, dst_chunks, stages_cpu["ratio"])
+            if stages_cpu.get("whole", 1.0):
+                written = _written_from_ratio(ds, tgt, dst_chunks, stages_cpu["ratio"])
+            else:       # the band's sample repeated source chunks (over 1024 under it): its ratio is not the data's
+                estimate = planner.estimate(ds, tgt)
+                written = tgt.raw_bytes if estimate is None else estimate
         else:
             rates = _rates(ds, reader, encode, decode_out, dst_chunks)
             estimate = planner.estimate(ds, tgt)
