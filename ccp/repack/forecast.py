@@ -514,10 +514,15 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, core
         # (each chunk's check, decoding it again in its task, is the "check" stage: no read-back decode besides)
         worker = (reads * stages_cpu["decode"]
                   + tgt.raw_bytes * (stages_cpu["place"] + stages_cpu["encode"] + stages_cpu["check"]))
-        main_cpu = (io_ops(tgt.shape, src_chunks, dst_chunks) * stages_cpu["list"]
-                    + count.target_chunks * SECONDS_PER_TARGET_WRITE)
+        pieces = io_ops(tgt.shape, src_chunks, dst_chunks)
+        main_cpu = pieces * stages_cpu["list"] + count.target_chunks * SECONDS_PER_TARGET_WRITE
+        # a source chunk several target chunks share is decoded by the first task to reach it while the others
+        # that need it wait: neighbouring tasks need the same ones (the transpose job: each source chunk in 4
+        # consecutive target chunks), so about its decode is lost on each of the other threads
+        shared = min(reads, max(0, pieces - reads))
+        waiting = shared * stages_cpu["decode"] * (threads - 1)
         tail = worker / max(1, count.target_chunks) * (threads - 1) / max(eff, 1e-3)   # the last tasks, unevenly shared
-        secs = max(main_cpu / main_share, (worker + main_cpu) / eff) + tail + rb_serial / main_share
+        secs = max(main_cpu / main_share, (worker + waiting + main_cpu) / eff) + tail + rb_serial / main_share
     else:
         codec = reads * src_chunk_raw * dec + tgt.raw_bytes * enc
         main = (reads * SECONDS_PER_SOURCE_CHUNK + count.target_chunks * SECONDS_PER_TARGET_CHUNK) / main_share
