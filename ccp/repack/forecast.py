@@ -4,12 +4,14 @@ order and cache) before it runs, from the plan the copy itself uses (:mod:`ccp.r
 The time model: each dataset's copy is its main thread's per-chunk work plus the codec work (decode
 every source chunk read, encode every target chunk) shared by the encoder threads, then the read-back
 (:mod:`ccp.repack.readback`: every output chunk decoded again in the threads, a few target chunks read
-through HDF5 from both files). The codec rates are measured here, in CPU time, on the dataset's own
-chunks (source chunks decoded, a real target chunk encoded with the target's filters and decoded again,
-as the copy and its read-back will), so the data's compressibility is in them. How much CPU the threads
-get on this machine now is measured too (:func:`measured_cores`: a fifth of a second of codec work in
-as many threads as the copy uses), so a busy machine's load is in the forecast as it stands when the
-plan is made. Nothing is written.
+through HDF5 from both files). The stages are timed here, in CPU time, on a few of the dataset's own
+target chunks run as the copy runs them (source chunks read and decoded, placed, encoded with the
+target's filters, decoded again by the check), several at once in the copy's threads, so the data's
+compressibility is in them; the CPU those threads got over the sample's wall time is the cores the copy's
+threads will get, so its GIL and a busy machine's load are in the forecast as they stand when the plan is
+made. A dataset with no such sample (library path, same-grid recoding) has its codecs timed alone and the
+cores measured by :func:`measured_cores` (a fifth of a second of codec work in as many threads as the copy
+uses). Nothing is written.
 """
 
 from __future__ import annotations
