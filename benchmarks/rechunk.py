@@ -2,7 +2,7 @@
 large chunk cache, and rechunker (to Zarr, for reference), on the same jobs; and ccp's prediction.
 
     .venv/bin/python benchmarks/rechunk.py [--rounds 3] [--rows 200000] [--work DIR] [--jobs 6458,unaligned,transpose]
-                                          [--tas results/tas.nc] [--no-bytecode]
+                                          [--tas results/tas.nc] [--no-bytecode] [--ccp-only]
 
 Input: /data, ROWS x 100 float32 (a random walk rounded to 3 decimals: gzip:1 reaches ~1.9:1), chunks 2000x1
 (column chunks, as in issue 6458), gzip:1. Jobs, each to gzip:1:
@@ -213,8 +213,10 @@ def tas_tools(src: Path, work: Path) -> dict:
 
 
 def run_job(src: Path, work: Path, job: str, rounds: int, have_rechunker: bool, engines: tuple[str, ...] = (),
-            bytecode: bool = True) -> None:
+            bytecode: bool = True, ccp_only: bool = False) -> None:
     cmds = tas_tools(src, work) if job == "tas" else tools(src, work, job, have_rechunker, engines)
+    if ccp_only:     # ccp and its plan alone (the plan's error is checked against ccp's own time)
+        cmds = {n: c for n, c in cmds.items() if n.startswith("ccp")}
     env = ccp_env(bytecode)
     what = f"/tas 1x96x144 -> {TAS_CHUNKS}, shuffle+gzip:4 kept" if job == "tas" else \
         "2000x1 -> {}x{}, gzip:1".format(*JOBS[job])
@@ -254,7 +256,7 @@ def run_job(src: Path, work: Path, job: str, rounds: int, have_rechunker: bool, 
               f"{statistics.median(r['cpu'] for r in rs):>7.2f} {max(r['rss_mib'] for r in rs):>6.0f} MiB "
               f"{statistics.median(r['read_mib'] for r in rs):>5.0f} MiB {statistics.median(r['written_mib'] for r in rs):>5.0f} MiB")
     c = med["ccp repack"]
-    for name in med:
+    for name in med:  # (none but ccp's rows with --ccp-only)
         if name != "ccp repack":
             print(f"  {name} / ccp repack (median wall): {med[name] / c:.2f}x")
     rss = max(r["rss_mib"] for r in res["ccp repack"])
@@ -282,6 +284,8 @@ def main() -> None:
                          "compile on every start)")
     ap.add_argument("--deflate", default="", metavar="ENGINE[,ENGINE]",
                     help="also run ccp with these --deflate engines (zlib, libdeflate, isal), a row each")
+    ap.add_argument("--ccp-only", action="store_true",
+                    help="run ccp and its --plan only (no h5repack, nccopy, h5py or rechunker rows)")
     args = ap.parse_args()
     try:
         import rechunker  # noqa: F401
@@ -304,9 +308,9 @@ def main() -> None:
             if job not in JOBS:
                 sys.exit(f"unknown job {job!r}: one of {', '.join(JOBS)}")
             run_job(src, work, job, args.rounds, have_rechunker, tuple(e for e in args.deflate.split(",") if e),
-                    not args.no_bytecode)
+                    not args.no_bytecode, args.ccp_only)
         if args.tas is not None:
-            run_job(args.tas.resolve(), work, "tas", args.rounds, False, (), not args.no_bytecode)
+            run_job(args.tas.resolve(), work, "tas", args.rounds, False, (), not args.no_bytecode, args.ccp_only)
 
 
 if __name__ == "__main__":

@@ -84,7 +84,7 @@ class GroupCodec:
 
         The rows go to the codecs as bytes cut from one copy of the group (numpy rows as buffers cost more
         per call than the work on a 1.4 KiB chunk), and their CRCs go to ``written`` in one call."""
-        from ccp.repack.readback import _same_bytes
+        from ccp.repack.readback import _same_bytes, crc32
 
         prepared = self.rows(rows)
         del rows       # (the caller passes its box without keeping it: each copy goes as soon as it is used)
@@ -97,7 +97,6 @@ class GroupCodec:
             flat = prepared.tobytes()
             prepared = prepared[:0].copy()     # the box's copy goes: the chunks are cut from ``flat``
         out, crcs, wrong = [], [], []
-        crc32 = zlib.crc32
         for k, (off, wanted) in enumerate(zip(offsets, keep)):
             if not wanted:
                 continue
@@ -245,13 +244,18 @@ def run_bands(reader, pool, dsid, chunks: tuple[int, ...], codec: GroupCodec, wr
 
 
 def timed_band(reader, chunks: tuple[int, ...], codec: GroupCodec | None, block: tuple[int, ...],
-               sample_bytes: int, rounds: int = 3) -> dict[str, float]:
-    """CPU seconds (this thread) of the band path's stages, for ``ccp repack --plan``: decoding source chunks
+               sample_bytes: int, rounds: int = 3, pool=None, min_seconds: float = 0.0) -> dict[str, float]:
+    """CPU seconds (per thread) of the band path's stages, for ``ccp repack --plan``: decoding source chunks
     into a band (``decode``, per source chunk: the stored ones under the region, up to 1024, once), cutting
     target chunks out of it (``place``: :func:`box_rows`) and encoding them with their check and CRC
     (``encode``: :meth:`GroupCodec.encode_rows`), per target byte, median of ``rounds``, on the target chunks
     of a region of the band of about ``sample_bytes`` (the encoder's speed depends on the real values: the
-    region holds them, however many source chunks that takes). Nothing is written."""
+    region holds them, however many source chunks that takes); ``ratio``: raw bytes over encoded bytes
+    (``whole`` 0 when the region's values were partly repeated chunks: its ratio is then not the data's).
+    With ``pool`` the rounds run in its threads at once, one per thread, as the copy's tasks do (up to
+    ``rounds``, stopping once ``min_seconds`` of wall time are spent), and ``cores`` is the CPU they got over
+    the wall time they took (what the copy's threads will get, its GIL and this machine's load in it).
+    Nothing is written."""
     import statistics
     import time
 
@@ -273,9 +277,10 @@ def timed_band(reader, chunks: tuple[int, ...], codec: GroupCodec | None, block:
         sl = tuple(slice(a, min(a + c, r)) for a, c, r in zip(o, src, region))
         reader.place(o, None, arr, planes, sl, tuple(slice(0, s.stop - s.start) for s in sl))
     decode = (time.thread_time() - t0) / max(1, len(offs))
+    whole = len(offs) == math.prod(-(-r // c) for r, c in zip(region, src))   # every value the region's own
     if not offs:
         arr[...] = reader.fill
-    elif len(offs) < math.prod(-(-r // c) for r, c in zip(region, src)):
+    elif not whole:
         # past 1024 source chunks (or unallocated ones): decoded chunks again, data of the same kind
         decoded = [reader.decoded(o) for o in offs[:64]]
         done = set(offs)
@@ -287,21 +292,34 @@ def timed_band(reader, chunks: tuple[int, ...], codec: GroupCodec | None, block:
     grid = tuple(-(-r // c) for r, c in zip(region, chunks))
     zero = (0,) * len(region)
     offsets = list(itertools.product(*(range(n) for n in grid)))
-    place, encode = [], []
-    nbytes = count = 1
-    for _ in range(max(1, rounds)):
+
+    def one_round(_=None) -> tuple[float, float, int, float, float]:
         t2 = time.thread_time()
         rows = box_rows(arr, zero, zero, grid, chunks, reader.fill)
         t3 = time.thread_time()
         nbytes, count = max(1, rows.nbytes), len(rows)
+        encoded = nbytes
         if codec is not None and codec.encode is not None:
-            codec.encode_rows(rows, offsets, [True] * len(offsets), WrittenChunks())
+            encoded = sum(len(data) for _, data in
+                          codec.encode_rows(rows, offsets, [True] * len(offsets), WrittenChunks()))
         del rows
         t4 = time.thread_time()
-        place.append((t3 - t2) / nbytes)
-        encode.append((t4 - t3) / nbytes)
-    return {"decode": decode, "place": statistics.median(place), "encode": statistics.median(encode),
-            "chunks": count}
+        return (t3 - t2) / nbytes, (t4 - t3) / nbytes, count, nbytes / max(1, encoded), t4 - t2
+
+    threads = 1 if pool is None else pool._max_workers
+    results: list = []
+    wall = 0.0
+    while len(results) < max(1, rounds):     # a round per thread at once, until min_seconds of wall time
+        wall0 = time.perf_counter()
+        results += list(map(one_round, range(threads))) if pool is None else list(pool.map(one_round, range(threads)))
+        wall += time.perf_counter() - wall0
+        if wall >= min_seconds:
+            break
+    wall = max(1e-6, wall)
+    return {"decode": decode, "place": statistics.median(r[0] for r in results),
+            "encode": statistics.median(r[1] for r in results), "chunks": results[0][2],
+            "ratio": statistics.median(r[3] for r in results), "whole": float(whole),
+            "cores": max(1e-3, min(float(threads), sum(r[4] for r in results) / wall))}
 
 
 def chunks_in_box(box, chunks):

@@ -4,12 +4,14 @@ order and cache) before it runs, from the plan the copy itself uses (:mod:`ccp.r
 The time model: each dataset's copy is its main thread's per-chunk work plus the codec work (decode
 every source chunk read, encode every target chunk) shared by the encoder threads, then the read-back
 (:mod:`ccp.repack.readback`: every output chunk decoded again in the threads, a few target chunks read
-through HDF5 from both files). The codec rates are measured here, in CPU time, on the dataset's own
-chunks (source chunks decoded, a real target chunk encoded with the target's filters and decoded again,
-as the copy and its read-back will), so the data's compressibility is in them. How much CPU the threads
-get on this machine now is measured too (:func:`measured_cores`: a fifth of a second of codec work in
-as many threads as the copy uses), so a busy machine's load is in the forecast as it stands when the
-plan is made. Nothing is written.
+through HDF5 from both files). The stages are timed here, in CPU time, on a few of the dataset's own
+target chunks run as the copy runs them (source chunks read and decoded, placed, encoded with the
+target's filters, decoded again by the check), several at once in the copy's threads, so the data's
+compressibility is in them; the CPU those threads got over the sample's wall time is the cores the copy's
+threads will get, so its GIL and a busy machine's load are in the forecast as they stand when the plan is
+made. A dataset with no such sample (library path, same-grid recoding) has its codecs timed alone and the
+cores measured by :func:`measured_cores` (a fifth of a second of codec work in as many threads as the copy
+uses). Nothing is written.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from ccp.repack.chunks import _SourceReader
 from ccp.repack.decide import _h5_message, _Planner
 from ccp.repack.pipeline import timed_target
 from ccp.repack.plan import DEFAULT_BUFFER_BYTES, Slab, plan_slabs
-from ccp.repack.readback import SAMPLED_CHUNKS
+from ccp.repack.readback import SAMPLED_CHUNKS, WrittenChunks
 from ccp.repack.rechunk import (
     MemoryBudget,
     choose_stages,
@@ -70,6 +72,13 @@ COPY_BYTES_PER_SECOND = 400e6
 STAGE_BYTES_PER_SECOND = 1e9
 _SAMPLE_CHUNKS = 64
 _SAMPLE_BYTES = 4 * 1024 * 1024
+# the stages' sample runs in the copy's threads for at least this long (the CPU they get over that time is
+# the share the copy's threads will get), in rounds of one task per thread per sample chunk, at most this many
+_SAMPLE_SECONDS = 0.1
+_SAMPLE_ROUNDS = 4
+# the band path's sample region: its target chunks cut and encoded once per thread per round (4 MiB of the
+# daily-map transpose's 1.4 KiB chunks took 0.09 s a round)
+_BAND_SAMPLE_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -209,39 +218,78 @@ def _rates(ds, reader: _SourceReader, encode, decode_out, target_chunks) -> _Rat
     return _Rates(decode_rate, encode_rate, decode_out_rate, region, under)
 
 
-def _pipeline_rates(reader, encode, dst_chunks, tgt) -> dict[str, float]:
+def _pipeline_rates(reader, encode, written, dst_chunks, tgt, pool) -> dict[str, float]:
     """CPU seconds of the pipeline's stages (:func:`ccp.repack.pipeline.timed_target`) on up to three target
-    chunks of the dataset (a quarter, half and three quarters into its grid; each at most _SAMPLE_BYTES),
-    median of three rounds: per source chunk read (``decode``), per target byte (``place``, ``encode``), per
-    piece listed (``list``)."""
+    chunks of the dataset (a quarter, half and three quarters into its grid; each at most _SAMPLE_BYTES), each
+    timed several times, all in ``pool``'s threads at once as the copy runs its tasks, for at least
+    _SAMPLE_SECONDS of wall time: medians per source chunk read (``decode``), per target byte (``place``,
+    ``encode``, ``check``), per piece listed (``list``); ``ratio`` (raw over encoded bytes) and ``cores`` (the
+    CPU the threads got over the wall time: what the copy's threads will get, its GIL and the machine's load
+    in it)."""
     shape = tgt.shape
     grid = [-(-d // c) for d, c in zip(shape, dst_chunks)]
     total = math.prod(grid)
     plan = plan_slabs(shape, dst_chunks, tgt.itemsize, DEFAULT_BUFFER_BYTES)
-    sums = {"list": 0.0, "decode": 0.0, "place": 0.0, "encode": 0.0, "pieces": 0, "bytes": 0}
+    samples = []
     for flat in sorted({total // 4, total // 2, 3 * total // 4}):
         off = tuple(int(i) * c for i, c in zip(np.unravel_index(flat, grid), dst_chunks))
         count = [min(c, d - o) for c, d, o in zip(dst_chunks, shape, off)]
         for i in range(len(count)):   # at most _SAMPLE_BYTES: fewer rows of the chunk
             if math.prod(count) * tgt.itemsize > _SAMPLE_BYTES:
                 count[i] = max(1, _SAMPLE_BYTES // (math.prod(count[i + 1:]) * tgt.itemsize))
-        rounds = [timed_target(reader, dst_chunks, encode, off, tuple(count), plan) for _ in range(3)]
-        for key in ("list", "decode", "place", "encode"):
-            sums[key] += statistics.median(r[key] for r in rounds)
-        sums["pieces"] += rounds[0]["pieces"]
-        sums["bytes"] += rounds[0]["bytes"]
-    pieces, nbytes = max(1, sums["pieces"]), max(1, sums["bytes"])
+        samples.append((off, tuple(count)))
+    threads = pool._max_workers
+    runs: list[list[dict]] = [[] for _ in samples]
+    cpu = wall = 0.0
+    # one untimed round first: the first reads of the sample's source chunks, the codecs' first calls and the
+    # first buffers' fresh pages are the copy's once, the sample's every time
+    list(pool.map(lambda k: timed_target(reader, dst_chunks, encode, *samples[k], plan, written),
+                  [k for k in range(len(samples)) for _ in range(threads)]))
+    while True:      # a round: each sample chunk timed once per thread, at once
+        tasks = [k for k in range(len(samples)) for _ in range(threads)]
+        t0 = time.perf_counter()
+        done = list(pool.map(lambda k: timed_target(reader, dst_chunks, encode, *samples[k], plan, written), tasks))
+        wall += time.perf_counter() - t0
+        for k, r in zip(tasks, done):
+            runs[k].append(r)
+            cpu += sum(r[key] for key in _STAGES)
+        if wall >= _SAMPLE_SECONDS or len(runs[0]) >= _SAMPLE_ROUNDS * threads:
+            break
+    sums = {key: sum(statistics.median(r[key] for r in rs) for rs in runs) for key in _STAGES}
+    pieces = max(1, sum(rs[0]["pieces"] for rs in runs))
+    nbytes = max(1, sum(rs[0]["bytes"] for rs in runs))
+    encoded = max(1, sum(rs[0]["encoded"] for rs in runs))
     return {"list": sums["list"] / pieces, "decode": sums["decode"] / pieces, "place": sums["place"] / nbytes,
-            "encode": sums["encode"] / nbytes}
+            "encode": sums["encode"] / nbytes, "check": sums["check"] / nbytes, "ratio": nbytes / encoded,
+            "cores": max(1e-3, min(float(threads), cpu / max(1e-6, wall)))}
 
 
-def _band_rates(reader, codec, dst_chunks, block) -> dict[str, float]:
+_STAGES = ("list", "decode", "place", "encode", "check")
+
+
+def _band_rates(reader, codec, dst_chunks, block, pool) -> dict[str, float]:
     """CPU seconds of the band path's stages (:func:`ccp.repack.band.timed_band`): per source chunk decoded
     into the band (``decode``, the sample region's chunks once: a daily-map file's 365 maps decoded three
     times made the plan slower than the copy at load 12), per target byte (``place``: cut out, ``encode``:
-    with its check and CRC; median of three rounds)."""
-    timed = timed_band(reader, tuple(dst_chunks), codec, tuple(block), _SAMPLE_BYTES, rounds=3)
-    return {key: timed[key] for key in ("decode", "place", "encode")}
+    with its check and CRC; medians of rounds run in ``pool``'s threads at once, as the copy's tasks run),
+    ``ratio`` and ``cores`` as :func:`_pipeline_rates` gives them."""
+    timed = timed_band(reader, tuple(dst_chunks), codec, tuple(block), _BAND_SAMPLE_BYTES,
+                       rounds=_SAMPLE_ROUNDS * pool._max_workers, pool=pool, min_seconds=_SAMPLE_SECONDS)
+    return {key: timed[key] for key in ("decode", "place", "encode", "ratio", "whole", "cores")}
+
+
+def _hdf5_chunk_seconds(ds, reader: _SourceReader, picks: int = 4) -> float:
+    """CPU seconds HDF5 takes to read one source chunk's region through its own filters (the read-back's
+    sampled regions read the input so), timed on up to ``picks`` stored chunks spread over the dataset."""
+    offsets = list(reader.stored)
+    if not offsets:
+        return 0.0
+    chosen = offsets[:: max(1, len(offsets) // picks)][:picks]
+    t0 = time.thread_time()
+    for off in chosen:
+        region = Slab(off, tuple(min(c, d - o) for c, d, o in zip(reader.chunks, reader.shape, off)))
+        reader.read_library(region)
+    return (time.thread_time() - t0) / len(chosen)
 
 
 def _readback_cost(tgt, src_chunks, dst_chunks, target_chunks: int, rates: _Rates,
@@ -312,12 +360,15 @@ def forecast_repack(src, layouts=None, filters=None, *, memory_bytes: int, buffe
         if memory_strict:   # a budget the user set and the copy cannot meet is refused here as the copy refuses it
             _check_memory(fin, rp.targets.values(), budget.memory_bytes, threads,
                           buffer_bytes or DEFAULT_BUFFER_BYTES, base)
-        eff, main_share = measured_cores(threads)
+        from concurrent.futures import ThreadPoolExecutor
+
+        cores = _Cores(threads)
         out = []
-        for tgt in sorted(rp.targets.values(), key=lambda t: t.path):
-            out.append(_forecast_dataset(fin[tgt.path], tgt, planner, budget, threads, eff, main_share, base))
+        with ThreadPoolExecutor(threads) as pool:    # the copy's threads, for the stages' sample
+            for tgt in sorted(rp.targets.values(), key=lambda t: t.path):
+                out.append(_forecast_dataset(fin[tgt.path], tgt, planner, budget, threads, cores, base, pool))
         total = startup + sum(d.predicted_seconds for d in out)
-        return RepackForecast(src, threads, round(eff, 2), budget.memory_bytes, round(startup, 3), round(total, 3),
+        return RepackForecast(src, threads, round(cores.shown(), 2), budget.memory_bytes, round(startup, 3), round(total, 3),
                               max([base] + [d.peak_memory_bytes for d in out]),
                               sum(d.bytes_read for d in out), sum(d.bytes_written for d in out), tuple(out))
     finally:
@@ -326,8 +377,44 @@ def forecast_repack(src, layouts=None, filters=None, *, memory_bytes: int, buffe
         fin.close()
 
 
-def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, eff: float, main_share: float,
-                      base: int) -> DatasetForecast:
+class _Cores:
+    """The cores the copy's threads get: measured by the stages' sample of the dataset where there is one (its
+    own work in its own threads), else by :func:`measured_cores` (once, when first needed)."""
+
+    def __init__(self, threads: int):
+        self.threads = threads
+        self._spun: tuple[float, float] | None = None
+        self.used: list[float] = []
+
+    def spin(self) -> tuple[float, float]:
+        if self._spun is None:
+            self._spun = measured_cores(self.threads)
+        self.used.append(self._spun[0])
+        return self._spun
+
+    def sampled(self, cores: float) -> tuple[float, float]:
+        self.used.append(cores)
+        return cores, min(1.0, cores)
+
+    def shown(self) -> float:
+        """What the plan says it used (the first dataset's: the spin's when no dataset needed any)."""
+        return self.used[0] if self.used else self.spin()[0]
+
+
+def _written_from_ratio(ds, tgt, chunks, ratio: float) -> int:
+    """Bytes the copy will store: the target chunks' raw bytes over the sampled encodings' ratio, for the
+    share of chunks the source has written (as :meth:`ccp.repack.decide._Planner.estimate` scales it)."""
+    ngrid = math.prod(-(-d // c) for d, c in zip(tgt.dims, chunks))
+    share = 1.0
+    if ds.chunks is not None:
+        total_src = math.prod(-(-d // c) for d, c in zip(tgt.dims, ds.chunks))
+        if total_src:
+            share = min(1.0, ds.id.get_num_chunks() / total_src)
+    return int(math.ceil(ngrid * share) * math.prod(chunks) * tgt.itemsize / max(1e-9, ratio))
+
+
+def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, cores: _Cores, base: int,
+                      pool) -> DatasetForecast:
     src_chunks = tuple(ds.chunks) if ds.chunks is not None else None
     if not tgt.changed:
         secs = tgt.stored_bytes / COPY_BYTES_PER_SECOND
@@ -340,8 +427,6 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, eff:
         return DatasetForecast(tgt.path, src_chunks, dst_chunks, "create", "no chunk written: created with its new "
                                "layout and filters, nothing read or written", 0, 0, (), 0, 0, 0, 0, base, 0.0, None,
                                None, (), "")
-    written = planner.estimate(ds, tgt)
-    written = tgt.raw_bytes if written is None else written
     reader = _SourceReader(ds, None, 0)
     try:
         encode = decode_out = None
@@ -350,22 +435,39 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, eff:
             encode, _ = codecs.encoder(pipeline_from_dcpl(dcpl).steps, tgt.itemsize, tgt.deflate)
             decode_out, _ = codecs.decoder(pipeline_from_dcpl(dcpl).steps, tgt.itemsize,
                                            math.prod(dst_chunks) * tgt.itemsize)
-        rates = _rates(ds, reader, encode, decode_out, dst_chunks)
-        dec, enc = rates.decode, rates.encode
         stored = len(reader.stored)
         stages_cpu = None
         if (tgt.method == "fast" and dst_chunks is not None and src_chunks is not None and reader.python_decoded
                 and len(src_chunks) == len(dst_chunks) and src_chunks != dst_chunks and reader.stored):
             early = plan_pass(tgt.shape, src_chunks, dst_chunks, tgt.itemsize,
                               pass_room(budget, dst_chunks, tgt.itemsize, threads), threads, budget.buffer_bytes)
+            chunk_bytes = math.prod(dst_chunks) * tgt.itemsize
             if early.band:
-                codec = GroupCodec(pipeline_from_dcpl(dcpl).steps, tgt.itemsize,
-                                   math.prod(dst_chunks) * tgt.itemsize, tgt.deflate)
-                stages_cpu = _band_rates(reader, codec, dst_chunks, early.block)
+                codec = GroupCodec(pipeline_from_dcpl(dcpl).steps, tgt.itemsize, chunk_bytes, tgt.deflate)
+                stages_cpu = _band_rates(reader, codec, dst_chunks, early.block, pool)
             else:
-                stages_cpu = _pipeline_rates(reader, encode, dst_chunks, tgt)
+                stages_cpu = _pipeline_rates(reader, encode, WrittenChunks(dcpl, tgt.itemsize, chunk_bytes),
+                                             dst_chunks, tgt, pool)
+        if stages_cpu is not None:
+            # the sample's own rates (the source's decode per chunk read, the encode per byte; the output's
+            # decode: the check's, or on the band path the source's per byte) and HDF5's read of a source
+            # chunk for the read-back's sampled regions: no second sampling of the same codecs
+            src_raw = math.prod(src_chunks or (1,)) * tgt.itemsize
+            dec = stages_cpu["decode"] / max(1, src_raw)
+            rates = _Rates(dec, stages_cpu["encode"], stages_cpu.get("check", dec), _hdf5_chunk_seconds(ds, reader), 1)
+            if stages_cpu.get("whole", 1.0):
+                written = _written_from_ratio(ds, tgt, dst_chunks, stages_cpu["ratio"])
+            else:       # the band's sample repeated source chunks (over 1024 under it): its ratio is not the data's
+                estimate = planner.estimate(ds, tgt)
+                written = tgt.raw_bytes if estimate is None else estimate
+        else:
+            rates = _rates(ds, reader, encode, decode_out, dst_chunks)
+            estimate = planner.estimate(ds, tgt)
+            written = tgt.raw_bytes if estimate is None else estimate
+        dec, enc = rates.decode, rates.encode
     finally:
         reader.close()
+    eff, main_share = cores.sampled(stages_cpu["cores"]) if stages_cpu is not None else cores.spin()
     mb = lambda r: round(1e-6 / r, 1) if r else None  # noqa: E731 -- None: not measured (no Python codec)
     if tgt.method != "fast" or dst_chunks is None or src_chunks is None or len(src_chunks) != len(dst_chunks):
         # the library path: HDF5 reads and writes hyperslabs itself (one thread)
@@ -411,11 +513,18 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, eff:
     elif stages_cpu is not None:
         # the pipeline (ccp.repack.pipeline): the threads run every task's stages, the main thread lists
         # pieces and writes; both share the cores the threads get
-        worker = (reads * stages_cpu["decode"] + tgt.raw_bytes * (stages_cpu["place"] + stages_cpu["encode"]))
-        main_cpu = (io_ops(tgt.shape, src_chunks, dst_chunks) * stages_cpu["list"]
-                    + count.target_chunks * SECONDS_PER_TARGET_WRITE)
+        # (each chunk's check, decoding it again in its task, is the "check" stage: no read-back decode besides)
+        worker = (reads * stages_cpu["decode"]
+                  + tgt.raw_bytes * (stages_cpu["place"] + stages_cpu["encode"] + stages_cpu["check"]))
+        pieces = io_ops(tgt.shape, src_chunks, dst_chunks)
+        main_cpu = pieces * stages_cpu["list"] + count.target_chunks * SECONDS_PER_TARGET_WRITE
+        # a source chunk several target chunks share is decoded by the first task to reach it while the others
+        # that need it wait: neighbouring tasks need the same ones (the transpose job: each source chunk in 4
+        # consecutive target chunks), so about its decode is lost on each of the other threads
+        shared = min(reads, max(0, pieces - reads))
+        waiting = shared * stages_cpu["decode"] * (threads - 1)
         tail = worker / max(1, count.target_chunks) * (threads - 1) / max(eff, 1e-3)   # the last tasks, unevenly shared
-        secs = max(main_cpu / main_share, (worker + main_cpu) / eff) + tail + rb_serial / main_share + rb_parallel / eff
+        secs = max(main_cpu / main_share, (worker + waiting + main_cpu) / eff) + tail + rb_serial / main_share
     else:
         codec = reads * src_chunk_raw * dec + tgt.raw_bytes * enc
         main = (reads * SECONDS_PER_SOURCE_CHUNK + count.target_chunks * SECONDS_PER_TARGET_CHUNK) / main_share

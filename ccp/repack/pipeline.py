@@ -227,11 +227,13 @@ class ChunkPipeline:
 
 
 def timed_target(reader, chunks: tuple[int, ...], encode, off: tuple[int, ...], count: tuple[int, ...],
-                 plan) -> dict[str, float]:
+                 plan, written=None) -> dict[str, float]:
     """CPU seconds (this thread) of the stages of one target chunk's region ``off``/``count`` as the copy
     runs them, for ``ccp repack --plan``: listing its pieces (the main thread's work), reading and decoding
-    its source chunks, placing them into the chunk's buffer with its CRC, encoding it; with ``pieces`` and
-    ``bytes`` (the region's raw size). Nothing is written."""
+    its source chunks, placing them into the chunk's buffer with its CRC, encoding it, and (``written``: a
+    :class:`ccp.repack.readback.WrittenChunks` of the target's filters) the check that decodes the encoding
+    again; with ``pieces``, ``bytes`` (the region's raw size) and ``encoded`` (its encoded size). Nothing is
+    written. Runs in any thread: the plan times several at once, as the copy's threads run them."""
     import time
     import zlib
 
@@ -249,8 +251,10 @@ def timed_target(reader, chunks: tuple[int, ...], encode, off: tuple[int, ...], 
     data = buf.reshape(-1).view(np.uint8)
     zlib.crc32(data.data)
     t3 = time.thread_time()
-    if encode is not None:
-        encode(data)
+    encoded = encode(data) if encode is not None else data
     t4 = time.thread_time()
-    return {"list": t1 - t0, "decode": t2 - t1, "place": t3 - t2, "encode": t4 - t3, "pieces": len(pieces),
-            "bytes": data.nbytes}
+    if written is not None and encode is not None:
+        written.record(off, data, encoded)
+    t5 = time.thread_time()
+    return {"list": t1 - t0, "decode": t2 - t1, "place": t3 - t2, "encode": t4 - t3, "check": t5 - t4,
+            "pieces": len(pieces), "bytes": data.nbytes, "encoded": len(encoded)}

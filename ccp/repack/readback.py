@@ -39,6 +39,19 @@ BATCH_BYTES = 1 << 20
 SMALL_COMPARE_BYTES = 64 * 1024
 
 
+def _crc32():
+    """CRC-32 (zlib's, the same values) by ISA-L when it is installed: 5x faster than zlib's on the 6458 job's
+    430 kB chunks (4 ms against 20 ms for 43 MB, one thread), 0.12 us against 0.62 us on 770-byte ones."""
+    try:
+        from isal import isal_zlib
+    except ImportError:
+        return zlib.crc32
+    return isal_zlib.crc32
+
+
+crc32 = _crc32()
+
+
 def pipeline_key(dcpl) -> tuple:
     """The filter pipeline a dataset creation property list records: ids and stored cd_values."""
     return tuple((s.id, tuple(s.stored)) for s in pipeline_from_dcpl(dcpl).steps)
@@ -67,7 +80,7 @@ class WrittenChunks:
         same = True
         if self.decode is not None and self.pipeline:
             same = _same_bytes(self.decode(encoded, 0), data)
-        value = zlib.crc32(encoded)      # releases the GIL on large buffers
+        value = crc32(encoded)
         with self._lock:
             self.crc[tuple(offset)] = value
             if not same:
@@ -152,7 +165,7 @@ def _stored_crcs(db, stored: dict, path: str | None):
             fd = None
     if fd is None:
         for off in stored:
-            yield off, zlib.crc32(db.read_direct_chunk(off)[1])
+            yield off, crc32(db.read_direct_chunk(off)[1])
         return
     try:
         order = sorted(stored, key=lambda o: stored[o][0])
@@ -169,7 +182,7 @@ def _stored_crcs(db, stored: dict, path: str | None):
                 raise OSError(f"short read of {path}")
             for off in order[i:j]:
                 addr, size, _ = stored[off]
-                yield off, zlib.crc32(run[addr - start:addr - start + size])
+                yield off, crc32(run[addr - start:addr - start + size])
             i = j
     finally:
         os.close(fd)

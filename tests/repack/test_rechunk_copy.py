@@ -209,3 +209,18 @@ def test_free_space_check_counts_the_stage_copies(tmp_path, monkeypatch, room, r
         with pytest.raises(pytest.fail.Exception, match="free-space check"):
             repack(tmp_path / "in.h5", tmp_path / "out.h5", {"/data": (20000, 1)}, {}, memory_bytes=512 * 2**20)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.h5"]
+
+
+@pytest.mark.parametrize(("shape", "src", "dst", "filters"), CASES, ids=IDS)
+def test_plan_samples_the_copy_in_its_threads(tmp_path, shape, src, dst, filters):
+    """The plan's bytes written are its sample's encodings scaled to the dataset (within 10% of what the copy
+    stores: the sample is three target chunks of random values), and the cores it says the copy's threads got
+    are what its sample, run in those threads, got: more than none, at most one per thread."""
+    make(tmp_path / "in.h5", shape, src, filters)
+    fc = forecast_repack(tmp_path / "in.h5", {"/data": dst}, {}, memory_bytes=512 * 2**20, threads=2)
+    assert 0 < fc.effective_threads <= 2
+    repack(tmp_path / "in.h5", tmp_path / "out.h5", {"/data": dst}, {}, memory_bytes=512 * 2**20)
+    with h5py.File(tmp_path / "out.h5", "r") as f:
+        stored = f["data"].id.get_storage_size()
+    assert fc.datasets[0].method == "fast"
+    assert fc.bytes_written == pytest.approx(stored, rel=0.10)
