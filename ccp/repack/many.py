@@ -101,10 +101,19 @@ def _die_with_parent(parent: int) -> None:
     def stop(signum, frame):
         if not _WORKER["busy"]:
             os._exit(128 + signum)
+        if _WORKER.get("stopping"):     # already unwinding (a Ctrl-C reached it too): let the unwinding finish
+            return
+        _WORKER["stopping"] = True
         raise SystemExit(128 + signum)
+
+    def interrupt(signum, frame):       # Python's own Ctrl-C, remembered: a SIGTERM after it must not cut its unwinding
+        _WORKER["stopping"] = True
+        raise KeyboardInterrupt
 
     _WORKER["worker"] = True
     signal.signal(signal.SIGTERM, stop)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, interrupt)
     try:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)   # 1: PR_SET_PDEATHSIG
     except (OSError, AttributeError):   # pragma: no cover - not Linux
@@ -152,10 +161,12 @@ def repack_many(paths, out_dir, opts, *, buffer_bytes: int, jobs: int | None = N
             try:
                 for o in pool.map(_one, work, chunksize=max(1, len(work) // (jobs * 8))):
                     report(o)
-            except BaseException as exc:
-                if not isinstance(exc, KeyboardInterrupt):   # Ctrl-C reached the workers already
-                    for proc in list(pool._processes.values()):
-                        proc.terminate()        # SIGTERM: each unwinds its file (temp removed) and exits
+            except BaseException:
+                # SIGTERM: each busy worker unwinds its file (temp removed) and exits, an idle one exits. Also on
+                # Ctrl-C: a terminal's reached the workers already (they let it finish), but one sent to this
+                # process alone did not, and the pool's shutdown would wait for every file in progress.
+                for proc in list(pool._processes.values()):
+                    proc.terminate()
                 raise
     seconds = time.perf_counter() - t0
     failed = [o for o in outcomes if not o.ok]
