@@ -229,7 +229,7 @@ def predict_http_columns(job: CellJob) -> dict:
     from ccp.remote.sweep_cell import predict_http, prediction_columns
 
     cell = job.cell
-    plan = plan_for(cell.access, job.source.shape)
+    plan = plan_for(cell.access, job.source.shape, strided=False)    # the GET model takes boxes
     try:
         pred = predict_http(job.file, job.dataset_path, plan.starts.tolist(), plan.counts.tolist(), cell.cache,
                             cell.storage)
