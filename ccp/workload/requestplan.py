@@ -39,10 +39,10 @@ class RequestPlan:
 
     def as_boxes(self, chunks=None, max_boxes: int = 65536) -> RequestPlan:
         """The plan with each strided request as boxes (C order) that select the same elements by several calls
-        instead of one, for a runner that reads boxes: a box per block, or with ``chunks`` the blocks in each chunk
-        as one run of as many elements (:func:`_axis_runs`: few boxes, the chunks and their element counts
-        kept, the elements themselves only for that layout). A request of more than ``max_boxes`` boxes stays its
-        bounding box."""
+        instead of one, for what takes boxes only (the S3 GET model, explain's chunk checks): a box per block, or
+        with ``chunks`` the blocks in each chunk as one run of as many elements (:func:`_axis_runs`: few boxes, the
+        chunks and their element counts kept, the elements themselves only for that layout). A request of more
+        than ``max_boxes`` boxes stays its bounding box."""
         if self.strides is None or self.blocks is None:
             return self
         starts: list[np.ndarray] = []
