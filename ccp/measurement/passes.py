@@ -130,12 +130,13 @@ def buffers(counts, dtype, mtype=None):
     return bufs
 
 
-def selections(starts, counts, hyperslabs: Hyperslabs | None = None) -> tuple[list[tuple], list[tuple[int, ...]]]:
+def selections(starts, counts, hyperslabs: Hyperslabs | None = None) -> tuple[list[tuple] | None, list]:
     """Per request: the arguments of ``fspace.select_hyperslab`` (``(start, count)`` for a box; ``(start, nblocks,
     stride, block)`` for a strided request, one call as the program made it) and the shape of its memory buffer
-    (the elements it selects)."""
+    (the elements it selects). A plan of boxes: ``(None, counts)``, no list made (a tiling may have 10^7 requests;
+    the loop selects ``(starts[i], counts[i])``)."""
     if hyperslabs is None:
-        return [(s, c) for s, c in zip(starts, counts)], list(counts)
+        return None, counts
     args: list[tuple] = []
     shapes: list[tuple[int, ...]] = []
     for i, (s, c) in enumerate(zip(starts, counts)):

@@ -102,7 +102,7 @@ def remote_read_pass(job, starts, counts, *, counted: bool, log_path=None, progr
         fspace = ds.get_space()
         for i in range(n):
             mspace, arr = bufs[shapes[i]]
-            fspace.select_hyperslab(*args[i])
+            fspace.select_hyperslab(*((starts[i], counts[i]) if args is None else args[i]))
             again = i in reopen
             t0 = clock()
             if again:

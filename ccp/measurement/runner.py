@@ -83,7 +83,7 @@ def read_pass(job: CellJob, starts, counts, *, counted: bool, log_path: Path | N
         reopen = frozenset(int(r) for r in reopen_before)
         for i in range(n):
             mspace, arr = bufs[shapes[i]]
-            fspace.select_hyperslab(*args[i])
+            fspace.select_hyperslab(*((starts[i], counts[i]) if args is None else args[i]))
             if counted:
                 spin_to_next_us(t1)
             again = i in reopen          # decided outside the timed call
@@ -149,10 +149,11 @@ def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, counted: b
         fspace = ds.get_space()
         for i in range(n):
             start, count, shape = starts[i], counts[i], shapes[i]
-            fspace.select_hyperslab(*args[i])
+            sel = (start, count) if args is None else args[i]
+            fspace.select_hyperslab(*sel)
             if copying:
                 block = bufs[shape]
-                src_space.select_hyperslab(*args[i])
+                src_space.select_hyperslab(*sel)
                 if counted:
                     spin_to_next_us(t1)
                 t0 = clock()
