@@ -1,10 +1,11 @@
 """``ccp diagnose --verify``: measure the top cure by replaying the traced reads with and without it.
 
 Both sides are the same replay (the traced calls read in order, each as the one call the program made: a
-strided or block selection is one key, ``a[::3]`` or ``h5py.MultiBlockSlice``; reopening the file where the
-program's cache was lost), so the ratio is the cure's effect, not the difference between the program and a
-replay. An h5py replay is also run once per side under HDF5's log driver, untimed: the raw-data reads and bytes
-each side made (``before_io``/``after_io``), which for the traced side are the program's own. The replay goes through the library the program read with, so what is measured is what the
+strided or block selection is one key, ``a[::3]`` or ``h5py.MultiBlockSlice``, a list index's boxes one read of
+their union; reopening the file where the program's cache was lost), so the ratio is the cure's effect, not the
+difference between the program and a replay. An h5py replay is also run once per side under HDF5's log driver,
+untimed: the raw-data reads and bytes each side made (``before_io``/``after_io``), which for the traced side are
+the program's own. The replay goes through the library the program read with, so what is measured is what the
 user would run: h5py high-level reads with ``rdcc_nbytes=`` for an h5py program; for a netCDF4-python
 program, ``netCDF4.Dataset`` and ``Variable`` reads through netCDF-C (its own chunk cache, set with
 ``set_var_chunk_cache`` only where the traced cache or the cure differs from what netCDF-C gave), and
@@ -89,11 +90,35 @@ def replay_reads(path: str, dataset: str, seq: ReplaySequence, merge: bool = Fal
             f = h5py.File(_logged(path, Path(log_dir) / f"session-{k}.log", c))
         with f:
             d = f[dataset]
-            for i in range(int(a), int(b)):
+            for i, j in _calls(seq, int(a), int(b)):
+                if j - i > 1:        # one call of several boxes (fancy indexing): one read of their union
+                    _read_union(d, seq, i, j)
+                    continue
                 key = _box(seq, i)
                 for one in key if isinstance(key, list) else (key,):
                     d[one]
     return time.perf_counter() - t0
+
+
+def _calls(seq: ReplaySequence, a: int, b: int) -> list[tuple[int, int]]:
+    """``(first, end)`` of the requests of each call in requests ``[a, b)`` (a call split into boxes is several)."""
+    cuts = (np.flatnonzero(np.diff(seq.call_of[a:b]) != 0) + 1).tolist()
+    bounds = [0, *cuts, b - a]
+    return [(a + x, a + y) for x, y in zip(bounds, bounds[1:])]
+
+
+def _read_union(d, seq: ReplaySequence, i: int, j: int) -> None:
+    """Requests ``[i, j)``, the boxes of one call, read as that call did: one ``H5Dread`` of their union (what
+    h5py selects for a list index, ``d[[1, 5, 7]]``), not a read per box."""
+    from h5py import h5s
+
+    fspace = d.id.get_space()
+    for k in range(i, j):
+        fspace.select_hyperslab(tuple(int(x) for x in seq.plan.starts[k]), tuple(int(x) for x in seq.plan.counts[k]),
+                                op=h5s.SELECT_SET if k == i else h5s.SELECT_OR)
+    n = fspace.get_select_npoints()
+    out = np.empty(n, d.dtype)
+    d.id.read(h5s.create_simple((n,)), fspace, out)
 
 
 def _logged(path: str, log: Path, cache: ChunkCache):
