@@ -15,8 +15,27 @@ import time
 import numpy as np
 
 
-def _slices(starts, counts) -> list[tuple[slice, ...]]:
-    return [tuple(slice(s, s + c) for s, c in zip(st, ct)) for st, ct in zip(starts, counts)]
+def _slices(starts, counts, hyperslabs=None) -> list[tuple]:
+    """Each request as the key an h5py user writes: slices for a box; for a strided request, a step
+    (``d[a:b:3]``) where its blocks are single elements and ``h5py.MultiBlockSlice`` where they are longer, so
+    either is one ``H5Dread``/``H5Dwrite`` on the regular hyperslab the program selected."""
+    if hyperslabs is None:
+        return [tuple(slice(s, s + c) for s, c in zip(st, ct)) for st, ct in zip(starts, counts)]
+    from h5py import MultiBlockSlice
+
+    keys = []
+    for i, (st, ct) in enumerate(zip(starts, counts)):
+        key: list = []
+        for s, c, t, n, b in zip(st, ct, *(x[i].tolist() for x in (hyperslabs.stride, hyperslabs.nblocks,
+                                                                        hyperslabs.block))):
+            if n == 1:
+                key.append(slice(s, s + c))
+            elif b == 1:
+                key.append(slice(s, s + c, t))
+            else:
+                key.append(MultiBlockSlice(start=s, stride=t, count=n, block=b))
+        keys.append(tuple(key))
+    return keys
 
 
 def _fapl(cache, log_path):
@@ -29,7 +48,8 @@ def _fapl(cache, log_path):
     return fapl
 
 
-def read_pass(job, starts, counts, *, counted: bool, log_path=None, progress=None, deadline_ns: int | None = None):
+def read_pass(job, starts, counts, *, counted: bool, log_path=None, progress=None, deadline_ns: int | None = None,
+              hyperslabs=None):
     import h5py
 
     from ccp.measurement.passes import PassTiming, spin_to_next_us, target, timed_close
@@ -40,7 +60,7 @@ def read_pass(job, starts, counts, *, counted: bool, log_path=None, progress=Non
     n = len(starts)
     req = np.zeros(n, dtype=np.int64)
     windows = []
-    sels = _slices(starts, counts)
+    sels = _slices(starts, counts, hyperslabs)
     fid = open_for_read(job, file, _fapl(job.cell.cache, log_path if counted else None))   # + the cell's page buffer
     try:
         f = h5py.File(fid)
@@ -72,7 +92,7 @@ def read_pass(job, starts, counts, *, counted: bool, log_path=None, progress=Non
 
 
 def write_pass(job, data, starts, counts, out_file, *, counted: bool, log_path=None, progress=None, src_log=None,
-               deadline_ns: int | None = None):
+               deadline_ns: int | None = None, hyperslabs=None):
     import h5py
     from h5py import h5f
 
@@ -84,7 +104,7 @@ def write_pass(job, data, starts, counts, out_file, *, counted: bool, log_path=N
     n = len(starts)
     req = np.zeros(n, dtype=np.int64)
     windows = []
-    sels = _slices(starts, counts)
+    sels = _slices(starts, counts, hyperslabs)
     copying = data is None
     src_fid = None
     if copying:
@@ -109,6 +129,8 @@ def write_pass(job, data, starts, counts, out_file, *, counted: bool, log_path=N
                 t1 = clock()
             else:
                 block = data.read(starts[i], counts[i])      # generated outside the timed call
+                if hyperslabs is not None:                   # strided: the elements it selects
+                    block = hyperslabs.pick(i, block)
                 if counted:
                     spin_to_next_us(t1)
                 t0 = clock()

@@ -146,20 +146,31 @@ def _now(clock, clock_id, ts, ts_addr):
 
 @numba.njit(cache=True)
 def _loop(select, h5read, h5write, clock, clock_id, mode, dset, src, mtype, fspace, src_space, mspaces,
-          starts, counts, buf_addr, data_off, i0, i1, counted, last_ns, deadline_ns, req, t0s, t1s, ts):
+          starts, counts, strided, strides, blocks, buf_addr, data_off, i0, i1, counted, last_ns, deadline_ns, req,
+          t0s, t1s, ts):
     """Requests [i0, i1). Returns (next request, end of the last one, failed step or 0):
-    step 1 select, 2 read, 3 write; the next request is i+1 after a failed or past-deadline request i."""
+    step 1 select, 2 read, 3 write; the next request is i+1 after a failed or past-deadline request i.
+    A request with ``strided[i]`` selects ``counts[i]`` blocks of ``blocks[i]`` elements ``strides[i]`` apart
+    (``strided``, ``strides`` and ``blocks`` are empty for a plan of boxes)."""
     rank = starts.shape[1]
     row = rank * 8
     s_addr = starts.ctypes.data
     c_addr = counts.ctypes.data
+    t_addr = strides.ctypes.data
+    b_addr = blocks.ctypes.data
+    any_strided = strided.shape[0] > 0
     ts_addr = ts.ctypes.data
     for i in range(i0, i1):
         sa = s_addr + i * row
         ca = c_addr + i * row
-        if select(fspace, 0, sa, 0, ca, 0) < 0:         # op 0: H5S_SELECT_SET
+        ta = 0
+        ba = 0
+        if any_strided and strided[i]:
+            ta = t_addr + i * row
+            ba = b_addr + i * row
+        if select(fspace, 0, sa, ta, ca, ba) < 0:         # op 0: H5S_SELECT_SET
             return i + 1, last_ns, 1
-        if mode == 2 and select(src_space, 0, sa, 0, ca, 0) < 0:
+        if mode == 2 and select(src_space, 0, sa, ta, ca, ba) < 0:
             return i + 1, last_ns, 1
         if counted:                          # keep request windows apart at the log's microsecond
             target = (last_ns // 1000 + 2) * 1000
@@ -205,8 +216,10 @@ def _ids(*objs) -> list[int]:
 
 def run_requests(ds, fspace, starts, counts, dtype, *, op: str = "read", data=None, src=None, src_space=None,
                  counted: bool = False, last_ns: int = 0, deadline_ns: int | None = None, progress=None,
-                 stage: str | None = None) -> LoopResult:
-    """Time every request ``(starts[i], counts[i])`` on the open dataset ``ds`` (an h5py DatasetID).
+                 stage: str | None = None, hyperslabs=None) -> LoopResult:
+    """Time every request ``(starts[i], counts[i])`` on the open dataset ``ds`` (an h5py DatasetID); with
+    ``hyperslabs`` (:class:`ccp.workload.requestplan.Hyperslabs`), a strided request is one
+    ``H5Sselect_hyperslab`` with its strides and blocks and one read or write of the elements it selects.
 
     ``fspace`` is ``ds.get_space()`` (its selection is changed). ``op`` is ``"read"``, ``"write"``
     (block ``i`` is ``data.read(starts[i], counts[i])``, generated between batches) or ``"copy"``
@@ -222,10 +235,21 @@ def run_requests(ds, fspace, starts, counts, dtype, *, op: str = "read", data=No
     n = len(starts)
     dtype = np.dtype(dtype)
     mtype = h5t.py_create(dtype)
-    shapes, which = np.unique(counts, axis=0, return_inverse=True) if n else (np.zeros((0, 0), np.uint64), [])
+    box_counts = counts                      # what data.read generates: each request's box
+    strided = np.zeros(0, np.uint8)
+    strides = blocks = np.zeros((0, starts.shape[1]), np.uint64)
+    if hyperslabs is not None and n:         # H5Sselect_hyperslab's count is the blocks; the buffer the selection
+        strided = (hyperslabs.nblocks[:n] > 1).any(axis=1).astype(np.uint8)
+        counts = np.ascontiguousarray(np.where(strided[:, None] > 0, hyperslabs.nblocks[:n].astype(np.uint64), counts),
+                                      np.uint64)
+        strides = np.ascontiguousarray(hyperslabs.stride[:n], np.uint64)
+        blocks = np.ascontiguousarray(hyperslabs.block[:n], np.uint64)
+    elems = (counts if hyperslabs is None or not n else
+             np.where(strided[:, None] > 0, hyperslabs.shapes[:n].astype(np.uint64), box_counts))
+    shapes, which = np.unique(elems, axis=0, return_inverse=True) if n else (np.zeros((0, 0), np.uint64), [])
     spaces = [h5s.create_simple(tuple(int(x) for x in s)) for s in shapes]   # alive until the loop ends
     mspaces = np.array([s.id for s in spaces], np.int64)[np.asarray(which, np.int64).ravel()] if n else np.zeros(0, np.int64)
-    sizes = counts.prod(axis=1, dtype=np.uint64).astype(np.int64) * dtype.itemsize if n else np.zeros(0, np.int64)
+    sizes = elems.prod(axis=1, dtype=np.uint64).astype(np.int64) * dtype.itemsize if n else np.zeros(0, np.int64)
     req = np.zeros(n, np.int64)
     t0s = np.zeros(n if counted else 0, np.int64)
     t1s = np.zeros(n if counted else 0, np.int64)
@@ -246,8 +270,10 @@ def run_requests(ds, fspace, starts, counts, dtype, *, op: str = "read", data=No
                 buf = np.empty(total, np.uint8)
             off = 0
             for k in range(i, j):
-                block = np.ascontiguousarray(data.read(tuple(int(x) for x in starts[k]),
-                                                       tuple(int(x) for x in counts[k])), dtype=dtype)
+                block = data.read(tuple(int(x) for x in starts[k]), tuple(int(x) for x in box_counts[k]))
+                if hyperslabs is not None:   # strided: the elements it selects
+                    block = hyperslabs.pick(k, block)
+                block = np.ascontiguousarray(block, dtype=dtype)
                 buf[off:off + block.nbytes] = block.reshape(-1).view(np.uint8)
                 data_off[k] = off
                 off += block.nbytes
@@ -257,12 +283,13 @@ def run_requests(ds, fspace, starts, counts, dtype, *, op: str = "read", data=No
             progress(stage, i, n)
         began = time.perf_counter()
         nxt, last_ns, err = _loop(a.select, a.read, a.write, a.clock, a.clock_id, mode, dset, src_id, mtype_id,
-                                  fspace_id, src_space_id, mspaces, starts, counts, buf.ctypes.data, data_off, i, j,
+                                  fspace_id, src_space_id, mspaces, starts, counts, strided, strides, blocks,
+                                  buf.ctypes.data, data_off, i, j,
                                   counted, last_ns, deadline_ns or 0, req, t0s, t1s, ts)
         if err:
             what = {1: "H5Sselect_hyperslab", 2: "H5Dread", 3: "H5Dwrite"}[err]
             raise OSError(f"{what} failed on request {nxt - 1} "
-                          f"(start {tuple(int(x) for x in starts[nxt - 1])}, count {tuple(int(x) for x in counts[nxt - 1])})")
+                          f"(start {tuple(int(x) for x in starts[nxt - 1])}, count {tuple(int(x) for x in box_counts[nxt - 1])})")
         if nxt < j:                          # past the deadline: a measured prefix
             i = nxt
             break
@@ -277,7 +304,8 @@ def run_requests(ds, fspace, starts, counts, dtype, *, op: str = "read", data=No
 
 
 # ===================================================== drop-ins for runner.read_pass / write_pass
-def read_pass(job, starts, counts, *, counted: bool, log_path=None, progress=None, deadline_ns: int | None = None):
+def read_pass(job, starts, counts, *, counted: bool, log_path=None, progress=None, deadline_ns: int | None = None,
+              hyperslabs=None):
     """:func:`ccp.measurement.runner.read_pass` with the native loop: same arguments, same PassTiming
     (open and close timed by the Python clock as there; the requests by the loop's C clock)."""
 
@@ -297,7 +325,7 @@ def read_pass(job, starts, counts, *, counted: bool, log_path=None, progress=Non
         windows.append((t0, t1))
         effective = ds.get_access_plist().get_chunk_cache()
         loop = run_requests(ds, ds.get_space(), starts, counts, job.source.dtype, counted=counted, last_ns=t1,
-                            deadline_ns=deadline_ns, progress=progress)
+                            deadline_ns=deadline_ns, progress=progress, hyperslabs=hyperslabs)
         windows.extend(loop.windows)
         close_ns = timed_close(ds, clock, counted, loop.last_ns, windows)
     finally:
@@ -306,7 +334,7 @@ def read_pass(job, starts, counts, *, counted: bool, log_path=None, progress=Non
 
 
 def write_pass(job, data, starts, counts, out_file, *, counted: bool, log_path=None, progress=None, src_log=None,
-               deadline_ns: int | None = None):
+               deadline_ns: int | None = None, hyperslabs=None):
     """:func:`ccp.measurement.runner.write_pass` with the native loop (write and copy cells)."""
     from h5py import h5d, h5f, h5p
 
@@ -336,7 +364,7 @@ def write_pass(job, data, starts, counts, out_file, *, counted: bool, log_path=N
         effective = ds.get_access_plist().get_chunk_cache()
         loop = run_requests(ds, ds.get_space(), starts, counts, dtype, op="copy" if copying else "write", data=data,
                             src=src, src_space=src_space, counted=counted, last_ns=t1, deadline_ns=deadline_ns,
-                            progress=progress)
+                            progress=progress, hyperslabs=hyperslabs)
         windows.extend(loop.windows)
         storage = ds.get_storage_size()
         close_ns = timed_close(ds, clock, counted, loop.last_ns, windows)   # flushes the chunk cache

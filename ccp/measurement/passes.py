@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ccp.matrix.cells import Cell
     from ccp.remote.cell import CellCounts
     from ccp.remote.sweep_cell import RemoteTarget
+    from ccp.workload.requestplan import Hyperslabs
 
 
 @dataclass
@@ -127,6 +128,27 @@ def buffers(counts, dtype, mtype=None):
     for c in {tuple(int(x) for x in row) for row in counts}:
         bufs[c] = (h5s.create_simple(c), memory_buffer(c, mtype) if mtype is not None else np.empty(c, dtype=dtype))
     return bufs
+
+
+def selections(starts, counts, hyperslabs: Hyperslabs | None = None) -> tuple[list[tuple] | None, list]:
+    """Per request: the arguments of ``fspace.select_hyperslab`` (``(start, count)`` for a box; ``(start, nblocks,
+    stride, block)`` for a strided request, one call as the program made it) and the shape of its memory buffer
+    (the elements it selects). A plan of boxes: ``(None, counts)``, no list made (a tiling may have 10^7 requests;
+    the loop selects ``(starts[i], counts[i])``)."""
+    if hyperslabs is None:
+        return None, counts
+    args: list[tuple] = []
+    shapes: list[tuple[int, ...]] = []
+    for i, (s, c) in enumerate(zip(starts, counts)):
+        nblocks = tuple(int(x) for x in hyperslabs.nblocks[i])
+        if all(x == 1 for x in nblocks):
+            args.append((s, c))
+            shapes.append(c)
+        else:
+            args.append((s, nblocks, tuple(int(x) for x in hyperslabs.stride[i]),
+                         tuple(int(x) for x in hyperslabs.block[i])))
+            shapes.append(tuple(int(x) for x in hyperslabs.shapes[i]))
+    return args, shapes
 
 
 def target(job: CellJob) -> tuple[str, str]:

@@ -65,21 +65,23 @@ class RemotePassTiming(PassTiming):
 
 
 def remote_read_pass(job, starts, counts, *, counted: bool, log_path=None, progress=None, deadline_ns: int | None = None,
-                     reopen_before=(), remote=None):
+                     reopen_before=(), remote=None, hyperslabs=None):
     """:func:`ccp.measurement.runner.read_pass` for an S3 cell over ``remote`` (a
     :class:`ccp.remote.sweep_cell.RemoteCell`): same PassTiming, with ``http`` the pass's
-    :class:`ccp.remote.cell.CellCounts` (the open, each request, the close) and ``file_open_ns``.
+    :class:`ccp.remote.cell.CellCounts` (the open, each request, the close) and ``file_open_ns``; a strided
+    request (``hyperslabs``) is one read, as there.
     ``open_ns`` starts before the fsspec file is opened and ``close_ns`` ends after the file is closed."""
     from h5py import h5d
 
-    from ccp.measurement.passes import buffers, open_timed, types_of
+    from ccp.measurement.passes import buffers, open_timed, selections, types_of
 
     if counted:
         raise ValueError("an S3 cell has no counted pass: its I/O counts are its GETs")
     clock = time.perf_counter_ns
     cache = job.cell.cache
     mtype, dtype, reclaim = types_of(job.source)
-    bufs = buffers(counts, dtype, None if dtype is not None else mtype)
+    args, shapes = selections(starts, counts, hyperslabs)
+    bufs = buffers(shapes, dtype, None if dtype is not None else mtype)
     n = len(starts)
     req = np.zeros(n, dtype=np.int64)
     dataset_path = job.dataset_path
@@ -99,9 +101,8 @@ def remote_read_pass(job, starts, counts, *, counted: bool, log_path=None, progr
         effective = ds.get_access_plist().get_chunk_cache()
         fspace = ds.get_space()
         for i in range(n):
-            start, count = starts[i], counts[i]
-            mspace, arr = bufs[count]
-            fspace.select_hyperslab(start, count)
+            mspace, arr = bufs[shapes[i]]
+            fspace.select_hyperslab(*((starts[i], counts[i]) if args is None else args[i]))
             again = i in reopen
             t0 = clock()
             if again:

@@ -31,6 +31,7 @@ from ccp.measurement.passes import (
     buffers,
     create_timed,
     open_timed,
+    selections,
     spin_to_next_us,
     target,
     timed_close,
@@ -41,6 +42,7 @@ from ccp.remote.sweep_cell import request_columns
 from ccp.store.row import CellRow
 from ccp.store.schema import REQUEST_COLUMNS, SCHEMA_VERSION, contended, stability_flags
 from ccp.units import shape_str
+from ccp.workload.requestplan import Hyperslabs
 
 IO_ROWS_MAX = 2_000_000    # file-level operations kept per cell in io.parquet (counts are always exact)
 
@@ -55,16 +57,18 @@ def _log_fapl(log_path: Path | None):
 # The per-request bookkeeping below is written out in each loop rather than called: it runs on the
 # hot path, between timed calls.
 def read_pass(job: CellJob, starts, counts, *, counted: bool, log_path: Path | None, progress: Progress,
-              deadline_ns: int | None = None, reopen_before=()) -> PassTiming:
+              deadline_ns: int | None = None, reopen_before=(), hyperslabs: Hyperslabs | None = None) -> PassTiming:
     """One pass of read requests. ``reopen_before`` (a replay): close and reopen the dataset before those
-    requests, inside their timed call, as the traced program lost its chunk cache there."""
+    requests, inside their timed call, as the traced program lost its chunk cache there. ``hyperslabs``: the
+    requests' strides and blocks (a replay's strided calls, each one ``H5Dread`` as the program made it)."""
     from h5py import h5d
 
     clock = time.monotonic_ns if counted else time.perf_counter_ns
     cache = job.cell.cache
     fapl = _log_fapl(log_path) if counted else None
     mtype, dtype, reclaim = types_of(job.source)
-    bufs = buffers(counts, dtype, None if dtype is not None else mtype)
+    args, shapes = selections(starts, counts, hyperslabs)
+    bufs = buffers(shapes, dtype, None if dtype is not None else mtype)
     n = len(starts)
     req = np.zeros(n, dtype=np.int64)
     windows = []
@@ -78,9 +82,8 @@ def read_pass(job: CellJob, starts, counts, *, counted: bool, log_path: Path | N
         fspace = ds.get_space()
         reopen = frozenset(int(r) for r in reopen_before)
         for i in range(n):
-            start, count = starts[i], counts[i]
-            mspace, arr = bufs[count]
-            fspace.select_hyperslab(start, count)
+            mspace, arr = bufs[shapes[i]]
+            fspace.select_hyperslab(*((starts[i], counts[i]) if args is None else args[i]))
             if counted:
                 spin_to_next_us(t1)
             again = i in reopen          # decided outside the timed call
@@ -107,11 +110,13 @@ def read_pass(job: CellJob, starts, counts, *, counted: bool, log_path: Path | N
 
 
 def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, counted: bool, log_path: Path | None,
-               progress: Progress, src_log: Path | None = None, deadline_ns: int | None = None) -> tuple[PassTiming, int]:
+               progress: Progress, src_log: Path | None = None, deadline_ns: int | None = None,
+               hyperslabs: Hyperslabs | None = None) -> tuple[PassTiming, int]:
     """Create the dataset empty in the cell's layout, write every block, close it. Returns (timing, storage).
 
     A copy cell (``data`` is None) reads each block from the stored dataset (``job.file``) inside the
-    timed request, as h5repack does; its counted pass logs the source file to ``src_log``.
+    timed request, as h5repack does; its counted pass logs the source file to ``src_log``. ``hyperslabs``: a
+    replay's strided writes, each one ``H5Dwrite`` of the elements it selects.
     """
     from h5py import h5d, h5f, h5p, h5s
 
@@ -122,7 +127,8 @@ def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, counted: b
     fapl = _log_fapl(log_path) if counted else h5p.create(h5p.FILE_ACCESS)
     mtype, dtype, reclaim = types_of(source)
     release = getattr(data, "release", None)
-    spaces = {c: h5s.create_simple(c) for c in {tuple(int(x) for x in row) for row in counts}}
+    args, shapes = selections(starts, counts, hyperslabs)
+    spaces = {c: h5s.create_simple(c) for c in {tuple(int(x) for x in row) for row in shapes}}
     n = len(starts)
     req = np.zeros(n, dtype=np.int64)
     windows = []
@@ -142,28 +148,31 @@ def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, counted: b
         effective = ds.get_access_plist().get_chunk_cache()
         fspace = ds.get_space()
         for i in range(n):
-            start, count = starts[i], counts[i]
-            fspace.select_hyperslab(start, count)
+            start, count, shape = starts[i], counts[i], shapes[i]
+            sel = (start, count) if args is None else args[i]
+            fspace.select_hyperslab(*sel)
             if copying:
-                block = bufs[count]
-                src_space.select_hyperslab(start, count)
+                block = bufs[shape]
+                src_space.select_hyperslab(*sel)
                 if counted:
                     spin_to_next_us(t1)
                 t0 = clock()
-                src.read(spaces[count], src_space, block, mtype)
-                ds.write(spaces[count], fspace, block, mtype)
+                src.read(spaces[shape], src_space, block, mtype)
+                ds.write(spaces[shape], fspace, block, mtype)
                 t1 = clock()
                 if reclaim is not None:
-                    reclaim(spaces[count], block)
+                    reclaim(spaces[shape], block)
             else:
-                block = data.read(start, count)          # generated outside the timed call
+                box = data.read(start, count)            # generated outside the timed call
+                # strided: the elements it selects (vlen records share the box's data, freed with it)
+                block = box if hyperslabs is None or shape == count else hyperslabs.pick(i, box)
                 if counted:
                     spin_to_next_us(t1)
                 t0 = clock()
-                ds.write(spaces[count], fspace, block, mtype)
+                ds.write(spaces[shape], fspace, block, mtype)
                 t1 = clock()
                 if release is not None:
-                    release(spaces[count], block)
+                    release(spaces[count] if count in spaces else h5s.create_simple(count), box)
             req[i] = t1 - t0
             if counted:
                 windows.append((t0, t1))
@@ -221,7 +230,7 @@ def measure(job: CellJob, scratch: Path, progress: Progress | None = None) -> tu
     cell = job.cell
     started = datetime.now(UTC).isoformat(timespec="seconds")
     t_cell = time.perf_counter()
-    plan = plan_for(cell.access, job.source.shape)
+    plan = plan_for(cell.access, job.source.shape, strided=True)    # a strided call is one request, as made
     loops = _loops(job, plan)
     starts = [tuple(int(x) for x in s) for s in plan.starts]
     counts = [tuple(int(x) for x in c) for c in plan.counts]
@@ -270,6 +279,9 @@ def _loops(job: CellJob, plan) -> Loops:
         read_loop = partial(remote_read_pass if job.remote is not None else read_pass, reopen_before=reopen_before)
     elif reopen_before:
         flags = [*flags, "reopens-ignored"]
+    if plan.strides is not None and plan.blocks is not None:    # every client reads a strided call as one call
+        hyperslabs = Hyperslabs.of(plan.counts, plan.strides, plan.blocks)
+        read_loop, write_loop = partial(read_loop, hyperslabs=hyperslabs), partial(write_loop, hyperslabs=hyperslabs)
     return Loops(read_loop, write_loop, tuple(flags))
 
 

@@ -127,11 +127,8 @@ def predict_requests(cell, source, stored=None, max_requests=None, per_request=T
         kw = {"filtered": filtered, "cache": cache, "allocated": allocated, "per_request": per_request,
               "stored_chunk_bytes": _size_table(source.shape, chunks, index)}
         if access.random or getattr(access, "trace", None):
-            plan = plan_for(access, source.shape)
-            k = len(plan) if max_requests is None else min(len(plan), max_requests)
-            if not per_request and k == len(plan) and getattr(access, "trace", None):
-                plan = plan_for(access, source.shape, strided=True)   # the whole replay's totals: its calls as
-                k = len(plan)                                         # made, a strided one exact on any layout
+            plan = plan_for(access, source.shape, strided=True)   # a replay's calls as made (and as the runner
+            k = len(plan) if max_requests is None else min(len(plan), max_requests)   # reads them): exact on any layout
             cuts = [int(r) for r in (plan.reopen_before if plan.reopen_before is not None else ()) if 0 < r < k]
             if not cuts or op != "read":
                 strides, blocks = plan.hyperslab(0, k)
@@ -232,7 +229,7 @@ def predict_http_columns(job: CellJob) -> dict:
     from ccp.remote.sweep_cell import predict_http, prediction_columns
 
     cell = job.cell
-    plan = plan_for(cell.access, job.source.shape)
+    plan = plan_for(cell.access, job.source.shape, strided=False)    # the GET model takes boxes
     try:
         pred = predict_http(job.file, job.dataset_path, plan.starts.tolist(), plan.counts.tolist(), cell.cache,
                             cell.storage)

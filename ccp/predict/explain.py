@@ -93,7 +93,7 @@ def _request_chunks(shape: tuple, chunks: tuple, access, max_requests: int):
     from ccp.model import ChunkGrid
 
     grid = ChunkGrid(shape, chunks)
-    plan = plan_for(access, shape)
+    plan = plan_for(access, shape, strided=False)     # a strided call's runs: the chunks it touches
     starts = np.asarray(plan.starts[:max_requests], dtype=np.int64).reshape(-1, len(shape))
     counts = np.asarray(plan.counts[:max_requests], dtype=np.int64).reshape(-1, len(shape))
     ch = np.asarray(chunks, dtype=np.int64)

@@ -1,8 +1,11 @@
 """``ccp diagnose --verify``: measure the top cure by replaying the traced reads with and without it.
 
-Both sides are the same replay (the traced boxes read in order, reopening the file where the program's
-cache was lost), so the ratio is the cure's effect, not the difference between the program and a
-replay. The replay goes through the library the program read with, so what is measured is what the
+Both sides are the same replay (the traced calls read in order, each as the one call the program made: a
+strided or block selection is one key, ``a[::3]`` or ``h5py.MultiBlockSlice``, a list index's boxes one read of
+their union; reopening the file where the program's cache was lost), so the ratio is the cure's effect, not the
+difference between the program and a replay. An h5py replay is also run once per side under HDF5's log driver,
+untimed: the raw-data reads and bytes each side made (``before_io``/``after_io``), which for the traced side are
+the program's own. The replay goes through the library the program read with, so what is measured is what the
 user would run: h5py high-level reads with ``rdcc_nbytes=`` for an h5py program; for a netCDF4-python
 program, ``netCDF4.Dataset`` and ``Variable`` reads through netCDF-C (its own chunk cache, set with
 ``set_var_chunk_cache`` only where the traced cache or the cure differs from what netCDF-C gave), and
@@ -19,6 +22,7 @@ import statistics
 import tempfile
 import time
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,6 +31,7 @@ from ccp.chunkcache import ChunkCache
 from ccp.hdf5.defaults import DEFAULT_W0
 from ccp.trace.cures import block_sequence, next_prime
 from ccp.trace.libraries import NON_COORD, is_local_path
+from ccp.units import format_bytes
 from ccp.workload.replay import ReplaySequence
 from ccp.workload.replay_batches import replay_sequence
 from ccp.workload.requestplan import RequestPlan
@@ -48,34 +53,95 @@ def _sessions(seq: ReplaySequence, merge: bool) -> list[tuple]:
     return merged
 
 
-def _box(seq: ReplaySequence, i: int) -> tuple[slice, ...] | list[tuple[slice, ...]]:
-    """Request i as h5py keys: one (a box, or a strided selection of 1-element blocks, ``a[::3]``), or one per
-    block (blocks of several elements: h5py has no key for them; the same elements in several calls)."""
+def _box(seq: ReplaySequence, i: int, multiblock: bool = True) -> tuple | list[tuple[slice, ...]]:
+    """Request i as the key the program wrote: one call, a box, a strided selection of 1-element blocks
+    (``a[::3]``) or, with ``multiblock`` (h5py), ``h5py.MultiBlockSlice`` where blocks hold several elements; else
+    (netCDF4-python, which has no key for them and whose own calls never select them) one key per block, the
+    same elements in several calls."""
     st, ct = seq.plan.starts[i], seq.plan.counts[i]
     sd, bk = seq.plan.hyperslab(i, i + 1)
     if sd is None or bk is None or not (bk[0] < ct).any():
         return tuple(slice(int(s), int(s + n)) for s, n in zip(st, ct))
     if (bk[0][bk[0] < ct] == 1).all():
         return tuple(slice(int(s), int(s + n), int(t) if b < n else None) for s, n, t, b in zip(st, ct, sd[0], bk[0]))
+    if multiblock:
+        from h5py import MultiBlockSlice
+
+        return tuple(MultiBlockSlice(start=int(s), stride=int(t), count=(int(n) - int(b)) // int(t) + 1, block=int(b))
+                     if b < n else slice(int(s), int(s + n)) for s, n, t, b in zip(st, ct, sd[0], bk[0]))
     one = replace(seq.plan, starts=seq.plan.starts[i:i + 1], counts=seq.plan.counts[i:i + 1], reopen_before=None,
                   strides=sd, blocks=bk).as_boxes()
     return [tuple(slice(int(s), int(s + n)) for s, n in zip(a, c)) for a, c in zip(one.starts, one.counts)]
 
 
-def replay_reads(path: str, dataset: str, seq: ReplaySequence, merge: bool = False, cache=None) -> float:
-    """Seconds to replay ``seq``'s reads through h5py on ``path`` (one open per session, or per process if ``merge``)."""
+def replay_reads(path: str, dataset: str, seq: ReplaySequence, merge: bool = False, cache=None,
+                 log_dir: str | None = None) -> float:
+    """Seconds to replay ``seq``'s reads through h5py on ``path`` (one open per session, or per process if ``merge``),
+    each call one key as the program wrote it. ``log_dir``: a counted replay, each session's file opened with
+    HDF5's log driver, its log ``session-K.log`` there (see :func:`replay_counts`)."""
     import h5py
 
     t0 = time.perf_counter()
-    for c, a, b, _ in _sessions(seq, merge):
+    for k, (c, a, b, _) in enumerate(_sessions(seq, merge)):
         c = cache or c
-        with h5py.File(path, "r", rdcc_nbytes=int(c.nbytes), rdcc_nslots=int(c.nslots), rdcc_w0=float(c.w0)) as f:
+        if log_dir is None:
+            f = h5py.File(path, "r", rdcc_nbytes=int(c.nbytes), rdcc_nslots=int(c.nslots), rdcc_w0=float(c.w0))
+        else:
+            f = h5py.File(_logged(path, Path(log_dir) / f"session-{k}.log", c))
+        with f:
             d = f[dataset]
-            for i in range(int(a), int(b)):
+            for i, j in _calls(seq, int(a), int(b)):
+                if j - i > 1:        # one call of several boxes (fancy indexing): one read of their union
+                    _read_union(d, seq, i, j)
+                    continue
                 key = _box(seq, i)
-                for k in key if isinstance(key, list) else (key,):
-                    d[k]
+                for one in key if isinstance(key, list) else (key,):
+                    d[one]
     return time.perf_counter() - t0
+
+
+def _calls(seq: ReplaySequence, a: int, b: int) -> list[tuple[int, int]]:
+    """``(first, end)`` of the requests of each call in requests ``[a, b)`` (a call split into boxes is several)."""
+    cuts = (np.flatnonzero(np.diff(seq.call_of[a:b]) != 0) + 1).tolist()
+    bounds = [0, *cuts, b - a]
+    return [(a + x, a + y) for x, y in zip(bounds, bounds[1:])]
+
+
+def _read_union(d, seq: ReplaySequence, i: int, j: int) -> None:
+    """Requests ``[i, j)``, the boxes of one call, read as that call did: one ``H5Dread`` of their union (what
+    h5py selects for a list index, ``d[[1, 5, 7]]``), not a read per box."""
+    from h5py import h5s
+
+    fspace = d.id.get_space()
+    for k in range(i, j):
+        fspace.select_hyperslab(tuple(int(x) for x in seq.plan.starts[k]), tuple(int(x) for x in seq.plan.counts[k]),
+                                op=h5s.SELECT_SET if k == i else h5s.SELECT_OR)
+    n = fspace.get_select_npoints()
+    out = np.empty(n, d.dtype)
+    d.id.read(h5s.create_simple((n,)), fspace, out)
+
+
+def _logged(path: str, log: Path, cache: ChunkCache):
+    """``path`` opened read-only with HDF5's log driver writing to ``log``, the chunk cache on the file access list
+    as ``h5py.File(rdcc_nbytes=...)`` sets it."""
+    from h5py import h5f
+
+    from ccp.measurement import iolog
+
+    fapl = iolog.log_fapl(log)
+    fapl.set_cache(0, int(cache.nslots), int(cache.nbytes), float(cache.w0))
+    return h5f.open(path.encode(), h5f.ACC_RDONLY, fapl)
+
+
+def replay_counts(path: str, dataset: str, seq: ReplaySequence, merge: bool = False, cache=None) -> dict[str, int]:
+    """The raw-data reads and bytes HDF5 made in one replay of ``seq`` through h5py (:func:`replay_reads` under the
+    log driver, an untimed pass): what the program's own calls make on that file and cache."""
+    from ccp.measurement import iolog
+
+    with tempfile.TemporaryDirectory(prefix="ccp-verify-log-") as tmp:
+        replay_reads(path, dataset, seq, merge, cache, log_dir=tmp)
+        totals = [iolog.totals(iolog.parse_log(log)) for log in sorted(Path(tmp).iterdir())]
+    return {k: sum(t[k] for t in totals) for k in ("raw_reads", "raw_read_bytes")}
 
 
 def netcdf_variable(dataset: str) -> str:
@@ -103,7 +169,7 @@ def replay_netcdf4(path: str, dataset: str, seq: ReplaySequence, merge: bool = F
             if (int(got[0]), int(got[1]), float(got[2])) != want:
                 v.set_var_chunk_cache(size=want[0], nelems=want[1], preemption=want[2])
             for i in range(int(a), int(b)):
-                key = _box(seq, i)
+                key = _box(seq, i, multiblock=False)
                 for k in key if isinstance(key, list) else (key,):
                     v[k]
     return time.perf_counter() - t0
@@ -225,6 +291,10 @@ def verify_top(trace: Trace, diag: dict, repeats: int = 3, seq: ReplaySequence |
             cache = ChunkCache(int(how["nbytes"]), int(how["nslots"]), DEFAULT_W0)
         else:
             return _unmeasured(name, "this cure has no replay")
+        io = {}
+        if not netcdf:      # counted first, untimed (it warms the page cache for both): what each replay reads
+            io = {"before_io": replay_counts(file, dataset, seq),
+                  "after_io": replay_counts(after_path, dataset, after_seq, merge=merge, cache=cache)}
         before, after = [], []
         for _ in range(repeats):
             before.append(replay(file, dataset, seq))
@@ -234,5 +304,12 @@ def verify_top(trace: Trace, diag: dict, repeats: int = 3, seq: ReplaySequence |
     # the medians of a few replays: a cure confirmed only if faster in every pair, refuted if slower in every one
     verdict = ("confirmed" if all(y < x for x, y in zip(before, after)) else
                "refuted" if all(y > x for x, y in zip(before, after)) else "unclear")
+    counted = ""
+    if io:
+        x, y = io["before_io"], io["after_io"]
+        counted = (f"; HDF5 read {x['raw_reads']} -> {y['raw_reads']} raw-data piece(s) "
+                   f"({format_bytes(x['raw_read_bytes'])} -> {format_bytes(y['raw_read_bytes'])}) in one more replay "
+                   "each under the log driver")
     return {"cure": name, "before_s": b, "after_s": a, "repeats": repeats, "library": through, "verdict": verdict,
-            "note": f"replay of the traced reads through {through}, median of {repeats}, warm page cache" + copied}
+            **io, "note": f"replay of the traced reads through {through}, median of {repeats}, warm page cache"
+                          + copied + counted}

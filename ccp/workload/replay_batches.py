@@ -285,9 +285,9 @@ def traced_plan(trace_dir, dataset: str, shape=None, pid: int | None = None, op:
     the request indices before which the program's chunk cache was lost (close and reopen the
     dataset there; a new process also starts there), and the cache each session had. ``shape``,
     when given, must be the traced dataset's shape (a sweep's layouts keep the shape). ``strided``: a regular
-    hyperslab call is one strided request (what the model takes, exact for any layout); else boxes, a run per
-    chunk of the traced layout (``RequestPlan.as_boxes``: what a sweep's runner reads, the same plan measured
-    and predicted request by request).
+    hyperslab call is one strided request (what the model and a sweep's runners take: one call, as the program
+    made it, exact for any layout); else boxes, a run per chunk of the traced layout (``RequestPlan.as_boxes``:
+    the chunks touched, for what takes boxes only).
     """
     seq = replay_sequence(load_trace(trace_dir), dataset, pid=pid, op=op)
     if shape is not None and tuple(int(s) for s in shape) != tuple(seq.shape):

@@ -39,10 +39,10 @@ class RequestPlan:
 
     def as_boxes(self, chunks=None, max_boxes: int = 65536) -> RequestPlan:
         """The plan with each strided request as boxes (C order) that select the same elements by several calls
-        instead of one, for a runner that reads boxes: a box per block, or with ``chunks`` the blocks in each chunk
-        as one run of as many elements (:func:`_axis_runs`: few boxes, the chunks and their element counts
-        kept, the elements themselves only for that layout). A request of more than ``max_boxes`` boxes stays its
-        bounding box."""
+        instead of one, for what takes boxes only (the S3 GET model, explain's chunk checks): a box per block, or
+        with ``chunks`` the blocks in each chunk as one run of as many elements (:func:`_axis_runs`: few boxes, the
+        chunks and their element counts kept, the elements themselves only for that layout). A request of more
+        than ``max_boxes`` boxes stays its bounding box."""
         if self.strides is None or self.blocks is None:
             return self
         starts: list[np.ndarray] = []
@@ -121,3 +121,38 @@ def _axis_runs(start: int, count: int, stride: int, block: int, chunk: int | Non
     firsts = np.flatnonzero(np.diff(coords // chunk, prepend=-1) != 0)
     ends = np.append(firsts[1:], len(coords))
     return _per_chunk(coords[firsts], ends - firsts, coords[ends - 1])
+
+
+@dataclass(frozen=True)
+class Hyperslabs:
+    """Strided requests as the calls that make them: ``H5Sselect_hyperslab(start, stride, nblocks, block)`` per
+    request (rows of ``(n, rank)`` int64) and ``shapes``, the elements each selects per dimension (its dense
+    memory buffer). A dimension a request covers whole is one block of its count."""
+
+    stride: np.ndarray
+    nblocks: np.ndarray
+    block: np.ndarray
+    shapes: np.ndarray
+
+    @classmethod
+    def of(cls, counts, strides, blocks) -> Hyperslabs:
+        """From a plan's ``counts``/``strides``/``blocks`` (:class:`RequestPlan`: blocks ``>= counts`` along a
+        dimension select the box's count whole)."""
+        counts = np.asarray(counts, np.int64).reshape(len(counts), -1)
+        strides = np.asarray(strides, np.int64).reshape(counts.shape)
+        blocks = np.asarray(blocks, np.int64).reshape(counts.shape)
+        gaps = blocks < counts
+        nblocks = np.where(gaps, (counts - blocks) // np.maximum(strides, 1) + 1, 1)
+        block = np.where(gaps, blocks, counts)
+        return cls(np.where(gaps, strides, 1), nblocks, block, nblocks * block)
+
+    def axes(self, i: int) -> list[np.ndarray]:
+        """Request i's selected coordinates per dimension, relative to its box's start (to pick a box's values)."""
+        return [(np.arange(n, dtype=np.int64)[:, None] * t + np.arange(b, dtype=np.int64)).ravel()
+                for n, t, b in zip(self.nblocks[i].tolist(), self.stride[i].tolist(), self.block[i].tolist())]
+
+    def pick(self, i: int, box: np.ndarray) -> np.ndarray:
+        """The elements request i selects, dense, from the values of its whole box."""
+        if not box.ndim or (self.nblocks[i] == 1).all():
+            return box
+        return box[np.ix_(*self.axes(i))]

@@ -45,10 +45,11 @@ def random_requests(shape, block, n: int, seed: int = 0) -> RequestPlan:
     return RequestPlan(starts.astype(np.int64), counts.astype(np.int64))
 
 
-def plan_for(access, shape, strided: bool = False) -> RequestPlan:
+def plan_for(access, shape, strided: bool = True) -> RequestPlan:
     """The plan of an :class:`~ccp.config.sweep.AccessSpec` over a dataset shape; ``strided``: a traced regular
-    hyperslab call as one strided request (for the model), else as boxes (for a runner; see
-    :func:`~ccp.workload.replay_batches.traced_plan`)."""
+    hyperslab call as one strided request, as the program made it (what the model and every runner take), else as
+    boxes, a run per chunk of the traced layout (for what reads boxes only: S3 GET predictions, explain's chunk
+    checks; see :func:`~ccp.workload.replay_batches.traced_plan`)."""
     if getattr(access, "trace", None) is not None:
         from ccp.workload.replay_batches import traced_plan
 
