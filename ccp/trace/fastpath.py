@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from itertools import chain, repeat
 
+from ccp.trace.journal import HEAD, KIND_INDEX, KIND_SLICE, KIND_TUPLE, ROW
 from ccp.trace.partfile import raised_by_program
 
 FAST_CAPACITY = 16384       # calls buffered per kind of key before a flush: what bounds the buffers' memory
@@ -144,6 +145,10 @@ def fast_getitem(rec, slow, fast_orig):
     columns = rec.columns
     index_calls, slice_calls, tuple_calls = columns.index, columns.slice, columns.tuple
     full = columns.capacity * WIDTH
+    # the journal (ccp.trace.journal): each call also one row of file-backed memory, so a process killed in any way
+    # keeps it. ``jw``: [mapping, claim a slot, slots, generation], emptied at a fork and before the journal exists
+    jw, jrow, pack, row_size = rec.journal.w, rec.journal.row, ROW.pack_into, ROW.size
+    pads = ((0, 0, 0, 0), (0, 0, 0), (0, 0), (0,), ())
 
     def __getitem__(self, args, new_dtype=None):
         if new_dtype is None and rec.stopped is None:
@@ -162,8 +167,25 @@ def fast_getitem(rec, slow, fast_orig):
                             try:
                                 dsid = self._id             # not .id: it takes the lock again
                                 token = handle_of.get(id(dsid)) or rec.token_of(dsid)
-                                calls = slice_calls if t is slice else index_calls
-                                calls.extend((next(rec.seq), t0, t1, token, args))
+                                seq = next(rec.seq)
+                                if t is slice:
+                                    slice_calls.extend((seq, t0, t1, token, args))
+                                    a, b, c = args.start, args.stop, args.step
+                                    try:    # None as 0, its bit in the row's none mask
+                                        pack(jw[0], HEAD + jw[1]() * row_size, seq, t0, t1, token, a or 0, b or 0,
+                                             c or 0, 0, KIND_SLICE | ((a is None) | (b is None) << 1
+                                                                      | (c is None) << 2) << 8, jw[3])
+                                    except Exception:  # no journal yet, a segment full, past int64
+                                        jrow(seq, t0, t1, token, KIND_SLICE, args)
+                                    calls = slice_calls
+                                else:
+                                    index_calls.extend((seq, t0, t1, token, args))
+                                    try:
+                                        pack(jw[0], HEAD + jw[1]() * row_size, seq, t0, t1, token, args, 0, 0, 0,
+                                             KIND_INDEX, jw[3])
+                                    except Exception:  # no journal yet, a segment full, past int64
+                                        jrow(seq, t0, t1, token, KIND_INDEX, args)
+                                    calls = index_calls
                                 if len(calls) >= full:
                                     rec.flush()
                             except Exception as exc:  # never disturb the program
@@ -188,7 +210,14 @@ def fast_getitem(rec, slow, fast_orig):
                                 try:
                                     dsid = self._id
                                     token = handle_of.get(id(dsid)) or rec.token_of(dsid)
-                                    tuple_calls.extend((next(rec.seq), t0, t1, token, key))
+                                    seq = next(rec.seq)
+                                    tuple_calls.extend((seq, t0, t1, token, key))
+                                    try:
+                                        n = len(key)
+                                        pack(jw[0], HEAD + jw[1]() * row_size, seq, t0, t1, token, *key, *pads[n],
+                                             KIND_TUPLE | n << 4, jw[3])
+                                    except Exception:  # no journal yet, a slice or Ellipsis in it, > 4 parts
+                                        jrow(seq, t0, t1, token, KIND_TUPLE, key)
                                     if len(tuple_calls) >= full:
                                         rec.flush()
                                 except Exception as exc:  # never disturb the program
