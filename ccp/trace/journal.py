@@ -4,8 +4,9 @@ import: loaded into traced programs), so a process that dies in any way (SIGKILL
 
 The recorder's buffers (:mod:`ccp.trace.fastpath`, ``Recorder.buf``) are written to the part file as pickled batches
 every 16,384 calls; what a killed process had buffered was lost. Now each buffered call is also a row of a
-``MAP_SHARED`` mapping of ``<part>.rows`` (the fast path's calls: 80 bytes of int64s, written by one ``pack_into``,
-its last field the journal's generation: a row is committed once that field is written) and each record a
+``MAP_SHARED`` mapping of ``<part>.rows`` (the fast path's calls: a 64-byte slot of int64s written by one
+``pack_into``: the key's numbers, seq, t0, t1, handle token, and last the journal's generation with the key's kind:
+``pack_into`` writes field by field, so a key it cannot pack leaves no row) and each record a
 marshalled (else pickled) entry of ``<part>.recs``. The kernel owns the pages: they reach the file whatever becomes
 of the process. Space is reserved with ``posix_fallocate`` before it is mapped, so a full disk is met as an
 ``OSError`` at a segment's start (the journal then stops, the buffers go on as before), never as a SIGBUS in the
@@ -32,18 +33,22 @@ import threading
 MAGIC_ROWS = b"CCPROWS1"
 MAGIC_RECS = b"CCPRECS1"
 HEAD = 64                   # magic, gen, base; the rest spare
-ROW = struct.Struct("<10q")     # seq, t0, t1, token, k0, k1, k2, k3, info, gen (written last)
-ROW_SEGMENT = 1 << 20       # bytes reserved at a time: 13,107 rows
+ROW_SIZE = 64               # a slot: up to 3 key numbers, seq, t0, t1, token, mark (gen << 8 | info)
+# a row with n key numbers (the others zero)
+ROWS = tuple(struct.Struct(f"<{n}q{8 * (3 - n)}x5q") for n in range(4))
+ROW_SEGMENT = 1 << 20       # bytes reserved at a time: 16,384 rows
 RECS_SEGMENT = 1 << 18
 ENTRY = struct.Struct("<II")    # a record's length and generation, written after its bytes
-KIND_INDEX, KIND_SLICE, KIND_TUPLE = 0, 1, 2
-NONE_VALUE = 0              # a slice field that is None: 0 in its place, its bit set in info's none mask
+KIND_INDEX, KIND_SLICE, KIND_TUPLE = 0, 1, 2    # info: kind (2 bits), a slice's None fields (bits 2-4, start
+NONE_VALUE = 0                                  # first: 0 in their place), a tuple's length (bits 5-6)
 HEADER = struct.Struct("<8sqq")
 
 
 class Journal:
-    """One process's journal. ``w`` is what the fast path writes through: ``[mm, claim, capacity, gen]`` (``claim``
-    gives the next row's slot) or empty (no journal yet, or the parent's after a fork)."""
+    """One process's journal. ``w`` is what the fast path writes through: ``[mm, claim, mark]`` (``claim`` gives the
+    next row's offset, ``mark`` is ``gen << 8``: a row's info is or'ed in) or empty (no journal yet, or the parent's
+    after a fork). A claimed slot never written (a call that fell back to :meth:`row`) is a hole: the reader takes
+    every row of the current generation, wherever it is."""
 
     def __init__(self) -> None:
         self.w: list = []
@@ -100,15 +105,13 @@ class Journal:
         except Exception as exc:  # a full disk, no mmap: the buffers go on, as durable as before
             self._fail(exc)
             return False
-        self._publish(0)
+        self._publish(HEAD)
         return True
 
-    def _publish(self, first_slot: int) -> None:
+    def _publish(self, first: int) -> None:
         import itertools
 
-        mm = self.rows_mm
-        assert mm is not None
-        self.w[:] = [mm, itertools.count(first_slot).__next__, (len(mm) - HEAD) // ROW.size, self.gen]
+        self.w[:] = [self.rows_mm, itertools.count(first, ROW_SIZE).__next__, self.gen << 8]
 
     # ------------------------------------------------------------------ writing
     def row(self, seq: int, t0: int, t1: int, token: int, kind: int, key) -> None:
@@ -118,7 +121,7 @@ class Journal:
             return
         try:
             info, parts = _row_key(kind, key)
-            ROW.pack(seq, t0, t1, token, *parts, info, 0)
+            ROWS[len(parts)].pack(*parts, seq, t0, t1, token, 0)
         except (TypeError, OverflowError, ValueError, AttributeError, struct.error):
             self.record({"kind": "_fast", "call": (seq, t0, t1, token, key), "key": kind})
             return
@@ -126,18 +129,17 @@ class Journal:
             w = self.w
             if not w:
                 return
-            slot = w[1]()
-            if slot >= w[2]:
+            at = w[1]()
+            if at + ROW_SIZE > len(w[0]):
                 try:
                     self.rows_mm = self._map(self.part + ".rows", MAGIC_ROWS,
-                                             HEAD + (slot // (ROW_SEGMENT // ROW.size) + 1) * ROW_SEGMENT,
-                                             self.rows_mm)
+                                             HEAD + ((at - HEAD) // ROW_SEGMENT + 1) * ROW_SEGMENT, self.rows_mm)
                 except Exception as exc:  # a full disk: the journal stops (the buffers go on)
                     self._fail(exc)
                     return
-                self._publish(slot + 1)
+                self._publish(at + ROW_SIZE)
                 w = self.w
-            ROW.pack_into(w[0], HEAD + slot * ROW.size, seq, t0, t1, token, *parts, info, w[3])
+            ROWS[len(parts)].pack_into(w[0], at, *parts, seq, t0, t1, token, w[2] | info)
 
     def _fail(self, exc: BaseException) -> None:
         """The journal stops in this process (a full disk): its files say so (generation -1: never read), so what
@@ -191,18 +193,17 @@ class Journal:
                 if mm is not None:
                     struct.pack_into("<qq", mm, 8, self.gen, base)
             self.recs_at = HEAD
-            self._publish(0)
+            self._publish(HEAD)
 
 
 def _row_key(kind: int, key) -> tuple[int, tuple]:
-    """(info, four int64 key fields) of a key; a TypeError or OverflowError if it is no row."""
+    """(info, the key's int64 fields) of a key; a TypeError or OverflowError if it is no row."""
     if kind == KIND_INDEX:
-        return KIND_INDEX, (key.__index__(), 0, 0, 0)
+        return KIND_INDEX, (key.__index__(),)
     if kind == KIND_SLICE:
         fields = (key.start, key.stop, key.step)
         mask = sum(1 << i for i, v in enumerate(fields) if v is None)
-        return KIND_SLICE | mask << 8, (*(NONE_VALUE if v is None else v.__index__() for v in fields), 0)
-    if len(key) > 4 or any(type(k) in (slice, type(Ellipsis)) for k in key):
+        return KIND_SLICE | mask << 2, tuple(NONE_VALUE if v is None else v.__index__() for v in fields)
+    if len(key) > 3 or any(type(k) in (slice, type(Ellipsis)) for k in key):
         raise TypeError("not a row")
-    parts = tuple(k.__index__() for k in key)
-    return KIND_TUPLE | len(key) << 4, (*parts, *(0,) * (4 - len(parts)))
+    return KIND_TUPLE | len(key) << 5, tuple(k.__index__() for k in key)

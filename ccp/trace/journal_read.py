@@ -8,7 +8,7 @@ import marshal
 import pickle
 
 from ccp.trace.fastpath import FastColumns
-from ccp.trace.journal import ENTRY, HEAD, HEADER, KIND_INDEX, KIND_SLICE, MAGIC_RECS, MAGIC_ROWS, ROW
+from ccp.trace.journal import ENTRY, HEAD, HEADER, KIND_INDEX, KIND_SLICE, MAGIC_RECS, MAGIC_ROWS, ROW_SIZE
 
 
 def _read_header(data: bytes, magic: bytes) -> tuple[int, int] | None:
@@ -32,20 +32,19 @@ def journal_rows(path: str) -> tuple[int, list[tuple], int] | None:
     gen, base = head
     import numpy as np
 
-    n = (len(data) - HEAD) // ROW.size
-    table = np.frombuffer(data, np.int64, n * 10, HEAD).reshape(n, 10)
-    table = table[table[:, 9] == gen]       # every committed row of this generation (a slot claimed and never
-                                            # written, by a call that fell back to a record, is a hole)
-    rows = []
-    for seq, t0, t1, token, k0, k1, k2, k3, info, _gen in table.tolist():
-        kind = info & 15
+    width = ROW_SIZE // 8
+    n = (len(data) - HEAD) // ROW_SIZE
+    table = np.frombuffer(data, np.int64, n * width, HEAD).reshape(n, width)
+    table = table[table[:, 7] >> 8 == gen]  # every row of this generation (a slot claimed and never written, by a
+    rows = []                               # call that fell back to a record, is a hole)
+    for k0, k1, k2, seq, t0, t1, token, info in table.tolist():
+        kind = info & 3
         if kind == KIND_INDEX:
             key = k0
         elif kind == KIND_SLICE:
-            mask = info >> 8
-            key = slice(*(None if mask >> i & 1 else v for i, v in enumerate((k0, k1, k2))))
+            key = slice(*(None if info >> 2 + i & 1 else v for i, v in enumerate((k0, k1, k2))))
         else:
-            key = (k0, k1, k2, k3)[:info >> 4 & 15]
+            key = (k0, k1, k2)[:info >> 5 & 3]
         rows.append((seq, t0, t1, token, kind, key))
     return base, rows, gen
 
@@ -125,7 +124,7 @@ class JournalTail:
                 written.remove(r)
             else:
                 records.append(r)
-        fast.sort()
+        fast.sort(key=lambda call: call[0])     # by seq (keys of kinds apart never compared)
         lists = (columns.index, columns.slice, columns.tuple)
         for seq, t0, t1, token, kind, key in fast:
             lists[kind].extend((seq, t0, t1, token, key))
