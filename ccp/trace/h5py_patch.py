@@ -177,6 +177,10 @@ def patch_h5py(rec) -> None:
             return
         try:
             name = _file_name(self.filename)
+            if name != self.filename and isinstance(self.filename, str):
+                # the local file's real path, for its name once it is deleted (then h5py's name is all that is left:
+                # a relative one made the trace list the file twice)
+                rec.alias[self.filename] = name
             if remote is not None:
                 rec.alias[name] = name = remote["url"]
                 rec.remote[name] = {**remote, **file_space(self.id)}

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ccp.errors import CcpError
 from ccp.trace.fastpath import block_calls
+from ccp.trace.journal_read import JournalTail
 from ccp.trace.selections import describe_key
 from ccp.workload.tracefile import COLUMNS, LIST_COLUMNS, SCHEMA_VERSION
 
@@ -27,20 +28,34 @@ def _part_pid(part: Path) -> int | None:
     return int(head) if head.isdigit() else None
 
 
-def _part_batches(part: Path, torn: list | None):
-    """The pickled batches of one part file; a torn last batch (a killed process, a full disk) ends it."""
+def _part_batches(part: Path, torn: list | None, journaled: dict | None = None):
+    """The pickled batches of one part file, then what its journal holds past them (ccp.trace.journal: the calls a
+    process had buffered when it died, kept whatever killed it); ``journaled`` counts those per part. A torn last
+    batch (a killed process, a full disk) ends the part file; its calls are in the journal when it has one."""
+    tail = JournalTail(str(part))
+    cut = False
     with open(part, "rb") as f:
         while True:
+            at = f.tell()
             try:
                 batch = pickle.load(f)
             except EOFError:
-                return
+                break
             except Exception:  # torn by a killed process or a full disk: keep what came before
-                if torn is not None:
-                    torn.append(part.name)
-                return
+                cut = True
+                break
             if isinstance(batch, list):
+                if tail.base is not None and at >= tail.base:
+                    tail.seen(batch)
                 yield batch
+    if cut and torn is not None and not tail.valid:
+        torn.append(part.name)
+    if tail.valid:
+        batch, n = tail.batch()
+        if n:
+            if journaled is not None:
+                journaled[part.name] = n
+            yield batch
 
 
 _SEL_CACHE: dict = {}
@@ -298,8 +313,15 @@ def _signal_name(n: int) -> str:
         return f"signal {n}"
 
 
-def completeness(run: dict | None, part_pids: set[int], torn: list[str], errors: list[dict]) -> dict:
-    """Whether the trace holds every h5py call the program made, and if not, why (see tracefile)."""
+def completeness(run: dict | None, part_pids: set[int], torn: list[str], errors: list[dict],
+                 journaled: dict | None = None) -> dict:
+    """Whether the trace holds every h5py call the program made, and if not, why (see tracefile). ``journaled``:
+    records kept from a part's journal (ccp.trace.journal: what a process had buffered when it ended)."""
+    kept: dict[int, int] = {}
+    for name, n in (journaled or {}).items():
+        pid = _part_pid(Path(name))
+        if pid is not None:
+            kept[pid] = kept.get(pid, 0) + n
     if run is None:         # merged without ccp trace's view of the run (a part folder merged by hand)
         return {"complete": None, "reasons": ["merged without the run's status: completeness unknown"],
                 "exit_status": None, "signal": None, "processes_seen": len(part_pids), "lost_records": 0,
@@ -343,7 +365,7 @@ def completeness(run: dict | None, part_pids: set[int], torn: list[str], errors:
     for pid in sorted(started):
         if pid not in ended or images.get(pid, 0) > 0:
             reasons.append(_silent_process(pid, started[pid], pid in still_running, pid in part_pids,
-                                           run.get("end_grace_s")))
+                                           run.get("end_grace_s"), kept.get(pid)))
             continue
         _written, lost_here, stopped = ended[pid]
         lost += lost_here
@@ -358,10 +380,12 @@ def completeness(run: dict | None, part_pids: set[int], torn: list[str], errors:
     signal_no = -rc if rc < 0 else None
     return {"complete": not reasons, "reasons": reasons, "exit_status": rc if rc >= 0 else None, "signal": signal_no,
             "processes_seen": len(set(started) | part_pids | {p for p in run.get("python_seen", {}) if p not in started}),
-            "lost_records": lost, "recorder_errors": recorder_errors}
+            "lost_records": lost, "recorder_errors": recorder_errors,
+            "journaled_records": {str(p): n for p, n in sorted(kept.items())}}
 
 
-def _silent_process(pid: int, start: str, running: bool, wrote: bool, grace_s: float | None) -> str:
+def _silent_process(pid: int, start: str, running: bool, wrote: bool, grace_s: float | None,
+                    journaled: int | None = None) -> str:
     """Why a process that said "start" but never "end" makes the trace incomplete: which process it was (its
     parent, its command or "fork"), whether it was still alive when ccp trace stopped waiting, whether it wrote."""
     parent, _, what = start.partition(" ")
@@ -371,6 +395,10 @@ def _silent_process(pid: int, start: str, running: bool, wrote: bool, grace_s: f
         waited = f" {grace_s:g} s" if grace_s else ""
         return (f"{who} was still running{waited} after the program left and never said it ended: the calls it made "
                 "after its last write are not in the trace")
+    if journaled is not None:
+        return (f"{who} ended without the recorder's exit hook (a crash, a signal, kill -9, os._exit): every call it "
+                f"made up to then is kept ({journaled} record(s) from its journal), at most the one it was making "
+                "as it died is missing")
     return (f"{who} ended without the recorder's exit hook (a crash, a signal, kill -9): the calls it made after "
             "its last write are lost")
 
@@ -395,7 +423,8 @@ def _records_table(records: list[dict], schema):
     return _table(cols, raw.num_rows, schema)
 
 
-def _part_tables(part: Path, torn: list, layouts: list, errors: list, schema, batch_rows: int):
+def _part_tables(part: Path, torn: list, layouts: list, errors: list, schema, batch_rows: int,
+                 journaled: dict | None = None):
     """One part file's rows as tables of about ``batch_rows`` rows, each sorted by (pid, seq)."""
     import pyarrow as pa
 
@@ -406,7 +435,7 @@ def _part_tables(part: Path, torn: list, layouts: list, errors: list, schema, ba
     fast: list[tuple] = []
     pid = _part_pid(part)
     made = False
-    for batch in _part_batches(part, torn):
+    for batch in _part_batches(part, torn, journaled):
         _expand(batch, pid, handles, rows, layouts, errors, fast)
         while len(rows) + 2 * len(fast) >= batch_rows:
             take = max(1, batch_rows // 2)
@@ -438,7 +467,7 @@ def _write_calls(path: Path, parts: list[Path], spill: set[str], batch_rows: int
 
     schema = _output_schema()
     stats: dict = {"torn": [], "layouts": [], "errors": [], "pids": set(), "files": set(), "user": 0, "nested": 0,
-                   "events": 0}
+                   "events": 0, "journaled": {}}
 
     def count(table) -> None:
         kind, depth = table.column("kind"), table.column("depth")
@@ -458,7 +487,8 @@ def _write_calls(path: Path, parts: list[Path], spill: set[str], batch_rows: int
             written += table.num_rows
 
         for part in parts:      # one process at a time, in chunks: memory stays bounded by the chunk size
-            tables = _part_tables(part, stats["torn"], stats["layouts"], stats["errors"], schema, batch_rows)
+            tables = _part_tables(part, stats["torn"], stats["layouts"], stats["errors"], schema, batch_rows,
+                                  stats["journaled"])
             if part.name not in spill:
                 order = InOrder(write)
                 try:
@@ -521,7 +551,7 @@ def merge(trace_dir: Path, command: list[str], exit_status: int, wall_s: float, 
         "calls": stats["user"], "nested_calls": stats["nested"],
         "events": stats["events"], "files": list(files.values()), "datasets": list(datasets.values()),
         "recorder_errors": errors,
-        "completeness": completeness(run, pids, torn, errors),
+        "completeness": completeness(run, pids, torn, errors, stats["journaled"]),
         "checksum_note": "sha256 and size taken after the program ended" if checksum else "checksums skipped (--no-checksum)",
     }
     head_tmp = trace_dir / "trace.json.tmp"
