@@ -24,12 +24,14 @@ PROGRAM = textwrap.dedent("""
     how = sys.argv[3]
     print("view", int(signal.getsignal(signal.SIGTERM)), signal.set_wakeup_fd(-1), flush=True)
 
+    stop = []
+
     def handled(signum, _frame):
         print("handled", signum, flush=True)
         if how == "own-handler-reraises":       # clean up, then die of it as the default would
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGTERM)
-        sys.exit(3)
+        stop.append(3)      # not sys.exit here: raised inside a weakref callback of h5py's, CPython drops it
 
     if how.startswith("own-handler"):
         print("was", int(signal.signal(signal.SIGTERM, handled)), flush=True)
@@ -50,6 +52,8 @@ PROGRAM = textwrap.dedent("""
                     r, w = os.pipe()
                     os.set_inheritable(r, True)
                     ctypes.CDLL(None).system(f"exec cat <&{r} >/dev/null".encode())
+            if stop:
+                sys.exit(stop[0])
             if i % 1000 == 0 and os.path.exists(sys.argv[1] + ".stop"):
                 break
     print("done", i, flush=True)
