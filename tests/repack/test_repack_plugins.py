@@ -101,3 +101,29 @@ def test_unavailable_filter_is_named_with_its_plugin(tmp_path):
     assert "hdf5plugin (Blosc2)" in r.stdout and "internal error" not in r.stderr
     assert filter_ids(out, "x")[0] == [32026]
     assert differences(src, out, layouts_may_differ=True) == []
+
+
+PATH_SCRIPT = """
+import sys
+sys.argv = ["ccp", "repack", *sys.argv[1:]]
+from ccp.cli import main
+main()
+"""
+
+
+@pytest.mark.parametrize("kind", ["blosc-lz4", "blosc2", "bitshuffle", "zstd"])
+def test_rechunk_with_hdf5plugin_folder_on_the_plugin_path(tmp_path, kind):
+    """HDF5_PLUGIN_PATH naming hdf5plugin's folder (as hdf5plugin tells other tools to set it): HDF5 then
+    loaded Blosc/Bitshuffle from there, their set_local failed and the rechunk was silently skipped (F2)."""
+    src = tmp_path / "in.h5"
+    fid = make(src, kind)
+    out = tmp_path / "out.h5"
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join(sys.path), "HDF5_PLUGIN_PATH": hdf5plugin.PLUGIN_PATH}
+    r = subprocess.run([sys.executable, "-c", PATH_SCRIPT, "-l", "/x:CHUNK=8x10", "-l", "/i:CHUNK=100", str(src), str(out)],
+                       check=False, capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "kept as it is" not in r.stdout + r.stderr
+    assert differences(src, out, layouts_may_differ=True) == []
+    with h5py.File(out, "r") as f:
+        assert f["x"].chunks == (8, 10) and f["i"].chunks == (100,)
+    assert filter_ids(out, "x")[0] == [fid]
