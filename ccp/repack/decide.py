@@ -20,6 +20,7 @@ from ccp.hdf5 import lowlevel as low
 from ccp.hdf5 import plists
 from ccp.hdf5.dataset import dataset_info
 from ccp.hdf5.filters import FilterPipeline, codecs, missing_decoder, register_plugins_early, type_refusal
+from ccp.hdf5.filters.plugins import lossy_plugin
 from ccp.repack.options import COMPACT, CONTIGUOUS, Layout, as_layout, normalise_path, parse_filter_body
 from ccp.repack.pytables_index import chunks_bound_index
 from ccp.repack.results import DatasetResult
@@ -334,6 +335,10 @@ class _Planner:
         if missing:
             return refuse(explicit, "-f" if f_explicit else "-l", f"{path}: {missing}")
         tgt.keep_filters = new_pipe is tgt.old_pipeline and new_layout.kind == "chunked"
+        lossy = next((name for step in new_pipe.steps if (name := lossy_plugin(step.id, step.cd_values or ()))), "")
+        if tgt.keep_filters and lossy:
+            return refuse(l_explicit, "-l", f"{path} is compressed by {lossy}, which is lossy: re-encoded for chunk "
+                          f"{new_layout.spec} its values would not be the input's; its filters can change (-f) with its chunks")
         # filters HDF5 would accept and then crash on, or store wrongly: refused before anything is written
         why = "" if tgt.keep_filters else type_refusal(new_pipe, tid, ds.id.get_create_plist())
         if why:

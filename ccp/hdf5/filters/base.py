@@ -59,7 +59,7 @@ def provider(fid: int) -> str:
     return known[1] if known else "its plugin (put it on HDF5_PLUGIN_PATH)"
 
 
-_HDF5PLUGIN_IDS = frozenset({307, 32001, 32004, 32008, 32013, 32015, 32017, 32018, 32024, 32026, 32028, 32033})
+HDF5PLUGIN_IDS = frozenset({307, 32001, 32004, 32008, 32013, 32015, 32017, 32018, 32024, 32026, 32028, 32033})
 _plugins_registered = False
 
 
@@ -128,7 +128,7 @@ def can_decode(fid: int) -> bool:
     from h5py import h5z
 
     try:
-        if fid in _HDF5PLUGIN_IDS:
+        if fid in HDF5PLUGIN_IDS:
             register_plugins_early()    # before HDF5 looks for it on the path (see register_plugins)
         if h5z.filter_avail(fid):   # HDF5's own and h5py's: no need to load hdf5plugin's libraries
             return True
