@@ -160,3 +160,25 @@ def test_rechunk_of_lossy_plugin_data_is_refused_in_one_line(tmp_path, kind):
     r = cli("-l", "/x:CHUNK=40x30", "-f", "/x:GZIP=1", src, tmp_path / "gzip.h5")
     assert r.exit_code == 0, r.output
     assert differences(src, tmp_path / "gzip.h5", layouts_may_differ=True) == []
+
+
+CHUNK_SHAPED = {   # lossless filters whose stored values hold the chunk shape, on the integers they take
+    "htj2k": (lambda: hdf5plugin.Htj2k(), "u2"),
+    "fcidecomp": (lambda: hdf5plugin.FciDecomp(), "u2"),
+    "zfp-reversible": (lambda: hdf5plugin.Zfp(reversible=True), "i4"),
+}
+
+
+@pytest.mark.parametrize("kind", CHUNK_SHAPED)
+def test_rechunk_of_chunk_shaped_lossless_plugin(tmp_path, kind):
+    make_filter, dtype = CHUNK_SHAPED[kind]
+    src, out = tmp_path / "in.h5", tmp_path / "out.h5"
+    with h5py.File(src, "w") as f:
+        # breaker4's F3 geometry: 10x30 chunks -> 40x30 (ZFP decoded the copy with the old chunk's header)
+        f.create_dataset("x", data=(np.arange(40 * 30) % 1000).astype(dtype).reshape(40, 30), chunks=(10, 30),
+                         **make_filter())
+    r = cli("-l", "/x:CHUNK=40x30", src, out)
+    assert r.exit_code == 0, r.output
+    assert differences(src, out, layouts_may_differ=True) == []
+    with h5py.File(out, "r") as f:
+        assert f["x"].chunks == (40, 30)

@@ -343,7 +343,7 @@ class Generic(Filter):
         return FilterStep(f"id{fid}", tuple(str(int(v)) for v in values))
 
 
-_LOSSY_PLUGINS = {32013: "ZFP", 32017: "SZ", 32024: "SZ3", 32028: "SPERR", 32033: "HTJ2K"}
+_LOSSY_PLUGINS = {32013: "ZFP", 32017: "SZ", 32024: "SZ3", 32028: "SPERR"}   # HTJ2K encodes losslessly
 
 
 def lossy_plugin(fid: int, stored: tuple[int, ...]) -> str:
