@@ -43,6 +43,9 @@ def relaid_dcpl(dsid, kind: str, chunks: tuple[int, ...] | None, pipeline):
     plist.set_obj_track_times(low.tracks_times(dsid))
     opts = low.chunk_opts(src)
     if kind == "chunked" and pipeline is None and not fresh:
+        old_chunks = src.get_chunk() if src.get_layout() == h5d.CHUNKED else None
+        if chunks is not None and tuple(chunks) != tuple(old_chunks or ()):
+            _plugin_parameters_for_new_chunks(plist)
         plist.set_chunk(chunks)
         low.set_chunk_opts(plist, opts)
         return plist
@@ -57,6 +60,33 @@ def relaid_dcpl(dsid, kind: str, chunks: tuple[int, ...] | None, pipeline):
     else:
         plist.set_layout(h5d.CONTIGUOUS if kind == "contiguous" else h5d.COMPACT)
     return plist
+
+
+def _plugin_parameters_for_new_chunks(plist) -> None:
+    """Give each hdf5plugin filter its user parameters again, so that its set_local derives the stored
+    ones for the new chunk. Several write the chunk's shape into what they store (ZFP's header, SZ, SZ3,
+    Sperr, Blosc2): handed the source's stored values, ZFP encodes for the old chunk and the copy reads
+    back wrong. hdf5plugin reads a filter's settings back from its stored values."""
+    from ccp.hdf5.filters.base import HDF5PLUGIN_IDS
+
+    steps = [plist.get_filter(i) for i in range(plist.get_nfilters())]
+    if not any(fid in HDF5PLUGIN_IDS for fid, *_ in steps):
+        return
+    try:
+        import hdf5plugin
+    except ImportError:     # no hdf5plugin: the filters stay as stored (HDF5 judges them)
+        return
+    rebuilt = []
+    for fid, flags, values, _name in steps:
+        if fid in HDF5PLUGIN_IDS:
+            try:
+                values = tuple(hdf5plugin.from_filter_options(fid, tuple(values)).filter_options)
+            except (ValueError, TypeError, KeyError):   # settings it cannot read: kept as stored
+                pass
+        rebuilt.append((fid, flags, values))
+    plist.remove_filter(0)  # H5Z_FILTER_ALL
+    for fid, flags, values in rebuilt:
+        plist.set_filter(fid, flags, tuple(int(v) for v in values))
 
 
 def _numpy_dtype(tid) -> np.dtype | None:

@@ -291,6 +291,8 @@ def _repack_one(infile, outfile, opts, buffer_bytes, threads, deflate, dry_run, 
         click.echo(f"{d.path}: {d.old_layout} {d.old_filters} -> {d.new_layout} {d.new_filters}, "
                    f"{format_bytes(d.old_stored_bytes)} -> {format_bytes(d.new_stored_bytes)} "
                    f"in {format_seconds(d.seconds)} ({how})")
+        for note in d.notes:    # what was not done as asked (a layout kept, a chunk clipped)
+            click.echo(f"{d.path}: {note}")
     for d in kept:
         for note in d.notes:
             click.echo(f"{d.path}: {note}")

@@ -42,7 +42,7 @@ import stat
 import time
 
 import h5py
-from h5py import h5f
+from h5py import h5f, h5p
 
 from ccp.errors import CcpError, ConfigError
 from ccp.hdf5 import lowlevel as low
@@ -213,10 +213,23 @@ def _create_output(tmp: str, src: h5py.File, file_space=None) -> h5py.File:
         fcpl.set_attr_creation_order(root.get_attr_creation_order())
         # the root group tracks times only if the source's did (h5repack keeps them as they were)
         fcpl.set_obj_track_times(low.tracks_times(src["/"].id))
-        fid = h5f.create(tmp.encode(), h5f.ACC_TRUNC, fcpl=apply_file_space(fcpl, file_space))
+        fid = h5f.create(tmp.encode(), h5f.ACC_TRUNC, fcpl=apply_file_space(fcpl, file_space), fapl=_format_bounds(src))
     except (ValueError, RuntimeError):  # pragma: no cover - a creation plist HDF5 will not reuse
-        fid = h5f.create(tmp.encode(), h5f.ACC_TRUNC, fcpl=apply_file_space(None, file_space))
+        fid = h5f.create(tmp.encode(), h5f.ACC_TRUNC, fcpl=apply_file_space(None, file_space), fapl=_format_bounds(src))
     return h5py.File(fid)
+
+
+def _format_bounds(src: h5py.File):
+    """File access properties that keep the source's file format: its superblock version says the lowest
+    format bound it was written with (0 or 1: the earliest, as h5py's default, PyTables and h5netcdf write;
+    2: 1.8; 3: 1.10). HDF5 2.0's own default gave every copy superblock 2 (a reader linked with HDF5
+    before 1.8 could open the input, not the copy). HDF5 still takes a newer format where the copy needs
+    one (-S PAGE: superblock 2)."""
+    version = src.id.get_create_plist().get_version()[0]
+    low = h5f.LIBVER_EARLIEST if version < 2 else (h5f.LIBVER_V18 if version == 2 else h5f.LIBVER_V110)
+    fapl = h5p.create(h5p.FILE_ACCESS)
+    fapl.set_libver_bounds(low, h5f.LIBVER_LATEST)
+    return fapl
 
 
 def _copy_userblock(src: str, tmp: str, size: int) -> None:

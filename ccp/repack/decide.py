@@ -19,8 +19,10 @@ from ccp.errors import CcpError, ConfigError
 from ccp.hdf5 import lowlevel as low
 from ccp.hdf5 import plists
 from ccp.hdf5.dataset import dataset_info
-from ccp.hdf5.filters import FilterPipeline, codecs, missing_decoder, type_refusal
+from ccp.hdf5.filters import FilterPipeline, codecs, missing_decoder, register_plugins_early, type_refusal
+from ccp.hdf5.filters.plugins import lossy_plugin
 from ccp.repack.options import COMPACT, CONTIGUOUS, Layout, as_layout, normalise_path, parse_filter_body
+from ccp.repack.pytables_index import chunks_bound_index
 from ccp.repack.results import DatasetResult
 from ccp.units import format_bytes, shape_str
 
@@ -182,6 +184,7 @@ class _Planner:
     """Turns the options into a decision per dataset (pure with respect to the output file)."""
 
     def __init__(self, src: h5py.File, layouts, filters, buffer_bytes: int, deflate: str = "zlib"):
+        register_plugins_early()    # before any dataset of the source meets HDF5's plugin path
         self.src = src
         self.deflate = deflate
         self.buffer_bytes = buffer_bytes
@@ -316,6 +319,13 @@ class _Planner:
                 new_pipe = FilterPipeline()
         else:  # virtual source, filters only
             new_layout = Layout("chunked", _guess_chunks(shape, tgt.maxshape, itemsize))
+        if lay_req is not None and new_layout != old:
+            why = chunks_bound_index(ds, path)
+            if why and (l_explicit or old is None):
+                raise ConfigError(f"-l {l_explicit or ''}".strip(), why)
+            if why and old is not None:
+                tgt.notes.append(f"layout kept: {why}")
+                new_layout = old
         if (old is None or old.kind != "chunked") and lay_req is None and new_layout.kind == "chunked":
             tgt.notes.append(f"chunked {shape_str(new_layout.chunks)} to take filters {new_pipe.spec}")
         if new_layout == old and new_pipe.spec == tgt.old_pipeline.spec:
@@ -325,6 +335,10 @@ class _Planner:
         if missing:
             return refuse(explicit, "-f" if f_explicit else "-l", f"{path}: {missing}")
         tgt.keep_filters = new_pipe is tgt.old_pipeline and new_layout.kind == "chunked"
+        lossy = next((name for step in new_pipe.steps if (name := lossy_plugin(step.id, step.cd_values or ()))), "")
+        if tgt.keep_filters and lossy:
+            return refuse(l_explicit, "-l", f"{path} is compressed by {lossy}, which is lossy: re-encoded for chunk "
+                          f"{new_layout.spec} its values would not be the input's; its filters can change (-f) with its chunks")
         # filters HDF5 would accept and then crash on, or store wrongly: refused before anything is written
         why = "" if tgt.keep_filters else type_refusal(new_pipe, tid, ds.id.get_create_plist())
         if why:
@@ -402,7 +416,8 @@ class _Planner:
         except CcpError:
             raise
         except Exception as exc:  # HDF5 says why in its message
-            raise CcpError(f"HDF5 cannot create it as {layout.spec} with filters {pipeline.spec}: {_h5_message(exc)}") from None
+            filters = "the source's filters" if pipeline is None else f"filters {pipeline.spec}"
+            raise CcpError(f"HDF5 cannot create it as {layout.spec} with {filters}: {_h5_message(exc)}") from None
 
     def estimate(self, ds, tgt: _Target) -> int | None:
         """Sampled estimate of the new storage size (bytes)."""

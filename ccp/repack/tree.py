@@ -7,7 +7,7 @@ import time
 import h5py
 from h5py import h5, h5l, h5o, h5p
 
-from ccp.errors import CcpError
+from ccp.errors import CcpError, ConfigError
 from ccp.hdf5 import lowlevel as low
 from ccp.hdf5.h5types import commit_anonymous
 from ccp.repack.chunks import DatasetWriter
@@ -104,8 +104,15 @@ class _Repacker:
             except CcpError:
                 raise
             except Exception as exc:  # an odd dataset costs that dataset only: copied as it is
+                # HDF5's own errors reach h5py as these; anything else is a fault of ccp, not worded as Python's
+                why = (_h5_message(exc) if isinstance(exc, OSError | ValueError | RuntimeError | KeyError)
+                       else "ccp could not plan it (a fault in ccp: please report it with the output of h5dump -p -H)")
+                named = self.planner.layouts.get(key) or self.planner.filters.get(key)
+                if named is not None:
+                    opt = "-l" if key in self.planner.layouts else "-f"
+                    raise ConfigError(f"{opt} {named[1]}", f"{path}: {why}") from None
                 tgt = self.planner.decide(path, key, ds, options=False)
-                tgt.notes.append(f"kept as it is (copied by HDF5): {_h5_message(exc)}")
+                tgt.notes.append(f"kept as it is (copied by HDF5): {why}")
             self.planner.rewrite_instead_of_copy(tgt, ds)
             self.targets[key] = tgt
         return self.targets

@@ -20,6 +20,7 @@ FILTERS = {
     "lz4": (32004, lambda: hdf5plugin.LZ4()),
     "bitshuffle": (32008, lambda: hdf5plugin.Bitshuffle(cname="lz4")),
     "bzip2": (307, lambda: hdf5plugin.BZip2(blocksize=5)),
+    "zfp-reversible": (32013, lambda: hdf5plugin.Zfp(reversible=True)),   # its stored values hold the chunk shape
     "lzf": (32000, lambda: {"compression": "lzf"}),
     "szip": (4, lambda: {"compression": "szip", "compression_opts": ("nn", 8)}),
 }
@@ -101,3 +102,83 @@ def test_unavailable_filter_is_named_with_its_plugin(tmp_path):
     assert "hdf5plugin (Blosc2)" in r.stdout and "internal error" not in r.stderr
     assert filter_ids(out, "x")[0] == [32026]
     assert differences(src, out, layouts_may_differ=True) == []
+
+
+PATH_SCRIPT = """
+import sys
+sys.argv = ["ccp", "repack", *sys.argv[1:]]
+from ccp.cli import main
+main()
+"""
+
+
+@pytest.mark.parametrize("kind", ["blosc-lz4", "blosc2", "bitshuffle", "zstd", "zfp-reversible"])
+def test_rechunk_with_hdf5plugin_folder_on_the_plugin_path(tmp_path, kind):
+    """HDF5_PLUGIN_PATH naming hdf5plugin's folder (as hdf5plugin tells other tools to set it): HDF5 then
+    loaded Blosc/Bitshuffle from there, their set_local failed and the rechunk was silently skipped (F2)."""
+    src = tmp_path / "in.h5"
+    fid = make(src, kind)
+    out = tmp_path / "out.h5"
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join(sys.path), "HDF5_PLUGIN_PATH": hdf5plugin.PLUGIN_PATH}
+    r = subprocess.run([sys.executable, "-c", PATH_SCRIPT, "-l", "/x:CHUNK=8x10", "-l", "/i:CHUNK=100", str(src), str(out)],
+                       check=False, capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "kept as it is" not in r.stdout + r.stderr
+    assert differences(src, out, layouts_may_differ=True) == []
+    with h5py.File(out, "r") as f:
+        assert f["x"].chunks == (8, 10) and f["i"].chunks == (100,)
+    assert filter_ids(out, "x")[0] == [fid]
+
+
+LOSSY = {
+    "zfp-rate": (lambda: hdf5plugin.Zfp(rate=16), "ZFP"),
+    "zfp-precision": (lambda: hdf5plugin.Zfp(precision=20), "ZFP"),
+    "zfp-accuracy": (lambda: hdf5plugin.Zfp(accuracy=1e-3), "ZFP"),
+    "sz": (lambda: hdf5plugin.SZ(absolute=1e-3), "SZ"),
+    "sz3": (lambda: hdf5plugin.SZ3(absolute=1e-3), "SZ3"),
+    "sperr": (lambda: hdf5plugin.Sperr(), "SPERR"),
+}
+
+
+@pytest.mark.parametrize("kind", LOSSY)
+def test_rechunk_of_lossy_plugin_data_is_refused_in_one_line(tmp_path, kind):
+    """A lossy filter re-encodes for the new chunk and the values move: refused up front (F3), not by the
+    read-back; under an all-dataset -l kept with a note; new filters (-f) with new chunks still work."""
+    make_filter, name = LOSSY[kind]
+    src = tmp_path / "in.h5"
+    with h5py.File(src, "w") as f:
+        f.create_dataset("x", data=np.linspace(0, 1, 40 * 30, dtype="f4").reshape(40, 30), chunks=(10, 30), **make_filter())
+        f.create_dataset("plain", data=np.arange(5.0), chunks=(5,))
+    out = tmp_path / "out.h5"
+    r = cli("-l", "/x:CHUNK=40x30", src, out)
+    lines = [line for line in r.output.splitlines() if line.strip()]
+    assert r.exit_code == 2 and len(lines) == 1, r.output
+    assert f"/x is compressed by {name}" in lines[0] and "lossy" in lines[0] and not out.exists()
+    r = cli("-l", "CHUNK=20x30", src, out)
+    assert r.exit_code == 0 and "/x: kept as it is" in r.output, r.output
+    assert differences(src, out) == []
+    r = cli("-l", "/x:CHUNK=40x30", "-f", "/x:GZIP=1", src, tmp_path / "gzip.h5")
+    assert r.exit_code == 0, r.output
+    assert differences(src, tmp_path / "gzip.h5", layouts_may_differ=True) == []
+
+
+CHUNK_SHAPED = {   # lossless filters whose stored values hold the chunk shape, on the integers they take
+    "htj2k": (lambda: hdf5plugin.Htj2k(), "u2"),
+    "fcidecomp": (lambda: hdf5plugin.FciDecomp(), "u2"),
+    "zfp-reversible": (lambda: hdf5plugin.Zfp(reversible=True), "i4"),
+}
+
+
+@pytest.mark.parametrize("kind", CHUNK_SHAPED)
+def test_rechunk_of_chunk_shaped_lossless_plugin(tmp_path, kind):
+    make_filter, dtype = CHUNK_SHAPED[kind]
+    src, out = tmp_path / "in.h5", tmp_path / "out.h5"
+    with h5py.File(src, "w") as f:
+        # breaker4's F3 geometry: 10x30 chunks -> 40x30 (ZFP decoded the copy with the old chunk's header)
+        f.create_dataset("x", data=(np.arange(40 * 30) % 1000).astype(dtype).reshape(40, 30), chunks=(10, 30),
+                         **make_filter())
+    r = cli("-l", "/x:CHUNK=40x30", src, out)
+    assert r.exit_code == 0, r.output
+    assert differences(src, out, layouts_may_differ=True) == []
+    with h5py.File(out, "r") as f:
+        assert f["x"].chunks == (40, 30)

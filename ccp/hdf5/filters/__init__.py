@@ -35,6 +35,7 @@ from ccp.hdf5.filters.base import (
     filter_label,
     provider,
     register_plugins,
+    register_plugins_early,
     register_plugins_for,
     registered,
 )
@@ -43,7 +44,7 @@ from ccp.hdf5.filters.plugins import Generic
 __all__ = ["FILTER_HELP", "GENERIC_HELP", "H5REPACK_FILTERS", "KNOWN_FILTERS", "Filter", "FilterPipeline",
            "FilterStep", "can_decode", "check_available", "check_decodable", "check_for_type", "class_for_id",
            "describe_filters", "filter_class", "filter_id", "filter_label", "looks_like_filter", "missing_decoder", "parse_filters",
-           "parse_h5repack_filter", "pipeline_from_dcpl", "provider", "register_plugins", "register_plugins_for", "registered", "stored_step", "trace_filters",
+           "parse_h5repack_filter", "pipeline_from_dcpl", "provider", "register_plugins", "register_plugins_early", "register_plugins_for", "registered", "stored_step", "trace_filters",
            "type_refusal"]
 
 FILTER_HELP = {"none": "no filter", **{name: cls.help for name, cls in registered().items()}}

@@ -9,6 +9,7 @@ spec <-> dcpl <-> stored cd_values <-> h5repack syntax <-> Python codec.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -58,15 +59,61 @@ def provider(fid: int) -> str:
     return known[1] if known else "its plugin (put it on HDF5_PLUGIN_PATH)"
 
 
+HDF5PLUGIN_IDS = frozenset({307, 32001, 32004, 32008, 32013, 32015, 32017, 32018, 32024, 32026, 32028, 32033})
+_plugins_registered = False
+
+
+def _hdf5plugin_folder() -> str | None:
+    import importlib.util
+
+    spec = importlib.util.find_spec("hdf5plugin")
+    if spec is None or spec.origin is None:
+        return None
+    return os.path.realpath(os.path.join(os.path.dirname(spec.origin), "plugins"))
+
+
 def register_plugins() -> None:
     """Make every filter this process can have known to HDF5: h5py's lzf, and hdf5plugin's filters
-    (registered when it is imported; without it, only what HDF5_PLUGIN_PATH provides)."""
-    import h5py  # noqa: F401  (registers lzf)
+    (registered when it is imported; without it, only what HDF5_PLUGIN_PATH provides).
 
+    With HDF5_PLUGIN_PATH naming hdf5plugin's own plugin folder (what hdf5plugin tells non-Python tools
+    to use), hdf5plugin's import asks HDF5 whether each filter is there, HDF5 loads it from that folder
+    and the library's first initialisation binds it to another HDF5 than h5py's: every filter with a
+    set_local callback (Blosc, Bitshuffle, ZFP) then fails to create a dataset ("error during user
+    callback"). The folder is taken off HDF5's search path while hdf5plugin registers its filters, and
+    put back."""
+    global _plugins_registered
+    import h5py  # noqa: F401  (registers lzf)
+    from h5py import h5pl
+
+    if _plugins_registered:
+        return
+    _plugins_registered = True
+    hidden: list[int] = []
+    folder = _hdf5plugin_folder() if os.environ.get("HDF5_PLUGIN_PATH") else None
+    if folder is not None:
+        paths = [h5pl.get(i) for i in range(h5pl.size())]
+        hidden = [i for i, p in enumerate(paths) if os.path.realpath(os.fsdecode(p)) == folder]
+        for i in reversed(hidden):
+            h5pl.remove(i)
     try:
         import hdf5plugin  # noqa: F401  (registers its filters)
     except ImportError:
         pass
+    finally:
+        for i in hidden:
+            assert folder is not None   # hidden only when it was found
+            if i < h5pl.size():
+                h5pl.insert(os.fsencode(folder), i)
+            else:
+                h5pl.append(os.fsencode(folder))
+
+
+def register_plugins_early() -> None:
+    """With HDF5_PLUGIN_PATH set, hdf5plugin's filters are registered before HDF5 can meet one of them
+    in a file and load it from the path (see :func:`register_plugins`)."""
+    if os.environ.get("HDF5_PLUGIN_PATH"):
+        register_plugins()
 
 
 def register_plugins_for(ids) -> None:
@@ -81,6 +128,8 @@ def can_decode(fid: int) -> bool:
     from h5py import h5z
 
     try:
+        if fid in HDF5PLUGIN_IDS:
+            register_plugins_early()    # before HDF5 looks for it on the path (see register_plugins)
         if h5z.filter_avail(fid):   # HDF5's own and h5py's: no need to load hdf5plugin's libraries
             return True
         register_plugins()

@@ -341,3 +341,25 @@ class Generic(Filter):
     @classmethod
     def stored_step(cls, fid: int, values: tuple[int, ...]) -> FilterStep:
         return FilterStep(f"id{fid}", tuple(str(int(v)) for v in values))
+
+
+_LOSSY_PLUGINS = {32013: "ZFP", 32017: "SZ", 32024: "SZ3", 32028: "SPERR"}   # HTJ2K encodes losslessly
+
+
+def lossy_plugin(fid: int, stored: tuple[int, ...]) -> str:
+    """The name and mode of a lossy plugin filter from its stored cd_values ('' for a lossless one).
+
+    Re-encoding lossy data for a new chunk quantizes it again: the copy would not hold the input's
+    values. ZFP is lossless only in its reversible mode (hdf5plugin reads the mode back)."""
+    name = _LOSSY_PLUGINS.get(fid)
+    if name is None:
+        return ""
+    if fid == 32013:
+        try:
+            settings = _hdf5plugin().from_filter_options(fid, tuple(stored))
+        except Exception:  # hdf5plugin missing or settings it cannot read: taken as lossy
+            return "ZFP"
+        if settings.filter_options[:1] == (5,):     # H5Z_ZFP_MODE_REVERSIBLE
+            return ""
+        return f"ZFP ({settings})"
+    return name
