@@ -287,6 +287,7 @@ def repack(src, dst, layouts=None, filters=None, *, buffer_bytes: int = DEFAULT_
         only_keys = None
         if only is not None:
             only_keys = {planner._key_of(p, "dataset") for p in only}
+            planner.copies_indexes = False      # PyTables' index groups are left out: no index to keep true
         with cf.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ccp-repack") as pool:
             rp = _Repacker(fin, None, planner, pool, buffer_bytes, progress, only_keys)
             rp.survey()

@@ -188,6 +188,7 @@ class _Planner:
         self.src = src
         self.deflate = deflate
         self.buffer_bytes = buffer_bytes
+        self.copies_indexes = True      # the whole file is copied, PyTables' indexes with their tables
         self.layouts: dict = {}
         self.filters: dict = {}
         self.global_layout = None
@@ -320,7 +321,7 @@ class _Planner:
         else:  # virtual source, filters only
             new_layout = Layout("chunked", _guess_chunks(shape, tgt.maxshape, itemsize))
         if lay_req is not None and new_layout != old:
-            why = chunks_bound_index(ds, path)
+            why = chunks_bound_index(ds, path) if self.copies_indexes else ""
             if why and (l_explicit or old is None):
                 raise ConfigError(f"-l {l_explicit or ''}".strip(), why)
             if why and old is not None:
