@@ -16,7 +16,6 @@ from __future__ import annotations
 import time
 from itertools import chain, repeat
 
-from ccp.trace.journal import KIND_INDEX, KIND_SLICE, KIND_TUPLE, ROWS
 from ccp.trace.partfile import raised_by_program
 
 FAST_CAPACITY = 16384       # calls buffered per kind of key before a flush: what bounds the buffers' memory
@@ -145,12 +144,6 @@ def fast_getitem(rec, slow, fast_orig):
     columns = rec.columns
     index_calls, slice_calls, tuple_calls = columns.index, columns.slice, columns.tuple
     full = columns.capacity * WIDTH
-    # the journal (ccp.trace.journal): each call also one row of file-backed memory, so a process killed in any way
-    # keeps it. ``jw``: [mapping, claim a row's offset, generation << 8], emptied at a fork and before the journal
-    # exists; a row's last field is that mark or'ed with the key's kind (its slice Nones, its tuple's length)
-    jw, jrow = rec.journal.w, rec.journal.row
-    pack1, pack2, pack3 = ROWS[1].pack_into, ROWS[2].pack_into, ROWS[3].pack_into
-    slice_kind, pair_kind, triple_kind = KIND_SLICE, KIND_TUPLE | 2 << 5, KIND_TUPLE | 3 << 5
 
     def __getitem__(self, args, new_dtype=None):
         if new_dtype is None and rec.stopped is None:
@@ -169,31 +162,15 @@ def fast_getitem(rec, slow, fast_orig):
                             try:
                                 dsid = self._id             # not .id: it takes the lock again
                                 token = handle_of.get(id(dsid)) or rec.token_of(dsid)
-                                seq = next(rec.seq)
-                                if t is slice:
-                                    slice_calls.extend((seq, t0, t1, token, args))
-                                    a, b, c = args.start, args.stop, args.step
-                                    try:    # None as 0, its bit in the row's info
-                                        pack3(jw[0], jw[1](), a or 0, b or 0, c or 0, seq, t0, t1, token,
-                                              jw[2] | slice_kind | ((a is None) | (b is None) << 1
-                                                                    | (c is None) << 2) << 2)
-                                    except Exception:  # no journal yet, a segment full, past int64
-                                        jrow(seq, t0, t1, token, KIND_SLICE, args)
-                                    calls = slice_calls
-                                else:
-                                    index_calls.extend((seq, t0, t1, token, args))
-                                    try:
-                                        pack1(jw[0], jw[1](), args, seq, t0, t1, token, jw[2])    # KIND_INDEX: 0
-                                    except Exception:  # no journal yet, a segment full, past int64
-                                        jrow(seq, t0, t1, token, KIND_INDEX, args)
-                                    calls = index_calls
+                                calls = slice_calls if t is slice else index_calls
+                                calls.extend((next(rec.seq), t0, t1, token, args))
                                 if len(calls) >= full:
                                     rec.flush()
                             except Exception as exc:  # never disturb the program
                                 rec.failed(exc)
                             return out
             else:
-                key: tuple = args if t is tuple else (args,)
+                key = args if t is tuple else (args,)
                 for a in key:
                     if type(a) not in plain:
                         break
@@ -211,20 +188,7 @@ def fast_getitem(rec, slow, fast_orig):
                                 try:
                                     dsid = self._id
                                     token = handle_of.get(id(dsid)) or rec.token_of(dsid)
-                                    seq = next(rec.seq)
-                                    tuple_calls.extend((seq, t0, t1, token, key))
-                                    try:
-                                        n = len(key)
-                                        if n == 2:      # d[i, j]
-                                            pack2(jw[0], jw[1](), key[0], key[1], seq, t0, t1, token,
-                                                  jw[2] | pair_kind)
-                                        elif n == 3:
-                                            pack3(jw[0], jw[1](), key[0], key[1], key[2], seq, t0, t1, token,
-                                                  jw[2] | triple_kind)
-                                        else:
-                                            jrow(seq, t0, t1, token, KIND_TUPLE, key)
-                                    except Exception:  # no journal yet, a slice or Ellipsis in it
-                                        jrow(seq, t0, t1, token, KIND_TUPLE, key)
+                                    tuple_calls.extend((next(rec.seq), t0, t1, token, key))
                                     if len(tuple_calls) >= full:
                                         rec.flush()
                                 except Exception as exc:  # never disturb the program

@@ -56,7 +56,6 @@ from ccp.trace.fastpath import FAST_CAPACITY, WIDTH, FastColumns
 from ccp.trace.h5py_patch import _set_type_attr, patch_h5py  # noqa: F401 (_set_type_attr: benchmarks)
 from ccp.trace.hdf5_types import vlen_info
 from ccp.trace.hooks import ImportHook, patch_exit, patch_library
-from ccp.trace.journal import Journal
 from ccp.trace.netcdf import patch_netcdf4
 from ccp.trace.partfile import raised_by_program, write_at
 from ccp.trace.selections import MAX_LISTED, _file_name, _layout, describe_key, describe_space  # noqa: F401
@@ -118,7 +117,6 @@ class Recorder:
         self.buf: list = []                  # never replaced: emptied in place, at a fork too (see install)
         # the fast path's calls (ccp.trace.fastpath): held by it, never replaced; a small capacity in tests only
         self.columns = FastColumns(int(os.environ.get("CCP_TRACE_TEST_CAPACITY") or FAST_CAPACITY))
-        self.journal = Journal()             # every buffered call and record in file-backed memory (never replaced)
         self.seq = itertools.count(2, 2)     # even: a fast-path call's fast_reader row takes seq + 1
         self.handles: dict[int, tuple] = {}        # token -> (key, dsid weakref)
         self.handle_of: dict[int, int] = {}        # id(dsid) -> token
@@ -161,7 +159,6 @@ class Recorder:
         handles = [_handle_record(token, info) for token, (info, _ref, _ident) in list(self.handles.items())]
         capacity = self.columns.capacity
         columns = self.columns
-        self.journal.switch(part)   # the child's own journal (the parent's mappings were let go at the fork)
         # no call from here on
         if inherited:
             del self.buf[:], columns.index[:], columns.slice[:], columns.tuple[:]
@@ -171,8 +168,6 @@ class Recorder:
         self.stopped, self.lost, self.written, self.ended, self.finishing, self.term_pending = None, 0, 0, False, False, 0
         self.announced = False
         self.pid = pid
-        for record in handles:      # the journal names the live handles too, before any call of the child's
-            self.journal.record(record)
 
     def after_fork(self) -> None:
         """In a forked child: its own part file; the parent's buffer is the parent's to write (emptied at the fork)."""
@@ -239,7 +234,6 @@ class Recorder:
         self.lost += len(self.buf) + len(self.columns)
         del self.buf[:]
         self.columns.clear()
-        self.journal.new_generation(self.part_end)      # what was journaled is counted lost, not pending
 
     def finish(self) -> None:
         """The process is leaving: write what is buffered and say how it went (once per process)."""
@@ -279,7 +273,6 @@ class Recorder:
             self.lost += 1
             return
         self.buf.append(rec)
-        self.journal.record(rec)
         if len(self.buf) >= FLUSH_EVERY:
             self.flush()
 
@@ -297,8 +290,6 @@ class Recorder:
             try:
                 while self._write_some():       # a write cut short by the program left it fewer calls to take
                     pass
-                if not self.buf and not len(self.columns):  # all in the part file: the journal starts afresh
-                    self.journal.new_generation(self.part_end)
             except BaseException as exc:
                 if raised_by_program(exc):
                     # the next write takes fewer calls (at least 64): a handler raising more often than a write
@@ -514,7 +505,7 @@ def install(out_dir: str) -> Recorder:
     # parent's part file taken away (a write a fork cut short stops: ccp.trace.partfile.write_at) and the parent's
     # buffered calls forgotten; then after_fork gives the child its own (a signal landing in it: see _take_process)
     columns = rec.columns
-    for at_fork in (functools.partial(setattr, rec, "part", ""), rec.journal.w.clear, rec.buf.clear, columns.index.clear,
+    for at_fork in (functools.partial(setattr, rec, "part", ""), rec.buf.clear, columns.index.clear,
                     columns.slice.clear, columns.tuple.clear, rec.after_fork):
         os.register_at_fork(after_in_child=at_fork)
     patch_exit(rec)

@@ -16,7 +16,6 @@ from pathlib import Path
 
 from ccp.errors import CcpError
 from ccp.trace.fastpath import block_calls
-from ccp.trace.journal_read import JournalTail
 from ccp.trace.selections import describe_key
 from ccp.workload.tracefile import COLUMNS, LIST_COLUMNS, SCHEMA_VERSION
 
@@ -28,34 +27,20 @@ def _part_pid(part: Path) -> int | None:
     return int(head) if head.isdigit() else None
 
 
-def _part_batches(part: Path, torn: list | None, journaled: dict | None = None):
-    """The pickled batches of one part file, then what its journal holds past them (ccp.trace.journal: the calls a
-    process had buffered when it died, kept whatever killed it); ``journaled`` counts those per part. A torn last
-    batch (a killed process, a full disk) ends the part file; its calls are in the journal when it has one."""
-    tail = JournalTail(str(part))
-    cut = False
+def _part_batches(part: Path, torn: list | None):
+    """The pickled batches of one part file; a torn last batch (a killed process, a full disk) ends it."""
     with open(part, "rb") as f:
         while True:
-            at = f.tell()
             try:
                 batch = pickle.load(f)
             except EOFError:
-                break
+                return
             except Exception:  # torn by a killed process or a full disk: keep what came before
-                cut = True
-                break
+                if torn is not None:
+                    torn.append(part.name)
+                return
             if isinstance(batch, list):
-                if tail.base is not None and at >= tail.base:
-                    tail.seen(batch)
                 yield batch
-    if cut and torn is not None and not tail.valid:
-        torn.append(part.name)
-    if tail.valid:
-        batch, n = tail.batch()
-        if n:
-            if journaled is not None:
-                journaled[part.name] = n
-            yield batch
 
 
 _SEL_CACHE: dict = {}
@@ -313,15 +298,8 @@ def _signal_name(n: int) -> str:
         return f"signal {n}"
 
 
-def completeness(run: dict | None, part_pids: set[int], torn: list[str], errors: list[dict],
-                 journaled: dict | None = None) -> dict:
-    """Whether the trace holds every h5py call the program made, and if not, why (see tracefile). ``journaled``:
-    records kept from a part's journal (ccp.trace.journal: what a process had buffered when it ended)."""
-    kept: dict[int, int] = {}
-    for name, n in (journaled or {}).items():
-        pid = _part_pid(Path(name))
-        if pid is not None:
-            kept[pid] = kept.get(pid, 0) + n
+def completeness(run: dict | None, part_pids: set[int], torn: list[str], errors: list[dict]) -> dict:
+    """Whether the trace holds every h5py call the program made, and if not, why (see tracefile)."""
     if run is None:         # merged without ccp trace's view of the run (a part folder merged by hand)
         return {"complete": None, "reasons": ["merged without the run's status: completeness unknown"],
                 "exit_status": None, "signal": None, "processes_seen": len(part_pids), "lost_records": 0,
@@ -365,7 +343,7 @@ def completeness(run: dict | None, part_pids: set[int], torn: list[str], errors:
     for pid in sorted(started):
         if pid not in ended or images.get(pid, 0) > 0:
             reasons.append(_silent_process(pid, started[pid], pid in still_running, pid in part_pids,
-                                           run.get("end_grace_s"), kept.get(pid)))
+                                           run.get("end_grace_s")))
             continue
         _written, lost_here, stopped = ended[pid]
         lost += lost_here
@@ -380,12 +358,10 @@ def completeness(run: dict | None, part_pids: set[int], torn: list[str], errors:
     signal_no = -rc if rc < 0 else None
     return {"complete": not reasons, "reasons": reasons, "exit_status": rc if rc >= 0 else None, "signal": signal_no,
             "processes_seen": len(set(started) | part_pids | {p for p in run.get("python_seen", {}) if p not in started}),
-            "lost_records": lost, "recorder_errors": recorder_errors,
-            "journaled_records": {str(p): n for p, n in sorted(kept.items())}}
+            "lost_records": lost, "recorder_errors": recorder_errors}
 
 
-def _silent_process(pid: int, start: str, running: bool, wrote: bool, grace_s: float | None,
-                    journaled: int | None = None) -> str:
+def _silent_process(pid: int, start: str, running: bool, wrote: bool, grace_s: float | None) -> str:
     """Why a process that said "start" but never "end" makes the trace incomplete: which process it was (its
     parent, its command or "fork"), whether it was still alive when ccp trace stopped waiting, whether it wrote."""
     parent, _, what = start.partition(" ")
@@ -395,10 +371,6 @@ def _silent_process(pid: int, start: str, running: bool, wrote: bool, grace_s: f
         waited = f" {grace_s:g} s" if grace_s else ""
         return (f"{who} was still running{waited} after the program left and never said it ended: the calls it made "
                 "after its last write are not in the trace")
-    if journaled is not None:
-        return (f"{who} ended without the recorder's exit hook (a crash, a signal, kill -9, os._exit): every call it "
-                f"made up to then is kept ({journaled} record(s) from its journal), at most the one it was making "
-                "as it died is missing")
     return (f"{who} ended without the recorder's exit hook (a crash, a signal, kill -9): the calls it made after "
             "its last write are lost")
 
@@ -423,8 +395,7 @@ def _records_table(records: list[dict], schema):
     return _table(cols, raw.num_rows, schema)
 
 
-def _part_tables(part: Path, torn: list, layouts: list, errors: list, schema, batch_rows: int,
-                 journaled: dict | None = None):
+def _part_tables(part: Path, torn: list, layouts: list, errors: list, schema, batch_rows: int):
     """One part file's rows as tables of about ``batch_rows`` rows, each sorted by (pid, seq)."""
     import pyarrow as pa
 
@@ -435,7 +406,7 @@ def _part_tables(part: Path, torn: list, layouts: list, errors: list, schema, ba
     fast: list[tuple] = []
     pid = _part_pid(part)
     made = False
-    for batch in _part_batches(part, torn, journaled):
+    for batch in _part_batches(part, torn):
         _expand(batch, pid, handles, rows, layouts, errors, fast)
         while len(rows) + 2 * len(fast) >= batch_rows:
             take = max(1, batch_rows // 2)
@@ -467,7 +438,7 @@ def _write_calls(path: Path, parts: list[Path], spill: set[str], batch_rows: int
 
     schema = _output_schema()
     stats: dict = {"torn": [], "layouts": [], "errors": [], "pids": set(), "files": set(), "user": 0, "nested": 0,
-                   "events": 0, "journaled": {}}
+                   "events": 0}
 
     def count(table) -> None:
         kind, depth = table.column("kind"), table.column("depth")
@@ -487,8 +458,7 @@ def _write_calls(path: Path, parts: list[Path], spill: set[str], batch_rows: int
             written += table.num_rows
 
         for part in parts:      # one process at a time, in chunks: memory stays bounded by the chunk size
-            tables = _part_tables(part, stats["torn"], stats["layouts"], stats["errors"], schema, batch_rows,
-                                  stats["journaled"])
+            tables = _part_tables(part, stats["torn"], stats["layouts"], stats["errors"], schema, batch_rows)
             if part.name not in spill:
                 order = InOrder(write)
                 try:
@@ -551,7 +521,7 @@ def merge(trace_dir: Path, command: list[str], exit_status: int, wall_s: float, 
         "calls": stats["user"], "nested_calls": stats["nested"],
         "events": stats["events"], "files": list(files.values()), "datasets": list(datasets.values()),
         "recorder_errors": errors,
-        "completeness": completeness(run, pids, torn, errors, stats["journaled"]),
+        "completeness": completeness(run, pids, torn, errors),
         "checksum_note": "sha256 and size taken after the program ended" if checksum else "checksums skipped (--no-checksum)",
     }
     head_tmp = trace_dir / "trace.json.tmp"

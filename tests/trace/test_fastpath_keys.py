@@ -18,7 +18,6 @@ from h5py import _selector
 from h5py._hl.dataset import Dataset
 
 from ccp.trace.fastpath import WIDTH, FastColumns, block_calls, fast_getitem
-from ccp.trace.journal import Journal
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,7 +33,6 @@ class Kept:
         self.seq = itertools.count(2, 2)
         self.blocks: list = []
         self.most_buffered = 0
-        self.journal = Journal()        # given no part file: it writes nothing (tests/trace/test_trace_journal.py)
 
     def token_of(self, dsid):
         return self.handle_of.setdefault(id(dsid), 1)
