@@ -12,6 +12,7 @@ the importing file and line, the importing module and the module it imports.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import textwrap
 from dataclasses import dataclass
@@ -113,6 +114,16 @@ def _strings_in_dict_values(node: ast.Dict) -> list[ast.Constant]:
     return out
 
 
+def _nodes(path: Path) -> tuple[ast.AST, ...]:
+    """Every node of a module, parsed once per version of the file (ten checks walk the whole package)."""
+    return _nodes_of(str(path), path.stat().st_mtime_ns)
+
+
+@functools.cache
+def _nodes_of(path: str, _mtime_ns: int) -> tuple[ast.AST, ...]:
+    return tuple(ast.walk(ast.parse(Path(path).read_text(), path)))
+
+
 def imports(package: Path) -> list[Import]:
     """Every import of a module of ``package`` by a module of ``package``, wherever in the file it is written."""
     mods = modules(package)
@@ -120,7 +131,7 @@ def imports(package: Path) -> list[Import]:
     out = []
     for name, path in mods.items():
         is_pkg = path.name == "__init__.py"
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        for node in _nodes(path):
             targets: list[str] = []
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
@@ -321,7 +332,7 @@ HDF5_CACHE_NUMBERS = (521, 8191, 0.75)
 
 def _names_calls_numbers(path: Path):
     """``(kind, value, line)`` for every identifier, called function name and number literal of a module."""
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+    for node in _nodes(path):
         if isinstance(node, ast.Name):
             yield "name", node.id, node.lineno
         elif isinstance(node, ast.Attribute):
