@@ -51,7 +51,7 @@ class FilterProbe:
     read_s_per_byte: float   # an unfiltered chunk read from the page cache, per byte (read + copy out)
 
 
-def _min_s(fn, reps: int) -> float:
+def fastest_cpu_s(fn, reps: int) -> float:
     """CPU seconds of the fastest of ``reps`` passes of ``fn`` (work served from memory: page cache,
     chunk cache). CPU time, not wall time: on a shared machine a pass's wall time is its cost plus
     the time it waited for a core, which says how busy the machine was, not what the work costs;
@@ -100,7 +100,7 @@ def probe_filters(sample: np.ndarray, pipelines, reps: int = PROBE_REPEATS) -> F
         for spec in specs:
             path = f"{tmp}/probe.h5".encode()
             dcpl = plists.chunked_dcpl(chunks, by_spec.get(spec), sample.dtype)
-            write_t[spec] = _min_s(partial(_write_sample, path, dcpl, ftype, sample), max(2, reps // 2))
+            write_t[spec] = fastest_cpu_s(partial(_write_sample, path, dcpl, ftype, sample), max(2, reps // 2))
             fid = h5f.open(path, h5f.ACC_RDONLY)
             dapl = plists.no_cache_dapl()           # no cache: every read decodes its chunk
             ds = h5d.open(fid, b"d", dapl)
@@ -110,7 +110,7 @@ def probe_filters(sample: np.ndarray, pipelines, reps: int = PROBE_REPEATS) -> F
             bufs = {cnt: (h5s.create_simple(cnt), np.empty(cnt, sample.dtype)) for _, cnt in sel}
             read = partial(_read_chunks, ds, fspace, sel, bufs)
             read()                                       # the page cache holds the file: warm passes only
-            read_t[spec] = _min_s(read, reps)
+            read_t[spec] = fastest_cpu_s(read, reps)
             ds.close()
             fid.close()
             ratio[spec] = 1.0 if spec == "none" else min(1.0, max(stored / padded, 1e-4))
@@ -146,7 +146,7 @@ def per_request_cost(dtype, reps: int = PROBE_REPEATS, n: int = 2000) -> float:
 
         batch()
         # the read loop selects outside its timed call: the selection and the Python loop are not the request's
-        t = max(_min_s(batch, reps) - _min_s(partial(batch, False), reps), 0.0) / n
+        t = max(fastest_cpu_s(batch, reps) - fastest_cpu_s(partial(batch, False), reps), 0.0) / n
         ds.close()
         fid.close()
     return t
@@ -163,7 +163,7 @@ def raw_read_cost(n: int = 4000, reps: int = PROBE_REPEATS) -> float:
         fh.write(os.urandom(1 << 20))
         fh.flush()
         offsets = np.random.default_rng(0).integers(0, (1 << 20) - 8, n).tolist()
-        return _min_s(partial(_preads, fh.fileno(), offsets), reps) / n
+        return fastest_cpu_s(partial(_preads, fh.fileno(), offsets), reps) / n
 
 
 def cold_fetch_time(work_dir: Path, chunks: tuple[int, int], grid: tuple[int, int], n: int, reps: int = 3) -> float:
@@ -233,7 +233,7 @@ def chunk_visit_cost(per_request_s: float, passes: int = 10) -> float:
         mspace, fspace, buf = h5s.create_simple(block), ds.get_space(), np.empty(block, np.float32)
         times = []
         for _ in range(passes + 1):
-            t0 = time.process_time()       # CPU time: see _min_s
+            t0 = time.process_time()       # CPU time: see fastest_cpu_s
             for c in range(0, shape[1], block[1]):
                 fspace.select_hyperslab((0, c), block)
                 ds.read(mspace, fspace, buf)
@@ -264,7 +264,7 @@ def write_op_cost(per_request_s: float, byte_s: float, n: int = 1024, reps: int 
     shape, chunks = (n, 256), (1, 256)
     data = np.random.default_rng(0).random(shape, dtype=np.float32)
     with tempfile.TemporaryDirectory() as tmp:
-        t = _min_s(partial(_write_rows, f"{tmp}/w.h5".encode(), shape, chunks, data), reps)
+        t = fastest_cpu_s(partial(_write_rows, f"{tmp}/w.h5".encode(), shape, chunks, data), reps)
     return max(t / n - per_request_s - math.prod(chunks) * 4 * byte_s, 0.0)
 
 
