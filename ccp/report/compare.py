@@ -114,12 +114,25 @@ def _remeasured(run_a, run_b, j, pairs, verdicts, gate, rounds, threshold, fail_
     """The cells that differ (or whose difference is the machine's) measured again, interleaved; judged by those."""
     from ccp.report.remeasure import interleaved
 
-    pick = [i for i, v in enumerate(verdicts) if v.word in ("slower", "faster", "noise")]
+    pick, notes = [], []
+    for i, v in enumerate(verdicts):
+        if v.word not in ("slower", "faster", "noise"):
+            continue
+        change, what = work_change(*pairs[i])
+        if (change, v.word) in (("more", "slower"), ("less", "faster")):
+            # rule (1): the counts decided, and passes measured here cannot undo what B's run recorded
+            notes.append(f"{j.loc[i, 'label']}: the I/O differs ({what}): a real difference whatever the load; "
+                         "not remeasured")
+            continue
+        pick.append(i)
     ids = [(str(j.loc[i, "cell_id_a"]), str(j.loc[i, "cell_id_b"])) for i in pick]
     old = {**{("a", ida): pairs[i][0] for i, (ida, _) in zip(pick, ids)},
            **{("b", idb): pairs[i][1] for i, (_, idb) in zip(pick, ids)}}
-    echo(f"remeasuring {len(ids)} cell(s), A and B alternating, {rounds} pass(es) each")
-    again, notes = interleaved(run_a, run_b, ids, rounds, old, echo=echo)
+    again: dict = {}
+    if ids:
+        echo(f"remeasuring {len(ids)} cell(s), A and B alternating, {rounds} pass(es) each")
+        again, more = interleaved(run_a, run_b, ids, rounds, old, echo=echo)
+        notes += more
     verdicts, gate = list(verdicts), list(gate)
     for i, key in zip(pick, ids):
         if key in again:

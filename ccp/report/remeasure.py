@@ -19,6 +19,7 @@ import yaml
 from ccp.errors import CcpError
 from ccp.report.stats import Sample
 from ccp.store.reader import read_env, read_run_sweep
+from ccp.units import format_count
 
 RUN_ONLY_KEYS = ("quick", "scale")     # sweep.yaml keys a run adds to the sweep it ran (already applied)
 
@@ -65,6 +66,10 @@ def interleaved(run_a: Path, run_b: Path, pairs: list[tuple[str, str]], rounds: 
             if cells["a"].storage.remote or cells["b"].storage.remote:
                 notes.append(f"{cells['a'].label()}: an S3 cell, not remeasured")
                 continue
+            differs = _recorded_work_differs(cells, side, work, old, ida, idb, scratch)
+            if differs:
+                notes.append(differs)
+                continue
             jobs = {k: job_for(cells[k], side[k][0], side[k][1], work[k], quick=True) for k in "ab"}
             passes: dict[str, list] = {"a": [], "b": []}
             for r in range(rounds):
@@ -84,6 +89,29 @@ def interleaved(run_a: Path, run_b: Path, pairs: list[tuple[str, str]], rounds: 
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return out, notes
+
+
+def _recorded_work_differs(cells: dict, side: dict, work: dict, old: dict, ida: str, idb: str,
+                           scratch: Path) -> str | None:
+    """Why a pair cannot be remeasured here, or None: each side's cell, counted once on this machine, must make the
+    I/O its run recorded. Passes that do other work (another ccp, HDF5 or library measured the run; its sweep file
+    no longer describes it) would judge something other than what the run measured."""
+    from ccp.measurement.runner import measure
+    from ccp.report.stats import WORK_COLUMNS
+    from ccp.run.job import job_for
+
+    for k, cell_id in (("a", ida), ("b", idb)):
+        recorded = dict(old[(k, cell_id)].work)
+        if not recorded:
+            continue
+        row, _, _ = measure(job_for(cells[k], side[k][0], side[k][1], work[k], quick=False), scratch / f"count-{k}")
+        here = {c: getattr(row, c, None) for c in WORK_COLUMNS}
+        diffs = [f"{c.replace('_', ' ')} {format_count(recorded[c])} recorded, {format_count(here[c])} here"
+                 for c in WORK_COLUMNS if c in recorded and here[c] is not None and here[c] != recorded[c]]
+        if diffs:
+            return (f"{cells[k].label()}: run {k.upper()}'s cell makes other I/O when run here ({', '.join(diffs[:3])}): "
+                    "it was measured by other code or settings than its sweep file says; not remeasured")
+    return None
 
 
 def _sample(passes: list, old: Sample) -> Sample:

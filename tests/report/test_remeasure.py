@@ -32,3 +32,39 @@ def test_remeasure_judges_the_differing_cell_by_interleaved_passes(tmp_path, cli
     assert "remeasuring 1 cell(s), A and B alternating, 3 pass(es) each" in r.output
     assert "remeasured, 3 alternating passes" in r.output
     assert set(Path(tempfile.gettempdir()).glob("ccp-remeasure-*")) == before      # its scratch folder removed
+
+
+def _run_and_copy(tmp_path, cli, **scale) -> tuple[Path, Path]:
+    """Run A of the tiny sweep, and B: a copy of it whose cells.parquet columns are scaled by ``scale``."""
+    sweep = tmp_path / "tiny.yaml"
+    sweep.write_text(yaml.safe_dump(SWEEP))
+    a, b = tmp_path / "a", tmp_path / "b"
+    r = cli("run", str(sweep), "--out", str(a), "--work", str(tmp_path / "work"), "--no-isolate", "--no-report")
+    assert r.exit_code == 0, r.output
+    shutil.copytree(a, b)
+    cells = pd.read_parquet(b / "cells.parquet")
+    for k, factor in scale.items():
+        cells[k] = (cells[k] * factor).astype(cells[k].dtype)
+    cells.to_parquet(b / "cells.parquet", index=False)
+    return a, b
+
+
+def test_a_difference_in_io_is_never_remeasured_away(tmp_path, cli):
+    """Rule (1) first: B recorded 10x the raw reads and 5x the time (a planted regression, as
+    benchmarks/noisy_compare.py plants one). Its sweep file, run here, makes A's I/O: passes measured here
+    cannot clear what B's run recorded, so the gate still fails."""
+    a, b = _run_and_copy(tmp_path, cli, time_s=5, time_s_min=5, time_s_max=5, raw_reads=10, raw_read_bytes=10)
+    r = cli("compare", str(a), str(b), "--remeasure", "3", "--fail-above", "1.5")
+    assert r.exit_code == 1, r.output
+    assert "the I/O differs (raw reads" in r.output and "not remeasured" in r.output
+    assert "remeasuring" not in r.output
+
+
+def test_a_cell_that_makes_other_io_here_than_its_run_recorded_is_not_remeasured(tmp_path, cli):
+    """B recorded fewer raw reads and more time: not rule (1), so the passes decide, but B's cell run here makes A's
+    I/O, not what B recorded: B was measured by other code or settings, and passes of this code judge nothing of it."""
+    a, b = _run_and_copy(tmp_path, cli, time_s=5, time_s_min=5, time_s_max=5, raw_reads=0.5, raw_read_bytes=0.5)
+    r = cli("compare", str(a), str(b), "--remeasure", "3")
+    assert r.exit_code == 0, r.output
+    assert "run B's cell makes other I/O when run here (raw reads" in r.output
+    assert "remeasured, 3 alternating passes" not in r.output
