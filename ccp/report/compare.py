@@ -87,13 +87,30 @@ def differences(run_a: Path, run_b: Path) -> list[str]:
     return out
 
 
+def _match_keys(a: pd.DataFrame, b: pd.DataFrame) -> list[str]:
+    """How two runs' cells are matched: by cell id when both runs have them, else by the configured parameters."""
+    by_id = (a["cell_id"] != "").all() and (b["cell_id"] != "").all()
+    return ["cell_id"] if by_id else [f"_k_{c}" for c in matrix_axes.cell_columns()]
+
+
+def failed_in_b(a: pd.DataFrame, b: pd.DataFrame) -> list[tuple[str, str]]:
+    """(label, B's status) of every cell that finished in A and not in B (matched as :func:`join` matches): a cell
+    that no longer finishes (a timeout, a crash) is the largest regression there is, never a cell left out."""
+    fa, fb = a[is_ok(a)], b[~is_ok(b)]
+    if not len(fa) or not len(fb):
+        return []
+    keys = _match_keys(fa, fb)
+    m = fa[list(dict.fromkeys(keys + ["label"]))].merge(fb[list(dict.fromkeys(keys + ["status"]))], on=keys)
+    return [(str(lab), str(status)) for lab, status in zip(m["label"], m["status"])]
+
+
 def join(run_a: Path, run_b: Path):
     a, b = load_cells(Path(run_a)), load_cells(Path(run_b))
     labels = Labels.of(a, b)
     a, b = labels.add(_keyed(a)), labels.add(_keyed(b))
     fa, fb = a[is_ok(a)], b[is_ok(b)]
-    by_id = (fa["cell_id"] != "").all() and (fb["cell_id"] != "").all()
-    keys = ["cell_id"] if by_id else [f"_k_{c}" for c in matrix_axes.cell_columns()]
+    keys = _match_keys(fa, fb)
+    by_id = keys == ["cell_id"]
     cols = list(dict.fromkeys(keys + ["cell_id", "label", "time_s", "time_s_min", "time_s_max", "repeats", "requests",
                                       "raw_reads", "raw_writes", "first_request_s", "status", "fraction_measured",
                                       "raw_read_bytes", "raw_write_bytes", "http_gets", "http_bytes", "flags",
@@ -219,6 +236,9 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
     j["contended_b"] = [y.contended for _, y in pairs]
     regressions = [r["label"] for (_, r), g in zip(j.iterrows(), gate)
                    if g is not None and fail_above is not None and g.word == "slower" and g.ratio > fail_above]
+    lost = failed_in_b(a, b)
+    if fail_above is not None:
+        regressions += [f"{label} (finished in A, {status} in B)" for label, status in lost]
 
     head = ["cell", "time A", "time B", "B / A", "verdict", "work", "raw reads A", "raw reads B", "raw writes A",
             "raw writes B", "why"]
@@ -244,6 +264,9 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
     lines += [f"remeasure: {n}" for n in remeasure_notes]
     lines.append(f"{len(j)} cells in common ({len(a)} in A, {len(b)} in B; only finished cells are compared, matched by "
                  "their configured parameters)")
+    if lost:
+        lines.append(f"{len(lost)} cell(s) finished in A and did not in B: "
+                     + "; ".join(f"{label}: {status}" for label, status in lost))
     summary = ""
     if len(ratios):
         gm = math.exp(float(np.log(ratios).mean()))
@@ -288,6 +311,8 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
         body = [
             "<h1>ccp compare</h1>",
             "".join(f'<div class="box warn"><p>Warning: {esc(w)}</p></div>' for w in warnings),
+            "".join(f'<div class="box warn"><p>Finished in A, not in B: {esc(label)}: {esc(status)}</p></div>'
+                    for label, status in lost),
             table_html(None, [["A", _env_line(run_a)], ["B", _env_line(run_b)],
                               ["cells", f"{len(j)} in common ({len(a)} in A, {len(b)} in B)"]], "meta"),
             note(esc(summary) + ("." if summary else "") + " Ratios are time B / time A: above 1x, B is slower. Cells match on "

@@ -83,6 +83,24 @@ def test_a_clearly_slower_run_fails_the_gate(make_run):
     assert _cli(a, b).exit_code == 0                           # no gate: a report, never a failure
 
 
+def test_a_cell_that_no_longer_finishes_fails_the_gate(make_run):
+    """A cell that finished in A and timed out in B (breaker5: `--cell-timeout 0.5` on S3 cells of 122-481 ms) is the
+    largest regression there is: named, and a failure under any --fail-above, never just left out of the cells
+    compared."""
+    a = make_run("a", tables=False)
+    b = make_run("b", tables=False)
+    cells = pd.read_parquet(b / "cells.parquet")
+    i = cells.index[cells["status"] == "ok"][0]
+    cells.loc[i, "status"] = "failed: timeout after 500 ms"
+    cells.to_parquet(b / "cells.parquet", index=False)
+    r = _cli(a, b, "--fail-above", "4")
+    assert r.exit_code == 1, r.output
+    assert "1 cell(s) finished in A and did not in B: " in r.output and "failed: timeout after 500 ms" in r.output
+    assert "FAIL: 1 cell(s)" in r.output and "(finished in A, failed: timeout after 500 ms in B)" in r.output
+    r = _cli(a, b)
+    assert r.exit_code == 0 and "1 cell(s) finished in A and did not in B" in r.output     # no gate: said, no failure
+
+
 def test_slower_by_noise_is_a_tie(make_run):
     """1.35x on the median but the per-request times say nothing (the cells table moved, the samples did not): a tie,
     as 6.32 -> 4.67 ms was in issue 16."""
