@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from ccp.config.axes.storage import storage_varying
 from ccp.report.data import LABEL_SEP, STORAGE_COLUMNS, finite, is_ok, stability, storage_text
 from ccp.report.stats import CHEAPEST_WITHIN, THRESHOLD, Sample, Verdict, cheapest, ci95, from_cell, judge
 from ccp.units import format_seconds
@@ -115,7 +116,11 @@ class Headline:
 
 
 def _changes(a, b) -> tuple[str, ...]:
-    return tuple(name for name, col in CONFIG_AXES if a[col] != b[col])
+    """The axes two cells differ in; the storage axes as the labels count them (an S3-only setting only between two S3
+    cells, a missing value as its default: a local cell has no bandwidth to differ in)."""
+    storage = set(storage_varying([a, b]))
+    return tuple(name for name, col in CONFIG_AXES
+                 if (name in storage if name in STORAGE_COLUMNS else a[col] != b[col]))
 
 
 def headlines(cells: pd.DataFrame, samples: dict[str, Sample] | None = None, threshold: float = THRESHOLD) -> list[Headline]:

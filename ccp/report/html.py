@@ -122,6 +122,19 @@ def render_table(t: Table) -> str:
     return out
 
 
+def _axis_names(labels) -> list[str]:
+    """The axes that vary, the storage axis by the settings of it that vary: 'storage (storage, fsspec, latency)'."""
+    return [f"storage ({', '.join(labels.storage_varying)})" if name == "storage" and labels.storage_varying else name
+            for name in labels.names]
+
+
+def _makes(who: str, sentence: str) -> str:
+    """'the fastest makes 3 raw-data reads ...', or "the fastest's I/O counts were not measured" (no verb to add)."""
+    if sentence.startswith("its "):
+        return ("its " if who == "it" else f"{who}'s ") + sentence[len("its "):]
+    return f"{who} makes {sentence}"
+
+
 # ---------------------------------------------------------------------------------------------- the why
 
 def _per(c, col) -> float:
@@ -164,11 +177,11 @@ def explain_fastest(cells: pd.DataFrame, samples: dict | None = None, run: RunKi
         best, worst = h.winner, h.slowest
         if best is not None:
             cause = explain_cause(best, requested_bytes(best))
-            text += (f"<p><b>Why:</b> {'the fastest' if h.n > 1 else 'it'} makes {esc(_io_sentence(best, run))}"
+            text += (f"<p><b>Why:</b> {esc(_makes('the fastest' if h.n > 1 else 'it', _io_sentence(best, run)))}"
                      + (f"; {esc(cause)}" if cause else "") + ".</p>")
             if h.n > 1 and worst is not None and worst["cell_id"] != best["cell_id"]:
                 cause = explain_cause(worst, requested_bytes(worst))
-                text += f"<p>The slowest makes {esc(_io_sentence(worst, run))}" + (f"; {esc(cause)}" if cause else "") + ".</p>"
+                text += f"<p>{esc(_makes('The slowest', _io_sentence(worst, run)))}" + (f"; {esc(cause)}" if cause else "") + ".</p>"
         parts.append(f'<div class="box {"good" if best is not None else "warn"}">{text}</div>')
     return "".join(parts)
 
@@ -385,7 +398,7 @@ def build(run_dir: Path, self_contained: bool = False) -> Path:
     passes = meta_rows(cells, env, sweep, run_dir)[-1][1]
     body = [
         f"<h1>ccp report: {esc(name)}</h1>",
-        (f'<p class="sub">{len(cells):,} cells; axes that vary: {esc(", ".join(labels.names) or "none")}; {esc(passes)}. '
+        (f'<p class="sub">{len(cells):,} cells; axes that vary: {esc(", ".join(_axis_names(labels)) or "none")}; {esc(passes)}. '
         f"Measured {esc(env.get('time', '?'))} on {esc(env.get('host', '?'))} with HDF5 {esc(env.get('hdf5', '?'))}. "
         f"Regenerate with <code>ccp report {esc(run_dir)}</code>.</p>"),
         "<nav>" + "".join(f'<a href="#{i}">{esc(t)}</a>' for i, t in sections) + "</nav>",

@@ -82,6 +82,27 @@ def test_latency_alone_is_not_offered_as_a_cure_and_no_sentence_is_left_blank():
     assert "20ms" in text and "0ms" in text
 
 
+def test_a_local_cell_against_an_s3_one_changes_storage_alone():
+    """breaker5: the fastest local, the slowest over S3 (readahead, 20 ms): the headline said "No change of one reader
+    setting or layout alone reaches the fastest: it changes storage, fsspec, latency, bandwidth", though no bandwidth
+    was ever set (a local cell has none, an S3 one 'unlimited'): the S3-only settings differ only between two S3
+    cells, as the labels count them, so the one change is the storage."""
+    rows = [("local", "", "", "", "default", "none", 0.01),
+            ("s3", "readahead/64KiB", "20ms", "unlimited", "default", "none", 0.90)]
+    cells, _ = prepare(_s3_cells(rows))
+    (h,) = headlines(cells)
+    text = " ".join(headline_text(h))
+    assert "read from local (from s3)" in text and "bandwidth" not in text, text    # one axis: a change, named
+
+
+def test_the_page_names_the_storage_settings_that_vary():
+    """The page's first line names what of the storage axis varies, as the headline does."""
+    from ccp.report.html import _axis_names
+
+    _, labels = prepare(_s3_cells())
+    assert _axis_names(labels)[-1] == "storage (storage, fsspec, latency, bandwidth, file_space, page_buffer)"
+
+
 @pytest.mark.slow
 def test_s3_report_of_a_full_run_has_no_blank_template_and_no_quick_run(tmp_path):
     from ccp.report import write_report
