@@ -245,9 +245,14 @@ def darshan_to_sweep(log, out, h5file: str | None = None, *, dataset: str | None
                      + ("; strides skip data, the sweep tiles it" if gaps else "")
                      + ("; strides may skip data (Darshan keeps count x block, not the block), the sweep tiles it"
                         if maybe else ""))
-    chunks = [list(d["chunks"])] if all(d["chunks"]) else ["contiguous"]
+    chunked = all(d["chunks"])
+    chunks = [list(d["chunks"])] if chunked else ["contiguous"]
+    # a contiguous dataset has no chunk cache: three cache cells would be three runs of one configuration
+    caches = ["1MiB", "8MiB", "64MiB"] if chunked else ["8MiB"]
+    if not chunked:
+        notes.append("# the dataset is contiguous: no chunk cache to vary")
     sweep = {"name": _sweep_name(log), "dataset": {"file": file, "path": dset},
-             "matrix": {"chunks": chunks, "cache": ["1MiB", "8MiB", "64MiB"], "access": access}, "repeats": 3}
+             "matrix": {"chunks": chunks, "cache": caches, "access": access}, "repeats": 3}
     head = [f"# from `ccp from-darshan {log}`: dataset {d['name']} ({d['ranks']} rank record(s), {d['reads']} reads,",
             f"# {d['writes']} writes; {d['ndims']} dims, {d['npoints']} points, {d['itemsize']}-byte elements).",
             *notes]

@@ -43,6 +43,9 @@ def test_h5d_records_become_a_sweep(tmp_path):
     assert raw["matrix"]["access"] == [{"op": "read", "block": [32768]}]
     assert "x 24 in the log" in out.read_text()
     assert "skip data" not in out.read_text()      # stride 32768 = length: consecutive blocks
+    # IOR's dataset is contiguous: no chunk cache to vary (three cache cells were one configuration run three
+    # times, labelled alike in the report: breaker5)
+    assert raw["matrix"]["chunks"] == ["contiguous"] and raw["matrix"]["cache"] == ["8MiB"]
     parse_sweep(raw, tmp_path)          # a valid sweep file
 
 
