@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import operator
 import os
 import time
 
@@ -25,15 +26,35 @@ def _set_type_attr(cls, name: str, value) -> None:
     ctypes.pythonapi.PyType_Modified(ctypes.py_object(cls))
 
 
+_PLAIN_KEYS = (int, slice, type(Ellipsis))
+
+
+def index_once(args: tuple) -> tuple:
+    """The fast reader's key with every object that is an index by ``__index__`` alone (not an int, a slice, a bool,
+    a numpy array or scalar) made its int, once: h5py asks it once untraced, and the recorder describing the key
+    after the read would ask it again (a key whose ``__index__`` counts its calls, or answers anew each time, would
+    see the trace). Called where the fast reader is, so an ``__index__`` that raises reaches h5py from the same
+    place, once, as untraced (a TypeError sends h5py to its Python path, which asks again, as it does untraced)."""
+    out = None
+    for i, a in enumerate(args):
+        t = type(a)
+        if t in _PLAIN_KEYS or t is bool or not hasattr(t, "__index__") or t.__module__ == "numpy":
+            continue
+        out = list(args) if out is None else out
+        out[i] = operator.index(a)
+    return args if out is None else tuple(out)
+
+
 def patch_h5py(rec) -> None:
     """Wrap h5py's dataset calls, file opens and closes so that ``rec`` (a :class:`ccp.trace.recorder.Recorder`)
     records them."""
     import h5py
-    from h5py import _selector, h5d
+    from h5py import _selector, h5d, h5f, h5i
     from h5py._hl import dataset as hl_dataset
     from h5py._hl import files as hl_files
     from h5py._hl import group as hl_group
 
+    rec.h5py_modules = (h5f, h5i)
     perf = time.perf_counter_ns
     Dataset = hl_dataset.Dataset
 
@@ -75,6 +96,7 @@ def patch_h5py(rec) -> None:
 
     def fast_read(self, args):
         dset = rec.local.dataset
+        args = index_once(args)
         r = rec.begin("fast_reader", "read")
         t0 = perf()
         try:

@@ -10,6 +10,7 @@ call or a loop's jump, so the recorder's straight-line code between two calls is
 from __future__ import annotations
 
 import os
+import signal  # here, not where it is used: a read in a __del__ at interpreter exit cannot import any more
 
 
 def raised_by_program(exc: BaseException) -> bool:
@@ -37,8 +38,6 @@ _handler_codes: set = set()     # the code of every Python signal handler seen i
 
 
 def _installed_handler_codes() -> set:
-    import signal
-
     codes = set()
     for signum in signal.valid_signals():
         handler = signal.getsignal(signum)     # never in a try: a handler's OSError (TimeoutError) would be caught

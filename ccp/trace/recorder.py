@@ -103,6 +103,7 @@ class Recorder:
         self.sock_name = os.environ.get(ENV_SOCK) or None
         self.sock: Any = None
         self.stopped: str | None = None      # why recording stopped in this process (None: recording)
+        self.h5py_modules: Any = None        # (h5f, h5i), set by ccp.trace.h5py_patch once h5py is imported
         self.lost = 0                        # records dropped after recording stopped
         self.written = 0                     # records written to the part file
         self.local = _Local()
@@ -350,7 +351,9 @@ class Recorder:
         return self.register(dsid)
 
     def register(self, dsid) -> tuple:
-        from h5py import h5f, h5i
+        # kept when h5py was patched: an import (or sys.modules, emptied by then) fails in a read at interpreter
+        # exit (a __del__), and the call would be lost
+        h5f, h5i = self.h5py_modules
 
         name = h5i.get_name(dsid)
         name = name.decode("utf-8", "replace") if name else f"<anonymous {dsid.id}>"
@@ -440,8 +443,12 @@ class Recorder:
         self.errors += 1
         if self.errors == 1:
             msg = f"{type(exc).__name__}: {exc}"
-            self.status("problem", msg)
-            self.add({"kind": "error", "pid": self.pid, "error": msg})
+            try:
+                self.status("problem", msg)
+                self.add({"kind": "error", "pid": self.pid, "error": msg})
+            except Exception as again:  # at interpreter exit even saying so can fail: the program's call goes on
+                if raised_by_program(again):
+                    raise
 
     def begin(self, api: str, op: str) -> dict:
         try:
