@@ -2,7 +2,7 @@
 
 Under ccp trace a program's coverage report gained 13 of ccp's modules (ccp installed editable, outside
 site-packages) and TOTAL fell from 100% to 28% (tester breaker3 F-coverage). ccp's modules in a traced process
-now carry code file names starting ``<ccp trace>``, which coverage.py (like any tracer keeping to real files)
+now carry code file names starting ``<ccp trace, ...>``, which coverage.py (like any tracer keeping to real files)
 leaves out.
 """
 

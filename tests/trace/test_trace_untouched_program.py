@@ -1,8 +1,9 @@
 """Programs the trace must not disturb in ways a tester found (breaker5): a read in a ``__del__`` at interpreter exit
 (the recorder imported on the program's call path, which fails once Python is shutting down: the read failed; such
 a read is not recorded, as it comes after the trace's last write), and a key whose
-``__index__`` h5py asks once (the recorder asked again to describe it). Traced and untraced, the program prints the
-same and exits the same. Issue 23."""
+``__index__`` h5py asks once (the recorder asked again to describe it), and a warning h5py raises for its caller
+(it named the recorder's wrapper, and a filter on the program's module missed it). Traced and untraced, the program
+prints the same, writes the same to stderr and exits the same. Issue 23."""
 
 import os
 import subprocess
@@ -44,11 +45,24 @@ PROGRAMS = {
         print("read", d[(Key(),)], "asked", Key.n)
         f.close()
     """,
+    "warning-names-the-programs-line": """
+        import sys, warnings, h5py, numpy as np
+        f = h5py.File(sys.argv[1] + "/d.h5", "w")
+        f.create_dataset("x", (4,))                 # no dtype: h5py warns, stacklevel pointing here
+        warnings.filterwarnings("error", module="__main__")
+        try:
+            f.create_dataset("y", (4,))             # the same warning, an error for this module's lines
+            print("created y")
+        except Exception as exc:
+            print("refused y:", type(exc).__name__)
+        f.close()
+    """,
 }
 
 
 def _run(tmp_path: Path, name: str, traced: bool) -> subprocess.CompletedProcess:
-    where = tmp_path / ("t" if traced else "u")
+    """The program run in ``tmp_path/w`` (the same path both times: a warning names it), moved aside after."""
+    where = tmp_path / "w"
     where.mkdir()
     prog = where / "p.py"
     prog.write_text(textwrap.dedent(PROGRAMS[name]))
@@ -56,7 +70,9 @@ def _run(tmp_path: Path, name: str, traced: bool) -> subprocess.CompletedProcess
     cmd = [sys.executable, str(prog), str(where)]
     if traced:
         cmd = [sys.executable, "-m", "ccp.cli", "trace", "-o", str(tmp_path / "trace"), "--", *cmd]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env={**env, "PYTHONPATH": str(ROOT)})
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env={**env, "PYTHONPATH": str(ROOT)})
+    where.rename(tmp_path / ("t" if traced else "u"))
+    return done
 
 
 @pytest.mark.parametrize("name", list(PROGRAMS))

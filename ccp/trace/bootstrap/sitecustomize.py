@@ -28,8 +28,15 @@ def _start():
     flush_before_exec(rec)      # os.exec* would drop the buffer
 
 
+# The code file name of ccp's modules in a traced process. "<": not a real file, which tracers (coverage.py) leave
+# out. "importlib._bootstrap": CPython's warnings skip such frames when they count a warning's stacklevel, as they
+# skip the import system's, so a warning h5py raises for its caller (stacklevel 2 or 3) names the program's line,
+# not the recorder's wrapper between them.
+CODE_NAME = "<ccp trace, skipped as importlib._bootstrap is>"
+
+
 class _NamedForTools:
-    """Loads ccp's modules with code file names starting ``<ccp trace>``, the source still found through the loader.
+    """Loads ccp's modules with code file names starting ``CODE_NAME``, the source still found through the loader.
 
     The program's own ``coverage run`` measured the recorder as the program's code (13 of ccp's modules in its report,
     TOTAL 100% -> 28%, when ccp is installed editable, outside site-packages): coverage.py, like other tracers, leaves
@@ -62,7 +69,7 @@ def _source_loader():
     class SourceNamedForTools(importlib.machinery.SourceFileLoader):
         def get_code(self, fullname):
             code = super().get_code(fullname)      # from __pycache__ when fresh: renaming costs no compile
-            return _renamed(code, "<ccp trace>" + self.path) if code is not None else None
+            return _renamed(code, CODE_NAME + self.path) if code is not None else None
 
     return SourceNamedForTools
 
@@ -91,7 +98,7 @@ def _leave_as_interrupted():
 
 _SourceNamedForTools = _source_loader()
 for _f in (_NamedForTools.find_spec, _SourceNamedForTools.get_code, _renamed):   # run later, inside the program
-    _f.__code__ = _renamed(_f.__code__, "<ccp trace>" + __file__)
+    _f.__code__ = _renamed(_f.__code__, CODE_NAME + __file__)
 
 try:
     _start()
