@@ -214,13 +214,22 @@ class DescendantWatch:
             new = {p for p, pp in parent.items() if pp in mine and p not in mine}
             grew = bool(new)
             mine |= new
-        for pid in mine - {self.root}:
+        cmdline: dict[int, bytes] = {}
+        for pid in mine:
             try:
                 with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    argv = f.read().split(b"\0")
+                    cmdline[pid] = f.read()
             except OSError:
                 continue
-            if argv and argv[0] and _is_python(argv[0].decode("utf-8", "replace")):
+        for pid, raw in cmdline.items():
+            if pid == self.root:
+                continue
+            argv = raw.split(b"\0")
+            # a child still showing its parent's command line is a fork's image: one that runs Python code (os.fork,
+            # multiprocessing) announces itself to the recorder at once, from its at-fork hook; one that never does
+            # was forked to exec (subprocess without a preexec_fn) and seen before its exec (breaker5: botocore's
+            # `uname -p`, reported as a Python process without the recorder)
+            if argv and argv[0] and _is_python(argv[0].decode("utf-8", "replace")) and raw != cmdline.get(parent[pid]):
                 self.python[pid] = b" ".join(argv).decode("utf-8", "replace").strip()[:200]
             else:
                 self.python.pop(pid, None)

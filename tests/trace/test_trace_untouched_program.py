@@ -86,3 +86,31 @@ def test_the_program_sees_no_difference(tmp_path, name):
         calls = pd.read_parquet(tmp_path / "trace" / "calls.parquet")
         low = calls[calls["api"] == "fast_reader"]
         assert [list(s) for s in low["start"]] == [[1], [2]], low[["api", "start", "count"]]
+
+
+def test_children_that_exec_another_program_leave_the_trace_complete(tmp_path):
+    """subprocess with a preexec_fn forks (running Python's at-fork hooks) and then execs ``true``: no traced process
+    there, and the trace is complete (breaker5: INCOMPLETE with a reason per child, every call recorded). Without a
+    preexec_fn the child, seen in /proc before its exec, is a fork's image, not a Python process without the
+    recorder."""
+    import json
+
+    (tmp_path / "p.py").write_text(textwrap.dedent("""
+        import subprocess, sys, h5py, numpy as np
+        with h5py.File(sys.argv[1] + "/d.h5", "w") as f:
+            f.create_dataset("x", data=np.arange(10.0))
+        f = h5py.File(sys.argv[1] + "/d.h5", "r")
+        for i in range(5):
+            f["x"][i]
+            subprocess.run(["true"], preexec_fn=lambda: None, check=True)
+            subprocess.run(["true"], check=True)
+        f.close()
+    """))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CCP_TRACE")}
+    r = subprocess.run([sys.executable, "-m", "ccp.cli", "trace", "-o", str(tmp_path / "t"), "--", sys.executable,
+                        str(tmp_path / "p.py"), str(tmp_path)], capture_output=True, text=True, timeout=300,
+                       env={**env, "PYTHONPATH": str(ROOT)})
+    assert r.returncode == 0, r.stderr
+    head = json.loads((tmp_path / "t" / "trace.json").read_text())
+    assert head["completeness"]["complete"] is True, head["completeness"]
+    assert "INCOMPLETE" not in r.stderr, r.stderr
