@@ -277,7 +277,9 @@ class Ratio(click.FloatRange):
 @click.option("--remeasure", type=click.IntRange(min=0, max=50), default=0, show_default=True, metavar="ROUNDS",
               help="Measure the cells that differ again on this machine, A and B alternating, ROUNDS passes each, and "
                    "judge them by those passes (local cells; needs the runs' work files or data). Never a cell rule (1) "
-                   "decided (its I/O counts differ), nor one that makes other I/O here than its run recorded.")
+                   "decided (its I/O counts differ), nor one that makes other I/O here than its run recorded. Both "
+                   "sides run with this ccp and this HDF5: it tells the machine's noise from a difference of the "
+                   "cells' settings, not whether the code that measured B was slower.")
 def compare(run_a, run_b, html_out, fail_above, threshold, remeasure):
     """Compare the cells two runs share, side by side with ratios (B / A) and a verdict per cell.
 
