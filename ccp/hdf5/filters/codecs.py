@@ -272,6 +272,8 @@ def encoder(steps: Iterable[FilterStep], itemsize: int, deflate: str = "zlib") -
             why = cls.codec_missing(step) if cls.id == step.id else ""
             return None, why or f"{_label(step)} has no Python encoder"
         fns.append(fn)
+    if len(fns) == 1:   # the codec itself: no call in between (it runs once per chunk, 13,824 tiny ones a job)
+        return fns[0], ""
 
     def encode(data):
         for fn in fns:
