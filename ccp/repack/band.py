@@ -27,6 +27,7 @@ from ccp.repack.rechunk import TASK_BYTES
 TASKS_PER_THREAD = 4
 SHUFFLE_ID = 2
 DEFLATE_ID = 1
+FLETCHER32_ID = 3
 SMALL_CHUNK_BYTES = 64 * 1024
 
 
@@ -46,7 +47,10 @@ class GroupCodec:
     shuffle is one numpy transpose of the whole group (HDF5's shuffle: each chunk's elements as an (n, size)
     byte matrix, transposed), the steps after it run chunk by chunk. Each chunk's encoding is decoded again
     at once by those steps and compared with the bytes they were given; its CRC is recorded
-    (:class:`ccp.repack.readback.WrittenChunks`). The shuffle is the copy's own transpose: the read-back's
+    (:class:`ccp.repack.readback.WrittenChunks`). A trailing fletcher32 on small chunks is computed for the
+    whole group in one call (:func:`ccp.hdf5.filters.codecs.fletcher32_many`, held to HDF5's checksum by
+    tests/hdf5; the read-back's sampled chunks go through HDF5, which verifies it) and appended after the check
+    of the steps before it. The shuffle is the copy's own transpose: the read-back's
     sampled chunks, read through HDF5 from both files, hold it to HDF5's."""
 
     def __init__(self, steps, itemsize: int, chunk_bytes: int, deflate: str):
@@ -58,6 +62,10 @@ class GroupCodec:
             size = steps[0].stored[0] if steps[0].stored else itemsize
             if size > 1 and chunk_bytes % size == 0:
                 self.shuffle, steps = size, steps[1:]
+        # a trailing fletcher32 on small chunks: summed for the whole group at once (codecs.fletcher32_many)
+        self.fletcher = bool(steps) and steps[-1].id == FLETCHER32_ID and chunk_bytes <= SMALL_CHUNK_BYTES
+        if self.fletcher:
+            steps = steps[:-1]
         self.encode, _ = codecs.encoder(steps, itemsize, deflate)
         self.decode, _ = codecs.decoder(steps, itemsize, chunk_bytes) if steps else (None, "")
         # the check's decoder, bytes -> bytes (None: nothing to decode, the encoding is the bytes)
@@ -115,6 +123,11 @@ class GroupCodec:
             wrong = [] if check is None else \
                 [off for off, data, row in zip(offs, encoded, chunks) if not _same_bytes(check(data), row)]
         del chunks
+        if self.fletcher:   # HDF5's checksum of each chunk's bytes so far, appended (little-endian, as H5Z does)
+            from ccp.hdf5.filters.codecs import fletcher32_many
+
+            encoded = [bytes(data) + value.to_bytes(4, "little")
+                       for data, value in zip(encoded, fletcher32_many(encoded))]
         written.record_group(offs, list(map(crc32, encoded)), wrong)
         return list(zip(offs, encoded))
 

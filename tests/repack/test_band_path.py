@@ -25,8 +25,11 @@ CASES = [
     ((50, 9, 11), (1, 9, 11), (50, 1, 1), "gzip", 3),               # a sparse source: fill value read back
     ((400, 30), (400, 1), (1, 30), "none", 0),                      # columns to rows, unfiltered
     ((73, 12, 18), (1, 5, 7), (73, 2, 3), "shuffle+gzip", 4),       # unshuffled into the band, partial chunks
+    ((73, 12, 18), (1, 12, 18), (73, 1, 1), "shuffle+gzip+fletcher32", 0),   # the group's checksums: HDF5 checks them
+    ((73, 12, 18), (1, 5, 7), (73, 1, 1), "fletcher32", 5),          # fletcher32 alone on tiny chunks, a sparse source
 ]
-IDS = ["daily-maps", "edges", "sparse", "2d-unfiltered", "edges-shuffled-sparse"]
+IDS = ["daily-maps", "edges", "sparse", "2d-unfiltered", "edges-shuffled-sparse", "fletcher32-shuffle-gzip",
+       "fletcher32-alone"]
 
 
 @pytest.fixture(autouse=True)
@@ -41,8 +44,9 @@ def fresh_process(monkeypatch):
 def _make(path, shape, chunks, filters, every: int) -> np.ndarray:
     data = np.random.default_rng(7).standard_normal(shape).astype("f4").round(2)
     kw: dict = {"fillvalue": -9.0}
-    if filters != "none":
-        kw.update(compression="gzip", compression_opts=4, shuffle="shuffle" in filters)
+    if "gzip" in filters:
+        kw.update(compression="gzip", compression_opts=4)
+    kw.update(shuffle="shuffle" in filters, fletcher32="fletcher32" in filters)
     with h5py.File(path, "w") as f:
         d = f.create_dataset("data", shape=shape, dtype="f4", chunks=chunks, **kw)
         grid = [range(0, n, c) for n, c in zip(shape, chunks)]
