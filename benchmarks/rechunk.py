@@ -2,7 +2,8 @@
 large chunk cache, and rechunker (to Zarr, for reference), on the same jobs; and ccp's prediction.
 
     .venv/bin/python benchmarks/rechunk.py [--rounds 3] [--rows 200000] [--work DIR] [--jobs 6458,unaligned,transpose]
-                                          [--tas results/tas.nc] [--no-bytecode] [--ccp-only]
+                                          [--tas results/tas.nc] [--tas-filters GZIP=1,SHUF+GZIP=4+FLET]
+                                          [--no-bytecode] [--ccp-only]
 
 Input: /data, ROWS x 100 float32 (a random walk rounded to 3 decimals: gzip:1 reaches ~1.9:1), chunks 2000x1
 (column chunks, as in issue 6458), gzip:1. Jobs, each to gzip:1:
@@ -23,7 +24,8 @@ Tools, each run as its own process (start-up included):
 With --tas FILE, also the daily-map transpose: FILE's /tas (365x96x144 f4, chunks 1x96x144, shuffle+gzip:4, made
 by examples/netcdf4_reader.py --file FILE --points 1) to chunks 365x1x1, filters kept: h5repack -l
 /tas:CHUNK=365x1x1 and ccp repack -l /tas:CHUNK=365x1x1 (nccopy -c time/365,lat/1,lon/1 had not finished
-after 100 s: left out).
+after 100 s: left out). With --tas-filters, the same transpose again to other filters, given as h5repack's
+filter words (GZIP=1: plain gzip:1, no shuffle; SHUF+GZIP=4+FLET: with fletcher32), each word one -f for both.
 
 ccp runs with its bytecode cached, as an installed ccp does: a PYTHONDONTWRITEBYTECODE in this shell is removed
 from its environment (else ccp's ~30 modules compile on every start, ~0.1 s; --no-bytecode keeps it), after
@@ -192,33 +194,36 @@ def predict(src: Path, job: str, env: dict | None = None) -> dict:
 
 
 def job_options(job: str) -> list[str]:
-    if job == "tas":
-        return ["-l", f"/tas:CHUNK={TAS_CHUNKS}"]
+    if job.startswith("tas"):    # "tas" (filters kept) or "tas:F1+F2" (h5repack filter words, each a -f)
+        words = job.split(":", 1)[1].split("+") if ":" in job else []
+        return ["-l", f"/tas:CHUNK={TAS_CHUNKS}"] + [x for w in words for x in ("-f", f"/tas:{w}")]
     a, b = JOBS[job]
     return ["-l", f"data:CHUNK={a}x{b}", "-f", "data:GZIP=1"]
 
 
-def tas_tools(src: Path, work: Path) -> dict:
+def tas_tools(src: Path, work: Path, job: str = "tas") -> dict:
     """The daily-map transpose (``--tas FILE``): /tas 365x96x144 f4, chunks 1x96x144, shuffle+gzip:4 (made by
-    examples/netcdf4_reader.py) to chunks 365x1x1, filters kept; h5repack and ccp."""
+    examples/netcdf4_reader.py) to chunks 365x1x1, filters kept (``job`` "tas") or those of ``job``
+    ("tas:GZIP=1": h5repack's filter words, each one -f, for both tools); h5repack and ccp."""
     ccp = str(Path(sys.executable).with_name("ccp"))
     out = {}
     if shutil.which("h5repack"):
-        out["h5repack"] = ([shutil.which("h5repack"), "-l", f"/tas:CHUNK={TAS_CHUNKS}", str(src),
+        out["h5repack"] = ([shutil.which("h5repack"), *job_options(job), str(src),
                             str(work / "o_h5repack.nc")], work / "o_h5repack.nc", "tas")
     # (nccopy -c time/365,lat/1,lon/1 had not finished after 100 s at load 10, h5repack taking ~1-3 s: left out)
-    out["ccp repack"] = ([ccp, "repack", "-q", "--memory", MEMORY, *job_options("tas"), str(src), str(work / "o_ccp.nc")],
+    out["ccp repack"] = ([ccp, "repack", "-q", "--memory", MEMORY, *job_options(job), str(src), str(work / "o_ccp.nc")],
                          work / "o_ccp.nc", "tas")
     return out
 
 
 def run_job(src: Path, work: Path, job: str, rounds: int, have_rechunker: bool, engines: tuple[str, ...] = (),
             bytecode: bool = True, ccp_only: bool = False) -> None:
-    cmds = tas_tools(src, work) if job == "tas" else tools(src, work, job, have_rechunker, engines)
+    cmds = tas_tools(src, work, job) if job.startswith("tas") else tools(src, work, job, have_rechunker, engines)
     if ccp_only:     # ccp and its plan alone (the plan's error is checked against ccp's own time)
         cmds = {n: c for n, c in cmds.items() if n.startswith("ccp")}
     env = ccp_env(bytecode)
-    what = f"/tas 1x96x144 -> {TAS_CHUNKS}, shuffle+gzip:4 kept" if job == "tas" else \
+    what = (f"/tas 1x96x144 -> {TAS_CHUNKS}, " + ("shuffle+gzip:4 kept" if job == "tas" else
+                                                   " ".join(job_options(job)[2:]))) if job.startswith("tas") else \
         "2000x1 -> {}x{}, gzip:1".format(*JOBS[job])
     print(f"\njob {job}: {what}; load average before {os.getloadavg()[0]:.2f}")
     print("  ccp runs " + ("with its bytecode cached (PYTHONDONTWRITEBYTECODE removed from its environment, as an "
@@ -279,6 +284,9 @@ def main() -> None:
     ap.add_argument("--tas", type=Path, default=None, metavar="FILE",
                     help="also the daily-map transpose of FILE's /tas to chunks 365x1x1 (make it with "
                          "examples/netcdf4_reader.py --file FILE --points 1); with --jobs '' only that")
+    ap.add_argument("--tas-filters", default="", metavar="WORDS[,WORDS]",
+                    help="with --tas, also the same transpose to these filters, each h5repack's filter words "
+                         "joined by + (each one -f, for h5repack and ccp alike): e.g. GZIP=1,SHUF+GZIP=4+FLET")
     ap.add_argument("--no-bytecode", action="store_true",
                     help="run ccp in this shell's environment even if it forbids bytecode (ccp's modules then "
                          "compile on every start)")
@@ -310,7 +318,8 @@ def main() -> None:
             run_job(src, work, job, args.rounds, have_rechunker, tuple(e for e in args.deflate.split(",") if e),
                     not args.no_bytecode, args.ccp_only)
         if args.tas is not None:
-            run_job(args.tas.resolve(), work, "tas", args.rounds, False, (), not args.no_bytecode, args.ccp_only)
+            for job in ["tas", *(f"tas:{w}" for w in args.tas_filters.split(",") if w)]:
+                run_job(args.tas.resolve(), work, job, args.rounds, False, (), not args.no_bytecode, args.ccp_only)
 
 
 if __name__ == "__main__":

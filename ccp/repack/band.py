@@ -27,6 +27,7 @@ from ccp.repack.rechunk import TASK_BYTES
 TASKS_PER_THREAD = 4
 SHUFFLE_ID = 2
 DEFLATE_ID = 1
+FLETCHER32_ID = 3
 SMALL_CHUNK_BYTES = 64 * 1024
 
 
@@ -46,7 +47,10 @@ class GroupCodec:
     shuffle is one numpy transpose of the whole group (HDF5's shuffle: each chunk's elements as an (n, size)
     byte matrix, transposed), the steps after it run chunk by chunk. Each chunk's encoding is decoded again
     at once by those steps and compared with the bytes they were given; its CRC is recorded
-    (:class:`ccp.repack.readback.WrittenChunks`). The shuffle is the copy's own transpose: the read-back's
+    (:class:`ccp.repack.readback.WrittenChunks`). A trailing fletcher32 on small chunks is computed for the
+    whole group in one call (:func:`ccp.hdf5.filters.codecs.fletcher32_many`, held to HDF5's checksum by
+    tests/hdf5; the read-back's sampled chunks go through HDF5, which verifies it) and appended after the check
+    of the steps before it. The shuffle is the copy's own transpose: the read-back's
     sampled chunks, read through HDF5 from both files, hold it to HDF5's."""
 
     def __init__(self, steps, itemsize: int, chunk_bytes: int, deflate: str):
@@ -58,6 +62,10 @@ class GroupCodec:
             size = steps[0].stored[0] if steps[0].stored else itemsize
             if size > 1 and chunk_bytes % size == 0:
                 self.shuffle, steps = size, steps[1:]
+        # a trailing fletcher32 on small chunks: summed for the whole group at once (codecs.fletcher32_many)
+        self.fletcher = bool(steps) and steps[-1].id == FLETCHER32_ID and chunk_bytes <= SMALL_CHUNK_BYTES
+        if self.fletcher:
+            steps = steps[:-1]
         self.encode, _ = codecs.encoder(steps, itemsize, deflate)
         self.decode, _ = codecs.decoder(steps, itemsize, chunk_bytes) if steps else (None, "")
         # the check's decoder, bytes -> bytes (None: nothing to decode, the encoding is the bytes)
@@ -71,6 +79,11 @@ class GroupCodec:
             decode = self.decode
             self.check = lambda data: decode(data, 0)
 
+    def fused_shuffle(self, itemsize: int) -> int:
+        """The shuffle's element size when :func:`box_rows` can shuffle in its own copy (it shuffles by the
+        band's element size), else 0."""
+        return self.shuffle if self.shuffle == itemsize else 0
+
     def rows(self, rows: np.ndarray) -> np.ndarray:
         """``rows`` (chunks x bytes, uint8) as the per-chunk steps take them: byte-shuffled when the pipeline
         starts with a shuffle."""
@@ -79,43 +92,52 @@ class GroupCodec:
         n, nbytes = rows.shape
         return np.ascontiguousarray(rows.reshape(n, nbytes // self.shuffle, self.shuffle).transpose(0, 2, 1)).reshape(n, -1)
 
-    def encode_rows(self, rows: np.ndarray, offsets, keep, written) -> list:
-        """Each kept row's encoding, checked and recorded under its offset (in ``written``).
+    def encode_rows(self, rows: np.ndarray, offsets, keep, written, shuffled: bool = False) -> list:
+        """Each kept row's encoding, checked and recorded under its offset (in ``written``). ``shuffled``: the
+        rows are byte-shuffled already (:func:`box_rows` with :meth:`fused_shuffle`).
 
-        The rows go to the codecs as bytes cut from one copy of the group (numpy rows as buffers cost more
-        per call than the work on a 1.4 KiB chunk), and their CRCs go to ``written`` in one call."""
+        Small rows go to the codecs as bytes cut from one copy of the group (numpy rows as buffers cost more
+        per call than the work on a 1.4 KiB chunk), each stage mapped over the whole group (no Python between
+        a chunk's calls: the per-chunk cost of 13,824 chunks of 1.4 KiB), and their CRCs go to ``written`` in
+        one call."""
         from ccp.repack.readback import _same_bytes, crc32
 
-        prepared = self.rows(rows)
+        prepared = rows if shuffled or not self.shuffle else self.rows(rows)
         del rows       # (the caller passes its box without keeping it: each copy goes as soon as it is used)
         encode, check = self.encode, self.check
         assert encode is not None, "a group encoded without an encoder"
         nbytes = prepared.shape[1] if prepared.ndim == 2 else 0
-        small = nbytes <= SMALL_CHUNK_BYTES
-        flat = b""
-        if small:
+        kept = [k for k, wanted in enumerate(keep) if wanted]
+        offs = [offsets[k] for k in kept]
+        if nbytes <= SMALL_CHUNK_BYTES:
             flat = prepared.tobytes()
-            prepared = prepared[:0].copy()     # the box's copy goes: the chunks are cut from ``flat``
-        out, crcs, wrong = [], [], []
-        for k, (off, wanted) in enumerate(zip(offsets, keep)):
-            if not wanted:
-                continue
-            row = flat[k * nbytes:(k + 1) * nbytes] if small else prepared[k]
-            data = encode(row)
-            if check is not None:
-                back = check(data)
-                if not (back == row if small else _same_bytes(back, row)):
-                    wrong.append(off)
-            out.append((off, data))
-            crcs.append(crc32(data))
-        written.record_group([off for off, _ in out], crcs, wrong)
-        return out
+            del prepared       # the box's copy goes: the chunks are cut from ``flat``
+            chunks = [flat[k * nbytes:(k + 1) * nbytes] for k in kept]
+            del flat
+            encoded = list(map(encode, chunks))
+            wrong = [] if check is None else \
+                [off for off, back, row in zip(offs, map(check, encoded), chunks) if back != row]
+        else:
+            chunks = [prepared[k] for k in kept]
+            encoded = list(map(encode, chunks))
+            wrong = [] if check is None else \
+                [off for off, data, row in zip(offs, encoded, chunks) if not _same_bytes(check(data), row)]
+        del chunks
+        if self.fletcher:   # HDF5's checksum of each chunk's bytes so far, appended (little-endian, as H5Z does)
+            from ccp.hdf5.filters.codecs import fletcher32_many
+
+            encoded = [bytes(data) + value.to_bytes(4, "little")
+                       for data, value in zip(encoded, fletcher32_many(encoded))]
+        written.record_group(offs, list(map(crc32, encoded)), wrong)
+        return list(zip(offs, encoded))
 
 
-def box_rows(arr, band_start, box_start, box_grid, chunks, fill) -> np.ndarray:
+def box_rows(arr, band_start, box_start, box_grid, chunks, fill, shuffle: int = 0) -> np.ndarray:
     """The target chunks of a box of the band (``box_grid`` chunks along each axis from the chunk at
     ``box_start``) as rows of bytes, C order of the box's grid: one transposing copy (edge chunks padded with
-    the fill value first)."""
+    the fill value first). ``shuffle``: the element size (``arr``'s) when the rows are wanted byte-shuffled as
+    HDF5's shuffle stores them (byte k of every element, then byte k + 1): the same copy does it, the byte
+    axis moved in front of the chunk's axes."""
     lo = [b - s for b, s in zip(box_start, band_start)]
     hi = [min(a + n * c, e) for a, n, c, e in zip(lo, box_grid, chunks, arr.shape)]
     sub = arr[tuple(slice(a, b) for a, b in zip(lo, hi))]
@@ -126,14 +148,20 @@ def box_rows(arr, band_start, box_start, box_grid, chunks, fill) -> np.ndarray:
         padded[tuple(slice(0, n) for n in sub.shape)] = sub
         sub = padded
     ndim = len(chunks)
-    split = sub.reshape([x for n, c in zip(box_grid, chunks) for x in (n, c)])
+    split_shape = [x for n, c in zip(box_grid, chunks) for x in (n, c)]
     order = list(range(0, 2 * ndim, 2)) + list(range(1, 2 * ndim, 2))
+    if shuffle > 1 and shuffle == arr.dtype.itemsize:
+        split = sub.view(np.uint8).reshape(split_shape + [shuffle])
+        order = order[:ndim] + [2 * ndim] + order[ndim:]
+    else:
+        split = sub.reshape(split_shape)
     rows = np.ascontiguousarray(split.transpose(order)).reshape(math.prod(box_grid), -1)
     return rows.view(np.uint8)
 
 
 def _encode_box(arr, band_start, box_start, box_grid, chunks, fill, codec: GroupCodec, offsets, keep, written):
-    return codec.encode_rows(box_rows(arr, band_start, box_start, box_grid, chunks, fill), offsets, keep, written)
+    rows = box_rows(arr, band_start, box_start, box_grid, chunks, fill, codec.fused_shuffle(arr.dtype.itemsize))
+    return codec.encode_rows(rows, offsets, keep, written, shuffled=codec.fused_shuffle(arr.dtype.itemsize) > 1)
 
 
 def band_boxes(band, chunks, per: int):
@@ -295,13 +323,14 @@ def timed_band(reader, chunks: tuple[int, ...], codec: GroupCodec | None, block:
 
     def one_round(_=None) -> tuple[float, float, int, float, float]:
         t2 = time.thread_time()
-        rows = box_rows(arr, zero, zero, grid, chunks, reader.fill)
+        fused = codec.fused_shuffle(reader.dtype.itemsize) if codec is not None else 0
+        rows = box_rows(arr, zero, zero, grid, chunks, reader.fill, fused)
         t3 = time.thread_time()
         nbytes, count = max(1, rows.nbytes), len(rows)
         encoded = nbytes
         if codec is not None and codec.encode is not None:
             encoded = sum(len(data) for _, data in
-                          codec.encode_rows(rows, offsets, [True] * len(offsets), WrittenChunks()))
+                          codec.encode_rows(rows, offsets, [True] * len(offsets), WrittenChunks(), shuffled=fused > 1))
         del rows
         t4 = time.thread_time()
         return (t3 - t2) / nbytes, (t4 - t3) / nbytes, count, nbytes / max(1, encoded), t4 - t2

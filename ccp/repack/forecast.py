@@ -58,14 +58,15 @@ SECONDS_PER_BAND_WRITE = 12e-6
 # and the CRC of its stored bytes, read in runs (ccp.repack.readback; 14 us per chunk under cProfile at load 12
 # on the daily-map transpose's 13,824 chunks, about a third of that without the profiler)
 SECONDS_PER_READBACK_CHUNK = 5e-6
-# ... and per stored byte of the output: read back with pread and its CRC-32 computed (6458's job: 42 MB stored,
-# 0.09-0.10 s of the read-back's CPU of which ~0.05 s the sampled regions; in-process phase timers,
-# results/prof/h6458.py, load 6.6)
-SECONDS_PER_READBACK_BYTE = 1.2e-9
+# ... and per stored byte of the output: read back with pread and its CRC-32 computed (ISA-L's): 0.36-0.57 ns a
+# byte over the 6458 job's 43.6 MB output in 100 chunks (ccp.repack.readback._stored_crcs timed alone, three
+# runs, load 7.5; the daily-map transpose's 13,824 chunks of 770 bytes: 1.1-1.6 us a chunk, the per-chunk cost)
+SECONDS_PER_READBACK_BYTE = 0.5e-9
 # the copy of a rechunked dataset besides its chunks: its plan, creating it, the read-back's opening of both
-# files and their attributes (main-thread CPU: the copy's 1.33-1.38 s less the tasks' 1.08-1.12 s, the main
-# thread's 0.09 s and the read-back's 0.09-0.10 s on 6458's job; ~0.06 s on the daily-map transpose alike)
-SECONDS_PER_RECHUNK = 0.06
+# files and their attributes (main-thread CPU of repack() less the dataset's copy and check_written: 0.027 s on
+# the 6458 and the unaligned jobs alike, in-process phase timers, load 8; it was 0.06 s before the read-back
+# was cut down)
+SECONDS_PER_RECHUNK = 0.03
 # H5Ocopy of a dataset that does not change, bytes per second (raw chunks copied by the library)
 COPY_BYTES_PER_SECOND = 400e6
 # a temporary stage copy: raw bytes written and read back through the page cache
@@ -285,10 +286,16 @@ def _hdf5_chunk_seconds(ds, reader: _SourceReader, picks: int = 4) -> float:
     if not offsets:
         return 0.0
     chosen = offsets[:: max(1, len(offsets) // picks)][:picks]
+    region = lambda off: Slab(off, tuple(min(c, d - o) for c, d, o in zip(reader.chunks, reader.shape, off)))  # noqa: E731
+    spare = [off for off in offsets[-2:] if off not in chosen]
+    if spare:
+        # one untimed read of another chunk first: HDF5's first read of the dataset loads its chunk index and
+        # sets up its filters (tas.nc: 0.47 ms for the first 55 KB chunk, 0.1-0.15 ms each after), which the
+        # read-back pays once, not per chunk
+        reader.read_library(region(spare[-1]))
     t0 = time.thread_time()
     for off in chosen:
-        region = Slab(off, tuple(min(c, d - o) for c, d, o in zip(reader.chunks, reader.shape, off)))
-        reader.read_library(region)
+        reader.read_library(region(off))
     return (time.thread_time() - t0) / len(chosen)
 
 
@@ -305,6 +312,20 @@ def _readback_cost(tgt, src_chunks, dst_chunks, target_chunks: int, rates: _Rate
     serial = (target_chunks * SECONDS_PER_READBACK_CHUNK + written * SECONDS_PER_READBACK_BYTE
               + sampled * per_source_chunk + min(SAMPLED_CHUNKS, target_chunks) * chunk_raw * rates.decode_out * 2.5)
     return serial, tgt.raw_bytes * rates.decode_out
+
+
+def _neighbours_share(shape, src_chunks, dst_chunks, block, threads: int) -> bool:
+    """Whether target chunks that share a source chunk run at once in the pipeline: neighbours in its task order
+    (C order within a band), at most ``threads`` tasks apart. Along an axis where source chunks straddle target
+    chunks, the next target chunk is as many tasks on as the band holds target chunks along the later axes: the
+    unaligned job's (6719x10 targets of 2000x1 sources) are 10 tasks apart, decoded long before the other task
+    needs them; the transpose's (500x100 targets) are next to each other and wait on each other's decode."""
+    grid = [-(-min(b, d) // t) for b, d, t in zip(block, shape, dst_chunks)]
+    for k, (d, s, t) in enumerate(zip(shape, src_chunks, dst_chunks)):
+        straddles = t % s != 0 or s > t
+        if straddles and d > t and grid[k] > 1 and math.prod(grid[k + 1:]) <= threads:
+            return True
+    return False
 
 
 def _sampled_source_chunks(shape, src_chunks, dst_chunks) -> int:
@@ -521,7 +542,8 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, core
         # a source chunk several target chunks share is decoded by the first task to reach it while the others
         # that need it wait: neighbouring tasks need the same ones (the transpose job: each source chunk in 4
         # consecutive target chunks), so about its decode is lost on each of the other threads
-        shared = min(reads, max(0, pieces - reads))
+        shared = min(reads, max(0, pieces - reads)) if _neighbours_share(tgt.shape, src_chunks, dst_chunks, pp.block,
+                                                                          threads) else 0
         waiting = shared * stages_cpu["decode"] * (threads - 1)
         tail = worker / max(1, count.target_chunks) * (threads - 1) / max(eff, 1e-3)   # the last tasks, unevenly shared
         secs = max(main_cpu / main_share, (worker + waiting + main_cpu) / eff) + tail + rb_serial / main_share

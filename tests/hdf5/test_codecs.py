@@ -55,6 +55,22 @@ def test_fletcher32_reference_values():
         codecs.fletcher32_strip(b"\x00" * 8 + b"\x01\x02\x03\x04")
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(st.binary(max_size=2000), st.integers(0, 1500).map(lambda n: b"\xff" * n)), max_size=40))
+def test_fletcher32_of_many_buffers_equals_each_ones(bufs):
+    """The group checksum (the band path's tiny chunks) equals the one-buffer one, which equals HDF5's:
+    empty, odd-length, all-0xff (the reductions' worst case) and 360-word-boundary buffers."""
+    assert codecs.fletcher32_many(bufs) == [codecs.fletcher32(b) for b in bufs]
+
+
+@pytest.mark.parametrize("sizes", [[0, 1, 719, 720, 721, 722], [70_000, 3, 100_000], [1440] * 50],
+                         ids=["block-edges", "past-the-group-size", "many-equal"])
+def test_fletcher32_of_many_buffers_at_the_edges(sizes, monkeypatch):
+    monkeypatch.setattr(codecs, "FLETCHER_GROUP_WORDS", 2000)     # groups split too
+    bufs = [b"\xff" * n if k % 2 else bytes(range(256)) * (n // 256) + bytes(n % 256) for k, n in enumerate(sizes)]
+    assert codecs.fletcher32_many(bufs) == [codecs.fletcher32(b) for b in bufs]
+
+
 def test_shuffle_roundtrip_with_trailing_bytes():
     data = bytes(range(23))
     assert codecs.unshuffle(codecs.shuffle(data, 4), 4) == data

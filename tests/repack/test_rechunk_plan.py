@@ -129,3 +129,17 @@ def test_multistage_equals_rechunker(case):
         want = algorithm.multistage_rechunking_plan(shape, src, dst, itemsize, min_mem, max_mem)
     got = multistage_chunks(shape, src, dst, itemsize, min_mem, max_mem)
     assert [tuple(map(tuple, stage)) for stage in want] == got
+
+
+@pytest.mark.parametrize(("shape", "src", "dst", "block", "threads", "wait"), [
+    ((200000, 100), (2000, 1), (500, 100), (83500, 100), 2, True),     # transpose: neighbours share sources
+    ((200000, 100), (2000, 1), (6719, 10), (80628, 100), 2, False),    # unaligned: sharers 10 tasks apart
+    ((200000, 100), (2000, 1), (20000, 10), (80000, 100), 2, False),   # 6458: no source chunk straddles
+    ((200000, 100), (2000, 1), (6719, 50), (80628, 100), 2, True),     # 2 targets a row: sharers 2 tasks apart
+    ((200000, 100), (2000, 1), (6719, 50), (80628, 100), 1, False),    # ... but one thread: never at once
+], ids=["transpose", "unaligned", "6458", "two-a-row", "one-thread"])
+def test_the_plan_counts_waits_on_a_shared_decode_only_between_neighbouring_tasks(shape, src, dst, block,
+                                                                                  threads, wait):
+    from ccp.repack.forecast import _neighbours_share
+
+    assert _neighbours_share(shape, src, dst, block, threads) is wait

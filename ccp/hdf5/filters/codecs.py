@@ -119,6 +119,80 @@ def fletcher32(data) -> int:
     return ((sum2 << 16) | sum1) & _M32
 
 
+# fletcher32_many sums buffers up to this size together (longer ones one by one: their blocks are many, the
+# per-call set-up little), in groups of up to this many 16-bit words: three int64 arrays of it are held (1.5 MiB;
+# with 2**22 a task's group of ~0.5 M words held 12 MiB, and the fletcher32 transpose peaked at 86-89 MiB
+# against 84 MiB now), as fast per buffer (2.1-2.3 us for 770-byte buffers against 2.8-3.3 us, one thread, load 9)
+FLETCHER_MANY_MAX_BYTES = 64 * 1024
+FLETCHER_GROUP_WORDS = 1 << 16
+
+
+def fletcher32_many(bufs) -> list[int]:
+    """:func:`fletcher32` of each buffer of ``bufs``, small ones computed together: :func:`fletcher32`'s numpy
+    set-up (~15 us a call) costs more than the sum itself on a band's tiny chunks (13,824 of ~800 bytes).
+    Exactly the C code's arithmetic: each 360-word block's sum ``s`` and weighted sum ``t`` (word i of a block
+    of ``tlen`` counts ``tlen - i`` times) come from running sums over the joined words, then the 32-bit
+    additions and reductions run block by block for all buffers at once."""
+    out = [0] * len(bufs)
+    group: list[int] = []
+    words = 0
+    for k, buf in enumerate(bufs):
+        size = len(buf)
+        if size > FLETCHER_MANY_MAX_BYTES:
+            out[k] = fletcher32(buf)
+            continue
+        if words + size // 2 > FLETCHER_GROUP_WORDS:
+            _fletcher32_group(bufs, group, out)
+            group, words = [], 0
+        group.append(k)
+        words += size // 2 + 1
+    if group:
+        _fletcher32_group(bufs, group, out)
+    return out
+
+
+def _fletcher32_group(bufs, group: list[int], out: list[int]) -> None:
+    parts = [bytes(bufs[k]) for k in group]
+    n = len(parts)
+    lens = np.fromiter(map(len, parts), dtype=np.int64, count=n)
+    # each buffer from an even offset, its odd last byte (if any) the high byte of a word of its own
+    w = np.frombuffer(b"".join([p + b"\0" if len(p) % 2 else p for p in parts]), dtype=">u2").astype(np.int64)
+    run = np.zeros(w.size + 1, dtype=np.int64)
+    np.cumsum(w, out=run[1:])
+    run2 = np.zeros(w.size + 1, dtype=np.int64)
+    np.cumsum(run[1:], out=run2[1:])
+    nwords = lens // 2
+    padded = (lens + 1) // 2
+    first_word = np.cumsum(padded) - padded
+    nblocks = -(-nwords // 360)
+    first_block = np.cumsum(nblocks) - nblocks
+    owner = np.repeat(np.arange(n), nblocks)
+    k = np.arange(int(nblocks.sum())) - np.repeat(first_block, nblocks)
+    start = first_word[owner] + 360 * k
+    tlen = np.minimum(360, nwords[owner] - 360 * k)
+    s = run[start + tlen] - run[start]
+    t = run2[start + tlen] - run2[start] - tlen * run[start]
+    sum1 = np.zeros(n, dtype=np.int64)
+    sum2 = np.zeros(n, dtype=np.int64)
+    for b in range(int(nblocks.max()) if n else 0):
+        rows = np.nonzero(nblocks > b)[0]
+        at = first_block[rows] + b
+        s2 = (sum2[rows] + tlen[at] * sum1[rows] + t[at]) & _M32
+        s1 = (sum1[rows] + s[at]) & _M32
+        sum1[rows] = (s1 & 0xFFFF) + (s1 >> 16)
+        sum2[rows] = (s2 & 0xFFFF) + (s2 >> 16)
+    odd = np.nonzero(lens % 2)[0]
+    if odd.size:
+        s1 = (sum1[odd] + w[first_word[odd] + nwords[odd]]) & _M32
+        s2 = (sum2[odd] + s1) & _M32
+        sum1[odd] = (s1 & 0xFFFF) + (s1 >> 16)
+        sum2[odd] = (s2 & 0xFFFF) + (s2 >> 16)
+    sum1 = (sum1 & 0xFFFF) + (sum1 >> 16)
+    sum2 = (sum2 & 0xFFFF) + (sum2 >> 16)
+    for k_out, value in zip(group, (((sum2 << 16) | sum1) & _M32).tolist()):
+        out[k_out] = value
+
+
 def fletcher32_append(data) -> bytes:
     return bytes(data) + fletcher32(data).to_bytes(4, "little")
 
@@ -272,6 +346,8 @@ def encoder(steps: Iterable[FilterStep], itemsize: int, deflate: str = "zlib") -
             why = cls.codec_missing(step) if cls.id == step.id else ""
             return None, why or f"{_label(step)} has no Python encoder"
         fns.append(fn)
+    if len(fns) == 1:   # the codec itself: no call in between (it runs once per chunk, 13,824 tiny ones a job)
+        return fns[0], ""
 
     def encode(data):
         for fn in fns:
