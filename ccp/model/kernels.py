@@ -12,6 +12,9 @@ from typing import Any
 import numba
 import numpy as np
 
+from ccp.model.union import _POINTS, _POINTS_MORE, _UNION_MORE
+from ccp.model.union_kernels import call_chunk_list
+
 _HIT, _LOAD, _EVICT, _NR, _BR, _NW, _BW = range(7)          # res columns (fast.COLUMNS order)
 # chunked-kernel scalar state (one int64 array so helpers can update it in place)
 _HEAD, _TAIL, _NUSED, _NBUSED, _INDEX, _MISSING, _NPRE = range(7)   # _NPRE: entries pointer 0 may evict
@@ -171,9 +174,79 @@ def _prune(res, r, st, ent, rd, wr, dirty, prv, nxt, filtered, stored, chunk_byt
         w -= 1
 
 
+@numba.njit(inline="always")
+def _through_cache(e, slot, lin, write, naccessed, allocated, res, r, st, ent, rd, wr, dirty, prv, nxt, filtered,
+                   stored, chunk_bytes, alloc, keep, total, w0, whole_ok):
+    """A chunk that goes through the cache code (``H5D__chunk_lock``/``unlock``): ``e`` its entry (-1: not
+    cached), ``slot`` its hash slot, ``naccessed`` the bytes the call selects in it; ``whole_ok``: a write of the
+    whole chunk needs no read (not for a point selection, which HDF5 reads the chunk for all the same)."""
+    # ---- lock
+    if e >= 0:
+        res[r, _HIT] += 1
+        q = nxt[e]
+        if q >= 0:                     # a hit moves the entry one place towards the tail
+            p = prv[e]
+            after = nxt[q]
+            if p >= 0:
+                nxt[p] = q
+            else:
+                st[_HEAD] = q
+            prv[q] = p
+            nxt[q] = e
+            prv[e] = q
+            nxt[e] = after
+            if after >= 0:
+                prv[after] = e
+            else:
+                st[_TAIL] = e
+    else:
+        relax = write and whole_ok and naccessed == chunk_bytes
+        if not relax and allocated:
+            res[r, _LOAD] += 1
+            res[r, _NR] += 1
+            size = stored[lin] if stored.shape[0] > 0 else chunk_bytes
+            if size < 0:
+                st[_MISSING] = 1
+            else:
+                res[r, _BR] += size
+        if keep:
+            if ent[slot] >= 0:
+                _evict(slot, res, r, st, ent, rd, wr, dirty, prv, nxt, filtered, stored, chunk_bytes, alloc)
+            _prune(res, r, st, ent, rd, wr, dirty, prv, nxt, filtered, stored, chunk_bytes, alloc, total, w0)
+            ent[slot] = lin
+            rd[slot] = chunk_bytes
+            wr[slot] = chunk_bytes
+            dirty[slot] = 0
+            st[_NBUSED] += chunk_bytes
+            st[_NUSED] += 1
+            t = st[_TAIL]
+            prv[slot] = t
+            nxt[slot] = -1
+            if t >= 0:
+                nxt[t] = slot
+            else:
+                st[_HEAD] = slot
+            st[_TAIL] = slot
+            e = slot
+    # ---- unlock
+    if e < 0:
+        if write and _flush_chunk(lin, res, r, filtered, stored, chunk_bytes, alloc):
+            st[_MISSING] = 1
+    else:
+        was = _preemptible(rd[e], wr[e], chunk_bytes)
+        if write:
+            dirty[e] = 1
+            wr[e] -= min(wr[e], naccessed)
+        else:
+            rd[e] -= min(rd[e], naccessed)
+        if _preemptible(rd[e], wr[e], chunk_bytes) != was:
+            st[_NPRE] += -1 if was else 1
+
+
 @numba.njit(**_JIT)
-def _chunked_kernel(ops, starts, counts, strides, blocks, chunks, bits, grid, itemsize, chunk_bytes, filtered, keep,
-                    nslots, total, w0, stored, alloc, per_request, res, row0, close, ent, rd, wr, dirty, prv, nxt, st):
+def _chunked_kernel(ops, starts, counts, strides, blocks, grp, chunks, bits, grid, itemsize, chunk_bytes, filtered,
+                    keep, nslots, total, w0, stored, alloc, per_request, res, row0, close, ent, rd, wr, dirty, prv, nxt,
+                    st):
     """Walk requests (request i into row ``row0 + i`` of res, or row 0 if not per_request), then,
     if ``close``, the close (last row). The cache state (one row per slot, and ``st``) lives in
     the caller's arrays, so a long plan can be fed in batches. Returns 1 if a needed stored chunk
@@ -182,11 +255,17 @@ def _chunked_kernel(ops, starts, counts, strides, blocks, chunks, bits, grid, it
     ``strides``/``blocks`` ``(n, rank)`` (or ``(0, rank)``: every request a box): request i selects, along
     dimension d, the blocks of ``blocks[i, d]`` elements ``strides[i, d]`` apart in its box (``blocks >= counts``:
     the box). As HDF5 does for one call, each chunk holding selected elements is visited once, in C order, with
-    the elements selected in it; a chunk read or written directly costs one operation per block piece."""
+    the elements selected in it; a chunk read or written directly costs one operation per block piece.
+
+    ``grp`` ``(n,)`` (or ``(0,)``: each request a call of its own) groups boxes into one call (:data:`ccp.model.union.GROUP_CODES`):
+    a call's first box, then boxes that continue it; the call's counts go in its first box's row (the others stay
+    zero). Its chunks are those of :func:`ccp.model.union_kernels.call_chunk_list`, visited once each, in C order."""
     rank = chunks.shape[0]
     n = ops.shape[0]
     enabled = nslots > 0 and total > 0
     hyper = strides.shape[0] > 0
+    grouped = grp.shape[0] > 0
+    call_end = 0
     lo = np.empty(rank, np.int64)
     hi = np.empty(rank, np.int64)
     c = np.empty(rank, np.int64)
@@ -195,11 +274,47 @@ def _chunked_kernel(ops, starts, counts, strides, blocks, chunks, bits, grid, it
     bv = np.empty(rank, np.int64)
     mem = np.empty(rank, np.int64)      # selected elements per dimension (the memory buffer's shape)
     for i in range(n):
+        if i < call_end:
+            continue                               # a box of the call walked at its first box
         r = row0 + i if per_request else 0
         write = ops[i] == 1
+        if grouped and grp[i] != 0:
+            call_end = i + 1
+            while call_end < n and (grp[call_end] == _UNION_MORE or grp[call_end] == _POINTS_MORE):
+                call_end += 1
         if not write and st[_INDEX] == 0 and st[_NUSED] == 0:
             continue                               # H5D__read shortcut: no chunk index yet, nothing cached
         st[_INDEX] = 1
+        if grouped and grp[i] != 0:
+            lins, nsels, npieces = call_chunk_list(starts, counts, i, call_end, grp[i] == _POINTS, chunks, grid)
+            for m in range(lins.shape[0]):
+                lin = lins[m]
+                rest = lin
+                for d in range(rank - 1, -1, -1):
+                    c[d] = rest - _div(rest, grid[d]) * grid[d]
+                    rest = _div(rest, grid[d])
+                key = c[0]
+                for d in range(1, rank):
+                    key = (key << bits[d]) ^ c[d]
+                naccessed = nsels[m] * itemsize
+                e = -1
+                slot = -1
+                if enabled:
+                    slot = key - _div(key, nslots) * nslots
+                    if ent[slot] == lin:
+                        e = slot
+                allocated = alloc.shape[0] == 0 or alloc[lin] != 0
+                if filtered or keep or (write and not allocated):
+                    _through_cache(e, slot, lin, write, naccessed, allocated, res, r, st, ent, rd, wr, dirty, prv,
+                                   nxt, filtered, stored, chunk_bytes, alloc, keep, total, w0, grp[i] != _POINTS)
+                elif allocated:
+                    if write:
+                        res[r, _NW] += npieces[m]
+                        res[r, _BW] += naccessed
+                    else:
+                        res[r, _NR] += npieces[m]
+                        res[r, _BR] += naccessed
+            continue
         empty = False
         strided = False
         for d in range(rank):
@@ -248,67 +363,8 @@ def _chunked_kernel(ops, starts, counts, strides, blocks, chunks, bits, grid, it
             if write and not allocated:
                 cached = True
             if cached:
-                # ---- lock
-                if e >= 0:
-                    res[r, _HIT] += 1
-                    q = nxt[e]
-                    if q >= 0:                     # a hit moves the entry one place towards the tail
-                        p = prv[e]
-                        after = nxt[q]
-                        if p >= 0:
-                            nxt[p] = q
-                        else:
-                            st[_HEAD] = q
-                        prv[q] = p
-                        nxt[q] = e
-                        prv[e] = q
-                        nxt[e] = after
-                        if after >= 0:
-                            prv[after] = e
-                        else:
-                            st[_TAIL] = e
-                else:
-                    relax = write and naccessed == chunk_bytes
-                    if not relax and allocated:
-                        res[r, _LOAD] += 1
-                        res[r, _NR] += 1
-                        size = stored[lin] if stored.shape[0] > 0 else chunk_bytes
-                        if size < 0:
-                            st[_MISSING] = 1
-                        else:
-                            res[r, _BR] += size
-                    if keep:
-                        if ent[slot] >= 0:
-                            _evict(slot, res, r, st, ent, rd, wr, dirty, prv, nxt, filtered, stored, chunk_bytes, alloc)
-                        _prune(res, r, st, ent, rd, wr, dirty, prv, nxt, filtered, stored, chunk_bytes, alloc, total, w0)
-                        ent[slot] = lin
-                        rd[slot] = chunk_bytes
-                        wr[slot] = chunk_bytes
-                        dirty[slot] = 0
-                        st[_NBUSED] += chunk_bytes
-                        st[_NUSED] += 1
-                        t = st[_TAIL]
-                        prv[slot] = t
-                        nxt[slot] = -1
-                        if t >= 0:
-                            nxt[t] = slot
-                        else:
-                            st[_HEAD] = slot
-                        st[_TAIL] = slot
-                        e = slot
-                # ---- unlock
-                if e < 0:
-                    if write and _flush_chunk(lin, res, r, filtered, stored, chunk_bytes, alloc):
-                        st[_MISSING] = 1
-                else:
-                    was = _preemptible(rd[e], wr[e], chunk_bytes)
-                    if write:
-                        dirty[e] = 1
-                        wr[e] -= min(wr[e], naccessed)
-                    else:
-                        rd[e] -= min(rd[e], naccessed)
-                    if _preemptible(rd[e], wr[e], chunk_bytes) != was:
-                        st[_NPRE] += -1 if was else 1
+                _through_cache(e, slot, lin, write, naccessed, allocated, res, r, st, ent, rd, wr, dirty, prv, nxt,
+                               filtered, stored, chunk_bytes, alloc, keep, total, w0, True)
             elif allocated:
                 # ---- bypass: one operation per piece contiguous in the chunk on disk and in memory
                 k = rank - 1

@@ -15,7 +15,8 @@ point below checked under the log VFD by ``tests/model/test_union.py``):
 * **The elements.** A hyperslab union is a set: blocks that overlap or abut merge (``H5S_SELECT_OR``), and its
   elements are taken in C order, the memory buffer (h5py's: dense, the selected shape) filled in that order.
   A point selection is a list: its points in the order given, repeats kept (a repeated point is read twice),
-  each point's memory position its place in the list.
+  each point's memory position its place in the list. A point selection written through the cache reads its
+  chunk even when its points cover the whole chunk (a union of boxes that covers it does not).
 * **A chunk read directly** (unfiltered and bigger than the cache; ``H5D__select_io`` over the chunk's file and
   memory sequence lists, ``H5VM_opvv``): one read per run of the chunk's selected elements, taken in the
   selection's order, that is contiguous both in the chunk on disk (the next element's offset in the chunk is
@@ -101,3 +102,79 @@ def call_chunks(starts: np.ndarray, counts: np.ndarray, shape: Sequence[int], ch
         breaks = (np.diff(local[mine]) != 1) | (np.diff(memory[mine]) != 1)
         out.append((tuple(int(v) for v in scaled[mine[0]]), b - a, 1 + int(np.count_nonzero(breaks))))
     return out
+
+
+#: The compiled kernel's ``grp`` codes (:func:`group_codes`): a call of its own; the first box of a union of boxes,
+#: a box continuing it; the first point of a point selection, a point continuing it.
+GROUP_CODES = (_OWN, _UNION, _UNION_MORE, _POINTS, _POINTS_MORE) = range(5)
+NO_GROUPS = np.zeros(0, np.uint8)      # the kernel's grp when every request is a call of its own
+
+
+def group_codes(calls, points, n: int) -> np.ndarray:
+    """The chunked kernel's ``grp`` codes (:data:`GROUP_CODES`) of ``n`` requests from ``calls``
+    ``(n,)``, the call each request belongs to (consecutive equal values: one call), and ``points`` (None, or
+    ``(n,)`` bools: the call's boxes are the points of a point selection, read from its first request). A call of
+    one box is a call of its own; :data:`NO_GROUPS` when every call is."""
+    calls = np.asarray(calls, np.int64).reshape(-1)
+    if len(calls) != n:
+        raise ValueError(f"{len(calls)} call numbers for {n} requests")
+    if n == 0:
+        return NO_GROUPS
+    first = np.ones(n, bool)
+    first[1:] = calls[1:] != calls[:-1]
+    begins = np.flatnonzero(first)
+    sizes = np.diff(np.append(begins, n))
+    if (sizes == 1).all():
+        return NO_GROUPS
+    pts = np.zeros(n, bool) if points is None else np.asarray(points, bool).reshape(-1)
+    if len(pts) != n:
+        raise ValueError(f"{len(pts)} point flags for {n} requests")
+    many = np.repeat(sizes > 1, sizes)
+    of_points = np.repeat(pts[begins], sizes)
+    grp = np.zeros(n, np.uint8)
+    grp[many & first] = np.where(of_points[many & first], _POINTS, _UNION)
+    grp[many & ~first] = np.where(of_points[many & ~first], _POINTS_MORE, _UNION_MORE)
+    return grp
+
+
+def simulate_calls(shape, chunks, itemsize, *, filtered, cache, requests, stored_chunk_bytes, allocated,
+                   sieve_buf_size):
+    """:func:`ccp.model.fast.simulate_fast` of requests some of which are :class:`~ccp.model.union.MultiBox` calls (boxes only):
+    the boxes fed with their call numbers, then one row a call (the sum of its boxes' rows)."""
+    from ccp.model.fast import COLUMNS, OPS, Predictions, simulate_arrays  # numba only where it is used
+
+    rank = len(shape)
+    starts: list[np.ndarray] = []
+    counts: list[np.ndarray] = []
+    ops: list[str] = []
+    calls: list[int] = []
+    points: list[bool] = []
+    for k, r in enumerate(requests):
+        if isinstance(r, MultiBox):
+            s = np.asarray(r.starts, np.int64).reshape(-1, rank)
+            starts.append(s)
+            counts.append(np.asarray(r.counts, np.int64).reshape(s.shape))
+            ops += [r.op] * len(s)
+            calls += [k] * len(s)
+            points += [r.points] * len(s)
+        else:
+            if len(r) > 3:
+                raise ValueError("strided requests and calls of several boxes do not mix in one simulate_fast")
+            starts.append(np.asarray(r[1], np.int64).reshape(1, rank))
+            counts.append(np.asarray(r[2], np.int64).reshape(1, rank))
+            ops.append(r[0])
+            calls.append(k)
+            points.append(False)
+    st = np.concatenate(starts) if starts else np.zeros((0, rank), np.int64)
+    ct = np.concatenate(counts) if counts else np.zeros((0, rank), np.int64)
+    pred = simulate_arrays(shape, chunks, itemsize, filtered=filtered, cache=cache, ops=ops, starts=st, counts=ct,
+                           stored_chunk_bytes=stored_chunk_bytes, allocated=allocated, sieve_buf_size=sieve_buf_size,
+                           calls=np.asarray(calls, np.int64), points=np.asarray(points, bool))
+    n = len(requests)
+    rows = np.zeros((n + 1, len(COLUMNS)), np.int64)
+    np.add.at(rows, np.asarray(calls, np.int64), pred.counts[:-1])
+    rows[n] = pred.counts[-1]
+    out_ops = np.empty(n + 1, np.uint8)
+    out_ops[:n] = [OPS.index(r.op if isinstance(r, MultiBox) else r[0]) for r in requests]
+    out_ops[n] = 2
+    return Predictions(rows, out_ops, n)
