@@ -387,7 +387,8 @@ def simulate_arrays(shape: Sequence[int], chunks: Sequence[int] | None, itemsize
     ``calls`` ``(n,)`` groups boxes into calls (consecutive requests with the same number: one call on the union
     of their boxes, or with ``points[i]`` the points of a point selection, as :mod:`ccp.model.union` describes):
     each chunk of the call visited once; the call's counts are in its first request's row, its other rows zero.
-    Boxes only (no ``strides``), chunked layouts (a contiguous dataset takes the boxes one by one).
+    A call's requests are taken as boxes (their strides and blocks, if any, are not read); on a contiguous dataset
+    they are taken one by one.
 
     ``ops`` is one op for all requests or one per request. ``stored_chunk_bytes`` may also be an
     array of stored bytes per chunk in C order over the grid (see :func:`chunk_size_table`).
@@ -399,7 +400,7 @@ def simulate_arrays(shape: Sequence[int], chunks: Sequence[int] | None, itemsize
     shape = tuple(int(s) for s in shape)
     codes, starts, counts, strides, blocks = _plan_arrays(shape, ops, starts, counts, strides, blocks)
     n = len(starts)
-    grp = _groups(calls, points, n, strides)
+    grp = _groups(calls, points, n)
     h = _Handle(shape, chunks, itemsize, filtered, cache, stored_chunk_bytes, allocated, sieve_buf_size)
     h.per_request = bool(per_request)
     res, out_ops = _result(n, codes, per_request)
@@ -411,16 +412,12 @@ def simulate_arrays(shape: Sequence[int], chunks: Sequence[int] | None, itemsize
     return Predictions(res, out_ops, n)
 
 
-def _groups(calls, points, n: int, strides) -> np.ndarray | None:
+def _groups(calls, points, n: int) -> np.ndarray | None:
     """:func:`group_codes` of a plan's ``calls``/``points`` (None: none given, or every call one box)."""
     if calls is None:
         return None
     grp = group_codes(calls, points, n)
-    if not len(grp):
-        return None
-    if strides is not None:
-        raise ValueError("calls of several boxes take boxes, not strided requests")
-    return grp
+    return grp if len(grp) else None
 
 
 class ArrayModel:
@@ -455,7 +452,7 @@ class ArrayModel:
         if self.closed:
             raise RuntimeError("dataset handle is closed")
         codes, starts, counts, strides, blocks = _plan_arrays(self.shape, ops, starts, counts, strides, blocks)
-        grp = _groups(calls, points, len(starts), strides)
+        grp = _groups(calls, points, len(starts))
         if calls is not None and len(starts):
             first, last = int(np.asarray(calls).reshape(-1)[0]), int(np.asarray(calls).reshape(-1)[-1])
             if first == self._last_call:

@@ -114,7 +114,7 @@ def group_codes(calls, points, n: int) -> np.ndarray:
     """The chunked kernel's ``grp`` codes (:data:`GROUP_CODES`) of ``n`` requests from ``calls``
     ``(n,)``, the call each request belongs to (consecutive equal values: one call), and ``points`` (None, or
     ``(n,)`` bools: the call's boxes are the points of a point selection, read from its first request). A call of
-    one box is a call of its own; :data:`NO_GROUPS` when every call is."""
+    one box (not a point selection) is a call of its own; :data:`NO_GROUPS` when every call is."""
     calls = np.asarray(calls, np.int64).reshape(-1)
     if len(calls) != n:
         raise ValueError(f"{len(calls)} call numbers for {n} requests")
@@ -124,12 +124,13 @@ def group_codes(calls, points, n: int) -> np.ndarray:
     first[1:] = calls[1:] != calls[:-1]
     begins = np.flatnonzero(first)
     sizes = np.diff(np.append(begins, n))
-    if (sizes == 1).all():
-        return NO_GROUPS
     pts = np.zeros(n, bool) if points is None else np.asarray(points, bool).reshape(-1)
     if len(pts) != n:
         raise ValueError(f"{len(pts)} point flags for {n} requests")
-    many = np.repeat(sizes > 1, sizes)
+    grouped = (sizes > 1) | pts[begins]        # a point selection of one point too (its writes read the chunk)
+    if not grouped.any():
+        return NO_GROUPS
+    many = np.repeat(grouped, sizes)
     of_points = np.repeat(pts[begins], sizes)
     grp = np.zeros(n, np.uint8)
     grp[many & first] = np.where(of_points[many & first], _POINTS, _UNION)

@@ -20,13 +20,20 @@ class RequestPlan:
     ``strides``/``blocks`` (None: every request is its box) make request i a strided selection, one HDF5 call
     on a regular hyperslab: along dimension d, blocks of ``blocks[i, d]`` elements ``strides[i, d]`` apart in its
     box, which ends with a whole block (``blocks[i, d] >= counts[i, d]``: the whole box along d). The model
-    (``ccp.model.fast.simulate_arrays``) takes them as they are."""
+    (``ccp.model.fast.simulate_arrays``) takes them as they are.
+
+    ``calls`` (None: each request a call of its own) groups boxes into the calls that made them: consecutive requests
+    with the same number are one HDF5 call on the union of their boxes (a list index, irregular hyperslabs), or with
+    ``points`` the points of one point selection, in order; the model takes them so (:mod:`ccp.model.union`:
+    each chunk once per call), :meth:`grouping` gives them for a range of requests."""
 
     starts: np.ndarray   # (n, rank) int64
     counts: np.ndarray   # (n, rank) int64
     reopen_before: np.ndarray | None = None   # replays: requests before which the program lost its cache
     strides: np.ndarray | None = None         # (n, rank) int64, with blocks
     blocks: np.ndarray | None = None
+    calls: np.ndarray | None = None           # (n,) int64: the call each request belongs to
+    points: np.ndarray | None = None          # (n,) bool: the request is a point of a point selection
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -36,6 +43,13 @@ class RequestPlan:
         if self.strides is None or self.blocks is None:
             return None, None
         return self.strides[a:b], self.blocks[a:b]
+
+    def grouping(self, a: int, b: int) -> dict:
+        """``calls``/``points`` of requests ``[a, b)`` as :meth:`ccp.model.fast.ArrayModel.feed` takes them ({}: every
+        request a call of its own)."""
+        if self.calls is None:
+            return {}
+        return {"calls": self.calls[a:b], "points": None if self.points is None else self.points[a:b]}
 
     def as_boxes(self, chunks=None, max_boxes: int = 65536) -> RequestPlan:
         """The plan with each strided request as boxes (C order) that select the same elements by several calls
