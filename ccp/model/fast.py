@@ -37,6 +37,7 @@ from ccp.model.kernels import (
     _NW,
     _chunked_kernel,
     _contig_kernel,
+    _grouped_kernel,
     _tiles,
 )
 from ccp.model.repeats import periodic_runs
@@ -251,10 +252,13 @@ class _Handle:
                 _contig_kernel(codes, starts, counts, strides, blocks, self.shape_arr, self.itemsize, self.cap,
                                self.storage, self.per_request, res, row0, close, self.cst)
             return
-        missing = _chunked_kernel(codes, starts, counts, strides, blocks, grp, self.chunks_arr, self.bits, self.grid_arr,
-                                  self.itemsize,
-                                  self.chunk_bytes, self.filtered, self.keep, self.nslots, self.nbytes, self.w0,
-                                  self.stored, self.alloc, self.per_request, res, row0, close, *self.slots, self.st)
+        args = (self.chunks_arr, self.bits, self.grid_arr, self.itemsize, self.chunk_bytes, self.filtered, self.keep,
+                self.nslots, self.nbytes, self.w0, self.stored, self.alloc, self.per_request, res, row0, close,
+                *self.slots, self.st)
+        if len(grp):
+            missing = _grouped_kernel(codes, starts, counts, strides, blocks, grp, *args)
+        else:
+            missing = _chunked_kernel(codes, starts, counts, strides, blocks, *args)
         if missing:
             raise KeyError("stored_chunk_bytes has no size for a chunk the requests load or flush")
 

@@ -12,7 +12,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from ccp.model.union import _POINTS, _POINTS_MORE, _UNION_MORE
+from ccp.model.union import _OWN, _POINTS, _POINTS_MORE, _UNION_MORE
 from ccp.model.union_kernels import call_chunk_list
 
 _HIT, _LOAD, _EVICT, _NR, _BR, _NW, _BW = range(7)          # res columns (fast.COLUMNS order)
@@ -174,6 +174,181 @@ def _prune(res, r, st, ent, rd, wr, dirty, prv, nxt, filtered, stored, chunk_byt
         w -= 1
 
 
+@numba.njit(**_JIT)
+def _chunked_kernel(ops, starts, counts, strides, blocks, chunks, bits, grid, itemsize, chunk_bytes, filtered, keep,
+                    nslots, total, w0, stored, alloc, per_request, res, row0, close, ent, rd, wr, dirty, prv, nxt, st):
+    """Walk requests (request i into row ``row0 + i`` of res, or row 0 if not per_request), then,
+    if ``close``, the close (last row). The cache state (one row per slot, and ``st``) lives in
+    the caller's arrays, so a long plan can be fed in batches. Returns 1 if a needed stored chunk
+    size was unknown (``stored[lin] < 0``), else 0.
+
+    ``strides``/``blocks`` ``(n, rank)`` (or ``(0, rank)``: every request a box): request i selects, along
+    dimension d, the blocks of ``blocks[i, d]`` elements ``strides[i, d]`` apart in its box (``blocks >= counts``:
+    the box). As HDF5 does for one call, each chunk holding selected elements is visited once, in C order, with
+    the elements selected in it; a chunk read or written directly costs one operation per block piece."""
+    rank = chunks.shape[0]
+    n = ops.shape[0]
+    enabled = nslots > 0 and total > 0
+    hyper = strides.shape[0] > 0
+    lo = np.empty(rank, np.int64)
+    hi = np.empty(rank, np.int64)
+    c = np.empty(rank, np.int64)
+    ext = np.empty(rank, np.int64)
+    sv = np.empty(rank, np.int64)       # this request's stride and block per dimension (a box: its count, twice)
+    bv = np.empty(rank, np.int64)
+    mem = np.empty(rank, np.int64)      # selected elements per dimension (the memory buffer's shape)
+    for i in range(n):
+        r = row0 + i if per_request else 0
+        write = ops[i] == 1
+        if not write and st[_INDEX] == 0 and st[_NUSED] == 0:
+            continue                               # H5D__read shortcut: no chunk index yet, nothing cached
+        st[_INDEX] = 1
+        empty = False
+        strided = False
+        for d in range(rank):
+            if counts[i, d] == 0:
+                empty = True
+            sv[d] = counts[i, d]
+            bv[d] = counts[i, d]
+            mem[d] = counts[i, d]
+            last = starts[i, d] + counts[i, d] - 1
+            if hyper and blocks[i, d] < counts[i, d] and counts[i, d] > 0:
+                strided = True
+                sv[d] = strides[i, d]
+                bv[d] = blocks[i, d]
+                mem[d] = _sel_before(starts[i, d] + counts[i, d], starts[i, d], counts[i, d], sv[d], bv[d])
+            lo[d] = _div(starts[i, d], chunks[d])
+            hi[d] = _div(last, chunks[d]) if counts[i, d] > 0 else lo[d]
+            c[d] = lo[d]
+        if empty:
+            continue
+        while True:
+            # ---- one chunk, coordinates c: linear index, hash key, selected elements
+            lin = 0
+            key = c[0]
+            nsel = 1
+            for d in range(rank):
+                lin = lin * grid[d] + c[d]
+                if d > 0:
+                    key = (key << bits[d]) ^ c[d]
+                if strided and bv[d] < counts[i, d]:
+                    ext[d] = (_sel_before((c[d] + 1) * chunks[d], starts[i, d], counts[i, d], sv[d], bv[d])
+                              - _sel_before(c[d] * chunks[d], starts[i, d], counts[i, d], sv[d], bv[d]))
+                else:
+                    a = max(starts[i, d], c[d] * chunks[d])
+                    b = min(starts[i, d] + counts[i, d], (c[d] + 1) * chunks[d])
+                    ext[d] = b - a
+                nsel *= ext[d]
+            naccessed = nsel * itemsize
+            e = -1
+            slot = -1
+            if enabled:
+                slot = key - _div(key, nslots) * nslots
+                if ent[slot] == lin:
+                    e = slot
+            allocated = alloc.shape[0] == 0 or alloc[lin] != 0
+            cached = filtered or keep
+            if write and not allocated:
+                cached = True
+            if cached:
+                # ---- lock
+                if e >= 0:
+                    res[r, _HIT] += 1
+                    q = nxt[e]
+                    if q >= 0:                     # a hit moves the entry one place towards the tail
+                        p = prv[e]
+                        after = nxt[q]
+                        if p >= 0:
+                            nxt[p] = q
+                        else:
+                            st[_HEAD] = q
+                        prv[q] = p
+                        nxt[q] = e
+                        prv[e] = q
+                        nxt[e] = after
+                        if after >= 0:
+                            prv[after] = e
+                        else:
+                            st[_TAIL] = e
+                else:
+                    relax = write and naccessed == chunk_bytes
+                    if not relax and allocated:
+                        res[r, _LOAD] += 1
+                        res[r, _NR] += 1
+                        size = stored[lin] if stored.shape[0] > 0 else chunk_bytes
+                        if size < 0:
+                            st[_MISSING] = 1
+                        else:
+                            res[r, _BR] += size
+                    if keep:
+                        if ent[slot] >= 0:
+                            _evict(slot, res, r, st, ent, rd, wr, dirty, prv, nxt, filtered, stored, chunk_bytes, alloc)
+                        _prune(res, r, st, ent, rd, wr, dirty, prv, nxt, filtered, stored, chunk_bytes, alloc, total, w0)
+                        ent[slot] = lin
+                        rd[slot] = chunk_bytes
+                        wr[slot] = chunk_bytes
+                        dirty[slot] = 0
+                        st[_NBUSED] += chunk_bytes
+                        st[_NUSED] += 1
+                        t = st[_TAIL]
+                        prv[slot] = t
+                        nxt[slot] = -1
+                        if t >= 0:
+                            nxt[t] = slot
+                        else:
+                            st[_HEAD] = slot
+                        st[_TAIL] = slot
+                        e = slot
+                # ---- unlock
+                if e < 0:
+                    if write and _flush_chunk(lin, res, r, filtered, stored, chunk_bytes, alloc):
+                        st[_MISSING] = 1
+                else:
+                    was = _preemptible(rd[e], wr[e], chunk_bytes)
+                    if write:
+                        dirty[e] = 1
+                        wr[e] -= min(wr[e], naccessed)
+                    else:
+                        rd[e] -= min(rd[e], naccessed)
+                    if _preemptible(rd[e], wr[e], chunk_bytes) != was:
+                        st[_NPRE] += -1 if was else 1
+            elif allocated:
+                # ---- bypass: one operation per piece contiguous in the chunk on disk and in memory
+                k = rank - 1
+                while k > 0 and ext[k] == chunks[k] and ext[k] == mem[k]:
+                    k -= 1
+                nruns = 1
+                for d in range(k):
+                    nruns *= ext[d]
+                if strided and bv[k] < counts[i, k]:      # one piece per block along dimension k
+                    nruns *= _pieces_in(c[k] * chunks[k], (c[k] + 1) * chunks[k], starts[i, k], counts[i, k],
+                                        sv[k], bv[k])
+                if write:
+                    res[r, _NW] += nruns
+                    res[r, _BW] += naccessed
+                else:
+                    res[r, _NR] += nruns
+                    res[r, _BR] += naccessed
+            # ---- next chunk in C order (holding selected elements: a strided dimension skips the chunks between)
+            d = rank - 1
+            while d >= 0:
+                c[d] += 1
+                if strided and bv[d] < counts[i, d] and c[d] <= hi[d]:
+                    x = _next_selected(c[d] * chunks[d], starts[i, d], counts[i, d], sv[d], bv[d])
+                    c[d] = hi[d] + 1 if x < 0 else _div(x, chunks[d])
+                if c[d] <= hi[d]:
+                    break
+                c[d] = lo[d]
+                d -= 1
+            if d < 0:
+                break
+    if close:
+        r = res.shape[0] - 1
+        while st[_HEAD] >= 0:
+            _evict(st[_HEAD], res, r, st, ent, rd, wr, dirty, prv, nxt, filtered, stored, chunk_bytes, alloc)
+    return st[_MISSING]
+
+
 @numba.njit(inline="always")
 def _through_cache(e, slot, lin, write, naccessed, allocated, res, r, st, ent, rd, wr, dirty, prv, nxt, filtered,
                    stored, chunk_bytes, alloc, keep, total, w0, whole_ok):
@@ -244,161 +419,81 @@ def _through_cache(e, slot, lin, write, naccessed, allocated, res, r, st, ent, r
 
 
 @numba.njit(**_JIT)
-def _chunked_kernel(ops, starts, counts, strides, blocks, grp, chunks, bits, grid, itemsize, chunk_bytes, filtered,
+def _call_visits(ops, starts, counts, i, j, points, chunks, bits, grid, itemsize, chunk_bytes, filtered, keep, nslots,
+                 total, w0, stored, alloc, res, r, ent, rd, wr, dirty, prv, nxt, st):
+    """Requests ``[i, j)`` as one call (:func:`_grouped_kernel`): each chunk it touches once, in C order, with all
+    the call's elements in it (:func:`ccp.model.union_kernels.call_chunk_list`); counts into row ``r``."""
+    write = ops[i] == 1
+    if not write and st[_INDEX] == 0 and st[_NUSED] == 0:
+        return                                     # H5D__read shortcut: no chunk index yet, nothing cached
+    st[_INDEX] = 1
+    rank = chunks.shape[0]
+    enabled = nslots > 0 and total > 0
+    c = np.empty(rank, np.int64)
+    lins, nsels, npieces = call_chunk_list(starts, counts, i, j, points, chunks, grid)
+    for m in range(lins.shape[0]):
+        lin = lins[m]
+        rest = lin
+        for d in range(rank - 1, -1, -1):
+            c[d] = rest % grid[d]
+            rest //= grid[d]
+        key = c[0]
+        for d in range(1, rank):
+            key = (key << bits[d]) ^ c[d]
+        naccessed = nsels[m] * itemsize
+        e = -1
+        slot = -1
+        if enabled:
+            slot = key % nslots
+            if ent[slot] == lin:
+                e = slot
+        allocated = alloc.shape[0] == 0 or alloc[lin] != 0
+        if filtered or keep or (write and not allocated):
+            _through_cache(e, slot, lin, write, naccessed, allocated, res, r, st, ent, rd, wr, dirty, prv, nxt,
+                           filtered, stored, chunk_bytes, alloc, keep, total, w0, not points)
+        elif allocated:                            # read or written directly: a read or write per piece
+            if write:
+                res[r, _NW] += npieces[m]
+                res[r, _BW] += naccessed
+            else:
+                res[r, _NR] += npieces[m]
+                res[r, _BR] += naccessed
+
+
+@numba.njit(**_JIT)
+def _grouped_kernel(ops, starts, counts, strides, blocks, grp, chunks, bits, grid, itemsize, chunk_bytes, filtered,
                     keep, nslots, total, w0, stored, alloc, per_request, res, row0, close, ent, rd, wr, dirty, prv, nxt,
                     st):
-    """Walk requests (request i into row ``row0 + i`` of res, or row 0 if not per_request), then,
-    if ``close``, the close (last row). The cache state (one row per slot, and ``st``) lives in
-    the caller's arrays, so a long plan can be fed in batches. Returns 1 if a needed stored chunk
-    size was unknown (``stored[lin] < 0``), else 0.
-
-    ``strides``/``blocks`` ``(n, rank)`` (or ``(0, rank)``: every request a box): request i selects, along
-    dimension d, the blocks of ``blocks[i, d]`` elements ``strides[i, d]`` apart in its box (``blocks >= counts``:
-    the box). As HDF5 does for one call, each chunk holding selected elements is visited once, in C order, with
-    the elements selected in it; a chunk read or written directly costs one operation per block piece.
-
-    ``grp`` ``(n,)`` (or ``(0,)``: each request a call of its own) groups boxes into one call (:data:`ccp.model.union.GROUP_CODES`):
-    a call's first box, then boxes that continue it; the call's counts go in its first box's row (the others stay
-    zero). Its chunks are those of :func:`ccp.model.union_kernels.call_chunk_list`, visited once each, in C order."""
-    rank = chunks.shape[0]
+    """:func:`_chunked_kernel` of a plan with calls of several boxes: ``grp`` ``(n,)`` codes
+    (:data:`ccp.model.union.GROUP_CODES`). A call's counts go in its first box's row (the others stay zero); runs of
+    requests that are calls of their own go to :func:`_chunked_kernel` as they are (its speed untouched)."""
     n = ops.shape[0]
-    enabled = nslots > 0 and total > 0
-    hyper = strides.shape[0] > 0
-    grouped = grp.shape[0] > 0
-    call_end = 0
-    lo = np.empty(rank, np.int64)
-    hi = np.empty(rank, np.int64)
-    c = np.empty(rank, np.int64)
-    ext = np.empty(rank, np.int64)
-    sv = np.empty(rank, np.int64)       # this request's stride and block per dimension (a box: its count, twice)
-    bv = np.empty(rank, np.int64)
-    mem = np.empty(rank, np.int64)      # selected elements per dimension (the memory buffer's shape)
-    for i in range(n):
-        if i < call_end:
-            continue                               # a box of the call walked at its first box
-        r = row0 + i if per_request else 0
-        write = ops[i] == 1
-        if grouped and grp[i] != 0:
-            call_end = i + 1
-            while call_end < n and (grp[call_end] == _UNION_MORE or grp[call_end] == _POINTS_MORE):
-                call_end += 1
-        if not write and st[_INDEX] == 0 and st[_NUSED] == 0:
-            continue                               # H5D__read shortcut: no chunk index yet, nothing cached
-        st[_INDEX] = 1
-        if grouped and grp[i] != 0:
-            lins, nsels, npieces = call_chunk_list(starts, counts, i, call_end, grp[i] == _POINTS, chunks, grid)
-            for m in range(lins.shape[0]):
-                lin = lins[m]
-                rest = lin
-                for d in range(rank - 1, -1, -1):
-                    c[d] = rest - _div(rest, grid[d]) * grid[d]
-                    rest = _div(rest, grid[d])
-                key = c[0]
-                for d in range(1, rank):
-                    key = (key << bits[d]) ^ c[d]
-                naccessed = nsels[m] * itemsize
-                e = -1
-                slot = -1
-                if enabled:
-                    slot = key - _div(key, nslots) * nslots
-                    if ent[slot] == lin:
-                        e = slot
-                allocated = alloc.shape[0] == 0 or alloc[lin] != 0
-                if filtered or keep or (write and not allocated):
-                    _through_cache(e, slot, lin, write, naccessed, allocated, res, r, st, ent, rd, wr, dirty, prv,
-                                   nxt, filtered, stored, chunk_bytes, alloc, keep, total, w0, grp[i] != _POINTS)
-                elif allocated:
-                    if write:
-                        res[r, _NW] += npieces[m]
-                        res[r, _BW] += naccessed
-                    else:
-                        res[r, _NR] += npieces[m]
-                        res[r, _BR] += naccessed
+    has_hyper = strides.shape[0] > 0
+    a = 0
+    i = 0
+    while i < n:
+        if grp[i] == _OWN:
+            i += 1
             continue
-        empty = False
-        strided = False
-        for d in range(rank):
-            if counts[i, d] == 0:
-                empty = True
-            sv[d] = counts[i, d]
-            bv[d] = counts[i, d]
-            mem[d] = counts[i, d]
-            last = starts[i, d] + counts[i, d] - 1
-            if hyper and blocks[i, d] < counts[i, d] and counts[i, d] > 0:
-                strided = True
-                sv[d] = strides[i, d]
-                bv[d] = blocks[i, d]
-                mem[d] = _sel_before(starts[i, d] + counts[i, d], starts[i, d], counts[i, d], sv[d], bv[d])
-            lo[d] = _div(starts[i, d], chunks[d])
-            hi[d] = _div(last, chunks[d]) if counts[i, d] > 0 else lo[d]
-            c[d] = lo[d]
-        if empty:
-            continue
-        while True:
-            # ---- one chunk, coordinates c: linear index, hash key, selected elements
-            lin = 0
-            key = c[0]
-            nsel = 1
-            for d in range(rank):
-                lin = lin * grid[d] + c[d]
-                if d > 0:
-                    key = (key << bits[d]) ^ c[d]
-                if strided and bv[d] < counts[i, d]:
-                    ext[d] = (_sel_before((c[d] + 1) * chunks[d], starts[i, d], counts[i, d], sv[d], bv[d])
-                              - _sel_before(c[d] * chunks[d], starts[i, d], counts[i, d], sv[d], bv[d]))
-                else:
-                    a = max(starts[i, d], c[d] * chunks[d])
-                    b = min(starts[i, d] + counts[i, d], (c[d] + 1) * chunks[d])
-                    ext[d] = b - a
-                nsel *= ext[d]
-            naccessed = nsel * itemsize
-            e = -1
-            slot = -1
-            if enabled:
-                slot = key - _div(key, nslots) * nslots
-                if ent[slot] == lin:
-                    e = slot
-            allocated = alloc.shape[0] == 0 or alloc[lin] != 0
-            cached = filtered or keep
-            if write and not allocated:
-                cached = True
-            if cached:
-                _through_cache(e, slot, lin, write, naccessed, allocated, res, r, st, ent, rd, wr, dirty, prv, nxt,
-                               filtered, stored, chunk_bytes, alloc, keep, total, w0, True)
-            elif allocated:
-                # ---- bypass: one operation per piece contiguous in the chunk on disk and in memory
-                k = rank - 1
-                while k > 0 and ext[k] == chunks[k] and ext[k] == mem[k]:
-                    k -= 1
-                nruns = 1
-                for d in range(k):
-                    nruns *= ext[d]
-                if strided and bv[k] < counts[i, k]:      # one piece per block along dimension k
-                    nruns *= _pieces_in(c[k] * chunks[k], (c[k] + 1) * chunks[k], starts[i, k], counts[i, k],
-                                        sv[k], bv[k])
-                if write:
-                    res[r, _NW] += nruns
-                    res[r, _BW] += naccessed
-                else:
-                    res[r, _NR] += nruns
-                    res[r, _BR] += naccessed
-            # ---- next chunk in C order (holding selected elements: a strided dimension skips the chunks between)
-            d = rank - 1
-            while d >= 0:
-                c[d] += 1
-                if strided and bv[d] < counts[i, d] and c[d] <= hi[d]:
-                    x = _next_selected(c[d] * chunks[d], starts[i, d], counts[i, d], sv[d], bv[d])
-                    c[d] = hi[d] + 1 if x < 0 else _div(x, chunks[d])
-                if c[d] <= hi[d]:
-                    break
-                c[d] = lo[d]
-                d -= 1
-            if d < 0:
-                break
-    if close:
-        r = res.shape[0] - 1
-        while st[_HEAD] >= 0:
-            _evict(st[_HEAD], res, r, st, ent, rd, wr, dirty, prv, nxt, filtered, stored, chunk_bytes, alloc)
+        if i > a:
+            sv = strides[a:i] if has_hyper else strides
+            bv = blocks[a:i] if has_hyper else blocks
+            if _chunked_kernel(ops[a:i], starts[a:i], counts[a:i], sv, bv, chunks, bits, grid, itemsize, chunk_bytes,
+                               filtered, keep, nslots, total, w0, stored, alloc, per_request, res, row0 + a, False,
+                               ent, rd, wr, dirty, prv, nxt, st):
+                st[_MISSING] = 1
+        j = i + 1
+        while j < n and (grp[j] == _UNION_MORE or grp[j] == _POINTS_MORE):
+            j += 1
+        _call_visits(ops, starts, counts, i, j, grp[i] == _POINTS, chunks, bits, grid, itemsize, chunk_bytes,
+                     filtered, keep, nslots, total, w0, stored, alloc, res, row0 + i if per_request else 0, ent, rd,
+                     wr, dirty, prv, nxt, st)
+        a = i = j
+    sv = strides[a:n] if has_hyper else strides
+    bv = blocks[a:n] if has_hyper else blocks
+    _chunked_kernel(ops[a:n], starts[a:n], counts[a:n], sv, bv, chunks, bits, grid, itemsize, chunk_bytes, filtered,
+                    keep, nslots, total, w0, stored, alloc, per_request, res, row0 + a, close, ent, rd, wr, dirty, prv,
+                    nxt, st)
     return st[_MISSING]
 
 

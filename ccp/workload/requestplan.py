@@ -56,7 +56,8 @@ class RequestPlan:
         instead of one, for what takes boxes only (the S3 GET model, explain's chunk checks): a box per block, or
         with ``chunks`` the blocks in each chunk as one run of as many elements (:func:`_axis_runs`: few boxes, the
         chunks and their element counts kept, the elements themselves only for that layout). A request of more
-        than ``max_boxes`` boxes stays its bounding box."""
+        than ``max_boxes`` boxes stays its bounding box. ``calls`` says which request each box comes from (the call
+        it belongs to, when the plan had calls): its chunks are needed together."""
         if self.strides is None or self.blocks is None:
             return self
         starts: list[np.ndarray] = []
@@ -93,7 +94,11 @@ class RequestPlan:
         reopen = None
         if self.reopen_before is not None:      # request r's first box; r == n (past the end) stays past the end
             reopen = np.append(np.asarray(first, np.int64), len(new_starts))[np.asarray(self.reopen_before, np.int64)]
-        return RequestPlan(new_starts, np.concatenate(counts).astype(np.int64), reopen)
+        # a request's boxes are its call's (a strided call's runs too): what needs its chunks together sees them so
+        nbox = np.diff(np.append(np.asarray(first, np.int64), len(new_starts)))
+        calls = np.repeat(np.arange(len(self.starts)) if self.calls is None else self.calls, nbox)
+        points = None if self.points is None else np.repeat(self.points, nbox)
+        return RequestPlan(new_starts, np.concatenate(counts).astype(np.int64), reopen, calls=calls, points=points)
 
 
 MAX_COORDS = 1 << 22      # selected coordinates listed along one dimension; beyond, the bounding box
