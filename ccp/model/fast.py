@@ -28,6 +28,7 @@ import numpy as np
 
 from ccp.chunkcache import ChunkCache
 from ccp.model.cache import DEFAULT_SIEVE_BUF_SIZE, Allocated, Request, RequestPrediction, check_strided
+from ccp.model.call_kernel import _grouped_kernel
 from ccp.model.grid import ChunkGrid, Coords
 from ccp.model.kernels import (
     _HIT,
@@ -37,7 +38,6 @@ from ccp.model.kernels import (
     _NW,
     _chunked_kernel,
     _contig_kernel,
-    _grouped_kernel,
     _tiles,
 )
 from ccp.model.repeats import periodic_runs
@@ -530,11 +530,9 @@ def simulate_fast(shape: Sequence[int], chunks: Sequence[int] | None, itemsize: 
     """Drop-in for :func:`ccp.model.simulate` (same arguments, a sequence of the same predictions)."""
     listed = list(requests)
     if any(isinstance(r, MultiBox) for r in listed):
-        from ccp.model.union import simulate_calls
-
-        return simulate_calls(shape, chunks, itemsize, filtered=filtered, cache=cache, requests=listed,
-                              stored_chunk_bytes=stored_chunk_bytes, allocated=allocated,
-                              sieve_buf_size=sieve_buf_size)
+        return _simulate_calls(shape, chunks, itemsize, filtered=filtered, cache=cache, requests=listed,
+                               stored_chunk_bytes=stored_chunk_bytes, allocated=allocated,
+                               sieve_buf_size=sieve_buf_size)
     reqs = [r for r in listed if not isinstance(r, MultiBox)]
     rank = len(shape)
     for r in reqs:
@@ -551,3 +549,45 @@ def simulate_fast(shape: Sequence[int], chunks: Sequence[int] | None, itemsize: 
                            starts=starts, counts=counts, stored_chunk_bytes=stored_chunk_bytes,
                            allocated=allocated, sieve_buf_size=sieve_buf_size, strides=strides, blocks=blocks)
 
+
+def _simulate_calls(shape, chunks, itemsize, *, filtered, cache, requests, stored_chunk_bytes, allocated,
+                   sieve_buf_size):
+    """:func:`ccp.model.fast.simulate_fast` of requests some of which are :class:`~ccp.model.union.MultiBox` calls (boxes only):
+    the boxes fed with their call numbers, then one row a call (the sum of its boxes' rows)."""
+    from ccp.model.fast import COLUMNS, OPS, Predictions, simulate_arrays  # numba only where it is used
+
+    rank = len(shape)
+    starts: list[np.ndarray] = []
+    counts: list[np.ndarray] = []
+    ops: list[str] = []
+    calls: list[int] = []
+    points: list[bool] = []
+    for k, r in enumerate(requests):
+        if isinstance(r, MultiBox):
+            s = np.asarray(r.starts, np.int64).reshape(-1, rank)
+            starts.append(s)
+            counts.append(np.asarray(r.counts, np.int64).reshape(s.shape))
+            ops += [r.op] * len(s)
+            calls += [k] * len(s)
+            points += [r.points] * len(s)
+        else:
+            if len(r) > 3:
+                raise ValueError("strided requests and calls of several boxes do not mix in one simulate_fast")
+            starts.append(np.asarray(r[1], np.int64).reshape(1, rank))
+            counts.append(np.asarray(r[2], np.int64).reshape(1, rank))
+            ops.append(r[0])
+            calls.append(k)
+            points.append(False)
+    st = np.concatenate(starts) if starts else np.zeros((0, rank), np.int64)
+    ct = np.concatenate(counts) if counts else np.zeros((0, rank), np.int64)
+    pred = simulate_arrays(shape, chunks, itemsize, filtered=filtered, cache=cache, ops=ops, starts=st, counts=ct,
+                           stored_chunk_bytes=stored_chunk_bytes, allocated=allocated, sieve_buf_size=sieve_buf_size,
+                           calls=np.asarray(calls, np.int64), points=np.asarray(points, bool))
+    n = len(requests)
+    rows = np.zeros((n + 1, len(COLUMNS)), np.int64)
+    np.add.at(rows, np.asarray(calls, np.int64), pred.counts[:-1])
+    rows[n] = pred.counts[-1]
+    out_ops = np.empty(n + 1, np.uint8)
+    out_ops[:n] = [OPS.index(r.op if isinstance(r, MultiBox) else r[0]) for r in requests]
+    out_ops[n] = 2
+    return Predictions(rows, out_ops, n)

@@ -27,8 +27,8 @@ point below checked under the log VFD by ``tests/model/test_union.py``):
   on disk but not in memory).
 
 :func:`call_chunks` is the reference's form of this, element by element (clear, slow); the compiled kernel
-(:mod:`ccp.model.kernels`) counts the same from row segments and boxes, and ``tests/model/test_union.py`` holds
-the two to each other and to HDF5.
+(:mod:`ccp.model.call_kernel`, :mod:`ccp.model.union_kernels`) counts the same from row segments, and
+``tests/model/test_union.py`` holds the two to each other and to HDF5.
 """
 
 from __future__ import annotations
@@ -137,45 +137,3 @@ def group_codes(calls, points, n: int) -> np.ndarray:
     grp[many & ~first] = np.where(of_points[many & ~first], _POINTS_MORE, _UNION_MORE)
     return grp
 
-
-def simulate_calls(shape, chunks, itemsize, *, filtered, cache, requests, stored_chunk_bytes, allocated,
-                   sieve_buf_size):
-    """:func:`ccp.model.fast.simulate_fast` of requests some of which are :class:`~ccp.model.union.MultiBox` calls (boxes only):
-    the boxes fed with their call numbers, then one row a call (the sum of its boxes' rows)."""
-    from ccp.model.fast import COLUMNS, OPS, Predictions, simulate_arrays  # numba only where it is used
-
-    rank = len(shape)
-    starts: list[np.ndarray] = []
-    counts: list[np.ndarray] = []
-    ops: list[str] = []
-    calls: list[int] = []
-    points: list[bool] = []
-    for k, r in enumerate(requests):
-        if isinstance(r, MultiBox):
-            s = np.asarray(r.starts, np.int64).reshape(-1, rank)
-            starts.append(s)
-            counts.append(np.asarray(r.counts, np.int64).reshape(s.shape))
-            ops += [r.op] * len(s)
-            calls += [k] * len(s)
-            points += [r.points] * len(s)
-        else:
-            if len(r) > 3:
-                raise ValueError("strided requests and calls of several boxes do not mix in one simulate_fast")
-            starts.append(np.asarray(r[1], np.int64).reshape(1, rank))
-            counts.append(np.asarray(r[2], np.int64).reshape(1, rank))
-            ops.append(r[0])
-            calls.append(k)
-            points.append(False)
-    st = np.concatenate(starts) if starts else np.zeros((0, rank), np.int64)
-    ct = np.concatenate(counts) if counts else np.zeros((0, rank), np.int64)
-    pred = simulate_arrays(shape, chunks, itemsize, filtered=filtered, cache=cache, ops=ops, starts=st, counts=ct,
-                           stored_chunk_bytes=stored_chunk_bytes, allocated=allocated, sieve_buf_size=sieve_buf_size,
-                           calls=np.asarray(calls, np.int64), points=np.asarray(points, bool))
-    n = len(requests)
-    rows = np.zeros((n + 1, len(COLUMNS)), np.int64)
-    np.add.at(rows, np.asarray(calls, np.int64), pred.counts[:-1])
-    rows[n] = pred.counts[-1]
-    out_ops = np.empty(n + 1, np.uint8)
-    out_ops[:n] = [OPS.index(r.op if isinstance(r, MultiBox) else r[0]) for r in requests]
-    out_ops[n] = 2
-    return Predictions(rows, out_ops, n)
