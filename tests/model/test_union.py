@@ -187,3 +187,43 @@ def test_a_batch_that_begins_inside_a_call_is_refused():
     m.feed("read", [[0], [5]], [[1], [1]], calls=[0, 0])
     with pytest.raises(ValueError, match="begins inside call 0"):
         m.feed("read", [[9]], [[1]], calls=[0])
+
+
+def test_calls_strided_calls_and_boxes_mixed_in_one_plan():
+    """A trace mixes them (``d[::3]``, ``d[[1, 5]]``, ``d[2:9]``, repeated): the compiled kernel's calls (strided rows
+    handed to the box kernel between them) equal the reference's, call by call, on random plans."""
+    rng = np.random.default_rng(1)
+    for trial in range(120):
+        n = int(rng.integers(4, 30))
+        chunks = (int(rng.integers(1, n + 1)),)
+        cache = [NO_CACHE, ROOMY, ChunkCache(16, 7, 0.5)][trial % 3]
+        reqs: list = []
+        for _ in range(int(rng.integers(1, 8))):
+            kind = int(rng.integers(0, 3))
+            a = int(rng.integers(0, n))
+            if kind == 0:               # a strided call: blocks of 1-2 elements, stride up to 3 more
+                b = min(int(rng.integers(1, 3)), n - a)
+                t = b + int(rng.integers(0, 4))
+                k = (n - a - b) // t + 1
+                reqs.append(("read", (a,), ((k - 1) * t + b,), (t,), (b,)))
+            elif kind == 1:
+                pts = [(int(p),) for p in rng.integers(0, n, int(rng.integers(2, 6)))]
+                reqs.append(MultiBox.of("read", pts, None, points=bool(rng.integers(0, 2))))
+            else:
+                reqs.append(("read", (a,), (int(rng.integers(1, n - a + 1)),)))
+        reqs = reqs * 3
+        ref = simulate((n,), chunks, 8, filtered=bool(trial % 2), cache=cache, requests=reqs)
+        rows = []      # (call, start, count, stride, block, points)
+        for i, r in enumerate(reqs):
+            if isinstance(r, MultiBox):
+                rows += [(i, s, c, c, c, r.points) for s, c in zip(r.starts.tolist(), r.counts.tolist())]
+            else:
+                rows.append((i, r[1], r[2], r[3] if len(r) > 3 else r[2], r[4] if len(r) > 3 else r[2], False))
+        calls = np.array([x[0] for x in rows])
+        fast = simulate_arrays((n,), chunks, 8, filtered=bool(trial % 2), cache=cache, ops="read",
+                               starts=[x[1] for x in rows], counts=[x[2] for x in rows], strides=[x[3] for x in rows],
+                               blocks=[x[4] for x in rows], calls=calls, points=[x[5] for x in rows])
+        per_call = np.add.reduceat(fast.counts[:-1], np.flatnonzero(np.diff(calls, prepend=-1) != 0), axis=0)
+        assert [tuple(r) for r in per_call.tolist()] + [tuple(fast.counts[-1].tolist())] == \
+               [(p.chunk_hits, p.chunk_loads, p.evictions, p.raw_reads, p.raw_read_bytes, p.raw_writes,
+                 p.raw_write_bytes) for p in ref], (n, chunks, cache, reqs)
