@@ -170,6 +170,7 @@ def ten_million() -> None:
 COMPILE_PROBE = """
 import time
 t0 = time.perf_counter()
+from ccp.chunkcache import ChunkCache
 from ccp.model import simulate_arrays
 t1 = time.perf_counter()
 simulate_arrays((8, 8), (4, 4), 4, filtered=False, cache=ChunkCache(), ops="read", starts=[(0, 0)], counts=[(8, 8)])

@@ -38,6 +38,7 @@ buffer, default fill value settings (fill defined, fill time IFSET), no
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, fields
@@ -48,6 +49,7 @@ import numpy as np
 from ccp.chunkcache import HDF5_2X, ChunkCache
 from ccp.model.grid import ChunkGrid, Coords
 from ccp.model.strided import check_strided, chunk_pieces, contiguous_pieces, direct_pieces, selection_axes
+from ccp.model.union import MultiBox, call_chunks
 
 #: HDF5 2.0.0 defaults (``H5Pget_chunk_cache`` on a fresh dapl: 8191 slots, 8 MiB, w0 0.75).
 DEFAULT_NBYTES = HDF5_2X.nbytes
@@ -57,7 +59,8 @@ DEFAULT_W0 = HDF5_2X.w0
 DEFAULT_SIEVE_BUF_SIZE = 64 * 1024
 
 Request = Union[tuple[str, Sequence[int], Sequence[int]],      # (op, start, count): a box
-                tuple[str, Sequence[int], Sequence[int], Sequence[int], Sequence[int]]]    # + stride, block
+                tuple[str, Sequence[int], Sequence[int], Sequence[int], Sequence[int]],    # + stride, block
+                MultiBox]                                        # one call on several boxes
 Allocated = Union[None, bool, Callable[[Coords], bool], Collection[Coords]]
 
 
@@ -220,6 +223,34 @@ class DatasetModel:
             self._chunked_request(t, op, axes)
         return t.freeze(op)
 
+    def call(self, call: MultiBox) -> RequestPrediction:
+        """One call on several boxes (:class:`ccp.model.union.MultiBox`: a union of boxes or a point selection), as
+        HDF5 does it: each chunk holding selected elements once, in C order, with all of them (:mod:`ccp.model.union`).
+        A contiguous dataset takes the boxes one after the other (LIMITS.md)."""
+        if self.closed:
+            raise RuntimeError("dataset handle is closed")
+        if call.op not in ("read", "write"):
+            raise ValueError(f"op must be 'read' or 'write', not {call.op!r}")
+        starts = np.asarray(call.starts, np.int64).reshape(len(call.starts), -1)
+        counts = np.asarray(call.counts, np.int64).reshape(starts.shape)
+        if starts.shape[1] != len(self.shape):
+            raise ValueError(f"selection rank mismatch: {starts.shape[1]} for shape {self.shape}")
+        t = _Tally()
+        if self.grid is None:
+            for s, c in zip(starts.tolist(), counts.tolist()):
+                self._contig_request(t, call.op, tuple(s), tuple(c), selection_axes(s, c, None, None))
+            return t.freeze(call.op)
+        grid = self.grid
+        for s, c in zip(starts.tolist(), counts.tolist()):
+            grid.check_slab(tuple(s), tuple(c))
+        if call.op == "read" and not self._index_exists and self._nused == 0:
+            return t.freeze(call.op)
+        self._index_exists = True
+        for coords, nsel, npieces in call_chunks(starts, counts, self.shape, grid.chunks, call.points):
+            self._visit(t, call.op, coords, nsel * self.itemsize, functools.partial(int, npieces),
+                        whole_ok=not call.points)
+        return t.freeze(call.op)
+
     def close(self) -> RequestPrediction:
         """Dataset close: flush (and drop) everything, head of the list first."""
         t = _Tally()
@@ -254,25 +285,32 @@ class DatasetModel:
         self._index_exists = True
         mem = [len(a) for a in axes]
         for coords, inside in chunk_pieces(axes, grid.chunks):
-            naccessed = math.prod(len(a) for a in inside) * self.itemsize
-            ent = self._lookup(coords)
-            allocated = self.is_allocated(coords)
-            if op == "read":
-                if self.filtered or self._keep:
-                    ent = self._lock(t, coords, ent, allocated, relax=False)
-                    self._unlock(t, coords, ent, dirty=False, naccessed=naccessed)
-                elif allocated:
-                    t.raw_reads += direct_pieces(inside, grid.chunks, mem)
-                    t.raw_read_bytes += naccessed
-                # else: never written, not cacheable -> fill value, no I/O
+            self._visit(t, op, coords, math.prod(len(a) for a in inside) * self.itemsize,
+                        functools.partial(direct_pieces, inside, grid.chunks, mem))
+
+    def _visit(self, t: _Tally, op: str, coords: Coords, naccessed: int, pieces: Callable[[], int],
+               whole_ok: bool = True) -> None:
+        """One chunk of a call: ``naccessed`` bytes selected in it; ``pieces()``: the reads or writes if the chunk
+        is accessed directly; ``whole_ok``: a write of the whole chunk through the cache needs no read (a point
+        selection's does: HDF5 reads the chunk all the same, measured)."""
+        ent = self._lookup(coords)
+        allocated = self.is_allocated(coords)
+        if op == "read":
+            if self.filtered or self._keep:
+                ent = self._lock(t, coords, ent, allocated, relax=False)
+                self._unlock(t, coords, ent, dirty=False, naccessed=naccessed)
+            elif allocated:
+                t.raw_reads += pieces()
+                t.raw_read_bytes += naccessed
+            # else: never written, not cacheable -> fill value, no I/O
+        else:
+            if self.filtered or self._keep or not allocated:
+                whole = whole_ok and naccessed == self.chunk_bytes
+                ent = self._lock(t, coords, ent, allocated, relax=whole)
+                self._unlock(t, coords, ent, dirty=True, naccessed=naccessed)
             else:
-                if self.filtered or self._keep or not allocated:
-                    whole = naccessed == self.chunk_bytes
-                    ent = self._lock(t, coords, ent, allocated, relax=whole)
-                    self._unlock(t, coords, ent, dirty=True, naccessed=naccessed)
-                else:
-                    t.raw_writes += direct_pieces(inside, grid.chunks, mem)
-                    t.raw_write_bytes += naccessed
+                t.raw_writes += pieces()
+                t.raw_write_bytes += naccessed
 
     def _lookup(self, coords: Coords) -> Optional[_Entry]:
         if not self.cache.enabled:
@@ -497,12 +535,13 @@ def simulate(shape: Sequence[int], chunks: Optional[Sequence[int]], itemsize: in
     """Predictions for each request of one dataset handle, then one for its close (``op="close"``).
 
     ``requests`` yields ``(op, start, count)`` with op ``"read"`` or ``"write"``, or ``(op, start, count,
-    stride, block)`` for a strided selection (:meth:`DatasetModel.request`); see
+    stride, block)`` for a strided selection (:meth:`DatasetModel.request`), or a
+    :class:`~ccp.model.union.MultiBox`, one call on several boxes (:meth:`DatasetModel.call`); see
     :class:`DatasetModel` for the other arguments.
     """
     model = DatasetModel(shape, chunks, itemsize, filtered=filtered, cache=cache,
                          stored_chunk_bytes=stored_chunk_bytes, allocated=allocated,
                          sieve_buf_size=sieve_buf_size)
-    out = [model.request(*r) for r in requests]
+    out = [model.call(r) if isinstance(r, MultiBox) else model.request(*r) for r in requests]
     out.append(model.close())
     return out

@@ -28,6 +28,7 @@ import numpy as np
 
 from ccp.chunkcache import ChunkCache
 from ccp.model.cache import DEFAULT_SIEVE_BUF_SIZE, Allocated, Request, RequestPrediction, check_strided
+from ccp.model.call_kernel import _grouped_kernel
 from ccp.model.grid import ChunkGrid, Coords
 from ccp.model.kernels import (
     _HIT,
@@ -40,6 +41,7 @@ from ccp.model.kernels import (
     _tiles,
 )
 from ccp.model.repeats import periodic_runs
+from ccp.model.union import _POINTS_MORE, _UNION_MORE, NO_GROUPS, MultiBox, group_codes
 
 #: Columns of :attr:`Predictions.counts`, in RequestPrediction's field order.
 COLUMNS = ("chunk_hits", "chunk_loads", "evictions", "raw_reads", "raw_read_bytes", "raw_writes", "raw_write_bytes")
@@ -236,20 +238,27 @@ class _Handle:
         self.st = np.array([-1, -1, 0, 0, int(index_exists), 0, 0], np.int64)   # _HEAD .. _NPRE
 
     def feed(self, codes: np.ndarray, starts: np.ndarray, counts: np.ndarray, res: np.ndarray, row0: int,
-             close: bool, strides: np.ndarray | None = None, blocks: np.ndarray | None = None) -> None:
+             close: bool, strides: np.ndarray | None = None, blocks: np.ndarray | None = None,
+             grp: np.ndarray | None = None) -> None:
         """Requests into ``res`` from row ``row0``; ``strides``/``blocks``: a strided selection's (see
-        :func:`simulate_arrays`), None: boxes."""
+        :func:`simulate_arrays`), None: boxes; ``grp``: boxes grouped into calls (:func:`group_codes`), None: each
+        request a call. A contiguous dataset takes a call's boxes one after the other."""
         if strides is None or blocks is None:
             strides = blocks = np.zeros((0, starts.shape[1]), np.int64)
+        if grp is None:
+            grp = NO_GROUPS
         if self.grid is None:
             if len(codes) or close:
                 _contig_kernel(codes, starts, counts, strides, blocks, self.shape_arr, self.itemsize, self.cap,
                                self.storage, self.per_request, res, row0, close, self.cst)
             return
-        missing = _chunked_kernel(codes, starts, counts, strides, blocks, self.chunks_arr, self.bits, self.grid_arr,
-                                  self.itemsize,
-                                  self.chunk_bytes, self.filtered, self.keep, self.nslots, self.nbytes, self.w0,
-                                  self.stored, self.alloc, self.per_request, res, row0, close, *self.slots, self.st)
+        args = (self.chunks_arr, self.bits, self.grid_arr, self.itemsize, self.chunk_bytes, self.filtered, self.keep,
+                self.nslots, self.nbytes, self.w0, self.stored, self.alloc, self.per_request, res, row0, close,
+                *self.slots, self.st)
+        if len(grp):
+            missing = _grouped_kernel(codes, starts, counts, strides, blocks, grp, *args)
+        else:
+            missing = _chunked_kernel(codes, starts, counts, strides, blocks, *args)
         if missing:
             raise KeyError("stored_chunk_bytes has no size for a chunk the requests load or flush")
 
@@ -265,20 +274,37 @@ class _Handle:
         return ent, rd, wr, dirty, prv, nxt, self.st, self.alloc
 
     def feed_plan(self, codes: np.ndarray, starts: np.ndarray, counts: np.ndarray, res: np.ndarray,
-                  strides: np.ndarray | None = None, blocks: np.ndarray | None = None) -> None:
+                  strides: np.ndarray | None = None, blocks: np.ndarray | None = None,
+                  grp: np.ndarray | None = None) -> None:
         """:meth:`feed` of requests into ``res`` rows 0.. (no close), a run that repeats itself
         (:func:`ccp.model.repeats.periodic_runs`) walked only until a period leaves the state as it found it:
-        from there each period repeats that one's counts and state exactly, so they are copied."""
+        from there each period repeats that one's counts and state exactly, so they are copied. With ``grp`` (calls
+        of several boxes) a run repeats only if its calls do, and it is cut to begin and end where calls begin."""
         pos = 0
         state_bytes = sum(a.nbytes for a in self._state())
         keys = (starts, counts)
         if strides is not None and blocks is not None:     # a run repeats only if its strides and blocks do
             keys = (np.hstack([starts, strides]), np.hstack([counts, blocks]))
+        grouped = grp is not None and len(grp) > 0
+        if grouped:
+            assert grp is not None
+            keys = (np.hstack([keys[0], grp[:, None].astype(np.int64)]), np.hstack([keys[1], np.zeros((len(grp), 1),
+                                                                                                     np.int64)]))
+            begins = np.flatnonzero((grp != _UNION_MORE) & (grp != _POINTS_MORE))
 
         def part(a, b):
-            return (strides[a:b], blocks[a:b]) if strides is not None and blocks is not None else (None, None)
+            sb = (strides[a:b], blocks[a:b]) if strides is not None and blocks is not None else (None, None)
+            return (*sb, grp[a:b] if grouped and grp is not None else None)
 
         for s, e, p in periodic_runs(codes, *keys):
+            if grouped:         # whole calls only: from the first call that begins in the run to the last
+                at = int(np.searchsorted(begins, s))
+                if at == len(begins):
+                    continue
+                s = int(begins[at])
+                e = e if e == len(codes) else int(begins[np.searchsorted(begins, e, side="right") - 1])
+                if e - s < 2 * p:
+                    continue
             if self._visits(starts[s:s + p], counts[s:s + p]) * ((e - s) // p - 2) * VISIT_BYTES \
                     < MAX_TRIES * state_bytes:
                 continue            # copying and comparing states would cost more than the visits it may skip
@@ -352,7 +378,8 @@ def simulate_arrays(shape: Sequence[int], chunks: Sequence[int] | None, itemsize
                     cache: ChunkCache, ops: str | Sequence[str] | np.ndarray, starts, counts,
                     stored_chunk_bytes: None | Callable[[Coords], int] | np.ndarray = None,
                     allocated: Allocated = None, sieve_buf_size: int = DEFAULT_SIEVE_BUF_SIZE,
-                    per_request: bool = True, skip_repeats: bool = True, strides=None, blocks=None) -> Predictions:
+                    per_request: bool = True, skip_repeats: bool = True, strides=None, blocks=None, calls=None,
+                    points=None) -> Predictions:
     """:func:`ccp.model.simulate` for a plan given as arrays: ``starts``/``counts`` ``(n, rank)``.
 
     ``strides``/``blocks`` ``(n, rank)`` make requests strided selections (regular hyperslabs, as
@@ -360,6 +387,12 @@ def simulate_arrays(shape: Sequence[int], chunks: Sequence[int] | None, itemsize
     ``blocks[i, d]`` elements ``strides[i, d]`` apart inside its box ``starts[i, d] + [0, counts[i, d])``, which
     ends with a whole block (``blocks >= counts``: the whole box). One HDF5 call: each chunk holding selected
     elements is visited once, with them.
+
+    ``calls`` ``(n,)`` groups boxes into calls (consecutive requests with the same number: one call on the union
+    of their boxes, or with ``points[i]`` the points of a point selection, as :mod:`ccp.model.union` describes):
+    each chunk of the call visited once; the call's counts are in its first request's row, its other rows zero.
+    A call's requests are taken as boxes (their strides and blocks, if any, are not read); on a contiguous dataset
+    they are taken one by one.
 
     ``ops`` is one op for all requests or one per request. ``stored_chunk_bytes`` may also be an
     array of stored bytes per chunk in C order over the grid (see :func:`chunk_size_table`).
@@ -371,15 +404,24 @@ def simulate_arrays(shape: Sequence[int], chunks: Sequence[int] | None, itemsize
     shape = tuple(int(s) for s in shape)
     codes, starts, counts, strides, blocks = _plan_arrays(shape, ops, starts, counts, strides, blocks)
     n = len(starts)
+    grp = _groups(calls, points, n)
     h = _Handle(shape, chunks, itemsize, filtered, cache, stored_chunk_bytes, allocated, sieve_buf_size)
     h.per_request = bool(per_request)
     res, out_ops = _result(n, codes, per_request)
     if skip_repeats:
-        h.feed_plan(codes, starts, counts, res, strides, blocks)
+        h.feed_plan(codes, starts, counts, res, strides, blocks, grp)
         h.feed(codes[:0], starts[:0], counts[:0], res, n, True)
     else:
-        h.feed(codes, starts, counts, res, 0, True, strides, blocks)
+        h.feed(codes, starts, counts, res, 0, True, strides, blocks, grp)
     return Predictions(res, out_ops, n)
+
+
+def _groups(calls, points, n: int) -> np.ndarray | None:
+    """:func:`group_codes` of a plan's ``calls``/``points`` (None: none given, or every call one box)."""
+    if calls is None:
+        return None
+    grp = group_codes(calls, points, n)
+    return grp if len(grp) else None
 
 
 class ArrayModel:
@@ -403,18 +445,28 @@ class ArrayModel:
         self._handle.per_request = self.per_request = bool(per_request)
         self.n_requests = 0
         self.closed = False
+        self._last_call: int | None = None
 
-    def feed(self, ops: str | Sequence[str] | np.ndarray, starts, counts, strides=None, blocks=None) -> np.ndarray:
+    def feed(self, ops: str | Sequence[str] | np.ndarray, starts, counts, strides=None, blocks=None, calls=None,
+             points=None) -> np.ndarray:
         """The next requests: their counts, one row per request (:data:`COLUMNS`), or one row of their sum
-        when ``per_request`` is False. ``strides``/``blocks``: strided selections, as :func:`simulate_arrays`."""
+        when ``per_request`` is False. ``strides``/``blocks``: strided selections, ``calls``/``points``: calls of
+        several boxes, as :func:`simulate_arrays` (a batch begins with a call: a ValueError if its first request
+        continues the last batch's last call)."""
         if self.closed:
             raise RuntimeError("dataset handle is closed")
         codes, starts, counts, strides, blocks = _plan_arrays(self.shape, ops, starts, counts, strides, blocks)
+        grp = _groups(calls, points, len(starts))
+        if calls is not None and len(starts):
+            first, last = int(np.asarray(calls).reshape(-1)[0]), int(np.asarray(calls).reshape(-1)[-1])
+            if first == self._last_call:
+                raise ValueError(f"this batch begins inside call {first}, which the last batch began: feed whole calls")
+            self._last_call = last
         res = np.zeros((len(starts) if self.per_request else 1, len(COLUMNS)), np.int64)
         if self.skip_repeats:
-            self._handle.feed_plan(codes, starts, counts, res, strides, blocks)
+            self._handle.feed_plan(codes, starts, counts, res, strides, blocks, grp)
         else:
-            self._handle.feed(codes, starts, counts, res, 0, False, strides, blocks)
+            self._handle.feed(codes, starts, counts, res, 0, False, strides, blocks, grp)
         self.n_requests += len(starts)
         return res
 
@@ -476,7 +528,12 @@ def simulate_fast(shape: Sequence[int], chunks: Sequence[int] | None, itemsize: 
                   stored_chunk_bytes: None | Callable[[Coords], int] | np.ndarray = None,
                   allocated: Allocated = None, sieve_buf_size: int = DEFAULT_SIEVE_BUF_SIZE) -> Predictions:
     """Drop-in for :func:`ccp.model.simulate` (same arguments, a sequence of the same predictions)."""
-    reqs = list(requests)
+    listed = list(requests)
+    if any(isinstance(r, MultiBox) for r in listed):
+        return _simulate_calls(shape, chunks, itemsize, filtered=filtered, cache=cache, requests=listed,
+                               stored_chunk_bytes=stored_chunk_bytes, allocated=allocated,
+                               sieve_buf_size=sieve_buf_size)
+    reqs = [r for r in listed if not isinstance(r, MultiBox)]
     rank = len(shape)
     for r in reqs:
         if any(len(v) != rank for v in r[1:]):
@@ -491,3 +548,46 @@ def simulate_fast(shape: Sequence[int], chunks: Sequence[int] | None, itemsize: 
     return simulate_arrays(shape, chunks, itemsize, filtered=filtered, cache=cache, ops=[r[0] for r in reqs],
                            starts=starts, counts=counts, stored_chunk_bytes=stored_chunk_bytes,
                            allocated=allocated, sieve_buf_size=sieve_buf_size, strides=strides, blocks=blocks)
+
+
+def _simulate_calls(shape, chunks, itemsize, *, filtered, cache, requests, stored_chunk_bytes, allocated,
+                   sieve_buf_size):
+    """:func:`ccp.model.fast.simulate_fast` of requests some of which are :class:`~ccp.model.union.MultiBox` calls (boxes only):
+    the boxes fed with their call numbers, then one row a call (the sum of its boxes' rows)."""
+    from ccp.model.fast import COLUMNS, OPS, Predictions, simulate_arrays  # numba only where it is used
+
+    rank = len(shape)
+    starts: list[np.ndarray] = []
+    counts: list[np.ndarray] = []
+    ops: list[str] = []
+    calls: list[int] = []
+    points: list[bool] = []
+    for k, r in enumerate(requests):
+        if isinstance(r, MultiBox):
+            s = np.asarray(r.starts, np.int64).reshape(-1, rank)
+            starts.append(s)
+            counts.append(np.asarray(r.counts, np.int64).reshape(s.shape))
+            ops += [r.op] * len(s)
+            calls += [k] * len(s)
+            points += [r.points] * len(s)
+        else:
+            if len(r) > 3:
+                raise ValueError("strided requests and calls of several boxes do not mix in one simulate_fast")
+            starts.append(np.asarray(r[1], np.int64).reshape(1, rank))
+            counts.append(np.asarray(r[2], np.int64).reshape(1, rank))
+            ops.append(r[0])
+            calls.append(k)
+            points.append(False)
+    st = np.concatenate(starts) if starts else np.zeros((0, rank), np.int64)
+    ct = np.concatenate(counts) if counts else np.zeros((0, rank), np.int64)
+    pred = simulate_arrays(shape, chunks, itemsize, filtered=filtered, cache=cache, ops=ops, starts=st, counts=ct,
+                           stored_chunk_bytes=stored_chunk_bytes, allocated=allocated, sieve_buf_size=sieve_buf_size,
+                           calls=np.asarray(calls, np.int64), points=np.asarray(points, bool))
+    n = len(requests)
+    rows = np.zeros((n + 1, len(COLUMNS)), np.int64)
+    np.add.at(rows, np.asarray(calls, np.int64), pred.counts[:-1])
+    rows[n] = pred.counts[-1]
+    out_ops = np.empty(n + 1, np.uint8)
+    out_ops[:n] = [OPS.index(r.op if isinstance(r, MultiBox) else r[0]) for r in requests]
+    out_ops[n] = 2
+    return Predictions(rows, out_ops, n)

@@ -94,6 +94,8 @@ def _request_chunks(shape: tuple, chunks: tuple, access, max_requests: int):
 
     grid = ChunkGrid(shape, chunks)
     plan = plan_for(access, shape, strided=False)     # a strided call's runs: the chunks it touches
+    if plan.calls is not None and len(plan.calls) and (np.diff(plan.calls) == 0).any():
+        return _call_chunks(grid, plan, max_requests)
     starts = np.asarray(plan.starts[:max_requests], dtype=np.int64).reshape(-1, len(shape))
     counts = np.asarray(plan.counts[:max_requests], dtype=np.int64).reshape(-1, len(shape))
     ch = np.asarray(chunks, dtype=np.int64)
@@ -113,6 +115,37 @@ def _request_chunks(shape: tuple, chunks: tuple, access, max_requests: int):
 
 # a request touching more chunks than this cannot have them all in one cache's slots worth checking
 _MAX_KEYED_CHUNKS = 4096
+
+
+def _call_chunks(grid, plan, max_calls: int):
+    """:func:`_request_chunks` of a plan whose calls hold several boxes (a traced list index, points): one row a
+    call, its chunks the union of its boxes' (HDF5 needs them together, each once per call)."""
+    ch = np.asarray(grid.chunks, dtype=np.int64)
+    calls = np.asarray(plan.calls, np.int64)
+    begins = np.flatnonzero(np.diff(calls, prepend=calls[0] - 1) != 0)[:max_calls + 1]
+    bounds = list(zip(begins[:max_calls].tolist(), [*begins[1:].tolist(), len(calls)][:max_calls]))
+    end = bounds[-1][1] if bounds else 0
+    starts = np.asarray(plan.starts[:end], np.int64).reshape(-1, grid.rank)
+    counts = np.asarray(plan.counts[:end], np.int64).reshape(-1, grid.rank)
+    partial = bool(np.any(starts % ch) or np.any(counts % ch))
+    first = starts // ch
+    last = (starts + np.maximum(counts, 1) - 1) // ch
+    per_box = np.prod(last - first + 1, axis=1) if len(starts) else np.zeros(0, np.int64)
+    ntouched = np.zeros(len(bounds), np.int64)
+    found: list[list[int]] = []
+    for i, (a, b) in enumerate(bounds):
+        if int(per_box[a:b].sum()) > _MAX_KEYED_CHUNKS:      # too many to list: the boxes' count bounds it
+            ntouched[i] = int(per_box[a:b].sum())
+            found.append([])
+            continue
+        coords = {c for k in range(a, b)
+                  for c in itertools.product(*(range(x, y + 1) for x, y in zip(first[k].tolist(), last[k].tolist())))}
+        ntouched[i] = len(coords)
+        found.append([grid.hash_key(c) for c in sorted(coords)] if len(coords) > 1 else [])
+    keys = np.full((len(bounds), max(int(ntouched.max()) if len(ntouched) else 0, 1)), -1, dtype=np.int64)
+    for i, row in enumerate(found):
+        keys[i, :len(row)] = row
+    return partial, ntouched, keys
 
 
 @functools.lru_cache(maxsize=256)

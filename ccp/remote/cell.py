@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from ccp.model.union import MultiBox
 from ccp.remote.network import RequestLog, TracedFile
 from ccp.remote.predict import open_dataset_for_reading
 
@@ -60,7 +61,8 @@ def slices(start, count) -> tuple:
 def read_cell(open_file, dataset: str, requests, network_label: str = "none",
               log: RequestLog | None = None, fileobj: TracedFile | None = None) -> CellCounts:
     """Open with ``open_file()`` (an ``h5py.File``), bring the dataset's index in, then read each
-    ``(start, count)`` request. ``log``/``fileobj`` (remote cells) give GETs and bytes per request."""
+    ``(start, count)`` request (or :class:`~ccp.model.union.MultiBox`, one call on several boxes).
+    ``log``/``fileobj`` (remote cells) give GETs and bytes per request."""
     empty = (0, 0, 0.0)
 
     def snap():
@@ -74,13 +76,32 @@ def read_cell(open_file, dataset: str, requests, network_label: str = "none",
         s1 = snap()
         opened = _diff(s0, s1)
         out = []
-        for start, count in requests:
+        for req in requests:
             a = snap()
-            ds[slices(start, count)]
+            if isinstance(req, MultiBox):
+                _read_call(ds, req)
+            else:
+                ds[slices(*req)]
             out.append(_diff(a, snap()))
     finally:
         f.close()
     return CellCounts(opened, tuple(out), network_label)
+
+
+def _read_call(ds, call: MultiBox) -> None:
+    """One ``H5Dread`` of a call on several boxes, as a program's ``d[[1, 5, 7]]`` (the union of the boxes) or
+    ``d[mask]`` (the points) makes it, into a dense buffer of its elements."""
+    import numpy as np
+    from h5py import h5s
+
+    fspace = ds.id.get_space()
+    if call.points:
+        fspace.select_elements(np.asarray(call.starts, np.uint64).reshape(len(call.starts), -1))
+    else:
+        for k, (s, c) in enumerate(zip(call.starts.tolist(), call.counts.tolist())):
+            fspace.select_hyperslab(tuple(s), tuple(c), op=h5s.SELECT_SET if k == 0 else h5s.SELECT_OR)
+    n = fspace.get_select_npoints()
+    ds.id.read(h5s.create_simple((n,)), fspace, np.empty(n, ds.dtype))
 
 
 def _diff(a, b) -> RequestCount:

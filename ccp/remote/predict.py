@@ -24,6 +24,7 @@ import numpy as np
 
 from ccp.chunkcache import ChunkCache
 from ccp.model.cache import DatasetModel
+from ccp.model.union import MultiBox, selected_elements
 from ccp.remote.fsspec_model import FsspecCacheModel, ReadCost
 
 
@@ -75,7 +76,10 @@ def dataset_layout(h5file, dataset: str) -> DatasetLayout:
 
 
 def raw_reads(layout: DatasetLayout, requests, cache: ChunkCache) -> list[list[tuple[int, int]]]:
-    """For each ``(start, count)`` request, the ``(offset, size)`` reads HDF5 makes for raw data, in order."""
+    """For each ``(start, count)`` request, the ``(offset, size)`` reads HDF5 makes for raw data, in order. A
+    request may be a :class:`~ccp.model.union.MultiBox`, one call on several boxes (a list index, points): each
+    chunk it needs loaded once (:meth:`DatasetModel.call`), a contiguous dataset read one run of the call's elements
+    at a time."""
     if layout.chunks is None:
         return _contiguous_reads(layout, requests)
     model_loads: list = []
@@ -91,11 +95,28 @@ def raw_reads(layout: DatasetLayout, requests, cache: ChunkCache) -> list[list[t
     if not layout.filtered and not cache.holds(model.chunk_bytes):
         raise NotModelled("unfiltered chunks larger than the chunk cache are read piecewise")
     out = []
-    for start, count in requests:
+    for req in requests:
         model_loads.clear()
-        model.request("read", tuple(start), tuple(count))
+        if isinstance(req, MultiBox):
+            model.call(req)
+        else:
+            model.request("read", tuple(req[0]), tuple(req[1]))
         out.append([layout.chunk_locations[c] for c in model_loads])
     return out
+
+
+def _call_runs(layout: DatasetLayout, call: MultiBox) -> list[tuple[int, int]]:
+    """A call's ``(offset in the dataset, bytes)`` runs on a contiguous dataset: its elements in HDF5's order
+    (:func:`ccp.model.union.selected_elements`), one run while the next element is the next in the file."""
+    coords = selected_elements(call.starts, call.counts, layout.shape, call.points)
+    if not len(coords):
+        return []
+    lin = np.ravel_multi_index(tuple(coords.T), tuple(int(v) for v in layout.shape)) if len(layout.shape) \
+        else np.zeros(1, np.int64)
+    cut = np.flatnonzero(np.diff(lin) != 1) + 1
+    firsts = np.concatenate([[0], cut])
+    ends = np.append(cut, len(lin))
+    return [(int(lin[a]) * layout.itemsize, int(b - a) * layout.itemsize) for a, b in zip(firsts, ends)]
 
 
 def _contiguous_reads(layout: DatasetLayout, requests, sieve_buf_size: int = 0) -> list[list[tuple[int, int]]]:
@@ -108,10 +129,14 @@ def _contiguous_reads(layout: DatasetLayout, requests, sieve_buf_size: int = 0) 
     cap = min(sieve_buf_size, storage)
     sieve: tuple[int, int] | None = None                  # (start, size) within the dataset
     out = []
-    for start, count in requests:
+    for req in requests:
         reads = []
-        offsets, length = helper._contig_pieces(tuple(start), tuple(count))
-        for off in (int(o) for o in offsets):
+        if isinstance(req, MultiBox):
+            pieces = _call_runs(layout, req)
+        else:
+            offsets, length = helper._contig_pieces(tuple(req[0]), tuple(req[1]))
+            pieces = [(int(o), length) for o in offsets]
+        for off, length in pieces:
             if sieve is not None and sieve[0] <= off and off + length <= sieve[0] + sieve[1]:
                 continue
             if length > cap or cap == 0:

@@ -69,9 +69,9 @@ def run_model(seq: ReplaySequence, chunks=None, caches=None, merge_sessions: boo
         model = ArrayModel(seq.shape, chunks, seq.itemsize, filtered=seq.filtered and chunks is not None, cache=params,
                            allocated=True if k else allocated, per_request=per_call)
         reads_only = not codes[sl].any()
-        for a in range(sl.start, sl.stop, MODEL_BATCH):       # a batch at a time: no row per request of the whole
-            b = min(sl.stop, a + MODEL_BATCH)
-            c = model.feed(codes[a:b], seq.plan.starts[a:b], seq.plan.counts[a:b], *seq.plan.hyperslab(a, b))
+        for a, b in _batches(seq, sl):       # a batch at a time: no row per request of the whole
+            c = model.feed(codes[a:b], seq.plan.starts[a:b], seq.plan.counts[a:b], *seq.plan.hyperslab(a, b),
+                           **seq.plan.grouping(a, b))
             tot += c.sum(axis=0)
             if per_call:        # counted over the batch's range of calls (call_of rises with the requests)
                 who = seq.call_of[a:b]
@@ -90,6 +90,20 @@ def run_model(seq: ReplaySequence, chunks=None, caches=None, merge_sessions: boo
             "read_chunk_loads": read_loads, "chunk_hits": int(tot[_HIT]), "chunk_bytes": chunk_bytes,
             "loaded_bytes": total_loads * chunk_bytes, "raw_writes": int(tot[_NW]), "raw_write_bytes": int(tot[_NWB]),
             "close_flushes": close_flushes, "close_flush_bytes": close_bytes, "sessions": len(sessions)}
+
+
+def _batches(seq: ReplaySequence, sl: slice) -> list[tuple[int, int]]:
+    """Requests ``sl`` in batches of about MODEL_BATCH, each ending where a call ends (a call of several boxes, a
+    list index or points, is fed to the model whole: one call, each chunk once)."""
+    calls = seq.plan.calls
+    out, a = [], sl.start
+    while a < sl.stop:
+        b = min(sl.stop, a + MODEL_BATCH)
+        if calls is not None and b < sl.stop and calls[b] == calls[b - 1]:
+            b = min(sl.stop, int(np.searchsorted(calls, calls[b - 1], side="right")))    # call_of rises
+        out.append((a, b))
+        a = b
+    return out
 
 
 def run_blocks(seq: ReplaySequence, allocated: bool = True) -> tuple[int, dict]:

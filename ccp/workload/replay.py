@@ -20,15 +20,19 @@ How selections become requests (``ccp.workload.requestplan.RequestPlan``):
   (``tests/model/test_strided.py`` against HDF5 under the log VFD, on layouts other than the traced one too;
   ``tests/workload/test_replay_strided.py``: the two gaps a box per chunk had, ``a[::3]`` of 100 elements read
   directly from 10-element chunks, 34 reads not 10, and 2-element chunks, 34 loads not 20).
-* ``blocks`` (irregular hyperslabs, e.g. fancy indexing): one box per listed block.
-* ``points``: one 1-element box per point.
+* ``blocks`` (irregular hyperslabs, e.g. a list index ``d[[0, 5, 9]]``): one box per listed block, the boxes one
+  call (below).
+* ``points`` (a point selection, e.g. h5py's boolean mask): one 1-element box per point, in order, one call.
 * more than ``max_boxes`` blocks or points in one call, blocks/points not listed in the trace, or a damaged
   regular hyperslab: the selection's bounding box (``approximate`` counts these calls).
 
 A call split into several boxes (blocks, points) is still one call: ``call_of[i]`` is the index of the
-low-level call request ``i`` belongs to. HDF5 visits each chunk once per call; a model fed those boxes one by
-one visits a chunk once per box, which only differs when a chunk cannot be kept in the cache (then the model
-counts more loads than HDF5 did). A regular hyperslab has no such gap: it is one request.
+low-level call request ``i`` belongs to, and the plan carries it (``RequestPlan.calls``, with ``points`` for a point
+selection's boxes), so the model takes the boxes as the one call HDF5 made (:mod:`ccp.model.union`): each chunk
+once per call, in C order, with all the call's elements in it, a chunk read directly one read per run contiguous on
+disk and in memory. Fed box by box it visited a chunk once per box, which over-counted loads wherever a chunk was
+not kept in the cache between boxes (``tests/trace/test_diagnose_list_index.py``: 140 loads predicted where the
+replay measured 60). A regular hyperslab is one request.
 """
 
 from __future__ import annotations

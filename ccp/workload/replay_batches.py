@@ -57,6 +57,7 @@ class SequenceBuilder:
         self.counts: list[np.ndarray] = []
         self.codes: list[np.ndarray] = []
         self.call_of: list[np.ndarray] = []
+        self.points: list[np.ndarray] = []      # per box: a point of a point selection (one call, in order)
         self.strides: list[np.ndarray | None] = []    # per batch: a regular hyperslab's strides and blocks (None:
         self.blocks: list[np.ndarray | None] = []     # the batch has none; finish() fills in the boxes' counts)
         self.nreq = self.ncalls = self.approximate = 0
@@ -146,6 +147,7 @@ class SequenceBuilder:
         has = nbox > 0
         self.call_of.append(np.repeat(self.ncalls + np.cumsum(has) - 1, nbox).astype(np.int64))
         self.codes.append(np.repeat(_is(rows["op"].iloc[low_rows], ["write"]).astype(np.uint8), nbox))
+        self.points.append(np.repeat(_is(sel, ["points"]), nbox))
         if len(starts):
             self.reach = np.maximum(self.reach, (starts + counts).max(axis=0))
         self.starts.append(starts)
@@ -215,7 +217,8 @@ class SequenceBuilder:
         self.counts = []
         codes = np.concatenate(self.codes) if self.codes else np.zeros(0, np.uint8)
         call_of = np.concatenate(self.call_of) if self.call_of else np.zeros(0, np.int64)
-        self.codes, self.call_of = [], []
+        points = np.concatenate(self.points) if self.points else np.zeros(0, bool)
+        self.codes, self.call_of, self.points = [], [], []
         fallback = self.first_cache or library_cache()
         chunks = tuple(int(c) for c in self.layout["chunks"]) if self.layout.get("chunks") else None
         shape = tuple(int(s) for s in self.layout["shape"])
@@ -227,7 +230,8 @@ class SequenceBuilder:
         return ReplaySequence(
             file=self.file, dataset=self.dataset, pids=tuple(self.pids), shape=shape, dtype=self.layout["dtype"],
             itemsize=int(self.layout["itemsize"]), chunks=chunks, filtered=bool(self.layout.get("filters")),
-            ops=OPS[codes], plan=RequestPlan(starts, counts, strides=strides, blocks=blocks),
+            ops=OPS[codes], plan=RequestPlan(starts, counts, strides=strides, blocks=blocks, calls=call_of,
+                                             points=points if points.any() else None),
             call_of=call_of, session_starts=np.asarray(self.session_starts, np.int64),
             session_caches=tuple(c or fallback for c in self.caches), session_pids=tuple(self.session_pids),
             ncalls=self.ncalls, approximate=self.approximate)

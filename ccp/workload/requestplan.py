@@ -20,13 +20,20 @@ class RequestPlan:
     ``strides``/``blocks`` (None: every request is its box) make request i a strided selection, one HDF5 call
     on a regular hyperslab: along dimension d, blocks of ``blocks[i, d]`` elements ``strides[i, d]`` apart in its
     box, which ends with a whole block (``blocks[i, d] >= counts[i, d]``: the whole box along d). The model
-    (``ccp.model.fast.simulate_arrays``) takes them as they are."""
+    (``ccp.model.fast.simulate_arrays``) takes them as they are.
+
+    ``calls`` (None: each request a call of its own) groups boxes into the calls that made them: consecutive requests
+    with the same number are one HDF5 call on the union of their boxes (a list index, irregular hyperslabs), or with
+    ``points`` the points of one point selection, in order; the model takes them so (:mod:`ccp.model.union`:
+    each chunk once per call), :meth:`grouping` gives them for a range of requests."""
 
     starts: np.ndarray   # (n, rank) int64
     counts: np.ndarray   # (n, rank) int64
     reopen_before: np.ndarray | None = None   # replays: requests before which the program lost its cache
     strides: np.ndarray | None = None         # (n, rank) int64, with blocks
     blocks: np.ndarray | None = None
+    calls: np.ndarray | None = None           # (n,) int64: the call each request belongs to
+    points: np.ndarray | None = None          # (n,) bool: the request is a point of a point selection
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -37,12 +44,20 @@ class RequestPlan:
             return None, None
         return self.strides[a:b], self.blocks[a:b]
 
+    def grouping(self, a: int, b: int) -> dict:
+        """``calls``/``points`` of requests ``[a, b)`` as :meth:`ccp.model.fast.ArrayModel.feed` takes them ({}: every
+        request a call of its own)."""
+        if self.calls is None:
+            return {}
+        return {"calls": self.calls[a:b], "points": None if self.points is None else self.points[a:b]}
+
     def as_boxes(self, chunks=None, max_boxes: int = 65536) -> RequestPlan:
         """The plan with each strided request as boxes (C order) that select the same elements by several calls
         instead of one, for what takes boxes only (the S3 GET model, explain's chunk checks): a box per block, or
         with ``chunks`` the blocks in each chunk as one run of as many elements (:func:`_axis_runs`: few boxes, the
         chunks and their element counts kept, the elements themselves only for that layout). A request of more
-        than ``max_boxes`` boxes stays its bounding box."""
+        than ``max_boxes`` boxes stays its bounding box. ``calls`` says which request each box comes from (the call
+        it belongs to, when the plan had calls): its chunks are needed together."""
         if self.strides is None or self.blocks is None:
             return self
         starts: list[np.ndarray] = []
@@ -79,7 +94,11 @@ class RequestPlan:
         reopen = None
         if self.reopen_before is not None:      # request r's first box; r == n (past the end) stays past the end
             reopen = np.append(np.asarray(first, np.int64), len(new_starts))[np.asarray(self.reopen_before, np.int64)]
-        return RequestPlan(new_starts, np.concatenate(counts).astype(np.int64), reopen)
+        # a request's boxes are its call's (a strided call's runs too): what needs its chunks together sees them so
+        nbox = np.diff(np.append(np.asarray(first, np.int64), len(new_starts)))
+        calls = np.repeat(np.arange(len(self.starts)) if self.calls is None else self.calls, nbox)
+        points = None if self.points is None else np.repeat(self.points, nbox)
+        return RequestPlan(new_starts, np.concatenate(counts).astype(np.int64), reopen, calls=calls, points=points)
 
 
 MAX_COORDS = 1 << 22      # selected coordinates listed along one dimension; beyond, the bounding box

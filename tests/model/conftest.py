@@ -23,6 +23,7 @@ import pytest
 from h5py import h5d, h5f, h5fd, h5p, h5s
 
 from ccp.chunkcache import ChunkCache
+from ccp.model.union import MultiBox
 
 _LINE = re.compile(rb"^\s*(\d+)-\s*(\d+)\s+\(\s*(\d+) bytes\)\s+\(H5FD_MEM_(\w+)\)\s+(Read|Written)\s+"
                    rb"\([\d.]+s @ ([\d.]+)\)", re.MULTILINE)
@@ -70,9 +71,17 @@ def stored_chunk_sizes(path: Path) -> dict[tuple[int, ...], int]:
 
 def _spaces(ds, request) -> tuple:
     """The file and memory dataspaces of ``(op, start, count)`` or ``(op, start, count, stride, block)`` (one
-    ``H5Sselect_hyperslab`` of ``(count - block) // stride + 1`` blocks; memory: the selected elements, dense)."""
-    start, count = tuple(request[1]), tuple(request[2])
+    ``H5Sselect_hyperslab`` of ``(count - block) // stride + 1`` blocks; memory: the selected elements, dense), or
+    of a :class:`~ccp.model.union.MultiBox` (memory: its elements, one dimension)."""
     fspace = ds.get_space()
+    if isinstance(request, MultiBox):       # one call: the union of the boxes (OR), or the points as listed
+        if request.points:
+            fspace.select_elements(np.asarray(request.starts, np.uint64).reshape(len(request.starts), -1))
+        else:
+            for k, (s, c) in enumerate(zip(request.starts.tolist(), request.counts.tolist())):
+                fspace.select_hyperslab(tuple(s), tuple(c), op=h5s.SELECT_SET if k == 0 else h5s.SELECT_OR)
+        return fspace, (int(fspace.get_select_npoints()),)
+    start, count = tuple(request[1]), tuple(request[2])
     if len(request) == 3:
         fspace.select_hyperslab(start, count)
         return fspace, count
@@ -90,7 +99,7 @@ def trace(path: Path, requests: Sequence[tuple], cache: ChunkCache,
     is ``(op, start, count)`` or ``(op, start, count, stride, block)`` (:meth:`ccp.model.DatasetModel.request`)."""
     log = Path(str(path) + ".log")
     log.unlink(missing_ok=True)
-    writing = any(r[0] == "write" for r in requests)
+    writing = any((r.op if isinstance(r, MultiBox) else r[0]) == "write" for r in requests)
     fapl = h5p.create(h5p.FILE_ACCESS)
     fapl.set_fapl_log(str(log).encode(), h5fd.LOG_LOC_IO | h5fd.LOG_TIME_IO, 0)
     if sieve_buf_size is not None:
@@ -102,7 +111,7 @@ def trace(path: Path, requests: Sequence[tuple], cache: ChunkCache,
     windows: list[tuple[int, int]] = []
     try:
         for request in requests:
-            op = request[0]
+            op = request.op if isinstance(request, MultiBox) else request[0]
             fspace, mshape = _spaces(ds, request)
             mspace = h5s.create_simple(mshape)
             if op == "read":
