@@ -99,12 +99,19 @@ def patch_h5py(rec) -> None:
         args = index_once(args)
         r = rec.begin("fast_reader", "read")
         t0 = perf()
+        read = False
         try:
-            return fast_orig(self, args)
+            out = fast_orig(self, args)
+            read = True
+            return out
         finally:
             t1 = perf()
             try:
-                if dset is not None:
+                if not read:
+                    # refused (a mask, a list: h5py reads the key again by its Python path, recorded there) or
+                    # failed: no read to record (a refused d[mask] was replayed twice by --verify)
+                    r["drop_if_no_io"], r["nlow"] = True, 0
+                elif dset is not None:
                     file, name, itemsize, shape = rec.handle_info(dset.id)
                     sel = describe_key(args, shape)
                     r.update(sel, file=file, dataset=name, bytes=sel["nelems"] * itemsize)
