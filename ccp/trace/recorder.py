@@ -52,16 +52,16 @@ import time
 import weakref
 from typing import Any
 
-from ccp.trace.fastpath import FAST_CAPACITY, WIDTH, FastColumns
+from ccp.trace.fastpath import BATCH_AGE_NS, FAST_CAPACITY, WIDTH, FastColumns
 from ccp.trace.h5py_patch import _set_type_attr, patch_h5py  # noqa: F401 (_set_type_attr: benchmarks)
 from ccp.trace.hdf5_types import vlen_info
 from ccp.trace.hooks import ImportHook, patch_exit, patch_library
+from ccp.trace.journal import Journal
 from ccp.trace.netcdf import patch_netcdf4
 from ccp.trace.partfile import raised_by_program, write_at
 from ccp.trace.selections import MAX_LISTED, _file_name, _layout, describe_key, describe_space  # noqa: F401
 from ccp.trace.sigterm import die_of, flush_on_sigterm, keep_calls_on_sigterm
 
-FLUSH_EVERY = 16384         # records buffered before a write to the part file
 ENV_DIR = "CCP_TRACE_DIR"
 ENV_SOCK = "CCP_TRACE_SOCK"     # ccp trace's status socket (Linux abstract namespace): start/end/error lines
 
@@ -117,6 +117,7 @@ class Recorder:
         self.buf: list = []                  # never replaced: emptied in place, at a fork too (see install)
         # the fast path's calls (ccp.trace.fastpath): held by it, never replaced; a small capacity in tests only
         self.columns = FastColumns(int(os.environ.get("CCP_TRACE_TEST_CAPACITY") or FAST_CAPACITY))
+        self.journal = Journal()             # the fast path's calls in file-backed memory (ccp.trace.journal)
         self.seq = itertools.count(2, 2)     # even: a fast-path call's fast_reader row takes seq + 1
         self.handles: dict[int, tuple] = {}        # token -> (key, dsid weakref)
         self.handle_of: dict[int, int] = {}        # id(dsid) -> token
@@ -152,13 +153,14 @@ class Recorder:
         lock, local = threading.RLock(), _Local()
         layouts: set[tuple] = set()
         inherited = self.pid != 0 and self.part != ""   # "": emptied at the fork (see install); 0: a new recorder
-        if not inherited:
-            for r in self.buf:          # the child's own calls, made before this ran: its pid, not the parent's
+        if not inherited:   # the child's own calls, made before this ran (buffered, or open around the write that
+            for r in (*self.buf, *self.local.stack):        # brought it here): its pid, not the parent's
                 if type(r) is dict and r.get("pid") == self.pid:
                     r["pid"] = pid
         handles = [_handle_record(token, info) for token, (info, _ref, _ident) in list(self.handles.items())]
         capacity = self.columns.capacity
         columns = self.columns
+        self.journal.switch(part)   # the child's own journal (the parent's mapping was let go at the fork)
         # no call from here on
         if inherited:
             del self.buf[:], columns.index[:], columns.slice[:], columns.tuple[:]
@@ -273,7 +275,7 @@ class Recorder:
             self.lost += 1
             return
         self.buf.append(rec)
-        if len(self.buf) >= FLUSH_EVERY:
+        if len(self.buf) >= self.columns.batch or time.perf_counter_ns() > self.columns.due:
             self.flush()
 
     def flush(self) -> None:
@@ -286,8 +288,13 @@ class Recorder:
                 return
             if not self.buf and not len(self.columns):
                 return
+            self.columns.due = time.perf_counter_ns() + BATCH_AGE_NS
             self.flushing = True
             try:
+                if self.buf:    # the records first: a handle is in the part file before the journal's calls name it
+                    while self._write_some(records_only=True):
+                        pass
+                self._journal()
                 while self._write_some():       # a write cut short by the program left it fewer calls to take
                     pass
             except BaseException as exc:
@@ -303,14 +310,29 @@ class Recorder:
         if self.term_pending and not self.finishing:    # a SIGTERM arrived during this write: end as it asked
             self.finish()
 
-    def _write_some(self) -> bool:
-        """One pickled list to the part file: the records, then up to ``flush_calls`` fast calls of each kind;
-        whether some calls were left for another list. A fork while it runs (the program's signal handler calling
-        ``os.fork``) leaves the write to the parent: in the child it stops, nothing counted (:func:`write_at`)."""
+    def _journal(self) -> None:
+        """The fast path's buffered calls as committed rows of the journal (:mod:`ccp.trace.journal`), each kind that
+        it takes; the rest go to the part file."""
+        journal = self.journal
+        for lane, flat in enumerate((self.columns.index, self.columns.slice, self.columns.tuple)):
+            n = len(flat) // WIDTH * WIDTH
+            if n:
+                if _FAULT is not None:
+                    _FAULT(n // WIDTH)
+                if journal.put(lane, flat, n):
+                    self.written += n // WIDTH
+
+    def _write_some(self, records_only: bool = False) -> bool:
+        """One pickled list to the part file: the records, then (unless ``records_only``) up to ``flush_calls`` fast
+        calls of each kind; whether some calls were left for another list. A fork while it runs (the program's signal
+        handler calling ``os.fork``) leaves the write to the parent: in the child it stops, nothing counted
+        (:func:`write_at`)."""
         part, end = self.part, self.part_end
         k = len(self.buf)
+        if not k and (records_only or not len(self.columns)):
+            return False
         records = self.buf[:k]
-        blocks, taken = self.columns.peek(self.flush_calls)
+        blocks, taken = ([], (0, 0, 0)) if records_only else self.columns.peek(self.flush_calls)
         n = k + sum(taken) // WIDTH
         records += blocks       # after the records: a handle comes before the calls naming it
         if _FAULT is not None:
@@ -505,7 +527,7 @@ def install(out_dir: str) -> Recorder:
     # parent's part file taken away (a write a fork cut short stops: ccp.trace.partfile.write_at) and the parent's
     # buffered calls forgotten; then after_fork gives the child its own (a signal landing in it: see _take_process)
     columns = rec.columns
-    for at_fork in (functools.partial(setattr, rec, "part", ""), rec.buf.clear, columns.index.clear,
+    for at_fork in (functools.partial(setattr, rec, "part", ""), rec.journal.out.clear, rec.buf.clear, columns.index.clear,
                     columns.slice.clear, columns.tuple.clear, rec.after_fork):
         os.register_at_fork(after_in_child=at_fork)
     patch_exit(rec)

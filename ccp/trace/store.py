@@ -27,20 +27,58 @@ def _part_pid(part: Path) -> int | None:
     return int(head) if head.isdigit() else None
 
 
-def _part_batches(part: Path, torn: list | None):
-    """The pickled batches of one part file; a torn last batch (a killed process, a full disk) ends it."""
+def _part_batches(part: Path, torn: list | None, journaled: dict | None = None):
+    """The pickled batches of one part file, a torn last batch (a killed process, a full disk) ending it, with the
+    calls its journal committed (:mod:`ccp.trace.journal`: lists of the fast path's tuples) placed between them in
+    seq order; ``journaled`` counts those per part."""
+    feed = _JournalFeed(str(part))
     with open(part, "rb") as f:
         while True:
             try:
                 batch = pickle.load(f)
             except EOFError:
-                return
+                break
             except Exception:  # torn by a killed process or a full disk: keep what came before
                 if torn is not None:
                     torn.append(part.name)
-                return
+                break
             if isinstance(batch, list):
                 yield batch
+                bound = max((r["seq"] for r in batch if type(r) is dict and type(r.get("seq")) is int), default=None)
+                if bound is not None:
+                    yield from feed.upto(bound)
+    yield from feed.upto(None)
+    if journaled is not None and feed.count:
+        journaled[part.name] = feed.count
+
+
+class _JournalFeed:
+    """A part's journal rows (seq order), handed out up to a seq."""
+
+    def __init__(self, part: str) -> None:
+        from ccp.trace.journal import read_rows
+
+        self.blocks = read_rows(part)
+        self.held: list = []
+        self.count = 0
+
+    def upto(self, bound: int | None):
+        """Lists of the rows with seq at most ``bound`` (None: all that are left)."""
+        import bisect
+
+        while True:
+            if not self.held:
+                self.held = next(self.blocks, [])
+                if not self.held:
+                    return
+            k = len(self.held) if bound is None else bisect.bisect_right(self.held, bound, key=lambda r: r[0])
+            if k:
+                self.count += k
+                yield self.held[:k]
+            if k < len(self.held):
+                self.held = self.held[k:]
+                return
+            self.held = []
 
 
 _SEL_CACHE: dict = {}
