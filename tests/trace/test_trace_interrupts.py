@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 import ccp.trace.recorder as recorder_module
-from ccp.trace.journal import committed_rows
+from ccp.trace.journal_read import committed_rows
 from ccp.trace.recorder import Recorder
 
 ROOT = Path(__file__).resolve().parents[2]
