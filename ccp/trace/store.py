@@ -43,11 +43,17 @@ def _part_batches(part: Path, torn: list | None, journaled: dict | None = None):
                 if torn is not None:
                     torn.append(part.name)
                 break
-            if isinstance(batch, list):
-                yield batch
-                bound = max((r["seq"] for r in batch if type(r) is dict and type(r.get("seq")) is int), default=None)
-                if bound is not None:
-                    yield from feed.upto(bound)
+            if not isinstance(batch, list):
+                continue
+            seqs = [r["seq"] for r in batch if type(r) is dict and type(r.get("seq")) is int]
+            if seqs:    # the journal's calls made before its first record come first, its handles before them
+                handles = [r for r in batch if type(r) is dict and r.get("kind") == "handle"]
+                if handles:
+                    yield handles
+                yield from feed.upto(min(seqs) - 1)
+            yield batch
+            if seqs:
+                yield from feed.upto(max(seqs))
     yield from feed.upto(None)
     if journaled is not None and feed.count:
         journaled[part.name] = feed.count

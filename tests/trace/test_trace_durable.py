@@ -207,3 +207,18 @@ def test_a_pool_worker_killed_keeps_its_calls(tmp_path, method):
     assert c["complete"] is False and silent[dead[0]]["calls"] == int(counts[dead[0]][0]), c
     assert silent[dead[0]]["ended"] == "unknown"        # ccp trace sees the program's status, not its workers'
     assert any(f"process {dead[0]}" in x and "at most its last batch" in x for x in c["reasons"]), c["reasons"]
+
+
+@pytest.mark.parametrize("batch_rows", [64, 1000], ids=["small-chunks", "larger-chunks"])
+def test_the_journal_merges_in_seq_order_whatever_the_chunk(tmp_path, batch_rows):
+    """The journal's rows (three kinds, each its own file) placed between the part file's batches: the same trace
+    merged in chunks of any size, every call once and in seq order."""
+    from ccp.trace.store import merge
+
+    _, trace, _ = _run(tmp_path, "none", 150, traced=True, pause=0.0)
+    whole = pd.read_parquet(trace / "calls.parquet")
+    assert list((trace / "parts").glob("*.index.rows")) and list((trace / "parts").glob("*.slice.rows"))
+    merge(trace, ["p.py"], 0, 0.0, checksum=False, batch_rows=batch_rows)
+    again = pd.read_parquet(trace / "calls.parquet")
+    pd.testing.assert_frame_equal(again, whole)
+    assert again["seq"].is_monotonic_increasing and not again.duplicated(["pid", "seq"]).any()
