@@ -284,7 +284,9 @@ class Recorder:
         nothing written or forgotten: the buffer is emptied only once the part file holds it (no call in between)."""
         self._own_process()
         with self.lock:
-            if self.flushing or os.getpid() != self.pid or self.stopped is not None:
+            # ended: the process said what it wrote (a read in a __del__ at interpreter exit is not recorded: an
+            # import on the write's path fails by then)
+            if self.flushing or os.getpid() != self.pid or self.stopped is not None or self.ended:
                 return
             if not self.buf and not len(self.columns):
                 return
