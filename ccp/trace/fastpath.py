@@ -3,8 +3,10 @@
 A ``d[k]`` with ``k`` an int, a numpy integer, a slice or a tuple of those and Ellipsis (the issue's loop:
 ``benchmarks/trace_overhead.py --inprocess``) costs the program two clock reads and five values appended to a flat
 list, one list per kind of key (:class:`FastColumns`): nothing is kept per call but the values, nothing is pickled
-per call. At a flush each list becomes columns (int64 arrays for the numbers, a list per slice field), pickled as a
-few buffers: a tuple of 16,384 calls or a numpy scalar per call cost more to pickle than the reads they described.
+per call. Every ``BATCH`` calls of a kind, or at a call that finds the last write older than ``BATCH_AGE_NS``, the
+lists become int64 rows of the part's journal (:mod:`ccp.trace.journal`), so a process killed in any way loses at most
+that batch; a key the rows cannot hold goes as columns to the part file (:func:`column_block`: a tuple per call or a
+numpy scalar per call cost more to pickle than the reads they described).
 The key is described when the trace is merged (:func:`ccp.trace.store._expand`).
 
 A flush writes on the program's thread: converting the lists needs the GIL, so a writer thread would cost the

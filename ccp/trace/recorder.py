@@ -25,9 +25,12 @@ and GETs recorded as events (:mod:`ccp.trace.remote_files`); any other file obje
 (``open(path, "rb")``), else by its type. Each process says at exit which libraries
 it had imported (a status line; ``trace.json``'s ``libraries``).
 
-Part files are written when a buffer fills (``FLUSH_EVERY`` records, or ``FastColumns.capacity`` fast calls
-of one kind of key: the recorder's memory does not grow with the calls), at exit (``atexit``; ``multiprocessing``'s own
-exit hook for its forked children, which leave by ``os._exit``), before a process puts
+The buffers are written every ``BATCH`` (512) records or fast calls of one kind of key, and whenever a call finds
+the last write older than ``BATCH_AGE_NS`` (0.2 s): a process killed in any way (SIGKILL, a segfault, an abort, a
+C-level ``_exit``) loses at most that last batch of each, and the recorder's memory does not grow with the calls. The
+fast path's calls go as committed int64 rows to the part's journal files (:mod:`ccp.trace.journal`; a key the rows
+cannot hold, to the part file), the records to the part file. They are also written at exit (``atexit``;
+``multiprocessing``'s own exit hook for its forked children, which leave by ``os._exit``), before a process puts
 anything on a multiprocessing queue (a worker's result: see :func:`ccp.trace.hooks.patch_queues`)
 and when the process gets SIGTERM (a user's ``kill``, ``Pool.terminate``: :mod:`ccp.trace.sigterm`; it then dies of
 the signal as untraced).
