@@ -3,8 +3,10 @@
 A ``d[k]`` with ``k`` an int, a numpy integer, a slice or a tuple of those and Ellipsis (the issue's loop:
 ``benchmarks/trace_overhead.py --inprocess``) costs the program two clock reads and five values appended to a flat
 list, one list per kind of key (:class:`FastColumns`): nothing is kept per call but the values, nothing is pickled
-per call. At a flush each list becomes columns (int64 arrays for the numbers, a list per slice field), pickled as a
-few buffers: a tuple of 16,384 calls or a numpy scalar per call cost more to pickle than the reads they described.
+per call. Every ``BATCH`` calls of a kind, or at a call that finds the last write older than ``BATCH_AGE_NS``, the
+lists become int64 rows of the part's journal (:mod:`ccp.trace.journal`), so a process killed in any way loses at most
+that batch; a key the rows cannot hold goes as columns to the part file (:func:`column_block`: a tuple per call or a
+numpy scalar per call cost more to pickle than the reads they described).
 The key is described when the trace is merged (:func:`ccp.trace.store._expand`).
 
 A flush writes on the program's thread: converting the lists needs the GIL, so a writer thread would cost the
@@ -18,16 +20,21 @@ from itertools import chain, repeat
 
 from ccp.trace.partfile import raised_by_program
 
-FAST_CAPACITY = 16384       # calls buffered per kind of key before a flush: what bounds the buffers' memory
+FAST_CAPACITY = 16384       # fast calls of each kind one pickled list takes at most
+BATCH = 512                 # calls of a kind buffered before they are written: at most this many die with a process
+BATCH_AGE_NS = 200_000_000  # a call finding the last write older than this writes the buffers, itself included
 WIDTH = 5                   # values per call in a flat list: seq, t0_ns, t1_ns, handle token, key
 
 
 class FastColumns:
     """The fast path's buffers: ``index`` (an int or numpy integer key), ``slice`` and ``tuple`` flat lists, never
-    replaced (the fast path holds them), emptied in place by :meth:`take`; each flushed at ``capacity`` calls."""
+    replaced (the fast path holds them), emptied in place by :meth:`take`; each written out at every ``batch`` calls,
+    and all of them by a call that finds the last write (``due``, a perf_counter_ns) older than ``BATCH_AGE_NS``."""
 
     def __init__(self, capacity: int = FAST_CAPACITY) -> None:
         self.capacity = capacity
+        self.batch = min(BATCH, capacity)
+        self.due = time.perf_counter_ns() + BATCH_AGE_NS
         self.index: list = []
         self.slice: list = []
         self.tuple: list = []       # a tuple of ints, numpy integers, slices and Ellipsis
@@ -143,7 +150,10 @@ def fast_getitem(rec, slow, fast_orig):
     handle_of = rec.handle_of
     columns = rec.columns
     index_calls, slice_calls, tuple_calls = columns.index, columns.slice, columns.tuple
-    full = columns.capacity * WIDTH
+    # a write at every ``batch`` calls of a kind (each call adds WIDTH values: a list's length passes every multiple)
+    # or when the last write is older than BATCH_AGE_NS: the part file's pages are the kernel's as soon as written, so
+    # a process killed in any way (SIGKILL, a segfault, an abort) loses the calls since then at most
+    every = columns.batch * WIDTH
 
     def __getitem__(self, args, new_dtype=None):
         if new_dtype is None and rec.stopped is None:
@@ -164,7 +174,7 @@ def fast_getitem(rec, slow, fast_orig):
                                 token = handle_of.get(id(dsid)) or rec.token_of(dsid)
                                 calls = slice_calls if t is slice else index_calls
                                 calls.extend((next(rec.seq), t0, t1, token, args))
-                                if len(calls) >= full:
+                                if not len(calls) % every or t1 > columns.due:
                                     rec.flush()
                             except Exception as exc:  # never disturb the program
                                 rec.failed(exc)
@@ -189,7 +199,7 @@ def fast_getitem(rec, slow, fast_orig):
                                     dsid = self._id
                                     token = handle_of.get(id(dsid)) or rec.token_of(dsid)
                                     tuple_calls.extend((next(rec.seq), t0, t1, token, key))
-                                    if len(tuple_calls) >= full:
+                                    if not len(tuple_calls) % every or t1 > columns.due:
                                         rec.flush()
                                 except Exception as exc:  # never disturb the program
                                     rec.failed(exc)

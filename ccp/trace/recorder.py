@@ -25,9 +25,12 @@ and GETs recorded as events (:mod:`ccp.trace.remote_files`); any other file obje
 (``open(path, "rb")``), else by its type. Each process says at exit which libraries
 it had imported (a status line; ``trace.json``'s ``libraries``).
 
-Part files are written when a buffer fills (``FLUSH_EVERY`` records, or ``FastColumns.capacity`` fast calls
-of one kind of key: the recorder's memory does not grow with the calls), at exit (``atexit``; ``multiprocessing``'s own
-exit hook for its forked children, which leave by ``os._exit``), before a process puts
+The buffers are written every ``BATCH`` (512) records or fast calls of one kind of key, and whenever a call finds
+the last write older than ``BATCH_AGE_NS`` (0.2 s): a process killed in any way (SIGKILL, a segfault, an abort, a
+C-level ``_exit``) loses at most that last batch of each, and the recorder's memory does not grow with the calls. The
+fast path's calls go as committed int64 rows to the part's journal files (:mod:`ccp.trace.journal`; a key the rows
+cannot hold, to the part file), the records to the part file. They are also written at exit (``atexit``;
+``multiprocessing``'s own exit hook for its forked children, which leave by ``os._exit``), before a process puts
 anything on a multiprocessing queue (a worker's result: see :func:`ccp.trace.hooks.patch_queues`)
 and when the process gets SIGTERM (a user's ``kill``, ``Pool.terminate``: :mod:`ccp.trace.sigterm`; it then dies of
 the signal as untraced).
@@ -52,16 +55,16 @@ import time
 import weakref
 from typing import Any
 
-from ccp.trace.fastpath import FAST_CAPACITY, WIDTH, FastColumns
+from ccp.trace.fastpath import BATCH_AGE_NS, FAST_CAPACITY, WIDTH, FastColumns
 from ccp.trace.h5py_patch import _set_type_attr, patch_h5py  # noqa: F401 (_set_type_attr: benchmarks)
 from ccp.trace.hdf5_types import vlen_info
 from ccp.trace.hooks import ImportHook, patch_exit, patch_library
+from ccp.trace.journal import Journal
 from ccp.trace.netcdf import patch_netcdf4
 from ccp.trace.partfile import raised_by_program, write_at
 from ccp.trace.selections import MAX_LISTED, _file_name, _layout, describe_key, describe_space  # noqa: F401
 from ccp.trace.sigterm import die_of, flush_on_sigterm, keep_calls_on_sigterm
 
-FLUSH_EVERY = 16384         # records buffered before a write to the part file
 ENV_DIR = "CCP_TRACE_DIR"
 ENV_SOCK = "CCP_TRACE_SOCK"     # ccp trace's status socket (Linux abstract namespace): start/end/error lines
 
@@ -118,6 +121,7 @@ class Recorder:
         self.buf: list = []                  # never replaced: emptied in place, at a fork too (see install)
         # the fast path's calls (ccp.trace.fastpath): held by it, never replaced; a small capacity in tests only
         self.columns = FastColumns(int(os.environ.get("CCP_TRACE_TEST_CAPACITY") or FAST_CAPACITY))
+        self.journal = Journal()             # the fast path's calls in file-backed memory (ccp.trace.journal)
         self.seq = itertools.count(2, 2)     # even: a fast-path call's fast_reader row takes seq + 1
         self.handles: dict[int, tuple] = {}        # token -> (key, dsid weakref)
         self.handle_of: dict[int, int] = {}        # id(dsid) -> token
@@ -153,13 +157,14 @@ class Recorder:
         lock, local = threading.RLock(), _Local()
         layouts: set[tuple] = set()
         inherited = self.pid != 0 and self.part != ""   # "": emptied at the fork (see install); 0: a new recorder
-        if not inherited:
-            for r in self.buf:          # the child's own calls, made before this ran: its pid, not the parent's
+        if not inherited:   # the child's own calls, made before this ran (buffered, or open around the write that
+            for r in (*self.buf, *self.local.stack):        # brought it here): its pid, not the parent's
                 if type(r) is dict and r.get("pid") == self.pid:
                     r["pid"] = pid
         handles = [_handle_record(token, info) for token, (info, _ref, _ident) in list(self.handles.items())]
         capacity = self.columns.capacity
         columns = self.columns
+        self.journal.switch(part)   # the child's own journal (the parent's mapping was let go at the fork)
         # no call from here on
         if inherited:
             del self.buf[:], columns.index[:], columns.slice[:], columns.tuple[:]
@@ -282,7 +287,7 @@ class Recorder:
             self.lost += 1
             return
         self.buf.append(rec)
-        if len(self.buf) >= FLUSH_EVERY:
+        if len(self.buf) >= self.columns.batch or time.perf_counter_ns() > self.columns.due:
             self.flush()
 
     def flush(self) -> None:
@@ -291,12 +296,19 @@ class Recorder:
         nothing written or forgotten: the buffer is emptied only once the part file holds it (no call in between)."""
         self._own_process()
         with self.lock:
-            if self.flushing or os.getpid() != self.pid or self.stopped is not None:
+            # ended: the process said what it wrote (a read in a __del__ at interpreter exit is not recorded: an
+            # import on the write's path fails by then)
+            if self.flushing or os.getpid() != self.pid or self.stopped is not None or self.ended:
                 return
             if not self.buf and not len(self.columns):
                 return
+            self.columns.due = time.perf_counter_ns() + BATCH_AGE_NS
             self.flushing = True
             try:
+                if self.buf:    # the records first: a handle is in the part file before the journal's calls name it
+                    while self._write_some(records_only=True):
+                        pass
+                self._journal()
                 while self._write_some():       # a write cut short by the program left it fewer calls to take
                     pass
             except BaseException as exc:
@@ -312,14 +324,29 @@ class Recorder:
         if self.term_pending and not self.finishing:    # a SIGTERM arrived during this write: end as it asked
             self.finish()
 
-    def _write_some(self) -> bool:
-        """One pickled list to the part file: the records, then up to ``flush_calls`` fast calls of each kind;
-        whether some calls were left for another list. A fork while it runs (the program's signal handler calling
-        ``os.fork``) leaves the write to the parent: in the child it stops, nothing counted (:func:`write_at`)."""
+    def _journal(self) -> None:
+        """The fast path's buffered calls as committed rows of the journal (:mod:`ccp.trace.journal`), each kind that
+        it takes; the rest go to the part file."""
+        journal = self.journal
+        for lane, flat in enumerate((self.columns.index, self.columns.slice, self.columns.tuple)):
+            n = len(flat) // WIDTH * WIDTH
+            if n:
+                if _FAULT is not None:
+                    _FAULT(n // WIDTH)
+                if journal.put(lane, flat, n):
+                    self.written += n // WIDTH
+
+    def _write_some(self, records_only: bool = False) -> bool:
+        """One pickled list to the part file: the records, then (unless ``records_only``) up to ``flush_calls`` fast
+        calls of each kind; whether some calls were left for another list. A fork while it runs (the program's signal
+        handler calling ``os.fork``) leaves the write to the parent: in the child it stops, nothing counted
+        (:func:`write_at`)."""
         part, end = self.part, self.part_end
         k = len(self.buf)
+        if not k and (records_only or not len(self.columns)):
+            return False
         records = self.buf[:k]
-        blocks, taken = self.columns.peek(self.flush_calls)
+        blocks, taken = ([], (0, 0, 0)) if records_only else self.columns.peek(self.flush_calls)
         n = k + sum(taken) // WIDTH
         records += blocks       # after the records: a handle comes before the calls naming it
         if _FAULT is not None:
@@ -520,7 +547,7 @@ def install(out_dir: str) -> Recorder:
     # parent's part file taken away (a write a fork cut short stops: ccp.trace.partfile.write_at) and the parent's
     # buffered calls forgotten; then after_fork gives the child its own (a signal landing in it: see _take_process)
     columns = rec.columns
-    for at_fork in (functools.partial(setattr, rec, "part", ""), rec.buf.clear, columns.index.clear,
+    for at_fork in (functools.partial(setattr, rec, "part", ""), rec.journal.out.clear, rec.buf.clear, columns.index.clear,
                     columns.slice.clear, columns.tuple.clear, rec.after_fork):
         os.register_at_fork(after_in_child=at_fork)
     patch_exit(rec)

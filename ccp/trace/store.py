@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 
 from ccp.errors import CcpError
-from ccp.trace.fastpath import block_calls
+from ccp.trace.fastpath import BATCH, BATCH_AGE_NS, block_calls
+from ccp.trace.journal_read import JournalFeed
 from ccp.trace.selections import describe_key
 from ccp.workload.tracefile import COLUMNS, LIST_COLUMNS, SCHEMA_VERSION
 
@@ -27,20 +28,35 @@ def _part_pid(part: Path) -> int | None:
     return int(head) if head.isdigit() else None
 
 
-def _part_batches(part: Path, torn: list | None):
-    """The pickled batches of one part file; a torn last batch (a killed process, a full disk) ends it."""
+def _part_batches(part: Path, torn: list | None, journaled: dict | None = None):
+    """The pickled batches of one part file, a torn last batch (a killed process, a full disk) ending it, with the
+    calls its journal committed (:mod:`ccp.trace.journal`: lists of the fast path's tuples) placed between them in
+    seq order; ``journaled`` counts those per part."""
+    feed = JournalFeed(str(part))
     with open(part, "rb") as f:
         while True:
             try:
                 batch = pickle.load(f)
             except EOFError:
-                return
+                break
             except Exception:  # torn by a killed process or a full disk: keep what came before
                 if torn is not None:
                     torn.append(part.name)
-                return
-            if isinstance(batch, list):
-                yield batch
+                break
+            if not isinstance(batch, list):
+                continue
+            seqs = [r["seq"] for r in batch if type(r) is dict and type(r.get("seq")) is int]
+            if seqs:    # the journal's calls made before its first record come first, its handles before them
+                handles = [r for r in batch if type(r) is dict and r.get("kind") == "handle"]
+                if handles:
+                    yield handles
+                yield from feed.upto(min(seqs) - 1)
+            yield batch
+            if seqs:
+                yield from feed.upto(max(seqs))
+    yield from feed.upto(None)
+    if journaled is not None and feed.count:
+        journaled[part.name] = feed.count
 
 
 _SEL_CACHE: dict = {}
@@ -298,8 +314,13 @@ def _signal_name(n: int) -> str:
         return f"signal {n}"
 
 
-def completeness(run: dict | None, part_pids: set[int], torn: list[str], errors: list[dict]) -> dict:
-    """Whether the trace holds every h5py call the program made, and if not, why (see tracefile)."""
+def completeness(run: dict | None, part_pids: set[int], torn: list[str], errors: list[dict],
+                 calls_by_pid: dict | None = None) -> dict:
+    """Whether the trace holds every h5py call the program made, and if not, why (see tracefile). A process that
+    never said it ended is listed in ``silent_processes``: how it ended (the program's own status or signal, else
+    unknown), the calls the trace holds of it (``calls_by_pid``) and what it may have lost at most (``batch_bound``:
+    the recorder writes every ``BATCH`` calls of each kind of key and ``BATCH`` records, and whenever a call finds
+    the last write older than ``BATCH_AGE_NS``)."""
     if run is None:         # merged without ccp trace's view of the run (a part folder merged by hand)
         return {"complete": None, "reasons": ["merged without the run's status: completeness unknown"],
                 "exit_status": None, "signal": None, "processes_seen": len(part_pids), "lost_records": 0,
@@ -340,10 +361,14 @@ def completeness(run: dict | None, part_pids: set[int], torn: list[str], errors:
                            "environment): its h5py calls, if any, are not in the trace")
     lost = 0
     still_running = set(run.get("still_running", ()))
+    silent: list[dict] = []
     for pid in sorted(started):
         if pid not in ended or images.get(pid, 0) > 0:
+            how = _how_it_ended(pid, run, pid in still_running)
+            calls = (calls_by_pid or {}).get(pid, 0)
+            silent.append({"pid": pid, "ended": how, "calls": calls})
             reasons.append(_silent_process(pid, started[pid], pid in still_running, pid in part_pids,
-                                           run.get("end_grace_s")))
+                                           run.get("end_grace_s"), how, calls))
             continue
         _written, lost_here, stopped = ended[pid]
         lost += lost_here
@@ -358,12 +383,32 @@ def completeness(run: dict | None, part_pids: set[int], torn: list[str], errors:
     signal_no = -rc if rc < 0 else None
     return {"complete": not reasons, "reasons": reasons, "exit_status": rc if rc >= 0 else None, "signal": signal_no,
             "processes_seen": len(set(started) | part_pids | {p for p in run.get("python_seen", {}) if p not in started}),
-            "lost_records": lost, "recorder_errors": recorder_errors}
+            "lost_records": lost, "recorder_errors": recorder_errors, "silent_processes": silent,
+            "batch_bound": _BATCH_BOUND}
 
 
-def _silent_process(pid: int, start: str, running: bool, wrote: bool, grace_s: float | None) -> str:
+_BATCH_BOUND = {"calls_per_kind": BATCH, "kinds": ["index", "slice", "tuple"], "records": BATCH,
+                "seconds": BATCH_AGE_NS / 1e9}
+_LOST_AT_MOST = (f"at most its last batch of each kind is missing: up to {BATCH} d[k] calls of each kind of key (an "
+                 f"int, a slice, a tuple) and {BATCH} other records, all made within {BATCH_AGE_NS / 1e9:g} s after its "
+                 "last write")
+
+
+def _how_it_ended(pid: int, run: dict, running: bool) -> str:
+    """How a process that never said it ended went: the program's own exit (ccp trace saw its status), else unknown."""
+    if running:
+        return "still running"
+    if pid == run.get("pid"):
+        rc = run["returncode"]
+        return f"killed by {_signal_name(-rc)}" if rc < 0 else f"exited with status {rc}"
+    return "unknown"
+
+
+def _silent_process(pid: int, start: str, running: bool, wrote: bool, grace_s: float | None, how: str = "unknown",
+                    calls: int = 0) -> str:
     """Why a process that said "start" but never "end" makes the trace incomplete: which process it was (its
-    parent, its command or "fork"), whether it was still alive when ccp trace stopped waiting, whether it wrote."""
+    parent, its command or "fork"), whether it was still alive when ccp trace stopped waiting, whether it wrote, how
+    it ended and what the trace holds of it."""
     parent, _, what = start.partition(" ")
     desc = f"forked by pid {parent}" if what == "fork" else f"{what or 'started'}, parent pid {parent or '?'}"
     who = f"process {pid} ({desc}{'' if wrote else '; no records written'})"
@@ -371,8 +416,10 @@ def _silent_process(pid: int, start: str, running: bool, wrote: bool, grace_s: f
         waited = f" {grace_s:g} s" if grace_s else ""
         return (f"{who} was still running{waited} after the program left and never said it ended: the calls it made "
                 "after its last write are not in the trace")
-    return (f"{who} ended without the recorder's exit hook (a crash, a signal, kill -9): the calls it made after "
-            "its last write are lost")
+    ended = ("a crash, a signal, kill -9 or a C-level _exit: unknown which" if how == "unknown"
+             else f"it {how}")
+    return (f"{who} ended without the recorder's exit hook ({ended}); the trace holds its {calls} call(s), "
+            f"{_LOST_AT_MOST}")
 
 
 def _records_table(records: list[dict], schema):
@@ -438,7 +485,7 @@ def _write_calls(path: Path, parts: list[Path], spill: set[str], batch_rows: int
 
     schema = _output_schema()
     stats: dict = {"torn": [], "layouts": [], "errors": [], "pids": set(), "files": set(), "user": 0, "nested": 0,
-                   "events": 0}
+                   "events": 0, "calls_by_pid": {}}
 
     def count(table) -> None:
         kind, depth = table.column("kind"), table.column("depth")
@@ -448,6 +495,10 @@ def _write_calls(path: Path, parts: list[Path], spill: set[str], batch_rows: int
         stats["nested"] += pc.sum(pc.and_(is_call, pc.invert(user))).as_py() or 0
         stats["events"] += pc.sum(pc.fill_null(pc.equal(kind, "event"), False)).as_py() or 0
         stats["pids"].update(int(p) for p in pc.unique(table.column("pid")).to_pylist() if p is not None)
+        for entry in pc.value_counts(pc.filter(table.column("pid"), user)).to_pylist():
+            if entry["values"] is not None:
+                by_pid = stats["calls_by_pid"]
+                by_pid[int(entry["values"])] = by_pid.get(int(entry["values"]), 0) + entry["counts"]
         stats["files"].update(f for f in pc.unique(table.column("file")).to_pylist() if f)
 
     written = 0
@@ -521,7 +572,7 @@ def merge(trace_dir: Path, command: list[str], exit_status: int, wall_s: float, 
         "calls": stats["user"], "nested_calls": stats["nested"],
         "events": stats["events"], "files": list(files.values()), "datasets": list(datasets.values()),
         "recorder_errors": errors,
-        "completeness": completeness(run, pids, torn, errors),
+        "completeness": completeness(run, pids, torn, errors, stats["calls_by_pid"]),
         "checksum_note": "sha256 and size taken after the program ended" if checksum else "checksums skipped (--no-checksum)",
     }
     head_tmp = trace_dir / "trace.json.tmp"

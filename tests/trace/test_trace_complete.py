@@ -112,7 +112,7 @@ def test_a_child_python_without_the_recorder_is_named(tmp_path):
 def test_a_failing_part_file_never_reaches_the_program(tmp_path, program, errno_name):
     out = tmp_path / "t"
     r = trace(tmp_path, out, sys.executable, program, tmp_path / "d.h5", 20000, "normal",
-              env=_env(CCP_TRACE_FAULT=f"{errno_name}:2"))
+              env=_env(CCP_TRACE_FAULT=f"{errno_name}:3"))     # the records, the first batch of calls, then this
     assert r.returncode == 0 and r.stdout == "sum 990000.0\n", r.stderr
     h = header(out)
     c = h["completeness"]

@@ -50,15 +50,18 @@ PROGRAM = textwrap.dedent("""
                     raise KeyboardInterrupt
         return prof
 
+    # a flush: the records' part-file write, then the calls' journal rows (ccp.trace.journal), then what is left
+    WRITING = ("flush", "_write_some", "write_at", "_journal", "put", "_fd")
+
     def fork_in_write():
-        # in the parent: os.fork at the k-th place of the k-th part file write (as a signal handler calling it), until
-        # a write has fewer places than its number
+        # in the parent: os.fork at the k-th place of the k-th flush (as a signal handler calling it), until a flush
+        # has fewer places than its number
         state = {"writes": 0, "seen": 0}
         def prof(frame, event, arg):
             global child, fired
-            if child or event not in ("call", "c_return") or frame.f_code.co_name not in ("_write_some", "write_at"):
+            if child or event not in ("call", "c_return") or frame.f_code.co_name not in WRITING:
                 return
-            if event == "call" and frame.f_code.co_name == "_write_some":
+            if event == "call" and frame.f_code.co_name == "flush":
                 fired = state["seen"] and state["seen"] < state["writes"]       # the last write had no k-th place
                 state["writes"] += 1
                 state["seen"] = 0
