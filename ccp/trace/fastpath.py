@@ -21,7 +21,7 @@ from itertools import chain, repeat
 from ccp.trace.partfile import raised_by_program
 
 FAST_CAPACITY = 16384       # fast calls of each kind one pickled list takes at most
-BATCH = 512                 # calls of a kind buffered before they are written: at most this many die with a process
+BATCH = 2048                # calls of a kind buffered before they are written: at most this many die with a process
 BATCH_AGE_NS = 200_000_000  # a call finding the last write older than this writes the buffers, itself included
 WIDTH = 5                   # values per call in a flat list: seq, t0_ns, t1_ns, handle token, key
 

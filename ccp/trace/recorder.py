@@ -25,7 +25,7 @@ and GETs recorded as events (:mod:`ccp.trace.remote_files`); any other file obje
 (``open(path, "rb")``), else by its type. Each process says at exit which libraries
 it had imported (a status line; ``trace.json``'s ``libraries``).
 
-The buffers are written every ``BATCH`` (512) records or fast calls of one kind of key, and whenever a call finds
+The buffers are written every ``BATCH`` (2,048) records or fast calls of one kind of key, and whenever a call finds
 the last write older than ``BATCH_AGE_NS`` (0.2 s): a process killed in any way (SIGKILL, a segfault, an abort, a
 C-level ``_exit``) loses at most that last batch of each, and the recorder's memory does not grow with the calls. The
 fast path's calls go as committed int64 rows to the part's journal files (:mod:`ccp.trace.journal`; a key the rows

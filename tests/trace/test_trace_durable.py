@@ -19,7 +19,7 @@ import pytest
 from ccp.trace.fastpath import BATCH_AGE_NS
 
 ROOT = Path(__file__).resolve().parents[2]
-BATCH = 64      # CCP_TRACE_TEST_CAPACITY: the batch the recorder writes (the least of 512 and this); the trace states 512
+BATCH = 64      # CCP_TRACE_TEST_CAPACITY: the batch the recorder writes (the least of fastpath.BATCH and this); the trace states BATCH
 
 # every kind of key the fast path keeps as rows (int, numpy int, slice, d[i, j]), a tuple key it writes to the part
 # file (d[i, :]), the recorder's full path (astype), events and handles (a second file opened and closed). ``pause``:
