@@ -259,7 +259,10 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
                 out["notes"].append(f"no repack cure: chunks shaped like the reads ({shape_str(tiny[0])}, "
                                     f"{format_bytes(int(np.prod(tiny[0])) * seq.itemsize)}) would cost HDF5's fixed "
                                     "cost per chunk load (index lookup, filter call) for every few bytes")
-            if cands and state == "remote":
+            if cands and state == "remote" and file.startswith("<in memory"):
+                out["notes"].append(f"{file} is a dataset in memory (diskless or memory=), not a file: no repack "
+                                    "cure")
+            elif cands and state == "remote":
                 out["notes"].append(f"{file} is not a local file: no repack cure (copy it locally, repack, and "
                                     "read the copy; or use ccp s3 for paged copies)")
             elif state == "gone":

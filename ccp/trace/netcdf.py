@@ -17,7 +17,9 @@ its reads. Its calls are recorded one level up, in the recorder's format (``ccp.
   is recorded as a close and an open with the new cache; ``Dataset.close`` closes them all.
 
 Files that are not HDF5 (netCDF-3, CDF5) have no chunk cache: their open is recorded with the
-reason, their calls are not.
+reason, their calls are not. A dataset made in memory (``memory=``, or ``diskless=True`` created without
+``persist``) is not the file of that name on disk, if there is one: it is named ``<in memory: NAME>``,
+which no after-run check or checksum takes for a path.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from ccp.trace.hdf5_types import VLEN_SEQUENCE_SIZE, VLEN_STRING_SIZE
 
 IMMUTABLE = 1 << 8                 # Py_TPFLAGS_IMMUTABLETYPE
 TP_FLAGS_OFFSET = 168              # offsetof(PyTypeObject, tp_flags) on 64-bit CPython 3.8-3.13
+DATASET_ARGS = ("filename", "mode", "clobber", "format", "diskless", "persist", "keepweakref", "memory")
 FILTER_IDS = {"shuffle": 2, "fletcher32": 3, "szip": 4, "bzip2": 307, "blosc": 32001, "zstd": 32015}
 
 
@@ -51,6 +54,16 @@ def set_slot(cls, name: str, value) -> None:
         setattr(cls, name, value)
     finally:
         flags.value = old
+
+
+def in_memory(args: tuple, kwargs: dict) -> bool:
+    """Whether ``Dataset(*args, **kwargs)`` lives in memory only: ``memory=`` given, or a diskless dataset
+    created without ``persist`` (a diskless read or append loads the file on disk: that file's layout)."""
+    given = {**dict(zip(DATASET_ARGS, args)), **kwargs}
+    if given.get("memory") is not None:
+        return True
+    mode = str(given.get("mode", "r"))
+    return bool(given.get("diskless")) and not given.get("persist") and mode.startswith(("w", "x"))
 
 
 def hdf5_path(var) -> str:
@@ -149,9 +162,12 @@ class NcState:
             got = self.opened(root, "?")
         return got
 
-    def opened(self, root, mode: str) -> tuple:
+    def opened(self, root, mode: str, memory: bool = False) -> tuple:
         path = root.filepath()
-        name = os.path.realpath(path) if os.path.exists(path) else path
+        if memory:
+            name = f"<in memory: {path}>"
+        else:
+            name = os.path.realpath(path) if os.path.exists(path) else path
         hdf5 = str(getattr(root, "disk_format", "HDF5")) == "HDF5"
         got = (name, mode, hdf5)
         self.files[id(root)] = got
@@ -264,7 +280,7 @@ def patch_netcdf4(rec) -> None:
         init(self, *args, **kwargs)
         try:
             mode = kwargs.get("mode", args[1] if len(args) > 1 else "r")
-            file, _mode, hdf5 = state.opened(self, str(mode))
+            file, _mode, hdf5 = state.opened(self, str(mode), in_memory(args, kwargs))
             nbytes, nslots, w0 = m.get_chunk_cache()
             extra = {} if hdf5 else {"reason": f"{self.data_model} ({self.disk_format} on disk): not an HDF5 file, "
                                                "its calls are not recorded"}

@@ -1,0 +1,88 @@
+"""netCDF4 datasets in memory are not the file of their name; a file's dataset of another rank is not taken."""
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+from ccp.trace.after_run import check_layout
+from ccp.trace.netcdf import in_memory
+
+netCDF4 = pytest.importorskip("netCDF4")
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def ccp(*args, cwd=None):
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CCP_TRACE")}
+    return subprocess.run([sys.executable, "-m", "ccp.cli", *map(str, args)], check=False, capture_output=True,
+                          text=True, env={**env, "PYTHONPATH": str(ROOT)}, timeout=600, cwd=cwd)
+
+
+def older_file(path: Path) -> None:
+    """A 3-d /tas in 1x40x50 chunks: the file on disk the in-memory dataset is named like."""
+    with netCDF4.Dataset(path, "w") as nc:
+        for name, n in (("time", 6), ("y", 40), ("x", 50)):
+            nc.createDimension(name, n)
+        v = nc.createVariable("tas", "f4", ("time", "y", "x"), chunksizes=(1, 40, 50))
+        v[:] = np.zeros((6, 40, 50), "f4")
+
+
+@pytest.mark.parametrize("open_args", [
+    'diskless=True, persist=False',
+    'memory=1 << 20',
+], ids=["diskless", "memory"])
+def test_an_in_memory_dataset_is_not_the_file_of_its_name(tmp_path, open_args):
+    older_file(tmp_path / "data.nc")
+    before = (tmp_path / "data.nc").read_bytes()
+    prog = tmp_path / "prog.py"
+    prog.write_text(textwrap.dedent(f"""
+        import netCDF4, numpy as np
+        nc = netCDF4.Dataset("data.nc", "w", {open_args})
+        nc.createDimension("t", 50); nc.createDimension("x", 8)
+        v = nc.createVariable("tas", "f8", ("t", "x"), chunksizes=(50, 1))
+        v[:] = np.arange(400.).reshape(50, 8)
+        print(sum(float(v[i, :].sum()) for i in range(50)))
+        nc.close()
+    """))
+    r = ccp("trace", "-o", tmp_path / "T", "--", sys.executable, prog, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    head = json.loads((tmp_path / "T" / "trace.json").read_text())
+    (entry,) = head["datasets"]
+    assert entry["file"] == "<in memory: data.nc>"
+    assert entry["chunks"] == [50, 1] and entry["shape"] == [50, 8]
+    assert entry["hdf5_path"].startswith("not checked: a dataset in memory")
+    assert not any(f.get("sha256") for f in head.get("files", []) if "data.nc" in str(f.get("path")))
+    d = ccp("diagnose", tmp_path / "T")
+    assert d.returncode == 0, d.stderr
+    assert "damaged" not in d.stdout + d.stderr
+    assert "ccp repack" not in d.stdout and "copy it locally" not in d.stdout
+    assert (tmp_path / "data.nc").read_bytes() == before
+
+
+@pytest.mark.parametrize("args, kwargs, memory", [
+    (("a.nc", "w"), {"diskless": True}, True),
+    (("a.nc", "w", True, "NETCDF4", True, True), {}, False),     # persisted: the file on disk at the end
+    (("a.nc",), {"diskless": True}, False),                       # a diskless read loads the file on disk
+    (("a.nc",), {"memory": b"x"}, True),
+    (("a.nc", "r"), {}, False),
+], ids=["diskless-w", "diskless-persist", "diskless-read", "memory-bytes", "plain"])
+def test_in_memory_is_told_from_the_dataset_arguments(args, kwargs, memory):
+    assert in_memory(args, kwargs) is memory
+
+
+def test_a_file_dataset_of_another_rank_leaves_the_recorded_layout(tmp_path):
+    with h5py.File(tmp_path / "data.nc", "w") as f:
+        f.create_dataset("tas", (6, 40, 50), "f4", chunks=(1, 40, 50))
+    entry = {"file": str(tmp_path / "data.nc"), "dataset": "/tas", "shape": [50, 8], "chunks": [50, 1],
+             "library": "netCDF4", "mode": "w", "layout": "chunked", "filters": []}
+    out = check_layout(entry)
+    assert out["chunks"] == [50, 1] and out["shape"] == [50, 8]
+    assert out["hdf5_path"].startswith("not checked:") and "[6, 40, 50]" in out["hdf5_path"]
