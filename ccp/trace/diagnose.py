@@ -232,6 +232,17 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
                  f"holds the {ws_chunks} chunks ({format_bytes(ws_bytes)}) the reads come back to", best[1],
                  cache_code(file, dataset, c.nbytes, c.nslots, libs, merge))
             cures[-1]["apply"] = {"kind": "cache", "nbytes": c.nbytes, "nslots": c.nslots, "merge": merge}
+        elif (slots := cache_for(cache0.nbytes, chunk_bytes)).nslots > cache0.nslots and cache0.nbytes >= chunk_bytes:
+            # enough bytes, too few hash slots: HDF5 keeps one chunk per slot, two chunks hashing alike evict each other
+            m = run_model(seq, caches=replace(cache0, nslots=slots.nslots), per_call=False)
+            if m["chunk_loads"] < MIN_GAIN * base["chunk_loads"]:
+                fits = " (they fit by bytes)" if ws_bytes <= cache0.nbytes else ""
+                f.append(f"{cache0.nslots} hash slots for {ws_chunks} chunks{fits}: chunks evict each other by hash; "
+                         f"{base['chunk_loads']} chunk loads, {m['chunk_loads']} with {slots.nslots} slots")
+                cure(f"a chunk cache of {slots.nslots} slots", f"the same {format_bytes(cache0.nbytes)}, with slots "
+                     f"enough for the {ws_chunks} chunks: {m['chunk_loads']} chunk loads", m,
+                     cache_code(file, dataset, cache0.nbytes, slots.nslots, libs, False))
+                cures[-1]["apply"] = {"kind": "cache", "nbytes": cache0.nbytes, "nslots": slots.nslots, "merge": False}
         # alignment: requests covering only part of the chunks they touch
         partial = int(partial_requests(seq, chunks).sum())
         ratio = out["decoded_per_delivered"]
