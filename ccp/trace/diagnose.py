@@ -38,6 +38,7 @@ from ccp.trace.libraries import (
     cache_code,
     dataset_libraries,
     keep_open_code,
+    not_hdf5_note,
     program_libraries,
     repack_code,
     untraced_note,
@@ -413,9 +414,11 @@ def diagnose(trace: Trace, memory: int = 1 << 30, verify: bool = False, patterns
            "libraries": list(libs),
            "file_states": states, "command": h.get("command"), "program_s": program, "calls": summary.calls,
            "reads": summary.reads, "writes": summary.writes,
-           "pids": h.get("pids", []), "datasets": [], "untraced": untraced_note(h)}
+           "pids": h.get("pids", []), "datasets": [], "untraced": untraced_note(h),
+           "not_hdf5": not_hdf5_note(trace.path)}
     if not summary.calls:
-        out["message"] = "the program made no h5py dataset calls: nothing to diagnose"
+        out["message"] = ("the program made no calls on HDF5 datasets: nothing to diagnose" if out["not_hdf5"] else
+                          "the program made no h5py dataset calls: nothing to diagnose")
         return out
     shapes = [d["shape"] for d in trace.header.get("datasets", []) if isinstance(d, dict)]
     for block in patterns:
@@ -447,8 +450,9 @@ def format_diagnosis(diag: dict) -> str:
     for f in diag.get("files_changed", []):
         lines.append(f"{f} CHANGED since the trace (sha256 differs): the diagnosis is of the file as traced; "
                      "no cure rewrites it (trace again to get them); --verify refuses it")
-    if diag.get("untraced"):
-        lines.append(f"note: {diag['untraced']}")
+    for key in ("untraced", "not_hdf5"):
+        if diag.get(key):
+            lines.append(f"note: {diag[key]}")
     if diag.get("message"):
         return "\n".join(lines + [diag["message"]])
     for d in diag["datasets"]:

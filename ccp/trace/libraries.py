@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 
 from ccp.units import format_bytes
 from ccp.workload.tracefile import Trace
@@ -83,6 +84,26 @@ def untraced_note(header: dict) -> str | None:
         return None
     return ("the program imported PyTables (tables; pandas' HDFStore reads through it): its HDF5 reads are not "
             "traced (PyTables calls HDF5 from its own C extension), so this trace leaves them out")
+
+
+def not_hdf5_note(trace_dir) -> str | None:
+    """One line naming the files the program opened through netCDF4-python that are not HDF5 (netCDF-3, CDF5: their
+    opens are recorded with the reason, their calls are not), from ``calls.parquet``'s ``file_open`` events."""
+    import pandas as pd
+
+    try:
+        t = pd.read_parquet(Path(trace_dir) / "calls.parquet", columns=["op", "file", "reason"],
+                            filters=[("op", "==", "file_open")])
+    except (OSError, ValueError, KeyError):
+        return None
+    reasons = t["reason"].astype("string").fillna("")
+    other = reasons.str.contains("not an HDF5 file").fillna(False).to_numpy(bool)
+    files = dict(zip(t["file"][other], reasons[other]))
+    if not files:
+        return None
+    named = ", ".join(f"{f} ({str(r).split(' ', 1)[0]})" for f, r in sorted(files.items()))
+    return (f"the program opened {len(files)} netCDF file(s) that are not HDF5: {named}; their calls are not in the "
+            "trace (netCDF-3 and CDF5 have no chunks or chunk cache: nothing for ccp to diagnose there)")
 
 
 def dataset_libraries(trace: Trace, libs, file: str, dataset: str) -> tuple[str, ...]:

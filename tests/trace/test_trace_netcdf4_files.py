@@ -1,4 +1,4 @@
-"""netCDF4 datasets in memory are not the file of their name; a file's dataset of another rank is not taken."""
+"""What netCDF4-python opened: datasets in memory are not the file of their name, netCDF-3 files are named (not HDF5)."""
 
 import json
 import subprocess
@@ -86,3 +86,29 @@ def test_a_file_dataset_of_another_rank_leaves_the_recorded_layout(tmp_path):
     out = check_layout(entry)
     assert out["chunks"] == [50, 1] and out["shape"] == [50, 8]
     assert out["hdf5_path"].startswith("not checked:") and "[6, 40, 50]" in out["hdf5_path"]
+
+
+@pytest.mark.parametrize("with_netcdf4_file", [False, True], ids=["netcdf3-only", "netcdf3-and-netcdf4"])
+def test_a_netcdf3_file_is_named_as_not_hdf5(tmp_path, with_netcdf4_file):
+    with netCDF4.Dataset(tmp_path / "c3.nc", "w", format="NETCDF3_CLASSIC") as nc:
+        nc.createDimension("t", 10)
+        nc.createDimension("x", 20)
+        nc.createVariable("v", "f4", ("t", "x"))[:] = np.zeros((10, 20), "f4")
+    older_file(tmp_path / "data.nc")
+    prog = tmp_path / "prog.py"
+    prog.write_text(textwrap.dedent(f"""
+        import netCDF4
+        with netCDF4.Dataset("c3.nc") as nc:
+            for i in range(10): nc["v"][i, :]
+        if {with_netcdf4_file}:
+            with netCDF4.Dataset("data.nc") as nc:
+                nc["tas"][0, 0, :]
+    """))
+    r = ccp("trace", "-o", tmp_path / "T", "--", sys.executable, prog, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    named = f"not HDF5: {tmp_path / 'c3.nc'} (NETCDF3_CLASSIC)"
+    assert named in r.stderr and "no h5py dataset calls" not in r.stderr
+    d = ccp("diagnose", tmp_path / "T")
+    assert d.returncode == 0, d.stderr
+    assert named in d.stdout and "no h5py dataset calls" not in d.stdout
+    assert ("/tas in" in d.stdout) is with_netcdf4_file
