@@ -13,12 +13,18 @@ object, nowhere else:
   is not counted (as ``ccp.remote.network`` counts them).
 
 Events carry the URL as their file and ``t0_ns``/``wall_s``: a GET belongs to the dataset call whose
-time span holds it (same process), which is how ``ccp diagnose`` counts GETs per call.
+time span holds it (same process), which is how ``ccp diagnose`` counts GETs per call. Their ``api``
+names the file object they went through, ``fsspec:CACHE_TYPE:BLOCK_SIZE:N`` (N counts the objects
+instrumented in the process): a program may open one URL several times with other cache settings, and
+each open has a cache of its own.
 """
 
 from __future__ import annotations
 
+import itertools
 import time
+
+_OBJECTS = itertools.count(1)
 
 
 def fsspec_info(obj) -> dict | None:
@@ -70,6 +76,8 @@ def instrument(rec, obj, url: str) -> None:
     cache = obj.cache
     fetch = cache.fetcher
     read = obj.read
+    api = (f"fsspec:{getattr(cache, 'name', type(cache).__name__)}:{int(getattr(obj, 'blocksize', 0) or 0)}:"
+           f"{next(_OBJECTS)}")
 
     def fetcher(start, end):
         t0 = perf()
@@ -77,7 +85,7 @@ def instrument(rec, obj, url: str) -> None:
         t1 = perf()
         if start < end:
             try:
-                rec.event("get", url, start=[int(start)], count=[int(end) - int(start)], bytes=len(data), t0_ns=t0,
+                rec.event("get", url, api=api, start=[int(start)], count=[int(end) - int(start)], bytes=len(data), t0_ns=t0,
                           wall_ns=t1 - t0)
             except Exception as exc:  # the program must never see the recorder fail
                 rec.failed(exc)
@@ -94,7 +102,7 @@ def instrument(rec, obj, url: str) -> None:
         t1 = perf()
         if n > 0 and loc >= 0:
             try:
-                rec.event("fsspec_read", url, start=[loc], count=[n], bytes=len(out), t0_ns=t0, wall_ns=t1 - t0)
+                rec.event("fsspec_read", url, api=api, start=[loc], count=[n], bytes=len(out), t0_ns=t0, wall_ns=t1 - t0)
             except Exception as exc:  # the program must never see the recorder fail
                 rec.failed(exc)
         return out

@@ -184,3 +184,34 @@ def test_an_fsspec_trace_streams_to_the_whole_table_diagnosis(none_trace, batch_
     assert json.dumps(streamed, sort_keys=True, default=str) == json.dumps(whole, sort_keys=True, default=str)
     assert format_diagnosis(streamed) == format_diagnosis(whole)
     assert streamed["datasets"][0]["remote"]["gets"] > 0 and "fsspec cache_type=" in format_diagnosis(streamed)
+
+
+# One URL opened three times with other fsspec settings: each open has its own cache (breaker5 F10).
+THREE_OPENS = PROGRAM.rsplit("path, cache_type", 1)[0] + '''
+path = sys.argv[1]
+fs = RangeFS()
+for cache_type, block in (("none", 4096), ("readahead", 65536), ("blockcache", 16384)):
+    with fs.open(path, "rb", cache_type=cache_type, block_size=block) as fobj, h5py.File(fobj, "r") as f:
+        d = f["x"]
+        for i in range(0, 200, 20):
+            d[i, :]
+print("fetches:", len(FETCHES))
+'''
+
+
+def test_each_open_of_one_url_is_replayed_with_its_own_cache_type(tmp_path, data):
+    prog = tmp_path / "three_opens.py"
+    prog.write_text(THREE_OPENS)
+    out = tmp_path / "t"
+    r = ccp("trace", "-o", out, "--", sys.executable, prog, data)
+    assert r.returncode == 0, r.stderr
+    fetches = int(r.stdout.split("fetches: ")[1].split()[0])
+    d = ccp("diagnose", out)
+    assert d.returncode == 0, d.stderr
+    text = d.stdout
+    assert "3 settings, one per open" in text
+    assert f"the program opened ranged://{data} 3 times with 3 fsspec settings: none 4 KiB" in text
+    assert "readahead 64 KiB" in text and "blockcache 16 KiB" in text
+    model = int(text.split("each open's own fsspec cache replayed over the ")[1].split("gives ")[1].split()[0])
+    assert model == fetches                       # each open replayed with its own setting agrees with the count
+    assert f"GET(s) (counted: {fetches})" in text
