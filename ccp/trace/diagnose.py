@@ -274,6 +274,10 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
             if cands and state == "remote" and file.startswith("<in memory"):
                 out["notes"].append(f"{file} is a dataset in memory (diskless or memory=), not a file: no repack "
                                     "cure")
+            elif cands and state == "remote" and ("::" in file or file.startswith("<simplecache")):
+                out["notes"].append(f"{file} is read through an fsspec caching filesystem's local copy: no repack cure "
+                                    "(the program opens the URL, not the copy: repack a copy of the object and "
+                                    "upload it)")
             elif cands and state == "remote":
                 out["notes"].append(f"{file} is not a local file: no repack cure (copy it locally, repack, and "
                                     "read the copy; or use ccp s3 for paged copies)")

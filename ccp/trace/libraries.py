@@ -120,6 +120,8 @@ def open_expr(file: str) -> str:
     object with no path, such as a BytesIO: :func:`with_comment` says what it stands for)."""
     if is_local_path(file):
         return f'"{file}"'
+    if re.match(r"[a-z][a-z0-9+.-]*::[a-z][a-z0-9+.-]*://\S+$", file):     # a chained URL: simplecache::s3://...
+        return f'fsspec.open("{file}", "rb").open()'
     url = re.search(r"[a-z][a-z0-9+.-]*://[^\s'\">,]+", file)
     return f'fs.open("{url.group(0)}")' if url else "fileobj"
 

@@ -215,3 +215,39 @@ def test_each_open_of_one_url_is_replayed_with_its_own_cache_type(tmp_path, data
     model = int(text.split("each open's own fsspec cache replayed over the ")[1].split("gives ")[1].split()[0])
     assert model == fetches                       # each open replayed with its own setting agrees with the count
     assert f"GET(s) (counted: {fetches})" in text
+
+
+CACHED = '''
+import sys
+import fsspec, h5py
+path, storage, how = sys.argv[1:4]
+if how == "open":
+    with fsspec.open(f"simplecache::file://{path}", "rb", simplecache={"cache_storage": storage}) as fo:
+        with h5py.File(fo, "r") as f:
+            for i in range(0, 200, 10):
+                f["x"][i, :]
+else:                       # the caching filesystem itself, no OpenFile
+    fs = fsspec.filesystem("simplecache", target_protocol="file", cache_storage=storage)
+    with fs.open(path, "rb") as fo, h5py.File(fo, "r") as f:
+        for i in range(0, 200, 10):
+            f["x"][i, :]
+'''
+
+
+@pytest.mark.parametrize("how", ["open", "filesystem"])
+def test_a_simplecache_copy_is_named_by_its_url_never_the_cache_file(tmp_path, data, how):
+    prog = tmp_path / "cached.py"
+    prog.write_text(CACHED)
+    out, storage = tmp_path / "t", tmp_path / "sc"
+    r = ccp("trace", "-o", out, "--", sys.executable, prog, data, storage, how)
+    assert r.returncode == 0, r.stderr
+    t = pd.read_parquet(out / "calls.parquet")
+    files = set(t.loc[((t["kind"] == "call") & (t["depth"] == 0)).fillna(False), "file"])
+    want = f"simplecache::file://{data}" if how == "open" else "<simplecache copy of a file:// object>"
+    assert files == {want}
+    d = ccp("diagnose", out)
+    assert d.returncode == 0, d.stderr
+    assert str(storage) not in d.stdout and "ccp repack" not in d.stdout
+    assert "no repack cure" in d.stdout
+    if how == "open":
+        assert f'fsspec.open("simplecache::file://{data}", "rb").open()' in d.stdout
