@@ -40,6 +40,7 @@ from ccp.trace.libraries import (
     keep_open_code,
     not_hdf5_note,
     program_libraries,
+    program_source_calls,
     repack_code,
     untraced_note,
 )
@@ -430,6 +431,7 @@ def diagnose(trace: Trace, memory: int = 1 << 30, verify: bool = False, patterns
         if not fits:
             raise CcpError(f"--pattern {shape_str(block)}: no traced dataset has rank {len(block)} and room for it "
                            f"(traced shapes: {', '.join(shape_str(sh) for sh in shapes) or 'none'})")
+    multi_file = "xarray" in libs and program_source_calls(trace, "open_mfdataset")
     walls = summary.walls
     keys = sorted(walls, key=lambda k: (-float(walls[k]), str(k[0]), str(k[1])))   # ties by name
     for file, dataset in keys:
@@ -437,6 +439,10 @@ def diagnose(trace: Trace, memory: int = 1 << 30, verify: bool = False, patterns
         d = diagnose_dataset(trace, file, dataset, memory, program, states.get(file, "same"), patterns,
                              dataset_libraries(trace, libs, file, dataset), summary.rows(file, dataset), sequences)
         remote_diagnosis(trace, d)      # a file read through fsspec: GETs per call, fsspec cures
+        if multi_file and d["cures"]:
+            d["notes"].append("the program calls xr.open_mfdataset: if it opened this file that way, these cures are "
+                              "per file, in this file's own index space (isel offsets of this file alone, not of the "
+                              "combined dataset; xr.open_dataset(path, ...) stands for this one file)")
         if verify and d["cures"]:       # measured now: the read sequence the diagnosis built is replayed, then freed
             from ccp.trace.verify import verify_top
 

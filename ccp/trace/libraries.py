@@ -58,6 +58,24 @@ def program_libraries(trace: Trace) -> tuple[str, ...]:
     return tuple(sorted(libs & set(KNOWN)))
 
 
+def program_source_calls(trace: Trace, name: str) -> bool:
+    """Whether the program's own source (the ``.py`` files of its command) calls ``name`` (e.g. ``open_mfdataset``).
+    The trace does not record the folder it ran in: a relative ``.py`` is looked for here and beside its files."""
+    folders = {""} | {os.path.dirname(str(f.get("path"))) for f in trace.header.get("files") or []
+                      if isinstance(f, dict) and os.path.isabs(str(f.get("path")))}
+    args = [os.path.join(d, a) for a in trace.header.get("command") or [] if isinstance(a, str) and a.endswith(".py")
+            for d in sorted(folders) if d == "" or not os.path.isabs(a)]
+    for arg in dict.fromkeys(args):
+        if os.path.isfile(arg):
+            try:
+                with open(arg, encoding="utf-8", errors="replace") as f:
+                    if re.search(rf"\b{re.escape(name)}\s*\(", f.read(SOURCE_BYTES)):
+                        return True
+            except OSError:
+                pass
+    return False
+
+
 def is_netcdf4_file(file: str) -> bool | None:
     """Whether a local HDF5 file is a netCDF-4 file (netCDF-C's _NCProperties, or dimension scales at its root,
     as netCDF-C and h5netcdf write them); None when it cannot be opened. Opened read-only."""
@@ -158,7 +176,8 @@ def cache_code(file: str, dataset: str, nbytes: int, nslots: int, libs, keep_ope
                 f"# or for every variable, before netCDF4.Dataset(...): "
                 f"netCDF4.set_chunk_cache(size={nbytes}, nelems={nslots}, preemption=0.75)")
     if "xarray" in libs:
-        return (f'xr.open_dataset(path, engine="h5netcdf", driver_kwds={{"rdcc_nbytes": {nbytes}, "rdcc_nslots": {nslots}}})'
+        return (f'xr.open_dataset(path{xr_group(dataset)}, engine="h5netcdf", '
+                f'driver_kwds={{"rdcc_nbytes": {nbytes}, "rdcc_nslots": {nslots}}})'
                 f"{tail}\n# or read the cells once: da = ds[...].load()")
     return with_comment(f'f = h5py.File({open_expr(file)}, "r", rdcc_nbytes={nbytes}, rdcc_nslots={nslots})',
                         "once, before the loop" if keep_open else "", file)
@@ -201,13 +220,21 @@ def repack_code(file: str, dataset: str, chunks, output: str, libs) -> str:
     return code
 
 
+def xr_group(dataset: str) -> str:
+    """``, group="grp"`` for an xarray open of a variable in a netCDF group ("" at the root): without it the
+    dataset xarray opens has no such variable."""
+    group = "/".join(dataset.strip("/").split("/")[:-1])
+    return f', group="{group}"' if group else ""
+
+
 def keep_open_code(file: str, dataset: str, libs) -> str:
     if "netCDF4" in libs and "xarray" not in libs:
         return (f'nc = netCDF4.Dataset("{file}")       # once, before the loop\n'
                 f'v = {nc_var(dataset)}               # once; use v[...] inside the loop')
     if "xarray" in libs:        # xarray keeps the file open itself; its selections reach the variable afresh
+        opened = f'; ds = xr.open_dataset(path{xr_group(dataset)})' if xr_group(dataset) else ""
         return (f'da = ds["{dataset.strip("/").split("/")[-1]}"].load()   # once, before the loop; select from da '
-                "inside it (da.isel(...))")
+                f"inside it (da.isel(...)){opened}")
     return (with_comment(f'f = h5py.File({open_expr(file)}, "r")', "once, before the loop", file) + "\n"
             f'dset = f["{dataset}"]             # once; use dset[...] inside the loop')
 
@@ -222,9 +249,13 @@ def batched_code(dataset: str, lo, hi, nbytes: int, libs, dims=None, chunks=None
         box = ", ".join(f"{n}=slice({a}, {b})" for n, a, b in zip(names, lo, hi))
         by_chunk = (", ".join(f'"{n}": {int(c)}' for n, c in zip(names, chunks)) if chunks and len(chunks) == len(names)
                     else "...")
-        code = (f'da = ds["{var}"].isel({box}).load()   # {format_bytes(nbytes)} in memory, once; index da after\n'
-                f"# or open once with the file's chunks, then .load() what you use: "
-                f"xr.open_dataset(path, chunks={{{by_chunk}}})")
+        group = xr_group(dataset)
+        opened = f"; ds = xr.open_dataset(path{group})" if group else ""
+        # chunks={...} would apply to every variable of the file, splitting the stored chunks of any stored otherwise;
+        # chunks={} gives each variable its own stored chunks
+        code = (f'da = ds["{var}"].isel({box}).load()   # {format_bytes(nbytes)} in memory, once; index da after{opened}\n'
+                f"# or open once in each variable's stored chunks (for {var}: {{{by_chunk}}}), then .load() what you "
+                f"use: xr.open_dataset(path{group}, chunks={{}})")
         return code + ("" if names == list(dims or []) else "\n# (dim0.. are the variable's dimensions in order)")
     if "netCDF4" in libs:
         return f'block = {nc_var(dataset)}[{sl}]   # {format_bytes(nbytes)} in memory, once; index block after'
