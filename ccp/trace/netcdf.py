@@ -3,7 +3,9 @@
 netCDF4-python reaches HDF5 through netCDF-C and its own copy of libhdf5, so h5py's patches never see
 its reads. Its calls are recorded one level up, in the recorder's format (``ccp.trace.recorder``):
 
-* ``Variable.__getitem__`` / ``__setitem__``: the program's call (``depth == 0``), op read / write.
+* ``Variable.__getitem__`` / ``__setitem__``: the program's call (``depth == 0``), op read / write. A call
+  that raised (an index out of bounds) is a ``call_failed`` event instead, its ``reason`` naming it: it
+  moved no data, and the model, the boxes and the cures leave it out.
 * ``Variable._get`` / ``_put``: what netCDF4-python asked netCDF-C for (one ``nc_get_vars`` /
   ``nc_put_vars`` each: start, count, stride), ``depth == 1``: the selection rows ``ccp diagnose``
   replays. A list or mask index becomes several of them (netCDF4-python loops), a negative stride
@@ -225,6 +227,14 @@ def patch_netcdf4(rec) -> None:
     state = NcState(rec)
     rec.netcdf = state
 
+    def failed_call(api, op, info, exc) -> None:
+        """A program call that raised (an index out of bounds): recorded as a ``call_failed`` event (the reason names
+        the call and the exception), never as a call the model, the boxes or the cures would count."""
+        try:
+            rec.event("call_failed", info[0], info[1], reason=f"{api} ({op}) raised {type(exc).__name__}")
+        except Exception as err:  # the program must never see the recorder fail
+            rec.failed(err)
+
     def user(api, op, orig):
         def wrapper(self, *args):
             try:            # first: a variable's open (its cache) comes before its first call
@@ -234,12 +244,19 @@ def patch_netcdf4(rec) -> None:
                 info = None
             r = rec.begin(api, op)
             t0 = perf()
+            raised = None
             try:
                 return orig(self, *args)
+            except BaseException as exc:
+                raised = exc
+                raise
             finally:
                 t1 = perf()
                 if info is None:
                     r.clear()           # not an HDF5 file (or not known): nothing to record
+                elif raised is not None:
+                    r.clear()           # it moved no data the program got: an event, not a call, so no model counts it
+                    failed_call(api, op, info, raised)
                 else:
                     r.update(file=info[0], dataset=info[1])
                 rec.end(r, t0, t1, low=False)
@@ -258,12 +275,16 @@ def patch_netcdf4(rec) -> None:
                 info = sel = None
             r = rec.begin(api, op)
             t0 = perf()
+            raised = False
             try:
                 return orig(self, *args)
+            except BaseException:
+                raised = True
+                raise
             finally:
                 t1 = perf()
-                if info is None or sel is None:
-                    r.clear()           # not an HDF5 file (or not known): nothing to record
+                if info is None or sel is None or raised:
+                    r.clear()           # not an HDF5 file (or not known), or it raised: nothing to record
                 else:
                     r.update(sel, file=info[0], dataset=info[1], bytes=sel["nelems"] * info[2])
                 rec.end(r, t0, t1, low=True)

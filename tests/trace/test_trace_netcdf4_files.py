@@ -112,3 +112,34 @@ def test_a_netcdf3_file_is_named_as_not_hdf5(tmp_path, with_netcdf4_file):
     assert d.returncode == 0, d.stderr
     assert named in d.stdout and "no h5py dataset calls" not in d.stdout
     assert ("/tas in" in d.stdout) is with_netcdf4_file
+
+
+def test_a_call_that_raised_is_recorded_as_failed_and_left_out_of_the_model(tmp_path):
+    older_file(tmp_path / "data.nc")          # /tas 6x40x50
+    prog = tmp_path / "prog.py"
+    prog.write_text(textwrap.dedent("""
+        import netCDF4
+        with netCDF4.Dataset("data.nc") as nc:
+            v = nc["tas"]
+            for j in range(20):
+                v[:, j, 0]
+            try:
+                v[6, 0, 0]                     # one past the end: IndexError
+            except IndexError as exc:
+                print("raised", type(exc).__name__)
+    """))
+    r = ccp("trace", "-o", tmp_path / "T", "--", sys.executable, prog, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "raised IndexError" in r.stdout
+    import pandas as pd
+
+    t = pd.read_parquet(tmp_path / "T" / "calls.parquet")
+    calls = t[(t["kind"] == "call").fillna(False)]
+    assert len(calls[(calls["depth"] == 0).fillna(False)]) == 20
+    assert not any(list(s)[:1] == [6] for s in calls["start"].dropna())
+    failed = t[(t["op"] == "call_failed").fillna(False)]
+    assert list(failed["reason"]) == ["Variable.__getitem__ (read) raised IndexError"]
+    d = ccp("diagnose", tmp_path / "T")
+    assert d.returncode == 0, d.stderr
+    assert "0:7" not in d.stdout and "7x" not in d.stdout         # no box past the end
+    assert "reads: 20 call(s)" in d.stdout
