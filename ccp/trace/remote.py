@@ -27,6 +27,7 @@ from ccp.workload.tracefile import Trace
 BLOCK_SIZES = (1 << 20, 4 << 20, 16 << 20)
 CACHE_TYPES = ("none", "readahead", "blockcache", "first")
 MIN_GAIN = 0.9
+UNPHYSICAL = 0.1             # a fitted cost per GET below this share of the median GET's time is not a round trip
 PAGED_OPEN_GETS = 3          # open and metadata GETs from which a paged copy is worth naming
 
 
@@ -56,7 +57,9 @@ def fit_get_cost(nbytes: np.ndarray, wall: np.ndarray) -> tuple[float, float]:
     if len(np.unique(nbytes)) < 2:
         return float(np.median(wall)), 0.0
     a, b = np.linalg.lstsq(np.stack([np.ones(len(wall)), nbytes.astype(float)], axis=1), wall, rcond=None)[0]
-    if a < 0 or b < 0:           # a fit that makes a GET free or bytes free: fall back to the per-GET median
+    if a < 0 or b < 0 or a < UNPHYSICAL * float(np.median(wall)):
+        # a fit that makes a GET free or bytes free, or puts nearly all of a GET's time on its bytes (a request has a
+        # round trip: 1.6 us per GET fitted on loopback GETs of milliseconds): the per-GET median
         return float(np.median(wall)), 0.0
     return float(a), float(b)
 
@@ -131,7 +134,9 @@ def remote_diagnosis(trace: Trace, d: dict) -> None:
     f.append(f"read through fsspec ({info.get('filesystem')}, {setting}): {r['gets_in_calls']} GET(s) "
              f"({format_bytes(int(g_bytes[in_mine].sum()))}) in this dataset's {int(mine.sum())} call(s), "
              f"{r['gets_per_call']:.1f} per call (at most {r['max_gets_per_call']}); {outside} GET(s) of the file "
-             f"outside any call (its open and metadata); ~{format_seconds(a)} per GET here")
+             f"outside any call (its open and metadata; counted from h5py's open of the file object: a read before it, "
+             f"such as xarray's format check, is not in the count); "
+             + (f"~{format_seconds(a)} per GET here" if len(gets) else "no GET timed, so none priced"))
     size = int(info.get("size") or 0)
     if not rd or size <= 0:
         return

@@ -251,3 +251,30 @@ def test_a_simplecache_copy_is_named_by_its_url_never_the_cache_file(tmp_path, d
     assert "no repack cure" in d.stdout
     if how == "open":
         assert f'fsspec.open("simplecache::file://{data}", "rb").open()' in d.stdout
+
+
+@pytest.mark.parametrize("per_get, per_byte", [(0.004, 2e-9), (2e-6, 4.4e-7)], ids=["round-trips", "all-on-bytes"])
+def test_a_get_cost_fit_keeps_a_round_trip(per_get, per_byte):
+    import numpy as np
+
+    from ccp.trace.remote import fit_get_cost
+
+    nbytes = np.array([4096, 8192, 16384, 32768, 65536] * 4)
+    wall = per_get + per_byte * nbytes
+    a, b = fit_get_cost(nbytes, wall)
+    if per_get > 0.1 * float(np.median(wall)):
+        assert a == pytest.approx(per_get) and b == pytest.approx(per_byte)
+    else:                       # the fit put the time on bytes: the per-GET median, never ~0 per GET
+        assert a == pytest.approx(float(np.median(wall))) and b == 0.0
+
+
+def test_no_get_timed_prices_none(tmp_path, data):
+    prog = tmp_path / "remote_reader.py"
+    prog.write_text(PROGRAM)
+    out = tmp_path / "t"
+    r = ccp("trace", "-o", out, "--", sys.executable, prog, data, "all", 4096)    # 'all' fetches at fs.open
+    assert r.returncode == 0, r.stderr
+    d = ccp("diagnose", out)
+    assert d.returncode == 0, d.stderr
+    assert "no GET timed, so none priced" in d.stdout and "per GET here" not in d.stdout
+    assert "counted from h5py's open of the file object" in d.stdout
