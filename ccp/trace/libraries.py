@@ -13,7 +13,7 @@ import os
 import re
 from pathlib import Path
 
-from ccp.units import format_bytes
+from ccp.units import format_bytes, shape_str
 from ccp.workload.tracefile import Trace
 
 KNOWN = ("xarray", "netCDF4", "h5netcdf", "fsspec", "s3fs", "tables", "pandas")
@@ -199,10 +199,13 @@ def create_chunks_code(dataset: str, chunks, libs) -> str:
     return f"f.create_dataset(..., chunks={tuple(int(c) for c in chunks)}, maxshape=...)   # with your other options"
 
 
-def whole_chunks_write_code(dataset: str, chunks, libs) -> str:
+def whole_chunks_write_code(dataset: str, chunks, libs, box=None, fill: int | None = None) -> str:
+    """Buffer the program's writes (of ``box``, ``fill`` of them to a chunk) into whole chunks, then write each once."""
     target = nc_var(dataset) if "netCDF4" in libs else "dset"
-    return (f"buf[k] = row   # collect {chunks[0]} rows in memory\n"
-            f"{target}[i0:i0 + {chunks[0]}] = buf   # then write them at once, once per {chunks[0]} rows")
+    what = (f"the {fill} writes of {shape_str(tuple(box))} that fill one {shape_str(tuple(chunks))} block" if box and fill
+            else f"one {shape_str(tuple(chunks))} block")
+    return (f"buf[...] = piece   # collect {what} in memory\n"
+            f"{target}[i0:i0 + {chunks[0]}] = buf   # then write the block at once")
 
 
 def repack_code(file: str, dataset: str, chunks, output: str, libs) -> str:
