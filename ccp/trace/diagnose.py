@@ -315,7 +315,7 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
                                          f"{format_seconds(h0['after_s'])} per read ({h0['slowdown']:.0f}x): "
                                          "weigh them with `ccp tune` (workload below) before repacking")
                     cures[-1]["tune_yaml"] = tune_workload_yaml(str(trace.path), file, dataset, priced,
-                                                                max(cache0.nbytes, min(memory, 64 << 20)))
+                                                                max(cache0.nbytes, min(memory, 64 << 20)), cache0)
     points = int((low["sel"] == "points").sum())
     if points:
         f.append(f"point selections: {points} call(s) select individual elements; HDF5 handles them one element at a "

@@ -67,6 +67,8 @@ def commands(dset: str, chunks, filters: FilterPipeline, cache: ChunkCache, file
         if not group:       # nccopy's dimension form names root dimensions only: a group's are not found by name
             line += f"    # or -c {','.join(f'{n}/{k}' for n, k in zip(nc_dims, chunks))} for every variable"
         out["nccopy"] = line
+        out["netCDF4 open"] = (f'nc["{var}"].set_var_chunk_cache(size={cache.nbytes}, nelems={cache.nslots}, '
+                               f'preemption={cache.w0:g})   # netCDF4-python, on nc = netCDF4.Dataset("OUT.nc")')
     out["h5py create"] = (f'f.create_dataset("{dset}", shape=..., dtype=...{maxshape_text(maxshape)}, '
                           f'{h5py_kwargs(chunks, filters)})')
     out["h5py open"] = (f'h5py.File("OUT.h5", "r", rdcc_nbytes={cache.nbytes}, rdcc_nslots={cache.nslots}, '

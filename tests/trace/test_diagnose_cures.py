@@ -107,7 +107,10 @@ def test_a_repack_that_slows_the_maps_says_so_and_writes_a_tune_workload(series,
     assert [1, 24, 36] in blocks and work["workload"][0]["access"]["dataset"] == "/tas"
     from ccp.tune.workload import load_workload  # the tuner reads what diagnose wrote
 
-    assert load_workload(repack["tune_workload_file"]).name == "diagnose-tas"
+    loaded = load_workload(repack["tune_workload_file"])
+    assert loaded.name == "diagnose-tas"
+    # tune's current reader is the cache the program read with (breaker5 F25: HDF5's default was measured instead)
+    assert loaded.constraints.current_cache.nbytes == 8 << 20 and loaded.constraints.current_cache.nslots == 8191
 
 
 def test_a_pattern_the_user_names_is_priced(series, tmp_path, cli):

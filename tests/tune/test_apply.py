@@ -183,3 +183,9 @@ def test_the_nccopy_line_runs_as_printed_for_a_variable_in_a_group(tmp_path, gro
         with h5py.File(argv[-1], "r") as f:
             assert f[dset].chunks == (60, 5)
             assert f[dset].maxshape[0] is None
+    cmds = commands(dset, (60, 5), parse_filters("none"), ChunkCache(1 << 20, 521, 0.75), str(path),
+                    nc_dims=netcdf_dims(str(path), dset))
+    with netCDF4.Dataset(tmp_path / "a.nc") as nc:      # the netCDF4-python reader's line runs as printed
+        exec(cmds["netCDF4 open"].split("   #")[0], {"nc": nc})
+        var = nc[dset.strip("/")]
+        assert tuple(var.get_var_chunk_cache()[:2]) == (1 << 20, 521)
