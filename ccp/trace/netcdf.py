@@ -27,6 +27,7 @@ which no after-run check or checksum takes for a path.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import time
 from typing import Any
@@ -56,6 +57,15 @@ def set_slot(cls, name: str, value) -> None:
         setattr(cls, name, value)
     finally:
         flags.value = old
+
+
+def like(orig, wrapper):
+    """``wrapper`` named and documented as ``orig`` (help(), pydoc and autodoc of the program see netCDF4's own), its
+    ``__module__`` too: None where netCDF4's slot wrappers have none."""
+    out = functools.wraps(orig)(wrapper)
+    if not hasattr(orig, "__module__"):
+        out.__module__ = None  # type: ignore[assignment]
+    return out
 
 
 def in_memory(args: tuple, kwargs: dict) -> bool:
@@ -260,9 +270,7 @@ def patch_netcdf4(rec) -> None:
                 else:
                     r.update(file=info[0], dataset=info[1])
                 rec.end(r, t0, t1, low=False)
-        wrapper.__name__ = orig.__name__
-        wrapper.__wrapped__ = orig  # type: ignore[attr-defined]
-        return wrapper
+        return like(orig, wrapper)
 
     def low(api, op, orig, data_first):
         def wrapper(self, *args):
@@ -288,9 +296,7 @@ def patch_netcdf4(rec) -> None:
                 else:
                     r.update(sel, file=info[0], dataset=info[1], bytes=sel["nelems"] * info[2])
                 rec.end(r, t0, t1, low=True)
-        wrapper.__name__ = orig.__name__
-        wrapper.__wrapped__ = orig  # type: ignore[attr-defined]
-        return wrapper
+        return like(orig, wrapper)
 
     get_item, set_item = Variable.__dict__["__getitem__"], Variable.__dict__["__setitem__"]
     get, put = Variable.__dict__["_get"], Variable.__dict__["_put"]
@@ -335,6 +341,9 @@ def patch_netcdf4(rec) -> None:
             rec.failed(exc)
         return out
 
+    dataset_init = like(init, dataset_init)
+    dataset_close = like(close, dataset_close)
+    set_var_chunk_cache = like(set_cache, set_var_chunk_cache)
     set_slot(Variable, "_get", low("Variable._get", "read", get, False))
     set_slot(Variable, "_put", low("Variable._put", "write", put, True))
     set_slot(Variable, "__getitem__", user("Variable.__getitem__", "read", get_item))

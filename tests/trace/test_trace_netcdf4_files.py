@@ -143,3 +143,19 @@ def test_a_call_that_raised_is_recorded_as_failed_and_left_out_of_the_model(tmp_
     assert d.returncode == 0, d.stderr
     assert "0:7" not in d.stdout and "7x" not in d.stdout         # no box past the end
     assert "reads: 20 call(s)" in d.stdout
+
+
+def test_the_wrapped_methods_keep_netcdf4s_names_and_docs(tmp_path):
+    prog = tmp_path / "prog.py"
+    prog.write_text(textwrap.dedent("""
+        import netCDF4
+        for owner, name in ((netCDF4.Variable, "__getitem__"), (netCDF4.Variable, "__setitem__"),
+                            (netCDF4.Variable, "_get"), (netCDF4.Variable, "set_var_chunk_cache"),
+                            (netCDF4.Dataset, "__init__"), (netCDF4.Dataset, "close")):
+            f = getattr(owner, name)
+            print(name, f.__name__, f.__qualname__, getattr(f, "__module__", None), repr(f.__doc__)[:60])
+    """))
+    plain = subprocess.run([sys.executable, prog], capture_output=True, text=True, check=True, timeout=300)
+    r = ccp("trace", "-o", tmp_path / "T", "--", sys.executable, prog, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == plain.stdout
