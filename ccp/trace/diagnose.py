@@ -41,6 +41,7 @@ from ccp.trace.libraries import (
     not_hdf5_note,
     program_libraries,
     program_source_calls,
+    program_source_matches,
     repack_code,
     untraced_note,
 )
@@ -182,7 +183,10 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
         if seq.reopens:
             kept = run_model(seq, merge_sessions=True, per_call=False)
             lost = base["chunk_loads"] - kept["chunk_loads"]
-            opened = ("xarray reached the variable afresh for a selection (a new HDF5 dataset handle each time), "
+            lru = "xarray" in libs and program_source_matches(trace, r"file_cache_maxsize\s*=")
+            opened = ("xarray's file cache, which the program sized (xr.set_options(file_cache_maxsize=...)), closed "
+                      "and reopened the file, or xarray reached the variable afresh for a selection, so" if lru else
+                      "xarray reached the variable afresh for a selection (a new HDF5 dataset handle each time), "
                       "so" if "xarray" in libs else "file or dataset reopened between reads:")
             f.append(f"{opened} the chunk cache was lost {seq.reopens} time(s); "
                      f"{lost} of {base['chunk_loads']} chunk loads ({format_bytes(lost * chunk_bytes)} decoded) only "
@@ -193,6 +197,13 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
                      f"{'read it once and select in memory' if 'xarray' in libs else 'open the file and the dataset once, reuse them'}: "
                      f"{lost} fewer chunk loads", kept, keep_open_code(file, dataset, libs))
                 cures[-1]["apply"] = {"kind": "keep_open"}
+                if lru:      # a reader setting: xarray keeps every file open once its file cache holds them all
+                    cure("xarray's file cache as large as the files read in turn",
+                         f"xarray keeps each file open instead of closing and reopening it: at most {lost} fewer chunk "
+                         "loads (as many as keeping the file open gives)", kept,
+                         "xr.set_options(file_cache_maxsize=128)   # xarray's default; at least the number of files "
+                         "the program reads in turn")
+                    cures[-1]["apply"] = {"kind": "xarray_file_cache"}
         reloads = base["chunk_loads"] - ws_chunks * len(seq.session_starts)
         if cache0.nbytes < ws_bytes and base["chunk_loads"] > ws_chunks and reloads > 0:
             f.append(f"cache smaller than the working set: the cache holds {format_bytes(cache0.nbytes)}, one session "

@@ -59,7 +59,12 @@ def program_libraries(trace: Trace) -> tuple[str, ...]:
 
 
 def program_source_calls(trace: Trace, name: str) -> bool:
-    """Whether the program's own source (the ``.py`` files of its command) calls ``name`` (e.g. ``open_mfdataset``).
+    """Whether the program's own source (the ``.py`` files of its command) calls ``name`` (e.g. ``open_mfdataset``)."""
+    return program_source_matches(trace, rf"\b{re.escape(name)}\s*\(")
+
+
+def program_source_matches(trace: Trace, pattern: str) -> bool:
+    """Whether the program's own source (the ``.py`` files of its command) matches the regular expression ``pattern``.
     The trace does not record the folder it ran in: a relative ``.py`` is looked for here and beside its files."""
     folders = {""} | {os.path.dirname(str(f.get("path"))) for f in trace.header.get("files") or []
                       if isinstance(f, dict) and os.path.isabs(str(f.get("path")))}
@@ -69,7 +74,7 @@ def program_source_calls(trace: Trace, name: str) -> bool:
         if os.path.isfile(arg):
             try:
                 with open(arg, encoding="utf-8", errors="replace") as f:
-                    if re.search(rf"\b{re.escape(name)}\s*\(", f.read(SOURCE_BYTES)):
+                    if re.search(pattern, f.read(SOURCE_BYTES)):
                         return True
             except OSError:
                 pass

@@ -116,3 +116,27 @@ def test_a_program_opening_many_files_is_told_apart(tmp_path, source, calls):
     prog.write_text("import xarray as xr\n" + source)
     trace = Trace(tmp_path, {"command": ["python", str(prog)]}, pd.DataFrame({"api": [], "file": []}))
     assert program_source_calls(trace, "open_mfdataset") is calls
+
+
+LRU = textwrap.dedent("""
+    import sys, numpy as np, xarray as xr
+    path = sys.argv[1]
+    for name in (path, path + "2"):
+        xr.Dataset({"tas": (("time", "y", "x"), np.zeros((30, 20, 10), "f4"))}).to_netcdf(
+            name, engine="h5netcdf", encoding={"tas": {"chunksizes": (1, 20, 10)}})
+    xr.set_options(file_cache_maxsize=1)         # two files read in turn: each closed and reopened every read
+    a = xr.open_dataset(path, engine="h5netcdf"); b = xr.open_dataset(path + "2", engine="h5netcdf")
+    for j in range(20):
+        a["tas"][:, j, 0].values; b["tas"][:, j, 0].values
+""")
+
+
+def test_an_xarray_file_cache_the_program_sized_is_named_and_cured(tmp_path):
+    out = trace_program(tmp_path, LRU)
+    r = subprocess.run([sys.executable, "-m", "ccp.cli", "diagnose", "--json", str(out)], capture_output=True,
+                       text=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=600)
+    assert r.returncode == 0, r.stderr
+    d = next(d for d in json.loads(r.stdout)["datasets"] if d["dataset"] == "/tas" and d["reads"])
+    assert any("xarray's file cache, which the program sized" in f for f in d["findings"]), d["findings"]
+    cure = next(c for c in d["cures"] if c["cure"].startswith("xarray's file cache"))
+    assert "xr.set_options(file_cache_maxsize=" in cure["code"] and cure["apply"] == {"kind": "xarray_file_cache"}
