@@ -253,18 +253,20 @@ def batched_code(dataset: str, lo, hi, nbytes: int, libs, dims=None, chunks=None
     sl = ", ".join(f"{a}:{b}" for a, b in zip(lo, hi))
     var = dataset.strip("/").split("/")[-1]
     if "xarray" in libs:
-        names = list(dims) if dims and len(dims) == len(lo) else [f"dim{d}" for d in range(len(lo))]
-        box = ", ".join(f"{n}=slice({a}, {b})" for n, a, b in zip(names, lo, hi))
-        by_chunk = (", ".join(f'"{n}": {int(c)}' for n, c in zip(names, chunks)) if chunks and len(chunks) == len(names)
-                    else "...")
+        named = bool(dims) and len(dims) == len(lo)
+        # without the file's dimension names (a file read through a file object), positional indexing: an
+        # isel(dim0=...) made-up name is rejected by xarray
+        box = (".isel(" + ", ".join(f"{n}=slice({a}, {b})" for n, a, b in zip(dims, lo, hi)) + ")" if named
+               else f"[{sl}]")
+        by_chunk = ("{" + ", ".join(f'"{n}": {int(c)}' for n, c in zip(dims, chunks)) + "}" if named and chunks and
+                    len(chunks) == len(lo) else shape_str(tuple(chunks)) if chunks else "...")
         group = xr_group(dataset)
         opened = f"; ds = xr.open_dataset(path{group})" if group else ""
         # chunks={...} would apply to every variable of the file, splitting the stored chunks of any stored otherwise;
         # chunks={} gives each variable its own stored chunks
-        code = (f'da = ds["{var}"].isel({box}).load()   # {format_bytes(nbytes)} in memory, once; index da after{opened}\n'
-                f"# or open once in each variable's stored chunks (for {var}: {{{by_chunk}}}), then .load() what you "
+        return (f'da = ds["{var}"]{box}.load()   # {format_bytes(nbytes)} in memory, once; index da after{opened}\n'
+                f"# or open once in each variable's stored chunks (for {var}: {by_chunk}), then .load() what you "
                 f"use: xr.open_dataset(path{group}, chunks={{}})")
-        return code + ("" if names == list(dims or []) else "\n# (dim0.. are the variable's dimensions in order)")
     if "netCDF4" in libs:
         return f'block = {nc_var(dataset)}[{sl}]   # {format_bytes(nbytes)} in memory, once; index block after'
     return f'block = dset[{sl}]   # {format_bytes(nbytes)} in memory, once; index block after'

@@ -140,3 +140,21 @@ def test_an_xarray_file_cache_the_program_sized_is_named_and_cured(tmp_path):
     assert any("xarray's file cache, which the program sized" in f for f in d["findings"]), d["findings"]
     cure = next(c for c in d["cures"] if c["cure"].startswith("xarray's file cache"))
     assert "xr.set_options(file_cache_maxsize=" in cure["code"] and cure["apply"] == {"kind": "xarray_file_cache"}
+
+
+def test_without_dimension_names_the_xarray_cure_indexes_by_position(tmp_path):
+    """A file read through a file object has no dimension names in the trace: positional indexing runs, a made-up
+    isel(dim0=...) does not (breaker5 F27)."""
+    import numpy as np
+    import xarray as xr
+
+    from ccp.trace.libraries import batched_code
+
+    path = tmp_path / "p.nc"
+    xr.Dataset({"packed": (("time", "y", "x"), np.arange(6000.0).reshape(60, 10, 10))}).to_netcdf(path, engine="h5netcdf")
+    code = batched_code("/packed", [0, 0, 0], [60, 10, 10], 48000, ("h5netcdf", "xarray"), None, (10, 10, 10))
+    assert "dim0" not in code and "10x10x10" in code
+    with xr.open_dataset(path, engine="h5netcdf") as ds:
+        scope = {"ds": ds}
+        exec(code.split("\n")[0].split("   #")[0], scope)
+        assert scope["da"].shape == (60, 10, 10)
