@@ -159,3 +159,25 @@ def test_the_wrapped_methods_keep_netcdf4s_names_and_docs(tmp_path):
     r = ccp("trace", "-o", tmp_path / "T", "--", sys.executable, prog, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout == plain.stdout
+
+
+def test_an_mfdataset_masters_variable_has_its_files_own_shape(tmp_path):
+    """netCDF4.MFDataset gives its master file's variable the aggregated length; the trace keeps each file's own
+    (breaker5 F16: the master's /v was recorded 30x20 in a file holding 10x20)."""
+    for k in range(3):
+        with netCDF4.Dataset(tmp_path / f"mf{k}.nc", "w", format="NETCDF4_CLASSIC") as nc:
+            nc.createDimension("time", None)
+            nc.createDimension("x", 20)
+            nc.createVariable("v", "f4", ("time", "x"), chunksizes=(5, 20))[0:10] = np.zeros((10, 20), "f4")
+    prog = tmp_path / "prog.py"
+    prog.write_text(textwrap.dedent("""
+        import netCDF4
+        with netCDF4.MFDataset("mf*.nc") as nc:
+            for i in range(0, 30, 3):
+                nc["v"][i, :]
+    """))
+    r = ccp("trace", "-o", tmp_path / "T", "--", sys.executable, prog, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    head = json.loads((tmp_path / "T" / "trace.json").read_text())
+    shapes = {Path(d["file"]).name: d["shape"] for d in head["datasets"] if d["dataset"] == "/v"}
+    assert shapes and all(s == [10, 20] for s in shapes.values()), shapes
