@@ -8,9 +8,13 @@ The recorder names a netCDF4 ``Variable`` by the HDF5 path netCDF-C gives it and
 from netCDF4's own API (:mod:`ccp.trace.netcdf`). Once the program has ended, each such entry of
 ``trace.json``'s ``datasets`` is checked with h5py, read-only: the path exists (``hdf5_path``: "found",
 or why not), and the chunks, filters (as stored, with their ``cd_values``) and fill value are taken
-from the file. The stored size is taken only for a file the program opened read-only (a writer's
-variable started empty, as the recorder wrote it). When the program imported xarray, each dataset of a
-local file gets ``dims``, its dimension names (its dimension scales'), for cure code in xarray's words.
+from the file; not when the file's dataset has another rank than the program's variable (then it is not
+that dataset: a file of that name made since, or an in-memory dataset named like it), where the
+recorder's layout stays, with the reason in ``hdf5_path``. The stored size and shape are taken only for
+a file the program opened read-only (a writer's variable started empty, as the recorder wrote it;
+netCDF4.MFDataset gives its master file's variable the aggregated length). When the program imported
+xarray, each dataset of a local file gets ``dims``, its dimension names (its dimension scales'), for
+cure code in xarray's words.
 """
 
 from __future__ import annotations
@@ -33,6 +37,9 @@ def check_layout(entry: dict) -> dict:
     """The entry checked with h5py: a new dict with ``hdf5_path`` set and the stored layout taken."""
     out = dict(entry)
     file, path = entry.get("file"), entry.get("dataset")
+    if isinstance(file, str) and file.startswith("<in memory"):
+        out["hdf5_path"] = "not checked: a dataset in memory (diskless or memory=), not a file"
+        return out
     if not isinstance(file, str) or not os.path.isfile(file):
         out["hdf5_path"] = "not checked: the file is not there after the run"
         return out
@@ -43,6 +50,13 @@ def check_layout(entry: dict) -> dict:
                 out["hdf5_path"] = f"not found: {file} holds no dataset {path}"
                 return out
             stored = _layout(obj.id)
+            shape = entry.get("shape")
+            if isinstance(shape, list) and len(stored["shape"]) != len(shape):
+                # not the dataset the program used (a file of that name made since, or not the one it read):
+                # its layout would contradict the recorded shape; the recorder's own stays
+                out["hdf5_path"] = (f"not checked: {file}'s {path} has shape {stored['shape']}, the program's "
+                                    f"variable {shape}: not the dataset the program used; its layout left out")
+                return out
             vlen, type_size = vlen_info(obj.id.get_type())
     except (CcpError, OSError) as exc:
         out["hdf5_path"] = f"not checked: {exc}"
@@ -52,8 +66,10 @@ def check_layout(entry: dict) -> dict:
         out.update(vlen=True, itemsize=type_size)
     for key in STATIC:
         out[key] = stored[key]
-    if out.get("storage_size") is None and entry.get("mode", "r") == "r":
-        out["storage_size"] = stored["storage_size"]
+    if entry.get("mode", "r") == "r":
+        if out.get("storage_size") is None:
+            out["storage_size"] = stored["storage_size"]
+        out["shape"] = stored["shape"]
     return out
 
 

@@ -35,11 +35,17 @@ def trace_command(out, force, no_checksum, cmd):
     out = Path(out)
     status, header = run_traced(list(cmd), out, force=force, checksum=not no_checksum)
     done = header.get("completeness", {})
+    from ccp.trace.libraries import not_hdf5_note
+
+    other = not_hdf5_note(out) if out.is_dir() else None
     if header["calls"] == 0:
-        click.echo(f"ccp trace: the program made no h5py dataset calls; {out} holds an empty trace", err=True)
+        made = "no calls on HDF5 datasets" if other else "no h5py dataset calls"
+        click.echo(f"ccp trace: the program made {made}; {out} holds an empty trace", err=True)
     else:
         click.echo(f"ccp trace: {header['calls']} dataset calls on {len(header['datasets'])} dataset(s) in "
                    f"{len(header['pids'])} process(es) -> {out} (exit status {status})", err=True)
+    if other:
+        click.echo(f"ccp trace: {other}", err=True)
     if done.get("complete") is False:
         click.echo(f"ccp trace: the trace is INCOMPLETE ({len(done['reasons'])} reason(s)); it keeps the "
                    f"{header['calls']} call(s) recorded:", err=True)

@@ -38,7 +38,10 @@ from ccp.trace.libraries import (
     cache_code,
     dataset_libraries,
     keep_open_code,
+    not_hdf5_note,
     program_libraries,
+    program_source_calls,
+    program_source_matches,
     repack_code,
     untraced_note,
 )
@@ -180,7 +183,10 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
         if seq.reopens:
             kept = run_model(seq, merge_sessions=True, per_call=False)
             lost = base["chunk_loads"] - kept["chunk_loads"]
-            opened = ("xarray reached the variable afresh for a selection (a new HDF5 dataset handle each time), "
+            lru = "xarray" in libs and program_source_matches(trace, r"file_cache_maxsize\s*=")
+            opened = ("xarray's file cache, which the program sized (xr.set_options(file_cache_maxsize=...)), closed "
+                      "and reopened the file, or xarray reached the variable afresh for a selection, so" if lru else
+                      "xarray reached the variable afresh for a selection (a new HDF5 dataset handle each time), "
                       "so" if "xarray" in libs else "file or dataset reopened between reads:")
             f.append(f"{opened} the chunk cache was lost {seq.reopens} time(s); "
                      f"{lost} of {base['chunk_loads']} chunk loads ({format_bytes(lost * chunk_bytes)} decoded) only "
@@ -191,6 +197,13 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
                      f"{'read it once and select in memory' if 'xarray' in libs else 'open the file and the dataset once, reuse them'}: "
                      f"{lost} fewer chunk loads", kept, keep_open_code(file, dataset, libs))
                 cures[-1]["apply"] = {"kind": "keep_open"}
+                if lru:      # a reader setting: xarray keeps every file open once its file cache holds them all
+                    cure("xarray's file cache as large as the files read in turn",
+                         f"xarray keeps each file open instead of closing and reopening it: at most {lost} fewer chunk "
+                         "loads (as many as keeping the file open gives)", kept,
+                         "xr.set_options(file_cache_maxsize=128)   # xarray's default; at least the number of files "
+                         "the program reads in turn")
+                    cures[-1]["apply"] = {"kind": "xarray_file_cache"}
         reloads = base["chunk_loads"] - ws_chunks * len(seq.session_starts)
         if cache0.nbytes < ws_bytes and base["chunk_loads"] > ws_chunks and reloads > 0:
             f.append(f"cache smaller than the working set: the cache holds {format_bytes(cache0.nbytes)}, one session "
@@ -232,6 +245,17 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
                  f"holds the {ws_chunks} chunks ({format_bytes(ws_bytes)}) the reads come back to", best[1],
                  cache_code(file, dataset, c.nbytes, c.nslots, libs, merge))
             cures[-1]["apply"] = {"kind": "cache", "nbytes": c.nbytes, "nslots": c.nslots, "merge": merge}
+        elif (slots := cache_for(cache0.nbytes, chunk_bytes)).nslots > cache0.nslots and cache0.nbytes >= chunk_bytes:
+            # enough bytes, too few hash slots: HDF5 keeps one chunk per slot, two chunks hashing alike evict each other
+            m = run_model(seq, caches=replace(cache0, nslots=slots.nslots), per_call=False)
+            if m["chunk_loads"] < MIN_GAIN * base["chunk_loads"]:
+                fits = " (they fit by bytes)" if ws_bytes <= cache0.nbytes else ""
+                f.append(f"{cache0.nslots} hash slots for {ws_chunks} chunks{fits}: chunks evict each other by hash; "
+                         f"{base['chunk_loads']} chunk loads, {m['chunk_loads']} with {slots.nslots} slots")
+                cure(f"a chunk cache of {slots.nslots} slots", f"the same {format_bytes(cache0.nbytes)}, with slots "
+                     f"enough for the {ws_chunks} chunks: {m['chunk_loads']} chunk loads", m,
+                     cache_code(file, dataset, cache0.nbytes, slots.nslots, libs, False))
+                cures[-1]["apply"] = {"kind": "cache", "nbytes": cache0.nbytes, "nslots": slots.nslots, "merge": False}
         # alignment: requests covering only part of the chunks they touch
         partial = int(partial_requests(seq, chunks).sum())
         ratio = out["decoded_per_delivered"]
@@ -259,7 +283,14 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
                 out["notes"].append(f"no repack cure: chunks shaped like the reads ({shape_str(tiny[0])}, "
                                     f"{format_bytes(int(np.prod(tiny[0])) * seq.itemsize)}) would cost HDF5's fixed "
                                     "cost per chunk load (index lookup, filter call) for every few bytes")
-            if cands and state == "remote":
+            if cands and state == "remote" and file.startswith("<in memory"):
+                out["notes"].append(f"{file} is a dataset in memory (diskless or memory=), not a file: no repack "
+                                    "cure")
+            elif cands and state == "remote" and ("::" in file or file.startswith("<simplecache")):
+                out["notes"].append(f"{file} is read through an fsspec caching filesystem's local copy: no repack cure "
+                                    "(the program opens the URL, not the copy: repack a copy of the object and "
+                                    "upload it)")
+            elif cands and state == "remote":
                 out["notes"].append(f"{file} is not a local file: no repack cure (copy it locally, repack, and "
                                     "read the copy; or use ccp s3 for paged copies)")
             elif state == "gone":
@@ -295,7 +326,7 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
                                          f"{format_seconds(h0['after_s'])} per read ({h0['slowdown']:.0f}x): "
                                          "weigh them with `ccp tune` (workload below) before repacking")
                     cures[-1]["tune_yaml"] = tune_workload_yaml(str(trace.path), file, dataset, priced,
-                                                                max(cache0.nbytes, min(memory, 64 << 20)))
+                                                                max(cache0.nbytes, min(memory, 64 << 20)), cache0)
     points = int((low["sel"] == "points").sum())
     if points:
         f.append(f"point selections: {points} call(s) select individual elements; HDF5 handles them one element at a "
@@ -399,9 +430,11 @@ def diagnose(trace: Trace, memory: int = 1 << 30, verify: bool = False, patterns
            "libraries": list(libs),
            "file_states": states, "command": h.get("command"), "program_s": program, "calls": summary.calls,
            "reads": summary.reads, "writes": summary.writes,
-           "pids": h.get("pids", []), "datasets": [], "untraced": untraced_note(h)}
+           "pids": h.get("pids", []), "datasets": [], "untraced": untraced_note(h),
+           "not_hdf5": not_hdf5_note(trace.path)}
     if not summary.calls:
-        out["message"] = "the program made no h5py dataset calls: nothing to diagnose"
+        out["message"] = ("the program made no calls on HDF5 datasets: nothing to diagnose" if out["not_hdf5"] else
+                          "the program made no h5py dataset calls: nothing to diagnose")
         return out
     shapes = [d["shape"] for d in trace.header.get("datasets", []) if isinstance(d, dict)]
     for block in patterns:
@@ -409,6 +442,7 @@ def diagnose(trace: Trace, memory: int = 1 << 30, verify: bool = False, patterns
         if not fits:
             raise CcpError(f"--pattern {shape_str(block)}: no traced dataset has rank {len(block)} and room for it "
                            f"(traced shapes: {', '.join(shape_str(sh) for sh in shapes) or 'none'})")
+    multi_file = "xarray" in libs and program_source_calls(trace, "open_mfdataset")
     walls = summary.walls
     keys = sorted(walls, key=lambda k: (-float(walls[k]), str(k[0]), str(k[1])))   # ties by name
     for file, dataset in keys:
@@ -416,6 +450,10 @@ def diagnose(trace: Trace, memory: int = 1 << 30, verify: bool = False, patterns
         d = diagnose_dataset(trace, file, dataset, memory, program, states.get(file, "same"), patterns,
                              dataset_libraries(trace, libs, file, dataset), summary.rows(file, dataset), sequences)
         remote_diagnosis(trace, d)      # a file read through fsspec: GETs per call, fsspec cures
+        if multi_file and d["cures"]:
+            d["notes"].append("the program calls xr.open_mfdataset: if it opened this file that way, these cures are "
+                              "per file, in this file's own index space (isel offsets of this file alone, not of the "
+                              "combined dataset; xr.open_dataset(path, ...) stands for this one file)")
         if verify and d["cures"]:       # measured now: the read sequence the diagnosis built is replayed, then freed
             from ccp.trace.verify import verify_top
 
@@ -433,8 +471,9 @@ def format_diagnosis(diag: dict) -> str:
     for f in diag.get("files_changed", []):
         lines.append(f"{f} CHANGED since the trace (sha256 differs): the diagnosis is of the file as traced; "
                      "no cure rewrites it (trace again to get them); --verify refuses it")
-    if diag.get("untraced"):
-        lines.append(f"note: {diag['untraced']}")
+    for key in ("untraced", "not_hdf5"):
+        if diag.get(key):
+            lines.append(f"note: {diag[key]}")
     if diag.get("message"):
         return "\n".join(lines + [diag["message"]])
     for d in diag["datasets"]:

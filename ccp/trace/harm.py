@@ -82,8 +82,10 @@ def dataset_slug(dataset: str, keep: str = "-_", fill: str = "-") -> str:
     return f"{slug or 'root'}-{hashlib.sha256(dataset.encode('utf-8', 'surrogatepass')).hexdigest()[:6]}"
 
 
-def tune_workload_yaml(trace_dir: str, file: str, dataset: str, patterns: list[dict], cache_bytes: int) -> str:
-    """A ``ccp tune`` workload: the traced reads and the natural patterns, equal weights."""
+def tune_workload_yaml(trace_dir: str, file: str, dataset: str, patterns: list[dict], cache_bytes: int,
+                       current=None) -> str:
+    """A ``ccp tune`` workload: the traced reads and the natural patterns, equal weights; ``current``, the chunk cache
+    the program read with (netCDF-C's for a netCDF4-python reader), is tune's current reader."""
     slug = dataset_slug(dataset)
     lines = [f"# written by `ccp diagnose {trace_dir}`: the traced reads of {dataset} and the dataset's other",
              "# natural patterns, so `ccp tune` weighs them all before a repack", f"name: diagnose-{slug}",
@@ -93,7 +95,9 @@ def tune_workload_yaml(trace_dir: str, file: str, dataset: str, patterns: list[d
     for p in patterns:
         lines.append(f"  - {{access: {{op: read, block: [{', '.join(str(b) for b in p['block'])}]}}, weight: 1}}"
                      f"   # {p['pattern']}")
-    lines.append(f"constraints: {{max_cache_bytes: {max(int(cache_bytes), 1)}}}")
+    now = (f", current_cache: {{nbytes: {int(current.nbytes)}, nslots: {int(current.nslots)}, w0: {float(current.w0):g}}}"
+           if current is not None else "")
+    lines.append(f"constraints: {{max_cache_bytes: {max(int(cache_bytes), 1)}{now}}}")
     return "\n".join(lines) + "\n"
 
 

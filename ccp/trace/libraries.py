@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 
-from ccp.units import format_bytes
+from ccp.units import format_bytes, shape_str
 from ccp.workload.tracefile import Trace
 
 KNOWN = ("xarray", "netCDF4", "h5netcdf", "fsspec", "s3fs", "tables", "pandas")
@@ -57,6 +58,29 @@ def program_libraries(trace: Trace) -> tuple[str, ...]:
     return tuple(sorted(libs & set(KNOWN)))
 
 
+def program_source_calls(trace: Trace, name: str) -> bool:
+    """Whether the program's own source (the ``.py`` files of its command) calls ``name`` (e.g. ``open_mfdataset``)."""
+    return program_source_matches(trace, rf"\b{re.escape(name)}\s*\(")
+
+
+def program_source_matches(trace: Trace, pattern: str) -> bool:
+    """Whether the program's own source (the ``.py`` files of its command) matches the regular expression ``pattern``.
+    The trace does not record the folder it ran in: a relative ``.py`` is looked for here and beside its files."""
+    folders = {""} | {os.path.dirname(str(f.get("path"))) for f in trace.header.get("files") or []
+                      if isinstance(f, dict) and os.path.isabs(str(f.get("path")))}
+    args = [os.path.join(d, a) for a in trace.header.get("command") or [] if isinstance(a, str) and a.endswith(".py")
+            for d in sorted(folders) if d == "" or not os.path.isabs(a)]
+    for arg in dict.fromkeys(args):
+        if os.path.isfile(arg):
+            try:
+                with open(arg, encoding="utf-8", errors="replace") as f:
+                    if re.search(pattern, f.read(SOURCE_BYTES)):
+                        return True
+            except OSError:
+                pass
+    return False
+
+
 def is_netcdf4_file(file: str) -> bool | None:
     """Whether a local HDF5 file is a netCDF-4 file (netCDF-C's _NCProperties, or dimension scales at its root,
     as netCDF-C and h5netcdf write them); None when it cannot be opened. Opened read-only."""
@@ -85,6 +109,26 @@ def untraced_note(header: dict) -> str | None:
             "traced (PyTables calls HDF5 from its own C extension), so this trace leaves them out")
 
 
+def not_hdf5_note(trace_dir) -> str | None:
+    """One line naming the files the program opened through netCDF4-python that are not HDF5 (netCDF-3, CDF5: their
+    opens are recorded with the reason, their calls are not), from ``calls.parquet``'s ``file_open`` events."""
+    import pandas as pd
+
+    try:
+        t = pd.read_parquet(Path(trace_dir) / "calls.parquet", columns=["op", "file", "reason"],
+                            filters=[("op", "==", "file_open")])
+    except (OSError, ValueError, KeyError):
+        return None
+    reasons = t["reason"].astype("string").fillna("")
+    other = reasons.str.contains("not an HDF5 file").fillna(False).to_numpy(bool)
+    files = dict(zip(t["file"][other], reasons[other]))
+    if not files:
+        return None
+    named = ", ".join(f"{f} ({str(r).split(' ', 1)[0]})" for f, r in sorted(files.items()))
+    return (f"the program opened {len(files)} netCDF file(s) that are not HDF5: {named}; their calls are not in the "
+            "trace (netCDF-3 and CDF5 have no chunks or chunk cache: nothing for ccp to diagnose there)")
+
+
 def dataset_libraries(trace: Trace, libs, file: str, dataset: str) -> tuple[str, ...]:
     """The libraries whose words fit one dataset's cures: in a trace whose recorder said which library reached
     each dataset (``libraries`` in the header), netCDF4's only for a variable netCDF4 read or wrote."""
@@ -99,6 +143,8 @@ def open_expr(file: str) -> str:
     object with no path, such as a BytesIO: :func:`with_comment` says what it stands for)."""
     if is_local_path(file):
         return f'"{file}"'
+    if re.match(r"[a-z][a-z0-9+.-]*::[a-z][a-z0-9+.-]*://\S+$", file):     # a chained URL: simplecache::s3://...
+        return f'fsspec.open("{file}", "rb").open()'
     url = re.search(r"[a-z][a-z0-9+.-]*://[^\s'\">,]+", file)
     return f'fs.open("{url.group(0)}")' if url else "fileobj"
 
@@ -135,7 +181,8 @@ def cache_code(file: str, dataset: str, nbytes: int, nslots: int, libs, keep_ope
                 f"# or for every variable, before netCDF4.Dataset(...): "
                 f"netCDF4.set_chunk_cache(size={nbytes}, nelems={nslots}, preemption=0.75)")
     if "xarray" in libs:
-        return (f'xr.open_dataset(path, engine="h5netcdf", driver_kwds={{"rdcc_nbytes": {nbytes}, "rdcc_nslots": {nslots}}})'
+        return (f'xr.open_dataset(path{xr_group(dataset)}, engine="h5netcdf", '
+                f'driver_kwds={{"rdcc_nbytes": {nbytes}, "rdcc_nslots": {nslots}}})'
                 f"{tail}\n# or read the cells once: da = ds[...].load()")
     return with_comment(f'f = h5py.File({open_expr(file)}, "r", rdcc_nbytes={nbytes}, rdcc_nslots={nslots})',
                         "once, before the loop" if keep_open else "", file)
@@ -157,10 +204,13 @@ def create_chunks_code(dataset: str, chunks, libs) -> str:
     return f"f.create_dataset(..., chunks={tuple(int(c) for c in chunks)}, maxshape=...)   # with your other options"
 
 
-def whole_chunks_write_code(dataset: str, chunks, libs) -> str:
+def whole_chunks_write_code(dataset: str, chunks, libs, box=None, fill: int | None = None) -> str:
+    """Buffer the program's writes (of ``box``, ``fill`` of them to a chunk) into whole chunks, then write each once."""
     target = nc_var(dataset) if "netCDF4" in libs else "dset"
-    return (f"buf[k] = row   # collect {chunks[0]} rows in memory\n"
-            f"{target}[i0:i0 + {chunks[0]}] = buf   # then write them at once, once per {chunks[0]} rows")
+    what = (f"the {fill} writes of {shape_str(tuple(box))} that fill one {shape_str(tuple(chunks))} block" if box and fill
+            else f"one {shape_str(tuple(chunks))} block")
+    return (f"buf[...] = piece   # collect {what} in memory\n"
+            f"{target}[i0:i0 + {chunks[0]}] = buf   # then write the block at once")
 
 
 def repack_code(file: str, dataset: str, chunks, output: str, libs) -> str:
@@ -178,13 +228,21 @@ def repack_code(file: str, dataset: str, chunks, output: str, libs) -> str:
     return code
 
 
+def xr_group(dataset: str) -> str:
+    """``, group="grp"`` for an xarray open of a variable in a netCDF group ("" at the root): without it the
+    dataset xarray opens has no such variable."""
+    group = "/".join(dataset.strip("/").split("/")[:-1])
+    return f', group="{group}"' if group else ""
+
+
 def keep_open_code(file: str, dataset: str, libs) -> str:
     if "netCDF4" in libs and "xarray" not in libs:
         return (f'nc = netCDF4.Dataset("{file}")       # once, before the loop\n'
                 f'v = {nc_var(dataset)}               # once; use v[...] inside the loop')
     if "xarray" in libs:        # xarray keeps the file open itself; its selections reach the variable afresh
+        opened = f'; ds = xr.open_dataset(path{xr_group(dataset)})' if xr_group(dataset) else ""
         return (f'da = ds["{dataset.strip("/").split("/")[-1]}"].load()   # once, before the loop; select from da '
-                "inside it (da.isel(...))")
+                f"inside it (da.isel(...)){opened}")
     return (with_comment(f'f = h5py.File({open_expr(file)}, "r")', "once, before the loop", file) + "\n"
             f'dset = f["{dataset}"]             # once; use dset[...] inside the loop')
 
@@ -195,14 +253,20 @@ def batched_code(dataset: str, lo, hi, nbytes: int, libs, dims=None, chunks=None
     sl = ", ".join(f"{a}:{b}" for a, b in zip(lo, hi))
     var = dataset.strip("/").split("/")[-1]
     if "xarray" in libs:
-        names = list(dims) if dims and len(dims) == len(lo) else [f"dim{d}" for d in range(len(lo))]
-        box = ", ".join(f"{n}=slice({a}, {b})" for n, a, b in zip(names, lo, hi))
-        by_chunk = (", ".join(f'"{n}": {int(c)}' for n, c in zip(names, chunks)) if chunks and len(chunks) == len(names)
-                    else "...")
-        code = (f'da = ds["{var}"].isel({box}).load()   # {format_bytes(nbytes)} in memory, once; index da after\n'
-                f"# or open once with the file's chunks, then .load() what you use: "
-                f"xr.open_dataset(path, chunks={{{by_chunk}}})")
-        return code + ("" if names == list(dims or []) else "\n# (dim0.. are the variable's dimensions in order)")
+        named = bool(dims) and len(dims) == len(lo)
+        # without the file's dimension names (a file read through a file object), positional indexing: an
+        # isel(dim0=...) made-up name is rejected by xarray
+        box = (".isel(" + ", ".join(f"{n}=slice({a}, {b})" for n, a, b in zip(dims, lo, hi)) + ")" if named
+               else f"[{sl}]")
+        by_chunk = ("{" + ", ".join(f'"{n}": {int(c)}' for n, c in zip(dims, chunks)) + "}" if named and chunks and
+                    len(chunks) == len(lo) else shape_str(tuple(chunks)) if chunks else "...")
+        group = xr_group(dataset)
+        opened = f"; ds = xr.open_dataset(path{group})" if group else ""
+        # chunks={...} would apply to every variable of the file, splitting the stored chunks of any stored otherwise;
+        # chunks={} gives each variable its own stored chunks
+        return (f'da = ds["{var}"]{box}.load()   # {format_bytes(nbytes)} in memory, once; index da after{opened}\n'
+                f"# or open once in each variable's stored chunks (for {var}: {by_chunk}), then .load() what you "
+                f"use: xr.open_dataset(path{group}, chunks={{}})")
     if "netCDF4" in libs:
         return f'block = {nc_var(dataset)}[{sl}]   # {format_bytes(nbytes)} in memory, once; index block after'
     return f'block = dset[{sl}]   # {format_bytes(nbytes)} in memory, once; index block after'

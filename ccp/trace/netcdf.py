@@ -3,7 +3,9 @@
 netCDF4-python reaches HDF5 through netCDF-C and its own copy of libhdf5, so h5py's patches never see
 its reads. Its calls are recorded one level up, in the recorder's format (``ccp.trace.recorder``):
 
-* ``Variable.__getitem__`` / ``__setitem__``: the program's call (``depth == 0``), op read / write.
+* ``Variable.__getitem__`` / ``__setitem__``: the program's call (``depth == 0``), op read / write. A call
+  that raised (an index out of bounds) is a ``call_failed`` event instead, its ``reason`` naming it: it
+  moved no data, and the model, the boxes and the cures leave it out.
 * ``Variable._get`` / ``_put``: what netCDF4-python asked netCDF-C for (one ``nc_get_vars`` /
   ``nc_put_vars`` each: start, count, stride), ``depth == 1``: the selection rows ``ccp diagnose``
   replays. A list or mask index becomes several of them (netCDF4-python loops), a negative stride
@@ -17,12 +19,15 @@ its reads. Its calls are recorded one level up, in the recorder's format (``ccp.
   is recorded as a close and an open with the new cache; ``Dataset.close`` closes them all.
 
 Files that are not HDF5 (netCDF-3, CDF5) have no chunk cache: their open is recorded with the
-reason, their calls are not.
+reason, their calls are not. A dataset made in memory (``memory=``, or ``diskless=True`` created without
+``persist``) is not the file of that name on disk, if there is one: it is named ``<in memory: NAME>``,
+which no after-run check or checksum takes for a path.
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import time
 from typing import Any
@@ -31,6 +36,7 @@ from ccp.trace.hdf5_types import VLEN_SEQUENCE_SIZE, VLEN_STRING_SIZE
 
 IMMUTABLE = 1 << 8                 # Py_TPFLAGS_IMMUTABLETYPE
 TP_FLAGS_OFFSET = 168              # offsetof(PyTypeObject, tp_flags) on 64-bit CPython 3.8-3.13
+DATASET_ARGS = ("filename", "mode", "clobber", "format", "diskless", "persist", "keepweakref", "memory")
 FILTER_IDS = {"shuffle": 2, "fletcher32": 3, "szip": 4, "bzip2": 307, "blosc": 32001, "zstd": 32015}
 
 
@@ -51,6 +57,25 @@ def set_slot(cls, name: str, value) -> None:
         setattr(cls, name, value)
     finally:
         flags.value = old
+
+
+def like(orig, wrapper):
+    """``wrapper`` named and documented as ``orig`` (help(), pydoc and autodoc of the program see netCDF4's own), its
+    ``__module__`` too: None where netCDF4's slot wrappers have none."""
+    out = functools.wraps(orig)(wrapper)
+    if not hasattr(orig, "__module__"):
+        out.__module__ = None  # type: ignore[assignment]
+    return out
+
+
+def in_memory(args: tuple, kwargs: dict) -> bool:
+    """Whether ``Dataset(*args, **kwargs)`` lives in memory only: ``memory=`` given, or a diskless dataset
+    created without ``persist`` (a diskless read or append loads the file on disk: that file's layout)."""
+    given = {**dict(zip(DATASET_ARGS, args)), **kwargs}
+    if given.get("memory") is not None:
+        return True
+    mode = str(given.get("mode", "r"))
+    return bool(given.get("diskless")) and not given.get("persist") and mode.startswith(("w", "x"))
 
 
 def hdf5_path(var) -> str:
@@ -149,9 +174,12 @@ class NcState:
             got = self.opened(root, "?")
         return got
 
-    def opened(self, root, mode: str) -> tuple:
+    def opened(self, root, mode: str, memory: bool = False) -> tuple:
         path = root.filepath()
-        name = os.path.realpath(path) if os.path.exists(path) else path
+        if memory:
+            name = f"<in memory: {path}>"
+        else:
+            name = os.path.realpath(path) if os.path.exists(path) else path
         hdf5 = str(getattr(root, "disk_format", "HDF5")) == "HDF5"
         got = (name, mode, hdf5)
         self.files[id(root)] = got
@@ -209,6 +237,14 @@ def patch_netcdf4(rec) -> None:
     state = NcState(rec)
     rec.netcdf = state
 
+    def failed_call(api, op, info, exc) -> None:
+        """A program call that raised (an index out of bounds): recorded as a ``call_failed`` event (the reason names
+        the call and the exception), never as a call the model, the boxes or the cures would count."""
+        try:
+            rec.event("call_failed", info[0], info[1], reason=f"{api} ({op}) raised {type(exc).__name__}")
+        except Exception as err:  # the program must never see the recorder fail
+            rec.failed(err)
+
     def user(api, op, orig):
         def wrapper(self, *args):
             try:            # first: a variable's open (its cache) comes before its first call
@@ -218,18 +254,23 @@ def patch_netcdf4(rec) -> None:
                 info = None
             r = rec.begin(api, op)
             t0 = perf()
+            raised = None
             try:
                 return orig(self, *args)
+            except BaseException as exc:
+                raised = exc
+                raise
             finally:
                 t1 = perf()
                 if info is None:
                     r.clear()           # not an HDF5 file (or not known): nothing to record
+                elif raised is not None:
+                    r.clear()           # it moved no data the program got: an event, not a call, so no model counts it
+                    failed_call(api, op, info, raised)
                 else:
                     r.update(file=info[0], dataset=info[1])
                 rec.end(r, t0, t1, low=False)
-        wrapper.__name__ = orig.__name__
-        wrapper.__wrapped__ = orig  # type: ignore[attr-defined]
-        return wrapper
+        return like(orig, wrapper)
 
     def low(api, op, orig, data_first):
         def wrapper(self, *args):
@@ -242,18 +283,20 @@ def patch_netcdf4(rec) -> None:
                 info = sel = None
             r = rec.begin(api, op)
             t0 = perf()
+            raised = False
             try:
                 return orig(self, *args)
+            except BaseException:
+                raised = True
+                raise
             finally:
                 t1 = perf()
-                if info is None or sel is None:
-                    r.clear()           # not an HDF5 file (or not known): nothing to record
+                if info is None or sel is None or raised:
+                    r.clear()           # not an HDF5 file (or not known), or it raised: nothing to record
                 else:
                     r.update(sel, file=info[0], dataset=info[1], bytes=sel["nelems"] * info[2])
                 rec.end(r, t0, t1, low=True)
-        wrapper.__name__ = orig.__name__
-        wrapper.__wrapped__ = orig  # type: ignore[attr-defined]
-        return wrapper
+        return like(orig, wrapper)
 
     get_item, set_item = Variable.__dict__["__getitem__"], Variable.__dict__["__setitem__"]
     get, put = Variable.__dict__["_get"], Variable.__dict__["_put"]
@@ -264,7 +307,7 @@ def patch_netcdf4(rec) -> None:
         init(self, *args, **kwargs)
         try:
             mode = kwargs.get("mode", args[1] if len(args) > 1 else "r")
-            file, _mode, hdf5 = state.opened(self, str(mode))
+            file, _mode, hdf5 = state.opened(self, str(mode), in_memory(args, kwargs))
             nbytes, nslots, w0 = m.get_chunk_cache()
             extra = {} if hdf5 else {"reason": f"{self.data_model} ({self.disk_format} on disk): not an HDF5 file, "
                                                "its calls are not recorded"}
@@ -298,6 +341,9 @@ def patch_netcdf4(rec) -> None:
             rec.failed(exc)
         return out
 
+    dataset_init = like(init, dataset_init)
+    dataset_close = like(close, dataset_close)
+    set_var_chunk_cache = like(set_cache, set_var_chunk_cache)
     set_slot(Variable, "_get", low("Variable._get", "read", get, False))
     set_slot(Variable, "_put", low("Variable._put", "write", put, True))
     set_slot(Variable, "__getitem__", user("Variable.__getitem__", "read", get_item))

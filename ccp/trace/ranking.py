@@ -9,7 +9,7 @@ from __future__ import annotations
 from ccp.report.stats import CHEAPEST_RULE, cheapest_first
 
 # what a cure costs the program's owner: a reader setting < a change to the reading (or writing) code < a new file
-EFFORT = {"cache": 0, "keep_open": 1, "batched": 1, "blocks": 1, "repack": 2}
+EFFORT = {"cache": 0, "xarray_file_cache": 0, "keep_open": 1, "batched": 1, "blocks": 1, "repack": 2}
 RULE = CHEAPEST_RULE
 
 

@@ -27,6 +27,7 @@ from ccp.workload.tracefile import Trace
 BLOCK_SIZES = (1 << 20, 4 << 20, 16 << 20)
 CACHE_TYPES = ("none", "readahead", "blockcache", "first")
 MIN_GAIN = 0.9
+UNPHYSICAL = 0.1             # a fitted cost per GET below this share of the median GET's time is not a round trip
 PAGED_OPEN_GETS = 3          # open and metadata GETs from which a paged copy is worth naming
 
 
@@ -56,19 +57,37 @@ def fit_get_cost(nbytes: np.ndarray, wall: np.ndarray) -> tuple[float, float]:
     if len(np.unique(nbytes)) < 2:
         return float(np.median(wall)), 0.0
     a, b = np.linalg.lstsq(np.stack([np.ones(len(wall)), nbytes.astype(float)], axis=1), wall, rcond=None)[0]
-    if a < 0 or b < 0:           # a fit that makes a GET free or bytes free: fall back to the per-GET median
+    if a < 0 or b < 0 or a < UNPHYSICAL * float(np.median(wall)):
+        # a fit that makes a GET free or bytes free, or puts nearly all of a GET's time on its bytes (a request has a
+        # round trip: 1.6 us per GET fitted on loopback GETs of milliseconds): the per-GET median
         return float(np.median(wall)), 0.0
     return float(a), float(b)
 
 
-def _replay(reads: list[tuple[int, int, int]], cache_type: str, block_size: int, size: int) -> list[ReadCost]:
-    """Each read's GETs under a setting; one cache per process (each opened its own file object)."""
-    models: dict[int, FsspecCacheModel] = {}
+def _opens(apis, ctype: str, bsize: int) -> list[tuple[str, int, str]]:
+    """(cache type, block size, open) of each read: from the file object its event names (``fsspec:TYPE:BLOCK:N``,
+    :mod:`ccp.trace.remote_files`); an older trace's reads all get the recorded setting, one open per process."""
     out = []
-    for pid, off, n in reads:
-        m = models.get(pid)
+    for api in apis:
+        parts = str(api).split(":") if isinstance(api, str) else []
+        if len(parts) == 4 and parts[0] == "fsspec" and parts[2].isdigit():
+            out.append((parts[1], int(parts[2]), parts[3]))
+        else:
+            out.append((ctype, bsize, ""))
+    return out
+
+
+def _replay(reads: list[tuple[int, int, int]], settings, size: int, opens=None) -> list[ReadCost]:
+    """Each read's GETs; one cache per file object (per process and open). ``settings``: one (cache type, block
+    size) for all, or one per read (each open's own)."""
+    models: dict[tuple, FsspecCacheModel] = {}
+    out = []
+    for k, (pid, off, n) in enumerate(reads):
+        ct, bs = settings[k] if isinstance(settings, list) else settings
+        key = (pid, opens[k] if opens else "")
+        m = models.get(key)
         if m is None:
-            m = models[pid] = FsspecCacheModel(cache_type, block_size, size)
+            m = models[key] = FsspecCacheModel(ct, bs, size)
         out.append(m.read(off, n))
     return out
 
@@ -104,30 +123,42 @@ def remote_diagnosis(trace: Trace, d: dict) -> None:
          "get_cost": {"per_get_s": a, "per_byte_s": b}, "settings": []}
     d["remote"] = r
     f = d["findings"]
-    f.append(f"read through fsspec ({info.get('filesystem')}, cache_type={info.get('cache_type')!r}, "
-             f"block_size={format_bytes(int(info.get('block_size') or 0))}): {r['gets_in_calls']} GET(s) "
-             f"({format_bytes(int(g_bytes[in_mine].sum()))}) in this dataset's {int(mine.sum())} call(s), "
-             f"{r['gets_per_call']:.1f} per call (at most {r['max_gets_per_call']}); {outside} GET(s) of the file "
-             f"outside any call (its open and metadata); ~{format_seconds(a)} per GET here")
     rd = list(zip(reads["pid"].to_numpy(np.int64).tolist(),
                   [int(s[0]) for s in reads["start"]], [int(c[0]) for c in reads["count"]]))
+    ctype, bsize = str(info.get("cache_type")), int(info.get("block_size") or 0)
+    per_read = _opens(reads["api"].tolist() if "api" in reads.columns else [None] * len(rd), ctype, bsize)
+    used = list(dict.fromkeys((ct, bs) for ct, bs, _ in per_read)) or [(ctype, bsize)]
+    opens = [f"{pid}:{o}" for (pid, _, _), (_, _, o) in zip(rd, per_read)]
+    setting = (f"cache_type={used[0][0]!r}, block_size={format_bytes(used[0][1])}" if len(used) == 1 else
+               f"{len(used)} settings, one per open: see below")
+    f.append(f"read through fsspec ({info.get('filesystem')}, {setting}): {r['gets_in_calls']} GET(s) "
+             f"({format_bytes(int(g_bytes[in_mine].sum()))}) in this dataset's {int(mine.sum())} call(s), "
+             f"{r['gets_per_call']:.1f} per call (at most {r['max_gets_per_call']}); {outside} GET(s) of the file "
+             f"outside any call (its open and metadata; counted from h5py's open of the file object: a read before it, "
+             f"such as xarray's format check, is not in the count); "
+             + (f"~{format_seconds(a)} per GET here" if len(gets) else "no GET timed, so none priced"))
     size = int(info.get("size") or 0)
     if not rd or size <= 0:
         return
     r_call = _in_calls(reads["pid"].to_numpy(np.int64), reads["t0_ns"].to_numpy(np.int64), c_pid, c_t0, c_end)
     r_mine = (r_call >= 0) & mine[np.maximum(r_call, 0)]
-    ctype, bsize = str(info.get("cache_type")), int(info.get("block_size") or 0)
     measured_get_s = float(g_wall[in_mine].sum())
     base_s = float(d["wall_s"]) - measured_get_s
-    if ctype in CACHE_TYPES and bsize > 0:
-        now = _replay(rd, ctype, bsize, size)
-        f.append(f"fsspec's {ctype} cache replayed over the {len(rd)} reads HDF5 made gives {sum(c.gets for c in now)} "
+    if len(used) > 1:           # one URL opened with other settings: the first open's finding above is not all of it
+        nopen = len(set(opens))
+        f.append(f"the program opened {url} {nopen} times with {len(used)} fsspec settings: " + "; ".join(
+            f"{ct} {format_bytes(bs)} ({sum(1 for s in per_read if s[:2] == (ct, bs))} of the {len(rd)} reads)"
+            for ct, bs in used) + "; each open is replayed with its own")
+    if all(ct in CACHE_TYPES and bs > 0 for ct, bs in used):
+        now = _replay(rd, [s[:2] for s in per_read], size, opens)
+        what = f"fsspec's {used[0][0]} cache" if len(used) == 1 else "each open's own fsspec cache"
+        f.append(f"{what} replayed over the {len(rd)} reads HDF5 made gives {sum(c.gets for c in now)} "
                  f"GET(s) (counted: {len(gets)})")
     chunk = int(np.prod(d["chunks"] or [1])) * int(layout.get("itemsize") or 1)
     sizes = sorted({s for s in (bsize, *BLOCK_SIZES, 1 << max(chunk - 1, 1).bit_length()) if s >= 4096})
     for ct in CACHE_TYPES:
         for bs in sizes if ct != "none" else [bsize or sizes[0]]:
-            costs = _replay(rd, ct, bs, size)
+            costs = _replay(rd, (ct, bs), size, opens)
             n = sum(c.gets for c, m in zip(costs, r_mine) if m)
             nb = sum(c.fetched for c, m in zip(costs, r_mine) if m)
             out_gets = sum(c.gets for c, m in zip(costs, r_call < 0) if m)
@@ -142,10 +173,11 @@ def remote_diagnosis(trace: Trace, d: dict) -> None:
     now_s = float(d["wall_s"])
     for s in dict.fromkeys([id(best), id(few)]):
         pick = best if s == id(best) else few
-        if (pick["cache_type"], pick["block_size"]) == (ctype, bsize) or pick["predicted_s"] > now_s * MIN_GAIN:
+        if ([(pick["cache_type"], pick["block_size"])] == used or pick["predicted_s"] > now_s * MIN_GAIN):
             continue
+        every = " for every open" if len(used) > 1 else ""
         d["cures"].append({
-            "cure": f"fsspec cache_type={pick['cache_type']!r}, block_size={format_bytes(pick['block_size'])}",
+            "cure": f"fsspec cache_type={pick['cache_type']!r}, block_size={format_bytes(pick['block_size'])}{every}",
             "why": f"{pick['gets_in_calls']} GET(s) in these calls instead of {r['gets_in_calls']} and "
                    f"{pick['gets_outside_calls']} outside them instead of {outside}, {format_bytes(pick['bytes_in_calls'])} "
                    f"fetched in the calls, by fsspec's cache rules over the recorded reads; GETs priced at "

@@ -13,12 +13,18 @@ object, nowhere else:
   is not counted (as ``ccp.remote.network`` counts them).
 
 Events carry the URL as their file and ``t0_ns``/``wall_s``: a GET belongs to the dataset call whose
-time span holds it (same process), which is how ``ccp diagnose`` counts GETs per call.
+time span holds it (same process), which is how ``ccp diagnose`` counts GETs per call. Their ``api``
+names the file object they went through, ``fsspec:CACHE_TYPE:BLOCK_SIZE:N`` (N counts the objects
+instrumented in the process): a program may open one URL several times with other cache settings, and
+each open has a cache of its own.
 """
 
 from __future__ import annotations
 
+import itertools
 import time
+
+_OBJECTS = itertools.count(1)
 
 
 def fsspec_info(obj) -> dict | None:
@@ -41,13 +47,55 @@ def fsspec_info(obj) -> dict | None:
 
 def fileobj_name(obj) -> str:
     """A file object that is not fsspec's: the real path of the file it reads (``open(path, "rb")``: its ``name``),
-    so its reopens are one file; else ``<BytesIO file object>`` (its repr names a new object each time)."""
+    so its reopens are one file; a local copy an fsspec caching filesystem made (simplecache, filecache) by the URL
+    it is a copy of (:func:`cached_copy_url`); else ``<BytesIO file object>`` (its repr names a new object each time)."""
     import os
 
     name = getattr(obj, "name", None)
     if isinstance(name, str) and os.path.isfile(name):
-        return os.path.realpath(name)
+        return cached_copy_url(obj, name) or os.path.realpath(name)
     return f"<{type(obj).__name__} file object>"
+
+
+def cached_copy_url(obj, name: str) -> str | None:
+    """``simplecache::s3://bucket/key`` for a local file an fsspec caching filesystem (simplecache, filecache) handed
+    out as its copy of a remote object, None for any other file. fsspec names the copy by a hash; the URL comes from
+    the ``fsspec.open`` that opened it (its OpenFile holds the object), or from filecache's ``original``; a copy whose
+    URL is not found is ``<simplecache copy of a s3:// object>``: never a path (it is not the program's file)."""
+    import gc
+    import os
+    import sys
+
+    cached = sys.modules.get("fsspec.implementations.cached")
+    if cached is None:
+        return None
+    base = cached.CachingFileSystem
+    folder = os.path.realpath(os.path.dirname(name))
+
+    def holds(fs) -> bool:
+        return isinstance(fs, base) and any(os.path.realpath(str(s)) == folder for s in getattr(fs, "storage", []))
+
+    def url(fs, path) -> str:
+        inner = fs.fs.unstrip_protocol(fs.fs._strip_protocol(path))
+        proto = fs.protocol[0] if isinstance(fs.protocol, (tuple, list)) else fs.protocol
+        return f"{proto}::{inner}"
+
+    for ref in gc.get_referrers(obj):       # OpenFile.fobjects, the list fsspec.open's context manager keeps
+        if not isinstance(ref, list):
+            continue
+        for owner in gc.get_referrers(ref):
+            if getattr(owner, "fobjects", None) is ref and holds(getattr(owner, "fs", None)):
+                return url(owner.fs, owner.path)
+    for cls in (base, *base.__subclasses__(), *(c for sub in base.__subclasses__() for c in sub.__subclasses__())):
+        for fs in list(getattr(cls, "_cache", {}).values()):
+            if holds(fs):
+                original = getattr(obj, "original", None)     # filecache's: the remote path
+                if isinstance(original, str):
+                    return url(fs, original)
+                proto = fs.protocol[0] if isinstance(fs.protocol, (tuple, list)) else fs.protocol
+                inner = fs.fs.protocol[0] if isinstance(fs.fs.protocol, (tuple, list)) else fs.fs.protocol
+                return f"<{proto} copy of a {inner}:// object>"
+    return None
 
 
 def file_space(fid) -> dict:
@@ -70,6 +118,8 @@ def instrument(rec, obj, url: str) -> None:
     cache = obj.cache
     fetch = cache.fetcher
     read = obj.read
+    api = (f"fsspec:{getattr(cache, 'name', type(cache).__name__)}:{int(getattr(obj, 'blocksize', 0) or 0)}:"
+           f"{next(_OBJECTS)}")
 
     def fetcher(start, end):
         t0 = perf()
@@ -77,7 +127,7 @@ def instrument(rec, obj, url: str) -> None:
         t1 = perf()
         if start < end:
             try:
-                rec.event("get", url, start=[int(start)], count=[int(end) - int(start)], bytes=len(data), t0_ns=t0,
+                rec.event("get", url, api=api, start=[int(start)], count=[int(end) - int(start)], bytes=len(data), t0_ns=t0,
                           wall_ns=t1 - t0)
             except Exception as exc:  # the program must never see the recorder fail
                 rec.failed(exc)
@@ -94,7 +144,7 @@ def instrument(rec, obj, url: str) -> None:
         t1 = perf()
         if n > 0 and loc >= 0:
             try:
-                rec.event("fsspec_read", url, start=[loc], count=[n], bytes=len(out), t0_ns=t0, wall_ns=t1 - t0)
+                rec.event("fsspec_read", url, api=api, start=[loc], count=[n], bytes=len(out), t0_ns=t0, wall_ns=t1 - t0)
             except Exception as exc:  # the program must never see the recorder fail
                 rec.failed(exc)
         return out

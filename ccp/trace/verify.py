@@ -284,7 +284,7 @@ def verify_top(trace: Trace, diag: dict, repeats: int = 3, seq: ReplaySequence |
                                 session_starts=np.arange(npid, dtype=np.int64),
                                 session_caches=tuple(seq.session_caches[seq.session_pids.index(p)] for p in pids),
                                 session_pids=pids)
-        elif kind == "keep_open":
+        elif kind in ("keep_open", "xarray_file_cache"):     # a file xarray no longer closes: one session
             merge = True
         elif kind == "cache":
             merge = bool(how.get("merge"))

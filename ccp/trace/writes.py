@@ -83,7 +83,9 @@ def diagnose_writes(seq: ReplaySequence, user, low, layout: dict, program_s: flo
     first_shape = tuple(int(s) for s in layout.get("shape") or seq.shape)
     axis = _append_axis(seq, first_shape)
     box = most_common_row(seq.plan.counts, seq.shape)
-    per_chunk = max(1, chunks[axis] // max(box[axis], 1)) if axis is not None else None
+    # writes of the most common box one chunk holds: along every axis (1x1x50 rows fill an 8x40x50 chunk in 320)
+    fill = int(np.prod([max(1, int(c) // max(int(b), 1)) for c, b in zip(chunks, box)]))
+    per_chunk = fill if axis is not None else None
     if axis is not None:
         grew = seq.shape[axis] > first_shape[axis]
         f.append((f"appends along axis {axis}: {len(user)} write(s) of {shape_str(box)} (most common) grew the dataset "
@@ -146,7 +148,7 @@ def diagnose_writes(seq: ReplaySequence, user, low, layout: dict, program_s: flo
         if nblocks < 0.9 * user_calls:
             cure(f"write whole {shape_str(chunks)} chunks", f"buffer the rows in memory: {nblocks} chunk-aligned "
                  f"write(s) instead of {user_calls}", blocks_model,
-                 whole_chunks_write_code(seq.dataset, chunks, libs),
+                 whole_chunks_write_code(seq.dataset, chunks, libs, box, fill),
                  n_user=nblocks, n_low=nblocks)
     if axis is not None and per_chunk is not None:
         want = _append_chunks(seq, axis, box)

@@ -61,9 +61,14 @@ def commands(dset: str, chunks, filters: FilterPipeline, cache: ChunkCache, file
     out["h5repack"] = (f"h5repack -l {dset}:{layout} {' '.join(hf)} {file} OUT.h5" if hf is not None
                        else f"(h5repack cannot write {filters.spec} by name: use the ccp line)")
     if nc_dims and chunks is not None and len(nc_dims) == len(chunks):
-        spec = ",".join(f"{n}/{k}" for n, k in zip(nc_dims, chunks))
-        var = dset.rsplit("/", 1)[-1]
-        out["nccopy"] = f"nccopy -k nc4 -c {var}:{','.join(map(str, chunks))} {file} OUT.nc    # or -c {spec} for every variable"
+        group, _, name = dset.strip("/").rpartition("/")
+        var = f"{group}/{name.removeprefix('_nc4_non_coord_')}" if group else name.removeprefix("_nc4_non_coord_")
+        line = f"nccopy -k nc4 -c {var}:{','.join(map(str, chunks))} {file} OUT.nc"
+        if not group:       # nccopy's dimension form names root dimensions only: a group's are not found by name
+            line += f"    # or -c {','.join(f'{n}/{k}' for n, k in zip(nc_dims, chunks))} for every variable"
+        out["nccopy"] = line
+        out["netCDF4 open"] = (f'nc["{var}"].set_var_chunk_cache(size={cache.nbytes}, nelems={cache.nslots}, '
+                               f'preemption={cache.w0:g})   # netCDF4-python, on nc = netCDF4.Dataset("OUT.nc")')
     out["h5py create"] = (f'f.create_dataset("{dset}", shape=..., dtype=...{maxshape_text(maxshape)}, '
                           f'{h5py_kwargs(chunks, filters)})')
     out["h5py open"] = (f'h5py.File("OUT.h5", "r", rdcc_nbytes={cache.nbytes}, rdcc_nslots={cache.nslots}, '

@@ -51,15 +51,25 @@ def check_cache(wl, source, pick: Contender, costs, constraints, out: Path, work
     a, b = side_by_side(wl, source, pick, frugal, out / "cache", work_dir, repeats, cell_budget, echo)
     if a.measured_s is None or b.measured_s is None:
         return pick, None, [a, b]
-    ratio = no_slower(a, b, wl.items)
-    said = (f"({format_seconds(b.measured_s)} against {format_seconds(a.measured_s)} with {format_bytes(pick.cache.nbytes)}"
-            + (f", median per-round ratio {ratio:.2f}" if ratio is not None else "") + ")")
-    slower = ratio > 1.0 if ratio is not None else b.measured_s > a.measured_s
+    slower, said = cache_verdict(pick.cache.nbytes, a.measured_s, b.measured_s, no_slower(a, b, wl.items))
     if not slower:
         return frugal, (f"a {format_bytes(small.cache.nbytes)} cache, the same I/O predicted, measured no slower {said}: "
                         "the smaller cache"), [a, b]
     return pick, (f"the {format_bytes(pick.cache.nbytes)} cache kept: {format_bytes(small.cache.nbytes)}, the same I/O "
                   f"predicted, measured slower {said}"), [a, b]
+
+
+def cache_verdict(big_nbytes: int, big_s: float, small_s: float, ratio: float | None) -> tuple[bool, str]:
+    """(whether the smaller cache measured slower, the evidence in words): the median per-round ratio decides when
+    there is one, and is printed first; the medians of the passes follow, labelled, with a word when they point the
+    other way (a load that drifted between rounds moves the medians, not the round-against-round ratio)."""
+    medians = f"medians {format_seconds(small_s)} against {format_seconds(big_s)} with {format_bytes(big_nbytes)}"
+    if ratio is None:
+        return small_s > big_s, f"({medians})"
+    slower = ratio > 1.0
+    other_way = (small_s > big_s) != slower and small_s != big_s
+    return slower, (f"(round against round: median per-round ratio {ratio:.2f}, which decides; {medians}"
+                    + ("; the medians point the other way" if other_way else "") + ")")
 
 
 def no_slower(a, b, items) -> float | None:

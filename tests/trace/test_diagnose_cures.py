@@ -107,7 +107,10 @@ def test_a_repack_that_slows_the_maps_says_so_and_writes_a_tune_workload(series,
     assert [1, 24, 36] in blocks and work["workload"][0]["access"]["dataset"] == "/tas"
     from ccp.tune.workload import load_workload  # the tuner reads what diagnose wrote
 
-    assert load_workload(repack["tune_workload_file"]).name == "diagnose-tas"
+    loaded = load_workload(repack["tune_workload_file"])
+    assert loaded.name == "diagnose-tas"
+    # tune's current reader is the cache the program read with (breaker5 F25: HDF5's default was measured instead)
+    assert loaded.constraints.current_cache.nbytes == 8 << 20 and loaded.constraints.current_cache.nslots == 8191
 
 
 def test_a_pattern_the_user_names_is_priced(series, tmp_path, cli):
@@ -202,3 +205,43 @@ def test_cures_of_a_negligible_share_of_the_program_say_so(wall_s, said):
     assert ("a cure saves at most that" in text) == said
     if said:
         assert "0.022% of the program's time" in text
+
+
+SLOT_SHAPE, SLOT_MAPS = (60, 40, 50), (1, 40, 50)     # 60 chunks of 7.8 KiB: they fit 1 MiB by bytes
+
+
+@pytest.mark.parametrize("api, words", [
+    ("Dataset.__getitem__", "rdcc_nslots="),
+    ("Variable.__getitem__", "set_var_chunk_cache(size=1048576, nelems="),
+], ids=["h5py", "netCDF4"])
+def test_too_few_hash_slots_are_named_and_cured_by_slots(tmp_path, api, words):
+    data = str(tmp_path / "data.h5")
+    with h5py.File(data, "w") as f:
+        f.create_dataset("tas", data=np.zeros(SLOT_SHAPE, "f4"), chunks=SLOT_MAPS)
+    reads = [("/tas", (0, j, 0), (60, 1, 1)) for j in range(40)]
+    trace = make_trace(tmp_path / "T", data, {"/tas": (SLOT_SHAPE, SLOT_MAPS)}, reads, api=api, cache=(1 << 20, 7))
+    if api.startswith("Variable"):
+        head = json.loads((trace / "trace.json").read_text())
+        head["datasets"][0]["library"] = "netCDF4"
+        (trace / "trace.json").write_text(json.dumps(head))
+    (d,) = diagnose(load_checked(trace), tune_dir=None)["datasets"]
+    assert any(f.startswith("7 hash slots for 60 chunks (they fit by bytes): chunks evict each other by hash")
+               for f in d["findings"]), d["findings"]
+    slot = next(c for c in d["cures"] if c["cure"].startswith("a chunk cache of") and "slots" in c["cure"])
+    assert slot["chunk_loads"] == 60 < d["chunk_loads"]
+    assert slot["apply"] == {"kind": "cache", "nbytes": 1 << 20, "nslots": slot["apply"]["nslots"], "merge": False}
+    assert slot["apply"]["nslots"] > 60 and words in slot["code"]
+    fastest = min(c["predicted_s"] for c in d["cures"])
+    if slot["predicted_s"] <= 2 * fastest:            # the cheapest-change rule: a reader setting leads within 2x
+        assert d["cures"][0] is slot
+
+
+def test_enough_slots_give_no_slot_finding(tmp_path):
+    data = str(tmp_path / "data.h5")
+    with h5py.File(data, "w") as f:
+        f.create_dataset("tas", data=np.zeros(SLOT_SHAPE, "f4"), chunks=SLOT_MAPS)
+    reads = [("/tas", (0, j, 0), (60, 1, 1)) for j in range(40)]
+    trace = make_trace(tmp_path / "T", data, {"/tas": (SLOT_SHAPE, SLOT_MAPS)}, reads, cache=(1 << 20, 12421))
+    (d,) = diagnose(load_checked(trace), tune_dir=None)["datasets"]
+    assert not any("hash slots" in f for f in d["findings"])
+    assert not any("slots" in c["cure"] for c in d["cures"])

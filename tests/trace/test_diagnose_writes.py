@@ -133,3 +133,22 @@ def test_scalar_empty_vlen_compound_and_contiguous_datasets_are_diagnosed(tmp_pa
     assert "scalar dataset: 3 read(s)" in ds["/scalar"]["findings"][0]
     assert "no data moved" in "\n".join(ds["/empty"]["findings"])
     assert ds["/comp"]["chunk_loads"] == 6          # 2 chunks per read, the cache lost at each reopen
+
+
+ROWS = textwrap.dedent("""
+    import sys, h5py, numpy as np
+    with h5py.File(sys.argv[1], "w") as f:
+        d = f.create_dataset("tas", shape=(0, 40, 50), maxshape=(None, 40, 50), chunks=(8, 40, 50), dtype="f4")
+        for t in range(16):                      # one 1x1x50 row per call: 320 of them fill an 8x40x50 chunk
+            d.resize((t + 1, 40, 50))
+            for y in range(40):
+                d[t, y, :] = np.full(50, t, "f4")
+""")
+
+
+def test_the_writes_that_fill_a_chunk_count_every_axis(tmp_path):
+    s = _by_name(diagnose(load_trace(trace_program(tmp_path, ROWS))))["/tas"]
+    facts = "\n".join(s["write_findings"])
+    assert "640 write(s) of 1x1x50" in facts and "takes ~320 of them to fill" in facts, facts
+    whole = next(c for c in s["write_cures"] if c["cure"] == "write whole 8x40x50 chunks")
+    assert "the 320 writes of 1x1x50 that fill one 8x40x50 block" in whole["code"]

@@ -184,3 +184,97 @@ def test_an_fsspec_trace_streams_to_the_whole_table_diagnosis(none_trace, batch_
     assert json.dumps(streamed, sort_keys=True, default=str) == json.dumps(whole, sort_keys=True, default=str)
     assert format_diagnosis(streamed) == format_diagnosis(whole)
     assert streamed["datasets"][0]["remote"]["gets"] > 0 and "fsspec cache_type=" in format_diagnosis(streamed)
+
+
+# One URL opened three times with other fsspec settings: each open has its own cache (breaker5 F10).
+THREE_OPENS = PROGRAM.rsplit("path, cache_type", 1)[0] + '''
+path = sys.argv[1]
+fs = RangeFS()
+for cache_type, block in (("none", 4096), ("readahead", 65536), ("blockcache", 16384)):
+    with fs.open(path, "rb", cache_type=cache_type, block_size=block) as fobj, h5py.File(fobj, "r") as f:
+        d = f["x"]
+        for i in range(0, 200, 20):
+            d[i, :]
+print("fetches:", len(FETCHES))
+'''
+
+
+def test_each_open_of_one_url_is_replayed_with_its_own_cache_type(tmp_path, data):
+    prog = tmp_path / "three_opens.py"
+    prog.write_text(THREE_OPENS)
+    out = tmp_path / "t"
+    r = ccp("trace", "-o", out, "--", sys.executable, prog, data)
+    assert r.returncode == 0, r.stderr
+    fetches = int(r.stdout.split("fetches: ")[1].split()[0])
+    d = ccp("diagnose", out)
+    assert d.returncode == 0, d.stderr
+    text = d.stdout
+    assert "3 settings, one per open" in text
+    assert f"the program opened ranged://{data} 3 times with 3 fsspec settings: none 4 KiB" in text
+    assert "readahead 64 KiB" in text and "blockcache 16 KiB" in text
+    model = int(text.split("each open's own fsspec cache replayed over the ")[1].split("gives ")[1].split()[0])
+    assert model == fetches                       # each open replayed with its own setting agrees with the count
+    assert f"GET(s) (counted: {fetches})" in text
+
+
+CACHED = '''
+import sys
+import fsspec, h5py
+path, storage, how = sys.argv[1:4]
+if how == "open":
+    with fsspec.open(f"simplecache::file://{path}", "rb", simplecache={"cache_storage": storage}) as fo:
+        with h5py.File(fo, "r") as f:
+            for i in range(0, 200, 10):
+                f["x"][i, :]
+else:                       # the caching filesystem itself, no OpenFile
+    fs = fsspec.filesystem("simplecache", target_protocol="file", cache_storage=storage)
+    with fs.open(path, "rb") as fo, h5py.File(fo, "r") as f:
+        for i in range(0, 200, 10):
+            f["x"][i, :]
+'''
+
+
+@pytest.mark.parametrize("how", ["open", "filesystem"])
+def test_a_simplecache_copy_is_named_by_its_url_never_the_cache_file(tmp_path, data, how):
+    prog = tmp_path / "cached.py"
+    prog.write_text(CACHED)
+    out, storage = tmp_path / "t", tmp_path / "sc"
+    r = ccp("trace", "-o", out, "--", sys.executable, prog, data, storage, how)
+    assert r.returncode == 0, r.stderr
+    t = pd.read_parquet(out / "calls.parquet")
+    files = set(t.loc[((t["kind"] == "call") & (t["depth"] == 0)).fillna(False), "file"])
+    want = f"simplecache::file://{data}" if how == "open" else "<simplecache copy of a file:// object>"
+    assert files == {want}
+    d = ccp("diagnose", out)
+    assert d.returncode == 0, d.stderr
+    assert str(storage) not in d.stdout and "ccp repack" not in d.stdout
+    assert "no repack cure" in d.stdout
+    if how == "open":
+        assert f'fsspec.open("simplecache::file://{data}", "rb").open()' in d.stdout
+
+
+@pytest.mark.parametrize("per_get, per_byte", [(0.004, 2e-9), (2e-6, 4.4e-7)], ids=["round-trips", "all-on-bytes"])
+def test_a_get_cost_fit_keeps_a_round_trip(per_get, per_byte):
+    import numpy as np
+
+    from ccp.trace.remote import fit_get_cost
+
+    nbytes = np.array([4096, 8192, 16384, 32768, 65536] * 4)
+    wall = per_get + per_byte * nbytes
+    a, b = fit_get_cost(nbytes, wall)
+    if per_get > 0.1 * float(np.median(wall)):
+        assert a == pytest.approx(per_get) and b == pytest.approx(per_byte)
+    else:                       # the fit put the time on bytes: the per-GET median, never ~0 per GET
+        assert a == pytest.approx(float(np.median(wall))) and b == 0.0
+
+
+def test_no_get_timed_prices_none(tmp_path, data):
+    prog = tmp_path / "remote_reader.py"
+    prog.write_text(PROGRAM)
+    out = tmp_path / "t"
+    r = ccp("trace", "-o", out, "--", sys.executable, prog, data, "all", 4096)    # 'all' fetches at fs.open
+    assert r.returncode == 0, r.stderr
+    d = ccp("diagnose", out)
+    assert d.returncode == 0, d.stderr
+    assert "no GET timed, so none priced" in d.stdout and "per GET here" not in d.stdout
+    assert "counted from h5py's open of the file object" in d.stdout

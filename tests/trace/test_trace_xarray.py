@@ -60,3 +60,101 @@ def test_a_coordinate_variable_is_named_by_its_own_dimension(tmp_path):
                coords={"time": np.arange(4.0)}).to_netcdf(path, engine="h5netcdf")
     assert dimension_names({"file": str(path), "dataset": "/time"}) == ["time"]
     assert dimension_names({"file": str(path), "dataset": "/tas"}) == ["time", "y"]
+
+
+@pytest.mark.parametrize("dataset, group", [("/tas", ""), ("/grp/w", "grp")], ids=["root", "group"])
+def test_xarray_cures_run_as_printed_for_a_group_and_keep_every_variables_chunks(tmp_path, dataset, group):
+    """A group variable's cure opens its group; the chunks cure keeps each variable's stored chunks (chunks= would
+    apply one shape to every variable, splitting the other's: breaker5 F11, F17)."""
+    import re
+    import warnings
+
+    import numpy as np
+    import xarray as xr
+
+    from ccp.trace.libraries import batched_code, keep_open_code
+
+    pytest.importorskip("dask")
+    path = tmp_path / "g.nc"
+    xr.Dataset({"tas": (("time", "y", "x"), np.zeros((20, 40, 50), "f4")),
+                "packed": (("time", "y", "x"), np.zeros((20, 40, 50), "f4"))}).to_netcdf(
+        path, engine="h5netcdf", encoding={"tas": {"chunksizes": (1, 40, 50)}, "packed": {"chunksizes": (10, 10, 10)}})
+    xr.Dataset({"w": (("time", "z"), np.arange(600.0).reshape(20, 30))}).to_netcdf(
+        path, mode="a", group="grp", engine="h5netcdf", encoding={"w": {"chunksizes": (7, 30)}})
+    dims, chunks = (["time", "y", "x"], (1, 40, 50)) if not group else (["time", "z"], (7, 30))
+    lo, hi = [0] * len(dims), [10] + ([40, 50] if not group else [30])
+    code = batched_code(dataset, lo, hi, 1000, ("h5netcdf", "xarray"), dims, chunks)
+    keep = keep_open_code(str(path), dataset, ("h5netcdf", "xarray"))
+    assert (f'group="{group}"' in code and f'group="{group}"' in keep) is bool(group)
+    first, other = code.split("\n")[:2]
+    opened = re.search(r"ds = (xr\.open_dataset\(path[^)]*\))", first)
+    scope = {"xr": xr, "path": str(path)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")           # xarray warns when chunks= splits stored chunks
+        scope["ds"] = eval(opened.group(1), scope) if opened else xr.open_dataset(path)
+        exec(first.split("   #")[0], scope)
+        reopen = other.split("use: ", 1)[1]
+        assert reopen.endswith("chunks={})")
+        ds = eval(reopen, scope)
+        name = dataset.rsplit("/", 1)[-1]
+        assert tuple(c[0] for c in ds[name].chunks) == chunks
+        if not group:
+            assert tuple(c[0] for c in ds["packed"].chunks) == (10, 10, 10)
+        ds.close()
+        scope["ds"].close()
+
+
+@pytest.mark.parametrize("source, calls", [("ds = xr.open_mfdataset(files)\n", True),
+                                           ("ds = xr.open_dataset(path)\n", False)], ids=["mfdataset", "dataset"])
+def test_a_program_opening_many_files_is_told_apart(tmp_path, source, calls):
+    import pandas as pd
+
+    from ccp.trace.libraries import program_source_calls
+    from ccp.workload.tracefile import Trace
+
+    prog = tmp_path / "p.py"
+    prog.write_text("import xarray as xr\n" + source)
+    trace = Trace(tmp_path, {"command": ["python", str(prog)]}, pd.DataFrame({"api": [], "file": []}))
+    assert program_source_calls(trace, "open_mfdataset") is calls
+
+
+LRU = textwrap.dedent("""
+    import sys, numpy as np, xarray as xr
+    path = sys.argv[1]
+    for name in (path, path + "2"):
+        xr.Dataset({"tas": (("time", "y", "x"), np.zeros((30, 20, 10), "f4"))}).to_netcdf(
+            name, engine="h5netcdf", encoding={"tas": {"chunksizes": (1, 20, 10)}})
+    xr.set_options(file_cache_maxsize=1)         # two files read in turn: each closed and reopened every read
+    a = xr.open_dataset(path, engine="h5netcdf"); b = xr.open_dataset(path + "2", engine="h5netcdf")
+    for j in range(20):
+        a["tas"][:, j, 0].values; b["tas"][:, j, 0].values
+""")
+
+
+def test_an_xarray_file_cache_the_program_sized_is_named_and_cured(tmp_path):
+    out = trace_program(tmp_path, LRU)
+    r = subprocess.run([sys.executable, "-m", "ccp.cli", "diagnose", "--json", str(out)], capture_output=True,
+                       text=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=600)
+    assert r.returncode == 0, r.stderr
+    d = next(d for d in json.loads(r.stdout)["datasets"] if d["dataset"] == "/tas" and d["reads"])
+    assert any("xarray's file cache, which the program sized" in f for f in d["findings"]), d["findings"]
+    cure = next(c for c in d["cures"] if c["cure"].startswith("xarray's file cache"))
+    assert "xr.set_options(file_cache_maxsize=" in cure["code"] and cure["apply"] == {"kind": "xarray_file_cache"}
+
+
+def test_without_dimension_names_the_xarray_cure_indexes_by_position(tmp_path):
+    """A file read through a file object has no dimension names in the trace: positional indexing runs, a made-up
+    isel(dim0=...) does not (breaker5 F27)."""
+    import numpy as np
+    import xarray as xr
+
+    from ccp.trace.libraries import batched_code
+
+    path = tmp_path / "p.nc"
+    xr.Dataset({"packed": (("time", "y", "x"), np.arange(6000.0).reshape(60, 10, 10))}).to_netcdf(path, engine="h5netcdf")
+    code = batched_code("/packed", [0, 0, 0], [60, 10, 10], 48000, ("h5netcdf", "xarray"), None, (10, 10, 10))
+    assert "dim0" not in code and "10x10x10" in code
+    with xr.open_dataset(path, engine="h5netcdf") as ds:
+        scope = {"ds": ds}
+        exec(code.split("\n")[0].split("   #")[0], scope)
+        assert scope["da"].shape == (60, 10, 10)

@@ -149,3 +149,43 @@ def test_contiguous_is_a_structural_extreme(maxshape, filters, has_contiguous):
     its = (WorkItem(AccessSpec("read", (1, 8)), 1.0),)
     got = lattice_extremes(src, 4, k, its, [parse_filters(f) for f in filters])
     assert (None in got) is has_contiguous and (1, 8) in got and (64, 8) in got
+
+
+@pytest.mark.parametrize("group", ["", "grp", "grp/sub"], ids=["root", "group", "nested-group"])
+def test_the_nccopy_line_runs_as_printed_for_a_variable_in_a_group(tmp_path, group):
+    import shlex
+    import shutil
+    import subprocess
+
+    import h5py
+
+    netCDF4 = pytest.importorskip("netCDF4")
+    if shutil.which("nccopy") is None:
+        pytest.skip("nccopy is not installed")
+    path = tmp_path / "g.nc"
+    with netCDF4.Dataset(path, "w") as ds:
+        ds.createDimension("time", None)
+        g = ds.createGroup(group) if group else ds
+        g.createDimension("z", 30)
+        v = g.createVariable("w", "f8", ("time", "z"), chunksizes=(1, 30))
+        v[:] = np.arange(1800.0).reshape(60, 30)
+    dset = f"/{group}/w" if group else "/w"
+    line = commands(dset, (60, 5), parse_filters("none"), ChunkCache(1 << 20, 521, 0.75), str(path),
+                    nc_dims=netcdf_dims(str(path), dset))["nccopy"]
+    assert ("# or -c" in line) is (not group)         # the dimension form: root dimensions only
+    run, _, other = line.partition("    # or ")
+    outputs = [shlex.split(run.replace("OUT.nc", str(tmp_path / "a.nc")))]
+    if other:
+        outputs.append(["nccopy", "-k", "nc4", other.split()[0], other.split()[1], str(path), str(tmp_path / "b.nc")])
+    for argv in outputs:
+        r = subprocess.run(argv, capture_output=True, text=True, check=False)
+        assert r.returncode == 0, (argv, r.stderr)
+        with h5py.File(argv[-1], "r") as f:
+            assert f[dset].chunks == (60, 5)
+            assert f[dset].maxshape[0] is None
+    cmds = commands(dset, (60, 5), parse_filters("none"), ChunkCache(1 << 20, 521, 0.75), str(path),
+                    nc_dims=netcdf_dims(str(path), dset))
+    with netCDF4.Dataset(tmp_path / "a.nc") as nc:      # the netCDF4-python reader's line runs as printed
+        exec(cmds["netCDF4 open"].split("   #")[0], {"nc": nc})
+        var = nc[dset.strip("/")]
+        assert tuple(var.get_var_chunk_cache()[:2]) == (1 << 20, 521)

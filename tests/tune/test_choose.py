@@ -201,6 +201,10 @@ def test_a_smaller_cache_only_on_measured_evidence(monkeypatch, tmp_path, costs,
     assert seen and seen[0][0] == 1 << 20 and seen[0][1] < 1 << 20 and len(both) == 2
     assert (chosen.cache.nbytes < pick.cache.nbytes) is takes_smaller
     assert ("the smaller cache" in note) is takes_smaller and "same I/O" in note
+    # the statistic that decided is printed, and medians that point the other way are said to (breaker5 F28)
+    disagree = rounds is not None and (frugal_s > 1.0) == takes_smaller
+    assert ("which decides" in note) is (rounds is not None)
+    assert ("the medians point the other way" in note) is disagree
 
 
 def test_a_smaller_cache_that_changes_the_io_is_not_even_measured(monkeypatch, tmp_path, costs):
