@@ -105,7 +105,8 @@ def _http_cases() -> list:
         for name in ("cris", "netcdf"):
             for pb, pb_id in ((0, "no-pb"), (65536, "pb64KiB")):
                 for pattern in ("rows", "chunks"):
-                    heavy = (ct, bs, name, pattern) == ("blockcache", 4096, "cris", "rows")
+                    # the netCDF file through the page buffer too: make test-slow (cris covers the page buffer)
+                    heavy = (ct, bs, name, pattern) == ("blockcache", 4096, "cris", "rows") or (name == "netcdf" and pb)
                     out.append(pytest.param(ct, bs, name, pb, pattern, id=f"{ct}-{bs // 1024}KiB-{name}-{pb_id}-{pattern}",
                                             marks=[pytest.mark.slow] if heavy else []))
     return out

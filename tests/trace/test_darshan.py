@@ -199,10 +199,10 @@ def _ior_file(path, shape):
 
 
 @pytest.mark.parametrize("make,message", [
-    (lambda d: d, "is a folder"),
+    pytest.param(lambda d: d, "is a folder", marks=pytest.mark.slow),
     (lambda d: (d / "t.txt", (d / "t.txt").write_text("x"))[0], "not an HDF5 file"),
     (lambda d: _ior_file(d / "other.h5", (100,)), "524288 elements"),
-    (lambda d: _ior_file(d / "two.h5", (512, 1024)), "in 1 dims"),
+    pytest.param(lambda d: _ior_file(d / "two.h5", (512, 1024)), "in 1 dims", marks=pytest.mark.slow),
 ], ids=["folder", "text-file", "other-size", "other-rank"])
 def test_a_file_that_cannot_be_the_jobs_is_refused(tmp_path, make, message):
     """A sweep over a file that does not hold the logged dataset at its size is one ``ccp check`` refuses."""

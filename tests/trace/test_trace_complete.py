@@ -62,12 +62,12 @@ def program(tmp_path):
 
 @pytest.mark.parametrize("ending,status,complete,reason", [
     ("normal", 0, True, None),
-    ("status4", 4, False, "exited with status 4"),
+    pytest.param("status4", 4, False, "exited with status 4", marks=pytest.mark.slow),
     ("_exit", 3, False, "exited with status 3"),
     ("fork", 0, True, None),
-    ("segfault", 128 + 11, False, "killed by SIGSEGV"),
+    pytest.param("segfault", 128 + 11, False, "killed by SIGSEGV", marks=pytest.mark.slow),
     ("SIGKILL", 128 + 9, False, "killed by SIGKILL"),
-    ("SIGTERM", 128 + 15, False, "killed by SIGTERM"),
+    pytest.param("SIGTERM", 128 + 15, False, "killed by SIGTERM", marks=pytest.mark.slow),
 ], ids=lambda v: str(v))
 def test_every_ending_passes_through_and_says_if_complete(tmp_path, program, ending, status, complete, reason):
     out = tmp_path / "t"
@@ -108,7 +108,7 @@ def test_a_child_python_without_the_recorder_is_named(tmp_path):
     assert c["complete"] is False and any("-I -c" in x for x in c["reasons"]), c
 
 
-@pytest.mark.parametrize("errno_name", ["ENOSPC", "EIO", "EACCES"])
+@pytest.mark.parametrize("errno_name", ["ENOSPC", pytest.param("EIO", marks=pytest.mark.slow), pytest.param("EACCES", marks=pytest.mark.slow)])
 def test_a_failing_part_file_never_reaches_the_program(tmp_path, program, errno_name):
     out = tmp_path / "t"
     r = trace(tmp_path, out, sys.executable, program, tmp_path / "d.h5", 20000, "normal",

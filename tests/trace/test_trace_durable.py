@@ -107,9 +107,9 @@ def _program_lines(text: str) -> list[str]:
 
 @pytest.mark.parametrize("how,loops,pause", [
     ("sigkill", 300, 0.0),              # no pause: at most the last batch of each kind lost
-    ("sigkill", 300, 2 * BATCH_AGE_NS / 1e9),   # a pause, then a call: that call writes everything
+    pytest.param("sigkill", 300, 2 * BATCH_AGE_NS / 1e9, marks=pytest.mark.slow),  # a pause, then a call: it writes all
     ("os-exit", 300, 0.0),              # os._exit is patched: every call kept
-    ("wait", 300, 0.0),                 # SIGKILL from outside
+    pytest.param("wait", 300, 0.0, marks=pytest.mark.slow),                 # SIGKILL from outside
     pytest.param("os-exit-unpatched", 300, 0.0, marks=pytest.mark.slow),
     pytest.param("segfault", 300, 0.0, marks=pytest.mark.slow),
     pytest.param("abort", 300, 0.0, marks=pytest.mark.slow),
@@ -187,7 +187,8 @@ POOL = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("method", ["fork", pytest.param("forkserver", marks=pytest.mark.slow), "spawn"])
+@pytest.mark.parametrize("method", ["fork", pytest.param("forkserver", marks=pytest.mark.slow),
+                                    pytest.param("spawn", marks=pytest.mark.slow)])
 def test_a_pool_worker_killed_keeps_its_calls(tmp_path, method):
     prog = tmp_path / "pool.py"
     prog.write_text(POOL)
@@ -209,7 +210,7 @@ def test_a_pool_worker_killed_keeps_its_calls(tmp_path, method):
     assert any(f"process {dead[0]}" in x and "at most its last batch" in x for x in c["reasons"]), c["reasons"]
 
 
-@pytest.mark.parametrize("batch_rows", [64, 1000], ids=["small-chunks", "larger-chunks"])
+@pytest.mark.parametrize("batch_rows", [64, pytest.param(1000, marks=pytest.mark.slow)], ids=["small-chunks", "larger-chunks"])
 def test_the_journal_merges_in_seq_order_whatever_the_chunk(tmp_path, batch_rows):
     """The journal's rows (three kinds, each its own file) placed between the part file's batches: the same trace
     merged in chunks of any size, every call once and in seq order."""

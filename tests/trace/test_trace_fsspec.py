@@ -234,7 +234,7 @@ else:                       # the caching filesystem itself, no OpenFile
 '''
 
 
-@pytest.mark.parametrize("how", ["open", "filesystem"])
+@pytest.mark.parametrize("how", ["open", pytest.param("filesystem", marks=pytest.mark.slow)])
 def test_a_simplecache_copy_is_named_by_its_url_never_the_cache_file(tmp_path, data, how):
     prog = tmp_path / "cached.py"
     prog.write_text(CACHED)

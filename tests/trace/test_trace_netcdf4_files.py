@@ -37,7 +37,7 @@ def older_file(path: Path) -> None:
 
 @pytest.mark.parametrize("open_args", [
     'diskless=True, persist=False',
-    'memory=1 << 20',
+    pytest.param('memory=1 << 20', marks=pytest.mark.slow),
 ], ids=["diskless", "memory"])
 def test_an_in_memory_dataset_is_not_the_file_of_its_name(tmp_path, open_args):
     older_file(tmp_path / "data.nc")
@@ -88,7 +88,8 @@ def test_a_file_dataset_of_another_rank_leaves_the_recorded_layout(tmp_path):
     assert out["hdf5_path"].startswith("not checked:") and "[6, 40, 50]" in out["hdf5_path"]
 
 
-@pytest.mark.parametrize("with_netcdf4_file", [False, True], ids=["netcdf3-only", "netcdf3-and-netcdf4"])
+@pytest.mark.parametrize("with_netcdf4_file", [pytest.param(False, marks=pytest.mark.slow), True],
+                         ids=["netcdf3-only", "netcdf3-and-netcdf4"])
 def test_a_netcdf3_file_is_named_as_not_hdf5(tmp_path, with_netcdf4_file):
     with netCDF4.Dataset(tmp_path / "c3.nc", "w", format="NETCDF3_CLASSIC") as nc:
         nc.createDimension("t", 10)
