@@ -198,10 +198,15 @@ def run_trial(kind: str, rng: random.Random, tmp: Path, sweep: Path, truth: dict
                 deadline = time.monotonic() + 30      # between cells there is no worker: wait for the next
                 while not (workers := children(proc.pid)) and proc.poll() is None and time.monotonic() < deadline:
                     time.sleep(0.01)
-                missed = not workers
+                killed = 0
                 for w in workers:
-                    os.kill(w, signal.SIGKILL)
-                note = f"killed {len(workers)} worker(s)"
+                    try:
+                        os.kill(w, signal.SIGKILL)
+                        killed += 1
+                    except ProcessLookupError:    # its cell ended between the listing and the kill
+                        pass
+                missed = not killed
+                note = f"killed {killed} worker(s)"
                 proc.wait(timeout=600)
             elif kind == "sigint":
                 os.killpg(proc.pid, signal.SIGINT)

@@ -73,6 +73,7 @@ def test_reads_match_hdf5(h5trace, tmp_path, data, layout, filtered):
 @SETTINGS
 @given(data=st.data(), layout=layouts(contiguous_ok=True), filtered=st.booleans(),
        pre=st.sampled_from(["none", "all", "some"]))
+@pytest.mark.slow
 def test_writes_and_mixed_match_hdf5(h5trace, tmp_path, data, layout, filtered, pre):
     shape, chunks, dtype = layout
     filtered = filtered and chunks is not None

@@ -42,6 +42,7 @@ def test_missing_bucket(s3, creds):
     _one_line(info, "s3.bucket", "no bucket 'no-such-bucket'", ep.url)
 
 
+@pytest.mark.slow
 def test_wrong_credentials(monkeypatch):
     from ccp.errors import CcpError
     from ccp.remote.s3 import parse_s3

@@ -49,6 +49,7 @@ def test_busy_port_is_one_line():
     assert "\n" not in str(info.value)
 
 
+@pytest.mark.slow
 def test_serve_command_runs_until_interrupted():
     from ccp.remote.server import free_port
 

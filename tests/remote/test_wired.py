@@ -343,6 +343,7 @@ def _as_schema_2(run_dir: Path) -> None:
         req.drop(columns=["http_gets", "http_bytes", "http_bytes_used", "http_wait_s"]).to_parquet(part, index=False)
 
 
+@pytest.mark.slow
 def test_schema_2_run_folders_are_still_reported_and_compared(write_sweep, tmp_path, cli):
     from ccp.report.data import load_cells
     from ccp.run import run_sweep

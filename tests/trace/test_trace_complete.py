@@ -89,7 +89,7 @@ def test_every_ending_passes_through_and_says_if_complete(tmp_path, program, end
         assert any("without the recorder's exit hook" in x for x in c["reasons"])
 
 
-@pytest.mark.parametrize("wrapper", [["env", "-i"], ["-I"]], ids=["env-i", "python-I"])
+@pytest.mark.parametrize("wrapper", [["env", "-i"], pytest.param(["-I"], marks=pytest.mark.slow)], ids=["env-i", "python-I"])
 def test_a_process_without_the_recorder_makes_the_trace_incomplete(tmp_path, program, wrapper):
     out = tmp_path / "t"
     cmd = [*wrapper, sys.executable] if wrapper[0] == "env" else [sys.executable, *wrapper]

@@ -134,6 +134,7 @@ print("gets:", log.http_gets)
 
 @pytest.mark.skipif(any(__import__("importlib").util.find_spec(m) is None for m in ("moto", "s3fs", "flask")),
                     reason="needs the s3 extra (moto[server], s3fs)")
+@pytest.mark.slow
 def test_an_s3fs_file_on_a_loopback_s3_server_is_recorded_as_its_url(tmp_path, data):
     from ccp.remote.s3 import Credentials, S3Settings, S3Store
     from ccp.remote.server import S3Server

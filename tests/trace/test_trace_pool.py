@@ -132,7 +132,7 @@ STUCK_IN_C = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("method", ["fork", "forkserver"])   # a forkserver's child had the forkserver's wakeup fd
+@pytest.mark.parametrize("method", ["fork", pytest.param("forkserver", marks=pytest.mark.slow)])   # a forkserver's child had the forkserver's wakeup fd
 def test_a_pool_worker_terminated_inside_a_long_c_call_ends_and_keeps_its_calls(tmp_path, method):
     # without the recorder's backstop the program waited forever
     out = trace_program(tmp_path, STUCK_IN_C.replace("{method}", method), timeout=180)
@@ -168,6 +168,7 @@ OWN_HANDLER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_a_child_with_its_own_sigterm_handler_leaves_in_its_own_time(tmp_path):
     out = trace_program(tmp_path, OWN_HANDLER)
     assert (tmp_path / "data.h5.exitcode").read_text() == "0"

@@ -51,7 +51,7 @@ def _wait_until(cond, seconds=60.0) -> bool:
 
 # ctrl-c-once: the grandchild is forked just before the Ctrl-C; under load the signal often lands before its
 # after-fork reset (CPython drops it) and it sleeps on: ccp trace sends it again to what is left of the group.
-@pytest.mark.parametrize("how", [pytest.param("SIGTERM", marks=pytest.mark.slow), "kill-9",   # all four in make test-slow (CI)
+@pytest.mark.parametrize("how", [pytest.param("SIGTERM", marks=pytest.mark.slow), pytest.param("kill-9", marks=pytest.mark.slow),  # all four in make test-slow (CI)
                                  pytest.param("ctrl-c-thrice", marks=pytest.mark.slow), "ctrl-c-once"])
 def test_killing_ccp_trace_leaves_no_orphan_and_keeps_the_trace(tmp_path, how):
     prog = tmp_path / "p.py"

@@ -124,6 +124,7 @@ def test_missing_file_is_one_line(tmp_path, cli):
     assert res.exit_code == 2 and "workload file not found" in res.output
 
 
+@pytest.mark.slow
 def test_tune_a_users_file_end_to_end(tmp_path, cli):
     """A file stored in rows, read as time series and maps: the whole chain, measured, in a few seconds."""
     data = np.arange(24 * 16 * 16, dtype="<f4").reshape(24, 16, 16)

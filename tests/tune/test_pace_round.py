@@ -192,6 +192,7 @@ def test_a_tiny_within_cuts_the_first_round_and_answers_with_a_measured_layout(t
     assert not (out / "cache").exists() and not (out / "slots").exists() and not (out / "refit").exists()
 
 
+@pytest.mark.slow
 def test_a_generous_within_trims_nothing(tmp_path, cli):
     w = tmp_path / "w.yaml"
     w.write_text("name: t\ndataset: {generate: {shape: [16, 8, 8]}}\nworkload: [{access: {block: [16, 1, 1]}}]\n")
