@@ -41,7 +41,7 @@ def _cell(store, path, key, cache_type, block_size, requests, h5kw, page_buffer=
 
 @pytest.mark.parametrize("cache_type", ["none", "readahead", "blockcache", "first"])
 @pytest.mark.parametrize("block_size", [2048, pytest.param(65536, marks=pytest.mark.slow)], ids=["2KiB", "64KiB"])
-@pytest.mark.parametrize("name", ["gzip", "contiguous", "paged"])
+@pytest.mark.parametrize("name", ["gzip", "contiguous", pytest.param("paged", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("pattern", ["rows", "chunks", "column"])
 def test_predicted_gets_equal_measured(s3, layouts, name, cache_type, block_size, pattern):
     _, store = s3
