@@ -494,7 +494,7 @@ def _check_advise_dataset(file: Path, dataset: str, access) -> None:
     """The dataset advise explains: a numeric array of rank >= 1 (never a null or scalar dataspace)."""
     import h5py
 
-    from ccp.hdf5.dataset import open_readonly
+    from ccp.hdf5.dataset import netcdf_dimension_only, open_readonly
 
     if "\0" in dataset:
         raise CcpError(f"DATASET: expected a dataset path, got {dataset!r}")
@@ -502,6 +502,9 @@ def _check_advise_dataset(file: Path, dataset: str, access) -> None:
         obj = f.get(dataset)
         if not isinstance(obj, h5py.Dataset):
             raise CcpError(f"{file}: {dataset!r} is {'not in the file' if obj is None else 'a group, not a dataset'}")
+        dimension_only = netcdf_dimension_only(obj)
+        if dimension_only:
+            raise CcpError(f"{file}: {dataset!r} {dimension_only}")
         if obj.shape is None or len(obj.shape) == 0 or obj.dtype.kind not in "iuf":
             raise CcpError(f"{file}: {dataset!r} has shape {obj.shape} and dtype {obj.dtype}: advise explains numeric arrays of rank >= 1")
         if len(access) != len(obj.shape):

@@ -20,7 +20,7 @@ def describe_dataset(dset) -> dict:
     from h5py import h5i
 
     from ccp.hdf5 import h5types
-    from ccp.hdf5.dataset import dataset_info
+    from ccp.hdf5.dataset import dataset_info, netcdf_dimension_only
     from ccp.hdf5.filters import describe_filters
 
     dsid = dset.id
@@ -53,6 +53,9 @@ def describe_dataset(dset) -> dict:
     if dtype is None:
         warnings.append(f"numpy has no equivalent of its type ({h5types.describe_type(tid)}): h5py cannot read it "
                         f"as an array; ccp sweeps read it with the file type as memory type")
+    dimension_only = netcdf_dimension_only(dset)
+    if dimension_only:
+        warnings.append(f"it {dimension_only}")
     external = _external_files(dcpl, dset.file.filename)
     info = {
         "external": external,

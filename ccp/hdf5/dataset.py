@@ -197,6 +197,9 @@ def describe_source(dataset) -> DatasetInfo:
         if not info.shape:
             kind = "a scalar dataspace" if info.extent == "scalar" else "a null dataspace (no elements)"
             raise ConfigError("dataset.path", f"{dataset.path!r} in {path} has {kind}: ccp measures arrays of rank >= 1")
+        dimension_only = netcdf_dimension_only(obj)
+        if dimension_only:
+            raise ConfigError("dataset.path", f"{dataset.path!r} in {path} {dimension_only}")
         check_decodable(info.filters, f"{dataset.path!r} in {path}", "dataset.path")
         dcpl = obj.id.get_create_plist()
         _check_external(obj, dcpl, f"{dataset.path!r} in {path}")
@@ -275,6 +278,35 @@ def _check_external(obj, dcpl, what: str) -> None:
         raise ConfigError("dataset.path", f"{what} keeps its data in external file{'s' if n > 1 else ''} {names}, which "
                           f"HDF5 cannot read from here ({str(exc).splitlines()[0]}): run from the folder that holds "
                           "them, or set HDF5_EXTFILE_PREFIX") from None
+
+
+NETCDF_DIMENSION_ONLY = "This is a netCDF dimension but not a netCDF variable"
+NETCDF_NON_COORD = "_nc4_non_coord_"     # netCDF-C's HDF5 name for a variable named like a dimension it does not index
+
+
+def netcdf_dimension_only(obj) -> str | None:
+    """What to tell a user who named a netCDF-4 dimension that has no variable: netCDF-C writes such a dimension as
+    an empty dataset (its NAME attribute says so) that holds no data, so there is nothing to measure or tune; the
+    variable of that name, if any, is stored as ``_nc4_non_coord_<name>`` beside it. None for any other dataset."""
+    try:
+        name = obj.attrs.get("NAME")
+    except Exception:       # an attribute h5py cannot read: not netCDF-C's
+        return None
+    if isinstance(name, np.ndarray) and name.size == 1:
+        name = name.item()
+    if isinstance(name, bytes):
+        name = name.decode("latin-1")
+    if not (isinstance(name, str) and name.startswith(NETCDF_DIMENSION_ONLY)):
+        return None
+    said = "is a netCDF dimension without a variable: netCDF-4 keeps it as a dataset that stores no data (nothing to measure)"
+    base = obj.name.rsplit("/", 1)[-1]
+    twin = f"{obj.name.rsplit('/', 1)[0]}/{NETCDF_NON_COORD}{base}"
+    try:
+        if twin in obj.file:
+            said += f"; the netCDF variable {base!r} is the dataset {twin!r}"
+    except Exception:
+        pass
+    return said
 
 
 def source_of(file, dataset_path: str) -> DatasetInfo:

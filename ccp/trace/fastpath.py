@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from itertools import chain, repeat
 
+from ccp.trace.named import like
 from ccp.trace.partfile import raised_by_program
 
 FAST_CAPACITY = 16384       # fast calls of each kind one pickled list takes at most
@@ -206,5 +207,4 @@ def fast_getitem(rec, slow, fast_orig):
                                 return out
         return slow(self, args, new_dtype) if new_dtype is not None else slow(self, args)
 
-    __getitem__.__wrapped__ = slow  # type: ignore[attr-defined]
-    return __getitem__
+    return like(slow, __getitem__)

@@ -15,6 +15,7 @@ import os
 import time
 
 from ccp.trace.fastpath import fast_getitem
+from ccp.trace.named import like
 from ccp.trace.remote_files import file_space, fileobj_name, fsspec_info, instrument
 from ccp.trace.selections import _file_name, describe_key, describe_space
 
@@ -73,9 +74,7 @@ def patch_h5py(rec) -> None:
                 except Exception as exc:  # the program must never see the recorder fail
                     rec.failed(exc)
                 rec.end(r, t0, t1, low=True)
-        wrapper.__name__ = orig.__name__
-        wrapper.__wrapped__ = orig  # type: ignore[attr-defined]
-        return wrapper
+        return like(orig, wrapper)
 
     _set_type_attr(h5d.DatasetID, "read", low("DatasetID.read", "read", h5d.DatasetID.__dict__["read"]))
     _set_type_attr(h5d.DatasetID, "write", low("DatasetID.write", "write", h5d.DatasetID.__dict__["write"]))
@@ -89,7 +88,7 @@ def patch_h5py(rec) -> None:
         except Exception as exc:  # the program must never see the recorder fail
             rec.failed(exc)
 
-    set_extent.__wrapped__ = set_extent_orig  # type: ignore[attr-defined]
+    set_extent = like(set_extent_orig, set_extent)
     _set_type_attr(h5d.DatasetID, "set_extent", set_extent)
 
     fast_orig = _selector.Reader.__dict__["read"]
@@ -119,7 +118,7 @@ def patch_h5py(rec) -> None:
                 rec.failed(exc)
             rec.end(r, t0, t1, low=True)
 
-    fast_read.__wrapped__ = fast_orig  # type: ignore[attr-defined]
+    fast_read = like(fast_orig, fast_read)
     _set_type_attr(_selector.Reader, "read", fast_read)
 
     def high(api, op, orig):
@@ -140,9 +139,7 @@ def patch_h5py(rec) -> None:
                 except Exception as exc:  # the program must never see the recorder fail
                     rec.failed(exc)
                 rec.end(r, t0, t1, low=False)
-        wrapper.__name__ = orig.__name__
-        wrapper.__wrapped__ = orig  # type: ignore[attr-defined]
-        return wrapper
+        return like(orig, wrapper)
 
     Dataset.__getitem__ = fast_getitem(rec, high("Dataset.__getitem__", "read", Dataset.__getitem__), fast_orig)
     Dataset.__setitem__ = high("Dataset.__setitem__", "write", Dataset.__setitem__)

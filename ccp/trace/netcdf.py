@@ -27,12 +27,12 @@ which no after-run check or checksum takes for a path.
 from __future__ import annotations
 
 import ctypes
-import functools
 import os
 import time
 from typing import Any
 
 from ccp.trace.hdf5_types import VLEN_SEQUENCE_SIZE, VLEN_STRING_SIZE
+from ccp.trace.named import like
 
 IMMUTABLE = 1 << 8                 # Py_TPFLAGS_IMMUTABLETYPE
 TP_FLAGS_OFFSET = 168              # offsetof(PyTypeObject, tp_flags) on 64-bit CPython 3.8-3.13
@@ -57,15 +57,6 @@ def set_slot(cls, name: str, value) -> None:
         setattr(cls, name, value)
     finally:
         flags.value = old
-
-
-def like(orig, wrapper):
-    """``wrapper`` named and documented as ``orig`` (help(), pydoc and autodoc of the program see netCDF4's own), its
-    ``__module__`` too: None where netCDF4's slot wrappers have none."""
-    out = functools.wraps(orig)(wrapper)
-    if not hasattr(orig, "__module__"):
-        out.__module__ = None  # type: ignore[assignment]
-    return out
 
 
 def in_memory(args: tuple, kwargs: dict) -> bool:

@@ -29,6 +29,7 @@ from ccp.matrix.cells import Cell
 from ccp.predict import Calibration, predict_requests
 from ccp.tune.device import PAGE_BYTES, request_stretches
 from ccp.tune.lattice import cache_candidates, nchunks, padding
+from ccp.units import format_bytes
 from ccp.workload.requests import plan_for
 
 INDEX_BYTES_PER_CHUNK = 48        # a chunk-index entry (B-tree v1 key + address), roughly: storage estimate only
@@ -466,6 +467,11 @@ def search(source, items, lattice: Sequence[tuple[int, ...]], filters: Sequence[
         points.append((chosen.read_s, chosen.write_s, chosen.storage_bytes))
         fastest_k = sorted([*fastest_k, chosen.workload_s])[:keep_best]
     if not best:
+        whole_over = storage(source.shape, itemsize, source.shape, 1.0)[1]
+        if whole_over > max_storage_overhead:     # no chunked layout can be within: the index alone is over
+            raise CcpError(f"the dataset is {format_bytes(math.prod(source.shape) * itemsize)}: even as one chunk, its "
+                           f"chunk index stores {whole_over:.0%} more than its data, over max_storage_overhead "
+                           f"{max_storage_overhead:g}; a dataset this small is best contiguous (nothing to tune)")
         raise CcpError(f"constraints: no chunk shape of at most max_chunk_bytes is within max_storage_overhead "
                        f"{max_storage_overhead:g} ({rejected} shapes over it): raise max_storage_overhead or max_chunk_bytes")
     front_idx = pareto_front(points)

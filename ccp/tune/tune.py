@@ -250,7 +250,6 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
             filters.append(f)
     itemsize = np.dtype(source.dtype).itemsize
     out = Path(out) if out else Path("results") / wl.name / f"tune-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
-    out.mkdir(parents=True, exist_ok=True)
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
 
@@ -272,6 +271,7 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
                  max_storage_overhead=k.max_storage_overhead, current=current,
                  keep_best=top + 2, time_limit=SEARCH_LIMIT_S)
     t_search = time.perf_counter() - t1
+    out.mkdir(parents=True, exist_ok=True)     # after the search, which refuses workloads no layout fits: no empty folder
     echo(f"  searched {res.evaluated} candidates ({res.layouts} layouts, {res.pruned} pruned as dominated, "
          f"{res.rejected} shapes over max_storage_overhead"
          + (f", {res.unvisited} least promising left at the time limit" if res.unvisited else "")

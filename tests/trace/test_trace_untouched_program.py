@@ -2,7 +2,8 @@
 (the recorder imported on the program's call path, which fails once Python is shutting down: the read failed; such
 a read is not recorded, as it comes after the trace's last write), and a key whose
 ``__index__`` h5py asks once (the recorder asked again to describe it), and a warning h5py raises for its caller
-(it named the recorder's wrapper, and a filter on the program's module missed it). Traced and untraced, the program
+(it named the recorder's wrapper, and a filter on the program's module missed it), and the name and docstring of a
+wrapped method (help() of a traced program showed the recorder's). Traced and untraced, the program
 prints the same, writes the same to stderr and exits the same. Issue 23."""
 
 import os
@@ -56,6 +57,16 @@ PROGRAMS = {
         except Exception as exc:
             print("refused y:", type(exc).__name__)
         f.close()
+    """,
+    "wrapped-methods-keep-h5pys-names-and-docs": """
+        import h5py
+        from h5py import h5d, _selector
+        for owner, name in ((h5py.Dataset, "__getitem__"), (h5py.Dataset, "__setitem__"),
+                            (h5py.Dataset, "read_direct"), (h5py.Dataset, "write_direct"),
+                            (h5d.DatasetID, "read"), (h5d.DatasetID, "write"), (h5d.DatasetID, "set_extent"),
+                            (_selector.Reader, "read")):
+            f = getattr(owner, name)
+            print(name, f.__name__, f.__qualname__, getattr(f, "__module__", None), repr(f.__doc__)[:60])
     """,
 }
 

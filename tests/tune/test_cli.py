@@ -224,3 +224,31 @@ def test_tune_pytables_files(tmp_path, file, dset, blocks, current, cli):
     assert r["dataset"]["current_chunks"] == current
     cur = next(c for c in r["contenders"] if c["kind"] == "current")
     assert r["recommended"]["predicted_s"] <= cur["predicted_s"]
+
+
+def test_a_workload_no_layout_can_serve_is_one_line_and_leaves_no_folder(tmp_path, cli):
+    """breaker5 F20: a netCDF dimension without a variable (an empty dataset netCDF-C writes) and a dataset so small
+    that one chunk's index entry is over max_storage_overhead were refused as 'raise max_storage_overhead', and an
+    empty --out folder was left behind."""
+    import netCDF4
+    import yaml
+
+    with netCDF4.Dataset(tmp_path / "d.nc", "w") as nc:
+        nc.createDimension("y", 40)
+        nc.createDimension("t", 8)
+        nc.createVariable("v", "f4", ("t",))[:] = np.arange(8, dtype="f4")
+    cases = {
+        "dimension": ({"file": str(tmp_path / "d.nc"), "path": "/y"}, [10], "is a netCDF dimension without a variable"),
+        "tiny": ({"generate": {"shape": [40], "dtype": "<f4"}}, [10], "a dataset this small is best contiguous"),
+    }
+    for name, (dataset, block, said) in cases.items():
+        f = tmp_path / f"{name}.yaml"
+        f.write_text(yaml.safe_dump({"name": name, "dataset": dataset, "workload": [{"access": {"block": block}}]}))
+        res = cli("tune", str(f), "--out", str(tmp_path / f"o-{name}"), "--work", str(tmp_path / "work"), "--budget", "5s")
+        assert res.exit_code == 2, res.output
+        assert said in res.output.splitlines()[-1], res.output
+        assert not (tmp_path / f"o-{name}").exists()
+    shown = cli("inspect", str(tmp_path / "d.nc"), "/y")
+    assert shown.exit_code == 0 and "WARNING     it is a netCDF dimension without a variable" in shown.output, shown.output
+    advised = cli("advise", str(tmp_path / "d.nc"), "/y", "--access", "10", "--no-measure")
+    assert advised.exit_code == 2 and "is a netCDF dimension without a variable" in advised.output, advised.output
