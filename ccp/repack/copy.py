@@ -38,6 +38,7 @@ import concurrent.futures as cf
 import glob
 import math
 import os
+import re
 import stat
 import time
 
@@ -107,18 +108,31 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def remove_stale_temps(dst: str) -> list[str]:
-    """Remove ``DST.ccp-tmp-PID`` files whose repack process is gone (killed); returns their paths."""
+def remove_stale_temps(dst: str, keep=()) -> list[str]:
+    """Remove ``DST.ccp-tmp-PID`` files (and their stages, ``DST.ccp-tmp-PID.stageK``) whose repack process is gone
+    (killed); returns their paths. Only names exactly of that form, and never a file in ``keep`` (the input: a copy
+    may be made from a file so named, and must not delete it)."""
     removed = []
+    name = re.compile(re.escape(os.path.basename(dst) + _TEMP_TAG) + r"(\d+)(\.stage\d+)?")
     for path in glob.glob(glob.escape(dst) + _TEMP_TAG + "*"):
-        pid = path.rsplit(_TEMP_TAG, 1)[1].split(".")[0]     # OUT.ccp-tmp-PID, or a stage of it: ...-PID.stageK
-        if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
+        m = name.fullmatch(os.path.basename(path))
+        if m is None or any(_same_file(path, k) for k in keep):
+            continue
+        pid = int(m.group(1))
+        if pid != os.getpid() and not _pid_alive(pid):
             try:
                 os.unlink(path)
                 removed.append(path)
             except FileNotFoundError:  # pragma: no cover - another repack took it first
                 pass
     return removed
+
+
+def _same_file(a: str, b) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def _needed_bytes(in_bytes: int, targets, src: h5py.File | None = None, budget: MemoryBudget | None = None,
@@ -301,7 +315,7 @@ def repack(src, dst, layouts=None, filters=None, *, buffer_bytes: int = DEFAULT_
                                     in_bytes, None, tuple(sorted(results, key=lambda r: r.path)))
             if memory_bytes is not None and memory_strict:
                 _check_memory(fin, rp.targets.values(), int(memory_bytes), threads, buffer_bytes)
-            remove_stale_temps(dst)
+            remove_stale_temps(dst, keep=(src,))
             _check_free_space(dst, _needed_bytes(in_bytes, rp.targets.values(), fin, getattr(planner, "budget", None),
                                                  threads) + _METADATA_SLACK)
             if progress is not None:

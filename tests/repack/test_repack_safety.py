@@ -191,6 +191,23 @@ def test_stale_temp_of_a_dead_repack_is_removed(rich, tmp_path):
     assert not stale.exists() and alive.exists() and out.exists()
 
 
+def test_only_ccps_own_stale_temps_are_removed_never_the_input(rich, tmp_path):
+    """breaker7 R1: a copy from ``keep.h5.ccp-tmp-999999`` to ``keep.h5`` deleted its own input, and an unrelated
+    ``keep.h5.ccp-tmp-4242.notes-v2`` with it: the clean-up took any name starting with the tag."""
+    import shutil
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    src = tmp_path / f"keep.h5.ccp-tmp-{dead.pid}"
+    shutil.copy(rich, src)
+    notes = tmp_path / f"keep.h5.ccp-tmp-{dead.pid}.notes-v2"
+    notes.write_bytes(b"the user's")
+    stage = tmp_path / "keep.h5.ccp-tmp-99999999.stage1"      # a dead repack's stage (no such pid): removed
+    stage.write_bytes(b"half a stage")
+    assert cli(src, tmp_path / "keep.h5").exit_code == 0
+    assert src.exists() and h5py.is_hdf5(src) and notes.read_bytes() == b"the user's" and not stage.exists()
+
+
 def test_too_little_free_space_is_refused_before_writing(rich, tmp_path, monkeypatch):
     import ccp.repack.copy as copy_mod
 
