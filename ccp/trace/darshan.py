@@ -164,8 +164,9 @@ def _check_out(out: Path, force: bool, protect: tuple[Path, ...] = ()) -> Path:
     return target
 
 
-def _check_data_file(file: str, dset: str, d: dict, where: str) -> None:
-    """The sweep's file must hold the logged dataset at the logged size, or ``ccp check`` would refuse the sweep."""
+def _check_data_file(file: str, dset: str, d: dict, where: str) -> tuple[tuple[int, ...], tuple]:
+    """The sweep's file must hold the logged dataset at the logged size, or ``ccp check`` would refuse the sweep;
+    returns its (shape, maxshape)."""
     from ccp.hdf5.dataset import open_readonly
 
     if Path(file).is_dir():
@@ -180,6 +181,26 @@ def _check_data_file(file: str, dset: str, d: dict, where: str) -> None:
         if d["npoints"] and (len(shape) != d["ndims"] or points != d["npoints"]):
             raise CcpError(f"{where}: {file}:{dset} is {'x'.join(map(str, shape)) or 'scalar'} ({points} elements), "
                            f"the log's has {d['npoints']} elements in {d['ndims']} dims; {hint}")
+        return tuple(shape), tuple(obj.maxshape or shape)
+
+
+def _check_fits(blocks: list, chunks, shape: tuple[int, ...], maxshape: tuple, where: str) -> None:
+    """Each logged access block, and the logged chunk shape, within the file's dataset (``ccp check`` refuses a sweep
+    whose block exceeds a dimension, or whose chunk exceeds a fixed one)."""
+    text = "x".join(map(str, shape))
+    for block in blocks:
+        if len(block) == len(shape) and any(b > n for b, n in zip(block, shape)):
+            raise CcpError(f"{where}: the log's access {'x'.join(map(str, block))} exceeds the dataset's shape {text} "
+                           "in the file: not the file the job used, or a damaged log")
+    if chunks is not None and len(chunks) == len(shape) and any(
+            m is not None and c > m for c, m in zip(chunks, maxshape)):
+        raise CcpError(f"{where}: the log's chunk shape {'x'.join(map(str, chunks))} exceeds the dataset's fixed "
+                       f"shape {text} in the file: not the file the job used, or a damaged log")
+
+
+def _comment(text: str) -> str:
+    """``text`` safe in a YAML comment line: control characters (a newline would end the comment) escaped."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def write_new(out: Path, text: str, force: bool, protect: tuple[Path, ...] = ()) -> None:
@@ -229,9 +250,12 @@ def darshan_to_sweep(log, out, h5file: str | None = None, *, dataset: str | None
     file, dset = _split_name(d["name"])
     if not dset:
         raise CcpError(f"{log}: the H5D record {d['name']!r} does not name a dataset as FILE:/PATH")
+    if not all(c.isprintable() for c in dset):
+        raise CcpError(f"{_comment(str(log))}: the H5D record's dataset {_comment(dset)} holds a control character "
+                       "(a newline, a tab): ccp check refuses such a path; rename the dataset, or sweep another "
+                       "with --dataset")
     file = h5file or file
-    if Path(file).exists():
-        _check_data_file(file, dset, d, "--file" if h5file else f"{log}")
+    fits = _check_data_file(file, dset, d, "--file" if h5file else f"{log}") if Path(file).exists() else None
     op = "write" if d["reads"] == 0 and d["writes"] > 0 else "read"
     access, notes = [], []
     if d["reads"] and d["writes"]:
@@ -247,13 +271,16 @@ def darshan_to_sweep(log, out, h5file: str | None = None, *, dataset: str | None
                         if maybe else ""))
     chunked = all(d["chunks"])
     chunks = [list(d["chunks"])] if chunked else ["contiguous"]
+    if fits is not None:
+        _check_fits([a["block"] for a in access], list(d["chunks"]) if chunked else None, *fits,
+                    "--file" if h5file else f"{log}")
     # a contiguous dataset has no chunk cache: three cache cells would be three runs of one configuration
     caches = ["1MiB", "8MiB", "64MiB"] if chunked else ["8MiB"]
     if not chunked:
         notes.append("# the dataset is contiguous: no chunk cache to vary")
     sweep = {"name": _sweep_name(log), "dataset": {"file": file, "path": dset},
              "matrix": {"chunks": chunks, "cache": caches, "access": access}, "repeats": 3}
-    head = [f"# from `ccp from-darshan {log}`: dataset {d['name']} ({d['ranks']} rank record(s), {d['reads']} reads,",
+    head = [f"# from `ccp from-darshan {_comment(str(log))}`: dataset {_comment(d['name'])} ({d['ranks']} rank record(s), {d['reads']} reads,",
             f"# {d['writes']} writes; {d['ndims']} dims, {d['npoints']} points, {d['itemsize']}-byte elements).",
             *notes]
     write_new(out, "\n".join(head) + "\n" + yaml.safe_dump(sweep, sort_keys=False), force, protect=(log,))

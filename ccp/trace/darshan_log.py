@@ -113,12 +113,13 @@ def _intact(blob: bytes, comp: int) -> bool:
         return False
 
 
-def damaged_regions(log: Path, fh, size: int) -> list[str | int]:
-    """The regions of a 3.x log that are cut short or fail their checksum (empty: all intact)."""
+def damaged_regions(log: Path, fh, size: int) -> tuple[int, list[str | int]]:
+    """(the log's compression type, the regions of a 3.x log that are cut short or fail their checksum: empty if
+    all are intact)."""
     head = fh.read(HEADER.size + 20 * MAX_MODS + 16)
     comp, regions = _regions(log, head, size)
     if comp not in (ZLIB, BZIP2):
-        return []                         # uncompressed logs carry no checksum
+        return comp, []                   # uncompressed logs carry no checksum
     bad: list[str | int] = []
     for region, off, length in regions:
         if length > CHECKED_REGION_BYTES:
@@ -126,7 +127,7 @@ def damaged_regions(log: Path, fh, size: int) -> list[str | int]:
         fh.seek(off)
         if not _intact(fh.read(length), comp):
             bad.append(region)
-    return bad
+    return comp, bad
 
 
 def read_log(log: Path) -> DarshanLog:
@@ -140,13 +141,19 @@ def read_log(log: Path) -> DarshanLog:
     try:
         with open(log, "rb") as fh:
             size = os.fstat(fh.fileno()).st_size
-            bad = damaged_regions(log, fh, size)
+            comp, bad = damaged_regions(log, fh, size)
     except OSError as exc:
         raise CcpError(f"{log}: cannot read it ({exc.strerror})") from None
     for region in ("job", "names"):
         if region in bad:
             raise CcpError(f"{log}: damaged Darshan log: its {region} region fails its checksum")
-    modules, raw = _parse_in_child(log, bad)
+    try:
+        modules, raw = _parse_in_child(log, bad)
+    except CcpError as exc:
+        if comp == BZIP2 and not bad and "library can open" in str(exc):   # intact by its own checksums
+            raise CcpError(f"{log}: a bzip2-compressed Darshan log, which the Darshan library here cannot read (built "
+                           "without bzip2): convert it to zlib with darshan-convert and try again") from None
+        raise
     slots = {idx: name for name, idx in modules.items()}
     damaged = tuple(slots.get(r, f"module slot {r}") for r in bad if isinstance(r, int))
     if "H5D" in damaged:

@@ -328,3 +328,78 @@ def test_the_parser_child_dying_is_one_line(tmp_path, monkeypatch, script, messa
     with pytest.raises(CcpError) as info:
         darshan_log.read_log(IOR)
     assert message in str(info.value) and "\n" not in str(info.value)
+
+
+# ---- breaker7: names with control characters, a file too small for the log, bzip2 logs ----
+
+def _one_record_log(monkeypatch, name: str, **change):
+    from ccp.trace import darshan as mod
+    from ccp.trace.darshan_log import DarshanLog, H5DRecord
+
+    counters = {k: 0 for k in _h5d_counter_names()}
+    counters.update({"H5D_DATASPACE_NDIMS": 1, "H5D_DATASPACE_NPOINTS": 100, "H5D_DATATYPE_SIZE": 4,
+                     "H5D_READS": 5, "H5D_ACCESS1_COUNT": 5, "H5D_ACCESS1_LENGTH_D5": 10, "H5D_ACCESS1_ACCESS": 40,
+                     **change})
+    log = DarshanLog(h5d=(H5DRecord(7, 0, counters),), partial=False, names={7: name})
+    monkeypatch.setattr(mod, "read_log", lambda path: log)
+    return mod
+
+
+def test_a_name_or_log_path_with_a_newline_never_becomes_yaml(tmp_path, monkeypatch):
+    """breaker7 D1: a newline in the dataset's name or the log's path ended the sweep's header comment, and what
+    followed became the sweep's own keys (``cold: false``), or YAML ccp could not parse."""
+    import yaml
+
+    mod = _one_record_log(monkeypatch, "/f.h5:/d\ncold: false")
+    with pytest.raises(CcpError, match="holds a control character") as info:
+        mod.darshan_to_sweep(tmp_path / "x.darshan", tmp_path / "a.yaml")
+    assert "\n" not in str(info.value)
+    mod = _one_record_log(monkeypatch, "/f.h5:/d")
+    mod.darshan_to_sweep(tmp_path / "weird\nname: injected.darshan", tmp_path / "b.yaml")
+    assert set(yaml.safe_load((tmp_path / "b.yaml").read_text())) == {"name", "dataset", "matrix", "repeats"}
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"H5D_ACCESS1_LENGTH_D5": 200, "H5D_ACCESS1_ACCESS": 800}, "access 200 exceeds the dataset's shape 100"),
+    ({"H5D_CHUNK_SIZE_D5": 128}, "chunk shape 128 exceeds the dataset's fixed shape 100"),
+], ids=["block", "chunk"])
+def test_a_logged_block_or_chunk_beyond_the_files_dataset_is_one_line(tmp_path, monkeypatch, change, message):
+    """breaker7 D2: the sweep was written, and ``ccp check`` refused it."""
+    import h5py
+
+    with h5py.File(tmp_path / "f.h5", "w") as f:
+        f.create_dataset("d", shape=(100,), dtype="f4")
+    mod = _one_record_log(monkeypatch, "/f.h5:/d", **change)
+    with pytest.raises(CcpError, match=message):
+        mod.darshan_to_sweep(tmp_path / "x.darshan", tmp_path / "s.yaml", str(tmp_path / "f.h5"))
+    assert not (tmp_path / "s.yaml").exists()
+
+
+def test_a_bzip2_log_the_library_cannot_read_is_named_as_such(tmp_path):
+    """breaker7 D3: a bzip2-compressed log (darshan-convert --bzip2), intact by its own checksums, was called
+    "damaged, or from another Darshan version" by a Darshan library built without bzip2."""
+    import bz2
+    import struct
+    import zlib
+
+    from ccp.trace.darshan_log import _regions
+
+    data = IOR.read_bytes()
+    header_end = min(o for r, o, _ in _regions(IOR, data, len(data))[1])
+    head, body, at = bytearray(data[:header_end]), b"", header_end
+    head[16] = 1                                          # the header's compression type: bzip2
+    for region, off, length in _regions(IOR, data, len(data))[1]:
+        blob, out = data[off:off + length], b""
+        while blob:                                       # a region is one or more zlib streams
+            d = zlib.decompressobj()
+            out += bz2.compress(d.decompress(blob))
+            blob = d.unused_data
+        if region != "job":
+            struct.pack_into("<QQ", head, 24 + 16 * (0 if region == "names" else region + 1), at, len(out))
+        body, at = body + out, at + len(out)
+    log = tmp_path / "bz2.darshan"
+    log.write_bytes(bytes(head) + body)
+    r = ccp("from-darshan", log, "-o", tmp_path / "s.yaml")
+    if r.returncode == 0:
+        pytest.skip("this Darshan library reads bzip2")
+    one_line_error(r, "a bzip2-compressed Darshan log")
