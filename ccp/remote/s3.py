@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import socket
+import time
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -198,9 +199,14 @@ class S3Store:
 
     def open(self, key: str, fsspec: FsspecOptions = FsspecOptions(),  # noqa: B008
              network: EmulatedNetwork = NO_NETWORK) -> RemoteFile:
-        """The object as a read-only file object for h5py, every GET counted (and emulated delays added)."""
+        """The object as a read-only file object for h5py, every GET counted (and emulated delays added). fsspec's
+        open makes one HEAD (the object's size): no GET, so in no GET count, but a request a user's network delays
+        as much as a GET's first byte: it gets the emulated latency too."""
         raw = self.fs.open(f"{self.settings.bucket}/{key}", "rb", cache_type=fsspec.cache_type,
                            block_size=fsspec.block_size)
+        head_delay = network.delay(0)
+        if head_delay > 0:
+            time.sleep(head_delay)
         log = instrument(raw, network)
         return RemoteFile(TracedFile(raw, log), log, raw.size, fsspec, network)
 

@@ -109,6 +109,24 @@ def test_latency_emulation_adds_n_times_latency(s3, layouts):
     assert elapsed >= n * latency                      # a sleep never returns early
 
 
+@NEEDS_S3
+def test_the_opens_head_waits_the_emulated_latency_and_is_no_get(s3, layouts):
+    """breaker7 S1: fsspec's open makes a HEAD (the object's size) that a real network delays as much as a GET; it
+    went through at loopback speed, so a 20 ms cell's open cost 20-40 ms less than over a real 20 ms link."""
+    import time
+
+    from ccp.remote.network import EmulatedNetwork
+    from ccp.remote.s3 import FsspecOptions
+
+    _, store = s3
+    key = store.upload(layouts["gzip"], "test-head").key
+    t0 = time.perf_counter()
+    remote = store.open(key, FsspecOptions("none", 4096), EmulatedNetwork(0.3, None))
+    opened = time.perf_counter() - t0
+    remote.close()
+    assert opened >= 0.3 and remote.log.http_gets == 0
+
+
 def test_bandwidth_emulation_is_per_byte():
     from ccp.remote.network import EmulatedNetwork, parse_bandwidth, parse_latency
 
