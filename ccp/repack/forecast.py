@@ -458,6 +458,7 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, core
                                            math.prod(dst_chunks) * tgt.itemsize)
         stored = len(reader.stored)
         stages_cpu = None
+        early = None
         if (tgt.method == "fast" and dst_chunks is not None and src_chunks is not None and reader.python_decoded
                 and len(src_chunks) == len(dst_chunks) and src_chunks != dst_chunks and reader.stored):
             early = plan_pass(tgt.shape, src_chunks, dst_chunks, tgt.itemsize,
@@ -500,7 +501,10 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, core
                                base + 2 * (budget.buffer_bytes or 32 * 1024 * 1024), round(secs, 3), mb(dec), mb(enc),
                                (), "the library path: a rough estimate")
     room = pass_room(budget, dst_chunks, tgt.itemsize, threads)
-    pp = plan_pass(tgt.shape, src_chunks, dst_chunks, tgt.itemsize, room, threads, budget.buffer_bytes)
+    # the pass the rates were sampled for (planning again after the sample, whose buffers raised the process's
+    # memory, could pick the other path, whose rates were not sampled: breaker7 R5, KeyError 'check')
+    pp = early if early is not None else plan_pass(tgt.shape, src_chunks, dst_chunks, tgt.itemsize, room, threads,
+                                                   budget.buffer_bytes)
     count = pp.count
     if src_chunks == dst_chunks:   # same grid, new filters: each chunk decoded and re-encoded alone
         order = "each stored chunk in index order, re-encoded alone"

@@ -224,3 +224,27 @@ def test_plan_samples_the_copy_in_its_threads(tmp_path, shape, src, dst, filters
         stored = f["data"].id.get_storage_size()
     assert fc.datasets[0].method == "fast"
     assert fc.bytes_written == pytest.approx(stored, rel=0.10)
+
+
+@pytest.mark.parametrize("first_band", [True, False], ids=["band-then-pipeline", "pipeline-then-band"])
+def test_the_forecast_prices_the_pass_its_rates_were_sampled_for(tmp_path, monkeypatch, first_band):
+    """breaker7 R5: planned again after its sample (whose buffers raised the process's memory), the pass could take
+    the other path, whose rates were not sampled: `--plan --json` failed with KeyError 'check' near the boundary."""
+    import dataclasses
+
+    from ccp.repack import forecast
+
+    make(tmp_path / "in.h5", (6000, 30), (200, 1), "gzip:1")
+    real = forecast.plan_pass
+    calls: list = []
+
+    def flipping(*args, **kwargs):      # each plan of the same pass takes the other path than the one before
+        pp = real(*args, **kwargs)
+        calls.append(pp)
+        band = first_band if len(calls) == 1 else not first_band
+        return dataclasses.replace(pp, band_bytes=max(pp.band_bytes, 1) if band else 0)
+
+    monkeypatch.setattr(forecast, "plan_pass", flipping)
+    fc = forecast_repack(tmp_path / "in.h5", {"/data": (2000, 10)}, {"/data": "gzip:1"}, memory_bytes=512 * 2**20)
+    (plan,) = fc.datasets
+    assert len(calls) == 1 and plan.predicted_seconds > 0
