@@ -91,6 +91,20 @@ def patch_h5py(rec) -> None:
     set_extent = like(set_extent_orig, set_extent)
     _set_type_attr(h5d.DatasetID, "set_extent", set_extent)
 
+    refresh_orig = h5d.DatasetID.__dict__.get("refresh")
+
+    def refresh(self):
+        # an SWMR reader's refresh() takes the shape another process's appends gave the dataset: later keys
+        # (d[-1], slices to the end) are described against it, as after set_extent (breaker6 F0)
+        refresh_orig(self)
+        try:
+            rec.resized(self)
+        except Exception as exc:  # the program must never see the recorder fail
+            rec.failed(exc)
+
+    if refresh_orig is not None:
+        _set_type_attr(h5d.DatasetID, "refresh", like(refresh_orig, refresh))
+
     fast_orig = _selector.Reader.__dict__["read"]
 
     def fast_read(self, args):

@@ -425,7 +425,7 @@ class Recorder:
     def resized(self, dsid) -> None:
         """After ``set_extent``: every live handle of the dataset gets a new token and handle record with the
         dataset's new shape, so its later calls are described against it (the shape is read at register(), not per
-        call: that keeps the fast path cheap). A resize by another process is not seen."""
+        call: that keeps the fast path cheap); after an SWMR reader's ``refresh()`` too (another process's appends)."""
         token = self.handle_of.get(id(dsid))
         if token is None:
             self.register(dsid)
