@@ -53,8 +53,9 @@ from ccp.repack.compare import verify_written
 from ccp.repack.decide import _h5_message, _Planner
 from ccp.repack.options import CONTIGUOUS, as_layout, normalise_path
 from ccp.repack.plan import DEFAULT_BUFFER_BYTES
-from ccp.repack.rechunk import MemoryBudget, check_memory, choose_stages, copy_floor, pass_room, peak_rss, plan_pass
+from ccp.repack.rechunk import MemoryBudget, check_memory, copy_floor, fix_allocator, pass_room, peak_rss
 from ccp.repack.results import DatasetResult, RepackResult, page_size_notes
+from ccp.repack.stages import choose_stages
 from ccp.repack.tree import _Repacker, describe
 from ccp.units import format_bytes
 
@@ -167,10 +168,12 @@ def _stage_bytes(ds, tgt, budget: MemoryBudget, threads: int) -> int:
     chunks = tgt.layout.chunk_shape
     if len(ds.chunks) != len(chunks) or tuple(ds.chunks) == tuple(chunks):
         return 0
+    from ccp.hdf5.filters import pipeline_from_dcpl
+
     room = pass_room(budget, chunks, tgt.itemsize, threads)
-    if not plan_pass(tgt.dims, ds.chunks, chunks, tgt.itemsize, room, threads, budget.buffer_bytes).rereads:
-        return 0
-    return len(choose_stages(tgt.dims, ds.chunks, chunks, tgt.itemsize, room, threads)) * tgt.raw_bytes
+    filtered = bool(pipeline_from_dcpl(ds.id.get_create_plist()).steps)
+    return len(choose_stages(tgt.dims, ds.chunks, chunks, tgt.itemsize, room, threads, budget.buffer_bytes,
+                             filtered)) * tgt.raw_bytes
 
 
 def memory_needs(fin: h5py.File, targets, threads: int,
@@ -295,6 +298,7 @@ def repack(src, dst, layouts=None, filters=None, *, buffer_bytes: int = DEFAULT_
     try:
         planner = _Planner(fin, layouts, filters, buffer_bytes, engine)
         if memory_bytes is not None:
+            fix_allocator()     # freed chunks go back to the system: the budget holds (rechunk.fix_allocator)
             planner.budget = MemoryBudget(int(memory_bytes),  # type: ignore[attr-defined]  # read by chunks.DatasetWriter
                                           None if buffer_bytes == DEFAULT_BUFFER_BYTES else buffer_bytes,
                                           memory_strict)
