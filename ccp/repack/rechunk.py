@@ -306,7 +306,8 @@ def pass_candidates(shape, src_chunks, dst_chunks, itemsize: int, memory_bytes: 
 def plan_pass(shape, src_chunks, dst_chunks, itemsize: int, memory_bytes: int, threads: int = 1,
               buffer_bytes: int | None = None, filtered: bool = True) -> PassPlan:
     """The pass of a copy within ``memory_bytes`` (beyond what the process holds): of :func:`pass_candidates`
-    that fit, the fastest by :func:`pass_seconds` (near ties: the default buffer, then the least memory); none fits:
+    that fit, the fastest by :func:`pass_seconds` (near ties: the default buffer and chunks in flight, then the
+    least memory); none fits:
     the least memory (the copy is then refused by its floor, or runs over it by that little)."""
     shape, src_chunks, dst_chunks = tuple(shape), tuple(src_chunks), tuple(dst_chunks)
     plans = pass_candidates(shape, src_chunks, dst_chunks, itemsize, memory_bytes, threads, buffer_bytes)
@@ -318,7 +319,8 @@ def plan_pass(shape, src_chunks, dst_chunks, itemsize: int, memory_bytes: int, t
     # on the fastest's path, within 2% (and 10 ms) of it: the default buffer, else the least memory (a band of the
     # whole dataset saves a few barriers, not worth its memory)
     near = [p for p in fitting if p.band == best.band and secs[id(p)] <= secs[id(best)] * 1.02 + 0.01]
-    return min(near, key=lambda p: (p.buffer_bytes != DEFAULT_BUFFER_BYTES, p.memory_bytes))
+    return min(near, key=lambda p: (p.buffer_bytes != DEFAULT_BUFFER_BYTES, p.pending != pending_chunks(threads),
+                                    p.memory_bytes))
 
 
 def no_reread_bytes(shape, src_chunks, dst_chunks, itemsize: int, threads: int = 1) -> int:
