@@ -379,7 +379,8 @@ class DatasetWriter:
         budget = getattr(self.planner, "budget", None)
         if budget is not None and self.src.chunks is not None and len(self.src.chunks) == len(chunks):
             # the rechunk plan (ccp repack --plan shows the same): buffer and cache within --memory
-            room = pass_room(budget, self.final_chunks or chunks, tgt.itemsize, self.threads)
+            room = pass_room(budget, self.final_chunks or chunks, tgt.itemsize, self.threads, tgt.shape,
+                             self.src.chunks)
             filtered = bool(pipeline_from_dcpl(self.src.id.get_create_plist()).steps)
             if not self.staged and tuple(self.src.chunks) != tuple(chunks):
                 # the plan --plan shows: one pass, or stages when they are predicted faster within the room

@@ -170,7 +170,7 @@ def _stage_bytes(ds, tgt, budget: MemoryBudget, threads: int) -> int:
         return 0
     from ccp.hdf5.filters import pipeline_from_dcpl
 
-    room = pass_room(budget, chunks, tgt.itemsize, threads)
+    room = pass_room(budget, chunks, tgt.itemsize, threads, tgt.dims, ds.chunks)
     filtered = bool(pipeline_from_dcpl(ds.id.get_create_plist()).steps)
     return len(choose_stages(tgt.dims, ds.chunks, chunks, tgt.itemsize, room, threads, budget.buffer_bytes,
                              filtered)) * tgt.raw_bytes

@@ -37,6 +37,7 @@ from ccp.repack.readback import SAMPLED_CHUNKS, WrittenChunks
 from ccp.repack.rechunk import (
     RAW_SECONDS_PER_BYTE,
     MemoryBudget,
+    index_bytes,
     io_ops,
     pass_room,
     pass_seconds,
@@ -461,7 +462,8 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, core
         if (tgt.method == "fast" and dst_chunks is not None and src_chunks is not None and reader.python_decoded
                 and len(src_chunks) == len(dst_chunks) and src_chunks != dst_chunks and reader.stored):
             early = plan_pass(tgt.shape, src_chunks, dst_chunks, tgt.itemsize,
-                              pass_room(budget, dst_chunks, tgt.itemsize, threads), threads, budget.buffer_bytes,
+                              pass_room(budget, dst_chunks, tgt.itemsize, threads, tgt.shape, src_chunks), threads,
+                              budget.buffer_bytes,
                               bool(pipeline_from_dcpl(ds.id.get_create_plist()).steps))
             chunk_bytes = math.prod(dst_chunks) * tgt.itemsize
             if early.band:
@@ -500,7 +502,7 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, core
                                or 32 * 1024 * 1024, 0, (), stored, stored, tgt.stored_bytes, written,
                                base + 2 * (budget.buffer_bytes or 32 * 1024 * 1024), round(secs, 3), mb(dec), mb(enc),
                                (), "the library path: a rough estimate")
-    room = pass_room(budget, dst_chunks, tgt.itemsize, threads)
+    room = pass_room(budget, dst_chunks, tgt.itemsize, threads, tgt.shape, src_chunks)
     filtered = bool(pipeline_from_dcpl(ds.id.get_create_plist()).steps)
     pp = plan_pass(tgt.shape, src_chunks, dst_chunks, tgt.itemsize, room, threads, budget.buffer_bytes, filtered)
     count = pp.count
@@ -519,7 +521,7 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, core
                      f"band while the cache has room, shared by the tasks that need it")
         reads = round(count.chunk_reads * stored / count.source_chunks) if count.source_chunks else 0
         block = pp.block
-        peak = base + pp.memory_bytes
+        peak = base + pp.memory_bytes + index_bytes(tgt.shape, src_chunks, dst_chunks)   # HDF5's growing indexes
     # the read-back runs after the copy, whose chunks are freed by then: the larger of the two, not their sum
     # (6458's job: 70 MiB planned as a sum against 59-61 MiB measured, load 7-10)
     peak = max(peak, base + readback_bytes(dst_chunks, tgt.itemsize, threads))
@@ -570,7 +572,8 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, core
             reads = copy_plan.source_reads * stored // max(1, copy_plan.passes[0].count.source_chunks)
             secs = rb_serial / main_share + (nominal + reads * src_chunk_raw * dec + tgt.raw_bytes * enc
                                              + rb_parallel) / eff
-            peak = max(peak, base + max(p.memory_bytes for p in copy_plan.passes))
+            peak = max(peak, base + max(p.memory_bytes for p in copy_plan.passes)
+                       + index_bytes(tgt.shape, src_chunks, dst_chunks))
             order = (f"{len(stages) + 1} passes through unfiltered temporary copies chunked "
                      f"{' -> '.join('x'.join(map(str, m)) for m in stages)} (beside OUT, removed after)")
             note = (f"stages predicted faster than one pass within --memory (which reads {pp.count.chunk_reads} source "

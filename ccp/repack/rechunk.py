@@ -215,7 +215,7 @@ def band_inflight_bytes(src_chunks, dst_chunks, itemsize: int, threads: int, pen
 # and placed by the pipeline in Python (breaker7's col2d at 200 MiB: 14.3 M pieces of 28 bytes, ~185 s at ~0.8
 # cores: ~10 us each), a target byte cut out of the band and placed
 DECODE_SECONDS_PER_BYTE = 2.5e-9
-RAW_SECONDS_PER_BYTE = 0.3e-9
+RAW_SECONDS_PER_BYTE = 1e-9
 SECONDS_PER_SOURCE_READ = 30e-6
 SECONDS_PER_PIPELINE_TARGET = 150e-6
 SECONDS_PER_BAND_TARGET = 12e-6
@@ -393,24 +393,44 @@ class MemoryBudget:
 
 
 # a share of the room left out of the plan: what the process adds beside the plan's count while it copies (glibc's
-# per-thread arenas keep freed small objects, codec modules load at the first chunk): breaker7's col2d at 160 MiB
-# crept 6-7 MiB over its 109 MiB plan in 12 bands with the allocator's mmap threshold fixed (:func:`fix_allocator`)
-SLACK_SHARE = 12
+# arenas keep freed chunk-sized holes, codec modules load at the first chunk): breaker7's col2d at --memory 160MiB,
+# 109 MiB of room, peaked at 160.6 MiB with a twelfth kept (allocator thresholds of 1 MiB, :func:`fix_allocator`)
+SLACK_SHARE = 8
 
 
-def pass_room(budget: MemoryBudget, dst_chunks, itemsize: int, threads: int) -> int:
-    """What one pass of a copy onto ``dst_chunks`` may hold: the budget's room less what its read-back needs and
-    a twelfth kept for what the allocator holds beside the plan."""
-    room = max(0, budget.room() - readback_bytes(dst_chunks, itemsize, threads))
+# HDF5's metadata cache grows with the chunk indexes the copy reads and writes (up to its default 32 MiB), and so does
+# the copy's table of stored source chunks: breaker7's col2d staged at --memory 64MiB grew 14.5 MiB while writing
+# its stage and 14,287 target chunks after reading 6,006 source chunks' index (VmRSS sampled every 0.2 s)
+INDEX_BYTES_PER_CHUNK = 1024
+INDEX_BYTES_MAX = 40 * 2**20
+
+
+def index_bytes(shape, src_chunks, dst_chunks) -> int:
+    """What the chunk indexes of a copy from ``src_chunks`` onto ``dst_chunks`` add while it runs."""
+    if not shape or any(d == 0 for d in shape):
+        return 0
+    n = sum(math.prod(-(-d // c) for d, c in zip(shape, ch)) for ch in (src_chunks, dst_chunks))
+    return min(INDEX_BYTES_MAX, n * INDEX_BYTES_PER_CHUNK)
+
+
+def pass_room(budget: MemoryBudget, dst_chunks, itemsize: int, threads: int, shape=(), src_chunks=()) -> int:
+    """What one pass of a copy onto ``dst_chunks`` may hold: the budget's room less what its read-back needs, the
+    chunk indexes (``shape`` and ``src_chunks`` given: :func:`index_bytes`) and an eighth kept for what the
+    allocator holds beside the plan."""
+    room = budget.room() - readback_bytes(dst_chunks, itemsize, threads)
+    if shape and src_chunks:
+        room -= index_bytes(shape, src_chunks, dst_chunks)
+    room = max(0, room)
     return room - room // SLACK_SHARE
 
 
 def fix_allocator() -> None:
-    """glibc's malloc raises its mmap threshold to the largest block freed (up to 32 MiB): after the first band is
-    freed every decoded chunk and task buffer comes from the heap arenas, whose freed holes stay resident (the
-    copy of breaker7's col2d at --memory 160MiB peaked at 171 MiB). A fixed threshold of 64 KiB gives every
-    chunk-sized buffer its own mapping, returned to the system when freed (163 MiB there, the same time). No-op
-    elsewhere than glibc."""
+    """glibc's malloc raises its mmap threshold to the largest block freed (up to 32 MiB) and keeps twice that free
+    at the top of its heap: after the first band is freed every decoded chunk and task buffer comes from the heap,
+    and what is freed stays resident (the copy of breaker7's col2d at --memory 160MiB peaked at 171 MiB). Fixed
+    thresholds of 1 MiB give bands and groups their own mappings, returned when freed, and give the heap's free top
+    back (160.6 MiB there; 64 KiB thresholds held 154 MiB but faulted every chunk's pages in: 4x the system time,
+    10 M page faults in a staged copy). No-op elsewhere than glibc."""
     import ctypes
     import ctypes.util
 
@@ -421,7 +441,8 @@ def fix_allocator() -> None:
     except OSError:  # pragma: no cover - no C library to load
         return
     if mallopt is not None:
-        mallopt(-3, 64 * 1024)      # M_MMAP_THRESHOLD
+        mallopt(-3, 1 << 20)      # M_MMAP_THRESHOLD
+        mallopt(-1, 1 << 20)      # M_TRIM_THRESHOLD
 
 
 def process_rss() -> int:
@@ -472,7 +493,7 @@ def copy_floor(shape, src_chunks, dst_chunks, itemsize: int, threads: int) -> in
         floor = 4 * threads * math.prod(dst_chunks) * itemsize
     else:
         floor = pass_floor(shape, src_chunks, dst_chunks, itemsize, threads)
-    floor += readback_bytes(dst_chunks, itemsize, threads)
+    floor += readback_bytes(dst_chunks, itemsize, threads) + index_bytes(shape, src_chunks, dst_chunks)
     return floor + floor // (SLACK_SHARE - 1)   # pass_room's slack on top
 
 
