@@ -195,7 +195,7 @@ def memory_needs(fin: h5py.File, targets, threads: int,
         if src_chunks is not None and len(src_chunks) == len(t.layout.chunk_shape):
             out.append((t.path, copy_floor(t.dims, src_chunks, t.layout.chunk_shape, t.itemsize, threads),
                         "a target chunk and a source chunk per thread in flight, the source chunks target chunks "
-                        "share, and the read-back's chunks"))
+                        "share, the read-back's chunks and the chunk indexes"))
     return out
 
 
