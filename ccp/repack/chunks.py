@@ -21,7 +21,7 @@ from ccp.repack.decide import _h5_message, _layout_of, _Planner, _Target
 from ccp.repack.pipeline import ChunkPipeline
 from ccp.repack.plan import chunks_in, plan_slabs
 from ccp.repack.readback import WrittenChunks
-from ccp.repack.rechunk import PassPlan, pass_room, pending_chunks, plan_pass
+from ccp.repack.rechunk import PassPlan, fix_allocator, pass_room, pending_chunks, plan_pass
 from ccp.repack.stages import plan_copy, reread_note
 
 # ------------------------------------------------------------------ reading the source
@@ -386,6 +386,9 @@ class DatasetWriter:
                 # the plan --plan shows: one pass, or stages when they are predicted faster within the room
                 copy_plan = plan_copy(tgt.shape, self.src.chunks, chunks, tgt.itemsize, room, self.threads,
                                       budget.buffer_bytes, filtered)
+                if max(p.memory_bytes for p in copy_plan.passes) > room // 2:
+                    # the plan fills its room: the allocator's freed holes would not fit beside it (rechunk.fix_allocator)
+                    fix_allocator()
                 if copy_plan.stages:
                     return self.run_staged(copy_plan.stages)
                 note = reread_note(copy_plan, tgt.shape, tgt.itemsize, self.threads, budget.memory_bytes - room)

@@ -53,7 +53,7 @@ from ccp.repack.compare import verify_written
 from ccp.repack.decide import _h5_message, _Planner
 from ccp.repack.options import CONTIGUOUS, as_layout, normalise_path
 from ccp.repack.plan import DEFAULT_BUFFER_BYTES
-from ccp.repack.rechunk import MemoryBudget, check_memory, copy_floor, fix_allocator, pass_room, peak_rss
+from ccp.repack.rechunk import MemoryBudget, check_memory, copy_floor, pass_room, peak_rss
 from ccp.repack.results import DatasetResult, RepackResult, page_size_notes
 from ccp.repack.stages import choose_stages
 from ccp.repack.tree import _Repacker, describe
@@ -298,7 +298,6 @@ def repack(src, dst, layouts=None, filters=None, *, buffer_bytes: int = DEFAULT_
     try:
         planner = _Planner(fin, layouts, filters, buffer_bytes, engine)
         if memory_bytes is not None:
-            fix_allocator()     # freed chunks go back to the system: the budget holds (rechunk.fix_allocator)
             planner.budget = MemoryBudget(int(memory_bytes),  # type: ignore[attr-defined]  # read by chunks.DatasetWriter
                                           None if buffer_bytes == DEFAULT_BUFFER_BYTES else buffer_bytes,
                                           memory_strict)
