@@ -4,14 +4,12 @@ with the bytes it moves and the time it takes, known before anything is written 
 Pure: no I/O. The writer (:mod:`ccp.repack.chunks`) reads the source in hyperslabs of whole target
 chunks (:func:`ccp.repack.plan.plan_slabs`, C order of the hyperslab grid) and keeps a decoded source
 chunk that a later hyperslab needs too, while the cache has room; :func:`count_pass` replays exactly
-that policy, so a plan's chunk reads are the writer's, not an estimate. :func:`plan_pass` picks the
-hyperslab buffer and cache for a memory budget: the default buffer when every source chunk is then
-read once, else the buffer (up to half the budget) that reads fewest.
+that policy, so a plan's chunk reads are the writer's, not an estimate. :func:`plan_pass` picks, among the
+pipeline's and the band path's passes over a fixed grid of hyperslab buffers, the fastest within a memory budget by
+nominal seconds (:func:`pass_seconds`): a larger budget has every pass a smaller one has, with more cache.
 
-When no single pass fits the budget without reading source chunks again, :func:`multistage_chunks`
-gives intermediate chunk shapes (rechunker's algorithm: consolidate reads and writes up to the
-memory limit, then geometrically spaced stages until the intermediates are large enough, stopping
-when more stages cost more I/O); each stage is one pass of this module.
+When one pass would read source chunks many times, :mod:`ccp.repack.stages` weighs multi-stage plans (rechunker's
+algorithm) against it; each stage is one pass of this module.
 """
 
 from __future__ import annotations
