@@ -21,7 +21,8 @@ from ccp.repack.decide import _h5_message, _layout_of, _Planner, _Target
 from ccp.repack.pipeline import ChunkPipeline
 from ccp.repack.plan import chunks_in, plan_slabs
 from ccp.repack.readback import WrittenChunks
-from ccp.repack.rechunk import PassPlan, choose_stages, pass_room, pending_chunks, plan_pass
+from ccp.repack.rechunk import PassPlan, fix_allocator, pass_room, pending_chunks, plan_pass
+from ccp.repack.stages import plan_copy, reread_note
 
 # ------------------------------------------------------------------ reading the source
 
@@ -378,14 +379,24 @@ class DatasetWriter:
         budget = getattr(self.planner, "budget", None)
         if budget is not None and self.src.chunks is not None and len(self.src.chunks) == len(chunks):
             # the rechunk plan (ccp repack --plan shows the same): buffer and cache within --memory
-            room = pass_room(budget, self.final_chunks or chunks, tgt.itemsize, self.threads)
+            room = pass_room(budget, self.final_chunks or chunks, tgt.itemsize, self.threads, tgt.shape,
+                             self.src.chunks)
+            filtered = bool(pipeline_from_dcpl(self.src.id.get_create_plist()).steps)
+            if not self.staged and tuple(self.src.chunks) != tuple(chunks):
+                # the plan --plan shows: one pass, or stages when they are predicted faster within the room
+                copy_plan = plan_copy(tgt.shape, self.src.chunks, chunks, tgt.itemsize, room, self.threads,
+                                      budget.buffer_bytes, filtered)
+                if max(p.memory_bytes for p in copy_plan.passes) > room // 2:
+                    # the plan fills its room: the allocator's freed holes would not fit beside it (rechunk.fix_allocator)
+                    fix_allocator()
+                if copy_plan.stages:
+                    return self.run_staged(copy_plan.stages)
+                note = reread_note(copy_plan, tgt.shape, tgt.itemsize, self.threads, budget.memory_bytes - room)
+                if note:
+                    tgt.notes.append(note)
             self.pass_plan = plan_pass(tgt.shape, self.src.chunks, chunks, tgt.itemsize, room,
-                                       self.threads, budget.buffer_bytes)
+                                       self.threads, budget.buffer_bytes, filtered)
             buffer, cache = self.pass_plan.buffer_bytes, self.pass_plan.cache_bytes
-            if self.pass_plan.rereads and not self.staged:
-                stages = choose_stages(tgt.shape, self.src.chunks, chunks, tgt.itemsize, room, self.threads)
-                if stages:
-                    return self.run_staged(stages)
         reader = self._reader = _SourceReader(self.src, self.pool, cache)
         if reader.python_decoded and tuple(self.src.chunks) == tuple(chunks):
             return self.run_recode(reader, encode)
@@ -476,7 +487,7 @@ class DatasetWriter:
                 source = stage.dst
             self.tgt.notes.append("copied in " + str(len(stages) + 1) + " passes through "
                                   + " -> ".join("x".join(map(str, m)) for m in stages)
-                                  + " chunks: one pass would have read source chunks again within --memory")
+                                  + " chunks: predicted faster than one pass within --memory")
             self.src, self.staged = source, True
             self.run_fast()
         finally:

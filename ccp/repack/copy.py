@@ -53,8 +53,9 @@ from ccp.repack.compare import verify_written
 from ccp.repack.decide import _h5_message, _Planner
 from ccp.repack.options import CONTIGUOUS, as_layout, normalise_path
 from ccp.repack.plan import DEFAULT_BUFFER_BYTES
-from ccp.repack.rechunk import MemoryBudget, check_memory, choose_stages, copy_floor, pass_room, peak_rss, plan_pass
+from ccp.repack.rechunk import MemoryBudget, check_memory, copy_floor, pass_room, peak_rss
 from ccp.repack.results import DatasetResult, RepackResult, page_size_notes
+from ccp.repack.stages import choose_stages
 from ccp.repack.tree import _Repacker, describe
 from ccp.units import format_bytes
 
@@ -167,10 +168,12 @@ def _stage_bytes(ds, tgt, budget: MemoryBudget, threads: int) -> int:
     chunks = tgt.layout.chunk_shape
     if len(ds.chunks) != len(chunks) or tuple(ds.chunks) == tuple(chunks):
         return 0
-    room = pass_room(budget, chunks, tgt.itemsize, threads)
-    if not plan_pass(tgt.dims, ds.chunks, chunks, tgt.itemsize, room, threads, budget.buffer_bytes).rereads:
-        return 0
-    return len(choose_stages(tgt.dims, ds.chunks, chunks, tgt.itemsize, room, threads)) * tgt.raw_bytes
+    from ccp.hdf5.filters import pipeline_from_dcpl
+
+    room = pass_room(budget, chunks, tgt.itemsize, threads, tgt.dims, ds.chunks)
+    filtered = bool(pipeline_from_dcpl(ds.id.get_create_plist()).steps)
+    return len(choose_stages(tgt.dims, ds.chunks, chunks, tgt.itemsize, room, threads, budget.buffer_bytes,
+                             filtered)) * tgt.raw_bytes
 
 
 def memory_needs(fin: h5py.File, targets, threads: int,
@@ -192,7 +195,7 @@ def memory_needs(fin: h5py.File, targets, threads: int,
         if src_chunks is not None and len(src_chunks) == len(t.layout.chunk_shape):
             out.append((t.path, copy_floor(t.dims, src_chunks, t.layout.chunk_shape, t.itemsize, threads),
                         "a target chunk and a source chunk per thread in flight, the source chunks target chunks "
-                        "share, and the read-back's chunks"))
+                        "share, the read-back's chunks and the chunk indexes"))
     return out
 
 

@@ -35,14 +35,17 @@ from ccp.repack.pipeline import timed_target
 from ccp.repack.plan import DEFAULT_BUFFER_BYTES, Slab, plan_slabs
 from ccp.repack.readback import SAMPLED_CHUNKS, WrittenChunks
 from ccp.repack.rechunk import (
+    RAW_SECONDS_PER_BYTE,
     MemoryBudget,
-    choose_stages,
+    index_bytes,
     io_ops,
     pass_room,
+    pass_seconds,
     plan_pass,
     process_rss,
     readback_bytes,
 )
+from ccp.repack.stages import STAGE_SECONDS_PER_BYTE, plan_copy, reread_note
 from ccp.repack.tree import _Repacker
 
 # main-thread seconds per source chunk read and per target chunk written (index walk, slicing, the
@@ -69,8 +72,6 @@ SECONDS_PER_READBACK_BYTE = 0.5e-9
 SECONDS_PER_RECHUNK = 0.03
 # H5Ocopy of a dataset that does not change, bytes per second (raw chunks copied by the library)
 COPY_BYTES_PER_SECOND = 400e6
-# a temporary stage copy: raw bytes written and read back through the page cache
-STAGE_BYTES_PER_SECOND = 1e9
 _SAMPLE_CHUNKS = 64
 _SAMPLE_BYTES = 4 * 1024 * 1024
 # the stages' sample runs in the copy's threads for at least this long (the CPU they get over that time is
@@ -462,7 +463,9 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, core
         if (tgt.method == "fast" and dst_chunks is not None and src_chunks is not None and reader.python_decoded
                 and len(src_chunks) == len(dst_chunks) and src_chunks != dst_chunks and reader.stored):
             early = plan_pass(tgt.shape, src_chunks, dst_chunks, tgt.itemsize,
-                              pass_room(budget, dst_chunks, tgt.itemsize, threads), threads, budget.buffer_bytes)
+                              pass_room(budget, dst_chunks, tgt.itemsize, threads, tgt.shape, src_chunks), threads,
+                              budget.buffer_bytes,
+                              bool(pipeline_from_dcpl(ds.id.get_create_plist()).steps))
             chunk_bytes = math.prod(dst_chunks) * tgt.itemsize
             if early.band:
                 codec = GroupCodec(pipeline_from_dcpl(dcpl).steps, tgt.itemsize, chunk_bytes, tgt.deflate)
@@ -500,11 +503,12 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, core
                                or 32 * 1024 * 1024, 0, (), stored, stored, tgt.stored_bytes, written,
                                base + 2 * (budget.buffer_bytes or 32 * 1024 * 1024), round(secs, 3), mb(dec), mb(enc),
                                (), "the library path: a rough estimate")
-    room = pass_room(budget, dst_chunks, tgt.itemsize, threads)
+    room = pass_room(budget, dst_chunks, tgt.itemsize, threads, tgt.shape, src_chunks)
+    filtered = bool(pipeline_from_dcpl(ds.id.get_create_plist()).steps)
     # the pass the rates were sampled for (planning again after the sample, whose buffers raised the process's
     # memory, could pick the other path, whose rates were not sampled: breaker7 R5, KeyError 'check')
     pp = early if early is not None else plan_pass(tgt.shape, src_chunks, dst_chunks, tgt.itemsize, room, threads,
-                                                   budget.buffer_bytes)
+                                                   budget.buffer_bytes, filtered)
     count = pp.count
     if src_chunks == dst_chunks:   # same grid, new filters: each chunk decoded and re-encoded alone
         order = "each stored chunk in index order, re-encoded alone"
@@ -521,7 +525,7 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, core
                      f"band while the cache has room, shared by the tasks that need it")
         reads = round(count.chunk_reads * stored / count.source_chunks) if count.source_chunks else 0
         block = pp.block
-        peak = base + pp.memory_bytes
+        peak = base + pp.memory_bytes + index_bytes(tgt.shape, src_chunks, dst_chunks)   # HDF5's growing indexes
     # the read-back runs after the copy, whose chunks are freed by then: the larger of the two, not their sum
     # (6458's job: 70 MiB planned as a sum against 59-61 MiB measured, load 7-10)
     peak = max(peak, base + readback_bytes(dst_chunks, tgt.itemsize, threads))
@@ -558,24 +562,30 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, core
     avg_stored = tgt.stored_bytes / stored if stored else 0
     stages: tuple = ()
     note = ""
-    if pp.rereads:
-        stages = choose_stages(tgt.shape, src_chunks, dst_chunks, tgt.itemsize, room, threads)
+    if src_chunks != dst_chunks:
+        copy_plan = plan_copy(tgt.shape, src_chunks, dst_chunks, tgt.itemsize, room, threads, budget.buffer_bytes,
+                              filtered)
+        stages = copy_plan.stages
         if stages:
-            # unfiltered stages: their cost is the per-chunk work and moving the raw bytes twice (page cache)
-            chain = [src_chunks, *stages, dst_chunks]
-            passes = [plan_pass(tgt.shape, a, b, tgt.itemsize, room, threads) for a, b in zip(chain, chain[1:])]
-            last = passes[-1].count
-            staged = sum(p.count.chunk_reads * SECONDS_PER_SOURCE_CHUNK + p.count.target_chunks * SECONDS_PER_TARGET_CHUNK
-                         + 2 * tgt.raw_bytes / STAGE_BYTES_PER_SECOND for p in passes[:-1])
-            reads = stored   # every source chunk read once, in the first pass
-            serial = staged + last.chunk_reads * SECONDS_PER_SOURCE_CHUNK + last.target_chunks * SECONDS_PER_TARGET_CHUNK
-            secs = (serial + rb_serial) / main_share + (stored * src_chunk_raw * dec + tgt.raw_bytes * enc + rb_parallel) / eff
+            # unfiltered stages: every pass's per-chunk and per-piece work (nominal), the raw bytes moved through
+            # the page cache twice per stage; the source decoded once and the target encoded once (measured rates)
+            chain = copy_plan.chain
+            nominal = sum(pass_seconds(p, tgt.shape, a, b, tgt.itemsize, False)
+                          for p, a, b in zip(copy_plan.passes, chain, chain[1:]))
+            nominal += len(stages) * tgt.raw_bytes * (STAGE_SECONDS_PER_BYTE + RAW_SECONDS_PER_BYTE)
+            reads = copy_plan.source_reads * stored // max(1, copy_plan.passes[0].count.source_chunks)
+            secs = rb_serial / main_share + (nominal + reads * src_chunk_raw * dec + tgt.raw_bytes * enc
+                                             + rb_parallel) / eff
+            peak = max(peak, base + max(p.memory_bytes for p in copy_plan.passes)
+                       + index_bytes(tgt.shape, src_chunks, dst_chunks))
             order = (f"{len(stages) + 1} passes through unfiltered temporary copies chunked "
-                     f"{' -> '.join('x'.join(map(str, m)) for m in stages)} (beside OUT, removed after), each pass "
-                     "reading every chunk of its input once")
-            note = (f"one pass would read {pp.rereads} source chunk(s) again within --memory; the temporary copies "
-                    f"need {tgt.raw_bytes} bytes of disk beside OUT")
+                     f"{' -> '.join('x'.join(map(str, m)) for m in stages)} (beside OUT, removed after)")
+            note = (f"stages predicted faster than one pass within --memory (which reads {pp.count.chunk_reads} source "
+                    f"chunks for {pp.count.source_chunks}); the temporary copies need {tgt.raw_bytes} bytes of disk "
+                    f"beside OUT")
         else:
+            note = reread_note(copy_plan, tgt.shape, tgt.itemsize, threads, budget.memory_bytes - room)
+        if not note and pp.rereads:
             note = (f"one pass reads {pp.rereads} source chunk(s) again: the cache ({pp.cache_bytes} bytes) cannot "
                     f"hold every chunk a later hyperslab needs; more --memory avoids it")
     # the cache the data needs (source chunks kept for a later band at once), not the room the budget leaves it

@@ -4,18 +4,17 @@ with the bytes it moves and the time it takes, known before anything is written 
 Pure: no I/O. The writer (:mod:`ccp.repack.chunks`) reads the source in hyperslabs of whole target
 chunks (:func:`ccp.repack.plan.plan_slabs`, C order of the hyperslab grid) and keeps a decoded source
 chunk that a later hyperslab needs too, while the cache has room; :func:`count_pass` replays exactly
-that policy, so a plan's chunk reads are the writer's, not an estimate. :func:`plan_pass` picks the
-hyperslab buffer and cache for a memory budget: the default buffer when every source chunk is then
-read once, else the buffer (up to half the budget) that reads fewest.
+that policy, so a plan's chunk reads are the writer's, not an estimate. :func:`plan_pass` picks, among the
+pipeline's and the band path's passes over a fixed grid of hyperslab buffers, the fastest within a memory budget by
+nominal seconds (:func:`pass_seconds`): a larger budget has every pass a smaller one has, with more cache.
 
-When no single pass fits the budget without reading source chunks again, :func:`multistage_chunks`
-gives intermediate chunk shapes (rechunker's algorithm: consolidate reads and writes up to the
-memory limit, then geometrically spaced stages until the intermediates are large enough, stopping
-when more stages cost more I/O); each stage is one pass of this module.
+When one pass would read source chunks many times, :mod:`ccp.repack.stages` weighs multi-stage plans (rechunker's
+algorithm) against it; each stage is one pass of this module.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -67,9 +66,22 @@ def count_pass(shape: Sequence[int], src_chunks: Sequence[int], dst_chunks: Sequ
     When the cache holds every chunk kept at once (the usual case), the count is exact; otherwise chunks
     that find no room are counted as read once per hyperslab they touch, in the proportion the cache lacks.
     """
-    shape, src_chunks, dst_chunks = tuple(shape), tuple(src_chunks), tuple(dst_chunks)
+    nsrc, ntgt, nslabs, peak_bytes, extra, per = _pass_groups(tuple(shape), tuple(src_chunks), tuple(dst_chunks),
+                                                              int(itemsize), int(buffer_bytes))
+    if per:     # a target chunk larger than the buffer (the library path): each piece reads the chunks under it
+        return PassCount(nsrc, nsrc * per, 0, nslabs, ntgt)
+    if peak_bytes <= cache_bytes:
+        return PassCount(nsrc, nsrc, peak_bytes, nslabs, ntgt)
+    short = 1 - cache_bytes / peak_bytes
+    return PassCount(nsrc, nsrc + math.ceil(extra * short), min(cache_bytes, peak_bytes), nslabs, ntgt)
+
+
+@functools.lru_cache(maxsize=4096)
+def _pass_groups(shape, src_chunks, dst_chunks, itemsize: int, buffer_bytes: int) -> tuple[int, int, int, int, int, int]:
+    """What :func:`count_pass` counts whatever the cache: ``(source chunks, target chunks, hyperslabs, most bytes
+    of source chunks kept at once, reads again without a cache, reads per chunk on the library path or 0)``."""
     if any(d == 0 for d in shape):
-        return PassCount(0, 0, 0, 0, 0)
+        return 0, 0, 0, 0, 0, 0
     plan = plan_slabs(shape, dst_chunks, itemsize, buffer_bytes)
     chunk_bytes = math.prod(src_chunks) * itemsize
     nsrc = math.prod(-(-d // c) for d, c in zip(shape, src_chunks))
@@ -80,11 +92,11 @@ def count_pass(shape: Sequence[int], src_chunks: Sequence[int], dst_chunks: Sequ
         # a target chunk larger than the buffer (the library path): each piece of it reads the source
         # chunks under it, so a source chunk is read once per piece it touches (an estimate)
         per = math.prod(max(1, -(-min(c, d) // b)) for c, d, b in zip(src_chunks, shape, plan.block))
-        return PassCount(nsrc, nsrc * per, 0, nslabs, ntgt)
+        return nsrc, ntgt, nslabs, 0, 0, per
     axes = [list(_axis_spans(d, c, b).items()) for d, c, b in zip(shape, src_chunks, plan.block)]
     strides = [math.prod(grid[i + 1:]) for i in range(len(grid))]
     alive = [0] * (nslabs + 2)      # difference array: chunks kept while hyperslab i is copied
-    spanning = extra = 0
+    extra = 0
     for combo in itertools.product(*axes):
         n = math.prod(m for _, m in combo)
         if all(a == b for (a, b), _ in combo):
@@ -93,17 +105,12 @@ def count_pass(shape: Sequence[int], src_chunks: Sequence[int], dst_chunks: Sequ
         last = sum(b * st for ((_, b), _), st in zip(combo, strides))
         alive[first] += n
         alive[last + 1] -= n     # evicted after its last hyperslab is copied
-        spanning += n
         extra += n * (math.prod(b - a + 1 for (a, b), _ in combo) - 1)
     peak = run = 0
     for i in range(nslabs):
         run += alive[i]
         peak = max(peak, run)
-    peak_bytes = peak * chunk_bytes
-    if peak_bytes <= cache_bytes:
-        return PassCount(nsrc, nsrc, peak_bytes, nslabs, ntgt)
-    short = 1 - cache_bytes / peak_bytes
-    return PassCount(nsrc, nsrc + math.ceil(extra * short), min(cache_bytes, peak_bytes), nslabs, ntgt)
+    return nsrc, ntgt, nslabs, peak * chunk_bytes, extra, 0
 
 
 def pipeline_inflight_bytes(src_chunks, dst_chunks, itemsize: int, threads: int, pending: int) -> int:
@@ -115,6 +122,12 @@ def pipeline_inflight_bytes(src_chunks, dst_chunks, itemsize: int, threads: int,
 
 
 def shared_alive(shape, src_chunks, dst_chunks, block, pending: int) -> int:
+    """See :func:`_shared_alive` (cached: the plan asks for the same band with several budgets)."""
+    return _shared_alive(tuple(shape), tuple(src_chunks), tuple(dst_chunks), tuple(block), int(pending))
+
+
+@functools.lru_cache(maxsize=4096)
+def _shared_alive(shape, src_chunks, dst_chunks, block, pending: int) -> int:
     """Most source chunks shared by several target chunks of one band (hyperslab ``block``) that are decoded
     at once: a shared chunk lives from its first user's task (started up to ``pending`` target chunks ahead
     of the oldest unwritten one) to its last user's, target chunks going in C order of the band's grid.
@@ -194,86 +207,125 @@ def band_inflight_bytes(src_chunks, dst_chunks, itemsize: int, threads: int, pen
     return pending * group + threads * (3 * group + math.prod(src_chunks) * itemsize + 2 * target)
 
 
-def plan_band(shape, src_chunks, dst_chunks, itemsize: int, memory_bytes: int, threads: int,
-              buffer_bytes: int | None = None) -> PassPlan | None:
-    """The band path's pass (:mod:`ccp.repack.band`): the band (a dense array of whole target chunks) reading
-    fewest source chunks, the largest of those, within ``memory_bytes`` with its cache and tasks; None when
-    no band fits."""
-    shape, src_chunks, dst_chunks = tuple(shape), tuple(src_chunks), tuple(dst_chunks)
-    target_chunk = math.prod(dst_chunks) * itemsize
+# nominal CPU seconds (one thread) of a pass's parts, to choose among plans before anything is timed (``--plan``
+# then times the chosen plan's own stages): decoding a gzip:1+shuffle source chunk (isal/libdeflate ~400 MB/s), an
+# unfiltered one (a copy), a source chunk's read and index walk, a target chunk's task and write, a piece listed
+# and placed by the pipeline in Python (breaker7's col2d at 200 MiB: 14.3 M pieces of 28 bytes, ~185 s at ~0.8
+# cores: ~10 us each), a target byte cut out of the band and placed
+DECODE_SECONDS_PER_BYTE = 2.5e-9
+RAW_SECONDS_PER_BYTE = 1e-9
+SECONDS_PER_SOURCE_READ = 30e-6
+SECONDS_PER_PIPELINE_TARGET = 150e-6
+SECONDS_PER_BAND_TARGET = 12e-6
+SECONDS_PER_PIECE = 10e-6
+BAND_SECONDS_PER_BYTE = 1e-9
+PIPELINE_SECONDS_PER_BYTE = 0.5e-9
+# the band path waits for each band's decodes and tasks before the next band (a barrier the threads idle at)
+SECONDS_PER_BAND_SLAB = 1e-3
+
+
+def pass_seconds(plan: PassPlan, shape, src_chunks, dst_chunks, itemsize: int, filtered: bool = True) -> float:
+    """Nominal CPU seconds of one pass (constants above): its source chunk reads decoded (``filtered``: the
+    source's filters; else a stage's unfiltered copy), and the pipeline's pieces and tasks or the band's cut.
+    Encoding is left out: every plan encodes the same target chunks once."""
+    src_bytes = math.prod(src_chunks) * itemsize
+    per_byte = DECODE_SECONDS_PER_BYTE if filtered else RAW_SECONDS_PER_BYTE
+    count = plan.count
+    secs = count.chunk_reads * (src_bytes * per_byte + SECONDS_PER_SOURCE_READ)
+    raw = math.prod(shape) * itemsize
+    if plan.band:
+        return secs + count.target_chunks * SECONDS_PER_BAND_TARGET + raw * BAND_SECONDS_PER_BYTE \
+            + count.slabs * SECONDS_PER_BAND_SLAB
+    pieces = io_ops(shape, src_chunks, dst_chunks)
+    return secs + count.target_chunks * SECONDS_PER_PIPELINE_TARGET + pieces * SECONDS_PER_PIECE \
+        + raw * PIPELINE_SECONDS_PER_BYTE
+
+
+def _buffer_grid(shape, src_chunks, dst_chunks, itemsize: int) -> list[int]:
+    """The hyperslab buffers a pass may take, the same whatever the budget (a larger budget then has every plan a
+    smaller one has, with more cache: never a slower plan): the default, the target chunk doubled, and for each
+    power of two the buffers whose hyperslabs end on source chunk boundaries too; one buffer per hyperslab shape."""
+    target = math.prod(dst_chunks) * itemsize
+    cap = 2 * max(target, math.prod(shape) * itemsize)
+    sizes = {DEFAULT_BUFFER_BYTES, *(target << k for k in range(0, 64) if target << k <= cap)}
+    for k in range(max(0, target.bit_length() - 1), cap.bit_length() + 1):
+        sizes.update(_aligned_buffers(shape, src_chunks, dst_chunks, itemsize, 1 << k))
+    blocks: dict = {}
+    for size in sorted(sizes):
+        if size >= target:
+            blocks.setdefault(plan_slabs(shape, dst_chunks, itemsize, size).block, size)
+    if DEFAULT_BUFFER_BYTES >= target:   # the default's own hyperslab keeps the default's size (measured so)
+        blocks[plan_slabs(shape, dst_chunks, itemsize, DEFAULT_BUFFER_BYTES).block] = DEFAULT_BUFFER_BYTES
+    return sorted(blocks.values())
+
+
+def _band_plan(shape, src_chunks, dst_chunks, itemsize: int, memory_bytes: int, threads: int, buf: int) -> PassPlan:
+    """The band path's pass (:mod:`ccp.repack.band`) with hyperslab buffer ``buf``: the dense band, its tasks, the
+    cache the rest of ``memory_bytes``."""
     pending = pending_chunks(threads)
     inflight = band_inflight_bytes(src_chunks, dst_chunks, itemsize, threads, pending)
+    slab = plan_slabs(shape, dst_chunks, itemsize, buf)
+    cache = max(0, memory_bytes - inflight - slab.slab_bytes)
+    return PassPlan(buf, cache, slab.block, count_pass(shape, src_chunks, dst_chunks, itemsize, buf, cache),
+                    0, inflight, pending, slab.slab_bytes)
 
-    def make(buf: int) -> PassPlan:
-        buf = max(target_chunk, buf)
-        slab = plan_slabs(shape, dst_chunks, itemsize, buf)
-        cache = max(0, memory_bytes - inflight - slab.slab_bytes)
-        return PassPlan(buf, cache, slab.block, count_pass(shape, src_chunks, dst_chunks, itemsize, buf, cache),
-                        0, inflight, pending, slab.slab_bytes)
 
-    if buffer_bytes is not None:
-        plans = [make(int(buffer_bytes))]
-    else:
-        room = max(1, memory_bytes - inflight)
-        sizes = {DEFAULT_BUFFER_BYTES, *_aligned_buffers(shape, src_chunks, dst_chunks, itemsize, room // 2)}
-        sizes |= {target_chunk * 2**k for k in range(0, 40) if target_chunk * 2**k < DEFAULT_BUFFER_BYTES}
-        plans = [make(b) for b in sorted(sizes) if b <= room]
-    fitting = [p for p in plans if p.memory_bytes <= memory_bytes]
-    if not fitting:
-        return None
-    return min(fitting, key=lambda p: (p.count.chunk_reads, -p.band_bytes))
+def _pipeline_plan(shape, src_chunks, dst_chunks, itemsize: int, memory_bytes: int, threads: int, buf: int,
+                   pending: int) -> PassPlan:
+    """The pipeline's pass (:mod:`ccp.repack.pipeline`): no band held, its tasks' chunks in flight and the decoded
+    source chunks they share; the cache the rest of ``memory_bytes``."""
+    slab = plan_slabs(shape, dst_chunks, itemsize, buf)
+    inflight = pipeline_inflight_bytes(src_chunks, dst_chunks, itemsize, threads, pending)
+    shared = shared_alive(shape, src_chunks, dst_chunks, slab.block, pending) * math.prod(src_chunks) * itemsize
+    cache = max(0, memory_bytes - inflight - shared)
+    return PassPlan(buf, cache, slab.block, count_pass(shape, src_chunks, dst_chunks, itemsize, buf, cache),
+                    shared, inflight, pending)
+
+
+def pass_candidates(shape, src_chunks, dst_chunks, itemsize: int, memory_bytes: int, threads: int = 1,
+                    buffer_bytes: int | None = None) -> list[PassPlan]:
+    """Every pass :func:`plan_pass` chooses from: the pipeline with the default chunks in flight and with one per
+    thread, the band path when target chunks are made of many small pieces (:func:`band_wanted`), each over
+    :func:`_buffer_grid` (``buffer_bytes`` given: that buffer alone)."""
+    shape, src_chunks, dst_chunks = tuple(shape), tuple(src_chunks), tuple(dst_chunks)
+    target = math.prod(dst_chunks) * itemsize
+    buffers = [max(target, int(buffer_bytes))] if buffer_bytes is not None else \
+        _buffer_grid(shape, src_chunks, dst_chunks, itemsize)
+    band = band_wanted(shape, src_chunks, dst_chunks, itemsize)
+    out = []
+    for buf in buffers:
+        for pending in sorted({pending_chunks(threads), threads}, reverse=True):
+            out.append(_pipeline_plan(shape, src_chunks, dst_chunks, itemsize, memory_bytes, threads, buf, pending))
+        if band:
+            out.append(_band_plan(shape, src_chunks, dst_chunks, itemsize, memory_bytes, threads, buf))
+    return out
 
 
 def plan_pass(shape, src_chunks, dst_chunks, itemsize: int, memory_bytes: int, threads: int = 1,
-              buffer_bytes: int | None = None) -> PassPlan:
-    """The pass of a copy: the band path's (:func:`plan_band`) when target chunks are made of many pieces and
-    a band fits reading no more source chunks than the pipeline, else the pipeline's (:func:`plan_pipeline`)."""
-    piped = plan_pipeline(shape, src_chunks, dst_chunks, itemsize, memory_bytes, threads, buffer_bytes)
-    if band_wanted(shape, src_chunks, dst_chunks, itemsize):
-        band = plan_band(shape, src_chunks, dst_chunks, itemsize, memory_bytes, threads, buffer_bytes)
-        if band is not None and band.count.chunk_reads <= piped.count.chunk_reads:
-            return band
-    return piped
-
-
-def plan_pipeline(shape, src_chunks, dst_chunks, itemsize: int, memory_bytes: int, threads: int = 1,
-                  buffer_bytes: int | None = None) -> PassPlan:
-    """The band (hyperslab buffer), cache and chunks in flight for one pass within ``memory_bytes`` (beyond
-    what the process already holds). ``buffer_bytes`` given: that band size, the cache gets the rest.
-
-    The pipeline holds no band in memory, only its tasks' chunks and the decoded source chunks they share;
-    when the default number of chunks in flight does not fit, one per thread (the least it can run with)."""
+              buffer_bytes: int | None = None, filtered: bool = True) -> PassPlan:
+    """The pass of a copy within ``memory_bytes`` (beyond what the process holds): of :func:`pass_candidates`
+    that fit, the fastest by :func:`pass_seconds` (near ties: the default buffer and chunks in flight, then the
+    least memory); none fits:
+    the least memory (the copy is then refused by its floor, or runs over it by that little)."""
     shape, src_chunks, dst_chunks = tuple(shape), tuple(src_chunks), tuple(dst_chunks)
-    target_chunk = math.prod(dst_chunks) * itemsize
-    src_bytes = math.prod(src_chunks) * itemsize
-
-    def make(buf: int, pending: int) -> PassPlan:
-        buf = max(target_chunk, buf)    # a band holds whole target chunks: at least one
-        slab = plan_slabs(shape, dst_chunks, itemsize, buf)
-        inflight = pipeline_inflight_bytes(src_chunks, dst_chunks, itemsize, threads, pending)
-        shared = shared_alive(shape, src_chunks, dst_chunks, slab.block, pending) * src_bytes
-        cache = max(0, memory_bytes - inflight - shared)
-        return PassPlan(buf, cache, slab.block, count_pass(shape, src_chunks, dst_chunks, itemsize, buf, cache),
-                        shared, inflight, pending)
-
-    pending = pending_chunks(threads)
-    if pipeline_inflight_bytes(src_chunks, dst_chunks, itemsize, threads, pending) > memory_bytes // 2:
-        pending = threads
-    if buffer_bytes is not None:
-        return make(int(buffer_bytes), pending)
-    best = make(DEFAULT_BUFFER_BYTES, pending)
-    if not best.rereads and best.memory_bytes <= memory_bytes:
-        return best
-    # larger bands read fewer chunks again; smaller ones share fewer decoded chunks at once
-    room = max(1, memory_bytes)
-    candidates = [DEFAULT_BUFFER_BYTES * 2**k for k in range(1, 12) if DEFAULT_BUFFER_BYTES * 2**k <= room // 2]
-    candidates += _aligned_buffers(shape, src_chunks, dst_chunks, itemsize, room * 3 // 4)
-    candidates += [target_chunk * 2**k for k in range(0, 40) if target_chunk * 2**k < DEFAULT_BUFFER_BYTES]
-    plans = [best] + [make(buf, pending) for buf in sorted(set(candidates))]
+    plans = pass_candidates(shape, src_chunks, dst_chunks, itemsize, memory_bytes, threads, buffer_bytes)
     fitting = [p for p in plans if p.memory_bytes <= memory_bytes]
-    if not fitting:   # none fits: the smallest band (the copy then goes in stages, or reads chunks again)
+    if not fitting:
         return min(plans, key=lambda p: (p.memory_bytes, p.count.chunk_reads))
-    return min(fitting, key=lambda p: (p.count.chunk_reads, p is not best))
+    secs = {id(p): pass_seconds(p, shape, src_chunks, dst_chunks, itemsize, filtered) for p in fitting}
+    best = min(fitting, key=lambda p: secs[id(p)])
+    # on the fastest's path, within 2% (and 10 ms) of it: the default buffer, else the least memory (a band of the
+    # whole dataset saves a few barriers, not worth its memory)
+    near = [p for p in fitting if p.band == best.band and secs[id(p)] <= secs[id(best)] * 1.02 + 0.01]
+    return min(near, key=lambda p: (p.buffer_bytes != DEFAULT_BUFFER_BYTES, p.pending != pending_chunks(threads),
+                                    p.memory_bytes))
+
+
+def no_reread_bytes(shape, src_chunks, dst_chunks, itemsize: int, threads: int = 1) -> int:
+    """The least memory (beyond the process) a single pass needs to read each source chunk once."""
+    huge = 1 << 62
+    plans = pass_candidates(shape, src_chunks, dst_chunks, itemsize, huge, threads)
+    return min(p.memory_bytes for p in plans if not p.rereads)
 
 
 def pass_floor(shape, src_chunks, dst_chunks, itemsize: int, threads: int) -> int:
@@ -299,41 +351,7 @@ def _aligned_buffers(shape, src_chunks, dst_chunks, itemsize: int, limit: int) -
     return out
 
 
-# ------------------------------------------------------------------ multi-stage (rechunker's algorithm)
-
-def consolidate(shape, chunks, itemsize: int, max_mem: int, limits=None) -> tuple[int, ...]:
-    """Grow ``chunks`` up to ``max_mem`` bytes, last axis first, each axis up to its limit (None: keep it)."""
-    ndim = len(shape)
-    limits = list(shape) if limits is None else list(limits)
-    new = list(chunks)
-    mem = itemsize * math.prod(new)
-    if mem > max_mem:
-        raise ValueError(f"a chunk of {mem} bytes exceeds the memory limit {max_mem}")
-    headroom = max_mem / mem
-    for axis in range(ndim - 1, -1, -1):
-        if limits[axis] is None:
-            continue
-        upper = min(shape[axis], limits[axis] if limits[axis] != -1 else shape[axis])
-        new[axis] = max(chunks[axis], upper)
-        mem = itemsize * math.prod(new)
-        if max_mem / mem > 1:
-            headroom = max_mem / mem
-        else:
-            new[axis] = min(int(chunks[axis] * int(headroom)), max(chunks[axis], upper))
-            new[axis] = max(new[axis], chunks[axis])
-            headroom = max_mem / (itemsize * math.prod(new))
-    return tuple(new)
-
-
-def stage_chunks(read_chunks, write_chunks, stages: int) -> list[tuple[int, ...]]:
-    """Chunk shapes between the stages, geometrically spaced per axis (``stages - 1`` shapes), floored.
-
-    numpy's ``geomspace`` rounds as rechunker's plan does (an intermediate of 51.99999 is 51 in both)."""
-    import numpy as np
-
-    spaced = np.geomspace(read_chunks, write_chunks, num=stages + 1)
-    return [tuple(max(1, math.floor(c)) for c in row) for row in spaced[1:-1]]
-
+# ------------------------------------------------------------------ pieces (rechunker's count)
 
 def _intermediate_count(src: int, dst: int, size: int) -> int:
     """Pieces one axis splits into when chunks ``src`` are copied into chunks ``dst`` (a read/write each)."""
@@ -346,36 +364,6 @@ def _intermediate_count(src: int, dst: int, size: int) -> int:
 def io_ops(shape, src_chunks, dst_chunks) -> int:
     """Read/write operations of copying chunks ``src_chunks`` into ``dst_chunks`` (rechunker's count)."""
     return math.prod(_intermediate_count(s, d, n) for s, d, n in zip(src_chunks, dst_chunks, shape))
-
-
-def multistage_chunks(shape, src_chunks, dst_chunks, itemsize: int, min_mem: int, max_mem: int,
-                      max_stages: int = 100) -> list[tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:
-    """Rechunker's multi-stage plan: ``[(read_chunks, intermediate_chunks, write_chunks), ...]``, one per stage.
-
-    Stages are added until the smallest intermediate chunk holds ``min_mem`` bytes, or until one more
-    stage would cost more I/O operations (then the previous plan)."""
-    shape, src_chunks, dst_chunks = tuple(shape), tuple(src_chunks), tuple(dst_chunks)
-    for name, ch in (("source", src_chunks), ("target", dst_chunks)):
-        if itemsize * math.prod(ch) > max_mem:
-            raise ValueError(f"a {name} chunk ({itemsize * math.prod(ch)} bytes) exceeds the memory limit {max_mem}")
-    write = consolidate(shape, dst_chunks, itemsize, max_mem)
-    limits = [w if w > s else None for s, w in zip(src_chunks, write)]
-    read = consolidate(shape, src_chunks, itemsize, max_mem, limits)
-    prev_ops = None
-    prev_plan: list = []
-    for stages in range(1, max_stages):
-        mids = stage_chunks(read, write, stages)
-        pre = [read, *mids]
-        post = [*mids, write]
-        inter = [tuple(min(a, b) for a, b in zip(p, q)) for p, q in zip(pre, post)]
-        plan = list(zip(pre, inter, post))
-        if min(itemsize * math.prod(c) for c in inter) >= min_mem:
-            return plan
-        ops = sum(io_ops(shape, p, q) for p, q in zip(pre, post))
-        if prev_ops is not None and ops > prev_ops:
-            return prev_plan
-        prev_ops, prev_plan = ops, plan
-    return prev_plan
 
 
 # ------------------------------------------------------------------ the memory budget of a copy
@@ -402,9 +390,57 @@ class MemoryBudget:
         return max(0, room) if self.strict else max(room, self.memory_bytes // 4)
 
 
-def pass_room(budget: MemoryBudget, dst_chunks, itemsize: int, threads: int) -> int:
-    """What one pass of a copy onto ``dst_chunks`` may hold: the budget's room less what its read-back needs."""
-    return max(0, budget.room() - readback_bytes(dst_chunks, itemsize, threads))
+# a share of the room left out of the plan: what the process adds beside the plan's count while it copies (glibc's
+# arenas keep freed chunk-sized holes, codec modules load at the first chunk): breaker7's col2d at --memory 160MiB,
+# 109 MiB of room, peaked at 160.6 MiB with a twelfth kept (allocator thresholds of 1 MiB, :func:`fix_allocator`)
+SLACK_SHARE = 8
+
+
+# HDF5's metadata cache grows with the chunk indexes the copy reads and writes (up to its default 32 MiB), and so does
+# the copy's table of stored source chunks: breaker7's col2d staged at --memory 64MiB grew 14.5 MiB while writing
+# its stage and 14,287 target chunks after reading 6,006 source chunks' index (VmRSS sampled every 0.2 s)
+INDEX_BYTES_PER_CHUNK = 1024
+INDEX_BYTES_MAX = 40 * 2**20
+
+
+def index_bytes(shape, src_chunks, dst_chunks) -> int:
+    """What the chunk indexes of a copy from ``src_chunks`` onto ``dst_chunks`` add while it runs."""
+    if not shape or any(d == 0 for d in shape):
+        return 0
+    n = sum(math.prod(-(-d // c) for d, c in zip(shape, ch)) for ch in (src_chunks, dst_chunks))
+    return min(INDEX_BYTES_MAX, n * INDEX_BYTES_PER_CHUNK)
+
+
+def pass_room(budget: MemoryBudget, dst_chunks, itemsize: int, threads: int, shape=(), src_chunks=()) -> int:
+    """What one pass of a copy onto ``dst_chunks`` may hold: the budget's room less what its read-back needs, the
+    chunk indexes (``shape`` and ``src_chunks`` given: :func:`index_bytes`) and an eighth kept for what the
+    allocator holds beside the plan."""
+    room = budget.room() - readback_bytes(dst_chunks, itemsize, threads)
+    if shape and src_chunks:
+        room -= index_bytes(shape, src_chunks, dst_chunks)
+    room = max(0, room)
+    return room - room // SLACK_SHARE
+
+
+def fix_allocator() -> None:
+    """glibc's malloc raises its mmap threshold to the largest block freed (up to 32 MiB) and keeps twice that free
+    at the top of its heap: after the first band is freed every decoded chunk and task buffer comes from the heap,
+    and what is freed stays resident (the copy of breaker7's col2d at --memory 160MiB peaked at 171 MiB). Fixed
+    thresholds of 1 MiB give bands and groups their own mappings, returned when freed, and give the heap's free top
+    back (160.6 MiB there; 64 KiB thresholds held 154 MiB but faulted every chunk's pages in: 4x the system time,
+    10 M page faults in a staged copy). No-op elsewhere than glibc."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name) if name else None
+        mallopt = getattr(libc, "mallopt", None)
+    except OSError:  # pragma: no cover - no C library to load
+        return
+    if mallopt is not None:
+        mallopt(-3, 1 << 20)      # M_MMAP_THRESHOLD
+        mallopt(-1, 1 << 20)      # M_TRIM_THRESHOLD
 
 
 def process_rss() -> int:
@@ -437,25 +473,6 @@ def _max_rss() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def choose_stages(shape, src_chunks, dst_chunks, itemsize: int, room: int, threads: int = 1) -> tuple[tuple[int, ...], ...]:
-    """Intermediate chunk shapes for a copy that one pass cannot do without reading source chunks again
-    (``()``: one pass). Rechunker's multi-stage plan within a quarter of ``room`` per stage; used only
-    when every stage, and the last pass onto ``dst_chunks``, then reads each of its chunks once."""
-    shape, src_chunks, dst_chunks = tuple(shape), tuple(src_chunks), tuple(dst_chunks)
-    if plan_pass(shape, src_chunks, dst_chunks, itemsize, room, threads).rereads == 0:
-        return ()
-    limit = room // 16   # a stage's hyperslab, cache and a dozen chunks in flight share the room
-    try:
-        plan = multistage_chunks(shape, src_chunks, dst_chunks, itemsize, min(limit // 8, 8 << 20), limit)
-    except ValueError:
-        return ()
-    mids = tuple(post for _, _, post in plan[:-1])
-    chain = [src_chunks, *mids, dst_chunks]
-    if not mids or any(plan_pass(shape, a, b, itemsize, room, threads).rereads for a, b in zip(chain, chain[1:])):
-        return ()
-    return mids
-
-
 def readback_bytes(dst_chunks, itemsize: int, threads: int) -> int:
     """What the read-back (:mod:`ccp.repack.readback`) adds after the copy: a run of stored chunks read back
     (about 1 MiB, at least one chunk; two target chunks per thread counted), the sampled target chunks read
@@ -474,7 +491,8 @@ def copy_floor(shape, src_chunks, dst_chunks, itemsize: int, threads: int) -> in
         floor = 4 * threads * math.prod(dst_chunks) * itemsize
     else:
         floor = pass_floor(shape, src_chunks, dst_chunks, itemsize, threads)
-    return floor + readback_bytes(dst_chunks, itemsize, threads)
+    floor += readback_bytes(dst_chunks, itemsize, threads) + index_bytes(shape, src_chunks, dst_chunks)
+    return floor + floor // (SLACK_SHARE - 1)   # pass_room's slack on top
 
 
 def check_memory(memory_bytes: int, base: int, needs) -> None:

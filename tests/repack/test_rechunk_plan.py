@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ccp.repack.plan import chunks_in, plan_slabs
-from ccp.repack.rechunk import count_pass, io_ops, multistage_chunks, plan_pass
+from ccp.repack.rechunk import count_pass, io_ops, plan_pass
+from ccp.repack.stages import multistage_chunks
 
 
 def brute_reads(shape, src, dst, itemsize, buffer):
