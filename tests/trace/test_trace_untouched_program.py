@@ -125,3 +125,19 @@ def test_children_that_exec_another_program_leave_the_trace_complete(tmp_path):
     head = json.loads((tmp_path / "t" / "trace.json").read_text())
     assert head["completeness"]["complete"] is True, head["completeness"]
     assert "INCOMPLETE" not in r.stderr, r.stderr
+
+
+def test_the_checkouts_other_folders_are_not_importable_traced(tmp_path):
+    """breaker6 F8: the recorder put ccp's checkout on sys.path, so a traced program could import its tests,
+    benchmarks or examples (an ``import tests`` that fails untraced succeeded). Only ``ccp`` is found there now."""
+    prog = tmp_path / "p.py"
+    prog.write_text(textwrap.dedent("""
+        import importlib.util
+        print([n for n in ("tests", "benchmarks", "examples", "ccp") if importlib.util.find_spec(n)])
+    """))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CCP_TRACE") and k != "PYTHONPATH"}
+    untraced = subprocess.run([sys.executable, str(prog)], capture_output=True, text=True, timeout=300, env=env,
+                              cwd=tmp_path)
+    traced = subprocess.run([sys.executable, "-m", "ccp.cli", "trace", "-o", str(tmp_path / "T"), "--", sys.executable,
+                             str(prog)], capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    assert traced.returncode == 0 and traced.stdout == untraced.stdout, (untraced.stdout, traced.stdout, traced.stderr)

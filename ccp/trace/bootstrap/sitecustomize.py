@@ -13,9 +13,10 @@ def _start():
     out_dir = os.environ.get("CCP_TRACE_DIR")
     if not out_dir:
         return
-    root = os.environ.get("CCP_TRACE_ROOT")
-    if root and root not in sys.path:
-        sys.path.append(root)          # appended: never shadows the program's own modules
+    # ccp itself is found in CCP_TRACE_ROOT after sys.path (never shadowing the program's own modules), and nothing
+    # else there: with the root on sys.path a traced program could import the checkout's tests, benchmarks or
+    # examples, which fail to import untraced
+    _NamedForTools.root = os.environ.get("CCP_TRACE_ROOT")
     sys.meta_path.insert(0, _NamedForTools)
     try:
         from ccp.trace.exec_flush import continue_seq, flush_before_exec
@@ -44,12 +45,16 @@ class _NamedForTools:
     loader); ``__file__`` stays the real path.
     """
 
+    root = None
+
     @staticmethod
     def find_spec(name, path=None, target=None):
         import importlib.machinery
 
         if name != "ccp" and not name.startswith("ccp."):
             return None
+        if path is None and _NamedForTools.root:
+            path = [*sys.path, _NamedForTools.root]
         spec = importlib.machinery.PathFinder.find_spec(name, path, target)
         if spec is not None and type(spec.loader) is importlib.machinery.SourceFileLoader:
             spec.loader = _SourceNamedForTools(spec.loader.name, spec.loader.path)
