@@ -240,7 +240,7 @@ def headline_text(h: Headline, run: RunKind = PLAIN, threshold: float = THRESHOL
         few = "; ".join(f"{config_label(c, h.axes)} ({time_text(c, run)}, {_x(v.ratio)} slower)" for c, v in h.undecided[:6])
         more = f" and {len(h.undecided) - 6} more" if len(h.undecided) > 6 else ""
         lines.append(f"Too few passes to judge against it, neither a tie nor a difference: {few}{more} "
-                     f"({h.undecided[0][1].why.split('; ', 1)[-1]}).")
+                     f"({h.undecided[0][1].why.split('; ', 1)[-1].split(' (load ')[0]}).")   # the loads are per cell
     if h.unstable_faster:
         lines.append("Faster on the median but unstable, so not ranked: it is not shown faster than the winner by the "
                      "rule: " + "; ".join(f"{config_label(c, h.axes)} ({time_text(c, run)}"
