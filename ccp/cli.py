@@ -271,7 +271,9 @@ class Ratio(click.FloatRange):
 @click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path), help="Also write an HTML page here.")
 @click.option("--fail-above", type=Ratio(min=1.0), metavar="RATIO",
               help="Exit 1 when a shared cell is slower in B by more than RATIO (B / A) by the rule below, e.g. 1.5: a "
-                   "CI gate. A time difference that is the machine's never fails.")
+                   "CI gate. A time difference that is the machine's never fails. A cell slower by more than RATIO "
+                   "that the rule cannot judge (too few passes: 2 or 3 a side, or one pass each without counts) is "
+                   "never a pass: an 'undecided: too few passes' line and exit 3 (when no cell regressed).")
 @click.option("--threshold", type=Ratio(min=1.0), default=1.25, show_default=True, metavar="RATIO",
               help="Call a cell faster or slower only beyond this ratio (and by the rule); closer is a tie.")
 @click.option("--remeasure", type=click.IntRange(min=0, max=50), default=0, show_default=True, metavar="ROUNDS",
@@ -285,12 +287,20 @@ def compare(run_a, run_b, html_out, fail_above, threshold, remeasure):
 
     The rule, in this order: (1) the work differs -- the I/O counts (requests, raw reads
     and bytes, GETs), which load cannot change -- and the time moved the same way: a real
-    difference, whatever the load. (2) The same work: real only if the passes differ
-    significantly (Mann-Whitney on pass times, p < 0.05, or every pass apart in wall and
-    CPU time) and the process CPU time moved too; otherwise "same work; the time difference
-    is the machine's (load X vs Y)". Either way only beyond --threshold. Cells measured
-    under contention (load above the CPUs, or under half the wall time on a CPU) are marked.
-    Exit status: 0, or 1 with --fail-above when a cell regressed by more than RATIO.
+    difference, whatever the load. A local cell's raw reads and an S3 cell's GETs are
+    different work, and so are different GET counts, whichever way the time moved.
+    (2) Two S3 cells with the same GETs whose time waiting on them grew while the CPU time
+    did not: "the endpoint/network is slower (GET wait X -> Y)", a real difference.
+    (3) The same work: real only if the passes differ significantly (Mann-Whitney on pass
+    times, p < 0.05, or every pass apart in wall and CPU time) and the process CPU time
+    moved too; otherwise "same work; the time difference is the machine's (load X vs Y)",
+    unless the pass test cannot reach p < 0.05 with so few passes (2 or 3 a side) and the
+    CPU time does not show the difference is waiting: then "too few passes to judge"
+    (undecided; 4 passes a side can decide), never a tie. Either way only beyond
+    --threshold. Cells measured under contention (load above the CPUs, or under half the
+    wall time on a CPU) are marked.
+    Exit status: 0; with --fail-above, 1 when a cell regressed by more than RATIO, else 3
+    when a cell slower by more than RATIO is undecided (too few passes), else 0.
 
     \b
     Example:
@@ -307,6 +317,8 @@ def compare(run_a, run_b, html_out, fail_above, threshold, remeasure):
     click.echo(result)
     if fail_above is not None and result.regressions:
         sys.exit(1)
+    if fail_above is not None and result.undecided:
+        sys.exit(3)         # a gate cannot pass what it cannot judge: distinct from 1 (a regression found)
 
 
 @main.command(name="inspect")

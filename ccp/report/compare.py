@@ -5,7 +5,9 @@ not by the cache read back from HDF5, which for a contiguous dataset is the libr
 set, so matching on it paired every contiguous cell of A with every contiguous cell of B. "Faster" and "slower"
 need the difference to be significant and beyond a threshold (stats.judge); ``fail_above`` makes the result a CI
 gate: the cells slower in B by more than that ratio, by the rule (stats.RULE: counts first, then passes and CPU
-time), are its ``regressions``; a time difference that is the machine's (noise) never is.
+time), are its ``regressions``; a time difference that is the machine's (noise) never is. A cell slower by more
+than that ratio that the rule cannot decide (too few passes: 2 or 3 a side; one pass each without counts) is
+``undecided``: never passed silently (the CLI exits 3 when there is no regression but an undecided cell).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from ccp.report import plots
 from ccp.report.data import Labels, finite, is_ok, load_cells, load_env, read_run_sweep
 from ccp.report.headline import RunKind
 from ccp.report.html import CSS, esc, img, note, table_html
-from ccp.report.stats import RULE, THRESHOLD, Sample, from_cell, judge, work_change
+from ccp.report.stats import RULE, THRESHOLD, WAIT_COLUMNS, Sample, from_cell, judge, passes_needed, work_change
 from ccp.report.stats import samples as load_samples
 from ccp.store.reader import read_run_record
 from ccp.units import format_count, format_seconds
@@ -36,6 +38,7 @@ class Comparison(str):
     """The terminal text, with the verdicts behind it."""
 
     regressions: list[str]
+    undecided: list[str]
     joined: pd.DataFrame
     warnings: list[str]
 
@@ -114,7 +117,8 @@ def join(run_a: Path, run_b: Path):
     cols = list(dict.fromkeys(keys + ["cell_id", "label", "time_s", "time_s_min", "time_s_max", "repeats", "requests",
                                       "raw_reads", "raw_writes", "first_request_s", "status", "fraction_measured",
                                       "raw_read_bytes", "raw_write_bytes", "http_gets", "http_bytes", "flags",
-                                      "load_max", "cpus", "cpu_ratio"]))
+                                      "load_max", "cpus", "cpu_ratio", "http_wait_s", *WAIT_COLUMNS]))
+    cols = [c for c in cols if c in fa and c in fb]
     fa = fa[cols].drop_duplicates(keys)
     fb = fb[cols].drop_duplicates(keys)
     j = fa.merge(fb.drop(columns=["label"]), on=keys, suffixes=("_a", "_b"))
@@ -133,10 +137,10 @@ def _remeasured(run_a, run_b, j, pairs, verdicts, gate, rounds, threshold, fail_
 
     pick, notes = [], []
     for i, v in enumerate(verdicts):
-        if v.word not in ("slower", "faster", "noise"):
+        if v.word not in ("slower", "faster", "noise", "undecided"):
             continue
         change, what = work_change(*pairs[i])
-        if (change, v.word) in (("more", "slower"), ("less", "faster")):
+        if (change, v.word) in (("more", "slower"), ("less", "faster")) or v.why.startswith("different work:"):
             # rule (1): the counts decided, and passes measured here cannot undo what B's run recorded
             notes.append(f"{j.loc[i, 'label']}: the I/O differs ({what}): a real difference whatever the load; "
                          "not remeasured")
@@ -174,7 +178,9 @@ def machine_line(j: pd.DataFrame) -> str:
 def _side(j: pd.DataFrame, suffix: str):
     """The joined rows' cells of one run, as cells rows (for stats.from_cell)."""
     cols = ["time_s", "time_s_min", "time_s_max", "repeats", "requests", "status", "raw_reads", "raw_read_bytes",
-            "raw_writes", "raw_write_bytes", "http_gets", "http_bytes", "flags", "load_max", "cpus"]
+            "raw_writes", "raw_write_bytes", "http_gets", "http_bytes", "flags", "load_max", "cpus", "http_wait_s",
+            *WAIT_COLUMNS]
+    cols = [c for c in cols if f"{c}_{suffix}" in j]
     return [dict(zip(cols, vals)) for vals in zip(*(j[f"{c}_{suffix}"] for c in cols))]
 
 
@@ -236,6 +242,10 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
     j["contended_b"] = [y.contended for _, y in pairs]
     regressions = [r["label"] for (_, r), g in zip(j.iterrows(), gate)
                    if g is not None and fail_above is not None and g.word == "slower" and g.ratio > fail_above]
+    # slower by more than the gate, and the rule cannot say whether it is real: never a silent pass
+    undecided = [f"{r['label']} ({_fmt_ratio(g.ratio)}: {g.why})" for (_, r), g in zip(j.iterrows(), gate)
+                 if g is not None and fail_above is not None and g.word in ("undecided", "unknown")
+                 and finite(g.ratio) and g.ratio > fail_above]
     lost = failed_in_b(a, b)
     if fail_above is not None:
         regressions += [f"{label} (finished in A, {status} in B)" for label, status in lost]
@@ -250,7 +260,7 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
     for r in j.itertuples():
         def tag(s, busy):
             return (" (extrapolated)" if s == "extrapolated" else "") + (" (contended)" if busy else "")
-        word = {"unknown": "cannot tell", "noise": "machine"}.get(r.verdict, r.verdict)
+        word = {"unknown": "cannot tell", "noise": "machine", "undecided": "too few passes"}.get(r.verdict, r.verdict)
         row = [r.label, format_seconds(r.time_s_a) + tag(r.status_a, r.contended_a),
                format_seconds(r.time_s_b) + tag(r.status_b, r.contended_b), _fmt_ratio(r.ratio), word, r.work,
                format_count(r.raw_reads_a), format_count(r.raw_reads_b), format_count(r.raw_writes_a),
@@ -275,6 +285,8 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
                    f"{n.get('faster', 0)}, a tie in {n.get('tie', 0)}"
                    + (f"; in {n.get('noise', 0)} the time differs but the work is the same: the difference is the "
                       f"machine's ({machine_line(j)})" if n.get("noise", 0) else "")
+                   + (f"; undecided in {n.get('undecided', 0)}: too few passes to judge ({passes_needed()} a side "
+                      "can)" if n.get("undecided", 0) else "")
                    + (f"; cannot tell in {n.get('unknown', 0)} (one pass, no I/O counts)" if n.get("unknown", 0) else "")
                    + f". Slower or faster means by {threshold:g}x or more, where {RULE}")
         lines.append(summary)
@@ -290,7 +302,13 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
         lines.append(f"FAIL: {len(regressions)} cell(s) slower in B by more than {fail_above:g}x, by the rule: "
                      + "; ".join(regressions) if regressions else
                      f"pass: no cell slower in B by more than {fail_above:g}x by the rule (a time difference with the "
-                     "same work and the same CPU time is the machine's and never fails)")
+                     "same work and the same CPU time is the machine's and never fails)" if not undecided else
+                     f"undecided: too few passes: {len(undecided)} cell(s) slower in B by more than {fail_above:g}x "
+                     "that the rule cannot judge (exit 3; measure both runs with more passes, or --remeasure): "
+                     + "; ".join(undecided))
+        if regressions and undecided:
+            lines.append(f"undecided: too few passes: {len(undecided)} more cell(s) slower by more than "
+                         f"{fail_above:g}x that the rule cannot judge: " + "; ".join(undecided))
     lines.append("")
     if rows:
         widths = [max(len(str(x[i])) for x in [head] + rows) for i in range(len(head))]
@@ -302,7 +320,7 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
     else:
         lines.append(f"no cells in common between {run_a} and {run_b}")
     text = Comparison("\n".join(lines))
-    text.regressions, text.joined, text.warnings = regressions, j, warnings
+    text.regressions, text.joined, text.warnings, text.undecided = regressions, j, warnings, undecided
 
     if out_html is not None:
         out_html = Path(out_html)

@@ -102,6 +102,8 @@ class Headline:
     winner: pd.Series | None
     slowest: pd.Series | None
     ties: list[tuple[pd.Series, Verdict]] = field(default_factory=list)
+    # cells the rule cannot judge against the winner with the run's few passes: never ties (stats.judge "undecided")
+    undecided: list[tuple[pd.Series, Verdict]] = field(default_factory=list)
     unstable_faster: list[pd.Series] = field(default_factory=list)
     cheapest: pd.Series | None = None     # the least invasive change from the slowest that is within noise of the winner
     cheapest_changes: tuple[str, ...] = ()
@@ -164,7 +166,9 @@ def headlines(cells: pd.DataFrame, samples: dict[str, Sample] | None = None, thr
             if c["cell_id"] == win["cell_id"]:
                 continue
             v = judge(sw, sample(c), threshold)
-            if not v.differs:
+            if v.word == "undecided":
+                h.undecided.append((c, v))
+            elif not v.differs:
                 h.ties.append((c, v))
         slow = g.iloc[-1]
         if slow["cell_id"] != win["cell_id"]:
@@ -232,6 +236,11 @@ def headline_text(h: Headline, run: RunKind = PLAIN, threshold: float = THRESHOL
                          + (", unstable" if c["cell_id"] in h.unstable_ids else "") + ")" for c, v in shown[:6])
         more = f" and {len(shown) - 6} more" if len(shown) > 6 else ""
         lines.append(f"Tied with it within noise (a difference under {threshold:g}x or not significant): {ties}{more}.")
+    if h.undecided:
+        few = "; ".join(f"{config_label(c, h.axes)} ({time_text(c, run)}, {_x(v.ratio)} slower)" for c, v in h.undecided[:6])
+        more = f" and {len(h.undecided) - 6} more" if len(h.undecided) > 6 else ""
+        lines.append(f"Too few passes to judge against it, neither a tie nor a difference: {few}{more} "
+                     f"({h.undecided[0][1].why.split('; ', 1)[-1].split(' (load ')[0]}).")   # the loads are per cell
     if h.unstable_faster:
         lines.append("Faster on the median but unstable, so not ranked: it is not shown faster than the winner by the "
                      "rule: " + "; ".join(f"{config_label(c, h.axes)} ({time_text(c, run)}"

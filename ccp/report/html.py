@@ -406,8 +406,8 @@ def build(run_dir: Path, self_contained: bool = False) -> Path:
         banner,
         '<h2 id="summary">Which configuration is fastest for each access pattern, and why</h2>',
         note(f"Only cells that do the same work (the same operation, block, order and requests) are ranked against each "
-             f"other. Two cells are a <i>tie</i> unless their median passes differ by {THRESHOLD:g}x or more and "
-             f"{esc(RULE)}. An unstable cell wins only when that rule shows it faster than the fastest stable one, and is "
+             f"other. Two cells are a <i>tie</i> unless their median passes differ by {THRESHOLD:g}x or more and the "
+             f"difference is real by the rule: {esc(RULE)}. An unstable cell wins only when that rule shows it faster than the fastest stable one, and is "
              "named either way. The cheapest change is the least invasive one (a reader setting before a new file) "
              "within 2x of the fastest. The interval is a 95% confidence interval of the pass time from the "
              "per-request samples."),

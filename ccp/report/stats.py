@@ -7,13 +7,18 @@ only when a difference is both significant and larger than a stated threshold.
   are its cost: requests x mean request time, +- 1.96 standard errors, plus the median open and close).
 - ``mann_whitney``: the two-sided Mann-Whitney U test with the normal approximation and tie correction, in numpy
   (scipy is not a dependency); tested against brute-force exact values in tests/report/test_report_stats.py.
-- ``judge``: "faster", "slower", "tie", "noise" or "unknown" for B against A, by one rule (RULE, stated on every
-  page and in ``ccp compare --help``): (1) the work differs -- the I/O counts (requests, raw reads and bytes, GETs),
-  which noise cannot change -- and the time moved the same way: a real difference, whatever the load; (2) the same
-  work: a real difference only if the passes (the unit of replication: load shifts every request of a pass together)
-  differ significantly -- a Mann-Whitney test on pass times, exact for few passes, or every pass apart in wall *and*
-  CPU time -- and the process CPU time moved too (waiting for a busy CPU or disk moves the wall time only); else
-  "noise": the same work, the time difference is the machine's.
+- ``judge``: "faster", "slower", "tie", "noise", "undecided" or "unknown" for B against A, by one rule (RULE,
+  stated on every page and in ``ccp compare --help``): (1) the work differs -- the I/O counts (requests, raw reads
+  and bytes, GETs), which noise cannot change -- and the time moved the same way: a real difference, whatever the
+  load; counts of different kinds (a local cell's raw reads, an S3 cell's GETs) and different GET counts are
+  different work whichever way the time moved; (2) S3 cells with the same GETs whose time grew with the time spent
+  waiting on those GETs while the CPU time did not: the endpoint or network is slower, a real difference (waiting
+  on a network never moves the CPU time, so rule (3) could never see it); (3) the same work: a real difference only
+  if the passes (the unit of replication: load shifts every request of a pass together) differ significantly -- a
+  Mann-Whitney test on pass times, exact for few passes, or every pass apart in wall *and* CPU time -- and the
+  process CPU time moved too (waiting for a busy CPU or disk moves the wall time only); else "noise": the same
+  work, the time difference is the machine's. "undecided": the pass test cannot reach p < 0.05 with so few passes
+  (2 or 3 a side: its least p is 0.33 or 0.1) and nothing else decides: the run needs more passes, never a tie.
 - ``cheapest_first``: the "cheapest change" rule (CHEAPEST_RULE) that orders the report's cheapest change, ``ccp
   advise``'s cures and ``ccp diagnose``'s cures alike.
 """
@@ -35,10 +40,14 @@ MIN_PASSES_APART = 3     # "every pass apart" (wall and CPU) needs at least this
 EXACT_MAX = 20_000       # the exact U distribution is enumerated up to this many splits (C(n1 + n2, n1))
 WORK_COLUMNS = ("requests", "raw_reads", "raw_read_bytes", "raw_writes", "raw_write_bytes", "http_gets", "http_bytes")
 RULE = ("a difference is real when (1) the I/O counts differ (requests, raw reads and bytes, GETs: noise cannot "
-        "change them) and the time moved the same way, whatever the load; or (2) with the same counts, the passes "
-        "differ significantly (Mann-Whitney on pass times, p < 0.05, or every pass apart in wall and CPU time) and the "
-        "process CPU time moved too. Otherwise the difference is the machine's (noise). Either way the ratio must "
-        "reach the threshold")
+        "change them) and the time moved the same way, whatever the load; a local cell's raw reads and an S3 cell's "
+        "GETs are different work, and so are different GET counts, whichever way the time moved; or (2) two S3 cells "
+        "make the same GETs and the time waiting on them grew while the CPU time did not: the endpoint or network is "
+        "slower; or (3) with the same counts, the passes differ significantly (Mann-Whitney on pass times, p < 0.05, "
+        "or every pass apart in wall and CPU time) and the process CPU time moved too. Otherwise the difference is the "
+        "machine's (noise), unless the pass test cannot reach p < 0.05 with so few passes (2 or 3 a side) and the CPU "
+        "time does not show the difference is waiting: then it is undecided (too few passes; 4 a side can decide), "
+        "never a tie. Either way the ratio must reach the threshold")
 T = TypeVar("T")
 MAX_REQUEST_SAMPLES = 20_000   # per cell, evenly subsampled: the U test's normal approximation needs no more
 
@@ -60,6 +69,7 @@ class Sample:
     # where the bytes travel (storage, fsspec, emulated latency and bandwidth, page buffer): cells that differ here
     # differ in what they wait for, so waiting is their work, not the machine's
     path: tuple = ()
+    wait: np.ndarray = field(default_factory=lambda: np.zeros(0))    # each timed pass's seconds waiting on GETs (S3)
 
 
 #: the cells columns that set what a pass waits for besides the CPU (ccp.report.data.STORAGE_COLUMNS, by name: the
@@ -69,7 +79,8 @@ WAIT_COLUMNS = ("storage", "fsspec", "latency", "bandwidth", "page_buffer", "fil
 
 @dataclass(frozen=True)
 class Verdict:
-    word: str          # faster | slower | tie | noise (same work, the machine's) | unknown (B against A)
+    word: str          # faster | slower | tie | noise (same work, the machine's) | undecided (too few passes) |
+    #                    unknown (one pass each, no counts): B against A
     ratio: float       # time B / time A
     p: float           # U test p-value (NaN when not computed)
     why: str           # one phrase: how it was judged
@@ -189,8 +200,12 @@ def pass_p(x, y) -> float:
 
 
 def work_change(a: Sample, b: Sample) -> tuple[str, str]:
-    """("more" | "less" | "same" | "mixed" | "unknown", what differs): B's I/O counts against A's. "mixed": some
-    counts up, some down (a different layout, not more of the same work)."""
+    """("more" | "less" | "same" | "mixed" | "kind" | "unknown", what differs): B's I/O counts against A's. "mixed":
+    some counts up, some down (a different layout, not more of the same work); "kind": one cell reads a local file
+    (raw reads), the other over S3 (GETs): counts of different kinds, never the same work."""
+    ka, kb = io_kind(a), io_kind(b)
+    if ka and kb and ka != kb:
+        return "kind", f"{_kind_text(a)} against {_kind_text(b)}"
     if not a.work or not b.work:
         return "unknown", ""
     da, db = dict(a.work), dict(b.work)
@@ -200,6 +215,79 @@ def work_change(a: Sample, b: Sample) -> tuple[str, str]:
     up = {db_ > da_ for _, da_, db_ in diffs}
     what = ", ".join(f"{k.replace('_', ' ')} {_count(va)} -> {_count(vb)}" for k, va, vb in diffs[:3])
     return ("more" if up == {True} else "less" if up == {False} else "mixed"), what
+
+
+def io_kind(s: Sample) -> str:
+    """"s3" (the cell's I/O is GETs), "local" (raw reads of a file) or "" (not known)."""
+    storage = dict(zip(WAIT_COLUMNS, s.path)).get("storage", "")
+    keys = {k for k, _ in s.work}
+    if storage == "s3" or any(k.startswith("http_") for k in keys):
+        return "s3"
+    return "local" if storage or keys else ""
+
+
+def _kind_text(s: Sample) -> str:
+    w = dict(s.work)
+    if io_kind(s) == "s3":
+        return f"{_count(w['http_gets'])} GETs (S3)" if "http_gets" in w else "GETs (S3, a count that varied)"
+    return f"{_count(w['raw_reads'])} raw reads (local)" if "raw_reads" in w else "raw reads (local)"
+
+
+def _gets_differ(a: Sample, b: Sample) -> bool:
+    """Both S3 cells, each with one GET count for every pass, and the counts differ: different work (every GET is a
+    round trip), whichever way the time moved."""
+    ga, gb = dict(a.work).get("http_gets"), dict(b.work).get("http_gets")
+    return io_kind(a) == io_kind(b) == "s3" and ga is not None and gb is not None and ga != gb
+
+
+def least_p(n1: int, n2: int) -> float:
+    """The least two-sided p the exact pass test can give with n1 and n2 passes (every pass of one side below every
+    pass of the other): 2 / C(n1 + n2, n1). 0.33 for 2 vs 2, 0.1 for 3 vs 3, 0.029 for 4 vs 4."""
+    return min(1.0, 2 / math.comb(n1 + n2, n1)) if n1 > 0 and n2 > 0 else 1.0
+
+
+def passes_needed(alpha: float = ALPHA) -> int:
+    """The fewest passes a side with which the exact pass test can reach p < alpha (4 for 0.05)."""
+    n = 1
+    while least_p(n, n) >= alpha:
+        n += 1
+    return n
+
+
+def too_few_passes(n_a: int, n_b: int, alpha: float = ALPHA) -> str:
+    need = passes_needed(alpha)
+    return (f"too few passes to judge: the pass test on {n_a} vs {n_b} passes cannot reach p < {alpha:g} (its least p "
+            f"is {least_p(n_a, n_b):.2g}); {need} passes a side can (repeats: {need}, or ccp compare --remeasure {need} "
+            "for local cells)")
+
+
+def endpoint_slower(fast: Sample, slow: Sample, threshold: float = THRESHOLD) -> str | None:
+    """Rule (2): why ``slow``'s time is the GETs waiting longer, or None. Both S3 cells with the same GETs; the
+    median pass's GET wait grew by at least half the wall time's growth, every pass of ``slow`` waited longer than
+    every pass of ``fast``, and the CPU time per pass stayed within ``threshold`` (waiting on a network moves no
+    CPU time, so the pass-and-CPU rule can never call it real). Not when only the slower side was measured under
+    contention: a process waiting for a busy CPU inside a GET waits longer too."""
+    if io_kind(fast) != "s3" or io_kind(slow) != "s3" or not len(fast.wait) or not len(slow.wait):
+        return None
+    if slow.contended and not fast.contended:
+        return None
+    wf, ws = float(np.median(fast.wait)), float(np.median(slow.wait))
+    if not ws > wf or ws - wf < 0.5 * (slow.time_s - fast.time_s):
+        return None
+    if not fast.wait.max() < slow.wait.min():
+        return None
+    if len(fast.cpu) and len(slow.cpu):
+        cpu = float(np.median(slow.cpu)) / max(float(np.median(fast.cpu)), 1e-12)
+        if cpu >= threshold:
+            return None
+        return f"CPU time per pass within {cpu:.3g}x"
+    return "CPU time not recorded"
+
+
+def _secs(v: float) -> str:
+    from ccp.units import format_seconds
+
+    return format_seconds(v)
 
 
 def _count(v: float) -> str:
@@ -219,7 +307,17 @@ def judge(a: Sample, b: Sample, threshold: float = THRESHOLD, alpha: float = ALP
     change, what = work_change(a, b)
     if (change, word) in (("more", "slower"), ("less", "faster")):
         return Verdict(word, ratio, float("nan"), f"{'more' if change == 'more' else 'less'} work: {what}")
+    if change == "kind" or _gets_differ(a, b):
+        return Verdict(word, ratio, float("nan"), f"different work: {what}")
     fast, slow = (a, b) if word == "slower" else (b, a)
+    waited = endpoint_slower(fast, slow, threshold)
+    if waited is not None:
+        wa, wb = float(np.median(a.wait)), float(np.median(b.wait))
+        grew = f"GET wait {_secs(wa)} -> {_secs(wb)} a pass, the same GETs, {waited}"
+        return Verdict(word, ratio, float("nan"),
+                       f"the GETs waited {'longer' if word == 'slower' else 'less'} ({grew}): the two read through "
+                       "different storage settings" if a.path != b.path else
+                       f"the endpoint/network is {word} ({grew}): not this machine's load" + _load_note(a, b))
     n_a, n_b = len(a.passes), len(b.passes)
     if n_a < 2 or n_b < 2:
         if change in ("mixed", "more", "less"):
@@ -233,11 +331,19 @@ def judge(a: Sample, b: Sample, threshold: float = THRESHOLD, alpha: float = ALP
     apart = (min(n_a, n_b) >= MIN_PASSES_APART and fast.passes.max() < slow.passes.min()
              and (waits_differ or (has_cpu and fast.cpu.max() < slow.cpu.min())))
     same = "the same work" if change == "same" else "different work (" + what + ")" if what else "unmeasured work"
+    cpu_ratio = float(np.median(slow.cpu)) / max(float(np.median(fast.cpu)), 1e-12) if has_cpu else float("nan")
     if not (p < alpha or apart):
+        # the passes themselves apart by the threshold, and a test that could not have said so: too few passes,
+        # unless the CPU time shows the difference is waiting (the machine's)
+        pass_ratio = float(np.median(slow.passes)) / max(float(np.median(fast.passes)), 1e-12)
+        if least_p(n_a, n_b) >= alpha and pass_ratio >= threshold:
+            if has_cpu and cpu_ratio < threshold:
+                return Verdict("noise", ratio, p, f"{same}; CPU time per pass within {cpu_ratio:.3g}x: the wall time "
+                               f"is waiting (the pass test cannot decide {n_a} vs {n_b} passes)" + _load_note(a, b))
+            return Verdict("undecided", ratio, p, f"{same}; {too_few_passes(n_a, n_b, alpha)}" + _load_note(a, b))
         return Verdict("noise", ratio, p, f"{same}; passes not apart (Mann-Whitney on {n_a} vs {n_b} passes, {fmt_p(p)})"
                        + _load_note(a, b))
     if has_cpu:
-        cpu_ratio = float(np.median(slow.cpu)) / max(float(np.median(fast.cpu)), 1e-12)
         if cpu_ratio < threshold:
             return Verdict("noise", ratio, p, f"{same}; CPU time per pass within {cpu_ratio:.3g}x: the wall time is "
                            "waiting" + _load_note(a, b))
@@ -323,8 +429,9 @@ def machine_of(c) -> dict:
         work = ()
     path = tuple("" if c.get(k) is None or (isinstance(c.get(k), float) and math.isnan(c.get(k))) else str(c.get(k))
                  for k in WAIT_COLUMNS)
+    wait = _num(c.get("http_wait_s"))    # the median pass's GET wait (S3 cells): one value when no requests table
     return {"work": work, "contended": "contended" in flags, "load": _num(c.get("load_max")), "cpus": _num(c.get("cpus")),
-            "path": path}
+            "path": path, "wait": np.array([wait]) if np.isfinite(wait) else np.zeros(0)}
 
 
 def _pass_machine(run_dir: Path, ids: list) -> dict:
@@ -342,6 +449,25 @@ def _pass_machine(run_dir: Path, ids: list) -> dict:
     return {cid: g["pass_cpu_s"].to_numpy(float) for cid, g in df.groupby("cell_id", sort=False)}
 
 
+def _pass_waits(run_dir: Path, ids: list) -> dict:
+    """cell_id -> each timed pass's seconds waiting on GETs (the pass's rows' http_wait_s summed), for the S3 cells
+    of a run that records them ({} otherwise)."""
+    from ccp.errors import CcpError
+    from ccp.report.data import load_parts
+
+    if not ids:
+        return {}
+    try:
+        df = load_parts(Path(run_dir) / "requests.parquet", ["cell_id", "pass", "http_wait_s"], ids, [("pass", ">=", 0)])
+    except (OSError, ValueError, KeyError, CcpError):   # an older run: no http_wait_s column
+        return {}
+    if df is None or not len(df):
+        return {}
+    df = df[df["http_wait_s"].notna()]
+    sums = df.groupby(["cell_id", "pass"], sort=True)["http_wait_s"].sum().astype(float)
+    return {str(cid): g.to_numpy(float) for cid, g in sums.groupby(level=0, sort=False)}
+
+
 def samples(run_dir: Path, cells: pd.DataFrame) -> dict[str, Sample]:
     """cell_id -> Sample for every finished cell with a time: per-pass totals and per-request times from
     requests.parquet when the run has them, else the fastest / median / slowest pass from cells.parquet."""
@@ -356,6 +482,8 @@ def samples(run_dir: Path, cells: pd.DataFrame) -> dict[str, Sample]:
         req = None
     groups = dict(tuple(req.groupby("cell_id", sort=False))) if req is not None and len(req) else {}
     cpus = _pass_machine(run_dir, list(ok["cell_id"]))
+    s3 = ok["storage"].astype(str) == "s3" if "storage" in ok else pd.Series(False, index=ok.index)
+    waits = _pass_waits(run_dir, list(ok.loc[s3, "cell_id"]))
     rng = np.random.default_rng(0)
     out = {}
     for _, c in ok.iterrows():
@@ -375,6 +503,8 @@ def samples(run_dir: Path, cells: pd.DataFrame) -> dict[str, Sample]:
         r = np.concatenate([firsts, rest])
         if len(m["cpu"]) != len(passes):
             m["cpu"] = np.zeros(0)
+        if cid in waits and len(waits[cid]) == len(passes):
+            m["wait"] = waits[cid]
         out[cid] = Sample(float(c["time_s"]), passes, r, _num(c.get("requests")), complete, firsts, **m)
     return out
 

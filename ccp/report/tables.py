@@ -249,6 +249,13 @@ def _with_raw_io(cells: pd.DataFrame) -> pd.DataFrame:
     return cells.assign(raw_io=cells[["raw_reads", "raw_writes"]].sum(axis=1, min_count=1))
 
 
+def _against_fastest(v) -> tuple[str, ...]:
+    """The tag of a cell judged against the fastest: a tie, or a difference the run has too few passes to judge."""
+    if v is None or v.differs:
+        return ()
+    return ("too few passes to tell from the fastest",) if v.word == "undecided" else ("tie with the fastest",)
+
+
 class _Judge:
     """Verdicts between cells of one run, from their samples (stats.py); unstable cells never count as the best."""
 
@@ -305,11 +312,11 @@ def one_change_tables(cells: pd.DataFrame, labels: Labels, samples: dict | None 
         for _, p in picks:
             v = jd(best, p) if best is not None and p["cell_id"] != best["cell_id"] else None
             is_best = best is not None and p["cell_id"] == best["cell_id"]
-            tie = v is not None and not v.differs
-            time_row.append(jd.time_cell(p, "best" if is_best and apart else "", ("tie with the fastest",) if tie else ()))
+            time_row.append(jd.time_cell(p, "best" if is_best and apart else "", _against_fastest(v)))
             vb = jd(p, base) if p["cell_id"] != base["cell_id"] else None
             gain_row.append("-" if vb is None else fmt_times(base["time_s"] / p["time_s"]) if vb.differs else
-                            Cell(f"tie ({fmt_times(base['time_s'] / p['time_s'])})", (vb.why,)))
+                            Cell(f"{'undecided' if vb.word == 'undecided' else 'tie'} "
+                                 f"({fmt_times(base['time_s'] / p['time_s'])})", (vb.why,)))
         rows += [time_row, gain_row]
         if any(finite(p[count_col]) for _, p in picks):     # a quick run has no counted pass: no empty rows
             rows.append([count_name.capitalize(), *(format_count(p[count_col]) for _, p in picks)])
@@ -374,8 +381,7 @@ def pivot_tables(cells: pd.DataFrame, labels: Labels, samples: dict | None = Non
                 elif v == fastest:
                     row.append(jd.time_cell(by[v], "best" if clear else "", () if clear else ("fastest, but tied",)))
                 else:
-                    tie = v in verdicts and not verdicts[v].differs
-                    row.append(jd.time_cell(by[v], "", ("tie with the fastest",) if tie else ()))
+                    row.append(jd.time_cell(by[v], "", _against_fastest(verdicts.get(v))))
             if has_counts:
                 row += [format_count(by[v][count_col]) if v in by else "-" for v in values]
             row.append(fmt_times(max(times.values()) / min(times.values())) if len(times) > 1 and min(times.values()) > 0 else "-")

@@ -208,6 +208,32 @@ def test_s3_run_report_shows_gets_beside_time_and_local_cells(s3_run, cli):
 
 
 @NEEDS_S3
+@pytest.mark.slow   # reuses the whole S3 sweep (2 passes a side); the rule itself: tests/report/test_verdict_kinds.py
+def test_local_and_s3_cells_of_a_two_pass_sweep_are_different_work(s3_run):
+    """Issue 22 (breaker7 S2): with 2 passes a side no pass test can separate two cells, and the headline called a
+    local cell and an S3 one 'the same work', a tie. Raw reads against GETs are different work: never noise, never
+    undecided; each S3 cell's GET wait is read per pass."""
+    from ccp.report.data import is_ok, load_cells
+    from ccp.report.stats import judge, samples
+
+    run_dir, _ = s3_run
+    cells = load_cells(run_dir)
+    read = cells[is_ok(cells) & (cells["op"] == "read") & cells["time_s"].notna()]
+    measured = samples(run_dir, read)
+    local = [str(c) for c in read.loc[read["storage"] == "local", "cell_id"]]
+    s3 = [str(c) for c in read.loc[read["storage"] == "s3", "cell_id"]]
+    assert local and s3
+    for cid in s3:
+        assert len(measured[cid].wait) == 2 and (measured[cid].wait >= 0).all()
+    for lc in local:
+        for sc in s3:
+            v = judge(measured[lc], measured[sc])
+            assert v.word in ("slower", "faster", "tie"), v
+            if v.word != "tie":
+                assert "different work:" in v.why and "GETs (S3)" in v.why and "raw reads (local)" in v.why, v
+
+
+@NEEDS_S3
 @pytest.mark.slow   # a whole S3 sweep on the loopback server: make test-slow (CI); GET counts are tested fast in test_counts, a pass's open in test_s3_pass_time_includes_the_file_open_and_pays_every_get
 def test_rerun_resumes_s3_cells(s3_run, tmp_path):
     from ccp.run import run_sweep

@@ -7,7 +7,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ccp.report.stats import Sample, ci95, exact_u_p, judge, mann_whitney
+from ccp.report.stats import (
+    WAIT_COLUMNS,
+    Sample,
+    ci95,
+    exact_u_p,
+    judge,
+    least_p,
+    mann_whitney,
+    passes_needed,
+)
 
 
 @settings(max_examples=60, deadline=None)
@@ -65,7 +74,9 @@ def _s(passes, cpu=(), work=W, contended=False, load=float("nan")):
     (_s(QUIET, CPU), _s(QUIET * 3, CPU * 1.05, work=MORE, contended=True), "slower", "more work: raw reads 8 -> 2,160"),
     (_s(QUIET, CPU, work=MORE), _s(QUIET / 3, CPU, contended=True), "faster", "less work"),
     (_s(QUIET, CPU, work=MORE), _s(QUIET * 3, CPU), "noise", "different work"),   # less work yet slower: time decides
-    (_s(QUIET), _s(QUIET * 3), "noise", "Mann-Whitney on 3 vs 3 passes, p = 0.1"),  # an older run: no CPU times
+    # an older run: no CPU times, and 3 vs 3 passes can never give p < 0.05 (issue 22: never "the machine's")
+    (_s(QUIET), _s(QUIET * 3), "undecided", "too few passes to judge: the pass test on 3 vs 3 passes cannot reach "
+     "p < 0.05 (its least p is 0.1); 4 passes a side can"),
     (_s([1, 1.01, 0.99, 1.02, 0.98]), _s(np.array([1, 1.01, 0.99, 1.02, 0.98]) * 3, contended=True), "noise",
      "contention"),
     (_s([1, 1.01, 0.99, 1.02, 0.98]), _s(np.array([1, 1.01, 0.99, 1.02, 0.98]) * 3), "slower", "Mann-Whitney on passes"),
@@ -76,6 +87,83 @@ def _s(passes, cpu=(), work=W, contended=False, load=float("nan")):
 def test_judge_by_counts_first_then_passes(a, b, word, why):
     v = judge(a, b)
     assert v.word == word and why in v.why
+
+
+LOCAL = (("requests", 120.0), ("raw_reads", 120.0), ("raw_read_bytes", 135_000.0))
+GETS = (("requests", 120.0), ("http_gets", 131.0), ("http_bytes", 146_000.0))
+FEW_GETS = (("requests", 120.0), ("http_gets", 6.0), ("http_bytes", 393_000.0))
+
+
+def _cell(passes, storage="local", latency="", cpu=(), wait=(), work=LOCAL, contended=False, load=float("nan")):
+    """A Sample of an S3 or a local cell (its storage settings in ``path``, its GET wait per pass in ``wait``)."""
+    passes = np.asarray(passes, float)
+    path = tuple({"storage": storage, "latency": latency}.get(k, "") for k in WAIT_COLUMNS)
+    return Sample(float(np.median(passes)), passes, np.zeros(0), 120.0, True, cpu=np.asarray(cpu, float), work=work,
+                  contended=contended, load=load, cpus=2.0, path=path, wait=np.asarray(wait, float))
+
+
+TWO = np.array([1.0, 1.02])
+THREE = np.array([1.0, 1.02, 0.99])
+
+
+# Issue 22 (breaker7 S2, S3): different kinds of work, different GET counts, an endpoint that got slower, and runs
+# with too few passes for the pass test: never a tie, never "the machine's" by default.
+@pytest.mark.parametrize("a, b, word, why", [
+    (_cell(TWO * 0.0033, cpu=TWO * 0.003), _cell(TWO * 10, "s3", cpu=TWO, wait=TWO * 9.9, work=GETS), "slower",
+     "different work: 120 raw reads (local) against 131 GETs (S3)"),
+    (_cell(TWO * 10, "s3", cpu=TWO, wait=TWO * 9.9, work=GETS), _cell(TWO * 0.0033, cpu=TWO * 0.003), "faster",
+     "different work: 131 GETs (S3) against 120 raw reads (local)"),
+    (_cell(TWO * 0.17, "s3", cpu=TWO * 0.05, wait=TWO * 0.14, work=FEW_GETS),
+     _cell(TWO * 7.3, "s3", cpu=TWO * 0.8, wait=TWO * 7.2, work=GETS), "slower", "different work: http gets 6 -> 131"),
+    # fewer GETs yet slower (each fetches more): still different work, whichever way the time moved
+    (_cell(TWO * 0.3, "s3", cpu=TWO * 0.1, wait=TWO * 0.2, work=GETS),
+     _cell(TWO * 0.9, "s3", cpu=TWO * 0.1, wait=TWO * 0.8, work=FEW_GETS), "slower", "different work: http gets 131 -> 6"),
+    # the same GETs, a real 20 ms added to each by a proxy: the wait grew, the CPU did not
+    (_cell(THREE * 0.158, "s3", cpu=THREE * 0.05, wait=THREE * 0.135, work=GETS, load=5.8, contended=True),
+     _cell(THREE * 0.345, "s3", cpu=THREE * 0.05, wait=THREE * 0.298, work=GETS, load=6.5, contended=True), "slower",
+     "the endpoint/network is slower (GET wait 135 ms -> 298 ms a pass, the same GETs, CPU time per pass within 1x)"),
+    (_cell(TWO * 0.3, "s3", cpu=TWO * 0.05, wait=TWO * 0.2, work=GETS),
+     _cell(TWO * 0.1, "s3", cpu=TWO * 0.05, wait=TWO * 0.05, work=GETS), "faster",
+     "the endpoint/network is faster (GET wait 202 ms -> 50.5 ms a pass"),
+    # emulated latency 0 vs 20 ms, the same GETs: the wait, not the machine
+    (_cell(TWO * 0.1, "s3", "0ms", cpu=TWO * 0.05, wait=TWO * 0.08, work=GETS),
+     _cell(TWO * 2.8, "s3", "20ms", cpu=TWO * 0.05, wait=TWO * 2.7, work=GETS), "slower",
+     "the GETs waited longer (GET wait 80.8 ms -> 2.73 s a pass"),
+    # the wait grew but so did the CPU time: not the network alone; 2 passes cannot tell the rest
+    (_cell(TWO * 0.2, "s3", cpu=TWO * 0.05, wait=TWO * 0.1, work=GETS),
+     _cell(TWO * 0.6, "s3", cpu=TWO * 0.2, wait=TWO * 0.3, work=GETS), "undecided", "too few passes"),
+    # the wait grew only on the side measured under contention: a process waiting for a CPU inside a GET
+    (_cell(TWO * 0.2, "s3", cpu=TWO * 0.05, wait=TWO * 0.1, work=GETS),
+     _cell(TWO * 0.6, "s3", cpu=TWO * 0.05, wait=TWO * 0.5, work=GETS, contended=True), "noise", "waiting"),
+    # the wall time grew, the GET wait did not: not the endpoint
+    (_cell(TWO * 0.2, "s3", cpu=TWO * 0.05, wait=TWO * 0.1, work=GETS),
+     _cell(TWO * 0.6, "s3", cpu=TWO * 0.05, wait=TWO * 0.11, work=GETS), "noise", "waiting"),
+    # local, the same work, 2 passes and no CPU times: 3x is undecided, never a tie
+    (_cell(TWO, work=LOCAL), _cell(TWO * 3, work=LOCAL), "undecided",
+     "on 2 vs 2 passes cannot reach p < 0.05 (its least p is 0.33); 4 passes a side can (repeats: 4"),
+    (_cell(TWO, cpu=TWO, work=LOCAL), _cell(TWO * 3, cpu=TWO * 3, work=LOCAL), "undecided", "too few passes"),
+    # the CPU time did not move: the wall time is waiting (the machine's), said with the pass count
+    (_cell(TWO, cpu=TWO * 0.9, work=LOCAL), _cell(TWO * 3, cpu=TWO * 0.9, work=LOCAL), "noise",
+     "the wall time is waiting (the pass test cannot decide 2 vs 2 passes)"),
+    # enough passes to judge, and they overlap: the machine's
+    (_cell([1, 1.1, 0.9, 3.0]), _cell([3.0, 3.1, 1.0, 3.2]), "noise", "passes not apart"),
+], ids=["local-vs-s3", "s3-vs-local", "more-gets", "fewer-gets-slower", "endpoint-slower", "endpoint-faster",
+        "emulated-latency", "cpu-grew-too", "contended-wait", "wait-did-not-grow", "two-passes-no-cpu",
+        "two-passes-cpu-moved", "two-passes-cpu-still", "four-passes-overlap"])
+def test_judge_kinds_gets_waits_and_too_few_passes(a, b, word, why):
+    v = judge(a, b)
+    assert v.word == word and why in v.why, v
+
+
+@pytest.mark.parametrize("n1, n2, least", [(2, 2, 1 / 3), (2, 3, 0.2), (3, 3, 0.1), (3, 4, 2 / 35), (4, 4, 2 / 70)],
+                         ids=["2v2", "2v3", "3v3", "3v4", "4v4"])
+def test_least_p_is_the_exact_test_of_passes_all_apart(n1, n2, least):
+    assert least_p(n1, n2) == pytest.approx(least)
+    assert exact_u_p(np.arange(n1), np.arange(n2) + 100) == pytest.approx(least)
+
+
+def test_four_passes_a_side_can_decide():
+    assert passes_needed() == 4 and passes_needed(0.01) == 5
 
 
 @pytest.mark.parametrize("x, y", [([1, 2, 3], [4, 5, 6]), ([1, 2, 2, 3], [2, 3, 4, 4]), ([1, 5, 2], [3, 4, 1, 6, 7])],
