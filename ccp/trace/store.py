@@ -372,8 +372,8 @@ def completeness(run: dict | None, part_pids: set[int], torn: list[str], errors:
             continue
         _written, lost_here, stopped = ended[pid]
         lost += lost_here
-        if stopped:
-            reasons.append(f"process {pid}: recording stopped ({stopped}); {lost_here} record(s) lost")
+        if stopped or lost_here:    # lost while recording: calls made as a fork no hook saw forked (rawfork)
+            reasons.append(f"process {pid}: {stopped and f'recording stopped ({stopped}); '}{lost_here} record(s) lost")
     for name in torn:
         reasons.append(f"part file {name} is cut short: its last batch of records is lost")
     unknown_pids = part_pids - set(started)
