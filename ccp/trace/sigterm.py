@@ -198,7 +198,7 @@ def term_backstop(rec, handler, grace_s: float = GRACE_S) -> None:
     drop_inherited_backstop(rec)
     if _backstop_fd(rec) != -1:
         return
-    r, w = os.pipe()
+    r, w = _out_of_the_way(os.pipe())
     os.set_blocking(w, False)
     try:
         old = _signal.set_wakeup_fd(w, warn_on_full_buffer=False)
@@ -241,6 +241,28 @@ def term_backstop(rec, handler, grace_s: float = GRACE_S) -> None:
     rec.backstop = (pid, r, w, pipe)
     os.register_at_fork(after_in_child=functools.partial(drop_inherited_backstop, rec))
     _thread.start_new_thread(watch, ())     # not a threading.Thread: the program's thread list stays its own
+
+
+def _out_of_the_way(pipe: tuple[int, int]) -> tuple[int, int]:
+    """The pipe's descriptors moved to numbers half way up the process's limit: a program that closes every
+    descriptor past stderr and opens its own takes the lowest free numbers, so until the recorder's next write lets
+    the pipe go (:func:`keep_backstop_own`) Python's wakeup byte goes to a file of the program's only if it opened that
+    many. Left where they are when they cannot be moved."""
+    import fcntl
+    import resource
+
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    floor = max(3, (soft if 0 < soft < 1 << 16 else 1 << 16) // 2)
+    moved = []
+    for fd in pipe:
+        try:
+            high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, floor)
+        except OSError:
+            moved.append(fd)
+            continue
+        os.close(fd)        # made by this call a moment ago: the recorder's own
+        moved.append(high)
+    return moved[0], moved[1]
 
 
 def die_of(signum: int) -> None:
