@@ -208,7 +208,8 @@ class Recorder:
         self._announce("fork")
         if self.lost:       # a fork no hook saw: the calls made as it forked could not be told (ccp.trace.rawfork)
             self.status("problem", f"forked by a fork() Python did not see: {self.lost} call(s) or event(s) made "
-                        "within 10 ms of the fork could not be told from the parent's and are not in the trace")
+                        "within 10 ms of the fork could not be told from the parent's; dropped, up to that many of "
+                        "this process's own are missing")
 
     def _announce(self, how: str) -> None:
         """The start line (once the process has its own state) and multiprocessing's exit hook for a forked child."""
