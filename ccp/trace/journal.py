@@ -18,8 +18,13 @@ token, the key's numbers a, b, c and a code: the key's kind (1 a slice, 2 a tupl
 a tuple with a slice or Ellipsis or of more than three parts) goes to the part file as before (``put`` says no). A
 write that fails (a full disk) is the recorder's failure, as a part file's: recording stops and the trace says so.
 
-A forked child inherits the descriptors: the at-fork hook empties ``Journal.out`` (a C ``list.clear``), so the child
-never writes its parent's rows; its own journal starts with its own part file (:meth:`Journal.switch`).
+Each batch opens its rows files by path and closes them when written (``O_CLOEXEC``): the journal holds no descriptor
+between batches, so a program that closes every descriptor past stderr (``os.closerange(3, ...)``, as python-daemon
+does) and opens its own files on the numbers never has the journal's rows written into them, nor closed under it in a
+forked child (breaker6 F1, F2). An open and a close per 2,048 calls of a kind cost a few microseconds a batch.
+
+A forked child never writes its parent's rows: the at-fork hook empties ``Journal.out`` (a C ``list.clear``) and its
+own journal starts with its own part file (:meth:`Journal.switch`).
 """
 
 from __future__ import annotations
@@ -40,50 +45,47 @@ def lane_path(part: str, kind: str) -> str:
 
 
 class Journal:
-    """One process's rows files, one per kind of key. ``out``: ``[fds]`` (a descriptor or None per kind) once this
-    process has written one, else empty (none yet, or the parent's after a fork)."""
+    """One process's rows files, one per kind of key. ``out``: ``[made]`` (which kinds' files this process has made)
+    once this process has written one, else empty (none yet, or the parent's after a fork)."""
 
     def __init__(self) -> None:
         self.out: list = []
         self.part = ""          # the part file the journal goes with ("": none)
+        self.paths: tuple[str, ...] = ("", "", "")
         self.pid = 0
         self.rows = [0, 0, 0]   # rows committed, per kind
 
     def switch(self, part: str) -> None:
-        """The journal of this process's part file ``part`` (its files made at their first batch); a forked child
-        lets go of its parent's files (their descriptors closed in the child only)."""
-        old = self.out[:]
+        """The journal of this process's part file ``part`` (its files made at their first batch). Nothing to close:
+        no descriptor outlives a batch."""
         del self.out[:]
-        for fds in old:
-            for fd in fds:
-                if fd is not None:
-                    try:
-                        os.close(fd)
-                    except OSError:  # never disturb the program: the descriptor goes with the process anyway
-                        pass
+        self.paths = tuple(lane_path(part, kind) for kind in KINDS)
         self.part, self.pid, self.rows = part, os.getpid(), [0, 0, 0]
 
     def _fd(self, lane: int):
-        """This process's descriptor of kind ``lane``'s rows file (made first), None when it may not write (another
-        process's journal); an OSError (a full disk) is the recorder's to handle, as a part file's."""
-        if self.out:
-            fd = self.out[0][lane]
-            if fd is not None:
-                return fd
-        if not self.part or os.getpid() != self.pid:
+        """A descriptor of kind ``lane``'s rows file for one batch (the file made first, its header written), None
+        when this process may not write (another process's journal); an OSError (a full disk, the trace's folder
+        removed) is the recorder's to handle, as a part file's."""
+        pid = self.pid
+        if not self.part or os.getpid() != pid:
             return None
+        # the paths read where they are used: a fork at any call here (the program's handler) goes on in the child with
+        # its own part's (the at-fork reset ran), so a child makes only its own files (put drops the batch after)
+        if self.out and self.out[0][lane]:
+            return os.open(self.paths[lane], os.O_WRONLY | os.O_CLOEXEC)
         if not os.path.exists(self.part):       # the part file names the process for the merge
             os.makedirs(os.path.dirname(self.part), exist_ok=True)
-            os.close(os.open(self.part, os.O_WRONLY | os.O_CREAT, 0o644))
-        fd = os.open(lane_path(self.part, KINDS[lane]), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+            os.close(os.open(self.part, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644))
+        fd = os.open(self.paths[lane], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
         try:
             os.pwrite(fd, MAGIC + WIDTHS[lane].to_bytes(8, "little") + bytes(HEAD - 16), 0)
         except BaseException:
             os.close(fd)
             raise
-        if not self.out:
-            self.out[:] = [[None, None, None]]
-        self.out[0][lane] = fd
+        if self.pid == pid:     # no call from here on: a fork above (the file maybe the parent's) marks nothing made
+            if not self.out:
+                self.out[:] = [[False, False, False]]
+            self.out[0][lane] = True
         return fd
 
     def put(self, lane: int, flat: list, n: int) -> bool:
@@ -102,19 +104,26 @@ class Journal:
         fd = self._fd(lane)
         if fd is None:
             return False
-        out, done = self.out, self.rows
-        count = done[lane] + len(rows)
-        head = count.to_bytes(8, "little")
-        os.pwrite(fd, rows.data, HEAD + done[lane] * WIDTHS[lane] * 8)
-        # no call from here to the commit. A fork by the program's signal handler in the calls above left the child
-        # with its parent's calls in ``rows``: never its own. Its at-fork hook emptied ``out`` and its own journal
-        # (switch) has its pid; a reset the program cut short left it neither descriptor nor file (``_fd``)
-        if not out or out[0][lane] != fd or self.pid != pid:
-            return False
-        del flat[:n]
-        done[lane] = count
-        os.pwrite(fd, head, 16)
-        return True
+        try:
+            # a fork in _fd (the program's handler) left the child a descriptor of a file of either: the batch is the
+            # parent's, never written by the child. From here the child writes the parent's rows where the parent does
+            if self.pid != pid:
+                return False
+            out, done = self.out, self.rows
+            count = done[lane] + len(rows)
+            head = count.to_bytes(8, "little")
+            os.pwrite(fd, rows.data, HEAD + done[lane] * WIDTHS[lane] * 8)
+            # no call from here to the commit. A fork by the program's signal handler in the calls above left the
+            # child with its parent's calls in ``rows``: never its own. Its at-fork hook emptied ``out`` and its own
+            # journal (switch) has its pid; a reset the program cut short left it no file (``_fd``)
+            if not out or self.pid != pid:
+                return False
+            del flat[:n]
+            done[lane] = count
+            os.pwrite(fd, head, 16)
+            return True
+        finally:
+            os.close(fd)
 
 
 def _rows(lane: int, flat: list, n: int):

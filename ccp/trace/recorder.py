@@ -44,6 +44,7 @@ part file and never writes its parent's, even when the program's signal lands in
 
 from __future__ import annotations
 
+import _socket  # here, not in status(): an import at interpreter exit (the end line from atexit) can fail
 import atexit
 import functools
 import itertools
@@ -62,8 +63,9 @@ from ccp.trace.hooks import ImportHook, patch_exit, patch_library
 from ccp.trace.journal import Journal
 from ccp.trace.netcdf import patch_netcdf4
 from ccp.trace.partfile import raised_by_program, write_at
+from ccp.trace.rawfork import own_calls, own_records, start_window_ns
 from ccp.trace.selections import MAX_LISTED, _file_name, _layout, describe_key, describe_space  # noqa: F401
-from ccp.trace.sigterm import die_of, flush_on_sigterm, keep_calls_on_sigterm
+from ccp.trace.sigterm import die_of, flush_on_sigterm, keep_backstop_own, keep_calls_on_sigterm
 
 ENV_DIR = "CCP_TRACE_DIR"
 ENV_SOCK = "CCP_TRACE_SOCK"     # ccp trace's status socket (Linux abstract namespace): start/end/error lines
@@ -104,7 +106,6 @@ class Recorder:
     def __init__(self, out_dir: str) -> None:
         self.out_dir = out_dir
         self.sock_name = os.environ.get(ENV_SOCK) or None
-        self.sock: Any = None
         self.stopped: str | None = None      # why recording stopped in this process (None: recording)
         self.h5py_modules: Any = None        # (h5f, h5i), set by ccp.trace.h5py_patch once h5py is imported
         self.lost = 0                        # records dropped after recording stopped
@@ -140,7 +141,7 @@ class Recorder:
         self.announced = True       # its creator says it started (install)
 
     # ------------------------------------------------------------------ process and part file
-    def _take_process(self) -> None:
+    def _take_process(self, at_fork: bool = False) -> None:
         """This process's own part file, counters and lock. Everything is made first, then stored with no call in
         between and the pid last: CPython runs a signal handler only at a call or a loop's jump, so a program's
         exception landing in a forked child's reset (a Ctrl-C to the process group as it forks) leaves the parent's
@@ -151,27 +152,41 @@ class Recorder:
         :meth:`after_fork` emptied them (C functions: nothing can land in them), so calls the child made before a
         cut-short reset ended are kept, renamed to its pid; their seq go on from the parent's, so the child's are
         never counted again from 2 and stay unique. A fork those hooks did not see (a C library's ``fork()``) left the
-        parent's records buffered: they are the parent's to write, dropped here."""
+        parent's records buffered, the child's own after them: the parent's are dropped, the child's kept, those made
+        too near the fork to tell counted as lost (:mod:`ccp.trace.rawfork`)."""
         pid = os.getpid()
         part = os.path.join(self.out_dir, f"{pid}-{time.time_ns()}.part")
         lock, local = threading.RLock(), _Local()
         layouts: set[tuple] = set()
         inherited = self.pid != 0 and self.part != ""   # "": emptied at the fork (see install); 0: a new recorder
-        if not inherited:   # the child's own calls, made before this ran (buffered, or open around the write that
-            for r in (*self.buf, *self.local.stack):        # brought it here): its pid, not the parent's
+        if not inherited:   # the child's own calls, made before a cut-short reset ran (buffered, or open around
+            for r in (*self.buf, *self.local.stack):        # the write that brought it here): its pid, not the parent's
                 if type(r) is dict and r.get("pid") == self.pid:
                     r["pid"] = pid
+            for r in self.local.stack if at_fork else ():   # open at the fork itself (the program's handler forked
+                if type(r) is dict:                         # in a write): begun by the parent, the parent's call;
+                    r.pop("seq", None)                      # never recorded by the child too (end() skips it)
         handles = [_handle_record(token, info) for token, (info, _ref, _ident) in list(self.handles.items())]
         capacity = self.columns.capacity
         columns = self.columns
-        self.journal.switch(part)   # the child's own journal (the parent's mapping was let go at the fork)
+        lanes, records, untold = [columns.index, columns.slice, columns.tuple], self.buf, 0
+        if inherited:       # a fork no hook saw: the parent's calls dropped, the child's own kept (ccp.trace.rawfork)
+            window = start_window_ns()
+            records, untold = own_records(self.buf, window)
+            for r in records:
+                if r.get("pid") == self.pid:
+                    r["pid"] = pid
+            for i, flat in enumerate(lanes):
+                lanes[i], unknown = own_calls(flat, window)
+                untold += unknown
+        self.journal.switch(part)   # the child's own journal (the parent's files are never written by it)
         # no call from here on
         if inherited:
-            del self.buf[:], columns.index[:], columns.slice[:], columns.tuple[:]
+            self.buf[:], columns.index[:], columns.slice[:], columns.tuple[:] = records, *lanes
         self.buf[:0] = handles      # before the calls naming them: the child's part names its live handles
         self.part, self.part_end, self.flush_calls = part, 0, capacity
         self.lock, self.local, self.flushing, self.layouts = lock, local, False, layouts
-        self.stopped, self.lost, self.written, self.ended, self.finishing, self.term_pending = None, 0, 0, False, False, 0
+        self.stopped, self.lost, self.written, self.ended, self.finishing, self.term_pending = None, untold, 0, False, False, 0
         self.announced = False
         self.pid = pid
 
@@ -185,16 +200,16 @@ class Recorder:
         caller = sys._getframe(1)
         if caller.f_code.co_name == "_execute_child" and caller.f_globals.get("__name__") == "subprocess":
             return
-        self._become_child()
+        self._become_child(at_fork=True)
 
-    def _become_child(self) -> None:
+    def _become_child(self, at_fork: bool = False) -> None:
         """:meth:`_take_process` in a forked child, then say so to ``ccp trace``."""
-        sock = self.sock        # the parent's socket: closed once the child has its own state (None)
-        self._take_process()
-        self.sock = None
-        if sock is not None:
-            sock.close()
+        self._take_process(at_fork)
         self._announce("fork")
+        if self.lost:       # a fork no hook saw: the calls made as it forked could not be told (ccp.trace.rawfork)
+            self.status("problem", f"forked by a fork() Python did not see: {self.lost} call(s) or event(s) made "
+                        "within 10 ms of the fork could not be told from the parent's; dropped, up to that many of "
+                        "this process's own are missing")
 
     def _announce(self, how: str) -> None:
         """The start line (once the process has its own state) and multiprocessing's exit hook for a forked child."""
@@ -229,16 +244,21 @@ class Recorder:
         """One line to ``ccp trace`` (pid first): never blocks, never raises, needs no disk space."""
         if not self.sock_name:
             return
+        # a socket per line, closed at once (a process says a few): one kept open had its number closed under it by
+        # a program closing every descriptor past stderr, then sent to (and closed, in a forked child) the program's
+        # own file on that number (breaker6 F1, F2)
         try:
-            if self.sock is None:
-                import _socket
-
-                self.sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_DGRAM)
-                self.sock.settimeout(1.0)      # its queue holds 10 lines: wait a little for ccp trace to read
+            sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_DGRAM)     # close-on-exec, as Python makes them
+        except Exception:  # no descriptor left: the part file still says what it can
+            return
+        try:
+            sock.settimeout(1.0)      # its queue holds 10 lines: wait a little for ccp trace to read
             line = "\t".join(str(f).replace("\t", " ").replace("\n", " ") for f in (self.pid, *fields))
-            self.sock.sendto(line.encode("utf-8", "replace")[:4000], "\0" + self.sock_name)
+            sock.sendto(line.encode("utf-8", "replace")[:4000], "\0" + self.sock_name)
         except Exception:  # ccp trace gone or its queue full: the part file still says what it can
             pass
+        finally:
+            sock.close()
 
     def stop(self, reason: str) -> None:
         """Recording failed in this process: drop what is buffered, record nothing more, tell ccp trace."""
@@ -305,6 +325,7 @@ class Recorder:
             self.columns.due = time.perf_counter_ns() + BATCH_AGE_NS
             self.flushing = True
             try:
+                keep_backstop_own(self)     # a SIGTERM's wakeup byte never goes to a program's file on its number
                 if self.buf:    # the records first: a handle is in the part file before the journal's calls name it
                     while self._write_some(records_only=True):
                         pass

@@ -126,31 +126,58 @@ def _is_default(handler) -> bool:
 
 def _backstop_fd(rec) -> int:
     """The write end of this process's backstop pipe (Python's wakeup fd while it is in force), or -1."""
-    pid, _r, w = getattr(rec, "backstop", None) or (0, -1, -1)
+    pid, _r, w, _pipe = getattr(rec, "backstop", None) or (0, -1, -1, None)
     return w if pid == os.getpid() else -1
+
+
+def _identity(fd: int):
+    """(st_dev, st_ino) of what descriptor ``fd`` is now, None when it is closed."""
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def drop_inherited_backstop(rec) -> None:
     """In a forked child: the parent's backstop pipe closed and Python's wakeup fd reset if it was that pipe (the
     thread reading it stayed in the parent). Idempotent: the state says whose the pipe is."""
-    import _signal
-
     backstop = getattr(rec, "backstop", None)
     if backstop is None or backstop[0] == os.getpid():
         return
+    _let_go(rec, backstop)
+
+
+def keep_backstop_own(rec) -> None:
+    """At a write: a backstop pipe whose descriptors the program closed (``os.closerange``, as python-daemon does),
+    the numbers perhaps its own files now, is let go without a close, and Python's wakeup fd no longer names it."""
+    backstop = getattr(rec, "backstop", None)
+    if backstop is None or backstop[0] != os.getpid():
+        return
+    _pid, r, w, pipe = backstop
+    if _identity(r) != pipe or _identity(w) != pipe:
+        _let_go(rec, backstop, close=False)
+
+
+def _let_go(rec, backstop, close: bool = True) -> None:
+    """Forget the backstop pipe: Python's wakeup fd reset if it is the pipe's number, its descriptors closed only
+    where they are still the pipe (a number the program closed and opened again is the program's file)."""
+    import _signal
+
     rec.backstop = None
-    _pid, r, w = backstop
+    _pid, r, w, pipe = backstop
     try:
         old = _signal.set_wakeup_fd(-1)
         if old != w:
             _signal.set_wakeup_fd(old)
-    except ValueError:      # forked from a thread that is not the child's main one
+    except ValueError:      # not the main thread (forked from another one, or a write on another thread)
         pass
     for fd in (r, w):
-        try:
-            os.close(fd)
-        except OSError:
-            pass
+        if close and _identity(fd) == pipe:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
 
 def term_backstop(rec, handler, grace_s: float = GRACE_S) -> None:
@@ -171,7 +198,7 @@ def term_backstop(rec, handler, grace_s: float = GRACE_S) -> None:
     drop_inherited_backstop(rec)
     if _backstop_fd(rec) != -1:
         return
-    r, w = os.pipe()
+    r, w = _out_of_the_way(os.pipe())
     os.set_blocking(w, False)
     try:
         old = _signal.set_wakeup_fd(w, warn_on_full_buffer=False)
@@ -185,8 +212,12 @@ def term_backstop(rec, handler, grace_s: float = GRACE_S) -> None:
         return
     pid = os.getpid()
 
+    pipe = _identity(r)
+
     def watch() -> None:
         while True:
+            if _identity(r) != pipe:        # the program closed it (os.closerange): never read a file of its own
+                return
             try:
                 got = os.read(r, 64)
             except OSError:
@@ -207,9 +238,31 @@ def term_backstop(rec, handler, grace_s: float = GRACE_S) -> None:
                 pass
             die_of(_signal.SIGTERM)
 
-    rec.backstop = (pid, r, w)
+    rec.backstop = (pid, r, w, pipe)
     os.register_at_fork(after_in_child=functools.partial(drop_inherited_backstop, rec))
     _thread.start_new_thread(watch, ())     # not a threading.Thread: the program's thread list stays its own
+
+
+def _out_of_the_way(pipe: tuple[int, int]) -> tuple[int, int]:
+    """The pipe's descriptors moved to numbers half way up the process's limit: a program that closes every
+    descriptor past stderr and opens its own takes the lowest free numbers, so until the recorder's next write lets
+    the pipe go (:func:`keep_backstop_own`) Python's wakeup byte goes to a file of the program's only if it opened that
+    many. Left where they are when they cannot be moved."""
+    import fcntl
+    import resource
+
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    floor = max(3, (soft if 0 < soft < 1 << 16 else 1 << 16) // 2)
+    moved = []
+    for fd in pipe:
+        try:
+            high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, floor)
+        except OSError:
+            moved.append(fd)
+            continue
+        os.close(fd)        # made by this call a moment ago: the recorder's own
+        moved.append(high)
+    return moved[0], moved[1]
 
 
 def die_of(signum: int) -> None:

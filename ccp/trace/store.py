@@ -359,8 +359,7 @@ def completeness(run: dict | None, part_pids: set[int], torn: list[str], errors:
         if pid not in started and pid != run["pid"]:
             reasons.append(f"process {pid} ({cmd}) ran Python without the recorder (python -I/-E/-S or a cleared "
                            "environment): its h5py calls, if any, are not in the trace")
-    lost = 0
-    still_running = set(run.get("still_running", ()))
+    lost, still_running = 0, set(run.get("still_running", ()))
     silent: list[dict] = []
     for pid in sorted(started):
         if pid not in ended or images.get(pid, 0) > 0:
@@ -372,8 +371,9 @@ def completeness(run: dict | None, part_pids: set[int], torn: list[str], errors:
             continue
         _written, lost_here, stopped = ended[pid]
         lost += lost_here
-        if stopped:
-            reasons.append(f"process {pid}: recording stopped ({stopped}); {lost_here} record(s) lost")
+        if stopped or lost_here:    # no stop: made as a fork no hook saw forked, maybe the parent's (rawfork)
+            reasons.append(f"process {pid}: {stopped and f'recording stopped ({stopped}); ' or 'up to '}{lost_here} "
+                           "record(s) lost")
     for name in torn:
         reasons.append(f"part file {name} is cut short: its last batch of records is lost")
     unknown_pids = part_pids - set(started)
