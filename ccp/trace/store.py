@@ -17,7 +17,7 @@ from pathlib import Path
 from ccp.errors import CcpError
 from ccp.trace.fastpath import BATCH, BATCH_AGE_NS, block_calls
 from ccp.trace.journal_read import JournalFeed
-from ccp.trace.selections import describe_key
+from ccp.trace.selections import describe_kept, describe_key
 from ccp.workload.tracefile import COLUMNS, LIST_COLUMNS, SCHEMA_VERSION
 
 PARTS = "parts"
@@ -65,7 +65,8 @@ _SEL_CACHE: dict = {}
 def _describe_cached(key: tuple, shape: tuple) -> dict:
     """describe_key, remembered per (key, shape): a loop reads the same few keys again and again."""
     try:
-        h = (shape, tuple((a.start, a.stop, a.step) if type(a) is slice else a for a in key))
+        h = (shape, tuple((a.start, a.stop, a.step) if type(a) is slice else ("list", *a) if type(a) is list else a
+                          for a in key))
         out = _SEL_CACHE.get(h)
     except TypeError:        # an unhashable key part
         return describe_key(key, shape)
@@ -218,6 +219,8 @@ def _expand(batch: list, pid: int | None, handles: dict, out: list, layouts: lis
         elif kind == "error":
             errors.append(r)
         else:
+            if "space" in r:        # a file dataspace the recorder kept encoded (selections.kept_space)
+                describe_kept(r)
             out.append(r)
 
 
