@@ -97,6 +97,16 @@ INPROCESS = textwrap.dedent("""
         d = f["y" if kind == "tuple" else "x"]
         d[0]
         times = {"plain": [], "traced": []}
+        # the user calls' recorded time (what ccp diagnose sums), for the keys whose calls the records keep
+        recorded, kept_wall, keep = [0], [], rec.add
+
+        def add(r):
+            if type(r) is tuple:
+                recorded[0] += r[2] - r[1]
+            elif r.get("kind") == "call" and r.get("depth") == 0:
+                recorded[0] += r["wall_ns"]
+            keep(r)
+        rec.add = add
         cpu = {"plain": [], "traced": []}      # the process's CPU time: what a busy machine disturbs least
         for r in range(rounds):
             for mode in (("plain", "traced") if r % 2 else ("traced", "plain")):
@@ -104,11 +114,14 @@ INPROCESS = textwrap.dedent("""
                 _set_type_attr(_selector.Reader, "read", plain_read if mode == "plain" else traced_read)
                 _set_type_attr(h5d.DatasetID, "read", plain_low if mode == "plain" else traced_low)
                 keys = fresh_keys()
+                recorded[0] = 0
                 t0, c0 = time.perf_counter(), time.process_time()
                 for k in keys:
                     d[k]
                 cpu[mode].append((time.process_time() - c0) / per)
                 times[mode].append((time.perf_counter() - t0) / per)
+                if mode == "traced":
+                    kept_wall.append(recorded[0] / 1e9 / per)
         Dataset.__getitem__ = traced_getitem
         _set_type_attr(_selector.Reader, "read", traced_read)
         _set_type_attr(h5d.DatasetID, "read", traced_low)
@@ -124,7 +137,9 @@ INPROCESS = textwrap.dedent("""
                       "cpu_total_ratio": sum(cpu["traced"]) / sum(cpu["plain"]),   # with the part-file writes
                       "cpu_total_cost_us": (sum(cpu["traced"]) - sum(cpu["plain"])) / rounds * 1e6,
                       "recorded": rec.written + rec.buffered(), "calls": per * rounds,
-                      "recorder": sys.modules["ccp"].__path__[0]}))
+                      "recorder": sys.modules["ccp"].__path__[0],
+                      "recorded_ratio": statistics.median(k / p for k, p in zip(kept_wall, times["plain"]))
+                      if kind in ("fancy", "mask") else None}))
 """)
 
 
@@ -194,6 +209,9 @@ def inprocess(calls: int, rounds: int, key: str = "int") -> None:
           f"{out['cpu_total_ratio']:.3f}, recording {out['cpu_total_cost_us']:.2f} us/call")
     print(f"fastest round: untraced {out['plain_min_us']:.2f} us/call, traced {out['traced_min_us']:.2f} us/call, "
           f"ratio {out['traced_min_us'] / out['plain_min_us']:.3f}")
+    if out["recorded_ratio"] is not None:
+        print(f"recorded time of a traced round's calls (what ccp diagnose sums) / the untraced round's wall time beside "
+              f"it: median {out['recorded_ratio']:.3f}")
 
 
 def main() -> None:

@@ -23,6 +23,7 @@ from itertools import chain, repeat
 
 from ccp.trace.named import like
 from ccp.trace.partfile import raised_by_program
+from ccp.trace.selections import MAX_LISTED
 
 FAST_CAPACITY = 16384       # fast calls of each kind one pickled list takes at most
 BATCH = 2048                # calls of a kind buffered before they are written: at most this many die with a process
@@ -164,14 +165,18 @@ def fancy_key(key: tuple, plain: set, integers: set, ndarray) -> tuple | None:
 
 
 def _index_list(a, integers: set, ndarray) -> list | None:
-    """A list of ints or numpy integers, or a 1-D integer array, as a new list of ints; else None."""
+    """A list of ints or numpy integers, or a 1-D integer array, as a new list of ints; else None, and for more than
+    ``MAX_LISTED`` indices (kept in full, the buffered records of such calls grew with them: the full path keeps their
+    bounds)."""
     t = type(a)
     if t is list:
+        if len(a) > MAX_LISTED:
+            return None
         kinds = set(map(type, a))
         if kinds == _INT or not a:
             return a.copy()
         return [int(x) for x in a] if kinds <= integers else None
-    if t is ndarray and a.ndim == 1 and a.dtype.kind in "iu":
+    if t is ndarray and a.ndim == 1 and a.dtype.kind in "iu" and len(a) <= MAX_LISTED:
         return a.tolist()
     return None
 

@@ -22,7 +22,7 @@ import pytest
 from h5py import h5s
 
 from ccp.trace.fastpath import fancy_key
-from ccp.trace.selections import describe_kept, describe_space, kept_space
+from ccp.trace.selections import MAX_LISTED, describe_kept, describe_space, kept_space
 
 ROOT = Path(__file__).resolve().parents[2]
 CALLS = 30
@@ -181,8 +181,13 @@ PLAIN = {int, slice, type(Ellipsis), *NUMPY_INTS}
     ((np.array([[1, 2]]),), None),
     (([1.0, 2.0],), None),
     ((3, slice(None)), None),
+    ((list(range(MAX_LISTED)),), (list(range(MAX_LISTED)),)),
+    ((list(range(MAX_LISTED + 1)),), None),
+    ((np.arange(MAX_LISTED + 1),), None),
+    ((np.array(3),), None),
 ], ids=["list", "list-of-numpy-ints", "uint16-array", "empty-list", "list+numpy-int", "slice+list", "two-lists",
-        "list-of-bools", "mask", "2-d-array", "list-of-floats", "no-list"])
+        "list-of-bools", "mask", "2-d-array", "list-of-floats", "no-list", "MAX_LISTED", "list-over-MAX_LISTED",
+        "array-over-MAX_LISTED", "0-d-array"])
 def test_fancy_keys_are_kept_as_lists_of_ints(key, kept):
     got = fancy_key(key, PLAIN, {int, *NUMPY_INTS}, np.ndarray)
     assert got == kept
