@@ -150,8 +150,10 @@ def kept_space(fspace, shape) -> dict:
     return {"space": raw, "nelems": fspace.get_select_npoints()}
 
 
-def describe_kept(rec: dict) -> None:
-    """A record whose selection :func:`kept_space` left encoded, described (in place)."""
+def describe_kept(rec: dict) -> dict:
+    """``rec``, its selection described (in place) if :func:`kept_space` left it encoded."""
+    if "space" not in rec:
+        return rec
     from h5py import h5s
 
     raw = rec.pop("space")
@@ -159,5 +161,6 @@ def describe_kept(rec: dict) -> None:
         space = h5s.decode(raw)
     except Exception:  # not HDF5's encoding (a damaged part): what the call read stays unknown, its size known
         rec["sel"] = "unknown"
-        return
+        return rec
     rec.update(describe_space(space, space.shape))
+    return rec

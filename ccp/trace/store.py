@@ -65,8 +65,7 @@ _SEL_CACHE: dict = {}
 def _describe_cached(key: tuple, shape: tuple) -> dict:
     """describe_key, remembered per (key, shape): a loop reads the same few keys again and again."""
     try:
-        h = (shape, tuple((a.start, a.stop, a.step) if type(a) is slice else ("list", *a) if type(a) is list else a
-                          for a in key))
+        h = (shape, tuple((a.start, a.stop, a.step) if type(a) is slice else a for a in key))
         out = _SEL_CACHE.get(h)
     except TypeError:        # an unhashable key part
         return describe_key(key, shape)
@@ -219,9 +218,7 @@ def _expand(batch: list, pid: int | None, handles: dict, out: list, layouts: lis
         elif kind == "error":
             errors.append(r)
         else:
-            if "space" in r:        # a file dataspace the recorder kept encoded (selections.kept_space)
-                describe_kept(r)
-            out.append(r)
+            out.append(describe_kept(r))    # a file dataspace the recorder kept encoded, described
 
 
 def read_parts(parts_dir: Path, torn: list | None = None) -> tuple[list[dict], list[dict], list[dict]]:
