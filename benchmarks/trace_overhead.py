@@ -18,7 +18,10 @@ rounds with h5py's own ``Dataset.__getitem__`` and the recorder's, and reports t
     PYTHONPATH=. python benchmarks/trace_overhead.py --memory --calls 1000000 [--key int]
 
 ``--key`` is the index the loop gives: ``int`` (``d[i]``), ``np.int64`` (``d[np.int64(i)]``, what indexing with
-an element of a numpy array gives), ``slice`` (``d[i:i + 1]``) or ``tuple`` (``d[i, j]``, a 2-D dataset; --inprocess).
+an element of a numpy array gives), ``slice`` (``d[i:i + 1]``) or ``tuple`` (``d[i, j]``, a 2-D dataset; --inprocess);
+``--inprocess`` only: ``fancy`` (``d[[i, i + 1]]``, a list index: h5py's fast reader takes it, the recorder keeps the
+list) or ``mask`` (``d[m]``, a boolean mask of two elements: h5py's Python path and the recorder's full path, with
+the low-level ``DatasetID.read`` it makes).
 """
 
 import argparse
@@ -65,12 +68,14 @@ CHILD = textwrap.dedent("""
 INPROCESS = textwrap.dedent("""
     import json, statistics, sys, time
     import h5py, numpy as np
-    from h5py import _selector
+    from h5py import _selector, h5d
     from h5py._hl.dataset import Dataset
     plain_getitem, plain_read = Dataset.__getitem__, _selector.Reader.__dict__["read"]
+    plain_low = h5d.DatasetID.__dict__["read"]
     from ccp.trace.recorder import _set_type_attr, install
     rec = install(sys.argv[2])
     traced_getitem, traced_read = Dataset.__getitem__, _selector.Reader.__dict__["read"]
+    traced_low = h5d.DatasetID.__dict__["read"]
     n, rounds, kind = int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
     per = max(n // rounds, 1)
 
@@ -81,23 +86,45 @@ INPROCESS = textwrap.dedent("""
             return np.arange(per, dtype=np.int64) % 1000        # iterating gives a new numpy scalar per call
         if kind == "tuple":
             return [(i % 1000 // 100, i % 100) for i in range(per)]
+        if kind == "fancy":     # a list index: h5py's fast reader, the recorder's fancy keys
+            return [[i % 998, i % 998 + 1] for i in range(per)]
+        if kind == "mask":      # a boolean mask: h5py's Python path, the recorder's full path
+            masks = np.zeros((100, 1000), bool)
+            masks[np.arange(100), np.arange(100) * 7] = masks[np.arange(100), np.arange(100) * 7 + 3] = True
+            return [masks[i % 100] for i in range(per)]
         return [i % 1000 for i in range(per)]
     with h5py.File(sys.argv[1], "r") as f:
         d = f["y" if kind == "tuple" else "x"]
         d[0]
         times = {"plain": [], "traced": []}
+        # the user calls' recorded time (what ccp diagnose sums), for the keys whose calls the records keep
+        recorded, kept_wall, keep = [0], [], rec.add
+
+        def add(r):
+            if type(r) is tuple:
+                recorded[0] += r[2] - r[1]
+            elif r.get("kind") == "call" and r.get("depth") == 0:
+                recorded[0] += r["wall_ns"]
+            keep(r)
+        rec.add = add
         cpu = {"plain": [], "traced": []}      # the process's CPU time: what a busy machine disturbs least
         for r in range(rounds):
             for mode in (("plain", "traced") if r % 2 else ("traced", "plain")):
                 Dataset.__getitem__ = plain_getitem if mode == "plain" else traced_getitem
                 _set_type_attr(_selector.Reader, "read", plain_read if mode == "plain" else traced_read)
+                _set_type_attr(h5d.DatasetID, "read", plain_low if mode == "plain" else traced_low)
                 keys = fresh_keys()
+                recorded[0] = 0
                 t0, c0 = time.perf_counter(), time.process_time()
                 for k in keys:
                     d[k]
                 cpu[mode].append((time.process_time() - c0) / per)
                 times[mode].append((time.perf_counter() - t0) / per)
+                if mode == "traced":
+                    kept_wall.append(recorded[0] / 1e9 / per)
         Dataset.__getitem__ = traced_getitem
+        _set_type_attr(_selector.Reader, "read", traced_read)
+        _set_type_attr(h5d.DatasetID, "read", traced_low)
     ratios = [t / p for t, p in zip(times["traced"], times["plain"])]
     cpu_ratios = [t / p for t, p in zip(cpu["traced"], cpu["plain"]) if p > 0]
     print(json.dumps({"plain_min_us": min(times["plain"]) * 1e6, "traced_min_us": min(times["traced"]) * 1e6,
@@ -109,7 +136,10 @@ INPROCESS = textwrap.dedent("""
                       "cpu_ratio": statistics.median(cpu_ratios),
                       "cpu_total_ratio": sum(cpu["traced"]) / sum(cpu["plain"]),   # with the part-file writes
                       "cpu_total_cost_us": (sum(cpu["traced"]) - sum(cpu["plain"])) / rounds * 1e6,
-                      "recorded": rec.written + rec.buffered(), "calls": per * rounds}))
+                      "recorded": rec.written + rec.buffered(), "calls": per * rounds,
+                      "recorder": sys.modules["ccp"].__path__[0],
+                      "recorded_ratio": statistics.median(k / p for k, p in zip(kept_wall, times["plain"]))
+                      if kind in ("fancy", "mask") else None}))
 """)
 
 
@@ -170,7 +200,7 @@ def inprocess(calls: int, rounds: int, key: str = "int") -> None:
                              env={**os.environ, "CCP_TRACE_DIR": ""})
     out = json.loads(res.stdout)
     print(f"{out['calls']} reads d[k] (k: {key}) in {rounds} alternating rounds, in one process; load average "
-          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}; recorder {out['recorder']}")
     print(f"untraced {out['plain_us']:.2f} us/call, traced {out['traced_us']:.2f} us/call, "
           f"recording {out['traced_us'] - out['plain_us']:.2f} us/call; traced/untraced median "
           f"{out['ratio']:.3f} (rounds {out['ratio_min']:.3f}-{out['ratio_max']:.3f}); records kept {out['recorded']}")
@@ -179,6 +209,9 @@ def inprocess(calls: int, rounds: int, key: str = "int") -> None:
           f"{out['cpu_total_ratio']:.3f}, recording {out['cpu_total_cost_us']:.2f} us/call")
     print(f"fastest round: untraced {out['plain_min_us']:.2f} us/call, traced {out['traced_min_us']:.2f} us/call, "
           f"ratio {out['traced_min_us'] / out['plain_min_us']:.3f}")
+    if out["recorded_ratio"] is not None:
+        print(f"recorded time of a traced round's calls (what ccp diagnose sums) / the untraced round's wall time beside "
+              f"it: median {out['recorded_ratio']:.3f}")
 
 
 def main() -> None:
@@ -188,10 +221,12 @@ def main() -> None:
     ap.add_argument("--inprocess", action="store_true", help="the d[i] loop, untraced and traced, in one process")
     ap.add_argument("--memory", action="store_true", help="the traced d[i] loop's RSS growth per call")
     ap.add_argument("--rounds", type=int, default=100)
-    ap.add_argument("--key", choices=("int", "np.int64", "slice", "tuple"), default="int",
+    ap.add_argument("--key", choices=("int", "np.int64", "slice", "tuple", "fancy", "mask"), default="int",
                     help="--inprocess, --memory: the index given")
     args = ap.parse_args()
     if args.memory:
+        if args.key in ("fancy", "mask"):
+            ap.error(f"--key {args.key}: --inprocess only")
         memory(args.calls, args.key)
         return
     if args.inprocess:

@@ -7,7 +7,10 @@ per call. Every ``BATCH`` calls of a kind, or at a call that finds the last writ
 lists become int64 rows of the part's journal (:mod:`ccp.trace.journal`), so a process killed in any way loses at most
 that batch; a key the rows cannot hold goes as columns to the part file (:func:`column_block`: a tuple per call or a
 numpy scalar per call cost more to pickle than the reads they described).
-The key is described when the trace is merged (:func:`ccp.trace.store._expand`).
+The key is described when the trace is merged (:func:`ccp.trace.store._expand`). A key h5py's fast reader takes
+with one list or integer array among ints and slices (``d[[i, i + 1]]``: :func:`fancy_key`) is read the same way and
+kept as one tuple per call in the recorder's records, its index a copied list of ints: describing it in the program
+cost four times the read (breaker6 F5).
 
 A flush writes on the program's thread: converting the lists needs the GIL, so a writer thread would cost the
 process the same CPU time, and one more thing to hand over at a fork, an ``os._exit`` or a SIGTERM.
@@ -20,6 +23,7 @@ from itertools import chain, repeat
 
 from ccp.trace.named import like
 from ccp.trace.partfile import raised_by_program
+from ccp.trace.selections import MAX_LISTED
 
 FAST_CAPACITY = 16384       # fast calls of each kind one pickled list takes at most
 BATCH = 2048                # calls of a kind buffered before they are written: at most this many die with a process
@@ -137,6 +141,49 @@ def block_calls(block: dict):
     return zip(seq, t0, t1, token, keys)
 
 
+def fancy_key(key: tuple, plain: set, integers: set, ndarray) -> tuple | None:
+    """A key h5py's fast reader takes with one list or 1-D integer array (``d[[i, i + 1]]``, ``d[idx, 3]``) among
+    ints and slices, as the recorder keeps it: that index a new list of ints (the program may change its own after
+    the call), numpy integers made ints. None for any other key (a mask, two lists, a list of anything but integers:
+    the recorder's full path, so that h5py asks the key's objects what they are once, as untraced). ``integers``:
+    int and numpy's integer types."""
+    if len(key) == 1:       # d[[i, j]], d[idx]: no other part to look at
+        part = _index_list(key[0], integers, ndarray)
+        return None if part is None else (part,)
+    out = None
+    for i, a in enumerate(key):
+        if type(a) in plain:
+            continue
+        part = _index_list(a, integers, ndarray)
+        if part is None or out is not None:
+            return None
+        out = [*key]
+        out[i] = part
+    if out is None:
+        return None
+    return tuple([int(a) if type(a) in integers else a for a in out])
+
+
+def _index_list(a, integers: set, ndarray) -> list | None:
+    """A list of ints or numpy integers, or a 1-D integer array, as a new list of ints; else None, and for more than
+    ``MAX_LISTED`` indices (kept in full, the buffered records of such calls grew with them: the full path keeps their
+    bounds)."""
+    t = type(a)
+    if t is list:
+        if len(a) > MAX_LISTED:
+            return None
+        kinds = set(map(type, a))
+        if kinds == _INT or not a:
+            return a.copy()
+        return [int(x) for x in a] if kinds <= integers else None
+    if t is ndarray and a.ndim == 1 and a.dtype.kind in "iu" and len(a) <= MAX_LISTED:
+        return a.tolist()
+    return None
+
+
+_INT = {int}
+
+
 def fast_getitem(rec, slow, fast_orig):
     """``Dataset.__getitem__`` for the common case, at the least cost: a key of ints and slices read by
     h5py's fast reader (what h5py's own ``__getitem__`` does first) is timed and kept raw; the key is
@@ -148,6 +195,7 @@ def fast_getitem(rec, slow, fast_orig):
     numpy_ints = {getattr(np, n) for n in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")}
     plain = {int, slice, type(Ellipsis), *numpy_ints}
     single = {int, slice, *numpy_ints}
+    integers = {int, *numpy_ints}
     handle_of = rec.handle_of
     columns = rec.columns
     index_calls, slice_calls, tuple_calls = columns.index, columns.slice, columns.tuple
@@ -202,6 +250,26 @@ def fast_getitem(rec, slow, fast_orig):
                                     tuple_calls.extend((next(rec.seq), t0, t1, token, key))
                                     if not len(tuple_calls) % every or t1 > columns.due:
                                         rec.flush()
+                                except Exception as exc:  # never disturb the program
+                                    rec.failed(exc)
+                                return out
+                    return slow(self, args)
+                kept = fancy_key(key, plain, integers, np.ndarray)
+                if kept is not None:
+                    with phil:
+                        if self._fast_read_ok:
+                            t0 = perf()
+                            try:
+                                out = fast_orig(self._fast_reader, key)
+                            except TypeError as exc:    # out of order, repeated: h5py's Python path says so
+                                if raised_by_program(exc):
+                                    raise
+                            else:
+                                t1 = perf()
+                                try:
+                                    dsid = self._id
+                                    rec.add((next(rec.seq), t0, t1, handle_of.get(id(dsid)) or rec.token_of(dsid),
+                                             kept))
                                 except Exception as exc:  # never disturb the program
                                     rec.failed(exc)
                                 return out

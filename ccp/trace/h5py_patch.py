@@ -17,7 +17,7 @@ import time
 from ccp.trace.fastpath import fast_getitem
 from ccp.trace.named import like
 from ccp.trace.remote_files import file_space, fileobj_name, fsspec_info, instrument
-from ccp.trace.selections import _file_name, describe_key, describe_space
+from ccp.trace.selections import _file_name, describe_key, kept_space
 
 
 def _set_type_attr(cls, name: str, value) -> None:
@@ -61,6 +61,7 @@ def patch_h5py(rec) -> None:
 
     def low(api, op, orig):
         def wrapper(self, mspace, fspace, arr_obj, *args, **kwargs):
+            entry = perf()
             r = rec.begin(api, op)
             t0 = perf()
             try:
@@ -69,11 +70,11 @@ def patch_h5py(rec) -> None:
                 t1 = perf()
                 try:
                     file, name, itemsize, shape = rec.handle_info(self)
-                    sel = describe_space(fspace, shape)
+                    sel = kept_space(fspace, shape)     # described when ccp trace merges the parts
                     r.update(sel, file=file, dataset=name, bytes=sel["nelems"] * itemsize)
                 except Exception as exc:  # the program must never see the recorder fail
                     rec.failed(exc)
-                rec.end(r, t0, t1, low=True)
+                rec.end(r, t0, t1, low=True, entry=entry)
         return like(orig, wrapper)
 
     _set_type_attr(h5d.DatasetID, "read", low("DatasetID.read", "read", h5d.DatasetID.__dict__["read"]))
@@ -108,35 +109,39 @@ def patch_h5py(rec) -> None:
     fast_orig = _selector.Reader.__dict__["read"]
 
     def fast_read(self, args):
+        entry = perf()
         dset = rec.local.dataset
         args = index_once(args)
-        r = rec.begin("fast_reader", "read")
         t0 = perf()
-        read = False
         try:
             out = fast_orig(self, args)
-            read = True
-            return out
-        finally:
+        except BaseException:
+            # refused (a mask: h5py reads the key again by its Python path, recorded there) or failed: no read to
+            # record (a refused d[mask] was replayed twice by --verify); what it cost the recorder is its own
             t1 = perf()
             try:
-                if not read:
-                    # refused (a mask, a list: h5py reads the key again by its Python path, recorded there) or
-                    # failed: no read to record (a refused d[mask] was replayed twice by --verify)
-                    r["drop_if_no_io"], r["nlow"] = True, 0
-                elif dset is not None:
-                    file, name, itemsize, shape = rec.handle_info(dset.id)
-                    sel = describe_key(args, shape)
-                    r.update(sel, file=file, dataset=name, bytes=sel["nelems"] * itemsize)
+                rec.spent(t0 - entry + perf() - t1)
             except Exception as exc:  # the program must never see the recorder fail
                 rec.failed(exc)
-            rec.end(r, t0, t1, low=True)
+            raise
+        t1 = perf()
+        r = rec.begin("fast_reader", "read")
+        try:
+            if dset is not None:
+                file, name, itemsize, shape = rec.handle_info(dset.id)
+                sel = describe_key(args, shape)
+                r.update(sel, file=file, dataset=name, bytes=sel["nelems"] * itemsize)
+        except Exception as exc:  # the program must never see the recorder fail
+            rec.failed(exc)
+        rec.end(r, t0, t1, low=True, entry=entry)
+        return out
 
     fast_read = like(fast_orig, fast_read)
     _set_type_attr(_selector.Reader, "read", fast_read)
 
     def high(api, op, orig):
         def wrapper(self, *args, **kwargs):
+            entry = perf()
             dset = getattr(self, "_dset", self)
             r = rec.begin(api, op)
             saved = rec.local.dataset
@@ -152,7 +157,7 @@ def patch_h5py(rec) -> None:
                     r.update(file=file, dataset=name)
                 except Exception as exc:  # the program must never see the recorder fail
                     rec.failed(exc)
-                rec.end(r, t0, t1, low=False)
+                rec.end(r, t0, t1, low=False, entry=entry)
         return like(orig, wrapper)
 
     Dataset.__getitem__ = fast_getitem(rec, high("Dataset.__getitem__", "read", Dataset.__getitem__), fast_orig)

@@ -518,11 +518,22 @@ class Recorder:
             rec = {"kind": "call"}
         return rec
 
-    def end(self, rec: dict, t0: int, t1: int, low: bool) -> None:
+    def end(self, rec: dict, t0: int, t1: int, low: bool, entry: int | None = None) -> None:
+        """Record the call timed from ``t0`` to ``t1``; ``entry``, when its wrapper started. Its wrapper's work
+        before ``t0`` and all that follows ``t1`` up to this method's return (describing it, keeping its record, a
+        write of the buffer) is the recorder's own: taken out of the time of every call enclosing it, whose spans hold
+        it, so that a call's recorded time is what the program pays untraced."""
         try:
             self._end(rec, t0, t1, low)
+            if self.local.stack:
+                self.spent(time.perf_counter_ns() - t1 + (t0 - entry if entry is not None else 0))
         except Exception as exc:  # the program must never see the recorder fail
             self.failed(exc)
+
+    def spent(self, ns: int) -> None:
+        """``ns`` of the recorder's own work inside the spans of this thread's open calls: out of their times."""
+        for outer in self.local.stack:
+            outer["rec_ns"] = outer.get("rec_ns", 0) + ns
 
     def _end(self, rec: dict, t0: int, t1: int, low: bool) -> None:
         st = self.local.stack
@@ -539,12 +550,10 @@ class Recorder:
         if low:
             rec["hdf5_ns"] = t1 - t0
             nbytes = rec.get("bytes", 0)
-            own = time.perf_counter_ns() - t1      # describing this call's selection, after HDF5 returned
             for outer in st:           # every enclosing call spent this time inside HDF5
                 outer["hdf5_ns"] += t1 - t0
                 outer["nlow"] += 1
                 outer["bytes"] = outer.get("bytes", 0) + nbytes
-                outer["rec_ns"] = outer.get("rec_ns", 0) + own
         self.add(rec)
 
 

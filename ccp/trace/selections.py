@@ -129,3 +129,38 @@ def _layout(dsid, storage_size: bool = True) -> dict:
             "storage_size": int(dsid.get_storage_size()) if storage_size else None}
 
 
+
+
+ENCODED_MOST = 16384        # bytes of an encoded file dataspace a record keeps; a bigger one is described at once
+
+
+def kept_space(fspace, shape) -> dict:
+    """What :func:`describe_space` says of ``fspace``, left for later: the dataspace as HDF5 encodes it (``space``,
+    one C call instead of the several a description takes, each a Python call into h5py) and its number of elements,
+    which the call's bytes need now. ``ccp trace`` describes it as it merges the parts (:func:`describe_kept`). A
+    selection of so many blocks or points that its encoding is over ``ENCODED_MOST`` bytes is described at once (its
+    bounds only: see ``MAX_LISTED``), so that the records buffered stay small."""
+    from h5py import h5s
+
+    if fspace is None or fspace.id == h5s.ALL.id:
+        return describe_space(fspace, shape)
+    raw = fspace.encode()
+    if len(raw) > ENCODED_MOST:
+        return describe_space(fspace, shape)
+    return {"space": raw, "nelems": fspace.get_select_npoints()}
+
+
+def describe_kept(rec: dict) -> dict:
+    """``rec``, its selection described (in place) if :func:`kept_space` left it encoded."""
+    if "space" not in rec:
+        return rec
+    from h5py import h5s
+
+    raw = rec.pop("space")
+    try:
+        space = h5s.decode(raw)
+    except Exception:  # not HDF5's encoding (a damaged part): what the call read stays unknown, its size known
+        rec["sel"] = "unknown"
+        return rec
+    rec.update(describe_space(space, space.shape))
+    return rec

@@ -17,7 +17,7 @@ from pathlib import Path
 from ccp.errors import CcpError
 from ccp.trace.fastpath import BATCH, BATCH_AGE_NS, block_calls
 from ccp.trace.journal_read import JournalFeed
-from ccp.trace.selections import describe_key
+from ccp.trace.selections import describe_kept, describe_key
 from ccp.workload.tracefile import COLUMNS, LIST_COLUMNS, SCHEMA_VERSION
 
 PARTS = "parts"
@@ -218,7 +218,7 @@ def _expand(batch: list, pid: int | None, handles: dict, out: list, layouts: lis
         elif kind == "error":
             errors.append(r)
         else:
-            out.append(r)
+            out.append(describe_kept(r))    # a file dataspace the recorder kept encoded, described
 
 
 def read_parts(parts_dir: Path, torn: list | None = None) -> tuple[list[dict], list[dict], list[dict]]:

@@ -91,8 +91,9 @@ PROGRAM = textwrap.dedent("""
     import h5py, numpy as np
     from h5py._hl.dataset import Dataset
     ONE = [3, -1, np.int64(7), np.uint16(9), np.int8(-2), slice(2, 5), slice(None), slice(5, 5), slice(-3, None),
-           slice(0, 10, 3), slice(None, 4), Ellipsis]
-    TWO = [2, np.int64(1), slice(1, 3), (2, slice(1, 4)), (np.int32(1), np.int64(2)), (Ellipsis, 3), (slice(None), 0)]
+           slice(0, 10, 3), slice(None, 4), Ellipsis, [1, 2], [np.int64(2), 5], np.array([0, 4, 9]), [-1]]
+    TWO = [2, np.int64(1), slice(1, 3), (2, slice(1, 4)), (np.int32(1), np.int64(2)), (Ellipsis, 3), (slice(None), 0),
+           ([1, 3], 2), (np.int64(1), [0, 5]), (np.array([0, 2], np.uint8), slice(1, 4))]
     with h5py.File(sys.argv[1], "w") as f:
         f.create_dataset("x", data=np.arange(100.0), chunks=(10,))
         f.create_dataset("y", data=np.arange(60, dtype="i2").reshape(6, 10))
@@ -126,7 +127,7 @@ def test_every_fast_key_gives_the_rows_of_the_full_path(tmp_path):
     t = pd.read_parquet(tmp_path / "t" / "calls.parquet")
     t = t[(t["kind"] == "call") & t["api"].isin(["Dataset.__getitem__", "fast_reader"])].reset_index(drop=True)
     half = len(t) // 2
-    assert half == 2 * (12 + 7 + 120)
+    assert half == 2 * (16 + 10 + 120)
     parent_at = {s: i for i, s in enumerate(t["seq"])}
     t["parent_row"] = [parent_at.get(p, -1) - (i >= half) * half if d else -1
                        for i, (p, d) in enumerate(zip(t["parent"], t["depth"]))]

@@ -28,7 +28,7 @@ PROGRAM = textwrap.dedent("""
     def read(d, i):
         global reads
         if i % 7 == 0:
-            d[[1, 2]]                   # a list key: the recorder's slow path (a record naming its pid)
+            d.astype("f8")[[1, 2]]      # through astype: the recorder's full path (records naming their pid)
         elif i % 3 == 0:
             d[i % 90:i % 90 + 5]        # a slice key: the fast path's slice columns
         else:
