@@ -148,6 +148,7 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
         # in_memory: the program's calls that index a block it holds instead (numpy's cost, not h5py's)
         t = predict_time(costs, n_user, n_low, model["chunk_loads"], ratio) + in_memory * NUMPY_INDEX_S
         # bounded: both times are upper bounds, whose ratio bounds nothing
+        why += "; its counts include bounding boxes: upper bounds" if bounds else ""
         cures.append({"cure": name, "why": why, "predicted_s": t, "speedup": now / t if t and not bounded else None,
                       "chunk_loads": model["chunk_loads"], "code": code, "bounded": bounds})
 
