@@ -32,6 +32,7 @@ from ccp.trace.chunk_price import (
     overhead_share,
 )
 from ccp.trace.cures import cache_for, chunk_candidates, partial_requests
+from ccp.trace.diagnose_bounds import bounded_note, exact_calls
 from ccp.trace.harm import HARM, dataset_slug, price_cure, tune_workload_yaml
 from ccp.trace.libraries import (
     batched_code,
@@ -109,6 +110,8 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
         sequences["read"] = seq
     out["reopens"] = seq.reopens
     out["approximate_calls"] = seq.approximate
+    bounded = seq.approximate > 0           # the model's counts of those calls, and so its sums, are upper bounds
+    most = "at most " if bounded else ""
     cache0 = seq.session_caches[0] if seq.session_caches else library_cache(trace)
     out["cache"] = {"nbytes": cache0.nbytes, "nslots": cache0.nslots, "w0": cache0.w0}
     if not len(seq.plan):
@@ -120,8 +123,12 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
     low_sorted = low_sorted[~low_sorted["sel"].isin(["none", "unknown"])]
     low_hdf5 = low_sorted["hdf5_s"].to_numpy(float)[:seq.ncalls]
     loads = base["loads_per_call"][:len(low_hdf5)]
+    exact = exact_calls(seq, len(low_hdf5))     # a bounding box's loads are not the call's: no cost fitted on them
+    low_hdf5, loads = low_hdf5[exact], loads[exact]
     costs = attribute_call_tail(fit_costs(mine["wall_s"], mine["hdf5_s"], low_hdf5, loads), low_hdf5, loads,
                                 load_cost(base["chunk_bytes"], seq.filtered) if seq.chunks else 0.0)
+    if not exact.any() and seq.chunks:      # every call a bounding box: this machine's cost of a load instead
+        costs = {**costs, "hdf5_per_load_s": load_cost(base["chunk_bytes"], seq.filtered)}
     del loads, low_hdf5, low_sorted
     base.pop("loads_per_call"), base.pop("flushes_per_call")     # fitted: a 10^7-call trace's 160 MB freed
     out["costs"] = costs
@@ -137,11 +144,13 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
     cures = out["cures"]
     user_calls, low_calls = len(mine), seq.ncalls
 
-    def cure(name, why, model, code, n_user=user_calls, n_low=low_calls, ratio=1.0, in_memory=0):
+    def cure(name, why, model, code, n_user=user_calls, n_low=low_calls, ratio=1.0, in_memory=0, bounds=bounded):
         # in_memory: the program's calls that index a block it holds instead (numpy's cost, not h5py's)
         t = predict_time(costs, n_user, n_low, model["chunk_loads"], ratio) + in_memory * NUMPY_INDEX_S
-        cures.append({"cure": name, "why": why, "predicted_s": t, "speedup": now / t if t else None,
-                      "chunk_loads": model["chunk_loads"], "code": code})
+        # bounded: both times are upper bounds, whose ratio bounds nothing
+        why += "; its counts include bounding boxes: upper bounds" if bounds else ""
+        cures.append({"cure": name, "why": why, "predicted_s": t, "speedup": now / t if t and not bounded else None,
+                      "chunk_loads": model["chunk_loads"], "code": code, "bounded": bounds})
 
     stale = writes_between_reads(low, rows.low_writes) if len(wuser) else False
     if stale:
@@ -171,7 +180,7 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
         cure(f"{what} ({format_bytes(nbytes)})", f"one read per process of the {shape_str(tuple(hi - lo))} box the "
              f"{user_calls} reads fall in, indexed in memory after: {m['chunk_loads']} chunk loads", m,
              batched_code(dataset, lo.tolist(), hi.tolist(), nbytes, libs, layout.get("dims"), chunks),
-             n_user=npid, n_low=npid, in_memory=user_calls)
+             n_user=npid, n_low=npid, in_memory=user_calls, bounds=False)     # one box a process: exact
         cures[-1]["apply"] = {"kind": "batched", "start": lo.tolist(), "count": (hi - lo).tolist()}
 
     if chunks is None:
@@ -207,7 +216,8 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
         reloads = base["chunk_loads"] - ws_chunks * len(seq.session_starts)
         if cache0.nbytes < ws_bytes and base["chunk_loads"] > ws_chunks and reloads > 0:
             f.append(f"cache smaller than the working set: the cache holds {format_bytes(cache0.nbytes)}, one session "
-                     f"touches {ws_chunks} chunks ({format_bytes(ws_bytes)}), so chunks are evicted and loaded again")
+                     f"touches {most}{ws_chunks} chunks ({format_bytes(ws_bytes)}), so chunks are evicted and loaded "
+                     "again" + (" (if the bounding boxes' chunks are all read)" if bounded else ""))
         if "xarray" in libs and ws_bytes > cache0.nbytes:
             f.append(f"xarray: the cells this program selects span {ws_chunks} chunks ({format_bytes(ws_bytes)}) against "
                      f"a {format_bytes(cache0.nbytes)} chunk cache, and xarray reaches the variable afresh for each "
@@ -216,7 +226,7 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
         batched(ws_bytes)
         if chunk_bytes < 16 * 1024 and base["chunk_loads"] >= 100 * user_calls:
             f.append(f"tiny chunks: a {shape_str(chunks)} chunk is {format_bytes(chunk_bytes)}; each call loads "
-                     f"{base['chunk_loads'] / user_calls:.0f} chunks on average, each with HDF5's fixed cost per chunk "
+                     f"{most}{base['chunk_loads'] / user_calls:.0f} chunks on average, each with HDF5's fixed cost per chunk "
                      f"(~{format_seconds(costs['hdf5_per_load_s'])} per load here)")
         if larger := chunk_larger_than_cache(chunk_bytes, cache0.nbytes, seq.filtered):
             f.append(larger)      # in the words `ccp advise` and `ccp inspect` use (ccp.predict.explain)
@@ -236,7 +246,8 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
             else:
                 lo = mid + 1
         # xarray reaches the variable afresh per selection: a cache it reopens dies with each (its cures instead)
-        no_cache = "xarray" in libs and merge
+        # bounded: the chunks a bounding box spans are not the ones the reads come back to: no cache sized on them
+        no_cache = ("xarray" in libs and merge) or bounded
         if (best and not no_cache and best[0] > cache0.nbytes
                 and best[1]["chunk_loads"] < (kept["chunk_loads"] if merge else base["chunk_loads"])):
             c = cache_for(best[0], chunk_bytes)
@@ -245,7 +256,8 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
                  f"holds the {ws_chunks} chunks ({format_bytes(ws_bytes)}) the reads come back to", best[1],
                  cache_code(file, dataset, c.nbytes, c.nslots, libs, merge))
             cures[-1]["apply"] = {"kind": "cache", "nbytes": c.nbytes, "nslots": c.nslots, "merge": merge}
-        elif (slots := cache_for(cache0.nbytes, chunk_bytes)).nslots > cache0.nslots and cache0.nbytes >= chunk_bytes:
+        elif (not bounded and (slots := cache_for(cache0.nbytes, chunk_bytes)).nslots > cache0.nslots
+              and cache0.nbytes >= chunk_bytes):
             # enough bytes, too few hash slots: HDF5 keeps one chunk per slot, two chunks hashing alike evict each other
             m = run_model(seq, caches=replace(cache0, nslots=slots.nslots), per_call=False)
             if m["chunk_loads"] < MIN_GAIN * base["chunk_loads"]:
@@ -261,7 +273,7 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
         ratio = out["decoded_per_delivered"]
         if partial and ratio and ratio > 1.5:
             f.append(f"selections misaligned with chunks: {_pct(partial, len(seq.plan))} of requests cover only part of "
-                     f"the {shape_str(chunks)} chunks they touch; {ratio:.1f} bytes decoded per byte delivered")
+                     f"the {shape_str(chunks)} chunks they touch; {most}{ratio:.1f} bytes decoded per byte delivered")
         # tiny requests
         med = float(np.median(mine["bytes"].fillna(0))) if len(mine) else 0.0
         fixed = user_calls * (costs["python_per_call_s"] + costs["hdf5_per_call_s"])
@@ -484,16 +496,19 @@ def format_diagnosis(diag: dict) -> str:
                      + (f"; {'netCDF-C chunk cache (get_var_chunk_cache)' if d.get('library') == 'netCDF4' else 'cache'} "
                         f"{format_bytes(d['cache']['nbytes'])}/{d['cache']['nslots']} slots"
                         if d.get("cache") and d["chunks"] else ""))      # a contiguous dataset has no chunk cache
+        most = "at most " if d.get("approximate_calls") else ""
+        if most:        # said before any count it bounds
+            lines.append(f"  note: {bounded_note(d['approximate_calls'], d['reads'])}")
         if d["reads"]:
             lines.append(f"  reads: {d['reads']} call(s)")
         if "chunk_loads" in d:
             ratio = d["decoded_per_delivered"]
-            lines.append(f"  model over the real sequence: {d['chunk_loads']} chunk loads, "
-                         f"{d['chunk_loads_per_call']:.1f} per call, "
-                         f"{ratio:.2f} bytes decoded per byte delivered" if ratio else
-                         f"  model over the real sequence: {d['chunk_loads']} chunk loads")
+            lines.append(f"  model over the real sequence: {most}{d['chunk_loads']} chunk loads, "
+                         f"{most}{d['chunk_loads_per_call']:.1f} per call, "
+                         f"{most}{ratio:.2f} bytes decoded per byte delivered" if ratio else
+                         f"  model over the real sequence: {most}{d['chunk_loads']} chunk loads")
             lines.append(f"  time: measured {format_seconds(d['wall_s'])}, predicted from the trace's own costs "
-                         f"{format_seconds(d['predicted_s'])}")
+                         f"{most}{format_seconds(d['predicted_s'])}")
         for f in d["findings"]:
             lines.append(f"  - {f}")
         if d["reads"]:
@@ -525,8 +540,6 @@ def format_diagnosis(diag: dict) -> str:
                           _small_share(d.get("write_wall_s"), diag.get("program_s")))
         for note in d.get("notes", []):
             lines.append(f"  note: {note}")
-        if d.get("approximate_calls"):
-            lines.append(f"  note: {d['approximate_calls']} call(s) replayed by their bounding box (selection too large to list)")
     for cmd in diag.get("combined_repacks", []):
         lines.append("")
         lines.append("every repack cure of a file in one copy (each cure's own command changes one dataset):")
@@ -555,6 +568,7 @@ def _format_cures(lines: list[str], cures: list[dict], whose: str, small: str = 
     lines.append(f"  cures, best first ({RULE}; predicted time for {whose} calls):")
     for i, c in enumerate(cures, 1):
         sp = f", {c['speedup']:.1f}x faster" if c.get("speedup") else ""
-        lines.append(f"  {i}. {c['cure']}: {format_seconds(c['predicted_s'])}{sp} ({c['why']})")
+        most = "at most " if c.get("bounded") else ""
+        lines.append(f"  {i}. {c['cure']}: {most}{format_seconds(c['predicted_s'])}{sp} ({c['why']})")
         for code in c["code"].splitlines():
             lines.append(f"       {code}")

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import os
 
-MAX_LISTED = 4096           # points or hyperslab blocks listed per call; beyond, bounds only
+MAX_LISTED = 4096           # points or hyperslab blocks listed one by one per call (plain, the common case)
+MAX_LISTED_VALUES = 1 << 17  # ints of a larger call's list as runs (below); beyond, bounds only
+MAX_EXAMINED = 1 << 22      # points or blocks fetched from HDF5 to look for runs; beyond, bounds only
+RUNS = -1                   # first value of a list written as runs: a corner or coordinate is never negative
 
 
 def _file_name(raw) -> str:
@@ -36,8 +39,9 @@ def describe_space(fspace, shape) -> dict:
         out = {"sel": "points", "nelems": n}
         lo, hi = fspace.get_select_bounds()
         out["start"], out["count"] = list(lo), [h - lo_ + 1 for lo_, h in zip(lo, hi)]
-        if n <= MAX_LISTED:
-            out["points"] = fspace.get_select_elem_pointlist().ravel().tolist()
+        listed = _listed(fspace.get_select_elem_pointlist, n, len(shape))
+        if listed is not None:
+            out["points"] = listed
         return out
     if fspace.is_regular_hyperslab():
         start, stride, count, block = fspace.get_regular_hyperslab()
@@ -49,9 +53,45 @@ def describe_space(fspace, shape) -> dict:
     lo, hi = fspace.get_select_bounds()
     out = {"sel": "blocks", "start": list(lo), "count": [h - lo_ + 1 for lo_, h in zip(lo, hi)], "nelems": n,
            "nblocks": nblocks}
-    if nblocks <= MAX_LISTED:
-        out["blocks"] = fspace.get_select_hyper_blocklist().ravel().tolist()   # (start, end) corners
+    listed = _listed(fspace.get_select_hyper_blocklist, nblocks, 2 * len(shape))    # (start, end) corners
+    if listed is not None:
+        out["blocks"] = listed
     return out
+
+
+def _listed(fetch, n: int, width: int) -> list | None:
+    """The ``n`` points or blocks ``fetch()`` gives (an ``(n, ...)`` array of ``width`` ints each) as a flat list:
+    one by one up to :data:`MAX_LISTED`; a larger call as runs when they fit in :data:`MAX_LISTED_VALUES` (or one by
+    one when that is shorter and fits); else None (bounds only: ccp says its counts are upper bounds).
+
+    Runs (``[RUNS, n1, *first1, *step1, n2, *first2, *step2, ...]``): each run is ``n`` items in arithmetic
+    progression, item ``k`` being ``first + k * step`` over all ``width`` values (a list index ``d[::2]``-like, the
+    rows of ``d[[0, 2, 4, ...], :, 2:8]``). Decoded by ``ccp.workload.replay.decode_runs``. Numpy's work here is
+    proportional to what HDF5 already holds for the selection (its own list of points or blocks)."""
+    if n <= MAX_LISTED:
+        return fetch().ravel().tolist()
+    if n > MAX_EXAMINED:
+        return None
+    import numpy as np
+
+    items = np.asarray(fetch(), np.int64).reshape(n, width)
+    step = np.diff(items, axis=0)
+    # item j joins the run of item j - 1 when the step into it is the step into j - 1 (item 1 always joins item 0)
+    joins = np.ones(n, bool)
+    joins[0] = False
+    joins[2:] = (step[1:] == step[:-1]).all(axis=1)
+    first = np.flatnonzero(~joins)
+    nruns = len(first)
+    if nruns * (1 + 2 * width) + 1 >= n * width:       # runs no shorter than the items themselves
+        return items.ravel().tolist() if n * width <= MAX_LISTED_VALUES else None
+    if nruns * (1 + 2 * width) + 1 > MAX_LISTED_VALUES:
+        return None
+    lengths = np.diff(np.append(first, n))
+    steps = np.zeros((nruns, width), np.int64)
+    multi = lengths > 1
+    steps[multi] = step[first[multi]]
+    runs = np.concatenate([lengths[:, None], items[first], steps], axis=1)
+    return [RUNS, *runs.ravel().tolist()]
 
 
 def _simple_key(args, shape):

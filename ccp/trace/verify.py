@@ -310,6 +310,9 @@ def verify_top(trace: Trace, diag: dict, repeats: int = 3, seq: ReplaySequence |
         counted = (f"; HDF5 read {x['raw_reads']} -> {y['raw_reads']} raw-data piece(s) "
                    f"({format_bytes(x['raw_read_bytes'])} -> {format_bytes(y['raw_read_bytes'])}) in one more replay "
                    "each under the log driver")
+        if seq.approximate:     # the traced side is not the program's own reads then
+            counted += (f" (the traced side reads {seq.approximate} call(s) by their bounding box, as the model does: "
+                        f"the program itself read at most {x['raw_reads']} pieces)")
     return {"cure": name, "before_s": b, "after_s": a, "repeats": repeats, "library": through, "verdict": verdict,
             **io, "note": f"replay of the traced reads through {through}, median of {repeats}, warm page cache"
                           + copied + counted}

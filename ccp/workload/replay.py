@@ -23,6 +23,9 @@ How selections become requests (``ccp.workload.requestplan.RequestPlan``):
 * ``blocks`` (irregular hyperslabs, e.g. a list index ``d[[0, 5, 9]]``): one box per listed block, the boxes one
   call (below).
 * ``points`` (a point selection, e.g. h5py's boolean mask): one 1-element box per point, in order, one call.
+* a call of more than 4,096 blocks or points: the recorder writes their list as runs in arithmetic progression
+  when that is short enough (:func:`listed_items` decodes it), e.g. a 5,001-row list index ``d[[0, 2, ..., 9998,
+  99998]]`` as two runs; the boxes are then those of the blocks or points, as above.
 * more than ``max_boxes`` blocks or points in one call, blocks/points not listed in the trace, or a damaged
   regular hyperslab: the selection's bounding box (``approximate`` counts these calls).
 
@@ -73,6 +76,7 @@ class ReplaySequence:
     session_pids: tuple[int, ...]   # the process of each session
     ncalls: int                     # low-level calls
     approximate: int                # calls replayed by their bounding box
+    bounded: np.ndarray | None = None   # which low-level calls those are (indices of calls; None: none)
 
     @property
     def reopens(self) -> int:
@@ -132,16 +136,40 @@ def _boxes(row, rank: int, max_boxes: int) -> tuple[list, list, bool, list | Non
         if one is not None:
             return [one[0]], [one[1]], False, [one[2]], [one[3]]
     if sel == "blocks" and row["blocks"] is not None:
-        corners = np.asarray(row["blocks"], np.int64).reshape(-1, 2, rank)
-        if len(corners) <= max_boxes:
+        corners = listed_items(row["blocks"], 2 * rank, max_boxes)
+        if corners is not None:
+            corners = corners.reshape(-1, 2, rank)
             return corners[:, 0].tolist(), (corners[:, 1] - corners[:, 0] + 1).tolist(), False, None, None
     if sel == "points" and row["points"] is not None:
-        pts = np.asarray(row["points"], np.int64).reshape(-1, rank)
-        if len(pts) <= max_boxes:
+        pts = listed_items(row["points"], rank, max_boxes)
+        if pts is not None:
             return pts.tolist(), [[1] * rank] * len(pts), False, None, None
     if start is not None and count is not None:      # bounds only
         return [start], [count], True, None, None
     return [], [], True, None, None
+
+
+RUNS = -1       # first value of a list the recorder wrote as runs (ccp.trace.selections._listed)
+
+
+def listed_items(values, width: int, most: int) -> np.ndarray | None:
+    """A trace's ``blocks`` or ``points`` list as an ``(n, width)`` array (None: more than ``most`` items, or a list
+    that does not decode). The recorder writes a large call's list as runs, ``[RUNS, n, *first, *step, ...]``:
+    ``n`` items ``first + k * step`` each; else the items one after the other."""
+    flat = np.asarray(values, np.int64).ravel()
+    if not len(flat) or flat[0] != RUNS:
+        return flat.reshape(-1, width) if len(flat) % max(width, 1) == 0 and len(flat) // max(width, 1) <= most \
+            else None
+    runs = flat[1:]
+    if len(runs) % (1 + 2 * width):
+        return None
+    runs = runs.reshape(-1, 1 + 2 * width)
+    lengths = runs[:, 0]
+    if (lengths < 1).any() or int(lengths.sum()) > most:
+        return None
+    k = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)    # index within its run
+    return np.repeat(runs[:, 1:1 + width], lengths, axis=0) + k[:, None] * np.repeat(runs[:, 1 + width:], lengths,
+                                                                                     axis=0)
 
 
 def _matrix(col, rank: int) -> np.ndarray | None:

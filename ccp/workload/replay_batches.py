@@ -61,6 +61,7 @@ class SequenceBuilder:
         self.strides: list[np.ndarray | None] = []    # per batch: a regular hyperslab's strides and blocks (None:
         self.blocks: list[np.ndarray | None] = []     # the batch has none; finish() fills in the boxes' counts)
         self.nreq = self.ncalls = self.approximate = 0
+        self.bounded: list[np.ndarray] = []      # per batch: the calls replayed by their bounding box
         self.reach = np.asarray(layout["shape"], np.int64)      # the largest extent a request reached
         self.session_starts: list[int] = []
         self.caches: list[ChunkCache | None] = []
@@ -104,6 +105,7 @@ class SequenceBuilder:
         extra: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         hyper: dict[int, tuple[list, list]] = {}     # the regular hyperslabs' strides and blocks, by row
         boxed = np.flatnonzero(~plain)
+        bounded_rows: list[int] = []      # rows replayed by their bounding box
         if len(boxed):      # the columns of these rows as Python lists at once: no pandas row a call
             picked = rows[BOX_COLUMNS].iloc[low_rows[boxed]]
             for j, values in zip(boxed.tolist(), zip(*(picked[c].tolist() for c in BOX_COLUMNS))):
@@ -115,6 +117,8 @@ class SequenceBuilder:
                     hyper[j] = (r_strides, r_blocks)
                 nbox[j] = len(r_starts)
                 self.approximate += approx
+                if approx and len(r_starts):
+                    bounded_rows.append(j)
         pstarts = _matrix(rows["start"].iloc[low_rows[plain]], self.rank)
         pcounts = _matrix(rows["count"].iloc[low_rows[plain]], self.rank)
         if self.rank == 0 and (pstarts is None or pcounts is None):     # a netCDF4 scalar traced before the fix
@@ -145,7 +149,10 @@ class SequenceBuilder:
         self.strides.append(strides)
         self.blocks.append(blocks)
         has = nbox > 0
-        self.call_of.append(np.repeat(self.ncalls + np.cumsum(has) - 1, nbox).astype(np.int64))
+        call_index = self.ncalls + np.cumsum(has) - 1
+        if bounded_rows:
+            self.bounded.append(call_index[bounded_rows].astype(np.int64))
+        self.call_of.append(np.repeat(call_index, nbox).astype(np.int64))
         self.codes.append(np.repeat(_is(rows["op"].iloc[low_rows], ["write"]).astype(np.uint8), nbox))
         self.points.append(np.repeat(_is(sel, ["points"]), nbox))
         if len(starts):
@@ -234,7 +241,8 @@ class SequenceBuilder:
                                              points=points if points.any() else None),
             call_of=call_of, session_starts=np.asarray(self.session_starts, np.int64),
             session_caches=tuple(c or fallback for c in self.caches), session_pids=tuple(self.session_pids),
-            ncalls=self.ncalls, approximate=self.approximate)
+            ncalls=self.ncalls, approximate=self.approximate,
+            bounded=np.concatenate(self.bounded) if self.bounded else None)
 
 
 def replay_sequence(trace: Trace, dataset: str, pid: int | None = None, file: str | None = None,
