@@ -304,6 +304,8 @@ def write_file(spec, path) -> list[str]:
             f["dangling"] = h5py.SoftLink("/nowhere")
             f["external"] = h5py.ExternalLink("other.h5", "/x")
             f["alias"] = f[names[-1]]
+            if names[-1] in undefined:      # a hard link: the same elements, as undefined under its second name
+                undefined.append("/alias")
     return undefined
 
 

@@ -45,7 +45,8 @@ class _NamedForTools:
     loader); ``__file__`` stays the real path.
     """
 
-    root = None
+    # a type comment, not an annotation: this file runs under the traced program's own Python, maybe before 3.10
+    root = None  # type: str | None
 
     @staticmethod
     def find_spec(name, path=None, target=None):
