@@ -36,6 +36,9 @@ from ccp.repack.plan import DEFAULT_BUFFER_BYTES, Slab, plan_slabs
 from ccp.repack.readback import SAMPLED_CHUNKS, WrittenChunks
 from ccp.repack.rechunk import (
     RAW_SECONDS_PER_BYTE,
+    SECONDS_PER_BAND_TARGET,
+    SECONDS_PER_PIPELINE_TARGET,
+    SECONDS_PER_SOURCE_READ,
     MemoryBudget,
     index_bytes,
     io_ops,
@@ -48,15 +51,10 @@ from ccp.repack.rechunk import (
 from ccp.repack.stages import STAGE_SECONDS_PER_BYTE, plan_copy, reread_note
 from ccp.repack.tree import _Repacker
 
-# main-thread seconds per source chunk read and per target chunk written (index walk, slicing, the
-# write call), measured on the 6458 benchmark with cProfile (0.35 s for 10,000 source chunks)
-SECONDS_PER_SOURCE_CHUNK = 30e-6
+# main-thread seconds per target chunk written by the one-thread path (slicing, the write call), measured on the 6458
+# benchmark with cProfile; per source chunk read, per pipeline and band target chunk: rechunk.py's, the same
+# measurements the plan's choice uses
 SECONDS_PER_TARGET_CHUNK = 300e-6
-# the pipeline's main thread per target chunk: submitting its task, write_direct_chunk of its encoding
-SECONDS_PER_TARGET_WRITE = 150e-6
-# the band path's main thread per target chunk: write_direct_chunk of its encoding (8 us of CPU each for the
-# daily-map transpose's 13,824 chunks of 1.4 KiB, load 4.5), the loop around it
-SECONDS_PER_BAND_WRITE = 12e-6
 # the read-back's serial seconds per target chunk after the copy: its entry in the reopened file's chunk index
 # and the CRC of its stored bytes, read in runs (ccp.repack.readback; 14 us per chunk under cProfile at load 12
 # on the daily-map transpose's 13,824 chunks, about a third of that without the profiler)
@@ -537,7 +535,7 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, core
         # the main thread writes them
         # (each chunk's check, decoding it again, is timed within "encode": no read-back decode besides)
         worker = reads * stages_cpu["decode"] + tgt.raw_bytes * (stages_cpu["place"] + stages_cpu["encode"])
-        main_cpu = count.target_chunks * SECONDS_PER_BAND_WRITE
+        main_cpu = count.target_chunks * SECONDS_PER_BAND_TARGET
         secs = max(main_cpu / main_share, (worker + main_cpu) / eff) + rb_serial / main_share
     elif stages_cpu is not None:
         # the pipeline (ccp.repack.pipeline): the threads run every task's stages, the main thread lists
@@ -546,7 +544,7 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, core
         worker = (reads * stages_cpu["decode"]
                   + tgt.raw_bytes * (stages_cpu["place"] + stages_cpu["encode"] + stages_cpu["check"]))
         pieces = io_ops(tgt.shape, src_chunks, dst_chunks)
-        main_cpu = pieces * stages_cpu["list"] + count.target_chunks * SECONDS_PER_TARGET_WRITE
+        main_cpu = pieces * stages_cpu["list"] + count.target_chunks * SECONDS_PER_PIPELINE_TARGET
         # a source chunk several target chunks share is decoded by the first task to reach it while the others
         # that need it wait: neighbouring tasks need the same ones (the transpose job: each source chunk in 4
         # consecutive target chunks), so about its decode is lost on each of the other threads
@@ -557,7 +555,7 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, core
         secs = max(main_cpu / main_share, (worker + waiting + main_cpu) / eff) + tail + rb_serial / main_share
     else:
         codec = reads * src_chunk_raw * dec + tgt.raw_bytes * enc
-        main = (reads * SECONDS_PER_SOURCE_CHUNK + count.target_chunks * SECONDS_PER_TARGET_CHUNK) / main_share
+        main = (reads * SECONDS_PER_SOURCE_READ + count.target_chunks * SECONDS_PER_TARGET_CHUNK) / main_share
         secs = main + rb_serial / main_share + (codec + rb_parallel) / eff
     avg_stored = tgt.stored_bytes / stored if stored else 0
     stages: tuple = ()

@@ -13,13 +13,13 @@ import os
 import re
 from pathlib import Path
 
+from ccp.hdf5.dataset import NETCDF_NON_COORD as NON_COORD
 from ccp.units import format_bytes, shape_str
 from ccp.workload.tracefile import Trace
 
 KNOWN = ("xarray", "netCDF4", "h5netcdf", "fsspec", "s3fs", "tables", "pandas")
 _IMPORT = re.compile(r"^\s*(?:from\s+(" + "|".join(KNOWN) + r")\b|import\s+(.+))", re.M)
 SOURCE_BYTES = 1 << 20
-NON_COORD = "_nc4_non_coord_"     # netCDF-C's HDF5 name for a variable named like a dimension it does not index
 
 
 def is_local_path(file: str) -> bool:

@@ -9,7 +9,6 @@ import h5py
 import numpy as np
 import pytest
 
-from ccp.repack import chunks as chunks_mod
 from ccp.repack.copy import repack
 from ccp.repack.rechunk import MemoryBudget, pass_room, pass_seconds, plan_pass
 from ccp.repack.stages import REREAD_WARN_FACTOR, plan_copy, reread_note
@@ -74,20 +73,6 @@ def test_a_pass_that_still_rereads_says_how_often_and_the_budget_that_avoids_it(
     assert plan_pass(shape, src, dst, itemsize, need - 2 * MiB, 2).rereads > 0
     roomy = plan_copy(shape, src, dst, itemsize, 423 * MiB, 2)
     assert reread_note(roomy, shape, itemsize, 2, 55 * MiB) == ""
-
-
-@pytest.fixture
-def counted(monkeypatch):
-    """Source chunk reads of every pass, as the writer's reader counts them."""
-    reads: list = []
-    close = chunks_mod._SourceReader.close
-
-    def counting_close(self):
-        reads.append(self.chunk_reads)
-        close(self)
-
-    monkeypatch.setattr(chunks_mod._SourceReader, "close", counting_close)
-    return reads
 
 
 @pytest.mark.parametrize("room", [3 * MiB, 24 * MiB], ids=["3MiB", "24MiB"])

@@ -11,7 +11,6 @@ import pytest
 from click.testing import CliRunner
 
 from ccp.cli import main
-from ccp.repack import chunks as chunks_mod
 from ccp.repack.copy import repack
 from ccp.repack.forecast import forecast_repack
 
@@ -41,20 +40,6 @@ def fresh_process(monkeypatch):
 
     monkeypatch.setattr(rechunk, "process_rss", lambda: 150 * 2**20)
     monkeypatch.setattr(forecast, "process_rss", lambda: 150 * 2**20)
-
-
-@pytest.fixture
-def counted(monkeypatch):
-    """Source chunk reads of every copy, as the writer's reader counts them."""
-    reads: list = []
-    close = chunks_mod._SourceReader.close
-
-    def counting_close(self):
-        reads.append(self.chunk_reads)
-        close(self)
-
-    monkeypatch.setattr(chunks_mod._SourceReader, "close", counting_close)
-    return reads
 
 
 @pytest.mark.parametrize(("shape", "src", "dst", "filters"), CASES, ids=IDS)
