@@ -272,7 +272,7 @@ class Ratio(click.FloatRange):
 @click.option("--fail-above", type=Ratio(min=1.0), metavar="RATIO",
               help="Exit 1 when a shared cell is slower in B by more than RATIO (B / A) by the rule below, e.g. 1.5: a "
                    "CI gate. A time difference that is the machine's never fails. A cell slower by more than RATIO "
-                   "that the rule cannot judge (too few passes: 2 or 3 a side, or one pass each without counts) is "
+                   "that the rule cannot judge (too few passes: 1 to 3 a side) is "
                    "never a pass: an 'undecided: too few passes' line and exit 3 (when no cell regressed).")
 @click.option("--threshold", type=Ratio(min=1.0), default=1.25, show_default=True, metavar="RATIO",
               help="Call a cell faster or slower only beyond this ratio (and by the rule); closer is a tie.")
@@ -294,11 +294,13 @@ def compare(run_a, run_b, html_out, fail_above, threshold, remeasure):
     (3) The same work: real only if the passes differ significantly (Mann-Whitney on pass
     times, p < 0.05, or every pass apart in wall and CPU time) and the process CPU time
     moved too; otherwise "same work; the time difference is the machine's (load X vs Y)",
-    unless the pass test cannot reach p < 0.05 with so few passes (2 or 3 a side) and the
+    unless the pass test cannot reach p < 0.05 with so few passes (1 to 3 a side) and the
     CPU time does not show the difference is waiting: then "too few passes to judge"
     (undecided; 4 passes a side can decide), never a tie. Either way only beyond
     --threshold. Cells measured under contention (load above the CPUs, or under half the
-    wall time on a CPU) are marked.
+    wall time on a CPU) are marked; a cell slower only on the side measured under
+    contention, by no more than 1.5 x that side's load / CPUs, is the machine's (its own
+    CPU time rises under contention too).
     Exit status: 0; with --fail-above, 1 when a cell regressed by more than RATIO, else 3
     when a cell slower by more than RATIO is undecided (too few passes), else 0.
 

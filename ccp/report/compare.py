@@ -6,7 +6,7 @@ set, so matching on it paired every contiguous cell of A with every contiguous c
 need the difference to be significant and beyond a threshold (stats.judge); ``fail_above`` makes the result a CI
 gate: the cells slower in B by more than that ratio, by the rule (stats.RULE: counts first, then passes and CPU
 time), are its ``regressions``; a time difference that is the machine's (noise) never is. A cell slower by more
-than that ratio that the rule cannot decide (too few passes: 2 or 3 a side; one pass each without counts) is
+than that ratio that the rule cannot decide (too few passes: 1 to 3 a side) is
 ``undecided``: never passed silently (the CLI exits 3 when there is no regression but an undecided cell).
 """
 
@@ -287,7 +287,7 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
                       f"machine's ({machine_line(j)})" if n.get("noise", 0) else "")
                    + (f"; undecided in {n.get('undecided', 0)}: too few passes to judge ({passes_needed()} a side "
                       "can)" if n.get("undecided", 0) else "")
-                   + (f"; cannot tell in {n.get('unknown', 0)} (one pass, no I/O counts)" if n.get("unknown", 0) else "")
+                   + (f"; cannot tell in {n.get('unknown', 0)} (one pass each: nothing to test)" if n.get("unknown", 0) else "")
                    + f". Slower or faster means by {threshold:g}x or more, where {RULE}")
         lines.append(summary)
         busy = [side for side, col in (("A", "contended_a"), ("B", "contended_b")) if j[col].any()]

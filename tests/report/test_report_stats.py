@@ -56,6 +56,7 @@ W = (("requests", 2160.0), ("raw_reads", 8.0), ("raw_read_bytes", 800_000.0))   
 MORE = (("requests", 2160.0), ("raw_reads", 2160.0), ("raw_read_bytes", 864_000_000.0))   # a cache too small
 QUIET = np.array([1.00, 1.02, 0.99])
 CPU = np.array([0.98, 1.00, 0.97])
+FIVE = np.array([1.0, 1.01, 0.99, 1.02, 0.98])
 
 
 def _s(passes, cpu=(), work=W, contended=False, load=float("nan")):
@@ -68,7 +69,8 @@ def _s(passes, cpu=(), work=W, contended=False, load=float("nan")):
 # machine cannot fake.
 @pytest.mark.parametrize("a, b, word, why", [
     (_s(QUIET, CPU), _s(QUIET * 1.1, CPU), "tie", "within"),
-    (_s(QUIET, CPU, load=0.3), _s(QUIET * 3, CPU * 1.05, contended=True, load=7.9), "noise", "CPU time per pass"),
+    (_s(QUIET, CPU, load=0.3), _s(QUIET * 3, CPU * 1.05, contended=True, load=7.9), "noise",
+     "the slower side was measured under contention, the faster not (load 0.3/2 CPUs vs 7.9/2 CPUs)"),
     (_s(QUIET, CPU), _s(QUIET * 3, CPU * 1.05), "noise", "waiting"),
     (_s(QUIET, CPU), _s(QUIET * 3, CPU * 3), "slower", "every pass apart in wall and CPU time"),
     (_s(QUIET, CPU), _s(QUIET * 3, CPU * 1.05, work=MORE, contended=True), "slower", "more work: raw reads 8 -> 2,160"),
@@ -82,11 +84,29 @@ def _s(passes, cpu=(), work=W, contended=False, load=float("nan")):
     (_s([1, 1.01, 0.99, 1.02, 0.98]), _s(np.array([1, 1.01, 0.99, 1.02, 0.98]) * 3), "slower", "Mann-Whitney on passes"),
     (_s([1.0], work=()), _s([3.0], work=()), "unknown", "one pass"),
     (_s([1.0], work=W), _s([3.0], work=MORE), "slower", "more work"),
+    # breaker8 F2: one pass, less work yet slower: the time against the work, nothing to test it with
+    (_s([1.0], work=MORE), _s([3.0], work=W), "undecided", "slower against it; too few passes to judge"),
+    (_s([1.0], work=MORE), _s([3.0], work=W, contended=True), "noise", "measured under contention"),
+    # the busy side is 10x slower at a load of 3.8 on 2 CPUs: more than the load can explain
+    (_s(FIVE, FIVE, load=0.5), _s(FIVE * 10, FIVE * 10, contended=True, load=3.8), "slower", "Mann-Whitney on passes"),
+    # the quiet side is the slower one: the load cannot explain it
+    (_s(FIVE, FIVE, contended=True), _s(FIVE * 1.5, FIVE * 1.5), "slower", "Mann-Whitney on passes"),
 ], ids=["within-threshold", "loaded-same-work", "waiting-same-work", "cpu-apart", "more-work-under-load", "less-work",
-        "less-work-but-slower", "old-run-3-passes", "old-run-contended", "old-run-5-passes", "one-pass", "one-pass-more-work"])
+        "less-work-but-slower", "old-run-3-passes", "old-run-contended", "old-run-5-passes", "one-pass", "one-pass-more-work",
+        "one-pass-less-work-slower", "one-pass-less-work-slower-loaded", "beyond-the-load", "quiet-side-slower"])
 def test_judge_by_counts_first_then_passes(a, b, word, why):
     v = judge(a, b)
-    assert v.word == word and why in v.why
+    assert v.word == word and why in v.why, v
+
+
+@pytest.mark.parametrize("threshold", [1.0, 1.1, 1.25, 1.5], ids=lambda t: f"fail-above-{t:g}")
+def test_a_loaded_run_of_the_same_work_never_fails_the_gate(threshold):
+    """breaker8 F1: the same sweep, B under two busy loops: every pass apart in wall time and the process's own CPU time
+    1.31x (competitors share its caches and cores). Whatever the gate's ratio, the load explains it."""
+    a = _s(FIVE * 0.0143, FIVE * 0.0143, load=0.9)
+    b = _s(FIVE * 0.0143 * 1.6, FIVE * 0.0188, contended=True, load=3.8)
+    v = judge(a, b, threshold)
+    assert v.word == "noise" and "measured under contention" in v.why, v
 
 
 LOCAL = (("requests", 120.0), ("raw_reads", 120.0), ("raw_read_bytes", 135_000.0))
@@ -134,7 +154,8 @@ THREE = np.array([1.0, 1.02, 0.99])
      _cell(TWO * 0.6, "s3", cpu=TWO * 0.2, wait=TWO * 0.3, work=GETS), "undecided", "too few passes"),
     # the wait grew only on the side measured under contention: a process waiting for a CPU inside a GET
     (_cell(TWO * 0.2, "s3", cpu=TWO * 0.05, wait=TWO * 0.1, work=GETS),
-     _cell(TWO * 0.6, "s3", cpu=TWO * 0.05, wait=TWO * 0.5, work=GETS, contended=True), "noise", "waiting"),
+     _cell(TWO * 0.6, "s3", cpu=TWO * 0.05, wait=TWO * 0.5, work=GETS, contended=True), "noise",
+     "measured under contention"),
     # the wall time grew, the GET wait did not: not the endpoint
     (_cell(TWO * 0.2, "s3", cpu=TWO * 0.05, wait=TWO * 0.1, work=GETS),
      _cell(TWO * 0.6, "s3", cpu=TWO * 0.05, wait=TWO * 0.11, work=GETS), "noise", "waiting"),
@@ -181,3 +202,26 @@ def test_ci_surrounds_the_median_and_narrows_with_samples():
     assert np.isnan(ci95(_sample(1e-2, complete=False))[0])       # an extrapolated cell: the samples are a prefix
 
 
+
+
+def test_an_extrapolated_cell_is_judged_by_the_passes_it_made(make_run):
+    """breaker8 F3: a cell measured on a prefix of its requests (a time budget) is judged by every pass the run made,
+    each scaled by the row's extrapolation, with their CPU times; not by three made-up passes (the row's min, median
+    and max), which can never decide however many passes the run measured."""
+    import pandas as pd
+
+    from ccp.report.stats import samples
+
+    run = make_run("a")
+    cells = pd.read_parquet(run / "cells.parquet")
+    extra = cells[cells["status"] == "extrapolated"].iloc[0]
+    s = samples(run, cells)[str(extra["cell_id"])]
+    assert not s.complete
+    assert len(s.passes) == len(s.cpu) == int(extra["repeats"])
+    assert np.median(s.passes) == pytest.approx(float(extra["time_s"]))
+    req = pd.read_parquet(run / "requests.parquet" / f"{extra['cell_id']}.parquet")
+    made = req[req["pass"] >= 0].groupby("pass")["time_s"].sum().to_numpy(float)
+    scale = float(extra["time_s"]) / float(np.median(made))
+    assert s.passes == pytest.approx(made * scale)
+    cpu = req.loc[(req["pass"] >= 0) & (req["phase"] == "open")].sort_values("pass")["pass_cpu_s"].to_numpy(float)
+    assert s.cpu == pytest.approx(cpu * scale)
