@@ -273,7 +273,8 @@ class Ratio(click.FloatRange):
               help="Exit 1 when a shared cell is slower in B by more than RATIO (B / A) by the rule below, e.g. 1.5: a "
                    "CI gate. A time difference that is the machine's never fails. A cell slower by more than RATIO "
                    "that the rule cannot judge (too few passes: 1 to 3 a side) is "
-                   "never a pass: an 'undecided: too few passes' line and exit 3 (when no cell regressed).")
+                   "never a pass: an 'undecided: too few passes' line and exit 3 (when no cell regressed); so is a "
+                   "cell that finished in A and has no cell in B ('not compared').")
 @click.option("--threshold", type=Ratio(min=1.0), default=1.25, show_default=True, metavar="RATIO",
               help="Call a cell faster or slower only beyond this ratio (and by the rule); closer is a tie.")
 @click.option("--remeasure", type=click.IntRange(min=0, max=50), default=0, show_default=True, metavar="ROUNDS",
@@ -302,7 +303,8 @@ def compare(run_a, run_b, html_out, fail_above, threshold, remeasure):
     contention, by no more than 1.5 x that side's load / CPUs, is the machine's (its own
     CPU time rises under contention too).
     Exit status: 0; with --fail-above, 1 when a cell regressed by more than RATIO, else 3
-    when a cell slower by more than RATIO is undecided (too few passes), else 0.
+    when a cell slower by more than RATIO is undecided (too few passes) or a cell that
+    finished in A has no cell in B (not compared), else 0.
 
     \b
     Example:
@@ -319,8 +321,8 @@ def compare(run_a, run_b, html_out, fail_above, threshold, remeasure):
     click.echo(result)
     if fail_above is not None and result.regressions:
         sys.exit(1)
-    if fail_above is not None and result.undecided:
-        sys.exit(3)         # a gate cannot pass what it cannot judge: distinct from 1 (a regression found)
+    if fail_above is not None and (result.undecided or result.absent):
+        sys.exit(3)         # a gate cannot pass what it cannot judge (or did not compare): distinct from 1
 
 
 @main.command(name="inspect")

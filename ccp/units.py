@@ -64,21 +64,20 @@ def format_bytes(n) -> str:
 
 
 def format_seconds(s) -> str:
-    """0.000123 -> '123 us'; 345.2 -> '345 s'; 4000 -> '1 h 6 min'."""
+    """0.000123 -> '123 us'; 345.2 -> '345 s'; 4000 -> '1 h 7 min'; 0.9996 -> '1 s'."""
     if s is None or (isinstance(s, float) and math.isnan(s)):
         return "-"
     s = float(s)
-    if s < 1e-6:
-        return f"{s * 1e9:.3g} ns"
-    if s < 1e-3:
-        return f"{s * 1e6:.3g} us"
-    if s < 1:
-        return f"{s * 1e3:.3g} ms"
-    if s < 600:
+    # the unit is chosen after rounding to what is printed: 0.9996 s is "1 s", never "1e+03 ms" (breaker8 F12)
+    for scale, unit in ((1e9, "ns"), (1e6, "us"), (1e3, "ms")):
+        if float(f"{s * scale:.3g}") < 1000:
+            return f"{s * scale:.3g} {unit}"
+    if float(f"{s:.3g}") < 600:
         return f"{s:.3g} s"
-    if s < 3600:
+    if round(s / 60, 1) < 60:
         return f"{s / 60:.1f} min"
-    return f"{int(s // 3600)} h {int(s % 3600 // 60)} min"
+    m = int(round(s / 60))
+    return f"{m // 60} h {m % 60} min"
 
 
 def format_count(n) -> str:

@@ -39,6 +39,7 @@ class Comparison(str):
 
     regressions: list[str]
     undecided: list[str]
+    absent: list[str]          # cells that finished in A and have none in B (under a gate)
     joined: pd.DataFrame
     warnings: list[str]
 
@@ -105,6 +106,19 @@ def failed_in_b(a: pd.DataFrame, b: pd.DataFrame) -> list[tuple[str, str]]:
     keys = _match_keys(fa, fb)
     m = fa[list(dict.fromkeys(keys + ["label"]))].merge(fb[list(dict.fromkeys(keys + ["status"]))], on=keys)
     return [(str(lab), str(status)) for lab, status in zip(m["label"], m["status"])]
+
+
+def missing_in_b(a: pd.DataFrame, b: pd.DataFrame) -> list[str]:
+    """Labels of the cells that finished in A and have no cell at all in B (B's sweep lost them, B was interrupted
+    before them, or B's file was rechunked so a ``chunks: source`` cell is another cell): a gate did not judge them."""
+    fa = a[is_ok(a)]
+    if not len(fa):
+        return []
+    if not len(b):
+        return [str(x) for x in fa["label"]]
+    keys = _match_keys(fa, b)
+    m = fa[list(dict.fromkeys(keys + ["label"]))].merge(b[keys].drop_duplicates(), on=keys, how="left", indicator=True)
+    return [str(x) for x in m.loc[m["_merge"] == "left_only", "label"]]
 
 
 def join(run_a: Path, run_b: Path):
@@ -249,6 +263,8 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
     lost = failed_in_b(a, b)
     if fail_above is not None:
         regressions += [f"{label} (finished in A, {status} in B)" for label, status in lost]
+    # a gate cannot pass what it did not compare (breaker8 F13): cells of A that B never ran
+    absent = missing_in_b(a, b) if fail_above is not None else []
 
     head = ["cell", "time A", "time B", "B / A", "verdict", "work", "raw reads A", "raw reads B", "raw writes A",
             "raw writes B", "why"]
@@ -302,13 +318,19 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
         lines.append(f"FAIL: {len(regressions)} cell(s) slower in B by more than {fail_above:g}x, by the rule: "
                      + "; ".join(regressions) if regressions else
                      f"pass: no cell slower in B by more than {fail_above:g}x by the rule (a time difference with the "
-                     "same work and the same CPU time is the machine's and never fails)" if not undecided else
+                     "same work and the same CPU time is the machine's and never fails)"
+                     + (" among the cells compared" if absent else "") if not undecided else
                      f"undecided: too few passes: {len(undecided)} cell(s) slower in B by more than {fail_above:g}x "
                      "that the rule cannot judge (exit 3; measure both runs with more passes, or --remeasure): "
                      + "; ".join(undecided))
         if regressions and undecided:
             lines.append(f"undecided: too few passes: {len(undecided)} more cell(s) slower by more than "
                          f"{fail_above:g}x that the rule cannot judge: " + "; ".join(undecided))
+        if absent:
+            shown = "; ".join(absent[:5]) + (f"; and {len(absent) - 5} more" if len(absent) > 5 else "")
+            lines.append(f"not compared: {len(absent)} of the {int(is_ok(a).sum())} cell(s) that finished in A have no "
+                         f"cell in B (B's sweep, its file's chunks or an interrupted B): {shown}. The gate did not "
+                         "judge them: " + ("exit 1 for the regressions above" if regressions else "exit 3, not a pass"))
     lines.append("")
     if rows:
         widths = [max(len(str(x[i])) for x in [head] + rows) for i in range(len(head))]
@@ -321,6 +343,7 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
         lines.append(f"no cells in common between {run_a} and {run_b}")
     text = Comparison("\n".join(lines))
     text.regressions, text.joined, text.warnings, text.undecided = regressions, j, warnings, undecided
+    text.absent = absent
 
     if out_html is not None:
         out_html = Path(out_html)

@@ -312,6 +312,14 @@ def judge(a: Sample, b: Sample, threshold: float = THRESHOLD, alpha: float = ALP
     if change == "kind" or _gets_differ(a, b):
         return Verdict(word, ratio, float("nan"), f"different work: {what}")
     fast, slow = (a, b) if word == "slower" else (b, a)
+    busier = _load_explains(fast, slow, max(ratio, 1 / ratio)) if a.path == b.path else ""
+    if busier:
+        # competitors on the CPUs raise the process's own CPU time per pass too (shared caches, a core's two
+        # threads: 1.3x measured, breaker8 F1), and a loopback endpoint's GETs wait on the same CPUs (F8), so neither
+        # the pass test, the CPU time nor the GET wait can clear a difference the slower side's heavier load explains
+        # (cells that wait for different things, an emulated latency against none, are judged by their passes)
+        done = "the same work" if change == "same" else f"different work ({what})" if what else "unmeasured work"
+        return Verdict("noise", ratio, float("nan"), f"{done}; {busier}" + _load_note(a, b))
     waited = endpoint_slower(fast, slow, threshold)
     if waited is not None:
         wa, wb = float(np.median(a.wait)), float(np.median(b.wait))
@@ -321,14 +329,6 @@ def judge(a: Sample, b: Sample, threshold: float = THRESHOLD, alpha: float = ALP
                        "different storage settings" if a.path != b.path else
                        f"the endpoint/network is {word} ({grew}): not this machine's load" + _load_note(a, b))
     n_a, n_b = len(a.passes), len(b.passes)
-    if slow.contended and not fast.contended and a.path == b.path and _load_explains(slow, max(ratio, 1 / ratio)):
-        # competitors on the CPUs raise the process's own CPU time per pass too (shared caches, a core's two
-        # threads: 1.3x measured, breaker8 F1), so neither the pass test nor the CPU time can clear a difference that
-        # only the slower, busy side measured: the load explains it (cells that wait for different things, an
-        # emulated latency against none, are judged by their passes as before)
-        done = "the same work" if change == "same" else f"different work ({what})" if what else "unmeasured work"
-        return Verdict("noise", ratio, float("nan"), f"{done}; the slower side was measured under contention, the "
-                       "faster not" + _load_note(a, b))
     if n_a < 2 or n_b < 2:
         if change in ("mixed", "more", "less"):
             # rule (1) needs the time to move the way the work did (handled above); less work and slower, or a mix,
@@ -359,6 +359,12 @@ def judge(a: Sample, b: Sample, threshold: float = THRESHOLD, alpha: float = ALP
     if has_cpu and cpu_ratio < threshold:
         return Verdict("noise", ratio, p, f"{same}; CPU time per pass within {cpu_ratio:.3g}x: the wall time is "
                        "waiting" + _load_note(a, b))
+    if not has_cpu and not waits_differ:
+        # passes apart in wall time alone: load shifts whole passes, and without the CPU time (a run before schema 4,
+        # or without requests.parquet) nothing tells the machine's from the cells' (breaker8 F5)
+        return Verdict("undecided", ratio, p, f"{same}; passes apart ({fmt_p(p)}) but CPU time not recorded on both "
+                       "sides: the load cannot be ruled out (ccp compare --remeasure "
+                       f"{passes_needed(alpha)} decides, for local cells)" + _load_note(a, b))
     how = ("every pass apart in wall time (the two wait for different things)" if waits_differ else
            "every pass apart in wall and CPU time") if apart and not p < alpha else f"Mann-Whitney on passes, {fmt_p(p)}"
     return Verdict(word, ratio, p, how + ("" if change == "same" else f"; {same}"))
@@ -395,14 +401,27 @@ def cheapest(options: Iterable[T], time: Callable[[T], float], effort: Callable[
     return min(close, key=lambda o: (effort(o), time(o))) if close else None
 
 
-def _load_explains(slow: Sample, ratio: float) -> bool:
-    """Whether the load ``slow`` was measured under can make a pass ``ratio`` times slower: a process sharing C CPUs
-    with a load average of L gets about C / L of the time it would have alone, and competitors in its caches cost
-    more besides (x1.5 allowed); a load not recorded explains any ratio."""
+def _load_explains(fast: Sample, slow: Sample, ratio: float) -> str:
+    """Why the load ``slow`` was measured under can make its passes ``ratio`` times ``fast``'s, or "": a process
+    sharing C CPUs at a load average of L runs about L / C times slower than alone (when L > C), and competitors in
+    its caches cost more besides (x CONTENTION_SLOWDOWN). Only a slower side measured under contention, and, when
+    both were, under at least the faster's load; a load not recorded explains any ratio."""
+    if not slow.contended:
+        return ""
+    if fast.contended and np.isfinite(fast.load) and np.isfinite(slow.load) and slow.load < fast.load:
+        return ""
     if not np.isfinite(slow.load):
-        return True
-    share = slow.load / slow.cpus if np.isfinite(slow.cpus) and slow.cpus > 0 else slow.load
-    return ratio <= CONTENTION_SLOWDOWN * max(1.0, share)
+        return "the slower side was measured under contention (load not recorded)"
+
+    def crowd(s: Sample) -> float:
+        share = s.load / s.cpus if np.isfinite(s.cpus) and s.cpus > 0 else s.load
+        return max(1.0, share) if np.isfinite(share) else 1.0
+
+    room = CONTENTION_SLOWDOWN * crowd(slow) / (crowd(fast) if fast.contended else 1.0)
+    if ratio > room:
+        return ""
+    return ("the slower side was measured under contention, the faster not" if not fast.contended else
+            "both were measured under contention, the slower under more") + f": its load explains up to {room:.2g}x"
 
 
 def _load_note(a: Sample, b: Sample) -> str:
@@ -456,12 +475,13 @@ def machine_of(c) -> dict:
 
 def _pass_machine(run_dir: Path, ids: list) -> dict:
     """cell_id -> each timed pass's CPU seconds, from requests.parquet's pass rows (schema 4; {} before)."""
+    from ccp.errors import CcpError
     from ccp.report.data import load_parts
 
     try:
         df = load_parts(Path(run_dir) / "requests.parquet", ["cell_id", "pass", "phase", "pass_cpu_s"], ids,
                         [("pass", ">=", 0), ("phase", "==", "open")])
-    except (OSError, ValueError, KeyError):   # an older run: no pass columns
+    except (OSError, ValueError, KeyError, CcpError):   # an older run: no pass columns (breaker8 F4)
         return {}
     if df is None or not len(df):
         return {}

@@ -57,3 +57,18 @@ def test_runs_with_no_cells_compare_to_nothing_in_common(good, tmp_path):
     r = CliRunner().invoke(main, ["compare", str(good), str(d)])
     assert r.exit_code == 0, r.output
     assert "no cells in common" in r.output
+
+
+def test_a_run_before_the_pass_columns_is_read_not_called_damaged(make_run):
+    """breaker8 F4: a schema-3 run's requests.parquet has no per-pass CPU, wall, load or GET-wait columns; it is intact:
+    `ccp report` and `ccp compare` read it (the passes without their CPU times), never "requests.parquet is damaged"."""
+    a = make_run("a")
+    b = make_run("b")
+    for part in (b / "requests.parquet").glob("*.parquet"):
+        df = pd.read_parquet(part)
+        df.drop(columns=[c for c in ("pass_cpu_s", "pass_wall_s", "pass_load", "http_wait_s") if c in df]).to_parquet(
+            part, index=False)
+    r = CliRunner().invoke(main, ["compare", str(a), str(b)])
+    assert r.exit_code == 0 and "damaged" not in r.output, r.output
+    r = CliRunner().invoke(main, ["report", str(b)])
+    assert r.exit_code == 0 and "damaged" not in r.output, r.output

@@ -63,6 +63,25 @@ def _cli(*args):
     return CliRunner().invoke(main, ["compare", *map(str, args)])
 
 
+@pytest.mark.parametrize("keep", [0, 3], ids=["none-in-common", "most-missing"])
+def test_a_gate_never_passes_cells_it_did_not_compare(make_run, keep):
+    """breaker8 F13: B's sweep lost cells, B was interrupted, or B's file was rechunked (a ``chunks: source`` cell is
+    then another cell): the cells of A with no cell in B are "not compared", exit 3, never a pass."""
+    a = make_run("a", tables=False)
+    b = make_run("b", tables=False)
+    cells = pd.read_parquet(b / "cells.parquet")
+    gone = cells.index[keep:]
+    cells.loc[gone, "cache_nbytes"] = cells.loc[gone, "cache_nbytes"] * 2
+    cells.loc[gone, "cell_id"] = cells.loc[gone, "cell_id"].str[::-1]
+    cells.to_parquet(b / "cells.parquet", index=False)
+    r = _cli(a, b, "--fail-above", "1.5")
+    assert r.exit_code == 3, r.output
+    finished = int((pd.read_parquet(a / "cells.parquet")["status"].isin(["ok", "extrapolated"])).sum())
+    assert "have no cell in B" in r.output and f"of the {finished} cell(s) that finished in A" in r.output
+    assert "exit 3, not a pass" in r.output
+    assert _cli(a, b).exit_code == 0                  # no gate: said, nothing fails
+
+
 def test_two_runs_of_the_same_sweep_exit_0(make_run):
     """Same sweep, same machine, noise only: each request time and median pass drawn again: every cell a tie, exit 0."""
     a = make_run("a", tables=False)
