@@ -124,12 +124,13 @@ GETS = (("requests", 120.0), ("http_gets", 131.0), ("http_bytes", 146_000.0))
 FEW_GETS = (("requests", 120.0), ("http_gets", 6.0), ("http_bytes", 393_000.0))
 
 
-def _cell(passes, storage="local", latency="", cpu=(), wait=(), work=LOCAL, contended=False, load=float("nan")):
+def _cell(passes, storage="local", latency="", cpu=(), wait=(), work=LOCAL, contended=False, load=float("nan"),
+          loopback=False):
     """A Sample of an S3 or a local cell (its storage settings in ``path``, its GET wait per pass in ``wait``)."""
     passes = np.asarray(passes, float)
     path = tuple({"storage": storage, "latency": latency}.get(k, "") for k in WAIT_COLUMNS)
     return Sample(float(np.median(passes)), passes, np.zeros(0), 120.0, True, cpu=np.asarray(cpu, float), work=work,
-                  contended=contended, load=load, cpus=2.0, path=path, wait=np.asarray(wait, float))
+                  contended=contended, load=load, cpus=2.0, path=path, wait=np.asarray(wait, float), loopback=loopback)
 
 
 TWO = np.array([1.0, 1.02])
@@ -171,6 +172,11 @@ THREE = np.array([1.0, 1.02, 0.99])
     (_cell(THREE * 6.26, "s3", cpu=THREE * 0.5, wait=THREE * 6.19, work=GETS, load=10.7, contended=True),
      _cell(THREE * 11.3, "s3", cpu=THREE * 0.52, wait=THREE * 11.2, work=GETS, load=14.6, contended=True), "noise",
      "the slower under more: its load explains up to 2x"),
+    # the same, 1.8x at load 10.7 vs 12.2 (beyond what the load explains), but the endpoint is ccp's own loopback
+    # server: its wait is the machine's; the CPU time did not move
+    (_cell(THREE * 6.26, "s3", cpu=THREE * 0.5, wait=THREE * 6.19, work=GETS, load=10.7, contended=True, loopback=True),
+     _cell(THREE * 11.3, "s3", cpu=THREE * 0.52, wait=THREE * 11.2, work=GETS, load=12.2, contended=True,
+           loopback=True), "noise", "the wall time is waiting"),
     # the wall time grew, the GET wait did not: not the endpoint
     (_cell(TWO * 0.2, "s3", cpu=TWO * 0.05, wait=TWO * 0.1, work=GETS),
      _cell(TWO * 0.6, "s3", cpu=TWO * 0.05, wait=TWO * 0.11, work=GETS), "noise", "waiting"),
@@ -184,7 +190,8 @@ THREE = np.array([1.0, 1.02, 0.99])
     # enough passes to judge, and they overlap: the machine's
     (_cell([1, 1.1, 0.9, 3.0]), _cell([3.0, 3.1, 1.0, 3.2]), "noise", "passes not apart"),
 ], ids=["local-vs-s3", "s3-vs-local", "more-gets", "fewer-gets-slower", "endpoint-slower", "endpoint-faster",
-        "emulated-latency", "cpu-grew-too", "contended-wait", "loopback-under-load", "wait-did-not-grow", "two-passes-no-cpu",
+        "emulated-latency", "cpu-grew-too", "contended-wait", "loopback-under-load", "loopback-beyond-the-load",
+        "wait-did-not-grow", "two-passes-no-cpu",
         "two-passes-cpu-moved", "two-passes-cpu-still", "four-passes-overlap"])
 def test_judge_kinds_gets_waits_and_too_few_passes(a, b, word, why):
     v = judge(a, b)
