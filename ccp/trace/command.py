@@ -40,7 +40,10 @@ def trace_command(out, force, no_checksum, cmd):
     other = not_hdf5_note(out) if out.is_dir() else None
     if header["calls"] == 0:
         made = "no calls on HDF5 datasets" if other else "no h5py dataset calls"
-        click.echo(f"ccp trace: the program made {made}; {out} holds an empty trace", err=True)
+        if done.get("complete") is False:       # calls may have been made and lost: the reasons below say which
+            click.echo(f"ccp trace: {out} holds an empty trace ({made} recorded; calls may have been lost)", err=True)
+        else:
+            click.echo(f"ccp trace: the program made {made}; {out} holds an empty trace", err=True)
     else:
         click.echo(f"ccp trace: {header['calls']} dataset calls on {len(header['datasets'])} dataset(s) in "
                    f"{len(header['pids'])} process(es) -> {out} (exit status {status})", err=True)

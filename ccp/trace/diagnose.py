@@ -445,8 +445,10 @@ def diagnose(trace: Trace, memory: int = 1 << 30, verify: bool = False, patterns
            "pids": h.get("pids", []), "datasets": [], "untraced": untraced_note(h),
            "not_hdf5": not_hdf5_note(trace.path)}
     if not summary.calls:
-        out["message"] = ("the program made no calls on HDF5 datasets: nothing to diagnose" if out["not_hdf5"] else
-                          "the program made no h5py dataset calls: nothing to diagnose")
+        what = "calls on HDF5 datasets" if out["not_hdf5"] else "h5py dataset calls"
+        out["message"] = (f"the trace holds no {what} (it is incomplete: calls may have been lost): nothing to "
+                          "diagnose" if out["completeness"].startswith("trace INCOMPLETE") else
+                          f"the program made no {what}: nothing to diagnose")
         return out
     shapes = [d["shape"] for d in trace.header.get("datasets", []) if isinstance(d, dict)]
     for block in patterns:

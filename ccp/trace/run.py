@@ -7,6 +7,9 @@ what it buffered, then the process dies as untraced), and a program still runnin
 fourth Ctrl-C) is killed; a watchdog process kills the group when ``ccp trace`` itself dies (kill -9). Whatever
 was recorded up to then is merged into the trace.
 
+The recorders write into a private folder outside ``-o`` (:mod:`ccp.trace.parts_folder`: a program that empties
+its output folder where ``-o`` is keeps every call), moved to ``-o/parts`` and merged when the program has ended.
+
 While the program runs, ``ccp trace`` listens on a status socket (start, end and error lines from each
 process's recorder: they need no disk space) and watches /proc for Python processes among the
 program's descendants, so the trace can say which processes ran without the recorder.
@@ -28,6 +31,7 @@ from pathlib import Path
 from ccp.errors import CcpError
 from ccp.trace.after_run import annotate, imported_libraries
 from ccp.trace.libraries import untraced_note
+from ccp.trace.parts_folder import PartsFolder
 from ccp.trace.store import PARTS, merge_or_explain
 
 BOOTSTRAP = Path(__file__).resolve().parent / "bootstrap"
@@ -74,7 +78,7 @@ def prepare_dir(out: Path, force: bool) -> Path:
         for name in ("trace.json", "calls.parquet"):
             (out / name).unlink(missing_ok=True)
         shutil.rmtree(out / PARTS, ignore_errors=True)
-    try:
+    try:        # an empty placeholder while the program runs (the recorders write elsewhere: ccp.trace.parts_folder)
         (out / PARTS).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise CcpError(f"{out}: cannot create the trace folder ({exc.strerror or exc})") from None
@@ -383,20 +387,28 @@ def run_traced(cmd: list[str], out: Path, force: bool = False, checksum: bool = 
 
     Status is the program's exit status, or 128 + N when a signal N killed it (as a shell says).
     """
-    out = prepare_dir(out, force)
     argv = resolve_command(cmd)
+    parts = PartsFolder(out)
+    try:
+        out = prepare_dir(out, force)
+    except BaseException:
+        parts.discard()
+        raise
     listener = StatusListener()
-    env = traced_env(out / PARTS, sock_name=listener.name)
+    env = traced_env(parts.path, sock_name=listener.name)
     tty = _tty_fd()
     t0 = time.perf_counter()
 
     def keep_orphaned(pid: int) -> None:        # in the watchdog, after ccp trace died (kill -9)
         try:
             time.sleep(0.2)
+            lost = parts.lost()
+            parts.move_to_out()
             merge_or_explain(out, argv, 128 + 9, time.perf_counter() - t0, checksum=checksum,
                              run={"returncode": -9, "pid": pid, "top_is_python": False, "status_lines": [],
-                                  "python_seen": {}, "stopped_by": "killed (kill -9): its watchdog killed the "
-                                  "program and kept what was recorded"})
+                                  "python_seen": {}, "reasons": [lost] if lost else [],
+                                  "stopped_by": "killed (kill -9): its watchdog killed the program and kept what "
+                                  "was recorded"})
         except Exception as exc:  # nobody is left to tell but stderr
             sys.stderr.write(f"ccp trace: {exc}\n")
 
@@ -413,6 +425,7 @@ def run_traced(cmd: list[str], out: Path, force: bool = False, checksum: bool = 
         proc = subprocess.Popen(argv, env=env, process_group=0, preexec_fn=in_child)
     except BaseException as exc:
         listener.sock.close()
+        parts.discard()
         os.write(watchdog, b"done")        # nothing started: the watchdog leaves
         os.close(watchdog)
         if isinstance(exc, FileNotFoundError):
@@ -442,10 +455,13 @@ def run_traced(cmd: list[str], out: Path, force: bool = False, checksum: bool = 
     python_seen = watch.stop()
     lines = listener.close(END_GRACE_S)
     top_python = any(_is_python(a) for a in argv[:4])
+    lost = parts.lost()
     try:
+        parts.move_to_out()
         header = merge_or_explain(out, argv, status, wall, checksum=checksum,
                                   run={"returncode": rc, "pid": proc.pid, "top_is_python": top_python,
                                        "status_lines": lines, "python_seen": python_seen,
+                                       "reasons": [lost] if lost else [],
                                        "still_running": listener.still_running, "end_grace_s": END_GRACE_S,
                                        "stopped_by": stopper.reason + (f"; {group_note}" if group_note else "")
                                        if stopper.reason else None})

@@ -348,6 +348,7 @@ def completeness(run: dict | None, part_pids: set[int], torn: list[str], errors:
         started.setdefault(pid, "")     # was cut short by the SIGTERM it answered)
     if run.get("stopped_by"):
         reasons.append(f"ccp trace was {run['stopped_by']}")
+    reasons += run.get("reasons", [])       # ccp trace's own (the recorder's folder removed: ccp.trace.parts_folder)
     if rc < 0:
         reasons.append(f"the program was killed by {_signal_name(-rc)}")
     elif rc > 0:

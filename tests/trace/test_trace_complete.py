@@ -129,12 +129,17 @@ def test_a_full_disk_under_the_trace_folder(tmp_path, program):
                                            capture_output=True, check=False).returncode:
         pytest.skip("mounting a small tmpfs needs root")
     try:
-        r = trace(tmp_path, disk / "t", sys.executable, program, tmp_path / "d.h5", 20000, "status4")
+        private = tmp_path / "tmp"      # where ccp trace makes the recorder's folder (ccp.trace.parts_folder)
+        private.mkdir()
+        r = trace(tmp_path, disk / "t", sys.executable, program, tmp_path / "d.h5", 20000, "status4",
+                  env=_env(TMPDIR=str(private)))
         assert r.stdout == "sum 990000.0\n"
         assert r.returncode == 4, r.stderr                     # the program's own status
         assert "the trace could not be written" in r.stderr and "Traceback" not in r.stderr
         assert not (disk / "t" / "trace.json").exists() and not (disk / "t" / "calls.parquet").exists()
         assert not [p for p in (disk / "t").iterdir() if p.name.endswith(".tmp")]
+        kept = list(private.iterdir())      # the recorded files stay where they were written, and the message says so
+        assert len(kept) == 1 and f"kept in {kept[0]}" in r.stderr and sorted(kept[0].glob("*.part")), r.stderr
     finally:
         subprocess.run(["umount", str(disk)], check=False)
 

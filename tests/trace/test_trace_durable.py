@@ -82,12 +82,14 @@ def _run(tmp: Path, how: str, loops: int, traced: bool, pause: float):
     if how != "wait":
         r = subprocess.run(args, capture_output=True, text=True, env=_env(), timeout=600)
         return r, tmp / name, count
+    private = tmp / f"{name}.tmp"         # where ccp trace makes the recorder's folder (ccp.trace.parts_folder)
+    private.mkdir()
     p = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=_env())
+                         env={**_env(), "TMPDIR": str(private)})
     line = p.stdout.readline()
     while not count.exists() or not count.read_text():
         time.sleep(0.01)
-    pid = int(sorted((tmp / name / "parts").glob("*.part"))[0].name.split("-", 1)[0]) if traced else p.pid
+    pid = int(sorted(private.glob("*/*.part"))[0].name.split("-", 1)[0]) if traced else p.pid
     os.kill(pid, signal.SIGKILL)
     out, err = p.communicate(timeout=300)
     return subprocess.CompletedProcess(args, p.returncode, line + out, err), tmp / name, count
