@@ -51,6 +51,8 @@ from ccp.hdf5.filters import FilterPipeline, check_available, codecs, parse_filt
 from ccp.outfile import output_target
 from ccp.repack.compare import verify_written
 from ccp.repack.decide import _h5_message, _Planner
+from ccp.repack.library import library_copy_floor
+from ccp.repack.library import planned as library_planned
 from ccp.repack.options import CONTIGUOUS, as_layout, normalise_path
 from ccp.repack.plan import DEFAULT_BUFFER_BYTES
 from ccp.repack.rechunk import MemoryBudget, check_memory, copy_floor, pass_room, peak_rss
@@ -186,6 +188,12 @@ def memory_needs(fin: h5py.File, targets, threads: int,
         if not t.changed or not t.shape:
             continue
         if t.method != "fast":
+            src_chunks = fin[t.path].chunks
+            if library_planned(t, src_chunks, buffer_bytes):
+                out.append((t.path, library_copy_floor(t.dims, src_chunks, t.layout.chunk_shape, t.itemsize, threads),
+                            "the library path's hyperslab of one target chunk, HDF5's copies of a source chunk it "
+                            "decodes and of a target chunk it encodes and reads back, the chunk indexes"))
+                continue
             out.append((t.path, 2 * buffer_bytes, f"the library path's hyperslab buffer of {format_bytes(buffer_bytes)} "
                         "and HDF5's copy of it; a smaller --buffer lowers it"))
             continue
