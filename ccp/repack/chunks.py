@@ -18,6 +18,7 @@ from ccp.hdf5 import plists
 from ccp.hdf5.filters import codecs, pipeline_from_dcpl
 from ccp.repack.band import GroupCodec, run_bands
 from ccp.repack.decide import _h5_message, _layout_of, _Planner, _Target
+from ccp.repack.library import planned as library_planned
 from ccp.repack.pipeline import ChunkPipeline
 from ccp.repack.plan import chunks_in, plan_slabs
 from ccp.repack.readback import WrittenChunks
@@ -52,6 +53,7 @@ class _SourceReader:
         self.cache_bytes = 0
         self.cache_budget = cache_budget
         self.chunk_reads = 0  # stored source chunks read (a chunk read twice counts twice)
+        self.hdf5_chunks = None  # a handle with no chunk cache when HDF5 decodes whole chunks (decode_through_hdf5)
         self.sparse = False
         # a contiguous dataset never written has no storage: it reads as its fill value, or (fill value
         # undefined) not at all; the copy, not written either, reads back the same
@@ -91,6 +93,18 @@ class _SourceReader:
     def python_decoded(self) -> bool:
         return self.decode is not None
 
+    def decode_through_hdf5(self) -> None:
+        """Source chunks read one whole chunk's region at a time through a handle with no chunk cache: HDF5 decodes
+        each once and keeps none, and :meth:`read` keeps those a later hyperslab needs as it keeps Python-decoded
+        ones (the library path, :mod:`ccp.repack.library`; for filters ccp has no decoder for, and any other)."""
+        name = self.ds.name.encode("utf-8", "surrogateescape")
+        self.hdf5_chunks = h5d.open(self.ds.file.id, name, dapl=plists.dapl(1, 0, 1.0))
+
+    def _hdf5_chunk(self, off) -> np.ndarray:
+        """The source chunk at ``off`` decoded by HDF5 (its part within the dataset)."""
+        slices = tuple(slice(o, min(o + c, d)) for o, c, d in zip(off, self.chunks, self.shape))
+        return low.read_slab(self.hdf5_chunks, self.tid, slices).view(self.dtype)
+
     def read_library(self, slab) -> np.ndarray:
         """A hyperslab read by HDF5 with the file datatype as memory type: the stored bytes
         (variable-length data as memory sequences of the same base type: free with release())."""
@@ -126,6 +140,9 @@ class _SourceReader:
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
+        if self.hdf5_chunks is not None:
+            self.hdf5_chunks.close()
+            self.hdf5_chunks = None
 
     def _raw(self, off) -> tuple[int, bytes]:
         addr, size, mask = self.stored[off]
@@ -152,6 +169,10 @@ class _SourceReader:
         """Decode the source chunk at ``off`` (``raw``: its ``(mask, bytes)``, None: read here) into
         ``arr[dst_sl]`` (its ``src_sl`` part); returns the decoded chunk, or None when it went straight into
         ``planes`` (``arr``'s bytes, one axis more: the element's bytes), unshuffled there by byte plane."""
+        if self.hdf5_chunks is not None:
+            chunk = self._hdf5_chunk(off)
+            arr[dst_sl] = chunk[src_sl]
+            return chunk
         mask, data = self._raw(off) if raw is None else raw
         if planes is not None and not keep and not mask & 1:
             assert self.decode_unshuffled is not None
@@ -173,7 +194,7 @@ class _SourceReader:
         Source chunks that later hyperslabs need too are kept decoded (within ``cache_budget``): each
         allocated source chunk is read from the file once per copy, unless the cache is too small.
         """
-        if self.decode is None:
+        if self.decode is None and self.hdf5_chunks is None:
             return self.read_library(slab)
         arr = np.empty(slab.count, dtype=self.dtype)
         chunk_bytes = math.prod(self.chunks) * self.itemsize
@@ -191,7 +212,9 @@ class _SourceReader:
                 arr[dst_sl] = self.fill
             else:
                 src_sl = tuple(slice(a - o, b - o) for a, b, o in zip(lo, hi, off))
-                inside = all(o + c <= e or o + c >= d for o, c, e, d in zip(off, self.chunks, slab_end, self.shape))
+                # no later hyperslab needs it: it ends within this one along every axis, or this one reaches the
+                # dataset's end there (a chunk spanning a whole axis the hyperslabs cut was reread by each of them)
+                inside = all(o + c <= e or e >= d for o, c, e, d in zip(off, self.chunks, slab_end, self.shape))
                 keep = False
                 if not inside:  # a later hyperslab needs this chunk too
                     last = self._last_slab(off, plan)
@@ -199,8 +222,15 @@ class _SourceReader:
                     if keep:
                         self.cache_bytes += chunk_bytes
                         lasts[off] = last
-                todo.append((off, None if self.fd is not None else self._raw(off), dst_sl, src_sl, keep))
+                raw = None if self.fd is not None or self.hdf5_chunks is not None else self._raw(off)
+                todo.append((off, raw, dst_sl, src_sl, keep))
                 self.chunk_reads += 1
+        if todo and self.hdf5_chunks is not None:
+            # HDF5 decodes under h5py's lock: one after another in this thread, in the file's order
+            todo.sort(key=lambda item: self.stored[item[0]][0])
+            for off, chunk in self._decode_batch(todo, arr):
+                self.cache[off] = (chunk, lasts[off])
+            todo = []
         if todo:
             # in the file's order: each batch then reads a run of neighbouring chunks
             todo.sort(key=lambda item: self.stored[item[0]][0])
@@ -337,6 +367,12 @@ class DatasetWriter:
     # -------------------------------------------------- library path
     def run_library(self):
         tgt = self.tgt
+        budget = getattr(self.planner, "budget", None)
+        src_chunks = tuple(self.src.chunks) if self.src.chunks is not None else None
+        if budget is not None and library_planned(tgt, src_chunks, self.buffer):
+            from ccp.repack.library_run import run_planned
+
+            return run_planned(self, budget)
         chunks = tgt.layout.chunks if tgt.layout.kind == "chunked" else None
         plan = plan_slabs(tgt.shape, chunks, max(1, tgt.itemsize), self.buffer)
         self.buffer_used = plan.slab_bytes

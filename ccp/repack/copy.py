@@ -51,6 +51,8 @@ from ccp.hdf5.filters import FilterPipeline, check_available, codecs, parse_filt
 from ccp.outfile import output_target
 from ccp.repack.compare import verify_written
 from ccp.repack.decide import _h5_message, _Planner
+from ccp.repack.library import library_copy_floor
+from ccp.repack.library import planned as library_planned
 from ccp.repack.options import CONTIGUOUS, as_layout, normalise_path
 from ccp.repack.plan import DEFAULT_BUFFER_BYTES
 from ccp.repack.rechunk import MemoryBudget, check_memory, copy_floor, pass_room, peak_rss
@@ -186,6 +188,12 @@ def memory_needs(fin: h5py.File, targets, threads: int,
         if not t.changed or not t.shape:
             continue
         if t.method != "fast":
+            src_chunks = fin[t.path].chunks
+            if library_planned(t, src_chunks, buffer_bytes):
+                out.append((t.path, library_copy_floor(t.dims, src_chunks, t.layout.chunk_shape, t.itemsize, threads),
+                            "the library path's hyperslab of one target chunk, HDF5's copies of a source chunk it "
+                            "decodes and of a target chunk it encodes and reads back, the chunk indexes"))
+                continue
             out.append((t.path, 2 * buffer_bytes, f"the library path's hyperslab buffer of {format_bytes(buffer_bytes)} "
                         "and HDF5's copy of it; a smaller --buffer lowers it"))
             continue
@@ -335,6 +343,11 @@ def repack(src, dst, layouts=None, filters=None, *, buffer_bytes: int = DEFAULT_
         fout = None
         _copy_userblock(src, tmp, userblock)
         read_back_notes = verify_written(fin, tmp, rp.targets.values(), partial=only is not None, threads=threads)  # raises on a difference
+        peak = peak_rss()
+        if memory_bytes is not None and memory_strict and peak > memory_bytes:
+            # the budget is a promise: a copy that broke it is not handed over as if it had kept it
+            raise CcpError(f"the copy peaked at {format_bytes(peak)}, over --memory {format_bytes(int(memory_bytes))}; "
+                           f"nothing written (a larger --memory, or a smaller --buffer, keeps it)")
         os.replace(tmp, dst)
         done = True
         by_path = {r.path: r for r in rp.results}
@@ -350,7 +363,7 @@ def repack(src, dst, layouts=None, filters=None, *, buffer_bytes: int = DEFAULT_
                             if counts.not_remapped else ""))
         return RepackResult(src, dst, time.perf_counter() - t0, False, threads, buffer_bytes, in_bytes,
                             os.path.getsize(dst), tuple(sorted(by_path.values(), key=lambda r: r.path)),
-                            tuple(notes), peak_rss(), memory_bytes)
+                            tuple(notes), peak, memory_bytes)
     except Exception as exc:
         if low.is_enospc(exc):
             raise CcpError(f"OUT {dst}: no space left on the device while writing; nothing written") from None

@@ -137,6 +137,7 @@ class _Target:
     deflate: str = "zlib"
     dst_type: object = None     # the output's named datatype a rewritten dataset is created with (shared)
     written: object = None      # readback.WrittenChunks: CRC-32 of each chunk the fast path encoded
+    verified: bool = False      # every value read back and compared while written (the planned library path)
 
     @property
     def dims(self) -> tuple[int, ...]:

@@ -31,6 +31,7 @@ from ccp.hdf5.filters import codecs, pipeline_from_dcpl
 from ccp.repack.band import GroupCodec, timed_band
 from ccp.repack.chunks import _SourceReader
 from ccp.repack.decide import _h5_message, _Planner
+from ccp.repack.library import planned as library_planned
 from ccp.repack.pipeline import timed_target
 from ccp.repack.plan import DEFAULT_BUFFER_BYTES, Slab, plan_slabs
 from ccp.repack.readback import SAMPLED_CHUNKS, WrittenChunks
@@ -447,6 +448,10 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, core
         return DatasetForecast(tgt.path, src_chunks, dst_chunks, "create", "no chunk written: created with its new "
                                "layout and filters, nothing read or written", 0, 0, (), 0, 0, 0, 0, base, 0.0, None,
                                None, (), "")
+    if library_planned(tgt, src_chunks, planner.buffer_bytes):
+        from ccp.repack.library_run import forecast_library
+
+        return DatasetForecast(**forecast_library(ds, tgt, planner, budget, threads, cores.spin()[1], base))
     reader = _SourceReader(ds, None, 0)
     try:
         encode = decode_out = None

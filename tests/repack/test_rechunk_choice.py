@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from ccp.repack.copy import repack
+from ccp.repack.library import library_pass
 from ccp.repack.rechunk import MemoryBudget, pass_room, pass_seconds, plan_pass
 from ccp.repack.stages import REREAD_WARN_FACTOR, plan_copy, reread_note
 
@@ -95,3 +96,24 @@ def test_scaled_col2d_copies_as_planned_with_every_value(tmp_path, monkeypatch, 
         assert f["d"].chunks == dst
         np.testing.assert_array_equal(f["d"][...], data)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.h5", "out.h5"]
+
+
+@pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
+def test_a_larger_room_never_reads_more_source_chunks_on_the_same_path(case):
+    """Issue 25: a larger budget reads no more source chunks than a smaller one, by the pass the copy takes, as long
+    as both take the same path (pipeline or band path, as many stages); a larger room may take another path that
+    reads more but is predicted faster (the band path's dense bands against the pipeline's millions of pieces,
+    breaker7's col2d at 200 MiB: 15x slower reading less), which the test above keeps from being slower. The
+    library path chooses by reads first: never more with more room."""
+    shape, src, dst, itemsize = CASES[case]
+    passes = [plan_pass(shape, src, dst, itemsize, room, 2) for room in ROOMS]
+    copies = [plan_copy(shape, src, dst, itemsize, room, 2) for room in ROOMS]
+    library = [library_pass(shape, src, dst, itemsize, room).count.chunk_reads for room in ROOMS]
+    for k, room in enumerate(ROOMS[1:], 1):
+        small, large = passes[k - 1], passes[k]
+        if small.band == large.band:
+            assert large.count.chunk_reads <= small.count.chunk_reads, f"{case}: more reads with {room // MiB} MiB"
+        a, b = copies[k - 1], copies[k]
+        if len(a.stages) == len(b.stages) and a.passes[0].band == b.passes[0].band:
+            assert b.source_reads <= a.source_reads, f"{case}: the plan reads more with {room // MiB} MiB"
+        assert library[k] <= library[k - 1], f"{case}: the library path reads more with {room // MiB} MiB"
