@@ -68,3 +68,28 @@ def test_a_cell_that_makes_other_io_here_than_its_run_recorded_is_not_remeasured
     assert r.exit_code == 0, r.output
     assert "run B's cell makes other I/O when run here (raw reads" in r.output
     assert "remeasured, 3 alternating passes" not in r.output
+
+
+def test_an_input_file_gone_keeps_the_recorded_verdicts(tmp_path, cli):
+    """breaker8 F15: the sweep's input file deleted since the runs: `--remeasure` cannot make the cells here, so it
+    says so in a note and the comparison stands on what the runs recorded (never the whole compare lost, exit 2)."""
+    import h5py
+    import numpy as np
+
+    data = tmp_path / "in.h5"
+    with h5py.File(data, "w") as f:
+        f.create_dataset("d", data=np.arange(16 * 64 * 64, dtype="<f4").reshape(16, 64, 64), chunks=(4, 64, 64))
+    sweep = tmp_path / "file.yaml"
+    sweep.write_text(yaml.safe_dump({**SWEEP, "dataset": {"file": str(data), "path": "/d"}}))
+    a, b = tmp_path / "a", tmp_path / "b"
+    r = cli("run", str(sweep), "--out", str(a), "--work", str(tmp_path / "work"), "--no-isolate", "--no-report")
+    assert r.exit_code == 0, r.output
+    shutil.copytree(a, b)
+    cells = pd.read_parquet(b / "cells.parquet")
+    for k in ("time_s", "time_s_min", "time_s_max"):
+        cells[k] = cells[k] * 5
+    cells.to_parquet(b / "cells.parquet", index=False)
+    data.unlink()
+    r = cli("compare", str(a), str(b), "--remeasure", "3")
+    assert r.exit_code == 0, r.output
+    assert "nothing remeasured: the sweep of" in r.output and "the recorded verdicts stand" in r.output
