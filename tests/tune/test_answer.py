@@ -73,3 +73,11 @@ def test_an_overrun_of_within_is_said(wall, says):
         assert not over
     else:
         assert len(over) == 1 and says in over[0] and "12.8 s before the first measurement" in over[0]
+
+
+@pytest.mark.parametrize("within, limit", [(None, 30.0), (120.0, 30.0), (30.0, 7.5)], ids=["none", "default", "short"])
+def test_the_search_is_held_to_a_quarter_of_within(within, limit):
+    """A 30 s search left nothing of --within 30s (breaker8 F14): at most a quarter of it; the default 2 min keeps 30 s."""
+    from ccp.tune.tune import search_limit
+
+    assert search_limit(within) == limit
