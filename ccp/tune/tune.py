@@ -497,7 +497,8 @@ def choose(rows: list[dict]) -> tuple[dict, str]:
     faster beyond the noise; after a runoff, the fastest of its finalists (each layout left out of
     it measured more than :data:`RUNOFF_WITHIN` slower than the fastest in the same round); the
     model's first choice when nothing was measured. Layouts of the
-    runoff tied with the fastest (:func:`tied`, pass against pass) are decided by the model's
+    runoff tied with the fastest (:func:`tied`, pass against pass) go to one that keeps the stored layout
+    (only a new cache: the cheapest change, as the report ranks), else are decided by the model's
     predicted I/O counts (:func:`fewest_io`): deterministic, rather than which pass a busy machine
     slowed. Also why, in words."""
     cands = [r for r in rows if r["kind"] == "candidate"]
