@@ -353,17 +353,30 @@ def check(sweep, scale):
     """Validate a sweep file and list its cells, without measuring anything.
 
     Every check `ccp run` makes before it writes is made here: what check accepts, run runs.
+    A `ccp tune` workload file is checked as one (as tune checks it before measuring).
 
     \b
     Example:
       ccp check configs/quickstart.yaml
+      ccp check configs/tune-series-maps.yaml
     """
+    from ccp.config.sweep import same_layouts
     from ccp.run import prepare, scale_warnings
+    from ccp.tune.workload import check_lines, is_workload_file
 
+    if is_workload_file(sweep):
+        if scale is not None:
+            raise click.UsageError("--scale is for a sweep; this is a `ccp tune` workload file")
+        for line in check_lines(sweep):
+            click.echo(line)
+        return
     sw, source, cells = prepare(sweep, scale)
     for line in scale_warnings(sweep, scale):
         click.echo(f"ccp: warning: {line}", err=True)
     click.echo(f"{sweep}: valid; dataset {sw.dataset.path} {source.shape} {source.dtype.str}; {len(cells)} cells")
+    merged = same_layouts(sw, source)
+    if merged:
+        click.echo(f"  note: {merged}")
     for c in cells:
         click.echo(f"  {c.cell_id}  {c.label()}")
 

@@ -335,3 +335,19 @@ def sweep_as_dict(sweep: Sweep) -> dict:
     if sweep.raw.get("tables") is not None:
         out["tables"] = sweep.raw["tables"]
     return out
+
+
+def same_layouts(sweep: Sweep, source) -> str | None:
+    """When ``source`` in the matrix names a layout the matrix also lists (``chunks: [source, 8x64x64]`` of a file
+    stored as 8x64x64): how many chunks x filters pairs are the same layout, in words, since the matrix measures
+    each layout once; None when every pair is its own layout."""
+    def shown(c) -> str:
+        return "contiguous" if c is None else "x".join(str(n) for n in c)
+
+    pairs = [(source.chunks if c is SOURCE else c, (source.filters if f is SOURCE else f).spec)
+             for c in sweep.chunks for f in sweep.filters]
+    distinct = len(set((tuple(c) if c is not None else None, f) for c, f in pairs))
+    if distinct == len(pairs):
+        return None
+    return (f"{len(pairs) - distinct} of the {len(pairs)} chunks x filters pairs are the same layout as another "
+            f"(source is {shown(source.chunks)} {source.filters.spec}): each layout's cells are listed and measured once")

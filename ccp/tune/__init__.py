@@ -9,5 +9,6 @@ Pipeline, pure planning apart from execution (as rechunker keeps it):
 - :mod:`ccp.tune.costs`      the prices: probes of this machine and the dataset's own data, per run
 - :mod:`ccp.tune.prove`      measures the pick, the current layout and the heuristics with the sweep engine
 - :mod:`ccp.tune.tune`       the whole run; the pick is the fastest measured (after a runoff of the close ones)
+- :mod:`ccp.tune.answer`     the console table and summary: each time against the pick's of the same round
 - :mod:`ccp.tune.command`    the click command
 """

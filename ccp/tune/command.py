@@ -48,7 +48,8 @@ def tune_command(workload, as_json, budget, within, out, work_dir, top, repeats,
       constraints: {cache_nbytes: 64KiB, max_chunk_bytes: 64KiB}
     """
     from ccp.errors import ConfigError
-    from ccp.tune.tune import check_out, console_table, summary_lines, tune
+    from ccp.tune.answer import console_table, summary_lines
+    from ccp.tune.tune import check_out, tune
     from ccp.units import parse_duration
 
     out_dir = None

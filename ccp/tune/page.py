@@ -18,8 +18,8 @@ def write_page(out: Path, result: dict) -> Path:
     rows = "".join(
         f"<tr><td>{e(r['label'])}</td><td>{e(r['kind'])}</td><td>{e(shape_str(r['chunks']))}</td><td>{e(r['filters'])}</td>"
         f"<td>{e(format_bytes(r['cache_nbytes']))}/{r['cache_nslots']}/{r['cache_w0']:g}</td><td>{_t(r['predicted_s'])}</td>"
-        f"<td>{_t(r['measured_s'])}{' (runoff; first round ' + _t(r.get('first_measured_s')) + ')' if r.get('runoff') else ''}</td><td>{(format(r['speedup_of_pick'], '.2f') + 'x') if r.get('speedup_of_pick') else '-'}</td>"
-        f"<td>{e(', '.join(r['statuses'] or []))}</td></tr>" for r in result["contenders"])
+        f"<td>{_t(r['measured_s'])}{' (runoff; first round ' + _t(r.get('first_measured_s')) + ')' if r.get('runoff') else ''}</td><td>{(format(r['speedup_of_pick'], '.2f') + 'x (' + e(r.get('speedup_round') or '') + ')') if r.get('speedup_of_pick') else '-'}</td>"
+        f"<td>{e(', '.join(r['statuses'] or []))}{'; ' + e(r['lost_why']) if r.get('lost_why') else ''}</td></tr>" for r in result["contenders"])
     front = "".join(
         f"<tr><td>{e(shape_str(c['chunks']))}</td><td>{e(c['filters'])}</td><td>{e(format_bytes(c['cache_nbytes']))}/{c['cache_nslots']}</td>"
         f"<td>{_t(c['predicted_read_s'])}</td><td>{_t(c['predicted_write_s'])}</td><td>{e(format_bytes(c['storage_bytes']))}</td></tr>"
@@ -39,7 +39,7 @@ measured {_t(rec['measured_s'])}, predicted {_t(rec['predicted_s'])} for the wei
 <p>Cache: {e(result.get('cache_rule', ''))}.</p>
 <h2>Predicted and measured</h2>
 <p>Weighted workload time (sum of weight x time of each pattern). Measured with the sweep engine: each layout's run folder is
-under <code>runs/</code> (open one with <code>ccp report</code>). "pick is" = this layout's measured time / the recommendation's.</p>
+under <code>runs/</code> (open one with <code>ccp report</code>). "pick is" = this layout's measured time / the recommendation's in the same round (the runoff's when both ran in it, else the first round's).</p>
 <table><tr><th>layout</th><th>kind</th><th>chunks</th><th>filters</th><th>cache</th><th>predicted</th><th>measured</th><th>pick is</th><th>status</th></tr>{rows}</table>
 <h2>Pareto front (model)</h2><p>{result['candidates']} candidates costed ({s['layouts']} layouts, {s['pruned']} pruned as dominated,
 {s['rejected']} over the storage limit) in {_t(s['search_s'])}. Filter ratios on a sample: {e(str(s['filter_ratios']))}.</p>

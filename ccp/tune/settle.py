@@ -156,7 +156,9 @@ IO_NEAR = 0.10      # predicted I/O counts this close are equal: the next count 
 TIE_RULE = (f"runoff layouts are compared round against round (interleaved rounds): apart when an exact Wilcoxon "
             f"signed-rank test on the per-round ratios gives p < 0.05, or when the median per-round ratio is at least "
             f"{CLEAR_MARGIN:g}x one way in nearly every round (sign test p <= {CLEAR_SIGN_P:g}: 6 of 7 rounds); tied "
-            f"otherwise, or when the medians differ by less than {TIE_FLOOR:.0%}. A tie goes to the fewest device trips "
+            f"otherwise, or when the medians differ by less than {TIE_FLOOR:.0%}. A tie between the stored layout (only a "
+            f"chunk cache) and a repack goes to the stored layout (the cheapest change, as the report ranks); "
+            f"otherwise the tie goes to the fewest device trips "
             f"the model prices (reads within the kernel's readahead of each other one forward sweep; file operations "
             f"where trips are unknown), then the fewest bytes read (each count within {IO_NEAR:.0%} counted equal), "
             f"then the fitted model's time")
@@ -195,11 +197,48 @@ def fewest_io(rows: list[dict]) -> tuple[dict, str]:
     if len(few) == 1:
         others = ", ".join(f"{r[key]:,.0f}" for r in rows if r is not few[0])
         return few[0], f"it needs the fewest {what} by the model ({few[0][key]:,.0f} against {others})"
+    counts = _counts(few, key, "{:,.0f}")
     least_b = min(r["predicted_io_bytes"] for r in few)
     fewer = [r for r in few if r["predicted_io_bytes"] <= least_b * (1 + IO_NEAR)]
+    more_b = [r for r in few if r not in fewer]
+    bytes_read = _counts(few, "predicted_io_bytes", None)
+    # every count that decided is named: a tie that bytes settled is not "as much I/O"
     if len(fewer) == 1:
-        return fewer[0], f"as many {what} by the model, the fewest bytes read"
-    return min(fewer, key=lambda r: float(r["predicted_s"])), "as much I/O by the model; its fitted prediction breaks the tie"
+        return fewer[0], (f"as many {what} by the model ({counts}: within {IO_NEAR:.0%}), the fewest bytes read "
+                          f"({bytes_read})")
+    pick = min(fewer, key=lambda r: float(r["predicted_s"]))
+    by_bytes = (f"; {', '.join(r['label'] for r in more_b)} read over {IO_NEAR:.0%} more bytes ({bytes_read})"
+                if more_b else f", as many bytes read ({bytes_read}: within {IO_NEAR:.0%})")
+    return pick, (f"as many {what} by the model ({counts}: within {IO_NEAR:.0%}){by_bytes}; the fitted prediction "
+                  f"breaks the tie among {', '.join(r['label'] for r in fewer)} "
+                  f"({_counts(fewer, 'predicted_s', None, seconds=True)})")
+
+
+def _counts(rows: list[dict], key: str, fmt: str | None, seconds: bool = False) -> str:
+    """"a 1,234, b 5,678": each row's count, labelled (bytes as bytes, times as times)."""
+    def one(v: float) -> str:
+        if seconds:
+            return format_seconds(v)
+        return fmt.format(v) if fmt else format_bytes(v)
+    return ", ".join(f"{r['label']} {one(float(r[key]))}" for r in rows)
+
+
+def tie_basis(a: dict, b: dict) -> str:
+    """What :func:`tied` judged ``a`` and ``b`` tied on, in words: their rounds, their passes, or (no whole
+    passes: every pattern extrapolated from a prefix) their medians only."""
+    lo = min(a["measured_s"], b["measured_s"])
+    gap = abs(a["measured_s"] - b["measured_s"]) / lo if lo > 0 else 0.0
+    pa, pb = a.get("passes"), b.get("passes")
+    if gap <= TIE_FLOOR:
+        how = f"medians within {TIE_FLOOR:.0%} ({gap:.1%} apart)"
+    elif pa and pb and a.get("paired") and b.get("paired") and len(pa) == len(pb) >= 2:
+        how = f"{len(pa)} interleaved rounds, round against round, not apart (medians {gap:.0%} apart)"
+    elif pa and pb and len(pa) >= 2 and len(pb) >= 2:
+        how = f"their passes ({len(pa)} and {len(pb)}) not apart (medians {gap:.0%} apart)"
+    else:
+        how = (f"no whole passes (extrapolated from a prefix): medians {gap:.0%} apart, within the spread of their "
+               "passes' prefixes")
+    return how
 
 
 def weighted_passes(m, items) -> list[float] | None:

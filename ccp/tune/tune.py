@@ -21,6 +21,7 @@ from ccp.errors import ConfigError
 from ccp.hdf5.defaults import DEFAULT_W0, MIN_NSLOTS
 from ccp.hdf5.filters import FilterPipeline, check_for_type
 from ccp.store.schema import FINISHED
+from ccp.tune.answer import NO_REPACK_MARGIN, same_round, why_lost
 from ccp.tune.apply import commands, netcdf_dims
 from ccp.tune.heuristics import ONE_MIB, heuristics
 from ccp.tune.lattice import (
@@ -33,7 +34,7 @@ from ccp.tune.lattice import (
     structural_extremes,
     workload_blocks,
 )
-from ccp.tune.pace import CLOSE_S, RUNOFF_WITHIN, Pace, RoundPlan, cell_cap, finalists, rounds_seconds, runoff_reserve
+from ccp.tune.pace import CLOSE_S, Pace, RoundPlan, cell_cap, finalists, rounds_seconds, runoff_reserve
 from ccp.tune.prove import Contender, measure_all, per_cell_budget, whole_pass_budgets
 from ccp.tune.runoff import RUNOFF_CELL_S, confirmation_seconds, run_off
 from ccp.tune.search import PRICE_GROUPS, Candidate, evaluate, search
@@ -45,19 +46,20 @@ from ccp.tune.settle import (
     fewest_io,
     pooled,
     predicted_io,
+    tie_basis,
     tied,
     weighted_passes,
 )
 from ccp.tune.workload import check_against, load_workload
-from ccp.units import format_bytes, format_seconds, shape_str
+from ccp.units import format_seconds, shape_str
 
 SCHEMA_VERSION = 1
 TOP = 3
-NO_REPACK_MARGIN = 0.05    # the current layout with a new cache is shown as an alternative when measured this close
 RUNOFF_SHARE = 1 / 3       # of --budget, for the runoff
 FIRST_SHARE = 0.5          # of --budget, for the first round (the shortlist, the current layout, the heuristics)
 REFIT_SHARE = 1 - FIRST_SHARE - RUNOFF_SHARE   # for the layouts the fitted prices add to the shortlist
 SEARCH_LIMIT_S = 30.0      # the model search's time (the refit search: half): tune answers within minutes
+SEARCH_SHARE = 0.25        # of --within, at most, for the search (a 30 s search left nothing of --within 30s)
 
 
 def hdf5_default_cache() -> ChunkCache:
@@ -269,7 +271,7 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
     t1 = time.perf_counter()
     res = search(source, wl.items, lattice, filters, costs, fixed_cache=k.cache_nbytes, max_cache_bytes=k.max_cache_bytes,
                  max_storage_overhead=k.max_storage_overhead, current=current,
-                 keep_best=top + 2, time_limit=SEARCH_LIMIT_S)
+                 keep_best=top + 2, time_limit=search_limit(within))
     t_search = time.perf_counter() - t1
     out.mkdir(parents=True, exist_ok=True)     # after the search, which refuses workloads no layout fits: no empty folder
     echo(f"  searched {res.evaluated} candidates ({res.layouts} layouts, {res.pruned} pruned as dominated, "
@@ -299,6 +301,7 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
     measured: list | None = None
     runoff = fit = cell_budget = None
     before_runoff: dict = {}
+    selected_on: dict = {}
     fit_cells: list = []           # the final fit's equations, for tune.json
     if measure:
         echo(f"  measuring {len({c.key for c in contenders})} layouts with the sweep engine (budget {format_seconds(budget)})")
@@ -343,6 +346,7 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
         confirm = len(finalists(contenders, measured)) >= 2 or pace.fits(
             "the confirmation round (the fastest and the next fastest, interleaved)",
             confirmation_seconds(contenders, measured, repeats))
+        selected_on = {c.key: m.measured_s for c, m in zip(contenders, measured) if m is not None}
         runoff = run_off(wl, source, contenders, measured, out, work_dir, budget * RUNOFF_SHARE, repeats, echo, confirm,
                          pace)
         # each layout's prediction before the runoff's passes are fitted: the runoff then tests it
@@ -378,10 +382,14 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
                      "measured_min_s": final.min_s if final else None, "measured_max_s": final.max_s if final else None,
                      "extrapolated": bool(final and final.extrapolated),
                      "first_measured_s": m.measured_s if m else None, "runoff": again is not None,
+                     "first_extrapolated": bool(m and m.extrapolated),
+                     # the first-round time the runoff's layouts were chosen on (before the final prices)
+                     "first_at_selection_s": selected_on.get(c.key) if selected_on else None,
                      "statuses": [s for _, s in final.per_item] if final else None,
                      "extrapolated_how": (final.how or "scaled by the sweep engine") if final and final.extrapolated else None,
                      "passes": weighted_passes(final, wl.items) if final else None,
                      "paired": again is not None,          # the runoff's passes: round i of each measured side by side
+                     "keeps_layout": current is not None and (c.chunks, c.filters.spec) == (current[0], current[1].spec),
                      "predicted_io_trips": io[0], "predicted_io_ops": io[1], "predicted_io_bytes": io[2],
                      "run_dir": str(final.run_dir) if final else None})
     pick, why = choose(rows)
@@ -409,8 +417,12 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
     # the recommendation as recommended (its cache may have changed): every whole pass of it, the runoff's
     # and the checks' (measured after the choice, so not selected for being fast), pooled
     pool = pooled(pick_c.key, [*(measured or []), *(runoff.values() if runoff else []), *checks], wl.items)
-    for r in rows:
-        r["speedup_of_pick"] = (r["measured_s"] / pick["measured_s"]) if r["measured_s"] and pick["measured_s"] else None
+    for r in rows:     # within one round: the runoff's, else the first round's
+        ratio, r["speedup_round"] = same_round(r, pick)
+        r["speedup_of_pick"] = ratio
+        r["lost_why"] = None
+        if r is not pick and ratio is not None and ratio < 1:
+            r["lost_why"] = why_lost(r, pick, rows)
     verified = {"recommended": pick["measured_s"],
                 "model_pick": min((r for r in rows if r["kind"] == "candidate"), key=_predicted)["measured_s"],
                 "current": next((r["measured_s"] for r in rows if r["kind"] == "current"), None),
@@ -469,6 +481,12 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
     return result
 
 
+def search_limit(within: float | None) -> float:
+    """The search's time: :data:`SEARCH_LIMIT_S`, at most :data:`SEARCH_SHARE` of --within (the default 2 min:
+    the same 30 s)."""
+    return SEARCH_LIMIT_S if within is None else min(SEARCH_LIMIT_S, SEARCH_SHARE * within)
+
+
 def _predicted(row: dict) -> float:
     return float(row["predicted_s"])
 
@@ -479,7 +497,8 @@ def choose(rows: list[dict]) -> tuple[dict, str]:
     faster beyond the noise; after a runoff, the fastest of its finalists (each layout left out of
     it measured more than :data:`RUNOFF_WITHIN` slower than the fastest in the same round); the
     model's first choice when nothing was measured. Layouts of the
-    runoff tied with the fastest (:func:`tied`, pass against pass) are decided by the model's
+    runoff tied with the fastest (:func:`tied`, pass against pass) go to one that keeps the stored layout
+    (only a new cache: the cheapest change, as the report ranks), else are decided by the model's
     predicted I/O counts (:func:`fewest_io`): deterministic, rather than which pass a busy machine
     slowed. Also why, in words."""
     cands = [r for r in rows if r["kind"] == "candidate"]
@@ -495,14 +514,29 @@ def choose(rows: list[dict]) -> tuple[dict, str]:
     fastest = min(finalists or timed, key=lambda r: r["measured_s"])
     ties = [r for r in timed if r is not fastest and r.get("runoff") and fastest.get("runoff") and tied(fastest, r)]
     if ties:
-        pick, decided = fewest_io([fastest, *ties])
-        others = ", ".join(r["label"] for r in [fastest, *ties] if r is not pick)
-        return pick, f"tied in the runoff with {others} (their passes not apart); {decided}"
-    if fastest is model_first:
-        return fastest, "the model's pick, measured fastest"
+        group = [fastest, *ties]
+        keep = [r for r in group if r.get("keeps_layout")]
+        if keep and len(keep) < len(group):
+            # the cheapest change first (ccp.report.stats.cheapest, as report, advise and diagnose rank): a reader
+            # setting on the stored file before a new file, when the runoff cannot tell them apart
+            pick, decided = fewest_io(keep) if len(keep) > 1 else (keep[0], "")
+            decided = ("it keeps the stored layout (only a chunk cache: no repack), the cheapest change "
+                       "(a reader setting before a new file)" + (f"; among those, {decided}" if decided else ""))
+        else:
+            pick, decided = fewest_io(group)
+        basis = "; ".join(f"{r['label']}: {tie_basis(fastest, r)}" for r in ties)
+        others = ", ".join(r["label"] for r in group if r is not pick)
+        return pick, f"tied in the runoff with {others} ({basis}); {decided}"
     if model_first["measured_s"] is None:
         why = "failed to measure" if model_first.get("statuses", ()) is not None else "was not measured (the deadline: trimmed)"
+        if len(timed) == 1:
+            return fastest, (f"{fastest['label']}, the only layout measured (nothing to compare it with); "
+                             f"the model's pick {why}")
         return fastest, f"measured fastest ({fastest['label']}); the model's pick {why}"
+    if len(timed) == 1:
+        return fastest, "the model's pick (the only layout measured: nothing to compare it with)"
+    if fastest is model_first:
+        return fastest, "the model's pick, measured fastest"
     if finalists and not model_first.get("runoff"):
         # its first-round time does not compare with the runoff's (another load, minutes apart): say where it lost
         return fastest, (f"measured fastest ({fastest['label']}) in the runoff; the model's pick ({model_first['label']}) "
@@ -523,66 +557,6 @@ def no_repack_alternative(rows: list[dict], pick: dict, current_layout) -> dict 
     same = [r for r in rows if (r["chunks"], r["filters"]) == (chunks, spec) and r["measured_s"] is not None
             and r["measured_s"] <= pick["measured_s"] * (1 + NO_REPACK_MARGIN)]
     return min(same, key=lambda r: r["measured_s"]) if same else None
-
-
-def console_table(result: dict) -> list[str]:
-    rows = result["contenders"]
-    lines = [f"{'layout':<18} {'chunks':<16} {'filters':<10} {'cache':<22} {'predicted':>10} {'measured':>10} {'pick is':>9}"]
-    for r in rows:
-        cache = f"{format_bytes(r['cache_nbytes'])}/{r['cache_nslots']}/{r['cache_w0']:g}"
-        meas = format_seconds(r["measured_s"]) if r["measured_s"] is not None else ("-" if r["statuses"] is None else "failed")
-        meas = ("~" if r.get("extrapolated") else "") + meas + ("*" if r.get("runoff") else "")
-        sp = f"{r['speedup_of_pick']:.2f}x" if r.get("speedup_of_pick") else "-"
-        lines.append(f"{r['label']:<18} {shape_str(r['chunks']):<16} {r['filters']:<10} {cache:<22} "
-                     f"{format_seconds(r['predicted_s']):>10} {meas:>10} {sp:>9}")
-    return lines
-
-
-def summary_lines(result: dict) -> list[str]:
-    rec = result["recommended"]
-    out = [f"recommended: chunks {shape_str(rec['chunks'])}, filters {rec['filters']}, chunk cache "
-           f"{format_bytes(rec['cache_nbytes'])} / {rec['cache_nslots']} slots / w0 {rec['cache_w0']:g}"
-           + ("" if rec["repack_needed"] else "  (the current layout: no repack, only the cache)")]
-    if rec["measured_s"] is not None:
-        n = rec.get("measured_passes")
-        out.append(f"  measured {format_seconds(rec['measured_s'])} for the weighted workload (predicted "
-                   f"{format_seconds(rec['predicted_s'])})" + (f": the median of its {n} whole passes, the checks' too" if n else ""))
-    else:
-        out.append(f"  predicted {format_seconds(rec['predicted_s'])} for the weighted workload (not measured)")
-    chosen_s = rec.get("measured_in_choice_s", rec["measured_s"])
-    slower = [r for r in result["contenders"] if r["kind"] != "candidate" and r["measured_s"] is not None
-              and chosen_s is not None and r["measured_s"] < chosen_s]
-    for r in slower:   # only a runoff tie (within the passes' spread), which the model broke: said, not hidden
-        out.append(f"  note: {r['label']} measured faster ({format_seconds(r['measured_s'])}) than the recommendation, "
-                   "within the noise of the runoff's passes")
-    out.append(f"  chosen: {rec['why']}")
-    if any(r.get("extrapolated") for r in result["contenders"]):
-        out.append("  ~ extrapolated: a pattern of this layout ran past its cell's time budget; its time is the measured "
-                   "prefix of requests (its cold first requests counted once) plus the fitted model's time of the rest, "
-                   "not the prefix scaled up (tune.json: extrapolated_how; cells.csv: status 'extrapolated')")
-        for r in result["contenders"]:
-            if r.get("extrapolated") and r.get("extrapolated_how"):
-                out.append(f"    ~ {r['label']}: {r['extrapolated_how']}")
-    out.append("  predicted: the model's counts priced " + (result.get("prices", {}).get("how") or "by the probes")
-               + "; measured: the sweep engine, cold, median of the passes")
-    if any(r.get("runoff") for r in result["contenders"]):
-        out.append("  * measured again in a runoff: the layouts within "
-                   f"{RUNOFF_WITHIN:.0%} of the fastest (a fastest alone: beside the next fastest, a confirmation), in interleaved "
-                   "rounds (a pass of each a round), more passes (first-round times in tune.json)")
-    if result.get("cache"):
-        out.append(f"  cache: {result['cache']}")
-    if result.get("slots"):
-        out.append(f"  slots: {result['slots']}")
-    for note in result.get("trimmed") or []:
-        out.append(f"  trimmed: {note} (the answer's deadline)")
-    alt = result.get("no_repack_alternative")
-    if alt:
-        out.append(f"  or keep the stored layout with a chunk cache of {format_bytes(alt['cache_nbytes'])} / {alt['cache_nslots']} slots: "
-                   f"measured {format_seconds(alt['measured_s'])}, within {NO_REPACK_MARGIN:.0%} of the pick, no repack")
-    out.append("apply it:")
-    for k, v in result["commands"].items():
-        out.append(f"  {k:<12} {v}")
-    return out
 
 
 def is_finite(x) -> bool:

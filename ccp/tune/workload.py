@@ -195,3 +195,31 @@ def check_against(workload: Workload, source) -> None:
                 raise ConfigError(f"{where}.block[{d}]", f"{b} tiles the dataset's dimension {d} ({s}) {-(-s // b):,} times, "
                                   f"more than tune's search walks ({MAX_TILES_PER_DIM:,}: its tables hold each tile); "
                                   "tune a copy of a region of the dataset, or a larger block")
+
+
+def is_workload_file(path) -> bool:
+    """Whether ``path`` reads as a ``ccp tune`` workload (a ``workload`` list, no sweep ``matrix``): what
+    ``ccp check`` tells apart from a sweep, so that a valid workload is not called a bad sweep."""
+    try:
+        raw = yaml.load(Path(path).read_text(), Loader=_StrictLoader)
+    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        return False
+    return isinstance(raw, dict) and "workload" in raw and "matrix" not in raw
+
+
+def check_lines(path) -> list[str]:
+    """``ccp check`` of a workload file: every check ``ccp tune`` makes before its calibration (the file, the
+    dataset, each pattern against it), and what it holds; a bad file raises :class:`ConfigError` as tune would."""
+    from ccp.hdf5.dataset import describe_source
+    from ccp.units import shape_str
+
+    wl = load_workload(path)
+    source = describe_source(wl.dataset)
+    check_against(wl, source)
+    k = wl.constraints
+    lines = [f"{path}: valid `ccp tune` workload (not a sweep: `ccp tune {path}` measures it); dataset "
+             f"{wl.dataset.path} {source.shape} {source.dtype.str}; {len(wl.items)} pattern(s)"]
+    lines += [f"  {it.access.op} {shape_str(it.access.block)}, weight {it.weight:g}" for it in wl.items]
+    lines.append(f"  constraints: filters {', '.join(f.spec if isinstance(f, FilterPipeline) else 'source' for f in k.filters)}; "
+                 f"chunks at most {format_bytes(k.max_chunk_bytes)}; cache at most {format_bytes(k.max_cache_bytes)}")
+    return lines

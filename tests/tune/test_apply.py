@@ -57,7 +57,7 @@ def _result(extrapolated):
 
 @pytest.mark.parametrize("extrapolated", [True, False], ids=["extrapolated", "whole"])
 def test_the_console_marks_extrapolated_times(extrapolated):
-    from ccp.tune.tune import console_table, summary_lines
+    from ccp.tune.answer import console_table, summary_lines
 
     table = "\n".join(console_table(_result(extrapolated)))
     summary = "\n".join(summary_lines(_result(extrapolated)))

@@ -26,8 +26,13 @@ def row(label, kind, measured, chunks=(4, 4), filters="none", cache=1024):
     ([row("tuned", "candidate", None), row("h5py guess", "heuristic", None)], "tuned", "not measured"),
     # equal times: the first in the model's order
     ([row("tuned", "candidate", 1.0), row("h5py guess", "heuristic", 1.0)], "tuned", "the model's pick"),
+    # one layout measured: nothing to compare it with, not "measured fastest" (breaker8 F14)
+    ([row("tuned", "candidate", 0.9), {**row("tuned #2", "candidate", None), "statuses": None}], "tuned",
+     "the model's pick (the only layout measured: nothing to compare it with)"),
+    ([{**row("tuned", "candidate", None), "statuses": None}, row("current", "current", 2.0)], "current",
+     "current, the only layout measured (nothing to compare it with); the model's pick was not measured"),
 ], ids=["model-wins", "heuristic-wins", "second-candidate-wins", "model-pick-failed", "model-pick-trimmed",
-       "nothing-measured", "tie"])
+       "nothing-measured", "tie", "only-one-measured", "only-another-measured"])
 def test_choose_takes_the_fastest_measured(rows, want, says):
     pick, why = choose(rows)
     assert pick["label"] == want

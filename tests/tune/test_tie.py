@@ -76,3 +76,49 @@ def test_a_clear_margin_is_not_a_tie():
     assert not tied(rows[0], rows[1])
     pick, why = choose(rows)
     assert pick["label"] == "contiguous" and "tied" not in why
+
+
+def _t3_rows():
+    """breaker8's F18 (T3): a runoff tie among the stored layout with a 4 MiB cache (no repack, 231 ms)
+    and two repacks (278 and 284 ms): 7 interleaved rounds, not apart."""
+    refit = runoff_row("refit", [0.231, 0.29, 0.22, 0.25, 0.21, 0.30, 0.23], (4, 30, 9, 100), predicted=0.2798)
+    tuned2 = runoff_row("tuned #2", [0.278, 0.25, 0.30, 0.24, 0.29, 0.26, 0.28], (1, 30, 9, 100), predicted=0.2783)
+    tuned = runoff_row("tuned", [0.284, 0.26, 0.29, 0.25, 0.30, 0.27, 0.28], (1, 2, 9, 100), predicted=0.280)
+    for r, io in ((refit, (20.7, 20.7, 8.30e6)), (tuned2, (65.7, 65.7, 6.57e6)), (tuned, (66.0, 66.0, 6.6e6))):
+        r["predicted_io_trips"], r["predicted_io_ops"], r["predicted_io_bytes"] = io
+    refit["keeps_layout"] = True
+    return [tuned, tuned2, refit]
+
+
+def test_a_tie_with_the_stored_layout_goes_to_the_stored_layout():
+    """A measured tie between a new cache on the stored layout and a repack: the cheapest change (a reader
+    setting before a new file) wins, and the reason says so and how the tie was judged (breaker8 F18)."""
+    rows = _t3_rows()
+    assert all(tied(rows[2], r) for r in rows[:2])
+    pick, why = choose(rows)
+    assert pick["label"] == "refit"
+    assert "keeps the stored layout" in why and "no repack" in why
+    assert "7 interleaved rounds, round against round" in why
+
+
+def test_a_tie_the_bytes_settled_names_the_bytes():
+    """Without the stored layout among them, the same tie is decided by the model's counts, and the reason
+    names each count that decided (not "as much I/O" when the bytes ruled one out)."""
+    rows = _t3_rows()
+    rows[2]["keeps_layout"] = False
+    rows[2]["predicted_io_trips"] = rows[2]["predicted_io_ops"] = 65.0      # as many trips: the bytes rule refit out
+    pick, why = choose(rows)
+    assert pick["label"] == "tuned #2"
+    assert "refit read over 10% more bytes (refit 7.92 MiB, tuned 6.29 MiB, tuned #2 6.27 MiB)" in why
+    assert "fitted prediction breaks the tie among tuned, tuned #2" in why
+
+
+def test_a_tie_without_passes_says_it_was_judged_on_medians():
+    """Every finalist extrapolated (no whole passes): the tie was judged on medians and spread, and the reason
+    says that, not "their passes not apart" (breaker8 F10)."""
+    rows = _t3_rows()
+    for r in rows:       # T1: each a prefix completed by the model, its min and max as wide as a busy machine's
+        r.update(passes=None, paired=False, measured_min_s=0.15, measured_max_s=0.45)
+    rows[2]["keeps_layout"] = False
+    _, why = choose(rows)
+    assert "no whole passes" in why and "passes not apart" not in why

@@ -1,0 +1,136 @@
+"""Tune's answer in words: the console table and the summary under it.
+
+Every time a row shows is compared with the pick's from the same round (the runoff's for layouts measured
+in it, else the first round's): rounds minutes apart under another load do not compare (a busy machine
+measured a whole runoff 1.7x slower than the round before it). A layout that looks faster than the pick
+and lost says why; a deadline overrun says by how much.
+"""
+
+from __future__ import annotations
+
+from ccp.tune.pace import RUNOFF_MAX, RUNOFF_WITHIN
+from ccp.units import format_bytes, format_seconds, shape_str
+
+NO_REPACK_MARGIN = 0.05    # the current layout with a new cache is shown as an alternative when measured this close
+RECOMPLETED = 0.01         # a first-round time the final prices moved by more than this: said
+
+
+def same_round(r: dict, pick: dict) -> tuple[float | None, str | None]:
+    """``r``'s time over the pick's in one round, and which: the runoff's when both were in it, else the
+    first round's; (None, None) when the pick has no time in the row's round."""
+    if r.get("runoff") and pick.get("runoff") and r["measured_s"] and pick["measured_s"]:
+        return r["measured_s"] / pick["measured_s"], "runoff"
+    a, b = r.get("first_measured_s"), pick.get("first_measured_s")
+    if a and b:
+        return a / b, "first round"
+    return None, None
+
+
+def why_lost(r: dict, pick: dict, rows: list[dict]) -> str:
+    """Why ``r``, measured faster than the pick in the same round, is not the pick."""
+    if r.get("runoff") and pick.get("runoff"):
+        return "tied with the pick in the runoff (the tie rule decided: see 'chosen')"
+    if not pick.get("runoff"):
+        return "within the first round's noise of the pick"
+    sel = r.get("first_at_selection_s")
+    if sel is None:
+        return "first round only: measured after the runoff's layouts were chosen"
+    fastest = min(x["first_at_selection_s"] for x in rows if x.get("first_at_selection_s") is not None)
+    if sel > fastest * (1 + RUNOFF_WITHIN):
+        why = (f"first round only: not in the runoff, its first-round time then ({format_seconds(sel)}) over "
+               f"{RUNOFF_WITHIN:.0%} slower than the fastest's ({format_seconds(fastest)})")
+    else:
+        why = (f"first round only: not in the runoff, which measures the {RUNOFF_MAX} fastest of the first round "
+               f"(its time then {format_seconds(sel)}, the fastest's {format_seconds(fastest)})")
+    first = r.get("first_measured_s")
+    if first and abs(first - sel) > RECOMPLETED * sel:
+        why += (f"; the final prices re-completed its extrapolated prefix to {format_seconds(first)} after the "
+                "runoff's layouts were chosen")
+    return why
+
+
+def _time(r: dict, key: str, extrapolated: bool) -> str:
+    if r.get(key) is None:
+        return "-" if r.get("statuses") is None else "failed"
+    return ("~" if extrapolated else "") + format_seconds(r[key])
+
+
+def console_table(result: dict) -> list[str]:
+    rows = result["contenders"]
+    ran_runoff = any(r.get("runoff") for r in rows)
+    head = f"{'layout':<18} {'chunks':<16} {'filters':<10} {'cache':<22} {'predicted':>10} {'1st round':>10}"
+    lines = [head + (f" {'runoff':>10}" if ran_runoff else "") + f" {'pick is':>12}"]
+    for r in rows:
+        cache = f"{format_bytes(r['cache_nbytes'])}/{r['cache_nslots']}/{r['cache_w0']:g}"
+        # a row outside the runoff: its time is the first round's
+        first = (_time(r, "first_measured_s", bool(r.get("first_extrapolated"))) if r.get("runoff")
+                 else _time(r, "measured_s", bool(r.get("extrapolated"))))
+        again = _time(r, "measured_s", bool(r.get("extrapolated"))) if r.get("runoff") else ""
+        sp = r.get("speedup_of_pick")
+        tag = {"runoff": " (r)", "first round": " (1)"}.get(r.get("speedup_round") or "", "")
+        sp_s = f"{sp:.2f}x{tag}" if sp else "-"
+        lines.append(f"{r['label']:<18} {shape_str(r['chunks']):<16} {r['filters']:<10} {cache:<22} "
+                     f"{format_seconds(r['predicted_s']):>10} {first:>10}" + (f" {again:>10}" if ran_runoff else "")
+                     + f" {sp_s:>12}")
+    lines.append("pick is: the layout's time over the pick's in the same round: (r) the runoff's, (1) the first "
+                 "round's (rounds minutes apart under another load do not compare)")
+    return lines
+
+
+def summary_lines(result: dict) -> list[str]:
+    rec = result["recommended"]
+    out = [f"recommended: chunks {shape_str(rec['chunks'])}, filters {rec['filters']}, chunk cache "
+           f"{format_bytes(rec['cache_nbytes'])} / {rec['cache_nslots']} slots / w0 {rec['cache_w0']:g}"
+           + ("" if rec["repack_needed"] else "  (the current layout: no repack, only the cache)")]
+    if rec["measured_s"] is not None:
+        n = rec.get("measured_passes")
+        out.append(f"  measured {format_seconds(rec['measured_s'])} for the weighted workload (predicted "
+                   f"{format_seconds(rec['predicted_s'])})" + (f": the median of its {n} whole passes, the checks' too" if n else ""))
+    else:
+        out.append(f"  predicted {format_seconds(rec['predicted_s'])} for the weighted workload (not measured)")
+    for r in result["contenders"]:
+        # a layout measured faster than the pick in the same round: why it lost, said, not hidden
+        if r.get("lost_why") and r.get("speedup_of_pick") and r["speedup_of_pick"] < 1:
+            out.append(f"  note: {r['label']} measured faster than the pick in the {r.get('speedup_round')} "
+                       f"({r['speedup_of_pick']:.2f}x): {r['lost_why']}")
+    out.append(f"  chosen: {rec['why']}")
+    if any(r.get("extrapolated") for r in result["contenders"]):
+        out.append("  ~ extrapolated: a pattern of this layout ran past its cell's time budget; its time is the measured "
+                   "prefix of requests (its cold first requests counted once) plus the fitted model's time of the rest, "
+                   "not the prefix scaled up (tune.json: extrapolated_how; cells.csv: status 'extrapolated')")
+        for r in result["contenders"]:
+            if r.get("extrapolated") and r.get("extrapolated_how"):
+                out.append(f"    ~ {r['label']}: {r['extrapolated_how']}")
+    out.append("  predicted: the model's counts priced " + (result.get("prices", {}).get("how") or "by the probes")
+               + "; measured: the sweep engine, cold, median of the passes")
+    if any(r.get("runoff") for r in result["contenders"]):
+        out.append("  runoff: the layouts within "
+                   f"{RUNOFF_WITHIN:.0%} of the fastest (a fastest alone: beside the next fastest, a confirmation), measured "
+                   "again in interleaved rounds (a pass of each a round), more passes")
+    if result.get("cache"):
+        out.append(f"  cache: {result['cache']}")
+    if result.get("slots"):
+        out.append(f"  slots: {result['slots']}")
+    for note in result.get("trimmed") or []:
+        out.append(f"  trimmed: {note} (the answer's deadline)")
+    out += overrun_lines(result)
+    alt = result.get("no_repack_alternative")
+    if alt:
+        out.append(f"  or keep the stored layout with a chunk cache of {format_bytes(alt['cache_nbytes'])} / {alt['cache_nslots']} slots: "
+                   f"measured {format_seconds(alt['measured_s'])}, within {NO_REPACK_MARGIN:.0%} of the pick, no repack")
+    out.append("apply it:")
+    for k, v in result["commands"].items():
+        out.append(f"  {k:<12} {v}")
+    return out
+
+
+def overrun_lines(result: dict) -> list[str]:
+    """--within overrun: by how much, and what before the first measurement took of it."""
+    within, wall = result.get("within_s"), result.get("wall_s")
+    if within is None or wall is None or wall <= within:
+        return []
+    search = result.get("search") or {}
+    before = (search.get("search_s") or 0.0) + (search.get("calibration_s") or 0.0)
+    return [f"  over --within: answered {format_seconds(wall - within)} past --within {format_seconds(within)} "
+            f"({format_seconds(wall)} by tune's clock; the calibration and the search took {format_seconds(before)} "
+            "before the first measurement)"]
