@@ -46,11 +46,44 @@ def index_once(args: tuple) -> tuple:
     return args if out is None else tuple(out)
 
 
+def patch_links(rec, Group, h5o) -> None:
+    """``g[name] = data`` names its dataset by the link it makes: h5py creates the dataset unnamed, writes it, then
+    links it (``h5o.link``), so the write's records are held until the link renames them (:meth:`Recorder.linked`);
+    if it never comes (the name was taken), they say so in words (breaker6 F6). A dataset made by
+    ``create_dataset(None, ...)`` and linked later by ``g[name] = d`` takes its name from then on."""
+    link_orig = h5o.link
+
+    def link(obj, *args, **kwargs):
+        link_orig(obj, *args, **kwargs)
+        try:
+            rec.linked(obj)
+        except Exception as exc:  # the program must never see the recorder fail
+            rec.failed(exc)
+
+    h5o.link = like(link_orig, link)
+    setitem_orig = Group.__setitem__
+
+    def __setitem__(self, name, obj):
+        local = rec.local
+        saved, local.linking = local.linking, True
+        try:
+            setitem_orig(self, name, obj)
+        finally:
+            rec.local.linking = saved
+            if not saved:
+                try:
+                    rec.flush_if_due()
+                except Exception as exc:  # the program must never see the recorder fail
+                    rec.failed(exc)
+
+    Group.__setitem__ = like(setitem_orig, __setitem__)
+
+
 def patch_h5py(rec) -> None:
     """Wrap h5py's dataset calls, file opens and closes so that ``rec`` (a :class:`ccp.trace.recorder.Recorder`)
     records them."""
     import h5py
-    from h5py import _selector, h5d, h5f, h5i
+    from h5py import _selector, h5d, h5f, h5i, h5o
     from h5py._hl import dataset as hl_dataset
     from h5py._hl import files as hl_files
     from h5py._hl import group as hl_group
@@ -192,6 +225,7 @@ def patch_h5py(rec) -> None:
         return out
 
     hl_group.Group.create_dataset = create_dataset
+    patch_links(rec, hl_group.Group, h5o)
     init_orig = Dataset.__init__
 
     def dataset_init(self, bind, *args, **kwargs):

@@ -70,6 +70,11 @@ from ccp.trace.sigterm import die_of, flush_on_sigterm, keep_backstop_own, keep_
 ENV_DIR = "CCP_TRACE_DIR"
 ENV_SOCK = "CCP_TRACE_SOCK"     # ccp trace's status socket (Linux abstract namespace): start/end/error lines
 
+# a dataset met before any link named it (h5py's g[name] = data creates it unnamed, writes it, then links it): its
+# calls are renamed by the link (Recorder.linked); one never linked is said in words, never by a number (breaker6 F6)
+NEVER_LINKED = "a dataset created by f[...] = ... and never linked"
+UNLINKED_THEN = "a dataset created by create_dataset(None, ...), not linked when called"
+
 LIBRARIES = ("h5py", "netCDF4", "h5netcdf", "xarray", "fsspec", "s3fs", "tables", "pandas")   # said at exit
 _recorder: Recorder | None = None
 
@@ -98,6 +103,7 @@ class _Local(threading.local):
     def __init__(self) -> None:
         self.stack: list[dict] = []      # open calls of this thread, outermost first
         self.dataset = None              # the Dataset whose __getitem__ is running (fast reader)
+        self.linking = False             # in ``g[name] = data``: records held until the link names its dataset
 
 
 class Recorder:
@@ -129,6 +135,8 @@ class Recorder:
         self.renamed: dict[int, int] = {}          # token -> the handle's token after a resize
         self.open_count: dict[tuple, int] = {}     # (file, dataset) -> live handles
         self.layouts: set[tuple] = set()
+        self.unnamed: set[tuple] = set()           # (file, dataset) of handles met before any link named them
+        self.unnamed_count = itertools.count(1)
         self.alias: dict[str, str] = {}            # h5py's name of a file object (its repr) -> its URL
         self.remote: dict[str, dict] = {}          # URL -> what the file object is (ccp.trace.remote_files)
         self.tokens = itertools.count(1)
@@ -307,6 +315,10 @@ class Recorder:
             self.lost += 1
             return
         self.buf.append(rec)
+        if not self.local.linking:      # in g[name] = data: kept until the link names them (linked)
+            self.flush_if_due()
+
+    def flush_if_due(self) -> None:
         if len(self.buf) >= self.columns.batch or time.perf_counter_ns() > self.columns.due:
             self.flush()
 
@@ -412,9 +424,14 @@ class Recorder:
         h5f, h5i = self.h5py_modules
 
         name = h5i.get_name(dsid)
-        name = name.decode("utf-8", "replace") if name else f"<anonymous {dsid.id}>"
         file = _file_name(h5f.get_name(dsid))
         file = self.alias.get(file, file)
+        if name:
+            name = name.decode("utf-8", "replace")
+        else:       # not linked yet: named by its link when it gets one (linked), in words, not by a number, if never
+            how = NEVER_LINKED if self.local.linking else UNLINKED_THEN
+            name = f"<{how}: #{next(self.unnamed_count)} of process {self.pid}>"
+            self.unnamed.add((file, name))
         key = (file, name)
         shape = tuple(dsid.shape)
         info = (file, name, dsid.dtype.itemsize, shape)
@@ -466,6 +483,48 @@ class Recorder:
             self.renamed[old] = new
             if self.handle_of.get(ident) == old:
                 self.handle_of[ident] = new
+
+    def linked(self, obj) -> None:
+        """After ``h5o.link(obj, ...)``: a dataset met before it had a name (``g[name] = data``: h5py creates it
+        unnamed, writes it, links it) takes the link's name, in its records still buffered (``g[name] = data`` writes
+        none until the link: :meth:`add`) and in its handles' later calls, so that its write and a later read of
+        ``g[name]`` are one dataset."""
+        token = self.handle_of.get(id(obj))
+        if token is None:       # not a dataset handle the recorder met (a group, a type, a dataset never called)
+            return
+        file, old = self.handles[token][0][:2]
+        if (file, old) not in self.unnamed:
+            return
+        _h5f, h5i = self.h5py_modules
+        name = h5i.get_name(obj)
+        if name:
+            self.rename(file, old, name.decode("utf-8", "replace"))
+
+    def rename(self, file: str, old: str, new: str) -> None:
+        """Dataset ``old`` of ``file`` is ``new``: in the records still buffered, and its handles get new tokens (as
+        after a resize) so that their later calls are named ``new`` whatever was written before."""
+        for r in (*self.buf, *self.local.stack):
+            if type(r) is dict and r.get("dataset") == old and r.get("file") == file:
+                r["dataset"] = new
+        key, new_key = (file, old), (file, new)
+        self.unnamed.discard(key)
+        if key in self.layouts:
+            self.layouts.discard(key)
+            self.layouts.add(new_key)
+        n = self.open_count.pop(key, 0)
+        if n:
+            self.open_count[new_key] = self.open_count.get(new_key, 0) + n
+        for token, (info, ref, ident) in list(self.handles.items()):
+            if info[:2] != key:
+                continue
+            new_info = (file, new, *info[2:])
+            new_token = next(self.tokens)
+            self.add(_handle_record(new_token, new_info))
+            self.handles[new_token] = (new_info, ref, ident)     # no call from here on
+            del self.handles[token]
+            self.renamed[token] = new_token
+            if self.handle_of.get(ident) == token:
+                self.handle_of[ident] = new_token
 
     def handle_gone(self, token: int, reason: str = "handle") -> None:
         while token in self.renamed:        # the handle's token since a resize (its finalizer holds the first)
