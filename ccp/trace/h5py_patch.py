@@ -93,21 +93,21 @@ def patch_h5py(rec) -> None:
     Dataset = hl_dataset.Dataset
 
     def low(api, op, orig):
+        # a low-level call has no recorded call inside it: its record is made whole once it returns, never put on
+        # the thread's stack of open calls (a begin and an end cost it twice the rest of its recording)
         def wrapper(self, mspace, fspace, arr_obj, *args, **kwargs):
             entry = perf()
-            r = rec.begin(api, op)
+            seq = next(rec.seq)         # numbered as it starts, as every call: before a handle it registers after
             t0 = perf()
             try:
                 return orig(self, mspace, fspace, arr_obj, *args, **kwargs)
             finally:
                 t1 = perf()
                 try:
-                    file, name, itemsize, shape = rec.handle_info(self)
-                    sel = kept_space(fspace, shape)     # described when ccp trace merges the parts
-                    r.update(sel, file=file, dataset=name, bytes=sel["nelems"] * itemsize)
+                    _file, _name, _itemsize, shape = info = rec.handle_info(self)
+                    rec.low_call(seq, api, op, t0, t1, entry, info, kept_space(fspace, shape))  # described at merge
                 except Exception as exc:  # the program must never see the recorder fail
                     rec.failed(exc)
-                rec.end(r, t0, t1, low=True, entry=entry)
         return like(orig, wrapper)
 
     _set_type_attr(h5d.DatasetID, "read", low("DatasetID.read", "read", h5d.DatasetID.__dict__["read"]))
@@ -175,10 +175,10 @@ def patch_h5py(rec) -> None:
     def high(api, op, orig):
         def wrapper(self, *args, **kwargs):
             entry = perf()
-            dset = getattr(self, "_dset", self)
+            dset = self if type(self) is Dataset else getattr(self, "_dset", self)
             r = rec.begin(api, op)
-            saved = rec.local.dataset
-            rec.local.dataset = dset
+            local = rec.local
+            saved, local.dataset = local.dataset, dset
             t0 = perf()
             try:
                 return orig(self, *args, **kwargs)
@@ -186,8 +186,8 @@ def patch_h5py(rec) -> None:
                 t1 = perf()
                 rec.local.dataset = saved
                 try:
-                    file, name, _itemsize, _shape = rec.handle_info(dset.id)
-                    r.update(file=file, dataset=name)
+                    info = rec.handle_info(dset._id)        # not .id: a property that takes h5py's lock again
+                    r["file"], r["dataset"] = info[0], info[1]
                 except Exception as exc:  # the program must never see the recorder fail
                     rec.failed(exc)
                 rec.end(r, t0, t1, low=False, entry=entry)

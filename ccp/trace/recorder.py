@@ -314,9 +314,10 @@ class Recorder:
         if self.stopped is not None:
             self.lost += 1
             return
-        self.buf.append(rec)
-        if not self.local.linking:      # in g[name] = data: kept until the link names them (linked)
-            self.flush_if_due()
+        buf = self.buf
+        buf.append(rec)
+        if (len(buf) >= self.columns.batch or time.perf_counter_ns() > self.columns.due) and not self.local.linking:
+            self.flush()        # (in g[name] = data: kept until the link names them, see linked)
 
     def flush_if_due(self) -> None:
         if len(self.buf) >= self.columns.batch or time.perf_counter_ns() > self.columns.due:
@@ -568,9 +569,8 @@ class Recorder:
     def begin(self, api: str, op: str) -> dict:
         try:
             st = self.local.stack
-            parent = st[-1] if st else None
             rec = {"kind": "call", "seq": next(self.seq), "pid": self.pid, "depth": len(st),
-                   "parent": parent["seq"] if parent else 0, "api": api, "op": op, "hdf5_ns": 0, "nlow": 0}
+                   "parent": st[-1]["seq"] if st else 0, "api": api, "op": op, "hdf5_ns": 0, "nlow": 0}
             st.append(rec)
         except Exception as exc:  # the program must never see the recorder fail
             self.failed(exc)
@@ -583,26 +583,45 @@ class Recorder:
         write of the buffer) is the recorder's own: taken out of the time of every call enclosing it, whose spans hold
         it, so that a call's recorded time is what the program pays untraced."""
         try:
-            self._end(rec, t0, t1, low)
-            if self.local.stack:
-                self.spent(time.perf_counter_ns() - t1 + (t0 - entry if entry is not None else 0))
+            st = self.local.stack
+            self._end(rec, t0, t1, low, st)
+            if st:
+                self.spent(time.perf_counter_ns() - t1 + (t0 - entry if entry is not None else 0), st)
         except Exception as exc:  # the program must never see the recorder fail
             self.failed(exc)
 
-    def spent(self, ns: int) -> None:
+    def low_call(self, seq: int, api: str, op: str, t0: int, t1: int, entry: int, info: tuple, sel: dict) -> None:
+        """A low-level call (``DatasetID.read``/``write``) timed from ``t0`` to ``t1`` on a handle (``info``: see
+        :meth:`handle_info`), its selection ``sel``: what :meth:`begin` and :meth:`end` record of it, in one step
+        (nothing recorded runs inside it, so it never stands on the stack of open calls)."""
+        st = self.local.stack
+        ns = t1 - t0
+        nbytes = sel["nelems"] * info[2]
+        rec = {"kind": "call", "seq": seq, "pid": self.pid, "depth": len(st),
+               "parent": st[-1]["seq"] if st else 0, "api": api, "op": op, "hdf5_ns": ns, "nlow": 0, **sel,
+               "file": info[0], "dataset": info[1], "bytes": nbytes, "t0_ns": t0, "wall_ns": ns}
+        for outer in st:           # every enclosing call spent this time inside HDF5
+            outer["hdf5_ns"] += ns
+            outer["nlow"] += 1
+            outer["bytes"] = outer.get("bytes", 0) + nbytes
+        self.add(rec)
+        if st:
+            self.spent(time.perf_counter_ns() - t1 + t0 - entry, st)
+
+    def spent(self, ns: int, stack: list | None = None) -> None:
         """``ns`` of the recorder's own work inside the spans of this thread's open calls: out of their times."""
-        for outer in self.local.stack:
+        for outer in self.local.stack if stack is None else stack:
             outer["rec_ns"] = outer.get("rec_ns", 0) + ns
 
-    def _end(self, rec: dict, t0: int, t1: int, low: bool) -> None:
-        st = self.local.stack
+    def _end(self, rec: dict, t0: int, t1: int, low: bool, st: list) -> None:
         if st and st[-1] is rec:
             st.pop()
         if "seq" not in rec:           # begin() failed: nothing to record
             return
-        if rec.get("drop_if_no_io") and not rec["nlow"]:
-            return
-        rec.pop("drop_if_no_io", None)
+        if "drop_if_no_io" in rec:
+            if not rec["nlow"]:
+                return
+            del rec["drop_if_no_io"]
         rec["t0_ns"] = t0
         # an enclosing call's time excludes the recorder's own work on the calls nested in it
         rec["wall_ns"] = t1 - t0 - rec.pop("rec_ns", 0)
