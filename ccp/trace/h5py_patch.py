@@ -18,6 +18,7 @@ from ccp.trace.fastpath import fast_getitem
 from ccp.trace.named import like
 from ccp.trace.remote_files import file_space, fileobj_name, fsspec_info, instrument
 from ccp.trace.selections import _file_name, describe_key, kept_space
+from ccp.trace.unnamed import linked
 
 
 def _set_type_attr(cls, name: str, value) -> None:
@@ -48,7 +49,7 @@ def index_once(args: tuple) -> tuple:
 
 def patch_links(rec, Group, h5o) -> None:
     """``g[name] = data`` names its dataset by the link it makes: h5py creates the dataset unnamed, writes it, then
-    links it (``h5o.link``), so the write's records are held until the link renames them (:meth:`Recorder.linked`);
+    links it (``h5o.link``), so the write's records are held until the link renames them (:func:`ccp.trace.unnamed.linked`);
     if it never comes (the name was taken), they say so in words (breaker6 F6). A dataset made by
     ``create_dataset(None, ...)`` and linked later by ``g[name] = d`` takes its name from then on."""
     link_orig = h5o.link
@@ -56,7 +57,7 @@ def patch_links(rec, Group, h5o) -> None:
     def link(obj, *args, **kwargs):
         link_orig(obj, *args, **kwargs)
         try:
-            rec.linked(obj)
+            linked(rec, obj)
         except Exception as exc:  # the program must never see the recorder fail
             rec.failed(exc)
 
