@@ -20,8 +20,10 @@ rounds with h5py's own ``Dataset.__getitem__`` and the recorder's, and reports t
 ``--key`` is the index the loop gives: ``int`` (``d[i]``), ``np.int64`` (``d[np.int64(i)]``, what indexing with
 an element of a numpy array gives), ``slice`` (``d[i:i + 1]``) or ``tuple`` (``d[i, j]``, a 2-D dataset; --inprocess);
 ``--inprocess`` only: ``fancy`` (``d[[i, i + 1]]``, a list index: h5py's fast reader takes it, the recorder keeps the
-list) or ``mask`` (``d[m]``, a boolean mask of two elements: h5py's Python path and the recorder's full path, with
-the low-level ``DatasetID.read`` it makes).
+list), ``mask`` (``d[m]``, a boolean mask of two elements: h5py's Python path and the recorder's full path, with
+the low-level ``DatasetID.read`` it makes), ``astype`` (``d.astype("f8")[i]``), ``read_direct``
+(``d.read_direct(buf, np.s_[i:i + 1])``) or ``fields`` (``d.fields("a")[i]`` of a compound dataset): the recorder's
+full path, each with the calls it makes inside h5py.
 """
 
 import argparse
@@ -70,12 +72,25 @@ INPROCESS = textwrap.dedent("""
     import h5py, numpy as np
     from h5py import _selector, h5d
     from h5py._hl.dataset import Dataset
-    plain_getitem, plain_read = Dataset.__getitem__, _selector.Reader.__dict__["read"]
-    plain_low = h5d.DatasetID.__dict__["read"]
+    from h5py._hl import dataset as hl_dataset
     from ccp.trace.recorder import _set_type_attr, install
+
+    def patched():              # every attribute the recorder replaces that these loops reach: (owner, name, value)
+        out = [(Dataset, "__getitem__"), (Dataset, "read_direct"), (_selector.Reader, "read"), (h5d.DatasetID, "read")]
+        out += [(getattr(hl_dataset, c), "__getitem__") for c in ("AsTypeView", "FieldsView", "AstypeWrapper",
+                                                                 "FieldsWrapper") if hasattr(hl_dataset, c)]
+        return [(owner, name, owner.__dict__[name]) for owner, name in out if name in owner.__dict__]
+    plain = patched()
     rec = install(sys.argv[2])
-    traced_getitem, traced_read = Dataset.__getitem__, _selector.Reader.__dict__["read"]
-    traced_low = h5d.DatasetID.__dict__["read"]
+    traced = patched()
+
+    def use(attrs):
+        for owner, name, value in attrs:
+            try:
+                setattr(owner, name, value)
+            except TypeError:   # an extension type (h5py's Cython classes)
+                _set_type_attr(owner, name, value)
+    SLOWER = ("fancy", "mask", "astype", "read_direct", "fields")
     n, rounds, kind = int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
     per = max(n // rounds, 1)
 
@@ -88,14 +103,19 @@ INPROCESS = textwrap.dedent("""
             return [(i % 1000 // 100, i % 100) for i in range(per)]
         if kind == "fancy":     # a list index: h5py's fast reader, the recorder's fancy keys
             return [[i % 998, i % 998 + 1] for i in range(per)]
+        if kind == "read_direct":   # d.read_direct(buf, slice): the recorder's full path
+            return [np.s_[i % 1000:i % 1000 + 1] for i in range(per)]
         if kind == "mask":      # a boolean mask: h5py's Python path, the recorder's full path
             masks = np.zeros((100, 1000), bool)
             masks[np.arange(100), np.arange(100) * 7] = masks[np.arange(100), np.arange(100) * 7 + 3] = True
             return [masks[i % 100] for i in range(per)]
         return [i % 1000 for i in range(per)]
     with h5py.File(sys.argv[1], "r") as f:
-        d = f["y" if kind == "tuple" else "x"]
+        d = f["y" if kind == "tuple" else "z" if kind == "fields" else "x"]
         d[0]
+        buf = np.empty((1,), d.dtype)
+        # what the loop calls: astype and fields through h5py's views (made once, as a program keeps one), read_direct
+        read = d.astype("f8") if kind == "astype" else d.fields("a") if kind == "fields" else d
         times = {"plain": [], "traced": []}
         # the user calls' recorded time (what ccp diagnose sums), for the keys whose calls the records keep
         recorded, kept_wall, keep = [0], [], rec.add
@@ -110,21 +130,21 @@ INPROCESS = textwrap.dedent("""
         cpu = {"plain": [], "traced": []}      # the process's CPU time: what a busy machine disturbs least
         for r in range(rounds):
             for mode in (("plain", "traced") if r % 2 else ("traced", "plain")):
-                Dataset.__getitem__ = plain_getitem if mode == "plain" else traced_getitem
-                _set_type_attr(_selector.Reader, "read", plain_read if mode == "plain" else traced_read)
-                _set_type_attr(h5d.DatasetID, "read", plain_low if mode == "plain" else traced_low)
+                use(plain if mode == "plain" else traced)
                 keys = fresh_keys()
                 recorded[0] = 0
                 t0, c0 = time.perf_counter(), time.process_time()
-                for k in keys:
-                    d[k]
+                if kind == "read_direct":
+                    for k in keys:
+                        d.read_direct(buf, k)
+                else:
+                    for k in keys:
+                        read[k]
                 cpu[mode].append((time.process_time() - c0) / per)
                 times[mode].append((time.perf_counter() - t0) / per)
                 if mode == "traced":
                     kept_wall.append(recorded[0] / 1e9 / per)
-        Dataset.__getitem__ = traced_getitem
-        _set_type_attr(_selector.Reader, "read", traced_read)
-        _set_type_attr(h5d.DatasetID, "read", traced_low)
+        use(traced)
     ratios = [t / p for t, p in zip(times["traced"], times["plain"])]
     cpu_ratios = [t / p for t, p in zip(cpu["traced"], cpu["plain"]) if p > 0]
     print(json.dumps({"plain_min_us": min(times["plain"]) * 1e6, "traced_min_us": min(times["traced"]) * 1e6,
@@ -139,7 +159,7 @@ INPROCESS = textwrap.dedent("""
                       "recorded": rec.written + rec.buffered(), "calls": per * rounds,
                       "recorder": sys.modules["ccp"].__path__[0],
                       "recorded_ratio": statistics.median(k / p for k, p in zip(kept_wall, times["plain"]))
-                      if kind in ("fancy", "mask") else None}))
+                      if kind in SLOWER else None}))
 """)
 
 
@@ -195,6 +215,9 @@ def inprocess(calls: int, rounds: int, key: str = "int") -> None:
         with h5py.File(path, "w") as f:
             f.create_dataset("x", data=np.arange(1000, dtype="f4"), chunks=(1000,))
             f.create_dataset("y", data=np.arange(1000, dtype="f4").reshape(10, 100), chunks=(10, 100))
+            z = np.zeros(1000, [("a", "f4"), ("b", "i4")])
+            z["a"] = np.arange(1000)
+            f.create_dataset("z", data=z, chunks=(1000,))
         res = subprocess.run([sys.executable, "-c", INPROCESS, path, os.path.join(tmp, "parts"), str(calls),
                               str(rounds), key], capture_output=True, text=True, check=True,
                              env={**os.environ, "CCP_TRACE_DIR": ""})
@@ -221,11 +244,12 @@ def main() -> None:
     ap.add_argument("--inprocess", action="store_true", help="the d[i] loop, untraced and traced, in one process")
     ap.add_argument("--memory", action="store_true", help="the traced d[i] loop's RSS growth per call")
     ap.add_argument("--rounds", type=int, default=100)
-    ap.add_argument("--key", choices=("int", "np.int64", "slice", "tuple", "fancy", "mask"), default="int",
+    ap.add_argument("--key", choices=("int", "np.int64", "slice", "tuple", "fancy", "mask", "astype", "read_direct",
+                                      "fields"), default="int",
                     help="--inprocess, --memory: the index given")
     args = ap.parse_args()
     if args.memory:
-        if args.key in ("fancy", "mask"):
+        if args.key not in ("int", "np.int64", "slice"):
             ap.error(f"--key {args.key}: --inprocess only")
         memory(args.calls, args.key)
         return

@@ -530,11 +530,12 @@ def format_diagnosis(diag: dict) -> str:
                     lines.append(f"  not confirmed: {v['cure']} was not faster in every replay (the machine's noise "
                                  "or a small difference): measure it in the program before applying it")
         if d.get("write_calls"):
+            wmost = "at most " if d.get("write_approximate_calls") else ""     # bounding boxes: ccp.trace.writes
             lines.append(f"  writes: {d['write_calls']} call(s)" + (
-                f"; model: {d['write_chunk_loads']} chunk(s) read back, {d['write_chunk_flushes']} written during the "
-                f"calls, {d['close_chunk_flushes']} at the close; time: measured {format_seconds(d['write_wall_s'])}, predicted "
-                f"{format_seconds(d['write_predicted_s'])} (cures are ranked on calls plus close: "
-                f"{format_seconds(d['write_predicted_with_close_s'])})"
+                f"; model: {wmost}{d['write_chunk_loads']} chunk(s) read back, {wmost}{d['write_chunk_flushes']} written "
+                f"during the calls, {wmost}{d['close_chunk_flushes']} at the close; time: measured "
+                f"{format_seconds(d['write_wall_s'])}, predicted {wmost}{format_seconds(d['write_predicted_s'])} (cures are "
+                f"ranked on calls plus close: {wmost}{format_seconds(d['write_predicted_with_close_s'])})"
                 if "write_predicted_s" in d else ""))
             for f in d["write_findings"]:
                 lines.append(f"  - {f}")

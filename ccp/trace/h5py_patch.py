@@ -18,6 +18,7 @@ from ccp.trace.fastpath import fast_getitem
 from ccp.trace.named import like
 from ccp.trace.remote_files import file_space, fileobj_name, fsspec_info, instrument
 from ccp.trace.selections import _file_name, describe_key, kept_space
+from ccp.trace.unnamed import linked
 
 
 def _set_type_attr(cls, name: str, value) -> None:
@@ -46,11 +47,44 @@ def index_once(args: tuple) -> tuple:
     return args if out is None else tuple(out)
 
 
+def patch_links(rec, Group, h5o) -> None:
+    """``g[name] = data`` names its dataset by the link it makes: h5py creates the dataset unnamed, writes it, then
+    links it (``h5o.link``), so the write's records are held until the link renames them (:func:`ccp.trace.unnamed.linked`);
+    if it never comes (the name was taken), they say so in words (breaker6 F6). A dataset made by
+    ``create_dataset(None, ...)`` and linked later by ``g[name] = d`` takes its name from then on."""
+    link_orig = h5o.link
+
+    def link(obj, *args, **kwargs):
+        link_orig(obj, *args, **kwargs)
+        try:
+            linked(rec, obj)
+        except Exception as exc:  # the program must never see the recorder fail
+            rec.failed(exc)
+
+    h5o.link = like(link_orig, link)
+    setitem_orig = Group.__setitem__
+
+    def __setitem__(self, name, obj):
+        local = rec.local
+        saved, local.linking = local.linking, True
+        try:
+            setitem_orig(self, name, obj)
+        finally:
+            rec.local.linking = saved
+            if not saved:
+                try:
+                    rec.flush_if_due()
+                except Exception as exc:  # the program must never see the recorder fail
+                    rec.failed(exc)
+
+    Group.__setitem__ = like(setitem_orig, __setitem__)
+
+
 def patch_h5py(rec) -> None:
     """Wrap h5py's dataset calls, file opens and closes so that ``rec`` (a :class:`ccp.trace.recorder.Recorder`)
     records them."""
     import h5py
-    from h5py import _selector, h5d, h5f, h5i
+    from h5py import _selector, h5d, h5f, h5i, h5o
     from h5py._hl import dataset as hl_dataset
     from h5py._hl import files as hl_files
     from h5py._hl import group as hl_group
@@ -60,21 +94,21 @@ def patch_h5py(rec) -> None:
     Dataset = hl_dataset.Dataset
 
     def low(api, op, orig):
+        # a low-level call has no recorded call inside it: its record is made whole once it returns, never put on
+        # the thread's stack of open calls (a begin and an end cost it twice the rest of its recording)
         def wrapper(self, mspace, fspace, arr_obj, *args, **kwargs):
             entry = perf()
-            r = rec.begin(api, op)
+            seq = next(rec.seq)         # numbered as it starts, as every call: before a handle it registers after
             t0 = perf()
             try:
                 return orig(self, mspace, fspace, arr_obj, *args, **kwargs)
             finally:
                 t1 = perf()
                 try:
-                    file, name, itemsize, shape = rec.handle_info(self)
-                    sel = kept_space(fspace, shape)     # described when ccp trace merges the parts
-                    r.update(sel, file=file, dataset=name, bytes=sel["nelems"] * itemsize)
+                    _file, _name, _itemsize, shape = info = rec.handle_info(self)
+                    rec.low_call(seq, api, op, t0, t1, entry, info, kept_space(fspace, shape))  # described at merge
                 except Exception as exc:  # the program must never see the recorder fail
                     rec.failed(exc)
-                rec.end(r, t0, t1, low=True, entry=entry)
         return like(orig, wrapper)
 
     _set_type_attr(h5d.DatasetID, "read", low("DatasetID.read", "read", h5d.DatasetID.__dict__["read"]))
@@ -142,10 +176,10 @@ def patch_h5py(rec) -> None:
     def high(api, op, orig):
         def wrapper(self, *args, **kwargs):
             entry = perf()
-            dset = getattr(self, "_dset", self)
+            dset = self if type(self) is Dataset else getattr(self, "_dset", self)
             r = rec.begin(api, op)
-            saved = rec.local.dataset
-            rec.local.dataset = dset
+            local = rec.local
+            saved, local.dataset = local.dataset, dset
             t0 = perf()
             try:
                 return orig(self, *args, **kwargs)
@@ -153,8 +187,8 @@ def patch_h5py(rec) -> None:
                 t1 = perf()
                 rec.local.dataset = saved
                 try:
-                    file, name, _itemsize, _shape = rec.handle_info(dset.id)
-                    r.update(file=file, dataset=name)
+                    info = rec.handle_info(dset._id)        # not .id: a property that takes h5py's lock again
+                    r["file"], r["dataset"] = info[0], info[1]
                 except Exception as exc:  # the program must never see the recorder fail
                     rec.failed(exc)
                 rec.end(r, t0, t1, low=False, entry=entry)
@@ -192,6 +226,7 @@ def patch_h5py(rec) -> None:
         return out
 
     hl_group.Group.create_dataset = create_dataset
+    patch_links(rec, hl_group.Group, h5o)
     init_orig = Dataset.__init__
 
     def dataset_init(self, bind, *args, **kwargs):

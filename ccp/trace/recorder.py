@@ -56,6 +56,7 @@ import time
 import weakref
 from typing import Any
 
+from ccp.trace.calls import CallRecords
 from ccp.trace.fastpath import BATCH_AGE_NS, FAST_CAPACITY, WIDTH, FastColumns
 from ccp.trace.h5py_patch import _set_type_attr, patch_h5py  # noqa: F401 (_set_type_attr: benchmarks)
 from ccp.trace.hdf5_types import vlen_info
@@ -66,6 +67,7 @@ from ccp.trace.partfile import raised_by_program, write_at
 from ccp.trace.rawfork import own_calls, own_records, start_window_ns
 from ccp.trace.selections import MAX_LISTED, _file_name, _layout, describe_key, describe_space  # noqa: F401
 from ccp.trace.sigterm import die_of, flush_on_sigterm, keep_backstop_own, keep_calls_on_sigterm
+from ccp.trace.unnamed import unnamed_name
 
 ENV_DIR = "CCP_TRACE_DIR"
 ENV_SOCK = "CCP_TRACE_SOCK"     # ccp trace's status socket (Linux abstract namespace): start/end/error lines
@@ -98,9 +100,10 @@ class _Local(threading.local):
     def __init__(self) -> None:
         self.stack: list[dict] = []      # open calls of this thread, outermost first
         self.dataset = None              # the Dataset whose __getitem__ is running (fast reader)
+        self.linking = False             # in ``g[name] = data``: records held until the link names its dataset
 
 
-class Recorder:
+class Recorder(CallRecords):
     """Buffers records of one process and appends them to its part file."""
 
     def __init__(self, out_dir: str) -> None:
@@ -129,6 +132,8 @@ class Recorder:
         self.renamed: dict[int, int] = {}          # token -> the handle's token after a resize
         self.open_count: dict[tuple, int] = {}     # (file, dataset) -> live handles
         self.layouts: set[tuple] = set()
+        self.unnamed: dict[tuple, int] = {}        # (file, dataset) met before any link named it -> written then
+        self.unnamed_count = itertools.count(1)
         self.alias: dict[str, str] = {}            # h5py's name of a file object (its repr) -> its URL
         self.remote: dict[str, dict] = {}          # URL -> what the file object is (ccp.trace.remote_files)
         self.tokens = itertools.count(1)
@@ -306,7 +311,12 @@ class Recorder:
         if self.stopped is not None:
             self.lost += 1
             return
-        self.buf.append(rec)
+        buf = self.buf
+        buf.append(rec)
+        if (len(buf) >= self.columns.batch or time.perf_counter_ns() > self.columns.due) and not self.local.linking:
+            self.flush()        # (in g[name] = data: kept until the link names them, ccp.trace.unnamed)
+
+    def flush_if_due(self) -> None:
         if len(self.buf) >= self.columns.batch or time.perf_counter_ns() > self.columns.due:
             self.flush()
 
@@ -412,9 +422,13 @@ class Recorder:
         h5f, h5i = self.h5py_modules
 
         name = h5i.get_name(dsid)
-        name = name.decode("utf-8", "replace") if name else f"<anonymous {dsid.id}>"
         file = _file_name(h5f.get_name(dsid))
         file = self.alias.get(file, file)
+        if name:
+            name = name.decode("utf-8", "replace")
+        else:       # not linked yet: named by its link when it gets one (linked), in words, not by a number, if never
+            name = unnamed_name(self, self.local.linking)
+            self.unnamed[(file, name)] = self.written
         key = (file, name)
         shape = tuple(dsid.shape)
         info = (file, name, dsid.dtype.itemsize, shape)
@@ -424,24 +438,29 @@ class Recorder:
         # the handle unknown (registered again at its next call), never named by calls with no handle record
         self.add(_handle_record(token, info))
         if key not in self.layouts:
-            layout = _layout(dsid, storage_size=file not in self.remote)
-            vlen, type_size = vlen_info(dsid.get_type())
-            if vlen:            # the HDF5 type's size, not numpy's object pointer (ccp.trace.hdf5_types)
-                layout.update(vlen=True, itemsize=type_size)
-            if file in self.remote:
-                layout["remote"] = self.remote[file]
-            self.add({"kind": "layout", "pid": self.pid, "file": file, "dataset": name, **layout})
+            self.add_layout(dsid, file, name)
             self.layouts.add(key)
         if n == 0:
-            nslots, nbytes, w0 = dsid.get_access_plist().get_chunk_cache()
-            self.event("dataset_open", file, name, cache_nbytes=int(nbytes), cache_nslots=int(nslots),
-                       cache_w0=float(w0))
+            self.add_open(dsid, file, name)
         ref, ident = weakref.ref(dsid), id(dsid)
         weakref.finalize(dsid, self.handle_gone, token)
         self.handles[token] = (info, ref, ident)        # no call from here on
         self.handle_of[ident] = token
         self.open_count[key] = n + 1
         return info
+
+    def add_layout(self, dsid, file: str, name: str) -> None:
+        layout = _layout(dsid, storage_size=file not in self.remote)
+        vlen, type_size = vlen_info(dsid.get_type())
+        if vlen:            # the HDF5 type's size, not numpy's object pointer (ccp.trace.hdf5_types)
+            layout.update(vlen=True, itemsize=type_size)
+        if file in self.remote:
+            layout["remote"] = self.remote[file]
+        self.add({"kind": "layout", "pid": self.pid, "file": file, "dataset": name, **layout})
+
+    def add_open(self, dsid, file: str, name: str) -> None:
+        nslots, nbytes, w0 = dsid.get_access_plist().get_chunk_cache()
+        self.event("dataset_open", file, name, cache_nbytes=int(nbytes), cache_nslots=int(nslots), cache_w0=float(w0))
 
     def resized(self, dsid) -> None:
         """After ``set_extent``: every live handle of the dataset gets a new token and handle record with the
@@ -466,6 +485,16 @@ class Recorder:
             self.renamed[old] = new
             if self.handle_of.get(ident) == old:
                 self.handle_of[ident] = new
+
+    def retoken(self, old: int, new_info: tuple, ref, ident: int) -> None:
+        """A live handle's new token and handle record (``new_info``): its later calls are named by it."""
+        new = next(self.tokens)
+        self.add(_handle_record(new, new_info))
+        self.handles[new] = (new_info, ref, ident)     # no call from here on
+        del self.handles[old]
+        self.renamed[old] = new
+        if self.handle_of.get(ident) == old:
+            self.handle_of[ident] = new
 
     def handle_gone(self, token: int, reason: str = "handle") -> None:
         while token in self.renamed:        # the handle's token since a resize (its finalizer holds the first)
@@ -505,56 +534,6 @@ class Recorder:
             except Exception as again:  # at interpreter exit even saying so can fail: the program's call goes on
                 if raised_by_program(again):
                     raise
-
-    def begin(self, api: str, op: str) -> dict:
-        try:
-            st = self.local.stack
-            parent = st[-1] if st else None
-            rec = {"kind": "call", "seq": next(self.seq), "pid": self.pid, "depth": len(st),
-                   "parent": parent["seq"] if parent else 0, "api": api, "op": op, "hdf5_ns": 0, "nlow": 0}
-            st.append(rec)
-        except Exception as exc:  # the program must never see the recorder fail
-            self.failed(exc)
-            rec = {"kind": "call"}
-        return rec
-
-    def end(self, rec: dict, t0: int, t1: int, low: bool, entry: int | None = None) -> None:
-        """Record the call timed from ``t0`` to ``t1``; ``entry``, when its wrapper started. Its wrapper's work
-        before ``t0`` and all that follows ``t1`` up to this method's return (describing it, keeping its record, a
-        write of the buffer) is the recorder's own: taken out of the time of every call enclosing it, whose spans hold
-        it, so that a call's recorded time is what the program pays untraced."""
-        try:
-            self._end(rec, t0, t1, low)
-            if self.local.stack:
-                self.spent(time.perf_counter_ns() - t1 + (t0 - entry if entry is not None else 0))
-        except Exception as exc:  # the program must never see the recorder fail
-            self.failed(exc)
-
-    def spent(self, ns: int) -> None:
-        """``ns`` of the recorder's own work inside the spans of this thread's open calls: out of their times."""
-        for outer in self.local.stack:
-            outer["rec_ns"] = outer.get("rec_ns", 0) + ns
-
-    def _end(self, rec: dict, t0: int, t1: int, low: bool) -> None:
-        st = self.local.stack
-        if st and st[-1] is rec:
-            st.pop()
-        if "seq" not in rec:           # begin() failed: nothing to record
-            return
-        if rec.get("drop_if_no_io") and not rec["nlow"]:
-            return
-        rec.pop("drop_if_no_io", None)
-        rec["t0_ns"] = t0
-        # an enclosing call's time excludes the recorder's own work on the calls nested in it
-        rec["wall_ns"] = t1 - t0 - rec.pop("rec_ns", 0)
-        if low:
-            rec["hdf5_ns"] = t1 - t0
-            nbytes = rec.get("bytes", 0)
-            for outer in st:           # every enclosing call spent this time inside HDF5
-                outer["hdf5_ns"] += t1 - t0
-                outer["nlow"] += 1
-                outer["bytes"] = outer.get("bytes", 0) + nbytes
-        self.add(rec)
 
 
 def install(out_dir: str) -> Recorder:

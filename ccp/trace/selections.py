@@ -180,14 +180,24 @@ def kept_space(fspace, shape) -> dict:
     which the call's bytes need now. ``ccp trace`` describes it as it merges the parts (:func:`describe_kept`). A
     selection of so many blocks or points that its encoding is over ``ENCODED_MOST`` bytes is described at once (its
     bounds only: see ``MAX_LISTED``), so that the records buffered stay small."""
-    from h5py import h5s
-
-    if fspace is None or fspace.id == h5s.ALL.id:
+    if fspace is None or fspace.id == _all_id():
         return describe_space(fspace, shape)
     raw = fspace.encode()
     if len(raw) > ENCODED_MOST:
         return describe_space(fspace, shape)
     return {"space": raw, "nelems": fspace.get_select_npoints()}
+
+
+_ALL_ID: list = []
+
+
+def _all_id() -> int:
+    """h5py's ``h5s.ALL`` id, looked up once (an import statement per call cost a tenth of a call's recording)."""
+    if not _ALL_ID:
+        from h5py import h5s
+
+        _ALL_ID.append(h5s.ALL.id)
+    return _ALL_ID[0]
 
 
 def describe_kept(rec: dict) -> dict:

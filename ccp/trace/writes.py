@@ -7,6 +7,11 @@ filter pipeline to the file during the writes and at the close, and the append p
 trace's own costs: per user call, per low-level call and per chunk moved (read back or written),
 the last fitted on the writes' HDF5 time. Cures: a cache that holds the partial chunks, whole-chunk
 writes, and chunks shaped for the append; each predicted by the model on the cured sequence.
+
+A write kept only as its bounding box (more blocks or points than the trace lists a call:
+:mod:`ccp.trace.diagnose_bounds`) is modelled as writing the whole box: its chunk counts, and every sum
+over the sequence holding it, are upper bounds, said "at most"; no cost is fitted on those calls, no chunk
+cache is sized on them and no cure's speed-up is given (a ratio of two upper bounds bounds nothing).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ccp.trace.cures import cache_for, most_common_row, partial_requests
+from ccp.trace.diagnose_bounds import exact_calls
 from ccp.trace.libraries import create_chunks_code, whole_chunks_write_code, write_cache_code
 from ccp.trace.ranking import rank_cures
 from ccp.trace.sequence_model import chunk_cost_ratio, fit_costs, predict_time, run_blocks, run_model, working_set
@@ -64,13 +70,21 @@ def diagnose_writes(seq: ReplaySequence, user, low, layout: dict, program_s: flo
         return out
     # a dataset the program created starts with no chunk in the file: a partial write needs no read-back
     allocated = bool(layout.get("storage_size"))
+    bounded = seq.approximate > 0       # a bounding box's chunks are not the call's: the counts are upper bounds
+    most = "at most " if bounded else ""
+    out["write_approximate_calls"] = int(seq.approximate)
+    if bounded:         # said before any count it bounds
+        f.append(f"{seq.approximate} of these writes' calls to HDF5 are known only by their bounding box (more blocks "
+                 "or points than ccp keeps a call): the model writes each box whole, so the chunk counts and times "
+                 "below are upper bounds (at most); no chunk cache is sized and no cost is fitted on those calls")
     base = run_model(seq, allocated=allocated)
     chunk_bytes = base["chunk_bytes"]
     io_per_call = base["loads_per_call"] + base["flushes_per_call"]
     low_sorted = low.sort_values(["pid", "seq"])
     low_sorted = low_sorted[~low_sorted["sel"].isin(["none", "unknown"])]
     low_hdf5 = low_sorted["hdf5_s"].to_numpy(float)[:seq.ncalls]
-    costs = fit_costs(user["wall_s"], user["hdf5_s"], low_hdf5, io_per_call[:len(low_hdf5)])
+    exact = exact_calls(seq, len(low_hdf5))     # a bounding box's chunks are not the call's: no cost fitted on them
+    costs = fit_costs(user["wall_s"], user["hdf5_s"], low_hdf5[exact], io_per_call[:len(low_hdf5)][exact])
     out["write_costs"] = costs
     moved = base["chunk_loads"] + base["raw_writes"] + base["close_flushes"]
     now = predict_time(costs, len(user), seq.ncalls, moved)      # calls and the close: what cures are ranked on
@@ -96,22 +110,24 @@ def diagnose_writes(seq: ReplaySequence, user, low, layout: dict, program_s: flo
     if partial:
         rmw = base["chunk_loads"]
         f.append(f"partial-chunk writes: {pct(partial, len(seq.plan))} of write requests cover only part of a chunk; "
-                 + (f"the model says HDF5 read {rmw} chunk(s) ({format_bytes(rmw * chunk_bytes)}) back from the file to "
+                 + (f"the model says HDF5 read {most}{rmw} chunk(s) ({format_bytes(rmw * chunk_bytes)}) back from the file to "
                     "complete them (read-modify-write: the chunk left the cache before it was full, or was already stored)"
                     if rmw else "the cache kept each chunk until it was complete: no chunk was read back"))
     flushed = base["raw_writes"] + base["close_flushes"]
     per_io = costs["hdf5_per_load_s"]
-    known = bool(io_per_call.sum())     # some call moved a chunk: its cost per chunk can be fitted
+    known = bool(io_per_call[:len(low_hdf5)][exact].sum())    # a call it has moved a chunk: a cost per chunk fitted
     cost = (f"~{format_seconds(per_io)} per chunk moved (fitted on the writes' HDF5 time), "
-            f"{format_seconds(per_io * flushed)} in all" if known else
+            f"{most}{format_seconds(per_io * flushed)} in all" if known else
+            "its cost is not fitted (every call that moved a chunk is known only by its bounding box)"
+            if bounded and io_per_call.sum() else
             "its cost is not in any call's time (no call moved a chunk: HDF5 wrote them at the close)")
     if pipeline:
-        f.append(f"filter cost: {flushed} chunk write(s) went through {pipeline} ({format_bytes(chunk_bytes)} each before "
+        f.append(f"filter cost: {most}{flushed} chunk write(s) went through {pipeline} ({format_bytes(chunk_bytes)} each before "
                  f"the filter); {cost}")
     else:
-        f.append(f"{flushed} chunk write(s) to the file ({format_bytes(chunk_bytes)} each), no filters; {cost}")
+        f.append(f"{most}{flushed} chunk write(s) to the file ({format_bytes(chunk_bytes)} each), no filters; {cost}")
     if base["close_flushes"]:
-        f.append(f"flush and close: {base['close_flushes']} dirty chunk(s) ({format_bytes(base['close_flush_bytes'])}) "
+        f.append(f"flush and close: {most}{base['close_flushes']} dirty chunk(s) ({format_bytes(base['close_flush_bytes'])}) "
                  "were still in the cache at the close and written then, outside every call's time"
                  + (f" (~{format_seconds(per_io * base['close_flushes'])} at the fitted cost per chunk)" if known else ""))
     user_calls, low_calls = len(user), seq.ncalls
@@ -119,11 +135,11 @@ def diagnose_writes(seq: ReplaySequence, user, low, layout: dict, program_s: flo
     def cure(name, why, model, code, n_user=user_calls, n_low=low_calls, ratio=1.0):
         moved = model["chunk_loads"] + model["raw_writes"] + model["close_flushes"]
         t = predict_time(costs, n_user, n_low, moved, ratio)
-        cures.append({"cure": name, "why": why, "predicted_s": t, "speedup": now / t if t else None,
-                      "chunk_loads": model["chunk_loads"], "code": code})
+        cures.append({"cure": name, "why": why, "predicted_s": t, "speedup": now / t if t and not bounded else None,
+                      "chunk_loads": model["chunk_loads"], "code": code, "bounded": bounded})
 
     cache0 = min(seq.session_caches, key=lambda c: c.nbytes)     # the session that had the least
-    if base["chunk_loads"]:
+    if base["chunk_loads"] and not bounded:     # the chunks a bounding box spans are not the ones written again
         _, ws_bytes = working_set(seq, chunks)
         top = min(max(ws_bytes, chunk_bytes), memory)
         sizes = sorted({min(top, chunk_bytes * 2 ** k) for k in range(40) if chunk_bytes * 2 ** (k - 1) < top})
@@ -155,7 +171,7 @@ def diagnose_writes(seq: ReplaySequence, user, low, layout: dict, program_s: flo
         if want != tuple(chunks) and np.prod(want) > np.prod(chunks):
             m = run_model(seq, chunks=want, allocated=allocated, per_call=False)
             cure(f"create the dataset with {shape_str(want)} chunks", f"chunks about {format_bytes(APPEND_CHUNK_BYTES)} "
-                 f"deep along the append axis: {m['raw_writes'] + m['close_flushes']} chunk write(s) instead of {flushed}",
+                 f"deep along the append axis: {m['raw_writes'] + m['close_flushes']} chunk write(s) instead of {most}{flushed}",
                  m, create_chunks_code(seq.dataset, want, libs),
                  ratio=chunk_cost_ratio(per_io, chunk_bytes, int(np.prod(want)) * seq.itemsize))
     out["write_cures"] = rank_cures([c for c in cures if c["predicted_s"] <= now * 0.9])   # the cheapest-change rule
