@@ -98,6 +98,10 @@ class Labels:
         texts = [a for a in matrix_axes.axes() if a.report_column not in a.columns]
         rows = _rows(cells, matrix_axes.cell_columns())
         cells = cells.assign(**{a.report_column: [a.text(r, self.contexts.get(a.name)) for r in rows] for a in texts})
+        if {"chunks", "cache_nbytes", "cache_label", "cell_id"} <= set(cells.columns):
+            unknown = _contiguous(cells) & cells["cache_nbytes"].isna()     # with_configured_cache: not known
+            cells.loc[unknown, "cache_label"] = [f"not known (contiguous: no chunk cache; cell {i})"
+                                                 for i in cells.loc[unknown, "cell_id"]]
         if label:
             cols = [c for _, c in self.axes] or ["access_label"]
             work = {a.report_column for a in matrix_axes.axes() if a.describes_work}
@@ -111,9 +115,66 @@ class Labels:
         return [n for n, _ in self.axes]
 
 
-def prepare(cells: pd.DataFrame) -> tuple[pd.DataFrame, Labels]:
+def prepare(cells: pd.DataFrame, configured: dict | None = None) -> tuple[pd.DataFrame, Labels]:
+    """The cells labelled; ``configured`` (:func:`configured_caches`): the cache each cell's sweep set, which a
+    contiguous cell is labelled by (:func:`with_configured_cache`)."""
+    cells = with_configured_cache(cells, configured)
     labels = Labels.of(cells)
     return labels.add(cells), labels
+
+
+CACHE_COLUMNS = ("cache_nbytes", "cache_nslots", "cache_w0")
+#: a run's sweep.yaml keys the run added to the sweep it ran (already applied to its values)
+RUN_ONLY_KEYS = ("quick", "scale")
+
+
+def configured_caches(run_dir: Path) -> dict[str, tuple[int, int, float]]:
+    """Cell id -> (nbytes, nslots, w0) of the chunk cache the run's sweep set for it: its sweep.yaml expanded as the
+    run expanded it (a cell id is the hash of what the sweep configured). cells.parquet holds the cache HDF5 read
+    back, and for a contiguous dataset that is the library's default whatever was set, so three contiguous cells of
+    three caches all read "cache 8 MiB" (breaker8 F9). Empty when the sweep cannot be expanded here (its input
+    file gone or changed, a replay's trace not loaded): :func:`with_configured_cache` then tells them apart by id."""
+    from ccp.config.sweep import parse_sweep
+    from ccp.errors import CcpError
+    from ccp.hdf5.dataset import describe_source
+    from ccp.matrix.cells import expand
+
+    doc = read_run_sweep(Path(run_dir))[1]
+    if not doc:
+        return {}
+    for key in RUN_ONLY_KEYS:
+        doc.pop(key, None)
+    try:
+        sweep = parse_sweep(doc, Path(run_dir))
+        cells = expand(sweep, describe_source(sweep.dataset))
+    except (CcpError, OSError, ValueError, KeyError, TypeError):   # a sweep this ccp cannot expand: labels by id
+        return {}
+    return {c.cell_id: (c.cache.nbytes, c.cache.nslots, c.cache.w0) for c in cells}
+
+
+def _contiguous(cells: pd.DataFrame) -> pd.Series:
+    return cells["chunks"].astype(str) == "contiguous"
+
+
+def with_configured_cache(cells: pd.DataFrame, configured: dict | None) -> pd.DataFrame:
+    """A contiguous cell's cache columns as its sweep set them (``configured``, by cell id), not as HDF5 read them
+    back (the library default: a contiguous dataset has no chunk cache), so two cells the sweep set apart are never
+    labelled alike. A contiguous cell whose setting is not known, among others that read back alike, gets its cell
+    id beside a cache of NaN: its label says it is not known rather than name a cache it was not given."""
+    cont = _contiguous(cells)
+    if not cont.any():
+        return cells
+    cells = cells.copy()
+    known = cont & cells["cell_id"].astype(str).isin(list(configured or {}))
+    for i in cells.index[known]:
+        cells.loc[i, list(CACHE_COLUMNS)] = list((configured or {})[str(cells.at[i, "cell_id"])])
+    unknown = cont & ~known
+    if unknown.any():
+        others = [c for c in matrix_axes.cell_columns() if c in cells and c not in CACHE_COLUMNS]
+        alike = cells[unknown].astype({c: str for c in others}).duplicated(others, keep=False)
+        ids = cells.index[unknown][alike.to_numpy()]
+        cells.loc[ids, list(CACHE_COLUMNS)] = float("nan")
+    return cells
 
 
 def itemsize(cell) -> float:

@@ -115,6 +115,7 @@ class Headline:
     winner_stability: str = ""            # the winner is unstable: why it still wins (or that every cell is unstable)
     unstable_lost: dict = field(default_factory=dict)   # cell_id -> why a faster unstable cell is not the winner
     cheapest_reference: float = float("nan")   # the time "within 2x" is of: the fastest cell with the slowest's filters
+    slowest_near: bool = False            # the slowest is itself within CHEAPEST_WITHIN of that (or tied): no change searched
 
 
 def _changes(a, b) -> tuple[str, ...]:
@@ -166,7 +167,7 @@ def headlines(cells: pd.DataFrame, samples: dict[str, Sample] | None = None, thr
             if c["cell_id"] == win["cell_id"]:
                 continue
             v = judge(sw, sample(c), threshold)
-            if v.word == "undecided":
+            if not_judged(v):      # too few passes to tell: never a tie (README), whatever the ratio
                 h.undecided.append((c, v))
             elif not v.differs:
                 h.ties.append((c, v))
@@ -181,6 +182,7 @@ def headlines(cells: pd.DataFrame, samples: dict[str, Sample] | None = None, thr
             ref = max(float(win["time_s"]), float(alike["time_s"].min()) if len(alike) > 1 else 0.0)
             h.cheapest_reference = ref
             slow_near = str(slow["cell_id"]) in tied or float(slow["time_s"]) <= CHEAPEST_WITHIN * ref
+            h.slowest_near = slow_near
             if h.vs_slowest.differs and not slow_near:
                 cands = [(c, ch) for _, c in g.iterrows()
                          if (ch := _changes(slow, c)) and not NOT_A_CHANGE & set(ch)]
@@ -228,7 +230,7 @@ def headline_text(h: Headline, run: RunKind = PLAIN, threshold: float = THRESHOL
                      f"{config_label(slow, h.axes)}, is not apart from it ({h.vs_slowest.why}).")
         return lines
     lines.append(f"{head}: fastest is {config_label(win, h.axes)}, {time_text(win, run)} a pass{ci}"
-                 + (f"; {h.winner_stability}" if h.winner_stability else ", stable") + ".")
+                 + (f"; {h.winner_stability}" if h.winner_stability else f", {_stability_word(win)}") + ".")
     faster_ids = {str(c["cell_id"]) for c in h.unstable_faster}
     shown = [(c, v) for c, v in h.ties if str(c["cell_id"]) not in faster_ids]   # those get their own line, once
     if shown:
@@ -278,6 +280,13 @@ def headline_text(h: Headline, run: RunKind = PLAIN, threshold: float = THRESHOL
         lines.append(f"Every cell that keeps filters {slow['filters']} is within {CHEAPEST_WITHIN:g}x of the slowest "
                      f"(the fastest of them {format_seconds(h.cheapest_reference)}): only another filter "
                      f"({win['filters']}, trading storage for time) gets to the fastest.")
+    elif h.vs_slowest is not None and h.vs_slowest.differs and h.slowest_near:
+        # no cheapest change was searched: the slowest is already within CHEAPEST_WITHIN (breaker8 F11: this fell to
+        # the "no one change reaches it" sentence below though the two differed in one reader setting)
+        changed = _changes(slow, win)
+        if len(changed) == 1 and not NOT_A_CHANGE & set(changed):
+            lines.append(f"The fastest differs from the slowest only in {changed[0].replace('_', ' ')} "
+                         f"({CHANGE_WORDS[changed[0]]}), {_x(h.vs_slowest.ratio)}.")
     elif h.vs_slowest is not None and h.vs_slowest.differs:
         changed = _changes(slow, win)
         lines.append("No change of one reader setting or layout alone reaches the fastest: "
@@ -287,6 +296,19 @@ def headline_text(h: Headline, run: RunKind = PLAIN, threshold: float = THRESHOL
                         "it differs from the slowest in settings other than chunks, filters, cache and client "
                         "(see the cells table)."))
     return lines
+
+
+def _stability_word(c) -> str:
+    """"stable" only when the cell's passes could spread: one pass shows nothing of it (breaker8 F17)."""
+    reps = c.get("repeats")
+    return "one pass: stability not measured" if finite(reps) and int(reps) < 2 else "stable"
+
+
+def not_judged(v: Verdict) -> bool:
+    """The run has too few passes to tell this difference from noise ("undecided": 2 or 3 a side; "unknown": one
+    pass each): neither a tie nor a difference, so never counted as tied (breaker8 F7: a 4.3x gap measured once
+    was called "all 2 configurations are a tie")."""
+    return v.word in ("undecided", "unknown")
 
 
 def _x(r: float) -> str:

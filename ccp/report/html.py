@@ -18,6 +18,7 @@ from ccp.report import plots
 from ccp.report.data import (
     SHORT_REQUEST_S,
     UNSTABLE_SPREAD,
+    configured_caches,
     finite,
     is_ok,
     load_cells,
@@ -328,7 +329,9 @@ def _embed(page: str, run_dir: Path) -> str:
 
 def build(run_dir: Path, self_contained: bool = False) -> Path:
     run_dir = Path(run_dir)
-    cells, labels = prepare(load_cells(run_dir))
+    cells = load_cells(run_dir)
+    # the sweep is expanded only when a contiguous cell's cache (HDF5's default, read back) could mislabel it
+    cells, labels = prepare(cells, configured_caches(run_dir) if (cells["chunks"] == "contiguous").any() else None)
     env = load_env(run_dir)
     sweep_text, sweep = read_run_sweep(run_dir)
     run = RunKind.of(sweep)

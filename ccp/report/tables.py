@@ -26,7 +26,7 @@ from ccp.report.data import (
     stability,
     storage_overhead,
 )
-from ccp.report.headline import PLAIN, RunKind, cell_tags
+from ccp.report.headline import PLAIN, RunKind, cell_tags, not_judged
 from ccp.report.s3 import storage_tables
 from ccp.report.stats import THRESHOLD, from_cell, judge
 from ccp.report.table_types import Cell, Table
@@ -253,7 +253,17 @@ def _against_fastest(v) -> tuple[str, ...]:
     """The tag of a cell judged against the fastest: a tie, or a difference the run has too few passes to judge."""
     if v is None or v.differs:
         return ()
-    return ("too few passes to tell from the fastest",) if v.word == "undecided" else ("tie with the fastest",)
+    if v.word == "unknown":
+        return ("one pass: cannot tell from the fastest",)
+    return ("too few passes to tell from the fastest",) if not_judged(v) else ("tie with the fastest",)
+
+
+def _fastest_but(verdicts: dict) -> str:
+    """The tag of a row's fastest value not shown apart from every other: tied, or too few passes to tell (never
+    "tied" when one of them was not judged: breaker8 F7)."""
+    if any(not_judged(v) for v in verdicts.values()):
+        return "fastest, but too few passes to tell it apart"
+    return "fastest, but tied"
 
 
 class _Judge:
@@ -315,7 +325,7 @@ def one_change_tables(cells: pd.DataFrame, labels: Labels, samples: dict | None 
             time_row.append(jd.time_cell(p, "best" if is_best and apart else "", _against_fastest(v)))
             vb = jd(p, base) if p["cell_id"] != base["cell_id"] else None
             gain_row.append("-" if vb is None else fmt_times(base["time_s"] / p["time_s"]) if vb.differs else
-                            Cell(f"{'undecided' if vb.word == 'undecided' else 'tie'} "
+                            Cell(f"{'undecided' if not_judged(vb) else 'tie'} "
                                  f"({fmt_times(base['time_s'] / p['time_s'])})", (vb.why,)))
         rows += [time_row, gain_row]
         if any(finite(p[count_col]) for _, p in picks):     # a quick run has no counted pass: no empty rows
@@ -334,8 +344,8 @@ def one_change_tables(cells: pd.DataFrame, labels: Labels, samples: dict | None 
                          note=f"The first column is the slowest configuration for this access pattern; each next column "
                               "changes one parameter (highlighted) and keeps the others, as in seed 000's Table 8. Green: the "
                               f"fastest stable cell. A speed-up under {threshold:g}x, or one neither the per-request times "
-                              "(Mann-Whitney U, p < 0.05) nor the passes (every pass apart) support, is called a tie; the "
-                              "per-request counts say why."))
+                              "(Mann-Whitney U, p < 0.05) nor the passes (every pass apart) support, is called a tie, or undecided "
+                              "when the run has too few passes to tell; the per-request counts say why."))
     return out
 
 
@@ -379,7 +389,7 @@ def pivot_tables(cells: pd.DataFrame, labels: Labels, samples: dict | None = Non
                 if v not in by:
                     row.append(Cell("-", cls="missing"))
                 elif v == fastest:
-                    row.append(jd.time_cell(by[v], "best" if clear else "", () if clear else ("fastest, but tied",)))
+                    row.append(jd.time_cell(by[v], "best" if clear else "", () if clear else (_fastest_but(verdicts),)))
                 else:
                     row.append(jd.time_cell(by[v], "", _against_fastest(verdicts.get(v))))
             if has_counts:
