@@ -21,7 +21,7 @@ from ccp.errors import CcpError
 from ccp.matrix.cells import Cell
 from ccp.model import summarise
 from ccp.predict import calibrate, chunk_traps, predict_requests, stored_chunk_sizes
-from ccp.report.stats import CHEAPEST_WITHIN, cheapest_first
+from ccp.report.cheapest import CHEAPEST_WITHIN, cheapest_first
 from ccp.store.row import CellRow
 from ccp.units import format_bytes, format_count, format_seconds, shape_str
 
@@ -158,7 +158,7 @@ EFFORT = {"cache": 0, "block": 1, "repack": 2}   # a setting < a code change < a
 
 
 def rank(cures: list[Option]) -> list[Option]:
-    """The "cheapest change" rule (ccp.report.stats.cheapest_first, the report's and diagnose's too): the least
+    """The "cheapest change" rule (ccp.report.cheapest.cheapest_first, the report's and diagnose's too): the least
     invasive cure whose predicted time is within CHEAPEST_WITHIN (2x) of the fastest's leads; the rest follow fastest
     first. A cache cure 11.6x slower than aligned reads (issue 22) does not lead however little it changes. Among
     equally invasive cures within 2x, the least I/O and decompression (``io_s``) first."""

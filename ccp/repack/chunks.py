@@ -372,7 +372,7 @@ class DatasetWriter:
         if budget is not None and library_planned(tgt, src_chunks, self.buffer):
             from ccp.repack.library_run import run_planned
 
-            return run_planned(self, budget)
+            return run_planned(self, budget, _SourceReader)
         chunks = tgt.layout.chunks if tgt.layout.kind == "chunked" else None
         plan = plan_slabs(tgt.shape, chunks, max(1, tgt.itemsize), self.buffer)
         self.buffer_used = plan.slab_bytes

@@ -39,6 +39,7 @@ from ccp.repack.rechunk import (
     RAW_SECONDS_PER_BYTE,
     SECONDS_PER_BAND_TARGET,
     SECONDS_PER_PIPELINE_TARGET,
+    SECONDS_PER_RECHUNK,
     SECONDS_PER_SOURCE_READ,
     MemoryBudget,
     index_bytes,
@@ -64,11 +65,6 @@ SECONDS_PER_READBACK_CHUNK = 5e-6
 # byte over the 6458 job's 43.6 MB output in 100 chunks (ccp.repack.readback._stored_crcs timed alone, three
 # runs, load 7.5; the daily-map transpose's 13,824 chunks of 770 bytes: 1.1-1.6 us a chunk, the per-chunk cost)
 SECONDS_PER_READBACK_BYTE = 0.5e-9
-# the copy of a rechunked dataset besides its chunks: its plan, creating it, the read-back's opening of both
-# files and their attributes (main-thread CPU of repack() less the dataset's copy and check_written: 0.027 s on
-# the 6458 and the unaligned jobs alike, in-process phase timers, load 8; it was 0.06 s before the read-back
-# was cut down)
-SECONDS_PER_RECHUNK = 0.03
 # H5Ocopy of a dataset that does not change, bytes per second (raw chunks copied by the library)
 COPY_BYTES_PER_SECOND = 400e6
 _SAMPLE_CHUNKS = 64
@@ -451,7 +447,8 @@ def _forecast_dataset(ds, tgt, planner, budget: MemoryBudget, threads: int, core
     if library_planned(tgt, src_chunks, planner.buffer_bytes):
         from ccp.repack.library_run import forecast_library
 
-        return DatasetForecast(**forecast_library(ds, tgt, planner, budget, threads, cores.spin()[1], base))
+        return DatasetForecast(**forecast_library(ds, tgt, planner, budget, threads, cores.spin()[1], base,
+                                                  _SourceReader))
     reader = _SourceReader(ds, None, 0)
     try:
         encode = decode_out = None

@@ -15,7 +15,6 @@ from ccp.errors import CcpError
 from ccp.hdf5 import lowlevel as low
 from ccp.hdf5 import plists
 from ccp.hdf5.filters.plugins import lossy_plugin
-from ccp.repack.chunks import _SourceReader
 from ccp.repack.compare import lossy_tolerance
 from ccp.repack.library import library_pass, piece_bytes
 from ccp.repack.plan import Slab, plan_slabs
@@ -31,8 +30,9 @@ def checks_each_slab(tgt, tid) -> bool:
     return not lossy and lossy_tolerance(pipeline, tid) is None
 
 
-def run_planned(writer, budget: MemoryBudget) -> None:
-    """Copy ``writer``'s dataset (a :class:`ccp.repack.chunks.DatasetWriter` on the library path) within ``budget``."""
+def run_planned(writer, budget: MemoryBudget, reader_type) -> None:
+    """Copy ``writer``'s dataset (a :class:`ccp.repack.chunks.DatasetWriter` on the library path) within ``budget``;
+    ``reader_type``: the writer's source reader class (passed in: chunks imports this module)."""
     tgt = writer.tgt
     chunks = tgt.layout.chunk_shape
     src_chunks = tuple(writer.src.chunks)
@@ -58,7 +58,7 @@ def run_planned(writer, budget: MemoryBudget) -> None:
     import h5py
 
     writer.dst = h5py.Dataset(writer.dsid)
-    reader = writer._reader = _SourceReader(writer.src, writer.pool, lp.cache_bytes)
+    reader = writer._reader = reader_type(writer.src, writer.pool, lp.cache_bytes)
     if reader.decode is None:
         reader.decode_through_hdf5()
     check = checks_each_slab(tgt, writer.tid)
@@ -102,19 +102,19 @@ def _write_slab(writer, slab: Slab, arr: np.ndarray, chunks, check: bool) -> Non
 
 # ------------------------------------------------------------------ the plan's forecast (ccp repack --plan)
 
-def forecast_library(ds, tgt, planner, budget: MemoryBudget, threads: int, main_share: float, base: int) -> dict:
+def forecast_library(ds, tgt, planner, budget: MemoryBudget, threads: int, main_share: float, base: int,
+                     reader_type) -> dict:
     """The fields of a :class:`ccp.repack.forecast.DatasetForecast` for the planned library copy of ``tgt``: the
     pass the copy takes, its reads (replayed, scaled to the chunks stored), and its time from this dataset's own
     chunks timed here: HDF5's read of a source chunk's whole region, and its write of a real target chunk (the
     middle one) with no chunk cache into an in-memory file and the read back of it, all in the main thread."""
-    from ccp.repack.forecast import SECONDS_PER_RECHUNK
-    from ccp.repack.rechunk import RAW_SECONDS_PER_BYTE, index_bytes, readback_bytes
+    from ccp.repack.rechunk import RAW_SECONDS_PER_BYTE, SECONDS_PER_RECHUNK, index_bytes, readback_bytes
 
     chunks = tgt.layout.chunk_shape
     src_chunks = tuple(ds.chunks)
     room = pass_room(budget, chunks, tgt.itemsize, threads, tgt.shape, src_chunks)
     lp = library_pass(tgt.shape, src_chunks, chunks, tgt.itemsize, room, budget.buffer_bytes)
-    reader = _SourceReader(ds, None, 0)
+    reader = reader_type(ds, None, 0)
     try:
         stored = len(reader.stored)
         read_s = _timed_source_chunk(reader)

@@ -1,5 +1,5 @@
 """The report's headline: per access pattern, the fastest configuration and the cheapest change that gets within
-CHEAPEST_WITHIN (2x) of it (stats.cheapest, the rule advise and diagnose apply too), with ties called ties.
+CHEAPEST_WITHIN (2x) of it (ccp.report.cheapest, the rule advise and diagnose apply too), with ties called ties.
 
 "Of it": of the fastest cell that keeps the slowest's filters, when the sweep varies them. Another filter trades
 storage for time, so it is not a cure to weigh against a reader setting: on configs/cris.yaml dropping gzip is 4x
@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from ccp.config.axes.storage import storage_varying
+from ccp.report.cheapest import CHEAPEST_WITHIN, cheapest
 from ccp.report.data import LABEL_SEP, STORAGE_COLUMNS, finite, is_ok, stability, storage_text
-from ccp.report.stats import CHEAPEST_WITHIN, THRESHOLD, Sample, Verdict, cheapest, ci95, from_cell, judge
+from ccp.report.stats import THRESHOLD, Sample, Verdict, ci95, from_cell, judge
 from ccp.units import format_seconds
 
 CONFIG_AXES = (("chunks", "chunks"), ("filters", "filters"), ("cache", "cache_label"), ("client", "client"),
@@ -174,7 +175,7 @@ def headlines(cells: pd.DataFrame, samples: dict[str, Sample] | None = None, thr
         slow = g.iloc[-1]
         if slow["cell_id"] != win["cell_id"]:
             h.vs_slowest = judge(sw, sample(slow), threshold)
-            # the cheapest change (stats.cheapest: the rule advise and diagnose apply too): the least invasive within
+            # the cheapest change (ccp.report.cheapest: the rule advise and diagnose apply too): the least invasive within
             # CHEAPEST_WITHIN of the winner (or tied with it), whatever its stability (an unstable cell is named as
             # such, never silently dropped)
             tied = {str(c["cell_id"]) for c, _ in h.ties} | {str(win["cell_id"])}

@@ -18,18 +18,16 @@ only when a difference is both significant and larger than a stated threshold.
   Mann-Whitney test on pass times, exact for few passes, or every pass apart in wall *and* CPU time -- and the
   process CPU time moved too (waiting for a busy CPU or disk moves the wall time only); else "noise": the same
   work, the time difference is the machine's. "undecided": the pass test cannot reach p < 0.05 with so few passes
-  (2 or 3 a side: its least p is 0.33 or 0.1) and nothing else decides: the run needs more passes, never a tie.
-- ``cheapest_first``: the "cheapest change" rule (CHEAPEST_RULE) that orders the report's cheapest change, ``ccp
-  advise``'s cures and ``ccp diagnose``'s cures alike.
+  (1 to 3 a side: its least p is 1, 0.33 or 0.1) and nothing else decides: the run needs more passes, never a tie.
+The "cheapest change" rule that orders the report's, ``ccp advise``'s and ``ccp diagnose``'s cures is in
+:mod:`ccp.report.cheapest`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -50,7 +48,6 @@ RULE = ("a difference is real when (1) the I/O counts differ (requests, raw read
         "machine's (noise), unless the pass test cannot reach p < 0.05 with so few passes (1 to 3 a side) and the CPU "
         "time does not show the difference is waiting: then it is undecided (too few passes; 4 a side can decide), "
         "never a tie. Either way the ratio must reach the threshold")
-T = TypeVar("T")
 CONTENTION_SLOWDOWN = 1.5      # how much more than load / CPUs a contended pass may be slowed (shared caches, SMT)
 MAX_REQUEST_SAMPLES = 20_000   # per cell, evenly subsampled: the U test's normal approximation needs no more
 
@@ -378,37 +375,6 @@ def judge(a: Sample, b: Sample, threshold: float = THRESHOLD, alpha: float = ALP
     how = ("every pass apart in wall time (the two wait for different things)" if waits_differ else
            "every pass apart in wall and CPU time") if apart and not p < alpha else f"Mann-Whitney on passes, {fmt_p(p)}"
     return Verdict(word, ratio, p, how + ("" if change == "same" else f"; {same}"))
-
-
-CHEAPEST_WITHIN = 2.0    # the cheapest change: the least invasive one whose time is within this factor of the fastest's
-CHEAPEST_RULE = (f"the least invasive change whose time is within {CHEAPEST_WITHIN:g}x of the fastest's leads (a reader "
-                 "setting before a code change before a new file); the rest follow fastest first")
-
-
-def cheapest_first(options: Iterable[T], time: Callable[[T], float], effort: Callable[[T], Any],
-                   within: float = CHEAPEST_WITHIN, fastest: float | None = None,
-                   near: Callable[[T], bool] | None = None) -> list[T]:
-    """The "cheapest change" rule, as the report's headline, ``ccp advise`` and ``ccp diagnose`` all apply it
-    (CHEAPEST_RULE): of the options whose time is within ``within`` of the fastest's (``fastest``: that time, default
-    the least of ``time``; ``near``: options to count as close whatever their time, e.g. tied with the fastest by
-    the noise rule), the least invasive (lowest ``effort``, which may be a tuple; then the faster) leads; the rest
-    follow fastest first. The rule is applied to the whole time, as stated: a setting 11.6x slower than a new layout
-    does not lead however little it changes (issue 22)."""
-    opts = list(options)
-    lead = cheapest(opts, time, effort, within, fastest, near)
-    return ([lead] if lead is not None else []) + sorted((o for o in opts if o is not lead), key=time)
-
-
-def cheapest(options: Iterable[T], time: Callable[[T], float], effort: Callable[[T], Any],
-             within: float = CHEAPEST_WITHIN, fastest: float | None = None,
-             near: Callable[[T], bool] | None = None) -> T | None:
-    """The option :func:`cheapest_first` puts first; None when no option is close to ``fastest``."""
-    opts = list(options)
-    if not opts:
-        return None
-    floor = min(time(o) for o in opts) if fastest is None else fastest
-    close = [o for o in opts if time(o) <= within * floor or (near is not None and near(o))]
-    return min(close, key=lambda o: (effort(o), time(o))) if close else None
 
 
 def _more_contended(fast: Sample, slow: Sample) -> bool:

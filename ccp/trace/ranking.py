@@ -1,12 +1,12 @@
 """The order ``ccp diagnose`` lists its cures in: the "cheapest change" rule the report and ``ccp advise`` apply
-(:func:`ccp.report.stats.cheapest_first`): the least invasive cure whose predicted time is within 2x of the fastest's
+(:func:`ccp.report.cheapest.cheapest_first`): the least invasive cure whose predicted time is within 2x of the fastest's
 leads, the rest follow fastest first. Before issue 22 diagnose ranked by predicted time alone, so a repack 1.1x
 faster than a one-line cache setting came first.
 """
 
 from __future__ import annotations
 
-from ccp.report.stats import CHEAPEST_RULE, cheapest_first
+from ccp.report.cheapest import CHEAPEST_RULE, cheapest_first
 
 # what a cure costs the program's owner: a reader setting < a change to the reading (or writing) code < a new file
 EFFORT = {"cache": 0, "xarray_file_cache": 0, "keep_open": 1, "batched": 1, "blocks": 1, "repack": 2}

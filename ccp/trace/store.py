@@ -6,6 +6,7 @@ in the workload room: a sweep's replay loads traces there, below this app.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -589,10 +590,8 @@ def merge_or_explain(trace_dir: Path, *args, **kwargs) -> dict:
         return merge(trace_dir, *args, **kwargs)
     except Exception as exc:  # the run is over: say why its trace is missing, leave no half files
         for name in ("calls.parquet.tmp", "trace.json.tmp"):
-            try:
+            with contextlib.suppress(OSError):
                 (Path(trace_dir) / name).unlink(missing_ok=True)
-            except OSError:
-                pass
         if isinstance(exc, OSError) and exc.strerror:
             detail = exc.strerror + (f" ({exc.filename})" if exc.filename else "")
         else:

@@ -517,7 +517,7 @@ def choose(rows: list[dict]) -> tuple[dict, str]:
         group = [fastest, *ties]
         keep = [r for r in group if r.get("keeps_layout")]
         if keep and len(keep) < len(group):
-            # the cheapest change first (ccp.report.stats.cheapest, as report, advise and diagnose rank): a reader
+            # the cheapest change first (ccp.report.cheapest.cheapest, as report, advise and diagnose rank): a reader
             # setting on the stored file before a new file, when the runoff cannot tell them apart
             pick, decided = fewest_io(keep) if len(keep) > 1 else (keep[0], "")
             decided = ("it keeps the stored layout (only a chunk cache: no repack), the cheapest change "

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from ccp.advise import Option, rank
-from ccp.report.stats import CHEAPEST_WITHIN, cheapest, cheapest_first
+from ccp.report.cheapest import CHEAPEST_WITHIN, cheapest, cheapest_first
 from ccp.trace.ranking import rank_cures
 
 # (name, seconds, effort: 0 a setting, 1 a code change, 2 a new file)
