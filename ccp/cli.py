@@ -299,10 +299,11 @@ def compare(run_a, run_b, html_out, fail_above, threshold, remeasure):
     CPU time does not show the difference is waiting: then "too few passes to judge"
     (undecided; 4 passes a side can decide), never a tie. Either way only beyond
     --threshold. Cells measured under contention (load above the CPUs, or under half the
-    wall time on a CPU) are marked; a cell slower on the side measured under more
-    contention, by no more than 1.5 x that side's load / CPUs, is the machine's, and so is
-    its CPU time up to 1.5x (competitors raise a process's own CPU time too); the CPU test
-    never uses a bar below 1.25x. --remeasure decides such cells on this machine.
+    wall time on a CPU) are marked; a cell slower only on the side measured under
+    contention is the machine's (competitors raise a process's own CPU time too); both
+    contended, the slower under more load: the machine's within 1.5 x the ratio of their
+    loads, its CPU time within 1.5x. The CPU test never uses a bar below 1.25x.
+    --remeasure decides such cells on this machine.
     Exit status: 0; with --fail-above, 1 when a cell regressed by more than RATIO, else 3
     when a cell slower by more than RATIO is undecided (too few passes) or a cell that
     finished in A has no cell in B (not compared), else 0.
