@@ -170,7 +170,8 @@ def with_configured_cache(cells: pd.DataFrame, configured: dict | None) -> pd.Da
         cells.loc[i, list(CACHE_COLUMNS)] = list((configured or {})[str(cells.at[i, "cell_id"])])
     unknown = cont & ~known
     if unknown.any():
-        others = [c for c in matrix_axes.cell_columns() if c in cells and c not in CACHE_COLUMNS]
+        # only cells whose labels would collide (alike in every column, the cache read back too) lose it
+        others = [c for c in matrix_axes.cell_columns() if c in cells]
         alike = cells[unknown].astype({c: str for c in others}).duplicated(others, keep=False)
         ids = cells.index[unknown][alike.to_numpy()]
         cells.loc[ids, list(CACHE_COLUMNS)] = float("nan")
