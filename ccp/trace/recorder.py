@@ -476,15 +476,8 @@ class Recorder(CallRecords):
             if info[:2] != key or live is None:
                 continue
             new_info = (*info[:3], tuple(live.shape))
-            if new_info == info:
-                continue
-            new = next(self.tokens)
-            self.add(_handle_record(new, new_info))
-            self.handles[new] = (new_info, ref, ident)     # no call from here on
-            del self.handles[old]
-            self.renamed[old] = new
-            if self.handle_of.get(ident) == old:
-                self.handle_of[ident] = new
+            if new_info != info:
+                self.retoken(old, new_info, ref, ident)
 
     def retoken(self, old: int, new_info: tuple, ref, ident: int) -> None:
         """A live handle's new token and handle record (``new_info``): its later calls are named by it."""
