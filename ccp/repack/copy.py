@@ -48,6 +48,7 @@ from h5py import h5f, h5p
 from ccp.errors import CcpError, ConfigError
 from ccp.hdf5 import lowlevel as low
 from ccp.hdf5.filters import FilterPipeline, check_available, codecs, parse_filters
+from ccp.hdf5.filters.plugins import register_plugins
 from ccp.outfile import output_target
 from ccp.repack.compare import verify_written
 from ccp.repack.decide import _h5_message, _Planner
@@ -290,6 +291,7 @@ def repack(src, dst, layouts=None, filters=None, *, buffer_bytes: int = DEFAULT_
     naming ``--memory`` and that floor) before anything is written; with ``memory_strict`` False (the default
     budget, not the user's) it is not refused: the copy plans within a quarter of the budget at least.
     """
+    register_plugins()
     t0 = time.perf_counter()
     src, dst = _check_paths(src, dst, dry_run)
     threads = max(1, int(threads or os.cpu_count() or 1))

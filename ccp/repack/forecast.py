@@ -355,8 +355,10 @@ def _timed(fn) -> float:
 def forecast_repack(src, layouts=None, filters=None, *, memory_bytes: int, buffer_bytes: int | None = None,
                     threads: int | None = None, deflate: str = "auto", memory_strict: bool = True) -> RepackForecast:
     """The plan of ``repack(src, ..., memory_bytes=...)`` and what it will cost; writes nothing."""
+    from ccp.hdf5.filters.plugins import register_plugins
     from ccp.repack.copy import _check_paths  # the same checks as the copy (its OUT is not needed here)
 
+    register_plugins()
     src, _ = _check_paths(src, os.fspath(src) + ".plan", True)
     threads = max(1, int(threads or os.cpu_count() or 1))
     engine = codecs.resolve_deflate_engine(deflate)

@@ -7,6 +7,7 @@ dataset ccp writes is set up exactly as ``hdf5plugin.Zstd(...)`` etc. would set 
 
 from __future__ import annotations
 
+import os
 from typing import Any, ClassVar
 
 from ccp.errors import ConfigError
@@ -45,6 +46,21 @@ def _hdf5plugin():
     import hdf5plugin
 
     return hdf5plugin
+
+
+def register_plugins() -> None:
+    """Register hdf5plugin's filters with h5py's HDF5 (importing it does), when it is installed: a filter HDF5 would
+    otherwise load from HDF5_PLUGIN_PATH may be built against another libhdf5 (netCDF4's wheel puts its own Blosc,
+    built against its HDF5, on that path when it is imported), and its callbacks then fail on this library's ids
+    ("can't find object for ID") the moment a Blosc dataset is written."""
+    try:
+        plugin = _hdf5plugin()
+    except ImportError:
+        return
+    if os.environ.get("HDF5_PLUGIN_PATH"):
+        # hdf5plugin's import registers only filters HDF5 does not find already, and finding one loads it from that
+        # path: register its own over them (H5Zregister replaces a filter of the same id)
+        plugin.register(force=True)
 
 
 class _Plugin(Filter):
