@@ -516,11 +516,11 @@ def samples(run_dir: Path, cells: pd.DataFrame) -> dict[str, Sample]:
     loopback = bool(s3.any()) and endpoint_on_this_machine(run_dir)
     rng = np.random.default_rng(0)
     out = {}
-    for _, c in ok.iterrows():
+    for i, c in ok.iterrows():
         cid = str(c["cell_id"])
         complete = str(c.get("status")) != "extrapolated"
         g = groups.get(cid)
-        m = {**machine_of(c), "cpu": cpus.get(cid, np.zeros(0)), "loopback": loopback and io_kind_of_row(c) == "s3"}
+        m = {**machine_of(c), "cpu": cpus.get(cid, np.zeros(0)), "loopback": loopback and bool(s3[i])}
         if g is None or g.empty:
             out[cid] = Sample(float(c["time_s"]), _passes_from_cells(c), np.zeros(0), _num(c.get("requests")), complete, **m)
             continue
@@ -541,10 +541,6 @@ def samples(run_dir: Path, cells: pd.DataFrame) -> dict[str, Sample]:
             m["wait"] = waits[cid]
         out[cid] = Sample(float(c["time_s"]), passes, r, _num(c.get("requests")), complete, firsts, **m)
     return out
-
-
-def io_kind_of_row(c) -> str:
-    return "s3" if str(c.get("storage") or "") == "s3" else "local"
 
 
 def endpoint_on_this_machine(run_dir: Path) -> bool:
