@@ -246,9 +246,11 @@ class DatasetModel:
         if call.op == "read" and not self._index_exists and self._nused == 0:
             return t.freeze(call.op)
         self._index_exists = True
-        for coords, nsel, npieces in call_chunks(starts, counts, self.shape, grid.chunks, call.points):
-            self._visit(t, call.op, coords, nsel * self.itemsize, functools.partial(int, npieces),
-                        whole_ok=not call.points)
+        pieces = call_chunks(starts, counts, self.shape, grid.chunks, call.points)
+        # one element selected: HDF5's single-element path, which never sets the selection type (ccp.model.union)
+        whole_ok = not call.points or (len(pieces) == 1 and pieces[0][1] == 1)
+        for coords, nsel, npieces in pieces:
+            self._visit(t, call.op, coords, nsel * self.itemsize, functools.partial(int, npieces), whole_ok=whole_ok)
         return t.freeze(call.op)
 
     def close(self) -> RequestPrediction:

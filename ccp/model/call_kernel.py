@@ -116,6 +116,8 @@ def _call_visits(ops, starts, counts, i, j, points, chunks, bits, grid, itemsize
     enabled = nslots > 0 and total > 0
     c = np.empty(rank, np.int64)
     lins, nsels, npieces = call_chunk_list(starts, counts, i, j, points, chunks, grid)
+    # one element selected: HDF5's single-element path, which never sets the selection type (module docstring)
+    whole_ok = not points or (lins.shape[0] == 1 and nsels[0] == 1)
     for m in range(lins.shape[0]):
         lin = lins[m]
         rest = lin
@@ -135,7 +137,7 @@ def _call_visits(ops, starts, counts, i, j, points, chunks, bits, grid, itemsize
         allocated = alloc.shape[0] == 0 or alloc[lin] != 0
         if filtered or keep or (write and not allocated):
             _through_cache(e, slot, lin, write, naccessed, allocated, res, r, st, ent, rd, wr, dirty, prv, nxt,
-                           filtered, stored, chunk_bytes, alloc, keep, total, w0, not points)
+                           filtered, stored, chunk_bytes, alloc, keep, total, w0, whole_ok)
         elif allocated:                            # read or written directly: a read or write per piece
             if write:
                 res[r, _NW] += npieces[m]

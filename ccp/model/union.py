@@ -16,7 +16,10 @@ point below checked under the log VFD by ``tests/model/test_union.py``):
   elements are taken in C order, the memory buffer (h5py's: dense, the selected shape) filled in that order.
   A point selection is a list: its points in the order given, repeats kept (a repeated point is read twice),
   each point's memory position its place in the list. A point selection written through the cache reads its
-  chunk even when its points cover the whole chunk (a union of boxes that covers it does not).
+  chunk even when its points cover the whole chunk (a union of boxes that covers it does not: ``H5D__chunk_write``
+  tests the chunk map's ``fsel_type``). One selected element is the exception: HDF5 maps it by its single-element
+  path, which never sets ``fsel_type`` (the map comes from a free list, the field holds whatever the last map
+  left); HDF5 was seen to write such a 1-element chunk without reading it every time, so the model does too.
 * **A chunk read directly** (unfiltered and bigger than the cache; ``H5D__select_io`` over the chunk's file and
   memory sequence lists, ``H5VM_opvv``): one read per run of the chunk's selected elements, taken in the
   selection's order, that is contiguous both in the chunk on disk (the next element's offset in the chunk is
@@ -127,7 +130,7 @@ def group_codes(calls, points, n: int) -> np.ndarray:
     pts = np.zeros(n, bool) if points is None else np.asarray(points, bool).reshape(-1)
     if len(pts) != n:
         raise ValueError(f"{len(pts)} point flags for {n} requests")
-    grouped = (sizes > 1) | pts[begins]        # a point selection of one point too (its writes read the chunk)
+    grouped = (sizes > 1) | pts[begins]        # a point selection of one point too (a point's box may be more)
     if not grouped.any():
         return NO_GROUPS
     many = np.repeat(grouped, sizes)

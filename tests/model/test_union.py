@@ -79,6 +79,32 @@ def test_one_call_on_many_boxes_as_hdf5_does_it(h5trace, tmp_path, shape, chunks
         _cmp(pred, obs)
 
 
+
+WRITES_OF_ONE_POINT = [   # id, point, chunks of the (4,) dataset, filtered, cache, raw reads of the write
+    ("1-element-chunk-cached-no-read", (0,), (1,), False, ChunkCache(8, 1, 0.0), 0),
+    ("1-element-chunk-filtered-uncached-no-read", (0,), (1,), True, NO_CACHE, 0),
+    ("1-element-chunk-filtered-cached-no-read", (2,), (1,), True, ROOMY, 0),
+    ("2-element-chunk-cached-reads-it", (1,), (2,), False, ROOMY, 1),
+]
+
+
+@pytest.mark.parametrize(("point", "chunks", "filtered", "cache", "reads"),
+                         [pytest.param(*c[1:], id=c[0]) for c in WRITES_OF_ONE_POINT])
+def test_a_point_selection_of_one_element_writes_a_whole_chunk_without_reading_it(
+        h5trace, tmp_path, point, chunks, filtered, cache, reads):
+    """HDF5's single-element path leaves the selection type unset (ccp/model/union.py): a written point that is
+    its whole chunk is not read first, unlike the points of a bigger point selection (make test-slow found it)."""
+    req = MultiBox.of("write", [point], None, points=True)
+    path = tmp_path / "a.h5"
+    h5trace.make_file(path, (4,), chunks, "f8", filtered=filtered, prewrite=[((0,), (4,))])
+    sizes = h5trace.stored_chunk_sizes(path)
+    obs = h5trace.trace(path, [req], cache, "f8")
+    kw = {"filtered": filtered, "cache": cache, "requests": [req], "stored_chunk_bytes": sizes.__getitem__}
+    for sim in (simulate, simulate_fast):
+        pred = sim((4,), chunks, 8, **kw)
+        assert [(p.raw_reads, p.raw_writes) for p in pred] == [(o.raw_reads, o.raw_writes) for o in obs]
+        assert pred[0].raw_reads == reads
+
 @st.composite
 def many_box_calls(draw, shape, ops=("read",)):
     """A call on 2-6 boxes (a union, boxes maybe overlapping or abutting) or 2-12 points (any order, repeats)."""
