@@ -1,3 +1,4 @@
+import os
 import re
 import shutil
 import subprocess
@@ -7,8 +8,16 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from hypothesis import settings
 
 from ccp.cli import main
+
+# What passes here passes in CI: each property's examples derive from the test itself (derandomize), so `make test`
+# and `make test-slow` draw the same ones on every machine; `make explore` draws new ones (CCP_HYPOTHESIS=explore),
+# which is how latent model gaps are hunted (ccp/model/LIMITS.md), not how a commit is judged.
+settings.register_profile("suite", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("CCP_HYPOTHESIS", "suite"))
 
 _PROBE = """<script>
 window.addEventListener('load', () => {

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from ccp.chunkcache import ChunkCache
 
 # 12 examples per property in `make test` (each reality example runs HDF5, the reference and the compiled
-# kernel); `make test-slow` (CI) runs the tests marked `thorough` again with CCP_MODEL_EXAMPLES=150, and the
-# long runs of ccp/model/LIMITS.md use CCP_MODEL_EXAMPLES=2000
-SETTINGS = settings(max_examples=int(os.environ.get("CCP_MODEL_EXAMPLES", "12")), deadline=None, derandomize=False,
+# kernel); `make test-slow` (CI) runs the tests marked `thorough` again with CCP_MODEL_EXAMPLES=150, both drawing
+# the same examples every time (tests/conftest.py); `make explore EXAMPLES=2000` draws new ones (LIMITS.md's runs)
+SETTINGS = settings(max_examples=int(os.environ.get("CCP_MODEL_EXAMPLES", "12")), deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 DTYPES = {"i1": 1, "i2": 2, "i4": 4, "f8": 8}
 NSLOTS = [0, 1, 2, 3, 4, 5, 6, 7, 8, 11, 16, 17, 521]
