@@ -5,8 +5,13 @@ A request may select, along each dimension d, blocks of ``block[d]`` elements ``
 ``H5Sselect_hyperslab(start, stride, nblocks, block)`` selects, ``count = (nblocks - 1) * stride + block``
 (``block >= count``: the box itself). HDF5 does one call's selection chunk by chunk: each chunk holding selected
 elements once, in C order, with the elements selected in it (``H5D__chunk_io_init``); a chunk read or written
-directly moves one piece per run contiguous both in the chunk on disk and in the dense memory buffer of the
-selected elements (``H5VM_opvv``): a piece per block along the last dimension that is not whole in both.
+directly moves one piece wherever a run of the chunk's file selection or of its memory selection ends
+(``H5VM_opvv``). The file runs are the longest the selection allows (a piece per block along the last dimension
+not whole in the chunk). The memory side differs by rank: in rank 1 each chunk's memory selection is one block
+(``H5D__create_piece_mem_map_1d``), so runs are the file's; in rank >= 2 a strided selection is not the shape of
+the dense buffer, so HDF5 builds each chunk's memory selection element by element (``H5D__piece_mem_cb``,
+``H5S_hyper_add_span_element``) and that span tree keeps rows apart (:func:`memory_rows`): an (8, 3) dataset in
+one chunk, blocks of 3 whole rows 5 apart, read directly is 6 reads, not 2 (``tests/model/test_strided.py``).
 
 The reference lists the coordinates (:func:`axis_selection`) where the compiled kernel (:mod:`ccp.model.kernels`)
 counts them in closed form; ``tests/model/test_strided.py`` holds them to each other and to HDF5.
