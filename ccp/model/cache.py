@@ -220,7 +220,7 @@ class DatasetModel:
             self._contig_request(t, op, start, count, axes)
         else:
             self.grid.check_slab(start, count)
-            self._chunked_request(t, op, axes)
+            self._chunked_request(t, op, axes, rows=any(len(a) < c for a, c in zip(axes, count)))
         return t.freeze(op)
 
     def call(self, call: MultiBox) -> RequestPrediction:
@@ -279,7 +279,7 @@ class DatasetModel:
         return coords in self._written or self._initially_allocated(coords)
 
     # ================================================================ chunked layout
-    def _chunked_request(self, t: _Tally, op: str, axes: list[np.ndarray]) -> None:
+    def _chunked_request(self, t: _Tally, op: str, axes: list[np.ndarray], rows: bool = False) -> None:
         grid = self.grid
         assert grid is not None
         if op == "read" and not self._index_exists and self._nused == 0:
@@ -288,7 +288,7 @@ class DatasetModel:
         mem = [len(a) for a in axes]
         for coords, inside in chunk_pieces(axes, grid.chunks):
             self._visit(t, op, coords, math.prod(len(a) for a in inside) * self.itemsize,
-                        functools.partial(direct_pieces, inside, grid.chunks, mem))
+                        functools.partial(direct_pieces, inside, grid.chunks, mem, rows))
 
     def _visit(self, t: _Tally, op: str, coords: Coords, naccessed: int, pieces: Callable[[], int],
                whole_ok: bool = True) -> None:

@@ -63,6 +63,27 @@ def _pieces_in(a, b, s, cnt, st, bl):
 
 
 @numba.njit(inline="always")
+def _memory_rows(ext, mem, rank):
+    """:func:`ccp.model.strided.memory_rows` of a chunk holding ``ext`` selected elements per dimension."""
+    irregular = False
+    for d in range(1, rank - 1):
+        if ext[d] >= 3:
+            irregular = True
+    if irregular:
+        d = rank - 1
+        while d >= 0 and ext[d] == mem[d]:
+            d -= 1
+        return max(d, 0)
+    if ext[rank - 1] < mem[rank - 1]:
+        return rank - 1
+    depth = 1
+    for d in range(1, rank - 1):
+        if mem[d] > 1:
+            depth = d + 1
+    return depth
+
+
+@numba.njit(inline="always")
 def _next_selected(x, s, cnt, st, bl):
     """The first selected element at or after ``x``, or -1."""
     y = max(x - s, 0)
@@ -312,14 +333,24 @@ def _chunked_kernel(ops, starts, counts, strides, blocks, chunks, bits, grid, it
             elif allocated:
                 # ---- bypass: one operation per piece contiguous in the chunk on disk and in memory
                 k = rank - 1
-                while k > 0 and ext[k] == chunks[k] and ext[k] == mem[k]:
-                    k -= 1
+                depth = 0
+                if strided and rank > 1:              # memory map built element by element (strided.memory_rows)
+                    while k > 0 and ext[k] == chunks[k]:
+                        k -= 1
+                    depth = _memory_rows(ext, mem, rank)
+                else:
+                    while k > 0 and ext[k] == chunks[k] and ext[k] == mem[k]:
+                        k -= 1
                 nruns = 1
-                for d in range(k):
-                    nruns *= ext[d]
-                if strided and bv[k] < counts[i, k]:      # one piece per block along dimension k
-                    nruns *= _pieces_in(c[k] * chunks[k], (c[k] + 1) * chunks[k], starts[i, k], counts[i, k],
-                                        sv[k], bv[k])
+                if depth > k:
+                    for d in range(depth):
+                        nruns *= ext[d]
+                else:
+                    for d in range(k):
+                        nruns *= ext[d]
+                    if strided and bv[k] < counts[i, k]:      # one piece per block along dimension k
+                        nruns *= _pieces_in(c[k] * chunks[k], (c[k] + 1) * chunks[k], starts[i, k], counts[i, k],
+                                            sv[k], bv[k])
                 if write:
                     res[r, _NW] += nruns
                     res[r, _BW] += naccessed

@@ -131,6 +131,39 @@ def test_the_measured_gaps_of_a_every_third(h5trace, tmp_path, chunks, cache, fi
         _cmp(pred, obs, write_bytes=True)
 
 
+@pytest.mark.parametrize(("shape", "chunks", "request_", "ops"), [
+    pytest.param((5, 1, 1), (2, 1, 1), ("read", (0, 0, 0), (5, 1, 1), (3, 1, 1), (2, 1, 1)), 4,
+                 id="ci-found-two-rows-of-a-chunk-two-reads-4-not-3"),
+    pytest.param((8, 1), (4, 1), ("read", (0, 0), (8, 1), (5, 1), (3, 1)), 6,
+                 id="a-column-a-read-per-row-6-not-2"),
+    pytest.param((8, 3), (8, 3), ("read", (0, 0), (8, 3), (5, 3), (3, 3)), 6,
+                 id="one-chunk-whole-rows-a-read-per-row-6-not-2"),
+    pytest.param((8, 2, 2), (4, 2, 2), ("read", (0, 0, 0), (8, 2, 2), (5, 2, 2), (3, 2, 2)), 12,
+                 id="a-middle-dim-of-2-rows-stays-apart-12-not-2"),
+    pytest.param((8, 2, 2), (4, 2, 2), ("write", (0, 0, 0), (8, 2, 2), (5, 2, 2), (3, 2, 2)), 12,
+                 id="writes-alike-12-not-2"),
+    pytest.param((8, 1, 2), (8, 1, 2), ("read", (0, 0, 0), (8, 1, 2), (5, 1, 2), (3, 1, 2)), 6,
+                 id="a-middle-dim-of-extent-1-flattened-6"),
+    pytest.param((2, 8, 2), (2, 4, 2), ("read", (0, 0, 0), (2, 8, 2), (2, 5, 2), (2, 3, 2)), 4,
+                 id="a-middle-dim-of-3-rows-irregular-tree-merged-4"),
+    pytest.param((2, 5), (1, 2), ("read", (0, 0), (2, 5), (1, 3), (2, 2)), 6,
+                 id="a-chunk-per-block-row-6"),
+    pytest.param((8,), (4,), ("read", (0,), (8,), (5,), (3,)), 2,
+                 id="rank-1-memory-map-a-read-per-block-2"),
+])
+def test_the_measured_pieces_of_strided_calls_in_rank_2_and_3(h5trace, tmp_path, shape, chunks, request_, ops):
+    """A chunk read or written directly, against HDF5: in rank >= 2 the memory selection of a strided call is
+    built element by element, its first dimension one span per row (never merged), a middle dimension merged up
+    to its last row (strided.memory_rows); regular trees keep rows apart, irregular ones merge."""
+    path = tmp_path / "s.h5"
+    h5trace.make_file(path, shape, chunks, "f8", filtered=False, prewrite=[((0,) * len(shape), shape)])
+    obs = h5trace.trace(path, [request_], NO_CACHE, "f8")
+    for sim in (simulate, simulate_fast):
+        pred = sim(shape, chunks, 8, filtered=False, cache=NO_CACHE, requests=[request_])
+        assert pred[0].raw_reads + pred[0].raw_writes == ops
+        _cmp(pred, obs, write_bytes=True)
+
+
 def test_a_bad_stride_is_one_clear_error():
     with pytest.raises(ValueError, match=r"request 0: stride \(2,\) / block \(3,\)"):
         simulate_arrays((10,), (5,), 1, filtered=False, cache=ROOMY, ops="read", starts=[[0]], counts=[[8]],
