@@ -203,7 +203,8 @@ def _chunked_kernel(ops, starts, counts, strides, blocks, chunks, bits, grid, it
     ``strides``/``blocks`` ``(n, rank)`` (or ``(0, rank)``: every request a box): request i selects, along
     dimension d, the blocks of ``blocks[i, d]`` elements ``strides[i, d]`` apart in its box (``blocks >= counts``:
     the box). As HDF5 does for one call, each chunk holding selected elements is visited once, in C order, with
-    the elements selected in it; a chunk read or written directly costs one operation per block piece."""
+    the elements selected in it; a chunk read or written directly costs one operation per piece of its file runs and
+    its memory runs (rank >= 2: rows apart as :func:`ccp.model.strided.memory_rows` says)."""
     rank = chunks.shape[0]
     n = ops.shape[0]
     enabled = nslots > 0 and total > 0
