@@ -153,11 +153,13 @@ def _s(n: int, contended: bool = False) -> Sample:
                                  "side's competitors explain up to 1.5x of CPU time)"), 5, LOAD),
     (Verdict("undecided", 3.0, float("nan"), "the same work; the slower side was measured under contention, the "
                                              "faster not"), 5, LOAD),
+    (Verdict("noise", 2.0, float("nan"), "the same work; both were measured under contention, the slower under more: "
+                                         "its load explains up to 2.3x"), 5, LOAD),
     (Verdict("undecided", 11.0, 0.33, "different work (raw reads 8 -> 1); too few passes to judge"), 2, FEW),
     (Verdict("undecided", 2.0, 0.01, "the same work; passes apart (p = 0.01) but CPU time not recorded on both sides: "
                                      "the load cannot be ruled out"), 5, LOAD),
     (Verdict("unknown", 4.3, float("nan"), "one pass each: cannot tell noise from a difference"), 1, UNKNOWN),
 ], ids=["faster", "slower-more-work", "tie", "noise-5v5", "noise-2v2-is-few", "noise-load", "noise-cpu-allowance",
-        "undecided-load", "undecided-few", "undecided-no-cpu", "unknown"])
+        "undecided-load", "noise-both-contended", "undecided-few", "undecided-no-cpu", "unknown"])
 def test_verdict_kinds(verdict, passes, expected):
     assert kind(verdict, _s(passes), _s(passes)) == expected
