@@ -8,7 +8,8 @@ paper is about (issue 22). The fastest cell, filters and all, is still named fir
 
 Only cells doing the same work are ranked against each other: the same operation, block, order and random
 requests (a time-series reader cannot be told to read planes instead). Winners and ties follow compare's rule
-(stats.judge: I/O counts first, then passes): the headline names the fastest measured cell and its stability. An
+(stats.judge: I/O counts first, then passes; a difference the load may explain, or passes too few to test, is
+undecided and never a tie: verdict_kinds): the headline names the fastest measured cell and its stability. An
 unstable cell wins when the rule shows it faster than the fastest stable one (its I/O counts are lower, which no
 noise makes); otherwise the stable one wins and the faster unstable cell is named beside it. A cell whose time was
 extrapolated, or a run that was quick or scaled, says so beside every number.
