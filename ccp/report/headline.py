@@ -8,7 +8,8 @@ paper is about (issue 22). The fastest cell, filters and all, is still named fir
 
 Only cells doing the same work are ranked against each other: the same operation, block, order and random
 requests (a time-series reader cannot be told to read planes instead). Winners and ties follow compare's rule
-(stats.judge: I/O counts first, then passes): the headline names the fastest measured cell and its stability. An
+(stats.judge: I/O counts first, then passes; a difference the load may explain, or passes too few to test, is
+undecided and never a tie: verdict_kinds): the headline names the fastest measured cell and its stability. An
 unstable cell wins when the rule shows it faster than the fastest stable one (its I/O counts are lower, which no
 noise makes); otherwise the stable one wins and the faster unstable cell is named beside it. A cell whose time was
 extrapolated, or a run that was quick or scaled, says so beside every number.
@@ -24,7 +25,8 @@ import pandas as pd
 from ccp.config.axes.storage import storage_varying
 from ccp.report.cheapest import CHEAPEST_WITHIN, cheapest
 from ccp.report.data import LABEL_SEP, STORAGE_COLUMNS, finite, is_ok, stability, storage_text
-from ccp.report.stats import THRESHOLD, Sample, Verdict, ci95, from_cell, judge
+from ccp.report.stats import THRESHOLD, Sample, Verdict, ci95, from_cell, judge, too_few_passes
+from ccp.report.verdict_kinds import DIFFERS, LOAD, LOAD_ADVICE, NOISE, TIE, kind, short, undecided
 from ccp.units import format_seconds
 
 CONFIG_AXES = (("chunks", "chunks"), ("filters", "filters"), ("cache", "cache_label"), ("client", "client"),
@@ -105,10 +107,21 @@ class Headline:
     ties: list[tuple[pd.Series, Verdict]] = field(default_factory=list)
     # cells the rule cannot judge against the winner with the run's few passes: never ties (stats.judge "undecided")
     undecided: list[tuple[pd.Series, Verdict]] = field(default_factory=list)
+    # cells whose difference the load they were measured under may explain: undecided too, and a rerun decides
+    loaded: list[tuple[pd.Series, Verdict]] = field(default_factory=list)
+    few_why: str = ""                     # why the first of ``undecided`` cannot be judged (the pass counts are per run)
     unstable_faster: list[pd.Series] = field(default_factory=list)
     cheapest: pd.Series | None = None     # the least invasive change from the slowest that is within noise of the winner
     cheapest_changes: tuple[str, ...] = ()
     vs_slowest: Verdict | None = None
+    vs_slowest_kind: str = ""             # verdict_kinds.kind of vs_slowest
+    # the slowest differs from the winner in several settings: each alone from the slowest (the one-change table's
+    # columns), (axis, cell, verdict of the slowest against it, its kind); the headline quotes these, never the
+    # winner's work counts, as the cause (breaker9 G10)
+    slowest_steps: list[tuple[str, pd.Series, Verdict, str]] = field(default_factory=list)
+    # changes within reach of the fastest that the rule does not show faster than the slowest (breaker9 G15): no
+    # cheapest change is named from them
+    unshown: list[tuple[pd.Series, Verdict, str]] = field(default_factory=list)
     n: int = 0
     axes: list[str] = field(default_factory=list)
     unstable_ids: set = field(default_factory=set)
@@ -167,18 +180,32 @@ def headlines(cells: pd.DataFrame, samples: dict[str, Sample] | None = None, thr
         for _, c in g.iterrows():
             if c["cell_id"] == win["cell_id"]:
                 continue
-            v = judge(sw, sample(c), threshold)
-            if not_judged(v):      # too few passes to tell: never a tie (README), whatever the ratio
+            sc = sample(c)
+            v = judge(sw, sc, threshold)
+            k = kind(v, sw, sc)
+            if k == LOAD:          # the load may explain it: never a tie (breaker9 G15), whatever the ratio
+                h.loaded.append((c, v))
+            elif undecided(k):     # too few passes to tell: never a tie (README), whatever the ratio
                 h.undecided.append((c, v))
-            elif not v.differs:
+                h.few_why = h.few_why or (v.why.split("; ", 1)[-1].split(" (load ")[0] if "too few passes" in v.why
+                                          or v.word == "unknown" else too_few_passes(len(sw.passes), len(sc.passes)))
+            elif k in (TIE, NOISE):
                 h.ties.append((c, v))
         slow = g.iloc[-1]
         if slow["cell_id"] != win["cell_id"]:
-            h.vs_slowest = judge(sw, sample(slow), threshold)
+            ss = sample(slow)
+            h.vs_slowest = judge(sw, ss, threshold)
+            h.vs_slowest_kind = kind(h.vs_slowest, sw, ss)
+            if len(_changes(slow, win)) > 1:
+                for axis in _changes(slow, win):
+                    alone = [c for _, c in g.iterrows() if _changes(slow, c) == (axis,)]   # g is fastest first
+                    if alone:
+                        v = judge(sample(alone[0]), ss, threshold)
+                        h.slowest_steps.append((axis, alone[0], v, kind(v, sample(alone[0]), ss)))
             # the cheapest change (ccp.report.cheapest: the rule advise and diagnose apply too): the least invasive within
             # CHEAPEST_WITHIN of the winner (or tied with it), whatever its stability (an unstable cell is named as
             # such, never silently dropped)
-            tied = {str(c["cell_id"]) for c, _ in h.ties} | {str(win["cell_id"])}
+            tied = {str(c["cell_id"]) for c, _ in h.ties} | {str(win["cell_id"])}   # tied by the rule, never by the load
             alike = g[g["filters"] == slow["filters"]]      # stored alike: the slowest's filters
             ref = max(float(win["time_s"]), float(alike["time_s"].min()) if len(alike) > 1 else 0.0)
             h.cheapest_reference = ref
@@ -196,10 +223,22 @@ def headlines(cells: pd.DataFrame, samples: dict[str, Sample] | None = None, thr
                 def near(t: tuple, tied: set[str] = tied) -> bool:
                     return str(t[0]["cell_id"]) in tied
 
-                pick = cheapest(cands, time_of, effort_of, fastest=ref, near=near)
+                # a change leads only when the rule shows it faster than the slowest it replaces (by the threshold):
+                # a cell tied with the fastest by the load's excuse may be no faster at all (breaker9 G15: a repack
+                # "1x faster than the slowest")
+                shown: list[tuple[tuple, Verdict, str]] = []
+                unshown: list[tuple[tuple, Verdict, str]] = []
+                for t in cands:
+                    sc = sample(t[0])
+                    v = judge(sc, ss, threshold)
+                    (shown if v.word == "slower" else unshown).append((t, v, kind(v, sc, ss)))
+                pick = cheapest([t for t, _, _ in shown], time_of, effort_of, fastest=ref, near=near)
                 if pick is not None:
                     best, ch = pick
                     h.cheapest, h.cheapest_changes = best, ch
+                elif cheapest([t for t, _, _ in unshown], time_of, effort_of, fastest=ref, near=near) is not None:
+                    h.unshown = [(t[0], v, k) for t, v, k in unshown
+                                 if near(t) or time_of(t) <= CHEAPEST_WITHIN * ref]
         out.append(h)
     return out
 
@@ -243,7 +282,13 @@ def headline_text(h: Headline, run: RunKind = PLAIN, threshold: float = THRESHOL
         few = "; ".join(f"{config_label(c, h.axes)} ({time_text(c, run)}, {_x(v.ratio)} slower)" for c, v in h.undecided[:6])
         more = f" and {len(h.undecided) - 6} more" if len(h.undecided) > 6 else ""
         lines.append(f"Too few passes to judge against it, neither a tie nor a difference: {few}{more} "
-                     f"({h.undecided[0][1].why.split('; ', 1)[-1].split(' (load ')[0]}).")   # the loads are per cell
+                     f"({h.few_why}).")
+    if h.loaded:
+        few = "; ".join(f"{config_label(c, h.axes)} ({time_text(c, run)}, {_x(v.ratio)} slower, {v.why})"
+                        for c, v in h.loaded[:6])
+        more = f" and {len(h.loaded) - 6} more" if len(h.loaded) > 6 else ""
+        lines.append(f"Undecided against it, measured under different load (rerun quiet, or ccp compare --remeasure): "
+                     f"{few}{more}.")
     if h.unstable_faster:
         lines.append("Faster on the median but unstable, so not ranked: it is not shown faster than the winner by the "
                      "rule: " + "; ".join(f"{config_label(c, h.axes)} ({time_text(c, run)}"
@@ -251,9 +296,24 @@ def headline_text(h: Headline, run: RunKind = PLAIN, threshold: float = THRESHOL
                                             else "") + ")" for c in h.unstable_faster) + ".")
     if slow is not None and slow["cell_id"] != win["cell_id"]:
         v = h.vs_slowest
-        if v is not None and v.differs:
+        if v is not None and v.differs and len(_changes(slow, win)) > 1:
+            # several settings differ: the winner's counts are no cause of the slowdown, the one-change steps say which
+            # setting moved the time (breaker9 G10: "more work: raw reads 1 -> 8" where the chunks alone were a tie)
+            changed = _changes(slow, win)
+            steps = "; ".join(f"{_change_text(slow, c, (axis,))}: "
+                              + (f"{_x(sv.ratio)} {'faster' if sv.ratio > 1 else 'slower'}" if k == DIFFERS
+                                 else short(k, _x(sv.ratio)))
+                              for axis, c, sv, k in h.slowest_steps)
+            lines.append(f"The slowest, {config_label(slow, h.axes)} ({time_text(slow, run)}), is {_x(v.ratio)} slower; it "
+                         f"differs from the fastest in {_and(changed)}"
+                         + (f", and one change at a time from it: {steps}" if steps else
+                            ", and no cell of this run changes one of them alone") + ".")
+        elif v is not None and v.differs:
             lines.append(f"The slowest, {config_label(slow, h.axes)} ({time_text(slow, run)}), is {_x(v.ratio)} slower "
                          f"({v.why}).")
+        elif v is not None and h.vs_slowest_kind == LOAD:
+            lines.append(f"The slowest, {config_label(slow, h.axes)} ({time_text(slow, run)}), is {_x(v.ratio)} slower, "
+                         f"{LOAD_ADVICE} ({v.why}).")
         elif v is not None:
             lines.append(f"The slowest, {config_label(slow, h.axes)} ({time_text(slow, run)}), is {_x(v.ratio)} slower but not "
                          f"shown to differ from the fastest ({v.why})" + ("; a quick run has one pass, so only the "
@@ -276,6 +336,10 @@ def headline_text(h: Headline, run: RunKind = PLAIN, threshold: float = THRESHOL
                          f"{_x(float(c['time_s']) / float(slow['time_s']))} faster than the slowest; "
                          f"{_x(float(c['time_s']) / float(win['time_s']))} the fastest's time"
                          + (f" (the fastest changes the filters to {win['filters']})" if kept else "") + ".")
+    elif h.unshown and slow is not None:
+        lines.append(f"No change within {CHEAPEST_WITHIN:g}x of the fastest is shown faster than the slowest by the rule: "
+                     + "; ".join(f"{_change_text(slow, c, _changes(slow, c))} ({time_text(c, run)}, "
+                                 f"{short(k, _x(v.ratio))})" for c, v, k in h.unshown[:6]) + ".")
     elif (h.vs_slowest is not None and h.vs_slowest.differs and slow is not None and slow["filters"] != win["filters"]
           and finite(h.cheapest_reference) and h.cheapest_reference > float(win["time_s"])):
         lines.append(f"Every cell that keeps filters {slow['filters']} is within {CHEAPEST_WITHIN:g}x of the slowest "
@@ -299,17 +363,15 @@ def headline_text(h: Headline, run: RunKind = PLAIN, threshold: float = THRESHOL
     return lines
 
 
+def _and(names) -> str:
+    names = [str(n).replace("_", " ") for n in names]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def _stability_word(c) -> str:
     """"stable" only when the cell's passes could spread: one pass shows nothing of it (breaker8 F17)."""
     reps = c.get("repeats")
     return "one pass: stability not measured" if finite(reps) and int(reps) < 2 else "stable"
-
-
-def not_judged(v: Verdict) -> bool:
-    """The run has too few passes to tell this difference from noise ("undecided": 2 or 3 a side; "unknown": one
-    pass each): neither a tie nor a difference, so never counted as tied (breaker8 F7: a 4.3x gap measured once
-    was called "all 2 configurations are a tie")."""
-    return v.word in ("undecided", "unknown")
 
 
 def _x(r: float) -> str:

@@ -26,10 +26,11 @@ from ccp.report.data import (
     stability,
     storage_overhead,
 )
-from ccp.report.headline import PLAIN, RunKind, cell_tags, not_judged
+from ccp.report.headline import PLAIN, RunKind, cell_tags
 from ccp.report.s3 import storage_tables
 from ccp.report.stats import THRESHOLD, from_cell, judge
 from ccp.report.table_types import Cell, Table
+from ccp.report.verdict_kinds import DIFFERS, FEW, LOAD, UNKNOWN, kind, short, undecided
 from ccp.units import format_bytes, format_count, format_seconds
 
 # ---------------------------------------------------------------------------------------------- formatting
@@ -249,19 +250,21 @@ def _with_raw_io(cells: pd.DataFrame) -> pd.DataFrame:
     return cells.assign(raw_io=cells[["raw_reads", "raw_writes"]].sum(axis=1, min_count=1))
 
 
-def _against_fastest(v) -> tuple[str, ...]:
-    """The tag of a cell judged against the fastest: a tie, or a difference the run has too few passes to judge."""
-    if v is None or v.differs:
+def _against_fastest(k: str | None) -> tuple[str, ...]:
+    """The tag of a cell judged against the fastest (``k``: its verdict_kinds.kind): a tie, or a difference the run
+    cannot judge, for too few passes or for the load it was measured under (breaker9 G15)."""
+    if k is None or k == DIFFERS:
         return ()
-    if v.word == "unknown":
-        return ("one pass: cannot tell from the fastest",)
-    return ("too few passes to tell from the fastest",) if not_judged(v) else ("tie with the fastest",)
+    return {UNKNOWN: ("one pass: cannot tell from the fastest",), FEW: ("too few passes to tell from the fastest",),
+            LOAD: ("undecided against the fastest: measured under different load",)}.get(k, ("tie with the fastest",))
 
 
-def _fastest_but(verdicts: dict) -> str:
-    """The tag of a row's fastest value not shown apart from every other: tied, or too few passes to tell (never
-    "tied" when one of them was not judged: breaker8 F7)."""
-    if any(not_judged(v) for v in verdicts.values()):
+def _fastest_but(kinds: dict) -> str:
+    """The tag of a row's fastest value not shown apart from every other: tied, or undecided (never "tied" when one
+    of them was not judged: breaker8 F7, breaker9 G15)."""
+    if LOAD in kinds.values():
+        return "fastest, but undecided: measured under different load"
+    if any(undecided(k) for k in kinds.values()):
         return "fastest, but too few passes to tell it apart"
     return "fastest, but tied"
 
@@ -279,6 +282,10 @@ class _Judge:
     def __call__(self, a, b):
         """B against A."""
         return judge(self.sample(a), self.sample(b), self.threshold)
+
+    def kind(self, a, b) -> str:
+        """verdict_kinds.kind of B against A."""
+        return kind(self(a, b), self.sample(a), self.sample(b))
 
     def time_cell(self, c, cls: str = "", extra: tuple[str, ...] = ()) -> Cell:
         tags = tuple(cell_tags(c)) + (("unstable",) if str(c["cell_id"]) in self.unstable else ()) + extra
@@ -320,13 +327,12 @@ def one_change_tables(cells: pd.DataFrame, labels: Labels, samples: dict | None 
         time_row: list[str | Cell] = [_time_label([base])]
         gain_row: list[str | Cell] = ["Faster than the slowest"]
         for _, p in picks:
-            v = jd(best, p) if best is not None and p["cell_id"] != best["cell_id"] else None
+            k = jd.kind(best, p) if best is not None and p["cell_id"] != best["cell_id"] else None
             is_best = best is not None and p["cell_id"] == best["cell_id"]
-            time_row.append(jd.time_cell(p, "best" if is_best and apart else "", _against_fastest(v)))
+            time_row.append(jd.time_cell(p, "best" if is_best and apart else "", _against_fastest(k)))
             vb = jd(p, base) if p["cell_id"] != base["cell_id"] else None
             gain_row.append("-" if vb is None else fmt_times(base["time_s"] / p["time_s"]) if vb.differs else
-                            Cell(f"{'undecided' if not_judged(vb) else 'tie'} "
-                                 f"({fmt_times(base['time_s'] / p['time_s'])})", (vb.why,)))
+                            Cell(short(jd.kind(p, base), fmt_times(base["time_s"] / p["time_s"])), (vb.why,)))
         rows += [time_row, gain_row]
         if any(finite(p[count_col]) for _, p in picks):     # a quick run has no counted pass: no empty rows
             rows.append([count_name.capitalize(), *(format_count(p[count_col]) for _, p in picks)])
@@ -382,16 +388,16 @@ def pivot_tables(cells: pd.DataFrame, labels: Labels, samples: dict | None = Non
             times = {v: c["time_s"] for v, c in by.items() if finite(c["time_s"])}
             stable = {v: t for v, t in times.items() if str(by[v]["cell_id"]) not in jd.unstable}
             fastest = min(stable, key=stable.__getitem__) if stable else None
-            verdicts = {v: jd(by[fastest], by[v]) for v in by if fastest is not None and v != fastest}
-            clear = fastest is not None and all(x.differs for x in verdicts.values())
+            kinds = {v: jd.kind(by[fastest], by[v]) for v in by if fastest is not None and v != fastest}
+            clear = fastest is not None and all(x == DIFFERS for x in kinds.values())
             row: list[str | Cell] = [str(k) for k in key] or ["all cells"]
             for v in values:
                 if v not in by:
                     row.append(Cell("-", cls="missing"))
                 elif v == fastest:
-                    row.append(jd.time_cell(by[v], "best" if clear else "", () if clear else (_fastest_but(verdicts),)))
+                    row.append(jd.time_cell(by[v], "best" if clear else "", () if clear else (_fastest_but(kinds),)))
                 else:
-                    row.append(jd.time_cell(by[v], "", _against_fastest(verdicts.get(v))))
+                    row.append(jd.time_cell(by[v], "", _against_fastest(kinds.get(v))))
             if has_counts:
                 row += [format_count(by[v][count_col]) if v in by else "-" for v in values]
             row.append(fmt_times(max(times.values()) / min(times.values())) if len(times) > 1 and min(times.values()) > 0 else "-")
