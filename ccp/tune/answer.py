@@ -29,7 +29,12 @@ def same_round(r: dict, pick: dict) -> tuple[float | None, str | None]:
 def why_lost(r: dict, pick: dict, rows: list[dict]) -> str:
     """Why ``r``, measured faster than the pick in the same round, is not the pick."""
     if r.get("runoff") and pick.get("runoff"):
-        return "tied with the pick in the runoff (the tie rule decided: see 'chosen')"
+        from ccp.tune.settle import runoff_verdict
+
+        if runoff_verdict(pick, r) == "tied":
+            return "tied with the pick in the runoff (the tie rule decided: see 'chosen')"
+        return ("undecided in the runoff (it could not tell them apart), and the model's counts predict it more "
+                "I/O than the pick: see 'chosen'")
     if not pick.get("runoff"):
         return "within the first round's noise of the pick"
     sel = r.get("first_at_selection_s")
@@ -82,7 +87,9 @@ def summary_lines(result: dict) -> list[str]:
     out = [f"recommended: chunks {shape_str(rec['chunks'])}, filters {rec['filters']}, chunk cache "
            f"{format_bytes(rec['cache_nbytes'])} / {rec['cache_nslots']} slots / w0 {rec['cache_w0']:g}"
            + ("" if rec["repack_needed"] else "  (the current layout: no repack, only the cache)")]
-    if rec["measured_s"] is not None:
+    if rec.get("measured_in_choice_s") is not None:
+        out += measured_lines(rec)
+    elif rec["measured_s"] is not None:
         n = rec.get("measured_passes")
         out.append(f"  measured {format_seconds(rec['measured_s'])} for the weighted workload (predicted "
                    f"{format_seconds(rec['predicted_s'])})" + (f": the median of its {n} whole passes, the checks' too" if n else ""))
@@ -121,6 +128,26 @@ def summary_lines(result: dict) -> list[str]:
     out.append("apply it:")
     for k, v in result["commands"].items():
         out.append(f"  {k:<12} {v}")
+    return out
+
+
+def measured_lines(rec: dict) -> list[str]:
+    """The pick's measured time as the choice used it (its round, its passes, whether a prefix was completed
+    by the model), then, when it differs, the median of every whole pass of the recommendation as recommended
+    (the first round's, the runoff's, the checks'), labelled: two figures, each saying what it is."""
+    where = rec.get("measured_in_choice_round") or "first round"
+    n = rec.get("measured_in_choice_passes")
+    ex = bool(rec.get("measured_in_choice_extrapolated"))
+    what = (f"the median of its {n} {'interleaved ' if where == 'runoff' else ''}passes" if n
+            else "the median of its passes, each pattern's measured prefix completed by the fitted model" if ex
+            else "the median of its passes")
+    before = " (its cache before the checks)" if rec.get("checked_cache") else ""
+    out = [f"  measured {'~' if ex else ''}{format_seconds(rec['measured_in_choice_s'])} for the weighted workload in the "
+           f"{where}{before}, the figure the choice used: {what} (predicted {format_seconds(rec['predicted_in_choice_s'])})"]
+    pooled, k = rec.get("measured_s"), rec.get("measured_passes")
+    if k and pooled is not None and abs(pooled - rec["measured_in_choice_s"]) > RECOMPLETED * rec["measured_in_choice_s"]:
+        out.append(f"  every whole pass of the recommendation as recommended (the first round's, the runoff's, the "
+                   f"checks'): {format_seconds(pooled)}, the median of {k} (tune.json: recommended.measured_s)")
     return out
 
 

@@ -152,11 +152,45 @@ def tied(a: dict, b: dict) -> bool:
     return diff <= max(TIE_FLOOR, spread) * lo
 
 
+def could_find_apart(a: dict, b: dict) -> bool:
+    """Whether the test :func:`tied` applies to ``a`` and ``b`` could find them apart at all below
+    :data:`CLEAR_MARGIN`: paired rounds, when the exact signed-rank test's smallest p (every round one way,
+    ``2 / 2**n``) is under ALPHA (6 rounds or more); unpaired passes, when the exact Mann-Whitney test's
+    smallest p (``2 / C(m + n, m)``) is; never without whole passes. Five rounds' smallest p is 0.0625: only
+    the clear margin (1.25x in every round) can part them, so "not apart" there is "could not tell"."""
+    from math import comb
+
+    from ccp.report.stats import ALPHA
+
+    pa, pb = a.get("passes"), b.get("passes")
+    if pa and pb and a.get("paired") and b.get("paired") and len(pa) == len(pb) >= 2:
+        return 2 / 2 ** len(pa) < ALPHA
+    if pa and pb and len(pa) >= 2 and len(pb) >= 2:
+        return 2 / comb(len(pa) + len(pb), len(pa)) < ALPHA
+    return False
+
+
+def runoff_verdict(a: dict, b: dict) -> str:
+    """"apart", "tied" or "undecided" for two layouts measured side by side. Tied: the medians within
+    :data:`TIE_FLOOR`, or not apart by a test that could have found them apart (:func:`could_find_apart`);
+    undecided: not apart where the runoff could not judge (too few rounds or passes for the test, or no whole
+    pass: a prefix completed by the model). An undecided pair is never called a tie."""
+    if not tied(a, b):
+        return "apart"
+    lo = min(a["measured_s"], b["measured_s"])
+    if abs(a["measured_s"] - b["measured_s"]) <= TIE_FLOOR * lo or could_find_apart(a, b):
+        return "tied"
+    return "undecided"
+
+
 IO_NEAR = 0.10      # predicted I/O counts this close are equal: the next count (then the fitted prediction) decides
 TIE_RULE = (f"runoff layouts are compared round against round (interleaved rounds): apart when an exact Wilcoxon "
             f"signed-rank test on the per-round ratios gives p < 0.05, or when the median per-round ratio is at least "
             f"{CLEAR_MARGIN:g}x one way in nearly every round (sign test p <= {CLEAR_SIGN_P:g}: 6 of 7 rounds); tied "
-            f"otherwise, or when the medians differ by less than {TIE_FLOOR:.0%}. A tie between the stored layout (only a "
+            f"when the medians differ by less than {TIE_FLOOR:.0%}, or when not apart by a test that could have "
+            f"found them apart (6 rounds or more; unpaired passes likewise); undecided otherwise (fewer rounds, or no "
+            f"whole pass): among undecided layouts the faster measured is chosen unless the model predicts it more "
+            f"device trips, then more bytes read, by over {IO_NEAR:.0%}. A tie between the stored layout (only a "
             f"chunk cache) and a repack goes to the stored layout (the cheapest change, as the report ranks); "
             f"otherwise the tie goes to the fewest device trips "
             f"the model prices (reads within the kernel's readahead of each other one forward sweep; file operations "
@@ -181,14 +215,18 @@ def predicted_io(c, items, source, costs) -> tuple[float, float, float]:
     return trips, ops, nbytes
 
 
-def fewest_io(rows: list[dict]) -> tuple[dict, str]:
+def fewest_io(rows: list[dict], last: str = "predicted") -> tuple[dict, str]:
     """Among layouts measured within noise of each other, the one the model predicts the least I/O
     for: device trips first (each one waits for the device; the count the device model prices, so a
     contiguous column's sieve reads, streamed by the kernel's readahead, are one trip, not thousands),
     file operations where a row has no trips (tune.json from before they were kept), then bytes read,
     each within :data:`IO_NEAR` counted equal, then the fitted model's time. Counts are exact whatever
-    the load; the times that tied are not. Returns the row and what decided."""
+    the load; the times that tied are not. Returns the row and what decided. ``last="measured"`` (layouts
+    the runoff could not tell apart, :func:`runoff_verdict`): the faster measured decides after the counts,
+    not the fitted model's time (a prediction 0.3% apart does not outweigh a measurement)."""
     if any(r.get("predicted_io_ops") is None for r in rows):
+        if last == "measured":
+            return _faster_measured(rows)
         return min(rows, key=lambda r: float(r["predicted_s"])), "the model's fitted prediction breaks the tie"
     key, what = (("predicted_io_trips", "device trips") if all(r.get("predicted_io_trips") is not None for r in rows)
                  else ("predicted_io_ops", "file operations"))
@@ -206,12 +244,22 @@ def fewest_io(rows: list[dict]) -> tuple[dict, str]:
     if len(fewer) == 1:
         return fewer[0], (f"as many {what} by the model ({counts}: within {IO_NEAR:.0%}), the fewest bytes read "
                           f"({bytes_read})")
-    pick = min(fewer, key=lambda r: float(r["predicted_s"]))
     by_bytes = (f"; {', '.join(r['label'] for r in more_b)} read over {IO_NEAR:.0%} more bytes ({bytes_read})"
                 if more_b else f", as many bytes read ({bytes_read}: within {IO_NEAR:.0%})")
+    if last == "measured":
+        pick, said = _faster_measured(fewer)
+        return pick, f"as many {what} by the model ({counts}: within {IO_NEAR:.0%}){by_bytes}; {said}"
+    pick = min(fewer, key=lambda r: float(r["predicted_s"]))
     return pick, (f"as many {what} by the model ({counts}: within {IO_NEAR:.0%}){by_bytes}; the fitted prediction "
                   f"breaks the tie among {', '.join(r['label'] for r in fewer)} "
                   f"({_counts(fewer, 'predicted_s', None, seconds=True)})")
+
+
+def _faster_measured(rows: list[dict]) -> tuple[dict, str]:
+    """The row measured fastest (the runoff's medians), and the words: what was measured decides."""
+    pick = min(rows, key=lambda r: float(r["measured_s"]))
+    times = ", ".join(f"{r['label']} {'~' if r.get('extrapolated') else ''}{format_seconds(r['measured_s'])}" for r in rows)
+    return pick, f"the faster measured in the runoff decides among {', '.join(r['label'] for r in rows)} ({times})"
 
 
 def _counts(rows: list[dict], key: str, fmt: str | None, seconds: bool = False) -> str:
@@ -229,12 +277,17 @@ def tie_basis(a: dict, b: dict) -> str:
     lo = min(a["measured_s"], b["measured_s"])
     gap = abs(a["measured_s"] - b["measured_s"]) / lo if lo > 0 else 0.0
     pa, pb = a.get("passes"), b.get("passes")
+    able = could_find_apart(a, b)
     if gap <= TIE_FLOOR:
         how = f"medians within {TIE_FLOOR:.0%} ({gap:.1%} apart)"
     elif pa and pb and a.get("paired") and b.get("paired") and len(pa) == len(pb) >= 2:
-        how = f"{len(pa)} interleaved rounds, round against round, not apart (medians {gap:.0%} apart)"
+        how = (f"{len(pa)} interleaved rounds, round against round, not apart (medians {gap:.0%} apart)" if able else
+               f"{len(pa)} interleaved rounds, too few for the round-against-round test to find them apart under "
+               f"{CLEAR_MARGIN:g}x (medians {gap:.0%} apart)")
     elif pa and pb and len(pa) >= 2 and len(pb) >= 2:
-        how = f"their passes ({len(pa)} and {len(pb)}) not apart (medians {gap:.0%} apart)"
+        how = (f"their passes ({len(pa)} and {len(pb)}) not apart (medians {gap:.0%} apart)" if able else
+               f"their passes ({len(pa)} and {len(pb)}), too few for the passes' test to find them apart "
+               f"(medians {gap:.0%} apart)")
     else:
         how = (f"no whole passes (extrapolated from a prefix): medians {gap:.0%} apart, within the spread of their "
                "passes' prefixes")

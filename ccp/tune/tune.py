@@ -46,8 +46,9 @@ from ccp.tune.settle import (
     fewest_io,
     pooled,
     predicted_io,
+    runoff_verdict,
     tie_basis,
-    tied,
+    tied,  # noqa: F401  (tests and callers take the tie rule from here)
     weighted_passes,
 )
 from ccp.tune.workload import check_against, load_workload
@@ -439,6 +440,10 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
                         # the pick as the final prices were fitted to it: its prediction and the median of its passes
                         # in the rounds that fit used (the runoff's, else the first round's), the same load for both
                         "measured_in_choice_s": pick["measured_s"], "predicted_in_choice_s": pick["predicted_s"],
+                        "measured_in_choice_round": "runoff" if pick.get("runoff") else "first round",
+                        "measured_in_choice_passes": len(pick["passes"]) if pick.get("passes") else None,
+                        "measured_in_choice_extrapolated": bool(pick.get("extrapolated")),
+                        "checked_cache": pick_c.key != contenders[rows.index(pick)].key,
                         "predicted_before_runoff_s": pick.get("predicted_before_runoff_s"),
                         "repack_needed": not (current is not None and (pick_c.chunks, pick_c.filters.spec) == (current[0], current[1].spec)),
                         "kind": pick["kind"], "why": why},
@@ -497,10 +502,13 @@ def choose(rows: list[dict]) -> tuple[dict, str]:
     faster beyond the noise; after a runoff, the fastest of its finalists (each layout left out of
     it measured more than :data:`RUNOFF_WITHIN` slower than the fastest in the same round); the
     model's first choice when nothing was measured. Layouts of the
-    runoff tied with the fastest (:func:`tied`, pass against pass) go to one that keeps the stored layout
+    runoff tied with the fastest (:func:`runoff_verdict`: not apart by a test that could have found them apart)
+    go to one that keeps the stored layout
     (only a new cache: the cheapest change, as the report ranks), else are decided by the model's
     predicted I/O counts (:func:`fewest_io`): deterministic, rather than which pass a busy machine
-    slowed. Also why, in words."""
+    slowed. Layouts the runoff could not judge against the fastest (undecided: too few rounds, or no whole
+    pass) are never called tied: the faster measured is chosen unless the model's counts show it more I/O.
+    Also why, in words."""
     cands = [r for r in rows if r["kind"] == "candidate"]
     model_first = min(cands, key=lambda r: r["predicted_s"]) if cands else rows[0]
     timed = [r for r in rows if r["measured_s"] is not None]
@@ -512,7 +520,20 @@ def choose(rows: list[dict]) -> tuple[dict, str]:
     finalists = [r for r in timed if r.get("runoff")]
     # the first of equal times: the model's order, then the current layout, then the heuristics
     fastest = min(finalists or timed, key=lambda r: r["measured_s"])
-    ties = [r for r in timed if r is not fastest and r.get("runoff") and fastest.get("runoff") and tied(fastest, r)]
+    verdicts = {id(r): runoff_verdict(fastest, r) for r in timed
+                if r is not fastest and r.get("runoff") and fastest.get("runoff")}
+    ties = [r for r in timed if verdicts.get(id(r)) == "tied"]
+    undecided = [r for r in timed if verdicts.get(id(r)) == "undecided"]
+    if undecided:
+        # the runoff could not tell them apart: what was measured decides, unless the model's counts show the
+        # faster measured more I/O; never called a tie, never settled by the fitted model's time
+        group = [fastest, *ties, *undecided]
+        pick, decided = fewest_io(group, last="measured")
+        said = "; ".join(f"{r['label']}: {tie_basis(fastest, r)}" for r in undecided)
+        tied_too = ("; tied with " + "; ".join(f"{r['label']} ({tie_basis(fastest, r)})" for r in ties)) if ties else ""
+        return pick, (f"undecided in the runoff between {fastest['label']} (measured fastest) and "
+                      f"{', '.join(r['label'] for r in undecided)}: the runoff could not tell them apart ({said}){tied_too}; "
+                      f"{decided}")
     if ties:
         group = [fastest, *ties]
         keep = [r for r in group if r.get("keeps_layout")]
