@@ -17,7 +17,7 @@ import numpy as np
 from ccp.chunkcache import ChunkCache
 from ccp.hdf5.defaults import MIN_NSLOTS
 from ccp.report.stats import signed_rank_p as paired_p
-from ccp.tune.prove import Contender, measure_interleaved
+from ccp.tune.prove import ROUNDS_CSV, Contender, measure_interleaved
 from ccp.tune.search import frugal_cache
 from ccp.units import format_bytes, format_seconds
 
@@ -48,7 +48,8 @@ def check_cache(wl, source, pick: Contender, costs, constraints, out: Path, work
     frugal = replace(pick, label=f"{pick.label}, {format_bytes(small.cache.nbytes)} cache", cache=small.cache,
                      predicted_s=small.workload_s, item_s=tuple(ic.seconds for ic in small.items))
     echo(f"  cache: {format_bytes(pick.cache.nbytes)} against {format_bytes(small.cache.nbytes)} (the same I/O predicted), alternating")
-    a, b = side_by_side(wl, source, pick, frugal, out / "cache", work_dir, repeats, cell_budget, echo)
+    a, b = side_by_side(wl, source, pick, frugal, out / "cache", work_dir, repeats, cell_budget, echo,
+                        "cache check", costs)
     if a.measured_s is None or b.measured_s is None:
         return pick, None, [a, b]
     slower, said = cache_verdict(pick.cache.nbytes, a.measured_s, b.measured_s, no_slower(a, b, wl.items))
@@ -96,32 +97,51 @@ def check_slots(wl, source, pick: Contender, out: Path, work_dir: Path, repeats:
         return pick, None, []
     plain = replace(pick, label=f"{pick.label}, {MIN_NSLOTS} slots", cache=ChunkCache(pick.cache.nbytes, MIN_NSLOTS, pick.cache.w0))
     echo(f"  slots: {pick.cache.nslots} against HDF5's default {MIN_NSLOTS}, alternating")
-    a, b = side_by_side(wl, source, pick, plain, out / "slots", work_dir, repeats, cell_budget, echo)
+    a, b = side_by_side(wl, source, pick, plain, out / "slots", work_dir, repeats, cell_budget, echo,
+                        "slot check", costs)
     if a.measured_s is None or b.measured_s is None:
         return pick, None, [a, b]
     ra, rb = ({"measured_s": m.measured_s, "measured_min_s": m.min_s, "measured_max_s": m.max_s,
                "passes": weighted_passes(m, wl.items) if m.passes else None, "paired": True} for m in (a, b))
-    said = f"({format_seconds(b.measured_s)} against {format_seconds(a.measured_s)} with {pick.cache.nslots})"
+    said = (f"({check_time(b)} against {check_time(a)} with {pick.cache.nslots}, "
+            f"{2 * repeats + 1} interleaved rounds: {out / 'slots' / ROUNDS_CSV})")
     is_tie = tied(ra, rb)
+    how = "measured faster" if not is_tie else "measured as fast"
+    if is_tie and runoff_verdict(ra, rb) == "undecided":
+        how, said = "not told apart", said + f": undecided ({tie_basis(ra, rb)})"
     if b.measured_s <= a.measured_s or is_tie:
         if is_tie and costs is not None:
             ec, ed = (evaluate(c.chunks, c.filters, c.cache, source, wl.items, costs) for c in (pick, plain))
             if not same_io(ec, ed):
-                loads = (sum(it.weight * ic.chunk_loads for it, ic in zip(wl.items, e.items)) for e in (ed, ec))
-                return pick, (f"{pick.cache.nslots} slots kept: HDF5's default {MIN_NSLOTS} measured as fast {said}, but the "
-                              "model predicts it more I/O (its hash slots collide: {:,.0f} chunk loads against {:,.0f})"
-                              .format(*loads)), [a, b]
-        return plain, (f"HDF5's default {MIN_NSLOTS} slots measured as fast {said}"
+                ld, lc = (sum(it.weight * ic.chunk_loads for it, ic in zip(wl.items, e.items)) for e in (ed, ec))
+                return pick, (f"{pick.cache.nslots} slots kept: HDF5's default {MIN_NSLOTS} {how} {said}, but the "
+                              f"model predicts it more I/O (its hash slots collide: {ld:,.0f} chunk loads against "
+                              f"{lc:,.0f})"), [a, b]
+        return plain, (f"HDF5's default {MIN_NSLOTS} slots {how} {said}"
                        + (", the same I/O predicted" if is_tie and costs is not None else "") + ": no custom slot count"), [a, b]
     return pick, (f"{pick.cache.nslots} slots measured {b.measured_s / a.measured_s - 1:.0%} faster than "
-                  f"HDF5's default {MIN_NSLOTS} ({format_seconds(a.measured_s)} against {format_seconds(b.measured_s)})"), [a, b]
+                  f"HDF5's default {MIN_NSLOTS} ({check_time(a)} against {check_time(b)}, {2 * repeats + 1} "
+                  f"interleaved rounds: {out / 'slots' / ROUNDS_CSV})"), [a, b]
+
+
+def check_time(m) -> str:
+    """A check's measured time as printed: "~" where a pass was a prefix completed by the fitted model."""
+    return ("~" if m.extrapolated else "") + format_seconds(m.measured_s)
 
 
 def side_by_side(wl, source, pick: Contender, other: Contender, folder: Path, work_dir: Path, repeats: int,
-                 cell_budget, echo):
+                 cell_budget, echo, phase: str = "check", costs=None):
     """The pick and one variant of it measured in ``2 * repeats + 1`` interleaved rounds (a pass of each a
-    round, alternating): the measured pair, pick first."""
-    a, b = measure_interleaved(wl, source, [pick, other], folder, work_dir, 2 * repeats + 1, cell_budget, echo)
+    round, alternating; ``phase`` names them): the measured pair, pick first, each pass cut to a prefix by its
+    budget completed by the fitted model (``costs``; :func:`ccp.tune.complete.reestimate`), as the runoff's
+    are: the engine's prefix scaled up is off the pick's scale (breaker9 G13: 179 ms beside a 36 ms pick)."""
+    from ccp.tune.complete import reestimate
+
+    pair = measure_interleaved(wl, source, [pick, other], folder, work_dir, 2 * repeats + 1, cell_budget, echo,
+                               phase=phase)
+    if costs is not None:
+        pair = reestimate(pair, wl.items, source, costs)
+    a, b = pair
     return a, b
 
 

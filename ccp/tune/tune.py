@@ -23,6 +23,7 @@ from ccp.hdf5.filters import FilterPipeline, check_for_type
 from ccp.store.schema import FINISHED
 from ccp.tune.answer import NO_REPACK_MARGIN, same_round, why_lost
 from ccp.tune.apply import commands, netcdf_dims
+from ccp.tune.complete import reestimate
 from ccp.tune.heuristics import ONE_MIB, heuristics
 from ccp.tune.lattice import (
     MAX_NSLOTS,
@@ -171,45 +172,6 @@ def fit_from_round(contenders, measured, items, source, costs, cells: list | Non
                               "cpu_share": list(d.cpu_share) if d is not None and d.cpu_share else None,
                               "measured_s": obs[-1].measured_s, "parts": list(obs[-1].parts)})
     return fit_prices(costs, obs, prior)
-
-
-def reestimate(measured, items, source, costs) -> list:
-    """Each measured layout's weighted time with its prefixes completed by the fitted model: a pattern
-    measured whole keeps its passes; one measured on a prefix (its time budget) is the prefix as
-    measured (its cold first requests counted once) plus the model's time of the requests after it,
-    at the prices fitted to every cell. Said in ``how``."""
-    from ccp.matrix.cells import Cell
-    from ccp.tune.search import item_cost
-
-    out = []
-    for m in measured:
-        if m is None or not m.passes or not any(d is not None and not d.whole for d in m.passes):
-            out.append(m)
-            continue
-        c = m.contender
-        total = lo = hi = 0.0
-        per, notes, ok = [], [], True
-        for it, (t, status), d in zip(items, m.per_item, m.passes):
-            if d is None or not d.passes:
-                ok = False
-                per.append((t, status))
-                continue
-            rest = 0.0
-            if not d.whole:
-                cell = Cell(c.chunks, c.filters, c.cache, it.access)
-                rest = max(item_cost(cell, source, costs).seconds - item_cost(cell, source, costs, first=d.measured).seconds, 0.0)
-                notes.append(f"{d.measured}/{d.requests} requests measured")
-            med = float(np.median(d.passes)) + rest
-            per.append((med, status))
-            total += it.weight * med
-            lo += it.weight * (min(d.passes) + rest)
-            hi += it.weight * (max(d.passes) + rest)
-        if not ok:
-            out.append(m)
-            continue
-        how = "; ".join(notes) + ", the rest priced by the fitted model"
-        out.append(replace(m, measured_s=total, per_item=tuple(per), min_s=lo, max_s=hi, how=how))
-    return out
 
 
 def _cand_dict(c: Candidate) -> dict:
@@ -388,6 +350,11 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
                      "first_at_selection_s": selected_on.get(c.key) if selected_on else None,
                      "statuses": [s for _, s in final.per_item] if final else None,
                      "extrapolated_how": (final.how or "scaled by the sweep engine") if final and final.extrapolated else None,
+                     # the run folder's figure for it (the engine's: each prefix scaled up), where tune completed one
+                     "engine_measured_s": final.engine_s if final and final.extrapolated else None,
+                     "first_engine_measured_s": m.engine_s if m and m.extrapolated else None,
+                     "first_extrapolated_how": (m.how or "scaled by the sweep engine") if m and m.extrapolated else None,
+                     "first_run_dir": str(m.run_dir) if m else None,
                      "passes": weighted_passes(final, wl.items) if final else None,
                      "paired": again is not None,          # the runoff's passes: round i of each measured side by side
                      "keeps_layout": current is not None and (c.chunks, c.filters.spec) == (current[0], current[1].spec),
