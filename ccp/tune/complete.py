@@ -19,7 +19,6 @@ def reestimate(measured, items, source, costs) -> list:
     at the prices fitted to every cell. Said in ``how``; the engine's own figure (the prefix scaled up) kept
     in ``engine_s``."""
     from ccp.matrix.cells import Cell
-    from ccp.tune.search import item_cost
 
     out = []
     for m in measured:
@@ -34,16 +33,15 @@ def reestimate(measured, items, source, costs) -> list:
                 ok = False
                 per.append((t, status))
                 continue
-            rest = 0.0
+            done = list(d.passes)
             if not d.whole:
-                cell = Cell(c.chunks, c.filters, c.cache, it.access)
-                rest = max(item_cost(cell, source, costs).seconds - item_cost(cell, source, costs, first=d.measured).seconds, 0.0)
-                notes.append(f"{d.measured}/{d.requests} requests measured")
-            med = float(np.median(d.passes)) + rest
+                done, note = completed(d, Cell(c.chunks, c.filters, c.cache, it.access), source, costs)
+                notes.append(note)
+            med = float(np.median(done))
             per.append((med, status))
             total += it.weight * med
-            lo += it.weight * (min(d.passes) + rest)
-            hi += it.weight * (max(d.passes) + rest)
+            lo += it.weight * min(done)
+            hi += it.weight * max(done)
         if not ok:
             out.append(m)
             continue
@@ -51,3 +49,26 @@ def reestimate(measured, items, source, costs) -> list:
         engine = m.engine_s if m.engine_s is not None else m.measured_s
         out.append(replace(m, measured_s=total, per_item=tuple(per), min_s=lo, max_s=hi, how=how, engine_s=engine))
     return out
+
+
+def completed(d, cell, source, costs) -> tuple[list[float], str]:
+    """``d``'s passes (:class:`ccp.tune.prove.ItemPasses`) each completed by the model's time of the requests
+    after its prefix, and the words. Interleaved rounds (``d.each``): each pass from its own prefix, a round cut
+    to 1 request does not make the 40 whole ones prefixes too; else every pass from ``d.measured``."""
+    from ccp.tune.search import item_cost
+
+    whole_s = item_cost(cell, source, costs).seconds
+    rests: dict[int, float] = {}
+
+    def rest(k: int) -> float:
+        if k >= d.requests:
+            return 0.0
+        if k not in rests:
+            rests[k] = max(whole_s - item_cost(cell, source, costs, first=k).seconds, 0.0)
+        return rests[k]
+
+    if d.each and len(d.each) == len(d.passes):
+        cut = sum(k < d.requests for k in d.each)
+        return ([t + rest(k) for t, k in zip(d.passes, d.each)],
+                f"{cut} of {len(d.each)} passes cut to a prefix (the shortest {d.measured}/{d.requests} requests)")
+    return [t + rest(d.measured) for t in d.passes], f"{d.measured}/{d.requests} requests measured"

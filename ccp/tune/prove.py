@@ -48,6 +48,8 @@ class ItemPasses:
     passes: tuple[float, ...]           # each timed pass: open + its measured requests + close, seconds
     cpu_share: tuple[float, ...] = ()   # each pass's process CPU time / its wall time (the engine's pass_cpu_s and
     #                                     pass_wall_s: the whole pass); () where the run did not record them
+    each: tuple[int, ...] = ()          # interleaved rounds: the requests each pass measured (``measured`` is the
+    #                                     fewest), so that one round's cut pass is completed alone, not every round's
 
     @property
     def whole(self) -> bool:
@@ -391,7 +393,8 @@ def _interleaved_result(c: Contender, per_item: list[list], items, out_dir: Path
         if done and len(whole) == len(each):
             shares = tuple(x for p in whole for x in p.cpu_share) if all(p.cpu_share for p in whole) else ()
             passes.append(ItemPasses(whole[0].requests, min(p.measured for p in whole),
-                                     tuple(t for p in whole for t in p.passes), shares))
+                                     tuple(t for p in whole for t in p.passes), shares,
+                                     each=tuple(p.measured for p in whole for _ in p.passes)))
         else:
             passes.append(None)
     rounds = tuple(tuple(row.time_s if row.status in FINISHED and row.time_s is not None else math.nan for row, _ in got)

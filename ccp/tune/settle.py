@@ -309,8 +309,8 @@ def tie_basis(a: dict, b: dict) -> str:
                f"their passes ({len(pa)} and {len(pb)}), too few for the passes' test to find them apart "
                f"(medians {gap:.0%} apart)")
     else:
-        how = (f"no whole passes (extrapolated from a prefix): medians {gap:.0%} apart, within the spread of their "
-               "passes' prefixes")
+        how = (f"no whole passes to compare (a pass cut to a prefix, completed by the fitted model): medians "
+               f"{gap:.0%} apart, within the spread of their passes")
     return how
 
 

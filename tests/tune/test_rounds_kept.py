@@ -86,3 +86,33 @@ def test_the_slot_check_is_named_kept_and_completed_by_the_model(monkeypatch, tm
     assert all(m.extrapolated and m.engine_s == pytest.approx(0.04) and m.measured_s != pytest.approx(0.04)
                for m in both)                       # the prefix completed by the model, the engine's figure kept
     assert "~" in note and str(tmp_path / "slots" / "rounds.csv") in note and "7 interleaved rounds" in note
+
+
+def test_one_cut_round_is_completed_alone(costs):
+    """breaker9 follow-up (a live 41-round runoff): one pass of 41 cut to 1 request made every pass a 1-request
+    prefix, the model's time of 4,095 requests added to 40 whole passes (~37.1 ms printed for ~27 ms measured)."""
+    from ccp.matrix.cells import Cell
+    from ccp.tune.complete import completed, reestimate
+
+    c = Contender("refit #3", (64, 11, 64), NONE, ChunkCache(262144, 521, 0.75), 0.03, "candidate")
+    maps = WL.items[1]
+    d = ItemPasses(64, 1, (0.02, 0.02, 0.001), each=(64, 64, 1))
+    done, note = completed(d, Cell(c.chunks, c.filters, c.cache, maps.access), SRC, costs)
+    assert done[:2] == [0.02, 0.02] and done[2] > 0.001 and "1 of 3 passes cut" in note
+    whole = ItemPasses(4096, 4096, (0.01, 0.01, 0.01))
+    m = Measured(c, 0.03, ((0.01, "ok"), (0.02, "extrapolated")), Path("."), passes=(whole, d))
+    (again,) = reestimate([m], WL.items, SRC, costs)
+    assert again.measured_s == pytest.approx(0.01 + 0.02)          # the medians of the passes as measured
+
+
+def test_the_fit_takes_an_interleaved_cells_whole_passes(costs):
+    from ccp.tune.tune import fit_from_round
+
+    c = Contender("refit #3", (64, 11, 64), NONE, ChunkCache(262144, 521, 0.75), 0.03, "candidate")
+    d = ItemPasses(64, 1, (0.02, 0.02, 0.001), each=(64, 64, 1))
+    whole = ItemPasses(4096, 4096, (0.01, 0.01, 0.01))
+    m = Measured(c, 0.03, ((0.01, "ok"), (0.02, "extrapolated")), Path("."), passes=(whole, d))
+    cells: list = []
+    fit_from_round([c], [m], WL.items, SRC, costs, cells)
+    maps = next(x for x in cells if x["pattern"] == 1)
+    assert maps["first"] is None and maps["passes"] == [0.02, 0.02]      # the whole passes, not a 1-request prefix
