@@ -162,7 +162,8 @@ def measured_lines(rec: dict) -> list[str]:
     where = rec.get("measured_in_choice_round") or "first round"
     n = rec.get("measured_in_choice_passes")
     ex = bool(rec.get("measured_in_choice_extrapolated"))
-    what = (f"the median of its {n} {'interleaved ' if where == 'runoff' else ''}passes" if n
+    what = (f"the median of its {n} {'interleaved ' if where == 'runoff' else ''}passes"
+            + (", those cut to a prefix completed by the fitted model" if ex else "") if n
             else "the median of its passes, each pattern's measured prefix completed by the fitted model" if ex
             else "the median of its passes")
     before = " (its cache before the checks)" if rec.get("checked_cache") else ""

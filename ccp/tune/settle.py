@@ -77,8 +77,9 @@ def no_slower(a, b, items) -> float | None:
     """``b`` against ``a`` measured in interleaved rounds: the median of the per-round ratios of their
     weighted pass totals (round i of each side by side, so a load that drifts cancels), None when either
     lacks whole passes of every round (the medians then decide)."""
-    pa, pb = weighted_passes(a, items), weighted_passes(b, items)
-    if not pa or not pb or len(pa) != len(pb) or min(pa) <= 0:
+    how, pa, pb = compared_passes({"passes": weighted_passes(a, items), "paired": True},
+                                  {"passes": weighted_passes(b, items), "paired": True})
+    if how != "paired" or min(pa) <= 0:
         return None
     return float(np.median(np.asarray(pb, float) / np.asarray(pa, float)))
 
@@ -160,10 +161,10 @@ def tied(a: dict, b: dict) -> bool:
     diff = abs(a["measured_s"] - b["measured_s"])
     if diff <= TIE_FLOOR * lo:
         return True
-    pa, pb = a.get("passes"), b.get("passes")
-    if pa and pb and a.get("paired") and b.get("paired") and len(pa) == len(pb) >= 2:
+    how, pa, pb = compared_passes(a, b)
+    if how == "paired":
         return bool(paired_p(pa, pb) >= ALPHA) and not clearly_apart(pa, pb)
-    if pa and pb and len(pa) >= 2 and len(pb) >= 2:
+    if how == "unpaired":
         return bool(pass_p(pa, pb) >= ALPHA)
     spread = 0.0
     for r in (a, b):
@@ -182,12 +183,29 @@ def could_find_apart(a: dict, b: dict) -> bool:
 
     from ccp.report.stats import ALPHA
 
-    pa, pb = a.get("passes"), b.get("passes")
-    if pa and pb and a.get("paired") and b.get("paired") and len(pa) == len(pb) >= 2:
+    how, pa, pb = compared_passes(a, b)
+    if how == "paired":
         return 2 / 2 ** len(pa) < ALPHA
-    if pa and pb and len(pa) >= 2 and len(pb) >= 2:
+    if how == "unpaired":
         return 2 / comb(len(pa) + len(pb), len(pa)) < ALPHA
     return False
+
+
+def compared_passes(a: dict, b: dict) -> tuple[str, list, list]:
+    """("paired" | "unpaired" | "none", ``a``'s passes, ``b``'s) as :func:`tied` compares them: interleaved
+    rounds (both ``paired``, as many rounds) on the rounds whole on both sides (a round with a pass cut to a
+    prefix is None in ``passes``: dropped from both, so round i stays beside round i), at least 2; other
+    passes, each side's whole ones, at least 2 a side; else none (the medians and their spread decide)."""
+    pa, pb = a.get("passes") or [], b.get("passes") or []
+    if pa and pb and a.get("paired") and b.get("paired") and len(pa) == len(pb):
+        both = [(x, y) for x, y in zip(pa, pb) if x is not None and y is not None]
+        if len(both) >= 2:
+            return "paired", [x for x, _ in both], [y for _, y in both]
+        return "none", [], []
+    qa, qb = [x for x in pa if x is not None], [y for y in pb if y is not None]
+    if len(qa) >= 2 and len(qb) >= 2:
+        return "unpaired", qa, qb
+    return "none", [], []
 
 
 def runoff_verdict(a: dict, b: dict) -> str:
@@ -296,15 +314,18 @@ def tie_basis(a: dict, b: dict) -> str:
     passes: every pattern extrapolated from a prefix) their medians only."""
     lo = min(a["measured_s"], b["measured_s"])
     gap = abs(a["measured_s"] - b["measured_s"]) / lo if lo > 0 else 0.0
-    pa, pb = a.get("passes"), b.get("passes")
+    kind, pa, pb = compared_passes(a, b)
     able = could_find_apart(a, b)
+    every = len(a.get("passes") or [])
+    rounds = f"{len(pa)} interleaved rounds" + (f" (of {every}: the rest had a pass cut to a prefix)"
+                                                 if kind == "paired" and len(pa) < every else "")
     if gap <= TIE_FLOOR:
         how = f"medians within {TIE_FLOOR:.0%} ({gap:.1%} apart)"
-    elif pa and pb and a.get("paired") and b.get("paired") and len(pa) == len(pb) >= 2:
-        how = (f"{len(pa)} interleaved rounds, round against round, not apart (medians {gap:.0%} apart)" if able else
-               f"{len(pa)} interleaved rounds, too few for the round-against-round test to find them apart under "
+    elif kind == "paired":
+        how = (f"{rounds}, round against round, not apart (medians {gap:.0%} apart)" if able else
+               f"{rounds}, too few for the round-against-round test to find them apart under "
                f"{CLEAR_MARGIN:g}x (medians {gap:.0%} apart)")
-    elif pa and pb and len(pa) >= 2 and len(pb) >= 2:
+    elif kind == "unpaired":
         how = (f"their passes ({len(pa)} and {len(pb)}) not apart (medians {gap:.0%} apart)" if able else
                f"their passes ({len(pa)} and {len(pb)}), too few for the passes' test to find them apart "
                f"(medians {gap:.0%} apart)")
@@ -314,15 +335,24 @@ def tie_basis(a: dict, b: dict) -> str:
     return how
 
 
-def weighted_passes(m, items) -> list[float] | None:
+def weighted_passes(m, items) -> list[float | None] | None:
     """A layout's weighted pass totals (pass i of every pattern, weighted), when every pattern was
-    measured whole with the same number of passes: the runoff's unit of comparison."""
-    if m is None or not m.passes or any(d is None or not d.whole or not d.passes for d in m.passes):
+    measured whole with the same number of passes: the runoff's unit of comparison. Interleaved rounds
+    (each pass's requests known: ``ItemPasses.each``) with some passes cut to a prefix: the rounds whole in
+    every pattern, None for the others (round i stays round i), when at least 2 are whole."""
+    if m is None or not m.passes or any(d is None or not d.passes for d in m.passes):
         return None
-    n = {len(d.passes) for d in m.passes}
-    if len(n) != 1:
+    sizes = {len(d.passes) for d in m.passes}
+    if len(sizes) != 1:
         return None
-    return [sum(it.weight * d.passes[i] for it, d in zip(items, m.passes)) for i in range(n.pop())]
+    n = sizes.pop()
+    if all(d.whole for d in m.passes):
+        return [sum(it.weight * d.passes[i] for it, d in zip(items, m.passes)) for i in range(n)]
+    if not all(d.each and len(d.each) == n for d in m.passes):
+        return None
+    out = [sum(it.weight * d.passes[i] for it, d in zip(items, m.passes))
+           if all(d.each[i] >= d.requests for d in m.passes) else None for i in range(n)]
+    return out if sum(x is not None for x in out) >= 2 else None
 
 
 def pooled(key, measured, items) -> tuple[float, int] | None:
@@ -331,7 +361,7 @@ def pooled(key, measured, items) -> tuple[float, int] | None:
     passes: list[float] = []
     for m in measured:
         if m is not None and m.contender.key == key:
-            passes += weighted_passes(m, items) or []
+            passes += [x for x in weighted_passes(m, items) or [] if x is not None]
     return (float(np.median(passes)), len(passes)) if passes else None
 
 

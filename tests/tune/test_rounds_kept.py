@@ -116,3 +116,28 @@ def test_the_fit_takes_an_interleaved_cells_whole_passes(costs):
     fit_from_round([c], [m], WL.items, SRC, costs, cells)
     maps = next(x for x in cells if x["pattern"] == 1)
     assert maps["first"] is None and maps["passes"] == [0.02, 0.02]      # the whole passes, not a 1-request prefix
+
+
+def test_a_cut_round_is_left_out_of_the_pairing_not_the_whole_runoff():
+    """41 rounds, round 1 of one layout cut to a prefix: the other 40 are compared round against round (they
+    were 'no whole passes', and the runoff undecided)."""
+    from ccp.tune.settle import compared_passes, runoff_verdict, tie_basis, weighted_passes
+
+    c = Contender("refit #3", (64, 11, 64), NONE, ChunkCache(262144, 521, 0.75), 0.03, "candidate")
+    rng = np.random.default_rng(0)
+    base = rng.uniform(0.02, 0.03, 41)
+    cut = Measured(c, 0.03, ((0.02, "extrapolated"), (0.001, "ok")), Path("."),
+                   passes=(ItemPasses(4096, 1, tuple(base), each=(1,) + (4096,) * 40),
+                           ItemPasses(64, 64, (0.001,) * 41, each=(64,) * 41)))
+    pa = weighted_passes(cut, WL.items)
+    assert pa is not None and pa[0] is None and all(x is not None for x in pa[1:])
+    slower = [x * 1.2 if x is not None else 0.5 for x in pa]       # 1.2x in every round
+    a = {"label": "a", "measured_s": float(np.median(base)) + 0.001, "passes": pa, "paired": True}
+    b = {"label": "b", "measured_s": a["measured_s"] * 1.2, "passes": slower, "paired": True}
+    how, qa, qb = compared_passes(a, b)
+    assert how == "paired" and len(qa) == len(qb) == 40
+    assert runoff_verdict(a, b) == "apart"
+    # b2: 1% one way, then the other (log-symmetric: exp(+-0.01)), the round's noise: no difference round by round
+    b2 = {**b, "passes": [x * float(np.exp(0.01 if i % 2 else -0.01)) if x is not None else None for i, x in enumerate(pa)],
+          "measured_s": a["measured_s"] * 1.05}
+    assert runoff_verdict(a, b2) == "tied" and "40 interleaved rounds (of 41" in tie_basis(a, b2)
