@@ -160,12 +160,14 @@ def fit_from_round(contenders, measured, items, source, costs, cells: list | Non
                 continue
             first = None
             if d is not None and d.passes:
-                ps, first = list(d.passes), (None if d.whole else d.measured)
+                ps, first, shares = list(d.passes), (None if d.whole else d.measured), list(d.cpu_share)
                 if first is not None and d.each and len(d.each) == len(d.passes):
                     # interleaved rounds, some passes cut: the whole ones are the equation (the median of
-                    # every pass is not the time of the shortest prefix)
-                    full = [t for t, k in zip(d.passes, d.each) if k >= d.requests]
-                    ps, first = (full, None) if full else (ps, first)
+                    # every pass is not the time of the shortest prefix); their CPU shares kept beside them
+                    keep = [k >= d.requests for k in d.each]
+                    if any(keep):
+                        ps, first = [t for t, ok in zip(d.passes, keep) if ok], None
+                        shares = [x for x, ok in zip(shares, keep) if ok] if len(shares) == len(keep) else []
                 obs.append(observe(c, it, source, costs, float(np.median(ps)), first, len(ps)))
             elif status == "ok" and is_finite(t) and t > 0:
                 obs.append(observe(c, it, source, costs, t))
@@ -174,7 +176,7 @@ def fit_from_round(contenders, measured, items, source, costs, cells: list | Non
             if cells is not None:
                 cells.append({"label": c.label, "kind": c.kind, "pattern": i, "first": first, "round": round_name,
                               "passes": ps if d is not None and d.passes else None,
-                              "cpu_share": list(d.cpu_share) if d is not None and d.cpu_share else None,
+                              "cpu_share": shares if d is not None and d.passes and shares else None,
                               "measured_s": obs[-1].measured_s, "parts": list(obs[-1].parts)})
     return fit_prices(costs, obs, prior)
 

@@ -109,13 +109,14 @@ def test_the_fit_takes_an_interleaved_cells_whole_passes(costs):
     from ccp.tune.tune import fit_from_round
 
     c = Contender("refit #3", (64, 11, 64), NONE, ChunkCache(262144, 521, 0.75), 0.03, "candidate")
-    d = ItemPasses(64, 1, (0.02, 0.02, 0.001), each=(64, 64, 1))
+    d = ItemPasses(64, 1, (0.02, 0.02, 0.001), cpu_share=(0.5, 0.6, 0.9), each=(64, 64, 1))
     whole = ItemPasses(4096, 4096, (0.01, 0.01, 0.01))
     m = Measured(c, 0.03, ((0.01, "ok"), (0.02, "extrapolated")), Path("."), passes=(whole, d))
     cells: list = []
     fit_from_round([c], [m], WL.items, SRC, costs, cells)
     maps = next(x for x in cells if x["pattern"] == 1)
     assert maps["first"] is None and maps["passes"] == [0.02, 0.02]      # the whole passes, not a 1-request prefix
+    assert maps["cpu_share"] == [0.5, 0.6]                               # each beside its pass (tune_fit.py zips them)
 
 
 def test_a_cut_round_is_left_out_of_the_pairing_not_the_whole_runoff():
