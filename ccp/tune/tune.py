@@ -537,8 +537,11 @@ def choose(rows: list[dict]) -> tuple[dict, str]:
         return fastest, (f"measured fastest ({fastest['label']}) in the runoff; the model's pick ({model_first['label']}) "
                          "was left out of it (over 30% slower than the fastest in the first round)")
     lost = model_first["measured_s"] / fastest["measured_s"] - 1
-    return fastest, (f"measured fastest ({fastest['label']}); the model's pick ({model_first['label']}) measured "
-                     f"{lost:.0%} slower")
+    # under half a percent prints as "0% slower": the times themselves say what was measured
+    by = (f"{lost:.0%} slower" if lost >= 0.005 else
+          f"as fast ({format_seconds(model_first['measured_s'])} against {format_seconds(fastest['measured_s'])}: "
+          "first-round medians within 0.5%; the faster median decided)")
+    return fastest, f"measured fastest ({fastest['label']}); the model's pick ({model_first['label']}) measured {by}"
 
 
 def no_repack_alternative(rows: list[dict], pick: dict, current_layout) -> dict | None:

@@ -82,3 +82,12 @@ def test_the_measured_printed_is_the_figure_the_choice_used():
     assert "completed by the fitted model" in first
     pooled = next(line for line in lines if "every whole pass" in line)
     assert "25.5 ms, the median of 3" in pooled
+
+
+def test_a_model_pick_as_fast_is_not_said_0_percent_slower():
+    """A live run (--within 60s, no runoff): "the model's pick (tuned) measured 0% slower" at 29.2 ms against 29.2."""
+    rows = [finalist("tuned", 0.029204, [0.029, 0.0292, 0.0295]), finalist("tuned #2", 0.029201, [0.0291, 0.0292, 0.03])]
+    for r in rows:
+        r.update(runoff=False, paired=False)
+    pick, why = choose(rows)
+    assert pick["label"] == "tuned #2" and "0% slower" not in why and "as fast (29.2 ms against 29.2 ms" in why
