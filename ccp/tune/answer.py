@@ -29,7 +29,12 @@ def same_round(r: dict, pick: dict) -> tuple[float | None, str | None]:
 def why_lost(r: dict, pick: dict, rows: list[dict]) -> str:
     """Why ``r``, measured faster than the pick in the same round, is not the pick."""
     if r.get("runoff") and pick.get("runoff"):
-        return "tied with the pick in the runoff (the tie rule decided: see 'chosen')"
+        from ccp.tune.settle import runoff_verdict
+
+        if runoff_verdict(pick, r) == "tied":
+            return "tied with the pick in the runoff (the tie rule decided: see 'chosen')"
+        return ("undecided in the runoff (it could not tell them apart), and the model's counts predict it more "
+                "I/O than the pick: see 'chosen'")
     if not pick.get("runoff"):
         return "within the first round's noise of the pick"
     sel = r.get("first_at_selection_s")
@@ -82,7 +87,9 @@ def summary_lines(result: dict) -> list[str]:
     out = [f"recommended: chunks {shape_str(rec['chunks'])}, filters {rec['filters']}, chunk cache "
            f"{format_bytes(rec['cache_nbytes'])} / {rec['cache_nslots']} slots / w0 {rec['cache_w0']:g}"
            + ("" if rec["repack_needed"] else "  (the current layout: no repack, only the cache)")]
-    if rec["measured_s"] is not None:
+    if rec.get("measured_in_choice_s") is not None:
+        out += measured_lines(rec)
+    elif rec["measured_s"] is not None:
         n = rec.get("measured_passes")
         out.append(f"  measured {format_seconds(rec['measured_s'])} for the weighted workload (predicted "
                    f"{format_seconds(rec['predicted_s'])})" + (f": the median of its {n} whole passes, the checks' too" if n else ""))
@@ -94,15 +101,10 @@ def summary_lines(result: dict) -> list[str]:
             out.append(f"  note: {r['label']} measured faster than the pick in the {r.get('speedup_round')} "
                        f"({r['speedup_of_pick']:.2f}x): {r['lost_why']}")
     out.append(f"  chosen: {rec['why']}")
-    if any(r.get("extrapolated") for r in result["contenders"]):
-        out.append("  ~ extrapolated: a pattern of this layout ran past its cell's time budget; its time is the measured "
-                   "prefix of requests (its cold first requests counted once) plus the fitted model's time of the rest, "
-                   "not the prefix scaled up (tune.json: extrapolated_how; cells.csv: status 'extrapolated')")
-        for r in result["contenders"]:
-            if r.get("extrapolated") and r.get("extrapolated_how"):
-                out.append(f"    ~ {r['label']}: {r['extrapolated_how']}")
+    out += extrapolated_lines(result["contenders"])
     out.append("  predicted: the model's counts priced " + (result.get("prices", {}).get("how") or "by the probes")
-               + "; measured: the sweep engine, cold, median of the passes")
+               + " (tune.json: contenders[].predicted_s; a run folder's predicted_time_s is the sweep engine's own, "
+               "at its calibration's prices, not tune's fit); measured: the sweep engine, cold, median of the passes")
     if any(r.get("runoff") for r in result["contenders"]):
         out.append("  runoff: the layouts within "
                    f"{RUNOFF_WITHIN:.0%} of the fastest (a fastest alone: beside the next fastest, a confirmation), measured "
@@ -121,6 +123,56 @@ def summary_lines(result: dict) -> list[str]:
     out.append("apply it:")
     for k, v in result["commands"].items():
         out.append(f"  {k:<12} {v}")
+    return out
+
+
+def extrapolated_lines(rows: list[dict]) -> list[str]:
+    """What a "~" time is, and for each, the run folder's figure beside it and where it is: the sweep engine
+    scales a prefix up to every request (cells.csv's time_s; rounds.csv's for interleaved rounds), tune
+    completes the prefix with the fitted model instead (breaker9 G12: "~496 ms" against a folder's 13.6 s)."""
+    shown = []
+    for r in rows:
+        # each time the table shows with a "~": the first-round column's and the runoff column's
+        if r.get("runoff") and r.get("first_extrapolated"):
+            shown.append((r, "1st round", r.get("first_measured_s"), r.get("first_engine_measured_s"),
+                          r.get("first_extrapolated_how"), r.get("first_run_dir"), "cells.csv"))
+        if r.get("extrapolated"):
+            shown.append((r, "runoff" if r.get("runoff") else "1st round", r.get("measured_s"),
+                          r.get("engine_measured_s"), r.get("extrapolated_how"), r.get("run_dir"),
+                          "rounds.csv" if r.get("runoff") else "cells.csv"))
+    if not shown:
+        return []
+    out = ["  ~ extrapolated: a pattern of this layout ran past its cell's time budget; its time is the measured prefix "
+           "of requests (its cold first requests counted once) plus the fitted model's time of the rest "
+           "(tune.json: extrapolated_how), not the sweep engine's figure in its run folder, which scales the prefix up "
+           "to every request (time_s, status 'extrapolated')"]
+    for r, col, t, engine, how, where, table in shown:
+        line = f"    ~ {r['label']} ({col}): {how or 'a prefix'}: {format_seconds(t) if t is not None else '-'}"
+        if engine is not None and where:
+            of = "each pattern's median round" if table == "rounds.csv" else "its patterns'"
+            line += f"; the engine's figure: {format_seconds(engine)} ({of} time_s, weighted: {where}/{table})"
+        out.append(line)
+    return out
+
+
+def measured_lines(rec: dict) -> list[str]:
+    """The pick's measured time as the choice used it (its round, its passes, whether a prefix was completed
+    by the model), then, when it differs, the median of every whole pass of the recommendation as recommended
+    (the first round's, the runoff's, the checks'), labelled: two figures, each saying what it is."""
+    where = rec.get("measured_in_choice_round") or "first round"
+    n = rec.get("measured_in_choice_passes")
+    ex = bool(rec.get("measured_in_choice_extrapolated"))
+    what = (f"the median of its {n} {'interleaved ' if where == 'runoff' else ''}passes"
+            + (", those cut to a prefix completed by the fitted model" if ex else "") if n
+            else "the median of its passes, each pattern's measured prefix completed by the fitted model" if ex
+            else "the median of its passes")
+    before = " (its cache before the checks)" if rec.get("checked_cache") else ""
+    out = [f"  measured {'~' if ex else ''}{format_seconds(rec['measured_in_choice_s'])} for the weighted workload in the "
+           f"{where}{before}, the figure the choice used: {what} (predicted {format_seconds(rec['predicted_in_choice_s'])})"]
+    pooled, k = rec.get("measured_s"), rec.get("measured_passes")
+    if k and pooled is not None and abs(pooled - rec["measured_in_choice_s"]) > RECOMPLETED * rec["measured_in_choice_s"]:
+        out.append(f"  every whole pass of the recommendation as recommended (the first round's, the runoff's, the "
+                   f"checks'): {format_seconds(pooled)}, the median of {k} (tune.json: recommended.measured_s)")
     return out
 
 

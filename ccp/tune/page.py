@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+from ccp.tune.answer import extrapolated_lines, measured_lines
 from ccp.units import format_bytes, format_seconds, shape_str
 
 
@@ -26,6 +27,12 @@ def write_page(out: Path, result: dict) -> Path:
         for c in result["front"])
     cmds = "".join(f"<tr><th>{e(k)}</th><td><code>{e(v)}</code></td></tr>" for k, v in result["commands"].items())
     s = result["search"]
+    # the figure the choice used, its round said, as on the console (breaker9 G20); each "~" time beside its run
+    # folder's figure and where it is (G12)
+    measured = ("; ".join(e(line.strip()) for line in measured_lines(rec)) if rec.get("measured_in_choice_s") is not None
+                else f"measured {_t(rec['measured_s'])}, predicted {_t(rec['predicted_s'])} for the weighted workload")
+    ex = extrapolated_lines(result["contenders"])
+    extrapolated = ("<ul>" + "".join(f"<li>{e(line.strip().lstrip('~ '))}</li>" for line in ex) + "</ul>") if ex else ""
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>ccp tune {e(result['workload'])}</title>
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:left}}</style>
 </head><body><h1>ccp tune: {e(result['workload'])}</h1>
@@ -33,7 +40,7 @@ def write_page(out: Path, result: dict) -> Path:
 ({e(result['dataset']['current_filters'])}).</p>
 <h2>Recommended</h2><p>chunks <b>{e(shape_str(rec['chunks']))}</b>, filters <b>{e(rec['filters'])}</b>, chunk cache
 <b>{e(format_bytes(rec['cache_nbytes']))}</b> / {rec['cache_nslots']} slots / w0 {rec['cache_w0']:g}:
-measured {_t(rec['measured_s'])}, predicted {_t(rec['predicted_s'])} for the weighted workload: {e(rec.get('why', ''))}.</p>
+{measured}: {e(rec.get('why', ''))}.</p>{extrapolated}
 <table>{cmds}</table>
 <p>Ties: {e(result.get('tie_rule', ''))}.</p>
 <p>Cache: {e(result.get('cache_rule', ''))}.</p>

@@ -48,6 +48,8 @@ class ItemPasses:
     passes: tuple[float, ...]           # each timed pass: open + its measured requests + close, seconds
     cpu_share: tuple[float, ...] = ()   # each pass's process CPU time / its wall time (the engine's pass_cpu_s and
     #                                     pass_wall_s: the whole pass); () where the run did not record them
+    each: tuple[int, ...] = ()          # interleaved rounds: the requests each pass measured (``measured`` is the
+    #                                     fewest), so that one round's cut pass is completed alone, not every round's
 
     @property
     def whole(self) -> bool:
@@ -65,6 +67,8 @@ class Measured:
     passes: tuple = ()                  # ItemPasses per workload item (None where unknown)
     how: str = ""                       # how an extrapolated time was made (the engine's scaling, or tune's)
     round_s: tuple = ()                 # interleaved rounds: per workload item, each round's cell time (a prefix scaled)
+    engine_s: float | None = None       # extrapolated: the sweep engine's weighted time before tune completed its
+    #                                     prefixes (each a prefix scaled up: cells.csv's, or rounds.csv's time_s)
 
     @property
     def extrapolated(self) -> bool:
@@ -283,13 +287,15 @@ def _req_passes(req, requests: int) -> ItemPasses | None:
 
 
 def measure_interleaved(workload, source, contenders, out_dir: Path, work_dir: Path, rounds: int,
-                        cell_budget: float | None, echo=print) -> list[Measured]:
+                        cell_budget: float | None, echo=print, phase: str = "runoff") -> list[Measured]:
     """Every distinct contender measured ``rounds`` times, one cold pass of each of its patterns a round,
     the contenders alternating (as asv's ``--interleave-rounds``; the order reversed every round), so a
     load that drifts falls on all of them alike: pass i of each is paired with pass i of the others.
     Each pass gets the share of ``cell_budget`` a pass of a ``rounds``-pass cell gets (its counted pass
     included). The jobs are the sweep engine's (its work files, its cold passes), measured in this
-    process without a counted pass; each contender's sweep file is kept under ``out_dir``."""
+    process without a counted pass; each contender's sweep file is kept under ``out_dir``, and every pass
+    measured in ``out_dir``'s ``rounds.csv`` (:func:`write_rounds`). ``phase`` names the rounds as they run
+    (the runoff, the slot check, the cache check)."""
     import shutil
 
     from ccp.measurement.runner import measure
@@ -317,10 +323,50 @@ def measure_interleaved(workload, source, contenders, out_dir: Path, work_dir: P
                 for j, job in enumerate(jobs[key]):
                     row, req, _ = measure(job, scratch / f"{slug(distinct[key].label)}-{j}")
                     got[key][j].append((row, req))
-            echo(f"  runoff round {r + 1}/{rounds}: {len(order)} layouts, alternating")
+            echo(f"  {phase} round {r + 1}/{rounds}: {len(order)} "
+                 f"{'layouts' if phase == 'runoff' else 'settings of the pick'}, alternating")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    write_rounds(out_dir, [(distinct[key], got[key]) for key in order])
     return [_interleaved_result(distinct[c.key], got[c.key], workload.items, out_dir) for c in contenders]
+
+
+ROUNDS_CSV = "rounds.csv"
+ROUNDS_COLUMNS = ["round", "layout", "chunks", "filters", "cache_nbytes", "cache_nslots", "cache_w0", "pattern", "op",
+                  "block", "status", "requests", "measured_requests", "pass_s", "time_s", "load_max", "cpus"]
+
+
+def write_rounds(out_dir: Path, measured: list) -> Path:
+    """Every pass of interleaved rounds kept in ``out_dir/rounds.csv`` (their requests in ``requests.parquet``),
+    a row per round, layout and pattern: ``pass_s`` the pass as timed (open, its measured requests, close: what
+    tune completes with the fitted model when ``measured_requests`` < ``requests``), ``time_s`` the sweep
+    engine's figure for it (a prefix scaled up to every request when its status is 'extrapolated').
+    ``measured``: (contender, per pattern [(row, requests table), ...]) in the order measured."""
+    import pandas as pd
+
+    lines, tables = [], []
+    for c, per_item in measured:
+        for j, got in enumerate(per_item):
+            for r, (row, req) in enumerate(got):
+                timed = req[req["pass"] >= 0] if req is not None and "pass" in req else None
+                n = int((timed["phase"] == "request").sum()) if timed is not None and not timed.empty else None
+                pass_s = float(timed["time_s"].sum()) if timed is not None and n is not None else None
+                lines.append({"round": r + 1, "layout": c.label, "chunks": shape_str(c.chunks), "filters": c.filters.spec,
+                              "cache_nbytes": c.cache.nbytes, "cache_nslots": c.cache.nslots, "cache_w0": c.cache.w0,
+                              "pattern": j, "op": row.op, "block": row.block, "status": row.status,
+                              "requests": row.requests, "measured_requests": n,
+                              "pass_s": pass_s,
+                              "time_s": row.time_s, "load_max": row.load_max, "cpus": row.cpus})
+                if timed is not None and not timed.empty:
+                    tables.append(timed.assign(round=r + 1, layout=c.label, pattern=j))
+    path = out_dir / ROUNDS_CSV
+    with path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=ROUNDS_COLUMNS)
+        w.writeheader()
+        w.writerows(lines)
+    if tables:
+        pd.concat(tables, ignore_index=True).to_parquet(out_dir / "requests.parquet", index=False)
+    return path
 
 
 def _interleaved_result(c: Contender, per_item: list[list], items, out_dir: Path) -> Measured:
@@ -347,7 +393,8 @@ def _interleaved_result(c: Contender, per_item: list[list], items, out_dir: Path
         if done and len(whole) == len(each):
             shares = tuple(x for p in whole for x in p.cpu_share) if all(p.cpu_share for p in whole) else ()
             passes.append(ItemPasses(whole[0].requests, min(p.measured for p in whole),
-                                     tuple(t for p in whole for t in p.passes), shares))
+                                     tuple(t for p in whole for t in p.passes), shares,
+                                     each=tuple(p.measured for p in whole for _ in p.passes)))
         else:
             passes.append(None)
     rounds = tuple(tuple(row.time_s if row.status in FINISHED and row.time_s is not None else math.nan for row, _ in got)

@@ -17,7 +17,7 @@ import numpy as np
 from ccp.chunkcache import ChunkCache
 from ccp.hdf5.defaults import MIN_NSLOTS
 from ccp.report.stats import signed_rank_p as paired_p
-from ccp.tune.prove import Contender, measure_interleaved
+from ccp.tune.prove import ROUNDS_CSV, Contender, measure_interleaved
 from ccp.tune.search import frugal_cache
 from ccp.units import format_bytes, format_seconds
 
@@ -48,7 +48,8 @@ def check_cache(wl, source, pick: Contender, costs, constraints, out: Path, work
     frugal = replace(pick, label=f"{pick.label}, {format_bytes(small.cache.nbytes)} cache", cache=small.cache,
                      predicted_s=small.workload_s, item_s=tuple(ic.seconds for ic in small.items))
     echo(f"  cache: {format_bytes(pick.cache.nbytes)} against {format_bytes(small.cache.nbytes)} (the same I/O predicted), alternating")
-    a, b = side_by_side(wl, source, pick, frugal, out / "cache", work_dir, repeats, cell_budget, echo)
+    a, b = side_by_side(wl, source, pick, frugal, out / "cache", work_dir, repeats, cell_budget, echo,
+                        "cache check", costs)
     if a.measured_s is None or b.measured_s is None:
         return pick, None, [a, b]
     slower, said = cache_verdict(pick.cache.nbytes, a.measured_s, b.measured_s, no_slower(a, b, wl.items))
@@ -76,8 +77,9 @@ def no_slower(a, b, items) -> float | None:
     """``b`` against ``a`` measured in interleaved rounds: the median of the per-round ratios of their
     weighted pass totals (round i of each side by side, so a load that drifts cancels), None when either
     lacks whole passes of every round (the medians then decide)."""
-    pa, pb = weighted_passes(a, items), weighted_passes(b, items)
-    if not pa or not pb or len(pa) != len(pb) or min(pa) <= 0:
+    how, pa, pb = compared_passes({"passes": weighted_passes(a, items), "paired": True},
+                                  {"passes": weighted_passes(b, items), "paired": True})
+    if how != "paired" or min(pa) <= 0:
         return None
     return float(np.median(np.asarray(pb, float) / np.asarray(pa, float)))
 
@@ -96,32 +98,51 @@ def check_slots(wl, source, pick: Contender, out: Path, work_dir: Path, repeats:
         return pick, None, []
     plain = replace(pick, label=f"{pick.label}, {MIN_NSLOTS} slots", cache=ChunkCache(pick.cache.nbytes, MIN_NSLOTS, pick.cache.w0))
     echo(f"  slots: {pick.cache.nslots} against HDF5's default {MIN_NSLOTS}, alternating")
-    a, b = side_by_side(wl, source, pick, plain, out / "slots", work_dir, repeats, cell_budget, echo)
+    a, b = side_by_side(wl, source, pick, plain, out / "slots", work_dir, repeats, cell_budget, echo,
+                        "slot check", costs)
     if a.measured_s is None or b.measured_s is None:
         return pick, None, [a, b]
     ra, rb = ({"measured_s": m.measured_s, "measured_min_s": m.min_s, "measured_max_s": m.max_s,
                "passes": weighted_passes(m, wl.items) if m.passes else None, "paired": True} for m in (a, b))
-    said = f"({format_seconds(b.measured_s)} against {format_seconds(a.measured_s)} with {pick.cache.nslots})"
+    said = (f"({check_time(b)} against {check_time(a)} with {pick.cache.nslots}, "
+            f"{2 * repeats + 1} interleaved rounds: {out / 'slots' / ROUNDS_CSV})")
     is_tie = tied(ra, rb)
+    how = "measured faster" if not is_tie else "measured as fast"
+    if is_tie and runoff_verdict(ra, rb) == "undecided":
+        how, said = "not told apart", said + f": undecided ({tie_basis(ra, rb)})"
     if b.measured_s <= a.measured_s or is_tie:
         if is_tie and costs is not None:
             ec, ed = (evaluate(c.chunks, c.filters, c.cache, source, wl.items, costs) for c in (pick, plain))
             if not same_io(ec, ed):
-                loads = (sum(it.weight * ic.chunk_loads for it, ic in zip(wl.items, e.items)) for e in (ed, ec))
-                return pick, (f"{pick.cache.nslots} slots kept: HDF5's default {MIN_NSLOTS} measured as fast {said}, but the "
-                              "model predicts it more I/O (its hash slots collide: {:,.0f} chunk loads against {:,.0f})"
-                              .format(*loads)), [a, b]
-        return plain, (f"HDF5's default {MIN_NSLOTS} slots measured as fast {said}"
+                ld, lc = (sum(it.weight * ic.chunk_loads for it, ic in zip(wl.items, e.items)) for e in (ed, ec))
+                return pick, (f"{pick.cache.nslots} slots kept: HDF5's default {MIN_NSLOTS} {how} {said}, but the "
+                              f"model predicts it more I/O (its hash slots collide: {ld:,.0f} chunk loads against "
+                              f"{lc:,.0f})"), [a, b]
+        return plain, (f"HDF5's default {MIN_NSLOTS} slots {how} {said}"
                        + (", the same I/O predicted" if is_tie and costs is not None else "") + ": no custom slot count"), [a, b]
     return pick, (f"{pick.cache.nslots} slots measured {b.measured_s / a.measured_s - 1:.0%} faster than "
-                  f"HDF5's default {MIN_NSLOTS} ({format_seconds(a.measured_s)} against {format_seconds(b.measured_s)})"), [a, b]
+                  f"HDF5's default {MIN_NSLOTS} ({check_time(a)} against {check_time(b)}, {2 * repeats + 1} "
+                  f"interleaved rounds: {out / 'slots' / ROUNDS_CSV})"), [a, b]
+
+
+def check_time(m) -> str:
+    """A check's measured time as printed: "~" where a pass was a prefix completed by the fitted model."""
+    return ("~" if m.extrapolated else "") + format_seconds(m.measured_s)
 
 
 def side_by_side(wl, source, pick: Contender, other: Contender, folder: Path, work_dir: Path, repeats: int,
-                 cell_budget, echo):
+                 cell_budget, echo, phase: str = "check", costs=None):
     """The pick and one variant of it measured in ``2 * repeats + 1`` interleaved rounds (a pass of each a
-    round, alternating): the measured pair, pick first."""
-    a, b = measure_interleaved(wl, source, [pick, other], folder, work_dir, 2 * repeats + 1, cell_budget, echo)
+    round, alternating; ``phase`` names them): the measured pair, pick first, each pass cut to a prefix by its
+    budget completed by the fitted model (``costs``; :func:`ccp.tune.complete.reestimate`), as the runoff's
+    are: the engine's prefix scaled up is off the pick's scale (breaker9 G13: 179 ms beside a 36 ms pick)."""
+    from ccp.tune.complete import reestimate
+
+    pair = measure_interleaved(wl, source, [pick, other], folder, work_dir, 2 * repeats + 1, cell_budget, echo,
+                               phase=phase)
+    if costs is not None:
+        pair = reestimate(pair, wl.items, source, costs)
+    a, b = pair
     return a, b
 
 
@@ -140,10 +161,10 @@ def tied(a: dict, b: dict) -> bool:
     diff = abs(a["measured_s"] - b["measured_s"])
     if diff <= TIE_FLOOR * lo:
         return True
-    pa, pb = a.get("passes"), b.get("passes")
-    if pa and pb and a.get("paired") and b.get("paired") and len(pa) == len(pb) >= 2:
+    how, pa, pb = compared_passes(a, b)
+    if how == "paired":
         return bool(paired_p(pa, pb) >= ALPHA) and not clearly_apart(pa, pb)
-    if pa and pb and len(pa) >= 2 and len(pb) >= 2:
+    if how == "unpaired":
         return bool(pass_p(pa, pb) >= ALPHA)
     spread = 0.0
     for r in (a, b):
@@ -152,11 +173,62 @@ def tied(a: dict, b: dict) -> bool:
     return diff <= max(TIE_FLOOR, spread) * lo
 
 
+def could_find_apart(a: dict, b: dict) -> bool:
+    """Whether the test :func:`tied` applies to ``a`` and ``b`` could find them apart at all below
+    :data:`CLEAR_MARGIN`: paired rounds, when the exact signed-rank test's smallest p (every round one way,
+    ``2 / 2**n``) is under ALPHA (6 rounds or more); unpaired passes, when the exact Mann-Whitney test's
+    smallest p (``2 / C(m + n, m)``) is; never without whole passes. Five rounds' smallest p is 0.0625: only
+    the clear margin (1.25x in every round) can part them, so "not apart" there is "could not tell"."""
+    from math import comb
+
+    from ccp.report.stats import ALPHA
+
+    how, pa, pb = compared_passes(a, b)
+    if how == "paired":
+        return 2 / 2 ** len(pa) < ALPHA
+    if how == "unpaired":
+        return 2 / comb(len(pa) + len(pb), len(pa)) < ALPHA
+    return False
+
+
+def compared_passes(a: dict, b: dict) -> tuple[str, list, list]:
+    """("paired" | "unpaired" | "none", ``a``'s passes, ``b``'s) as :func:`tied` compares them: interleaved
+    rounds (both ``paired``, as many rounds) on the rounds whole on both sides (a round with a pass cut to a
+    prefix is None in ``passes``: dropped from both, so round i stays beside round i), at least 2; other
+    passes, each side's whole ones, at least 2 a side; else none (the medians and their spread decide)."""
+    pa, pb = a.get("passes") or [], b.get("passes") or []
+    if pa and pb and a.get("paired") and b.get("paired") and len(pa) == len(pb):
+        both = [(x, y) for x, y in zip(pa, pb) if x is not None and y is not None]
+        if len(both) >= 2:
+            return "paired", [x for x, _ in both], [y for _, y in both]
+        return "none", [], []
+    qa, qb = [x for x in pa if x is not None], [y for y in pb if y is not None]
+    if len(qa) >= 2 and len(qb) >= 2:
+        return "unpaired", qa, qb
+    return "none", [], []
+
+
+def runoff_verdict(a: dict, b: dict) -> str:
+    """"apart", "tied" or "undecided" for two layouts measured side by side. Tied: the medians within
+    :data:`TIE_FLOOR`, or not apart by a test that could have found them apart (:func:`could_find_apart`);
+    undecided: not apart where the runoff could not judge (too few rounds or passes for the test, or no whole
+    pass: a prefix completed by the model). An undecided pair is never called a tie."""
+    if not tied(a, b):
+        return "apart"
+    lo = min(a["measured_s"], b["measured_s"])
+    if abs(a["measured_s"] - b["measured_s"]) <= TIE_FLOOR * lo or could_find_apart(a, b):
+        return "tied"
+    return "undecided"
+
+
 IO_NEAR = 0.10      # predicted I/O counts this close are equal: the next count (then the fitted prediction) decides
 TIE_RULE = (f"runoff layouts are compared round against round (interleaved rounds): apart when an exact Wilcoxon "
             f"signed-rank test on the per-round ratios gives p < 0.05, or when the median per-round ratio is at least "
             f"{CLEAR_MARGIN:g}x one way in nearly every round (sign test p <= {CLEAR_SIGN_P:g}: 6 of 7 rounds); tied "
-            f"otherwise, or when the medians differ by less than {TIE_FLOOR:.0%}. A tie between the stored layout (only a "
+            f"when the medians differ by less than {TIE_FLOOR:.0%}, or when not apart by a test that could have "
+            f"found them apart (6 rounds or more; unpaired passes likewise); undecided otherwise (fewer rounds, or no "
+            f"whole pass): among undecided layouts the faster measured is chosen unless the model predicts it more "
+            f"device trips, then more bytes read, by over {IO_NEAR:.0%}. A tie between the stored layout (only a "
             f"chunk cache) and a repack goes to the stored layout (the cheapest change, as the report ranks); "
             f"otherwise the tie goes to the fewest device trips "
             f"the model prices (reads within the kernel's readahead of each other one forward sweep; file operations "
@@ -181,14 +253,18 @@ def predicted_io(c, items, source, costs) -> tuple[float, float, float]:
     return trips, ops, nbytes
 
 
-def fewest_io(rows: list[dict]) -> tuple[dict, str]:
+def fewest_io(rows: list[dict], last: str = "predicted") -> tuple[dict, str]:
     """Among layouts measured within noise of each other, the one the model predicts the least I/O
     for: device trips first (each one waits for the device; the count the device model prices, so a
     contiguous column's sieve reads, streamed by the kernel's readahead, are one trip, not thousands),
     file operations where a row has no trips (tune.json from before they were kept), then bytes read,
     each within :data:`IO_NEAR` counted equal, then the fitted model's time. Counts are exact whatever
-    the load; the times that tied are not. Returns the row and what decided."""
+    the load; the times that tied are not. Returns the row and what decided. ``last="measured"`` (layouts
+    the runoff could not tell apart, :func:`runoff_verdict`): the faster measured decides after the counts,
+    not the fitted model's time (a prediction 0.3% apart does not outweigh a measurement)."""
     if any(r.get("predicted_io_ops") is None for r in rows):
+        if last == "measured":
+            return _faster_measured(rows)
         return min(rows, key=lambda r: float(r["predicted_s"])), "the model's fitted prediction breaks the tie"
     key, what = (("predicted_io_trips", "device trips") if all(r.get("predicted_io_trips") is not None for r in rows)
                  else ("predicted_io_ops", "file operations"))
@@ -206,12 +282,22 @@ def fewest_io(rows: list[dict]) -> tuple[dict, str]:
     if len(fewer) == 1:
         return fewer[0], (f"as many {what} by the model ({counts}: within {IO_NEAR:.0%}), the fewest bytes read "
                           f"({bytes_read})")
-    pick = min(fewer, key=lambda r: float(r["predicted_s"]))
     by_bytes = (f"; {', '.join(r['label'] for r in more_b)} read over {IO_NEAR:.0%} more bytes ({bytes_read})"
                 if more_b else f", as many bytes read ({bytes_read}: within {IO_NEAR:.0%})")
+    if last == "measured":
+        pick, said = _faster_measured(fewer)
+        return pick, f"as many {what} by the model ({counts}: within {IO_NEAR:.0%}){by_bytes}; {said}"
+    pick = min(fewer, key=lambda r: float(r["predicted_s"]))
     return pick, (f"as many {what} by the model ({counts}: within {IO_NEAR:.0%}){by_bytes}; the fitted prediction "
                   f"breaks the tie among {', '.join(r['label'] for r in fewer)} "
                   f"({_counts(fewer, 'predicted_s', None, seconds=True)})")
+
+
+def _faster_measured(rows: list[dict]) -> tuple[dict, str]:
+    """The row measured fastest (the runoff's medians), and the words: what was measured decides."""
+    pick = min(rows, key=lambda r: float(r["measured_s"]))
+    times = ", ".join(f"{r['label']} {'~' if r.get('extrapolated') else ''}{format_seconds(r['measured_s'])}" for r in rows)
+    return pick, f"the faster measured in the runoff decides among {', '.join(r['label'] for r in rows)} ({times})"
 
 
 def _counts(rows: list[dict], key: str, fmt: str | None, seconds: bool = False) -> str:
@@ -228,28 +314,45 @@ def tie_basis(a: dict, b: dict) -> str:
     passes: every pattern extrapolated from a prefix) their medians only."""
     lo = min(a["measured_s"], b["measured_s"])
     gap = abs(a["measured_s"] - b["measured_s"]) / lo if lo > 0 else 0.0
-    pa, pb = a.get("passes"), b.get("passes")
+    kind, pa, pb = compared_passes(a, b)
+    able = could_find_apart(a, b)
+    every = len(a.get("passes") or [])
+    rounds = f"{len(pa)} interleaved rounds" + (f" (of {every}: the rest had a pass cut to a prefix)"
+                                                 if kind == "paired" and len(pa) < every else "")
     if gap <= TIE_FLOOR:
         how = f"medians within {TIE_FLOOR:.0%} ({gap:.1%} apart)"
-    elif pa and pb and a.get("paired") and b.get("paired") and len(pa) == len(pb) >= 2:
-        how = f"{len(pa)} interleaved rounds, round against round, not apart (medians {gap:.0%} apart)"
-    elif pa and pb and len(pa) >= 2 and len(pb) >= 2:
-        how = f"their passes ({len(pa)} and {len(pb)}) not apart (medians {gap:.0%} apart)"
+    elif kind == "paired":
+        how = (f"{rounds}, round against round, not apart (medians {gap:.0%} apart)" if able else
+               f"{rounds}, too few for the round-against-round test to find them apart under "
+               f"{CLEAR_MARGIN:g}x (medians {gap:.0%} apart)")
+    elif kind == "unpaired":
+        how = (f"their passes ({len(pa)} and {len(pb)}) not apart (medians {gap:.0%} apart)" if able else
+               f"their passes ({len(pa)} and {len(pb)}), too few for the passes' test to find them apart "
+               f"(medians {gap:.0%} apart)")
     else:
-        how = (f"no whole passes (extrapolated from a prefix): medians {gap:.0%} apart, within the spread of their "
-               "passes' prefixes")
+        how = (f"no whole passes to compare (a pass cut to a prefix, completed by the fitted model): medians "
+               f"{gap:.0%} apart, within the spread of their passes")
     return how
 
 
-def weighted_passes(m, items) -> list[float] | None:
+def weighted_passes(m, items) -> list[float | None] | None:
     """A layout's weighted pass totals (pass i of every pattern, weighted), when every pattern was
-    measured whole with the same number of passes: the runoff's unit of comparison."""
-    if m is None or not m.passes or any(d is None or not d.whole or not d.passes for d in m.passes):
+    measured whole with the same number of passes: the runoff's unit of comparison. Interleaved rounds
+    (each pass's requests known: ``ItemPasses.each``) with some passes cut to a prefix: the rounds whole in
+    every pattern, None for the others (round i stays round i), when at least 2 are whole."""
+    if m is None or not m.passes or any(d is None or not d.passes for d in m.passes):
         return None
-    n = {len(d.passes) for d in m.passes}
-    if len(n) != 1:
+    sizes = {len(d.passes) for d in m.passes}
+    if len(sizes) != 1:
         return None
-    return [sum(it.weight * d.passes[i] for it, d in zip(items, m.passes)) for i in range(n.pop())]
+    n = sizes.pop()
+    if all(d.whole for d in m.passes):
+        return [sum(it.weight * d.passes[i] for it, d in zip(items, m.passes)) for i in range(n)]
+    if not all(d.each and len(d.each) == n for d in m.passes):
+        return None
+    out = [sum(it.weight * d.passes[i] for it, d in zip(items, m.passes))
+           if all(d.each[i] >= d.requests for d in m.passes) else None for i in range(n)]
+    return out if sum(x is not None for x in out) >= 2 else None
 
 
 def pooled(key, measured, items) -> tuple[float, int] | None:
@@ -258,7 +361,7 @@ def pooled(key, measured, items) -> tuple[float, int] | None:
     passes: list[float] = []
     for m in measured:
         if m is not None and m.contender.key == key:
-            passes += weighted_passes(m, items) or []
+            passes += [x for x in weighted_passes(m, items) or [] if x is not None]
     return (float(np.median(passes)), len(passes)) if passes else None
 
 

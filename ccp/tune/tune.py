@@ -23,6 +23,7 @@ from ccp.hdf5.filters import FilterPipeline, check_for_type
 from ccp.store.schema import FINISHED
 from ccp.tune.answer import NO_REPACK_MARGIN, same_round, why_lost
 from ccp.tune.apply import commands, netcdf_dims
+from ccp.tune.complete import reestimate
 from ccp.tune.heuristics import ONE_MIB, heuristics
 from ccp.tune.lattice import (
     MAX_NSLOTS,
@@ -46,8 +47,9 @@ from ccp.tune.settle import (
     fewest_io,
     pooled,
     predicted_io,
+    runoff_verdict,
     tie_basis,
-    tied,
+    tied,  # noqa: F401  (tests and callers take the tie rule from here)
     weighted_passes,
 )
 from ccp.tune.workload import check_against, load_workload
@@ -158,57 +160,25 @@ def fit_from_round(contenders, measured, items, source, costs, cells: list | Non
                 continue
             first = None
             if d is not None and d.passes:
-                first = None if d.whole else d.measured
-                obs.append(observe(c, it, source, costs, float(np.median(d.passes)), first, len(d.passes)))
+                ps, first, shares = list(d.passes), (None if d.whole else d.measured), list(d.cpu_share)
+                if first is not None and d.each and len(d.each) == len(d.passes):
+                    # interleaved rounds, some passes cut: the whole ones are the equation (the median of
+                    # every pass is not the time of the shortest prefix); their CPU shares kept beside them
+                    keep = [k >= d.requests for k in d.each]
+                    if any(keep):
+                        ps, first = [t for t, ok in zip(d.passes, keep) if ok], None
+                        shares = [x for x, ok in zip(shares, keep) if ok] if len(shares) == len(keep) else []
+                obs.append(observe(c, it, source, costs, float(np.median(ps)), first, len(ps)))
             elif status == "ok" and is_finite(t) and t > 0:
                 obs.append(observe(c, it, source, costs, t))
             else:
                 continue
             if cells is not None:
                 cells.append({"label": c.label, "kind": c.kind, "pattern": i, "first": first, "round": round_name,
-                              "passes": list(d.passes) if d is not None and d.passes else None,
-                              "cpu_share": list(d.cpu_share) if d is not None and d.cpu_share else None,
+                              "passes": ps if d is not None and d.passes else None,
+                              "cpu_share": shares if d is not None and d.passes and shares else None,
                               "measured_s": obs[-1].measured_s, "parts": list(obs[-1].parts)})
     return fit_prices(costs, obs, prior)
-
-
-def reestimate(measured, items, source, costs) -> list:
-    """Each measured layout's weighted time with its prefixes completed by the fitted model: a pattern
-    measured whole keeps its passes; one measured on a prefix (its time budget) is the prefix as
-    measured (its cold first requests counted once) plus the model's time of the requests after it,
-    at the prices fitted to every cell. Said in ``how``."""
-    from ccp.matrix.cells import Cell
-    from ccp.tune.search import item_cost
-
-    out = []
-    for m in measured:
-        if m is None or not m.passes or not any(d is not None and not d.whole for d in m.passes):
-            out.append(m)
-            continue
-        c = m.contender
-        total = lo = hi = 0.0
-        per, notes, ok = [], [], True
-        for it, (t, status), d in zip(items, m.per_item, m.passes):
-            if d is None or not d.passes:
-                ok = False
-                per.append((t, status))
-                continue
-            rest = 0.0
-            if not d.whole:
-                cell = Cell(c.chunks, c.filters, c.cache, it.access)
-                rest = max(item_cost(cell, source, costs).seconds - item_cost(cell, source, costs, first=d.measured).seconds, 0.0)
-                notes.append(f"{d.measured}/{d.requests} requests measured")
-            med = float(np.median(d.passes)) + rest
-            per.append((med, status))
-            total += it.weight * med
-            lo += it.weight * (min(d.passes) + rest)
-            hi += it.weight * (max(d.passes) + rest)
-        if not ok:
-            out.append(m)
-            continue
-        how = "; ".join(notes) + ", the rest priced by the fitted model"
-        out.append(replace(m, measured_s=total, per_item=tuple(per), min_s=lo, max_s=hi, how=how))
-    return out
 
 
 def _cand_dict(c: Candidate) -> dict:
@@ -387,6 +357,11 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
                      "first_at_selection_s": selected_on.get(c.key) if selected_on else None,
                      "statuses": [s for _, s in final.per_item] if final else None,
                      "extrapolated_how": (final.how or "scaled by the sweep engine") if final and final.extrapolated else None,
+                     # the run folder's figure for it (the engine's: each prefix scaled up), where tune completed one
+                     "engine_measured_s": final.engine_s if final and final.extrapolated else None,
+                     "first_engine_measured_s": m.engine_s if m and m.extrapolated else None,
+                     "first_extrapolated_how": (m.how or "scaled by the sweep engine") if m and m.extrapolated else None,
+                     "first_run_dir": str(m.run_dir) if m else None,
                      "passes": weighted_passes(final, wl.items) if final else None,
                      "paired": again is not None,          # the runoff's passes: round i of each measured side by side
                      "keeps_layout": current is not None and (c.chunks, c.filters.spec) == (current[0], current[1].spec),
@@ -439,6 +414,10 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
                         # the pick as the final prices were fitted to it: its prediction and the median of its passes
                         # in the rounds that fit used (the runoff's, else the first round's), the same load for both
                         "measured_in_choice_s": pick["measured_s"], "predicted_in_choice_s": pick["predicted_s"],
+                        "measured_in_choice_round": "runoff" if pick.get("runoff") else "first round",
+                        "measured_in_choice_passes": len(pick["passes"]) if pick.get("passes") else None,
+                        "measured_in_choice_extrapolated": bool(pick.get("extrapolated")),
+                        "checked_cache": pick_c.key != contenders[rows.index(pick)].key,
                         "predicted_before_runoff_s": pick.get("predicted_before_runoff_s"),
                         "repack_needed": not (current is not None and (pick_c.chunks, pick_c.filters.spec) == (current[0], current[1].spec)),
                         "kind": pick["kind"], "why": why},
@@ -497,10 +476,13 @@ def choose(rows: list[dict]) -> tuple[dict, str]:
     faster beyond the noise; after a runoff, the fastest of its finalists (each layout left out of
     it measured more than :data:`RUNOFF_WITHIN` slower than the fastest in the same round); the
     model's first choice when nothing was measured. Layouts of the
-    runoff tied with the fastest (:func:`tied`, pass against pass) go to one that keeps the stored layout
+    runoff tied with the fastest (:func:`runoff_verdict`: not apart by a test that could have found them apart)
+    go to one that keeps the stored layout
     (only a new cache: the cheapest change, as the report ranks), else are decided by the model's
     predicted I/O counts (:func:`fewest_io`): deterministic, rather than which pass a busy machine
-    slowed. Also why, in words."""
+    slowed. Layouts the runoff could not judge against the fastest (undecided: too few rounds, or no whole
+    pass) are never called tied: the faster measured is chosen unless the model's counts show it more I/O.
+    Also why, in words."""
     cands = [r for r in rows if r["kind"] == "candidate"]
     model_first = min(cands, key=lambda r: r["predicted_s"]) if cands else rows[0]
     timed = [r for r in rows if r["measured_s"] is not None]
@@ -512,7 +494,20 @@ def choose(rows: list[dict]) -> tuple[dict, str]:
     finalists = [r for r in timed if r.get("runoff")]
     # the first of equal times: the model's order, then the current layout, then the heuristics
     fastest = min(finalists or timed, key=lambda r: r["measured_s"])
-    ties = [r for r in timed if r is not fastest and r.get("runoff") and fastest.get("runoff") and tied(fastest, r)]
+    verdicts = {id(r): runoff_verdict(fastest, r) for r in timed
+                if r is not fastest and r.get("runoff") and fastest.get("runoff")}
+    ties = [r for r in timed if verdicts.get(id(r)) == "tied"]
+    undecided = [r for r in timed if verdicts.get(id(r)) == "undecided"]
+    if undecided:
+        # the runoff could not tell them apart: what was measured decides, unless the model's counts show the
+        # faster measured more I/O; never called a tie, never settled by the fitted model's time
+        group = [fastest, *ties, *undecided]
+        pick, decided = fewest_io(group, last="measured")
+        said = "; ".join(f"{r['label']}: {tie_basis(fastest, r)}" for r in undecided)
+        tied_too = ("; tied with " + "; ".join(f"{r['label']} ({tie_basis(fastest, r)})" for r in ties)) if ties else ""
+        return pick, (f"undecided in the runoff between {fastest['label']} (measured fastest) and "
+                      f"{', '.join(r['label'] for r in undecided)}: the runoff could not tell them apart ({said}){tied_too}; "
+                      f"{decided}")
     if ties:
         group = [fastest, *ties]
         keep = [r for r in group if r.get("keeps_layout")]
@@ -542,8 +537,11 @@ def choose(rows: list[dict]) -> tuple[dict, str]:
         return fastest, (f"measured fastest ({fastest['label']}) in the runoff; the model's pick ({model_first['label']}) "
                          "was left out of it (over 30% slower than the fastest in the first round)")
     lost = model_first["measured_s"] / fastest["measured_s"] - 1
-    return fastest, (f"measured fastest ({fastest['label']}); the model's pick ({model_first['label']}) measured "
-                     f"{lost:.0%} slower")
+    # under half a percent prints as "0% slower": the times themselves say what was measured
+    by = (f"{lost:.0%} slower" if lost >= 0.005 else
+          f"as fast ({format_seconds(model_first['measured_s'])} against {format_seconds(fastest['measured_s'])}: "
+          "first-round medians within 0.5%; the faster median decided)")
+    return fastest, f"measured fastest ({fastest['label']}); the model's pick ({model_first['label']}) measured {by}"
 
 
 def no_repack_alternative(rows: list[dict], pick: dict, current_layout) -> dict | None:

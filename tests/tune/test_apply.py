@@ -76,7 +76,7 @@ def test_a_custom_slot_count_only_when_measured_better(monkeypatch, tmp_path, cu
 
     pick = Contender("tuned", (4, 4), parse_filters("none"), ChunkCache(1 << 20, 6007, 0.75), 1.0, "candidate")
 
-    def fake(wl, source, contenders, out, work, rounds, cell_budget, echo):
+    def fake(wl, source, contenders, out, work, rounds, cell_budget, echo, **_):
         times = {6007: custom, 521: default}
         return [Measured(c, times[c.cache.nslots], (), out, times[c.cache.nslots] * 0.99, times[c.cache.nslots] * 1.01)
                 for c in contenders]
@@ -113,7 +113,7 @@ def test_a_slot_tie_goes_to_the_fewer_predicted_chunk_loads(monkeypatch, tmp_pat
     gz = parse_filters("gzip:1")
     pick = Contender("tuned", chunks, gz, ChunkCache(8 << 20, slots, 0.75), 1.0, "candidate")
 
-    def fake(wl, source, contenders, out, work, rounds, cell_budget, echo):      # 1% apart, passes spread 10%: tied
+    def fake(wl, source, contenders, out, work, rounds, cell_budget, echo, **_):      # 1% apart, passes spread 10%: tied
         return [Measured(c, t, (), out, t * 0.9, t * 1.1) for c, t in zip(contenders, [1.0, 1.01])]
 
     monkeypatch.setattr(tune_mod, "measure_interleaved", fake)

@@ -71,7 +71,7 @@ def test_runoff_remeasures_only_the_close_ones(monkeypatch, tmp_path):
     first = [Measured(c, t, (), Path(".")) for c, t in zip(cs, [1.0, 1.2, 1.29, 1.25, 2.0, 1.0])]
     seen = []
 
-    def fake_interleaved(wl, source, contenders, out, work, rounds, cell_budget, echo):
+    def fake_interleaved(wl, source, contenders, out, work, rounds, cell_budget, echo, **_):
         seen.append(([c.label for c in contenders], rounds))
         assert cell_budget >= runoff_mod.RUNOFF_CELL_S
         return [Measured(c, 0.5 + k, (), out) for k, c in enumerate(contenders)]
@@ -196,7 +196,7 @@ def test_a_smaller_cache_only_on_measured_evidence(monkeypatch, tmp_path, costs,
     pick = Contender("tuned", (1, 32, 32), gz, ChunkCache(1 << 20, 521, 0.75), 1.0, "candidate")
     seen = []
 
-    def fake_interleaved(wl, source, contenders, out, work, rounds_, cell_budget, echo):
+    def fake_interleaved(wl, source, contenders, out, work, rounds_, cell_budget, echo, **_):
         seen.append([c.cache.nbytes for c in contenders])
         passes = [(), ()] if rounds is None else [(ItemPasses(16, 16, tuple(p)),) for p in rounds]
         return [Measured(c, t, (), Path(out), passes=ps) for c, t, ps in zip(contenders, [1.0, frugal_s], passes)]

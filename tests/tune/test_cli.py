@@ -171,6 +171,10 @@ def test_tune_a_users_file_end_to_end(tmp_path, cli):
     # the pick measured in interleaved rounds (a runoff, or a confirmation beside the next fastest), and the final
     # prices the first round's fit updated by those passes: each cell says its round
     assert pick_row["runoff"] and {c["round"] for c in cells} == {"first", "runoff"}
+    # the runoff's passes are kept, and the pick's measured figure is the runoff's (breaker9 G12, G13, G20)
+    assert (out / "runoff" / "rounds.csv").exists() and r["recommended"]["measured_in_choice_round"] == "runoff"
+    page = (out / "tune.html").read_text()        # "in the runoff (its cache before the checks)" when a check changed it
+    assert "for the weighted workload in the runoff" in page and "the figure the choice used" in page
     assert "updating the first round's fit" in r["prices"]["how"]
     assert "predicted" in (out / "tune.html").read_text() and (out / "tune.json").exists()
     # the tie rule is stated where the pick is: tune.json and the page
