@@ -244,7 +244,7 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
         pairs.append((xa, xb))
         verdicts.append(judge(xa, xb, threshold))
         gate.append(judge(xa, xb, fail_above) if fail_above is not None else None)
-        works.append(work_change(xa, xb)[0])
+        works.append(work_change(xa, xb)[0] if xa.complete and xb.complete else "estimated")
     remeasure_notes: list[str] = []
     if remeasure:
         verdicts, gate, remeasure_notes = _remeasured(run_a, run_b, j, pairs, verdicts, gate, remeasure, threshold,

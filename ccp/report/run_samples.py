@@ -108,7 +108,8 @@ def samples(run_dir: Path, cells: pd.DataFrame) -> dict[str, Sample]:
         cpu, loads = cpus.get(cid, (np.zeros(0), np.zeros(0)))
         m = {**machine_of(c), "cpu": cpu, "loopback": loopback and bool(s3[i])}
         if g is None or g.empty:
-            out[cid] = Sample(float(c["time_s"]), _passes_from_cells(c), np.zeros(0), _num(c.get("requests")), complete, **m)
+            out[cid] = Sample(float(c["time_s"]), _passes_from_cells(c), np.zeros(0), _num(c.get("requests")), complete,
+                              summary=True, **m)
             continue
         passes = g.groupby("pass")["time_s"].sum().to_numpy(float)
         rq = g[g["phase"] == "request"]
@@ -121,6 +122,7 @@ def samples(run_dir: Path, cells: pd.DataFrame) -> dict[str, Sample]:
             m["cpu"] = np.zeros(0)
             if not len(passes):
                 passes = _passes_from_cells(c)
+                m["summary"] = True
         firsts = rq.loc[rq["request"] == 0, "time_s"].to_numpy(float)
         rest = rq.loc[rq["request"] != 0, "time_s"].to_numpy(float)
         if len(rest) > MAX_REQUEST_SAMPLES:
@@ -205,4 +207,4 @@ def _num(v) -> float:
 def from_cell(c) -> Sample:
     """A Sample from a cells row alone (no requests.parquet)."""
     return Sample(_num(c.get("time_s")), _passes_from_cells(c), np.zeros(0), _num(c.get("requests")),
-                  str(c.get("status")) != "extrapolated", **machine_of(c))
+                  str(c.get("status")) != "extrapolated", summary=True, **machine_of(c))

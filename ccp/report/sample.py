@@ -32,6 +32,7 @@ class Sample:
     loopback: bool = False             # its S3 endpoint ran on this machine (``s3: local``, or a loopback URL)
     timed: float = float("nan")        # requests timed per pass (fewer than n_requests when extrapolated)
     pass_busy: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))   # each timed pass under load > CPUs
+    summary: bool = False              # passes are the cells row's fastest / median / slowest, not every pass
 
 
 #: the cells columns that set what a pass waits for besides the CPU (ccp.report.data.STORAGE_COLUMNS, by name: the

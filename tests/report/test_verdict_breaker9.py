@@ -79,6 +79,9 @@ QUIET = _s(FIVE * 0.0075, FIVE * 0.0077)                  # runs/A2q: a quiet ba
     # G6: a run that recorded no load and no flag (schema 3) is not "quiet": no excuse for the other side
     (_s(FIVE * 0.0075, FIVE * 0.0077, load=NAN, cpus=NAN), _s(FIVE * 0.015, FIVE * 0.0077, contended=True, load=3.1),
      "undecided", "not known"),
+    # G6: fastest / median / slowest of a cells row (no requests.parquet) are no sample of passes to test
+    (Sample(0.016, np.array([0.012, 0.016, 0.03]), np.zeros(0), summary=True),
+     _s([0.02, 0.035, 0.026, 0.027, 0.028], contended=True, load=7.6), "undecided", "nothing to test them with"),
     # G18: per CPU: 70 on 64 CPUs is less than 3 on 2; the reverse gets no excuse either
     (_s(FIVE, FIVE, contended=True, load=3.0), _s(FIVE * 1.4, FIVE * 1.4, contended=True, load=70.0, cpus=64.0),
      "slower", "CPU time per pass 1.4x (beyond 1.25x)"),
@@ -89,7 +92,7 @@ QUIET = _s(FIVE * 0.0075, FIVE * 0.0077)                  # runs/A2q: a quiet ba
 ], ids=["G1-cpu-regression-contended", "G1-J1-10x", "G1-load-explains", "G1-beyond-the-load", "G1c-one-pass",
         "G1c-three-passes", "G1c-one-busy-pass", "G2-mixed-work", "G2-less-bytes-cpu-moved", "G7-equal-load-10v10",
         "G7-equal-load-2v2", "G21-extrapolated-counts", "G22-immaterial-count", "G3-load-nan", "G3-load-inf",
-        "G4-load-huge", "G4-cpus-0", "G4-cpus-nan", "G5-cpu-moved-passes-not-apart", "G6-no-load-not-quiet",
+        "G4-load-huge", "G4-cpus-0", "G4-cpus-nan", "G5-cpu-moved-passes-not-apart", "G6-no-load-not-quiet", "G6-min-median-max",
         "G18-per-cpu", "G18-per-cpu-reverse", "G19-five-vs-one"])
 def test_the_load_excuses_only_what_it_explains(a, b, word, why):
     v = judge(a, b)
