@@ -62,7 +62,8 @@ def _keyed(cells: pd.DataFrame) -> pd.DataFrame:
 
 
 def _ratio(b, a) -> float:
-    return float(b) / float(a) if finite(a) and finite(b) and float(a) > 0 else float("nan")
+    # a time of 0 or below is no time: no ratio (never "-80.5x": breaker9 G19)
+    return float(b) / float(a) if finite(a) and finite(b) and float(a) > 0 and float(b) > 0 else float("nan")
 
 
 def _fmt_ratio(r) -> str:

@@ -368,8 +368,8 @@ def _by_passes(a: Sample, b: Sample, fast: Sample, slow: Sample, ratio: float, w
     if not decided and (fast.summary or slow.summary) and pass_ratio >= threshold:
         # a run without requests.parquet keeps its fastest, median and slowest pass only: order statistics of an
         # unknown number of passes, no sample to test (breaker9 G6)
-        return Verdict("undecided", ratio, p, f"{same}; the passes not recorded on both sides (a cells row keeps "
-                       "the fastest, median and slowest only): nothing to test them with" + _load_note(a, b))
+        return Verdict("undecided", ratio, p, f"{same}; a side's passes not recorded (its cells row keeps the "
+                       "fastest, median and slowest only): nothing to test them with" + _load_note(a, b))
     if not decided:
         # enough passes and they overlap, or the passes themselves within the threshold (the row's median moved,
         # the passes did not): no difference to explain

@@ -2,6 +2,7 @@
 excuse a slowdown only within what a known, really higher load per CPU explains and with the CPU time within its bar;
 counts decide only when they differ materially and were measured; whatever the rule cannot clear is undecided."""
 
+import re
 import socket
 
 import numpy as np
@@ -162,6 +163,7 @@ def test_a_b_cell_without_a_usable_time_is_not_a_pass(make_run, value):
     assert r.exit_code == 3, r.output
     assert "internal error" not in r.output and "e+" not in r.output.split("where a difference")[0]
     assert "no usable time" in r.output or "not compared" in r.output
+    assert not re.search(r" -\d[\d.]*x ", r.output), r.output        # no ratio of a negative time (G19)
 
 
 def test_a_threshold_above_the_gate_is_refused(make_run):
@@ -171,3 +173,25 @@ def test_a_threshold_above_the_gate_is_refused(make_run):
     assert r.exit_code == 2 and r.output.count("\n") == 1, r.output
     assert "--threshold 3 is above --fail-above 1.5" in r.output
     assert _cli(a, a, "--fail-above", "1.1").exit_code == 0      # the default threshold: the gate judges at 1.1
+
+
+@pytest.mark.parametrize("wall_factor, witness", [(1.02, True), (1.9, True), (2.5, False), (9.0, False)],
+                         ids=["timed-is-the-pass", "timed-over-half", "timed-under-half", "mostly-harness"])
+def test_a_pass_mostly_harness_has_no_cpu_witness(make_run, wall_factor, witness):
+    """G8: a pass's CPU time spans the whole pass (the loop's setup, the file open); when the timed part is under half
+    of it, the CPU time measures ccp's overhead, not the reads: no witness (the wall time alone then decides nothing)."""
+    import pandas as pd
+
+    from ccp.report.run_samples import samples
+
+    run = make_run("a", tables=False)
+    cells = pd.read_parquet(run / "cells.parquet")
+    cid = str(cells.loc[cells["status"] == "ok", "cell_id"].iloc[0])
+    part = run / "requests.parquet" / f"{cid}.parquet"
+    req = pd.read_parquet(part)
+    totals = req[req["pass"] >= 0].groupby("pass")["time_s"].sum()
+    opens = (req["phase"] == "open") & (req["pass"] >= 0)
+    req.loc[opens, "pass_wall_s"] = req.loc[opens, "pass"].map(totals).to_numpy(float) * wall_factor
+    req.to_parquet(part, index=False)
+    s = samples(run, cells)[cid]
+    assert (len(s.cpu) == len(s.passes)) is witness, s.cpu
