@@ -290,9 +290,11 @@ def judge(a: Sample, b: Sample, threshold: float = THRESHOLD, alpha: float = ALP
         return Verdict("tie", ratio, float("nan"), f"within {threshold:g}x")
     estimated = _extrapolated(a, b)
     fast, slow = (a, b) if word == "slower" else (b, a)
+    change, what = work_change(a, b)
+    if change == "kind":        # a local file's reads against GETs: what was measured, not a count's estimate
+        return Verdict(word, ratio, float("nan"), f"different work: {what}")
     if not estimated:
-        change, what = work_change(a, b)
-        if change == "kind" or _gets_differ(a, b):
+        if _gets_differ(a, b):
             return Verdict(word, ratio, float("nan"), f"different work: {what}")
         up = _counts_up(fast, slow)
         if up:

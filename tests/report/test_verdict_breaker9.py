@@ -63,6 +63,10 @@ QUIET = _s(FIVE * 0.0075, FIVE * 0.0077)                  # runs/A2q: a quiet ba
     # G21: B extrapolated from 2 requests with "more" counts: estimates, never rule (1)
     (_s(FIVE * 0.19, FIVE * 0.1), _s(FIVE * 4.1, FIVE * 0.1, work=(("requests", 64.0), ("raw_reads", 2000.0)),
                                      complete=False), "undecided", "B extrapolated from 2 of 64 requests a pass"),
+    # G21: an extrapolated S3 cell against a local one: the kind of work is no estimate
+    (_s(FIVE * 0.19, FIVE * 0.1), Sample(4.1, FIVE * 4.1, np.zeros(0), 64.0, False, path=("s3", "", "", "", "", ""),
+                                         work=(("requests", 64.0), ("http_gets", 70.0))),
+     "slower", "different work: 16 raw reads (local) against 70 GETs (S3)"),
     # G22: +0.01% of the bytes explains nothing; the load explains the 2x with the CPU time unmoved
     (QUIET, _s(FIVE * 0.015, FIVE * 0.0077, work=TINY_MORE, contended=True, load=3.8), "noise", "the machine's"),
     # G3: the slower side's load not recorded (NaN, inf): no excuse, whatever the flags
@@ -92,7 +96,7 @@ QUIET = _s(FIVE * 0.0075, FIVE * 0.0077)                  # runs/A2q: a quiet ba
     (QUIET, _s([0.0225]), "undecided", "the pass test on 5 vs 1 passes"),
 ], ids=["G1-cpu-regression-contended", "G1-J1-10x", "G1-load-explains", "G1-beyond-the-load", "G1c-one-pass",
         "G1c-three-passes", "G1c-one-busy-pass", "G2-mixed-work", "G2-less-bytes-cpu-moved", "G7-equal-load-10v10",
-        "G7-equal-load-2v2", "G21-extrapolated-counts", "G22-immaterial-count", "G3-load-nan", "G3-load-inf",
+        "G7-equal-load-2v2", "G21-extrapolated-counts", "G21-extrapolated-kind", "G22-immaterial-count", "G3-load-nan", "G3-load-inf",
         "G4-load-huge", "G4-cpus-0", "G4-cpus-nan", "G5-cpu-moved-passes-not-apart", "G6-no-load-not-quiet", "G6-min-median-max",
         "G18-per-cpu", "G18-per-cpu-reverse", "G19-five-vs-one"])
 def test_the_load_excuses_only_what_it_explains(a, b, word, why):
