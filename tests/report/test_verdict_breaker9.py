@@ -199,3 +199,24 @@ def test_a_pass_mostly_harness_has_no_cpu_witness(make_run, wall_factor, witness
     req.to_parquet(part, index=False)
     s = samples(run, cells)[cid]
     assert (len(s.cpu) == len(s.passes)) is witness, s.cpu
+
+
+@pytest.mark.parametrize("b, remeasured", [
+    (_s(FIVE * 0.0225, FIVE * 0.0077, work=TINY_MORE, contended=True, load=3.1), True),     # +0.01%: no rule (1)
+    (_s(FIVE * 4.1, FIVE * 0.1, work=(("requests", 64.0), ("raw_reads", 2000.0)), complete=False), True),  # estimates
+    (_s(FIVE * 0.0225, FIVE * 0.0077, work=MIX, contended=True, load=3.1), False),           # rule (1) decided
+], ids=["G22-immaterial", "G21-extrapolated", "G2-mixed-decided"])
+def test_remeasure_skips_only_what_rule_one_decided(monkeypatch, b, remeasured):
+    """--remeasure leaves out the cells rule (1) decided, by the verdict: not a cell whose counts differ by +0.01%
+    (G22) or were extrapolated (G21, 'never remeasured')."""
+    import pandas as pd
+
+    from ccp.report import compare, remeasure
+
+    asked = []
+    monkeypatch.setattr(remeasure, "interleaved", lambda run_a, run_b, ids, *a, **k: (asked.extend(ids), ({}, []))[1])
+    a = QUIET if b.complete else _s(FIVE * 0.19, FIVE * 0.1, work=(("requests", 64.0), ("raw_reads", 1869.0)))
+    j = pd.DataFrame({"label": ["cell"], "cell_id_a": ["x"], "cell_id_b": ["x"]})
+    v = judge(a, b)
+    compare._remeasured("A", "B", j, [(a, b)], [v], [None], 4, 1.25, None, lambda *_: None)
+    assert bool(asked) is remeasured, v
