@@ -271,12 +271,15 @@ class Ratio(click.FloatRange):
 @click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path), help="Also write an HTML page here.")
 @click.option("--fail-above", type=Ratio(min=1.0), metavar="RATIO",
               help="Exit 1 when a shared cell is slower in B by more than RATIO (B / A) by the rule below, e.g. 1.5: a "
-                   "CI gate. A time difference that is the machine's never fails. A cell slower by more than RATIO "
-                   "that the rule cannot judge (too few passes: 1 to 3 a side) is "
-                   "never a pass: an 'undecided: too few passes' line and exit 3 (when no cell regressed); so is a "
-                   "cell that finished in A and has no cell in B ('not compared').")
-@click.option("--threshold", type=Ratio(min=1.0), default=1.25, show_default=True, metavar="RATIO",
-              help="Call a cell faster or slower only beyond this ratio (and by the rule); closer is a tie.")
+                   "CI gate. A time difference the load explains (the machine's) never fails. A cell slower by more "
+                   "than RATIO that the rule cannot clear (undecided: too few passes, wall time apart alone, CPU time "
+                   "moved without the passes apart, an extrapolated cell, no usable time in B) is never a pass: an "
+                   "'undecided' line and exit 3 (when no cell regressed); so is a cell that finished in A and has no "
+                   "cell in B ('not compared'). Must not be below --threshold.")
+@click.option("--threshold", type=Ratio(min=1.0), default=None, metavar="RATIO",
+              help="Call a cell faster or slower only beyond this ratio (and by the rule); closer is a tie. "
+                   "[default: 1.25] Given above --fail-above it is refused (exit 2): the gate would fail cells the "
+                   "table calls ties.")
 @click.option("--remeasure", type=click.IntRange(min=0, max=50), default=0, show_default=True, metavar="ROUNDS",
               help="Measure the cells that differ again on this machine, A and B alternating, ROUNDS passes each, and "
                    "judge them by those passes (local cells; needs the runs' work files or data). Never a cell rule (1) "
@@ -286,27 +289,25 @@ class Ratio(click.FloatRange):
 def compare(run_a, run_b, html_out, fail_above, threshold, remeasure):
     """Compare the cells two runs share, side by side with ratios (B / A) and a verdict per cell.
 
-    The rule, in this order: (1) the work differs -- the I/O counts (requests, raw reads
-    and bytes, GETs), which load cannot change -- and the time moved the same way: a real
-    difference, whatever the load. A local cell's raw reads and an S3 cell's GETs are
-    different work, and so are different GET counts, whichever way the time moved.
-    (2) Two S3 cells with the same GETs whose time waiting on them grew while the CPU time
-    did not: "the endpoint/network is slower (GET wait X -> Y)", a real difference.
-    (3) The same work: real only if the passes differ significantly (Mann-Whitney on pass
-    times, p < 0.05, or every pass apart in wall and CPU time) and the process CPU time
-    moved too; otherwise "same work; the time difference is the machine's (load X vs Y)",
-    unless the pass test cannot reach p < 0.05 with so few passes (1 to 3 a side) and the
-    CPU time does not show the difference is waiting: then "too few passes to judge"
-    (undecided; 4 passes a side can decide), never a tie. Either way only beyond
-    --threshold. Cells measured under contention (load above the CPUs, or under half the
-    wall time on a CPU) are marked; a cell slower only on the side measured under
-    contention is the machine's (competitors raise a process's own CPU time too); both
-    contended, the slower under more load: the machine's within 1.5 x the ratio of their
-    loads, its CPU time within 1.5x. The CPU test never uses a bar below 1.25x.
-    --remeasure decides such cells on this machine.
+    The rule, in this order: (1) the slower side did materially more of some I/O count
+    (requests, raw reads and bytes, GETs, beyond 5% of the smaller; more of all, or a mix):
+    "more work", real whatever the load. A local cell's raw reads and an S3 cell's GETs are
+    different work, and so are different GET counts. An extrapolated cell's counts (a time
+    budget) are estimates: never rule (1); slower beyond the threshold, it is undecided
+    unless its passes decide. (2) Two S3 cells with the same GETs whose GET wait grew while
+    the CPU time did not: "the endpoint/network is slower", real. (3) The same work (or less
+    on the slower side): real when the passes differ (Mann-Whitney, p < 0.05: 4 passes a
+    side; or every pass apart in wall and CPU time) and the CPU time per pass moved beyond
+    its bar (--threshold, at least 1.25x; 1.5x when the slower side had more competitors).
+    The load EXCUSES a slowdown ("the machine's") only when both loads are known, the slower
+    side's load per CPU is really higher (by 0.5 and 25%), the ratio is within 1.5 x its
+    max(1, load/CPU) over the faster's, and the CPU time within its bar. Anything else
+    beyond --threshold is undecided, never a tie, never the machine's. --remeasure measures
+    such cells again here, A and B alternating.
     Exit status: 0; with --fail-above, 1 when a cell regressed by more than RATIO, else 3
-    when a cell slower by more than RATIO is undecided (too few passes) or a cell that
-    finished in A has no cell in B (not compared), else 0.
+    when a cell slower by more than RATIO is undecided or a cell that finished in A has no
+    usable cell in B (not compared), else 0; 2 for bad input (--threshold above
+    --fail-above).
 
     \b
     Example:
@@ -319,6 +320,9 @@ def compare(run_a, run_b, html_out, fail_above, threshold, remeasure):
 
     for r in (run_a, run_b):
         check_run_folder(r)
+    if fail_above is not None and threshold is not None and threshold > fail_above:
+        raise CcpError(f"--threshold {threshold:g} is above --fail-above {fail_above:g}: the gate would fail cells the "
+                       "table calls ties; use a --threshold at most the --fail-above")
     result = write_compare(run_a, run_b, html_out, fail_above=fail_above, threshold=threshold, remeasure=remeasure)
     click.echo(result)
     if fail_above is not None and result.regressions:

@@ -68,6 +68,8 @@ def format_seconds(s) -> str:
     if s is None or (isinstance(s, float) and math.isnan(s)):
         return "-"
     s = float(s)
+    if math.isinf(s) or s < 0:      # a damaged run's time: said as it is, never "-1e+09 ns" (breaker9 G19)
+        return ("-" if s < 0 else "") + (format_seconds(-s) if s > -math.inf and s < 0 else "infinite")
     # the unit is chosen after rounding to what is printed: 0.9996 s is "1 s", never "1e+03 ms" (breaker8 F12)
     for scale, unit in ((1e9, "ns"), (1e6, "us"), (1e3, "ms")):
         if float(f"{s * scale:.3g}") < 1000:

@@ -6,8 +6,8 @@ set, so matching on it paired every contiguous cell of A with every contiguous c
 need the difference to be significant and beyond a threshold (stats.judge); ``fail_above`` makes the result a CI
 gate: the cells slower in B by more than that ratio, by the rule (stats.RULE: counts first, then passes and CPU
 time), are its ``regressions``; a time difference that is the machine's (noise) never is. A cell slower by more
-than that ratio that the rule cannot decide (too few passes: 1 to 3 a side) is
-``undecided``: never passed silently (the CLI exits 3 when there is no regression but an undecided cell).
+than that ratio that the rule cannot clear (too few passes, wall time apart alone, an extrapolated cell, no usable
+time) is ``undecided``: never passed silently (the CLI exits 3 when there is no regression but an undecided cell).
 """
 
 from __future__ import annotations
@@ -62,7 +62,8 @@ def _keyed(cells: pd.DataFrame) -> pd.DataFrame:
 
 
 def _ratio(b, a) -> float:
-    return float(b) / float(a) if finite(a) and finite(b) and float(a) > 0 else float("nan")
+    # a time of 0 or below is no time: no ratio (never "-80.5x": breaker9 G19)
+    return float(b) / float(a) if finite(a) and finite(b) and float(a) > 0 and float(b) > 0 else float("nan")
 
 
 def _fmt_ratio(r) -> str:
@@ -154,7 +155,8 @@ def _remeasured(run_a, run_b, j, pairs, verdicts, gate, rounds, threshold, fail_
         if v.word not in ("slower", "faster", "noise", "undecided"):
             continue
         change, what = work_change(*pairs[i])
-        if (change, v.word) in (("more", "slower"), ("less", "faster")) or v.why.startswith("different work:"):
+        # by the verdict, not the counts alone: +0.01% decides nothing (G22), an extrapolated count is no measure (G21)
+        if v.why.startswith(("more work:", "less work:", "different work:")):
             # rule (1): the counts decided, and passes measured here cannot undo what B's run recorded
             notes.append(f"{j.loc[i, 'label']}: the I/O differs ({what}): a real difference whatever the load; "
                          "not remeasured")
@@ -244,7 +246,7 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
         pairs.append((xa, xb))
         verdicts.append(judge(xa, xb, threshold))
         gate.append(judge(xa, xb, fail_above) if fail_above is not None else None)
-        works.append(work_change(xa, xb)[0])
+        works.append(work_change(xa, xb)[0] if xa.complete and xb.complete else "estimated")
     remeasure_notes: list[str] = []
     if remeasure:
         verdicts, gate, remeasure_notes = _remeasured(run_a, run_b, j, pairs, verdicts, gate, remeasure, threshold,
@@ -257,9 +259,11 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
     regressions = [r["label"] for (_, r), g in zip(j.iterrows(), gate)
                    if g is not None and fail_above is not None and g.word == "slower" and g.ratio > fail_above]
     # slower by more than the gate, and the rule cannot say whether it is real: never a silent pass
-    undecided = [f"{r['label']} ({_fmt_ratio(g.ratio)}: {g.why})" for (_, r), g in zip(j.iterrows(), gate)
+    # a cell without a usable time (0, negative, not a number) was not compared: never a pass (breaker9 G17)
+    undecided = [f"{r['label']} ({_fmt_ratio(g.ratio) + ': ' if finite(g.ratio) else ''}{g.why})"
+                 for (_, r), g in zip(j.iterrows(), gate)
                  if g is not None and fail_above is not None and g.word in ("undecided", "unknown")
-                 and finite(g.ratio) and g.ratio > fail_above]
+                 and (not finite(g.ratio) or g.ratio > fail_above)]
     lost = failed_in_b(a, b)
     if fail_above is not None:
         regressions += [f"{label} (finished in A, {status} in B)" for label, status in lost]
@@ -276,7 +280,7 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
     for r in j.itertuples():
         def tag(s, busy):
             return (" (extrapolated)" if s == "extrapolated" else "") + (" (contended)" if busy else "")
-        word = {"unknown": "cannot tell", "noise": "machine", "undecided": "too few passes"}.get(r.verdict, r.verdict)
+        word = {"unknown": "cannot tell", "noise": "machine"}.get(r.verdict, r.verdict)
         row = [r.label, format_seconds(r.time_s_a) + tag(r.status_a, r.contended_a),
                format_seconds(r.time_s_b) + tag(r.status_b, r.contended_b), _fmt_ratio(r.ratio), word, r.work,
                format_count(r.raw_reads_a), format_count(r.raw_reads_b), format_count(r.raw_writes_a),
@@ -301,8 +305,8 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
                    f"{n.get('faster', 0)}, a tie in {n.get('tie', 0)}"
                    + (f"; in {n.get('noise', 0)} the time differs but the work is the same: the difference is the "
                       f"machine's ({machine_line(j)})" if n.get("noise", 0) else "")
-                   + (f"; undecided in {n.get('undecided', 0)}: too few passes to judge ({passes_needed()} a side "
-                      "can)" if n.get("undecided", 0) else "")
+                   + (f"; undecided in {n.get('undecided', 0)}: the rule cannot clear them (too few passes, "
+                      f"{passes_needed()} a side can decide, or see why)" if n.get("undecided", 0) else "")
                    + (f"; cannot tell in {n.get('unknown', 0)} (one pass each: nothing to test)" if n.get("unknown", 0) else "")
                    + f". Slower or faster means by {threshold:g}x or more, where {RULE}")
         lines.append(summary)
@@ -317,15 +321,16 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
     if fail_above is not None:
         lines.append(f"FAIL: {len(regressions)} cell(s) slower in B by more than {fail_above:g}x, by the rule: "
                      + "; ".join(regressions) if regressions else
-                     f"pass: no cell slower in B by more than {fail_above:g}x by the rule (a time difference with the "
-                     "same work and the same CPU time is the machine's and never fails)"
+                     f"pass: no cell slower in B by more than {fail_above:g}x by the rule (a time difference the "
+                     "load explains is the machine's and never fails)"
                      + (" among the cells compared" if absent else "") if not undecided else
-                     f"undecided: too few passes: {len(undecided)} cell(s) slower in B by more than {fail_above:g}x "
-                     "that the rule cannot judge (exit 3; measure both runs with more passes, or --remeasure): "
+                     f"undecided: {len(undecided)} cell(s) slower in B by more than {fail_above:g}x (or without a "
+                     "usable time) that the rule cannot clear (exit 3; measure both runs with more passes, on a quiet "
+                     "machine, or --remeasure): "
                      + "; ".join(undecided))
         if regressions and undecided:
-            lines.append(f"undecided: too few passes: {len(undecided)} more cell(s) slower by more than "
-                         f"{fail_above:g}x that the rule cannot judge: " + "; ".join(undecided))
+            lines.append(f"undecided: {len(undecided)} more cell(s) slower by more than {fail_above:g}x that the "
+                         "rule cannot clear: " + "; ".join(undecided))
         if absent:
             shown = "; ".join(absent[:5]) + (f"; and {len(absent) - 5} more" if len(absent) > 5 else "")
             lines.append(f"not compared: {len(absent)} of the {int(is_ok(a).sum())} cell(s) that finished in A have no "

@@ -8,17 +8,14 @@ only when a difference is both significant and larger than a stated threshold.
 - ``mann_whitney``: the two-sided Mann-Whitney U test with the normal approximation and tie correction, in numpy
   (scipy is not a dependency); tested against brute-force exact values in tests/report/test_report_stats.py.
 - ``judge``: "faster", "slower", "tie", "noise", "undecided" or "unknown" for B against A, by one rule (RULE,
-  stated on every page and in ``ccp compare --help``): (1) the work differs -- the I/O counts (requests, raw reads
-  and bytes, GETs), which noise cannot change -- and the time moved the same way: a real difference, whatever the
-  load; counts of different kinds (a local cell's raw reads, an S3 cell's GETs) and different GET counts are
-  different work whichever way the time moved; (2) S3 cells with the same GETs whose time grew with the time spent
-  waiting on those GETs while the CPU time did not: the endpoint or network is slower, a real difference (waiting
-  on a network never moves the CPU time, so rule (3) could never see it); (3) the same work: a real difference only
-  if the passes (the unit of replication: load shifts every request of a pass together) differ significantly -- a
-  Mann-Whitney test on pass times, exact for few passes, or every pass apart in wall *and* CPU time -- and the
-  process CPU time moved too (waiting for a busy CPU or disk moves the wall time only); else "noise": the same
-  work, the time difference is the machine's. "undecided": the pass test cannot reach p < 0.05 with so few passes
-  (1 to 3 a side: its least p is 1, 0.33 or 0.1) and nothing else decides: the run needs more passes, never a tie.
+  stated on every page and in ``ccp compare --help``): (1) the slower side did materially more of some I/O count
+  (noise cannot change a count; +0.01% explains nothing): real, whatever the load; an extrapolated cell's counts
+  are estimates and never rule (1) evidence; (2) S3 cells with the same GETs whose GET wait grew while the CPU time
+  did not: the endpoint or network is slower; (3) the same work: real when the passes (the unit of replication)
+  differ and the CPU time per pass moved beyond its bar. The load may excuse a slowdown ("noise", the machine's)
+  only within what a really higher load per CPU explains and with the CPU time within its bar; a slowdown the rule
+  cannot clear otherwise is "undecided" (too few passes, wall time apart alone, CPU moved without passes apart),
+  never a tie and never the machine's (breaker9 G1-G7).
 The "cheapest change" rule that orders the report's, ``ccp advise``'s and ``ccp diagnose``'s cures is in
 :mod:`ccp.report.cheapest`.
 """
@@ -26,57 +23,37 @@ The "cheapest change" rule that orders the report's, ``ccp advise``'s and ``ccp 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
+
+from ccp.report.run_samples import endpoint_on_this_machine, from_cell, machine_of, samples
+from ccp.report.sample import MAX_REQUEST_SAMPLES, WAIT_COLUMNS, WORK_COLUMNS, Sample
+
+__all__ = ["MAX_REQUEST_SAMPLES", "WAIT_COLUMNS", "WORK_COLUMNS", "Sample", "endpoint_on_this_machine", "from_cell",
+           "machine_of", "samples"]
 
 THRESHOLD = 1.25         # a ratio of median pass times under this is a tie, however significant
 ALPHA = 0.05             # two-sided
 MIN_PASSES_APART = 3     # "every pass apart" (wall and CPU) needs at least this many passes per cell
 EXACT_MAX = 20_000       # the exact U distribution is enumerated up to this many splits (C(n1 + n2, n1))
-WORK_COLUMNS = ("requests", "raw_reads", "raw_read_bytes", "raw_writes", "raw_write_bytes", "http_gets", "http_bytes")
-RULE = ("a difference is real when (1) the I/O counts differ (requests, raw reads and bytes, GETs: noise cannot "
-        "change them) and the time moved the same way, whatever the load; a local cell's raw reads and an S3 cell's "
-        "GETs are different work, and so are different GET counts, whichever way the time moved; or (2) two S3 cells "
-        "make the same GETs and the time waiting on them grew while the CPU time did not: the endpoint or network is "
-        "slower; or (3) with the same counts, the passes differ significantly (Mann-Whitney on pass times, p < 0.05, "
-        "or every pass apart in wall and CPU time), the process CPU time moved too (by the threshold, at least "
-        "1.25x; 1.5x when the slower side was measured under more contention: competitors raise it too), and the "
-        "slower side was not the only one measured under contention, nor, both contended, under more load that "
-        "explains the ratio (1.5 x its load / CPUs over the faster's). Otherwise the difference is the "
-        "machine's (noise), unless the pass test cannot reach p < 0.05 with so few passes (1 to 3 a side) and the CPU "
-        "time does not show the difference is waiting: then it is undecided (too few passes; 4 a side can decide), "
-        "never a tie. Either way the ratio must reach the threshold")
+RULE = ("a difference is real when (1) the slower side did materially more of some I/O count (requests, raw reads and "
+        "bytes, GETs: beyond 5% of the smaller count; more of all of them, or a mix), whatever the load; a local "
+        "cell's raw reads and an S3 cell's GETs are different work, and so are different GET counts; an extrapolated "
+        "cell's counts are estimates and never decide; or (2) two S3 cells make the same GETs and the time waiting on "
+        "them grew while the CPU time did not: the endpoint or network is slower; or (3) with the same work (or less "
+        "on the slower side) the passes differ (Mann-Whitney on pass times, p < 0.05, which needs 4 passes a side, or "
+        "every pass apart in wall and CPU time) and the CPU time per pass moved beyond its bar (the threshold, at "
+        "least 1.25x; 1.5x when the slower side's load per CPU was really higher). The load excuses a slowdown "
+        "(noise: the machine's) only when both loads are known, the slower side's per CPU really higher (by 0.5 "
+        "and 25%), the ratio within 1.5 x its max(1, load/CPU) over the faster's, and the CPU time within its bar. "
+        "Anything else beyond the threshold is undecided (too few passes, passes apart in wall time only, CPU time "
+        "moved without the passes apart, an extrapolated cell): never a tie, never the machine's")
 CONTENTION_SLOWDOWN = 1.5      # how much more than load / CPUs a contended pass may be slowed (shared caches, SMT)
-MAX_REQUEST_SAMPLES = 20_000   # per cell, evenly subsampled: the U test's normal approximation needs no more
-
-
-@dataclass(frozen=True)
-class Sample:
-    time_s: float                      # the cell's median pass (cells.parquet)
-    passes: np.ndarray                 # every timed pass's total, seconds (may be empty)
-    requests: np.ndarray               # every timed request, seconds, all passes (may be empty)
-    n_requests: float = float("nan")   # requests per pass
-    complete: bool = True              # False when extrapolated: the samples cover a prefix only
-    firsts: np.ndarray = field(default_factory=lambda: np.zeros(0))   # each timed pass's first request (seed 004: the
-    #                                    one that reads and decompresses a chunk the others then find in the cache)
-    cpu: np.ndarray = field(default_factory=lambda: np.zeros(0))     # each timed pass's process CPU seconds (schema 4)
-    work: tuple = ()                   # (column, count) of WORK_COLUMNS the cell's counted pass measured; () unknown
-    contended: bool = False            # flagged "contended" when measured
-    load: float = float("nan")         # highest 1-minute load average over its passes
-    cpus: float = float("nan")
-    # where the bytes travel (storage, fsspec, emulated latency and bandwidth, page buffer): cells that differ here
-    # differ in what they wait for, so waiting is their work, not the machine's
-    path: tuple = ()
-    wait: np.ndarray = field(default_factory=lambda: np.zeros(0))    # each timed pass's seconds waiting on GETs (S3)
-    loopback: bool = False             # its S3 endpoint ran on this machine (``s3: local``, or a loopback URL)
-
-
-#: the cells columns that set what a pass waits for besides the CPU (ccp.report.data.STORAGE_COLUMNS, by name: the
-#: stats stay independent of the labels)
-WAIT_COLUMNS = ("storage", "fsspec", "latency", "bandwidth", "page_buffer", "file_space")
+MATERIAL = 0.05                # a count that differs by less than this share of the smaller is the same work (G22)
+LOAD_MARGIN = 0.5              # "more load" is at least this much more load per CPU ...
+LOAD_RATIO = 1.25              # ... and this many times it (equal loads, as --remeasure has, never are)
+MAX_LOAD_PER_CPU = 1000.0      # a recorded load per CPU above this is not a load (a damaged or edited run)
 
 
 @dataclass(frozen=True)
@@ -271,7 +248,7 @@ def endpoint_slower(fast: Sample, slow: Sample, threshold: float = THRESHOLD) ->
     contention: a process waiting for a busy CPU inside a GET waits longer too."""
     if io_kind(fast) != "s3" or io_kind(slow) != "s3" or not len(fast.wait) or not len(slow.wait):
         return None
-    if slow.contended and not fast.contended:
+    if slow.contended and not fast.contended or _more_loaded(fast, slow):
         return None
     if (fast.loopback or slow.loopback) and (fast.contended or slow.contended):
         # an endpoint on this machine answers on the same busy CPUs: its GETs' wait is the machine's (breaker8 F8)
@@ -300,29 +277,42 @@ def _count(v: float) -> str:
 
 
 def judge(a: Sample, b: Sample, threshold: float = THRESHOLD, alpha: float = ALPHA) -> Verdict:
-    """B against A by RULE: faster, slower, tie (within the threshold), noise (the same work; the time difference is
-    the machine's) or unknown (one pass each and no counts: nothing to test)."""
+    """B against A by RULE: faster, slower, tie (within the threshold), noise (the same work; the load explains the
+    time difference: the machine's), undecided (beyond the threshold and the rule cannot clear it) or unknown (one
+    pass each and no counts: nothing to test)."""
     ta, tb = a.time_s, b.time_s
     if not (np.isfinite(ta) and np.isfinite(tb)) or ta <= 0 or tb <= 0:
-        return Verdict("unknown", float("nan"), float("nan"), "no time")
+        return Verdict("unknown", float("nan"), float("nan"), "no usable time (" + ", ".join(
+            f"{side} {_time_text(t)}" for side, t in (("A", ta), ("B", tb)) if not (np.isfinite(t) and t > 0)) + ")")
     ratio = tb / ta
     word = "slower" if ratio > 1 else "faster"
     if max(ratio, 1 / ratio) < threshold:
         return Verdict("tie", ratio, float("nan"), f"within {threshold:g}x")
-    change, what = work_change(a, b)
-    if (change, word) in (("more", "slower"), ("less", "faster")):
-        return Verdict(word, ratio, float("nan"), f"{'more' if change == 'more' else 'less'} work: {what}")
-    if change == "kind" or _gets_differ(a, b):
-        return Verdict(word, ratio, float("nan"), f"different work: {what}")
+    estimated = _extrapolated(a, b)
     fast, slow = (a, b) if word == "slower" else (b, a)
-    busier = _load_explains(fast, slow, max(ratio, 1 / ratio)) if a.path == b.path else ""
-    if busier:
-        # competitors on the CPUs raise the process's own CPU time per pass too (shared caches, a core's two
-        # threads: 1.3x measured, breaker8 F1), and a loopback endpoint's GETs wait on the same CPUs (F8), so neither
-        # the pass test, the CPU time nor the GET wait can clear a difference the slower side's heavier load explains
-        # (cells that wait for different things, an emulated latency against none, are judged by their passes)
-        done = "the same work" if change == "same" else f"different work ({what})" if what else "unmeasured work"
-        return Verdict("noise", ratio, float("nan"), f"{done}; {busier}" + _load_note(a, b))
+    change, what = work_change(a, b)
+    if change == "kind":        # a local file's reads against GETs: what was measured, not a count's estimate
+        return Verdict(word, ratio, float("nan"), f"different work: {what}")
+    if not estimated:
+        if _gets_differ(a, b):
+            return Verdict(word, ratio, float("nan"), f"different work: {what}")
+        up = _counts_up(fast, slow)
+        if up:
+            # rule (1): the slower side did materially more of some I/O (all of it, or a mix: fewer but bigger reads)
+            return Verdict(word, ratio, float("nan"), f"{'different' if change == 'mixed' else 'more' if word == 'slower' else 'less'} work: {what}"
+                           + (f" (up on the slower side: {up})" if change == "mixed" else ""))
+    else:
+        change, what = "unknown", ""
+    v = _by_passes(a, b, fast, slow, ratio, word, change, what, threshold, alpha)
+    if estimated and v.word not in ("slower", "faster"):
+        # an extrapolated cell's counts and passes are estimates: only measured passes that decide may stand
+        return Verdict("undecided", ratio, v.p, f"{estimated}; {v.why}")
+    return v
+
+
+def _by_passes(a: Sample, b: Sample, fast: Sample, slow: Sample, ratio: float, word: str, change: str, what: str,
+               threshold: float, alpha: float) -> Verdict:
+    """Rules (2) and (3): the same work, or less of it on the slower side."""
     waited = endpoint_slower(fast, slow, threshold)
     if waited is not None:
         wa, wb = float(np.median(a.wait)), float(np.median(b.wait))
@@ -331,261 +321,194 @@ def judge(a: Sample, b: Sample, threshold: float = THRESHOLD, alpha: float = ALP
                        f"the GETs waited {'longer' if word == 'slower' else 'less'} ({grew}): the two read through "
                        "different storage settings" if a.path != b.path else
                        f"the endpoint/network is {word} ({grew}): not this machine's load" + _load_note(a, b))
-    n_a, n_b = len(a.passes), len(b.passes)
-    if n_a < 2 or n_b < 2:
-        if change in ("mixed", "more", "less"):
-            # rule (1) needs the time to move the way the work did (handled above); less work and slower, or a mix,
-            # with one pass is the machine's as likely as the layout's (breaker8 F2)
-            return Verdict("undecided", ratio, float("nan"), f"different work ({what}), {word} against it; "
-                           f"{too_few_passes(n_a, n_b, alpha)}" + _load_note(a, b))
-        return Verdict("unknown", ratio, float("nan"), "one pass each: cannot tell noise from a difference")
-    p = pass_p(b.passes, a.passes)
+    same = ("the same work" if change == "same" else "different work (" + what + ")" if what else
+            "estimated work" if not (a.complete and b.complete) else "unmeasured work")
+    fp, sp, fc, sc, quiet = _quiet_passes(fast, slow)
+    slow_quieted = bool(quiet) and len(sp) < len(slow.passes)
+    n_f, n_s = len(fp), len(sp)
+    n_a, n_b = (n_f, n_s) if fast is a else (n_s, n_f)
+    if n_a < 1 or n_b < 1:
+        return Verdict("undecided", ratio, float("nan"), f"{same}; no passes recorded" + _load_note(a, b))
+    if n_a == 1 and n_b == 1 and change in ("same", "unknown"):
+        return Verdict("unknown", ratio, float("nan"), "one pass each: cannot tell noise from a difference"
+                       + _load_note(a, b))
+    p = pass_p(sp, fp)
     # cells that wait for different things (an emulated 20 ms per GET against none): the wall time is the test,
     # the CPU time says nothing about it
     waits_differ = a.path != b.path
-    has_cpu = len(a.cpu) == n_a and len(b.cpu) == n_b and n_a > 0 and not waits_differ
-    apart = (min(n_a, n_b) >= MIN_PASSES_APART and fast.passes.max() < slow.passes.min()
-             and (waits_differ or (has_cpu and fast.cpu.max() < slow.cpu.min())))
-    same = "the same work" if change == "same" else "different work (" + what + ")" if what else "unmeasured work"
-    cpu_ratio = float(np.median(slow.cpu)) / max(float(np.median(fast.cpu)), 1e-12) if has_cpu else float("nan")
+    has_cpu = len(fc) == n_f and len(sc) == n_s and not waits_differ
+    apart = (min(n_f, n_s) >= MIN_PASSES_APART and fp.max() < sp.min()
+             and (waits_differ or (has_cpu and fc.max() < sc.min())))
+    decided = p < alpha or apart
     # the CPU time is the load-proof witness, but not to within a tighter gate than --threshold's default, and
     # competitors on the slower side's CPUs raise its own CPU time per pass too (shared caches, a core's two threads:
-    # 1.3x under two busy loops, breaker8 F1): up to CONTENTION_SLOWDOWN is theirs
-    cpu_bar = max(threshold, THRESHOLD, CONTENTION_SLOWDOWN if _more_contended(fast, slow) else 1.0)
-    if not (p < alpha or apart):
-        # the passes themselves apart by the threshold, and a test that could not have said so: too few passes,
-        # unless the CPU time shows the difference is waiting (the machine's)
-        pass_ratio = float(np.median(slow.passes)) / max(float(np.median(fast.passes)), 1e-12)
-        if least_p(n_a, n_b) >= alpha and pass_ratio >= threshold:
-            if has_cpu and cpu_ratio < cpu_bar:
-                return Verdict("noise", ratio, p, f"{same}; CPU time per pass within {cpu_ratio:.3g}x: the wall time "
-                               f"is waiting (the pass test cannot decide {n_a} vs {n_b} passes)" + _load_note(a, b))
-            return Verdict("undecided", ratio, p, f"{same}; {too_few_passes(n_a, n_b, alpha)}" + _load_note(a, b))
-        return Verdict("noise", ratio, p, f"{same}; passes not apart (Mann-Whitney on {n_a} vs {n_b} passes, {fmt_p(p)})"
+    # 1.3x under two busy loops, breaker8 F1): up to CONTENTION_SLOWDOWN is theirs when it was under more of them
+    crowded = _more_crowded(fast, slow)
+    cpu_bar = max(threshold, THRESHOLD, CONTENTION_SLOWDOWN if crowded else 1.0)
+    cpu_ratio = float(np.median(sc)) / max(float(np.median(fc)), 1e-12) if has_cpu else float("nan")
+    counted = f"{n_a} vs {n_b} passes" + quiet
+    if has_cpu and cpu_ratio >= cpu_bar:
+        moved = f"CPU time per pass {cpu_ratio:.3g}x (beyond {cpu_bar:.3g}x)"
+        if not decided:
+            return Verdict("undecided", ratio, p, f"{same}; {moved} but the passes are not apart ({counted}, "
+                           f"{fmt_p(p)})" + _short(n_a, n_b, alpha) + _load_note(a, b))
+        if crowded and cpu_ratio < cpu_bar * CONTENTION_SLOWDOWN:
+            # a few-ms pass's own CPU time rose up to 1.9x under two busy loops the load average had not caught up
+            # with yet (benchmarks/noisy_compare.py): a regression or the competitors, the rule cannot tell
+            return Verdict("undecided", ratio, p, f"{same}; {moved}, within the {cpu_bar * CONTENTION_SLOWDOWN:.3g}x "
+                           "competitors can cost a pass measured under contention: the rule cannot clear it (measure "
+                           "both again on a quiet machine)" + _load_note(a, b))
+        how = "every pass apart in wall and CPU time" if apart and not p < alpha else f"Mann-Whitney on passes, {fmt_p(p)}"
+        return Verdict(word, ratio, p, f"{how}; {moved}" + ("" if change == "same" else f"; {same}") + _load_note(a, b))
+    if waits_differ and decided:
+        how = "every pass apart in wall time (the two wait for different things)" if apart and not p < alpha else \
+            f"Mann-Whitney on passes, {fmt_p(p)}"
+        return Verdict(word, ratio, p, how + ("" if change == "same" else f"; {same}"))
+    pass_ratio = float(np.median(sp)) / max(float(np.median(fp)), 1e-12)
+    if least_p(n_a, n_b) >= alpha and pass_ratio >= threshold:
+        return Verdict("undecided", ratio, p, f"{same}; {too_few_passes(n_a, n_b, alpha)}" + quiet + _load_note(a, b))
+    if not decided and (fast.summary or slow.summary) and pass_ratio >= threshold:
+        # a run without requests.parquet keeps its fastest, median and slowest pass only: order statistics of an
+        # unknown number of passes, no sample to test (breaker9 G6)
+        return Verdict("undecided", ratio, p, f"{same}; a side's passes not recorded (its cells row keeps the "
+                       "fastest, median and slowest only): nothing to test them with" + _load_note(a, b))
+    if not decided:
+        # enough passes and they overlap, or the passes themselves within the threshold (the row's median moved,
+        # the passes did not): no difference to explain
+        return Verdict("noise", ratio, p, f"{same}; passes not apart (Mann-Whitney on {counted}, {fmt_p(p)}"
+                       + (f"; the passes within {pass_ratio:.3g}x" if pass_ratio < threshold else "") + ")"
                        + _load_note(a, b))
-    if has_cpu and cpu_ratio < cpu_bar:
-        return Verdict("noise", ratio, p, f"{same}; CPU time per pass within {cpu_ratio:.3g}x: the wall time is "
-                       "waiting" + (f" (the slower side's competitors explain up to {cpu_bar:.3g}x of CPU time)"
-                                    if cpu_ratio >= max(threshold, THRESHOLD) else "") + _load_note(a, b))
-    if not has_cpu and not waits_differ:
+    if not has_cpu:
         # passes apart in wall time alone: load shifts whole passes, and without the CPU time (a run before schema 4,
         # or without requests.parquet) nothing tells the machine's from the cells' (breaker8 F5)
         return Verdict("undecided", ratio, p, f"{same}; passes apart ({fmt_p(p)}) but CPU time not recorded on both "
                        "sides: the load cannot be ruled out (ccp compare --remeasure "
                        f"{passes_needed(alpha)} decides, for local cells)" + _load_note(a, b))
-    how = ("every pass apart in wall time (the two wait for different things)" if waits_differ else
-           "every pass apart in wall and CPU time") if apart and not p < alpha else f"Mann-Whitney on passes, {fmt_p(p)}"
-    return Verdict(word, ratio, p, how + ("" if change == "same" else f"; {same}"))
+    # judged on the slower side's quiet passes: its load (the busiest pass's) excuses nothing of them
+    excuse = "" if slow_quieted else _load_explains(fast, slow, max(ratio, 1 / ratio))
+    if excuse:
+        return Verdict("noise", ratio, p, f"{same}; CPU time per pass within {cpu_ratio:.3g}x; {excuse}" + _load_note(a, b))
+    why_not = ("its quiet passes had no load to excuse them" if slow_quieted else
+               _why_no_excuse(fast, slow, max(ratio, 1 / ratio)))
+    return Verdict("undecided", ratio, p, f"{same}; the passes are apart ({fmt_p(p)}) in wall time but the CPU time per "
+                   f"pass moved only {cpu_ratio:.3g}x, and {why_not}: "
+                   "the rule cannot clear it (measure both again on a quiet machine)" + _load_note(a, b))
 
 
-def _more_contended(fast: Sample, slow: Sample) -> bool:
-    """The slower side was measured under contention and the faster not, or under no less load."""
-    if not slow.contended:
-        return False
-    return not (fast.contended and np.isfinite(fast.load) and np.isfinite(slow.load) and slow.load < fast.load)
+def _short(n_a: int, n_b: int, alpha: float) -> str:
+    return f"; {too_few_passes(n_a, n_b, alpha)}" if least_p(n_a, n_b) >= alpha else ""
+
+
+def _time_text(t: float) -> str:
+    if not np.isfinite(t):
+        return "not a number" if np.isnan(t) else "infinite"
+    return "0 s" if t == 0 else f"{t:g} s (negative)"
+
+
+def _extrapolated(a: Sample, b: Sample) -> str:
+    """Why the pair's counts and passes are estimates, or "": a cell timed on a prefix of its requests (a time
+    budget) had its counts and time extrapolated from that prefix, never measured (breaker9 G21)."""
+    parts = [f"{side} extrapolated" + (f" from {_count(s.timed)} of {_count(s.n_requests)} requests a pass"
+                                       if np.isfinite(s.timed) and np.isfinite(s.n_requests) else "")
+             for side, s in (("A", a), ("B", b)) if not s.complete]
+    if not parts:
+        return ""
+    return ("; ".join(parts) + ": counts and times estimated, not measured (run the cell whole, without "
+            "--time-budget, or ccp compare --remeasure for local cells)")
+
+
+def _counts_up(fast: Sample, slow: Sample) -> str:
+    """The counts the slower side did materially more of (each beyond MATERIAL of the smaller), as text; "" none."""
+    if not fast.work or not slow.work:
+        return ""
+    df, ds = dict(fast.work), dict(slow.work)
+    up = [(k, df[k], ds[k]) for k in WORK_COLUMNS if k in df and k in ds and _material(df[k], ds[k]) and ds[k] > df[k]]
+    return ", ".join(f"{k.replace('_', ' ')} {_count(vf)} -> {_count(vs)}" for k, vf, vs in up[:3])
+
+
+def _material(x: float, y: float) -> bool:
+    """Two counts differ by at least MATERIAL of the smaller (+0.01% explains nothing: breaker9 G22)."""
+    return x != y and abs(y - x) >= MATERIAL * min(abs(x), abs(y))
+
+
+def _share(s: Sample) -> float:
+    """The side's load per CPU, or NaN when the load or the CPU count is not a valid number (breaker9 G3, G4, G6)."""
+    load, cpus = s.load, s.cpus
+    if not (np.isfinite(load) and np.isfinite(cpus)) or load < 0 or cpus < 1 or load / cpus > MAX_LOAD_PER_CPU:
+        return float("nan")
+    return load / cpus
+
+
+def _more_loaded(fast: Sample, slow: Sample) -> bool:
+    """The slower side was measured under a really higher load per CPU than the faster (both known): at least
+    LOAD_MARGIN more per CPU and LOAD_RATIO times it. Equal loads, as every --remeasure has, never are (G7)."""
+    f, s = _share(fast), _share(slow)
+    return bool(np.isfinite(f) and np.isfinite(s) and s >= f + LOAD_MARGIN and s >= f * LOAD_RATIO)
+
+
+def _more_crowded(fast: Sample, slow: Sample) -> bool:
+    """The slower side had more competitors for its CPUs: flagged contended when the faster was not, or its load
+    per CPU above 1 and above the faster's (both known). Its CPU bar is then CONTENTION_SLOWDOWN."""
+    f, s = _share(fast), _share(slow)
+    if np.isfinite(f) and np.isfinite(s):
+        return bool(s >= 1.0 and s > f) or (slow.contended and not fast.contended and s >= f)
+    return slow.contended and not fast.contended
+
+
+def _load_room(fast: Sample, slow: Sample) -> float:
+    """The ratio the slower side's higher load explains: CONTENTION_SLOWDOWN x max(1, its load per CPU) over the
+    faster's (a process sharing C CPUs at a load of L runs about L / C times slower when L > C)."""
+    return CONTENTION_SLOWDOWN * max(1.0, _share(slow)) / max(1.0, _share(fast))
 
 
 def _load_explains(fast: Sample, slow: Sample, ratio: float) -> str:
-    """Why the load ``slow`` was measured under can make its passes ``ratio`` times ``fast``'s, or "". A slower side
-    measured under contention against a quiet faster one: always. Both contended, the slower under at least the
-    faster's load: a process sharing C CPUs at a load average of L runs about L / C times slower than alone (when L >
-    C), and competitors in its caches cost more besides (x CONTENTION_SLOWDOWN); a load not recorded explains any
-    ratio."""
-    if not _more_contended(fast, slow):
+    """Why the load ``slow`` was measured under can make its passes ``ratio`` times ``fast``'s, or "": both loads
+    known, the slower side's really higher per CPU, and the ratio within what it explains (the CPU bar is the
+    caller's)."""
+    if not _more_loaded(fast, slow):
         return ""
-    if not fast.contended:
-        # the 1-minute load average lags a short run (4 competitors on 2 CPUs read 2.1), and under them a few-ms
-        # pass's own CPU time rose 1.3-1.9x (benchmarks/noisy_compare.py): one side quiet, the other not, is no
-        # comparison of times at all; --remeasure measures both here, alternating
-        return ("the slower side was measured under contention, the faster not (ccp compare --remeasure decides, "
-                "for local cells)")
-    if not np.isfinite(slow.load):
-        return "the slower side was measured under contention (load not recorded)"
-
-    def crowd(s: Sample) -> float:
-        share = s.load / s.cpus if np.isfinite(s.cpus) and s.cpus > 0 else s.load
-        return max(1.0, share) if np.isfinite(share) else 1.0
-
-    room = CONTENTION_SLOWDOWN * crowd(slow) / (crowd(fast) if fast.contended else 1.0)
+    room = _load_room(fast, slow)
     if ratio > room:
         return ""
-    return ("the slower side was measured under contention, the faster not" if not fast.contended else
-            "both were measured under contention, the slower under more") + f": its load explains up to {room:.2g}x"
+    return f"the slower side was measured under more load, which explains up to {room:.3g}x: the machine's"
+
+
+def _why_no_excuse(fast: Sample, slow: Sample, ratio: float) -> str:
+    if not (np.isfinite(_share(fast)) and np.isfinite(_share(slow))):
+        return "the load is not known on both sides"
+    if not _more_loaded(fast, slow):
+        return "the slower side's load per CPU was not really higher"
+    return f"its higher load explains only up to {_load_room(fast, slow):.3g}x"
+
+
+def _quiet_passes(fast: Sample, slow: Sample):
+    """(fast passes, slow passes, fast CPU, slow CPU, note): each side's passes, less its contended ones when the run
+    recorded the load per pass and enough quiet ones are left (one busy pass of five does not make a run busy)."""
+    out, note = [], ""
+    for s in (fast, slow):
+        passes, cpu = s.passes, s.cpu
+        busy = s.pass_busy
+        if len(busy) == len(passes) and busy.any() and (~busy).sum() >= passes_needed():
+            passes = passes[~busy]
+            cpu = cpu[~busy] if len(cpu) == len(busy) else cpu
+            note = " (their quiet passes)"
+        out += [passes, cpu]
+    return out[0], out[2], out[1], out[3], note
 
 
 def _load_note(a: Sample, b: Sample) -> str:
-    if not (np.isfinite(a.load) or np.isfinite(b.load)):
+    if np.isnan(a.load) and np.isnan(b.load):
         return ""
     return f" (load {_load(a)} vs {_load(b)})"
 
 
 def _load(s: Sample) -> str:
-    if not np.isfinite(s.load):
-        return "?"
-    return f"{s.load:.1f}/{int(s.cpus)} CPUs" if np.isfinite(s.cpus) else f"{s.load:.1f}"
+    if np.isnan(s.load):
+        return "not recorded"
+    if np.isfinite(_share(s)):
+        return f"{s.load:.1f}/{s.cpus:g} CPUs"
+    return f"{s.load:.3g}/{s.cpus:g} CPUs: not a valid load"
 
 
 def fmt_p(p: float) -> str:
     return "p < 0.0001" if p < 1e-4 else f"p = {p:.2g}"
-
-
-# ---------------------------------------------------------------------------------------------- reading a run
-
-def _passes_from_cells(c) -> np.ndarray:
-    """Without requests.parquet: the passes we know of (fastest, median, slowest), as many as were timed."""
-    vals = [float(c.get(k)) for k in ("time_s_min", "time_s", "time_s_max") if _finite(c.get(k))]
-    rep = int(c.get("repeats")) if _finite(c.get("repeats")) else len(vals)
-    if rep <= 1 or len(vals) < 2:
-        return np.array(vals[1:2] if len(vals) > 1 else vals)
-    return np.array(vals if rep >= 3 else [vals[0], vals[-1]])
-
-
-def _finite(v) -> bool:
-    try:
-        return math.isfinite(float(v))
-    except (TypeError, ValueError):
-        return False
-
-
-def machine_of(c) -> dict:
-    """A cells row's Sample fields that need no requests table: its I/O counts (the counted pass's; none for a quick
-    run, whose counts are empty, or for GETs that varied between passes) and its machine state."""
-    flags = set(str(c.get("flags") or "").split(","))
-    work = tuple((k, float(c.get(k))) for k in WORK_COLUMNS if _finite(c.get(k))
-                 and not (k.startswith("http_") and "http-counts-vary" in flags))
-    if not any(k != "requests" for k, _ in work):     # requests alone: no counted pass, the work is unknown
-        work = ()
-    path = tuple("" if c.get(k) is None or (isinstance(c.get(k), float) and math.isnan(c.get(k))) else str(c.get(k))
-                 for k in WAIT_COLUMNS)
-    wait = _num(c.get("http_wait_s"))    # the median pass's GET wait (S3 cells): one value when no requests table
-    return {"work": work, "contended": "contended" in flags, "load": _num(c.get("load_max")), "cpus": _num(c.get("cpus")),
-            "path": path, "wait": np.array([wait]) if np.isfinite(wait) else np.zeros(0)}
-
-
-def _pass_machine(run_dir: Path, ids: list) -> dict:
-    """cell_id -> each timed pass's CPU seconds, from requests.parquet's pass rows (schema 4; {} before)."""
-    from ccp.errors import CcpError
-    from ccp.report.data import load_parts
-
-    try:
-        df = load_parts(Path(run_dir) / "requests.parquet", ["cell_id", "pass", "phase", "pass_cpu_s"], ids,
-                        [("pass", ">=", 0), ("phase", "==", "open")])
-    except (OSError, ValueError, KeyError, CcpError):   # an older run: no pass columns (breaker8 F4)
-        return {}
-    if df is None or not len(df):
-        return {}
-    df = df[df["pass_cpu_s"].notna()].sort_values("pass")
-    return {cid: g["pass_cpu_s"].to_numpy(float) for cid, g in df.groupby("cell_id", sort=False)}
-
-
-def _pass_waits(run_dir: Path, ids: list) -> dict:
-    """cell_id -> each timed pass's seconds waiting on GETs (the pass's rows' http_wait_s summed), for the S3 cells
-    of a run that records them ({} otherwise)."""
-    from ccp.errors import CcpError
-    from ccp.report.data import load_parts
-
-    if not ids:
-        return {}
-    try:
-        df = load_parts(Path(run_dir) / "requests.parquet", ["cell_id", "pass", "http_wait_s"], ids, [("pass", ">=", 0)])
-    except (OSError, ValueError, KeyError, CcpError):   # an older run: no http_wait_s column
-        return {}
-    if df is None or not len(df):
-        return {}
-    df = df[df["http_wait_s"].notna()]
-    sums = df.groupby(["cell_id", "pass"], sort=True)["http_wait_s"].sum().astype(float)
-    return {str(cid): g.to_numpy(float) for cid, g in sums.groupby(level=0, sort=False)}
-
-
-def samples(run_dir: Path, cells: pd.DataFrame) -> dict[str, Sample]:
-    """cell_id -> Sample for every finished cell with a time: per-pass totals and per-request times from
-    requests.parquet when the run has them, else the fastest / median / slowest pass from cells.parquet."""
-    from ccp.report.data import is_ok, load_parts
-
-    ok = cells[is_ok(cells) & cells["time_s"].notna()]
-    req = None
-    try:
-        req = load_parts(Path(run_dir) / "requests.parquet", ["cell_id", "pass", "phase", "request", "time_s"], list(ok["cell_id"]),
-                         [("pass", ">=", 0)])
-    except (OSError, ValueError, KeyError):   # a damaged part: judge from the cells table alone
-        req = None
-    groups = dict(tuple(req.groupby("cell_id", sort=False))) if req is not None and len(req) else {}
-    cpus = _pass_machine(run_dir, list(ok["cell_id"]))
-    s3 = ok["storage"].astype(str) == "s3" if "storage" in ok else pd.Series(False, index=ok.index)
-    waits = _pass_waits(run_dir, list(ok.loc[s3, "cell_id"]))
-    loopback = bool(s3.any()) and endpoint_on_this_machine(run_dir)
-    rng = np.random.default_rng(0)
-    out = {}
-    for i, c in ok.iterrows():
-        cid = str(c["cell_id"])
-        complete = str(c.get("status")) != "extrapolated"
-        g = groups.get(cid)
-        m = {**machine_of(c), "cpu": cpus.get(cid, np.zeros(0)), "loopback": loopback and bool(s3[i])}
-        if g is None or g.empty:
-            out[cid] = Sample(float(c["time_s"]), _passes_from_cells(c), np.zeros(0), _num(c.get("requests")), complete, **m)
-            continue
-        passes = g.groupby("pass")["time_s"].sum().to_numpy(float)
-        if not complete:
-            passes, m["cpu"] = _extrapolated_passes(g, _num(c.get("requests")), float(c["time_s"]), m["cpu"])
-            if not len(passes):
-                passes = _passes_from_cells(c)
-        rq = g[g["phase"] == "request"]
-        firsts = rq.loc[rq["request"] == 0, "time_s"].to_numpy(float)
-        rest = rq.loc[rq["request"] != 0, "time_s"].to_numpy(float)
-        if len(rest) > MAX_REQUEST_SAMPLES:
-            rest = rng.choice(rest, MAX_REQUEST_SAMPLES, replace=False)
-        r = np.concatenate([firsts, rest])
-        if len(m["cpu"]) != len(passes):
-            m["cpu"] = np.zeros(0)
-        if cid in waits and len(waits[cid]) == len(passes):
-            m["wait"] = waits[cid]
-        out[cid] = Sample(float(c["time_s"]), passes, r, _num(c.get("requests")), complete, firsts, **m)
-    return out
-
-
-def endpoint_on_this_machine(run_dir: Path) -> bool:
-    """Whether the run's S3 endpoint was on this machine: ``s3: local`` (ccp's own loopback server) or an endpoint
-    URL on a loopback host."""
-    from urllib.parse import urlparse
-
-    from ccp.store.reader import read_run_sweep
-
-    s3 = read_run_sweep(run_dir)[1].get("s3")
-    if s3 == "local":
-        return True
-    url = s3.get("endpoint") if isinstance(s3, dict) else None
-    host = (urlparse(str(url)).hostname or "") if url else ""
-    return host in ("localhost", "::1") or host.startswith("127.")
-
-
-def _extrapolated_passes(g: pd.DataFrame, n_requests: float, time_s: float,
-                         cpu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each pass of a cell timed on a prefix of its requests, extrapolated as the run did its row (open + close + the
-    requests timed x all / timed), then all scaled so their median is the row's time; each pass's CPU time by its
-    pass's factor (breaker8 F3: judged by the passes the run made, not three made-up ones). Empty when the requests
-    were not recorded."""
-    out, factors = [], []
-    for _, p in g.groupby("pass", sort=True):
-        req = p[p["phase"] == "request"]["time_s"].to_numpy(float)
-        fixed = float(p.loc[p["phase"] != "request", "time_s"].sum())
-        if not len(req) or not np.isfinite(n_requests) or n_requests < len(req):
-            return np.zeros(0), np.zeros(0)
-        measured = fixed + float(req.sum())
-        total = fixed + float(req.sum()) * n_requests / len(req)
-        out.append(total)
-        factors.append(total / measured if measured > 0 else 1.0)
-    passes = np.asarray(out, float)
-    mid = float(np.median(passes))
-    align = time_s / mid if mid > 0 and np.isfinite(time_s) else 1.0
-    cpu = cpu * np.asarray(factors) * align if len(cpu) == len(passes) else cpu
-    return passes * align, cpu
-
-
-def _num(v) -> float:
-    return float(v) if _finite(v) else float("nan")
-
-
-def from_cell(c) -> Sample:
-    """A Sample from a cells row alone (no requests.parquet)."""
-    return Sample(_num(c.get("time_s")), _passes_from_cells(c), np.zeros(0), _num(c.get("requests")),
-                  str(c.get("status")) != "extrapolated", **machine_of(c))

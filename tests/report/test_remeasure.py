@@ -28,7 +28,10 @@ def test_remeasure_judges_the_differing_cell_by_interleaved_passes(tmp_path, cli
     cells.to_parquet(b / "cells.parquet", index=False)
     before = set(Path(tempfile.gettempdir()).glob("ccp-remeasure-*"))
     r = cli("compare", str(a), str(b), "--remeasure", "3", "--fail-above", "4")
-    assert r.exit_code == 0, r.output        # measured again side by side, B is A: never a 4x regression
+    # measured again side by side, B is A: never a 4x regression; a tie on a quiet machine, on a busy one 3 passes
+    # may leave it undecided (exit 3: breaker9 G1c), never "slower"
+    assert r.exit_code in (0, 3), r.output
+    assert "FAIL" not in r.output
     assert "remeasuring 1 cell(s), A and B alternating, 3 pass(es) each" in r.output
     assert "remeasured, 3 alternating passes" in r.output
     assert set(Path(tempfile.gettempdir()).glob("ccp-remeasure-*")) == before      # its scratch folder removed

@@ -31,11 +31,13 @@ def test_terminal_text(two_runs):
     text = write_compare(a, b)
     # 13 finished in A; B lacks 2 of them; the failed cell is never compared
     assert "11 cells in common (14 in A, 12 in B; only finished cells are compared, matched by their configured parameters)" in text
-    assert "geometric mean 2x" in text and "B slower in 11 cells, faster in 0, a tie in 0" in text
+    # the extrapolated cell's time and counts are estimates (breaker9 G21): undecided, never "slower" by them
+    assert "geometric mean 2x" in text and "B slower in 10 cells, faster in 0, a tie in 0" in text
     header = next(line for line in text.splitlines() if line.startswith("cell "))
     assert re.search(r"time A\s+time B\s+B / A\s+verdict\s+work\s+raw reads A\s+raw reads B\s+raw writes A\s+raw writes B", header)
     rows = [line for line in text.splitlines() if " | " in line]
-    assert len(rows) == 11 and all(re.search(r"\s2x\s+slower\s", r) for r in rows)
+    assert len(rows) == 11 and all(re.search(r"\s2x\s+(slower|undecided)\s", r) for r in rows)
+    assert all(("extrapolated" in r) == bool(re.search(r"\s2x\s+undecided\s", r)) for r in rows)
     assert "(extrapolated)" in text                          # how a number was measured, where it is read
 
 
@@ -96,7 +98,9 @@ def test_a_clearly_slower_run_fails_the_gate(make_run):
     b = slow_down(make_run("b", tables=False), 3.0, where=lambda c: c["filters"] == "gzip:6")
     r = _cli(a, b, "--fail-above", "1.5")
     assert r.exit_code == 1, r.output
-    n = int((pd.read_parquet(a / "cells.parquet")["filters"] == "gzip:6").sum()) - 1    # less the failed cell
+    cells = pd.read_parquet(a / "cells.parquet")
+    # less the failed cell and the extrapolated one (its time is an estimate: undecided, breaker9 G21)
+    n = int(((cells["filters"] == "gzip:6") & (cells["status"] == "ok")).sum())
     assert f"FAIL: {n} cell(s) slower in B by more than 1.5x, by the rule" in r.output
     assert _cli(a, b, "--fail-above", "4").exit_code == 0      # slower, but by less than the gate
     assert _cli(a, b).exit_code == 0                           # no gate: a report, never a failure
@@ -176,12 +180,13 @@ def test_different_datasets_are_named(make_run):
 @pytest.mark.slow   # two real runs under a CPU load: make test-slow (CI); the rule itself is tested fast in tests/report/test_stats*
 def test_a_busy_machine_is_not_a_regression(make_run):
     """Issue 22: the same sweep, B measured while other processes had the CPUs: 3x the wall time, the same counts, the
-    same CPU time per pass. The machine's, exit 0, with the loads named; the same slowdown in CPU time fails."""
+    same CPU time per pass. Never a regression; on 3 passes a side the load cannot be shown to explain it (breaker9
+    G1c): undecided, exit 3, with the loads named; the same slowdown in CPU time fails."""
     a = make_run("a", tables=False)
     b = slow_down(make_run("b", tables=False), 3.0, cpu=False)
     r = _cli(a, b, "--fail-above", "1.5")
-    assert r.exit_code == 0, r.output
-    assert "B slower in 0 cells" in r.output and "the difference is the machine's (load A 0.4 vs B 7.9 on 2 CPUs)" in r.output
+    assert r.exit_code == 3, r.output
+    assert "B slower in 0 cells" in r.output and "(load 0.4/2 CPUs vs 7.9/2 CPUs)" in r.output
     assert "contention: B measured" in r.output and "(contended)" in r.output
     c = slow_down(make_run("c", tables=False), 3.0, cpu=True)
     assert _cli(a, c, "--fail-above", "1.5").exit_code == 1

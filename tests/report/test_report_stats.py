@@ -69,40 +69,42 @@ def _s(passes, cpu=(), work=W, contended=False, load=float("nan")):
 # machine cannot fake.
 @pytest.mark.parametrize("a, b, word, why", [
     (_s(QUIET, CPU), _s(QUIET * 1.1, CPU), "tie", "within"),
-    (_s(QUIET, CPU, load=0.3), _s(QUIET * 3, CPU * 1.05, contended=True, load=7.9), "noise",
-     "the slower side was measured under contention, the faster not (ccp compare --remeasure decides, for local "
-     "cells) (load 0.3/2 CPUs vs 7.9/2 CPUs)"),
-    (_s(QUIET, CPU), _s(QUIET * 3, CPU * 1.05), "noise", "waiting"),
+    # 3 passes a side: the load may explain it, but the pass test cannot stand (breaker9 G1c): never the machine's
+    (_s(QUIET, CPU, load=0.3), _s(QUIET * 3, CPU * 1.05, contended=True, load=7.9), "undecided",
+     "too few passes to judge: the pass test on 3 vs 3 passes"),
+    (_s(QUIET, CPU), _s(QUIET * 3, CPU * 1.05), "undecided", "too few passes"),
     (_s(QUIET, CPU), _s(QUIET * 3, CPU * 3), "slower", "every pass apart in wall and CPU time"),
     (_s(QUIET, CPU), _s(QUIET * 3, CPU * 1.05, work=MORE, contended=True), "slower", "more work: raw reads 8 -> 2,160"),
     (_s(QUIET, CPU, work=MORE), _s(QUIET / 3, CPU, contended=True), "faster", "less work"),
-    (_s(QUIET, CPU, work=MORE), _s(QUIET * 3, CPU), "noise", "different work"),   # less work yet slower: time decides
+    (_s(QUIET, CPU, work=MORE), _s(QUIET * 3, CPU), "undecided", "different work"),   # less work yet slower: time decides
     # an older run: no CPU times, and 3 vs 3 passes can never give p < 0.05 (issue 22: never "the machine's")
     (_s(QUIET), _s(QUIET * 3), "undecided", "too few passes to judge: the pass test on 3 vs 3 passes cannot reach "
      "p < 0.05 (its least p is 0.1); 4 passes a side can"),
-    (_s([1, 1.01, 0.99, 1.02, 0.98]), _s(np.array([1, 1.01, 0.99, 1.02, 0.98]) * 3, contended=True), "noise",
-     "contention"),
+    (_s([1, 1.01, 0.99, 1.02, 0.98]), _s(np.array([1, 1.01, 0.99, 1.02, 0.98]) * 3, contended=True), "undecided",
+     "CPU time not recorded on both sides"),
     # breaker8 F5: no CPU time on either side (an older run): passes apart in wall time cannot rule the load out
     (_s([1, 1.01, 0.99, 1.02, 0.98]), _s(np.array([1, 1.01, 0.99, 1.02, 0.98]) * 3), "undecided",
      "CPU time not recorded on both sides"),
-    # breaker8 F6: both contended, the slower under more load (10.8 -> 12.3 on 2 CPUs), CPU 1.35x: the load's
-    (_s(FIVE, FIVE, contended=True, load=10.8), _s(FIVE * 1.4, FIVE * 1.35, contended=True, load=12.3), "noise",
-     "both were measured under contention, the slower under more"),
+    # breaker8 F6: both contended, the slower under more load (10.8 -> 12.3 on 2 CPUs, 14% more per CPU), CPU 1.35x:
+    # within the 1.5x competitors cost, but that little more load does not excuse 1.4x (breaker9 G7): undecided
+    (_s(FIVE, FIVE, contended=True, load=10.8), _s(FIVE * 1.4, FIVE * 1.35, contended=True, load=12.3), "undecided",
+     "the slower side's load per CPU was not really higher"),
     # both contended, the slower under LESS load: the load cannot explain it
     (_s(FIVE, FIVE, contended=True, load=12.3), _s(FIVE * 1.4, FIVE * 1.35, contended=True, load=10.8), "slower",
      "Mann-Whitney on passes"),
     (_s([1.0], work=()), _s([3.0], work=()), "unknown", "one pass"),
     (_s([1.0], work=W), _s([3.0], work=MORE), "slower", "more work"),
     # breaker8 F2: one pass, less work yet slower: the time against the work, nothing to test it with
-    (_s([1.0], work=MORE), _s([3.0], work=W), "undecided", "slower against it; too few passes to judge"),
-    (_s([1.0], work=MORE), _s([3.0], work=W, contended=True), "noise", "measured under contention"),
+    (_s([1.0], work=MORE), _s([3.0], work=W), "undecided", "too few passes to judge"),
+    (_s([1.0], work=MORE, load=0.2), _s([3.0], work=W, contended=True, load=7.0), "undecided", "too few passes"),
     # both busy, the slower 10x at 3.8 against 3.0 on 2 CPUs: more than its heavier load explains
     (_s(FIVE, FIVE, contended=True, load=3.0), _s(FIVE * 10, FIVE * 10, contended=True, load=3.8), "slower",
      "Mann-Whitney on passes"),
-    # one side quiet, the other busy: 8.8x and its CPU time 1.9x (benchmarks/noisy_compare.py, 1 ms passes): the
-    # load average lags a short run, so no bound: the machine's
-    (_s(FIVE * 0.00059, FIVE * 0.0025, load=1.2), _s(FIVE * 0.0052, FIVE * 0.0054, contended=True, load=1.8), "noise",
-     "the slower side was measured under contention, the faster not (ccp compare --remeasure decides"),
+    # one side quiet, the other busy: 8.8x and its CPU time 2.2x (benchmarks/noisy_compare.py, 1 ms passes): the
+    # load average lags a short run, so the load cannot excuse it, and its CPU time is within what competitors
+    # cost a contended pass (1.5 x 1.5x): never a regression, never the machine's either
+    (_s(FIVE * 0.00059, FIVE * 0.0025, load=1.2), _s(FIVE * 0.0052, FIVE * 0.0054, contended=True, load=1.8),
+     "undecided", "competitors can cost a pass measured under contention"),
     # the quiet side is the slower one: the load cannot explain it
     (_s(FIVE, FIVE, contended=True), _s(FIVE * 1.5, FIVE * 1.5), "slower", "Mann-Whitney on passes"),
 ], ids=["within-threshold", "loaded-same-work", "waiting-same-work", "cpu-apart", "more-work-under-load", "less-work",
@@ -122,7 +124,7 @@ def test_a_loaded_run_of_the_same_work_never_fails_the_gate(threshold):
     a = _s(FIVE * 0.0143, FIVE * 0.0143, load=0.9)
     b = _s(FIVE * 0.0143 * 1.6, FIVE * 0.0188, contended=True, load=3.8)
     v = judge(a, b, threshold)
-    assert v.word == "noise" and "measured under contention" in v.why, v
+    assert v.word == "noise" and "measured under more load, which explains up to 2.85x" in v.why, v
 
 
 LOCAL = (("requests", 120.0), ("raw_reads", 120.0), ("raw_read_bytes", 135_000.0))
@@ -171,28 +173,28 @@ THREE = np.array([1.0, 1.02, 0.99])
      _cell(TWO * 0.6, "s3", cpu=TWO * 0.2, wait=TWO * 0.3, work=GETS), "undecided", "too few passes"),
     # the wait grew only on the side measured under contention: a process waiting for a CPU inside a GET
     (_cell(TWO * 0.2, "s3", cpu=TWO * 0.05, wait=TWO * 0.1, work=GETS),
-     _cell(TWO * 0.6, "s3", cpu=TWO * 0.05, wait=TWO * 0.5, work=GETS, contended=True), "noise",
-     "measured under contention"),
+     _cell(TWO * 0.6, "s3", cpu=TWO * 0.05, wait=TWO * 0.5, work=GETS, contended=True), "undecided",
+     "too few passes"),
     # breaker8 F8: ccp's own loopback endpoint, both runs contended, the slower at load 14.6 against 10.7: its GETs
-    # wait on the same CPUs; 1.8x is within what the load explains, not "the endpoint/network is slower"
+    # wait on the same CPUs; under really more load, not "the endpoint/network is slower"; 3 passes: undecided
     (_cell(THREE * 6.26, "s3", cpu=THREE * 0.5, wait=THREE * 6.19, work=GETS, load=10.7, contended=True),
-     _cell(THREE * 11.3, "s3", cpu=THREE * 0.52, wait=THREE * 11.2, work=GETS, load=14.6, contended=True), "noise",
-     "the slower under more: its load explains up to 2x"),
+     _cell(THREE * 11.3, "s3", cpu=THREE * 0.52, wait=THREE * 11.2, work=GETS, load=14.6, contended=True), "undecided",
+     "too few passes"),
     # the same, 1.8x at load 10.7 vs 12.2 (beyond what the load explains), but the endpoint is ccp's own loopback
     # server: its wait is the machine's; the CPU time did not move
     (_cell(THREE * 6.26, "s3", cpu=THREE * 0.5, wait=THREE * 6.19, work=GETS, load=10.7, contended=True, loopback=True),
      _cell(THREE * 11.3, "s3", cpu=THREE * 0.52, wait=THREE * 11.2, work=GETS, load=12.2, contended=True,
-           loopback=True), "noise", "the wall time is waiting"),
+           loopback=True), "undecided", "too few passes"),
     # the wall time grew, the GET wait did not: not the endpoint
     (_cell(TWO * 0.2, "s3", cpu=TWO * 0.05, wait=TWO * 0.1, work=GETS),
-     _cell(TWO * 0.6, "s3", cpu=TWO * 0.05, wait=TWO * 0.11, work=GETS), "noise", "waiting"),
+     _cell(TWO * 0.6, "s3", cpu=TWO * 0.05, wait=TWO * 0.11, work=GETS), "undecided", "too few passes"),
     # local, the same work, 2 passes and no CPU times: 3x is undecided, never a tie
     (_cell(TWO, work=LOCAL), _cell(TWO * 3, work=LOCAL), "undecided",
      "on 2 vs 2 passes cannot reach p < 0.05 (its least p is 0.33); 4 passes a side can (repeats: 4"),
     (_cell(TWO, cpu=TWO, work=LOCAL), _cell(TWO * 3, cpu=TWO * 3, work=LOCAL), "undecided", "too few passes"),
-    # the CPU time did not move: the wall time is waiting (the machine's), said with the pass count
-    (_cell(TWO, cpu=TWO * 0.9, work=LOCAL), _cell(TWO * 3, cpu=TWO * 0.9, work=LOCAL), "noise",
-     "the wall time is waiting (the pass test cannot decide 2 vs 2 passes)"),
+    # the CPU time did not move, but 2 passes cannot show the wall time apart: undecided (breaker9 G1c)
+    (_cell(TWO, cpu=TWO * 0.9, work=LOCAL), _cell(TWO * 3, cpu=TWO * 0.9, work=LOCAL), "undecided",
+     "on 2 vs 2 passes cannot reach p < 0.05"),
     # enough passes to judge, and they overlap: the machine's
     (_cell([1, 1.1, 0.9, 3.0]), _cell([3.0, 3.1, 1.0, 3.2]), "noise", "passes not apart"),
 ], ids=["local-vs-s3", "s3-vs-local", "more-gets", "fewer-gets-slower", "endpoint-slower", "endpoint-faster",
@@ -234,8 +236,9 @@ def test_ci_surrounds_the_median_and_narrows_with_samples():
 
 def test_an_extrapolated_cell_is_judged_by_the_passes_it_made(make_run):
     """breaker8 F3: a cell measured on a prefix of its requests (a time budget) is judged by every pass the run made,
-    each scaled by the row's extrapolation, with their CPU times; not by three made-up passes (the row's min, median
-    and max), which can never decide however many passes the run measured."""
+    each scaled by the row's extrapolation; not by three made-up passes (the row's min, median and max), which can
+    never decide however many passes the run measured. Its CPU times are no witness (breaker9 G11: a pass's CPU
+    time holds its open, close and the harness, which scaling by the extrapolation multiplied): none."""
     import pandas as pd
 
     from ccp.report.stats import samples
@@ -245,11 +248,9 @@ def test_an_extrapolated_cell_is_judged_by_the_passes_it_made(make_run):
     extra = cells[cells["status"] == "extrapolated"].iloc[0]
     s = samples(run, cells)[str(extra["cell_id"])]
     assert not s.complete
-    assert len(s.passes) == len(s.cpu) == int(extra["repeats"])
+    assert len(s.passes) == int(extra["repeats"]) and len(s.cpu) == 0
     assert np.median(s.passes) == pytest.approx(float(extra["time_s"]))
     req = pd.read_parquet(run / "requests.parquet" / f"{extra['cell_id']}.parquet")
     made = req[req["pass"] >= 0].groupby("pass")["time_s"].sum().to_numpy(float)
     scale = float(extra["time_s"]) / float(np.median(made))
     assert s.passes == pytest.approx(made * scale)
-    cpu = req.loc[(req["pass"] >= 0) & (req["phase"] == "open")].sort_values("pass")["pass_cpu_s"].to_numpy(float)
-    assert s.cpu == pytest.approx(cpu * scale)

@@ -1,0 +1,40 @@
+"""What a run holds about one cell's time and the machine it was measured on (:class:`Sample`), as the verdict rule
+(:mod:`ccp.report.stats`) judges it and :mod:`ccp.report.run_samples` reads it from a run folder."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+WORK_COLUMNS = ("requests", "raw_reads", "raw_read_bytes", "raw_writes", "raw_write_bytes", "http_gets", "http_bytes")
+MAX_REQUEST_SAMPLES = 20_000   # per cell, evenly subsampled: the U test's normal approximation needs no more
+
+
+@dataclass(frozen=True)
+class Sample:
+    time_s: float                      # the cell's median pass (cells.parquet)
+    passes: np.ndarray                 # every timed pass's total, seconds (may be empty)
+    requests: np.ndarray               # every timed request, seconds, all passes (may be empty)
+    n_requests: float = float("nan")   # requests per pass
+    complete: bool = True              # False when extrapolated: the samples cover a prefix only
+    firsts: np.ndarray = field(default_factory=lambda: np.zeros(0))   # each timed pass's first request (seed 004: the
+    #                                    one that reads and decompresses a chunk the others then find in the cache)
+    cpu: np.ndarray = field(default_factory=lambda: np.zeros(0))     # each timed pass's process CPU seconds (schema 4)
+    work: tuple = ()                   # (column, count) of WORK_COLUMNS the cell's counted pass measured; () unknown
+    contended: bool = False            # flagged "contended" when measured
+    load: float = float("nan")         # highest 1-minute load average over its passes
+    cpus: float = float("nan")
+    # where the bytes travel (storage, fsspec, emulated latency and bandwidth, page buffer): cells that differ here
+    # differ in what they wait for, so waiting is their work, not the machine's
+    path: tuple = ()
+    wait: np.ndarray = field(default_factory=lambda: np.zeros(0))    # each timed pass's seconds waiting on GETs (S3)
+    loopback: bool = False             # its S3 endpoint ran on this machine (``s3: local``, or a loopback URL)
+    timed: float = float("nan")        # requests timed per pass (fewer than n_requests when extrapolated)
+    pass_busy: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))   # each timed pass under load > CPUs
+    summary: bool = False              # passes are the cells row's fastest / median / slowest, not every pass
+
+
+#: the cells columns that set what a pass waits for besides the CPU (ccp.report.data.STORAGE_COLUMNS, by name: the
+#: stats stay independent of the labels)
+WAIT_COLUMNS = ("storage", "fsspec", "latency", "bandwidth", "page_buffer", "file_space")
