@@ -16,7 +16,8 @@ TIE, NOISE, LOAD, FEW, UNKNOWN, DIFFERS = "tie", "noise", "load", "few", "unknow
 # the reasons judge gives when the slower side's load or competitors excuse the difference (stats._load_explains, the
 # CPU allowance of CONTENTION_SLOWDOWN, a CPU time not recorded that leaves the load open)
 # (and the words of a load judge cannot clear, which it calls undecided)
-_LOAD_WORDS = ("under contention", "competitors explain", "its load explains", "the load cannot be ruled out")
+_LOAD_WORDS = ("under contention", "competitors explain", "its load explains", "the load cannot be ruled out",
+               "measured under more load", "the rule cannot clear it")
 
 LOAD_ADVICE = "undecided: measured under different load, rerun quiet or ccp compare --remeasure"
 

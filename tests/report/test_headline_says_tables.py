@@ -37,7 +37,8 @@ def _run(rows: list[Row]) -> tuple[pd.DataFrame, dict[str, Sample]]:
     for (cid, *_, passes, cpu, _, _), (_, c) in zip(rows, cells.set_index(cells["cell_id"]).loc[[r[0] for r in rows]].iterrows(),
                                                   strict=True):
         p = np.array(passes)
-        samples[cid] = dataclasses.replace(from_cell(c), passes=p, cpu=np.array(cpu) if cpu is not None else p / 2)
+        samples[cid] = dataclasses.replace(from_cell(c), passes=p, cpu=np.array(cpu) if cpu is not None else p / 2,
+                                           summary=False)     # every pass, as requests.parquet gives them
     return cells, samples
 
 
@@ -46,16 +47,19 @@ def _five(t: float) -> list[float]:
 
 
 # breaker9 runs/rc5q: the fastest measured quiet, the rest contended (load 4.0 on 2 CPUs)
+# (C and S: their CPU time per pass as the fastest's of the same chunks, 1.1x: what the load did is wall time only;
+# with their CPU time grown as their wall time, the rule calls them slower, whatever the load)
 RC5Q: list[Row] = [("W", "32x64x64", "native", 1, _five(0.0036), None, False, 0.8),
                    ("N", "contiguous", "native", 8, _five(0.00815), None, False, 0.8),
-                   ("C", "32x64x64", "h5py", 1, _five(0.0246), None, True, 4.0),
-                   ("S", "contiguous", "h5py", 8, _five(0.0257), None, True, 4.0)]
+                   ("C", "32x64x64", "h5py", 1, _five(0.0246), _five(0.0018 * 1.1), True, 4.0),
+                   ("S", "contiguous", "h5py", 8, _five(0.0257), _five(0.004075 * 1.1), True, 4.0)]
 # breaker9 runs/rc2: 2 passes a side, the slower's CPU time within 1.3x (the harness's, G8): judge says "noise"
 RC2: list[Row] = [("W", "contiguous", "native", 8, [0.0025, 0.0032], [0.010, 0.012], True, 3.7),
                   ("C", "32x64x64", "native", 1, [0.0037, 0.0054], [0.013, 0.016], True, 3.7)]
 # five passes a side, 1.33x apart on the medians but overlapping: the pass test could tell and did not
-OVERLAP: list[Row] = [("W", "32x64x64", "native", 1, [0.10, 0.11, 0.12, 0.30, 0.30], None, False, 0.5),
-                      ("C", "32x64x64", "h5py", 1, [0.10, 0.15, 0.16, 0.17, 0.32], None, False, 0.5)]
+# (the CPU time per pass alike: CPU time that moved beyond the threshold with passes not apart is undecided)
+OVERLAP: list[Row] = [("W", "32x64x64", "native", 1, [0.10, 0.11, 0.12, 0.30, 0.30], _five(0.05), False, 0.5),
+                      ("C", "32x64x64", "h5py", 1, [0.10, 0.15, 0.16, 0.17, 0.32], _five(0.05), False, 0.5)]
 UNDER: list[Row] = [("W", "32x64x64", "native", 1, _five(0.10), None, False, 0.5),
                     ("C", "32x64x64", "h5py", 1, _five(0.11), None, False, 0.5)]
 ONE_PASS: list[Row] = [("W", "32x64x64", "native", 1, [0.10], None, False, 0.5),
@@ -110,7 +114,7 @@ def test_no_cheapest_change_when_none_is_shown_faster():
 def test_the_slowest_is_explained_by_the_one_change_steps():
     """G10: 'is 7.1x slower (more work: raw reads 1 -> 8)' while the chunks change alone is a tie and the client
     change 3.2x: the headline quotes the steps, as the one-change table shows them."""
-    rows = [r[:6] + (False, 0.8) for r in RC5Q]      # every cell quiet: the client step is a difference
+    rows = [r[:5] + (None, False, 0.8) for r in RC5Q]   # every cell quiet, CPU as wall: the client step differs
     cells, samples = _run(rows)
     (h,) = headlines(cells, samples)
     text = " ".join(headline_text(h, samples=samples))
