@@ -298,6 +298,7 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
         lines.append(f"{len(lost)} cell(s) finished in A and did not in B: "
                      + "; ".join(f"{label}: {status}" for label, status in lost))
     summary = ""
+    said = len(lines)
     if len(ratios):
         gm = math.exp(float(np.log(ratios).mean()))
         n = j["verdict"].value_counts()
@@ -336,6 +337,9 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
             lines.append(f"not compared: {len(absent)} of the {int(is_ok(a).sum())} cell(s) that finished in A have no "
                          f"cell in B (B's sweep, its file's chunks or an interrupted B): {shown}. The gate did not "
                          "judge them: " + ("exit 1 for the regressions above" if regressions else "exit 3, not a pass"))
+    # what the console says after the summary (contention, counts that differ, the gate's outcome, the cells not
+    # compared) goes on the page too: a page that showed none of it read as a pass (breaker9 G23)
+    verdict_lines = lines[said + (1 if summary else 0):]
     lines.append("")
     if rows:
         widths = [max(len(str(x[i])) for x in [head] + rows) for i in range(len(head))]
@@ -359,6 +363,9 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
             "".join(f'<div class="box warn"><p>Warning: {esc(w)}</p></div>' for w in warnings),
             "".join(f'<div class="box warn"><p>Finished in A, not in B: {esc(label)}: {esc(status)}</p></div>'
                     for label, status in lost),
+            "".join(f'<div class="box warn"><p>Remeasure: {esc(n)}</p></div>' for n in remeasure_notes),
+            "".join(f'<div class="box{"" if x.startswith("pass:") else " warn"}"><p>{esc(x)}</p></div>'
+                    for x in verdict_lines),
             table_html(None, [["A", _env_line(run_a)], ["B", _env_line(run_b)],
                               ["cells", f"{len(j)} in common ({len(a)} in A, {len(b)} in B)"]], "meta"),
             note(esc(summary) + ("." if summary else "") + " Ratios are time B / time A: above 1x, B is slower. Cells match on "

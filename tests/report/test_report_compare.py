@@ -84,6 +84,30 @@ def test_a_gate_never_passes_cells_it_did_not_compare(make_run, keep):
     assert _cli(a, b).exit_code == 0                  # no gate: said, nothing fails
 
 
+
+@pytest.mark.parametrize(("slow", "keep", "says"), [
+    (3.0, None, "FAIL: "),
+    (1.0, 3, "not compared: "),
+    (1.0, None, "pass: no cell slower in B"),
+], ids=["fail", "not-compared", "pass"])
+def test_the_html_page_says_what_the_gate_said(make_run, tmp_path, slow, keep, says):
+    """breaker9 G23: the console's gate outcome, the cells not compared and the contention line are on the --html page
+    too (a page that showed none of them read as a pass)."""
+    import html
+
+    a = make_run("a", tables=False)
+    b = slow_down(make_run("b", tables=False), slow, where=lambda c: c["filters"] == "gzip:6")
+    if keep is not None:
+        cells = pd.read_parquet(b / "cells.parquet")
+        gone = cells.index[keep:]
+        cells.loc[gone, "cell_id"] = cells.loc[gone, "cell_id"].str[::-1]
+        cells.loc[gone, "cache_nbytes"] = cells.loc[gone, "cache_nbytes"] * 2
+        cells.to_parquet(b / "cells.parquet", index=False)
+    page = tmp_path / "cmp.html"
+    r = _cli(a, b, "--fail-above", "1.5", "--html", page)
+    line = next(x for x in r.output.splitlines() if x.startswith(says))
+    assert html.escape(line, quote=False) in page.read_text().replace("&#x27;", "'"), line
+
 def test_two_runs_of_the_same_sweep_exit_0(make_run):
     """Same sweep, same machine, noise only: each request time and median pass drawn again: every cell a tie, exit 0."""
     a = make_run("a", tables=False)
