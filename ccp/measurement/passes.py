@@ -34,6 +34,11 @@ class PassTiming:
     windows: list = field(default_factory=list)  # counted pass: (start_ns, end_ns) per phase window
     cache: tuple = ()                             # (nslots, nbytes, w0) read back from the open dataset
     http: CellCounts | None = None                # an S3 pass: its GETs per phase
+    # process CPU time of the timed part, from just before the timed open to just after the timed close (what
+    # happens between requests inside it included: selecting the next hyperslab, a write's next block made);
+    # None: not recorded (a counted pass). The whole pass's CPU time (PassMachine) also holds the loop's setup,
+    # which in a short pass is most of it (breaker9 G8)
+    cpu_ns: int | None = None
 
     @property
     def total_s(self) -> float:
@@ -179,7 +184,8 @@ def spin_to_next_us(last_ns: int) -> None:
 
 
 def timed_close(ds, clock, counted: bool, last_ns: int, windows: list) -> int:
-    """Close the dataset as the pass's last timed phase (for writes, the flush of cached chunks)."""
+    """Close the dataset as the pass's last timed phase (for writes, the flush of cached chunks). The caller reads
+    the process CPU clock just after it (the end of the timed part's CPU time)."""
     if counted:
         spin_to_next_us(last_ns)
     t0 = clock()
@@ -192,19 +198,21 @@ def timed_close(ds, clock, counted: bool, last_ns: int, windows: list) -> int:
 
 
 def open_timed(fid, dataset_path: str, cache, clock):
-    """Open a dataset with the cell's chunk cache, timed: (dataset id, its access list, t0, t1)."""
+    """Open a dataset with the cell's chunk cache, timed: (dataset id, its access list, t0, t1, the process CPU
+    clock read just before t0: where the timed part's CPU time starts)."""
     from h5py import h5d
 
     dapl = plists.cache_dapl(cache)
+    cpu0 = time.process_time_ns()
     t0 = clock()
     ds = h5d.open(fid, dataset_path.encode(), dapl)
     t1 = clock()
-    return ds, dapl, t0, t1
+    return ds, dapl, t0, t1, cpu0
 
 
 def create_timed(fid, job: CellJob, clock, *, cache_on_dataset: bool = True):
-    """Create the cell's dataset empty in its layout, timed: (dataset id, t0, t1). Every client's write pass
-    starts here. ``cache_on_dataset=False`` leaves the chunk cache to the file's access list (h5py's way)."""
+    """Create the cell's dataset empty in its layout, timed: (dataset id, t0, t1, the process CPU clock read just
+    before t0). Every client's write pass starts here. ``cache_on_dataset=False`` leaves the chunk cache to the file's access list (h5py's way)."""
     from h5py import h5d, h5p, h5s
 
     from ccp.hdf5.plists import dcpl as make_dcpl
@@ -216,7 +224,8 @@ def create_timed(fid, job: CellJob, clock, *, cache_on_dataset: bool = True):
     lcpl = h5p.create(h5p.LINK_CREATE)
     lcpl.set_create_intermediate_group(True)
     dapl = plists.cache_dapl(cell.cache) if cache_on_dataset else h5p.create(h5p.DATASET_ACCESS)
+    cpu0 = time.process_time_ns()
     t0 = clock()
     ds = h5d.create(fid, job.dataset_path.encode(), source.file_type(), space, dcpl=dcpl, lcpl=lcpl, dapl=dapl)
     t1 = clock()
-    return ds, t0, t1
+    return ds, t0, t1, cpu0

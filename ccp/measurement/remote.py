@@ -87,13 +87,14 @@ def remote_read_pass(job, starts, counts, *, counted: bool, log_path=None, progr
     dataset_path = job.dataset_path
     reopen = frozenset(int(r) for r in reopen_before)
     remote.connect()                    # the process's S3 client, once: not this file's cost
+    cpu0 = time.process_time_ns()        # the timed part's CPU time starts with the file open too
     t_file = clock()
     fid = remote.open_file()            # a new fsspec file: its cache cold; counts the file open's GETs
     file_open_ns = clock() - t_file     # the file open is the user's too: inside the timed open phase
     http = None
     closed = False
     try:
-        ds, dapl, _, _ = open_timed(fid, dataset_path, cache, clock)
+        ds, dapl, _, _, _ = open_timed(fid, dataset_path, cache, clock)
         remote.load_index(ds)
         t1 = clock()                     # the open phase ends with the chunk index cached
         open_ns = t1 - t_file
@@ -124,11 +125,12 @@ def remote_read_pass(job, starts, counts, *, counted: bool, log_path=None, progr
         fid.close()                      # the file's close is the user's too (a read-only close makes no GET)
         closed = True
         close_ns = clock() - t0
+        cpu_ns = time.process_time_ns() - cpu0
     finally:
         if not closed:
             fid.close()
         http = remote.end_pass()
-    return RemotePassTiming(open_ns, req, close_ns, [], effective, http, file_open_ns=file_open_ns)
+    return RemotePassTiming(open_ns, req, close_ns, [], effective, http, cpu_ns=cpu_ns, file_open_ns=file_open_ns)
 
 
 def http_row_columns(timings, page_buffer_effective) -> tuple[dict, list[str]]:

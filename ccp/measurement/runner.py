@@ -75,7 +75,7 @@ def read_pass(job: CellJob, starts, counts, *, counted: bool, log_path: Path | N
     file, dataset_path = target(job)
     fid = open_for_read(job, file, fapl)         # with the cell's page buffer, if any
     try:
-        ds, dapl, t0, t1 = open_timed(fid, dataset_path, cache, clock)
+        ds, dapl, t0, t1, cpu0 = open_timed(fid, dataset_path, cache, clock)
         open_ns = t1 - t0
         windows.append((t0, t1))
         effective = ds.get_access_plist().get_chunk_cache()
@@ -104,9 +104,10 @@ def read_pass(job: CellJob, starts, counts, *, counted: bool, log_path: Path | N
                 req = req[:i + 1]
                 break
         close_ns = timed_close(ds, clock, counted, t1, windows)
+        cpu_ns = time.process_time_ns() - cpu0
     finally:
         fid.close()
-    return PassTiming(open_ns, req, close_ns, windows, effective)
+    return PassTiming(open_ns, req, close_ns, windows, effective, cpu_ns=cpu_ns)
 
 
 def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, counted: bool, log_path: Path | None,
@@ -142,7 +143,7 @@ def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, counted: b
         bufs = {c: np.empty(c, dtype=dtype) if dtype is not None else memory_buffer(c, mtype) for c in spaces}
     fid = h5f.create(str(out_file).encode(), h5f.ACC_TRUNC, fapl=fapl, fcpl=file_fcpl(job))   # the cell's file_space
     try:
-        ds, t0, t1 = create_timed(fid, job, clock)
+        ds, t0, t1, cpu0 = create_timed(fid, job, clock)
         open_ns = t1 - t0
         windows.append((t0, t1))
         effective = ds.get_access_plist().get_chunk_cache()
@@ -183,12 +184,13 @@ def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, counted: b
                 break
         storage = ds.get_storage_size()
         close_ns = timed_close(ds, clock, counted, t1, windows)   # flushes the chunk cache: the last request
+        cpu_ns = time.process_time_ns() - cpu0
     finally:
         fid.close()
         if copying:
             src.close()
             src_fid.close()
-    return PassTiming(open_ns, req, close_ns, windows, effective), storage
+    return PassTiming(open_ns, req, close_ns, windows, effective, cpu_ns=cpu_ns), storage
 
 
 def _request_rows(cell_id: str, pass_no: int, timing: PassTiming, starts) -> dict:
@@ -384,14 +386,16 @@ def measure_counted_pass(job: CellJob, loops: Loops, data, starts, counts, scrat
 
 def request_table(cell_id: str, timings: list[PassTiming], counted: CountedPass | None, starts,
                   machine: tuple[PassMachine, ...] = ()) -> pd.DataFrame:
-    """The requests table: timed passes (each one's machine state on its "open" row), then the counted pass with
-    its I/O counts."""
+    """The requests table: timed passes (each one's machine state and its timed part's CPU time on its "open" row),
+    then the counted pass with its I/O counts."""
     parts = [_request_rows(cell_id, p, t, starts) for p, t in enumerate(timings)]
     for part, m in zip(parts, machine):
         rows = len(part["phase"])
         part["pass_wall_s"] = [m.wall_s] + [np.nan] * (rows - 1)
         part["pass_cpu_s"] = [m.cpu_s] + [np.nan] * (rows - 1)
         part["pass_load"] = [m.load] + [np.nan] * (rows - 1)
+    for part, t in zip(parts, timings):
+        part["timed_cpu_s"] = [t.cpu_ns / 1e9 if t.cpu_ns is not None else np.nan] + [np.nan] * (len(part["phase"]) - 1)
     for part, t in zip(parts, timings):
         if t.http is not None:         # an S3 pass: the open's GETs, each request's, none at the close
             for k, v in request_columns(t.http).items():
@@ -404,7 +408,7 @@ def request_table(cell_id: str, timings: list[PassTiming], counted: CountedPass 
         req_df = pd.concat([req_df, tr], ignore_index=True)
     req_df.insert(0, "schema_version", SCHEMA_VERSION)
     for k in REQUEST_COLUMNS[7:]:       # I/O counts: only the counted pass has them; same dtype in every part
-        kind = "Float64" if k == "http_wait_s" or k.startswith("pass_") else "Int64"
+        kind = "Float64" if k in ("http_wait_s", "timed_cpu_s") or k.startswith("pass_") else "Int64"
         req_df[k] = req_df[k].astype(kind) if k in req_df else pd.array([pd.NA] * len(req_df), dtype=kind)
     return req_df[REQUEST_COLUMNS]
 

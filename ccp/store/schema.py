@@ -23,9 +23,12 @@ SCHEMA_HISTORY = {
        "pass_cpu_s, pass_load to requests (on each timed pass's open row; empty in older runs: never flagged contended); "
        "an S3 cell's time_s and open_s include the file open (fsspec, superblock), close_s the file's close; adds "
        "file_open_s and requests_s (S3 cells) at the end",
+    5: "adds timed_cpu_s to requests (each timed pass's open row): the process CPU seconds of the pass's timed part "
+       "alone, from just before its open to just after its close (pass_cpu_s also holds the loop's setup: breaker9 "
+       "G8); absent in older runs, whose verdicts fall back to pass_cpu_s; cells.csv unchanged",
 }
-SCHEMA_VERSION = 4
-READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4)   # what the report and `ccp compare` read (older columns filled with defaults)
+SCHEMA_VERSION = 5
+READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4, 5)   # what the report and `ccp compare` read (older columns filled with defaults)
 FINISHED = ("ok", "extrapolated")   # statuses of a cell a rerun does not measure again
 
 # Stability thresholds: the one place they are defined. The runner flags a cell with them when it measures it
@@ -136,6 +139,10 @@ REQUEST_COLUMNS = [
     # schema 4, on each timed pass's "open" row only: the whole pass's wall and process CPU seconds (the loop's
     # setup and file open included) and the 1-minute load average when it ended
     "pass_wall_s", "pass_cpu_s", "pass_load",
+    # schema 5, on the same row: the process CPU seconds of the timed part alone (from just before the timed open
+    # to just after the timed close, the loop's work between requests included; not its setup): the verdict's
+    # witness (ccp.report.run_samples)
+    "timed_cpu_s",
 ]
 
 # Every file-level operation of the counted pass, in order.
