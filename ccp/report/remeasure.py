@@ -86,8 +86,11 @@ def interleaved(run_a: Path, run_b: Path, pairs: list[tuple[str, str]], rounds: 
                     row, req, _ = measure(jobs[k], scratch / f"cell-{k}")
                     if row.time_s is None:       # the cell failed this time: no pass to compare
                         raise CcpError(f"--remeasure: {cells[k].label()} failed when measured again ({row.status})")
-                    cpu = req.loc[(req["phase"] == "open") & (req["pass"] == 0), "pass_cpu_s"]
-                    passes[k].append((float(row.time_s), float(cpu.iloc[0]) if len(cpu) else float("nan"),
+                    # the timed part's own CPU time (timed_cpu_s), the window row.time_s times: each remeasured pass
+                    # is a whole measure() (file open, buffers) around a timed part often a few ms long, whose
+                    # pass_cpu_s would be mostly that harness (breaker9 G8); this ccp always records it
+                    cpu = req.loc[(req["phase"] == "open") & (req["pass"] == 0), "timed_cpu_s"].to_numpy(float, na_value=np.nan)
+                    passes[k].append((float(row.time_s), float(cpu[0]) if len(cpu) else float("nan"),
                                       "contended" in str(row.flags or ""), row.load_max, row.cpus))
             echo(f"  remeasured {cells['a'].label()}: {rounds} passes each, alternating")
             out[(ida, idb)] = (_sample(passes["a"], old[("a", ida)]), _sample(passes["b"], old[("b", idb)]))

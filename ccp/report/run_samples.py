@@ -13,7 +13,8 @@ import pandas as pd
 
 from ccp.report.sample import MAX_REQUEST_SAMPLES, WAIT_COLUMNS, WORK_COLUMNS, Sample
 
-HARNESS_SHARE = 0.5    # a pass whose timed part is under this share of its wall time: its CPU time is no witness
+HARNESS_SHARE = 0.5    # a pass whose timed part is under this share of its wall time: its whole-pass CPU time (a run
+#                        before schema 5, without timed_cpu_s) is no witness
 
 
 def _passes_from_cells(c) -> np.ndarray:
@@ -48,23 +49,31 @@ def machine_of(c) -> dict:
 
 
 def _pass_machine(run_dir: Path, ids: list) -> dict:
-    """cell_id -> (each timed pass's CPU seconds, its 1-minute load), from requests.parquet's pass rows (schema 4;
-    {} before)."""
+    """cell_id -> (each timed pass's CPU seconds, its 1-minute load, its whole wall seconds, whether the CPU seconds
+    are the timed part's alone), from requests.parquet's pass rows: timed_cpu_s where the run recorded it (schema 5),
+    else the whole pass's pass_cpu_s (schema 4); {} before."""
     from ccp.errors import CcpError
     from ccp.report.data import load_parts
 
-    try:
-        df = load_parts(Path(run_dir) / "requests.parquet", ["cell_id", "pass", "phase", "pass_cpu_s", "pass_load",
-                                                             "pass_wall_s"], ids,
-                        [("pass", ">=", 0), ("phase", "==", "open")])
-    except (OSError, ValueError, KeyError, CcpError):   # an older run: no pass columns (breaker8 F4)
-        return {}
+    base = ["cell_id", "pass", "phase", "pass_cpu_s", "pass_load", "pass_wall_s"]
+    df = None
+    for columns in ([*base, "timed_cpu_s"], base):     # a schema-4 run has no timed_cpu_s: read without it
+        try:
+            df = load_parts(Path(run_dir) / "requests.parquet", columns, ids, [("pass", ">=", 0), ("phase", "==", "open")])
+            break
+        except (OSError, ValueError, KeyError, CcpError):   # an older run: no pass columns (breaker8 F4)
+            continue
     if df is None or not len(df):
         return {}
     df = df[df["pass_cpu_s"].notna()].sort_values("pass")
-    return {cid: (g["pass_cpu_s"].to_numpy(float), pd.to_numeric(g["pass_load"], errors="coerce").to_numpy(float),
-                  pd.to_numeric(g["pass_wall_s"], errors="coerce").to_numpy(float))
-            for cid, g in df.groupby("cell_id", sort=False)}
+    out = {}
+    for cid, g in df.groupby("cell_id", sort=False):
+        timed = pd.to_numeric(g["timed_cpu_s"], errors="coerce").to_numpy(float) if "timed_cpu_s" in g else np.zeros(0)
+        own = len(timed) > 0 and bool(np.isfinite(timed).all())    # every pass's timed part recorded
+        out[cid] = (timed if own else g["pass_cpu_s"].to_numpy(float),
+                    pd.to_numeric(g["pass_load"], errors="coerce").to_numpy(float),
+                    pd.to_numeric(g["pass_wall_s"], errors="coerce").to_numpy(float), own)
+    return out
 
 
 def _pass_waits(run_dir: Path, ids: list) -> dict:
@@ -109,7 +118,7 @@ def samples(run_dir: Path, cells: pd.DataFrame) -> dict[str, Sample]:
         cid = str(c["cell_id"])
         complete = str(c.get("status")) != "extrapolated"
         g = groups.get(cid)
-        cpu, loads, walls = cpus.get(cid, (np.zeros(0), np.zeros(0), np.zeros(0)))
+        cpu, loads, walls, timed_cpu = cpus.get(cid, (np.zeros(0), np.zeros(0), np.zeros(0), False))
         m = {**machine_of(c), "cpu": cpu, "loopback": loopback and bool(s3[i])}
         if g is None or g.empty:
             out[cid] = Sample(float(c["time_s"]), _passes_from_cells(c), np.zeros(0), _num(c.get("requests")), complete,
@@ -122,7 +131,8 @@ def samples(run_dir: Path, cells: pd.DataFrame) -> dict[str, Sample]:
         if not complete:
             passes = _extrapolated_passes(g, _num(c.get("requests")), float(c["time_s"]))
             # a pass's CPU time covers its open, close and the harness besides the requests timed: scaled by the
-            # extrapolation it was the overhead's 13x (breaker9 G11): no witness for an extrapolated pass
+            # extrapolation it was the overhead's 13x (breaker9 G11): no witness for an extrapolated pass (the timed
+            # part's CPU time, schema 5, still holds the open and close a scaled prefix would multiply)
             m["cpu"] = np.zeros(0)
             if not len(passes):
                 passes = _passes_from_cells(c)
@@ -132,7 +142,9 @@ def samples(run_dir: Path, cells: pd.DataFrame) -> dict[str, Sample]:
         if len(rest) > MAX_REQUEST_SAMPLES:
             rest = rng.choice(rest, MAX_REQUEST_SAMPLES, replace=False)
         r = np.concatenate([firsts, rest])
-        if len(m["cpu"]) != len(passes) or _mostly_harness(walls, passes):
+        # the timed part's own CPU time (schema 5) witnesses the timed requests however short the pass; the whole
+        # pass's (schema 4) is no witness when the timed part is under half of it (breaker9 G8)
+        if len(m["cpu"]) != len(passes) or (not timed_cpu and _mostly_harness(walls, passes)):
             m["cpu"] = np.zeros(0)
         elif len(loads) == len(passes) and _finite(c.get("cpus")) and float(c["cpus"]) >= 1:
             m["pass_busy"] = np.nan_to_num(loads, nan=0.0) > float(c["cpus"])
@@ -145,7 +157,8 @@ def samples(run_dir: Path, cells: pd.DataFrame) -> dict[str, Sample]:
 def _mostly_harness(walls: np.ndarray, passes: np.ndarray) -> bool:
     """Whether a pass's CPU time (over the whole pass: the loop's setup and file open too) is mostly ccp's own
     overhead rather than the timed requests: then it witnesses nothing of them (breaker9 G8: 15-42 ms passes for
-    a 4.6 ms timed part made a 6.7x difference 'CPU time within 1.49x')."""
+    a 4.6 ms timed part made a 6.7x difference 'CPU time within 1.49x'). Only for a run without the timed part's
+    own CPU time (before schema 5)."""
     if len(walls) != len(passes) or not len(walls) or not np.isfinite(walls).all():
         return False
     wall = float(np.median(walls))

@@ -47,7 +47,10 @@ class ItemPasses:
     measured: int                       # requests each timed pass measured (fewer: the cell's time budget)
     passes: tuple[float, ...]           # each timed pass: open + its measured requests + close, seconds
     cpu_share: tuple[float, ...] = ()   # each pass's process CPU time / its wall time (the engine's pass_cpu_s and
-    #                                     pass_wall_s: the whole pass); () where the run did not record them
+    #                                     pass_wall_s: the whole pass); () where the run did not record them. Not
+    #                                     timed_cpu_s (schema 5): a share is two clocks over one window, and no wall
+    #                                     time of its window (open start to close end, the gaps between requests
+    #                                     included) is recorded; the timed phases' sum leaves those gaps out
     each: tuple[int, ...] = ()          # interleaved rounds: the requests each pass measured (``measured`` is the
     #                                     fewest), so that one round's cut pass is completed alone, not every round's
 

@@ -148,6 +148,8 @@ def _request_part(cell: pd.Series, counted: bool) -> pd.DataFrame:
     df["pass_wall_s"] = np.where(opens, df.groupby("pass")["time_s"].transform("sum") * 1.02, np.nan)
     df["pass_cpu_s"] = np.where(opens, df["pass_wall_s"] * 0.95, np.nan)
     df["pass_load"] = np.where(opens, 0.4, np.nan)
+    # timed_cpu_s (schema 5) left empty: these runs are judged on the whole pass's CPU time, as a run before it;
+    # tests/report/test_verdict_timed_cpu.py writes it
     df["schema_version"] = SCHEMA_VERSION
     df["cell_id"] = cell["cell_id"]
     df["start"] = "2026-11-22T12:00:00+00:00"
