@@ -90,7 +90,10 @@ def interleaved(run_a: Path, run_b: Path, pairs: list[tuple[str, str]], rounds: 
                     # is a whole measure() (file open, buffers) around a timed part often a few ms long, whose
                     # pass_cpu_s would be mostly that harness (breaker9 G8); this ccp always records it
                     cpu = req.loc[(req["phase"] == "open") & (req["pass"] == 0), "timed_cpu_s"].to_numpy(float, na_value=np.nan)
-                    passes[k].append((float(row.time_s), float(cpu[0]) if len(cpu) else float("nan"),
+                    # an extrapolated pass's time is a prefix's scaled up, its CPU time the prefix's: no witness,
+                    # as in run_samples (breaker9 G11)
+                    whole = row.status != "extrapolated"
+                    passes[k].append((float(row.time_s), float(cpu[0]) if len(cpu) and whole else float("nan"),
                                       "contended" in str(row.flags or ""), row.load_max, row.cpus))
             echo(f"  remeasured {cells['a'].label()}: {rounds} passes each, alternating")
             out[(ida, idb)] = (_sample(passes["a"], old[("a", ida)]), _sample(passes["b"], old[("b", idb)]))

@@ -96,3 +96,32 @@ def test_an_input_file_gone_keeps_the_recorded_verdicts(tmp_path, cli):
     r = cli("compare", str(a), str(b), "--remeasure", "3")
     assert r.exit_code == 0, r.output
     assert "nothing remeasured: the sweep of" in r.output and "the recorded verdicts stand" in r.output
+
+
+def test_remeasured_passes_carry_their_timed_parts_cpu_time(tmp_path, cli, monkeypatch):
+    """Each remeasured pass is a whole measure() (file open, buffers) around a few-ms timed part: its CPU witness is
+    the timed part's own (timed_cpu_s), not the whole pass's (breaker9 G8)."""
+    from ccp.measurement import runner
+    from ccp.report import remeasure
+    from ccp.report.run_samples import samples
+
+    a, b = _run_and_copy(tmp_path, cli)
+    seen: list[tuple[float, float]] = []
+    real = runner.measure
+
+    def measure(job, scratch, progress=None):
+        row, req, io = real(job, scratch, progress)
+        first = req[(req["phase"] == "open") & (req["pass"] == 0)]
+        seen.append((float(first["timed_cpu_s"].iloc[0]), float(first["pass_cpu_s"].iloc[0])))
+        return row, req, io
+
+    monkeypatch.setattr(runner, "measure", measure)
+    cid = str(pd.read_parquet(a / "cells.parquet")["cell_id"].iloc[0])
+    old = {(k, cid): samples(run, pd.read_parquet(run / "cells.parquet"))[cid] for k, run in (("a", a), ("b", b))}
+    out, notes = remeasure.interleaved(a, b, [(cid, cid)], 2, old, echo=lambda *_: None)
+    assert not notes and (cid, cid) in out
+    timed_a = [seen[2][0], seen[5][0]]     # A's and B's counts checked first, then rounds a b, b a
+    sa, sb = out[(cid, cid)]
+    assert len(seen) == 6 and len(sa.cpu) == len(sb.cpu) == 2
+    assert sorted(sa.cpu) == sorted(timed_a)
+    assert all(0 < t <= whole + 0.002 for t, whole in seen)
