@@ -212,7 +212,8 @@ def warm_loop():
     request, with arguments of the types run_requests passes (one signature for every op, rank and plan: the
     C-contiguous arrays it makes, Python ints and a bool)."""
     a = api()
-    boxes, flags, ids, ts = np.zeros((0, 1), np.uint64), np.zeros(0, np.uint8), np.zeros(0, np.int64), np.zeros(2, np.int64)
+    boxes, flags = np.zeros((0, 1), np.uint64), np.zeros(0, np.uint8)
+    ids, ts = np.zeros(0, np.int64), np.zeros(2, np.int64)
     args = (a.select, a.read, a.write, a.clock, a.clock_id, READ, -1, -1, -1, -1, -1, ids, boxes, boxes, flags, boxes,
             boxes, 0, ids, 0, 0, False, 0, 0, ids, ids, ids, ts)
     _loop(*args)

@@ -212,7 +212,8 @@ def open_timed(fid, dataset_path: str, cache, clock):
 
 def create_timed(fid, job: CellJob, clock, *, cache_on_dataset: bool = True):
     """Create the cell's dataset empty in its layout, timed: (dataset id, t0, t1, the process CPU clock read just
-    before t0). Every client's write pass starts here. ``cache_on_dataset=False`` leaves the chunk cache to the file's access list (h5py's way)."""
+    before t0). Every client's write pass starts here. ``cache_on_dataset=False`` leaves the chunk cache to the
+    file's access list (h5py's way)."""
     from h5py import h5d, h5p, h5s
 
     from ccp.hdf5.plists import dcpl as make_dcpl

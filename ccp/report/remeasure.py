@@ -89,7 +89,8 @@ def interleaved(run_a: Path, run_b: Path, pairs: list[tuple[str, str]], rounds: 
                     # the timed part's own CPU time (timed_cpu_s), the window row.time_s times: each remeasured pass
                     # is a whole measure() (file open, buffers) around a timed part often a few ms long, whose
                     # pass_cpu_s would be mostly that harness (breaker9 G8); this ccp always records it
-                    cpu = req.loc[(req["phase"] == "open") & (req["pass"] == 0), "timed_cpu_s"].to_numpy(float, na_value=np.nan)
+                    first = (req["phase"] == "open") & (req["pass"] == 0)
+                    cpu = req.loc[first, "timed_cpu_s"].to_numpy(float, na_value=np.nan)
                     # an extrapolated pass's time is a prefix's scaled up, its CPU time the prefix's: no witness,
                     # as in run_samples (breaker9 G11)
                     whole = row.status != "extrapolated"
