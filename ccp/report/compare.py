@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +27,7 @@ from ccp.report import plots
 from ccp.report.data import Labels, finite, is_ok, load_cells, load_env, read_run_sweep
 from ccp.report.headline import RunKind
 from ccp.report.html import CSS, esc, img, note, table_html
-from ccp.report.stats import RULE, THRESHOLD, WAIT_COLUMNS, Sample, from_cell, judge, passes_needed, work_change
+from ccp.report.stats import RULE, THRESHOLD, WAIT_COLUMNS, WORK, Sample, from_cell, judge, passes_needed, work_change
 from ccp.report.stats import samples as load_samples
 from ccp.store.reader import read_run_record
 from ccp.units import format_count, format_seconds
@@ -156,7 +157,7 @@ def _remeasured(run_a, run_b, j, pairs, verdicts, gate, rounds, threshold, fail_
             continue
         change, what = work_change(*pairs[i])
         # by the verdict, not the counts alone: +0.01% decides nothing (G22), an extrapolated count is no measure (G21)
-        if v.why.startswith(("more work:", "less work:", "different work:")):
+        if v.basis == WORK:
             # rule (1): the counts decided, and passes measured here cannot undo what B's run recorded
             notes.append(f"{j.loc[i, 'label']}: the I/O differs ({what}): a real difference whatever the load; "
                          "not remeasured")
@@ -175,7 +176,7 @@ def _remeasured(run_a, run_b, j, pairs, verdicts, gate, rounds, threshold, fail_
         if key in again:
             xa, xb = again[key]
             v = judge(xa, xb, threshold)
-            verdicts[i] = type(v)(v.word, v.ratio, v.p, f"remeasured, {rounds} alternating passes: {v.why}")
+            verdicts[i] = replace(v, why=f"remeasured, {rounds} alternating passes: {v.why}")
             gate[i] = judge(xa, xb, fail_above) if fail_above is not None else None
             j.loc[i, "time_s_a"], j.loc[i, "time_s_b"] = xa.time_s, xb.time_s
             j.loc[i, "ratio"] = _ratio(xb.time_s, xa.time_s)

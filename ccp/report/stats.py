@@ -56,6 +56,14 @@ LOAD_RATIO = 1.25              # ... and this many times it (equal loads, as --r
 MAX_LOAD_PER_CPU = 1000.0      # a recorded load per CPU above this is not a load (a damaged or edited run)
 
 
+# what decided a verdict: the I/O counts (rule 1), the GET wait (rule 2), the passes (rule 3: apart, or not apart
+# with enough of them), the load (it excuses the difference, or the rule cannot clear it of it), too few passes or
+# none recorded, an extrapolated cell, the threshold (a tie), nothing to test (one pass each, no usable time)
+WORK, ENDPOINT, PASSES, LOAD, FEW, ESTIMATED, THRESHOLD_BASIS, NOTHING = (
+    "work", "endpoint", "passes", "load", "few", "estimated", "threshold", "nothing")
+BASES = (WORK, ENDPOINT, PASSES, LOAD, FEW, ESTIMATED, THRESHOLD_BASIS, NOTHING)
+
+
 @dataclass(frozen=True)
 class Verdict:
     word: str          # faster | slower | tie | noise (same work, the machine's) | undecided (too few passes) |
@@ -63,6 +71,8 @@ class Verdict:
     ratio: float       # time B / time A
     p: float           # U test p-value (NaN when not computed)
     why: str           # one phrase: how it was judged
+    basis: str = ""    # what decided it, one of BASES: the headline and tables sort verdicts by this, never by the
+    #                    words of ``why`` (which change as the rule's wording does)
 
     @property
     def differs(self) -> bool:
@@ -283,30 +293,30 @@ def judge(a: Sample, b: Sample, threshold: float = THRESHOLD, alpha: float = ALP
     ta, tb = a.time_s, b.time_s
     if not (np.isfinite(ta) and np.isfinite(tb)) or ta <= 0 or tb <= 0:
         return Verdict("unknown", float("nan"), float("nan"), "no usable time (" + ", ".join(
-            f"{side} {_time_text(t)}" for side, t in (("A", ta), ("B", tb)) if not (np.isfinite(t) and t > 0)) + ")")
+            f"{side} {_time_text(t)}" for side, t in (("A", ta), ("B", tb)) if not (np.isfinite(t) and t > 0)) + ")", basis=NOTHING)
     ratio = tb / ta
     word = "slower" if ratio > 1 else "faster"
     if max(ratio, 1 / ratio) < threshold:
-        return Verdict("tie", ratio, float("nan"), f"within {threshold:g}x")
+        return Verdict("tie", ratio, float("nan"), f"within {threshold:g}x", basis=THRESHOLD_BASIS)
     estimated = _extrapolated(a, b)
     fast, slow = (a, b) if word == "slower" else (b, a)
     change, what = work_change(a, b)
     if change == "kind":        # a local file's reads against GETs: what was measured, not a count's estimate
-        return Verdict(word, ratio, float("nan"), f"different work: {what}")
+        return Verdict(word, ratio, float("nan"), f"different work: {what}", basis=WORK)
     if not estimated:
         if _gets_differ(a, b):
-            return Verdict(word, ratio, float("nan"), f"different work: {what}")
+            return Verdict(word, ratio, float("nan"), f"different work: {what}", basis=WORK)
         up = _counts_up(fast, slow)
         if up:
             # rule (1): the slower side did materially more of some I/O (all of it, or a mix: fewer but bigger reads)
             return Verdict(word, ratio, float("nan"), f"{'different' if change == 'mixed' else 'more' if word == 'slower' else 'less'} work: {what}"
-                           + (f" (up on the slower side: {up})" if change == "mixed" else ""))
+                           + (f" (up on the slower side: {up})" if change == "mixed" else ""), basis=WORK)
     else:
         change, what = "unknown", ""
     v = _by_passes(a, b, fast, slow, ratio, word, change, what, threshold, alpha)
     if estimated and v.word not in ("slower", "faster"):
         # an extrapolated cell's counts and passes are estimates: only measured passes that decide may stand
-        return Verdict("undecided", ratio, v.p, f"{estimated}; {v.why}")
+        return Verdict("undecided", ratio, v.p, f"{estimated}; {v.why}", basis=ESTIMATED)
     return v
 
 
@@ -320,7 +330,7 @@ def _by_passes(a: Sample, b: Sample, fast: Sample, slow: Sample, ratio: float, w
         return Verdict(word, ratio, float("nan"),
                        f"the GETs waited {'longer' if word == 'slower' else 'less'} ({grew}): the two read through "
                        "different storage settings" if a.path != b.path else
-                       f"the endpoint/network is {word} ({grew}): not this machine's load" + _load_note(a, b))
+                       f"the endpoint/network is {word} ({grew}): not this machine's load" + _load_note(a, b), basis=ENDPOINT)
     same = ("the same work" if change == "same" else "different work (" + what + ")" if what else
             "estimated work" if not (a.complete and b.complete) else "unmeasured work")
     fp, sp, fc, sc, quiet = _quiet_passes(fast, slow)
@@ -328,10 +338,10 @@ def _by_passes(a: Sample, b: Sample, fast: Sample, slow: Sample, ratio: float, w
     n_f, n_s = len(fp), len(sp)
     n_a, n_b = (n_f, n_s) if fast is a else (n_s, n_f)
     if n_a < 1 or n_b < 1:
-        return Verdict("undecided", ratio, float("nan"), f"{same}; no passes recorded" + _load_note(a, b))
+        return Verdict("undecided", ratio, float("nan"), f"{same}; no passes recorded" + _load_note(a, b), basis=FEW)
     if n_a == 1 and n_b == 1 and change in ("same", "unknown"):
         return Verdict("unknown", ratio, float("nan"), "one pass each: cannot tell noise from a difference"
-                       + _load_note(a, b))
+                       + _load_note(a, b), basis=NOTHING)
     p = pass_p(sp, fp)
     # cells that wait for different things (an emulated 20 ms per GET against none): the wall time is the test,
     # the CPU time says nothing about it
@@ -351,48 +361,48 @@ def _by_passes(a: Sample, b: Sample, fast: Sample, slow: Sample, ratio: float, w
         moved = f"CPU time per pass {cpu_ratio:.3g}x (beyond {cpu_bar:.3g}x)"
         if not decided:
             return Verdict("undecided", ratio, p, f"{same}; {moved} but the passes are not apart ({counted}, "
-                           f"{fmt_p(p)})" + _short(n_a, n_b, alpha) + _load_note(a, b))
+                           f"{fmt_p(p)})" + _short(n_a, n_b, alpha) + _load_note(a, b), basis=PASSES)
         if crowded and cpu_ratio < cpu_bar * CONTENTION_SLOWDOWN:
             # a few-ms pass's own CPU time rose up to 1.9x under two busy loops the load average had not caught up
             # with yet (benchmarks/noisy_compare.py): a regression or the competitors, the rule cannot tell
             return Verdict("undecided", ratio, p, f"{same}; {moved}, within the {cpu_bar * CONTENTION_SLOWDOWN:.3g}x "
                            "competitors can cost a pass measured under contention: the rule cannot clear it (measure "
-                           "both again on a quiet machine)" + _load_note(a, b))
+                           "both again on a quiet machine)" + _load_note(a, b), basis=LOAD)
         how = "every pass apart in wall and CPU time" if apart and not p < alpha else f"Mann-Whitney on passes, {fmt_p(p)}"
-        return Verdict(word, ratio, p, f"{how}; {moved}" + ("" if change == "same" else f"; {same}") + _load_note(a, b))
+        return Verdict(word, ratio, p, f"{how}; {moved}" + ("" if change == "same" else f"; {same}") + _load_note(a, b), basis=PASSES)
     if waits_differ and decided:
         how = "every pass apart in wall time (the two wait for different things)" if apart and not p < alpha else \
             f"Mann-Whitney on passes, {fmt_p(p)}"
-        return Verdict(word, ratio, p, how + ("" if change == "same" else f"; {same}"))
+        return Verdict(word, ratio, p, how + ("" if change == "same" else f"; {same}"), basis=PASSES)
     pass_ratio = float(np.median(sp)) / max(float(np.median(fp)), 1e-12)
     if least_p(n_a, n_b) >= alpha and pass_ratio >= threshold:
-        return Verdict("undecided", ratio, p, f"{same}; {too_few_passes(n_a, n_b, alpha)}" + quiet + _load_note(a, b))
+        return Verdict("undecided", ratio, p, f"{same}; {too_few_passes(n_a, n_b, alpha)}" + quiet + _load_note(a, b), basis=FEW)
     if not decided and (fast.summary or slow.summary) and pass_ratio >= threshold:
         # a run without requests.parquet keeps its fastest, median and slowest pass only: order statistics of an
         # unknown number of passes, no sample to test (breaker9 G6)
         return Verdict("undecided", ratio, p, f"{same}; a side's passes not recorded (its cells row keeps the "
-                       "fastest, median and slowest only): nothing to test them with" + _load_note(a, b))
+                       "fastest, median and slowest only): nothing to test them with" + _load_note(a, b), basis=FEW)
     if not decided:
         # enough passes and they overlap, or the passes themselves within the threshold (the row's median moved,
         # the passes did not): no difference to explain
         return Verdict("noise", ratio, p, f"{same}; passes not apart (Mann-Whitney on {counted}, {fmt_p(p)}"
                        + (f"; the passes within {pass_ratio:.3g}x" if pass_ratio < threshold else "") + ")"
-                       + _load_note(a, b))
+                       + _load_note(a, b), basis=PASSES)
     if not has_cpu:
         # passes apart in wall time alone: load shifts whole passes, and without the CPU time (a run before schema 4,
         # or without requests.parquet) nothing tells the machine's from the cells' (breaker8 F5)
         return Verdict("undecided", ratio, p, f"{same}; passes apart ({fmt_p(p)}) but CPU time not recorded on both "
                        "sides: the load cannot be ruled out (ccp compare --remeasure "
-                       f"{passes_needed(alpha)} decides, for local cells)" + _load_note(a, b))
+                       f"{passes_needed(alpha)} decides, for local cells)" + _load_note(a, b), basis=LOAD)
     # judged on the slower side's quiet passes: its load (the busiest pass's) excuses nothing of them
     excuse = "" if slow_quieted else _load_explains(fast, slow, max(ratio, 1 / ratio))
     if excuse:
-        return Verdict("noise", ratio, p, f"{same}; CPU time per pass within {cpu_ratio:.3g}x; {excuse}" + _load_note(a, b))
+        return Verdict("noise", ratio, p, f"{same}; CPU time per pass within {cpu_ratio:.3g}x; {excuse}" + _load_note(a, b), basis=LOAD)
     why_not = ("its quiet passes had no load to excuse them" if slow_quieted else
                _why_no_excuse(fast, slow, max(ratio, 1 / ratio)))
     return Verdict("undecided", ratio, p, f"{same}; the passes are apart ({fmt_p(p)}) in wall time but the CPU time per "
                    f"pass moved only {cpu_ratio:.3g}x, and {why_not}: "
-                   "the rule cannot clear it (measure both again on a quiet machine)" + _load_note(a, b))
+                   "the rule cannot clear it (measure both again on a quiet machine)" + _load_note(a, b), basis=LOAD)
 
 
 def _short(n_a: int, n_b: int, alpha: float) -> str:

@@ -14,7 +14,8 @@ import pytest
 
 from ccp.report.data import normalise, prepare
 from ccp.report.headline import headline_text, headlines
-from ccp.report.stats import Sample, Verdict, from_cell
+from ccp.report.stats import ESTIMATED, NOTHING, PASSES, THRESHOLD_BASIS, WORK, Sample, Verdict, from_cell
+from ccp.report.stats import LOAD as LOAD_BASIS
 from ccp.report.tables import one_change_tables, pivot_tables
 from ccp.report.verdict_kinds import DIFFERS, FEW, LOAD, NOISE, TIE, UNKNOWN, kind
 
@@ -145,25 +146,26 @@ def _s(n: int, contended: bool = False) -> Sample:
 
 
 @pytest.mark.parametrize("verdict, passes, expected", [
-    (Verdict("faster", 0.5, 0.01, "Mann-Whitney on passes, p = 0.01"), 5, DIFFERS),
-    (Verdict("slower", 3.0, float("nan"), "more work: raw reads 1 -> 8"), 5, DIFFERS),
-    (Verdict("tie", 1.1, float("nan"), "within 1.25x"), 5, TIE),
-    (Verdict("noise", 1.4, 0.3, "the same work; passes not apart (Mann-Whitney on 5 vs 5 passes, p = 0.3)"), 5, NOISE),
-    (Verdict("noise", 1.6, 0.33, "the same work; CPU time per pass within 1.3x: the wall time is waiting (the pass "
-                                 "test cannot decide 2 vs 2 passes)"), 2, FEW),
-    (Verdict("noise", 6.8, float("nan"), "the same work; the slower side was measured under contention, the faster not"),
-     5, LOAD),
-    (Verdict("noise", 1.4, 0.01, "the same work; CPU time per pass within 1.4x: the wall time is waiting (the slower "
-                                 "side's competitors explain up to 1.5x of CPU time)"), 5, LOAD),
-    (Verdict("undecided", 3.0, float("nan"), "the same work; the slower side was measured under contention, the "
-                                             "faster not"), 5, LOAD),
-    (Verdict("noise", 2.0, float("nan"), "the same work; both were measured under contention, the slower under more: "
-                                         "its load explains up to 2.3x"), 5, LOAD),
-    (Verdict("undecided", 11.0, 0.33, "different work (raw reads 8 -> 1); too few passes to judge"), 2, FEW),
+    (Verdict("faster", 0.5, 0.01, "Mann-Whitney on passes, p = 0.01", PASSES), 5, DIFFERS),
+    (Verdict("slower", 3.0, float("nan"), "more work: raw reads 1 -> 8", WORK), 5, DIFFERS),
+    (Verdict("tie", 1.1, float("nan"), "within 1.25x", THRESHOLD_BASIS), 5, TIE),
+    (Verdict("noise", 1.4, 0.3, "the same work; passes not apart (Mann-Whitney on 5 vs 5 passes, p = 0.3)", PASSES),
+     5, NOISE),
+    # passes so few the pass test could never reach p < 0.05: undecided, whatever the word (breaker9 G9)
+    (Verdict("noise", 1.6, 0.33, "the same work; passes not apart (Mann-Whitney on 2 vs 2 passes, p = 0.33)",
+             PASSES), 2, FEW),
+    # the load excuses it, or the rule cannot clear it of the load: undecided by the load, whatever the words say
+    (Verdict("noise", 2.0, 0.01, "the same work; CPU time per pass within 1.1x; the slower side was measured under "
+                                 "more load, which explains up to 2.3x: the machine's", LOAD_BASIS), 5, LOAD),
+    (Verdict("undecided", 3.0, 0.01, "any wording at all", LOAD_BASIS), 5, LOAD),
     (Verdict("undecided", 2.0, 0.01, "the same work; passes apart (p = 0.01) but CPU time not recorded on both sides: "
-                                     "the load cannot be ruled out"), 5, LOAD),
-    (Verdict("unknown", 4.3, float("nan"), "one pass each: cannot tell noise from a difference"), 1, UNKNOWN),
-], ids=["faster", "slower-more-work", "tie", "noise-5v5", "noise-2v2-is-few", "noise-load", "noise-cpu-allowance",
-        "undecided-load", "noise-both-contended", "undecided-few", "undecided-no-cpu", "unknown"])
+                                     "the load cannot be ruled out", LOAD_BASIS), 5, LOAD),
+    # load words in a reason the load did not decide: the basis, not the words, sorts it
+    (Verdict("undecided", 11.0, 0.33, "different work (raw reads 8 -> 1); too few passes to judge (load 7.9/2 CPUs: "
+                                      "measured under contention)", FEW), 2, FEW),
+    (Verdict("undecided", 3.0, 0.2, "A extrapolated ...; the rule cannot clear it", ESTIMATED), 5, FEW),
+    (Verdict("unknown", 4.3, float("nan"), "one pass each: cannot tell noise from a difference", NOTHING), 1, UNKNOWN),
+], ids=["faster", "slower-more-work", "tie", "noise-5v5", "noise-2v2-is-few", "noise-load", "undecided-load",
+        "undecided-no-cpu", "few-with-load-words", "estimated-with-load-words", "unknown"])
 def test_verdict_kinds(verdict, passes, expected):
     assert kind(verdict, _s(passes), _s(passes)) == expected
