@@ -338,3 +338,38 @@ def test_paired_p(a, b, p):
     from ccp.tune.settle import paired_p
 
     assert paired_p(a, b) == pytest.approx(p)
+
+
+def test_a_runoff_short_of_time_keeps_its_fastest_finalists_before_none(monkeypatch, tmp_path):
+    """Three finalists (RUNOFF_MAX) whose rounds do not fit the time left: the slowest of the first round drops out
+    when the other two fit (said, with the time left), rather than the whole runoff skipped (stop 38: a runoff skipped
+    with 65 s left of --within 90 s); two that still do not fit: skipped, said."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from ccp.chunkcache import ChunkCache
+    from ccp.tune import runoff as runoff_mod
+    from ccp.tune.pace import CLOSE_S, Pace
+    from ccp.tune.prove import Contender, Measured
+
+    none = parse_filters("none")
+    cs = [Contender(f"c{i}", (i + 1, 4), none, ChunkCache(1024, 521, 0.75), 1.0, "candidate") for i in range(5)]
+    # every layout's two patterns measured 1 s a pass; the first round's totals put c0 fastest, c4 slowest
+    first = [Measured(c, 2.0 + 0.1 * i, ((1.0, None), (1.0, None)), Path(".")) for i, c in enumerate(cs)]
+    seen = []
+
+    def fake_interleaved(wl, source, contenders, out, work, rounds, cell_budget, echo, **_):
+        seen.append([c.label for c in contenders])
+        return [Measured(c, 2.0, (), out) for c in contenders]
+
+    monkeypatch.setattr(runoff_mod, "measure_interleaved", fake_interleaved)
+    wl = SimpleNamespace(items=(None, None))
+    now = [0.0]
+    # 4.5 s left after the close: 3 rounds of 6 passes need 0.3 s each at least (5.4 s), of 4 passes 3.6 s
+    pace = Pace(CLOSE_S + 4.5, clock=lambda: now[0], start=0.0)
+    again = runoff_mod.run_off(wl, None, cs, first, tmp_path, tmp_path, 10.0, 3, lambda *_: None, pace=pace)
+    assert seen == [["c0", "c1"]] and set(again) == {c.key for c in cs[:2]}
+    assert any("the 2 fastest of the 3 layouts" in t for t in pace.trimmed), pace.trimmed
+    short = Pace(CLOSE_S + 2.0, clock=lambda: now[0], start=0.0)
+    assert runoff_mod.run_off(wl, None, cs, first, tmp_path, tmp_path, 10.0, 3, lambda *_: None, pace=short) == {}
+    assert any(t.startswith("the runoff skipped") for t in short.trimmed) and len(seen) == 1
