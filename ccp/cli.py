@@ -215,7 +215,7 @@ def run(sweep, out, quick, work_dir, cell_timeout, no_isolate, no_report, execut
       ccp run configs/quickstart.yaml
       ccp run configs/cris.yaml --out results/cris/full   # rerun the same line to resume
       ccp run sweep.yaml --executor dask --scheduler tcp://head:8786
-      ccp run configs/cris.yaml --scale 0.71 --quick        # a third of the data, every cell kept
+      ccp run configs/cris.yaml --scale 0.71 --quick        # a quarter of the data, every cell kept
     """
     from ccp.report import write_report
     from ccp.run import run_sweep
@@ -283,7 +283,8 @@ class Ratio(click.FloatRange):
 @click.option("--remeasure", type=click.IntRange(min=0, max=50), default=0, show_default=True, metavar="ROUNDS",
               help="Measure the cells that differ again on this machine, A and B alternating, ROUNDS passes each, and "
                    "judge them by those passes (local cells; needs the runs' work files or data). Never a cell rule (1) "
-                   "decided (its I/O counts differ), nor one that makes other I/O here than its run recorded. Both "
+                   "decided (its I/O counts differ), nor one rule (3) decided on its recorded passes and CPU time, "
+                   "nor one that makes other I/O here than its run recorded. Both "
                    "sides run with this ccp and this HDF5: it tells the machine's noise from a difference of the "
                    "cells' settings, not whether the code that measured B was slower.")
 def compare(run_a, run_b, html_out, fail_above, threshold, remeasure):
@@ -298,7 +299,9 @@ def compare(run_a, run_b, html_out, fail_above, threshold, remeasure):
     the CPU time did not: "the endpoint/network is slower", real. (3) The same work (or less
     on the slower side): real when the passes differ (Mann-Whitney, p < 0.05: 4 passes a
     side; or every pass apart in wall and CPU time) and the CPU time per pass moved beyond
-    its bar (--threshold, at least 1.25x; 1.5x when the slower side had more competitors).
+    its bar (--threshold, at least 1.25x; 1.5x when the slower side had more competitors:
+    its passes got under 0.7 of the faster's CPU share, or a higher load). The same work
+    with 4 or more passes a side that are not apart: "not apart", no difference shown.
     The load EXCUSES a slowdown ("the machine's") only when both loads are known, the slower
     side's load per CPU is really higher (by 0.5 and 25%), the ratio is within 1.5 x its
     max(1, load/CPU) over the faster's, and the CPU time within its bar. Anything else

@@ -44,7 +44,9 @@ RULE = ("a difference is real when (1) the slower side did materially more of so
         "them grew while the CPU time did not: the endpoint or network is slower; or (3) with the same work (or less "
         "on the slower side) the passes differ (Mann-Whitney on pass times, p < 0.05, which needs 4 passes a side, or "
         "every pass apart in wall and CPU time) and the CPU time per pass moved beyond its bar (the threshold, at "
-        "least 1.25x; 1.5x when the slower side's load per CPU was really higher). The load excuses a slowdown "
+        "least 1.25x; 1.5x when the slower side had more competitors: under 0.7 of the faster's share of a CPU, or a "
+        "higher load); the same work whose passes, enough of them, are not apart shows no difference, whatever the "
+        "medians. The load excuses a slowdown "
         "(noise: the machine's) only when both loads are known, the slower side's per CPU really higher (by 0.5 "
         "and 25%), the ratio within 1.5 x its max(1, load/CPU) over the faster's, and the CPU time within its bar. "
         "Anything else beyond the threshold is undecided (too few passes, passes apart in wall time only, CPU time "
@@ -53,6 +55,7 @@ CONTENTION_SLOWDOWN = 1.5      # how much more than load / CPUs a contended pass
 MATERIAL = 0.05                # a count that differs by less than this share of the smaller is the same work (G22)
 LOAD_MARGIN = 0.5              # "more load" is at least this much more load per CPU ...
 LOAD_RATIO = 1.25              # ... and this many times it (equal loads, as --remeasure has, never are)
+CROWDED_SHARE = 0.7            # a side whose passes got under this share of the other's CPU share had competitors
 MAX_LOAD_PER_CPU = 1000.0      # a recorded load per CPU above this is not a load (a damaged or edited run)
 
 
@@ -366,8 +369,9 @@ def _by_passes(a: Sample, b: Sample, fast: Sample, slow: Sample, ratio: float, w
             # a few-ms pass's own CPU time rose up to 1.9x under two busy loops the load average had not caught up
             # with yet (benchmarks/noisy_compare.py): a regression or the competitors, the rule cannot tell
             return Verdict("undecided", ratio, p, f"{same}; {moved}, within the {cpu_bar * CONTENTION_SLOWDOWN:.3g}x "
-                           "competitors can cost a pass measured under contention: the rule cannot clear it (measure "
-                           "both again on a quiet machine)" + _load_note(a, b), basis=LOAD)
+                           "competitors can cost a pass measured under contention" + _share_note(fast, slow)
+                           + ": the rule cannot clear it (measure both again on a quiet machine)" + _load_note(a, b),
+                           basis=LOAD)
         how = "every pass apart in wall and CPU time" if apart and not p < alpha else f"Mann-Whitney on passes, {fmt_p(p)}"
         return Verdict(word, ratio, p, f"{how}; {moved}" + ("" if change == "same" else f"; {same}") + _load_note(a, b), basis=PASSES)
     if waits_differ and decided:
@@ -457,12 +461,31 @@ def _more_loaded(fast: Sample, slow: Sample) -> bool:
 
 
 def _more_crowded(fast: Sample, slow: Sample) -> bool:
-    """The slower side had more competitors for its CPUs: flagged contended when the faster was not, or its load
-    per CPU above 1 and above the faster's (both known). Its CPU bar is then CONTENTION_SLOWDOWN."""
+    """The slower side had more competitors for its CPUs: its passes got a clearly smaller share of a CPU than the
+    faster's (CROWDED_SHARE: competitors cut it at once, while the 1-minute load average lags and can point the
+    other way: breaker10 B1, 0.49 against 0.97 under a decaying 7.7 against a stale 9.0), flagged contended when the
+    faster was not, or its load per CPU above 1 and above the faster's (both known). Its CPU bar is then
+    CONTENTION_SLOWDOWN."""
+    if _cpu_share_cut(fast, slow):
+        return True
     f, s = _share(fast), _share(slow)
     if np.isfinite(f) and np.isfinite(s):
         return bool(s >= 1.0 and s > f) or (slow.contended and not fast.contended and s >= f)
     return slow.contended and not fast.contended
+
+
+def _cpu_share_cut(fast: Sample, slow: Sample) -> bool:
+    """The slower side's passes got under CROWDED_SHARE of the CPU share the faster's got (both recorded, the same
+    kind of wait: cells that wait for different things differ in share by their work)."""
+    f, s = fast.cpu_share, slow.cpu_share
+    return bool(np.isfinite(f) and np.isfinite(s) and 0 < f <= 2 and 0 <= s and s < CROWDED_SHARE * f
+                and fast.path == slow.path)
+
+
+def _share_note(fast: Sample, slow: Sample) -> str:
+    if not _cpu_share_cut(fast, slow):
+        return ""
+    return f" (its passes got {slow.cpu_share:.2f} of a CPU, the faster's {fast.cpu_share:.2f})"
 
 
 def _load_room(fast: Sample, slow: Sample) -> float:

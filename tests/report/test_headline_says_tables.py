@@ -169,3 +169,13 @@ def _s(n: int, contended: bool = False) -> Sample:
         "undecided-no-cpu", "few-with-load-words", "estimated-with-load-words", "unknown"])
 def test_verdict_kinds(verdict, passes, expected):
     assert kind(verdict, _s(passes), _s(passes)) == expected
+
+
+@pytest.mark.parametrize("ratio, words", [(18.1 / 25.2, "1.4x faster"), (32.7 / 25.2, "1.3x slower"), (1.0, "1x slower"),
+                                          (float("nan"), "-")], ids=["faster-unstable", "slower", "equal", "no-ratio"])
+def test_a_cell_listed_against_the_winner_keeps_its_direction(ratio, words):
+    """audit22 A13: the quickstart's unstable 18.1 ms cell was '1.4x slower' than the 25.2 ms winner in one sentence
+    and 'faster on the median' in the next."""
+    from ccp.report.headline import _apart
+
+    assert _apart(ratio) == words
