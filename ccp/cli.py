@@ -289,7 +289,8 @@ class Ratio(click.FloatRange):
                    "than RATIO that the rule cannot clear (undecided: too few passes, wall time apart alone, CPU time "
                    "moved without the passes apart, an extrapolated cell, no usable time in B) is never a pass: an "
                    "'undecided' line and exit 3 (when no cell regressed); so is a cell that finished in A and has no "
-                   "cell in B ('not compared'). Must not be below --threshold.")
+                   "cell in B ('not compared'). Must not be below --threshold; below its default 1.25 the table's "
+                   "threshold follows it.")
 @click.option("--threshold", type=Ratio(min=1.0), default=None, metavar="RATIO",
               help="Call a cell faster or slower only beyond this ratio (and by the rule); closer is a tie. "
                    "[default: 1.25] Given above --fail-above it is refused (exit 2): the gate would fail cells the "
@@ -333,6 +334,7 @@ def compare(run_a, run_b, html_out, fail_above, threshold, remeasure):
       ccp compare results/cris/monday results/cris/tuesday --remeasure 5
     """
     from ccp.report import write_compare
+    from ccp.report.stats import THRESHOLD
     from ccp.store.results import check_run_folder
 
     for r in (run_a, run_b):
@@ -340,6 +342,9 @@ def compare(run_a, run_b, html_out, fail_above, threshold, remeasure):
     if fail_above is not None and threshold is not None and threshold > fail_above:
         raise CcpError(f"--threshold {threshold:g} is above --fail-above {fail_above:g}: the gate would fail cells the "
                        "table calls ties; use a --threshold at most the --fail-above")
+    if fail_above is not None and threshold is None and fail_above < THRESHOLD:
+        # the gate at 1.2 and the table's ties at 1.25 would disagree on the same cell (breaker10 B9)
+        threshold = fail_above
     result = write_compare(run_a, run_b, html_out, fail_above=fail_above, threshold=threshold, remeasure=remeasure)
     click.echo(result)
     if fail_above is not None and result.regressions:

@@ -164,7 +164,7 @@ def _remeasured(run_a, run_b, j, pairs, verdicts, gate, rounds, threshold, fail_
 
     pick, notes = [], []
     for i, v in enumerate(verdicts):
-        if v.word not in ("slower", "faster", "noise", "undecided"):
+        if v.word not in ("slower", "faster", "noise", "undecided", "unknown") or not finite(v.ratio):
             continue
         change, what = work_change(*pairs[i])
         # by the verdict, not the counts alone: +0.01% decides nothing (G22), an extrapolated count is no measure (G21)
@@ -347,7 +347,8 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
         lines.append(f"FAIL: {len(regressions)} cell(s) slower in B by more than {fail_above:g}x, by the rule: "
                      + "; ".join(regressions) if regressions else
                      f"pass: no cell slower in B by more than {fail_above:g}x by the rule (a time difference the "
-                     "load explains is the machine's and never fails)"
+                     "rule does not show real never fails: within the threshold, passes not apart with the work the "
+                     "same, or the machine's by a really higher load)"
                      + (" among the cells compared" if absent else "") if not undecided else
                      f"undecided: {len(undecided)} cell(s) slower in B by more than {fail_above:g}x (or without a "
                      "usable time) that the rule cannot clear (exit 3; measure both runs with more passes, on a quiet "

@@ -269,8 +269,14 @@ def headline_text(h: Headline, run: RunKind = PLAIN, threshold: float = THRESHOL
         lines.append(f"Fastest on the median: {config_label(win, h.axes)}, {time_text(win, run)}{ci}; the slowest, "
                      f"{config_label(slow, h.axes)}, is not apart from it ({h.vs_slowest.why}).")
         return lines
-    lines.append(f"{head}: fastest is {config_label(win, h.axes)}, {time_text(win, run)} a pass{ci}"
-                 + (f"; {h.winner_stability}" if h.winner_stability else f", {_stability_word(win)}") + ".")
+    # a stable cell that unstable ones beat on the median is the fastest *stable* one, said with how many are faster
+    # (breaker10 B13: the slowest of a budgeted run's pattern was "fastest is ..., stable")
+    n_faster = len(h.unstable_faster)
+    which = "fastest stable" if n_faster and not h.winner_stability else "fastest"
+    lines.append(f"{head}: {which} is {config_label(win, h.axes)}, {time_text(win, run)} a pass{ci}"
+                 + (f"; {h.winner_stability}" if h.winner_stability else f", {_stability_word(win)}")
+                 + (f"; {n_faster} unstable configuration{'s are' if n_faster > 1 else ' is'} faster on the median "
+                    "(below)" if n_faster and not h.winner_stability else "") + ".")
     faster_ids = {str(c["cell_id"]) for c in h.unstable_faster}
     shown = [(c, v) for c, v in h.ties if str(c["cell_id"]) not in faster_ids]   # those get their own line, once
     if shown:
@@ -287,7 +293,7 @@ def headline_text(h: Headline, run: RunKind = PLAIN, threshold: float = THRESHOL
         few = "; ".join(f"{config_label(c, h.axes)} ({time_text(c, run)}, {_apart(v.ratio)}, {v.why})"
                         for c, v in h.loaded[:6])
         more = f" and {len(h.loaded) - 6} more" if len(h.loaded) > 6 else ""
-        lines.append(f"Undecided against it, measured under different load (rerun quiet, or ccp compare --remeasure): "
+        lines.append(f"Undecided against it, the load cannot be ruled out (rerun quiet, or ccp compare --remeasure): "
                      f"{few}{more}.")
     if h.unstable_faster:
         lines.append("Faster on the median but unstable, so not ranked: it is not shown faster than the winner by the "

@@ -15,7 +15,9 @@ from ccp.report.stats import ALPHA, Sample, Verdict, least_p
 
 TIE, NOISE, LOAD, FEW, UNKNOWN, DIFFERS = "tie", "noise", "load", "few", "unknown", "differs"
 
-LOAD_ADVICE = "undecided: measured under different load, rerun quiet or ccp compare --remeasure"
+# the load kind is a load the rule cannot clear: measured under more of it, competitors, or no CPU time to rule it
+# out at the same load (breaker10 B5: "different load" for two cells at 7.7 and 7.7)
+LOAD_ADVICE = "undecided: the load cannot be ruled out, rerun quiet or ccp compare --remeasure"
 
 
 def kind(v: Verdict, a: Sample | None = None, b: Sample | None = None) -> str:
