@@ -9,8 +9,14 @@
    the configured size (a library change that shrank it), so the row-by-row cells' chunks no longer fit: more chunk
    loads, the kind of change the I/O counts see.
 
+4. D: the same sweep under the same competitors with a planted same-work regression: every timed read spends 200 us
+   more of CPU (the same requests, chunk loads and bytes: only the passes and their CPU time can tell).
+5. E: D's regression again, the competitors gone.
+
 Then `ccp compare A B --fail-above R` must report 0 regressions (exit 0: the difference is the machine's, or exit 3:
-undecided, the rule cannot clear it; never exit 1) and `ccp compare A C --fail-above R` must catch the planted one. Printed: each run's load (highest 1-minute load average over its passes),
+undecided, the rule cannot clear it; never exit 1), and so must `--remeasure 5` of it (A and B measured again,
+alternating, once the competitors are gone); `ccp compare A C --fail-above R` must catch the planted one (exit 1);
+`ccp compare A D` and `A E` must never pass the CPU regression (exit 1, or 3: undecided). Printed: each run's load (highest 1-minute load average over its passes),
 how many cells a naive rule (median time ratio above R) would have failed, and the verdicts. Counts, not timings, decide.
 """
 
@@ -34,6 +40,7 @@ SWEEP = {
     "matrix": {"chunks": [[4, 32, 32, 64], [1, 32, 32, 64]],        # 1 MiB and 256 KiB chunks
                "filters": ["gzip:1", "none"],
                "cache": ["2MiB"],                                    # holds a 1 MiB chunk; 1/8 of it (C) does not
+               "client": ["h5py-lowlevel"],                          # its reads go through a Python call D can slow
                "access": [{"op": "read", "block": [1, 1, 32, 64]},    # row by row: 256 requests
                           {"op": "read", "block": [4, 32, 32, 64]}]}, # whole big chunks: 2 requests
     "repeats": 5,
@@ -59,17 +66,47 @@ plists.cache_dapl = shrunk
 from ccp.cli import main
 main(sys.argv[1:])
 """
+# the planted same-work regression (breaker10): every timed read spends CPU_US more of CPU before HDF5 reads (a
+# library change that costs CPU, not I/O): the same requests, chunk loads and bytes; only the CPU time per pass and
+# the passes can tell
+CPU_US = 200
+PLANT_CPU = f"""
+import sys, time
+import ccp.measurement.runner as runner
+
+real = runner.open_timed
+
+class Slower:
+    def __init__(self, ds):
+        self._ds = ds
+    def __getattr__(self, k):
+        return getattr(self._ds, k)
+    def read(self, *a, **k):
+        until = time.thread_time_ns() + {CPU_US} * 1000
+        while time.thread_time_ns() < until:
+            pass
+        return self._ds.read(*a, **k)
+
+def open_timed(*a, **k):
+    ds, dapl, t0, t1 = real(*a, **k)
+    return Slower(ds), dapl, t0, t1
+
+runner.open_timed = open_timed
+from ccp.cli import main
+main(sys.argv[1:])
+"""
 
 
 def ccp(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([str(ROOT / ".venv/bin/ccp"), *args], capture_output=True, text=True, cwd=ROOT)
 
 
-def run(sweep: Path, out: Path, work: Path, planted: bool = False) -> float:
+def run(sweep: Path, out: Path, work: Path, planted: str = "") -> float:
     args = ["run", str(sweep), "--out", str(out), "--work", str(work), "--no-report"]
     t0 = time.perf_counter()
-    if planted:     # in this process's child with the cache shrunk; --no-isolate keeps the cells in it
-        r = subprocess.run([sys.executable, "-c", PLANT, *args, "--no-isolate"], capture_output=True, text=True, cwd=ROOT)
+    if planted:     # in this process's child with the plant; --no-isolate keeps the cells in it
+        code = PLANT if planted == "cache" else PLANT_CPU
+        r = subprocess.run([sys.executable, "-c", code, *args, "--no-isolate"], capture_output=True, text=True, cwd=ROOT)
     else:
         r = ccp(*args)
     if r.returncode != 0:
@@ -125,31 +162,40 @@ def main() -> int:
     try:
         time.sleep(3)               # let the load average see them
         wall["B"] = run(sweep, out / "B", work)
-        wall["C"] = run(sweep, out / "C", work, planted=True)
+        wall["C"] = run(sweep, out / "C", work, planted="cache")
+        wall["D"] = run(sweep, out / "D", work, planted="cpu")
     finally:
         stop(procs)
-    for k in "ABC":
+    time.sleep(3)
+    wall["E"] = run(sweep, out / "E", work, planted="cpu")       # the same CPU regression, the competitors gone
+    said = {"C": " and the planted I/O regression", "D": f" and the planted CPU regression ({CPU_US} us a read)",
+            "E": f"the planted CPU regression ({CPU_US} us a read), no competitors"}
+    for k in "ABCDE":
         print(f"{k}: {load_of(out / k)}; ran in {wall[k]:.1f} s"
-              + (f" with {n} CPU-bound competitors" if k != "A" else "") + (" and the planted regression" if k == "C" else ""))
+              + (f" with {n} CPU-bound competitors" if k in "BCD" else "") + (", " if k == "E" else "") + said.get(k, ""))
     fail = f"{opts.fail_above:g}"
     verdict = {}
-    for k in "BC":
-        r = ccp("compare", str(out / "A"), str(out / k), "--fail-above", fail)
-        (out / f"compare-A-{k}.txt").write_text(r.stdout + r.stderr)
+    for k, more in (("B", ()), ("C", ()), ("D", ()), ("E", ()), ("B --remeasure 5", ("--remeasure", "5"))):
+        r = ccp("compare", str(out / "A"), str(out / k.split()[0]), "--fail-above", fail, *more)
+        (out / f"compare-A-{k.replace(' --', '-').replace(' ', '')}.txt").write_text(r.stdout + r.stderr)
         gate = next((line for line in r.stdout.splitlines() if line.startswith(("FAIL:", "pass:", "undecided:"))), "?")
         regressions = int(gate.split()[1]) if gate.startswith("FAIL:") else 0
         verdict[k] = (r.returncode, regressions)
         print(f"ccp compare A {k} --fail-above {fail}: exit {r.returncode}, {regressions} regression(s); a naive median "
-              f"ratio > {fail} would fail {naive(out / 'A', out / k, opts.fail_above)} cell(s)")
+              f"ratio > {fail} would fail {naive(out / 'A', out / k.split()[0], opts.fail_above)} cell(s)")
         print("  " + gate[:300])
     # exit 3 (undecided: the rule cannot clear a slowdown, "measure again quiet or --remeasure") is no false
     # regression: a quiet run against a busy one is no comparison of times, and the gate says so instead of passing it
-    false_ok = verdict["B"][1] == 0 and verdict["B"][0] in (0, 3)
+    false_ok = all(verdict[k][1] == 0 and verdict[k][0] in (0, 3) for k in ("B", "B --remeasure 5"))
     caught = verdict["C"][0] == 1 and verdict["C"][1] > 0
-    print(f"false regressions under load: {verdict['B'][1]} ({'ok' if false_ok else 'WRONG'}); planted regression "
-          f"{'caught' if caught else 'MISSED'} ({verdict['C'][1]} cell(s))")
+    # the same-work regression under competitors: caught, or undecided; never passed as the machine's (exit 0)
+    cpu_not_passed = verdict["D"][0] in (1, 3) and verdict["E"][0] in (1, 3)
+    print(f"false regressions under load: {verdict['B'][1]} (remeasured: {verdict['B --remeasure 5'][1]}) "
+          f"({'ok' if false_ok else 'WRONG'}); planted I/O regression {'caught' if caught else 'MISSED'} "
+          f"({verdict['C'][1]} cell(s)); planted CPU regression under competitors: exit {verdict['D'][0]}, without "
+          f"them: exit {verdict['E'][0]} ({'never passed' if cpu_not_passed else 'PASSED: WRONG'})")
     shutil.rmtree(work, ignore_errors=True)
-    return 0 if false_ok and caught else 1
+    return 0 if false_ok and caught and cpu_not_passed else 1
 
 
 if __name__ == "__main__":

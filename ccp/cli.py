@@ -183,6 +183,17 @@ def _folder(ctx, param, value):
     return Path(value)
 
 
+def _contention(run_dir) -> str:
+    """The run's contention in a sentence ("" when none was flagged, or the run folder cannot say)."""
+    from ccp.errors import CcpError
+    from ccp.report.data import contention_line, load_cells
+
+    try:
+        return contention_line(load_cells(run_dir))
+    except (CcpError, OSError, ValueError, KeyError):
+        return ""
+
+
 @main.command()
 @click.argument("sweep", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--out", callback=_folder,
@@ -215,7 +226,7 @@ def run(sweep, out, quick, work_dir, cell_timeout, no_isolate, no_report, execut
       ccp run configs/quickstart.yaml
       ccp run configs/cris.yaml --out results/cris/full   # rerun the same line to resume
       ccp run sweep.yaml --executor dask --scheduler tcp://head:8786
-      ccp run configs/cris.yaml --scale 0.71 --quick        # a third of the data, every cell kept
+      ccp run configs/cris.yaml --scale 0.71 --quick        # a quarter of the data, every cell kept
     """
     from ccp.report import write_report
     from ccp.run import run_sweep
@@ -228,6 +239,9 @@ def run(sweep, out, quick, work_dir, cell_timeout, no_isolate, no_report, execut
                         time_budget=parse_duration(time_budget, "--time-budget") if time_budget is not None else None,
                         scale=scale, warn=lambda line: click.echo(line, err=True))
     click.echo(f"{summary.ran} cell(s) run, {summary.skipped} already done, {summary.failed} failed")
+    busy = _contention(summary.run_dir)
+    if busy:
+        click.echo(f"contended: {busy}")
     click.echo(f"results: {summary.run_dir}")
     if summary.report:
         click.echo(f"report:  {summary.report}")
@@ -275,7 +289,8 @@ class Ratio(click.FloatRange):
                    "than RATIO that the rule cannot clear (undecided: too few passes, wall time apart alone, CPU time "
                    "moved without the passes apart, an extrapolated cell, no usable time in B) is never a pass: an "
                    "'undecided' line and exit 3 (when no cell regressed); so is a cell that finished in A and has no "
-                   "cell in B ('not compared'). Must not be below --threshold.")
+                   "cell in B ('not compared'). Must not be below --threshold; below its default 1.25 the table's "
+                   "threshold follows it.")
 @click.option("--threshold", type=Ratio(min=1.0), default=None, metavar="RATIO",
               help="Call a cell faster or slower only beyond this ratio (and by the rule); closer is a tie. "
                    "[default: 1.25] Given above --fail-above it is refused (exit 2): the gate would fail cells the "
@@ -283,7 +298,8 @@ class Ratio(click.FloatRange):
 @click.option("--remeasure", type=click.IntRange(min=0, max=50), default=0, show_default=True, metavar="ROUNDS",
               help="Measure the cells that differ again on this machine, A and B alternating, ROUNDS passes each, and "
                    "judge them by those passes (local cells; needs the runs' work files or data). Never a cell rule (1) "
-                   "decided (its I/O counts differ), nor one that makes other I/O here than its run recorded. Both "
+                   "decided (its I/O counts differ), nor one rule (3) decided on its recorded passes and CPU time, "
+                   "nor one that makes other I/O here than its run recorded. Both "
                    "sides run with this ccp and this HDF5: it tells the machine's noise from a difference of the "
                    "cells' settings, not whether the code that measured B was slower.")
 def compare(run_a, run_b, html_out, fail_above, threshold, remeasure):
@@ -298,7 +314,9 @@ def compare(run_a, run_b, html_out, fail_above, threshold, remeasure):
     the CPU time did not: "the endpoint/network is slower", real. (3) The same work (or less
     on the slower side): real when the passes differ (Mann-Whitney, p < 0.05: 4 passes a
     side; or every pass apart in wall and CPU time) and the CPU time per pass moved beyond
-    its bar (--threshold, at least 1.25x; 1.5x when the slower side had more competitors).
+    its bar (--threshold, at least 1.25x; 1.5x when the slower side had more competitors:
+    its passes got under 0.7 of the faster's CPU share, or a higher load). The same work
+    with 4 or more passes a side that are not apart: "not apart", no difference shown.
     The load EXCUSES a slowdown ("the machine's") only when both loads are known, the slower
     side's load per CPU is really higher (by 0.5 and 25%), the ratio is within 1.5 x its
     max(1, load/CPU) over the faster's, and the CPU time within its bar. Anything else
@@ -316,6 +334,7 @@ def compare(run_a, run_b, html_out, fail_above, threshold, remeasure):
       ccp compare results/cris/monday results/cris/tuesday --remeasure 5
     """
     from ccp.report import write_compare
+    from ccp.report.stats import THRESHOLD
     from ccp.store.results import check_run_folder
 
     for r in (run_a, run_b):
@@ -323,6 +342,9 @@ def compare(run_a, run_b, html_out, fail_above, threshold, remeasure):
     if fail_above is not None and threshold is not None and threshold > fail_above:
         raise CcpError(f"--threshold {threshold:g} is above --fail-above {fail_above:g}: the gate would fail cells the "
                        "table calls ties; use a --threshold at most the --fail-above")
+    if fail_above is not None and threshold is None and fail_above < THRESHOLD:
+        # the gate at 1.2 and the table's ties at 1.25 would disagree on the same cell (breaker10 B9)
+        threshold = fail_above
     result = write_compare(run_a, run_b, html_out, fail_above=fail_above, threshold=threshold, remeasure=remeasure)
     click.echo(result)
     if fail_above is not None and result.regressions:

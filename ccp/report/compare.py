@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +27,18 @@ from ccp.report import plots
 from ccp.report.data import Labels, finite, is_ok, load_cells, load_env, read_run_sweep
 from ccp.report.headline import RunKind
 from ccp.report.html import CSS, esc, img, note, table_html
-from ccp.report.stats import RULE, THRESHOLD, WAIT_COLUMNS, Sample, from_cell, judge, passes_needed, work_change
+from ccp.report.stats import (
+    PASSES,
+    RULE,
+    THRESHOLD,
+    WAIT_COLUMNS,
+    WORK,
+    Sample,
+    from_cell,
+    judge,
+    passes_needed,
+    work_change,
+)
 from ccp.report.stats import samples as load_samples
 from ccp.store.reader import read_run_record
 from ccp.units import format_count, format_seconds
@@ -152,14 +164,21 @@ def _remeasured(run_a, run_b, j, pairs, verdicts, gate, rounds, threshold, fail_
 
     pick, notes = [], []
     for i, v in enumerate(verdicts):
-        if v.word not in ("slower", "faster", "noise", "undecided"):
+        if v.word not in ("slower", "faster", "noise", "undecided", "unknown") or not finite(v.ratio):
             continue
         change, what = work_change(*pairs[i])
         # by the verdict, not the counts alone: +0.01% decides nothing (G22), an extrapolated count is no measure (G21)
-        if v.why.startswith(("more work:", "less work:", "different work:")):
+        if v.basis == WORK:
             # rule (1): the counts decided, and passes measured here cannot undo what B's run recorded
             notes.append(f"{j.loc[i, 'label']}: the I/O differs ({what}): a real difference whatever the load; "
                          "not remeasured")
+            continue
+        if v.differs and v.basis == PASSES:
+            # rule (3) decided on the recorded passes and their CPU time, the load-proof witness: passes measured here
+            # (this ccp, this HDF5, the two runs' files) cannot undo what measured B (breaker10 B2: a CPU regression
+            # in what ran B, caught at 2.36x, became a pass under --remeasure)
+            notes.append(f"{j.loc[i, 'label']}: {v.word} by the passes the runs recorded ({v.why}): decided, not "
+                         "remeasured (a remeasure runs this ccp and HDF5 on both runs' files, not what measured B)")
             continue
         pick.append(i)
     ids = [(str(j.loc[i, "cell_id_a"]), str(j.loc[i, "cell_id_b"])) for i in pick]
@@ -175,7 +194,7 @@ def _remeasured(run_a, run_b, j, pairs, verdicts, gate, rounds, threshold, fail_
         if key in again:
             xa, xb = again[key]
             v = judge(xa, xb, threshold)
-            verdicts[i] = type(v)(v.word, v.ratio, v.p, f"remeasured, {rounds} alternating passes: {v.why}")
+            verdicts[i] = replace(v, why=f"remeasured, {rounds} alternating passes: {v.why}")
             gate[i] = judge(xa, xb, fail_above) if fail_above is not None else None
             j.loc[i, "time_s_a"], j.loc[i, "time_s_b"] = xa.time_s, xb.time_s
             j.loc[i, "ratio"] = _ratio(xb.time_s, xa.time_s)
@@ -251,7 +270,9 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
     if remeasure:
         verdicts, gate, remeasure_notes = _remeasured(run_a, run_b, j, pairs, verdicts, gate, remeasure, threshold,
                                                       fail_above, echo)
-    j["verdict"] = [v.word for v in verdicts]
+    # "noise" is two things: the load explains the difference (the machine's), or enough passes overlap (no
+    # difference shown, whatever the loads: breaker10's audit A4 read "the machine's (load 6.2 vs 6.2)")
+    j["verdict"] = [("overlap" if v.basis == PASSES else v.word) if v.word == "noise" else v.word for v in verdicts]
     j["why"] = [v.why for v in verdicts]
     j["work"] = works
     j["contended_a"] = [x.contended for x, _ in pairs]
@@ -280,7 +301,7 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
     for r in j.itertuples():
         def tag(s, busy):
             return (" (extrapolated)" if s == "extrapolated" else "") + (" (contended)" if busy else "")
-        word = {"unknown": "cannot tell", "noise": "machine"}.get(r.verdict, r.verdict)
+        word = {"unknown": "cannot tell", "noise": "machine", "overlap": "not apart"}.get(r.verdict, r.verdict)
         row = [r.label, format_seconds(r.time_s_a) + tag(r.status_a, r.contended_a),
                format_seconds(r.time_s_b) + tag(r.status_b, r.contended_b), _fmt_ratio(r.ratio), word, r.work,
                format_count(r.raw_reads_a), format_count(r.raw_reads_b), format_count(r.raw_writes_a),
@@ -304,8 +325,11 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
         n = j["verdict"].value_counts()
         summary = (f"B / A time: geometric mean {gm:.3g}x. B slower in {n.get('slower', 0)} cells, faster in "
                    f"{n.get('faster', 0)}, a tie in {n.get('tie', 0)}"
-                   + (f"; in {n.get('noise', 0)} the time differs but the work is the same: the difference is the "
-                      f"machine's ({machine_line(j)})" if n.get("noise", 0) else "")
+                   + (f"; in {n.get('overlap', 0)} the medians differ but the work is the same and the passes are "
+                      "not apart: no difference shown" if n.get("overlap", 0) else "")
+                   + (f"; in {n.get('noise', 0)} the time differs but the work is the same and the slower side's "
+                      f"higher load explains it: the difference is the machine's ({machine_line(j)})"
+                      if n.get("noise", 0) else "")
                    + (f"; undecided in {n.get('undecided', 0)}: the rule cannot clear them (too few passes, "
                       f"{passes_needed()} a side can decide, or see why)" if n.get("undecided", 0) else "")
                    + (f"; cannot tell in {n.get('unknown', 0)} (one pass each: nothing to test)" if n.get("unknown", 0) else "")
@@ -323,7 +347,8 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
         lines.append(f"FAIL: {len(regressions)} cell(s) slower in B by more than {fail_above:g}x, by the rule: "
                      + "; ".join(regressions) if regressions else
                      f"pass: no cell slower in B by more than {fail_above:g}x by the rule (a time difference the "
-                     "load explains is the machine's and never fails)"
+                     "rule does not show real never fails: within the threshold, passes not apart with the work the "
+                     "same, or the machine's by a really higher load)"
                      + (" among the cells compared" if absent else "") if not undecided else
                      f"undecided: {len(undecided)} cell(s) slower in B by more than {fail_above:g}x (or without a "
                      "usable time) that the rule cannot clear (exit 3; measure both runs with more passes, on a quiet "

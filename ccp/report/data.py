@@ -239,3 +239,23 @@ def workload(cells: pd.DataFrame) -> pd.Series:
     return pd.Series([f"{op} the whole dataset" if not finite(r) or not int(r)
                       else f"{op} {int(r):,} random {b} blocks" for op, r, b in zip(cells["op"], cells["random"], cells["block"])],
                      index=cells.index, dtype=object)
+
+
+def contended_cells(cells: pd.DataFrame) -> pd.Series:
+    """Whether each cell was flagged measured under contention (schema 4: ccp.store.schema.contended)."""
+    return cells["flags"].fillna("").astype(str).str.split(",").map(lambda f: "contended" in f).astype(bool)
+
+
+def contention_line(cells: pd.DataFrame) -> str:
+    """One sentence on the run's contention, or "" when no cell was flagged: how many cells, the highest load on how
+    many CPUs, and what it means for their times (the report's top and ``ccp run``'s last lines say it)."""
+    busy = cells[contended_cells(cells)] if len(cells) else cells
+    if not len(busy):
+        return ""
+    loads = pd.to_numeric(busy.get("load_max"), errors="coerce")
+    cpus = pd.to_numeric(busy.get("cpus"), errors="coerce")
+    load = (f" (load up to {float(loads.max()):.1f} on {int(cpus.max())} CPUs)"
+            if loads is not None and loads.notna().any() and cpus is not None and cpus.notna().any() else "")
+    return (f"{len(busy)} of {len(cells)} cells measured under contention{load}: their times say more about the "
+            "machine than the layout; their I/O counts are exact (rerun on a quiet machine to rank them by time)")
+

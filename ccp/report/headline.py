@@ -269,8 +269,14 @@ def headline_text(h: Headline, run: RunKind = PLAIN, threshold: float = THRESHOL
         lines.append(f"Fastest on the median: {config_label(win, h.axes)}, {time_text(win, run)}{ci}; the slowest, "
                      f"{config_label(slow, h.axes)}, is not apart from it ({h.vs_slowest.why}).")
         return lines
-    lines.append(f"{head}: fastest is {config_label(win, h.axes)}, {time_text(win, run)} a pass{ci}"
-                 + (f"; {h.winner_stability}" if h.winner_stability else f", {_stability_word(win)}") + ".")
+    # a stable cell that unstable ones beat on the median is the fastest *stable* one, said with how many are faster
+    # (breaker10 B13: the slowest of a budgeted run's pattern was "fastest is ..., stable")
+    n_faster = len(h.unstable_faster)
+    which = "fastest stable" if n_faster and not h.winner_stability else "fastest"
+    lines.append(f"{head}: {which} is {config_label(win, h.axes)}, {time_text(win, run)} a pass{ci}"
+                 + (f"; {h.winner_stability}" if h.winner_stability else f", {_stability_word(win)}")
+                 + (f"; {n_faster} unstable configuration{'s are' if n_faster > 1 else ' is'} faster on the median "
+                    "(below)" if n_faster and not h.winner_stability else "") + ".")
     faster_ids = {str(c["cell_id"]) for c in h.unstable_faster}
     shown = [(c, v) for c, v in h.ties if str(c["cell_id"]) not in faster_ids]   # those get their own line, once
     if shown:
@@ -279,15 +285,15 @@ def headline_text(h: Headline, run: RunKind = PLAIN, threshold: float = THRESHOL
         more = f" and {len(shown) - 6} more" if len(shown) > 6 else ""
         lines.append(f"Tied with it within noise (a difference under {threshold:g}x or not significant): {ties}{more}.")
     if h.undecided:
-        few = "; ".join(f"{config_label(c, h.axes)} ({time_text(c, run)}, {_x(v.ratio)} slower)" for c, v in h.undecided[:6])
+        few = "; ".join(f"{config_label(c, h.axes)} ({time_text(c, run)}, {_apart(v.ratio)})" for c, v in h.undecided[:6])
         more = f" and {len(h.undecided) - 6} more" if len(h.undecided) > 6 else ""
         lines.append(f"Too few passes to judge against it, neither a tie nor a difference: {few}{more} "
                      f"({h.few_why}).")
     if h.loaded:
-        few = "; ".join(f"{config_label(c, h.axes)} ({time_text(c, run)}, {_x(v.ratio)} slower, {v.why})"
+        few = "; ".join(f"{config_label(c, h.axes)} ({time_text(c, run)}, {_apart(v.ratio)}, {v.why})"
                         for c, v in h.loaded[:6])
         more = f" and {len(h.loaded) - 6} more" if len(h.loaded) > 6 else ""
-        lines.append(f"Undecided against it, measured under different load (rerun quiet, or ccp compare --remeasure): "
+        lines.append(f"Undecided against it, the load cannot be ruled out (rerun quiet, or ccp compare --remeasure): "
                      f"{few}{more}.")
     if h.unstable_faster:
         lines.append("Faster on the median but unstable, so not ranked: it is not shown faster than the winner by the "
@@ -379,6 +385,14 @@ def _x(r: float) -> str:
     if not finite(r):
         return "-"
     return f"{r:.2g}x" if r < 10 else f"{r:,.0f}x"
+
+
+def _apart(ratio: float) -> str:
+    """The ratio of a cell against the winner in words that keep its direction: an unstable cell faster on the median
+    is "1.4x faster", never "1.4x slower" (audit22 A13)."""
+    if not finite(ratio):
+        return "-"
+    return f"{_x(ratio)} {'slower' if ratio >= 1 else 'faster'}"
 
 
 def _ratio_words(v: Verdict) -> str:

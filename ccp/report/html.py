@@ -19,6 +19,8 @@ from ccp.report.data import (
     SHORT_REQUEST_S,
     UNSTABLE_SPREAD,
     configured_caches,
+    contended_cells,
+    contention_line,
     finite,
     is_ok,
     load_cells,
@@ -215,7 +217,7 @@ def stability_html(cells: pd.DataFrame) -> str:
             items = "".join(f"<li>{esc(c['label'])}" + (f" ({esc(d)})" if (d := detail(c, st.loc[i])) else "") + "</li>"
                             for i, c in sel.iterrows())
             out.append(f'<div class="box warn"><p><b>{esc(key)}</b>: {esc(text)}</p><ul>{items}</ul></div>')
-    busy = cells[cells["flags"].fillna("").astype(str).str.split(",").map(lambda f: "contended" in f)]
+    busy = cells[contended_cells(cells)]
     if len(busy):      # schema 4: measured under contention (ccp.store.schema.contended)
         items = "".join(f"<li>{esc(c['label'])} (load up to {float(c['load_max']):.1f} on {int(c['cpus'])} CPUs, "
                         f"CPU/wall {float(c['cpu_ratio']):.2f})</li>" if finite(c.get("load_max")) and finite(c.get("cpus"))
@@ -372,6 +374,9 @@ def build(run_dir: Path, self_contained: bool = False) -> Path:
     nflag = int((st["unstable"] | st["short"] | st["partial"]).sum())
     nfail = int((~is_ok(cells)).sum())
     kpis = [("cells", f"{len(cells):,}"), ("finished", f"{len(ok):,}"), ("failed", f"{nfail:,}"), ("flagged", f"{nflag:,}")]
+    busy_line = contention_line(cells)
+    if busy_line:      # the run's own state up front, not only in the Stability section (audit22 A9)
+        kpis.append(("contended", f"{int(contended_cells(cells).sum()):,}"))
     sections = [("summary", "Fastest and why"), ("tables", "Tables"), ("time", "Time"),
                 ("heatmaps", "Chunks x cache"), ("tradeoff", "Storage vs time"), ("requests", "Requests"), ("model", "Model"),
                 ("storage", "Storage"), ("traps", "Traps"), ("stability", "Stability"), ("cells", "All cells"),
@@ -407,6 +412,7 @@ def build(run_dir: Path, self_contained: bool = False) -> Path:
         "<nav>" + "".join(f'<a href="#{i}">{esc(t)}</a>' for i, t in sections) + "</nav>",
         '<div class="kpi">' + "".join(f"<div>{esc(k)}<b>{esc(v)}</b></div>" for k, v in kpis) + "</div>",
         banner,
+        f'<div class="box warn"><p><b>contended</b>: {esc(busy_line)}</p></div>' if busy_line else "",
         '<h2 id="summary">Which configuration is fastest for each access pattern, and why</h2>',
         note(f"Only cells that do the same work (the same operation, block, order and requests) are ranked against each "
              f"other. Two cells are a <i>tie</i> unless their median passes differ by {THRESHOLD:g}x or more and the "

@@ -45,7 +45,7 @@ def machine_of(c) -> dict:
                  for k in WAIT_COLUMNS)
     wait = _num(c.get("http_wait_s"))    # the median pass's GET wait (S3 cells): one value when no requests table
     return {"work": work, "contended": "contended" in flags, "load": _num(c.get("load_max")), "cpus": _num(c.get("cpus")),
-            "path": path, "wait": np.array([wait]) if np.isfinite(wait) else np.zeros(0)}
+            "cpu_share": _num(c.get("cpu_ratio")), "path": path, "wait": np.array([wait]) if np.isfinite(wait) else np.zeros(0)}
 
 
 def _pass_machine(run_dir: Path, ids: list) -> dict:

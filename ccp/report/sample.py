@@ -24,6 +24,8 @@ class Sample:
     work: tuple = ()                   # (column, count) of WORK_COLUMNS the cell's counted pass measured; () unknown
     contended: bool = False            # flagged "contended" when measured
     load: float = float("nan")         # highest 1-minute load average over its passes
+    cpu_share: float = float("nan")    # its passes' median CPU time over wall time (cells' cpu_ratio): the share of a
+    #                                    CPU it got, which competitors cut at once while the load average lags a minute
     cpus: float = float("nan")
     # where the bytes travel (storage, fsspec, emulated latency and bandwidth, page buffer): cells that differ here
     # differ in what they wait for, so waiting is their work, not the machine's

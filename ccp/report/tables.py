@@ -256,14 +256,14 @@ def _against_fastest(k: str | None) -> tuple[str, ...]:
     if k is None or k == DIFFERS:
         return ()
     return {UNKNOWN: ("one pass: cannot tell from the fastest",), FEW: ("too few passes to tell from the fastest",),
-            LOAD: ("undecided against the fastest: measured under different load",)}.get(k, ("tie with the fastest",))
+            LOAD: ("undecided against the fastest: the load cannot be ruled out",)}.get(k, ("tie with the fastest",))
 
 
 def _fastest_but(kinds: dict) -> str:
     """The tag of a row's fastest value not shown apart from every other: tied, or undecided (never "tied" when one
     of them was not judged: breaker8 F7, breaker9 G15)."""
     if LOAD in kinds.values():
-        return "fastest, but undecided: measured under different load"
+        return "fastest, but undecided: the load cannot be ruled out"
     if any(undecided(k) for k in kinds.values()):
         return "fastest, but too few passes to tell it apart"
     return "fastest, but tied"

@@ -4,22 +4,20 @@ did not call a difference, so the headline and the tables never call "tied" what
 judge says "noise" both for passes that a test could have told apart and did not (a tie by the test) and for a
 difference the slower side's load or competitors excuse, and "undecided" both for too few passes and for a load the
 rule cannot clear (breaker9 G9, G15): the first is a tie, the others are undecided (a rerun decides). Which is which
-is read from the verdict's own reason and the two samples' pass counts, never from the ratio.
+is read from the verdict's basis (what decided it, set where judge decides) and the two samples' pass counts, never
+from the ratio or the words of its reason.
 """
 
 from __future__ import annotations
 
+from ccp.report import stats
 from ccp.report.stats import ALPHA, Sample, Verdict, least_p
 
 TIE, NOISE, LOAD, FEW, UNKNOWN, DIFFERS = "tie", "noise", "load", "few", "unknown", "differs"
 
-# the reasons judge gives when the slower side's load or competitors excuse the difference (stats._load_explains, the
-# CPU allowance of CONTENTION_SLOWDOWN, a CPU time not recorded that leaves the load open)
-# (and the words of a load judge cannot clear, which it calls undecided)
-_LOAD_WORDS = ("under contention", "competitors explain", "its load explains", "the load cannot be ruled out",
-               "measured under more load", "the rule cannot clear it")
-
-LOAD_ADVICE = "undecided: measured under different load, rerun quiet or ccp compare --remeasure"
+# the load kind is a load the rule cannot clear: measured under more of it, competitors, or no CPU time to rule it
+# out at the same load (breaker10 B5: "different load" for two cells at 7.7 and 7.7)
+LOAD_ADVICE = "undecided: the load cannot be ruled out, rerun quiet or ccp compare --remeasure"
 
 
 def kind(v: Verdict, a: Sample | None = None, b: Sample | None = None) -> str:
@@ -34,7 +32,7 @@ def kind(v: Verdict, a: Sample | None = None, b: Sample | None = None) -> str:
         return TIE
     if v.word == "unknown":
         return UNKNOWN
-    if any(w in v.why for w in _LOAD_WORDS):
+    if v.basis == stats.LOAD:
         return LOAD
     if v.word == "noise" and a is not None and b is not None and least_p(len(a.passes), len(b.passes)) < ALPHA:
         return NOISE

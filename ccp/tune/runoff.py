@@ -59,10 +59,19 @@ def run_off(wl, source, contenders, measured, out: Path, work_dir: Path, budget:
     planned = (rounds, cell_budget)
     if pace is not None:      # held to the time left: fewer rounds, then shorter passes, else none (said)
         plan = rounds_plan(pace.left() - CLOSE_S, item_passes_s([by_key[k] for k in final]), rounds, cell_budget)
+        planned_n = len(final)
+        while plan is None and len(final) > 2:
+            # fewer finalists before none: the slowest of the first round drops out (finalists come fastest first)
+            final = dict(list(final.items())[:-1])
+            plan = rounds_plan(pace.left() - CLOSE_S, item_passes_s([by_key[k] for k in final]), rounds, cell_budget)
         if plan is None:
             pace.trim(f"the runoff skipped: {max(pace.left(), 0.0):.0f} s left of --within {pace.within:.0f} s "
                       f"for the {what} (the first round's times decide)")
             return {}
+        if len(final) < planned_n:
+            pace.trim(f"the runoff held to the time left: the {len(final)} fastest of the {what} "
+                      f"({max(pace.left(), 0.0):.0f} s left of --within {pace.within:.0f} s)")
+            what = f"the {len(final)} fastest of the {what}"
         rounds, cell_budget = plan
         if rounds < planned[0]:
             pace.trim(f"the runoff held to the time left: {rounds} rounds (planned {planned[0]}), "

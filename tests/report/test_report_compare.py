@@ -236,3 +236,14 @@ def test_the_report_flags_cells_measured_under_contention(make_run):
     run = slow_down(make_run("busy", tables=False), 1.0, cpu=False, where=lambda c: c["filters"] == "gzip:6")
     page = write_report(run).read_text()
     assert "<b>contended</b>: measured under contention" in page and "load up to 7.9 on 2 CPUs" in page
+
+
+@pytest.mark.parametrize("args, by", [(["--fail-above", "1.2"], "1.2x"), (["--fail-above", "1.5"], "1.25x"),
+                                      (["--fail-above", "1.2", "--threshold", "1.1"], "1.1x")],
+                         ids=["gate-below-default", "gate-above-default", "both-given"])
+def test_the_tables_threshold_follows_a_lower_gate(make_run, args, by):
+    """breaker10 B9: --fail-above 1.2 with the default threshold judged the gate at 1.2 and the table's ties at 1.25."""
+    a = make_run("a", tables=False)
+    r = CliRunner().invoke(main, ["compare", str(a), str(a), *args])
+    assert r.exit_code == 0, r.output
+    assert f"Slower or faster means by {by} or more" in r.output, r.output

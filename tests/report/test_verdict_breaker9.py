@@ -205,18 +205,55 @@ def test_a_pass_mostly_harness_has_no_cpu_witness(make_run, wall_factor, witness
     (_s(FIVE * 0.0225, FIVE * 0.0077, work=TINY_MORE, contended=True, load=3.1), True),     # +0.01%: no rule (1)
     (_s(FIVE * 4.1, FIVE * 0.1, work=(("requests", 64.0), ("raw_reads", 2000.0)), complete=False), True),  # estimates
     (_s(FIVE * 0.0225, FIVE * 0.0077, work=MIX, contended=True, load=3.1), False),           # rule (1) decided
-], ids=["G22-immaterial", "G21-extrapolated", "G2-mixed-decided"])
+    # breaker10 B2: the passes apart and the CPU time per pass 2.36x at the same load: decided, never remeasured away
+    (_s(FIVE * 0.0177, FIVE * 0.0182, load=0.8), False),
+    # the passes apart in wall time only, the CPU time unmoved: undecided, remeasured
+    (_s(FIVE * 0.0177, FIVE * 0.0077, load=0.8), True),
+    # breaker10 B12: one pass each (a --quick run): cannot tell, remeasured (the advice it prints)
+    (_s([0.0275], [0.0277], load=0.8), True),
+], ids=["G22-immaterial", "G21-extrapolated", "G2-mixed-decided", "B2-cpu-decided", "wall-only-undecided",
+        "B12-one-pass-each"])
 def test_remeasure_skips_only_what_rule_one_decided(monkeypatch, b, remeasured):
-    """--remeasure leaves out the cells rule (1) decided, by the verdict: not a cell whose counts differ by +0.01%
-    (G22) or were extrapolated (G21, 'never remeasured')."""
+    """--remeasure leaves out the cells rule (1) decided, and those rule (3) decided on the recorded passes and their
+    CPU time (breaker10 B2), by the verdict: not a cell whose counts differ by +0.01% (G22) or were extrapolated (G21,
+    'never remeasured'), nor one the rule left undecided."""
     import pandas as pd
 
     from ccp.report import compare, remeasure
 
     asked = []
     monkeypatch.setattr(remeasure, "interleaved", lambda run_a, run_b, ids, *a, **k: (asked.extend(ids), ({}, []))[1])
-    a = QUIET if b.complete else _s(FIVE * 0.19, FIVE * 0.1, work=(("requests", 64.0), ("raw_reads", 1869.0)))
+    a = (QUIET if len(b.passes) > 1 else _s([0.0075], [0.0077])) if b.complete else \
+        _s(FIVE * 0.19, FIVE * 0.1, work=(("requests", 64.0), ("raw_reads", 1869.0)))
     j = pd.DataFrame({"label": ["cell"], "cell_id_a": ["x"], "cell_id_b": ["x"]})
     v = judge(a, b)
     compare._remeasured("A", "B", j, [(a, b)], [v], [None], 4, 1.25, None, lambda *_: None)
     assert bool(asked) is remeasured, v
+
+
+def test_competitors_the_load_average_has_not_caught_up_with_leave_it_undecided():
+    """breaker10 B1: identical work, A right after 8 busy loops ended (the load average a stale 9.0, its passes 0.97
+    of a CPU), B under 3 fresh ones (load 7.7 and falling, its passes 0.49 of a CPU, its CPU time per pass 1.57x by
+    shared caches): the CPU share says who had competitors; the rule cannot clear it, never 'slower'."""
+    a = _s(FIVE * 0.0139, FIVE * 0.016, contended=True, load=9.0)
+    b = _s(FIVE * 0.0415, FIVE * 0.0251, contended=True, load=7.7)
+    plain = judge(a, b)
+    assert plain.word == "slower", plain     # without the CPU shares (a run before them): the passes and CPU decided
+    a, b = (Sample(**{**s.__dict__, "cpu_share": share}) for s, share in ((a, 0.97), (b, 0.49)))
+    v = judge(a, b)
+    assert v.word == "undecided" and "0.49 of a CPU, the faster's 0.97" in v.why, v
+    # a CPU regression beyond what competitors can cost is still caught under them
+    b3 = Sample(**{**b.__dict__, "cpu": FIVE * 0.045})
+    assert judge(a, b3).word == "slower"
+
+
+def test_one_slow_pass_on_the_faster_side_never_makes_a_regression_the_machines():
+    """breaker10 B8: B's five passes 8-17x A's median, the same I/O; one A pass (a load spike) above them all makes the
+    U test fail; with no CPU time to show the work per pass the same, that is undecided, never 'the machine's'."""
+    a = _s([0.0061, 0.0047, 0.0917, 0.0037, 0.0039], [], load=5.0)
+    b = _s([0.050, 0.055, 0.0576, 0.060, 0.065], [], load=5.1)
+    v = judge(a, b)
+    assert v.word == "undecided" and "no CPU time per pass on both sides" in v.why, v
+    # the same passes with the CPU time alike on both sides: the work per pass is the same, the overlap decides
+    flat = judge(_s(a.passes, FIVE * 0.004, load=5.0), _s(b.passes, FIVE * 0.004, load=5.1))
+    assert flat.word == "noise", flat

@@ -169,13 +169,16 @@ def test_a_tie_goes_to_the_fewest_predicted_file_operations():
     assert pick["label"] == "refit #2" and "fitted prediction" in why
 
 
-@pytest.mark.parametrize("frugal_s, rounds, takes_smaller", [
-    (0.99, None, True), (1.0, None, True), (1.05, None, False),
+@pytest.mark.parametrize("frugal_s, rounds, takes_smaller, apart", [
+    (0.99, None, True, False), (1.0, None, True, False), (1.05, None, False, True),
     # round against round: the per-round ratios' median decides, not the medians of each side's passes
-    (0.99, ([1.0, 1.0, 1.2, 1.2, 1.2], [1.1, 1.1, 1.25, 1.25, 1.25]), False),
-    (1.05, ([1.0, 1.4, 1.0, 1.4, 1.0], [0.99, 1.45, 0.99, 1.45, 0.99]), True),
-], ids=["faster", "as-fast", "slower", "slower-round-by-round", "no-slower-round-by-round"])
-def test_a_smaller_cache_only_on_measured_evidence(monkeypatch, tmp_path, costs, frugal_s, rounds, takes_smaller):
+    (0.99, ([1.0, 1.0, 1.2, 1.2, 1.2], [1.1, 1.1, 1.25, 1.25, 1.25]), False, False),
+    (1.05, ([1.0, 1.4, 1.0, 1.4, 1.0], [0.99, 1.45, 0.99, 1.45, 0.99]), True, False),
+    # 1.3x in every round: apart (the clear margin), said "slower"
+    (1.3, ([1.0, 1.0, 1.0, 1.0, 1.0], [1.3, 1.31, 1.29, 1.3, 1.32]), False, True),
+], ids=["faster", "as-fast", "slower", "kept-within-the-noise", "no-slower-round-by-round", "slower-round-by-round"])
+def test_a_smaller_cache_only_on_measured_evidence(monkeypatch, tmp_path, costs, frugal_s, rounds, takes_smaller,
+                                                   apart):
     """The pick keeps the largest cache unless the smaller one the model predicts the same I/O for measured
     no slower beside it (a tie on the model saved memory before, and measured 1.16-1.21x slower);
     with whole passes of every round, no slower is the median per-round ratio at most 1."""
@@ -206,6 +209,9 @@ def test_a_smaller_cache_only_on_measured_evidence(monkeypatch, tmp_path, costs,
     assert seen and seen[0][0] == 1 << 20 and seen[0][1] < 1 << 20 and len(both) == 2
     assert (chosen.cache.nbytes < pick.cache.nbytes) is takes_smaller
     assert ("the smaller cache" in note) is takes_smaller and "same I/O" in note
+    # "slower" only when the rounds tell the two apart; a ratio just over 1 within the noise is said to be that
+    assert ("measured slower" in note) is (not takes_smaller and apart), note
+    assert ("within the noise, not apart" in note) is (not takes_smaller and not apart), note
     # the statistic that decided is printed, and medians that point the other way are said to (breaker5 F28)
     disagree = rounds is not None and (frugal_s > 1.0) == takes_smaller
     assert ("which decides" in note) is (rounds is not None)
@@ -332,3 +338,38 @@ def test_paired_p(a, b, p):
     from ccp.tune.settle import paired_p
 
     assert paired_p(a, b) == pytest.approx(p)
+
+
+def test_a_runoff_short_of_time_keeps_its_fastest_finalists_before_none(monkeypatch, tmp_path):
+    """Three finalists (RUNOFF_MAX) whose rounds do not fit the time left: the slowest of the first round drops out
+    when the other two fit (said, with the time left), rather than the whole runoff skipped (stop 38: a runoff skipped
+    with 65 s left of --within 90 s); two that still do not fit: skipped, said."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from ccp.chunkcache import ChunkCache
+    from ccp.tune import runoff as runoff_mod
+    from ccp.tune.pace import CLOSE_S, Pace
+    from ccp.tune.prove import Contender, Measured
+
+    none = parse_filters("none")
+    cs = [Contender(f"c{i}", (i + 1, 4), none, ChunkCache(1024, 521, 0.75), 1.0, "candidate") for i in range(5)]
+    # every layout's two patterns measured 1 s a pass; the first round's totals put c0 fastest, c4 slowest
+    first = [Measured(c, 2.0 + 0.1 * i, ((1.0, None), (1.0, None)), Path(".")) for i, c in enumerate(cs)]
+    seen = []
+
+    def fake_interleaved(wl, source, contenders, out, work, rounds, cell_budget, echo, **_):
+        seen.append([c.label for c in contenders])
+        return [Measured(c, 2.0, (), out) for c in contenders]
+
+    monkeypatch.setattr(runoff_mod, "measure_interleaved", fake_interleaved)
+    wl = SimpleNamespace(items=(None, None))
+    now = [0.0]
+    # 4.5 s left after the close: 3 rounds of 6 passes need 0.3 s each at least (5.4 s), of 4 passes 3.6 s
+    pace = Pace(CLOSE_S + 4.5, clock=lambda: now[0], start=0.0)
+    again = runoff_mod.run_off(wl, None, cs, first, tmp_path, tmp_path, 10.0, 3, lambda *_: None, pace=pace)
+    assert seen == [["c0", "c1"]] and set(again) == {c.key for c in cs[:2]}
+    assert any("the 2 fastest of the 3 layouts" in t for t in pace.trimmed), pace.trimmed
+    short = Pace(CLOSE_S + 2.0, clock=lambda: now[0], start=0.0)
+    assert runoff_mod.run_off(wl, None, cs, first, tmp_path, tmp_path, 10.0, 3, lambda *_: None, pace=short) == {}
+    assert any(t.startswith("the runoff skipped") for t in short.trimmed) and len(seen) == 1
