@@ -183,17 +183,6 @@ def _folder(ctx, param, value):
     return Path(value)
 
 
-def _contention(run_dir) -> str:
-    """The run's contention in a sentence ("" when none was flagged, or the run folder cannot say)."""
-    from ccp.errors import CcpError
-    from ccp.report.data import contention_line, load_cells
-
-    try:
-        return contention_line(load_cells(run_dir))
-    except (CcpError, OSError, ValueError, KeyError):
-        return ""
-
-
 @main.command()
 @click.argument("sweep", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--out", callback=_folder,
@@ -239,7 +228,9 @@ def run(sweep, out, quick, work_dir, cell_timeout, no_isolate, no_report, execut
                         time_budget=parse_duration(time_budget, "--time-budget") if time_budget is not None else None,
                         scale=scale, warn=lambda line: click.echo(line, err=True))
     click.echo(f"{summary.ran} cell(s) run, {summary.skipped} already done, {summary.failed} failed")
-    busy = _contention(summary.run_dir)
+    from ccp.report.data import run_contention
+
+    busy = run_contention(summary.run_dir)
     if busy:
         click.echo(f"contended: {busy}")
     click.echo(f"results: {summary.run_dir}")

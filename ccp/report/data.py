@@ -259,3 +259,12 @@ def contention_line(cells: pd.DataFrame) -> str:
     return (f"{len(busy)} of {len(cells)} cells measured under contention{load}: their times say more about the "
             "machine than the layout; their I/O counts are exact (rerun on a quiet machine to rank them by time)")
 
+
+def run_contention(run_dir: Path) -> str:
+    """:func:`contention_line` of a run folder ("" when none was flagged, or the folder cannot say)."""
+    from ccp.errors import CcpError
+
+    try:
+        return contention_line(load_cells(run_dir))
+    except (CcpError, OSError, ValueError, KeyError):
+        return ""

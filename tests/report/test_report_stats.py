@@ -195,12 +195,15 @@ THREE = np.array([1.0, 1.02, 0.99])
     # the CPU time did not move, but 2 passes cannot show the wall time apart: undecided (breaker9 G1c)
     (_cell(TWO, cpu=TWO * 0.9, work=LOCAL), _cell(TWO * 3, cpu=TWO * 0.9, work=LOCAL), "undecided",
      "on 2 vs 2 passes cannot reach p < 0.05"),
-    # enough passes to judge, and they overlap: the machine's
-    (_cell([1, 1.1, 0.9, 3.0]), _cell([3.0, 3.1, 1.0, 3.2]), "noise", "passes not apart"),
+    # enough passes to judge, and they overlap, the CPU time per pass alike: no difference shown
+    (_cell([1, 1.1, 0.9, 3.0], cpu=[0.5] * 4), _cell([3.0, 3.1, 1.0, 3.2], cpu=[0.5] * 4), "noise",
+     "passes not apart"),
+    # the same without CPU time: nothing shows the work per pass the same (breaker10 B8)
+    (_cell([1, 1.1, 0.9, 3.0]), _cell([3.0, 3.1, 1.0, 3.2]), "undecided", "no CPU time per pass on both sides"),
 ], ids=["local-vs-s3", "s3-vs-local", "more-gets", "fewer-gets-slower", "endpoint-slower", "endpoint-faster",
         "emulated-latency", "cpu-grew-too", "contended-wait", "loopback-under-load", "loopback-beyond-the-load",
         "wait-did-not-grow", "two-passes-no-cpu",
-        "two-passes-cpu-moved", "two-passes-cpu-still", "four-passes-overlap"])
+        "two-passes-cpu-moved", "two-passes-cpu-still", "four-passes-overlap", "four-passes-overlap-no-cpu"])
 def test_judge_kinds_gets_waits_and_too_few_passes(a, b, word, why):
     v = judge(a, b)
     assert v.word == word and why in v.why, v

@@ -2,7 +2,7 @@
 the tables sort verdicts by that basis, never by the words of the reason, which change as the rule's wording does."""
 
 import numpy as np
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ccp.report.stats import BASES, ENDPOINT, LOAD, NOTHING, PASSES, THRESHOLD_BASIS, WORK, Sample, judge
@@ -28,6 +28,7 @@ def samples(draw):
                   pass_busy=np.asarray([draw(st.booleans()) for _ in range(n)], bool))
 
 
+@settings(suppress_health_check=[HealthCheck.too_slow])    # the first draw pays numpy's and judge's first calls
 @given(samples(), samples(), st.sampled_from([1.25, 1.5, 3.0]))
 def test_every_verdict_says_what_decided_it(a, b, threshold):
     v = judge(a, b, threshold)
