@@ -13,6 +13,12 @@ raw read and a byte: 80 random 128x128 tiles of a 2048x2048 f4 dataset, contiguo
 1,280 reads of 64 KiB) and as one chunk read in parts with no cache (10,240 reads of 512 B, 8 KiB apart); and
 whole chunks of 256 KiB-4 MiB, loaded through a cache that holds one (two chunks alternating: every read a load)
 against read with no cache (straight into the caller's buffer).
+
+--calls: HDF5's cost of a read call that loads nothing (its chunk already in the cache), behind
+``ccp.trace.chunk_price.FIXED_CALL_S``: 2,000 one-row boxes (1x574 f4, big- and little-endian) and 2,000 single
+elements of a 48x574 gzip dataset stored as one chunk, read through h5py's low-level ``DatasetID.read`` (the call
+``ccp trace`` times as HDF5's, the memory type passed as h5py's slicing passes it) after a first read loaded the
+chunk; the median and mean wall time of a call over 5 passes.
 """
 
 from __future__ import annotations
@@ -76,11 +82,50 @@ def byte_paths() -> None:
             print(f"chunk {kib} KiB: through a cache of one {1e9 * said[0]:.3f} ns/B, no cache {1e9 * said[1]:.3f} ns/B (CPU)")
 
 
+def _read_call_times(ds, fspace, mspace, buf, mtype, starts, count) -> np.ndarray:
+    """Each ``ds.read``'s own seconds, timed alone as ``ccp trace`` times a low-level call (the selection's making
+    outside it; the memory type passed, as h5py's slicing passes it)."""
+    spent = np.empty(len(starts))
+    for i, st in enumerate(starts):
+        fspace.select_hyperslab(st, count)
+        t = time.perf_counter_ns()
+        ds.read(mspace, fspace, buf, mtype)
+        spent[i] = time.perf_counter_ns() - t
+    return spent / 1e9
+
+
+def call_costs() -> None:
+    from h5py import h5s, h5t
+
+    data = np.random.default_rng(0).random((48, 574), dtype=np.float32)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "calls.h5"
+        with h5py.File(path, "w") as f:
+            for order in ("<", ">"):
+                f.create_dataset(f"f4{order}", data=data.astype(f"{order}f4"), chunks=data.shape, compression="gzip")
+        for order in ("<", ">"):
+            for count in ((1, 574), (1, 1)):
+                with h5py.File(path, "r", rdcc_nbytes=4 << 20) as f:
+                    ds = f[f"f4{order}"].id
+                    fspace, mspace, buf = ds.get_space(), h5s.create_simple(count), np.empty(count, "f4")
+                    mtype = h5t.py_create(buf.dtype)
+                    starts = [(i % 48, (7 * i) % (574 - count[1] + 1)) for i in range(2000)]
+                    _read_call_times(ds, fspace, mspace, buf, mtype, starts[:1], count)     # the one chunk load
+                    t = np.concatenate([_read_call_times(ds, fspace, mspace, buf, mtype, starts, count)
+                                        for _ in range(5)])
+                print(f"{order}f4 box {count[0]}x{count[1]}, chunk cached: median {1e6 * np.median(t):.2f} us a call, "
+                      f"mean {1e6 * t.mean():.2f} us ({len(t)} calls)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--smooth", action="store_true")
     ap.add_argument("--paths", action="store_true", help="the CPU cost of HDF5's byte paths (see the docstring)")
+    ap.add_argument("--calls", action="store_true", help="HDF5's cost of a call that loads nothing (see the docstring)")
     args = ap.parse_args()
+    if args.calls:
+        call_costs()
+        return
     if args.paths:
         byte_paths()
         return

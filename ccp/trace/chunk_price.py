@@ -25,6 +25,14 @@ FIXED_LOAD_S = 25e-6
 # f4 data (21 ns/B), 3.6 ms on a smooth series (`--smooth`: 14 ns/B); 15 ns/B taken for any filter.
 RAW_BYTE_S = 0.45e-9
 FILTERED_BYTE_S = 15e-9
+# HDF5's cost of a read call that loads nothing (its chunk in the cache: the selection, the cache lookup, the copy
+# out), measured as `ccp trace` times a low-level call: benchmarks/chunk_load_cost.py --calls (2,000 one-row 1x574
+# and one-element boxes of a 48x574 gzip f4 chunk held in the cache, 5 passes; load 8.6 on 2 cores, 2026-11-28):
+# median 7.5 us (1x574 <f4), 8.9 us (1x574 >f4, byte-swapped), 7.2-7.3 us (1x1); means 20-26 us on the busy machine.
+# A 1x1x1x574 row of a 4-D >f4 chunk took 11 us (same run, t_read.py). 10 us taken, plus the bytes copied out at
+# RAW_BYTE_S. Used where the trace cannot measure it (no call that loaded nothing): the prior of
+# :func:`ccp.trace.sequence_model.fit_costs`.
+FIXED_CALL_S = 10e-6
 # indexing a block already in memory (numpy): `python -m timeit -s "import numpy as np; b=np.zeros((200,300),'f4')"
 # "b[17, 33]"` 0.21 us, "b[17:19, 3:90]" 1.2 us (same machine and load): 0.5 us per call taken
 NUMPY_INDEX_S = 0.5e-6
@@ -36,6 +44,12 @@ OVERHEAD_DOMINATES = 0.9
 def load_cost(nbytes: float, filtered: bool) -> float:
     """This machine's seconds for one chunk load of ``nbytes``: the fixed part plus the bytes."""
     return FIXED_LOAD_S + max(float(nbytes), 0.0) * (FILTERED_BYTE_S if filtered else RAW_BYTE_S)
+
+
+def call_cost(nbytes: float) -> float:
+    """This machine's seconds for one read call that loads nothing and delivers ``nbytes``: the fixed part plus the
+    copy out of the cache."""
+    return FIXED_CALL_S + max(float(nbytes), 0.0) * RAW_BYTE_S
 
 
 def load_ratio(old_bytes: float, new_bytes: float, filtered: bool) -> float:

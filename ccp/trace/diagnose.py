@@ -7,8 +7,9 @@ findings in plain words; cures ranked by predicted time, each with the exact cod
 
 Predicted times use costs fitted on the trace itself (no extra measurement): the h5py Python
 layer per user call (median call time minus HDF5 time), HDF5's fixed cost per call (median HDF5
-time of calls the model says loaded nothing) and its cost per loaded chunk byte (the rest of HDF5's
-time over the bytes the model says were loaded). A cure's time is those costs applied to the
+time of calls the model says loaded nothing; with none, the trace's HDF5 time split in the proportion of this
+machine's measured price of such a call and of a chunk load, :mod:`ccp.trace.chunk_price`) and its cost per
+loaded chunk (the rest of HDF5's time over the chunks the model says were loaded). A cure's time is those costs applied to the
 model's counts for the cured sequence.
 """
 
@@ -27,6 +28,7 @@ from ccp.trace.chunk_price import (
     NUMPY_INDEX_S,
     OVERHEAD_DOMINATES,
     attribute_call_tail,
+    call_cost,
     load_cost,
     load_ratio,
     overhead_share,
@@ -125,10 +127,14 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
     loads = base["loads_per_call"][:len(low_hdf5)]
     exact = exact_calls(seq, len(low_hdf5))     # a bounding box's loads are not the call's: no cost fitted on them
     low_hdf5, loads = low_hdf5[exact], loads[exact]
-    costs = attribute_call_tail(fit_costs(mine["wall_s"], mine["hdf5_s"], low_hdf5, loads), low_hdf5, loads,
-                                load_cost(base["chunk_bytes"], seq.filtered) if seq.chunks else 0.0)
+    load_price = load_cost(base["chunk_bytes"], seq.filtered) if seq.chunks else 0.0
+    # this machine's prices of a call that loads nothing and of a load: how the fit splits the trace's time when no
+    # call loaded nothing (one load per call: calls and loads collinear, their costs not told apart by the trace)
+    call_price = call_cost(delivered / max(seq.ncalls, 1))
+    costs = attribute_call_tail(fit_costs(mine["wall_s"], mine["hdf5_s"], low_hdf5, loads, call_price, load_price),
+                                low_hdf5, loads, load_price)
     if not exact.any() and seq.chunks:      # every call a bounding box: this machine's cost of a load instead
-        costs = {**costs, "hdf5_per_load_s": load_cost(base["chunk_bytes"], seq.filtered)}
+        costs = {**costs, "hdf5_per_load_s": load_price}
     del loads, low_hdf5, low_sorted
     base.pop("loads_per_call"), base.pop("flushes_per_call")     # fitted: a 10^7-call trace's 160 MB freed
     out["costs"] = costs
@@ -252,8 +258,13 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
                 and best[1]["chunk_loads"] < (kept["chunk_loads"] if merge else base["chunk_loads"])):
             c = cache_for(best[0], chunk_bytes)
             lead = "keep the file open and " if merge else ""
+            held = max(1, c.nbytes // chunk_bytes)
+            # what the cache must hold is what the model found enough: the chunks the reads come back to at once,
+            # not every chunk they touch (rows that finish a chunk before the next need one, of 2 touched: audit22 A1)
             cure(f"{lead}a chunk cache of {format_bytes(c.nbytes)}",
-                 f"holds the {ws_chunks} chunks ({format_bytes(ws_bytes)}) the reads come back to", best[1],
+                 f"holds {held} chunk{'s' if held > 1 else ''} ({format_bytes(held * chunk_bytes)}), enough by the model "
+                 f"for the chunks the reads come back to at once (they touch {ws_chunks} chunks, "
+                 f"{format_bytes(ws_bytes)}, in all): {best[1]['chunk_loads']} chunk loads", best[1],
                  cache_code(file, dataset, c.nbytes, c.nslots, libs, merge))
             cures[-1]["apply"] = {"kind": "cache", "nbytes": c.nbytes, "nslots": c.nslots, "merge": merge}
         elif (not bounded and (slots := cache_for(cache0.nbytes, chunk_bytes)).nslots > cache0.nslots
