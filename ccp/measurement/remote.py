@@ -86,7 +86,6 @@ def remote_read_pass(job, starts, counts, *, counted: bool, log_path=None, progr
     req = np.zeros(n, dtype=np.int64)
     dataset_path = job.dataset_path
     reopen = frozenset(int(r) for r in reopen_before)
-    remote.connect()                    # the process's S3 client, once: not this file's cost
     cpu0 = time.process_time_ns()        # the timed part's CPU time starts with the file open too
     t_file = clock()
     fid = remote.open_file()            # a new fsspec file: its cache cold; counts the file open's GETs
