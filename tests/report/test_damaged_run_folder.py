@@ -97,3 +97,13 @@ def test_compare_names_the_run_argument_and_the_missing_column(good, tmp_path, d
     assert named in line and all(c in line for c in drop)
     assert "--out" not in line and len(line.splitlines()) == 1
 
+
+@pytest.mark.parametrize("status", ["OK", "finished", "failed"], ids=["upper-case-ok", "unknown-word", "failed-no-reason"])
+def test_a_status_ccp_never_writes_is_bad_input_not_a_regression(good, tmp_path, status):
+    """breaker10 B10: a hand-edited status `OK` read as a cell that did not finish failed the gate (exit 1)."""
+    d = _edited_csv(good, tmp_path / "b", lambda c: c.assign(status=status))
+    r = CliRunner().invoke(main, ["compare", str(good), str(d), "--fail-above", "1.5"])
+    assert r.exit_code == 2, r.output
+    line = r.output.strip()
+    assert line == (f"ccp: error: {d / 'cells.csv'}: row 1, column status: {status!r} is not a status ccp writes "
+                    "('ok', 'extrapolated' or 'failed: REASON')"), line
