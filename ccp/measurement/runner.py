@@ -528,9 +528,9 @@ def _extrapolate(classes: np.ndarray, k: int, measured: np.ndarray, model: np.nd
         if column == "time_s":
             pred_time = model[:, REQUEST_MODEL_COLUMNS.index("time_s")]
             basis = slice(1, k) if k > 1 else slice(0, 1)
-            scale = measured[basis].sum() / pred_time[basis].sum() if np.all(np.isfinite(pred_time[basis])) else np.nan
-            if np.isfinite(scale) and pred_time[basis].sum() > 0:
-                estimate = np.where(unseen, pred_time[k:] * scale, estimate)
+            known = float(pred_time[basis].sum())
+            if np.isfinite(known) and known > 0 and np.all(np.isfinite(pred_time[k:])):
+                estimate = np.where(unseen, pred_time[k:] * (measured[basis].sum() / known), estimate)
         else:
             io = model[k:, [REQUEST_MODEL_COLUMNS.index(c) for c in ("raw_reads", "raw_writes", "chunk_loads")]]
             estimate = np.where(unseen & (io.sum(axis=1) == 0), 0.0, estimate)
