@@ -193,8 +193,8 @@ def measure_option(opt: Option, path: Path, dset: str, source, budget: float, tm
             write_layout_file(file, source, DatasetReader(f[dset]), dset, opt.cell.chunks, opt.cell.filters)
     job = CellJob(cell=opt.cell, file=str(file), dataset_path=dset, source=source, generate=None, user_file=None,
                   repeats=1, cold=True, counted_pass=False, time_budget=budget)
-    _, classes = predict_classes(job, None)
-    job = replace(job, request_class=classes)
+    _, classes, model = predict_classes(job, None)
+    job = replace(job, request_class=classes, request_model=model)
     row, _, _ = measure(job, tmp / f"scratch-{opt.kind}")
     return row
 

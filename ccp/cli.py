@@ -328,8 +328,8 @@ def compare(run_a, run_b, html_out, fail_above, threshold, remeasure):
     from ccp.report.stats import THRESHOLD
     from ccp.store.results import check_run_folder
 
-    for r in (run_a, run_b):
-        check_run_folder(r)
+    for name, r in (("RUN_A", run_a), ("RUN_B", run_b)):
+        check_run_folder(r, name)
     if fail_above is not None and threshold is not None and threshold > fail_above:
         raise CcpError(f"--threshold {threshold:g} is above --fail-above {fail_above:g}: the gate would fail cells the "
                        "table calls ties; use a --threshold at most the --fail-above")

@@ -88,6 +88,11 @@ class MachineClock:
         return PassMachine(wall / 1e9, cpu / 1e9, load_now(), cpus_available())
 
 
+#: the columns of ``CellJob.request_model``: the model's counts per request, its chunk loads, and its calibrated time
+#: in seconds (NaN without a calibration)
+REQUEST_MODEL_COLUMNS = ("raw_reads", "raw_read_bytes", "raw_writes", "raw_write_bytes", "chunk_loads", "time_s")
+
+
 @dataclass(frozen=True)
 class CellJob:
     """Everything a worker needs to measure one cell (picklable)."""
@@ -105,6 +110,8 @@ class CellJob:
     max_requests: int | None = None  # measure only this prefix
     time_budget: float | None = None # seconds for the cell's passes; past it, measure a prefix and extrapolate
     request_class: np.ndarray | None = None  # np.ndarray: per request, a class of like cost (from the model), for extrapolation
+    # per request, the model's REQUEST_MODEL_COLUMNS (for a time budget: the unmeasured requests' counts and times)
+    request_model: np.ndarray | None = None
     remote: RemoteTarget | None = None   # an S3 cell (plain data: the worker makes its own client)
 
 

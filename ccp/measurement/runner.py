@@ -422,11 +422,13 @@ def cell_row(job: CellJob, passes: TimedPasses, counted: CountedPass | None, n_f
     whole = dict(counted.whole) if counted is not None else None
     if extrapolated:
         classes = np.asarray(job.request_class if job.request_class is not None else np.zeros(n_full, np.int64))
-        totals = [(t.open_ns + t.close_ns + _extrapolate(classes, k, t.request_ns)) / 1e9 for t in timings]
+        model = _model_of(job, n_full)
+        totals = [(t.open_ns + t.close_ns + _extrapolate(classes, k, t.request_ns, model, "time_s")) / 1e9
+                  for t in timings]
         if counted is not None and whole is not None:
             for name in list(whole):
                 per_req = counted.counts[name][1:k + 1]
-                whole[name] = round(whole[name] - per_req.sum() + _extrapolate(classes, k, per_req))
+                whole[name] = round(whole[name] - per_req.sum() + _extrapolate(classes, k, per_req, model, name))
     else:
         totals = [t.total_s for t in timings]
     all_req = np.concatenate([t.request_ns for t in timings]) / 1e9 if k else np.array([0.0])
@@ -442,6 +444,8 @@ def cell_row(job: CellJob, passes: TimedPasses, counted: CountedPass | None, n_f
     flags = list(client_flags) + stability_flags(job.repeats, spread, req_median)
     if job.max_requests is not None or extrapolated:
         flags.append("partial")
+    if extrapolated and k == 1:
+        flags.append("first-request-only")     # the rest estimated: by the model where it has one, else by the first
     if counted is not None and counted.truncated:
         flags.append("io-trace-truncated")     # a stored flag value: old run folders hold it, so it keeps its name
     state = machine_state(passes.machine, waits_for_io=(job.cold and cell.access.op != "write") or job.remote is not None)
@@ -487,18 +491,54 @@ def with_http(row: CellRow, timings: list[PassTiming], page_buffer_effective) ->
     return row.with_columns(**cols)
 
 
-def _extrapolate(classes: np.ndarray, k: int, measured: np.ndarray) -> float:
-    """Sum over all requests, from the first ``k`` measured: each request costs the mean of its class.
+def _model_of(job: CellJob, n_full: int) -> np.ndarray | None:
+    """The job's per-request model (REQUEST_MODEL_COLUMNS), or None when it has none for these requests."""
+    model = job.request_model
+    if model is None or len(model) != n_full:
+        return None
+    return np.asarray(model, dtype=np.float64)
 
-    Classes group requests the model predicts to do the same work (chunk loads, file reads, writes);
-    a class absent from the prefix costs the prefix's overall mean.
+
+def _extrapolate(classes: np.ndarray, k: int, measured: np.ndarray, model: np.ndarray | None = None,
+                 column: str = "time_s") -> float:
+    """Sum over all requests of one quantity (``column``: a time in ns or an I/O count), from the first ``k`` measured.
+
+    The first request is its own class: it reads the chunk index and loads chunks the rest may find in the cache
+    (scaling it by the requests once read 128x a 2 MiB dataset's bytes: breaker10 B14). A count the model predicts
+    (``model``, REQUEST_MODEL_COLUMNS), which agrees with every measured request, is the model's for the rest: it is
+    exact. Otherwise each later request costs the mean of its class among measured requests 2..k (classes group
+    requests the model says do the same work); a class none of them has costs the model's calibrated time scaled by
+    the measured requests' ratio to it (time), nothing when the model says its requests load no chunk and make no
+    raw I/O (counts: a cache hit reaches no file), and else the mean of measured requests 2..k, or the first's.
     """
+    from ccp.measurement.passes import REQUEST_MODEL_COLUMNS
+
     measured = np.asarray(measured, dtype=np.float64)[:k]
-    ncls = int(classes.max()) + 1 if len(classes) else 1
-    seen = np.bincount(classes[:k], minlength=ncls)
-    sums = np.bincount(classes[:k], weights=measured, minlength=ncls)
-    means = np.where(seen > 0, sums / np.maximum(seen, 1), measured.mean() if k else 0.0)
-    return float(np.bincount(classes, minlength=ncls) @ means)
+    n = len(classes)
+    if k == 0 or n <= k:
+        return float(measured.sum())
+    predicted = model[:, REQUEST_MODEL_COLUMNS.index(column)] if model is not None and column in REQUEST_MODEL_COLUMNS else None
+    if predicted is not None and column != "time_s" and np.array_equal(predicted[:k], measured):
+        return float(measured.sum() + predicted[k:].sum())
+    later, later_cls = measured[1:], classes[1:k]
+    ncls = int(classes.max()) + 1
+    seen = np.bincount(later_cls, minlength=ncls)
+    means = np.bincount(later_cls, weights=later, minlength=ncls) / np.maximum(seen, 1)
+    fallback = later.mean() if len(later) else measured[0]
+    rest_cls = classes[k:]
+    estimate = np.where(seen[rest_cls] > 0, means[rest_cls], fallback)
+    unseen = seen[rest_cls] == 0
+    if model is not None and unseen.any():
+        if column == "time_s":
+            pred_time = model[:, REQUEST_MODEL_COLUMNS.index("time_s")]
+            basis = slice(1, k) if k > 1 else slice(0, 1)
+            known = float(pred_time[basis].sum())
+            if np.isfinite(known) and known > 0 and np.all(np.isfinite(pred_time[k:])):
+                estimate = np.where(unseen, pred_time[k:] * (measured[basis].sum() / known), estimate)
+        else:
+            io = model[k:, [REQUEST_MODEL_COLUMNS.index(c) for c in ("raw_reads", "raw_writes", "chunk_loads")]]
+            estimate = np.where(unseen & (io.sum(axis=1) == 0), 0.0, estimate)
+    return float(measured.sum() + estimate.sum())
 
 
 def _storage_of(path: str, dset: str) -> int:

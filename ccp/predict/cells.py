@@ -204,12 +204,15 @@ def summarise_predictions(cell, source, preds, calibration: Calibration | None =
     return out
 
 
-def predict_job(job: CellJob, calibration: Calibration | None, *, classes: bool = True) -> tuple[dict, np.ndarray | None]:
-    """The model's ``predicted_*`` columns for a cell's job and, with ``classes``, its per-request cost classes.
+def predict_job(job: CellJob, calibration: Calibration | None, *,
+                classes: bool = True) -> tuple[dict, np.ndarray | None, np.ndarray | None]:
+    """The model's ``predicted_*`` columns for a cell's job and, with ``classes``, its per-request cost classes and
+    per-request model (:data:`ccp.measurement.passes.REQUEST_MODEL_COLUMNS`).
 
     A read cell's prediction uses its file's chunk index (the stored size of each chunk). The compiled
     model predicts every cell whole (10 M requests in about a second); per-request rows, 56 bytes a
-    request, are kept only when a time budget needs classes to extrapolate with.
+    request, are kept only when a time budget needs them to extrapolate with: a prefix's unmeasured requests
+    make the I/O the model predicts for them (it is exact), not the I/O of the measured ones scaled.
     """
     cell = job.cell
     stored = None
@@ -219,7 +222,29 @@ def predict_job(job: CellJob, calibration: Calibration | None, *, classes: bool 
     summary = summarise_predictions(cell, job.source, preds, calibration)
     if getattr(job, "remote", None) is not None:
         summary.update(predict_http_columns(job))
-    return summary, preds.classes() if classes else None
+    if not classes:
+        return summary, None, None
+    return summary, preds.classes(), request_model(cell, job.source, preds, calibration)
+
+
+def request_model(cell, source, preds, calibration: Calibration | None) -> np.ndarray:
+    """Per request (the close left out), the model's REQUEST_MODEL_COLUMNS: counts, chunk loads and the calibrated
+    time of :meth:`Calibration.cell_time` request by request (NaN without a calibration)."""
+    from ccp.measurement.passes import REQUEST_MODEL_COLUMNS
+
+    n = preds.n_requests
+    cols = {name: preds.column(name)[:n].astype(np.float64) for name in REQUEST_MODEL_COLUMNS if name != "time_s"}
+    if calibration is None:
+        cols["time_s"] = np.full(n, np.nan)
+    else:
+        chunk_bytes = int(np.prod(cell.chunks)) * np.dtype(source.dtype).itemsize if cell.chunks else 0
+        spec = cell.filters.spec
+        dec, enc = calibration.decode_s_per_byte.get(spec, 0.0), calibration.encode_s_per_byte.get(spec, 0.0)
+        written = cols["raw_writes"] if not cell.filters.is_none else 0.0
+        cols["time_s"] = (calibration.per_request_s + cols["raw_read_bytes"] * calibration.read_s_per_byte
+                          + cols["chunk_loads"] * chunk_bytes * dec + written * chunk_bytes * enc
+                          + cols["raw_write_bytes"] * calibration.read_s_per_byte)
+    return np.stack([cols[name] for name in REQUEST_MODEL_COLUMNS], axis=1)
 
 
 def predict_http_columns(job: CellJob) -> dict:

@@ -3,7 +3,9 @@
 Two runs measured hours apart saw different machines. Interleaving (asv's ``--interleave-rounds``) puts A's and B's
 passes side by side in time, so whatever load there is falls on both: each round measures one pass of A's cell, then
 one of B's (the order flips every round), from each run's own sweep (its dataset, layout files, repeats set to 1, no
-counted pass). The passes are then judged by the same rule as the stored ones (stats.judge); the counts stay the runs'.
+counted pass), whole (a run's time budget is not applied: its prefix's estimates never decide). The passes are then
+judged by the same rule as the stored ones (stats.judge); the counts stay the runs', but an extrapolated cell's, which
+are estimates: that side's are counted here, one whole pass.
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ def _prepared(run: Path, scratch: Path):
     path = scratch / f"{run.name}-sweep.yaml"
     path.write_text(yaml.safe_dump(doc))
     sweep, source, cells = prepare(path)
-    return replace(sweep, repeats=1, cold=sweep.cold), source, {c.cell_id: c for c in cells}
+    # whole passes: a time budget's prefix is extrapolated, an estimate the rule never decides by (breaker10 B14)
+    return replace(sweep, repeats=1, cold=sweep.cold, time_budget=None), source, {c.cell_id: c for c in cells}
 
 
 def _work_dir(run: Path) -> Path:
@@ -75,7 +78,7 @@ def interleaved(run_a: Path, run_b: Path, pairs: list[tuple[str, str]], rounds: 
             if cells["a"].storage.remote or cells["b"].storage.remote:
                 notes.append(f"{cells['a'].label()}: an S3 cell, not remeasured")
                 continue
-            differs = _recorded_work_differs(cells, side, work, old, ida, idb, scratch)
+            differs, counted_here = _recorded_work_differs(cells, side, work, old, ida, idb, scratch)
             if differs:
                 notes.append(differs)
                 continue
@@ -97,7 +100,8 @@ def interleaved(run_a: Path, run_b: Path, pairs: list[tuple[str, str]], rounds: 
                     passes[k].append((float(row.time_s), float(cpu[0]) if len(cpu) and whole else float("nan"),
                                       "contended" in str(row.flags or ""), row.load_max, row.cpus))
             echo(f"  remeasured {cells['a'].label()}: {rounds} passes each, alternating")
-            out[(ida, idb)] = (_sample(passes["a"], old[("a", ida)]), _sample(passes["b"], old[("b", idb)]))
+            out[(ida, idb)] = (_sample(passes["a"], old[("a", ida)], counted_here.get("a")),
+                               _sample(passes["b"], old[("b", idb)], counted_here.get("b")))
     except CcpError:
         raise
     except (OSError, ValueError) as exc:
@@ -108,33 +112,40 @@ def interleaved(run_a: Path, run_b: Path, pairs: list[tuple[str, str]], rounds: 
 
 
 def _recorded_work_differs(cells: dict, side: dict, work: dict, old: dict, ida: str, idb: str,
-                           scratch: Path) -> str | None:
-    """Why a pair cannot be remeasured here, or None: each side's cell, counted once on this machine, must make the
-    I/O its run recorded. Passes that do other work (another ccp, HDF5 or library measured the run; its sweep file
-    no longer describes it) would judge something other than what the run measured."""
+                           scratch: Path) -> tuple[str | None, dict[str, tuple]]:
+    """Why a pair cannot be remeasured here, or None, and the work counted here of each extrapolated side: each side's
+    cell, counted once on this machine, must make the I/O its run recorded. Passes that do other work (another ccp,
+    HDF5 or library measured the run; its sweep file no longer describes it) would judge something other than what
+    the run measured. An extrapolated side recorded estimates, not I/O (breaker10 B14): its work is what the whole
+    pass counts here."""
     from ccp.measurement.runner import measure
     from ccp.report.stats import WORK_COLUMNS
     from ccp.run.job import job_for
 
+    counted_here: dict[str, tuple] = {}
     for k, cell_id in (("a", ida), ("b", idb)):
         recorded = dict(old[(k, cell_id)].work)
         if not recorded:
             continue
         row, _, _ = measure(job_for(cells[k], side[k][0], side[k][1], work[k], quick=False), scratch / f"count-{k}")
         here = {c: getattr(row, c, None) for c in WORK_COLUMNS}
+        if not old[(k, cell_id)].complete:
+            counted_here[k] = tuple((c, float(v)) for c in WORK_COLUMNS if c in recorded and (v := here[c]) is not None)
+            continue
         diffs = [f"{c.replace('_', ' ')} {format_count(recorded[c])} recorded, {format_count(here[c])} here"
                  for c in WORK_COLUMNS if c in recorded and here[c] is not None and here[c] != recorded[c]]
         if diffs:
             return (f"{cells[k].label()}: run {k.upper()}'s cell makes other I/O when run here ({', '.join(diffs[:3])}): "
-                    "it was measured by other code or settings than its sweep file says; not remeasured")
-    return None
+                    "it was measured by other code or settings than its sweep file says; not remeasured"), {}
+    return None, counted_here
 
 
-def _sample(passes: list, old: Sample) -> Sample:
+def _sample(passes: list, old: Sample, counted_here: tuple | None = None) -> Sample:
     t = np.array([p[0] for p in passes], float)
     cpu = np.array([p[1] for p in passes], float)
     loads = [p[3] for p in passes if p[3] is not None]
     return Sample(float(np.median(t)), t, np.zeros(0), old.n_requests, True,
-                  cpu=cpu if np.isfinite(cpu).all() else np.zeros(0), work=old.work,
+                  cpu=cpu if np.isfinite(cpu).all() else np.zeros(0),
+                  work=old.work if counted_here is None else counted_here,
                   contended=any(p[2] for p in passes), load=max(loads) if loads else float("nan"),
                   cpus=float(passes[0][4]) if passes and passes[0][4] is not None else float("nan"))

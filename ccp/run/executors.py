@@ -63,17 +63,17 @@ class SweepContext:
 
 
 def predicted_columns(job: CellJob, calibration: Calibration | None, warn=None) -> tuple[dict, CellJob]:
-    """The cell's ``predicted_*`` columns and its job with request classes (for a time budget's extrapolation).
+    """The cell's ``predicted_*`` columns and its job with request classes and model (for a time budget's extrapolation).
 
     A prediction is an aside: one that fails is a warning, never a stopped measurement.
     """
     try:
-        predicted, classes = predict_job(job, calibration, classes=job.time_budget is not None)
+        predicted, classes, model = predict_job(job, calibration, classes=job.time_budget is not None)
     except Exception as exc:  # a prediction is an aside: it never stops a measurement
         if warn is not None:
             warn(f"  ccp: warning: no prediction for {job.cell.label()}: {one_line(exc)}")
         return {}, job
-    return predicted, replace(job, request_class=classes)
+    return predicted, replace(job, request_class=classes, request_model=model)
 
 
 class Executor:

@@ -19,6 +19,7 @@ from ccp.matrix.cells import Cell
 from ccp.measurement.passes import CellJob
 from ccp.store.disk import check_free
 from ccp.store.row import CellRow
+from ccp.store.schema import FAILED_PREFIX
 from ccp.store.workdir import FILE_SPACE, WorkDir
 from ccp.workload.files import ensure_layout_file, layout_path
 
@@ -83,4 +84,4 @@ def work_file(work_dir: Path, sweep: Sweep, source: DatasetInfo, chunks, filters
 
 def failed_row(cell: Cell, reason: str) -> CellRow:
     """The row of a cell that was not measured: its parameters and ``failed: reason``."""
-    return CellRow.for_cell(cell, f"failed: {reason}")
+    return CellRow.for_cell(cell, f"{FAILED_PREFIX}{reason}")

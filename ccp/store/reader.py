@@ -22,7 +22,7 @@ import yaml
 from ccp.errors import CcpError
 from ccp.store.results import error_summary, read_cells
 from ccp.store.row import CellRow
-from ccp.store.schema import CELL_COLUMNS, READ_BACK
+from ccp.store.schema import CELL_COLUMNS, FAILED_PREFIX, FINISHED, READ_BACK
 
 #: The cells columns that hold text, as CellRow types them (``str`` or ``str | None``).
 TEXT_COLUMNS = tuple(f.name for f in fields(CellRow) if str(f.type).split(" |")[0] == "str")
@@ -52,8 +52,16 @@ def normalise_cells(cells: pd.DataFrame) -> pd.DataFrame:
 
 
 def read_run_cells(run_dir: Path) -> pd.DataFrame:
-    """A run folder's cells, every column present and typed (:func:`normalise_cells`)."""
-    return normalise_cells(read_cells(Path(run_dir)))
+    """A run folder's cells, every column present and typed (:func:`normalise_cells`); a status ccp never writes is
+    bad input, one line naming the file, the column and the value (a hand-edited ``OK`` read as a cell that did not
+    finish failed a gate: breaker10 B10)."""
+    cells = normalise_cells(read_cells(Path(run_dir)))
+    for i, status in enumerate(cells["status"]):
+        if status and status not in FINISHED and not status.startswith(FAILED_PREFIX):
+            file = "cells.parquet" if (Path(run_dir) / "cells.parquet").exists() else "cells.csv"
+            raise CcpError(f"{Path(run_dir) / file}: row {i + 1}, column status: {status!r} is not a status ccp writes "
+                           f"({', '.join(map(repr, FINISHED))} or '{FAILED_PREFIX}REASON')")
+    return cells
 
 
 def read_parts(folder: Path, columns, cell_ids=None, filters=None) -> pd.DataFrame | None:

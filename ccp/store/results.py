@@ -217,35 +217,40 @@ class RunStore:
         return read_cells(self.dir, csv_only=True)
 
 
-def check_run_folder(run_dir: Path) -> None:
+def check_run_folder(run_dir: Path, name: str | None = None) -> None:
     """One line unless ``run_dir`` holds a run ccp wrote (run.json a run record, cells.csv with ccp's columns).
 
-    For readers of a finished run (`ccp report`, `ccp compare`): someone's own cells.csv is not a run.
+    For readers of a finished run (`ccp report`, `ccp compare`): someone's own cells.csv is not a run. ``name``: the
+    argument that gave the folder (``RUN_B``), said in the line; a reader's words, not a resume's (`--out`, breaker10 B6).
     """
     d = Path(run_dir)
-    store = RunStore(d)
+    where = f"{name} {d}" if name else str(d)
     if not (d / "cells.csv").is_file():
-        raise CcpError(f"{d}: not a ccp run folder (no cells.csv)")
+        raise CcpError(f"{where}: not a ccp run folder (no cells.csv)")
     try:
         meta = json.loads((d / "run.json").read_text())
     except (OSError, UnicodeDecodeError, ValueError):
         meta = None
     if not isinstance(meta, dict) or "schema_version" not in meta or "dataset_identity" not in meta:
-        raise CcpError(f"{d}: not a ccp run folder (no readable run.json beside cells.csv)")
+        raise CcpError(f"{where}: not a ccp run folder (no readable run.json beside cells.csv)")
     version = meta.get("schema_version")
-    if version == SCHEMA_VERSION:
-        store.check(meta.get("sweep"), meta["dataset_identity"], {})
-        return
-    if version not in READABLE_SCHEMA_VERSIONS:     # older versions are read (their missing columns filled)
-        raise CcpError(f"{d}: written by results schema {version!r}, this ccp reads "
+    if version != SCHEMA_VERSION and version not in READABLE_SCHEMA_VERSIONS:   # older versions are read (filled)
+        raise CcpError(f"{where}: written by results schema {version!r}, this ccp reads "
                        f"{', '.join(map(str, READABLE_SCHEMA_VERSIONS))}")
     try:
         with open(d / "cells.csv", newline="") as fh:
             header = next(csv.reader(fh), [])
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise CcpError(f"{d}: cells.csv is unreadable ({type(exc).__name__})") from None
-    if header != cell_columns_of(version):
-        raise CcpError(f"{d}: cells.csv is not one ccp wrote (its columns differ from results schema {version}'s)")
+        raise CcpError(f"{where}: cells.csv is unreadable ({type(exc).__name__})") from None
+    expected = CELL_COLUMNS if version == SCHEMA_VERSION else cell_columns_of(version)
+    if header != expected:
+        missing = [c for c in expected if c not in header]
+        extra = [c for c in header if c not in expected]
+        why = "; ".join(part for part in (
+            f"missing column{'s' * (len(missing) > 1)} {', '.join(missing)}" if missing else "",
+            f"unknown column{'s' * (len(extra) > 1)} {', '.join(map(repr, extra))}" if extra else "") if part)
+        raise CcpError(f"{where}: cells.csv is not one ccp wrote ({why or 'its columns out of order'}: not results "
+                       f"schema {version}'s columns)")
 
 
 def _csv_records(path: Path) -> int:

@@ -30,6 +30,7 @@ SCHEMA_HISTORY = {
 SCHEMA_VERSION = 5
 READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4, 5)   # what the report and `ccp compare` read (older columns filled with defaults)
 FINISHED = ("ok", "extrapolated")   # statuses of a cell a rerun does not measure again
+FAILED_PREFIX = "failed: "          # the status of a cell that was not measured: "failed: REASON"
 
 # Stability thresholds: the one place they are defined. The runner flags a cell with them when it measures it
 # (``flags``); the report reads the flags and names the thresholds, it does not apply them again.

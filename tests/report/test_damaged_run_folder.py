@@ -72,3 +72,38 @@ def test_a_run_before_the_pass_columns_is_read_not_called_damaged(make_run):
     assert r.exit_code == 0 and "damaged" not in r.output, r.output
     r = CliRunner().invoke(main, ["report", str(b)])
     assert r.exit_code == 0 and "damaged" not in r.output, r.output
+
+
+def _edited_csv(good, d, edit):
+    """A copy of ``good`` whose cells.csv is edited by hand and whose cells.parquet is gone (the CSV is read)."""
+    _copy(good, d)
+    (d / "cells.parquet").unlink()
+    cells = pd.read_csv(d / "cells.csv", keep_default_na=False, na_values=[""])
+    edit(cells).to_csv(d / "cells.csv", index=False)
+    return d
+
+
+@pytest.mark.parametrize("drop, named", [
+    (["cell_id"], "missing column cell_id"),
+    (["load_max", "cpus"], "missing columns"),
+], ids=["cell-id", "load-and-cpus"])
+def test_compare_names_the_run_argument_and_the_missing_column(good, tmp_path, drop, named):
+    """breaker10 B6: `ccp run`'s resume check said "--out ...: use a new --out", an option compare does not have."""
+    d = _edited_csv(good, tmp_path / "b", lambda c: c.drop(columns=drop))
+    r = CliRunner().invoke(main, ["compare", str(good), str(d)])
+    assert r.exit_code == 2, r.output
+    line = r.output.strip()
+    assert line.startswith(f"ccp: error: RUN_B {d}: cells.csv is not one ccp wrote ("), line
+    assert named in line and all(c in line for c in drop)
+    assert "--out" not in line and len(line.splitlines()) == 1
+
+
+@pytest.mark.parametrize("status", ["OK", "finished", "failed"], ids=["upper-case-ok", "unknown-word", "failed-no-reason"])
+def test_a_status_ccp_never_writes_is_bad_input_not_a_regression(good, tmp_path, status):
+    """breaker10 B10: a hand-edited status `OK` read as a cell that did not finish failed the gate (exit 1)."""
+    d = _edited_csv(good, tmp_path / "b", lambda c: c.assign(status=status))
+    r = CliRunner().invoke(main, ["compare", str(good), str(d), "--fail-above", "1.5"])
+    assert r.exit_code == 2, r.output
+    line = r.output.strip()
+    assert line == (f"ccp: error: {d / 'cells.csv'}: row 1, column status: {status!r} is not a status ccp writes "
+                    "('ok', 'extrapolated' or 'failed: REASON')"), line
