@@ -23,7 +23,7 @@ from ccp.model import summarise
 from ccp.predict import calibrate, chunk_traps, predict_requests, stored_chunk_sizes
 from ccp.report.cheapest import CHEAPEST_WITHIN, cheapest_first
 from ccp.store.row import CellRow
-from ccp.units import format_bytes, format_count, format_seconds, shape_str
+from ccp.units import format_bytes, format_count, format_seconds, format_share, shape_str
 
 MAX_MODEL_REQUESTS = 50_000_000   # the compiled model walks ~10 M requests a second: whole patterns
 
@@ -319,7 +319,7 @@ def advise(path, dset: str, block, cache: ChunkCache, memory: int, budget: float
             now = measure_option(cur, path, dset, source, budget, Path(tmp))
             best = measure_option(top, path, dset, source, budget, Path(tmp))
         for label, row in (("current", now), ("top cure", best)):
-            note = f" (extrapolated from {row['fraction_measured']:.0%} of the requests)" if row["status"] == "extrapolated" else ""
+            note = f" (extrapolated from {format_share(row['fraction_measured'])} of the requests)" if row["status"] == "extrapolated" else ""
             echo(f"  {label:9s} {format_seconds(row['time_s'])}{note}")
         gain = now["time_s"] / best["time_s"] if best["time_s"] > 0 else float("inf")
         echo(f"  measured speed-up: {fmt_speedup(gain)}" if gain >= 1 else

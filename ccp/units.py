@@ -105,3 +105,8 @@ def parse_shape_str(text: str, where: str = "shape") -> tuple[int, ...]:
     if not dims or any(d <= 0 for d in dims):
         raise ConfigError(where, f"dimensions must be positive, got {text!r}")
     return dims
+
+
+def format_share(x: float) -> str:
+    """A share as a percentage with three significant digits: 1 request of 256 is "0.391%", never "0%"."""
+    return f"{100 * x:.3g}%"

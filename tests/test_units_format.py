@@ -15,3 +15,12 @@ from ccp.units import format_seconds
 ], ids=["nan", "zero", "ns", "us-rounds-up", "us", "ms", "ms-rounds-up", "ms-below", "s", "min", "h-rounds-up", "h"])
 def test_format_seconds_never_prints_a_thousand_of_a_unit(seconds, text):
     assert format_seconds(seconds) == text
+
+
+@pytest.mark.parametrize("x, text", [(1 / 256, "0.391%"), (0.25, "25%"), (0.125, "12.5%"), (1.0, "100%")],
+                         ids=["one-of-256", "quarter", "eighth", "all"])
+def test_a_share_is_never_rounded_to_nothing(x, text):
+    """breaker10: a budget that measured 1 request of 256 was 'extrapolated from 0% of the requests'."""
+    from ccp.units import format_share
+
+    assert format_share(x) == text

@@ -27,7 +27,7 @@ from ccp.report.cheapest import CHEAPEST_WITHIN, cheapest
 from ccp.report.data import LABEL_SEP, STORAGE_COLUMNS, finite, is_ok, stability, storage_text
 from ccp.report.stats import THRESHOLD, Sample, Verdict, ci95, from_cell, judge, too_few_passes
 from ccp.report.verdict_kinds import DIFFERS, LOAD, LOAD_ADVICE, NOISE, TIE, kind, short, undecided
-from ccp.units import format_seconds
+from ccp.units import format_seconds, format_share
 
 CONFIG_AXES = (("chunks", "chunks"), ("filters", "filters"), ("cache", "cache_label"), ("client", "client"),
                *((a, a) for a in STORAGE_COLUMNS))
@@ -76,7 +76,7 @@ def cell_tags(c, run: RunKind | None = None) -> list[str]:
     out = []
     if str(c.get("status")) == "extrapolated":
         fm = c.get("fraction_measured")
-        out.append(f"extrapolated from {float(fm):.0%} of the requests" if finite(fm) else "extrapolated")
+        out.append(f"extrapolated from {format_share(float(fm))} of the requests" if finite(fm) else "extrapolated")
     out += run.tags
     return out
 

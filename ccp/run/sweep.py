@@ -24,7 +24,7 @@ from ccp.store.results import RunStore, new_run_dir
 from ccp.store.row import CellRow
 from ccp.store.schema import FINISHED
 from ccp.store.workdir import WorkDir
-from ccp.units import format_count, format_seconds
+from ccp.units import format_count, format_seconds, format_share
 
 
 @dataclass
@@ -146,7 +146,7 @@ def _run_locked(sweep, source, cells, store: RunStore, doc, settings, work_dir: 
         extrap = row.status == "extrapolated"
         tags = []
         if extrap:
-            tags.append(f"extrapolated from {row.fraction_measured:.1%} of the requests")
+            tags.append(f"extrapolated from {format_share(row.fraction_measured)} of the requests")
         if quick:
             tags.append("quick: 1 warm pass")
         if doc.get("scale") not in (None, 1):
