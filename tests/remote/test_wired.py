@@ -56,15 +56,20 @@ repeats: 2
 
 
 
-@pytest.fixture(scope="module")
-def s3_run(tmp_path_factory):
-    """One sweep with S3 cells through run_sweep (forked workers, the loopback server started for it)."""
+def _swept(tmp_path_factory, name: str, text: str):
+    """``text`` run through run_sweep in a new folder (forked workers, the loopback server started for it)."""
     from ccp.run import run_sweep
 
-    d = tmp_path_factory.mktemp("wired")
-    (d / "sweep.yaml").write_text(S3_SWEEP)
+    d = tmp_path_factory.mktemp(name)
+    (d / "sweep.yaml").write_text(text)
     summary = run_sweep(d / "sweep.yaml", out=d / "run", work_dir=d / "work", echo=lambda *a: None, report=None)
     return d / "run", summary
+
+
+@pytest.fixture(scope="module")
+def s3_run(tmp_path_factory):
+    """One sweep with S3 cells through run_sweep."""
+    return _swept(tmp_path_factory, "wired", S3_SWEEP)
 
 
 @NEEDS_S3
@@ -118,13 +123,9 @@ repeats: 3
 @pytest.fixture(scope="module")
 def latency_run(tmp_path_factory):
     """LATENCY_SWEEP run through run_sweep: each S3 cell in a forked worker of its own, three timed passes."""
-    from ccp.run import run_sweep
-
-    d = tmp_path_factory.mktemp("latency")
-    (d / "sweep.yaml").write_text(LATENCY_SWEEP)
-    summary = run_sweep(d / "sweep.yaml", out=d / "run", work_dir=d / "work", echo=lambda *a: None, report=None)
+    run, summary = _swept(tmp_path_factory, "latency", LATENCY_SWEEP)
     assert summary.failed == 0
-    return d / "run"
+    return run
 
 
 @NEEDS_S3
