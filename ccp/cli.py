@@ -292,7 +292,8 @@ class Ratio(click.FloatRange):
                    "decided (its I/O counts differ), nor one rule (3) decided on its recorded passes and CPU time, "
                    "nor one that makes other I/O here than its run recorded. Both "
                    "sides run with this ccp and this HDF5: it tells the machine's noise from a difference of the "
-                   "cells' settings, not whether the code that measured B was slower.")
+                   "cells' settings, not whether the code that measured B was slower: a cell whose recorded CPU time "
+                   "per pass in B is beyond the bar stays undecided however the remeasure ends.")
 def compare(run_a, run_b, html_out, fail_above, threshold, remeasure):
     """Compare the cells two runs share, side by side with ratios (B / A) and a verdict per cell.
 

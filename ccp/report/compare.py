@@ -28,17 +28,20 @@ from ccp.report.data import Labels, finite, is_ok, load_cells, load_env, read_ru
 from ccp.report.headline import RunKind
 from ccp.report.html import CSS, esc, img, note, table_html
 from ccp.report.stats import (
+    CONTENTION_SLOWDOWN,
     PASSES,
     RULE,
     THRESHOLD,
     WAIT_COLUMNS,
     WORK,
     Sample,
+    cpu_share_cut,
     from_cell,
     judge,
     passes_needed,
     work_change,
 )
+from ccp.report.stats import LOAD as LOAD_BASIS
 from ccp.report.stats import samples as load_samples
 from ccp.store.reader import read_run_record
 from ccp.units import format_count, format_seconds
@@ -158,6 +161,22 @@ def join(run_a: Path, run_b: Path):
     return a, b, j
 
 
+def recorded_cpu_up(a: Sample, b: Sample, threshold: float) -> str:
+    """What the two runs recorded of B's CPU time per pass beyond A's bar, in words, or "": both sides' CPU time
+    recorded for every pass, B's median beyond max(threshold, 1.25)x A's (1.5x when B's passes got a cut CPU share:
+    competitors raise it too). A remeasure cannot clear it: it runs this ccp, not what measured B."""
+    if not (len(a.cpu) == len(a.passes) and len(b.cpu) == len(b.passes) and len(a.cpu) and len(b.cpu)):
+        return ""
+    ca, cb = float(np.median(a.cpu)), float(np.median(b.cpu))
+    if ca <= 0 or not (np.isfinite(ca) and np.isfinite(cb)):
+        return ""
+    bar = max(threshold, THRESHOLD, CONTENTION_SLOWDOWN if cpu_share_cut(a, b) else 1.0)
+    if cb / ca < bar:
+        return ""
+    n = f"{len(b.cpu)} pass" + ("es" if len(b.cpu) > 1 else "")
+    return f"{cb / ca:.3g}x A's CPU time per pass (its {n} against A's {len(a.cpu)}, beyond {bar:.3g}x)"
+
+
 def _remeasured(run_a, run_b, j, pairs, verdicts, gate, rounds, threshold, fail_above, echo):
     """The cells that differ (or whose difference is the machine's) measured again, interleaved; judged by those."""
     from ccp.report.remeasure import interleaved
@@ -196,6 +215,20 @@ def _remeasured(run_a, run_b, j, pairs, verdicts, gate, rounds, threshold, fail_
             v = judge(xa, xb, threshold)
             verdicts[i] = replace(v, why=f"remeasured, {rounds} alternating passes: {v.why}")
             gate[i] = judge(xa, xb, fail_above) if fail_above is not None else None
+            recorded = recorded_cpu_up(*pairs[i], threshold)
+            if recorded and not v.differs:
+                # the runs recorded more CPU time per pass in B (its one pass, or passes the rule could not part):
+                # measured here with this ccp and HDF5 on both runs' files, the cells' settings cost the same, so the
+                # difference is in what measured B, which a remeasure cannot see: never cleared by it (breaker11 C1,
+                # C3: a 3.3x and a 6.5x CPU regression in the code passed the gate after --remeasure)
+                why = (f"B's run recorded {recorded}; remeasured here ({rounds} alternating passes, this ccp and HDF5 "
+                       f"on both runs' files): {v.why}: the difference is in what measured B, not in the cells' "
+                       "settings (compare the two runs' environments)")
+                verdicts[i] = replace(v, word="undecided", why=why, basis=LOAD_BASIS)
+                if gate[i] is not None:
+                    gate[i] = replace(gate[i], word="undecided", why=why, basis=LOAD_BASIS, ratio=pairs[i][1].time_s
+                                      / pairs[i][0].time_s if pairs[i][0].time_s > 0 else gate[i].ratio)
+                continue
             j.loc[i, "time_s_a"], j.loc[i, "time_s_b"] = xa.time_s, xb.time_s
             j.loc[i, "ratio"] = _ratio(xb.time_s, xa.time_s)
             for sfx, x in (("a", xa), ("b", xb)):

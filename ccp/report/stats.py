@@ -474,7 +474,7 @@ def _more_crowded(fast: Sample, slow: Sample) -> bool:
     other way: breaker10 B1, 0.49 against 0.97 under a decaying 7.7 against a stale 9.0), flagged contended when the
     faster was not, or its load per CPU above 1 and CROWDED_MARGIN above the faster's (both known). Its CPU bar is
     then CONTENTION_SLOWDOWN."""
-    if _cpu_share_cut(fast, slow):
+    if cpu_share_cut(fast, slow):
         return True
     f, s = _share(fast), _share(slow)
     if np.isfinite(f) and np.isfinite(s):
@@ -484,7 +484,7 @@ def _more_crowded(fast: Sample, slow: Sample) -> bool:
     return slow.contended and not fast.contended
 
 
-def _cpu_share_cut(fast: Sample, slow: Sample) -> bool:
+def cpu_share_cut(fast: Sample, slow: Sample) -> bool:
     """The slower side's passes got under CROWDED_SHARE of the CPU share the faster's got (both recorded, the same
     kind of wait: cells that wait for different things differ in share by their work)."""
     f, s = fast.cpu_share, slow.cpu_share
@@ -493,7 +493,7 @@ def _cpu_share_cut(fast: Sample, slow: Sample) -> bool:
 
 
 def _share_note(fast: Sample, slow: Sample) -> str:
-    if not _cpu_share_cut(fast, slow):
+    if not cpu_share_cut(fast, slow):
         return ""
     return f" (its passes got {slow.cpu_share:.2f} of a CPU, the faster's {fast.cpu_share:.2f})"
 

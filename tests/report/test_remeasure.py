@@ -13,7 +13,12 @@ SWEEP = {"name": "tiny", "dataset": {"path": "/d", "generate": {"shape": [16, 64
          "repeats": 3, "cold": False}
 
 
-def test_remeasure_judges_the_differing_cell_by_interleaved_passes(tmp_path, cli):
+def test_remeasure_judges_the_differing_cell_by_interleaved_passes(tmp_path, cli, monkeypatch):
+    # a temp folder of its own: another ccp on this machine (a second suite, a user) may remeasure at the same time
+    mine = tmp_path / "tmp"
+    mine.mkdir()
+    monkeypatch.setenv("TMPDIR", str(mine))
+    monkeypatch.setattr(tempfile, "tempdir", str(mine))
     sweep = tmp_path / "tiny.yaml"
     sweep.write_text(yaml.safe_dump(SWEEP))
     a = tmp_path / "a"

@@ -257,3 +257,35 @@ def test_one_slow_pass_on_the_faster_side_never_makes_a_regression_the_machines(
     # the same passes with the CPU time alike on both sides: the work per pass is the same, the overlap decides
     flat = judge(_s(a.passes, FIVE * 0.004, load=5.0), _s(b.passes, FIVE * 0.004, load=5.1))
     assert flat.word == "noise", flat
+
+
+@pytest.mark.parametrize("b, cleared", [
+    # breaker11 C1: B's CPU per pass 3.3x in every pass, the passes not apart in wall time (undecided): recorded
+    (_s([0.0205, 0.0183, 0.0203, 0.0171, 0.0210], FIVE * 0.0171, load=0.8), False),
+    # C3: one pass each (a --quick run), B's CPU 6.5x
+    (_s([0.0428], [0.037], load=0.8), False),
+    # wall time apart, the CPU time per pass unmoved: the remeasure decides
+    (_s(FIVE * 0.0177, FIVE * 0.0052, load=0.8), True),
+], ids=["C1-cpu-recorded-3x", "C3-one-pass-cpu-6x", "wall-only"])
+def test_a_remeasure_never_clears_what_bs_run_recorded_of_its_cpu_time(monkeypatch, b, cleared):
+    """--remeasure runs this ccp and HDF5 on both runs' files: a tie there clears a difference of the cells' settings,
+    never B's own CPU time per pass beyond the bar, which is in what measured B (breaker11 C1, C3: a 3.3x and a 6.5x
+    CPU regression in the code passed the gate after --remeasure)."""
+    import pandas as pd
+
+    from ccp.report import compare, remeasure
+
+    a = (_s([0.0125, 0.0122, 0.0119, 0.0350, 0.0121], FIVE * 0.0052, load=0.8) if len(b.passes) > 1 else
+         _s([0.0043], [0.0057], load=0.8))
+    same = _s(FIVE * 0.0036, FIVE * 0.0034, load=0.8)
+    monkeypatch.setattr(remeasure, "interleaved", lambda run_a, run_b, ids, *a_, **k: ({ids[0]: (same, same)}, []))
+    j = pd.DataFrame({"label": ["cell"], "cell_id_a": ["x"], "cell_id_b": ["x"], "status_a": ["ok"], "status_b": ["ok"],
+                      "time_s_a": [a.time_s], "time_s_b": [b.time_s], "ratio": [b.time_s / a.time_s]})
+    v = judge(a, b)
+    assert not v.differs, v
+    verdicts, gate, _ = compare._remeasured("A", "B", j, [(a, b)], [v], [judge(a, b, 1.5)], 5, 1.25, 1.5,
+                                            lambda *_: None)
+    assert (verdicts[0].word == "tie") is cleared, verdicts[0]
+    if not cleared:
+        assert verdicts[0].word == gate[0].word == "undecided" and "B's run recorded" in verdicts[0].why, verdicts[0]
+        assert "the difference is in what measured B" in gate[0].why
