@@ -215,7 +215,8 @@ def _remeasured(run_a, run_b, j, pairs, verdicts, gate, rounds, threshold, fail_
             v = judge(xa, xb, threshold)
             verdicts[i] = replace(v, why=f"remeasured, {rounds} alternating passes: {v.why}")
             gate[i] = judge(xa, xb, fail_above) if fail_above is not None else None
-            recorded = recorded_cpu_up(*pairs[i], threshold)
+            was_a, was_b = pairs[i]
+            recorded = recorded_cpu_up(was_a, was_b, threshold)
             if recorded and not v.differs:
                 # the runs recorded more CPU time per pass in B (its one pass, or passes the rule could not part):
                 # measured here with this ccp and HDF5 on both runs' files, the cells' settings cost the same, so the
