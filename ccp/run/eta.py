@@ -5,7 +5,7 @@ Averaging the cells already done misleads when one cell dominates (a 13-minute c
 showed "ETA 3.72 s"); the compiled model predicts every cell's cost before it starts. The model's prices are
 not this machine's at this moment, so every finished pass corrects them: the sweep's ratio of measured to
 predicted seconds scales what is left, and the running cell's own finished passes (or, inside a long pass,
-its requests done) extrapolate that cell. What the model does not price (making the work files, forking a
+its requests of the last RECENT_S seconds: a machine's pace changes within a run) extrapolate that cell. What the model does not price (making the work files, forking a
 worker, committing the row) is the median of what it cost the cells so far. Issue 22: on configs/cris.yaml
 the line said 42 min with 26.5 min left, froze for minutes between progress reports (one per 1,024
 requests), and printed "cell 0 ns left" as a cell started; :class:`Ticker` redraws the line without waiting
@@ -35,6 +35,8 @@ RUNNING_PASS_MIN_S = 1.0   # the running pass corrects the model once this much 
 ENOUGH_PRICED_S = 0.5      # the line gives a number once passes the model prices at this many seconds are measured
 ENOUGH_SHARE = 0.02        # ... or this share of the sweep's priced work, if less
 ESTIMATING_MAX_S = 10.0    # ... or once a priced cell has measured this long without a correction: the model's own
+RECENT_S = 20.0            # the running pass's pace: its requests of the last this many seconds (all of it, if shorter)
+RECENT_FULL_S = 60.0       # a pass measured this long prices the running cell's later passes at its recent pace alone
 
 
 def progress_bar(fraction: float, width: int = 20) -> str:
@@ -118,6 +120,7 @@ class EtaClock:
         self.pass_starts: list[float] = []
         self.in_pass = (0, 0)                 # (requests done, requests) of the running pass, as last reported
         self.reported = self.started          # when
+        self.pass_reports: list[tuple[float, int]] = []   # (when, requests done) of the running pass's last RECENT_S
 
     # ------------------------------------------------------------------------------------------- priced work
     def _priced_sum(self, predicted: list) -> float:
@@ -138,7 +141,7 @@ class EtaClock:
     def begin_cell(self, k: int) -> None:
         self._record("begin_cell", [k])
         self.k, self.cell_started = k, self.clock()
-        self.measure_started, self.pass_starts, self.in_pass = None, [], (0, 0)
+        self.measure_started, self.pass_starts, self.in_pass, self.pass_reports = None, [], (0, 0), []
         p = self.predicted[k] if k < len(self.predicted) else None
         self.own = p if _known(p) else None
 
@@ -163,8 +166,13 @@ class EtaClock:
             if self.pass_starts and self.own is not None:     # the pass before this one finished
                 self._count_pass(now - self.pass_starts[-1], self.own / self.passes)
             self.pass_starts.append(now)
+            self.pass_reports = []
         self.in_pass = (int(i), int(n))
         self.reported = now
+        reports = self.pass_reports
+        reports.append((now, int(i)))
+        while len(reports) > 2 and reports[1][0] <= now - RECENT_S:   # one report at least RECENT_S old is kept
+            reports.pop(0)
 
     def cell_done(self, k: int, elapsed_s=None) -> None:
         self._record("cell_done", [k, float(elapsed_s) if _known(elapsed_s) else None])
@@ -180,6 +188,7 @@ class EtaClock:
         self.overheads.append(max(now - self.cell_started - measured, 0.0))
         self.walls.append((now - self.cell_started, self.own))
         self.k, self.measure_started, self.own, self.pass_starts, self.in_pass = k, None, None, [], (0, 0)
+        self.pass_reports = []
 
     def _count_pass(self, measured: float, predicted: float) -> None:
         self.measured_s += measured
@@ -225,12 +234,24 @@ class EtaClock:
             return True
         return own > 0 and self.measure_started is not None and now - self.measure_started >= ESTIMATING_MAX_S
 
+    def _recent_pace(self) -> tuple[float, int] | None:
+        """(seconds, requests done in them) of the running pass over its last RECENT_S seconds of reports (all of it,
+        if shorter); None before two reports apart."""
+        reports = self.pass_reports
+        if len(reports) < 2:
+            return None
+        (t0, i0), (t1, i1) = reports[0], reports[-1]
+        return (t1 - t0, i1 - i0) if t1 > t0 and i1 > i0 else None
+
     @property
     def ratio(self) -> float:
         # passes the model prices at milliseconds measure their open, close and cache drop, not the model's error:
         # configs/cris.yaml x0.71's four small cells said "model x 50" and 1 h 40 min with 17 min left. Once a pass the
         # model priced at PRICED_PASS_S or more is measured (or running), only those correct the model; the small
-        # cells' fixed cost is counted per cell (_fixed_per_cell).
+        # cells' fixed cost is counted per cell (_fixed_per_cell). The whole run's passes, not the recent ones: weighting
+        # them by how recent they are (a weight halving every 60-300 s) moved the replayed cris runs' lines with a
+        # minute left within 1.5x by under 1% and let a few cells' own model error swing the ratio (the 40-cell sweep
+        # of tests/run/test_eta.py went from 1.45x to 1.51-1.58x); a changing pace is followed in the running cell.
         running = self._running_pass()
         running_priced = running is not None and self._own_priced
         if self.priced_predicted_s > 0 or running_priced:
@@ -282,13 +303,19 @@ class EtaClock:
         guess = last_pass if last_pass is not None else self._per_pass_guess(ratio)
         this: float | None = guess
         per_pass = guess
-        if n and i >= 1 and self.reported - starts[-1] >= RUNNING_PASS_MIN_S:
-            # inside a long pass, once a second of it is measured, the requests done by the last report extrapolate
-            # it (before, its first 16 requests, the cold ones, said "194 s left" on a 3 s pass); the later passes
-            # are priced as it goes as far as it has gone, as the latest finished one for the rest
-            extrapolated = max((self.reported - starts[-1]) * n / i, in_pass)
-            this = extrapolated
-            per_pass = extrapolated if guess is None else guess + (extrapolated - guess) * min(i / n, 1.0)
+        pace = self._recent_pace()
+        measured = self.reported - starts[-1]
+        if n and i >= 1 and measured >= RUNNING_PASS_MIN_S and pace is not None:
+            # inside a long pass, once a second of it is measured, the requests of its last RECENT_S seconds
+            # extrapolate it (before, its first 16 requests, the cold ones, said "194 s left" on a 3 s pass; the
+            # whole pass's mean lagged a load that rose within it: audit22 A2); the later passes are priced at that
+            # pace as far as the pass has gone (by requests, or by RECENT_FULL_S of it measured), as the latest
+            # finished one for the rest
+            span, requests = pace
+            at_pace = span / requests                       # seconds a request
+            this = max(measured + (n - i) * at_pace, in_pass)
+            weight = max(min(i / n, 1.0), min(measured / RECENT_FULL_S, 1.0))
+            per_pass = n * at_pace if guess is None else guess + (n * at_pace - guess) * weight
         if this is None or per_pass is None:
             return None, in_cell, False
         later = per_pass * max(self.passes - m - 1, 0)
