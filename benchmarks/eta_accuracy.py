@@ -5,7 +5,8 @@ Runs one sweep under a pseudo-terminal (the status line and its ticker only draw
 redraw of the status line, and once the sweep has ended compares each "sweep X left" with the time that was really
 left (the sweep's end minus the moment of the line). Prints the worst ratio predicted / actual remaining over the
 run (and over the part with at least a minute left, where a few seconds of overhead cannot dominate), the longest
-gap between redraws, whether any line said "0 ns", and the load average while it ran.
+gap between redraws, the longest silence before the first status line, whether any line said "0 ns", and the load
+average while it ran.
 
 A line that says "ETA estimating" (too little of the model's prices measured yet to correct them) gives no number:
 it is counted apart, neither right nor wrong, with the longest stretch of such lines; it is still a redraw, so the
@@ -174,6 +175,18 @@ def score(status: list[tuple[float, str]], sweep_end: float) -> None:
               f"left); worst {worst:.2f}x; {within}/{len(rs)} within 1.5x")
 
 
+def silence_before_the_first_status_line(lines: list[tuple[float, str]], status: list[tuple[float, str]]) -> str:
+    """The longest time with nothing on the terminal from the start to the first status line (the sweep engine's
+    imports, the calibration, the first work files: audit22 A2 found 8-30 s of it); "redraws" count after it."""
+    if not status:
+        return "no status line"
+    first = status[0][0]
+    times = [0.0] + [t for t, _ in lines if t <= first]
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    return (f"before the first status line (at {first:.1f} s): first output at {times[1]:.1f} s, the longest "
+            f"silence {max(gaps, default=0.0):.1f} s")
+
+
 def write_log(path: str, status: list[tuple[float, str]], sweep_end: float) -> None:
     with open(path, "w") as fh:
         fh.write("elapsed_s\teta_s\tactual_left_s\tline\n")
@@ -228,6 +241,7 @@ def main(argv=None) -> int:
     print(f"ccp run exit {code}; {end:.0f} s wall (sweep {sweep_end:.0f} s)")
     print(f"load average: {load0:.1f} at the start, median {statistics.median(loads or [load0]):.1f}, "
           f"max {max(loads or [load0]):.1f} on {os.cpu_count()} CPUs")
+    print(silence_before_the_first_status_line(lines, status))
     score(status, sweep_end)
     if a.log:
         write_log(a.log, status, sweep_end)

@@ -217,16 +217,23 @@ def run(sweep, out, quick, work_dir, cell_timeout, no_isolate, no_report, execut
       ccp run sweep.yaml --executor dask --scheduler tcp://head:8786
       ccp run configs/cris.yaml --scale 0.71 --quick        # a quarter of the data, every cell kept
     """
-    from ccp.report import write_report
-    from ccp.run import run_sweep
-    from ccp.run.dask import parse_resources
-    from ccp.units import parse_duration
+    from ccp.run.phases import PhaseLine
+    phases = PhaseLine(sys.stderr)
+    phases.say("loading", plain=False)    # on a terminal: the sweep engine's imports take seconds on a busy machine
+    try:
+        from ccp.report import write_report
+        from ccp.run import run_sweep
+        from ccp.run.dask import parse_resources
+        from ccp.units import parse_duration
 
-    summary = run_sweep(sweep, out=out, quick=quick, work_dir=work_dir, isolate=not no_isolate,
-                        cell_timeout=cell_timeout, report=None if no_report else write_report, echo=click.echo, executor=executor,
-                        scheduler=scheduler, resources=parse_resources(resources) if executor == "dask" else None,
-                        time_budget=parse_duration(time_budget, "--time-budget") if time_budget is not None else None,
-                        scale=scale, warn=lambda line: click.echo(line, err=True))
+        summary = run_sweep(sweep, out=out, quick=quick, work_dir=work_dir, isolate=not no_isolate,
+                            cell_timeout=cell_timeout, report=None if no_report else write_report, echo=click.echo,
+                            executor=executor, scheduler=scheduler,
+                            resources=parse_resources(resources) if executor == "dask" else None,
+                            time_budget=parse_duration(time_budget, "--time-budget") if time_budget is not None else None,
+                            scale=scale, warn=lambda line: click.echo(line, err=True), phases=phases)
+    finally:
+        phases.clear()      # an error's one line is not appended to the phase line
     click.echo(f"{summary.ran} cell(s) run, {summary.skipped} already done, {summary.failed} failed")
     from ccp.report.data import run_contention
 

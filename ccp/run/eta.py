@@ -378,6 +378,11 @@ class ProgressLine:
             self.k, self.label, self.stage, self.i, self.n = k, label, "preparing", 0, 0
             self.eta.begin_cell(k)
 
+    def set_stage(self, stage: str) -> None:
+        """What the running cell does before its first report (making its work file)."""
+        with self.lock:
+            self.stage = stage
+
     def progress(self, stage: str, i: int, n: int) -> None:
         with self.lock:
             self.stage, self.i, self.n = stage, i, n

@@ -32,10 +32,11 @@ from ccp.measurement.runner import measure
 from ccp.predict import Calibration, predict_job
 from ccp.run.checks import one_line
 from ccp.run.eta import EtaClock, ProgressLine, Ticker, events_path, predicted_seconds
-from ccp.run.job import failed_row, job_for
+from ccp.run.job import failed_row, job_for, logical_bytes, work_file_to_make
+from ccp.run.phases import PhaseLine
 from ccp.store.results import RunStore
 from ccp.store.row import CellRow
-from ccp.units import format_seconds
+from ccp.units import format_bytes, format_seconds
 
 if TYPE_CHECKING:
     from ccp.remote.sweep_cell import RemoteSession
@@ -56,6 +57,7 @@ class SweepContext:
     echo: Callable[..., None] = print
     stream: TextIO = sys.stderr
     s3: RemoteSession | None = None   # the sweep's S3 session when it has S3 cells
+    phases: PhaseLine | None = None   # says what is done before a cell measures (a work file made, the cells priced)
 
     @property
     def passes(self) -> int:
@@ -95,14 +97,27 @@ class LocalExecutor(Executor):
 
     def run(self, todo: list[Cell], ctx: SweepContext) -> Iterator[tuple[Cell, CellRow]]:
         tty = ctx.stream.isatty()
+        phases = ctx.phases if ctx.phases is not None else PhaseLine(ctx.stream, tty)
+        phases.say(f"pricing {len(todo)} cell(s) with the model")
         eta_clock = EtaClock(predicted_seconds(todo, ctx.source, ctx.calibration, ctx.passes), ctx.passes,
                              events=events_path())
         line = ProgressLine(eta_clock, len(todo), lambda text: status_line(text, tty, ctx.stream))
         ticker = Ticker(line.render) if tty else contextlib.nullcontext()   # redrawn between the worker's reports
         self.fork_guard = line.lock       # no fork while the ticker thread writes the line (see run_isolated)
+        to_make = work_files_to_make(todo, ctx)
         with ticker:
             for k, cell in enumerate(todo):
                 line.begin(k, cell.label())
+                making = work_file_to_make(cell, ctx.sweep, ctx.source, ctx.work_dir)
+                if making is not None and making in to_make:
+                    # generating or repacking the data takes seconds to minutes before the cell's first report
+                    stage = (f"making work file {to_make.index(making) + 1} of {len(to_make)}, "
+                             f"{format_bytes(logical_bytes(ctx.source))}")
+                    if tty:
+                        line.set_stage(stage)
+                        line.render()
+                    else:
+                        phases.say(f"{stage}, for {cell.label()}")
                 try:
                     job = job_for(cell, ctx.sweep, ctx.source, ctx.work_dir, ctx.quick, ctx.s3)
                 except Exception as exc:  # a work file that cannot be made (a filter or layout
@@ -143,6 +158,16 @@ class ForkedExecutor(LocalExecutor):
     def measure(self, job: CellJob, ctx: SweepContext, on_progress) -> CellRow:
         return run_isolated(job, ctx.store, ctx.work_dir, on_progress, self.cell_timeout,
                             getattr(self, "fork_guard", None))
+
+
+def work_files_to_make(todo: list[Cell], ctx: SweepContext) -> list[Path]:
+    """The distinct work files the cells will make, in the order they will be made."""
+    out: list[Path] = []
+    for cell in todo:
+        path = work_file_to_make(cell, ctx.sweep, ctx.source, ctx.work_dir)
+        if path is not None and path not in out:
+            out.append(path)
+    return out
 
 
 def status_line(text: str, tty: bool, stream) -> None:

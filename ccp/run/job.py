@@ -36,7 +36,7 @@ def job_for(cell: Cell, sweep: Sweep, source: DatasetInfo, work_dir: Path, quick
     :class:`ccp.remote.sweep_cell.RemoteSession`) and has no counted pass: its I/O counts are its GETs."""
     repack_s = float("nan")
     if cell.access.op in ("write", "copy"):     # each pass writes a new file of about the dataset's size
-        logical = int(np.prod(source.shape, dtype=np.int64)) * np.dtype(source.dtype).itemsize
+        logical = logical_bytes(source)
         check_free(Path(work_dir) / "tmp", 2 * logical, f"a {cell.access.op} cell's pass files")
     if cell.access.op == "write":
         file = ""
@@ -71,6 +71,25 @@ def job_for(cell: Cell, sweep: Sweep, source: DatasetInfo, work_dir: Path, quick
                    generate=sweep.dataset.generate, user_file=str(sweep.dataset.file) if sweep.dataset.file else None,
                    repeats=sweep.repeats, cold=sweep.cold, counted_pass=not quick and remote is None, repack_s=repack_s,
                    time_budget=sweep.time_budget, remote=remote)
+
+
+def logical_bytes(source: DatasetInfo) -> int:
+    """The dataset's values in bytes, uncompressed: about a work file's size."""
+    return int(np.prod(source.shape, dtype=np.int64)) * np.dtype(source.dtype).itemsize
+
+
+def work_file_to_make(cell: Cell, sweep: Sweep, source: DatasetInfo, work_dir: Path) -> Path | None:
+    """The layout work file :func:`job_for` will make for ``cell`` (generating or repacking the data), None if it
+    needs none or it exists: what the progress line says while it is made (audit22 A2)."""
+    if cell.access.op == "write" or (cell.access.op == "copy" and sweep.dataset.file is not None):
+        return None
+    if cell.access.op == "copy":
+        path = layout_path(work_dir, sweep, source, source.chunks, source.filters)
+    elif cell.from_source:
+        return None
+    else:
+        path = layout_path(work_dir, sweep, source, cell.chunks, cell.filters)
+    return None if path.exists() else path
 
 
 def work_file(work_dir: Path, sweep: Sweep, source: DatasetInfo, chunks, filters) -> tuple[Path, float]:

@@ -19,6 +19,7 @@ from ccp.measurement import env as envmod
 from ccp.predict import calibration_for, traps
 from ccp.run.checks import check_run_options, disk_needed, out_needed, prepare, run_settings, scale_warnings
 from ccp.run.executors import Executor, ForkedExecutor, InlineExecutor, SweepContext
+from ccp.run.phases import PhaseLine
 from ccp.store.disk import check_free
 from ccp.store.results import RunStore, new_run_dir
 from ccp.store.row import CellRow
@@ -59,6 +60,14 @@ class _Echo:
                 pass
 
 
+def _after_clearing(phases: PhaseLine, write):
+    """``write``, after erasing the terminal's phase line (a line of output is not appended to it)."""
+    def call(*args, **kw):
+        phases.clear()
+        return write(*args, **kw)
+    return call
+
+
 def choose_executor(executor: str | Executor = "local", *, isolate: bool = True, cell_timeout: float | None = None,
                     scheduler=None, resources: dict | None = None) -> Executor:
     """The executor `ccp run --executor` names: local (forked workers, or inline without ``isolate``) or dask."""
@@ -76,10 +85,12 @@ def run_sweep(sweep_path, *, out: Path | None = None, quick: bool = False, resul
               work_dir: Path | None = None, isolate: bool = True, cell_timeout: float | None = None,
               report: Callable[[Path], Path] | None = None, echo=print, stream=None, executor: str | Executor = "local", scheduler=None,
               resources: dict | None = None, time_budget: float | None = None, scale: float | None = None,
-              warn=None) -> RunSummary:
+              warn=None, phases: PhaseLine | None = None) -> RunSummary:
     stream = stream or sys.stderr
-    echo = echo if isinstance(echo, _Echo) else _Echo(echo)
-    warn = warn or echo
+    phases = phases if phases is not None else PhaseLine(stream)
+    echo = _Echo(_after_clearing(phases, echo.echo if isinstance(echo, _Echo) else echo))
+    warn = _after_clearing(phases, warn) if warn is not None else echo
+    phases.say("checking the sweep, its dataset and --out", plain=False)   # one line only if it is bad
     if not isinstance(executor, Executor):
         check_run_options(cell_timeout=cell_timeout, time_budget=time_budget, out=out, work_dir=work_dir,
                           executor=executor, scheduler=scheduler)
@@ -115,13 +126,13 @@ def run_sweep(sweep_path, *, out: Path | None = None, quick: bool = False, resul
         store.lock()
         try:
             return _run_locked(sweep, source, cells, store, doc, settings, work_dir, runner, quick=quick, report=report,
-                               echo=echo, stream=stream, s3=session)
+                               echo=echo, stream=stream, s3=session, phases=phases)
         finally:
             store.unlock()
 
 
 def _run_locked(sweep, source, cells, store: RunStore, doc, settings, work_dir: Path, runner: Executor, *, quick,
-                report, echo, stream, s3=None) -> RunSummary:
+                report, echo, stream, s3=None, phases: PhaseLine | None = None) -> RunSummary:
     run_dir = store.dir
     store.open(doc, source.identity, settings)
     wd = WorkDir(work_dir)
@@ -134,8 +145,10 @@ def _run_locked(sweep, source, cells, store: RunStore, doc, settings, work_dir: 
          f"{sweep.repeats} timed pass(es) each{', cold' if sweep.cold else ''}{'' if quick else ' + 1 counted pass'}; "
          f"results in {run_dir}")
     failed = 0
+    phases = phases if phases is not None else PhaseLine(stream)
+    phases.say("calibrating the model's prices on this machine (cached in the work folder)")
     calibration = calibration_for([c.filters for c in cells], source, sweep, wd)
-    ctx = SweepContext(sweep, source, work_dir, quick, store, calibration, echo, stream, s3)
+    ctx = SweepContext(sweep, source, work_dir, quick, store, calibration, echo, stream, s3, phases)
 
     def finished(cell, row):
         nonlocal failed
@@ -169,6 +182,8 @@ def _run_locked(sweep, source, cells, store: RunStore, doc, settings, work_dir: 
         store.finalize()     # also when interrupted: cells.parquet matches cells.csv
     summary = RunSummary(run_dir, len(cells), len(todo), len(cells) - len(todo), failed)
     if report:            # the caller's report writer (the CLI's is ccp.report.write_report): the report reads runs
+        if phases is not None:
+            phases.say("writing the report")
         summary.report = report(run_dir)
     return summary
 
