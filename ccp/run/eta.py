@@ -5,7 +5,8 @@ Averaging the cells already done misleads when one cell dominates (a 13-minute c
 showed "ETA 3.72 s"); the compiled model predicts every cell's cost before it starts. The model's prices are
 not this machine's at this moment, so every finished pass corrects them: the sweep's ratio of measured to
 predicted seconds scales what is left, and the running cell's own finished passes (or, inside a long pass,
-its requests of the last RECENT_S seconds: a machine's pace changes within a run) extrapolate that cell. What the model does not price (making the work files, forking a
+its requests done, at a pace that weighs its last RECENT_S seconds: a machine's pace changes within a run)
+extrapolate that cell. What the model does not price (making the work files, forking a
 worker, committing the row) is the median of what it cost the cells so far. Issue 22: on configs/cris.yaml
 the line said 42 min with 26.5 min left, froze for minutes between progress reports (one per 1,024
 requests), and printed "cell 0 ns left" as a cell started; :class:`Ticker` redraws the line without waiting
@@ -35,8 +36,7 @@ RUNNING_PASS_MIN_S = 1.0   # the running pass corrects the model once this much 
 ENOUGH_PRICED_S = 0.5      # the line gives a number once passes the model prices at this many seconds are measured
 ENOUGH_SHARE = 0.02        # ... or this share of the sweep's priced work, if less
 ESTIMATING_MAX_S = 10.0    # ... or once a priced cell has measured this long without a correction: the model's own
-RECENT_S = 20.0            # the running pass's pace: its requests of the last this many seconds (all of it, if shorter)
-RECENT_FULL_S = 60.0       # a pass measured this long prices the running cell's later passes at its recent pace alone
+RECENT_S = 30.0            # the running pass's pace: the mean of its last this many seconds' and its whole
 
 
 def progress_bar(fraction: float, width: int = 20) -> str:
@@ -306,16 +306,17 @@ class EtaClock:
         pace = self._recent_pace()
         measured = self.reported - starts[-1]
         if n and i >= 1 and measured >= RUNNING_PASS_MIN_S and pace is not None:
-            # inside a long pass, once a second of it is measured, the requests of its last RECENT_S seconds
-            # extrapolate it (before, its first 16 requests, the cold ones, said "194 s left" on a 3 s pass; the
-            # whole pass's mean lagged a load that rose within it: audit22 A2); the later passes are priced at that
-            # pace as far as the pass has gone (by requests, or by RECENT_FULL_S of it measured), as the latest
+            # inside a long pass, once a second of it is measured, its requests done extrapolate it (before, its first
+            # 16 requests, the cold ones, said "194 s left" on a 3 s pass) at the mean of two paces: its last RECENT_S
+            # seconds' follows a machine whose load changed within the pass (audit22 A2: the whole pass's mean alone
+            # lagged a load that rose 1.4 -> 8.2), its whole one keeps a burst of a few seconds from swinging the line
+            # (the recent pace alone, over 20 s, said 0.37x and then 1.9x of the time left when other jobs paused for
+            # 20 s and came back); the later passes are priced at that pace as far as the pass has gone, as the latest
             # finished one for the rest
             span, requests = pace
-            at_pace = span / requests                       # seconds a request
+            at_pace = (span / requests + measured / i) / 2        # seconds a request
             this = max(measured + (n - i) * at_pace, in_pass)
-            weight = max(min(i / n, 1.0), min(measured / RECENT_FULL_S, 1.0))
-            per_pass = n * at_pace if guess is None else guess + (n * at_pace - guess) * weight
+            per_pass = n * at_pace if guess is None else guess + (n * at_pace - guess) * min(i / n, 1.0)
         if this is None or per_pass is None:
             return None, in_cell, False
         later = per_pass * max(self.passes - m - 1, 0)

@@ -10,7 +10,7 @@ import threading
 import numpy as np
 import pytest
 
-from ccp.run.eta import ESTIMATING_MAX_S, RECENT_FULL_S, EtaClock, ProgressLine, Ticker, left_text
+from ccp.run.eta import ESTIMATING_MAX_S, EtaClock, ProgressLine, Ticker, left_text
 
 
 class FakeClock:
@@ -339,8 +339,7 @@ def test_a_sweep_of_cells_priced_at_milliseconds_gives_a_number_at_once():
 
 def test_a_machine_slowing_down_is_told_by_its_latest_pass_and_the_running_one():
     """configs/cris.yaml x0.71 while five other jobs started: passes of 40, 56, 88 and 81 s. The passes left are priced
-    as the latest finished one, moving to the running pass's pace as far as it has gone (by its requests, or by its
-    seconds measured out of RECENT_FULL_S, whichever is further) -- not the mean of them all."""
+    as the latest finished one, moving to the running pass's pace as far as it has gone -- not the mean of them all."""
     clock = FakeClock()
     eta = EtaClock([160.0], 4, clock=clock)
     eta.begin_cell(0)
@@ -352,7 +351,7 @@ def test_a_machine_slowing_down_is_told_by_its_latest_pass_and_the_running_one()
     assert eta.estimate().cell_left == pytest.approx(2 * 56.0)
     clock.t += 44.0
     eta.progress("timed pass", 500, 1000)               # half of it in 44 s: an 88 s pass
-    assert eta.estimate().cell_left == pytest.approx(44.0 + 56.0 + (88.0 - 56.0) * 44.0 / RECENT_FULL_S)
+    assert eta.estimate().cell_left == pytest.approx(44.0 + (56.0 + 88.0) / 2)
 
 
 @pytest.mark.parametrize(("sweep", "measured_s", "settled"),
