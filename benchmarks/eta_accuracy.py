@@ -15,6 +15,7 @@ gaps between redraws include it.
     .venv/bin/python benchmarks/eta_accuracy.py configs/cris.yaml --scale 0.71 --events results/cris-events.jsonl
     .venv/bin/python benchmarks/eta_accuracy.py configs/quickstart.yaml --log results/eta-quickstart.tsv
     .venv/bin/python benchmarks/eta_accuracy.py --replay results/cris-events.jsonl
+    .venv/bin/python benchmarks/eta_accuracy.py --replay results/cris-events.jsonl --pace-change 0.4:2
 
 The run folder and work files go to a temporary folder (removed at the end) unless --out / --work are given;
 --log writes every (elapsed, eta, actual, line) as a TSV. The sweep runs with --no-report: the ETA covers the
@@ -22,7 +23,9 @@ sweep, not the page written after it. --events saves what the ETA was told (each
 reports, each cell's end, timed) and --replay re-scores this code's ETA on them without rerunning the sweep: the
 line after every report and every 2 s within a cell, as the ticker draws it, from the ETA's start (after the sweep's
 data is made, so its times are a few seconds short of the live run's) to the last cell's end. A replay tunes the
-estimator cheaply; the figures to quote are a live run's.
+estimator cheaply; the figures to quote are a live run's. --pace-change AT:FACTOR replays a run as if the machine's
+pace had changed at AT of it (every second after it taking FACTOR seconds) and scores the lines from a minute after
+the change apart: how fast the ETA catches up.
 """
 
 from __future__ import annotations
@@ -90,7 +93,27 @@ def run_under_pty(args: list[str], env: dict) -> tuple[list[tuple[float, str]], 
     return lines, end, code, loads
 
 
-def replay(events_file: str, tick_s: float = TICK_S) -> tuple[list[tuple[float, str]], float]:
+def paced(events: list[dict], at: float, factor: float) -> list[dict]:
+    """The same run as if every second after ``at`` (a fraction of the run) had taken ``factor`` seconds: the machine's
+    pace changing within a run, on a saved run's events (``--pace-change``)."""
+    t0 = at * max(ev["t"] for ev in events)
+
+    def warped(t: float) -> float:
+        return t if t <= t0 else t0 + (t - t0) * factor
+
+    out = []
+    for ev in events:
+        t = ev["t"]
+        ev = {**ev, "t": round(warped(t), 4)}
+        if ev["call"] == "cell_done" and ev["args"][1] is not None:     # the seconds the worker measured, warped too
+            k, measured = ev["args"]
+            ev["args"] = [k, warped(t) - warped(t - measured)]
+        out.append(ev)
+    return out
+
+
+def replay(events_file: str, tick_s: float = TICK_S,
+           pace_change: tuple[float, float] | None = None) -> tuple[list[tuple[float, str]], float]:
     """Re-run the ETA of a saved run on its events (``--events``): the status line's ETA text after every worker
     report and every ``tick_s`` seconds within a cell, as the live line draws it; returns ([(seconds, line)], the
     sweep's end: its last cell done)."""
@@ -99,6 +122,8 @@ def replay(events_file: str, tick_s: float = TICK_S) -> tuple[list[tuple[float, 
     try:
         events = [json.loads(ln) for ln in Path(events_file).read_text().splitlines() if ln.strip()]
         ok = bool(events) and all(isinstance(ev, dict) and {"t", "call", "args"} <= set(ev) for ev in events)
+        if ok and pace_change is not None:
+            events = paced(events, *pace_change)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         print(f"eta_accuracy: --replay {events_file}: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
@@ -142,7 +167,7 @@ def estimating_stretches(status: list[tuple[float, str]], end: float) -> list[fl
     return out
 
 
-def score(status: list[tuple[float, str]], sweep_end: float) -> None:
+def score(status: list[tuple[float, str]], sweep_end: float, changed_at: float | None = None) -> None:
     samples = []
     for t, ln in status:
         m = SWEEP_LEFT.search(ln)
@@ -160,9 +185,13 @@ def score(status: list[tuple[float, str]], sweep_end: float) -> None:
     first = next((t for t, _, _, ln in samples if "measured)" in ln), None)
     print("the first line corrected by a measurement: " + (f"at {first:.0f} s" if first is not None else "none")
           + f" (before it, '{ESTIMATING}' or the model's prices alone)")
-    for label, floor, since in (("every line", 1.0, 0.0), (f"lines with >= {MIN_LEFT_S:.0f} s really left", MIN_LEFT_S, 0.0),
-                                (f"corrected lines with >= {MIN_LEFT_S:.0f} s really left", MIN_LEFT_S,
-                                 first if first is not None else float("inf"))):
+    groups = [("every line", 1.0, 0.0), (f"lines with >= {MIN_LEFT_S:.0f} s really left", MIN_LEFT_S, 0.0),
+              (f"corrected lines with >= {MIN_LEFT_S:.0f} s really left", MIN_LEFT_S,
+               first if first is not None else float("inf"))]
+    if changed_at is not None:
+        groups.append((f"lines with >= {MIN_LEFT_S:.0f} s really left from a minute after the pace changed",
+                       MIN_LEFT_S, changed_at + 60.0))
+    for label, floor, since in groups:
         rs = [(eta / actual, t, eta, actual) for t, eta, actual, _ in samples if actual >= floor and t >= since]
         if not rs:
             print(f"{label}: no sample")
@@ -206,11 +235,27 @@ def main(argv=None) -> int:
     ap.add_argument("--log", default=None, help="write every (elapsed, eta, actual, line) here as TSV")
     ap.add_argument("--events", default=None, help="save the ETA's events of the run here (for --replay)")
     ap.add_argument("--replay", default=None, help="score the ETA of this code on a saved run's events, not a new run")
+    ap.add_argument("--pace-change", default=None, metavar="AT:FACTOR",
+                    help="with --replay: as if every second after AT (a fraction of the run, e.g. 0.4) took FACTOR "
+                         "seconds (2: the machine's pace halves)")
     a = ap.parse_args(argv)
+    change = None
+    if a.pace_change:
+        try:
+            at, factor = (float(x) for x in a.pace_change.split(":"))
+        except ValueError:
+            ap.error(f"--pace-change: expected AT:FACTOR (e.g. 0.4:2), got {a.pace_change!r}")
+        if not (0 < at < 1 and 0 < factor < 100):
+            ap.error(f"--pace-change: AT between 0 and 1 and FACTOR between 0 and 100, got {a.pace_change!r}")
+        change = (at, factor)
     if a.replay:
-        status, sweep_end = replay(a.replay)
-        print(f"replay of {a.replay}: sweep {sweep_end:.0f} s (the events' load is in the run's own output)")
-        score(status, sweep_end)
+        status, sweep_end = replay(a.replay, pace_change=change)
+        changed_at = None
+        if change is not None:      # where the change falls on the replay's clock
+            changed_at = change[0] * max(json.loads(ln)["t"] for ln in Path(a.replay).read_text().splitlines() if ln.strip())
+        print(f"replay of {a.replay}" + (f", every second from {changed_at:.0f} s taking {change[1]:g} s" if change else "")
+              + f": sweep {sweep_end:.0f} s (the events' load is in the run's own output)")
+        score(status, sweep_end, changed_at)
         if a.log:
             write_log(a.log, status, sweep_end)
         return 0

@@ -72,3 +72,18 @@ def test_replay_of_a_file_that_is_not_an_events_file_is_one_line_and_exit_2(tmp_
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and str(bad) in err
+
+
+def test_a_pace_change_stretches_the_run_after_it_and_nothing_before(tmp_path):
+    """--pace-change AT:FACTOR: every second after AT of the run takes FACTOR seconds, the worker's measured seconds
+    of a cell that ends after it too; the events before it are the run's own."""
+    events = tmp_path / "events.jsonl"
+    _live_run(events)
+    saved = [json.loads(ln) for ln in events.read_text().splitlines()]
+    end = max(ev["t"] for ev in saved)
+    slower = eta_accuracy.paced(saved, 0.5, 2.0)
+    assert [ev for ev in slower if ev["t"] <= end / 2] == [ev for ev in saved if ev["t"] <= end / 2]
+    assert max(ev["t"] for ev in slower) == pytest.approx(end * 1.5, abs=1e-3)
+    last = [ev for ev in slower if ev["call"] == "cell_done"][-1]
+    assert last["args"][1] == pytest.approx(2 * 24.0 * 2 - (end / 2 - (end - 48.0)), abs=1e-3)
+    assert eta_accuracy.paced(saved, 0.5, 1.0) == saved
