@@ -58,9 +58,11 @@ def seconds_of(match: re.Match) -> float:
     return hours * 3600 + float(match.group(3)) * UNITS[match.group(4)]
 
 
-def run_under_pty(args: list[str], env: dict) -> tuple[list[tuple[float, str]], float, int, list[float]]:
+def run_under_pty(args: list[str], env: dict,
+                  arrivals: list[float] | None = None) -> tuple[list[tuple[float, str]], float, int, list[float]]:
     """Run ``args`` with stdout and stderr on a pty; returns ([(seconds since start, line)], seconds to exit, exit
-    status, load averages sampled once a second)."""
+    status, load averages sampled once a second). A line's time is when it ended (its "\r" or newline): a status
+    line is on the screen from its first byte, which ``arrivals`` (if given) gets, the time of every read."""
     master, slave = pty.openpty()
     t0 = time.monotonic()
     proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, env=env, close_fds=True)
@@ -78,6 +80,8 @@ def run_under_pty(args: list[str], env: dict) -> tuple[list[tuple[float, str]], 
             if not chunk:
                 break
             now = time.monotonic() - t0
+            if arrivals is not None:
+                arrivals.append(now)
             buf += chunk
             *parts, buf = re.split(rb"[\r\n]", buf)
             lines += [(now, p.decode(errors="replace").strip()) for p in parts if p.strip()]
@@ -204,16 +208,17 @@ def score(status: list[tuple[float, str]], sweep_end: float, changed_at: float |
               f"left); worst {worst:.2f}x; {within}/{len(rs)} within 1.5x")
 
 
-def silence_before_the_first_status_line(lines: list[tuple[float, str]], status: list[tuple[float, str]]) -> str:
-    """The longest time with nothing on the terminal from the start to the first status line (the sweep engine's
-    imports, the calibration, the first work files: audit22 A2 found 8-30 s of it); "redraws" count after it."""
+def silence_before_the_first_status_line(arrivals: list[float], status: list[tuple[float, str]]) -> str:
+    """The longest time with nothing written to the terminal from the start to the first status line (the sweep
+    engine's imports, the calibration, the first work files: audit22 A2 found 8-30 s of it); "redraws" count after
+    it. ``arrivals``: when each read of the terminal's output returned."""
     if not status:
         return "no status line"
     first = status[0][0]
-    times = [0.0] + [t for t, _ in lines if t <= first]
+    times = [0.0] + [t for t in arrivals if t <= first]
     gaps = [b - a for a, b in zip(times, times[1:])]
-    return (f"before the first status line (at {first:.1f} s): first output at {times[1]:.1f} s, the longest "
-            f"silence {max(gaps, default=0.0):.1f} s")
+    return (f"before the first status line (ended at {first:.1f} s): first output at {times[1]:.1f} s, the "
+            f"longest silence {max(gaps, default=0.0):.1f} s")
 
 
 def write_log(path: str, status: list[tuple[float, str]], sweep_end: float) -> None:
@@ -275,7 +280,8 @@ def main(argv=None) -> int:
             Path(a.events).unlink(missing_ok=True)
             env[EVENTS_ENV] = str(Path(a.events).resolve())
         load0 = os.getloadavg()[0]
-        lines, end, code, loads = run_under_pty(args, env)
+        arrivals: list[float] = []
+        lines, end, code, loads = run_under_pty(args, env, arrivals)
     finally:
         if not a.out or not a.work:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -286,7 +292,7 @@ def main(argv=None) -> int:
     print(f"ccp run exit {code}; {end:.0f} s wall (sweep {sweep_end:.0f} s)")
     print(f"load average: {load0:.1f} at the start, median {statistics.median(loads or [load0]):.1f}, "
           f"max {max(loads or [load0]):.1f} on {os.cpu_count()} CPUs")
-    print(silence_before_the_first_status_line(lines, status))
+    print(silence_before_the_first_status_line(arrivals, status))
     score(status, sweep_end)
     if a.log:
         write_log(a.log, status, sweep_end)
