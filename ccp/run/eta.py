@@ -249,8 +249,8 @@ class EtaClock:
         # configs/cris.yaml x0.71's four small cells said "model x 50" and 1 h 40 min with 17 min left. Once a pass the
         # model priced at PRICED_PASS_S or more is measured (or running), only those correct the model; the small
         # cells' fixed cost is counted per cell (_fixed_per_cell). The whole run's passes, not the recent ones: weighting
-        # them by how recent they are (a weight halving every 60-300 s) moved the replayed cris runs' lines with a
-        # minute left within 1.5x by under 1% and let a few cells' own model error swing the ratio (the 40-cell sweep
+        # them by how recent they are (a weight halving every 60-300 s) moved two replayed x0.8 cris runs' lines with
+        # a minute left within 1.5x by under 1% and let a few cells' own model error swing the ratio (the 40-cell sweep
         # of tests/run/test_eta.py went from 1.45x to 1.51-1.58x); a changing pace is followed in the running cell.
         running = self._running_pass()
         running_priced = running is not None and self._own_priced
@@ -313,7 +313,7 @@ class EtaClock:
             # (the recent pace alone, over 20 s, said 0.37x and then 1.9x of the time left when other jobs paused for
             # 20 s and came back). The later passes are priced as the latest finished one, moving as far as the pass
             # has gone to a pace between that mean and the whole pass's: a dip in the last seconds of a pass is not
-            # theirs (x0.71 at load 10: the recent pace for them too said 1.53x where the whole pass's said 1.36x)
+            # theirs (an x0.71 run at load 10, replayed: at worst 1.55x with the mean for them too, 1.47x with this)
             span, requests = pace
             whole = measured / i                                   # seconds a request
             at_pace = (span / requests + whole) / 2
