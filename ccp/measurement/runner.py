@@ -21,6 +21,7 @@ import pandas as pd
 
 from ccp.hdf5 import plists
 from ccp.measurement import iolog
+from ccp.measurement.extrapolate import extrapolate, model_of
 from ccp.measurement.pagecache import drop_file
 from ccp.measurement.passes import (
     CellJob,
@@ -422,13 +423,13 @@ def cell_row(job: CellJob, passes: TimedPasses, counted: CountedPass | None, n_f
     whole = dict(counted.whole) if counted is not None else None
     if extrapolated:
         classes = np.asarray(job.request_class if job.request_class is not None else np.zeros(n_full, np.int64))
-        model = _model_of(job, n_full)
-        totals = [(t.open_ns + t.close_ns + _extrapolate(classes, k, t.request_ns, model, "time_s")) / 1e9
+        model = model_of(job, n_full)
+        totals = [(t.open_ns + t.close_ns + extrapolate(classes, k, t.request_ns, model, "time_s")) / 1e9
                   for t in timings]
         if counted is not None and whole is not None:
             for name in list(whole):
                 per_req = counted.counts[name][1:k + 1]
-                whole[name] = round(whole[name] - per_req.sum() + _extrapolate(classes, k, per_req, model, name))
+                whole[name] = round(whole[name] - per_req.sum() + extrapolate(classes, k, per_req, model, name))
     else:
         totals = [t.total_s for t in timings]
     all_req = np.concatenate([t.request_ns for t in timings]) / 1e9 if k else np.array([0.0])
@@ -489,56 +490,6 @@ def with_http(row: CellRow, timings: list[PassTiming], page_buffer_effective) ->
     if flags:
         cols["flags"] = ",".join([f for f in str(row.flags or "").split(",") if f] + flags)
     return row.with_columns(**cols)
-
-
-def _model_of(job: CellJob, n_full: int) -> np.ndarray | None:
-    """The job's per-request model (REQUEST_MODEL_COLUMNS), or None when it has none for these requests."""
-    model = job.request_model
-    if model is None or len(model) != n_full:
-        return None
-    return np.asarray(model, dtype=np.float64)
-
-
-def _extrapolate(classes: np.ndarray, k: int, measured: np.ndarray, model: np.ndarray | None = None,
-                 column: str = "time_s") -> float:
-    """Sum over all requests of one quantity (``column``: a time in ns or an I/O count), from the first ``k`` measured.
-
-    The first request is its own class: it reads the chunk index and loads chunks the rest may find in the cache
-    (scaling it by the requests once read 128x a 2 MiB dataset's bytes: breaker10 B14). A count the model predicts
-    (``model``, REQUEST_MODEL_COLUMNS), which agrees with every measured request, is the model's for the rest: it is
-    exact. Otherwise each later request costs the mean of its class among measured requests 2..k (classes group
-    requests the model says do the same work); a class none of them has costs the model's calibrated time scaled by
-    the measured requests' ratio to it (time), nothing when the model says its requests load no chunk and make no
-    raw I/O (counts: a cache hit reaches no file), and else the mean of measured requests 2..k, or the first's.
-    """
-    from ccp.measurement.passes import REQUEST_MODEL_COLUMNS
-
-    measured = np.asarray(measured, dtype=np.float64)[:k]
-    n = len(classes)
-    if k == 0 or n <= k:
-        return float(measured.sum())
-    predicted = model[:, REQUEST_MODEL_COLUMNS.index(column)] if model is not None and column in REQUEST_MODEL_COLUMNS else None
-    if predicted is not None and column != "time_s" and np.array_equal(predicted[:k], measured):
-        return float(measured.sum() + predicted[k:].sum())
-    later, later_cls = measured[1:], classes[1:k]
-    ncls = int(classes.max()) + 1
-    seen = np.bincount(later_cls, minlength=ncls)
-    means = np.bincount(later_cls, weights=later, minlength=ncls) / np.maximum(seen, 1)
-    fallback = later.mean() if len(later) else measured[0]
-    rest_cls = classes[k:]
-    estimate = np.where(seen[rest_cls] > 0, means[rest_cls], fallback)
-    unseen = seen[rest_cls] == 0
-    if model is not None and unseen.any():
-        if column == "time_s":
-            pred_time = model[:, REQUEST_MODEL_COLUMNS.index("time_s")]
-            basis = slice(1, k) if k > 1 else slice(0, 1)
-            known = float(pred_time[basis].sum())
-            if np.isfinite(known) and known > 0 and np.all(np.isfinite(pred_time[k:])):
-                estimate = np.where(unseen, pred_time[k:] * (measured[basis].sum() / known), estimate)
-        else:
-            io = model[k:, [REQUEST_MODEL_COLUMNS.index(c) for c in ("raw_reads", "raw_writes", "chunk_loads")]]
-            estimate = np.where(unseen & (io.sum(axis=1) == 0), 0.0, estimate)
-    return float(measured.sum() + estimate.sum())
 
 
 def _storage_of(path: str, dset: str) -> int:
