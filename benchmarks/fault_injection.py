@@ -139,7 +139,9 @@ def check_invariants(out: Path, work: Path, truth: dict, inputs: dict) -> list[s
     for cid in done & {p.stem for p in (out / "requests.parquet").glob("*.parquet")}:
         part = pd.read_parquet(out / "requests.parquet" / f"{cid}.parquet")
         n = int(rows.loc[cid, "requests"])
-        if set(part["cell_id"]) != {cid} or len(part) != (int(rows.loc[cid, "repeats"]) + 1) * (n + 2):
+        # the timed passes, the counted pass and, where the row says it made one, the warm-up pass (schema 6)
+        passes = int(rows.loc[cid, "repeats"]) + 1 + int(pd.notna(rows.loc[cid].get("warmup_s")))
+        if set(part["cell_id"]) != {cid} or len(part) != passes * (n + 2):
             bad.append(f"requests part of {cid}: {len(part)} rows of {set(part['cell_id'])}")
     for path, digest in inputs.items():
         if sha(path) != digest:

@@ -187,7 +187,8 @@ def _folder(ctx, param, value):
 @click.argument("sweep", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--out", callback=_folder,
               help="Run folder (default results/<name>/<time>/). Rerunning with the same --out resumes.")
-@click.option("--quick", is_flag=True, help="One warm pass per cell, no counted pass: a first look.")
+@click.option("--quick", is_flag=True, help="One warm pass per cell, no warm-up pass, no counted pass: a first look "
+                                            "(its one pass includes the first touches a warm-up absorbs).")
 @click.option("--work", "work_dir", callback=_folder,
               help="Folder for generated and repacked files (default results/work); reused across runs.")
 @click.option("--cell-timeout", type=float, default=None, help="Seconds after which a cell is stopped and recorded failed.")
@@ -199,12 +200,16 @@ def _folder(ctx, param, value):
 @click.option("--resources", default="benchmark=1", show_default=True,
               help="Dask worker resources each cell needs: start workers with the same (dask worker --resources benchmark=1) "
                    "so each runs one benchmark at a time.")
-@click.option("--time-budget", help="Per-cell time for its passes (e.g. 60s, 5min); a cell that would overrun measures "
-                                    "a prefix of its requests and reports an extrapolated time (status extrapolated).")
+@click.option("--time-budget", help="Per-cell time for its passes, warm-up and counted pass included (e.g. 60s, 5min); a "
+                                    "cell that would overrun measures a prefix of its requests and reports an "
+                                    "extrapolated time (status extrapolated).")
 @click.option("--scale", type=float, help="Shrink the sweep by this factor (0-1): every dimension, chunk and block, and "
                                          "cache sizes by its volume. A quick look at a big sweep's shape.")
 def run(sweep, out, quick, work_dir, cell_timeout, no_isolate, no_report, executor, scheduler, resources, time_budget, scale):
     """Run a sweep: every cell of its matrix, timed, then counted (one pass under HDF5's log driver).
+
+    A warm local cell first makes one warm-up pass (the same requests; recorded as warmup_s, never in its time): the
+    first warm pass pays for first touches. Its `repeats` timed passes give the cell's time (the median) and spread.
 
     On a terminal a status line shows the cell, its requests done and the time left: the model's prediction of
     each cell, corrected by every pass measured so far, redrawn every 2 s. `ccp check SWEEP --scale F` says

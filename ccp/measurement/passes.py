@@ -113,6 +113,9 @@ class CellJob:
     # per request, the model's REQUEST_MODEL_COLUMNS (for a time budget: the unmeasured requests' counts and times)
     request_model: np.ndarray | None = None
     remote: RemoteTarget | None = None   # an S3 cell (plain data: the worker makes its own client)
+    # one warm-up pass before the timed passes, its time not the cell's (runner.warms_up: a warm local cell only);
+    # a full run's cells make it, a --quick run's one pass and compare --remeasure's passes do not
+    warmup: bool = False
 
 
 class Progress:

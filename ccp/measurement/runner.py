@@ -21,6 +21,7 @@ import pandas as pd
 
 from ccp.hdf5 import plists
 from ccp.measurement import iolog
+from ccp.measurement.extrapolate import extrapolate, model_of
 from ccp.measurement.pagecache import drop_file
 from ccp.measurement.passes import (
     CellJob,
@@ -40,7 +41,7 @@ from ccp.measurement.passes import (
 from ccp.measurement.remote import file_fcpl, open_for_read, remote_read_pass
 from ccp.remote.sweep_cell import request_columns
 from ccp.store.row import CellRow
-from ccp.store.schema import REQUEST_COLUMNS, SCHEMA_VERSION, contended, stability_flags
+from ccp.store.schema import COUNTED_PASS, REQUEST_COLUMNS, SCHEMA_VERSION, WARMUP_PASS, contended, stability_flags
 from ccp.units import shape_str
 from ccp.workload.requestplan import Hyperslabs
 
@@ -255,7 +256,7 @@ def measure(job: CellJob, scratch: Path, progress: Progress | None = None) -> tu
     counted = None
     if job.counted_pass and remote is None:
         counted = measure_counted_pass(job, loops, data, starts, counts, scratch, progress)
-    req_df = request_table(cell.cell_id, passes.timings, counted, starts, passes.machine)
+    req_df = request_table(cell.cell_id, passes.timings, counted, starts, passes.machine, passes.warmup)
     row = cell_row(job, passes, counted, n_full, loops.flags, started)
     if remote is not None:
         row = with_http(row, passes.timings, remote.page_buffer_effective)
@@ -294,46 +295,68 @@ class TimedPasses:
     storage: int | None            # write and copy cells: the last pass's dataset storage and file size
     file_bytes: int | None
     machine: tuple[PassMachine, ...] = ()   # per pass: wall, process CPU, load, CPUs
+    warmup: tuple[PassTiming, PassMachine] | None = None   # the warm-up pass (warms_up): not one of the timings
+
+
+def warms_up(job: CellJob) -> bool:
+    """Whether the cell makes a warm-up pass before its timed ones: a full run's (``job.warmup``) warm local cell. A
+    first warm pass also pays for first touches (buffers, code paths, the file's pages after the previous cell's
+    counted pass): the slowest of five in 34 of 48 cells, 1.54x the others' median (breaker10 B11). A cold pass drops
+    the page cache before it (a warm-up would undo nothing it measures); an S3 cell's passes each open a new fsspec
+    file, after the one-off setup of ccp.measurement.remote."""
+    cold = job.cold and job.cell.access.op != "write"     # a write pass creates its file: never cold
+    return job.warmup and not cold and job.remote is None
 
 
 def timed_passes(job: CellJob, loops: Loops, data, starts, counts, scratch: Path, progress: Progress) -> TimedPasses:
-    """The timed passes whose times are the cell's; the first one stops at the time budget, the rest follow its prefix."""
+    """The warm-up pass (warms_up) and the timed passes whose times are the cell's. The first pass made stops at the
+    time budget, which counts the warm-up as a pass; the later ones follow its prefix."""
     cell = job.cell
     is_write = cell.access.op in ("write", "copy")     # both create the dataset in the cell's layout
     timings: list[PassTiming] = []
     storage = file_bytes = None
-    per_pass_s = job.time_budget / (job.repeats + job.counted_pass) if job.time_budget else None
+    warm_up = warms_up(job)
+    per_pass_s = job.time_budget / (job.repeats + job.counted_pass + warm_up) if job.time_budget else None
     machine: list[PassMachine] = []
+    warmup = None
     clock = MachineClock()
+    passes = ([WARMUP_PASS] if warm_up else []) + list(range(job.repeats))
+
     def deadline(p: int) -> int | None:
         # taken after the page-cache drop: its fsync of a freshly written work file is no part of the pass
         # (a first pass once ran one request of 150 inside the budget that fsync had spent)
-        return time.perf_counter_ns() + int(per_pass_s * 1e9) if per_pass_s and p == 0 else None
+        return time.perf_counter_ns() + int(per_pass_s * 1e9) if per_pass_s and p == passes[0] else None
 
-    for p in range(job.repeats):
+    for p in passes:
+        said = progress if p != WARMUP_PASS else Progress(lambda _stage, i, n: progress("warm-up pass", i, n))
         if is_write:
             if job.cold and cell.access.op == "copy":
                 drop_file(target(job)[0])
-            out = scratch / f"pass{p}.h5"
+            out = scratch / (f"pass{p}.h5" if p != WARMUP_PASS else "warmup.h5")
             deadline_ns = deadline(p)
             clock.start()
-            t, storage = loops.write(job, data, starts, counts, out, counted=False, log_path=None, progress=progress,
-                                     deadline_ns=deadline_ns)
-            machine.append(clock.stop())
-            file_bytes = out.stat().st_size
-            if p < job.repeats - 1:
+            t, pass_storage = loops.write(job, data, starts, counts, out, counted=False, log_path=None, progress=said,
+                                          deadline_ns=deadline_ns)
+            state = clock.stop()
+            if p != WARMUP_PASS:
+                storage, file_bytes = pass_storage, out.stat().st_size
+            if p != job.repeats - 1:
                 out.unlink()
         else:
             if job.cold and job.remote is None:      # an S3 pass is cold by its new fsspec file
                 drop_file(target(job)[0])
             deadline_ns = deadline(p)
             clock.start()
-            t = loops.read(job, starts, counts, counted=False, log_path=None, progress=progress, deadline_ns=deadline_ns)
-            machine.append(clock.stop())
-        timings.append(t)
+            t = loops.read(job, starts, counts, counted=False, log_path=None, progress=said, deadline_ns=deadline_ns)
+            state = clock.stop()
+        if p == WARMUP_PASS:
+            warmup = (t, state)
+        else:
+            timings.append(t)
+            machine.append(state)
         if len(t.request_ns) < len(starts):      # over budget: every later pass measures this prefix
             starts, counts = starts[:len(t.request_ns)], counts[:len(t.request_ns)]
-    return TimedPasses(timings, len(starts), storage, file_bytes, tuple(machine))
+    return TimedPasses(timings, len(starts), storage, file_bytes, tuple(machine), warmup)
 
 
 @dataclass(frozen=True)
@@ -385,10 +408,16 @@ def measure_counted_pass(job: CellJob, loops: Loops, data, starts, counts, scrat
 
 
 def request_table(cell_id: str, timings: list[PassTiming], counted: CountedPass | None, starts,
-                  machine: tuple[PassMachine, ...] = ()) -> pd.DataFrame:
-    """The requests table: timed passes (each one's machine state and its timed part's CPU time on its "open" row),
-    then the counted pass with its I/O counts."""
-    parts = [_request_rows(cell_id, p, t, starts) for p, t in enumerate(timings)]
+                  machine: tuple[PassMachine, ...] = (),
+                  warmup: tuple[PassTiming, PassMachine] | None = None) -> pd.DataFrame:
+    """The requests table: the warm-up pass if any (pass WARMUP_PASS), the timed passes (each one's machine state
+    and its timed part's CPU time on its "open" row), then the counted pass with its I/O counts."""
+    numbered = list(enumerate(timings))
+    if warmup is not None:
+        numbered.insert(0, (WARMUP_PASS, warmup[0]))
+        machine = (warmup[1], *machine)
+    timings = [t for _, t in numbered]
+    parts = [_request_rows(cell_id, p, t, starts) for p, t in numbered]
     for part, m in zip(parts, machine):
         rows = len(part["phase"])
         part["pass_wall_s"] = [m.wall_s] + [np.nan] * (rows - 1)
@@ -402,7 +431,7 @@ def request_table(cell_id: str, timings: list[PassTiming], counted: CountedPass 
                 part[k] = [*v[:len(t.request_ns) + 1], 0]
     req_df = pd.concat([pd.DataFrame(part) for part in parts], ignore_index=True)
     if counted is not None:
-        tr = pd.DataFrame(_request_rows(cell_id, -1, counted.timing, starts))
+        tr = pd.DataFrame(_request_rows(cell_id, COUNTED_PASS, counted.timing, starts))
         for k, v in counted.counts.items():
             tr[k] = v
         req_df = pd.concat([req_df, tr], ignore_index=True)
@@ -422,15 +451,18 @@ def cell_row(job: CellJob, passes: TimedPasses, counted: CountedPass | None, n_f
     whole = dict(counted.whole) if counted is not None else None
     if extrapolated:
         classes = np.asarray(job.request_class if job.request_class is not None else np.zeros(n_full, np.int64))
-        model = _model_of(job, n_full)
-        totals = [(t.open_ns + t.close_ns + _extrapolate(classes, k, t.request_ns, model, "time_s")) / 1e9
-                  for t in timings]
+        model = model_of(job, n_full)
+
+        def pass_s(t: PassTiming) -> float:
+            return (t.open_ns + t.close_ns + extrapolate(classes, k, t.request_ns, model, "time_s")) / 1e9
         if counted is not None and whole is not None:
             for name in list(whole):
                 per_req = counted.counts[name][1:k + 1]
-                whole[name] = round(whole[name] - per_req.sum() + _extrapolate(classes, k, per_req, model, name))
+                whole[name] = round(whole[name] - per_req.sum() + extrapolate(classes, k, per_req, model, name))
     else:
-        totals = [t.total_s for t in timings]
+        def pass_s(t: PassTiming) -> float:
+            return t.total_s
+    totals = [pass_s(t) for t in timings]      # the cell's time: the timed passes, never the warm-up
     all_req = np.concatenate([t.request_ns for t in timings]) / 1e9 if k else np.array([0.0])
     chunk_bytes = int(np.prod(cell.chunks, dtype=np.int64)) * np.dtype(source.dtype).itemsize if cell.chunks else 0
     nchunks = int(np.prod([-(-s // c) for s, c in zip(source.shape, cell.chunks)], dtype=np.int64)) if cell.chunks else 0
@@ -465,7 +497,8 @@ def cell_row(job: CellJob, passes: TimedPasses, counted: CountedPass | None, n_f
         logical_bytes=logical, compression_ratio=logical / storage if storage else float("nan"),
         repack_s=job.repack_s, spread=spread, flags=",".join(flags),
         fraction_measured=k / n_full if n_full else 1.0,
-        dataset_file=job.file, host=socket.gethostname(), started_at=started, **state, **(whole or {}))
+        dataset_file=job.file, host=socket.gethostname(), started_at=started,
+        warmup_s=pass_s(passes.warmup[0]) if passes.warmup is not None else None, **state, **(whole or {}))
 
 
 def machine_state(machine: tuple[PassMachine, ...], waits_for_io: bool) -> dict:
@@ -489,56 +522,6 @@ def with_http(row: CellRow, timings: list[PassTiming], page_buffer_effective) ->
     if flags:
         cols["flags"] = ",".join([f for f in str(row.flags or "").split(",") if f] + flags)
     return row.with_columns(**cols)
-
-
-def _model_of(job: CellJob, n_full: int) -> np.ndarray | None:
-    """The job's per-request model (REQUEST_MODEL_COLUMNS), or None when it has none for these requests."""
-    model = job.request_model
-    if model is None or len(model) != n_full:
-        return None
-    return np.asarray(model, dtype=np.float64)
-
-
-def _extrapolate(classes: np.ndarray, k: int, measured: np.ndarray, model: np.ndarray | None = None,
-                 column: str = "time_s") -> float:
-    """Sum over all requests of one quantity (``column``: a time in ns or an I/O count), from the first ``k`` measured.
-
-    The first request is its own class: it reads the chunk index and loads chunks the rest may find in the cache
-    (scaling it by the requests once read 128x a 2 MiB dataset's bytes: breaker10 B14). A count the model predicts
-    (``model``, REQUEST_MODEL_COLUMNS), which agrees with every measured request, is the model's for the rest: it is
-    exact. Otherwise each later request costs the mean of its class among measured requests 2..k (classes group
-    requests the model says do the same work); a class none of them has costs the model's calibrated time scaled by
-    the measured requests' ratio to it (time), nothing when the model says its requests load no chunk and make no
-    raw I/O (counts: a cache hit reaches no file), and else the mean of measured requests 2..k, or the first's.
-    """
-    from ccp.measurement.passes import REQUEST_MODEL_COLUMNS
-
-    measured = np.asarray(measured, dtype=np.float64)[:k]
-    n = len(classes)
-    if k == 0 or n <= k:
-        return float(measured.sum())
-    predicted = model[:, REQUEST_MODEL_COLUMNS.index(column)] if model is not None and column in REQUEST_MODEL_COLUMNS else None
-    if predicted is not None and column != "time_s" and np.array_equal(predicted[:k], measured):
-        return float(measured.sum() + predicted[k:].sum())
-    later, later_cls = measured[1:], classes[1:k]
-    ncls = int(classes.max()) + 1
-    seen = np.bincount(later_cls, minlength=ncls)
-    means = np.bincount(later_cls, weights=later, minlength=ncls) / np.maximum(seen, 1)
-    fallback = later.mean() if len(later) else measured[0]
-    rest_cls = classes[k:]
-    estimate = np.where(seen[rest_cls] > 0, means[rest_cls], fallback)
-    unseen = seen[rest_cls] == 0
-    if model is not None and unseen.any():
-        if column == "time_s":
-            pred_time = model[:, REQUEST_MODEL_COLUMNS.index("time_s")]
-            basis = slice(1, k) if k > 1 else slice(0, 1)
-            known = float(pred_time[basis].sum())
-            if np.isfinite(known) and known > 0 and np.all(np.isfinite(pred_time[k:])):
-                estimate = np.where(unseen, pred_time[k:] * (measured[basis].sum() / known), estimate)
-        else:
-            io = model[k:, [REQUEST_MODEL_COLUMNS.index(c) for c in ("raw_reads", "raw_writes", "chunk_loads")]]
-            estimate = np.where(unseen & (io.sum(axis=1) == 0), 0.0, estimate)
-    return float(measured.sum() + estimate.sum())
 
 
 def _storage_of(path: str, dset: str) -> int:

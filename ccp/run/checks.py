@@ -157,7 +157,7 @@ def out_needed(sweep: Sweep, source: DatasetInfo, cells: list[Cell], quick: bool
     """Bytes the run folder needs: per cell its request rows (every pass) and its file operations in io.parquet (capped)."""
     from ccp.measurement.runner import IO_ROWS_MAX
 
-    passes = sweep.repeats + (0 if quick else 1)
+    passes = sweep.repeats + (0 if quick else 2)     # a full run: the counted pass and a warm cell's warm-up
     total = 0
     for c in cells:
         n = request_count(c.access, source.shape)

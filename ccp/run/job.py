@@ -70,7 +70,7 @@ def job_for(cell: Cell, sweep: Sweep, source: DatasetInfo, work_dir: Path, quick
     return CellJob(cell=cell, file=file, dataset_path=dataset_path, source=source,
                    generate=sweep.dataset.generate, user_file=str(sweep.dataset.file) if sweep.dataset.file else None,
                    repeats=sweep.repeats, cold=sweep.cold, counted_pass=not quick and remote is None, repack_s=repack_s,
-                   time_budget=sweep.time_budget, remote=remote)
+                   time_budget=sweep.time_budget, remote=remote, warmup=not quick)
 
 
 def logical_bytes(source: DatasetInfo) -> int:

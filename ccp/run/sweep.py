@@ -142,7 +142,8 @@ def _run_locked(sweep, source, cells, store: RunStore, doc, settings, work_dir: 
     done = store.done_ids()
     todo = [c for c in cells if c.cell_id not in done]
     echo(f"ccp run {sweep.name}: {len(cells)} cells ({len(cells) - len(todo)} already done), "
-         f"{sweep.repeats} timed pass(es) each{', cold' if sweep.cold else ''}{'' if quick else ' + 1 counted pass'}; "
+         f"{sweep.repeats} timed pass(es) each{', cold' if sweep.cold else ''}"
+         f"{'' if quick else ' + 1 counted pass (a warm local cell: 1 warm-up pass first)'}; "
          f"results in {run_dir}")
     failed = 0
     phases = phases if phases is not None else PhaseLine(stream)

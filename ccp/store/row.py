@@ -97,6 +97,7 @@ class CellRow:
     page_buffer_effective: int | None = None    # bytes, as HDF5 reports after the open
     file_open_s: float | None = None            # S3 cells: seconds of the file open (inside open_s), median
     requests_s: float | None = None             # S3 cells: seconds of a pass's requests, median over passes
+    warmup_s: float | None = None               # the warm-up pass's seconds, as time_s is a timed pass's (schema 6)
 
     def __post_init__(self) -> None:
         # a measured row without its measurement would read as a finished cell with empty numbers

@@ -26,9 +26,13 @@ SCHEMA_HISTORY = {
     5: "adds timed_cpu_s to requests (each timed pass's open row): the process CPU seconds of the pass's timed part "
        "alone, from just before its open to just after its close (pass_cpu_s also holds the loop's setup: breaker9 "
        "G8); absent in older runs, whose verdicts fall back to pass_cpu_s; cells.csv unchanged",
+    6: "a warm local cell of a full run makes one warm-up pass before its timed passes (breaker10 B11: the first warm "
+       "pass was the slowest in 34 of 48 cells): its rows in requests (pass -2, its machine state on its open row) and "
+       "warmup_s in cells (its time as time_s is a timed pass's; empty for cold, S3 and --quick cells and in older "
+       "runs); time_s and its spread never include it",
 }
-SCHEMA_VERSION = 5
-READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4, 5)   # what the report and `ccp compare` read (older columns filled with defaults)
+SCHEMA_VERSION = 6
+READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6)   # what the report and `ccp compare` read (older columns filled with defaults)
 FINISHED = ("ok", "extrapolated")   # statuses of a cell a rerun does not measure again
 FAILED_PREFIX = "failed: "          # the status of a cell that was not measured: "failed: REASON"
 
@@ -128,9 +132,14 @@ CELL_COLUMNS = [
     "page_buffer_effective",   # the page buffer HDF5 reports after the open (bytes)
     "file_open_s",        # S3 (schema 4): median seconds of the file open (fsspec open, HDF5's superblock), inside open_s
     "requests_s",         # S3 (schema 4): median over passes of the requests' summed seconds (open_s + this + close_s: a pass)
+    "warmup_s",           # schema 6: the warm-up pass's time, open to close, as time_s is a timed pass's (extrapolated
+    #                       alike under a time budget); not in time_s. Empty: no warm-up (cold, S3, --quick)
 ]
 
-# One row per request per pass. pass >= 0: timed passes; pass == -1: the counted pass.
+COUNTED_PASS = -1   # the requests table's pass number of the counted pass (log driver)
+WARMUP_PASS = -2    # and of the warm-up pass (schema 6): a warm cell's first pass, timed but not the cell's time
+
+# One row per request per pass. pass >= 0: timed passes; pass == -1: the counted pass; pass == -2: the warm-up pass.
 # phase: "open" (dataset open), "request", "close" (dataset close; the flush for writes).
 REQUEST_COLUMNS = [
     "schema_version", "cell_id", "pass", "phase", "request", "start", "time_s",
@@ -152,9 +161,10 @@ IO_COLUMNS = [
 ]
 
 
-# the cells.csv columns schema 4 added (the machine's state; S3 cells' open and requests), schema 3 (the storage axes
-# and the HTTP counts), and schema 2 (client)
-ADDED_IN = {4: ("cpus", "load_max", "cpu_ratio", "file_open_s", "requests_s"),
+# the cells.csv columns schema 6 added (the warm-up pass), 4 (the machine's state; S3 cells' open and requests), 3
+# (the storage axes and the HTTP counts), and 2 (client)
+ADDED_IN = {6: ("warmup_s",),
+            4: ("cpus", "load_max", "cpu_ratio", "file_open_s", "requests_s"),
             3: ("storage", "fsspec", "latency", "bandwidth", "file_space", "page_buffer", "http_gets", "http_bytes",
                 "predicted_http_gets", "predicted_http_bytes", "network", "http_open_gets", "predicted_http_open_gets",
                 "http_bytes_used", "http_wait_s", "page_buffer_effective"),

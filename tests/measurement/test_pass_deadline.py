@@ -29,6 +29,6 @@ def test_the_first_pass_budget_starts_after_the_drop(tmp_path, monkeypatch, op):
 
     loops = SimpleNamespace(read=one_pass, write=write_pass)
     job = SimpleNamespace(cell=SimpleNamespace(access=SimpleNamespace(op=op)), time_budget=budget_s, repeats=1,
-                          counted_pass=False, cold=True, remote=None)
+                          counted_pass=False, cold=True, remote=None, warmup=False)
     runner.timed_passes(job, loops, None, [0, 1, 2], [1, 1, 1], tmp_path, progress=None)
     assert len(left_at_start) == 1 and left_at_start[0] > budget_s / 2, left_at_start

@@ -49,8 +49,8 @@ def test_sigkill_then_rerun_gives_every_cell_once(tmp_path, kill_after_s):
     req = pd.read_parquet(out / "requests.parquet")
     per_cell = req.groupby("cell_id").size()
     assert set(per_cell.index) == set(cells["cell_id"])
-    # every cell's requests exactly once: (repeats + counted pass) x (requests + open + close)
-    expected = cells.set_index("cell_id")["requests"].map(lambda n: 3 * (n + 2))
+    # every cell's requests exactly once: (warm-up + repeats + counted pass) x (requests + open + close)
+    expected = cells.set_index("cell_id")["requests"].map(lambda n: 4 * (n + 2))
     pd.testing.assert_series_equal(per_cell.sort_index(), expected.sort_index(), check_names=False)
     leftovers = [p for p in out.rglob("*") if ".tmp-" in p.name]
     assert not leftovers

@@ -1,6 +1,6 @@
 """The store reads back every results schema it says it can (READABLE_SCHEMA_VERSIONS) from committed run folders,
-two cells each, as numcodecs keeps its old formats readable: ``fixtures/schema5`` and ``schema4`` were written by
-``ccp run --quick``;
+two cells each, as numcodecs keeps its old formats readable: ``fixtures/schema6`` was written by ``ccp run``,
+``schema5`` and ``schema4`` by ``ccp run --quick``;
 the older ones hold what those versions wrote (their columns, ``ccp.store.schema.cell_columns_of``), derived from
 runs of this ccp by dropping the columns each version lacked (see ``fixtures/README.md``)."""
 
