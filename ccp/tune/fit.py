@@ -65,10 +65,26 @@ class Fit:
     cells: int
     error_before: float         # median |log(predicted / measured)| over the cells, probe prices
     error_after: float          # the same, fitted prices
+    cpu_share: float | None = None  # the round's median CPU share its passes were brought to (:func:`at_share`)
 
     def as_dict(self) -> dict:
-        return {"scales": self.scales, "cells": self.cells,
+        return {"scales": self.scales, "cells": self.cells, "cpu_share": self.cpu_share,
                 "median_ratio_before": math.exp(self.error_before), "median_ratio_after": math.exp(self.error_after)}
+
+
+def round_share(shares: Sequence[float]) -> float | None:
+    """The median CPU share (process CPU time / wall time) of a round's passes; None without any."""
+    got = [s for s in shares if s > 0 and math.isfinite(s)]
+    return float(np.median(got)) if got else None
+
+
+def at_share(passes: Sequence[float], shares: Sequence[float], share: float | None) -> float:
+    """The median of ``passes``, each pass's wall time brought to the CPU share ``share`` (wall x its share /
+    ``share``: the time it would have taken at that load; the pass's own wait for the disk kept in proportion).
+    Passes without their shares, or no ``share``: the median of the walls as measured."""
+    if share is None or len(shares) != len(passes) or not all(s > 0 for s in shares):
+        return float(np.median(passes))
+    return float(np.median([p * s / share for p, s in zip(passes, shares)]))
 
 
 def nnls(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -150,3 +166,21 @@ def observe(contender, item, source, costs: Costs, measured_s: float, first: int
     cell = Cell(contender.chunks, contender.filters, contender.cache, item.access)
     parts = tuple(item_cost(cell, source, costs.group(g), first=first).seconds for g in PRICE_GROUPS)
     return Observation(parts, measured_s, passes)
+
+
+def passes_share(measured) -> float | None:
+    """The median CPU share of every recorded pass of ``measured`` (a round's :class:`ccp.tune.prove.Measured`,
+    None for a layout not measured); None when no pass kept its share."""
+    return round_share([x for m in measured if m is not None for d in (m.passes or ()) if d is not None
+                        for x in d.cpu_share])
+
+
+def load_note(before_s: float | None, measured_s: float | None, first_share: float | None,
+              runoff_share: float | None) -> dict:
+    """The pick's prediction before the runoff beside the CPU shares the two rounds ran at: the first round's
+    prices predict its typical load, so the prediction brought to the runoff's share (x first / runoff) is the
+    one the runoff's load can be judged against. Empty when a figure is missing."""
+    if not (before_s and measured_s and first_share and runoff_share):
+        return {}
+    return {"first_round_cpu_share": first_share, "runoff_cpu_share": runoff_share,
+            "predicted_before_runoff_at_runoff_share_s": before_s * first_share / runoff_share}
