@@ -180,17 +180,19 @@ def measured_lines(rec: dict) -> list[str]:
 
 
 def load_lines(rec: dict) -> list[str]:
-    """The pick's prediction before the runoff against the runoff, with the load each round ran at: a first
-    round measured on a busier (or quieter) machine than the runoff priced every layout at its own load, and
-    the two shares say how much of a miss is that (audit22 A7: 2.1x before, 1.07x at the runoff's share)."""
+    """The pick's prediction before the runoff against the runoff, with the pick's CPU share in each round: a
+    first round measured on a busier (or quieter) machine than the runoff priced every layout at its own load,
+    and the two shares say how much of a miss is that (audit22 A7: 2.11x as measured, 1.14x brought to the
+    runoff's share)."""
     before, at, m = (rec.get("predicted_before_runoff_s"), rec.get("predicted_before_runoff_at_runoff_share_s"),
                      rec.get("measured_in_choice_s"))
     if not (before and at and m):
         return []
     first, runoff = rec["first_round_cpu_share"], rec["runoff_cpu_share"]
     return [f"  before the runoff: predicted {format_seconds(before)} at the first round's prices, "
-            f"{before / m:.2f}x the runoff's {format_seconds(m)}; the first round's passes ran at a median CPU share of "
-            f"{first:.2f}, the runoff's at {runoff:.2f} (the rest of a pass's wall: waiting for a core or the disk)"
+            f"{before / m:.2f}x the runoff's {format_seconds(m)}; the pick's passes had a median CPU share of "
+            f"{first:.2f} in the first round, {runoff:.2f} in the runoff (the rest of a pass's wall: waiting for a "
+            "core or the disk)"
             + (f": the machine's load; brought to the runoff's share, {format_seconds(at)} ({at / m:.2f}x)"
                if abs(math.log(first / runoff)) > math.log(1.1) else "")]
 

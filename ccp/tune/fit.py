@@ -27,6 +27,14 @@ the lattice's extremes: the prices' proportions) is the prior the runoff's inter
 finalists, side by side, 7 passes each: the machine as the choice was made) then update: the pull is
 towards the first round's factors instead of 1, and a group the runoff's cells do not exercise keeps
 the first round's factor.
+
+The load also moves between the first round and the runoff, and no price fitted to one round's walls
+predicts the other's then: on the README's series-maps workload at load 4-5 the pick's first-round passes
+got a median 0.46 of a core (their CPU share: process CPU time / wall), its runoff's 0.85, and the first
+round's prices put it at 2.11x its runoff time. Its CPU time moved far less: brought to the runoff's share
+(:func:`load_note`: x first / runoff) the same prediction is 1.14x. Fitting each pass at its round's median
+share instead was tried and dropped: the shares differ by layout as well as by load (a layout that waits
+for the disk), and on five of six runs it predicted the pick no better. tune says both figures.
 """
 
 from __future__ import annotations
@@ -65,10 +73,9 @@ class Fit:
     cells: int
     error_before: float         # median |log(predicted / measured)| over the cells, probe prices
     error_after: float          # the same, fitted prices
-    cpu_share: float | None = None  # the round's median CPU share its passes were brought to (:func:`at_share`)
 
     def as_dict(self) -> dict:
-        return {"scales": self.scales, "cells": self.cells, "cpu_share": self.cpu_share,
+        return {"scales": self.scales, "cells": self.cells,
                 "median_ratio_before": math.exp(self.error_before), "median_ratio_after": math.exp(self.error_after)}
 
 
@@ -76,15 +83,6 @@ def round_share(shares: Sequence[float]) -> float | None:
     """The median CPU share (process CPU time / wall time) of a round's passes; None without any."""
     got = [s for s in shares if s > 0 and math.isfinite(s)]
     return float(np.median(got)) if got else None
-
-
-def at_share(passes: Sequence[float], shares: Sequence[float], share: float | None) -> float:
-    """The median of ``passes``, each pass's wall time brought to the CPU share ``share`` (wall x its share /
-    ``share``: the time it would have taken at that load; the pass's own wait for the disk kept in proportion).
-    Passes without their shares, or no ``share``: the median of the walls as measured."""
-    if share is None or len(shares) != len(passes) or not all(s > 0 for s in shares):
-        return float(np.median(passes))
-    return float(np.median([p * s / share for p, s in zip(passes, shares)]))
 
 
 def nnls(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -177,9 +175,9 @@ def passes_share(measured) -> float | None:
 
 def load_note(before_s: float | None, measured_s: float | None, first_share: float | None,
               runoff_share: float | None) -> dict:
-    """The pick's prediction before the runoff beside the CPU shares the two rounds ran at: the first round's
-    prices predict its typical load, so the prediction brought to the runoff's share (x first / runoff) is the
-    one the runoff's load can be judged against. Empty when a figure is missing."""
+    """The pick's prediction before the runoff beside its passes' CPU shares in the two rounds: the first
+    round's prices predict the pick at the first round's load, and brought to the runoff's share (x first /
+    runoff: the same CPU time, the runoff's wait for a core) at the runoff's. Empty when a figure is missing."""
     if not (before_s and measured_s and first_share and runoff_share):
         return {}
     return {"first_round_cpu_share": first_share, "runoff_cpu_share": runoff_share,

@@ -148,14 +148,10 @@ def fit_from_round(contenders, measured, items, source, costs, cells: list | Non
     receives each equation (its layout, pattern, prefix, measured seconds and the model's seconds
     under each price group's probe prices): tune.json keeps them, so a fit can be checked afterwards.
     With ``prior`` (an earlier fit's scales) the cells update it (:func:`ccp.tune.fit.fit_prices`); each
-    cell kept says its round (``round_name``). A round measured one layout after another (not the runoff's
-    interleaved rounds) brings each pass to the round's median CPU share (:func:`ccp.tune.fit.at_share`: the
-    load moved between its layouts); the fit says the share (``Fit.cpu_share``)."""
-    from dataclasses import replace
+    cell kept says its round (``round_name``)."""
+    from ccp.tune.fit import fit_prices, observe
 
-    from ccp.tune.fit import at_share, fit_prices, observe, round_share
-
-    kept = []       # (contender, pattern index, pattern, passes, shares, prefix, passes recorded) of every finished cell
+    obs = []
     for c, m in zip(contenders, measured):
         if m is None:
             continue
@@ -173,20 +169,17 @@ def fit_from_round(contenders, measured, items, source, costs, cells: list | Non
                     if any(keep):
                         ps, first = [t for t, ok in zip(d.passes, keep) if ok], None
                         shares = [x for x, ok in zip(shares, keep) if ok] if len(shares) == len(keep) else []
-                kept.append((c, i, it, ps, shares if len(shares) == len(ps) else [], first, True))
+                obs.append(observe(c, it, source, costs, float(np.median(ps)), first, len(ps)))
             elif status == "ok" and is_finite(t) and t > 0:
-                kept.append((c, i, it, [t], [], None, False))
-    share = None if round_name == "runoff" else round_share([x for *_, shares, _, _ in kept for x in shares])
-    obs = []
-    for c, i, it, ps, shares, first, detailed in kept:
-        obs.append(observe(c, it, source, costs, at_share(ps, shares, share), first, len(ps)))
-        if cells is not None:
-            cells.append({"label": c.label, "kind": c.kind, "pattern": i, "first": first, "round": round_name,
-                          "passes": ps if detailed else None,
-                          "cpu_share": shares or None, "at_cpu_share": share if shares else None,
-                          "measured_s": obs[-1].measured_s, "parts": list(obs[-1].parts)})
-    fit = fit_prices(costs, obs, prior)
-    return replace(fit, cpu_share=share) if fit is not None and share is not None else fit
+                obs.append(observe(c, it, source, costs, t))
+            else:
+                continue
+            if cells is not None:
+                cells.append({"label": c.label, "kind": c.kind, "pattern": i, "first": first, "round": round_name,
+                              "passes": ps if d is not None and d.passes else None,
+                              "cpu_share": shares if d is not None and d.passes and shares else None,
+                              "measured_s": obs[-1].measured_s, "parts": list(obs[-1].parts)})
+    return fit_prices(costs, obs, prior)
 
 
 def _cand_dict(c: Candidate) -> dict:
@@ -281,7 +274,6 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
     before_runoff: dict = {}
     selected_on: dict = {}
     fit_cells: list = []           # the final fit's equations, for tune.json
-    shares: tuple = (None, None)   # the median CPU share of the first round's passes and of the runoff's
     if measure:
         echo(f"  measuring {len({c.key for c in contenders})} layouts with the sweep engine (budget {format_seconds(budget)})")
         # one cell budget for both rounds: their cells are compared with each other (and fitted together)
@@ -297,8 +289,7 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
         fit = fit_from_round(contenders, measured, wl.items, source, probe_costs)
         if fit is not None:
             echo(f"  prices fitted to {fit.cells} measured cells: predicted/measured {math.exp(fit.error_before):.2f}x "
-                 f"-> {math.exp(fit.error_after):.2f}x (median)" + (
-                     f", each pass at the round's median CPU share {fit.cpu_share:.2f}" if fit.cpu_share else ""))
+                 f"-> {math.exp(fit.error_after):.2f}x (median)")
             costs = fit.costs
             measured = reestimate(measured, wl.items, source, costs)
             contenders = [repriced(c, source, wl.items, costs) for c in contenders]
@@ -331,7 +322,6 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
                          pace)
         # each layout's prediction before the runoff's passes are fitted: the runoff then tests it
         before_runoff = {c.key: c.predicted_s for c in contenders}
-        shares = (fit.cpu_share if fit is not None else None, passes_share(runoff.values()) if runoff else None)
         # the final prices in two steps: every layout as its first round (or the refit) measured it, then that fit
         # updated by the runoff's interleaved passes (the machine as the choice was made, minutes later: a whole
         # runoff measured 1.65-2.71x slower than the round before it; fitted as one, the prices sat between)
@@ -380,6 +370,9 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
                      "run_dir": str(final.run_dir) if final else None})
     pick, why = choose(rows)
     pick_c = contenders[rows.index(pick)]
+    # the pick's passes' CPU share in each round: a prediction from the first round's prices, against the runoff
+    shares = (passes_share([measured[rows.index(pick)]]) if measured else None,
+              passes_share([runoff.get(pick_c.key)]) if runoff else None)
     slots_note = cache_note = None
     checks: list = []
     if measure and pick["measured_s"] is not None:
