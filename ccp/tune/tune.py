@@ -424,7 +424,7 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
                         "checked_cache": pick_c.key != contenders[rows.index(pick)].key,
                         "predicted_before_runoff_s": pick.get("predicted_before_runoff_s"),
                         **load_note(pick.get("predicted_before_runoff_s") if pick.get("runoff") else None,
-                                    pick["measured_s"], *shares),
+                                    pick["measured_s"], *shares, completed=bool(pick.get("extrapolated"))),
                         "repack_needed": not (current is not None and (pick_c.chunks, pick_c.filters.spec) == (current[0], current[1].spec)),
                         "kind": pick["kind"], "why": why},
         "no_repack_alternative": no_repack_alternative(rows, pick, current),

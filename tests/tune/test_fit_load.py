@@ -40,3 +40,5 @@ def test_tune_says_the_load_beside_the_prediction_before_the_runoff():
     (line,) = load_lines(same)
     assert "the machine's load" not in line and "1.10x the runoff's" in line
     assert load_lines({"predicted_before_runoff_s": 0.5, "measured_in_choice_s": 0.4, **load_note(0.5, 0.4, None, 0.8)}) == []
+    # a runoff time completed by the fitted model from prefixes is part prediction: no load judged against it
+    assert load_note(0.811, 0.598, 0.43, 0.23, completed=True) == {}
