@@ -34,7 +34,11 @@ got a median 0.46 of a core (their CPU share: process CPU time / wall), its runo
 round's prices put it at 2.11x its runoff time. Its CPU time moved far less: brought to the runoff's share
 (:func:`load_note`: x first / runoff) the same prediction is 1.14x. Fitting each pass at its round's median
 share instead was tried and dropped: the shares differ by layout as well as by load (a layout that waits
-for the disk), and on five of six runs it predicted the pick no better. tune says both figures.
+for the disk), and on five of six runs it predicted the pick no better. Nor is the share a correction: CPU
+time moves with the load too (the README's command at load 6-7: 1.22x as measured, 1.41x brought to the
+runoff's share). tune says both figures, and calls a miss the load's only when the same CPU time comes
+within 1.25x (:func:`ccp.tune.answer.load_lines`); ``benchmarks/tune_before_runoff.py`` prints them for
+finished runs.
 """
 
 from __future__ import annotations

@@ -35,7 +35,14 @@ def test_tune_says_the_load_beside_the_prediction_before_the_runoff():
     (line,) = load_lines(rec)
     assert "961 ms" in line and "2.11x the runoff's 456 ms" in line
     assert "median CPU share of 0.46 in the first round, 0.85 in the runoff" in line
-    assert "the machine's load; brought to the runoff's share, 520 ms (1.14x)" in line
+    assert "brought to the runoff's share (the same CPU time), 520 ms (1.14x): the miss is the machine's load" in line
+    # the README's command at load 6-7: 1.22x as measured, shares 0.51 and 0.44: 1.43x at the runoff's share, no verdict
+    rec = {"predicted_before_runoff_s": 0.797, "measured_in_choice_s": 0.655, **load_note(0.797, 0.655, 0.51, 0.44)}
+    (line,) = load_lines(rec)
+    assert line.endswith("924 ms (1.41x)"), line
+    # a miss the same CPU time does not bring within the target: not the load alone
+    rec = {"predicted_before_runoff_s": 1.5, "measured_in_choice_s": 0.5, **load_note(1.5, 0.5, 0.4, 0.8)}
+    assert load_lines(rec)[0].endswith("750 ms (1.50x): not the load alone")
     same = {"predicted_before_runoff_s": 0.5, "measured_in_choice_s": 0.456, **load_note(0.5, 0.456, 0.8, 0.84)}
     (line,) = load_lines(same)
     assert "the machine's load" not in line and "1.10x the runoff's" in line
