@@ -14,7 +14,7 @@ from ccp.tune.pace import RUNOFF_MAX, RUNOFF_WITHIN
 from ccp.units import format_bytes, format_seconds, shape_str
 
 PREDICTED_WITHIN = 1.25   # issue 22's target for the pick's prediction against its measurement
-SHARES_DIFFER = 1.1        # the pick's CPU shares in its two rounds this far apart: its prediction brought to the runoff's
+SHARES_DIFFER = 1.1        # the pick's CPU shares in its two rounds this far apart: its prediction at the runoff's share said
 NO_REPACK_MARGIN = 0.05    # the current layout with a new cache is shown as an alternative when measured this close
 RECOMPLETED = 0.01         # a first-round time the final prices moved by more than this: said
 
@@ -213,11 +213,11 @@ def answered_lines(result: dict) -> list[str]:
     against its worst case (every pass to its budget, each estimate over), so a trim is what the plan needed,
     not what the deadline turned out to need (breaker10 B7: a runoff pass cut "to end in time", answered at
     39.5 s of 90 s)."""
-    within, wall = result.get("within_s"), result.get("wall_s")
-    if not result.get("trimmed") or within is None or wall is None or wall > within:
+    limit, wall = result.get("within_s"), result.get("wall_s")
+    if not result.get("trimmed") or limit is None or wall is None or wall > limit:
         return []
     return [f"  trimmed as planned to end in time (each phase against its worst case): answered at "
-            f"{format_seconds(wall)}, {wall / within:.0%} of --within {format_seconds(within)}"]
+            f"{format_seconds(wall)}, {wall / limit:.0%} of --within {format_seconds(limit)}"]
 
 
 def overrun_lines(result: dict) -> list[str]:
