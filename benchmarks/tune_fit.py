@@ -1,15 +1,18 @@
 """Tune's pick, predicted / measured, on the league's workloads (issue 22: within 1.25x on every one).
 
-    PYTHONPATH=. .venv/bin/python benchmarks/tune_fit.py --out results/tunefit [--only NAME ...]
+    PYTHONPATH=. .venv/bin/python benchmarks/tune_fit.py --out results/tunefit [--only NAME ...] [--workload FILE ...]
 
 ``ccp tune`` alone, as ``benchmarks/league.py --quick`` calls it (its workload files, budget 20 s, search
 10 s, 3 repeats, ``--within`` 120 s), one workload after another; no grid, no paired score. Per workload:
 ``recommended.predicted_in_choice_s / measured_in_choice_s`` (the pick's prediction at the final prices
 against the median of its passes in the rounds those prices were fitted to), two out-of-sample figures
 against the same passes (``predicted_before_runoff_s``, and the prediction from prices fitted without the
-pick's own runoff passes, recomputed from ``prices.cells``), the recommendation as recommended against every
-whole pass of it, the 1-minute load average before and after, and tune's wall time. Each workload's
-``tune.json`` is kept under ``--out`` (``prices.cells`` holds the final fit's equations).
+pick's own runoff passes, recomputed from ``prices.cells``), the prediction before the runoff brought to the
+runoff's CPU share (``predicted_before_runoff_at_runoff_share_s``: x the pick's median CPU share in the first
+round / in the runoff; tune prints both shares), the recommendation as recommended against every whole pass of it, the 1-minute load average before and after, and tune's wall time. Each workload's
+``tune.json`` is kept under ``--out`` (``prices.cells`` holds the final fit's equations). ``--workload FILE``
+adds a tune workload file as it is (``configs/tune-series-maps.yaml``, the README's ``ccp tune`` example),
+named by its file's stem, run with this script's --budget and search limit.
 
 ``--analyse`` adds what a held-out miss is judged against: the held-out figure again with every pass as
 its CPU time equivalent (wall x the pass's process CPU share, kept per pass in ``prices.cells`` as
@@ -161,6 +164,7 @@ def report(rows: list[dict]) -> None:
                       ("held_out", "predicted by prices fitted without its own runoff passes / measured in the runoff"),
                       ("held_out_cpu", "the same, every cell's passes as CPU time equivalents (wall x the pass's CPU share)"),
                       ("before_runoff", "predicted before the runoff's passes were fitted / measured in the runoff"),
+                      ("before_runoff_at_share", "the same, brought to the runoff's CPU share (x first round's / runoff's)"),
                       ("as_recommended", "predicted / measured as recommended (every whole pass)")):
         xs = [r.get(key) for r in rows]
         print(f"{what}: within {WITHIN}x on {within(xs)} of {sum(x is not None for x in xs)} ({fmt(xs)})")
@@ -184,6 +188,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=Path("results/tunefit"))
     ap.add_argument("--only", choices=sorted(league.WORKLOADS), action="append")
+    ap.add_argument("--workload", type=Path, action="append", default=[],
+                    help="a tune workload file, run as it is (named by its stem); with no --only, only these")
     ap.add_argument("--budget", type=float, default=20.0)
     ap.add_argument("--within", type=float, default=120.0)
     ap.add_argument("--repeats", type=int, default=3)
@@ -198,8 +204,9 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     rows = []
     print(f"tune fit: load average {os.getloadavg()}, out {out}", flush=True)
-    for name in args.only or league.WORKLOADS:
-        doc = league.workload_doc(name, league.WORKLOADS[name], True)
+    given = {f.stem: yaml.safe_load(f.read_text()) for f in args.workload}
+    for name in [*(args.only or ([] if given else league.WORKLOADS)), *given]:
+        doc = given[name] if name in given else league.workload_doc(name, league.WORKLOADS[name], True)
         wfile = out / name / f"{name}.yaml"
         wfile.parent.mkdir(parents=True, exist_ok=True)
         wfile.write_text(yaml.safe_dump(doc, sort_keys=False))
@@ -211,6 +218,8 @@ def main() -> None:
         row = {"workload": name, "wall_s": time.perf_counter() - t0, "load_before": load0, "load_after": os.getloadavg()[0],
                "in_choice": ratio(rec, "predicted_in_choice_s", "measured_in_choice_s"),
                "before_runoff": ratio(rec, "predicted_before_runoff_s", "measured_in_choice_s"),
+               "before_runoff_at_share": ratio(rec, "predicted_before_runoff_at_runoff_share_s", "measured_in_choice_s"),
+               "shares": [rec.get("first_round_cpu_share"), rec.get("runoff_cpu_share")],
                "as_recommended": ratio(rec, "predicted_s", "measured_s"),
                "runoff": any(c.get("runoff") for c in r["contenders"]),
                "pick": rec["label"], "chunks": rec["chunks"],

@@ -33,6 +33,7 @@ from ccp.trace.chunk_price import (
     load_ratio,
     overhead_share,
 )
+from ccp.trace.collinear import against_prediction, collinear_line, collinear_split, prediction_words
 from ccp.trace.cures import cache_for, chunk_candidates, partial_requests
 from ccp.trace.diagnose_bounds import bounded_note, exact_calls
 from ccp.trace.harm import HARM, dataset_slug, price_cure, tune_workload_yaml
@@ -131,8 +132,10 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
     # this machine's prices of a call that loads nothing and of a load: how the fit splits the trace's time when no
     # call loaded nothing (one load per call: calls and loads collinear, their costs not told apart by the trace)
     call_price = call_cost(delivered / max(seq.ncalls, 1))
-    costs = attribute_call_tail(fit_costs(mine["wall_s"], mine["hdf5_s"], low_hdf5, loads, call_price, load_price),
-                                low_hdf5, loads, load_price)
+    costs = fit_costs(mine["wall_s"], mine["hdf5_s"], low_hdf5, loads, call_price, load_price)
+    split = collinear_split(loads, bool(exact.any()), call_price, load_price, costs)
+    if not split:   # collinear: the prices' split stands (a load's floor put every call at 0 ns: breaker11 C7)
+        costs = attribute_call_tail(costs, low_hdf5, loads, load_price)
     if not exact.any() and seq.chunks:      # every call a bounding box: this machine's cost of a load instead
         costs = {**costs, "hdf5_per_load_s": load_price}
     del loads, low_hdf5, low_sorted
@@ -146,6 +149,9 @@ def diagnose_dataset(trace: Trace, file: str, dataset: str, memory: int, program
     f = out["findings"]
     f.append(f"{_pct(wall, program_s)} of the program's time ({format_seconds(wall)} of {format_seconds(program_s)}) "
              f"in {len(mine)} read call(s); HDF5 itself {format_seconds(hdf5)}")
+    if split:       # the cures' times rest on a split the trace did not measure: said, with its prices (breaker11 C7)
+        out["collinear_split"] = split
+        f.append(collinear_line(split))
     chunks = seq.chunks
     cures = out["cures"]
     user_calls, low_calls = len(mine), seq.ncalls
@@ -482,7 +488,7 @@ def diagnose(trace: Trace, memory: int = 1 << 30, verify: bool = False, patterns
         if verify and d["cures"]:       # measured now: the read sequence the diagnosis built is replayed, then freed
             from ccp.trace.verify import verify_top
 
-            d["verified"] = verify_top(trace, d, seq=sequences.get("read"))
+            d["verified"] = against_prediction(verify_top(trace, d, seq=sequences.get("read")), d["cures"][0])
         out["datasets"].append(d)
     write_tune_workloads(out, tune_dir)
     out["combined_repacks"] = combined_repacks(out["datasets"])
@@ -533,7 +539,7 @@ def format_diagnosis(diag: dict) -> str:
             else:
                 ratio_text = f"{v['before_s'] / v['after_s']:.1f}x; " if v["after_s"] else ""
                 lines.append(f"  verified: {v['cure']}: replayed {format_seconds(v['before_s'])} -> "
-                             f"{format_seconds(v['after_s'])} ({ratio_text}{v['note']})")
+                             f"{format_seconds(v['after_s'])} ({ratio_text}{prediction_words(v)}{v['note']})")
                 if v.get("verdict") == "refuted":
                     lines.append(f"  NOT CONFIRMED: {v['cure']} measured slower in every replay, against the model's "
                                  "prediction: do not apply it on this evidence")

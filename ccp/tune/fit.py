@@ -27,6 +27,18 @@ the lattice's extremes: the prices' proportions) is the prior the runoff's inter
 finalists, side by side, 7 passes each: the machine as the choice was made) then update: the pull is
 towards the first round's factors instead of 1, and a group the runoff's cells do not exercise keeps
 the first round's factor.
+
+The load also moves between the first round and the runoff, and no price fitted to one round's walls
+predicts the other's then: on the README's series-maps workload at load 4-5 the pick's first-round passes
+got a median 0.46 of a core (their CPU share: process CPU time / wall), its runoff's 0.85, and the first
+round's prices put it at 2.11x its runoff time. Its CPU time moved far less: brought to the runoff's share
+(:func:`load_note`: x first / runoff) the same prediction is 1.14x. Fitting each pass at its round's median
+share instead was tried and dropped: the shares differ by layout as well as by load (a layout that waits
+for the disk), and on five of six runs it predicted the pick no better. Nor is the share a correction: CPU
+time moves with the load too (the README's command at load 6-7: 1.22x as measured, 1.41x brought to the
+runoff's share). tune says both figures, and calls a miss the load's only when the same CPU time comes
+within 1.25x (:func:`ccp.tune.answer.load_lines`); ``benchmarks/tune_before_runoff.py`` prints them for
+finished runs.
 """
 
 from __future__ import annotations
@@ -69,6 +81,12 @@ class Fit:
     def as_dict(self) -> dict:
         return {"scales": self.scales, "cells": self.cells,
                 "median_ratio_before": math.exp(self.error_before), "median_ratio_after": math.exp(self.error_after)}
+
+
+def round_share(shares: Sequence[float]) -> float | None:
+    """The median CPU share (process CPU time / wall time) of a round's passes; None without any."""
+    got = [s for s in shares if s > 0 and math.isfinite(s)]
+    return float(np.median(got)) if got else None
 
 
 def nnls(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -150,3 +168,23 @@ def observe(contender, item, source, costs: Costs, measured_s: float, first: int
     cell = Cell(contender.chunks, contender.filters, contender.cache, item.access)
     parts = tuple(item_cost(cell, source, costs.group(g), first=first).seconds for g in PRICE_GROUPS)
     return Observation(parts, measured_s, passes)
+
+
+def passes_share(measured) -> float | None:
+    """The median CPU share of every recorded pass of ``measured`` (a round's :class:`ccp.tune.prove.Measured`,
+    None for a layout not measured); None when no pass kept its share."""
+    return round_share([x for m in measured if m is not None for d in (m.passes or ()) if d is not None
+                        for x in d.cpu_share])
+
+
+def load_note(before_s: float | None, measured_s: float | None, first_share: float | None,
+              runoff_share: float | None, completed: bool = False) -> dict:
+    """The pick's prediction before the runoff beside its passes' CPU shares in the two rounds: the first
+    round's prices predict the pick at the first round's load, and brought to the runoff's share (x first /
+    runoff: the same CPU time, the runoff's wait for a core) at the runoff's. Empty when a figure is missing, or
+    when the runoff's time was ``completed`` by the fitted model (its passes cut to prefixes: part prediction; at
+    load 10 a pick's 1-request prefixes at a share of 0.23 made 1.36x read as 2.54x)."""
+    if completed or not (before_s and measured_s and first_share and runoff_share):
+        return {}
+    return {"first_round_cpu_share": first_share, "runoff_cpu_share": runoff_share,
+            "predicted_before_runoff_at_runoff_share_s": before_s * first_share / runoff_share}

@@ -24,6 +24,7 @@ from ccp.store.schema import FINISHED
 from ccp.tune.answer import NO_REPACK_MARGIN, same_round, why_lost
 from ccp.tune.apply import commands, netcdf_dims
 from ccp.tune.complete import reestimate
+from ccp.tune.fit import load_note, passes_share
 from ccp.tune.heuristics import ONE_MIB, heuristics
 from ccp.tune.lattice import (
     MAX_NSLOTS,
@@ -369,6 +370,9 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
                      "run_dir": str(final.run_dir) if final else None})
     pick, why = choose(rows)
     pick_c = contenders[rows.index(pick)]
+    # the pick's passes' CPU share in each round: a prediction from the first round's prices, against the runoff
+    shares = (passes_share([measured[rows.index(pick)]]) if measured else None,
+              passes_share([runoff.get(pick_c.key)]) if runoff else None)
     slots_note = cache_note = None
     checks: list = []
     if measure and pick["measured_s"] is not None:
@@ -419,6 +423,8 @@ def tune(workload_path, *, budget: float = 60.0, out: Path | None = None, work_d
                         "measured_in_choice_extrapolated": bool(pick.get("extrapolated")),
                         "checked_cache": pick_c.key != contenders[rows.index(pick)].key,
                         "predicted_before_runoff_s": pick.get("predicted_before_runoff_s"),
+                        **load_note(pick.get("predicted_before_runoff_s") if pick.get("runoff") else None,
+                                    pick["measured_s"], *shares, completed=bool(pick.get("extrapolated"))),
                         "repack_needed": not (current is not None and (pick_c.chunks, pick_c.filters.spec) == (current[0], current[1].spec)),
                         "kind": pick["kind"], "why": why},
         "no_repack_alternative": no_repack_alternative(rows, pick, current),

@@ -125,7 +125,8 @@ def _without_timings(diag: dict) -> str:
     out = json.loads(json.dumps(diag, default=str))
     for d in out["datasets"]:
         if "verified" in d:
-            d["verified"] = {k: v for k, v in d["verified"].items() if k not in ("before_s", "after_s", "verdict")}
+            d["verified"] = {k: v for k, v in d["verified"].items()
+                             if k not in ("before_s", "after_s", "verdict", "replayed_speedup", "within")}
     return json.dumps(out, sort_keys=True)
 
 
