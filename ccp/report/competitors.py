@@ -10,6 +10,9 @@ import numpy as np
 from ccp.report.sample import Sample
 
 CONTENTION_SLOWDOWN = 1.5      # how much more than load / CPUs a contended pass may be slowed (shared caches, SMT)
+# what competitors may raise a pass's own CPU time by: 1.57x under three busy loops (breaker10 B1), 1.9-1.94x under
+# one memory-bound process whose CPU share showed nothing (breaker11); the CPU time alone decides only beyond it
+COMPETITORS_CPU = CONTENTION_SLOWDOWN * CONTENTION_SLOWDOWN
 LOAD_MARGIN = 0.5              # "more load" is at least this much more load per CPU ...
 LOAD_RATIO = 1.25              # ... and this many times it (equal loads, as --remeasure has, never are)
 CROWDED_MARGIN = 0.25          # ... or whose load per CPU was this much higher (above 1)

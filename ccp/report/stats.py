@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ccp.report.competitors import (
+    COMPETITORS_CPU,
     CONTENTION_SLOWDOWN,
     cpu_share_cut,
     load_explains,
@@ -56,7 +57,9 @@ RULE = ("a difference is real when (1) the slower side did materially more of so
         "every pass apart in wall and CPU time) and the CPU time per pass moved beyond its bar (the threshold, at "
         "least 1.25x; 1.5x when the slower side had more competitors: under 0.7 of the faster's share of a CPU, or a "
         "higher load); the same work whose passes, enough of them, are not apart shows no difference, whatever the "
-        "medians. The load excuses a slowdown "
+        "medians; with the same work, B's CPU time per pass beyond its bar in every pass while the wall time does not "
+        "call B slower (the baseline's passes got a cut share of a CPU) is never a tie or faster: slower when A's "
+        "share was cut and B's CPU time is 2.25x A's or more, else undecided. The load excuses a slowdown "
         "(noise: the machine's) only when both loads are known, the slower side's per CPU really higher (by 0.5 "
         "and 25%), the ratio within 1.5 x its max(1, load/CPU) over the faster's, and the CPU time within its bar. "
         "Anything else beyond the threshold is undecided (too few passes, passes apart in wall time only, CPU time "
@@ -81,6 +84,9 @@ class Verdict:
     why: str           # one phrase: how it was judged
     basis: str = ""    # what decided it, one of BASES: the headline and tables sort verdicts by this, never by the
     #                    words of ``why`` (which change as the rule's wording does)
+    cpu_ratio: float = float("nan")   # B's CPU time per pass over A's when that decided against the wall time, or
+    #                    left the cell undecided (the wall time tied, overlapped or pointed the other way): a gate
+    #                    measures such a cell by it, not by ``ratio``; NaN otherwise
 
     @property
     def differs(self) -> bool:
@@ -297,7 +303,78 @@ def _count(v: float) -> str:
 def judge(a: Sample, b: Sample, threshold: float = THRESHOLD, alpha: float = ALPHA) -> Verdict:
     """B against A by RULE: faster, slower, tie (within the threshold), noise (the same work; the load explains the
     time difference: the machine's), undecided (beyond the threshold and the rule cannot clear it) or unknown (one
-    pass each and no counts: nothing to test)."""
+    pass each and no counts: nothing to test). The wall time first, then the CPU time per pass against it
+    (:func:`_cpu_against_wall`: B's beyond A's is never a tie, "not apart" or faster)."""
+    v = _by_time(a, b, threshold, alpha)
+    return _cpu_against_wall(a, b, v, threshold) or v
+
+
+def cpu_bar(fast: Sample, slow: Sample, threshold: float) -> float:
+    """The ratio of ``slow``'s CPU time per pass over ``fast``'s beyond which the CPU time witnesses a difference: the
+    threshold, never below THRESHOLD (the CPU time is the load-proof witness, but not to within a tighter gate than
+    --threshold's default), and CONTENTION_SLOWDOWN when ``slow`` had more competitors: they raise a pass's own CPU
+    time too (shared caches, a core's two threads: 1.3x under two busy loops, breaker8 F1). Rule (3), the CPU
+    witness against the wall time and compare's check of a remeasured cell all use this one bar."""
+    return max(threshold, THRESHOLD, CONTENTION_SLOWDOWN if more_crowded(fast, slow) else 1.0)
+
+
+def _cpu_against_wall(a: Sample, b: Sample, v: Verdict, threshold: float) -> Verdict | None:
+    """The CPU time per pass against a verdict of the wall time, or None when it changes nothing (breaker11 C2). The
+    same work (every count equal, the same waits, both measured whole) and every pass of one side above every pass of
+    the other in CPU time (MIN_PASSES_APART a side), beyond :func:`cpu_bar`, while the wall time does not say that
+    side is slower: the wall time of the other side was kept up by something else (competitors on A, a baseline
+    measured on a busy machine, cut its share of a CPU at once). The heavier side is slower when the lighter's passes
+    got a cut share of a CPU (what kept its wall time up) and the ratio is beyond COMPETITORS_CPU too (competitors the
+    share does not show raised identical work's CPU time per pass 1.9x). B heavier otherwise: undecided, never a tie,
+    "not apart" or faster (an undecided B slower in wall time keeps its own reason). A heavier otherwise: the wall
+    time's verdict stands (B used less CPU: never a regression)."""
+    if v.basis == ENDPOINT or a.path != b.path or not (a.complete and b.complete) or work_change(a, b)[0] != "same":
+        return None
+    if not all(len(s.cpu) == len(s.passes) >= MIN_PASSES_APART for s in (a, b)):
+        return None
+    if a.cpu.max() < b.cpu.min():
+        light, heavy, names = a, b, ("A", "B")
+    elif b.cpu.max() < a.cpu.min():
+        light, heavy, names = b, a, ("B", "A")
+    else:
+        return None
+    b_heavy = names[1] == "B"
+    r = float(np.median(heavy.cpu)) / max(float(np.median(light.cpu)), 1e-12)
+    bar = cpu_bar(light, heavy, threshold)
+    if r < bar or (v.differs and (v.word == "slower") == b_heavy):
+        return None       # within its bar, or the wall time already calls the heavier side slower
+    band = max(bar, COMPETITORS_CPU)
+    lo, hi = names
+    wall = v.ratio if b_heavy else 1 / v.ratio
+    ls, hs = light.cpu_share, heavy.cpu_share
+    shares = f"{lo}'s passes got {ls:.2f} of a CPU, {hi}'s {hs:.2f}"
+    moved = f"{hi}'s CPU time per pass {r:.3g}x {lo}'s"
+    cpu_b = r if b_heavy else 1 / r
+    if r >= band and cpu_share_cut(heavy, light):
+        return Verdict("slower" if b_heavy else "faster", v.ratio, v.p,
+                       f"the same work; {moved}, every pass apart, while its wall time is {wall:.3g}x: {shares}: "
+                       f"{lo}'s wall time was kept up by its cut share of a CPU, and {hi}'s extra CPU time, beyond the "
+                       f"{band:.3g}x competitors can cost, is its own work" + load_note(a, b), basis=PASSES,
+                       cpu_ratio=cpu_b)
+    if not b_heavy or v.word == "undecided" and v.ratio >= 1:
+        return None       # B used less CPU (never a regression), or the wall time already leaves B undecided slower
+    if not (np.isfinite(ls) and np.isfinite(hs)):
+        reason = "the CPU share is not recorded on both sides: which had competitors is not known"
+    elif cpu_share_cut(light, heavy):
+        reason = f"{shares}: competitors on {hi} raise its own CPU time too"
+    elif not cpu_share_cut(heavy, light):
+        reason = (f"{shares}: no cut share of a CPU explains why the wall time does not follow it, and competitors the "
+                  "share does not show (a memory-bound one) raised identical work's 1.9x")
+    else:
+        reason = (f"{shares}: the CPU time alone decides only beyond {band:.3g}x (competitors the share does not show "
+                  "raised identical work's 1.9x)")
+    return Verdict("undecided", v.ratio, v.p, f"the same work; {moved} (every pass apart, beyond {bar:.3g}x) while its "
+                   f"wall time is {wall:.3g}x: {reason}: the rule cannot clear it (measure A and B again on a quiet "
+                   "machine)" + load_note(a, b), basis=LOAD, cpu_ratio=cpu_b)
+
+
+def _by_time(a: Sample, b: Sample, threshold: float, alpha: float) -> Verdict:
+    """B against A by the counts, then the passes' wall time and CPU time as rule (3) reads them."""
     ta, tb = a.time_s, b.time_s
     if not (np.isfinite(ta) and np.isfinite(tb)) or ta <= 0 or tb <= 0:
         return Verdict("unknown", float("nan"), float("nan"), "no usable time (" + ", ".join(
@@ -358,22 +435,20 @@ def _by_passes(a: Sample, b: Sample, fast: Sample, slow: Sample, ratio: float, w
     apart = (min(n_f, n_s) >= MIN_PASSES_APART and fp.max() < sp.min()
              and (waits_differ or (has_cpu and fc.max() < sc.min())))
     decided = p < alpha or apart
-    # the CPU time is the load-proof witness, but not to within a tighter gate than --threshold's default, and
-    # competitors on the slower side's CPUs raise its own CPU time per pass too (shared caches, a core's two threads:
-    # 1.3x under two busy loops, breaker8 F1): up to CONTENTION_SLOWDOWN is theirs when it was under more of them
+    # the CPU time's bar (cpu_bar): up to CONTENTION_SLOWDOWN is the competitors' when the slower side had more
     crowded = more_crowded(fast, slow)
-    cpu_bar = max(threshold, THRESHOLD, CONTENTION_SLOWDOWN if crowded else 1.0)
+    bar = cpu_bar(fast, slow, threshold)
     cpu_ratio = float(np.median(sc)) / max(float(np.median(fc)), 1e-12) if has_cpu else float("nan")
     counted = f"{n_a} vs {n_b} passes" + quiet
-    if has_cpu and cpu_ratio >= cpu_bar:
-        moved = f"CPU time per pass {cpu_ratio:.3g}x (beyond {cpu_bar:.3g}x)"
+    if has_cpu and cpu_ratio >= bar:
+        moved = f"CPU time per pass {cpu_ratio:.3g}x (beyond {bar:.3g}x)"
         if not decided:
             return Verdict("undecided", ratio, p, f"{same}; {moved} but the passes are not apart ({counted}, "
                            f"{fmt_p(p)})" + _short(n_a, n_b, alpha) + load_note(a, b), basis=PASSES)
-        if crowded and cpu_ratio < cpu_bar * CONTENTION_SLOWDOWN:
+        if crowded and cpu_ratio < bar * CONTENTION_SLOWDOWN:
             # a few-ms pass's own CPU time rose up to 1.9x under two busy loops the load average had not caught up
             # with yet (benchmarks/noisy_compare.py): a regression or the competitors, the rule cannot tell
-            return Verdict("undecided", ratio, p, f"{same}; {moved}, within the {cpu_bar * CONTENTION_SLOWDOWN:.3g}x "
+            return Verdict("undecided", ratio, p, f"{same}; {moved}, within the {bar * CONTENTION_SLOWDOWN:.3g}x "
                            "competitors can cost a pass measured under contention" + share_note(fast, slow)
                            + ": the rule cannot clear it (measure both again on a quiet machine)" + load_note(a, b),
                            basis=LOAD)
@@ -391,7 +466,7 @@ def _by_passes(a: Sample, b: Sample, fast: Sample, slow: Sample, ratio: float, w
         # unknown number of passes, no sample to test (breaker9 G6)
         return Verdict("undecided", ratio, p, f"{same}; a side's passes not recorded (its cells row keeps the "
                        "fastest, median and slowest only): nothing to test them with" + load_note(a, b), basis=FEW)
-    if not decided and pass_ratio >= threshold and not (has_cpu and cpu_ratio < cpu_bar):
+    if not decided and pass_ratio >= threshold and not (has_cpu and cpu_ratio < bar):
         # the passes overlap, their medians beyond the threshold, and no CPU time shows the work per pass the same:
         # one slow pass on the faster side (a load spike, a warm run's first pass) makes the test fail while every
         # pass of the other side is 8-17x its median (breaker10 B8: a 14.8x CPU regression passed as the machine's)
