@@ -491,8 +491,11 @@ def _by_passes(a: Sample, b: Sample, fast: Sample, slow: Sample, ratio: float, w
         return Verdict("noise", ratio, p, f"{same}; CPU time per pass within {cpu_ratio:.3g}x; {excuse}" + load_note(a, b), basis=LOAD)
     why_not = ("its quiet passes had no load to excuse them" if slow_quieted else
                why_no_excuse(fast, slow, max(ratio, 1 / ratio)))
+    # less CPU time on the slower side is waiting (competitors, I/O), not a small rise (breaker11 C6)
+    moved = f"moved only {cpu_ratio:.3g}x" if cpu_ratio >= 1 else \
+        f"fell ({cpu_ratio:.2g}x): the slower side waited, not worked"
     return Verdict("undecided", ratio, p, f"{same}; the passes are apart ({fmt_p(p)}) in wall time but the CPU time per "
-                   f"pass moved only {cpu_ratio:.3g}x, and {why_not}: "
+                   f"pass {moved}, and {why_not}: "
                    "the rule cannot clear it (measure both again on a quiet machine)" + load_note(a, b), basis=LOAD)
 
 

@@ -131,3 +131,17 @@ def test_the_gate_counts_a_cell_by_its_cpu_time_when_the_wall_time_hides_it(tmp_
     r = CliRunner().invoke(main, ["compare", str(ra), str(rb), "--fail-above", "1.5"])
     assert r.exit_code == code, r.output
     assert line in r.output, r.output
+
+
+@pytest.mark.parametrize("cpu_b_ms, words", [
+    (17.19, "the CPU time per pass fell (0.77x): the slower side waited, not worked"),
+    (23.5, "the CPU time per pass moved only 1.06x"),
+], ids=["C6-fell", "moved-a-little"])
+def test_a_slower_side_that_used_less_cpu_waited(cpu_b_ms, words):
+    """breaker11 C6 (Am1/Bm1, 4x32x32x64 | gzip:1: B under a memory-streaming competitor, its passes apart in wall time,
+    its CPU time per pass 0.77x A's): said as a fall, never as "moved only 0.772x"."""
+    five = np.array([1.0, 1.01, 0.99, 1.02, 0.98])
+    a = _s(five * 20.25, five * 22.26, 0.97, load=3.1)
+    b = _s(five * 33.8, five * cpu_b_ms, 0.43, load=3.2)
+    v = judge(a, b, 1.5)
+    assert v.word == "undecided" and words in v.why, v
