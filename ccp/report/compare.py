@@ -186,7 +186,8 @@ def gate_ratio(v: Verdict) -> float:
 
 
 def _remeasured(run_a, run_b, j, pairs, verdicts, gate, rounds, threshold, fail_above, echo):
-    """The cells that differ (or whose difference is the machine's) measured again, interleaved; judged by those."""
+    """The cells that differ (or whose difference is the machine's) measured again, interleaved; judged by those.
+    A cell judged by its remeasured passes gets them in ``pairs`` and its row of ``j`` their times and loads."""
     from ccp.report.remeasure import interleaved
 
     pick, notes = [], []
@@ -243,6 +244,13 @@ def _remeasured(run_a, run_b, j, pairs, verdicts, gate, rounds, threshold, fail_
                 continue
             j.loc[i, "time_s_a"], j.loc[i, "time_s_b"] = xa.time_s, xb.time_s
             j.loc[i, "ratio"] = _ratio(xb.time_s, xa.time_s)
+            # the row is what was measured here now: its work as counted, its contention and load the remeasure's,
+            # not the recorded runs' estimates and machine (breaker11 C9)
+            pairs[i] = (xa, xb)
+            for sfx, x in (("a", xa), ("b", xb)):
+                for col, value in (("load_max", x.load), ("cpus", x.cpus)):
+                    if f"{col}_{sfx}" in j:
+                        j.loc[i, f"{col}_{sfx}"] = value
             for sfx, x in (("a", xa), ("b", xb)):
                 if j.loc[i, f"status_{sfx}"] == "extrapolated":    # measured whole here, its counts with it
                     j.loc[i, f"status_{sfx}"] = "ok"
@@ -320,7 +328,7 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
     threshold = one_threshold(fail_above, threshold)
     a, b, j = join(run_a, run_b)
     sa, sb = load_samples(run_a, a), load_samples(run_b, b)
-    verdicts, gate, works = [], [], []
+    verdicts, gate = [], []
     pairs: list[tuple[Sample, Sample]] = []
     for (_, r), ca, cb in zip(j.iterrows(), _side(j, "a"), _side(j, "b")):
         xa = sa.get(str(r["cell_id_a"])) or from_cell(ca)
@@ -328,11 +336,11 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
         pairs.append((xa, xb))
         verdicts.append(judge(xa, xb, threshold))
         gate.append(verdicts[-1] if fail_above is not None else None)      # one judgement a cell (breaker11 C5)
-        works.append(work_change(xa, xb)[0] if xa.complete and xb.complete else "estimated")
     remeasure_notes: list[str] = []
     if remeasure:
         verdicts, gate, remeasure_notes = _remeasured(run_a, run_b, j, pairs, verdicts, gate, remeasure, threshold,
                                                       fail_above, echo)
+    works = [work_change(xa, xb)[0] if xa.complete and xb.complete else "estimated" for xa, xb in pairs]
     # "noise" is two things: the load explains the difference (the machine's), or enough passes overlap (no
     # difference shown, whatever the loads: breaker10's audit A4 read "the machine's (load 6.2 vs 6.2)")
     j["verdict"] = [("overlap" if v.basis == PASSES else v.word) if v.word == "noise" else v.word for v in verdicts]
