@@ -328,8 +328,9 @@ def _cpu_against_wall(a: Sample, b: Sample, v: Verdict, threshold: float) -> Ver
     share does not show raised identical work's CPU time per pass 1.9x). B heavier otherwise: undecided, never a tie,
     "not apart" or faster (an undecided B slower in wall time keeps its own reason). A heavier otherwise: the wall
     time's verdict stands (B used less CPU: never a regression)."""
-    if v.basis == ENDPOINT or a.path != b.path or not (a.complete and b.complete) or work_change(a, b)[0] != "same":
-        return None
+    if v.basis in (ENDPOINT, NOTHING) or a.path != b.path or not (a.complete and b.complete) \
+            or work_change(a, b)[0] != "same":
+        return None       # the GET wait decided, no usable time, other waits, estimates or other work
     if not all(len(s.cpu) == len(s.passes) >= MIN_PASSES_APART for s in (a, b)):
         return None
     if a.cpu.max() < b.cpu.min():

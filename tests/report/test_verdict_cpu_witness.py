@@ -145,3 +145,12 @@ def test_a_slower_side_that_used_less_cpu_waited(cpu_b_ms, words):
     b = _s(five * 33.8, five * cpu_b_ms, 0.43, load=3.2)
     v = judge(a, b, 1.5)
     assert v.word == "undecided" and words in v.why, v
+
+
+@pytest.mark.parametrize("time_b", [0.0, float("nan"), -1.0], ids=["zero", "nan", "negative"])
+def test_a_cell_without_a_usable_time_stays_unknown(time_b):
+    """B's passes and CPU time are there but its row's time is not (a damaged run, breaker9 G17): 'no usable time',
+    never judged by its CPU time."""
+    b = Sample(**{**AB5_4X32_B.__dict__, "time_s": time_b})
+    v = judge(AB5_4X32_A, b, 1.5)
+    assert v.word == "unknown" and "no usable time" in v.why, v
