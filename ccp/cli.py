@@ -292,12 +292,13 @@ class Ratio(click.FloatRange):
                    "than RATIO that the rule cannot clear (undecided: too few passes, wall time apart alone, CPU time "
                    "moved without the passes apart, an extrapolated cell, no usable time in B) is never a pass: an "
                    "'undecided' line and exit 3 (when no cell regressed); so is a cell that finished in A and has no "
-                   "cell in B ('not compared'). Must not be below --threshold; below its default 1.25 the table's "
-                   "threshold follows it.")
+                   "cell in B ('not compared'). A cell whose CPU time per pass decided against its wall time (or "
+                   "left it undecided) is measured by that CPU ratio. The table is judged at RATIO too: one "
+                   "threshold a comparison, one verdict a cell.")
 @click.option("--threshold", type=Ratio(min=1.0), default=None, metavar="RATIO",
               help="Call a cell faster or slower only beyond this ratio (and by the rule); closer is a tie. "
-                   "[default: 1.25] Given above --fail-above it is refused (exit 2): the gate would fail cells the "
-                   "table calls ties.")
+                   "[default: 1.25; --fail-above's under a gate] Given with a different --fail-above it is refused "
+                   "(exit 2): the table and the gate would give a cell two verdicts.")
 @click.option("--remeasure", type=click.IntRange(min=0, max=50), default=0, show_default=True, metavar="ROUNDS",
               help="Measure the cells that differ again on this machine, A and B alternating, ROUNDS passes each, and "
                    "judge them by those passes (local cells; needs the runs' work files or data). Never a cell rule (1) "
@@ -321,6 +322,13 @@ def compare(run_a, run_b, html_out, fail_above, threshold, remeasure):
     its bar (--threshold, at least 1.25x; 1.5x when the slower side had more competitors:
     its passes got under 0.7 of the faster's CPU share, or a higher load). The same work
     with 4 or more passes a side that are not apart: "not apart", no difference shown.
+    Then the CPU time per pass against the wall time: the same work, every pass of B above
+    every pass of A in CPU time, beyond its bar, while the wall time ties, overlaps or calls
+    B faster (A measured under competitors keeps its wall time up): B is "slower" when A's
+    passes got under 0.7 of B's share of a CPU and B's CPU time per pass is 2.25x A's or
+    more (what competitors the share does not show can cost), else undecided; never a
+    tie, "not apart", faster or a pass. The mirror (A's CPU time beyond B's) is B faster
+    when B's share was the cut one, else the wall time's verdict stands.
     The load EXCUSES a slowdown ("the machine's") only when both loads are known, the slower
     side's load per CPU is really higher (by 0.5 and 25%), the ratio is within 1.5 x its
     max(1, load/CPU) over the faster's, and the CPU time within its bar. Anything else
@@ -328,8 +336,8 @@ def compare(run_a, run_b, html_out, fail_above, threshold, remeasure):
     such cells again here, A and B alternating.
     Exit status: 0; with --fail-above, 1 when a cell regressed by more than RATIO, else 3
     when a cell slower by more than RATIO is undecided or a cell that finished in A has no
-    usable cell in B (not compared), else 0; 2 for bad input (--threshold above
-    --fail-above).
+    usable cell in B (not compared), else 0; 2 for bad input (a --threshold other than
+    --fail-above: one threshold a comparison, stated in its summary).
 
     \b
     Example:
@@ -338,17 +346,11 @@ def compare(run_a, run_b, html_out, fail_above, threshold, remeasure):
       ccp compare results/cris/monday results/cris/tuesday --remeasure 5
     """
     from ccp.report import write_compare
-    from ccp.report.stats import THRESHOLD
     from ccp.store.results import check_run_folder
 
     for name, r in (("RUN_A", run_a), ("RUN_B", run_b)):
         check_run_folder(r, name)
-    if fail_above is not None and threshold is not None and threshold > fail_above:
-        raise CcpError(f"--threshold {threshold:g} is above --fail-above {fail_above:g}: the gate would fail cells the "
-                       "table calls ties; use a --threshold at most the --fail-above")
-    if fail_above is not None and threshold is None and fail_above < THRESHOLD:
-        # the gate at 1.2 and the table's ties at 1.25 would disagree on the same cell (breaker10 B9)
-        threshold = fail_above
+    # one threshold a comparison (compare.one_threshold): a --threshold other than --fail-above is refused there
     result = write_compare(run_a, run_b, html_out, fail_above=fail_above, threshold=threshold, remeasure=remeasure)
     click.echo(result)
     if fail_above is not None and result.regressions:

@@ -27,21 +27,21 @@ from ccp.report import plots
 from ccp.report.data import Labels, finite, is_ok, load_cells, load_env, read_run_sweep
 from ccp.report.headline import RunKind
 from ccp.report.html import CSS, esc, img, note, table_html
+from ccp.report.stats import LOAD as LOAD_BASIS
 from ccp.report.stats import (
-    CONTENTION_SLOWDOWN,
     PASSES,
     RULE,
     THRESHOLD,
     WAIT_COLUMNS,
     WORK,
     Sample,
-    cpu_share_cut,
+    Verdict,
+    cpu_bar,
     from_cell,
     judge,
     passes_needed,
     work_change,
 )
-from ccp.report.stats import LOAD as LOAD_BASIS
 from ccp.report.stats import samples as load_samples
 from ccp.store.reader import read_run_record
 from ccp.units import format_count, format_seconds
@@ -161,24 +161,33 @@ def join(run_a: Path, run_b: Path):
     return a, b, j
 
 
-def recorded_cpu_up(a: Sample, b: Sample, threshold: float) -> str:
-    """What the two runs recorded of B's CPU time per pass beyond A's bar, in words, or "": both sides' CPU time
-    recorded for every pass, B's median beyond max(threshold, 1.25)x A's (1.5x when B's passes got a cut CPU share:
-    competitors raise it too). A remeasure cannot clear it: it runs this ccp, not what measured B."""
+def recorded_cpu_up(a: Sample, b: Sample, threshold: float) -> tuple[str, float]:
+    """What the two runs recorded of B's CPU time per pass beyond A's, in words, and B's median over A's; ("", NaN)
+    when it is not beyond the bar: both sides' CPU time recorded for every pass, B's median beyond
+    :func:`ccp.report.stats.cpu_bar` (the bar rule (3) uses). A remeasure cannot clear it: it runs this ccp, not
+    what measured B."""
     if not (len(a.cpu) == len(a.passes) and len(b.cpu) == len(b.passes) and len(a.cpu) and len(b.cpu)):
-        return ""
+        return "", float("nan")
     ca, cb = float(np.median(a.cpu)), float(np.median(b.cpu))
     if ca <= 0 or not (np.isfinite(ca) and np.isfinite(cb)):
-        return ""
-    bar = max(threshold, THRESHOLD, CONTENTION_SLOWDOWN if cpu_share_cut(a, b) else 1.0)
+        return "", float("nan")
+    bar = cpu_bar(a, b, threshold)
     if cb / ca < bar:
-        return ""
+        return "", float("nan")
     n = f"{len(b.cpu)} pass" + ("es" if len(b.cpu) > 1 else "")
-    return f"{cb / ca:.3g}x A's CPU time per pass (its {n} against A's {len(a.cpu)}, beyond {bar:.3g}x)"
+    return f"{cb / ca:.3g}x A's CPU time per pass (its {n} against A's {len(a.cpu)}, beyond {bar:.3g}x)", cb / ca
+
+
+def gate_ratio(v: Verdict) -> float:
+    """How much slower B is by a verdict, as a gate measures it: its wall time's ratio, or its CPU time per pass's
+    when that decided against the wall time or left the cell undecided (breaker11 C2: B's CPU time 2.5x A's under
+    a wall time of 0.64x), whichever is larger."""
+    return max((r for r in (v.ratio, v.cpu_ratio) if finite(r)), default=float("nan"))
 
 
 def _remeasured(run_a, run_b, j, pairs, verdicts, gate, rounds, threshold, fail_above, echo):
-    """The cells that differ (or whose difference is the machine's) measured again, interleaved; judged by those."""
+    """The cells that differ (or whose difference is the machine's) measured again, interleaved; judged by those.
+    A cell judged by its remeasured passes gets them in ``pairs`` and its row of ``j`` their times and loads."""
     from ccp.report.remeasure import interleaved
 
     pick, notes = [], []
@@ -214,9 +223,9 @@ def _remeasured(run_a, run_b, j, pairs, verdicts, gate, rounds, threshold, fail_
             xa, xb = again[key]
             v = judge(xa, xb, threshold)
             verdicts[i] = replace(v, why=f"remeasured, {rounds} alternating passes: {v.why}")
-            gate[i] = judge(xa, xb, fail_above) if fail_above is not None else None
+            gate[i] = verdicts[i] if fail_above is not None else None     # judged at the one threshold
             was_a, was_b = pairs[i]
-            recorded = recorded_cpu_up(was_a, was_b, threshold)
+            recorded, recorded_cpu = recorded_cpu_up(was_a, was_b, threshold)
             if recorded and not v.differs:
                 # the runs recorded more CPU time per pass in B (its one pass, or passes the rule could not part):
                 # measured here with this ccp and HDF5 on both runs' files, the cells' settings cost the same, so the
@@ -225,13 +234,23 @@ def _remeasured(run_a, run_b, j, pairs, verdicts, gate, rounds, threshold, fail_
                 why = (f"B's run recorded {recorded}; remeasured here ({rounds} alternating passes, this ccp and HDF5 "
                        f"on both runs' files): {v.why}: the difference is in what measured B, not in the cells' "
                        "settings (compare the two runs' environments)")
-                verdicts[i] = replace(v, word="undecided", why=why, basis=LOAD_BASIS)
+                # the table keeps the recorded times: the verdict their ratio, and the gate counts the cell by the
+                # recorded CPU time too (its wall time may hide it, breaker11 C2)
+                recorded_ratio = _ratio(was_b.time_s, was_a.time_s)
+                verdicts[i] = replace(v, word="undecided", why=why, basis=LOAD_BASIS, ratio=recorded_ratio,
+                                      cpu_ratio=recorded_cpu)
                 if gate[i] is not None:
-                    gate[i] = replace(gate[i], word="undecided", why=why, basis=LOAD_BASIS, ratio=pairs[i][1].time_s
-                                      / pairs[i][0].time_s if pairs[i][0].time_s > 0 else gate[i].ratio)
+                    gate[i] = verdicts[i]
                 continue
             j.loc[i, "time_s_a"], j.loc[i, "time_s_b"] = xa.time_s, xb.time_s
             j.loc[i, "ratio"] = _ratio(xb.time_s, xa.time_s)
+            # the row is what was measured here now: its work as counted, its contention and load the remeasure's,
+            # not the recorded runs' estimates and machine (breaker11 C9)
+            pairs[i] = (xa, xb)
+            for sfx, x in (("a", xa), ("b", xb)):
+                for col, value in (("load_max", x.load), ("cpus", x.cpus)):
+                    if f"{col}_{sfx}" in j:
+                        j.loc[i, f"{col}_{sfx}"] = value
             for sfx, x in (("a", xa), ("b", xb)):
                 if j.loc[i, f"status_{sfx}"] == "extrapolated":    # measured whole here, its counts with it
                     j.loc[i, f"status_{sfx}"] = "ok"
@@ -287,27 +306,41 @@ def check_html_out(out_html: Path, run_a: Path, run_b: Path) -> Path:
     return where
 
 
+def one_threshold(fail_above: float | None, threshold: float | None) -> float:
+    """The one threshold a comparison judges every cell at, the table's and the gate's alike: --fail-above's under a
+    gate, else --threshold (THRESHOLD by default). A --threshold that differs from --fail-above is refused: the table
+    and the gate would give one cell two verdicts, 'beyond 1.25x' in one and 'beyond 1.5x' in the other (breaker11
+    C5; above it, the gate would fail cells the table calls ties, breaker9 G16)."""
+    if fail_above is None:
+        return THRESHOLD if threshold is None else float(threshold)
+    if threshold is not None and float(threshold) != float(fail_above):
+        raise CcpError(f"--threshold {threshold:g} is {'above' if threshold > fail_above else 'below'} --fail-above "
+                       f"{fail_above:g}: a comparison judges each cell at one threshold, under a gate --fail-above's "
+                       "(the table and the gate would give a cell two verdicts); drop --threshold")
+    return float(fail_above)
+
+
 def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float | None = None,
             threshold: float | None = None, remeasure: int = 0, echo=print) -> Comparison:
     run_a, run_b = Path(run_a), Path(run_b)
     if out_html is not None:
         out_html = check_html_out(Path(out_html), run_a, run_b)
-    threshold = THRESHOLD if threshold is None else float(threshold)
+    threshold = one_threshold(fail_above, threshold)
     a, b, j = join(run_a, run_b)
     sa, sb = load_samples(run_a, a), load_samples(run_b, b)
-    verdicts, gate, works = [], [], []
+    verdicts, gate = [], []
     pairs: list[tuple[Sample, Sample]] = []
     for (_, r), ca, cb in zip(j.iterrows(), _side(j, "a"), _side(j, "b")):
         xa = sa.get(str(r["cell_id_a"])) or from_cell(ca)
         xb = sb.get(str(r["cell_id_b"])) or from_cell(cb)
         pairs.append((xa, xb))
         verdicts.append(judge(xa, xb, threshold))
-        gate.append(judge(xa, xb, fail_above) if fail_above is not None else None)
-        works.append(work_change(xa, xb)[0] if xa.complete and xb.complete else "estimated")
+        gate.append(verdicts[-1] if fail_above is not None else None)      # one judgement a cell (breaker11 C5)
     remeasure_notes: list[str] = []
     if remeasure:
         verdicts, gate, remeasure_notes = _remeasured(run_a, run_b, j, pairs, verdicts, gate, remeasure, threshold,
                                                       fail_above, echo)
+    works = [work_change(xa, xb)[0] if xa.complete and xb.complete else "estimated" for xa, xb in pairs]
     # "noise" is two things: the load explains the difference (the machine's), or enough passes overlap (no
     # difference shown, whatever the loads: breaker10's audit A4 read "the machine's (load 6.2 vs 6.2)")
     j["verdict"] = [("overlap" if v.basis == PASSES else v.word) if v.word == "noise" else v.word for v in verdicts]
@@ -316,13 +349,13 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
     j["contended_a"] = [x.contended for x, _ in pairs]
     j["contended_b"] = [y.contended for _, y in pairs]
     regressions = [r["label"] for (_, r), g in zip(j.iterrows(), gate)
-                   if g is not None and fail_above is not None and g.word == "slower" and g.ratio > fail_above]
+                   if g is not None and fail_above is not None and g.word == "slower" and gate_ratio(g) > fail_above]
     # slower by more than the gate, and the rule cannot say whether it is real: never a silent pass
     # a cell without a usable time (0, negative, not a number) was not compared: never a pass (breaker9 G17)
     undecided = [f"{r['label']} ({_fmt_ratio(g.ratio) + ': ' if finite(g.ratio) else ''}{g.why})"
                  for (_, r), g in zip(j.iterrows(), gate)
                  if g is not None and fail_above is not None and g.word in ("undecided", "unknown")
-                 and (not finite(g.ratio) or g.ratio > fail_above)]
+                 and (not finite(g.ratio) or gate_ratio(g) > fail_above)]
     lost = failed_in_b(a, b)
     if fail_above is not None:
         regressions += [f"{label} (finished in A, {status} in B)" for label, status in lost]

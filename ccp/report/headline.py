@@ -25,7 +25,7 @@ import pandas as pd
 from ccp.config.axes.storage import storage_varying
 from ccp.report.cheapest import CHEAPEST_WITHIN, cheapest
 from ccp.report.data import LABEL_SEP, STORAGE_COLUMNS, finite, is_ok, stability, storage_text
-from ccp.report.stats import THRESHOLD, Sample, Verdict, ci95, from_cell, judge, too_few_passes
+from ccp.report.stats import ALPHA, THRESHOLD, Sample, Verdict, ci95, from_cell, judge, least_p, too_few_passes
 from ccp.report.verdict_kinds import DIFFERS, LOAD, LOAD_ADVICE, NOISE, TIE, kind, short, undecided
 from ccp.units import format_seconds, format_share
 
@@ -110,6 +110,9 @@ class Headline:
     # cells whose difference the load they were measured under may explain: undecided too, and a rerun decides
     loaded: list[tuple[pd.Series, Verdict]] = field(default_factory=list)
     few_why: str = ""                     # why the first of ``undecided`` cannot be judged (the pass counts are per run)
+    # cells with passes enough for the test that the rule still cannot judge against the winner, each for its own
+    # reason (an extrapolated cell, CPU time moved while the passes overlap): undecided, never ties
+    unjudged: list[tuple[pd.Series, Verdict]] = field(default_factory=list)
     unstable_faster: list[pd.Series] = field(default_factory=list)
     cheapest: pd.Series | None = None     # the least invasive change from the slowest that is within noise of the winner
     cheapest_changes: tuple[str, ...] = ()
@@ -185,10 +188,15 @@ def headlines(cells: pd.DataFrame, samples: dict[str, Sample] | None = None, thr
             k = kind(v, sw, sc)
             if k == LOAD:          # the load may explain it: never a tie (breaker9 G15), whatever the ratio
                 h.loaded.append((c, v))
-            elif undecided(k):     # too few passes to tell: never a tie (README), whatever the ratio
+            elif undecided(k) and (v.word == "unknown" or least_p(len(sw.passes), len(sc.passes)) >= ALPHA):
+                # too few passes to tell: never a tie (README), whatever the ratio; one reason for them all
                 h.undecided.append((c, v))
                 h.few_why = h.few_why or (v.why.split("; ", 1)[-1].split(" (load ")[0] if "too few passes" in v.why
                                           or v.word == "unknown" else too_few_passes(len(sw.passes), len(sc.passes)))
+            elif undecided(k):
+                # enough passes, undecided for its own reason (extrapolated, CPU time moved with the passes
+                # overlapping, passes not recorded): said with it, never "too few passes" (breaker11 C4)
+                h.unjudged.append((c, v))
             elif k in (TIE, NOISE):
                 h.ties.append((c, v))
         slow = g.iloc[-1]
@@ -289,6 +297,11 @@ def headline_text(h: Headline, run: RunKind = PLAIN, threshold: float = THRESHOL
         more = f" and {len(h.undecided) - 6} more" if len(h.undecided) > 6 else ""
         lines.append(f"Too few passes to judge against it, neither a tie nor a difference: {few}{more} "
                      f"({h.few_why}).")
+    if h.unjudged:
+        own = "; ".join(f"{config_label(c, h.axes)} ({time_text(c, run)}, {_apart(v.ratio)}: {v.why})"
+                        for c, v in h.unjudged[:6])
+        more = f" and {len(h.unjudged) - 6} more" if len(h.unjudged) > 6 else ""
+        lines.append(f"Not judged against it, neither a tie nor a difference (A is the fastest, B each cell): {own}{more}.")
     if h.loaded:
         few = "; ".join(f"{config_label(c, h.axes)} ({time_text(c, run)}, {_apart(v.ratio)}, {v.why})"
                         for c, v in h.loaded[:6])

@@ -27,11 +27,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ccp.report.competitors import (
+    COMPETITORS_CPU,
+    CONTENTION_SLOWDOWN,
+    cpu_share_cut,
+    load_explains,
+    load_note,
+    more_crowded,
+    more_loaded,
+    share_note,
+    why_no_excuse,
+)
 from ccp.report.run_samples import endpoint_on_this_machine, from_cell, machine_of, samples
 from ccp.report.sample import MAX_REQUEST_SAMPLES, WAIT_COLUMNS, WORK_COLUMNS, Sample
 
-__all__ = ["MAX_REQUEST_SAMPLES", "WAIT_COLUMNS", "WORK_COLUMNS", "Sample", "endpoint_on_this_machine", "from_cell",
-           "machine_of", "samples"]
+__all__ = ["CONTENTION_SLOWDOWN", "MAX_REQUEST_SAMPLES", "WAIT_COLUMNS", "WORK_COLUMNS", "Sample", "cpu_share_cut",
+           "endpoint_on_this_machine", "from_cell", "machine_of", "samples"]
 
 THRESHOLD = 1.25         # a ratio of median pass times under this is a tie, however significant
 ALPHA = 0.05             # two-sided
@@ -46,18 +57,14 @@ RULE = ("a difference is real when (1) the slower side did materially more of so
         "every pass apart in wall and CPU time) and the CPU time per pass moved beyond its bar (the threshold, at "
         "least 1.25x; 1.5x when the slower side had more competitors: under 0.7 of the faster's share of a CPU, or a "
         "higher load); the same work whose passes, enough of them, are not apart shows no difference, whatever the "
-        "medians. The load excuses a slowdown "
+        "medians; with the same work, B's CPU time per pass beyond its bar in every pass while the wall time does not "
+        "call B slower (the baseline's passes got a cut share of a CPU) is never a tie or faster: slower when A's "
+        "share was cut and B's CPU time is 2.25x A's or more, else undecided. The load excuses a slowdown "
         "(noise: the machine's) only when both loads are known, the slower side's per CPU really higher (by 0.5 "
         "and 25%), the ratio within 1.5 x its max(1, load/CPU) over the faster's, and the CPU time within its bar. "
         "Anything else beyond the threshold is undecided (too few passes, passes apart in wall time only, CPU time "
         "moved without the passes apart, an extrapolated cell): never a tie, never the machine's")
-CONTENTION_SLOWDOWN = 1.5      # how much more than load / CPUs a contended pass may be slowed (shared caches, SMT)
 MATERIAL = 0.05                # a count that differs by less than this share of the smaller is the same work (G22)
-LOAD_MARGIN = 0.5              # "more load" is at least this much more load per CPU ...
-LOAD_RATIO = 1.25              # ... and this many times it (equal loads, as --remeasure has, never are)
-CROWDED_MARGIN = 0.25          # ... or whose load per CPU was this much higher (above 1)
-CROWDED_SHARE = 0.7            # a side whose passes got under this share of the other's CPU share had competitors
-MAX_LOAD_PER_CPU = 1000.0      # a recorded load per CPU above this is not a load (a damaged or edited run)
 
 
 # what decided a verdict: the I/O counts (rule 1), the GET wait (rule 2), the passes (rule 3: apart, or not apart
@@ -77,6 +84,9 @@ class Verdict:
     why: str           # one phrase: how it was judged
     basis: str = ""    # what decided it, one of BASES: the headline and tables sort verdicts by this, never by the
     #                    words of ``why`` (which change as the rule's wording does)
+    cpu_ratio: float = float("nan")   # B's CPU time per pass over A's when that decided against the wall time, or
+    #                    left the cell undecided (the wall time tied, overlapped or pointed the other way): a gate
+    #                    measures such a cell by it, not by ``ratio``; NaN otherwise
 
     @property
     def differs(self) -> bool:
@@ -262,7 +272,7 @@ def endpoint_slower(fast: Sample, slow: Sample, threshold: float = THRESHOLD) ->
     contention: a process waiting for a busy CPU inside a GET waits longer too."""
     if io_kind(fast) != "s3" or io_kind(slow) != "s3" or not len(fast.wait) or not len(slow.wait):
         return None
-    if slow.contended and not fast.contended or _more_loaded(fast, slow):
+    if slow.contended and not fast.contended or more_loaded(fast, slow):
         return None
     if (fast.loopback or slow.loopback) and (fast.contended or slow.contended):
         # an endpoint on this machine answers on the same busy CPUs: its GETs' wait is the machine's (breaker8 F8)
@@ -293,7 +303,79 @@ def _count(v: float) -> str:
 def judge(a: Sample, b: Sample, threshold: float = THRESHOLD, alpha: float = ALPHA) -> Verdict:
     """B against A by RULE: faster, slower, tie (within the threshold), noise (the same work; the load explains the
     time difference: the machine's), undecided (beyond the threshold and the rule cannot clear it) or unknown (one
-    pass each and no counts: nothing to test)."""
+    pass each and no counts: nothing to test). The wall time first, then the CPU time per pass against it
+    (:func:`_cpu_against_wall`: B's beyond A's is never a tie, "not apart" or faster)."""
+    v = _by_time(a, b, threshold, alpha)
+    return _cpu_against_wall(a, b, v, threshold) or v
+
+
+def cpu_bar(fast: Sample, slow: Sample, threshold: float) -> float:
+    """The ratio of ``slow``'s CPU time per pass over ``fast``'s beyond which the CPU time witnesses a difference: the
+    threshold, never below THRESHOLD (the CPU time is the load-proof witness, but not to within a tighter gate than
+    --threshold's default), and CONTENTION_SLOWDOWN when ``slow`` had more competitors: they raise a pass's own CPU
+    time too (shared caches, a core's two threads: 1.3x under two busy loops, breaker8 F1). Rule (3), the CPU
+    witness against the wall time and compare's check of a remeasured cell all use this one bar."""
+    return max(threshold, THRESHOLD, CONTENTION_SLOWDOWN if more_crowded(fast, slow) else 1.0)
+
+
+def _cpu_against_wall(a: Sample, b: Sample, v: Verdict, threshold: float) -> Verdict | None:
+    """The CPU time per pass against a verdict of the wall time, or None when it changes nothing (breaker11 C2). The
+    same work (every count equal, the same waits, both measured whole) and every pass of one side above every pass of
+    the other in CPU time (MIN_PASSES_APART a side), beyond :func:`cpu_bar`, while the wall time does not say that
+    side is slower: the wall time of the other side was kept up by something else (competitors on A, a baseline
+    measured on a busy machine, cut its share of a CPU at once). The heavier side is slower when the lighter's passes
+    got a cut share of a CPU (what kept its wall time up) and the ratio is beyond COMPETITORS_CPU too (competitors the
+    share does not show raised identical work's CPU time per pass 1.9x). B heavier otherwise: undecided, never a tie,
+    "not apart" or faster (an undecided B slower in wall time keeps its own reason). A heavier otherwise: the wall
+    time's verdict stands (B used less CPU: never a regression)."""
+    if v.basis in (ENDPOINT, NOTHING) or a.path != b.path or not (a.complete and b.complete) \
+            or work_change(a, b)[0] != "same":
+        return None       # the GET wait decided, no usable time, other waits, estimates or other work
+    if not all(len(s.cpu) == len(s.passes) >= MIN_PASSES_APART for s in (a, b)):
+        return None
+    if a.cpu.max() < b.cpu.min():
+        light, heavy, names = a, b, ("A", "B")
+    elif b.cpu.max() < a.cpu.min():
+        light, heavy, names = b, a, ("B", "A")
+    else:
+        return None
+    b_heavy = names[1] == "B"
+    r = float(np.median(heavy.cpu)) / max(float(np.median(light.cpu)), 1e-12)
+    bar = cpu_bar(light, heavy, threshold)
+    if r < bar or (v.differs and (v.word == "slower") == b_heavy):
+        return None       # within its bar, or the wall time already calls the heavier side slower
+    band = max(bar, COMPETITORS_CPU)
+    lo, hi = names
+    wall = v.ratio if b_heavy else 1 / v.ratio
+    ls, hs = light.cpu_share, heavy.cpu_share
+    shares = f"{lo}'s passes got {ls:.2f} of a CPU, {hi}'s {hs:.2f}"
+    moved = f"{hi}'s CPU time per pass {r:.3g}x {lo}'s"
+    cpu_b = r if b_heavy else 1 / r
+    if r >= band and cpu_share_cut(heavy, light):
+        return Verdict("slower" if b_heavy else "faster", v.ratio, v.p,
+                       f"the same work; {moved}, every pass apart, while its wall time is {wall:.3g}x: {shares}: "
+                       f"{lo}'s wall time was kept up by its cut share of a CPU, and {hi}'s extra CPU time, beyond the "
+                       f"{band:.3g}x competitors can cost, is its own work" + load_note(a, b), basis=PASSES,
+                       cpu_ratio=cpu_b)
+    if not b_heavy or v.word == "undecided" and v.ratio >= 1:
+        return None       # B used less CPU (never a regression), or the wall time already leaves B undecided slower
+    if not (np.isfinite(ls) and np.isfinite(hs)):
+        reason = "the CPU share is not recorded on both sides: which had competitors is not known"
+    elif cpu_share_cut(light, heavy):
+        reason = f"{shares}: competitors on {hi} raise its own CPU time too"
+    elif not cpu_share_cut(heavy, light):
+        reason = (f"{shares}: no cut share of a CPU explains why the wall time does not follow it, and competitors the "
+                  "share does not show (a memory-bound one) raised identical work's 1.9x")
+    else:
+        reason = (f"{shares}: the CPU time alone decides only beyond {band:.3g}x (competitors the share does not show "
+                  "raised identical work's 1.9x)")
+    return Verdict("undecided", v.ratio, v.p, f"the same work; {moved} (every pass apart, beyond {bar:.3g}x) while its "
+                   f"wall time is {wall:.3g}x: {reason}: the rule cannot clear it (measure A and B again on a quiet "
+                   "machine)" + load_note(a, b), basis=LOAD, cpu_ratio=cpu_b)
+
+
+def _by_time(a: Sample, b: Sample, threshold: float, alpha: float) -> Verdict:
+    """B against A by the counts, then the passes' wall time and CPU time as rule (3) reads them."""
     ta, tb = a.time_s, b.time_s
     if not (np.isfinite(ta) and np.isfinite(tb)) or ta <= 0 or tb <= 0:
         return Verdict("unknown", float("nan"), float("nan"), "no usable time (" + ", ".join(
@@ -334,7 +416,7 @@ def _by_passes(a: Sample, b: Sample, fast: Sample, slow: Sample, ratio: float, w
         return Verdict(word, ratio, float("nan"),
                        f"the GETs waited {'longer' if word == 'slower' else 'less'} ({grew}): the two read through "
                        "different storage settings" if a.path != b.path else
-                       f"the endpoint/network is {word} ({grew}): not this machine's load" + _load_note(a, b), basis=ENDPOINT)
+                       f"the endpoint/network is {word} ({grew}): not this machine's load" + load_note(a, b), basis=ENDPOINT)
     same = ("the same work" if change == "same" else "different work (" + what + ")" if what else
             "estimated work" if not (a.complete and b.complete) else "unmeasured work")
     fp, sp, fc, sc, quiet = _quiet_passes(fast, slow)
@@ -342,10 +424,10 @@ def _by_passes(a: Sample, b: Sample, fast: Sample, slow: Sample, ratio: float, w
     n_f, n_s = len(fp), len(sp)
     n_a, n_b = (n_f, n_s) if fast is a else (n_s, n_f)
     if n_a < 1 or n_b < 1:
-        return Verdict("undecided", ratio, float("nan"), f"{same}; no passes recorded" + _load_note(a, b), basis=FEW)
+        return Verdict("undecided", ratio, float("nan"), f"{same}; no passes recorded" + load_note(a, b), basis=FEW)
     if n_a == 1 and n_b == 1 and change in ("same", "unknown"):
         return Verdict("unknown", ratio, float("nan"), "one pass each: cannot tell noise from a difference"
-                       + _load_note(a, b), basis=NOTHING)
+                       + load_note(a, b), basis=NOTHING)
     p = pass_p(sp, fp)
     # cells that wait for different things (an emulated 20 ms per GET against none): the wall time is the test,
     # the CPU time says nothing about it
@@ -354,67 +436,68 @@ def _by_passes(a: Sample, b: Sample, fast: Sample, slow: Sample, ratio: float, w
     apart = (min(n_f, n_s) >= MIN_PASSES_APART and fp.max() < sp.min()
              and (waits_differ or (has_cpu and fc.max() < sc.min())))
     decided = p < alpha or apart
-    # the CPU time is the load-proof witness, but not to within a tighter gate than --threshold's default, and
-    # competitors on the slower side's CPUs raise its own CPU time per pass too (shared caches, a core's two threads:
-    # 1.3x under two busy loops, breaker8 F1): up to CONTENTION_SLOWDOWN is theirs when it was under more of them
-    crowded = _more_crowded(fast, slow)
-    cpu_bar = max(threshold, THRESHOLD, CONTENTION_SLOWDOWN if crowded else 1.0)
+    # the CPU time's bar (cpu_bar): up to CONTENTION_SLOWDOWN is the competitors' when the slower side had more
+    crowded = more_crowded(fast, slow)
+    bar = cpu_bar(fast, slow, threshold)
     cpu_ratio = float(np.median(sc)) / max(float(np.median(fc)), 1e-12) if has_cpu else float("nan")
     counted = f"{n_a} vs {n_b} passes" + quiet
-    if has_cpu and cpu_ratio >= cpu_bar:
-        moved = f"CPU time per pass {cpu_ratio:.3g}x (beyond {cpu_bar:.3g}x)"
+    if has_cpu and cpu_ratio >= bar:
+        moved = f"CPU time per pass {cpu_ratio:.3g}x (beyond {bar:.3g}x)"
         if not decided:
             return Verdict("undecided", ratio, p, f"{same}; {moved} but the passes are not apart ({counted}, "
-                           f"{fmt_p(p)})" + _short(n_a, n_b, alpha) + _load_note(a, b), basis=PASSES)
-        if crowded and cpu_ratio < cpu_bar * CONTENTION_SLOWDOWN:
+                           f"{fmt_p(p)})" + _short(n_a, n_b, alpha) + load_note(a, b), basis=PASSES)
+        if crowded and cpu_ratio < bar * CONTENTION_SLOWDOWN:
             # a few-ms pass's own CPU time rose up to 1.9x under two busy loops the load average had not caught up
             # with yet (benchmarks/noisy_compare.py): a regression or the competitors, the rule cannot tell
-            return Verdict("undecided", ratio, p, f"{same}; {moved}, within the {cpu_bar * CONTENTION_SLOWDOWN:.3g}x "
-                           "competitors can cost a pass measured under contention" + _share_note(fast, slow)
-                           + ": the rule cannot clear it (measure both again on a quiet machine)" + _load_note(a, b),
+            return Verdict("undecided", ratio, p, f"{same}; {moved}, within the {bar * CONTENTION_SLOWDOWN:.3g}x "
+                           "competitors can cost a pass measured under contention" + share_note(fast, slow)
+                           + ": the rule cannot clear it (measure both again on a quiet machine)" + load_note(a, b),
                            basis=LOAD)
         how = "every pass apart in wall and CPU time" if apart and not p < alpha else f"Mann-Whitney on passes, {fmt_p(p)}"
-        return Verdict(word, ratio, p, f"{how}; {moved}" + ("" if change == "same" else f"; {same}") + _load_note(a, b), basis=PASSES)
+        return Verdict(word, ratio, p, f"{how}; {moved}" + ("" if change == "same" else f"; {same}") + load_note(a, b), basis=PASSES)
     if waits_differ and decided:
         how = "every pass apart in wall time (the two wait for different things)" if apart and not p < alpha else \
             f"Mann-Whitney on passes, {fmt_p(p)}"
         return Verdict(word, ratio, p, how + ("" if change == "same" else f"; {same}"), basis=PASSES)
     pass_ratio = float(np.median(sp)) / max(float(np.median(fp)), 1e-12)
     if least_p(n_a, n_b) >= alpha and pass_ratio >= threshold:
-        return Verdict("undecided", ratio, p, f"{same}; {too_few_passes(n_a, n_b, alpha)}" + quiet + _load_note(a, b), basis=FEW)
+        return Verdict("undecided", ratio, p, f"{same}; {too_few_passes(n_a, n_b, alpha)}" + quiet + load_note(a, b), basis=FEW)
     if not decided and (fast.summary or slow.summary) and pass_ratio >= threshold:
         # a run without requests.parquet keeps its fastest, median and slowest pass only: order statistics of an
         # unknown number of passes, no sample to test (breaker9 G6)
         return Verdict("undecided", ratio, p, f"{same}; a side's passes not recorded (its cells row keeps the "
-                       "fastest, median and slowest only): nothing to test them with" + _load_note(a, b), basis=FEW)
-    if not decided and pass_ratio >= threshold and not (has_cpu and cpu_ratio < cpu_bar):
+                       "fastest, median and slowest only): nothing to test them with" + load_note(a, b), basis=FEW)
+    if not decided and pass_ratio >= threshold and not (has_cpu and cpu_ratio < bar):
         # the passes overlap, their medians beyond the threshold, and no CPU time shows the work per pass the same:
         # one slow pass on the faster side (a load spike, a warm run's first pass) makes the test fail while every
         # pass of the other side is 8-17x its median (breaker10 B8: a 14.8x CPU regression passed as the machine's)
         return Verdict("undecided", ratio, p, f"{same}; passes not apart (Mann-Whitney on {counted}, {fmt_p(p)}) but "
                        f"their medians {pass_ratio:.3g}x apart and no CPU time per pass on both sides to show the work "
-                       "the same: the load cannot be ruled out" + _load_note(a, b), basis=LOAD)
+                       "the same: the load cannot be ruled out" + load_note(a, b), basis=LOAD)
     if not decided:
         # enough passes and they overlap, or the passes themselves within the threshold (the row's median moved,
         # the passes did not): no difference to explain
         return Verdict("noise", ratio, p, f"{same}; passes not apart (Mann-Whitney on {counted}, {fmt_p(p)}"
                        + (f"; the passes within {pass_ratio:.3g}x" if pass_ratio < threshold else "") + ")"
-                       + _load_note(a, b), basis=PASSES)
+                       + load_note(a, b), basis=PASSES)
     if not has_cpu:
         # passes apart in wall time alone: load shifts whole passes, and without the CPU time (a run before schema 4,
         # or without requests.parquet) nothing tells the machine's from the cells' (breaker8 F5)
         return Verdict("undecided", ratio, p, f"{same}; passes apart ({fmt_p(p)}) but CPU time not recorded on both "
                        "sides: the load cannot be ruled out (ccp compare --remeasure "
-                       f"{passes_needed(alpha)} decides, for local cells)" + _load_note(a, b), basis=LOAD)
+                       f"{passes_needed(alpha)} decides, for local cells)" + load_note(a, b), basis=LOAD)
     # judged on the slower side's quiet passes: its load (the busiest pass's) excuses nothing of them
-    excuse = "" if slow_quieted else _load_explains(fast, slow, max(ratio, 1 / ratio))
+    excuse = "" if slow_quieted else load_explains(fast, slow, max(ratio, 1 / ratio))
     if excuse:
-        return Verdict("noise", ratio, p, f"{same}; CPU time per pass within {cpu_ratio:.3g}x; {excuse}" + _load_note(a, b), basis=LOAD)
+        return Verdict("noise", ratio, p, f"{same}; CPU time per pass within {cpu_ratio:.3g}x; {excuse}" + load_note(a, b), basis=LOAD)
     why_not = ("its quiet passes had no load to excuse them" if slow_quieted else
-               _why_no_excuse(fast, slow, max(ratio, 1 / ratio)))
+               why_no_excuse(fast, slow, max(ratio, 1 / ratio)))
+    # less CPU time on the slower side is waiting (competitors, I/O), not a small rise (breaker11 C6)
+    moved = f"moved only {cpu_ratio:.3g}x" if cpu_ratio >= 1 else \
+        f"fell ({cpu_ratio:.2g}x): the slower side waited, not worked"
     return Verdict("undecided", ratio, p, f"{same}; the passes are apart ({fmt_p(p)}) in wall time but the CPU time per "
-                   f"pass moved only {cpu_ratio:.3g}x, and {why_not}: "
-                   "the rule cannot clear it (measure both again on a quiet machine)" + _load_note(a, b), basis=LOAD)
+                   f"pass {moved}, and {why_not}: "
+                   "the rule cannot clear it (measure both again on a quiet machine)" + load_note(a, b), basis=LOAD)
 
 
 def _short(n_a: int, n_b: int, alpha: float) -> str:
@@ -453,77 +536,6 @@ def _material(x: float, y: float) -> bool:
     return x != y and abs(y - x) >= MATERIAL * min(abs(x), abs(y))
 
 
-def _share(s: Sample) -> float:
-    """The side's load per CPU, or NaN when the load or the CPU count is not a valid number (breaker9 G3, G4, G6)."""
-    load, cpus = s.load, s.cpus
-    if not (np.isfinite(load) and np.isfinite(cpus)) or load < 0 or cpus < 1 or load / cpus > MAX_LOAD_PER_CPU:
-        return float("nan")
-    return load / cpus
-
-
-def _more_loaded(fast: Sample, slow: Sample) -> bool:
-    """The slower side was measured under a really higher load per CPU than the faster (both known): at least
-    LOAD_MARGIN more per CPU and LOAD_RATIO times it. Equal loads, as every --remeasure has, never are (G7)."""
-    f, s = _share(fast), _share(slow)
-    return bool(np.isfinite(f) and np.isfinite(s) and s >= f + LOAD_MARGIN and s >= f * LOAD_RATIO)
-
-
-def _more_crowded(fast: Sample, slow: Sample) -> bool:
-    """The slower side had more competitors for its CPUs: its passes got a clearly smaller share of a CPU than the
-    faster's (CROWDED_SHARE: competitors cut it at once, while the 1-minute load average lags and can point the
-    other way: breaker10 B1, 0.49 against 0.97 under a decaying 7.7 against a stale 9.0), flagged contended when the
-    faster was not, or its load per CPU above 1 and CROWDED_MARGIN above the faster's (both known). Its CPU bar is
-    then CONTENTION_SLOWDOWN."""
-    if cpu_share_cut(fast, slow):
-        return True
-    f, s = _share(fast), _share(slow)
-    if np.isfinite(f) and np.isfinite(s):
-        # more by at least CROWDED_MARGIN per CPU, half a process on 2 CPUs (breaker10 B4: 2.55 against 2.50 per CPU,
-        # printed "5.1 vs 5.1", raised the bar)
-        return bool(s >= 1.0 and s >= f + CROWDED_MARGIN) or (slow.contended and not fast.contended and s >= f)
-    return slow.contended and not fast.contended
-
-
-def cpu_share_cut(fast: Sample, slow: Sample) -> bool:
-    """The slower side's passes got under CROWDED_SHARE of the CPU share the faster's got (both recorded, the same
-    kind of wait: cells that wait for different things differ in share by their work)."""
-    f, s = fast.cpu_share, slow.cpu_share
-    return bool(np.isfinite(f) and np.isfinite(s) and 0 < f <= 2 and 0 <= s and s < CROWDED_SHARE * f
-                and fast.path == slow.path)
-
-
-def _share_note(fast: Sample, slow: Sample) -> str:
-    if not cpu_share_cut(fast, slow):
-        return ""
-    return f" (its passes got {slow.cpu_share:.2f} of a CPU, the faster's {fast.cpu_share:.2f})"
-
-
-def _load_room(fast: Sample, slow: Sample) -> float:
-    """The ratio the slower side's higher load explains: CONTENTION_SLOWDOWN x max(1, its load per CPU) over the
-    faster's (a process sharing C CPUs at a load of L runs about L / C times slower when L > C)."""
-    return CONTENTION_SLOWDOWN * max(1.0, _share(slow)) / max(1.0, _share(fast))
-
-
-def _load_explains(fast: Sample, slow: Sample, ratio: float) -> str:
-    """Why the load ``slow`` was measured under can make its passes ``ratio`` times ``fast``'s, or "": both loads
-    known, the slower side's really higher per CPU, and the ratio within what it explains (the CPU bar is the
-    caller's)."""
-    if not _more_loaded(fast, slow):
-        return ""
-    room = _load_room(fast, slow)
-    if ratio > room:
-        return ""
-    return f"the slower side was measured under more load, which explains up to {room:.3g}x: the machine's"
-
-
-def _why_no_excuse(fast: Sample, slow: Sample, ratio: float) -> str:
-    if not (np.isfinite(_share(fast)) and np.isfinite(_share(slow))):
-        return "the load is not known on both sides"
-    if not _more_loaded(fast, slow):
-        return "the slower side's load per CPU was not really higher"
-    return f"its higher load explains only up to {_load_room(fast, slow):.3g}x"
-
-
 def _quiet_passes(fast: Sample, slow: Sample):
     """(fast passes, slow passes, fast CPU, slow CPU, note): each side's passes, less its contended ones when the run
     recorded the load per pass and enough quiet ones are left (one busy pass of five does not make a run busy)."""
@@ -537,20 +549,6 @@ def _quiet_passes(fast: Sample, slow: Sample):
             note = " (their quiet passes)"
         out += [passes, cpu]
     return out[0], out[2], out[1], out[3], note
-
-
-def _load_note(a: Sample, b: Sample) -> str:
-    if np.isnan(a.load) and np.isnan(b.load):
-        return ""
-    return f" (load {_load(a)} vs {_load(b)})"
-
-
-def _load(s: Sample) -> str:
-    if np.isnan(s.load):
-        return "not recorded"
-    if np.isfinite(_share(s)):
-        return f"{s.load:.1f}/{s.cpus:g} CPUs"
-    return f"{s.load:.3g}/{s.cpus:g} CPUs: not a valid load"
 
 
 def fmt_p(p: float) -> str:

@@ -130,3 +130,40 @@ def test_remeasured_passes_carry_their_timed_parts_cpu_time(tmp_path, cli, monke
     assert len(seen) == 6 and len(sa.cpu) == len(sb.cpu) == 2
     assert sorted(sa.cpu) == sorted(timed_a)
     assert all(0 < t <= whole + 0.002 for t, whole in seen)
+
+
+def test_a_remeasured_extrapolated_cell_reads_as_measured_here(make_run, monkeypatch):
+    """breaker11 C9: an extrapolated cell measured whole by --remeasure still read 'estimated' work and carried the
+    recorded runs' '(contended)' and loads. Its row now says what the remeasure measured: its work compared as
+    counted (the same here), its contention and load the remeasure's."""
+    import numpy as np
+
+    from ccp.report import compare as comparing
+    from ccp.report import remeasure
+    from ccp.report.stats import Sample
+
+    a, b = make_run("a", tables=False), make_run("b", tables=False)
+    for run in (a, b):
+        cells = pd.read_parquet(run / "cells.parquet")
+        budgeted = cells["status"] == "extrapolated"
+        assert budgeted.sum() == 1
+        cells.loc[budgeted, "flags"], cells.loc[budgeted, "load_max"], cells.loc[budgeted, "cpus"] = "contended", 3.8, 2
+        if run == b:      # B's estimate 3x A's: undecided (an extrapolated cell), so remeasured
+            cells.loc[budgeted, ["time_s", "time_s_min", "time_s_max"]] *= 3
+        cells.to_parquet(run / "cells.parquet", index=False)
+        cells.to_csv(run / "cells.csv", index=False)
+    five = np.array([1.0, 1.01, 0.99, 1.02, 0.98]) * 0.01
+
+    def measured_here(run_a, run_b, ids, rounds, old, echo=print):
+        whole = {("a", i) if k == "a" else ("b", i): s for (k, i), s in old.items()}
+        return {(ida, idb): tuple(Sample(0.01, five, np.zeros(0), s.n_requests, True, cpu=five * 0.9,
+                                         work=(("requests", s.n_requests), ("raw_reads", 4.0)), load=0.6, cpus=2.0)
+                                  for s in (whole[("a", ida)], whole[("b", idb)])) for ida, idb in ids}, []
+
+    monkeypatch.setattr(remeasure, "interleaved", measured_here)
+    text = comparing.compare(a, b, None, remeasure=5, echo=lambda *_: None)
+    row = text.joined[text.joined["why"].str.startswith("remeasured")]
+    assert len(row) == 1, text
+    assert row["work"].iloc[0] == "same" and not row["contended_a"].iloc[0] and not row["contended_b"].iloc[0], text
+    line = next(x for x in text.splitlines() if x.startswith(str(row["label"].iloc[0])))
+    assert "estimated" not in line and "(contended)" not in line and "(extrapolated)" not in line, line

@@ -238,12 +238,25 @@ def test_the_report_flags_cells_measured_under_contention(make_run):
     assert "<b>contended</b>: measured under contention" in page and "load up to 7.9 on 2 CPUs" in page
 
 
-@pytest.mark.parametrize("args, by", [(["--fail-above", "1.2"], "1.2x"), (["--fail-above", "1.5"], "1.25x"),
-                                      (["--fail-above", "1.2", "--threshold", "1.1"], "1.1x")],
-                         ids=["gate-below-default", "gate-above-default", "both-given"])
-def test_the_tables_threshold_follows_a_lower_gate(make_run, args, by):
-    """breaker10 B9: --fail-above 1.2 with the default threshold judged the gate at 1.2 and the table's ties at 1.25."""
+@pytest.mark.parametrize("args, by", [(["--fail-above", "1.2"], "1.2x"), (["--fail-above", "1.5"], "1.5x"),
+                                      (["--fail-above", "1.2", "--threshold", "1.2"], "1.2x"),
+                                      (["--threshold", "1.1"], "1.1x")],
+                         ids=["gate-below-default", "gate-above-default", "both-given-equal", "no-gate"])
+def test_a_comparison_judges_at_one_threshold(make_run, args, by):
+    """breaker10 B9: --fail-above 1.2 with the default threshold judged the gate at 1.2 and the table's ties at 1.25;
+    breaker11 C5: --fail-above 1.5 judged one cell 'beyond 1.5x' on the console and 'beyond 1.25x' in the table. Under
+    a gate the table is judged at its ratio, stated once."""
     a = make_run("a", tables=False)
     r = CliRunner().invoke(main, ["compare", str(a), str(a), *args])
     assert r.exit_code == 0, r.output
     assert f"Slower or faster means by {by} or more" in r.output, r.output
+
+
+@pytest.mark.parametrize("threshold, word", [("1.1", "below"), ("1.25", "below"), ("2", "above")],
+                         ids=["below", "default-given", "above"])
+def test_a_threshold_other_than_the_gate_is_refused(make_run, threshold, word):
+    """Two thresholds would give a cell two verdicts (breaker11 C5): one line naming both, exit 2."""
+    a = make_run("a", tables=False)
+    r = CliRunner().invoke(main, ["compare", str(a), str(a), "--fail-above", "1.5", "--threshold", threshold])
+    assert r.exit_code == 2 and r.output.count("\n") == 1, r.output
+    assert f"--threshold {threshold} is {word} --fail-above 1.5" in r.output, r.output

@@ -77,3 +77,33 @@ def test_the_slowest_within_2x_differing_in_one_setting_is_said_so():
     text = " ".join(headline_text(h, samples=samples))
     assert "No change of one reader setting or layout alone" not in text
     assert "The fastest differs from the slowest only in cache (a reader setting, no new file), 1.4x." in text
+
+
+@pytest.mark.parametrize("slow, reason", [
+    ("extrapolated", "B extrapolated from 8 of 4,096 requests a pass"),
+    ("cpu-moved", "but the passes are not apart"),
+], ids=["extrapolated-5v5", "cpu-moved-passes-overlap-5v5"])
+def test_a_cell_undecided_for_its_own_reason_is_not_called_too_few_passes(slow, reason):
+    """breaker11 C4: with 5 passes a side an extrapolated cell (or one whose CPU time moved while its passes overlap)
+    was listed as "too few passes to judge: the pass test on 5 vs 5 passes cannot reach p < 0.05 (its least p is
+    0.0079)": a sentence that contradicts itself, and not the reason. Each such cell carries its own."""
+    five = {"fast": [0.0098, 0.0099, 0.010, 0.0101, 0.0102],
+            "slow": [0.0295, 0.0297, 0.030, 0.0303, 0.0305] if slow == "extrapolated" else [0.009, 0.028, 0.03, 0.032, 0.06]}
+    rows = [("fast", "native", 2 << 20, 0.010, (0.0098, 0.0102)),
+            ("slow", "native", 8 << 20, 0.030, (min(five["slow"]), max(five["slow"])))]
+    cells = run(rows, repeats=5)
+    samples = {}
+    for _, c in cells.iterrows():
+        cid = str(c["cell_id"])
+        p = np.array(five[cid])
+        cpu = p / 2 if cid == "fast" else np.full(5, 0.0005 if slow == "extrapolated" else 0.015)
+        s = dataclasses.replace(from_cell(c), passes=p, cpu=cpu, summary=False)
+        if cid == "slow" and slow == "extrapolated":
+            s = dataclasses.replace(s, complete=False, timed=8.0, cpu=np.zeros(0))
+        samples[cid] = s
+    (h,) = headlines(cells, samples)
+    text = " ".join(headline_text(h, samples=samples))
+    assert "cannot reach p < 0.05 (its least p is 0.0079)" not in text, text
+    assert "Too few passes to judge against it" not in text, text
+    line = text.split("Not judged against it", 1)[-1].split("The slowest")[0]
+    assert "cache 8 MiB (30 ms, 3x slower: " in line and reason in line, text

@@ -1,0 +1,106 @@
+"""Who else was on the machine: a side's load per CPU and the share of a CPU its passes got, what they excuse of a
+slowdown and what they raise a pass's own CPU time by. The verdict rule (:mod:`ccp.report.stats`) asks these; the
+share (``cpu_ratio``, CPU over wall time of the passes) is the load-proof one: competitors cut it at once, while the
+1-minute load average lags a minute and can point the other way (breaker10 B1)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ccp.report.sample import Sample
+
+CONTENTION_SLOWDOWN = 1.5      # how much more than load / CPUs a contended pass may be slowed (shared caches, SMT)
+# what competitors may raise a pass's own CPU time by: 1.57x under three busy loops (breaker10 B1), 1.9-1.94x under
+# one memory-bound process whose CPU share showed nothing (breaker11); the CPU time alone decides only beyond it
+COMPETITORS_CPU = CONTENTION_SLOWDOWN * CONTENTION_SLOWDOWN
+LOAD_MARGIN = 0.5              # "more load" is at least this much more load per CPU ...
+LOAD_RATIO = 1.25              # ... and this many times it (equal loads, as --remeasure has, never are)
+CROWDED_MARGIN = 0.25          # ... or whose load per CPU was this much higher (above 1)
+CROWDED_SHARE = 0.7            # a side whose passes got under this share of the other's CPU share had competitors
+MAX_LOAD_PER_CPU = 1000.0      # a recorded load per CPU above this is not a load (a damaged or edited run)
+
+
+def share_per_cpu(s: Sample) -> float:
+    """The side's load per CPU, or NaN when the load or the CPU count is not a valid number (breaker9 G3, G4, G6)."""
+    load, cpus = s.load, s.cpus
+    if not (np.isfinite(load) and np.isfinite(cpus)) or load < 0 or cpus < 1 or load / cpus > MAX_LOAD_PER_CPU:
+        return float("nan")
+    return load / cpus
+
+
+def more_loaded(fast: Sample, slow: Sample) -> bool:
+    """The slower side was measured under a really higher load per CPU than the faster (both known): at least
+    LOAD_MARGIN more per CPU and LOAD_RATIO times it. Equal loads, as every --remeasure has, never are (G7)."""
+    f, s = share_per_cpu(fast), share_per_cpu(slow)
+    return bool(np.isfinite(f) and np.isfinite(s) and s >= f + LOAD_MARGIN and s >= f * LOAD_RATIO)
+
+
+def more_crowded(fast: Sample, slow: Sample) -> bool:
+    """The slower side had more competitors for its CPUs: its passes got a clearly smaller share of a CPU than the
+    faster's (CROWDED_SHARE: competitors cut it at once, while the 1-minute load average lags and can point the
+    other way: breaker10 B1, 0.49 against 0.97 under a decaying 7.7 against a stale 9.0), flagged contended when the
+    faster was not, or its load per CPU above 1 and CROWDED_MARGIN above the faster's (both known). Its CPU bar is
+    then CONTENTION_SLOWDOWN."""
+    if cpu_share_cut(fast, slow):
+        return True
+    f, s = share_per_cpu(fast), share_per_cpu(slow)
+    if np.isfinite(f) and np.isfinite(s):
+        # more by at least CROWDED_MARGIN per CPU, half a process on 2 CPUs (breaker10 B4: 2.55 against 2.50 per CPU,
+        # printed "5.1 vs 5.1", raised the bar)
+        return bool(s >= 1.0 and s >= f + CROWDED_MARGIN) or (slow.contended and not fast.contended and s >= f)
+    return slow.contended and not fast.contended
+
+
+def cpu_share_cut(fast: Sample, slow: Sample) -> bool:
+    """The slower side's passes got under CROWDED_SHARE of the CPU share the faster's got (both recorded, the same
+    kind of wait: cells that wait for different things differ in share by their work)."""
+    f, s = fast.cpu_share, slow.cpu_share
+    return bool(np.isfinite(f) and np.isfinite(s) and 0 < f <= 2 and 0 <= s and s < CROWDED_SHARE * f
+                and fast.path == slow.path)
+
+
+def share_note(fast: Sample, slow: Sample) -> str:
+    if not cpu_share_cut(fast, slow):
+        return ""
+    return f" (its passes got {slow.cpu_share:.2f} of a CPU, the faster's {fast.cpu_share:.2f})"
+
+
+def load_room(fast: Sample, slow: Sample) -> float:
+    """The ratio the slower side's higher load explains: CONTENTION_SLOWDOWN x max(1, its load per CPU) over the
+    faster's (a process sharing C CPUs at a load of L runs about L / C times slower when L > C)."""
+    return CONTENTION_SLOWDOWN * max(1.0, share_per_cpu(slow)) / max(1.0, share_per_cpu(fast))
+
+
+def load_explains(fast: Sample, slow: Sample, ratio: float) -> str:
+    """Why the load ``slow`` was measured under can make its passes ``ratio`` times ``fast``'s, or "": both loads
+    known, the slower side's really higher per CPU, and the ratio within what it explains (the CPU bar is the
+    caller's)."""
+    if not more_loaded(fast, slow):
+        return ""
+    room = load_room(fast, slow)
+    if ratio > room:
+        return ""
+    return f"the slower side was measured under more load, which explains up to {room:.3g}x: the machine's"
+
+
+def why_no_excuse(fast: Sample, slow: Sample, ratio: float) -> str:
+    if not (np.isfinite(share_per_cpu(fast)) and np.isfinite(share_per_cpu(slow))):
+        return "the load is not known on both sides"
+    if not more_loaded(fast, slow):
+        return "the slower side's load per CPU was not really higher"
+    return f"its higher load explains only up to {load_room(fast, slow):.3g}x"
+
+
+
+def load_note(a: Sample, b: Sample) -> str:
+    if np.isnan(a.load) and np.isnan(b.load):
+        return ""
+    return f" (load {load_text(a)} vs {load_text(b)})"
+
+
+def load_text(s: Sample) -> str:
+    if np.isnan(s.load):
+        return "not recorded"
+    if np.isfinite(share_per_cpu(s)):
+        return f"{s.load:.1f}/{s.cpus:g} CPUs"
+    return f"{s.load:.3g}/{s.cpus:g} CPUs: not a valid load"
