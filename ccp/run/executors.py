@@ -28,7 +28,7 @@ from ccp.errors import CcpError
 from ccp.hdf5.dataset import DatasetInfo
 from ccp.matrix.cells import Cell
 from ccp.measurement.passes import CellJob, Progress
-from ccp.measurement.runner import measure
+from ccp.measurement.runner import measure, warms_up
 from ccp.predict import Calibration, predict_job
 from ccp.run.checks import one_line
 from ccp.run.eta import EtaClock, ProgressLine, Ticker, events_path, predicted_seconds
@@ -126,7 +126,8 @@ class LocalExecutor(Executor):
                     yield cell, failed_row(cell, f"work file: {one_line(exc)}")
                     continue
                 predicted, job = predicted_columns(job, ctx.calibration, ctx.echo)
-                eta_clock.start_cell(predicted.get("predicted_time_s"), ctx.passes)
+                # a warm local cell's warm-up pass reports as a pass too (request 0 starts one)
+                eta_clock.start_cell(predicted.get("predicted_time_s"), ctx.passes + warms_up(job))
                 row = self.measure(job, ctx, line.progress)
                 line.done()
                 if tty:

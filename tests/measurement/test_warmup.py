@@ -128,3 +128,23 @@ def test_under_a_time_budget_the_warm_up_is_a_pass_of_it_and_sets_the_prefix(tmp
 ], ids=["warm-read", "warm-write-of-a-cold-sweep", "cold-read", "s3", "quick"])
 def test_which_cells_warm_up(kind, job):
     assert runner.warms_up(job) == (kind in ("warm-read", "warm-write-of-a-cold-sweep"))
+
+
+@pytest.mark.parametrize(("cold", "passes"), [(False, 5), (True, 4)], ids=["warm:warm-up+3+counted", "cold:3+counted"])
+def test_the_eta_counts_the_warm_up_as_one_of_the_cells_passes(tmp_path, monkeypatch, cold, passes):
+    """The ETA counts a cell's passes by their request 0: a warm-up it did not expect would be a pass past the cell's
+    last, its time left priced at nothing."""
+    import json
+
+    from ccp.run import run_sweep
+    from ccp.run.eta import EVENTS_ENV
+
+    events = tmp_path / "events.jsonl"
+    monkeypatch.setenv(EVENTS_ENV, str(events))
+    (tmp_path / "sweep.yaml").write_text(SWEEP.format(op="read", cold=str(cold).lower()))
+    run_sweep(tmp_path / "sweep.yaml", out=tmp_path / "run", work_dir=tmp_path / "work", echo=lambda *a: None,
+              report=None, isolate=False)
+    lines = [json.loads(ln) for ln in events.read_text().splitlines()]
+    started = [ev["args"][1] for ev in lines if ev["call"] == "start_cell"]
+    pass_starts = sum(ev["call"] == "progress" and ev["args"][1] == 0 for ev in lines)
+    assert started == [passes] and pass_starts == passes
