@@ -59,7 +59,9 @@ def compare_command(run_a, run_b, html_out, fail_above, threshold, remeasure):
     on the slower side): real when the passes differ (Mann-Whitney, p < 0.05: 4 passes a
     side; or every pass apart in wall and CPU time) and the CPU time per pass moved beyond
     its bar (--threshold, at least 1.25x; 1.5x when the slower side had more competitors:
-    its passes got under 0.7 of the faster's CPU share, or a higher load). The same work
+    its passes got under 0.7 of the faster's CPU share, or a higher load); a slower side
+    whose share was cut so is undecided, whatever its CPU time (competitors evict a pass's
+    caches too: identical work's CPU time per pass rose 5.3x). The same work
     with 4 or more passes a side that are not apart: "not apart", no difference shown.
     Then the CPU time per pass against the wall time: the same work, every pass of B above
     every pass of A in CPU time, beyond its bar, while the wall time ties, overlaps or calls

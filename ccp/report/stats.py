@@ -56,7 +56,8 @@ RULE = ("a difference is real when (1) the slower side did materially more of so
         "on the slower side) the passes differ (Mann-Whitney on pass times, p < 0.05, which needs 4 passes a side, or "
         "every pass apart in wall and CPU time) and the CPU time per pass moved beyond its bar (the threshold, at "
         "least 1.25x; 1.5x when the slower side had more competitors: under 0.7 of the faster's share of a CPU, or a "
-        "higher load); the same work whose passes, enough of them, are not apart shows no difference, whatever the "
+        "higher load), and never by the CPU time alone when the slower side's share was cut (competitors evict a pass's "
+        "caches too); the same work whose passes, enough of them, are not apart shows no difference, whatever the "
         "medians; with the same work, B's CPU time per pass beyond its bar in every pass while the wall time does not "
         "call B slower (the baseline's passes got a cut share of a CPU) is never a tie or faster: slower when A's "
         "share was cut and B's CPU time is 2.25x A's or more, else undecided. The load excuses a slowdown "
@@ -446,6 +447,14 @@ def _by_passes(a: Sample, b: Sample, fast: Sample, slow: Sample, ratio: float, w
         if not decided:
             return Verdict("undecided", ratio, p, f"{same}; {moved} but the passes are not apart ({counted}, "
                            f"{fmt_p(p)})" + _short(n_a, n_b, alpha) + load_note(a, b), basis=PASSES)
+        if cpu_share_cut(fast, slow):
+            # competitors that cut a pass's share of a CPU also evict what it kept in the CPU's caches between passes:
+            # a 2-request pass's own CPU time rose 5.3x, every pass apart, identical work under 4 busy loops and a
+            # memory-bound one (benchmarks/noisy_compare.py, B and F): no ratio of it is the cell's alone
+            return Verdict("undecided", ratio, p, f"{same}; {moved}, but measured under competitors"
+                           + share_note(fast, slow) + ", which raise a pass's own CPU time too (identical work's "
+                           "rose 5.3x so): the rule cannot clear it (measure both again on a quiet machine, or "
+                           "ccp compare --remeasure)" + load_note(a, b), basis=LOAD)
         if crowded and cpu_ratio < bar * CONTENTION_SLOWDOWN:
             # a few-ms pass's own CPU time rose up to 1.9x under two busy loops the load average had not caught up
             # with yet (benchmarks/noisy_compare.py): a regression or the competitors, the rule cannot tell

@@ -242,9 +242,9 @@ def test_competitors_the_load_average_has_not_caught_up_with_leave_it_undecided(
     a, b = (Sample(**{**s.__dict__, "cpu_share": share}) for s, share in ((a, 0.97), (b, 0.49)))
     v = judge(a, b)
     assert v.word == "undecided" and "0.49 of a CPU, the faster's 0.97" in v.why, v
-    # a CPU regression beyond what competitors can cost is still caught under them
+    # nor is 2.8x: competitors that cut B's share raised identical work's CPU time per pass 5.3x (noisy_compare F)
     b3 = Sample(**{**b.__dict__, "cpu": FIVE * 0.045})
-    assert judge(a, b3).word == "slower"
+    assert judge(a, b3).word == "undecided"
 
 
 def test_one_slow_pass_on_the_faster_side_never_makes_a_regression_the_machines():

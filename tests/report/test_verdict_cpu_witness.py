@@ -154,3 +154,24 @@ def test_a_cell_without_a_usable_time_stays_unknown(time_b):
     b = Sample(**{**AB5_4X32_B.__dict__, "time_s": time_b})
     v = judge(AB5_4X32_A, b, 1.5)
     assert v.word == "unknown" and "no usable time" in v.why, v
+
+
+# identical work, noisy_compare A (load 5.7) / F (one memory-bound competitor, load 8.3 from other jobs), cell
+# 4x32x32x64 | none | read 4x32x32x64 (2 requests a pass; results/noisy-warmup at bcd6fa4): F's CPU time per pass 5.3x
+# A's, every pass apart, its share of a CPU cut to 0.26 (A's 0.88): the caches its passes kept warm in A were evicted
+NOISY_F_A = _s([1.99, 1.17, 4.2, 1.53, 1.15], [1.02, 0.7, 0.59, 0.77, 0.63], 0.88, load=5.7)
+NOISY_F_B = _s([20.56, 16.1, 20.56, 19.48, 23.38], [4.07, 3.68, 3.62, 3.75, 3.59], 0.26, load=8.3)
+# a real same-work regression measured under the same competitors: the same passes, B's CPU time 10x
+NOISY_F_B_10X = _s(NOISY_F_B.passes / MS * 2, NOISY_F_B.cpu / MS * 2, 0.26, load=8.3)
+
+
+@pytest.mark.parametrize("a, b", [(NOISY_F_A, NOISY_F_B), (NOISY_F_A, NOISY_F_B_10X)],
+                         ids=["identical-cpu-5.3x-share-cut", "cpu-10x-share-cut"])
+@pytest.mark.parametrize("threshold", [1.25, 1.5])
+def test_a_slower_side_whose_cpu_share_was_cut_is_never_decided_by_its_cpu_time(a, b, threshold):
+    """Competitors that cut a pass's share of a CPU raise its own CPU time too, by no bound the rule knows (5.3x
+    here, identical work): such a side's slowdown is undecided (exit 3 under a gate, never a pass), not slower."""
+    v = judge(a, b, threshold)
+    assert (v.word, v.basis) == ("undecided", LOAD), v
+    assert "measured under competitors (its passes got 0.26 of a CPU, the faster's 0.88)" in v.why, v.why
+    assert kind(v, a, b) == LOAD_KIND, v
