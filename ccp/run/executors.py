@@ -97,7 +97,7 @@ class LocalExecutor(Executor):
 
     def run(self, todo: list[Cell], ctx: SweepContext) -> Iterator[tuple[Cell, CellRow]]:
         tty = ctx.stream.isatty()
-        phases = ctx.phases if ctx.phases is not None else PhaseLine(ctx.stream, tty)
+        phases = ctx.phases if ctx.phases is not None else PhaseLine(ctx.stream, tty, quiet=True)
         phases.say(f"pricing {len(todo)} cell(s) with the model")
         eta_clock = EtaClock(predicted_seconds(todo, ctx.source, ctx.calibration, ctx.passes), ctx.passes,
                              events=events_path())

@@ -18,8 +18,10 @@ PREFIX = "ccp run: "
 class PhaseLine:
     """``say`` a phase: the status line on a terminal, a plain line elsewhere; ``clear`` before other output."""
 
-    def __init__(self, stream: TextIO, tty: bool | None = None):
+    def __init__(self, stream: TextIO, tty: bool | None = None, quiet: bool = False):
         self.stream = stream
+        # quiet: a caller of run_sweep other than `ccp run` (tune, a notebook) says its own phases, not "ccp run: ..."
+        self.quiet = quiet
         try:
             self.tty = stream.isatty() if tty is None else tty
         except (AttributeError, ValueError):     # a closed or odd stream: plain lines
@@ -31,6 +33,8 @@ class PhaseLine:
 
     def say(self, text: str, plain: bool = True) -> None:
         """Show ``text`` as what is being done now; on a non-terminal only if ``plain`` (one line each)."""
+        if self.quiet:
+            return
         try:
             if self.tty:
                 self.stream.write("\r" + (PREFIX + text)[: self._width()].ljust(self._width()))

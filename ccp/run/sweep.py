@@ -87,7 +87,7 @@ def run_sweep(sweep_path, *, out: Path | None = None, quick: bool = False, resul
               resources: dict | None = None, time_budget: float | None = None, scale: float | None = None,
               warn=None, phases: PhaseLine | None = None) -> RunSummary:
     stream = stream or sys.stderr
-    phases = phases if phases is not None else PhaseLine(stream)
+    phases = phases if phases is not None else PhaseLine(stream, quiet=True)
     echo = _Echo(_after_clearing(phases, echo.echo if isinstance(echo, _Echo) else echo))
     warn = _after_clearing(phases, warn) if warn is not None else echo
     phases.say("checking the sweep, its dataset and --out", plain=False)   # one line only if it is bad
@@ -146,7 +146,7 @@ def _run_locked(sweep, source, cells, store: RunStore, doc, settings, work_dir: 
          f"{'' if quick else ' + 1 counted pass (a warm local cell: 1 warm-up pass first)'}; "
          f"results in {run_dir}")
     failed = 0
-    phases = phases if phases is not None else PhaseLine(stream)
+    phases = phases if phases is not None else PhaseLine(stream, quiet=True)
     phases.say("calibrating the model's prices on this machine (cached in the work folder)")
     calibration = calibration_for([c.filters for c in cells], source, sweep, wd)
     ctx = SweepContext(sweep, source, work_dir, quick, store, calibration, echo, stream, s3, phases)

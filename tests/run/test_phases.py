@@ -96,3 +96,11 @@ def test_clear_erases_the_phase_line_on_a_terminal_only(tty, written):
     rec.log.clear()
     phases.clear()                       # once erased, nothing more
     assert rec.log == []
+
+
+@pytest.mark.parametrize("tty", [True, False], ids=["terminal", "not-a-terminal"])
+def test_a_caller_other_than_ccp_run_gets_no_ccp_run_phase_lines(write_sweep, tmp_path, tty):
+    """run_sweep without ``phases`` (ccp tune's rounds, a notebook) says no "ccp run: ..." line: `ccp tune --json`'s
+    output was preceded by them."""
+    log = _run(write_sweep, tmp_path, tty=tty, phases=False)
+    assert not any(where == "stream" and "ccp run: " in line for where, line in log), log
