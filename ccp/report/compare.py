@@ -429,7 +429,7 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
                      + (" among the cells compared" if absent else "") if not undecided else
                      f"undecided: {len(undecided)} cell(s) slower in B by more than {fail_above:g}x (or without a "
                      "usable time) that the rule cannot clear (exit 3; measure both runs with more passes, on a quiet "
-                     "machine, or --remeasure): "
+                     + ("machine): " if remeasure else "machine, or --remeasure): ")
                      + "; ".join(undecided))
         if regressions and undecided:
             lines.append(f"undecided: {len(undecided)} more cell(s) slower by more than {fail_above:g}x that the "

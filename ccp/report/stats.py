@@ -502,7 +502,8 @@ def _by_passes(a: Sample, b: Sample, fast: Sample, slow: Sample, ratio: float, w
     why_not = ("its quiet passes had no load to excuse them" if slow_quieted else
                why_no_excuse(fast, slow, max(ratio, 1 / ratio)))
     # less CPU time on the slower side is waiting (competitors, I/O), not a small rise (breaker11 C6)
-    moved = f"moved only {cpu_ratio:.3g}x" if cpu_ratio >= 1 else \
+    # within 1.25x either way it is no more a fall than a rise (breaker12 D3: "fell (0.99x)" on identical work)
+    moved = f"moved only {cpu_ratio:.3g}x" if cpu_ratio >= 1 / THRESHOLD else \
         f"fell ({cpu_ratio:.2g}x): the slower side waited, not worked"
     return Verdict("undecided", ratio, p, f"{same}; the passes are apart ({fmt_p(p)}) in wall time but the CPU time per "
                    f"pass {moved}, and {why_not}: "

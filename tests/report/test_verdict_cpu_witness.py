@@ -136,7 +136,8 @@ def test_the_gate_counts_a_cell_by_its_cpu_time_when_the_wall_time_hides_it(tmp_
 @pytest.mark.parametrize("cpu_b_ms, words", [
     (17.19, "the CPU time per pass fell (0.77x): the slower side waited, not worked"),
     (23.5, "the CPU time per pass moved only 1.06x"),
-], ids=["C6-fell", "moved-a-little"])
+    (22.0, "the CPU time per pass moved only 0.988x"),
+], ids=["C6-fell", "moved-a-little", "D3-0.99x-no-fall"])
 def test_a_slower_side_that_used_less_cpu_waited(cpu_b_ms, words):
     """breaker11 C6 (Am1/Bm1, 4x32x32x64 | gzip:1: B under a memory-streaming competitor, its passes apart in wall time,
     its CPU time per pass 0.77x A's): said as a fall, never as "moved only 0.772x"."""
@@ -175,3 +176,19 @@ def test_a_slower_side_whose_cpu_share_was_cut_is_never_decided_by_its_cpu_time(
     assert (v.word, v.basis) == ("undecided", LOAD), v
     assert "measured under competitors (its passes got 0.26 of a CPU, the faster's 0.88)" in v.why, v.why
     assert kind(v, a, b) == LOAD_KIND, v
+
+
+def test_after_a_remeasure_the_undecided_line_no_longer_advises_one(tmp_path, monkeypatch):
+    """breaker12 D5: a cell a remeasure cannot clear (B's run recorded 5.3x A's CPU time per pass) stays undecided;
+    its summary line advised '... or --remeasure' just after one."""
+    from ccp.report import remeasure
+
+    ra = _recorded_run(tmp_path / "a", NOISY_F_A.passes / MS, NOISY_F_A.cpu / MS, NOISY_F_A.cpu_share, NOISY_F_A.load)
+    rb = _recorded_run(tmp_path / "b", NOISY_F_B.passes / MS, NOISY_F_B.cpu / MS, NOISY_F_B.cpu_share, NOISY_F_B.load)
+    same = _s([1.5] * 5, [0.7] * 5, 0.88, load=1.0)
+    monkeypatch.setattr(remeasure, "interleaved", lambda run_a, run_b, ids, *a_, **k: ({ids[0]: (same, same)}, []))
+    before = CliRunner().invoke(main, ["compare", str(ra), str(rb), "--fail-above", "1.5"])
+    after = CliRunner().invoke(main, ["compare", str(ra), str(rb), "--fail-above", "1.5", "--remeasure", "5"])
+    assert before.exit_code == after.exit_code == 3, (before.output, after.output)
+    assert "on a quiet machine, or --remeasure)" in before.output
+    assert "or --remeasure)" not in after.output and "on a quiet machine)" in after.output, after.output
