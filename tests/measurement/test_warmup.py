@@ -1,7 +1,7 @@
 """A warm local cell of a full run makes one warm-up pass before its timed passes (breaker10 B11: the first warm pass
 was the slowest of five in 34 of 48 cells, 1.54x the others' median): recorded as pass -2 and ``warmup_s``, never in
 the cell's time or spread. Cold, S3 and --quick cells make none; under a time budget the warm-up is one of the
-budget's passes and sets the prefix the timed passes follow."""
+budget's passes, stopped at its deadline, and the first timed pass sets the prefix the others follow."""
 
 from __future__ import annotations
 
@@ -94,16 +94,19 @@ def _fake_job(op: str, repeats: int, counted: bool, warmup: bool, cold: bool = F
 
 
 @pytest.mark.parametrize("op", ["read", "write"])
-def test_under_a_time_budget_the_warm_up_is_a_pass_of_it_and_sets_the_prefix(tmp_path, monkeypatch, op):
-    """Budget 0.6 s, 3 timed passes + the counted pass + the warm-up: 0.12 s each. The warm-up alone gets the deadline
-    and stops after 2 of 5 requests; every timed pass follows that prefix, with no deadline of its own."""
+def test_under_a_time_budget_the_warm_up_is_a_pass_of_it_and_the_first_timed_pass_sets_the_prefix(tmp_path, monkeypatch,
+                                                                                                   op):
+    """Budget 0.6 s, 3 timed passes + the counted pass + the warm-up: 0.12 s each. The warm-up stops at its deadline
+    after 1 of 5 requests (it is the slow pass it absorbs); the first timed pass, with a deadline of its own, stops
+    after 3 and sets the prefix every later timed pass follows (breaker12 D2: the warm-up's prefix cut a 2 ms cell's
+    timed passes to 1 request of 256)."""
     monkeypatch.setattr(runner, "target", lambda job: (tmp_path / "work.h5", "/data"))
     seen: list[tuple[int, float | None]] = []
 
     def one_pass(job, starts, counts, *, deadline_ns=None, **kwargs):
         left = (deadline_ns - time.perf_counter_ns()) / 1e9 if deadline_ns is not None else None
         seen.append((len(starts), left))
-        n = 2 if deadline_ns is not None else len(starts)
+        n = len(starts) if deadline_ns is None else 1 if len(seen) == 1 else 3
         return SimpleNamespace(request_ns=np.ones(n, np.int64))
 
     def write_pass(job, data, starts, counts, out, **kwargs):
@@ -114,8 +117,9 @@ def test_under_a_time_budget_the_warm_up_is_a_pass_of_it_and_sets_the_prefix(tmp
     passes = runner.timed_passes(_fake_job(op, 3, True, True), loops, None, list(range(5)), [1] * 5, tmp_path,
                                  progress=runner.Progress())
     assert len(seen) == 4 and seen[0][0] == 5 and 0.06 < seen[0][1] <= 0.12       # the warm-up: budget / 5
-    assert seen[1:] == [(2, None)] * 3
-    assert passes.measured == 2 and len(passes.timings) == 3 and passes.warmup is not None
+    assert seen[1][0] == 5 and 0.06 < seen[1][1] <= 0.12                          # the first timed pass: its own
+    assert seen[2:] == [(3, None)] * 2
+    assert passes.measured == 3 and len(passes.timings) == 3 and len(passes.warmup[0].request_ns) == 1
     assert not list(tmp_path.glob("warmup.h5"))     # a write's warm-up file is gone
 
 
