@@ -69,7 +69,10 @@ def compare_command(run_a, run_b, html_out, fail_above, threshold, remeasure):
     passes got under 0.7 of B's share of a CPU and B's CPU time per pass is 2.25x A's or
     more (what competitors the share does not show can cost), else undecided; never a
     tie, "not apart", faster or a pass. The mirror (A's CPU time beyond B's) is B faster
-    when B's share was the cut one, else the wall time's verdict stands.
+    when B's share was the cut one, else the wall time's verdict stands. A tie, "not apart"
+    or a small "faster" over an A whose passes got under 0.7 of B's share of a CPU is
+    undecided, counted by a gate beyond the shares' ratio: A's competitors keep its wall and
+    CPU time up and can hide a slowdown of B's as large.
     The load EXCUSES a slowdown ("the machine's") only when both loads are known, the slower
     side's load per CPU is really higher (by 0.5 and 25%), the ratio is within 1.5 x its
     max(1, load/CPU) over the faster's, and the CPU time within its bar. Anything else

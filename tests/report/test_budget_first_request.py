@@ -46,7 +46,8 @@ def test_counts_extrapolated_from_the_first_request_are_the_whole_passes(runs):
     assert a["raw_reads"] == whole["raw_reads"] == a["predicted_raw_reads"] == 2
     assert a["raw_read_bytes"] == whole["raw_read_bytes"] == a["predicted_raw_read_bytes"]
     assert a["raw_read_bytes"] <= a["storage_bytes"]          # a read-once pattern reads no byte twice here
-    assert whole["status"] == "ok" and "first-request-only" not in whole["flags"]
+    # flags is empty (NaN) on a quiet machine: no "contended" either
+    assert whole["status"] == "ok" and "first-request-only" not in str(whole["flags"]).split(",")
 
 
 def _compare(*args):

@@ -192,3 +192,25 @@ def test_after_a_remeasure_the_undecided_line_no_longer_advises_one(tmp_path, mo
     assert before.exit_code == after.exit_code == 3, (before.output, after.output)
     assert "on a quiet machine, or --remeasure)" in before.output
     assert "or --remeasure)" not in after.output and "on a quiet machine)" in after.output, after.output
+
+
+# breaker12 D6: A under 3 busy loops (its passes 0.49 of a CPU; its own CPU time per pass ~2.3x a quiet run's), B
+# quiet with +10 us of CPU a read (about 2x): the wall time a "tie" (0.87x), the CPU per pass 1.06x (runs Ac6/Bc6 at
+# cb34192; walls are the requests' sums, CPU the timed part's)
+D6_A = ([14.31, 8.07, 9.36, 6.03, 6.2], [8.49, 6.06, 7.41, 8.17, 8.35], 0.49, 3.6)
+D6_B = ([7.89, 7.02, 7.08, 5.83, 5.56], [9.33, 8.64, 8.68, 6.99, 6.6], 1.0, 3.4)
+
+
+@pytest.mark.parametrize("a, b, code, line", [
+    (D6_A, D6_B, 3, "A was measured under competitors: its passes got 0.49 of a CPU, B's 1.00"),
+    (D6_B, D6_A, 0, "pass: no cell slower in B"),
+], ids=["D6-crowded-baseline-undecided", "crowded-B-within-the-gate-passes"])
+def test_a_tie_over_a_baseline_measured_under_competitors_is_never_a_pass(tmp_path, a, b, code, line):
+    """breaker12 D6: the gate passed a 2x CPU regression as a tie (exit 0, 4 of 6 tries) when A's share of a CPU was
+    cut: A's competitors kept its wall and CPU time up. Now undecided, counted by the gate (exit 3). The mirror (B
+    under the competitors, within the gate) still passes: B's times could only be kept up."""
+    ra = _recorded_run(tmp_path / "a", *a)
+    rb = _recorded_run(tmp_path / "b", *b)
+    r = CliRunner().invoke(main, ["compare", str(ra), str(rb), "--fail-above", "1.5"])
+    assert r.exit_code == code, r.output
+    assert line in r.output, r.output
