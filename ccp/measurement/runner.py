@@ -453,26 +453,21 @@ def cell_row(job: CellJob, passes: TimedPasses, counted: CountedPass | None, n_f
     is_write = cell.access.op in ("write", "copy")
     extrapolated = k < n_full
     whole = dict(counted.whole) if counted is not None else None
-    if extrapolated:
-        classes = np.asarray(job.request_class if job.request_class is not None else np.zeros(n_full, np.int64))
-        model = model_of(job, n_full)
+    classes = np.asarray(job.request_class if job.request_class is not None else np.zeros(n_full, np.int64))
+    model = model_of(job, n_full) if extrapolated or (passes.warmup is not None and
+                                                      len(passes.warmup[0].request_ns) < n_full) else None
 
-        def pass_s(t: PassTiming) -> float:
-            n = len(t.request_ns)       # k, or the warm-up's own prefix
-            if n >= n_full:
-                return t.total_s
-            return (t.open_ns + t.close_ns + extrapolate(classes, n, t.request_ns, model, "time_s")) / 1e9
-        if counted is not None and whole is not None:
-            for name in list(whole):
-                per_req = counted.counts[name][1:k + 1]
-                whole[name] = round(whole[name] - per_req.sum() + extrapolate(classes, k, per_req, model, name))
-    else:
-        def pass_s(t: PassTiming) -> float:
-            if len(t.request_ns) < n_full:      # a warm-up stopped at the budget before a whole timed pass
-                return (t.open_ns + t.close_ns + extrapolate(
-                    np.asarray(job.request_class if job.request_class is not None else np.zeros(n_full, np.int64)),
-                    len(t.request_ns), t.request_ns, model_of(job, n_full), "time_s")) / 1e9
+    def pass_s(t: PassTiming) -> float:
+        """A pass's time, its unmeasured requests extrapolated from its own prefix (k, or a warm-up's stopped at
+        the budget before a whole timed pass)."""
+        n = len(t.request_ns)
+        if n >= n_full:
             return t.total_s
+        return (t.open_ns + t.close_ns + extrapolate(classes, n, t.request_ns, model, "time_s")) / 1e9
+    if extrapolated and counted is not None and whole is not None:
+        for name in list(whole):
+            per_req = counted.counts[name][1:k + 1]
+            whole[name] = round(whole[name] - per_req.sum() + extrapolate(classes, k, per_req, model, name))
     totals = [pass_s(t) for t in timings]      # the cell's time: the timed passes, never the warm-up
     all_req = np.concatenate([t.request_ns for t in timings]) / 1e9 if k else np.array([0.0])
     chunk_bytes = int(np.prod(cell.chunks, dtype=np.int64)) * np.dtype(source.dtype).itemsize if cell.chunks else 0
