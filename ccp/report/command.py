@@ -58,8 +58,9 @@ def compare_command(run_a, run_b, html_out, fail_above, threshold, remeasure):
     the CPU time did not: "the endpoint/network is slower", real. (3) The same work (or less
     on the slower side): real when the passes differ (Mann-Whitney, p < 0.05: 4 passes a
     side; or every pass apart in wall and CPU time) and the CPU time per pass moved beyond
-    its bar (--threshold, at least 1.25x; 1.5x when the slower side had more competitors:
-    its passes got under 0.7 of the faster's CPU share, or a higher load); a slower side
+    its bar, every pass apart in it (--threshold, at least 1.25x; 1.5x when the slower side
+    had more competitors: its passes got under 0.7 of the faster's CPU share or of a whole
+    CPU, or a higher load; within 2.25x then undecided); a slower side
     whose share was cut so is undecided, whatever its CPU time (competitors evict a pass's
     caches too: identical work's CPU time per pass rose 5.3x). The same work
     with 4 or more passes a side that are not apart: "not apart", no difference shown.
@@ -73,9 +74,11 @@ def compare_command(run_a, run_b, html_out, fail_above, threshold, remeasure):
     or a small "faster" over an A whose passes got under 0.7 of B's share of a CPU is
     undecided, counted by a gate beyond the shares' ratio: A's competitors keep its wall and
     CPU time up and can hide a slowdown of B's as large.
-    The load EXCUSES a slowdown ("the machine's") only when both loads are known, the slower
-    side's load per CPU is really higher (by 0.5 and 25%), the ratio is within 1.5 x its
-    max(1, load/CPU) over the faster's, and the CPU time within its bar. Anything else
+    The load EXCUSES a slowdown ("the machine's") only with the CPU time within its bar and
+    either both loads known, the slower side's load per CPU really higher (by 0.5 and 25%)
+    and the ratio within 1.5 x its max(1, load/CPU) over the faster's, or the slower side's
+    passes got a 1.25x smaller share of a CPU with more processes than CPUs (load per CPU 1
+    or more) and the ratio within 1.5 x the shares' ratio. Anything else
     beyond --threshold is undecided, never a tie, never the machine's. --remeasure measures
     such cells again here, A and B alternating.
     Exit status: 0; with --fail-above, 1 when a cell regressed by more than RATIO, else 3

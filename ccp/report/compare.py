@@ -208,6 +208,17 @@ def gate_ratio(v: Verdict) -> float:
     return max((r for r in (v.ratio, v.cpu_ratio) if finite(r)), default=float("nan"))
 
 
+def gate_outcome(v: Verdict, fail_above: float) -> str:
+    """What a gate at ``fail_above`` makes of a cell's verdict: "regression" (slower by more than it, by the rule),
+    "undecided" (the rule cannot clear a cell slower by more than it, or without a usable time: never a pass,
+    breaker9 G17) or "pass"."""
+    if v.word == "slower" and gate_ratio(v) > fail_above:
+        return "regression"
+    if v.word in ("undecided", "unknown") and (not finite(v.ratio) or gate_ratio(v) > fail_above):
+        return "undecided"
+    return "pass"
+
+
 def _remeasured(run_a, run_b, j, pairs, verdicts, gate, rounds, threshold, fail_above, echo):
     """The cells that differ (or whose difference is the machine's) measured again, interleaved; judged by those.
     A cell judged by its remeasured passes gets them in ``pairs`` and its row of ``j`` their times and loads."""
@@ -372,14 +383,10 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
     j["work"] = works
     j["contended_a"] = [x.contended for x, _ in pairs]
     j["contended_b"] = [y.contended for _, y in pairs]
-    regressions = [r["label"] for (_, r), g in zip(j.iterrows(), gate)
-                   if g is not None and fail_above is not None and g.word == "slower" and gate_ratio(g) > fail_above]
-    # slower by more than the gate, and the rule cannot say whether it is real: never a silent pass
-    # a cell without a usable time (0, negative, not a number) was not compared: never a pass (breaker9 G17)
+    outcomes = [gate_outcome(g, fail_above) if g is not None and fail_above is not None else "pass" for g in gate]
+    regressions = [r["label"] for (_, r), o in zip(j.iterrows(), outcomes) if o == "regression"]
     undecided = [f"{r['label']} ({_fmt_ratio(g.ratio) + ': ' if finite(g.ratio) else ''}{g.why})"
-                 for (_, r), g in zip(j.iterrows(), gate)
-                 if g is not None and fail_above is not None and g.word in ("undecided", "unknown")
-                 and (not finite(g.ratio) or gate_ratio(g) > fail_above)]
+                 for (_, r), g, o in zip(j.iterrows(), gate, outcomes) if o == "undecided" and g is not None]
     lost = failed_in_b(a, b)
     if fail_above is not None:
         regressions += [f"{label} (finished in A, {status} in B)" for label, status in lost]

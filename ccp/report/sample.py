@@ -37,6 +37,32 @@ class Sample:
     summary: bool = False              # passes are the cells row's fastest / median / slowest, not every pass
 
 
+    #: the fields :meth:`to_record` keeps: what the verdict rule reads of a cell (the per-request times are the
+    #: confidence interval's, not the rule's)
+    RECORD_FIELDS = ("time_s", "passes", "n_requests", "complete", "cpu", "work", "contended", "load", "cpu_share",
+                     "cpus", "path", "timed", "pass_busy", "summary")
+
+    def to_record(self) -> dict:
+        """The sample as plain JSON values (arrays as lists), for a fixture of recorded runs: the verdict rule judged
+        again on what a busy machine measured (tests/report/data/breaker12_passes.json)."""
+        out = {}
+        for k in self.RECORD_FIELDS:
+            v = getattr(self, k)
+            out[k] = v.tolist() if isinstance(v, np.ndarray) else [list(x) for x in v] if k == "work" else \
+                list(v) if isinstance(v, tuple) else v
+        return out
+
+    @classmethod
+    def from_record(cls, d: dict) -> Sample:
+        """The inverse of :meth:`to_record`."""
+        kw: dict = {k: d[k] for k in cls.RECORD_FIELDS if k in d}
+        for k, kind in (("passes", float), ("cpu", float), ("pass_busy", bool)):
+            kw[k] = np.asarray(kw.get(k, ()), kind)
+        kw["work"] = tuple(tuple(x) for x in kw.get("work", ()))
+        kw["path"] = tuple(kw.get("path", ()))
+        return cls(requests=np.zeros(0), **kw)
+
+
 #: the cells columns that set what a pass waits for besides the CPU (ccp.report.data.STORAGE_COLUMNS, by name: the
 #: stats stay independent of the labels)
 WAIT_COLUMNS = ("storage", "fsspec", "latency", "bandwidth", "page_buffer", "file_space")

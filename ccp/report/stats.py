@@ -12,8 +12,9 @@ only when a difference is both significant and larger than a stated threshold.
   (noise cannot change a count; +0.01% explains nothing): real, whatever the load; an extrapolated cell's counts
   are estimates and never rule (1) evidence; (2) S3 cells with the same GETs whose GET wait grew while the CPU time
   did not: the endpoint or network is slower; (3) the same work: real when the passes (the unit of replication)
-  differ and the CPU time per pass moved beyond its bar. The load may excuse a slowdown ("noise", the machine's)
-  only within what a really higher load per CPU explains and with the CPU time within its bar; a slowdown the rule
+  differ and the CPU time per pass moved beyond its bar, every pass apart in it. The load may excuse a slowdown
+  ("noise", the machine's) only within what a really higher load per CPU, or a smaller share of a CPU with more
+  processes than CPUs, explains and with the CPU time within its bar; a slowdown the rule
   cannot clear otherwise is "undecided" (too few passes, wall time apart alone, CPU moved without passes apart),
   never a tie and never the machine's (breaker9 G1-G7).
 The "cheapest change" rule that orders the report's, ``ccp advise``'s and ``ccp diagnose``'s cures is in
@@ -31,10 +32,12 @@ from ccp.report.competitors import (
     COMPETITORS_CPU,
     CONTENTION_SLOWDOWN,
     cpu_share_cut,
+    crowded,
     load_explains,
     load_note,
     more_crowded,
     more_loaded,
+    share_explains,
     share_note,
     why_no_excuse,
 )
@@ -54,16 +57,18 @@ RULE = ("a difference is real when (1) the slower side did materially more of so
         "cell's counts are estimates and never decide; or (2) two S3 cells make the same GETs and the time waiting on "
         "them grew while the CPU time did not: the endpoint or network is slower; or (3) with the same work (or less "
         "on the slower side) the passes differ (Mann-Whitney on pass times, p < 0.05, which needs 4 passes a side, or "
-        "every pass apart in wall and CPU time) and the CPU time per pass moved beyond its bar (the threshold, at "
-        "least 1.25x; 1.5x when the slower side had more competitors: under 0.7 of the faster's share of a CPU, or a "
-        "higher load), and never by the CPU time alone when the slower side's share was cut (competitors evict a pass's "
-        "caches too); the same work whose passes, enough of them, are not apart shows no difference, whatever the "
+        "every pass apart in wall and CPU time) and the CPU time per pass moved beyond its bar, every pass apart in it "
+        "(the threshold, at least 1.25x; 1.5x when the slower side had more competitors: under 0.7 of the faster's "
+        "share of a CPU, or of a whole CPU, or a higher load; within 2.25x then undecided), and never by the CPU time "
+        "alone when the slower side's share was cut (competitors evict a pass's caches too); the same work whose passes, enough of them, are not apart shows no difference, whatever the "
         "medians; with the same work, B's CPU time per pass beyond its bar in every pass while the wall time does not "
         "call B slower (the baseline's passes got a cut share of a CPU) is never a tie or faster: slower when A's "
         "share was cut and B's CPU time is 2.25x A's or more, else undecided; in a comparison of two runs, a tie over an "
         "A whose share was cut is undecided too (A's competitors keep its times up). The load excuses a slowdown "
-        "(noise: the machine's) only when both loads are known, the slower side's per CPU really higher (by 0.5 "
-        "and 25%), the ratio within 1.5 x its max(1, load/CPU) over the faster's, and the CPU time within its bar. "
+        "(noise: the machine's) only with the CPU time within its bar and either both loads known, the slower side's "
+        "per CPU really higher (by 0.5 and 25%) and the ratio within 1.5 x its max(1, load/CPU) over the faster's, or "
+        "the slower side's passes got a share of a CPU 1.25x smaller with more processes than CPUs (load per CPU 1 or "
+        "more) and the ratio within 1.5 x the shares' ratio. "
         "Anything else beyond the threshold is undecided (too few passes, passes apart in wall time only, CPU time "
         "moved without the passes apart, an extrapolated cell): never a tie, never the machine's")
 MATERIAL = 0.05                # a count that differs by less than this share of the smaller is the same work (G22)
@@ -315,9 +320,10 @@ def cpu_bar(fast: Sample, slow: Sample, threshold: float) -> float:
     """The ratio of ``slow``'s CPU time per pass over ``fast``'s beyond which the CPU time witnesses a difference: the
     threshold, never below THRESHOLD (the CPU time is the load-proof witness, but not to within a tighter gate than
     --threshold's default), and CONTENTION_SLOWDOWN when ``slow`` had more competitors: they raise a pass's own CPU
-    time too (shared caches, a core's two threads: 1.3x under two busy loops, breaker8 F1). Rule (3), the CPU
-    witness against the wall time and compare's check of a remeasured cell all use this one bar."""
-    return max(threshold, THRESHOLD, CONTENTION_SLOWDOWN if more_crowded(fast, slow) else 1.0)
+    time too (shared caches, a core's two threads: 1.3x under two busy loops, breaker8 F1), as when ``slow``'s passes
+    got under CROWDED_SHARE of a CPU however crowded ``fast`` was (:func:`crowded`). Rule (3), the CPU witness
+    against the wall time and compare's check of a remeasured cell all use this one bar."""
+    return max(threshold, THRESHOLD, CONTENTION_SLOWDOWN if more_crowded(fast, slow) or crowded(slow) else 1.0)
 
 
 def _cpu_against_wall(a: Sample, b: Sample, v: Verdict, threshold: float) -> Verdict | None:
@@ -439,7 +445,7 @@ def _by_passes(a: Sample, b: Sample, fast: Sample, slow: Sample, ratio: float, w
              and (waits_differ or (has_cpu and fc.max() < sc.min())))
     decided = p < alpha or apart
     # the CPU time's bar (cpu_bar): up to CONTENTION_SLOWDOWN is the competitors' when the slower side had more
-    crowded = more_crowded(fast, slow)
+    slow_crowded = more_crowded(fast, slow) or crowded(slow)
     bar = cpu_bar(fast, slow, threshold)
     cpu_ratio = float(np.median(sc)) / max(float(np.median(fc)), 1e-12) if has_cpu else float("nan")
     counted = f"{n_a} vs {n_b} passes" + quiet
@@ -456,13 +462,22 @@ def _by_passes(a: Sample, b: Sample, fast: Sample, slow: Sample, ratio: float, w
                            + share_note(fast, slow) + ", which raise a pass's own CPU time too (identical work's "
                            "rose 5.3x so): the rule cannot clear it (measure both again on a quiet machine, or "
                            "ccp compare --remeasure)" + load_note(a, b), basis=LOAD)
-        if crowded and cpu_ratio < bar * CONTENTION_SLOWDOWN:
+        if slow_crowded and cpu_ratio < bar * CONTENTION_SLOWDOWN:
             # a few-ms pass's own CPU time rose up to 1.9x under two busy loops the load average had not caught up
             # with yet (benchmarks/noisy_compare.py): a regression or the competitors, the rule cannot tell
             return Verdict("undecided", ratio, p, f"{same}; {moved}, within the {bar * CONTENTION_SLOWDOWN:.3g}x "
                            "competitors can cost a pass measured under contention" + share_note(fast, slow)
                            + ": the rule cannot clear it (measure both again on a quiet machine)" + load_note(a, b),
                            basis=LOAD)
+        if not (min(len(fc), len(sc)) >= MIN_PASSES_APART and fc.max() < sc.min()):
+            # the medians beyond the bar but a pass of the faster side cost as much CPU as one of the slower: identical
+            # work's CPU time per pass moved 2.1x within one run and 2.51x between two, every count equal (breaker12
+            # D1: a pass at 3.30 ms, the others 6.59-6.92, against 2.64-3.69): a witness only when every pass is apart
+            return Verdict("undecided", ratio, p, f"{same}; {moved}, but not every pass apart in CPU time (the "
+                           f"faster side's costliest {_secs(float(fc.max()))}, the slower's cheapest "
+                           f"{_secs(float(sc.min()))}): the same work's CPU time per pass moves so on a busy machine, "
+                           "the rule cannot clear it (measure both again on a quiet machine, or ccp compare "
+                           "--remeasure)" + load_note(a, b), basis=LOAD)
         how = "every pass apart in wall and CPU time" if apart and not p < alpha else f"Mann-Whitney on passes, {fmt_p(p)}"
         return Verdict(word, ratio, p, f"{how}; {moved}" + ("" if change == "same" else f"; {same}") + load_note(a, b), basis=PASSES)
     if waits_differ and decided:
@@ -497,7 +512,8 @@ def _by_passes(a: Sample, b: Sample, fast: Sample, slow: Sample, ratio: float, w
                        "sides: the load cannot be ruled out (ccp compare --remeasure "
                        f"{passes_needed(alpha)} decides, for local cells)" + load_note(a, b), basis=LOAD)
     # judged on the slower side's quiet passes: its load (the busiest pass's) excuses nothing of them
-    excuse = "" if slow_quieted else load_explains(fast, slow, max(ratio, 1 / ratio))
+    excuse = "" if slow_quieted else (load_explains(fast, slow, max(ratio, 1 / ratio))
+                                      or share_explains(fast, slow, max(ratio, 1 / ratio)))
     if excuse:
         return Verdict("noise", ratio, p, f"{same}; CPU time per pass within {cpu_ratio:.3g}x; {excuse}" + load_note(a, b), basis=LOAD)
     why_not = ("its quiet passes had no load to excuse them" if slow_quieted else

@@ -143,7 +143,8 @@ def test_a_slower_side_that_used_less_cpu_waited(cpu_b_ms, words):
     its CPU time per pass 0.77x A's): said as a fall, never as "moved only 0.772x"."""
     five = np.array([1.0, 1.01, 0.99, 1.02, 0.98])
     a = _s(five * 20.25, five * 22.26, 0.97, load=3.1)
-    b = _s(five * 33.8, five * cpu_b_ms, 0.43, load=3.2)
+    # load 1.8 on 2 CPUs: no more processes than CPUs, so B's cut share is no competitors' (test_verdict_share_excuse)
+    b = _s(five * 33.8, five * cpu_b_ms, 0.43, load=1.8)
     v = judge(a, b, 1.5)
     assert v.word == "undecided" and words in v.why, v
 
