@@ -55,8 +55,12 @@ def crowded(s: Sample) -> bool:
     """Its passes got under CROWDED_SHARE of a CPU (recorded) while waiting on no GET: other processes had the rest.
     Equally crowded sides are not "more" crowded, yet competitors raise each side's own CPU time per pass by its own
     amount: identical work's rose 1.68x between two runs whose passes both got 0.29-0.30 of a CPU (breaker12 D1)."""
-    waited = len(s.wait) > 0 and bool(np.nansum(s.wait) > 0)
-    return bool(np.isfinite(s.cpu_share) and 0 <= s.cpu_share < CROWDED_SHARE and not waited)
+    return bool(np.isfinite(s.cpu_share) and 0 <= s.cpu_share < CROWDED_SHARE and not waits_on_gets(s))
+
+
+def waits_on_gets(s: Sample) -> bool:
+    """Its passes recorded time waiting on GETs (an S3 cell): a share of a CPU cut by waiting, not by competitors."""
+    return len(s.wait) > 0 and bool(np.nansum(s.wait) > 0)
 
 
 def cpu_share_cut(fast: Sample, slow: Sample) -> bool:
@@ -96,13 +100,14 @@ def share_explains(fast: Sample, slow: Sample, ratio: float) -> str:
     smaller share of a CPU (by LOAD_RATIO: both recorded, the same kind of wait) while the run queue held more processes
     than CPUs (its load per CPU 1 or more: competitors, not waits, took the rest), and the ratio within
     CONTENTION_SLOWDOWN x the shares' ratio. The share is measured on the passes themselves, where the 1-minute load
-    average lags: two runs of identical work at loads 2.4 and 4.0 got 0.98 and 0.27 of a CPU (breaker12: 38 of 90
+    average lags: two runs of identical work at loads 2.4 and 4.0 got 0.98 and 0.27 of a CPU (breaker12: 38 cells of 90
     identical compares undecided for want of it). The caller has found the CPU time per pass within its bar: the
-    same work, waiting for a CPU. A change that makes B wait without using a CPU (a sleep, a lock) looks the same on
+    same work, waiting for a CPU. Never for cells that wait on GETs (S3): the waits cut their share. A change that makes B wait without using a CPU (a sleep, a lock) looks the same on
     a busy machine: --remeasure, A and B alternating, or a quiet machine tells them apart."""
     f, s = fast.cpu_share, slow.cpu_share
-    if not (np.isfinite(f) and np.isfinite(s) and 0 < s and s * LOAD_RATIO <= f <= 2 and fast.path == slow.path):
-        return ""
+    if not (np.isfinite(f) and np.isfinite(s) and 0 < s and s * LOAD_RATIO <= f <= 2 and fast.path == slow.path) \
+            or waits_on_gets(fast) or waits_on_gets(slow):
+        return ""       # a GET's wait cuts the share too: rule (2) and the wall time judge those
     per_cpu = share_per_cpu(slow)
     if not (np.isfinite(per_cpu) and per_cpu >= 1.0):
         return ""

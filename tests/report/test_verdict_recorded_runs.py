@@ -99,3 +99,12 @@ def test_the_same_work_waiting_for_a_cpu_is_the_machines(wall_b, share_b, load_b
     b = _s(wall_b, 23.4, share_b, load=load_b)
     v = judge(a, b, 1.5)
     assert v.word == word and words in v.why, v
+
+
+def test_a_cell_waiting_on_gets_is_never_excused_by_its_share():
+    """An S3 cell's share of a CPU is cut by its GET waits, not only by competitors: the share excuse is the local
+    cells' (rule (2) and the passes judge the GETs' waits)."""
+    a = _s(20.25, 22.26, 0.97, load=3.1)
+    b = Sample(**{**_s(33.8, 23.4, 0.43, load=3.2).__dict__, "wait": FIVE * 10e-3})
+    v = judge(a, b, 1.5)
+    assert v.word == "undecided", v
