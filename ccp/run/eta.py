@@ -37,6 +37,11 @@ ENOUGH_PRICED_S = 0.5      # the line gives a number once passes the model price
 ENOUGH_SHARE = 0.02        # ... or this share of the sweep's priced work, if less
 ESTIMATING_MAX_S = 10.0    # ... or once a priced cell has measured this long without a correction: the model's own
 RECENT_S = 30.0            # the running pass's pace: the mean of its last this many seconds' and its whole
+COUNTED_STAGE = "counted pass"   # the worker's stage for the pass under HDF5's log driver (ccp.measurement)
+TIMED_STAGE = "timed pass"
+COUNTED_FROM_S = 5.0       # a finished cell's counted pass prices those to come once its timed passes took this long
+#                            each: under it the pass's fixed tail (reading the log, writing the cell's parts: 0.2-1.1 s
+#                            in the cris runs) is most of it (a 0.08 s pass's counted pass took 0.4-2 s)
 
 
 def progress_bar(fraction: float, width: int = 20) -> str:
@@ -121,6 +126,13 @@ class EtaClock:
         self.in_pass = (0, 0)                 # (requests done, requests) of the running pass, as last reported
         self.reported = self.started          # when
         self.pass_reports: list[tuple[float, int]] = []   # (when, requests done) of the running pass's last RECENT_S
+        self.pass_stages: list[str] = []      # the stage each of the running cell's passes reported ("timed pass", ...)
+        # finished cells whose timed passes took COUNTED_FROM_S or more: their counted passes' seconds, and their timed
+        # passes' mean seconds (a cell's counted pass against one of its own timed passes)
+        self.counted_s = 0.0
+        self.counted_timed_s = 0.0
+        self.counted_last = False             # the running cell ends with a counted pass
+        self.last_cell_counted = False        # the latest finished cell did
 
     # ------------------------------------------------------------------------------------------- priced work
     def _priced_sum(self, predicted: list) -> float:
@@ -142,16 +154,23 @@ class EtaClock:
         self._record("begin_cell", [k])
         self.k, self.cell_started = k, self.clock()
         self.measure_started, self.pass_starts, self.in_pass, self.pass_reports = None, [], (0, 0), []
+        self.pass_stages = []
+        self.counted_last = self.last_cell_counted
         p = self.predicted[k] if k < len(self.predicted) else None
         self.own = p if _known(p) else None
 
-    def start_cell(self, predicted_time_s=None, passes: int | None = None) -> None:
-        """The running cell's own prediction (with its work file's chunk sizes) replaces the estimate."""
-        self._record("start_cell", [predicted_time_s if _known(predicted_time_s) else None, passes])
+    def start_cell(self, predicted_time_s=None, passes: int | None = None, counted: bool | None = None) -> None:
+        """The running cell's own prediction (with its work file's chunk sizes) replaces the estimate. ``passes``
+        counts every pass it reports (warm-up, timed, counted); ``counted``: its last pass is a counted pass (None: as
+        the latest finished cell's was -- events saved before the argument existed)."""
+        args = [predicted_time_s if _known(predicted_time_s) else None, passes]
+        self._record("start_cell", args if counted is None else [*args, bool(counted)])
         if passes is not None:
             self.passes = max(int(passes), 1)
         if self.k < 0:
             self.begin_cell(0)
+        if counted is not None:
+            self.counted_last = bool(counted)
         self.measure_started = self.clock()
         if _known(predicted_time_s):
             self.own = float(predicted_time_s) * self.passes
@@ -166,6 +185,7 @@ class EtaClock:
             if self.pass_starts and self.own is not None:     # the pass before this one finished
                 self._count_pass(now - self.pass_starts[-1], self.own / self.passes)
             self.pass_starts.append(now)
+            self.pass_stages.append(stage)
             self.pass_reports = []
         self.in_pass = (int(i), int(n))
         self.reported = now
@@ -184,11 +204,35 @@ class EtaClock:
                 self._count_pass(now - self.pass_starts[-1], max(self.own * (1 - counted / self.passes), 0.0))
             else:                         # no report from the worker: the whole cell at once
                 self._count_pass(measured, self.own)
+        self._count_counted_pass(now)
         self.cell_times.append(measured)
         self.overheads.append(max(now - self.cell_started - measured, 0.0))
         self.walls.append((now - self.cell_started, self.own))
         self.k, self.measure_started, self.own, self.pass_starts, self.in_pass = k, None, None, [], (0, 0)
-        self.pass_reports = []
+        self.pass_reports, self.pass_stages = [], []
+
+    def _count_counted_pass(self, now: float) -> None:
+        """At a cell's end: its counted pass (to the cell's end: closing the log and reading it are its cost too)
+        against its timed passes' mean, if they took COUNTED_FROM_S or more."""
+        stages, starts = self.pass_stages, self.pass_starts
+        self.last_cell_counted = bool(stages) and stages[-1] == COUNTED_STAGE
+        if not self.last_cell_counted:
+            return
+        ends = [*starts[1:], now]
+        timed = [end - start for stage, start, end in zip(stages, starts, ends) if stage == TIMED_STAGE]
+        if timed and statistics.fmean(timed) >= COUNTED_FROM_S:
+            self.counted_s += now - starts[-1]
+            self.counted_timed_s += statistics.fmean(timed)
+
+    @property
+    def counted_ratio(self) -> float:
+        """A counted pass's seconds over a timed pass's of the same cell, over the finished cells whose timed passes
+        took COUNTED_FROM_S or more, weighted by their time; 1 (a timed pass's price) before any. Issue 22: the long
+        cell of configs/cris.yaml x0.8 took 84 s for its counted pass against 48 s for its last timed pass (HDF5's log
+        driver writes a line for each file operation), and the line priced it as a timed pass."""
+        if self.counted_timed_s <= 0:
+            return 1.0
+        return min(max(self.counted_s / self.counted_timed_s, 0.5), 5.0)
 
     def _count_pass(self, measured: float, predicted: float) -> None:
         self.measured_s += measured
@@ -290,9 +334,10 @@ class EtaClock:
             guess = self._per_pass_guess(ratio)
             if guess is None:
                 return None, in_cell, False
+            whole = guess * (self.passes + (self.counted_ratio - 1 if self.counted_last else 0.0))
             if self.measure_started is None:                  # not measuring yet: all of it is left
-                return guess * self.passes, 0.0, False
-            left = guess * self.passes - in_cell
+                return whole, 0.0, False
+            left = whole - in_cell
             return (left, in_cell, False) if left > 0 else (None, in_cell, True)
         m = len(starts) - 1                                   # passes finished in this cell
         in_pass = now - starts[-1]
@@ -301,7 +346,10 @@ class EtaClock:
         # jobs started: passes of 40, 56, 88 and 81 s) is better told by its latest
         last_pass = starts[-1] - starts[-2] if m else None
         guess = last_pass if last_pass is not None else self._per_pass_guess(ratio)
-        this: float | None = guess
+        in_counted = bool(self.pass_stages) and self.pass_stages[-1] == COUNTED_STAGE
+        # the counted pass to come, at what this run's finished counted passes cost against their timed ones
+        counted_ahead = self.counted_last and not in_counted and self.passes - m - 1 >= 1
+        this: float | None = guess * self.counted_ratio if guess is not None and in_counted else guess
         per_pass = guess
         pace = self._recent_pace()
         measured = self.reported - starts[-1]
@@ -322,7 +370,7 @@ class EtaClock:
             per_pass = n * later_pace if guess is None else guess + (n * later_pace - guess) * min(i / n, 1.0)
         if this is None or per_pass is None:
             return None, in_cell, False
-        later = per_pass * max(self.passes - m - 1, 0)
+        later = per_pass * (max(self.passes - m - 1, 0) + (self.counted_ratio - 1 if counted_ahead else 0.0))
         if this <= in_pass and later <= 0:
             return None, in_cell, True
         return max(this - in_pass, 0.0) + later, in_cell, False
