@@ -6,7 +6,8 @@ showed "ETA 3.72 s"); the compiled model predicts every cell's cost before it st
 not this machine's at this moment, so every finished pass corrects them: the sweep's ratio of measured to
 predicted seconds scales what is left, and the running cell's own finished passes (or, inside a long pass,
 its requests done, at a pace that weighs its last RECENT_S seconds: a machine's pace changes within a run)
-extrapolate that cell. What the model does not price (making the work files, forking a
+extrapolate that cell; its counted pass (under HDF5's log driver) is priced at what the finished cells' counted
+passes cost against their timed ones. What the model does not price (making the work files, forking a
 worker, committing the row) is the median of what it cost the cells so far. Issue 22: on configs/cris.yaml
 the line said 42 min with 26.5 min left, froze for minutes between progress reports (one per 1,024
 requests), and printed "cell 0 ns left" as a cell started; :class:`Ticker` redraws the line without waiting
@@ -40,8 +41,9 @@ RECENT_S = 30.0            # the running pass's pace: the mean of its last this 
 COUNTED_STAGE = "counted pass"   # the worker's stage for the pass under HDF5's log driver (ccp.measurement)
 TIMED_STAGE = "timed pass"
 COUNTED_FROM_S = 5.0       # a finished cell's counted pass prices those to come once its timed passes took this long
-#                            each: under it the pass's fixed tail (reading the log, writing the cell's parts: 0.2-1.1 s
-#                            in the cris runs) is most of it (a 0.08 s pass's counted pass took 0.4-2 s)
+#                            each: under it the pass's fixed tail (closing and reading the log, writing the cell's
+#                            parts) is most of it (the saved cris runs' cells of 0.01-0.3 s timed passes took 0.1-2.0 s
+#                            for their counted pass)
 
 
 def progress_bar(fraction: float, width: int = 20) -> str:
@@ -228,8 +230,9 @@ class EtaClock:
     def counted_ratio(self) -> float:
         """A counted pass's seconds over a timed pass's of the same cell, over the finished cells whose timed passes
         took COUNTED_FROM_S or more, weighted by their time; 1 (a timed pass's price) before any. Issue 22: the long
-        cell of configs/cris.yaml x0.8 took 84 s for its counted pass against 48 s for its last timed pass (HDF5's log
-        driver writes a line for each file operation), and the line priced it as a timed pass."""
+        cell of configs/cris.yaml x0.8 took 84 s for its counted pass against 48 s for its last timed pass in a run whose
+        load changed, priced as a timed pass; in two runs at a steadier load the same pass took 1.00x and 1.04x its timed
+        ones (docs/eta.md), so the ratio is measured, never assumed."""
         if self.counted_timed_s <= 0:
             return 1.0
         return min(max(self.counted_s / self.counted_timed_s, 0.5), 5.0)
@@ -319,11 +322,17 @@ class EtaClock:
             return self.pass_starts[0] - self.cell_started if self.pass_starts else 0.0
         return statistics.median(extra) if len(extra) >= 3 else min(extra)   # one cell's own model error is no rule
 
+    def _pass_units(self) -> float:
+        """The running cell's passes in timed passes: its counted pass counts as ``counted_ratio`` of one."""
+        return self.passes + (self.counted_ratio - 1 if self.counted_last else 0.0)
+
     def _per_pass_guess(self, ratio: float) -> float | None:
-        """A pass of the running cell before any of it is measured: the model's (corrected), else the median cell's."""
+        """A timed pass of the running cell before any of it is measured: the model's (corrected), else the median
+        cell's -- a whole cell's share that its counted pass leaves to one timed pass (the sweep's ratio already holds
+        what the finished counted passes cost beyond the model's price)."""
         if self.own is not None:
-            return self.own * ratio / self.passes
-        return statistics.median(self.cell_times) / self.passes if self.cell_times else None
+            return self.own * ratio / self._pass_units()
+        return statistics.median(self.cell_times) / self._pass_units() if self.cell_times else None
 
     def _cell_left(self, now: float, ratio: float) -> tuple[float | None, float, bool]:
         """(seconds left in the running cell, None if unknown; seconds it has measured; past its estimate)."""
@@ -334,7 +343,7 @@ class EtaClock:
             guess = self._per_pass_guess(ratio)
             if guess is None:
                 return None, in_cell, False
-            whole = guess * (self.passes + (self.counted_ratio - 1 if self.counted_last else 0.0))
+            whole = guess * self._pass_units()
             if self.measure_started is None:                  # not measuring yet: all of it is left
                 return whole, 0.0, False
             left = whole - in_cell
