@@ -156,3 +156,15 @@ def test_the_counted_argument_is_saved_and_replayed(tmp_path):
         getattr(replayed, ev["call"])(*ev["args"])
     now[0] = run.clock.t - 100.0
     assert replayed.estimate().sweep_left == pytest.approx(live, rel=1e-6)
+
+
+def test_the_counted_pass_is_set_against_the_last_timed_pass_it_will_be_priced_as():
+    """Timed passes of 20, 15 and 10 s (the machine speeding up), then a 17 s counted pass: 1.7x the last timed pass
+    (what the passes to come are priced as), not 17 / 15 against their mean."""
+    run = Run(cells=2, pass_s=15.0)
+    run.begin(0, 15.0)
+    for seconds in (20.0, 15.0, 10.0):
+        run.run_pass(TIMED_STAGE, seconds)
+    run.run_pass(COUNTED_STAGE, 17.0)
+    run.eta.cell_done(0, 62.0)
+    assert run.eta.counted_ratio == pytest.approx(1.7, rel=0.01)
