@@ -26,8 +26,8 @@ line after every report and every 2 s within a cell, as the ticker draws it, fro
 data is made, so its times are a few seconds short of the live run's) to the last cell's end. A replay tunes the
 estimator cheaply; the figures to quote are a live run's. --pace-change AT:FACTOR replays a run as if the machine's
 pace had changed at AT of it (every second after it taking FACTOR seconds) and scores the lines from a minute after
-the change apart: how fast the ETA catches up. --passes (with --replay) also prints the passes of each cell whose
-passes took a second or more, from its reports: how long each took and its counted pass against its timed ones (the
+the change apart: how fast the ETA catches up. --passes [MIN_S] (with --replay) also prints the passes of each cell
+whose passes took MIN_S (default 1) seconds or more on average, from its reports: how long each took and its counted pass against its timed ones (the
 counted pass runs to the cell's end: reading its log and writing the cell's parts are its cost too).
 """
 
@@ -276,8 +276,9 @@ def main(argv=None) -> int:
     ap.add_argument("--log", default=None, help="write every (elapsed, eta, actual, line) here as TSV")
     ap.add_argument("--events", default=None, help="save the ETA's events of the run here (for --replay)")
     ap.add_argument("--replay", default=None, help="score the ETA of this code on a saved run's events, not a new run")
-    ap.add_argument("--passes", action="store_true",
-                    help="with --replay: print each cell's passes that took a second or more, counted against timed")
+    ap.add_argument("--passes", nargs="?", type=float, const=1.0, default=None, metavar="MIN_S",
+                    help="with --replay: print the passes of each cell whose passes took MIN_S (default 1) seconds or "
+                         "more on average, its counted pass against its timed ones")
     ap.add_argument("--pace-change", default=None, metavar="AT:FACTOR",
                     help="with --replay: as if every second after AT (a fraction of the run, e.g. 0.4) took FACTOR "
                          "seconds (2: the machine's pace halves)")
@@ -299,9 +300,9 @@ def main(argv=None) -> int:
         print(f"replay of {a.replay}" + (f", every second from {changed_at:.0f} s taking {change[1]:g} s" if change else "")
               + f": sweep {sweep_end:.0f} s (the events' load is in the run's own output)")
         score(status, sweep_end, changed_at)
-        if a.passes:
+        if a.passes is not None:
             saved = [json.loads(ln) for ln in Path(a.replay).read_text().splitlines() if ln.strip()]
-            print("\n".join(passes_text(saved)) or "no cell's passes took a second or more")
+            print("\n".join(passes_text(saved, a.passes)) or f"no cell's passes took {a.passes:g} s or more")
         if a.log:
             write_log(a.log, status, sweep_end)
         return 0

@@ -105,6 +105,7 @@ def test_passes_lists_each_long_cells_passes_and_its_counted_pass_against_its_ti
     assert eta_accuracy.passes_text(events) == [
         "cell 1: timed pass 10.0 s, timed pass 10.0 s, timed pass 10.0 s, counted pass 17.0 s; counted / last timed "
         "1.70x, / mean timed 1.70x"]
+    assert eta_accuracy.passes_text(events, 0.0)[0].startswith("cell 0: timed pass 0.0 s")
     saved = tmp_path / "events.jsonl"
     saved.write_text("".join(json.dumps(ev) + "\n" for ev in events))
     assert eta_accuracy.main(["--replay", str(saved), "--passes"]) == 0
