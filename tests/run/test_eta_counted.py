@@ -168,3 +168,36 @@ def test_the_counted_pass_is_set_against_the_last_timed_pass_it_will_be_priced_a
     run.run_pass(COUNTED_STAGE, 17.0)
     run.eta.cell_done(0, 62.0)
     assert run.eta.counted_ratio == pytest.approx(1.7, rel=0.01)
+
+
+SWEEP = """
+name: counted
+dataset:
+  generate: {shape: [16, 40], dtype: "<f8", data: normal, seed: 0}
+matrix:
+  chunks: [[4, 40]]
+  cache: ["64KiB"]
+  access: [{op: read, block: [1, 40]}]
+repeats: 2
+cold: true
+"""
+
+
+@pytest.mark.parametrize("quick", [False, True], ids=["counted-pass", "quick-no-counted-pass"])
+def test_the_executor_tells_the_clock_the_passes_the_worker_reports_and_whether_one_is_counted(tmp_path, monkeypatch,
+                                                                                               quick):
+    """start_cell's passes are the passes the worker reports (request 0 starts one), and its ``counted`` says whether
+    the last is a counted pass: --quick (and S3) cells have none, and are not charged one."""
+    from ccp.run import run_sweep
+    from ccp.run.eta import EVENTS_ENV
+
+    events = tmp_path / "events.jsonl"
+    monkeypatch.setenv(EVENTS_ENV, str(events))
+    (tmp_path / "sweep.yaml").write_text(SWEEP)
+    run_sweep(tmp_path / "sweep.yaml", out=tmp_path / "run", work_dir=tmp_path / "work", echo=lambda *a: None,
+              report=None, isolate=False, quick=quick)
+    saved = [json.loads(line) for line in events.read_text().splitlines()]
+    (started,) = [ev["args"] for ev in saved if ev["call"] == "start_cell"]
+    stages = [ev["args"][0] for ev in saved if ev["call"] == "progress" and ev["args"][1] == 0]
+    assert started[1] == len(stages)
+    assert started[2] is (not quick) and (stages[-1] == COUNTED_STAGE) is (not quick)
