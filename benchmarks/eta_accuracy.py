@@ -16,6 +16,7 @@ gaps between redraws include it.
     .venv/bin/python benchmarks/eta_accuracy.py configs/quickstart.yaml --log results/eta-quickstart.tsv
     .venv/bin/python benchmarks/eta_accuracy.py --replay results/cris-events.jsonl
     .venv/bin/python benchmarks/eta_accuracy.py --replay results/cris-events.jsonl --pace-change 0.4:2
+    .venv/bin/python benchmarks/eta_accuracy.py --replay results/cris-events.jsonl --passes
 
 The run folder and work files go to a temporary folder (removed at the end) unless --out / --work are given;
 --log writes every (elapsed, eta, actual, line) as a TSV. The sweep runs with --no-report: the ETA covers the
@@ -25,7 +26,9 @@ line after every report and every 2 s within a cell, as the ticker draws it, fro
 data is made, so its times are a few seconds short of the live run's) to the last cell's end. A replay tunes the
 estimator cheaply; the figures to quote are a live run's. --pace-change AT:FACTOR replays a run as if the machine's
 pace had changed at AT of it (every second after it taking FACTOR seconds) and scores the lines from a minute after
-the change apart: how fast the ETA catches up.
+the change apart: how fast the ETA catches up. --passes [MIN_S] (with --replay) also prints the passes of each cell
+whose passes took MIN_S (default 1) seconds or more on average, from its reports: how long each took and its counted pass against its timed ones (the
+counted pass runs to the cell's end: reading its log and writing the cell's parts are its cost too).
 """
 
 from __future__ import annotations
@@ -156,6 +159,39 @@ def replay(events_file: str, tick_s: float = TICK_S,
     return lines, end
 
 
+def cell_passes(events: list[dict]) -> list[tuple[int, list[tuple[str, float]]]]:
+    """[(cell, [(stage, seconds)])] of every cell whose worker reported its passes (request 0 starts one); a cell's last
+    pass runs to its cell_done."""
+    out: list[tuple[int, list[tuple[str, float]]]] = []
+    starts: list[tuple[str, float]] = []
+    for ev in events:
+        if ev["call"] == "begin_cell":
+            starts = []
+        elif ev["call"] == "progress" and ev["args"][1] == 0:
+            starts.append((ev["args"][0], ev["t"]))
+        elif ev["call"] == "cell_done" and starts:
+            ends = [t for _, t in starts[1:]] + [ev["t"]]
+            out.append((ev["args"][0], [(stage, end - t) for (stage, t), end in zip(starts, ends)]))
+    return out
+
+
+def passes_text(events: list[dict], min_s: float = 1.0) -> list[str]:
+    """A line per cell whose passes took ``min_s`` or more on average: each pass's seconds, and the counted pass over
+    the last and the mean timed pass."""
+    lines = []
+    for k, passes in cell_passes(events):
+        if statistics.fmean(s for _, s in passes) < min_s:
+            continue
+        timed = [s for stage, s in passes if stage == "timed pass"]
+        counted = [s for stage, s in passes if stage == "counted pass"]
+        text = ", ".join(f"{stage} {s:.1f} s" for stage, s in passes)
+        if timed and counted:
+            text += (f"; counted / last timed {counted[-1] / timed[-1]:.2f}x, / mean timed "
+                     f"{counted[-1] / statistics.fmean(timed):.2f}x")
+        lines.append(f"cell {k}: {text}")
+    return lines
+
+
 def estimating_stretches(status: list[tuple[float, str]], end: float) -> list[float]:
     """The lengths of the runs of consecutive "estimating" lines: from the first such line to the next line that
     is not one (or the sweep's end)."""
@@ -240,6 +276,9 @@ def main(argv=None) -> int:
     ap.add_argument("--log", default=None, help="write every (elapsed, eta, actual, line) here as TSV")
     ap.add_argument("--events", default=None, help="save the ETA's events of the run here (for --replay)")
     ap.add_argument("--replay", default=None, help="score the ETA of this code on a saved run's events, not a new run")
+    ap.add_argument("--passes", nargs="?", type=float, const=1.0, default=None, metavar="MIN_S",
+                    help="with --replay: print the passes of each cell whose passes took MIN_S (default 1) seconds or "
+                         "more on average, its counted pass against its timed ones")
     ap.add_argument("--pace-change", default=None, metavar="AT:FACTOR",
                     help="with --replay: as if every second after AT (a fraction of the run, e.g. 0.4) took FACTOR "
                          "seconds (2: the machine's pace halves)")
@@ -261,6 +300,9 @@ def main(argv=None) -> int:
         print(f"replay of {a.replay}" + (f", every second from {changed_at:.0f} s taking {change[1]:g} s" if change else "")
               + f": sweep {sweep_end:.0f} s (the events' load is in the run's own output)")
         score(status, sweep_end, changed_at)
+        if a.passes is not None:
+            saved = [json.loads(ln) for ln in Path(a.replay).read_text().splitlines() if ln.strip()]
+            print("\n".join(passes_text(saved, a.passes)) or f"no cell's passes took {a.passes:g} s or more")
         if a.log:
             write_log(a.log, status, sweep_end)
         return 0

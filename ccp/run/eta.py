@@ -6,7 +6,8 @@ showed "ETA 3.72 s"); the compiled model predicts every cell's cost before it st
 not this machine's at this moment, so every finished pass corrects them: the sweep's ratio of measured to
 predicted seconds scales what is left, and the running cell's own finished passes (or, inside a long pass,
 its requests done, at a pace that weighs its last RECENT_S seconds: a machine's pace changes within a run)
-extrapolate that cell. What the model does not price (making the work files, forking a
+extrapolate that cell; its counted pass (under HDF5's log driver) is priced at what the finished cells' counted
+passes cost against their timed ones. What the model does not price (making the work files, forking a
 worker, committing the row) is the median of what it cost the cells so far. Issue 22: on configs/cris.yaml
 the line said 42 min with 26.5 min left, froze for minutes between progress reports (one per 1,024
 requests), and printed "cell 0 ns left" as a cell started; :class:`Ticker` redraws the line without waiting
@@ -37,6 +38,12 @@ ENOUGH_PRICED_S = 0.5      # the line gives a number once passes the model price
 ENOUGH_SHARE = 0.02        # ... or this share of the sweep's priced work, if less
 ESTIMATING_MAX_S = 10.0    # ... or once a priced cell has measured this long without a correction: the model's own
 RECENT_S = 30.0            # the running pass's pace: the mean of its last this many seconds' and its whole
+COUNTED_STAGE = "counted pass"   # the worker's stage for the pass under HDF5's log driver (ccp.measurement)
+TIMED_STAGE = "timed pass"
+COUNTED_FROM_S = 5.0       # a finished cell's counted pass prices those to come once its timed passes took this long
+#                            each: under it the pass's fixed tail (closing and reading the log, writing the cell's
+#                            parts) is most of it (in the saved cris runs every cell but the long one had timed passes
+#                            of 0.0-0.6 s, one cold 1.9 s, and a counted pass of 0.2-2.0 s)
 
 
 def progress_bar(fraction: float, width: int = 20) -> str:
@@ -121,6 +128,13 @@ class EtaClock:
         self.in_pass = (0, 0)                 # (requests done, requests) of the running pass, as last reported
         self.reported = self.started          # when
         self.pass_reports: list[tuple[float, int]] = []   # (when, requests done) of the running pass's last RECENT_S
+        self.pass_stages: list[str] = []      # the stage each of the running cell's passes reported ("timed pass", ...)
+        # finished cells whose timed passes took COUNTED_FROM_S or more: their counted passes' seconds, and their last
+        # timed passes' (a cell's passes to come are priced as its latest finished one: the counted pass against it)
+        self.counted_s = 0.0
+        self.counted_timed_s = 0.0
+        self.counted_last = False             # the running cell ends with a counted pass
+        self.last_cell_counted = False        # the latest finished cell did
 
     # ------------------------------------------------------------------------------------------- priced work
     def _priced_sum(self, predicted: list) -> float:
@@ -142,16 +156,23 @@ class EtaClock:
         self._record("begin_cell", [k])
         self.k, self.cell_started = k, self.clock()
         self.measure_started, self.pass_starts, self.in_pass, self.pass_reports = None, [], (0, 0), []
+        self.pass_stages = []
+        self.counted_last = self.last_cell_counted
         p = self.predicted[k] if k < len(self.predicted) else None
         self.own = p if _known(p) else None
 
-    def start_cell(self, predicted_time_s=None, passes: int | None = None) -> None:
-        """The running cell's own prediction (with its work file's chunk sizes) replaces the estimate."""
-        self._record("start_cell", [predicted_time_s if _known(predicted_time_s) else None, passes])
+    def start_cell(self, predicted_time_s=None, passes: int | None = None, counted: bool | None = None) -> None:
+        """The running cell's own prediction (with its work file's chunk sizes) replaces the estimate. ``passes``
+        counts every pass it reports (warm-up, timed, counted); ``counted``: its last pass is a counted pass (None: as
+        the latest finished cell's was -- events saved before the argument existed)."""
+        args = [predicted_time_s if _known(predicted_time_s) else None, passes]
+        self._record("start_cell", args if counted is None else [*args, bool(counted)])
         if passes is not None:
             self.passes = max(int(passes), 1)
         if self.k < 0:
             self.begin_cell(0)
+        if counted is not None:
+            self.counted_last = bool(counted)
         self.measure_started = self.clock()
         if _known(predicted_time_s):
             self.own = float(predicted_time_s) * self.passes
@@ -166,6 +187,7 @@ class EtaClock:
             if self.pass_starts and self.own is not None:     # the pass before this one finished
                 self._count_pass(now - self.pass_starts[-1], self.own / self.passes)
             self.pass_starts.append(now)
+            self.pass_stages.append(stage)
             self.pass_reports = []
         self.in_pass = (int(i), int(n))
         self.reported = now
@@ -184,11 +206,38 @@ class EtaClock:
                 self._count_pass(now - self.pass_starts[-1], max(self.own * (1 - counted / self.passes), 0.0))
             else:                         # no report from the worker: the whole cell at once
                 self._count_pass(measured, self.own)
+        self._count_counted_pass(now)
         self.cell_times.append(measured)
         self.overheads.append(max(now - self.cell_started - measured, 0.0))
         self.walls.append((now - self.cell_started, self.own))
         self.k, self.measure_started, self.own, self.pass_starts, self.in_pass = k, None, None, [], (0, 0)
-        self.pass_reports = []
+        self.pass_reports, self.pass_stages = [], []
+
+    def _count_counted_pass(self, now: float) -> None:
+        """At a cell's end: its counted pass (to the cell's end: closing the log and reading it are its cost too)
+        against its last timed pass, if its timed passes took COUNTED_FROM_S or more on average. Against the last, not
+        their mean: the running cell's passes left are priced as its latest finished one (on the saved cris runs, the
+        mean moved the last seconds' worst ratio of a run at load 3.4 from 2.11x to 2.13x; the last, none for the worse)."""
+        stages, starts = self.pass_stages, self.pass_starts
+        self.last_cell_counted = bool(stages) and stages[-1] == COUNTED_STAGE
+        if not self.last_cell_counted:
+            return
+        ends = [*starts[1:], now]
+        timed = [end - start for stage, start, end in zip(stages, starts, ends) if stage == TIMED_STAGE]
+        if timed and statistics.fmean(timed) >= COUNTED_FROM_S:
+            self.counted_s += now - starts[-1]
+            self.counted_timed_s += timed[-1]
+
+    @property
+    def counted_ratio(self) -> float:
+        """A counted pass's seconds over a timed pass's of the same cell, over the finished cells whose timed passes
+        took COUNTED_FROM_S or more, weighted by their time; 1 (a timed pass's price) before any. Issue 22: the long
+        cell of configs/cris.yaml x0.8 took 84 s for its counted pass against 48 s for its last timed pass in a run whose
+        load changed, priced as a timed pass; in two runs at a steadier load the same pass took 1.00x and 1.04x its timed
+        ones (docs/eta.md), so the ratio is measured, never assumed."""
+        if self.counted_timed_s <= 0:
+            return 1.0
+        return min(max(self.counted_s / self.counted_timed_s, 0.5), 5.0)
 
     def _count_pass(self, measured: float, predicted: float) -> None:
         self.measured_s += measured
@@ -275,11 +324,17 @@ class EtaClock:
             return self.pass_starts[0] - self.cell_started if self.pass_starts else 0.0
         return statistics.median(extra) if len(extra) >= 3 else min(extra)   # one cell's own model error is no rule
 
+    def _pass_units(self) -> float:
+        """The running cell's passes in timed passes: its counted pass counts as ``counted_ratio`` of one."""
+        return self.passes + (self.counted_ratio - 1 if self.counted_last else 0.0)
+
     def _per_pass_guess(self, ratio: float) -> float | None:
-        """A pass of the running cell before any of it is measured: the model's (corrected), else the median cell's."""
+        """A timed pass of the running cell before any of it is measured: the model's (corrected), else the median
+        cell's -- a whole cell's share that its counted pass leaves to one timed pass (the sweep's ratio already holds
+        what the finished counted passes cost beyond the model's price)."""
         if self.own is not None:
-            return self.own * ratio / self.passes
-        return statistics.median(self.cell_times) / self.passes if self.cell_times else None
+            return self.own * ratio / self._pass_units()
+        return statistics.median(self.cell_times) / self._pass_units() if self.cell_times else None
 
     def _cell_left(self, now: float, ratio: float) -> tuple[float | None, float, bool]:
         """(seconds left in the running cell, None if unknown; seconds it has measured; past its estimate)."""
@@ -290,9 +345,10 @@ class EtaClock:
             guess = self._per_pass_guess(ratio)
             if guess is None:
                 return None, in_cell, False
+            whole = guess * self._pass_units()
             if self.measure_started is None:                  # not measuring yet: all of it is left
-                return guess * self.passes, 0.0, False
-            left = guess * self.passes - in_cell
+                return whole, 0.0, False
+            left = whole - in_cell
             return (left, in_cell, False) if left > 0 else (None, in_cell, True)
         m = len(starts) - 1                                   # passes finished in this cell
         in_pass = now - starts[-1]
@@ -301,7 +357,10 @@ class EtaClock:
         # jobs started: passes of 40, 56, 88 and 81 s) is better told by its latest
         last_pass = starts[-1] - starts[-2] if m else None
         guess = last_pass if last_pass is not None else self._per_pass_guess(ratio)
-        this: float | None = guess
+        in_counted = bool(self.pass_stages) and self.pass_stages[-1] == COUNTED_STAGE
+        # the counted pass to come, at what this run's finished counted passes cost against their timed ones
+        counted_ahead = self.counted_last and not in_counted and self.passes - m - 1 >= 1
+        this: float | None = guess * self.counted_ratio if guess is not None and in_counted else guess
         per_pass = guess
         pace = self._recent_pace()
         measured = self.reported - starts[-1]
@@ -322,7 +381,7 @@ class EtaClock:
             per_pass = n * later_pace if guess is None else guess + (n * later_pace - guess) * min(i / n, 1.0)
         if this is None or per_pass is None:
             return None, in_cell, False
-        later = per_pass * max(self.passes - m - 1, 0)
+        later = per_pass * (max(self.passes - m - 1, 0) + (self.counted_ratio - 1 if counted_ahead else 0.0))
         if this <= in_pass and later <= 0:
             return None, in_cell, True
         return max(this - in_pass, 0.0) + later, in_cell, False

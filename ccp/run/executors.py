@@ -126,8 +126,10 @@ class LocalExecutor(Executor):
                     yield cell, failed_row(cell, f"work file: {one_line(exc)}")
                     continue
                 predicted, job = predicted_columns(job, ctx.calibration, ctx.echo)
-                # a warm local cell's warm-up pass reports as a pass too (request 0 starts one)
-                eta_clock.start_cell(predicted.get("predicted_time_s"), ctx.passes + warms_up(job))
+                # every pass reports (request 0 starts one): a warm local cell's warm-up too, a counted pass only where
+                # the job has one (not --quick, not S3)
+                eta_clock.start_cell(predicted.get("predicted_time_s"), job.repeats + job.counted_pass + warms_up(job),
+                                     job.counted_pass)
                 row = self.measure(job, ctx, line.progress)
                 line.done()
                 if tty:

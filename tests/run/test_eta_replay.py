@@ -87,3 +87,26 @@ def test_a_pace_change_stretches_the_run_after_it_and_nothing_before(tmp_path):
     last = [ev for ev in slower if ev["call"] == "cell_done"][-1]
     assert last["args"][1] == pytest.approx(2 * 24.0 * 2 - (end / 2 - (end - 48.0)), abs=1e-3)
     assert eta_accuracy.paced(saved, 0.5, 1.0) == saved
+
+
+def test_passes_lists_each_long_cells_passes_and_its_counted_pass_against_its_timed_ones(tmp_path, capsys):
+    """--passes: a cell's passes from its reports (request 0 starts one; its last runs to cell_done); a cell whose
+    passes took under a second on average is left out."""
+    events = [{"t": 0.0, "call": "__init__", "args": [[0.1, 40.0], 4]}]
+    t = 0.0
+    for k, (timed_s, counted_s) in enumerate([(0.02, 0.3), (10.0, 17.0)]):
+        events += [{"t": t, "call": "begin_cell", "args": [k]}, {"t": t, "call": "start_cell", "args": [timed_s, 4]}]
+        for stage, seconds in [("timed pass", timed_s)] * 3 + [("counted pass", counted_s)]:
+            events.append({"t": t, "call": "progress", "args": [stage, 0, 100]})
+            t += seconds
+        events.append({"t": t, "call": "cell_done", "args": [k, 3 * timed_s + counted_s]})
+    assert [(k, [round(s, 6) for _, s in p]) for k, p in eta_accuracy.cell_passes(events)] == [
+        (0, [0.02, 0.02, 0.02, 0.3]), (1, [10.0, 10.0, 10.0, 17.0])]
+    assert eta_accuracy.passes_text(events) == [
+        "cell 1: timed pass 10.0 s, timed pass 10.0 s, timed pass 10.0 s, counted pass 17.0 s; counted / last timed "
+        "1.70x, / mean timed 1.70x"]
+    assert eta_accuracy.passes_text(events, 0.0)[0].startswith("cell 0: timed pass 0.0 s")
+    saved = tmp_path / "events.jsonl"
+    saved.write_text("".join(json.dumps(ev) + "\n" for ev in events))
+    assert eta_accuracy.main(["--replay", str(saved), "--passes"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith("cell 1: timed pass 10.0 s")
