@@ -52,7 +52,7 @@ def read_pass(job, starts, counts, *, counted: bool, log_path=None, progress=Non
               hyperslabs=None):
     import h5py
 
-    from ccp.measurement.passes import PassTiming, spin_to_next_us, target, timed_close
+    from ccp.measurement.passes import PassTiming, part_end, part_start, spin_to_next_us, target, timed_close
     from ccp.measurement.remote import open_for_read
 
     clock = time.monotonic_ns if counted else time.perf_counter_ns
@@ -64,7 +64,7 @@ def read_pass(job, starts, counts, *, counted: bool, log_path=None, progress=Non
     fid = open_for_read(job, file, _fapl(job.cell.cache, log_path if counted else None))   # + the cell's page buffer
     try:
         f = h5py.File(fid)
-        cpu0 = time.process_time_ns()      # the timed part's CPU time starts here (PassTiming.cpu_ns)
+        cpu0 = part_start()      # the timed part's CPU time starts here (PassTiming.cpu_ns)
         t0 = clock()
         ds = f[dataset_path]
         t1 = clock()
@@ -87,10 +87,10 @@ def read_pass(job, starts, counts, *, counted: bool, log_path=None, progress=Non
                 req = req[:i + 1]
                 break
         close_ns = timed_close(ds.id, clock, counted, t1, windows)
-        cpu_ns = time.process_time_ns() - cpu0
+        cpu_ns, run_delay_ns, span_ns = part_end(cpu0)
     finally:
         fid.close()
-    return PassTiming(open_ns, req, close_ns, windows, effective, cpu_ns=cpu_ns)
+    return PassTiming(open_ns, req, close_ns, windows, effective, cpu_ns=cpu_ns, run_delay_ns=run_delay_ns, span_ns=span_ns)
 
 
 def write_pass(job, data, starts, counts, out_file, *, counted: bool, log_path=None, progress=None, src_log=None,
@@ -98,7 +98,7 @@ def write_pass(job, data, starts, counts, out_file, *, counted: bool, log_path=N
     import h5py
     from h5py import h5f
 
-    from ccp.measurement.passes import PassTiming, create_timed, spin_to_next_us, target, timed_close
+    from ccp.measurement.passes import PassTiming, create_timed, part_end, spin_to_next_us, target, timed_close
     from ccp.measurement.remote import file_fcpl
 
     clock = time.monotonic_ns if counted else time.perf_counter_ns
@@ -148,9 +148,9 @@ def write_pass(job, data, starts, counts, out_file, *, counted: bool, log_path=N
                 break
         storage = ds.id.get_storage_size()
         close_ns = timed_close(ds.id, clock, counted, t1, windows)
-        cpu_ns = time.process_time_ns() - cpu0
+        cpu_ns, run_delay_ns, span_ns = part_end(cpu0)
     finally:
         fid.close()
         if src_fid is not None:
             src_fid.close()
-    return PassTiming(open_ns, req, close_ns, windows, effective, cpu_ns=cpu_ns), storage
+    return PassTiming(open_ns, req, close_ns, windows, effective, cpu_ns=cpu_ns, run_delay_ns=run_delay_ns, span_ns=span_ns), storage

@@ -330,7 +330,7 @@ def read_pass(job, starts, counts, *, counted: bool, log_path=None, progress=Non
     (open and close timed by the Python clock as there; the requests by the loop's C clock)."""
 
     from ccp.measurement import iolog
-    from ccp.measurement.passes import PassTiming, open_timed, target, timed_close
+    from ccp.measurement.passes import PassTiming, open_timed, part_end, target, timed_close
     from ccp.measurement.remote import open_for_read
 
     clock = time.monotonic_ns if counted else time.perf_counter_ns
@@ -349,10 +349,10 @@ def read_pass(job, starts, counts, *, counted: bool, log_path=None, progress=Non
                             deadline_ns=deadline_ns, progress=progress, hyperslabs=hyperslabs)
         windows.extend(loop.windows)
         close_ns = timed_close(ds, clock, counted, loop.last_ns, windows)
-        cpu_ns = time.process_time_ns() - cpu0
+        cpu_ns, run_delay_ns, span_ns = part_end(cpu0)
     finally:
         fid.close()
-    return PassTiming(open_ns, loop.request_ns, close_ns, windows, effective, cpu_ns=cpu_ns)
+    return PassTiming(open_ns, loop.request_ns, close_ns, windows, effective, cpu_ns=cpu_ns, run_delay_ns=run_delay_ns, span_ns=span_ns)
 
 
 def write_pass(job, data, starts, counts, out_file, *, counted: bool, log_path=None, progress=None, src_log=None,
@@ -362,7 +362,7 @@ def write_pass(job, data, starts, counts, out_file, *, counted: bool, log_path=N
 
     from ccp.hdf5 import plists
     from ccp.measurement import iolog
-    from ccp.measurement.passes import PassTiming, create_timed, target, timed_close
+    from ccp.measurement.passes import PassTiming, create_timed, part_end, target, timed_close
     from ccp.measurement.remote import file_fcpl
 
     clock = time.monotonic_ns if counted else time.perf_counter_ns
@@ -391,11 +391,11 @@ def write_pass(job, data, starts, counts, out_file, *, counted: bool, log_path=N
         windows.extend(loop.windows)
         storage = ds.get_storage_size()
         close_ns = timed_close(ds, clock, counted, loop.last_ns, windows)   # flushes the chunk cache
-        cpu_ns = time.process_time_ns() - cpu0
+        cpu_ns, run_delay_ns, span_ns = part_end(cpu0)
     finally:
         fid.close()
         if src is not None:           # a copy cell's source, open since before the try
             src.close()
         if src_fid is not None:
             src_fid.close()
-    return PassTiming(open_ns, loop.request_ns, close_ns, windows, effective, cpu_ns=cpu_ns), storage
+    return PassTiming(open_ns, loop.request_ns, close_ns, windows, effective, cpu_ns=cpu_ns, run_delay_ns=run_delay_ns, span_ns=span_ns), storage

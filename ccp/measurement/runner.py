@@ -32,6 +32,7 @@ from ccp.measurement.passes import (
     buffers,
     create_timed,
     open_timed,
+    part_end,
     selections,
     spin_to_next_us,
     target,
@@ -105,10 +106,10 @@ def read_pass(job: CellJob, starts, counts, *, counted: bool, log_path: Path | N
                 req = req[:i + 1]
                 break
         close_ns = timed_close(ds, clock, counted, t1, windows)
-        cpu_ns = time.process_time_ns() - cpu0
+        cpu_ns, run_delay_ns, span_ns = part_end(cpu0)
     finally:
         fid.close()
-    return PassTiming(open_ns, req, close_ns, windows, effective, cpu_ns=cpu_ns)
+    return PassTiming(open_ns, req, close_ns, windows, effective, cpu_ns=cpu_ns, run_delay_ns=run_delay_ns, span_ns=span_ns)
 
 
 def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, counted: bool, log_path: Path | None,
@@ -185,13 +186,13 @@ def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, counted: b
                 break
         storage = ds.get_storage_size()
         close_ns = timed_close(ds, clock, counted, t1, windows)   # flushes the chunk cache: the last request
-        cpu_ns = time.process_time_ns() - cpu0
+        cpu_ns, run_delay_ns, span_ns = part_end(cpu0)
     finally:
         fid.close()
         if copying:
             src.close()
             src_fid.close()
-    return PassTiming(open_ns, req, close_ns, windows, effective, cpu_ns=cpu_ns), storage
+    return PassTiming(open_ns, req, close_ns, windows, effective, cpu_ns=cpu_ns, run_delay_ns=run_delay_ns, span_ns=span_ns), storage
 
 
 def _request_rows(cell_id: str, pass_no: int, timing: PassTiming, starts) -> dict:
@@ -428,7 +429,10 @@ def request_table(cell_id: str, timings: list[PassTiming], counted: CountedPass 
         part["pass_cpu_s"] = [m.cpu_s] + [np.nan] * (rows - 1)
         part["pass_load"] = [m.load] + [np.nan] * (rows - 1)
     for part, t in zip(parts, timings):
-        part["timed_cpu_s"] = [t.cpu_ns / 1e9 if t.cpu_ns is not None else np.nan] + [np.nan] * (len(part["phase"]) - 1)
+        pad = [np.nan] * (len(part["phase"]) - 1)
+        part["timed_cpu_s"] = [t.cpu_ns / 1e9 if t.cpu_ns is not None else np.nan] + pad
+        part["timed_run_delay_s"] = [t.run_delay_ns / 1e9 if t.run_delay_ns is not None else np.nan] + pad
+        part["timed_wall_s"] = [t.span_ns / 1e9 if t.span_ns is not None else np.nan] + pad
     for part, t in zip(parts, timings):
         if t.http is not None:         # an S3 pass: the open's GETs, each request's, none at the close
             for k, v in request_columns(t.http).items():
@@ -441,7 +445,7 @@ def request_table(cell_id: str, timings: list[PassTiming], counted: CountedPass 
         req_df = pd.concat([req_df, tr], ignore_index=True)
     req_df.insert(0, "schema_version", SCHEMA_VERSION)
     for k in REQUEST_COLUMNS[7:]:       # I/O counts: only the counted pass has them; same dtype in every part
-        kind = "Float64" if k in ("http_wait_s", "timed_cpu_s") or k.startswith("pass_") else "Int64"
+        kind = "Float64" if k in ("http_wait_s", "timed_cpu_s", "timed_run_delay_s", "timed_wall_s") or k.startswith("pass_") else "Int64"
         req_df[k] = req_df[k].astype(kind) if k in req_df else pd.array([pd.NA] * len(req_df), dtype=kind)
     return req_df[REQUEST_COLUMNS]
 

@@ -67,18 +67,19 @@ def compare_command(run_a, run_b, html_out, fail_above, threshold, remeasure):
     Then the CPU time per pass against the wall time: the same work, every pass of B above
     every pass of A in CPU time, beyond its bar, while the wall time ties, overlaps or calls
     B faster (A measured under competitors keeps its wall time up): B is "slower" when A's
-    passes got under 0.7 of B's share of a CPU and B's CPU time per pass is 2.25x A's or
+    passes got under 0.7 of B's share of a CPU and B's CPU time per pass is 3x A's or
     more (what competitors the share does not show can cost), else undecided; never a
     tie, "not apart", faster or a pass. The mirror (A's CPU time beyond B's) is B faster
     when B's share was the cut one, else the wall time's verdict stands. A tie, "not apart"
     or a small "faster" over an A whose passes got under 0.7 of B's share of a CPU is
     undecided, counted by a gate beyond the shares' ratio: A's competitors keep its wall and
     CPU time up and can hide a slowdown of B's as large.
-    The load EXCUSES a slowdown ("the machine's") only with the CPU time within its bar and
-    either both loads known, the slower side's load per CPU really higher (by 0.5 and 25%)
-    and the ratio within 1.5 x its max(1, load/CPU) over the faster's, or the slower side's
-    passes got a 1.25x smaller share of a CPU with more processes than CPUs (load per CPU 1
-    or more) and the ratio within 1.5 x the shares' ratio. Anything else
+    The load EXCUSES a slowdown ("the machine's") only with the CPU time within its bar and:
+    where both runs recorded each pass's wait for a CPU (runnable, not running), the slower
+    side's passes less that wait within the threshold of the faster's less theirs (a sleep
+    or a lock is no CPU wait); else both loads known, the slower side's load per CPU really
+    higher (by 0.5 and 25%) and the ratio within 1.5 x its max(1, load/CPU) over the
+    faster's. Anything else
     beyond --threshold is undecided, never a tie, never the machine's. --remeasure measures
     such cells again here, A and B alternating.
     Exit status: 0; with --fail-above, 1 when a cell regressed by more than RATIO, else 3

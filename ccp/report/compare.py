@@ -430,7 +430,8 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
                    + (f"; in {n.get('overlap', 0)} the medians differ but the work is the same and the passes are "
                       "not apart: no difference shown" if n.get("overlap", 0) else "")
                    + (f"; in {n.get('noise', 0)} the time differs but the work is the same and the slower side's "
-                      f"higher load explains it: the difference is the machine's ({machine_line(j)})"
+                      "wait for a CPU (recorded per pass), or its really higher load, explains it: the difference is "
+                      f"the machine's ({machine_line(j)})"
                       if n.get("noise", 0) else "")
                    + (f"; undecided in {n.get('undecided', 0)}: the rule cannot clear them (too few passes, "
                       f"{passes_needed()} a side can decide, or see why)" if n.get("undecided", 0) else "")
@@ -456,7 +457,7 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
                      + "; ".join(regressions) if regressions else
                      f"pass: no cell slower in B by more than {fail_above:g}x by the rule (a time difference the "
                      "rule does not show real never fails: within the threshold, passes not apart with the work the "
-                     "same, or the machine's by a really higher load)"
+                     "same, or the machine's: a wait for a CPU or a really higher load)"
                      + (" among the cells compared" if absent else "") if not undecided else
                      f"undecided: {len(undecided)} cell(s) slower in B by more than {fail_above:g}x (or without a "
                      "usable time) that the rule cannot clear (exit 3; measure both runs with more passes, on a quiet "

@@ -12,7 +12,9 @@ from ccp.report.sample import Sample
 CONTENTION_SLOWDOWN = 1.5      # how much more than load / CPUs a contended pass may be slowed (shared caches, SMT)
 # what competitors may raise a pass's own CPU time by: 1.57x under three busy loops (breaker10 B1), 1.9-1.94x under
 # one memory-bound process whose CPU share showed nothing (breaker11); the CPU time alone decides only beyond it
-COMPETITORS_CPU = CONTENTION_SLOWDOWN * CONTENTION_SLOWDOWN
+# and 2.28-2.51x with no competitor's share cut to show it, every pass apart, on this shared VM (breaker12 D1; the
+# run-delay runs' Q1 -> Q3, tests/report/data/run_delay_passes.json): a per-instruction slowdown no share shows
+COMPETITORS_CPU = 3.0
 LOAD_MARGIN = 0.5              # "more load" is at least this much more load per CPU ...
 LOAD_RATIO = 1.25              # ... and this many times it (equal loads, as --remeasure has, never are)
 CROWDED_MARGIN = 0.25          # ... or whose load per CPU was this much higher (above 1)
@@ -95,27 +97,34 @@ def load_explains(fast: Sample, slow: Sample, ratio: float) -> str:
     return f"the slower side was measured under more load, which explains up to {room:.3g}x: the machine's"
 
 
-def share_explains(fast: Sample, slow: Sample, ratio: float) -> str:
-    """Why the slower side's CPU share can make its passes ``ratio`` times ``fast``'s, or "": its passes got a really
-    smaller share of a CPU (by LOAD_RATIO: both recorded, the same kind of wait) while the run queue held more processes
-    than CPUs (its load per CPU 1 or more: competitors, not waits, took the rest), and the ratio within
-    CONTENTION_SLOWDOWN x the shares' ratio. The share is measured on the passes themselves, where the 1-minute load
-    average lags: two runs of identical work at loads 2.4 and 4.0 got 0.98 and 0.27 of a CPU (breaker12: 38 cells of 90
-    identical compares undecided for want of it). The caller has found the CPU time per pass within its bar: the
-    same work, waiting for a CPU. Never for cells that wait on GETs (S3): the waits cut their share. A change that makes B wait without using a CPU (a sleep, a lock) looks the same on
-    a busy machine: --remeasure, A and B alternating, or a quiet machine tells them apart."""
-    f, s = fast.cpu_share, slow.cpu_share
-    if not (np.isfinite(f) and np.isfinite(s) and 0 < s and s * LOAD_RATIO <= f <= 2 and fast.path == slow.path) \
-            or waits_on_gets(fast) or waits_on_gets(slow):
-        return ""       # a GET's wait cuts the share too: rule (2) and the wall time judge those
-    per_cpu = share_per_cpu(slow)
-    if not (np.isfinite(per_cpu) and per_cpu >= 1.0):
+def run_queue_explains(fast: Sample, slow: Sample, threshold: float) -> str:
+    """Why the slower side's passes are slower, by what each timed part recorded of its wait for a CPU (its run delay,
+    schema 7), or "": both sides recorded it for every pass, neither waits on GETs, and the slower side's timed parts
+    (wall time over their whole span) less that wait are within ``threshold`` of the faster's less theirs: the rest of the difference is time runnable but
+    not running, the competitors' (the caller has found the CPU time per pass within its bar). The share of a CPU
+    cannot say this: a sleep, a lock or I/O cut it as competitors do (breaker13 E1: a 50 ms sleep a pass, 2.5-5.7x,
+    passed as the machine's by the share), while the run delay counts the CPU's wait alone."""
+    if not records_run_delay(fast, slow) or waits_on_gets(fast) or waits_on_gets(slow) or fast.path != slow.path:
         return ""
-    room = CONTENTION_SLOWDOWN * f / s
-    if ratio > room:
+    # each timed part's wall time less its wait for a CPU, both over the part's whole span (its requests' times leave
+    # out the loop between them: in a few-ms pass its run delay exceeded their sum)
+    own_f = float(np.median(np.maximum(fast.span - fast.run_delay, 0.0)))
+    own_s = float(np.median(np.maximum(slow.span - slow.run_delay, 0.0)))
+    if own_f <= 0 or own_s / own_f >= threshold:
         return ""
-    return (f"the slower side's passes got {s:.2f} of a CPU, the faster's {f:.2f}, with more processes than CPUs (load "
-            f"{load_text(slow)}), which explains up to {room:.3g}x: the machine's")
+    df, ds = float(np.median(fast.run_delay)), float(np.median(slow.run_delay))
+    return (f"the slower side's passes waited {_ms(ds)} a pass for a CPU (runnable, not running), the faster's "
+            f"{_ms(df)}; less that wait they are {own_s / own_f:.3g}x the faster's: the machine's")
+
+
+def records_run_delay(fast: Sample, slow: Sample) -> bool:
+    """Both sides recorded every timed part's wait for a CPU (schema 7): that, not the load average, says how much of
+    a slowdown was the machine's."""
+    return all(len(s.run_delay) == len(s.span) == len(s.passes) > 0 for s in (fast, slow))
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g} ms"
 
 
 def why_no_excuse(fast: Sample, slow: Sample, ratio: float) -> str:

@@ -50,14 +50,16 @@ def machine_of(c) -> dict:
 
 def _pass_machine(run_dir: Path, ids: list) -> dict:
     """cell_id -> (each timed pass's CPU seconds, its 1-minute load, its whole wall seconds, whether the CPU seconds
-    are the timed part's alone), from requests.parquet's pass rows: timed_cpu_s where the run recorded it (schema 5),
-    else the whole pass's pass_cpu_s (schema 4); {} before."""
+    are the timed part's alone, each timed part's run delay or none), from requests.parquet's pass rows: timed_cpu_s
+    where the run recorded it (schema 5), else the whole pass's pass_cpu_s (schema 4); {} before; the run delay
+    (timed_run_delay_s) where every pass recorded it (schema 7)."""
     from ccp.errors import CcpError
     from ccp.report.data import load_parts
 
     base = ["cell_id", "pass", "phase", "pass_cpu_s", "pass_load", "pass_wall_s"]
     df = None
-    for columns in ([*base, "timed_cpu_s"], base):     # a schema-4 run has no timed_cpu_s: read without it
+    # a schema-4 run has no timed_cpu_s, one before 7 no timed_run_delay_s: read without them
+    for columns in ([*base, "timed_cpu_s", "timed_run_delay_s", "timed_wall_s"], [*base, "timed_cpu_s"], base):
         try:
             df = load_parts(Path(run_dir) / "requests.parquet", columns, ids, [("pass", ">=", 0), ("phase", "==", "open")])
             break
@@ -70,9 +72,14 @@ def _pass_machine(run_dir: Path, ids: list) -> dict:
     for cid, g in df.groupby("cell_id", sort=False):
         timed = pd.to_numeric(g["timed_cpu_s"], errors="coerce").to_numpy(float) if "timed_cpu_s" in g else np.zeros(0)
         own = len(timed) > 0 and bool(np.isfinite(timed).all())    # every pass's timed part recorded
+        # (run delay, wall) of each timed part, where every pass recorded both (schema 7)
+        delay, span = (pd.to_numeric(g[k], errors="coerce").to_numpy(float) if k in g else np.zeros(0)
+                       for k in ("timed_run_delay_s", "timed_wall_s"))
+        both = own and len(delay) and bool(np.isfinite(delay).all() and np.isfinite(span).all())
         out[cid] = (timed if own else g["pass_cpu_s"].to_numpy(float),
                     pd.to_numeric(g["pass_load"], errors="coerce").to_numpy(float),
-                    pd.to_numeric(g["pass_wall_s"], errors="coerce").to_numpy(float), own)
+                    pd.to_numeric(g["pass_wall_s"], errors="coerce").to_numpy(float), own,
+                    np.stack([delay, span]) if both else np.zeros((2, 0)))
     return out
 
 
@@ -118,7 +125,8 @@ def samples(run_dir: Path, cells: pd.DataFrame) -> dict[str, Sample]:
         cid = str(c["cell_id"])
         complete = str(c.get("status")) != "extrapolated"
         g = groups.get(cid)
-        cpu, loads, walls, timed_cpu = cpus.get(cid, (np.zeros(0), np.zeros(0), np.zeros(0), False))
+        cpu, loads, walls, timed_cpu, delays = cpus.get(cid, (np.zeros(0), np.zeros(0), np.zeros(0), False,
+                                                               np.zeros((2, 0))))
         m = {**machine_of(c), "cpu": cpu, "loopback": loopback and bool(s3[i])}
         if g is None or g.empty:
             out[cid] = Sample(float(c["time_s"]), _passes_from_cells(c), np.zeros(0), _num(c.get("requests")), complete,
@@ -134,6 +142,7 @@ def samples(run_dir: Path, cells: pd.DataFrame) -> dict[str, Sample]:
             # extrapolation it was the overhead's 13x (breaker9 G11): no witness for an extrapolated pass (the timed
             # part's CPU time, schema 5, still holds the open and close a scaled prefix would multiply)
             m["cpu"] = np.zeros(0)
+            delays = np.zeros((2, 0))
             if not len(passes):
                 passes = _passes_from_cells(c)
                 m["summary"] = True
@@ -148,6 +157,8 @@ def samples(run_dir: Path, cells: pd.DataFrame) -> dict[str, Sample]:
             m["cpu"] = np.zeros(0)
         elif len(loads) == len(passes) and _finite(c.get("cpus")) and float(c["cpus"]) >= 1:
             m["pass_busy"] = np.nan_to_num(loads, nan=0.0) > float(c["cpus"])
+        if len(m["cpu"]) == len(passes) and delays.shape[1] == len(passes):
+            m["run_delay"], m["span"] = delays
         if cid in waits and len(waits[cid]) == len(passes):
             m["wait"] = waits[cid]
         out[cid] = Sample(float(c["time_s"]), passes, r, _num(c.get("requests")), complete, firsts, **m)

@@ -35,12 +35,16 @@ class Sample:
     timed: float = float("nan")        # requests timed per pass (fewer than n_requests when extrapolated)
     pass_busy: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))   # each timed pass under load > CPUs
     summary: bool = False              # passes are the cells row's fastest / median / slowest, not every pass
+    run_delay: np.ndarray = field(default_factory=lambda: np.zeros(0))   # each timed part's seconds runnable but not
+    #                                    running (waiting for a CPU, schema 7): empty when not recorded
+    span: np.ndarray = field(default_factory=lambda: np.zeros(0))        # each timed part's wall seconds over the
+    #                                    same span (schema 7: its requests' times leave out the loop between them)
 
 
     #: the fields :meth:`to_record` keeps: what the verdict rule reads of a cell (the per-request times are the
     #: confidence interval's, not the rule's)
     RECORD_FIELDS = ("time_s", "passes", "n_requests", "complete", "cpu", "work", "contended", "load", "cpu_share",
-                     "cpus", "path", "timed", "pass_busy", "summary")
+                     "cpus", "path", "wait", "loopback", "timed", "pass_busy", "summary", "run_delay", "span")
 
     def to_record(self) -> dict:
         """The sample as plain JSON values (arrays as lists), for a fixture of recorded runs: the verdict rule judged
@@ -56,7 +60,8 @@ class Sample:
     def from_record(cls, d: dict) -> Sample:
         """The inverse of :meth:`to_record`."""
         kw: dict = {k: d[k] for k in cls.RECORD_FIELDS if k in d}
-        for k, kind in (("passes", float), ("cpu", float), ("pass_busy", bool)):
+        for k, kind in (("passes", float), ("cpu", float), ("wait", float), ("pass_busy", bool), ("run_delay", float),
+                        ("span", float)):
             kw[k] = np.asarray(kw.get(k, ()), kind)
         kw["work"] = tuple(tuple(x) for x in kw.get("work", ()))
         kw["path"] = tuple(kw.get("path", ()))

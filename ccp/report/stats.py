@@ -13,8 +13,8 @@ only when a difference is both significant and larger than a stated threshold.
   are estimates and never rule (1) evidence; (2) S3 cells with the same GETs whose GET wait grew while the CPU time
   did not: the endpoint or network is slower; (3) the same work: real when the passes (the unit of replication)
   differ and the CPU time per pass moved beyond its bar, every pass apart in it. The load may excuse a slowdown
-  ("noise", the machine's) only within what a really higher load per CPU, or a smaller share of a CPU with more
-  processes than CPUs, explains and with the CPU time within its bar; a slowdown the rule
+  ("noise", the machine's) only within what the passes' recorded wait for a CPU (schema 7), or else a really higher
+  load per CPU, explains and with the CPU time within its bar; a slowdown the rule
   cannot clear otherwise is "undecided" (too few passes, wall time apart alone, CPU moved without passes apart),
   never a tie and never the machine's (breaker9 G1-G7).
 The "cheapest change" rule that orders the report's, ``ccp advise``'s and ``ccp diagnose``'s cures is in
@@ -37,7 +37,8 @@ from ccp.report.competitors import (
     load_note,
     more_crowded,
     more_loaded,
-    share_explains,
+    records_run_delay,
+    run_queue_explains,
     share_note,
     why_no_excuse,
 )
@@ -63,12 +64,12 @@ RULE = ("a difference is real when (1) the slower side did materially more of so
         "alone when the slower side's share was cut (competitors evict a pass's caches too); the same work whose passes, enough of them, are not apart shows no difference, whatever the "
         "medians; with the same work, B's CPU time per pass beyond its bar in every pass while the wall time does not "
         "call B slower (the baseline's passes got a cut share of a CPU) is never a tie or faster: slower when A's "
-        "share was cut and B's CPU time is 2.25x A's or more, else undecided; in a comparison of two runs, a tie over an "
+        "share was cut and B's CPU time is 3x A's or more, else undecided; in a comparison of two runs, a tie over an "
         "A whose share was cut is undecided too (A's competitors keep its times up). The load excuses a slowdown "
-        "(noise: the machine's) only with the CPU time within its bar and either both loads known, the slower side's "
-        "per CPU really higher (by 0.5 and 25%) and the ratio within 1.5 x its max(1, load/CPU) over the faster's, or "
-        "the slower side's passes got a share of a CPU 1.25x smaller with more processes than CPUs (load per CPU 1 or "
-        "more) and the ratio within 1.5 x the shares' ratio. "
+        "(noise: the machine's) only with the CPU time within its bar and: where both runs recorded each pass's wait for a "
+        "CPU (runnable, not running), the slower side's passes less that wait within the threshold of the faster's less "
+        "theirs; else both loads known, the slower side's per CPU really higher (by 0.5 and 25%) and the ratio within "
+        "1.5 x its max(1, load/CPU) over the faster's. "
         "Anything else beyond the threshold is undecided (too few passes, passes apart in wall time only, CPU time "
         "moved without the passes apart, an extrapolated cell): never a tie, never the machine's")
 MATERIAL = 0.05                # a count that differs by less than this share of the smaller is the same work (G22)
@@ -511,17 +512,26 @@ def _by_passes(a: Sample, b: Sample, fast: Sample, slow: Sample, ratio: float, w
         return Verdict("undecided", ratio, p, f"{same}; passes apart ({fmt_p(p)}) but CPU time not recorded on both "
                        "sides: the load cannot be ruled out (ccp compare --remeasure "
                        f"{passes_needed(alpha)} decides, for local cells)" + load_note(a, b), basis=LOAD)
-    # judged on the slower side's quiet passes: its load (the busiest pass's) excuses nothing of them
-    excuse = "" if slow_quieted else (load_explains(fast, slow, max(ratio, 1 / ratio))
-                                      or share_explains(fast, slow, max(ratio, 1 / ratio)))
-    if excuse:
-        return Verdict("noise", ratio, p, f"{same}; CPU time per pass within {cpu_ratio:.3g}x; {excuse}" + load_note(a, b), basis=LOAD)
-    why_not = ("its quiet passes had no load to excuse them" if slow_quieted else
-               why_no_excuse(fast, slow, max(ratio, 1 / ratio)))
     # less CPU time on the slower side is waiting (competitors, I/O), not a small rise (breaker11 C6)
     # within 1.25x either way it is no more a fall than a rise (breaker12 D3: "fell (0.99x)" on identical work)
     moved = f"moved only {cpu_ratio:.3g}x" if cpu_ratio >= 1 / THRESHOLD else \
         f"fell ({cpu_ratio:.2g}x): the slower side waited, not worked"
+    # judged on the slower side's quiet passes: its load (the busiest pass's) excuses nothing of them. Where both runs
+    # recorded each pass's wait for a CPU (schema 7) that decides, not the 1-minute load average: a pass that slept or
+    # waited on a lock is no slower for the machine's load (breaker13 E4: the load excused a 6.41x sleep)
+    by_run_queue = records_run_delay(fast, slow)
+    if slow_quieted:
+        excuse = ""
+    elif by_run_queue:
+        excuse = run_queue_explains(fast, slow, threshold)
+    else:
+        excuse = load_explains(fast, slow, max(ratio, 1 / ratio))
+    if excuse:
+        return Verdict("noise", ratio, p, f"{same}; the CPU time per pass {moved}; {excuse}" + load_note(a, b), basis=LOAD)
+    why_not = ("its quiet passes had no load to excuse them" if slow_quieted else
+               "less the time they waited for a CPU (runnable, not running) its passes are still beyond the threshold: "
+               "they waited for something else (a sleep, a lock, I/O) or worked more" if by_run_queue else
+               why_no_excuse(fast, slow, max(ratio, 1 / ratio)))
     return Verdict("undecided", ratio, p, f"{same}; the passes are apart ({fmt_p(p)}) in wall time but the CPU time per "
                    f"pass {moved}, and {why_not}: "
                    "the rule cannot clear it (measure both again on a quiet machine)" + load_note(a, b), basis=LOAD)

@@ -30,9 +30,13 @@ SCHEMA_HISTORY = {
        "pass was the slowest in 34 of 48 cells): its rows in requests (pass -2, its machine state on its open row) and "
        "warmup_s in cells (its time as time_s is a timed pass's; empty for cold, S3 and --quick cells and in older "
        "runs); time_s and its spread never include it",
+    7: "adds timed_run_delay_s and timed_wall_s to requests (each timed pass's open row): how long the timed part's "
+       "thread was runnable but not running (waiting for a CPU: /proc/thread-self/schedstat), and its wall time, over "
+       "timed_cpu_s's span; wall less CPU less the delay is what a pass waited for besides a CPU (breaker13 E1: a sleep and competitors cut the share of a CPU "
+       "alike); empty in older runs and where the kernel does not say; cells.csv unchanged",
 }
-SCHEMA_VERSION = 6
-READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6)   # what the report and `ccp compare` read (older columns filled with defaults)
+SCHEMA_VERSION = 7
+READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6, 7)   # what the report and `ccp compare` read (older columns filled with defaults)
 FINISHED = ("ok", "extrapolated")   # statuses of a cell a rerun does not measure again
 FAILED_PREFIX = "failed: "          # the status of a cell that was not measured: "failed: REASON"
 
@@ -153,6 +157,9 @@ REQUEST_COLUMNS = [
     # to just after the timed close, the loop's work between requests included; not its setup): the verdict's
     # witness (ccp.report.run_samples)
     "timed_cpu_s",
+    # schema 7, on the same row: the seconds the timed part's thread was runnable but not running (a CPU's wait), and
+    # the timed part's wall seconds over the same span as timed_cpu_s (its requests' times leave out the loop between)
+    "timed_run_delay_s", "timed_wall_s",
 ]
 
 # Every file-level operation of the counted pass, in order.

@@ -58,8 +58,9 @@ AM1_B_MORE = _s(AM1_B.passes / MS, AM1_B.cpu / MS * 1.25, 0.56, load=3.3)
                                                      "1.5x) while its wall time is 0.696x: A's passes got 0.25 of a CPU, "
                                                      "B's 0.97: "),
     (AB5_1X32_A, AB5_1X32_B, 1.25, "undecided", LOAD, "A's passes got 0.25 of a CPU, B's 0.97"),
-    (AB5_4X32_A, AB5_4X32_B, 1.5, "slower", PASSES, "B's CPU time per pass 2.46x A's"),
-    (AB5_4X32_A, AB5_4X32_B, 1.25, "slower", PASSES, "while its wall time is 0.643x"),
+    # 2.46x is within the 3x identical work's CPU time rose with no share to show it (breaker12 D1: 2.51x)
+    (AB5_4X32_A, AB5_4X32_B, 1.5, "undecided", LOAD, "B's CPU time per pass 2.46x A's"),
+    (AB5_4X32_A, AB5_4X32_B, 1.25, "undecided", LOAD, "the CPU time alone decides only beyond 3x"),
     (AB5_GZIP_A, AB5_GZIP_B, 1.5, "undecided", LOAD, "B's CPU time per pass 1.58x A's"),
     (AB2_A, AB2_B, 1.5, "slower", PASSES, "B's CPU time per pass 3.53x A's"),
     (AB2_A, AB2_B, 1.25, "slower", PASSES, "A's passes got 0.16 of a CPU, B's 0.71"),

@@ -113,7 +113,7 @@ def test_compare_help_states_the_rule_and_the_exit_codes():
                    '"the endpoint/network is slower"', "An extrapolated cell's counts", "4 passes a side",
                    "The load EXCUSES a slowdown", "an 'undecided' line and exit 3",
                    "3 when a cell slower by more than RATIO is undecided", "The table is judged at RATIO too",
-                   "B's CPU time per pass is 2.25x A's or more", "never a tie, \"not apart\", faster or a pass"):
+                   "B's CPU time per pass is 3x A's or more", "never a tie, \"not apart\", faster or a pass"):
         assert phrase in text, phrase
 
 
