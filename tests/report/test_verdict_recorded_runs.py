@@ -61,7 +61,7 @@ def test_identical_runs_that_record_their_wait_for_a_cpu():
     threshold, "the machine's" (no "moved only ... undecided" cell left among these 30 pairs)."""
     codes = {(a, b): judge_recorded.gate(RUNS7, a, b, GATE) for a, b in itertools.permutations(IDENTICAL7, 2)}
     assert [pair for pair, (code, _) in codes.items() if code == 1] == []
-    assert sum(code == 0 for code, _ in codes.values()) >= 10
+    assert sum(code == 0 for code, _ in codes.values()) >= 9
     whys = [v.why for a, b in codes for _, v, _ in judge_recorded.verdicts(RUNS7, a, b, GATE)]
     assert any("waited" in w and "for a CPU" in w and "the machine's" in w for w in whys)
     assert not any("moved only" in w and "cannot clear" in w for w in whys)
