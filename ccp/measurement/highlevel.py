@@ -64,7 +64,7 @@ def read_pass(job, starts, counts, *, counted: bool, log_path=None, progress=Non
     fid = open_for_read(job, file, _fapl(job.cell.cache, log_path if counted else None))   # + the cell's page buffer
     try:
         f = h5py.File(fid)
-        cpu0 = part_start()      # the timed part's CPU time starts here (PassTiming.cpu_ns)
+        part0 = part_start()      # the timed part's CPU time starts here (PassTiming.cpu_ns)
         t0 = clock()
         ds = f[dataset_path]
         t1 = clock()
@@ -87,10 +87,10 @@ def read_pass(job, starts, counts, *, counted: bool, log_path=None, progress=Non
                 req = req[:i + 1]
                 break
         close_ns = timed_close(ds.id, clock, counted, t1, windows)
-        cpu_ns, run_delay_ns, span_ns = part_end(cpu0)
+        part = part_end(part0)
     finally:
         fid.close()
-    return PassTiming(open_ns, req, close_ns, windows, effective, cpu_ns=cpu_ns, run_delay_ns=run_delay_ns, span_ns=span_ns)
+    return PassTiming(open_ns, req, close_ns, windows, effective, **part)
 
 
 def write_pass(job, data, starts, counts, out_file, *, counted: bool, log_path=None, progress=None, src_log=None,
@@ -116,7 +116,7 @@ def write_pass(job, data, starts, counts, out_file, *, counted: bool, log_path=N
     fid = h5f.create(str(out_file).encode(), h5f.ACC_TRUNC, fapl=_fapl(cell.cache, log_path if counted else None),
                      fcpl=file_fcpl(job))
     try:
-        dsid, t0, t1, cpu0 = create_timed(fid, job, clock, cache_on_dataset=False)
+        dsid, t0, t1, part0 = create_timed(fid, job, clock, cache_on_dataset=False)
         ds = h5py.Dataset(dsid)
         open_ns = t1 - t0
         windows.append((t0, t1))
@@ -148,9 +148,9 @@ def write_pass(job, data, starts, counts, out_file, *, counted: bool, log_path=N
                 break
         storage = ds.id.get_storage_size()
         close_ns = timed_close(ds.id, clock, counted, t1, windows)
-        cpu_ns, run_delay_ns, span_ns = part_end(cpu0)
+        part = part_end(part0)
     finally:
         fid.close()
         if src_fid is not None:
             src_fid.close()
-    return PassTiming(open_ns, req, close_ns, windows, effective, cpu_ns=cpu_ns, run_delay_ns=run_delay_ns, span_ns=span_ns), storage
+    return PassTiming(open_ns, req, close_ns, windows, effective, **part), storage

@@ -341,7 +341,7 @@ def read_pass(job, starts, counts, *, counted: bool, log_path=None, progress=Non
     file, dataset_path = target(job)       # the user's own file: the object itself, links resolved
     fid = open_for_read(job, file, fapl)    # with the cell's page buffer, if any
     try:
-        ds, _, t0, t1, cpu0 = open_timed(fid, dataset_path, cache, clock)
+        ds, _, t0, t1, part0 = open_timed(fid, dataset_path, cache, clock)
         open_ns = t1 - t0
         windows.append((t0, t1))
         effective = ds.get_access_plist().get_chunk_cache()
@@ -349,10 +349,10 @@ def read_pass(job, starts, counts, *, counted: bool, log_path=None, progress=Non
                             deadline_ns=deadline_ns, progress=progress, hyperslabs=hyperslabs)
         windows.extend(loop.windows)
         close_ns = timed_close(ds, clock, counted, loop.last_ns, windows)
-        cpu_ns, run_delay_ns, span_ns = part_end(cpu0)
+        part = part_end(part0)
     finally:
         fid.close()
-    return PassTiming(open_ns, loop.request_ns, close_ns, windows, effective, cpu_ns=cpu_ns, run_delay_ns=run_delay_ns, span_ns=span_ns)
+    return PassTiming(open_ns, loop.request_ns, close_ns, windows, effective, **part)
 
 
 def write_pass(job, data, starts, counts, out_file, *, counted: bool, log_path=None, progress=None, src_log=None,
@@ -381,7 +381,7 @@ def write_pass(job, data, starts, counts, out_file, *, counted: bool, log_path=N
         src_space = src.get_space()
     fid = h5f.create(str(out_file).encode(), h5f.ACC_TRUNC, fapl=fapl, fcpl=file_fcpl(job))
     try:
-        ds, t0, t1, cpu0 = create_timed(fid, job, clock)
+        ds, t0, t1, part0 = create_timed(fid, job, clock)
         open_ns = t1 - t0
         windows.append((t0, t1))
         effective = ds.get_access_plist().get_chunk_cache()
@@ -391,11 +391,11 @@ def write_pass(job, data, starts, counts, out_file, *, counted: bool, log_path=N
         windows.extend(loop.windows)
         storage = ds.get_storage_size()
         close_ns = timed_close(ds, clock, counted, loop.last_ns, windows)   # flushes the chunk cache
-        cpu_ns, run_delay_ns, span_ns = part_end(cpu0)
+        part = part_end(part0)
     finally:
         fid.close()
         if src is not None:           # a copy cell's source, open since before the try
             src.close()
         if src_fid is not None:
             src_fid.close()
-    return PassTiming(open_ns, loop.request_ns, close_ns, windows, effective, cpu_ns=cpu_ns, run_delay_ns=run_delay_ns, span_ns=span_ns), storage
+    return PassTiming(open_ns, loop.request_ns, close_ns, windows, effective, **part), storage

@@ -11,7 +11,7 @@ import math
 import os
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
@@ -245,12 +245,21 @@ def part_start() -> PartStart:
     return PartStart(time.process_time_ns(), delay, wall)
 
 
-def part_end(start: PartStart) -> tuple[int, int | None, int]:
-    """(the timed part's CPU ns, its run delay ns or None, its wall ns) since ``start``."""
+class PartTimes(TypedDict):
+    """What a timed part measured, as :class:`PassTiming` takes it (``PassTiming(..., **part_end(part0))``)."""
+
+    cpu_ns: int
+    run_delay_ns: int | None
+    span_ns: int
+
+
+def part_end(start: PartStart) -> PartTimes:
+    """The timed part's CPU ns, its run delay ns (None: not known) and its wall ns since ``start``."""
     cpu = time.process_time_ns() - start.cpu_ns
     delay = run_delay_ns()
     wall = time.perf_counter_ns() - start.wall_ns
-    return cpu, (delay - start.run_delay_ns if delay is not None and start.run_delay_ns is not None else None), wall
+    return PartTimes(cpu_ns=cpu, span_ns=wall, run_delay_ns=(
+        delay - start.run_delay_ns if delay is not None and start.run_delay_ns is not None else None))
 
 
 def open_timed(fid, dataset_path: str, cache, clock):
@@ -259,11 +268,11 @@ def open_timed(fid, dataset_path: str, cache, clock):
     from h5py import h5d
 
     dapl = plists.cache_dapl(cache)
-    cpu0 = part_start()
+    part0 = part_start()
     t0 = clock()
     ds = h5d.open(fid, dataset_path.encode(), dapl)
     t1 = clock()
-    return ds, dapl, t0, t1, cpu0
+    return ds, dapl, t0, t1, part0
 
 
 def create_timed(fid, job: CellJob, clock, *, cache_on_dataset: bool = True):
@@ -281,8 +290,8 @@ def create_timed(fid, job: CellJob, clock, *, cache_on_dataset: bool = True):
     lcpl = h5p.create(h5p.LINK_CREATE)
     lcpl.set_create_intermediate_group(True)
     dapl = plists.cache_dapl(cell.cache) if cache_on_dataset else h5p.create(h5p.DATASET_ACCESS)
-    cpu0 = part_start()
+    part0 = part_start()
     t0 = clock()
     ds = h5d.create(fid, job.dataset_path.encode(), source.file_type(), space, dcpl=dcpl, lcpl=lcpl, dapl=dapl)
     t1 = clock()
-    return ds, t0, t1, cpu0
+    return ds, t0, t1, part0

@@ -86,7 +86,7 @@ def remote_read_pass(job, starts, counts, *, counted: bool, log_path=None, progr
     req = np.zeros(n, dtype=np.int64)
     dataset_path = job.dataset_path
     reopen = frozenset(int(r) for r in reopen_before)
-    cpu0 = part_start()        # the timed part's CPU time starts with the file open too
+    part0 = part_start()        # the timed part's CPU time starts with the file open too
     t_file = clock()
     fid = remote.open_file()            # a new fsspec file: its cache cold; counts the file open's GETs
     file_open_ns = clock() - t_file     # the file open is the user's too: inside the timed open phase
@@ -124,12 +124,12 @@ def remote_read_pass(job, starts, counts, *, counted: bool, log_path=None, progr
         fid.close()                      # the file's close is the user's too (a read-only close makes no GET)
         closed = True
         close_ns = clock() - t0
-        cpu_ns, run_delay_ns, span_ns = part_end(cpu0)
+        part = part_end(part0)
     finally:
         if not closed:
             fid.close()
         http = remote.end_pass()
-    return RemotePassTiming(open_ns, req, close_ns, [], effective, http, cpu_ns=cpu_ns, run_delay_ns=run_delay_ns, span_ns=span_ns, file_open_ns=file_open_ns)
+    return RemotePassTiming(open_ns, req, close_ns, [], effective, http, **part, file_open_ns=file_open_ns)
 
 
 def http_row_columns(timings, page_buffer_effective) -> tuple[dict, list[str]]:

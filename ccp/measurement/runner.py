@@ -77,7 +77,7 @@ def read_pass(job: CellJob, starts, counts, *, counted: bool, log_path: Path | N
     file, dataset_path = target(job)
     fid = open_for_read(job, file, fapl)         # with the cell's page buffer, if any
     try:
-        ds, dapl, t0, t1, cpu0 = open_timed(fid, dataset_path, cache, clock)
+        ds, dapl, t0, t1, part0 = open_timed(fid, dataset_path, cache, clock)
         open_ns = t1 - t0
         windows.append((t0, t1))
         effective = ds.get_access_plist().get_chunk_cache()
@@ -106,10 +106,10 @@ def read_pass(job: CellJob, starts, counts, *, counted: bool, log_path: Path | N
                 req = req[:i + 1]
                 break
         close_ns = timed_close(ds, clock, counted, t1, windows)
-        cpu_ns, run_delay_ns, span_ns = part_end(cpu0)
+        part = part_end(part0)
     finally:
         fid.close()
-    return PassTiming(open_ns, req, close_ns, windows, effective, cpu_ns=cpu_ns, run_delay_ns=run_delay_ns, span_ns=span_ns)
+    return PassTiming(open_ns, req, close_ns, windows, effective, **part)
 
 
 def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, counted: bool, log_path: Path | None,
@@ -145,7 +145,7 @@ def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, counted: b
         bufs = {c: np.empty(c, dtype=dtype) if dtype is not None else memory_buffer(c, mtype) for c in spaces}
     fid = h5f.create(str(out_file).encode(), h5f.ACC_TRUNC, fapl=fapl, fcpl=file_fcpl(job))   # the cell's file_space
     try:
-        ds, t0, t1, cpu0 = create_timed(fid, job, clock)
+        ds, t0, t1, part0 = create_timed(fid, job, clock)
         open_ns = t1 - t0
         windows.append((t0, t1))
         effective = ds.get_access_plist().get_chunk_cache()
@@ -186,13 +186,13 @@ def write_pass(job: CellJob, data, starts, counts, out_file: Path, *, counted: b
                 break
         storage = ds.get_storage_size()
         close_ns = timed_close(ds, clock, counted, t1, windows)   # flushes the chunk cache: the last request
-        cpu_ns, run_delay_ns, span_ns = part_end(cpu0)
+        part = part_end(part0)
     finally:
         fid.close()
         if copying:
             src.close()
             src_fid.close()
-    return PassTiming(open_ns, req, close_ns, windows, effective, cpu_ns=cpu_ns, run_delay_ns=run_delay_ns, span_ns=span_ns), storage
+    return PassTiming(open_ns, req, close_ns, windows, effective, **part), storage
 
 
 def _request_rows(cell_id: str, pass_no: int, timing: PassTiming, starts) -> dict:
@@ -445,7 +445,7 @@ def request_table(cell_id: str, timings: list[PassTiming], counted: CountedPass 
         req_df = pd.concat([req_df, tr], ignore_index=True)
     req_df.insert(0, "schema_version", SCHEMA_VERSION)
     for k in REQUEST_COLUMNS[7:]:       # I/O counts: only the counted pass has them; same dtype in every part
-        kind = "Float64" if k in ("http_wait_s", "timed_cpu_s", "timed_run_delay_s", "timed_wall_s") or k.startswith("pass_") else "Int64"
+        kind = "Float64" if k == "http_wait_s" or k.startswith(("timed_", "pass_")) else "Int64"
         req_df[k] = req_df[k].astype(kind) if k in req_df else pd.array([pd.NA] * len(req_df), dtype=kind)
     return req_df[REQUEST_COLUMNS]
 
