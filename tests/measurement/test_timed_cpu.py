@@ -96,6 +96,7 @@ def test_the_parts_clocks_nest_wall_outside_run_delay_outside_cpu(monkeypatch):
     monkeypatch.setattr(passes.time, "perf_counter_ns", lambda: reads.append("wall") or next(ticks))
     monkeypatch.setattr(passes.time, "process_time_ns", lambda: reads.append("cpu") or next(ticks))
     monkeypatch.setattr(passes, "run_delay_ns", lambda: reads.append("delay") or next(ticks))
-    cpu, delay, wall = passes.part_end(passes.part_start())
+    part = passes.part_end(passes.part_start())
+    cpu, delay, wall = part["cpu_ns"], part["run_delay_ns"], part["span_ns"]
     assert reads == ["wall", "delay", "cpu", "cpu", "delay", "wall"]
     assert cpu <= delay <= wall
