@@ -1,7 +1,7 @@
 """The verdict rule on runs a busy machine recorded: every ordered pair of identical runs, and named pairs (planted
 regressions), judged as ``ccp compare A B --fail-above RATIO`` judges them, from what each cell's passes recorded.
 
-    .venv/bin/python benchmarks/judge_recorded.py [FIXTURE] [--identical A,A2,...] [--pairs Ab1/Bq1,...]
+    .venv/bin/python benchmarks/judge_recorded.py [FIXTURE] [--identical A,A2,...] [--pairs Ab1/Bq1,...] [--drop pace]
     .venv/bin/python benchmarks/judge_recorded.py --extract FIXTURE RUN_DIR [RUN_DIR ...]
 
 FIXTURE (default tests/report/data/breaker12_passes.json) holds each run's cells as the rule reads them
@@ -20,6 +20,7 @@ import itertools
 import json
 import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,7 +49,8 @@ def extract(out: Path, run_dirs: list[Path]) -> None:
 def verdicts(runs: dict, a: str, b: str, fail_above: float):
     """(label, verdict, gate outcome) of every cell the two runs share, as ``ccp compare`` judges it."""
     for label in sorted(runs[a].keys() & runs[b].keys()):
-        sa, sb = Sample.from_record(runs[a][label]), Sample.from_record(runs[b][label])
+        # each run's cells as that run measured them: two runs, two origins (as ccp compare reads two run folders)
+        sa, sb = (replace(Sample.from_record(runs[k][label]), origin=k) for k in (a, b))
         v = judge(sa, sb, fail_above)
         v = crowded_baseline(sa, sb, v) or v
         yield label, v, gate_outcome(v, fail_above)
@@ -72,6 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fail-above", type=float, default=1.5)
     ap.add_argument("--reasons", action="store_true",
                     help="also tally why the identical pairs' undecided cells are undecided (numbers blanked)")
+    ap.add_argument("--drop", default="", metavar="FIELD,...",
+                    help="judge the cells as a run that did not record these Sample fields (e.g. pace: before "
+                         "schema 8)")
     ap.add_argument("--extract", nargs="+", type=Path, metavar=("FIXTURE", "RUN_DIR"),
                     help="write FIXTURE from run folders instead")
     args = ap.parse_args(argv)
@@ -81,6 +86,14 @@ def main(argv: list[str] | None = None) -> int:
         extract(args.extract[0], args.extract[1:])
         return 0
     runs = json.loads(args.fixture.read_text())
+    dropped = [f for f in args.drop.split(",") if f]
+    unknown = sorted(set(dropped) - set(Sample.RECORD_FIELDS))
+    if unknown:
+        ap.error(f"--drop: not a recorded field: {', '.join(unknown)} (one of {', '.join(Sample.RECORD_FIELDS)})")
+    for cells in runs.values():
+        for record in cells.values():
+            for f in dropped:
+                record.pop(f, None)
     names = [n for n in args.identical.split(",") if n]
     codes = {(a, b): gate(runs, a, b, args.fail_above) for a, b in itertools.permutations(names, 2)}
     tally = collections.Counter(code for code, _ in codes.values())

@@ -56,12 +56,14 @@ class PassTiming:
 @dataclass(frozen=True)
 class PassMachine:
     """The machine while one pass ran: its wall and process CPU seconds (the whole pass: setup, open, requests,
-    close), the 1-minute load average as it ended and the CPUs this process may run on."""
+    close), the 1-minute load average as it ended, the CPUs this process may run on and the machine's pace just
+    after it (:func:`pace_probe`; NaN: not measured)."""
 
     wall_s: float
     cpu_s: float
     load: float
     cpus: int
+    pace_s: float = math.nan
 
     @property
     def cpu_ratio(self) -> float:
@@ -93,7 +95,30 @@ class MachineClock:
 
     def stop(self) -> PassMachine:
         wall, cpu = time.perf_counter_ns() - self.wall_ns, time.process_time_ns() - self.cpu_ns
-        return PassMachine(wall / 1e9, cpu / 1e9, load_now(), cpus_available())
+        return PassMachine(wall / 1e9, cpu / 1e9, load_now(), cpus_available(), pace_probe())
+
+
+# The machine's pace for memory-bound work, timed just after each pass: the thread CPU time of one copy of PACE_BYTES
+# from one array to another, the same two arrays after every pass. A process streaming through memory raises the CPU
+# time of the same work without cutting its share of a CPU or making it wait for one: a 2-request pass's 2.35-3.85x,
+# every pass apart, under one memory-bound competitor (benchmarks/noisy_compare.py F): what a small pass finds in the
+# CPU's last-level cache from the one before (the file's pages, HDF5's buffers) the competitor evicts in between. No
+# share, load or run delay shows that; this copy does, as the arrays it left in that cache after the pass before are
+# there or are not (copied again at once they are, whatever the competitors: 1.05x under it).
+PACE_BYTES = 4 << 20
+_pace: list[np.ndarray] = []
+
+
+def pace_probe() -> float:
+    """Seconds of this thread's CPU time one copy of PACE_BYTES took (the arrays made and touched on the first call,
+    kept for the worker's life)."""
+    if not _pace:
+        src = np.ones(PACE_BYTES // 8)
+        _pace.extend((src, src.copy()))
+    src, dst = _pace
+    t0 = time.thread_time_ns()
+    np.copyto(dst, src)
+    return (time.thread_time_ns() - t0) / 1e9
 
 
 #: the columns of ``CellJob.request_model``: the model's counts per request, its chunk loads, and its calibrated time

@@ -428,6 +428,7 @@ def request_table(cell_id: str, timings: list[PassTiming], counted: CountedPass 
         part["pass_wall_s"] = [m.wall_s] + [np.nan] * (rows - 1)
         part["pass_cpu_s"] = [m.cpu_s] + [np.nan] * (rows - 1)
         part["pass_load"] = [m.load] + [np.nan] * (rows - 1)
+        part["pass_pace_s"] = [m.pace_s] + [np.nan] * (rows - 1)
     for part, t in zip(parts, timings):
         pad = [np.nan] * (len(part["phase"]) - 1)
         part["timed_cpu_s"] = [t.cpu_ns / 1e9 if t.cpu_ns is not None else np.nan] + pad

@@ -60,7 +60,12 @@ def compare_command(run_a, run_b, html_out, fail_above, threshold, remeasure):
     side; or every pass apart in wall and CPU time) and the CPU time per pass moved beyond
     its bar, every pass apart in it (--threshold, at least 1.25x; 1.5x when the slower side
     had more competitors: its passes got under 0.7 of the faster's CPU share or of a whole
-    CPU, or a higher load; within 2.25x then undecided); a slower side
+    CPU, or a higher load; within 2.25x then undecided; either bar times the machine's pace
+    ratio where both runs recorded it: a reference memory copy timed after each pass, which
+    a memory-bound competitor slows, and within that undecided; between two runs, beyond 4x
+    too, times that pace ratio: each run measures a cell's passes in one process, and two
+    quiet runs of identical work moved 2.82x so; --remeasure, alternating both in one
+    process, decides by the pass's own bar); a slower side
     whose share was cut so is undecided, whatever its CPU time (competitors evict a pass's
     caches too: identical work's CPU time per pass rose 5.3x). The same work
     with 4 or more passes a side that are not apart: "not apart", no difference shown.

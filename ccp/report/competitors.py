@@ -15,6 +15,14 @@ CONTENTION_SLOWDOWN = 1.5      # how much more than load / CPUs a contended pass
 # and 2.28-2.51x with no competitor's share cut to show it, every pass apart, on this shared VM (breaker12 D1; the
 # run-delay runs' Q1 -> Q3, tests/report/data/run_delay_passes.json): a per-instruction slowdown no share shows
 COMPETITORS_CPU = 3.0
+# what the same work's CPU time per pass moved by between two runs of one sweep, every pass apart, nothing recorded to
+# show why: 2.82x between two quiet runs minutes apart (tests/report/data/pace_passes.json Q1 -> Q2: a 2-request pass
+# at 0.90-1.23 ms against 2.84-2.96), 3.85x under one memory-bound competitor (noisy_compare F, 08:22). A run measures
+# each cell in one forked worker, so its passes share that process's memory (where its pages lie, what the CPU's
+# caches keep) and the machine's state of those seconds: they replicate the pass, not the process or the run. Two
+# separate runs' CPU times alone witness a difference only beyond this (times the pace ratio); passes measured
+# alternating in one process (compare --remeasure) share all of that, and their bar is the pass's own
+RUNS_CPU = 4.0
 LOAD_MARGIN = 0.5              # "more load" is at least this much more load per CPU ...
 LOAD_RATIO = 1.25              # ... and this many times it (equal loads, as --remeasure has, never are)
 CROWDED_MARGIN = 0.25          # ... or whose load per CPU was this much higher (above 1)
@@ -115,6 +123,38 @@ def run_queue_explains(fast: Sample, slow: Sample, threshold: float) -> str:
     df, ds = float(np.median(fast.run_delay)), float(np.median(slow.run_delay))
     return (f"the slower side's passes waited {_ms(ds)} a pass for a CPU (runnable, not running), the faster's "
             f"{_ms(df)}; less that wait they are {own_s / own_f:.3g}x the faster's: the machine's")
+
+
+def pace_ratio(light: Sample, heavy: Sample) -> float:
+    """How many times as long the machine's reference copy took just after ``heavy``'s passes as after ``light``'s
+    (each side's median pace, schema 8), at least 1; 1 when either did not record it. What a memory-bound competitor
+    raised the same work's CPU time by, as near as one copy shows it: the CPU time's bar is widened by it, never
+    narrowed (a competitor on the lighter side hides nothing the rule would call a regression)."""
+    if not (len(light.pace) and len(heavy.pace)):
+        return 1.0
+    lo, hi = float(np.median(light.pace)), float(np.median(heavy.pace))
+    return max(1.0, hi / lo) if lo > 0 and np.isfinite(hi) else 1.0
+
+
+def pace_note(light: Sample, heavy: Sample) -> str:
+    r = pace_ratio(light, heavy)
+    if r <= 1.0:
+        return ""
+    return (f" (a reference copy timed after each pass took {r:.3g}x as long on the heavier side: the machine's pace "
+            "for memory-bound work, which competitors streaming through memory slow)")
+
+
+def separate_runs(a: Sample, b: Sample) -> bool:
+    """The two sides' passes were measured by two different runs (their origins known and not the same): each side's
+    share their own processes and minutes, so the CPU time alone decides only beyond RUNS_CPU. Cells of one run, and
+    the passes compare --remeasure measures alternating in one process, are not."""
+    return bool(a.origin and b.origin and a.origin != b.origin)
+
+
+def cpu_ceiling(light: Sample, heavy: Sample) -> float:
+    """The ratio of CPU time per pass, the same work, below which two separate runs' passes witness nothing (RUNS_CPU
+    times the pace ratio); 0 for passes measured alternating in one process."""
+    return RUNS_CPU * pace_ratio(light, heavy) if separate_runs(light, heavy) else 0.0
 
 
 def records_run_delay(fast: Sample, slow: Sample) -> bool:

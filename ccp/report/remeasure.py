@@ -148,4 +148,5 @@ def _sample(passes: list, old: Sample, counted_here: tuple | None = None) -> Sam
                   cpu=cpu if np.isfinite(cpu).all() else np.zeros(0),
                   work=old.work if counted_here is None else counted_here,
                   contended=any(p[2] for p in passes), load=max(loads) if loads else float("nan"),
-                  cpus=float(passes[0][4]) if passes and passes[0][4] is not None else float("nan"))
+                  cpus=float(passes[0][4]) if passes and passes[0][4] is not None else float("nan"),
+                  origin="remeasure")

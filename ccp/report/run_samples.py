@@ -6,6 +6,7 @@ from __future__ import annotations
 import ipaddress
 import math
 import socket
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -48,18 +49,35 @@ def machine_of(c) -> dict:
             "cpu_share": _num(c.get("cpu_ratio")), "path": path, "wait": np.array([wait]) if np.isfinite(wait) else np.zeros(0)}
 
 
-def _pass_machine(run_dir: Path, ids: list) -> dict:
-    """cell_id -> (each timed pass's CPU seconds, its 1-minute load, its whole wall seconds, whether the CPU seconds
-    are the timed part's alone, each timed part's run delay or none), from requests.parquet's pass rows: timed_cpu_s
-    where the run recorded it (schema 5), else the whole pass's pass_cpu_s (schema 4); {} before; the run delay
-    (timed_run_delay_s) where every pass recorded it (schema 7)."""
+@dataclass(frozen=True)
+class PassColumns:
+    """One cell's timed passes as requests.parquet's pass rows recorded them (each array one value a pass, or empty
+    where the run did not record it)."""
+
+    cpu: np.ndarray          # the timed part's CPU seconds (schema 5), else the whole pass's (schema 4)
+    loads: np.ndarray        # the 1-minute load as each pass ended
+    walls: np.ndarray        # each whole pass's wall seconds
+    timed_cpu: bool          # ``cpu`` is the timed part's alone
+    run_delay: np.ndarray    # each timed part's wait for a CPU (schema 7), where every pass recorded it with ...
+    span: np.ndarray         # ... the timed part's wall seconds
+    pace: np.ndarray         # the machine's pace just after each pass (schema 8), where every pass recorded it
+
+
+NO_PASS_COLUMNS = PassColumns(*(np.zeros(0),) * 3, False, *(np.zeros(0),) * 3)
+
+
+def _pass_machine(run_dir: Path, ids: list) -> dict[str, PassColumns]:
+    """cell_id -> its :class:`PassColumns`, from requests.parquet's pass rows: timed_cpu_s where the run recorded it
+    (schema 5), else the whole pass's pass_cpu_s (schema 4); {} before; the run delay and span (timed_run_delay_s,
+    timed_wall_s: schema 7) and the pace (pass_pace_s: schema 8) where every pass recorded them."""
     from ccp.errors import CcpError
     from ccp.report.data import load_parts
 
     base = ["cell_id", "pass", "phase", "pass_cpu_s", "pass_load", "pass_wall_s"]
     df = None
-    # a schema-4 run has no timed_cpu_s, one before 7 no timed_run_delay_s: read without them
-    for columns in ([*base, "timed_cpu_s", "timed_run_delay_s", "timed_wall_s"], [*base, "timed_cpu_s"], base):
+    # a schema-4 run has no timed_cpu_s, one before 7 no timed_run_delay_s, one before 8 no pass_pace_s: read without
+    for columns in ([*base, "timed_cpu_s", "timed_run_delay_s", "timed_wall_s", "pass_pace_s"],
+                    [*base, "timed_cpu_s", "timed_run_delay_s", "timed_wall_s"], [*base, "timed_cpu_s"], base):
         try:
             df = load_parts(Path(run_dir) / "requests.parquet", columns, ids, [("pass", ">=", 0), ("phase", "==", "open")])
             break
@@ -70,16 +88,18 @@ def _pass_machine(run_dir: Path, ids: list) -> dict:
     df = df[df["pass_cpu_s"].notna()].sort_values("pass")
     out = {}
     for cid, g in df.groupby("cell_id", sort=False):
-        timed = pd.to_numeric(g["timed_cpu_s"], errors="coerce").to_numpy(float) if "timed_cpu_s" in g else np.zeros(0)
+        def column(k: str, g: pd.DataFrame = g) -> np.ndarray:
+            return pd.to_numeric(g[k], errors="coerce").to_numpy(float) if k in g else np.zeros(0)
+
+        timed = column("timed_cpu_s")
         own = len(timed) > 0 and bool(np.isfinite(timed).all())    # every pass's timed part recorded
         # (run delay, wall) of each timed part, where every pass recorded both (schema 7)
-        delay, span = (pd.to_numeric(g[k], errors="coerce").to_numpy(float) if k in g else np.zeros(0)
-                       for k in ("timed_run_delay_s", "timed_wall_s"))
+        delay, span, pace = column("timed_run_delay_s"), column("timed_wall_s"), column("pass_pace_s")
         both = own and len(delay) and bool(np.isfinite(delay).all() and np.isfinite(span).all())
-        out[cid] = (timed if own else g["pass_cpu_s"].to_numpy(float),
-                    pd.to_numeric(g["pass_load"], errors="coerce").to_numpy(float),
-                    pd.to_numeric(g["pass_wall_s"], errors="coerce").to_numpy(float), own,
-                    np.stack([delay, span]) if both else np.zeros((2, 0)))
+        out[str(cid)] = PassColumns(timed if own else column("pass_cpu_s"), column("pass_load"), column("pass_wall_s"),
+                                    own, delay if both else np.zeros(0), span if both else np.zeros(0),
+                                    pace if len(pace) and bool(np.isfinite(pace).all() and (pace > 0).all())
+                                    else np.zeros(0))
     return out
 
 
@@ -119,15 +139,16 @@ def samples(run_dir: Path, cells: pd.DataFrame) -> dict[str, Sample]:
     s3 = ok["storage"].astype(str) == "s3" if "storage" in ok else pd.Series(False, index=ok.index)
     waits = _pass_waits(run_dir, list(ok.loc[s3, "cell_id"]))
     loopback = bool(s3.any()) and endpoint_on_this_machine(run_dir)
+    origin = str(Path(run_dir).resolve())
     rng = np.random.default_rng(0)
     out = {}
     for i, c in ok.iterrows():
         cid = str(c["cell_id"])
         complete = str(c.get("status")) != "extrapolated"
         g = groups.get(cid)
-        cpu, loads, walls, timed_cpu, delays = cpus.get(cid, (np.zeros(0), np.zeros(0), np.zeros(0), False,
-                                                               np.zeros((2, 0))))
-        m = {**machine_of(c), "cpu": cpu, "loopback": loopback and bool(s3[i])}
+        pc = cpus.get(cid, NO_PASS_COLUMNS)
+        walls, delays = pc.walls, np.stack([pc.run_delay, pc.span])
+        m = {**machine_of(c), "cpu": pc.cpu, "loopback": loopback and bool(s3[i]), "origin": origin}
         if g is None or g.empty:
             out[cid] = Sample(float(c["time_s"]), _passes_from_cells(c), np.zeros(0), _num(c.get("requests")), complete,
                               summary=True, **m)
@@ -153,12 +174,14 @@ def samples(run_dir: Path, cells: pd.DataFrame) -> dict[str, Sample]:
         r = np.concatenate([firsts, rest])
         # the timed part's own CPU time (schema 5) witnesses the timed requests however short the pass; the whole
         # pass's (schema 4) is no witness when the timed part is under half of it (breaker9 G8)
-        if len(m["cpu"]) != len(passes) or (not timed_cpu and _mostly_harness(walls, passes)):
+        if len(m["cpu"]) != len(passes) or (not pc.timed_cpu and _mostly_harness(walls, passes)):
             m["cpu"] = np.zeros(0)
-        elif len(loads) == len(passes) and _finite(c.get("cpus")) and float(c["cpus"]) >= 1:
-            m["pass_busy"] = np.nan_to_num(loads, nan=0.0) > float(c["cpus"])
+        elif len(pc.loads) == len(passes) and _finite(c.get("cpus")) and float(c["cpus"]) >= 1:
+            m["pass_busy"] = np.nan_to_num(pc.loads, nan=0.0) > float(c["cpus"])
         if len(m["cpu"]) == len(passes) and delays.shape[1] == len(passes):
             m["run_delay"], m["span"] = delays
+        if len(m["cpu"]) == len(passes) and len(pc.pace) == len(passes):
+            m["pace"] = pc.pace
         if cid in waits and len(waits[cid]) == len(passes):
             m["wait"] = waits[cid]
         out[cid] = Sample(float(c["time_s"]), passes, r, _num(c.get("requests")), complete, firsts, **m)

@@ -39,12 +39,19 @@ class Sample:
     #                                    running (waiting for a CPU, schema 7): empty when not recorded
     span: np.ndarray = field(default_factory=lambda: np.zeros(0))        # each timed part's wall seconds over the
     #                                    same span (schema 7: its requests' times leave out the loop between them)
+    # where its passes were measured: the run folder (ccp.report.run_samples.samples), "remeasure" (compare
+    # --remeasure, both sides alternating in one process), "" unknown. Two different ones measured in different
+    # processes and minutes (competitors.separate_runs)
+    origin: str = ""
+    pace: np.ndarray = field(default_factory=lambda: np.zeros(0))        # the machine's pace just after each timed
+    #                                    pass (schema 8: a reference copy's CPU seconds): empty when not recorded
 
 
     #: the fields :meth:`to_record` keeps: what the verdict rule reads of a cell (the per-request times are the
     #: confidence interval's, not the rule's)
     RECORD_FIELDS = ("time_s", "passes", "n_requests", "complete", "cpu", "work", "contended", "load", "cpu_share",
-                     "cpus", "path", "wait", "loopback", "timed", "pass_busy", "summary", "run_delay", "span")
+                     "cpus", "path", "wait", "loopback", "timed", "pass_busy", "summary", "run_delay", "span",
+                     "pace")
 
     def to_record(self) -> dict:
         """The sample as plain JSON values (arrays as lists), for a fixture of recorded runs: the verdict rule judged
@@ -61,7 +68,7 @@ class Sample:
         """The inverse of :meth:`to_record`."""
         kw: dict = {k: d[k] for k in cls.RECORD_FIELDS if k in d}
         for k, kind in (("passes", float), ("cpu", float), ("wait", float), ("pass_busy", bool), ("run_delay", float),
-                        ("span", float)):
+                        ("span", float), ("pace", float)):
             kw[k] = np.asarray(kw.get(k, ()), kind)
         kw["work"] = tuple(tuple(x) for x in kw.get("work", ()))
         kw["path"] = tuple(kw.get("path", ()))

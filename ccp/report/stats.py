@@ -5,14 +5,14 @@ only when a difference is both significant and larger than a stated threshold.
   requests.parquet) every timed request.
 - ``ci95``: the 95% confidence interval of a cell's pass time from its per-request samples (the requests of a pass
   are its cost: requests x mean request time, +- 1.96 standard errors, plus the median open and close).
-- ``mann_whitney``: the two-sided Mann-Whitney U test with the normal approximation and tie correction, in numpy
-  (scipy is not a dependency); tested against brute-force exact values in tests/report/test_report_stats.py.
+- the pass tests (``mann_whitney``, ``pass_p``, ...) are :mod:`ccp.report.significance`'s, re-exported here.
 - ``judge``: "faster", "slower", "tie", "noise", "undecided" or "unknown" for B against A, by one rule (RULE,
   stated on every page and in ``ccp compare --help``): (1) the slower side did materially more of some I/O count
   (noise cannot change a count; +0.01% explains nothing): real, whatever the load; an extrapolated cell's counts
   are estimates and never rule (1) evidence; (2) S3 cells with the same GETs whose GET wait grew while the CPU time
   did not: the endpoint or network is slower; (3) the same work: real when the passes (the unit of replication)
-  differ and the CPU time per pass moved beyond its bar, every pass apart in it. The load may excuse a slowdown
+  differ and the CPU time per pass moved beyond its bar, every pass apart in it (between two runs, beyond 4x:
+  a run's passes share one process). The load may excuse a slowdown
   ("noise", the machine's) only within what the passes' recorded wait for a CPU (schema 7), or else a really higher
   load per CPU, explains and with the CPU time within its bar; a slowdown the rule
   cannot clear otherwise is "undecided" (too few passes, wall time apart alone, CPU moved without passes apart),
@@ -31,12 +31,15 @@ import numpy as np
 from ccp.report.competitors import (
     COMPETITORS_CPU,
     CONTENTION_SLOWDOWN,
+    cpu_ceiling,
     cpu_share_cut,
     crowded,
     load_explains,
     load_note,
     more_crowded,
     more_loaded,
+    pace_note,
+    pace_ratio,
     records_run_delay,
     run_queue_explains,
     share_note,
@@ -44,14 +47,24 @@ from ccp.report.competitors import (
 )
 from ccp.report.run_samples import endpoint_on_this_machine, from_cell, machine_of, samples
 from ccp.report.sample import MAX_REQUEST_SAMPLES, WAIT_COLUMNS, WORK_COLUMNS, Sample
+from ccp.report.significance import (
+    ALPHA,
+    exact_u_p,
+    fmt_p,
+    least_p,
+    mann_whitney,
+    pass_p,
+    passes_needed,
+    signed_rank_p,
+    too_few_passes,
+)
 
-__all__ = ["CONTENTION_SLOWDOWN", "MAX_REQUEST_SAMPLES", "WAIT_COLUMNS", "WORK_COLUMNS", "Sample", "cpu_share_cut",
+__all__ = ["ALPHA", "CONTENTION_SLOWDOWN", "exact_u_p", "fmt_p", "least_p", "mann_whitney", "pass_p", "passes_needed",
+           "signed_rank_p", "too_few_passes", "MAX_REQUEST_SAMPLES", "WAIT_COLUMNS", "WORK_COLUMNS", "Sample", "cpu_share_cut",
            "endpoint_on_this_machine", "from_cell", "machine_of", "samples"]
 
 THRESHOLD = 1.25         # a ratio of median pass times under this is a tie, however significant
-ALPHA = 0.05             # two-sided
 MIN_PASSES_APART = 3     # "every pass apart" (wall and CPU) needs at least this many passes per cell
-EXACT_MAX = 20_000       # the exact U distribution is enumerated up to this many splits (C(n1 + n2, n1))
 RULE = ("a difference is real when (1) the slower side did materially more of some I/O count (requests, raw reads and "
         "bytes, GETs: beyond 5% of the smaller count; more of all of them, or a mix), whatever the load; a local "
         "cell's raw reads and an S3 cell's GETs are different work, and so are different GET counts; an extrapolated "
@@ -60,7 +73,11 @@ RULE = ("a difference is real when (1) the slower side did materially more of so
         "on the slower side) the passes differ (Mann-Whitney on pass times, p < 0.05, which needs 4 passes a side, or "
         "every pass apart in wall and CPU time) and the CPU time per pass moved beyond its bar, every pass apart in it "
         "(the threshold, at least 1.25x; 1.5x when the slower side had more competitors: under 0.7 of the faster's "
-        "share of a CPU, or of a whole CPU, or a higher load; within 2.25x then undecided), and never by the CPU time "
+        "share of a CPU, or of a whole CPU, or a higher load; within 2.25x then undecided; either times the machine's "
+        "pace ratio where both runs recorded it: a reference memory copy timed after each pass, which a memory-bound "
+        "competitor slows, and within that undecided; between two runs, beyond 4x too, times that pace ratio: each run "
+        "measures a cell's passes in one process, and two quiet runs of identical work moved 2.82x so; within it "
+        "undecided, and compare --remeasure, alternating both in one process, decides by the pass's own bar), and never by the CPU time "
         "alone when the slower side's share was cut (competitors evict a pass's caches too); the same work whose passes, enough of them, are not apart shows no difference, whatever the "
         "medians; with the same work, B's CPU time per pass beyond its bar in every pass while the wall time does not "
         "call B slower (the baseline's passes got a cut share of a CPU) is never a tie or faster: slower when A's "
@@ -101,62 +118,6 @@ class Verdict:
         return self.word in ("faster", "slower")
 
 
-def mann_whitney(x, y) -> tuple[float, float]:
-    """Two-sided Mann-Whitney U test: (U of x, p), normal approximation with tie and continuity corrections."""
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    n1, n2 = len(x), len(y)
-    if n1 == 0 or n2 == 0:
-        return float("nan"), float("nan")
-    both = np.concatenate([x, y])
-    ranks = _rankdata(both)
-    u1 = float(ranks[:n1].sum() - n1 * (n1 + 1) / 2)
-    mu = n1 * n2 / 2
-    _, counts = np.unique(both, return_counts=True)
-    n = n1 + n2
-    tie = float((counts ** 3 - counts).sum())
-    var = n1 * n2 / 12 * ((n + 1) - tie / (n * (n - 1))) if n > 1 else 0.0
-    if var <= 0:
-        return u1, 1.0
-    z = (abs(u1 - mu) - 0.5) / math.sqrt(var)
-    return u1, float(min(1.0, math.erfc(max(z, 0.0) / math.sqrt(2))))
-
-
-def _rankdata(a: np.ndarray) -> np.ndarray:
-    """Ranks 1..n, ties given their average rank."""
-    order = np.argsort(a, kind="mergesort")
-    s = a[order]
-    ranks = np.empty(len(a), float)
-    starts = np.r_[0, np.flatnonzero(s[1:] != s[:-1]) + 1]
-    ends = np.r_[starts[1:], len(a)]
-    for lo, hi in zip(starts, ends):
-        ranks[order[lo:hi]] = (lo + hi + 1) / 2
-    return ranks
-
-
-def signed_rank_p(a, b) -> float:
-    """Two-sided p of the exact Wilcoxon signed-rank test on the per-round log ratios of ``a`` and ``b``
-    (round i of each measured side by side, as tune's interleaved runoff does): how often signs drawn at random
-    give a rank sum as far from 0 as the measured one. Rounds with equal times carry no sign and are dropped
-    (p 1 when none is left); equal |differences| share their mean rank (:func:`_rankdata`)."""
-    d = np.log(np.asarray(a, float)) - np.log(np.asarray(b, float))
-    d = d[d != 0]
-    n = len(d)
-    if n == 0:
-        return 1.0
-    ranks = _rankdata(np.abs(d))
-    if n > 20:     # the normal approximation: 2**n sign assignments would be too many
-        sd = math.sqrt(n * (n + 1) * (2 * n + 1) / 24)
-        z = abs(float(ranks[d > 0].sum()) - n * (n + 1) / 4) / sd
-        return float(1 - math.erf(z / math.sqrt(2)))
-    w = float(ranks[d > 0].sum())
-    mid = ranks.sum() / 2
-    # every sign assignment's positive rank sum, exactly (2**n, rounds are few)
-    sums = np.zeros(1)
-    for r in ranks:
-        sums = np.concatenate([sums, sums + r])
-    return float(min(1.0, np.mean(np.abs(sums - mid) >= abs(w - mid) - 1e-9)))
-
-
 def ci95(s: Sample) -> tuple[float, float]:
     """95% confidence interval of the pass time from per-request samples; (NaN, NaN) without them.
 
@@ -186,28 +147,6 @@ def _without(r: np.ndarray, first: np.ndarray) -> np.ndarray:
         except ValueError:
             pass
     return np.asarray(rest, float)
-
-
-def exact_u_p(x, y) -> float:
-    """Two-sided p of the Mann-Whitney U of x against y by enumerating every split (ties as average ranks): exact for
-    the few passes a cell has, where the normal approximation is poor. NaN when there are too many splits."""
-    from itertools import combinations
-
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    n1, n = len(x), len(x) + len(y)
-    if n1 == 0 or len(y) == 0 or math.comb(n, n1) > EXACT_MAX:
-        return float("nan")
-    ranks = _rankdata(np.concatenate([x, y]))
-    mu = n1 * (n + 1) / 2
-    seen = abs(ranks[:n1].sum() - mu)
-    splits = [abs(sum(ranks[list(c)]) - mu) for c in combinations(range(n), n1)]
-    return float(sum(d >= seen - 1e-9 for d in splits) / len(splits))
-
-
-def pass_p(x, y) -> float:
-    """The pass-level test's p: exact for few passes, the normal approximation beyond."""
-    p = exact_u_p(x, y)
-    return p if np.isfinite(p) else mann_whitney(x, y)[1]
 
 
 def work_change(a: Sample, b: Sample) -> tuple[str, str]:
@@ -249,27 +188,6 @@ def _gets_differ(a: Sample, b: Sample) -> bool:
     round trip), whichever way the time moved."""
     ga, gb = dict(a.work).get("http_gets"), dict(b.work).get("http_gets")
     return io_kind(a) == io_kind(b) == "s3" and ga is not None and gb is not None and ga != gb
-
-
-def least_p(n1: int, n2: int) -> float:
-    """The least two-sided p the exact pass test can give with n1 and n2 passes (every pass of one side below every
-    pass of the other): 2 / C(n1 + n2, n1). 0.33 for 2 vs 2, 0.1 for 3 vs 3, 0.029 for 4 vs 4."""
-    return min(1.0, 2 / math.comb(n1 + n2, n1)) if n1 > 0 and n2 > 0 else 1.0
-
-
-def passes_needed(alpha: float = ALPHA) -> int:
-    """The fewest passes a side with which the exact pass test can reach p < alpha (4 for 0.05)."""
-    n = 1
-    while least_p(n, n) >= alpha:
-        n += 1
-    return n
-
-
-def too_few_passes(n_a: int, n_b: int, alpha: float = ALPHA) -> str:
-    need = passes_needed(alpha)
-    return (f"too few passes to judge: the pass test on {n_a} vs {n_b} passes cannot reach p < {alpha:g} (its least p "
-            f"is {least_p(n_a, n_b):.2g}); {need} passes a side can (repeats: {need}, or ccp compare --remeasure {need} "
-            "for local cells)")
 
 
 def endpoint_slower(fast: Sample, slow: Sample, threshold: float = THRESHOLD) -> str | None:
@@ -322,9 +240,11 @@ def cpu_bar(fast: Sample, slow: Sample, threshold: float) -> float:
     threshold, never below THRESHOLD (the CPU time is the load-proof witness, but not to within a tighter gate than
     --threshold's default), and CONTENTION_SLOWDOWN when ``slow`` had more competitors: they raise a pass's own CPU
     time too (shared caches, a core's two threads: 1.3x under two busy loops, breaker8 F1), as when ``slow``'s passes
-    got under CROWDED_SHARE of a CPU however crowded ``fast`` was (:func:`crowded`). Rule (3), the CPU witness
+    got under CROWDED_SHARE of a CPU however crowded ``fast`` was (:func:`crowded`); times the machine's pace ratio
+    (:func:`pace_ratio`: a memory-bound competitor raises the same work's CPU time with no share to show it). Rule (3), the CPU witness
     against the wall time and compare's check of a remeasured cell all use this one bar."""
-    return max(threshold, THRESHOLD, CONTENTION_SLOWDOWN if more_crowded(fast, slow) or crowded(slow) else 1.0)
+    base = max(threshold, THRESHOLD, CONTENTION_SLOWDOWN if more_crowded(fast, slow) or crowded(slow) else 1.0)
+    return base * pace_ratio(fast, slow)
 
 
 def _cpu_against_wall(a: Sample, b: Sample, v: Verdict, threshold: float) -> Verdict | None:
@@ -353,7 +273,7 @@ def _cpu_against_wall(a: Sample, b: Sample, v: Verdict, threshold: float) -> Ver
     bar = cpu_bar(light, heavy, threshold)
     if r < bar or (v.differs and (v.word == "slower") == b_heavy):
         return None       # within its bar, or the wall time already calls the heavier side slower
-    band = max(bar, COMPETITORS_CPU)
+    band = max(bar, COMPETITORS_CPU * pace_ratio(light, heavy), cpu_ceiling(light, heavy))
     lo, hi = names
     wall = v.ratio if b_heavy else 1 / v.ratio
     ls, hs = light.cpu_share, heavy.cpu_share
@@ -375,6 +295,9 @@ def _cpu_against_wall(a: Sample, b: Sample, v: Verdict, threshold: float) -> Ver
     elif not cpu_share_cut(heavy, light):
         reason = (f"{shares}: no cut share of a CPU explains why the wall time does not follow it, and competitors the "
                   "share does not show (a memory-bound one) raised identical work's 1.9x")
+    elif band == cpu_ceiling(light, heavy):
+        reason = (f"{shares}: between two runs the CPU time alone decides only beyond {band:.3g}x (each measures a "
+                  "cell's passes in one process: identical quiet runs moved 2.82x)")
     else:
         reason = (f"{shares}: the CPU time alone decides only beyond {band:.3g}x (competitors the share does not show "
                   "raised identical work's 1.9x)")
@@ -451,7 +374,8 @@ def _by_passes(a: Sample, b: Sample, fast: Sample, slow: Sample, ratio: float, w
     cpu_ratio = float(np.median(sc)) / max(float(np.median(fc)), 1e-12) if has_cpu else float("nan")
     counted = f"{n_a} vs {n_b} passes" + quiet
     if has_cpu and cpu_ratio >= bar:
-        moved = f"CPU time per pass {cpu_ratio:.3g}x (beyond {bar:.3g}x)"
+        moved = f"CPU time per pass {cpu_ratio:.3g}x (beyond {bar:.3g}x" + (
+            ", the machine's pace included)" if pace_ratio(fast, slow) > 1 else ")")
         if not decided:
             return Verdict("undecided", ratio, p, f"{same}; {moved} but the passes are not apart ({counted}, "
                            f"{fmt_p(p)})" + _short(n_a, n_b, alpha) + load_note(a, b), basis=PASSES)
@@ -479,6 +403,15 @@ def _by_passes(a: Sample, b: Sample, fast: Sample, slow: Sample, ratio: float, w
                            f"{_secs(float(sc.min()))}): the same work's CPU time per pass moves so on a busy machine, "
                            "the rule cannot clear it (measure both again on a quiet machine, or ccp compare "
                            "--remeasure)" + load_note(a, b), basis=LOAD)
+        ceiling = cpu_ceiling(fast, slow)
+        if cpu_ratio < ceiling:
+            # every pass apart in CPU time, but each side's passes share one process and its minutes (RUNS_CPU: two
+            # quiet runs of identical work 2.82x apart so): a regression or the process, the rule cannot tell
+            return Verdict("undecided", ratio, p, f"{same}; {moved}, every pass apart, but within the {ceiling:.3g}x "
+                           "the same work's CPU time per pass moves between two runs (each measures a cell's passes in "
+                           "one process: where its memory lies and what the CPU's caches keep are the run's, not the "
+                           "cell's; identical quiet runs moved 2.82x): the rule cannot clear it (ccp compare "
+                           "--remeasure measures both again alternating in one process)" + load_note(a, b), basis=LOAD)
         how = "every pass apart in wall and CPU time" if apart and not p < alpha else f"Mann-Whitney on passes, {fmt_p(p)}"
         return Verdict(word, ratio, p, f"{how}; {moved}" + ("" if change == "same" else f"; {same}") + load_note(a, b), basis=PASSES)
     if waits_differ and decided:
@@ -512,6 +445,15 @@ def _by_passes(a: Sample, b: Sample, fast: Sample, slow: Sample, ratio: float, w
         return Verdict("undecided", ratio, p, f"{same}; passes apart ({fmt_p(p)}) but CPU time not recorded on both "
                        "sides: the load cannot be ruled out (ccp compare --remeasure "
                        f"{passes_needed(alpha)} decides, for local cells)" + load_note(a, b), basis=LOAD)
+    pace = pace_ratio(fast, slow)
+    if pace > 1 and cpu_ratio >= bar / pace:
+        # beyond the bar the CPU time had without the pace, within it with: a memory-bound competitor (noisy_compare F:
+        # identical work's 2.35x, every pass apart, at 0.92 of a CPU and no run delay) or a regression, the rule
+        # cannot tell which
+        return Verdict("undecided", ratio, p, f"{same}; the passes are apart ({fmt_p(p)}) and the CPU time per pass "
+                       f"{cpu_ratio:.3g}x, beyond {bar / pace:.3g}x but within the {bar:.3g}x the machine's pace "
+                       "explains" + pace_note(fast, slow) + ": the rule cannot clear it (measure both again on a "
+                       "quiet machine)" + load_note(a, b), basis=LOAD)
     # less CPU time on the slower side is waiting (competitors, I/O), not a small rise (breaker11 C6)
     # within 1.25x either way it is no more a fall than a rise (breaker12 D3: "fell (0.99x)" on identical work)
     moved = f"moved only {cpu_ratio:.3g}x" if cpu_ratio >= 1 / THRESHOLD else \
@@ -586,7 +528,3 @@ def _quiet_passes(fast: Sample, slow: Sample):
             note = " (their quiet passes)"
         out += [passes, cpu]
     return out[0], out[2], out[1], out[3], note
-
-
-def fmt_p(p: float) -> str:
-    return "p < 0.0001" if p < 1e-4 else f"p = {p:.2g}"

@@ -51,8 +51,8 @@ def _run(tmp_path, text: str) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def _check_timed_cpu(cells: pd.DataFrame, req: pd.DataFrame) -> None:
-    assert list(req.columns) == REQUEST_COLUMNS and REQUEST_COLUMNS[-3:] == ["timed_cpu_s", "timed_run_delay_s",
-                                                                             "timed_wall_s"]
+    assert list(req.columns) == REQUEST_COLUMNS and REQUEST_COLUMNS[-4:] == ["timed_cpu_s", "timed_run_delay_s",
+                                                                             "timed_wall_s", "pass_pace_s"]
     opens = req[(req["phase"] == "open") & (req["pass"] >= 0)]
     assert len(opens) == int(cells["repeats"].sum())          # one open row per timed pass of every cell
     timed, whole = opens["timed_cpu_s"].astype(float), opens["pass_cpu_s"].astype(float)
@@ -69,6 +69,10 @@ def _check_timed_cpu(cells: pd.DataFrame, req: pd.DataFrame) -> None:
     assert (wall > 0).all() and (delay >= 0).all(), opens[["cell_id", "pass", "timed_run_delay_s", "timed_wall_s"]]
     assert (delay <= wall).all() and (timed <= wall + GRANULARITY_S).all()
     assert req.loc[~req.index.isin(opens.index) & ~warm_opens, "timed_run_delay_s"].isna().all()
+    # schema 8: the machine's pace just after each pass (a reference copy's CPU seconds), on the same rows
+    pace = opens["pass_pace_s"].astype(float)
+    assert (pace > 0).all() and (pace < whole + 1.0).all(), opens[["cell_id", "pass", "pass_pace_s"]]
+    assert req.loc[~req.index.isin(opens.index) & ~warm_opens, "pass_pace_s"].isna().all()
 
 
 def test_a_real_sweep_records_each_timed_parts_cpu_time(tmp_path):

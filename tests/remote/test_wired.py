@@ -79,7 +79,7 @@ def test_s3_sweep_runs_end_to_end_with_predicted_gets_equal_to_measured(s3_run):
     assert summary.failed == 0
     cells = pd.read_csv(run_dir / "cells.csv", keep_default_na=False, na_values=[""])
     assert list(cells.columns) == CELL_COLUMNS
-    assert set(cells["schema_version"]) == {SCHEMA_VERSION} == {7}
+    assert set(cells["schema_version"]) == {SCHEMA_VERSION} == {8}
     s3 = cells[cells["storage"] == "s3"]
     assert s3["warmup_s"].isna().all()             # an S3 cell makes no warm-up pass (its one-off setup is remote's)
     # read cells: per file_space/page_buffer one local cell; S3 ones x 2 fsspec x 2 latencies (less the exclude)
