@@ -18,6 +18,7 @@ import argparse
 import collections
 import itertools
 import json
+import math
 import re
 import sys
 from dataclasses import replace
@@ -83,18 +84,34 @@ def main(argv: list[str] | None = None) -> int:
     if args.extract:
         if len(args.extract) < 2:
             ap.error("--extract needs FIXTURE and at least one RUN_DIR")
+        missing = [str(d) for d in args.extract[1:] if not d.is_dir()]
+        if missing:
+            ap.error(f"--extract: not a run folder: {', '.join(missing)}")
         extract(args.extract[0], args.extract[1:])
         return 0
-    runs = json.loads(args.fixture.read_text())
+    if not (math.isfinite(args.fail_above) and args.fail_above > 1):
+        ap.error(f"--fail-above: {args.fail_above:g} is not a ratio above 1 (as ccp compare refuses it)")
+    try:
+        runs = json.loads(args.fixture.read_text())
+    except (OSError, ValueError) as exc:
+        ap.error(f"{args.fixture}: not a fixture of recorded runs ({exc})")
     dropped = [f for f in args.drop.split(",") if f]
-    unknown = sorted(set(dropped) - set(Sample.RECORD_FIELDS))
+    # what every Sample needs (time_s, passes) cannot be left out
+    optional = [f for f in Sample.RECORD_FIELDS if f not in ("time_s", "passes")]
+    unknown = sorted(set(dropped) - set(optional))
     if unknown:
-        ap.error(f"--drop: not a recorded field: {', '.join(unknown)} (one of {', '.join(Sample.RECORD_FIELDS)})")
+        ap.error(f"--drop: not a field a run may leave out: {', '.join(unknown)} (one of {', '.join(optional)})")
     for cells in runs.values():
         for record in cells.values():
             for f in dropped:
                 record.pop(f, None)
     names = [n for n in args.identical.split(",") if n]
+    pairs = [p.split("/") for p in args.pairs.split(",") if p]
+    if any(len(p) != 2 for p in pairs):
+        ap.error(f"--pairs: {args.pairs!r}: each pair is A/B, pairs apart by commas")
+    unknown = sorted({n for n in names + [x for p in pairs for x in p] if n not in runs})
+    if unknown:
+        ap.error(f"not a run of {args.fixture}: {', '.join(unknown)} (it has {', '.join(runs)})")
     codes = {(a, b): gate(runs, a, b, args.fail_above) for a, b in itertools.permutations(names, 2)}
     tally = collections.Counter(code for code, _ in codes.values())
     print(f"identical runs {','.join(names)}: {len(codes)} ordered pairs at --fail-above {args.fail_above:g}: "
@@ -108,8 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"undecided cells of those pairs: {sum(why.values())}")
         for text, n in why.most_common():
             print(f"  {n:4d}  {text}")
-    for pair in (p for p in args.pairs.split(",") if p):
-        a, b = pair.split("/")
+    for a, b in pairs:
         code, cells = gate(runs, a, b, args.fail_above)
         print(f"{a} -> {b}: exit {code}" + (f" ({'; '.join(cells)})" if cells else ""))
     return 0

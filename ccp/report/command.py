@@ -60,26 +60,26 @@ def compare_command(run_a, run_b, html_out, fail_above, threshold, remeasure):
     side; or every pass apart in wall and CPU time) and the CPU time per pass moved beyond
     its bar, every pass apart in it (--threshold, at least 1.25x; 1.5x when the slower side
     had more competitors: its passes got under 0.7 of the faster's CPU share or of a whole
-    CPU, or a higher load; within 2.25x then undecided; either bar times the machine's pace
-    ratio where both runs recorded it: a reference memory copy timed after each pass, which
-    a memory-bound competitor slows, and within that undecided; between two runs, beyond 4x
-    too, times that pace ratio: each run measures a cell's passes in one process, and two
-    quiet runs of identical work moved 2.82x so; --remeasure, alternating both in one
-    process, decides by the pass's own bar); a slower side
-    whose share was cut so is undecided, whatever its CPU time (competitors evict a pass's
-    caches too: identical work's CPU time per pass rose 5.3x). The same work
+    CPU, or a higher load; within 2.25x then undecided; between two runs, beyond 6x too:
+    each run measures a cell's passes in one process, and two runs of identical work moved
+    up to 4.55x so; --remeasure, alternating both in one process, decides by the pass's own
+    bar); a slower side whose share was cut so is undecided up to 6x its CPU time
+    (competitors evict a pass's caches too: identical work's CPU time per pass rose 5.3x).
+    The same work
     with 4 or more passes a side that are not apart: "not apart", no difference shown.
     Then the CPU time per pass against the wall time: the same work, every pass of B above
     every pass of A in CPU time, beyond its bar, while the wall time ties, overlaps or calls
     B faster (A measured under competitors keeps its wall time up): B is "slower" when A's
     passes got under 0.7 of B's share of a CPU and B's CPU time per pass is 3x A's or
-    more (what competitors the share does not show can cost), else undecided; never a
+    more (what competitors the share does not show can cost; 6x between two runs), else
+    undecided; never a
     tie, "not apart", faster or a pass. The mirror (A's CPU time beyond B's) is B faster
     when B's share was the cut one, else the wall time's verdict stands. A tie, "not apart"
     or a small "faster" over an A whose passes got under 0.7 of B's share of a CPU is
     undecided, counted by a gate beyond the shares' ratio: A's competitors keep its wall and
     CPU time up and can hide a slowdown of B's as large.
-    The load EXCUSES a slowdown ("the machine's") only with the CPU time within its bar and:
+    The load EXCUSES a slowdown ("the machine's") only with the CPU time within its bar, the
+    faster side's passes not under 0.7 of a CPU (its competitors raised its CPU time), and:
     where both runs recorded each pass's wait for a CPU (runnable, not running), the slower
     side's passes less that wait within the threshold of the faster's less theirs (a sleep
     or a lock is no CPU wait); else both loads known, the slower side's load per CPU really

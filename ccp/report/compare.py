@@ -459,13 +459,14 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
                      "rule does not show real never fails: within the threshold, passes not apart with the work the "
                      "same, or the machine's: a wait for a CPU or a really higher load)"
                      + (" among the cells compared" if absent else "") if not undecided else
-                     f"undecided: {len(undecided)} cell(s) slower in B by more than {fail_above:g}x (or without a "
-                     "usable time) that the rule cannot clear (exit 3; measure both runs with more passes, on a quiet "
+                     f"undecided: {len(undecided)} cell(s) that may be slower in B by more than {fail_above:g}x (by "
+                     "their wall or CPU time, or hidden by A's competitors; or without a usable time) that the rule "
+                     "cannot clear (exit 3; measure both runs with more passes, on a quiet "
                      + ("machine): " if remeasure else "machine, or --remeasure): ")
                      + "; ".join(undecided))
         if regressions and undecided:
-            lines.append(f"undecided: {len(undecided)} more cell(s) slower by more than {fail_above:g}x that the "
-                         "rule cannot clear: " + "; ".join(undecided))
+            lines.append(f"undecided: {len(undecided)} more cell(s) that may be slower by more than {fail_above:g}x "
+                         "that the rule cannot clear: " + "; ".join(undecided))
         if absent:
             shown = "; ".join(absent[:5]) + (f"; and {len(absent) - 5} more" if len(absent) > 5 else "")
             lines.append(f"not compared: {len(absent)} of the {int(is_ok(a).sum())} cell(s) that finished in A have no "

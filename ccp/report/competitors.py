@@ -17,12 +17,20 @@ CONTENTION_SLOWDOWN = 1.5      # how much more than load / CPUs a contended pass
 COMPETITORS_CPU = 3.0
 # what the same work's CPU time per pass moved by between two runs of one sweep, every pass apart, nothing recorded to
 # show why: 2.82x between two quiet runs minutes apart (tests/report/data/pace_passes.json Q1 -> Q2: a 2-request pass
-# at 0.90-1.23 ms against 2.84-2.96), 3.85x under one memory-bound competitor (noisy_compare F, 08:22). A run measures
-# each cell in one forked worker, so its passes share that process's memory (where its pages lie, what the CPU's
-# caches keep) and the machine's state of those seconds: they replicate the pass, not the process or the run. Two
-# separate runs' CPU times alone witness a difference only beyond this (times the pace ratio); passes measured
-# alternating in one process (compare --remeasure) share all of that, and their bar is the pass's own
-RUNS_CPU = 4.0
+# at 0.90-1.23 ms against 2.84-2.96), 3.85x under one memory-bound competitor (noisy_compare F, 08:22), 4.05x between
+# two runs of a tester's on a busy machine, their shares uncut (breaker14 E1, tests/report/data/breaker14_passes.json),
+# 4.28x and 4.55x between a run that wrote its own work files and one that reused them (breaker14 E1: such cells cost
+# 3.5-6.3 ms a pass in 14 of 14 runs that wrote them, 10.6-16.8 ms in 16 of 16 that reused them; cause not found).
+# A run measures each cell's passes in one forked worker, so its passes share that process's memory (where its pages
+# lie, what the CPU's caches keep, which other tenants of this VM's host thrash) and the machine's state of those
+# seconds: they replicate the pass, not the process or the run. Two separate runs' CPU times alone witness a
+# difference only beyond this; passes measured alternating in one process (compare --remeasure) share all of that,
+# and their bar is the pass's own
+RUNS_CPU = 6.0
+# what competitors that cut a pass's share of a CPU raise identical work's CPU time per pass by: 5.3x seen (a 2-request
+# pass under 4 busy loops and a memory-bound process, noisy_compare B and F); a slower side whose share was cut is a
+# regression by its CPU time alone only beyond this (breaker14 E3: 26.8x was "undecided", with no bound at all)
+COMPETITORS_CUT_CPU = 6.0
 LOAD_MARGIN = 0.5              # "more load" is at least this much more load per CPU ...
 LOAD_RATIO = 1.25              # ... and this many times it (equal loads, as --remeasure has, never are)
 CROWDED_MARGIN = 0.25          # ... or whose load per CPU was this much higher (above 1)
@@ -125,25 +133,6 @@ def run_queue_explains(fast: Sample, slow: Sample, threshold: float) -> str:
             f"{_ms(df)}; less that wait they are {own_s / own_f:.3g}x the faster's: the machine's")
 
 
-def pace_ratio(light: Sample, heavy: Sample) -> float:
-    """How many times as long the machine's reference copy took just after ``heavy``'s passes as after ``light``'s
-    (each side's median pace, schema 8), at least 1; 1 when either did not record it. What a memory-bound competitor
-    raised the same work's CPU time by, as near as one copy shows it: the CPU time's bar is widened by it, never
-    narrowed (a competitor on the lighter side hides nothing the rule would call a regression)."""
-    if not (len(light.pace) and len(heavy.pace)):
-        return 1.0
-    lo, hi = float(np.median(light.pace)), float(np.median(heavy.pace))
-    return max(1.0, hi / lo) if lo > 0 and np.isfinite(hi) else 1.0
-
-
-def pace_note(light: Sample, heavy: Sample) -> str:
-    r = pace_ratio(light, heavy)
-    if r <= 1.0:
-        return ""
-    return (f" (a reference copy timed after each pass took {r:.3g}x as long on the heavier side: the machine's pace "
-            "for memory-bound work, which competitors streaming through memory slow)")
-
-
 def separate_runs(a: Sample, b: Sample) -> bool:
     """The two sides' passes were measured by two different runs (their origins known and not the same): each side's
     share their own processes and minutes, so the CPU time alone decides only beyond RUNS_CPU. Cells of one run, and
@@ -152,9 +141,9 @@ def separate_runs(a: Sample, b: Sample) -> bool:
 
 
 def cpu_ceiling(light: Sample, heavy: Sample) -> float:
-    """The ratio of CPU time per pass, the same work, below which two separate runs' passes witness nothing (RUNS_CPU
-    times the pace ratio); 0 for passes measured alternating in one process."""
-    return RUNS_CPU * pace_ratio(light, heavy) if separate_runs(light, heavy) else 0.0
+    """The ratio of CPU time per pass, the same work, below which two separate runs' passes witness nothing
+    (RUNS_CPU); 0 for passes measured alternating in one process."""
+    return RUNS_CPU if separate_runs(light, heavy) else 0.0
 
 
 def records_run_delay(fast: Sample, slow: Sample) -> bool:

@@ -15,6 +15,11 @@ data/run_delay_passes.json: the same sweep run by a ccp that records each timed 
 S1-S2 with a planted sleep of 200 us in every read (51 ms a pass: a wait regression, the same CPU work) and SC1-SC2
 that under the 3 loops too.
 
+data/breaker14_passes.json: a tester's runs (breaker14, 10:30-11:00 UTC, load 2.2-5.5; /tmp/breaker14/FINDINGS.md)
+of two sweeps (b14s3: 8x64x64x64 f4, chunks 4x64x64x64 and 1x64x64x64, none and gzip:1, 8 MiB cache, h5py-lowlevel,
+rows and whole-chunk reads; b14s8: whole-chunk reads of 8..1x64x64x64 chunks, 16 MiB cache, h5py-lowlevel and
+native), identical runs and planted regressions, extracted with judge_recorded.py --extract.
+
 data/pace_passes.json: noisy_compare's sweep (benchmarks/noisy_compare.py SWEEP: 8 warm cells, 5 passes, h5py-lowlevel)
 run by a ccp that records the machine's pace after each pass (schema 8, 10:07-10:09 UTC, load 2.3 -> 1.3;
 /tmp/pace/mk.py): Q1-Q4 as quiet as the machine was and M1-M4 under one memory-bound competitor, alternating; P1-P2
@@ -59,18 +64,51 @@ IDENTICAL8 = ["Q1", "Q2", "Q3", "Q4", "M1", "M2", "M3", "M4"]
 def test_identical_runs_minutes_apart_never_fail():
     """pace_passes.json: noisy_compare's sweep run 4 times quiet (Q) and 4 times under one memory-bound competitor (M),
     alternating, with a ccp that records the pace (schema 8). Judged pass by pass, 10 of the 56 ordered pairs failed
-    (Q1's 2-request cell at 0.90-1.23 ms of CPU a pass, Q2's at 2.84-2.96: every pass apart, 2.82x); with the 4x
+    (Q1's 2-request cell at 0.90-1.23 ms of CPU a pass, Q2's at 2.84-2.96: every pass apart, 2.82x); with the 6x
     two runs' CPU time alone must pass, none does."""
     codes = {(a, b): judge_recorded.gate(RUNS8, a, b, GATE)[0] for a, b in itertools.permutations(IDENTICAL8, 2)}
     assert [pair for pair, code in codes.items() if code == 1] == []
-    assert sum(code == 0 for code in codes.values()) >= 40
+    assert sum(code == 0 for code in codes.values()) >= 35
     v = judge(*(replace(Sample.from_record(RUNS8[k]["4x32x32x64 | none | read 4x32x32x64"]), origin=k)
                 for k in ("Q1", "Q2")), GATE)
-    assert v.word == "undecided" and "within the 4x the same work's CPU time per pass moves between two runs" in v.why
+    assert v.word == "undecided" and "within the 6x the same work's CPU time per pass moves between two runs" in v.why
     # the same two samples as passes of one process (compare --remeasure) are judged by the pass's own bar
     same = judge(*(replace(Sample.from_record(RUNS8[k]["4x32x32x64 | none | read 4x32x32x64"]), origin="remeasure")
                    for k in ("Q1", "Q2")), GATE)
     assert same.word == "slower"
+
+
+RUNS14 = json.loads((judge_recorded.FIXTURE.parent / "breaker14_passes.json").read_text())
+BASELINES14 = ["P_Q1", "P_Q2", "P_Q3", "P_Q4", "P_Q5", "P_Q6", "P_Q7", "P_Q8", "P_Q9", "P_M1", "P_M2", "P_C1"]
+PLANTS14 = ["P_cpu20", "P_cpu20b", "P_cpu500", "P_Mcpu20", "P_sleep", "P_bounce", "P_cache", "P_Mbounce"]
+
+
+@pytest.mark.parametrize("names", [BASELINES14, ["X_Q1", "X_M1", "X_Q2", "X_M2", "X_Q3", "X_C1"]],
+                         ids=["b14s3-h5py-lowlevel", "b14s8-two-request-cells"])
+def test_breaker14_identical_runs_never_fail(names):
+    """breaker14_passes.json: a tester's runs of two sweeps, no competitor of the tester's (Q: other agents' load, 2.2-5.5),
+    under two busy loops (C) or a memory-bound copy loop (M). X_Q1 -> X_Q3's 2-request native cell: CPU time per pass
+    4.05x, every pass apart, shares 0.94 and 0.86 (E1): within the 6x between two runs."""
+    codes = {(a, b): judge_recorded.gate(RUNS14, a, b, GATE)[0] for a, b in itertools.permutations(names, 2)}
+    assert [pair for pair, code in codes.items() if code == 1] == []
+
+
+def test_breaker14_planted_regressions_never_pass():
+    """12 baselines x 8 plants (20 or 500 us of CPU before each read, a 200 us sleep, a bounce buffer copying 4x the
+    bytes read, a chunk cache 1/8 its size; quiet or under a memory-bound competitor): none exits 0. E2's pair (a
+    baseline whose passes got 0.51 of a CPU, its CPU time raised 3.7x by that, against the bounce plant at 1.31x of
+    it) passed as the machine's by its run delay: a crowded baseline's CPU time shows nothing the same."""
+    codes = {(a, b): judge_recorded.gate(RUNS14, a, b, GATE)[0] for a in BASELINES14 for b in PLANTS14}
+    assert [pair for pair, code in codes.items() if code == 0] == []
+    assert codes[("P_Q9", "P_Mbounce")] == 3 and sum(code == 1 for code in codes.values()) >= 20
+
+
+def test_a_regression_beyond_what_competitors_cost_is_one():
+    """breaker14 E3: 500 us of CPU before each read, its passes' share of a CPU cut (by the plant's own spinning on a
+    busy machine): CPU time per pass 26.8x, beyond the 5.3x competitors were seen to cost: slower, not undecided."""
+    label = "1x64x64x64 | none | read 1x1x64x64"
+    v = judge(*(replace(Sample.from_record(RUNS14[k][label]), origin=k) for k in ("P_Q1", "P_cpu500")), GATE)
+    assert v.word == "slower" and "26.8x" in v.why, v
 
 
 @pytest.mark.parametrize("a, b", [("Q1", "P1"), ("Q2", "P2"), ("Q3", "PM1"), ("Q4", "PM2"), ("M1", "PM1"),
@@ -86,18 +124,20 @@ def test_identical_runs_never_fail_the_gate():
     assert [pair for pair, code in codes.items() if code == 1] == []
     # 25 pass; the rest are undecided (exit 3: a baseline under competitors, a CPU time moved, a wall time apart
     # that nothing recorded explains: these runs predate the run delay)
-    assert sum(code == 0 for code in codes.values()) == 25
+    assert sum(code == 0 for code in codes.values()) == 24
 
 
 def test_identical_runs_that_record_their_wait_for_a_cpu():
     """The wall time a competitor costs is time runnable, not running: less it, identical work is within the
-    threshold, "the machine's" (no "moved only ... undecided" cell left among these 30 pairs)."""
+    threshold, "the machine's"; the "moved only ... undecided" cells left among these 30 pairs are those whose faster
+    side was crowded (its CPU time raised by its competitors shows nothing the same: breaker14 E2)."""
     codes = {(a, b): judge_recorded.gate(RUNS7, a, b, GATE) for a, b in itertools.permutations(IDENTICAL7, 2)}
     assert [pair for pair, (code, _) in codes.items() if code == 1] == []
-    assert sum(code == 0 for code, _ in codes.values()) >= 9
+    assert sum(code == 0 for code, _ in codes.values()) >= 5
     whys = [v.why for a, b in codes for _, v, _ in judge_recorded.verdicts(RUNS7, a, b, GATE)]
     assert any("waited" in w and "for a CPU" in w and "the machine's" in w for w in whys)
-    assert not any("moved only" in w and "cannot clear" in w for w in whys)
+    assert all("its competitors raised its CPU time per pass too" in w for w in whys
+               if "moved only" in w and "cannot clear" in w)
 
 
 @pytest.mark.parametrize("a, b", [("Q1", "S1"), ("Q2", "S2"), ("Q3", "S1"), ("Q1", "SC1"), ("Q2", "SC2"),
@@ -126,7 +166,7 @@ def test_breaker12_d1_cells_are_undecided(a, b, label):
 ], ids=lambda x: str(x))
 def test_a_planted_regression_never_passes(a, b, code):
     """B spins 8-30 us of extra CPU in every read; A quiet (R) or under 3 busy loops (Ab, Ac): B's CPU time per pass
-    1.5-2.5x A's, within the 4x two runs of identical work can differ by (pace_passes.json's quiet Q1 -> Q2: 2.82x):
+    1.5-2.5x A's, within the 6x two runs of identical work can differ by (breaker14 E1: 4.05x):
     exit 3, never 0. A planted regression beyond it fails (test_a_regression_beyond_what_two_runs_differ_by_fails)."""
     assert _exit(a, b) == code
 
