@@ -87,6 +87,12 @@ def hdf5_default_cache() -> dict:
             "fapl": {"nslots": fapl.nslots, "nbytes": fapl.nbytes, "w0": fapl.w0}}
 
 
+def _malloc_settings() -> dict:
+    from ccp.measurement.allocator import steady
+
+    return steady()
+
+
 def collect(work_dir: Path) -> dict:
     commit, dirty = git_state()
     return {
@@ -101,6 +107,8 @@ def collect(work_dir: Path) -> dict:
         "work_dir": str(Path(work_dir).resolve()),
         **versions(),
         "hdf5_default_chunk_cache": hdf5_default_cache(),
+        # the malloc thresholds every measuring process sets (ccp.measurement.allocator; {} where not glibc)
+        "malloc": _malloc_settings(),
         "git_commit": commit,
         "git_dirty": dirty,
     }

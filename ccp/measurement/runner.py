@@ -228,8 +228,10 @@ def client_loops(job: CellJob):
 
 def measure(job: CellJob, scratch: Path, progress: Progress | None = None) -> tuple[CellRow, pd.DataFrame, pd.DataFrame | None]:
     """Run a cell: its timed passes, its counted pass, then its row. Returns (row, requests table, io table or None)."""
+    from ccp.measurement.allocator import steady
     from ccp.workload.requests import plan_for
 
+    steady()             # the same allocator in every run, whatever this process's parent allocated (breaker14 E1)
     progress = progress or Progress()
     cell = job.cell
     started = datetime.now(UTC).isoformat(timespec="seconds")
