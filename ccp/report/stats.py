@@ -11,7 +11,7 @@ only when a difference is both significant and larger than a stated threshold.
   (noise cannot change a count; +0.01% explains nothing): real, whatever the load; an extrapolated cell's counts
   are estimates and never rule (1) evidence; (2) S3 cells with the same GETs whose GET wait grew while the CPU time
   did not: the endpoint or network is slower; (3) the same work: real when the passes (the unit of replication)
-  differ and the CPU time per pass moved beyond its bar, every pass apart in it (between two runs, beyond 4x:
+  differ and the CPU time per pass moved beyond its bar, every pass apart in it (between two runs, beyond 6x:
   a run's passes share one process). The load may excuse a slowdown
   ("noise", the machine's) only within what the passes' recorded wait for a CPU (schema 7), or else a really higher
   load per CPU, explains and with the CPU time within its bar; a slowdown the rule
