@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 
 # mallopt's parameters (malloc.h) and the values set: blocks up to 32 MiB (glibc's largest dynamic threshold on 64-bit)
 # come from the heap and stay there for the next read; the heap's top is returned to the system above 64 MiB free
@@ -22,16 +23,29 @@ MMAP_THRESHOLD = 32 << 20
 TRIM_THRESHOLD = 64 << 20
 
 
+@functools.cache
+def _mallopt():
+    """The C library's mallopt, or None (not glibc). Looked up once a process: find_library runs ldconfig, which every
+    measure() (a cell, a remeasured pass) would run again."""
+    try:
+        mallopt = ctypes.CDLL(ctypes.util.find_library("c")).mallopt
+    except (OSError, AttributeError, TypeError):
+        return None
+    mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
+    return mallopt
+
+
+def settings() -> dict:
+    """What :func:`steady` sets in a measuring process, as a run records it (env.json), without setting it here: {}
+    where the C library has no mallopt."""
+    return {"mmap_threshold": MMAP_THRESHOLD, "trim_threshold": TRIM_THRESHOLD} if _mallopt() is not None else {}
+
+
 def steady() -> dict:
     """Set this process's glibc malloc thresholds (MMAP_THRESHOLD, TRIM_THRESHOLD); what was set, as a run records it:
     {} where the C library has no mallopt (not glibc) or refused."""
-    name = ctypes.util.find_library("c")
-    try:
-        libc = ctypes.CDLL(name)
-        mallopt = libc.mallopt
-    except (OSError, AttributeError, TypeError):
+    mallopt = _mallopt()
+    if mallopt is None or mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) != 1 \
+            or mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD) != 1:
         return {}
-    mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
-    if mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) != 1 or mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD) != 1:
-        return {}
-    return {"mmap_threshold": MMAP_THRESHOLD, "trim_threshold": TRIM_THRESHOLD}
+    return settings()

@@ -9,6 +9,8 @@ import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ccp.measurement import allocator
+
 
 def _cpu_model() -> str:
     try:
@@ -87,12 +89,6 @@ def hdf5_default_cache() -> dict:
             "fapl": {"nslots": fapl.nslots, "nbytes": fapl.nbytes, "w0": fapl.w0}}
 
 
-def _malloc_settings() -> dict:
-    from ccp.measurement.allocator import steady
-
-    return steady()
-
-
 def collect(work_dir: Path) -> dict:
     commit, dirty = git_state()
     return {
@@ -108,7 +104,7 @@ def collect(work_dir: Path) -> dict:
         **versions(),
         "hdf5_default_chunk_cache": hdf5_default_cache(),
         # the malloc thresholds every measuring process sets (ccp.measurement.allocator; {} where not glibc)
-        "malloc": _malloc_settings(),
+        "malloc": allocator.settings(),
         "git_commit": commit,
         "git_dirty": dirty,
     }

@@ -20,7 +20,8 @@ COMPETITORS_CPU = 3.0
 # at 0.90-1.23 ms against 2.84-2.96), 3.85x under one memory-bound competitor (noisy_compare F, 08:22), 4.05x between
 # two runs of a tester's on a busy machine, their shares uncut (breaker14 E1, tests/report/data/breaker14_passes.json),
 # 4.28x and 4.55x between a run that wrote its own work files and one that reused them (breaker14 E1: such cells cost
-# 3.5-6.3 ms a pass in 14 of 14 runs that wrote them, 10.6-16.8 ms in 16 of 16 that reused them; cause not found),
+# 3.5-6.3 ms a pass in 14 of 14 runs that wrote them, 10.6-16.8 ms in 16 of 16 that reused them: the malloc thresholds
+# a worker inherited, set the same in every measuring process since, ccp.measurement.allocator),
 # 4.77x under one memory-bound competitor (noisy_compare F at 64d956d, 11:30).
 # A run measures each cell's passes in one forked worker, so its passes share that process's memory (where its pages
 # lie, what the CPU's caches keep, which other tenants of this VM's host thrash) and the machine's state of those

@@ -270,7 +270,8 @@ def _cpu_against_wall(a: Sample, b: Sample, v: Verdict, threshold: float) -> Ver
     bar = cpu_bar(light, heavy, threshold)
     if r < bar or (v.differs and (v.word == "slower") == b_heavy):
         return None       # within its bar, or the wall time already calls the heavier side slower
-    band = max(bar, COMPETITORS_CPU, cpu_ceiling(light, heavy))
+    ceiling = cpu_ceiling(light, heavy)
+    band = max(bar, COMPETITORS_CPU, ceiling)
     lo, hi = names
     wall = v.ratio if b_heavy else 1 / v.ratio
     ls, hs = light.cpu_share, heavy.cpu_share
@@ -292,7 +293,7 @@ def _cpu_against_wall(a: Sample, b: Sample, v: Verdict, threshold: float) -> Ver
     elif not cpu_share_cut(heavy, light):
         reason = (f"{shares}: no cut share of a CPU explains why the wall time does not follow it, and competitors the "
                   "share does not show (a memory-bound one) raised identical work's 1.9x")
-    elif band == cpu_ceiling(light, heavy):
+    elif band == ceiling:
         reason = (f"{shares}: between two runs the CPU time alone decides only beyond {band:.3g}x (each measures a "
                   "cell's passes in one process: identical runs moved up to 4.55x)")
     else:

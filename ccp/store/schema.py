@@ -35,9 +35,8 @@ SCHEMA_HISTORY = {
        "timed_cpu_s's span; wall less CPU less the delay is what a pass waited for besides a CPU (breaker13 E1: a sleep and competitors cut the share of a CPU "
        "alike); empty in older runs and where the kernel does not say; cells.csv unchanged",
     8: "adds pass_pace_s to requests (each timed pass's open row): the machine's pace for memory-bound work just after "
-       "the pass, the thread CPU seconds of the fastest of three 4 MiB copies (a memory-bound competitor raises the same "
-       "work's CPU time with no share, load or run delay to show it: noisy_compare F); empty in older runs; cells.csv "
-       "unchanged",
+       "the pass, the thread CPU seconds of one 4 MiB copy, recorded for study (the verdict rule does not read it: "
+       "breaker14 E4); empty in older runs; cells.csv unchanged",
 }
 SCHEMA_VERSION = 8
 READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8)   # what the report and `ccp compare` read (older columns filled with defaults)
@@ -165,7 +164,7 @@ REQUEST_COLUMNS = [
     # the timed part's wall seconds over the same span as timed_cpu_s (its requests' times leave out the loop between)
     "timed_run_delay_s", "timed_wall_s",
     # schema 8, on the same row: the machine's pace just after the pass (ccp.measurement.passes.pace_probe): a
-    # reference copy's CPU seconds, which a memory-bound competitor raises as it raises the pass's own
+    # reference copy's CPU seconds, recorded for study (no verdict reads it)
     "pass_pace_s",
 ]
 
