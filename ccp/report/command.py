@@ -62,7 +62,7 @@ def compare_command(run_a, run_b, html_out, fail_above, threshold, remeasure):
     had more competitors: its passes got under 0.7 of the faster's CPU share or of a whole
     CPU, or a higher load; within 2.25x then undecided; between two runs, beyond 6x too:
     each run measures a cell's passes in one process, and two runs of identical work moved
-    up to 4.55x so; --remeasure, alternating both in one process, decides by the pass's own
+    up to 4.77x so; --remeasure, alternating both in one process, decides by the pass's own
     bar); a slower side whose share was cut so is undecided up to 6x its CPU time
     (competitors evict a pass's caches too: identical work's CPU time per pass rose 5.3x).
     The same work

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ccp.report.sample import Sample
+from ccp.report.sample import REMEASURED, Sample
 
 CONTENTION_SLOWDOWN = 1.5      # how much more than load / CPUs a contended pass may be slowed (shared caches, SMT)
 # what competitors may raise a pass's own CPU time by: 1.57x under three busy loops (breaker10 B1), 1.9-1.94x under
@@ -22,13 +22,23 @@ COMPETITORS_CPU = 3.0
 # 4.28x and 4.55x between a run that wrote its own work files and one that reused them (breaker14 E1: such cells cost
 # 3.5-6.3 ms a pass in 14 of 14 runs that wrote them, 10.6-16.8 ms in 16 of 16 that reused them: the malloc thresholds
 # a worker inherited, set the same in every measuring process since, ccp.measurement.allocator),
-# 4.77x under one memory-bound competitor (noisy_compare F at 64d956d, 11:30).
+# 4.77x under one memory-bound competitor (noisy_compare F at 64d956d, 11:30) (the largest seen since).
 # A run measures each cell's passes in one forked worker, so its passes share that process's memory (where its pages
 # lie, what the CPU's caches keep, which other tenants of this VM's host thrash) and the machine's state of those
 # seconds: they replicate the pass, not the process or the run. Two separate runs' CPU times alone witness a
 # difference only beyond this; passes measured alternating in one process (compare --remeasure) share all of that,
 # and their bar is the pass's own
 RUNS_CPU = 6.0
+RUNS_SEEN = 4.77               # the largest of those, the one a verdict names
+# what the same work's CPU time per pass moved by between two cells of one run, every pass apart: a run measures each
+# cell in its own forked worker, so its cells differ by the worker as two runs do, over seconds rather than minutes:
+# cells that differ only in a chunk cache all of them fit in moved up to 2.05x, at random among the caches (4 caches,
+# 12 groups, 16 runs quiet, under a memory-bound competitor, under one switched on and off every 4 s:
+# benchmarks/identical_cells.py, tests/report/data/identical_cells.json); with the pass's bar alone the report
+# called one of two such cells 1.72x slower (Mann-Whitney p = 0.0079, its CPU time 1.8x). The CPU time alone decides
+# between two cells of one run only beyond this
+WORKERS_CPU = 2.5
+WORKERS_SEEN = 2.05
 # what competitors that cut a pass's share of a CPU raise identical work's CPU time per pass by: 5.3x seen (a 2-request
 # pass under 4 busy loops and a memory-bound process, noisy_compare B and F); a slower side whose share was cut is a
 # regression by its CPU time alone only beyond this (breaker14 E3: 26.8x was "undecided", with no bound at all)
@@ -142,10 +152,29 @@ def separate_runs(a: Sample, b: Sample) -> bool:
     return bool(a.origin and b.origin and a.origin != b.origin)
 
 
+def one_run(a: Sample, b: Sample) -> bool:
+    """Two cells of one run: each measured in its own worker process, seconds or minutes apart (WORKERS_CPU); not the
+    passes compare --remeasure measures alternating in one process."""
+    return bool(a.origin and a.origin == b.origin and a.origin != REMEASURED)
+
+
 def cpu_ceiling(light: Sample, heavy: Sample) -> float:
-    """The ratio of CPU time per pass, the same work, below which two separate runs' passes witness nothing
-    (RUNS_CPU); 0 for passes measured alternating in one process."""
-    return RUNS_CPU if separate_runs(light, heavy) else 0.0
+    """The ratio of CPU time per pass, the same work, below which passes measured in two processes witness nothing:
+    RUNS_CPU between two runs, WORKERS_CPU between two cells of one run; 0 for passes measured alternating in one
+    process (or of unknown origin)."""
+    return RUNS_CPU if separate_runs(light, heavy) else WORKERS_CPU if one_run(light, heavy) else 0.0
+
+
+def ceiling_text(light: Sample, heavy: Sample) -> str:
+    """Why the CPU time alone decides only beyond :func:`cpu_ceiling`, in words for a verdict ("" when it is 0)."""
+    if separate_runs(light, heavy):
+        return (f"between two runs (each measures a cell's passes in one process: where its memory lies and what the "
+                f"CPU's caches keep are the run's, not the cell's; identical runs moved up to {RUNS_SEEN:g}x)")
+    if one_run(light, heavy):
+        return (f"between two cells of one run (each measured in its own worker process: where its memory lies and "
+                f"what the CPU's caches keep are the worker's, not the cell's; identical cells moved up to "
+                f"{WORKERS_SEEN:g}x)")
+    return ""
 
 
 def records_run_delay(fast: Sample, slow: Sample) -> bool:

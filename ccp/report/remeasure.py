@@ -19,7 +19,7 @@ import numpy as np
 import yaml
 
 from ccp.errors import CcpError
-from ccp.report.stats import Sample
+from ccp.report.sample import REMEASURED, Sample
 from ccp.store.reader import read_env, read_run_sweep
 from ccp.units import format_count
 
@@ -149,4 +149,4 @@ def _sample(passes: list, old: Sample, counted_here: tuple | None = None) -> Sam
                   work=old.work if counted_here is None else counted_here,
                   contended=any(p[2] for p in passes), load=max(loads) if loads else float("nan"),
                   cpus=float(passes[0][4]) if passes and passes[0][4] is not None else float("nan"),
-                  origin="remeasure")
+                  origin=REMEASURED)

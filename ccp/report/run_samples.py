@@ -148,7 +148,10 @@ def samples(run_dir: Path, cells: pd.DataFrame) -> dict[str, Sample]:
         g = groups.get(cid)
         pc = cpus.get(cid, NO_PASS_COLUMNS)
         walls, delays = pc.walls, np.stack([pc.run_delay, pc.span])
-        m = {**machine_of(c), "cpu": pc.cpu, "loopback": loopback and bool(s3[i]), "origin": origin}
+        # a run's cells on different hosts (a Dask cluster's workers) were measured by different machines: two origins
+        host = c.get("host")
+        where = f"{origin}@{host}" if isinstance(host, str) and host else origin
+        m = {**machine_of(c), "cpu": pc.cpu, "loopback": loopback and bool(s3[i]), "origin": where}
         if g is None or g.empty:
             out[cid] = Sample(float(c["time_s"]), _passes_from_cells(c), np.zeros(0), _num(c.get("requests")), complete,
                               summary=True, **m)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+REMEASURED = "remeasure"    # the origin of passes compare --remeasure measured (both sides in one process)
 WORK_COLUMNS = ("requests", "raw_reads", "raw_read_bytes", "raw_writes", "raw_write_bytes", "http_gets", "http_bytes")
 MAX_REQUEST_SAMPLES = 20_000   # per cell, evenly subsampled: the U test's normal approximation needs no more
 
@@ -39,9 +40,10 @@ class Sample:
     #                                    running (waiting for a CPU, schema 7): empty when not recorded
     span: np.ndarray = field(default_factory=lambda: np.zeros(0))        # each timed part's wall seconds over the
     #                                    same span (schema 7: its requests' times leave out the loop between them)
-    # where its passes were measured: the run folder (ccp.report.run_samples.samples), "remeasure" (compare
+    # where its passes were measured: the run folder and the cell's host (ccp.report.run_samples.samples), REMEASURED (compare
     # --remeasure, both sides alternating in one process), "" unknown. Two different ones measured in different
-    # processes and minutes (competitors.separate_runs)
+    # processes and minutes (competitors.separate_runs); two cells of one run in two worker processes, seconds apart
+    # (competitors.one_run)
     origin: str = ""
     pace: np.ndarray = field(default_factory=lambda: np.zeros(0))        # the machine's pace just after each timed
     #                                    pass (schema 8: a reference copy's CPU seconds): empty when not recorded

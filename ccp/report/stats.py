@@ -12,7 +12,8 @@ only when a difference is both significant and larger than a stated threshold.
   are estimates and never rule (1) evidence; (2) S3 cells with the same GETs whose GET wait grew while the CPU time
   did not: the endpoint or network is slower; (3) the same work: real when the passes (the unit of replication)
   differ and the CPU time per pass moved beyond its bar, every pass apart in it (between two runs, beyond 6x:
-  a run's passes share one process). The load may excuse a slowdown
+  a run's passes share one process; between two cells of one run, each in its own worker, beyond 2.5x). The load
+  may excuse a slowdown
   ("noise", the machine's) only within what the passes' recorded wait for a CPU (schema 7), or else a really higher
   load per CPU, explains and with the CPU time within its bar; a slowdown the rule
   cannot clear otherwise is "undecided" (too few passes, wall time apart alone, CPU moved without passes apart),
@@ -32,6 +33,7 @@ from ccp.report.competitors import (
     COMPETITORS_CPU,
     COMPETITORS_CUT_CPU,
     CONTENTION_SLOWDOWN,
+    ceiling_text,
     cpu_ceiling,
     cpu_share_cut,
     crowded,
@@ -41,6 +43,7 @@ from ccp.report.competitors import (
     more_loaded,
     records_run_delay,
     run_queue_explains,
+    separate_runs,
     share_note,
     why_no_excuse,
 )
@@ -73,8 +76,10 @@ RULE = ("a difference is real when (1) the slower side did materially more of so
         "every pass apart in wall and CPU time) and the CPU time per pass moved beyond its bar, every pass apart in it "
         "(the threshold, at least 1.25x; 1.5x when the slower side had more competitors: under 0.7 of the faster's "
         "share of a CPU, or of a whole CPU, or a higher load; within 2.25x then undecided; between two runs, beyond 6x "
-        "too: each run measures a cell's passes in one process, and two runs of identical work moved up to 4.55x so; "
-        "within it undecided, and compare --remeasure, alternating both in one process, decides by the pass's own bar), "
+        "too: each run measures a cell's passes in one process, and two runs of identical work moved up to 4.77x so; "
+        "between two cells of one run, each measured in its own worker process, beyond 2.5x: identical cells moved up "
+        "to 2.05x; within them undecided, and compare --remeasure, alternating both in one process, decides by the "
+        "pass's own bar), "
         "and never by the CPU time "
         "alone within 6x when the slower side's share was cut (competitors evict a pass's caches too); the same work whose passes, enough of them, are not apart shows no difference, whatever the "
         "medians; with the same work, B's CPU time per pass beyond its bar in every pass while the wall time does not "
@@ -294,8 +299,7 @@ def _cpu_against_wall(a: Sample, b: Sample, v: Verdict, threshold: float) -> Ver
         reason = (f"{shares}: no cut share of a CPU explains why the wall time does not follow it, and competitors the "
                   "share does not show (a memory-bound one) raised identical work's 1.9x")
     elif band == ceiling:
-        reason = (f"{shares}: between two runs the CPU time alone decides only beyond {band:.3g}x (each measures a "
-                  "cell's passes in one process: identical runs moved up to 4.55x)")
+        reason = f"{shares}: the CPU time alone decides only beyond {band:.3g}x {ceiling_text(light, heavy)}"
     else:
         reason = (f"{shares}: the CPU time alone decides only beyond {band:.3g}x (competitors the share does not show "
                   "raised identical work's 1.9x)")
@@ -404,13 +408,17 @@ def _by_passes(a: Sample, b: Sample, fast: Sample, slow: Sample, ratio: float, w
                            "--remeasure)" + load_note(a, b), basis=LOAD)
         ceiling = cpu_ceiling(fast, slow)
         if cpu_ratio < ceiling:
-            # every pass apart in CPU time, but each side's passes share one process and its minutes (RUNS_CPU: two
-            # runs of identical work up to 4.55x apart so): a regression or the process, the rule cannot tell
+            # every pass apart in CPU time, but each side's passes share one process and its minutes (RUNS_CPU,
+            # WORKERS_CPU: identical work moved so between two runs, and between two cells of one run): a regression
+            # or the process, the rule cannot tell
+            # two runs: a rerun or --remeasure can clear it (the load's advice); two cells of one run: neither, the
+            # verdict's own reason says so (a basis of the passes: the report says it with its reason, not the load's)
+            runs = separate_runs(fast, slow)
+            remedy = ("ccp compare --remeasure measures both again alternating in one process" if runs else
+                      "a run replicates a cell's passes in one worker, not the worker: more passes cannot clear it")
             return Verdict("undecided", ratio, p, f"{same}; {moved}, every pass apart, but within the {ceiling:.3g}x "
-                           "the same work's CPU time per pass moves between two runs (each measures a cell's passes in "
-                           "one process: where its memory lies and what the CPU's caches keep are the run's, not the "
-                           "cell's; identical runs moved up to 4.55x): the rule cannot clear it (ccp compare "
-                           "--remeasure measures both again alternating in one process)" + load_note(a, b), basis=LOAD)
+                           f"the same work's CPU time per pass moves {ceiling_text(fast, slow)}: the rule cannot "
+                           f"clear it ({remedy})" + load_note(a, b), basis=LOAD if runs else PASSES)
         how = "every pass apart in wall and CPU time" if apart and not p < alpha else f"Mann-Whitney on passes, {fmt_p(p)}"
         return Verdict(word, ratio, p, f"{how}; {moved}" + ("" if change == "same" else f"; {same}") + load_note(a, b), basis=PASSES)
     if waits_differ and decided:

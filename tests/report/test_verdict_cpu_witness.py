@@ -118,7 +118,7 @@ def _recorded_run(folder, walls_ms, cpu_ms, share, load=1.0):
 
 
 @pytest.mark.parametrize("a, b, code, line", [
-    (AB2_A, AB2_B, 3, "between two runs the CPU time alone decides only beyond 6x"),
+    (AB2_A, AB2_B, 3, "the CPU time alone decides only beyond 6x between two runs"),
     (AB5_4X32_A, AB5_4X32_B, 3, "B's CPU time per pass 2.46x A's"),
     (AB5_1X32_A, AB5_1X32_B, 3, "B's CPU time per pass 2.13x A's"),
     (AB5_GZIP_A, AB5_GZIP_B, 3, "B's CPU time per pass 1.58x A's"),
