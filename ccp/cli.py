@@ -223,7 +223,7 @@ def run(sweep, out, quick, work_dir, cell_timeout, no_isolate, no_report, execut
     """
     from ccp.run.phases import PhaseLine
     phases = PhaseLine(sys.stderr)
-    phases.say("loading", plain=False)    # on a terminal: the sweep engine's imports take seconds on a busy machine
+    phases.say("loading", plain=False, tick=True)    # on a terminal: the sweep engine's imports take seconds on a busy machine
     try:
         from ccp.report import write_report
         from ccp.run import run_sweep

@@ -90,7 +90,7 @@ def run_sweep(sweep_path, *, out: Path | None = None, quick: bool = False, resul
     phases = phases if phases is not None else PhaseLine(stream, quiet=True)
     echo = _Echo(_after_clearing(phases, echo.echo if isinstance(echo, _Echo) else echo))
     warn = _after_clearing(phases, warn) if warn is not None else echo
-    phases.say("checking the sweep, its dataset and --out", plain=False)   # one line only if it is bad
+    phases.say("checking the sweep, its dataset and --out", plain=False, tick=True)   # one line only if bad
     if not isinstance(executor, Executor):
         check_run_options(cell_timeout=cell_timeout, time_budget=time_budget, out=out, work_dir=work_dir,
                           executor=executor, scheduler=scheduler)
@@ -147,7 +147,7 @@ def _run_locked(sweep, source, cells, store: RunStore, doc, settings, work_dir: 
          f"results in {run_dir}")
     failed = 0
     phases = phases if phases is not None else PhaseLine(stream, quiet=True)
-    phases.say("calibrating the model's prices on this machine (cached in the work folder)")
+    phases.say("calibrating the model's prices on this machine (cached in the work folder)", tick=True)
     calibration = calibration_for([c.filters for c in cells], source, sweep, wd)
     ctx = SweepContext(sweep, source, work_dir, quick, store, calibration, echo, stream, s3, phases)
 
@@ -184,7 +184,7 @@ def _run_locked(sweep, source, cells, store: RunStore, doc, settings, work_dir: 
     summary = RunSummary(run_dir, len(cells), len(todo), len(cells) - len(todo), failed)
     if report:            # the caller's report writer (the CLI's is ccp.report.write_report): the report reads runs
         if phases is not None:
-            phases.say("writing the report")
+            phases.say("writing the report", tick=True)
         summary.report = report(run_dir)
     return summary
 

@@ -4,6 +4,8 @@ the status line, elsewhere one plain line each, before the first cell's line."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from ccp.run import run_sweep
@@ -104,3 +106,35 @@ def test_a_caller_other_than_ccp_run_gets_no_ccp_run_phase_lines(write_sweep, tm
     output was preceded by them."""
     log = _run(write_sweep, tmp_path, tty=tty, phases=False)
     assert not any(where == "stream" and "ccp run: " in line for where, line in log), log
+
+
+@pytest.mark.parametrize("ends", ["say", "clear"])
+def test_a_ticking_phase_is_redrawn_with_its_seconds_until_the_next_line(monkeypatch, ends):
+    """audit22 F4: "loading", "checking the sweep" (a loopback S3 server starting) and "writing the report" sat
+    unchanged for 6-24 s at load 4-6; a ticking phase redraws itself every TICK_S, and stops at the next line."""
+    monkeypatch.setattr("ccp.run.phases.TICK_S", 0.01)
+    rec = Recorder(True)
+    phases = PhaseLine(rec)
+    phases.say("writing the report", tick=True)
+    for _ in range(500):                  # at most 5 s (a busy machine): the redraws come every 10 ms
+        if sum("writing the report (" in line for _, line in rec.log) >= 3:
+            break
+        time.sleep(0.01)
+    assert sum("writing the report (" in line for _, line in rec.log) >= 3
+    if ends == "say":
+        phases.say("next", plain=False)
+    else:
+        phases.clear()
+    n = len(rec.log)
+    time.sleep(0.1)                       # ten ticks' time: none comes after the next line
+    assert len(rec.log) == n
+    assert not any("writing the report (" in line for _, line in rec.log[n - 1:])
+
+
+def test_a_ticking_phase_is_one_plain_line_off_a_terminal(monkeypatch):
+    monkeypatch.setattr("ccp.run.phases.TICK_S", 0.01)
+    rec = Recorder(False)
+    phases = PhaseLine(rec)
+    phases.say("writing the report", tick=True)
+    time.sleep(0.1)
+    assert [line for _, line in rec.log] == ["ccp run: writing the report\n"]
