@@ -268,12 +268,18 @@ class EtaClock:
         return self.priced_predicted_s + (running[1] if running is not None and self._own_priced else 0.0)
 
     def settled(self, now: float, k: int) -> bool:
-        """Whether enough is measured for the line to give a number: passes the model prices at ENOUGH_PRICED_S, or at
+        """Whether enough is measured for the line to give a number: in a sweep the model prices no pass of at
+        PRICED_PASS_S, a finished cell; else passes the model prices at ENOUGH_PRICED_S, or at
         ENOUGH_SHARE of the sweep's priced work (if less) -- or there is no priced work left to correct, or a priced
         cell has measured ESTIMATING_MAX_S without a correction (then the model's prices speak, said so). Issue 22:
         configs/cris.yaml x0.71 at load 12-17 said "sweep 52 min left" with 21 min left while four cells priced at
         milliseconds were all that was measured: their passes measure a file's open, close and cache drop, not the
         model's error."""
+        if self.priced_total_s <= 0:
+            # no pass the model prices at PRICED_PASS_S: the cells' fixed costs (work file, upload, fork, open) are the
+            # sweep's time, known once a cell has finished (an S3 sweep said "sweep 1.3 s left (model ETA)" while its
+            # first work file was made, with 28.6 s left: audit22 F6)
+            return bool(self.cell_times)
         measured = self._priced_measured()
         if measured >= min(ENOUGH_PRICED_S, ENOUGH_SHARE * self.priced_total_s):
             return True
@@ -396,8 +402,12 @@ class EtaClock:
         typical = statistics.median(self.cell_times) if self.cell_times else None
         overhead = self._fixed_per_cell(ratio)
         sweep_left = None
+        # the running cell's own fixed cost while it is not measuring yet (its work file, an S3 upload): an S3 sweep's
+        # line said 8-13 s left with 17-28 s left, counting it only for the cells after it (audit22 F6)
+        preparing = max(overhead - (now - self.cell_started), 0.0) if self.measure_started is None else 0.0
         if cell_left is not None or past:
-            sweep_left = (cell_left or 0.0) + sum(p for p in rest if _known(p)) * ratio + overhead * len(rest)
+            sweep_left = ((cell_left or 0.0) + preparing + sum(p for p in rest if _known(p)) * ratio
+                          + overhead * len(rest))
             if unknown:
                 sweep_left = sweep_left + unknown * typical if typical is not None else None
         return Estimate(cell_left, sweep_left, past, in_cell, unknown, ratio, now - self.started, self.settled(now, k))

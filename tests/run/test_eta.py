@@ -105,8 +105,12 @@ def test_one_long_pass_without_reports_counts_down_and_never_says_0_ns():
 
 def test_a_cell_starting_says_less_than_a_second_not_0_ns():
     clock = FakeClock()
-    eta = EtaClock([1e-9, 2e-3], 2, clock=clock)
+    eta = EtaClock([2e-3, 1e-9, 2e-3], 2, clock=clock)
     eta.begin_cell(0)
+    eta.start_cell(2e-3, 2)
+    clock.t += 0.01
+    eta.cell_done(0, 0.004)                  # a finished cell: the line gives a number (nothing here is priced)
+    eta.begin_cell(1)
     eta.start_cell(1e-9, 2)
     text = eta.describe()
     assert "cell <1 s left" in text and "ns" not in text
@@ -328,13 +332,23 @@ def test_the_models_prices_speak_after_a_long_cell_measured_without_a_correction
     assert eta.describe() == f" | cell {60 - ESTIMATING_MAX_S:.0f} s left, sweep {60 - ESTIMATING_MAX_S:.0f} s left (model ETA)"
 
 
-def test_a_sweep_of_cells_priced_at_milliseconds_gives_a_number_at_once():
-    """Nothing the model prices at seconds is left to correct: the fixed cost of each cell is the estimate."""
+def test_a_sweep_of_cells_priced_at_milliseconds_gives_a_number_once_a_cell_finished():
+    """Nothing the model prices at seconds is there to correct: the fixed cost of each cell (its work file, an S3
+    upload, the fork, the opens) is the estimate, known once one cell has finished (audit22 F6: an S3 sweep said
+    "sweep 1.3 s left (model ETA)" while its first work file was made, with 28.6 s left)."""
     clock = FakeClock()
     eta = EtaClock([0.004, 0.004], 2, clock=clock)
     eta.begin_cell(0)
+    assert eta.describe() == " | ETA estimating"
+    clock.t += 5.0                           # the work file and an upload
     eta.start_cell(0.002, 2)
-    assert eta.estimate().settled and "left" in eta.describe()
+    eta.progress("timed pass", 0, 16)
+    clock.t += 1.0
+    assert not eta.estimate().settled
+    eta.cell_done(0, 1.0)
+    eta.begin_cell(1)
+    assert eta.estimate().settled and "sweep" in eta.describe()
+    assert eta.estimate().sweep_left == pytest.approx(6.0, rel=0.05)   # the first cell's 6 s wall, most of it fixed
 
 
 def test_a_machine_slowing_down_is_told_by_its_latest_pass_and_the_running_one():
