@@ -410,9 +410,8 @@ def _by_passes(a: Sample, b: Sample, fast: Sample, slow: Sample, ratio: float, w
         if cpu_ratio < ceiling:
             # every pass apart in CPU time, but each side's passes share one process and its minutes (RUNS_CPU,
             # WORKERS_CPU: identical work moved so between two runs, and between two cells of one run): a regression
-            # or the process, the rule cannot tell
-            # two runs: a rerun or --remeasure can clear it (the load's advice); two cells of one run: neither, the
-            # verdict's own reason says so (a basis of the passes: the report says it with its reason, not the load's)
+            # or the process, the rule cannot tell. Two runs: --remeasure can clear it (the load's advice); two cells of
+            # one run: nothing the run can do, said in the verdict's own reason (the basis of the passes, not the load)
             runs = separate_runs(fast, slow)
             remedy = ("ccp compare --remeasure measures both again alternating in one process" if runs else
                       "a run replicates a cell's passes in one worker, not the worker: more passes cannot clear it")
