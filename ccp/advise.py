@@ -23,7 +23,7 @@ from ccp.model import summarise
 from ccp.predict import calibrate, chunk_traps, predict_requests, stored_chunk_sizes
 from ccp.report.cheapest import CHEAPEST_WITHIN, cheapest_first
 from ccp.store.row import CellRow
-from ccp.units import format_bytes, format_count, format_seconds, format_share, shape_str
+from ccp.units import format_bytes, format_count, format_ratio, format_seconds, format_share, shape_str
 
 MAX_MODEL_REQUESTS = 50_000_000   # the compiled model walks ~10 M requests a second: whole patterns
 
@@ -201,7 +201,7 @@ def measure_option(opt: Option, path: Path, dset: str, source, budget: float, tm
 
 def fmt_speedup(x: float) -> str:
     """2.5x, 37x, 1,200x: never "1x" or "0x" (options() drops cures under MIN_SPEEDUP)."""
-    return f"{x:.2g}x" if x < 10 else f"{x:,.0f}x"
+    return format_ratio(x, 2)
 
 
 def _py_tuple(t) -> str:
@@ -288,8 +288,8 @@ def advise(path, dset: str, block, cache: ChunkCache, memory: int, budget: float
     echo(f"{path}:{dset}  {shape_str(source.shape)} {source.dtype.str}, chunks {shape_str(source.chunks)} "
          f"({format_bytes(chunk_bytes)} each), filters {source.filters.spec}")
     echo(f"Reading it in {shape_str(block)} blocks ({format_count(cur.requests)} requests) with a {cache.label} chunk cache:")
-    echo(f"  {cur.loads / cur.requests:.3g} chunk loads per request ({format_count(cur.loads)} in all, "
-         f"{format_count(_min_loads(source))} chunks in the dataset); {decoded / delivered:.3g} bytes "
+    echo(f"  {format_ratio(cur.loads / cur.requests, unit='')} chunk loads per request ({format_count(cur.loads)} in all, "
+         f"{format_count(_min_loads(source))} chunks in the dataset); {format_ratio(decoded / delivered, unit='')} bytes "
          f"{'decoded' if not source.filters.is_none else 'read'} per byte delivered; predicted {format_seconds(cur.time_s)}")
     for why in chunk_traps(chunk_bytes, source.filters, cache.nbytes):     # the one "why is this slow" (ccp.predict.explain)
         echo(f"  why: {why}")

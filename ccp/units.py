@@ -110,3 +110,26 @@ def parse_shape_str(text: str, where: str = "shape") -> tuple[int, ...]:
 def format_share(x: float) -> str:
     """A share as a percentage with three significant digits: 1 request of 256 is "0.391%", never "0%"."""
     return f"{100 * x:.3g}%"
+
+
+def format_ratio(r, digits: int = 3, unit: str = "x") -> str:
+    """A ratio people read: 2.81x, 0.643x, 539x, 1,080x; never in scientific notation ("1e+03x", "1.08e+03": audit22
+    F9), and a factor that rounds to one is "1.0x", never "1x" beside "slower". ``digits`` significant digits below
+    the thousands, where every digit before the point is shown; "-" for no ratio (NaN, infinite, below 0)."""
+    try:
+        r = float(r)
+    except (TypeError, ValueError):
+        return "-"
+    if not math.isfinite(r) or r < 0:
+        return "-"
+    if r == 0:
+        return "0" + unit
+    text = f"{r:.{digits}g}"
+    if "e" in text:
+        # beyond the digits: every digit before the point (1,080), or below 1e-4 as many decimals as the digits need
+        text = f"{r:,.0f}" if r >= 1 else f"{r:.{digits - 1 - math.floor(math.log10(r))}f}"
+    elif float(text) >= 1000:
+        text = f"{r:,.0f}"
+    if text == "1" and unit:        # a factor: "1.0x" (a count per request, unit "", stays "1")
+        text = "1.0"
+    return text + unit

@@ -48,7 +48,7 @@ from ccp.report.stats import LOAD as LOAD_BASIS
 from ccp.report.stats import NOTHING as NOTHING_BASIS
 from ccp.report.stats import samples as load_samples
 from ccp.store.reader import read_run_record
-from ccp.units import format_count, format_seconds
+from ccp.units import format_count, format_ratio, format_seconds
 
 SETTINGS = ("repeats", "cold", "quick", "time_budget")   # measurement settings that change what a time means
 
@@ -86,9 +86,8 @@ def _ratio(b, a) -> float:
 
 
 def _fmt_ratio(r) -> str:
-    if not finite(r):
-        return "-"
-    return f"{r:.3g}x"
+    """B / A: 2.81x, 0.643x, 1,006x (never "1e+03x": audit22 F9)."""
+    return format_ratio(r) if finite(r) else "-"
 
 
 def differences(run_a: Path, run_b: Path) -> list[str]:
@@ -179,7 +178,8 @@ def recorded_cpu_up(a: Sample, b: Sample, threshold: float) -> tuple[str, float]
     if cb / ca < bar:
         return "", float("nan")
     n = f"{len(b.cpu)} pass" + ("es" if len(b.cpu) > 1 else "")
-    return f"{cb / ca:.3g}x A's CPU time per pass (its {n} against A's {len(a.cpu)}, beyond {bar:.3g}x)", cb / ca
+    return (f"{format_ratio(cb / ca)} A's CPU time per pass (its {n} against A's {len(a.cpu)}, beyond "
+            f"{format_ratio(bar)})"), cb / ca
 
 
 def crowded_baseline(a: Sample, b: Sample, v: Verdict) -> Verdict | None:
@@ -194,10 +194,10 @@ def crowded_baseline(a: Sample, b: Sample, v: Verdict) -> Verdict | None:
     hidden = b.cpu_share / a.cpu_share
     if v.word == "faster" and 1 / v.ratio >= hidden * CONTENTION_SLOWDOWN:
         return None       # faster beyond what A's competitors can explain
-    said = {"tie": "a tie", "noise": "passes not apart", "faster": f"{1 / v.ratio:.3g}x faster"}[v.word]
+    said = {"tie": "a tie", "noise": "passes not apart", "faster": f"{format_ratio(1 / v.ratio)} faster"}[v.word]
     return Verdict("undecided", v.ratio, v.p, f"{said} in wall time, but A was measured under competitors: its passes "
                    f"got {a.cpu_share:.2f} of a CPU, B's {b.cpu_share:.2f}; they keep A's wall and CPU time up (by "
-                   f"{hidden:.3g}x and more), which can hide a slowdown of B's as large: the rule cannot clear it "
+                   f"{format_ratio(hidden)} and more), which can hide a slowdown of B's as large: the rule cannot clear it "
                    "(measure A again on a quiet machine)", basis=LOAD_BASIS, cpu_ratio=hidden)
 
 
@@ -425,7 +425,7 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
     if len(ratios):
         gm = math.exp(float(np.log(ratios).mean()))
         n = j["verdict"].value_counts()
-        summary = (f"B / A time: geometric mean {gm:.3g}x. B slower in {n.get('slower', 0)} cells, faster in "
+        summary = (f"B / A time: geometric mean {format_ratio(gm)}. B slower in {n.get('slower', 0)} cells, faster in "
                    f"{n.get('faster', 0)}, a tie in {n.get('tie', 0)}"
                    + (f"; in {n.get('overlap', 0)} the medians differ but the work is the same and the passes are "
                       "not apart: no difference shown" if n.get("overlap", 0) else "")

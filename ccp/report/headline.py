@@ -27,7 +27,7 @@ from ccp.report.cheapest import CHEAPEST_WITHIN, cheapest
 from ccp.report.data import LABEL_SEP, STORAGE_COLUMNS, finite, is_ok, stability, storage_text
 from ccp.report.stats import ALPHA, THRESHOLD, Sample, Verdict, ci95, from_cell, judge, least_p, too_few_passes
 from ccp.report.verdict_kinds import DIFFERS, LOAD, LOAD_ADVICE, NOISE, TIE, kind, short, undecided
-from ccp.units import format_seconds, format_share
+from ccp.units import format_ratio, format_seconds, format_share
 
 CONFIG_AXES = (("chunks", "chunks"), ("filters", "filters"), ("cache", "cache_label"), ("client", "client"),
                *((a, a) for a in STORAGE_COLUMNS))
@@ -334,7 +334,7 @@ def headline_text(h: Headline, run: RunKind = PLAIN, threshold: float = THRESHOL
             lines.append(f"The slowest, {config_label(slow, h.axes)} ({time_text(slow, run)}), is {_x(v.ratio)} slower, "
                          f"{LOAD_ADVICE} ({v.why}).")
         elif v is not None:
-            lines.append(f"The slowest, {config_label(slow, h.axes)} ({time_text(slow, run)}), is {_x(v.ratio)} slower but not "
+            lines.append(f"The slowest, {config_label(slow, h.axes)} ({time_text(slow, run)}), is {_apart(v.ratio)} but not "
                          f"shown to differ from the fastest ({v.why})" + ("; a quick run has one pass, so only the "
                          "per-request times can tell" if run.quick else "") + ".")
     if h.cheapest is not None and slow is not None:
@@ -394,23 +394,29 @@ def _stability_word(c) -> str:
 
 
 def _x(r: float) -> str:
-    r = max(r, 1 / r) if finite(r) and r > 0 else float("nan")
-    if not finite(r):
-        return "-"
-    return f"{r:.2g}x" if r < 10 else f"{r:,.0f}x"
+    """How far apart, whichever way: 1.4x, 37x, 1,080x (never "1e+03x"); "1.0x" when it rounds to one."""
+    return format_ratio(max(r, 1 / r) if finite(r) and r > 0 else float("nan"), 2)
+
+
+AS_FAST = "as fast"     # a ratio that rounds to 1.0x: "1.0x slower" says a direction the two digits do not show
 
 
 def _apart(ratio: float) -> str:
     """The ratio of a cell against the winner in words that keep its direction: an unstable cell faster on the median
-    is "1.4x faster", never "1.4x slower" (audit22 A13)."""
+    is "1.4x faster", never "1.4x slower" (audit22 A13); one that rounds to 1.0x is "as fast" (audit22 F9: "1x
+    slower")."""
     if not finite(ratio):
         return "-"
+    if _x(ratio) == "1.0x":
+        return AS_FAST
     return f"{_x(ratio)} {'slower' if ratio >= 1 else 'faster'}"
 
 
 def _ratio_words(v: Verdict) -> str:
     if v.word == "unknown":
         return f"{_x(v.ratio)} apart, {v.why}"
+    if finite(v.ratio) and _x(v.ratio) == "1.0x":
+        return f"{AS_FAST}, {v.why}"
     return f"{_x(v.ratio)} {'slower' if v.ratio > 1 else 'faster'}, {v.why}" if finite(v.ratio) else v.why
 
 

@@ -31,7 +31,7 @@ from ccp.report.s3 import storage_tables
 from ccp.report.stats import THRESHOLD, from_cell, judge
 from ccp.report.table_types import Cell, Table
 from ccp.report.verdict_kinds import DIFFERS, FEW, LOAD, UNKNOWN, kind, short, undecided
-from ccp.units import format_bytes, format_count, format_seconds
+from ccp.units import format_bytes, format_count, format_ratio, format_seconds
 
 # ---------------------------------------------------------------------------------------------- formatting
 
@@ -40,11 +40,8 @@ def fmt_ratio(v) -> str:
 
 
 def fmt_times(v) -> str:
-    """A speed-up or slow-down factor: 1.5x, 37x, 12,670x."""
-    if not finite(v):
-        return "-"
-    v = float(v)
-    return f"{v:.2g}x" if v < 10 else f"{v:,.0f}x"
+    """A speed-up or slow-down factor: 1.5x, 37x, 12,670x (never 1.3e+04x), 1.0x (never 1x)."""
+    return format_ratio(v, 2) if finite(v) else "-"
 
 
 def fmt_ppm(v) -> str:

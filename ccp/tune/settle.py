@@ -277,7 +277,7 @@ def fewest_io(rows: list[dict], last: str = "predicted") -> tuple[dict, str]:
     few = [r for r in rows if r[key] <= least * (1 + IO_NEAR)]
     if len(few) == 1:
         others = ", ".join(f"{r[key]:,.0f}" for r in rows if r is not few[0])
-        return few[0], f"it needs the fewest {what} by the model ({few[0][key]:,.0f} against {others})"
+        return few[0], f"it makes the fewest {what} by the model ({few[0][key]:,.0f} against {others})"
     counts = _counts(few, key, "{:,.0f}")
     least_b = min(r["predicted_io_bytes"] for r in few)
     fewer = [r for r in few if r["predicted_io_bytes"] <= least_b * (1 + IO_NEAR)]

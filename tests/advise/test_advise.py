@@ -87,6 +87,7 @@ def test_rank_prefers_a_much_faster_cure_over_a_cheap_one():
 
 def test_fmt_speedup_never_says_1x_or_0x():
     assert fmt_speedup(1.3) == "1.3x" and fmt_speedup(37.2) == "37x" and fmt_speedup(12670) == "12,670x"
+    assert fmt_speedup(1080.4) == "1,080x" and fmt_speedup(155.2) == "155x"     # never "1.1e+03x" (audit22 F9)
 
 
 def _cures(output: str) -> list[tuple[str, float]]:
@@ -105,6 +106,16 @@ def test_no_cure_that_is_not_faster(tmp_path, cli):
     assert all(x >= MIN_SPEEDUP for _, x in cures), result.output
     assert not any("chunk cache" in what for what, _ in cures), result.output
     assert " 0x faster" not in result.output and " 1x faster" not in result.output
+
+
+@pytest.mark.slow   # calibrates: make test-slow (CI)
+def test_a_large_amplification_reads_without_an_exponent(tmp_path, cli):
+    """audit22 F9: '1.08e+03 bytes decoded per byte delivered'. One 469 KiB chunk decoded for every 400-byte request."""
+    path = _file(tmp_path, shape=(8, 30, 500), chunks=(8, 30, 500))
+    result = cli("advise", str(path), "/g/d", "--access", "1x1x100", "--cache", "64KiB", "--no-measure")
+    assert result.exit_code == 0, result.output
+    assert "; 1,200 bytes decoded per byte delivered;" in result.output, result.output
+    assert "e+0" not in result.output and "1 chunk loads per request" in result.output
 
 
 @pytest.mark.slow           # 12 s of make test; make test-slow (CI) runs it

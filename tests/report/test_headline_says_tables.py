@@ -121,7 +121,7 @@ def test_the_slowest_is_explained_by_the_one_change_steps():
     text = " ".join(headline_text(h, samples=samples))
     assert "raw reads 1 -> 8" not in text.split("The slowest", 1)[1].split(".")[0]
     assert ("it differs from the fastest in chunks and client, and one change at a time from it: chunks 32x64x64 "
-            "(from contiguous): tie (1x); read through native (from h5py): 3.2x faster") in text, text
+            "(from contiguous): tie (1.0x); read through native (from h5py): 3.2x faster") in text, text
     _, labels = prepare(cells)
     (table,) = one_change_tables(cells, labels, samples)
     gain = next(r for r in table.rows if r[0] == "Faster than the slowest")
@@ -171,8 +171,9 @@ def test_verdict_kinds(verdict, passes, expected):
     assert kind(verdict, _s(passes), _s(passes)) == expected
 
 
-@pytest.mark.parametrize("ratio, words", [(18.1 / 25.2, "1.4x faster"), (32.7 / 25.2, "1.3x slower"), (1.0, "1x slower"),
-                                          (float("nan"), "-")], ids=["faster-unstable", "slower", "equal", "no-ratio"])
+@pytest.mark.parametrize("ratio, words", [(18.1 / 25.2, "1.4x faster"), (32.7 / 25.2, "1.3x slower"), (1.0, "as fast"),
+                                          (14.9 / 14.5, "as fast"), (1080.4, "1,080x slower"), (float("nan"), "-")],
+                         ids=["faster-unstable", "slower", "equal", "rounds-to-one", "large", "no-ratio"])
 def test_a_cell_listed_against_the_winner_keeps_its_direction(ratio, words):
     """audit22 A13: the quickstart's unstable 18.1 ms cell was '1.4x slower' than the 25.2 ms winner in one sentence
     and 'faster on the median' in the next."""
@@ -192,3 +193,11 @@ def test_a_stable_cell_that_unstable_ones_beat_is_the_fastest_stable_one():
     text = " ".join(headline_text(h, samples=samples))
     assert "fastest stable is 32x64x64" in text and "1 unstable configuration is faster on the median" in text, text
     assert "slower" not in text.split("fastest stable is")[1].split("Faster on the median")[0].split("contiguous")[1][:40], text
+
+
+def test_a_tie_that_rounds_to_one_is_as_fast():
+    """audit22 F9: the quickstart's report listed a tie as '(14.9 ms, 1x slower, within 1.25x)'."""
+    from ccp.report.headline import _ratio_words
+
+    assert _ratio_words(Verdict("tie", 14.9 / 14.5, 0.4, "within 1.25x")) == "as fast, within 1.25x"
+    assert _ratio_words(Verdict("tie", 1.2, 0.4, "within 1.25x")) == "1.2x slower, within 1.25x"

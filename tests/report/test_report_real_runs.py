@@ -93,7 +93,7 @@ def test_compare_a_run_with_itself(run_dir, tmp_path, cli):
     result = cli("compare", str(run_dir), str(run_dir), "--html", str(tmp_path / "cmp.html"),
                  "--fail-above", "1.01")
     assert result.exit_code == 0, result.output
-    assert "8 cells in common" in result.output and "geometric mean 1x" in result.output
+    assert "8 cells in common" in result.output and "geometric mean 1.0x" in result.output
     assert "B slower in 0 cells, faster in 0, a tie in 8" in result.output
     assert (tmp_path / "cmp.html").exists() and (tmp_path / "cmp.png").exists()
 

@@ -43,6 +43,7 @@ def test_a_contiguous_column_with_many_sieve_reads_but_few_trips_wins_the_tie(co
     assert tied(rows[0], rows[1])
     pick, why = choose(rows)
     assert pick["label"] == "contiguous" and "fewest device trips" in why and "tied in the runoff" in why
+    assert "it makes the fewest device trips" in why and "needs" not in why, why     # audit22 F9: a layout makes them
     # the same tie judged by file operations (a row without trips, as before they were kept): the chunks
     for r in rows:
         del r["predicted_io_trips"]
