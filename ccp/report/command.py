@@ -88,8 +88,8 @@ def compare_command(run_a, run_b, html_out, fail_above, threshold, remeasure):
     beyond --threshold is undecided, never a tie, never the machine's. --remeasure measures
     such cells again here, A and B alternating.
     Exit status: 0; with --fail-above, 1 when a cell regressed by more than RATIO, else 3
-    when a cell slower by more than RATIO is undecided or a cell that finished in A has no
-    usable cell in B (not compared), else 0; 2 for bad input (a --threshold other than
+    when a cell slower by more than RATIO is undecided, a cell that finished in A has no
+    usable cell in B (not compared) or the runs share no cell, else 0; 2 for bad input (a --threshold other than
     --fail-above: one threshold a comparison, stated in its summary).
 
     \b
@@ -108,5 +108,5 @@ def compare_command(run_a, run_b, html_out, fail_above, threshold, remeasure):
     click.echo(result)
     if fail_above is not None and result.regressions:
         sys.exit(1)
-    if fail_above is not None and (result.undecided or result.absent):
+    if fail_above is not None and (result.undecided or result.absent or not len(result.joined)):
         sys.exit(3)         # a gate cannot pass what it cannot judge (or did not compare): distinct from 1

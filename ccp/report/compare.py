@@ -12,7 +12,6 @@ time) is ``undecided``: never passed silently (the CLI exits 3 when there is no 
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import replace
 from pathlib import Path
@@ -24,9 +23,9 @@ from ccp.config import axes as matrix_axes
 from ccp.errors import CcpError
 from ccp.outfile import head_holds, output_target
 from ccp.report import plots
-from ccp.report.data import Labels, finite, is_ok, load_cells, load_env, read_run_sweep
-from ccp.report.headline import RunKind
+from ccp.report.data import Labels, finite, is_ok, load_cells, load_env
 from ccp.report.html import CSS, esc, img, note, table_html
+from ccp.report.run_differences import differences, nothing_in_common
 from ccp.report.stats import (
     CONTENTION_SLOWDOWN,
     PASSES,
@@ -47,10 +46,7 @@ from ccp.report.stats import ENDPOINT as ENDPOINT_BASIS
 from ccp.report.stats import LOAD as LOAD_BASIS
 from ccp.report.stats import NOTHING as NOTHING_BASIS
 from ccp.report.stats import samples as load_samples
-from ccp.store.reader import read_run_record
 from ccp.units import format_count, format_ratio, format_seconds
-
-SETTINGS = ("repeats", "cold", "quick", "time_budget")   # measurement settings that change what a time means
 
 
 class Comparison(str):
@@ -88,26 +84,6 @@ def _ratio(b, a) -> float:
 def _fmt_ratio(r) -> str:
     """B / A: 2.81x, 0.643x, 1,006x (never "1e+03x": audit22 F9)."""
     return format_ratio(r) if finite(r) else "-"
-
-
-def differences(run_a: Path, run_b: Path) -> list[str]:
-    """What the two runs measured differently (dataset, data, settings): each makes a ratio mean something else."""
-    out = []
-    (_, sa), (_, sb) = read_run_sweep(run_a), read_run_sweep(run_b)
-    ia, ib = read_run_record(run_a).get("dataset_identity"), read_run_record(run_b).get("dataset_identity")
-    da, db = sa.get("dataset"), sb.get("dataset")
-    if ia and ib and ia != ib:
-        out.append(f"the runs measured different datasets: A {ia}, B {ib}")
-    elif da != db and da is not None and db is not None:
-        out.append(f"the runs' dataset settings differ: A {json.dumps(da, default=str)}, B {json.dumps(db, default=str)}")
-    for key in SETTINGS:
-        va, vb = sa.get(key), sb.get(key)
-        if va != vb:
-            out.append(f"{key} differs: A {va!r}, B {vb!r}")
-    ka, kb = RunKind.of(sa), RunKind.of(sb)
-    if ka.scale != kb.scale:
-        out.append(f"scale differs: A {ka.scale or 1:g}, B {kb.scale or 1:g} (times of scaled data are not comparable)")
-    return out
 
 
 def _match_keys(a: pd.DataFrame, b: pd.DataFrame) -> list[str]:
@@ -412,7 +388,8 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
 
     warnings = differences(run_a, run_b)
     ratios = j["ratio"][j["ratio"].map(finite) & (j["ratio"] > 0)]
-    lines = [f"A: {_env_line(run_a)}", f"B: {_env_line(run_b)}"]
+    nothing = "" if len(j) else nothing_in_common(a, b)
+    lines = ([nothing] if nothing else []) + [f"A: {_env_line(run_a)}", f"B: {_env_line(run_b)}"]
     lines += [f"warning: {w}" for w in warnings]
     lines += [f"remeasure: {n}" for n in remeasure_notes]
     lines.append(f"{len(j)} cells in common ({len(a)} in A, {len(b)} in B; only finished cells are compared, matched by "
@@ -453,17 +430,21 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
             lines.append(f"raw-data reads differ in {int((reads_differ & ~measured).sum())} extrapolated cells: "
                          "estimates for the requests a time budget left unmeasured, not I/O either run measured")
     if fail_above is not None:
-        lines.append(f"FAIL: {len(regressions)} cell(s) slower in B by more than {fail_above:g}x, by the rule: "
-                     + "; ".join(regressions) if regressions else
-                     f"pass: no cell slower in B by more than {fail_above:g}x by the rule (a time difference the "
-                     "rule does not show real never fails: within the threshold, passes not apart with the work the "
-                     "same, or the machine's: a wait for a CPU or a really higher load)"
-                     + (" among the cells compared" if absent else "") if not undecided else
-                     f"undecided: {len(undecided)} cell(s) that may be slower in B by more than {fail_above:g}x (by "
-                     "their wall or CPU time, or hidden by A's competitors; or without a usable time) that the rule "
-                     "cannot clear (exit 3; measure both runs with more passes, on a quiet "
-                     + ("machine): " if remeasure else "machine, or --remeasure): ")
-                     + "; ".join(undecided))
+        if regressions:
+            lines.append(f"FAIL: {len(regressions)} cell(s) slower in B by more than {fail_above:g}x, by the rule: "
+                         + "; ".join(regressions))
+        elif undecided:
+            lines.append(f"undecided: {len(undecided)} cell(s) that may be slower in B by more than {fail_above:g}x "
+                         "(by their wall or CPU time, or hidden by A's competitors; or without a usable time) that the "
+                         "rule cannot clear (exit 3; measure both runs with more passes, on a quiet "
+                         + ("machine): " if remeasure else "machine, or --remeasure): ") + "; ".join(undecided))
+        elif len(j):
+            lines.append(f"pass: no cell slower in B by more than {fail_above:g}x by the rule (a time difference the "
+                         "rule does not show real never fails: within the threshold, passes not apart with the work "
+                         "the same, or the machine's: a wait for a CPU or a really higher load)"
+                         + (" among the cells compared" if absent else ""))
+        elif not absent:      # nothing compared and nothing of A left out: A finished no cell (audit22 F1)
+            lines.append("not compared: no cell in common, so the gate judged nothing: exit 3, not a pass")
         if regressions and undecided:
             lines.append(f"undecided: {len(undecided)} more cell(s) that may be slower by more than {fail_above:g}x "
                          "that the rule cannot clear: " + "; ".join(undecided))
@@ -495,6 +476,7 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
         name = plots.compare_plot(j, out_html.parent, out_html.stem + ".png") if len(j) else None
         body = [
             "<h1>ccp compare</h1>",
+            f'<div class="box warn"><p>{esc(nothing)}</p></div>' if nothing else "",
             "".join(f'<div class="box warn"><p>Warning: {esc(w)}</p></div>' for w in warnings),
             "".join(f'<div class="box warn"><p>Finished in A, not in B: {esc(label)}: {esc(status)}</p></div>'
                     for label, status in lost),
