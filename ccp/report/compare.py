@@ -257,6 +257,7 @@ def _remeasured(run_a, run_b, j, pairs, verdicts, gate, rounds, threshold, fail_
             # the row is what was measured here now: its work as counted, its contention and load the remeasure's,
             # not the recorded runs' estimates and machine (breaker11 C9)
             pairs[i] = (xa, xb)
+            j.loc[i, "remeasured"] = True
             for sfx, x in (("a", xa), ("b", xb)):
                 for col, value in (("load_max", x.load), ("cpus", x.cpus)):
                     if f"{col}_{sfx}" in j:
@@ -268,13 +269,27 @@ def _remeasured(run_a, run_b, j, pairs, verdicts, gate, rounds, threshold, fail_
     return verdicts, gate, notes
 
 
+def remeasured_rows(j: pd.DataFrame) -> pd.Series:
+    """Which joined rows hold the times, loads and contention compare --remeasure measured here (the rest: the runs')."""
+    return j["remeasured"].astype(bool) if "remeasured" in j else pd.Series(False, index=j.index)
+
+
 def machine_line(j: pd.DataFrame) -> str:
-    """The two runs' machine state over the joined cells: 'load 0.4 vs 7.9 on 2 CPUs'."""
-    def side(sfx: str) -> str:
-        load = pd.to_numeric(j[f"load_max_{sfx}"], errors="coerce")
+    """The two runs' machine state over the joined cells: 'load A 0.4 vs B 7.9 on 2 CPUs'. After --remeasure, the
+    remeasured cells' loads are the remeasure's and the others' the runs': each pair said by its source ('load A 4.3 vs
+    B 5.6 as recorded, A 4.9 vs B 5.0 remeasured here'), never A's highest from one and B's from the other (audit22
+    F2: 'load A 4.9 vs B 5.6' was the remeasure's A against B's run)."""
+    def side(rows: pd.DataFrame, sfx: str) -> str:
+        load = pd.to_numeric(rows[f"load_max_{sfx}"], errors="coerce")
         return f"{load.max():.1f}" if load.notna().any() else "not recorded"
+    again = remeasured_rows(j)
     cpus = pd.to_numeric(pd.concat([j["cpus_a"], j["cpus_b"]]), errors="coerce").dropna()
-    return f"load A {side('a')} vs B {side('b')}" + (f" on {int(cpus.max())} CPUs" if len(cpus) else "")
+    on = f" on {int(cpus.max())} CPUs" if len(cpus) else ""
+    if not again.any():
+        return f"load A {side(j, 'a')} vs B {side(j, 'b')}{on}"
+    groups = [(j[~again], "as recorded"), (j[again], "remeasured here")]
+    return "load " + ", ".join(f"A {side(rows, 'a')} vs B {side(rows, 'b')} {said}" for rows, said in groups
+                               if len(rows)) + on
 
 
 def _side(j: pd.DataFrame, suffix: str):
@@ -348,6 +363,7 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
         verdicts.append(crowded_baseline(xa, xb, v) or v)
         gate.append(verdicts[-1] if fail_above is not None else None)      # one judgement a cell (breaker11 C5)
     remeasure_notes: list[str] = []
+    j["remeasured"] = False         # set on the rows whose times and machine state the remeasure replaced
     if remeasure:
         verdicts, gate, remeasure_notes = _remeasured(run_a, run_b, j, pairs, verdicts, gate, remeasure, threshold,
                                                       fail_above, echo)
@@ -417,8 +433,14 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
         lines.append(summary)
         busy = [side for side, col in (("A", "contended_a"), ("B", "contended_b")) if j[col].any()]
         if busy:
-            lines.append("contention: " + " and ".join(f"{side} measured {int(j[f'contended_{side.lower()}'].sum())} "
-                                                       "cell(s) under contention" for side in busy)
+            again = remeasured_rows(j)
+
+            def counted(side: str) -> str:
+                col = j[f"contended_{side.lower()}"].astype(bool)
+                here = int((col & again).sum())
+                return (f"{side} measured {int(col.sum())} cell(s) under contention"
+                        + (f" ({here} of them in the remeasure)" if again.any() else ""))
+            lines.append("contention: " + " and ".join(counted(side) for side in busy)
                          + f" ({machine_line(j)}); their times say more about the machine than about the layout")
         # an extrapolated count is an estimate of the requests not measured, not I/O HDF5 did (breaker10 B14)
         measured = (j["status_a"] != "extrapolated") & (j["status_b"] != "extrapolated")

@@ -4,12 +4,15 @@ gives after --remeasure (F2), each pass's CPU time beside its wall time (F5), an
 import html
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
 from report_synthetic import slow_down
 
 from ccp.cli import main
+from ccp.report import compare as comparing
+from ccp.report.stats import Sample
 
 KIB = 1024
 
@@ -58,6 +61,35 @@ def test_two_runs_that_share_no_cell_say_why_and_never_pass(make_run, tmp_path, 
     shown = html.unescape(page.read_text())
     assert says in shown and "pass: no cell" not in shown
     assert _cli(a, b).exit_code == 0              # no gate: said, nothing fails
+
+
+def test_after_remeasure_each_load_is_said_by_its_source(make_run, monkeypatch):
+    """audit22 F2: after --remeasure the contention line read "load A 4.9 vs B 5.6": the remeasure's load for A, the
+    run's recorded load for B. The remeasured cells' loads and the recorded cells' are now two pairs, each named."""
+    from ccp.report import remeasure
+
+    a = make_run("a", tables=False)
+    gz = lambda c: c["filters"] == "gzip:6"                      # noqa: E731
+    b = slow_down(make_run("b", tables=False), 3.0, where=gz, cpu=False)    # the machine's: remeasured
+    cells = pd.read_parquet(b / "cells.parquet")
+    quiet = ~gz(cells)                           # the same times, recorded under a load of 7.9: ties, kept as recorded
+    cells.loc[quiet, "flags"], cells.loc[quiet, "load_max"] = "contended", 7.9
+    cells.to_parquet(b / "cells.parquet", index=False)
+    cells.to_csv(b / "cells.csv", index=False)
+    five = np.array([1.0, 1.01, 0.99, 1.02, 0.98]) * 0.01
+
+    def measured_here(run_a, run_b, ids, rounds, old, echo=print):
+        def here(s: Sample) -> Sample:
+            return Sample(0.01, five, np.zeros(0), s.n_requests, True, cpu=five * 0.9, work=s.work, load=0.6, cpus=2.0)
+        return {(ida, idb): (here(old[("a", ida)]), here(old[("b", idb)])) for ida, idb in ids}, []
+
+    monkeypatch.setattr(remeasure, "interleaved", measured_here)
+    text = comparing.compare(a, b, None, remeasure=5, echo=lambda *_: None)
+    j = text.joined
+    assert j["remeasured"].any() and not j["remeasured"].all(), text
+    line = next(x for x in text.splitlines() if x.startswith("contention: "))
+    assert "load A 0.4 vs B 7.9 as recorded, A 0.6 vs B 0.6 remeasured here on 2 CPUs" in line, line
+    assert f"B measured {int((~j['remeasured']).sum())} cell(s) under contention (0 of them in the remeasure)" in line
 
 
 def test_a_large_ratio_has_no_exponent(make_run):
