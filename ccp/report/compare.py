@@ -86,6 +86,11 @@ def _fmt_ratio(r) -> str:
     return format_ratio(r) if finite(r) else "-"
 
 
+def _cpu_text(seconds: float) -> str:
+    """A CPU time per pass, or "n/a" where the run did not record one (a run before schema 4, an extrapolated cell)."""
+    return format_seconds(seconds) if finite(seconds) else "n/a"
+
+
 def _match_keys(a: pd.DataFrame, b: pd.DataFrame) -> list[str]:
     """How two runs' cells are matched: by cell id when both runs have them, else by the configured parameters."""
     by_id = (a["cell_id"] != "").all() and (b["cell_id"] != "").all()
@@ -385,11 +390,14 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
     # a gate cannot pass what it did not compare (breaker8 F13): cells of A that B never ran
     absent = missing_in_b(a, b) if fail_above is not None else []
 
-    head = ["cell", "time A", "time B", "B / A", "verdict", "work", "raw reads A", "raw reads B", "raw writes A",
-            "raw writes B", "why"]
+    # each pass's CPU time beside its wall time (issue 22: audit22 F5): the median timed pass's, of the passes judged
+    j["cpu_pass_a"] = [x.cpu_per_pass() for x, _ in pairs]
+    j["cpu_pass_b"] = [y.cpu_per_pass() for _, y in pairs]
+    head = ["cell", "time A", "time B", "B / A", "CPU/pass A", "CPU/pass B", "verdict", "work", "raw reads A",
+            "raw reads B", "raw writes A", "raw writes B", "why"]
     show_writes = (j[["raw_writes_a", "raw_writes_b"]].fillna(0) != 0).any().any()
     show_reads = (j[["raw_reads_a", "raw_reads_b"]].fillna(0) != 0).any().any() or not show_writes
-    keep = [True, True, True, True, True, True, show_reads, show_reads, show_writes, show_writes, True]
+    keep = [True] * 8 + [show_reads, show_reads, show_writes, show_writes, True]
     head = [h for h, k in zip(head, keep) if k]
     rows = []
     for r in j.itertuples():
@@ -397,7 +405,8 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
             return (" (extrapolated)" if s == "extrapolated" else "") + (" (contended)" if busy else "")
         word = {"unknown": "cannot tell", "noise": "machine", "overlap": "not apart"}.get(r.verdict, r.verdict)
         row = [r.label, format_seconds(r.time_s_a) + tag(r.status_a, r.contended_a),
-               format_seconds(r.time_s_b) + tag(r.status_b, r.contended_b), _fmt_ratio(r.ratio), word, r.work,
+               format_seconds(r.time_s_b) + tag(r.status_b, r.contended_b), _fmt_ratio(r.ratio),
+               _cpu_text(r.cpu_pass_a), _cpu_text(r.cpu_pass_b), word, r.work,
                format_count(r.raw_reads_a), format_count(r.raw_reads_b), format_count(r.raw_writes_a),
                format_count(r.raw_writes_b), r.why]
         rows.append([c for c, k in zip(row, keep) if k])
@@ -507,7 +516,8 @@ def compare(run_a: Path, run_b: Path, out_html: Path | None, fail_above: float |
                     for x in verdict_lines),
             table_html(None, [["A", _env_line(run_a)], ["B", _env_line(run_b)],
                               ["cells", f"{len(j)} in common ({len(a)} in A, {len(b)} in B)"]], "meta"),
-            note(esc(summary) + ("." if summary else "") + " Ratios are time B / time A: above 1x, B is slower. Cells match on "
+            note(esc(summary) + ("." if summary else "") + " Ratios are time B / time A: above 1x, B is slower. CPU/pass is the "
+                 "median timed pass's process CPU time (n/a where a run did not record it). Cells match on "
                  "the parameters the sweep configured (chunks, filters, cache, access)."),
             img(name, "time ratios B / A"),
             table_html(head, rows) if rows else note("No cells in common."),

@@ -244,7 +244,10 @@ def traps_html(cells: pd.DataFrame) -> str:
 
 
 ALL_COLUMNS = [  # header, column, formatter
-    ("time", "time_s", format_seconds), ("95% interval", "_ci", lambda v: v if isinstance(v, str) else "-"),
+    ("time", "time_s", format_seconds),
+    # each pass's CPU time beside its wall time (issue 22: audit22 F5): the median timed pass's, as the rule reads it
+    ("CPU/pass", "_cpu", lambda v: format_seconds(v) if finite(v) else "n/a"),
+    ("95% interval", "_ci", lambda v: v if isinstance(v, str) else "-"),
     ("passes", "_passes", lambda v: v if isinstance(v, str) else "-"),
     ("requests", "requests", format_count), ("first request", "first_request_s", format_seconds),
     ("median request", "request_s_median", format_seconds), ("raw reads", "raw_reads", format_count),
@@ -261,7 +264,8 @@ def cells_table(cells: pd.DataFrame, samples: dict | None = None, run: RunKind =
     ci = [ci95(samples[str(i)]) if str(i) in samples else (np.nan, np.nan) for i in cells["cell_id"]]
     cells = cells.assign(_passes=[f"{format_seconds(a)} - {format_seconds(b)}" if finite(a) else np.nan
                                   for a, b in zip(cells["time_s_min"], cells["time_s_max"])],
-                         _ci=[f"{format_seconds(a)} - {format_seconds(b)}" if finite(a) else np.nan for a, b in ci])
+                         _ci=[f"{format_seconds(a)} - {format_seconds(b)}" if finite(a) else np.nan for a, b in ci],
+                         _cpu=[samples[str(i)].cpu_per_pass() if str(i) in samples else np.nan for i in cells["cell_id"]])
     cols = [(h, c, f) for h, c, f in ALL_COLUMNS
             if cells[c].notna().any() and (not pd.api.types.is_numeric_dtype(cells[c]) or (cells[c].fillna(0) != 0).any())]
     order = cells.assign(_t=cells["time_s"].fillna(float("inf"))).sort_values("_t")
@@ -480,7 +484,9 @@ def build(run_dir: Path, self_contained: bool = False) -> Path:
         traps_html(cells),
         '<h2 id="stability">Stability and failures</h2>', stability_html(cells),
         '<h2 id="cells">All cells</h2>', note("Every cell, fastest first; columns that are empty or zero for the whole run are left "
-                                              "out. The 95% interval is from the per-request samples."),
+                                              "out. CPU/pass is the median timed pass's process CPU time, beside its "
+                                              "wall time (n/a where the run did not record it). The 95% interval is "
+                                              "from the per-request samples."),
         cells_table(cells, samples, run),
         '<h2 id="run">How it was run</h2>',
         table_html(None, meta_rows(cells, env, sweep, run_dir), "meta"),

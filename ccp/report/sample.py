@@ -49,6 +49,13 @@ class Sample:
     #                                    pass (schema 8: a reference copy's CPU seconds): empty when not recorded
 
 
+    def cpu_per_pass(self) -> float:
+        """The median timed pass's process CPU seconds (``cpu``, what the rule reads), shown beside the wall time in
+        the report and compare (issue 22, audit22 F5); NaN when the run did not record it for every pass (before
+        schema 4, an extrapolated cell, a pass mostly ccp's own harness)."""
+        cpu = np.asarray(self.cpu, float)
+        return float(np.median(cpu)) if len(cpu) and bool(np.isfinite(cpu).all()) else float("nan")
+
     #: the fields :meth:`to_record` keeps: what the verdict rule reads of a cell (the per-request times are the
     #: confidence interval's, not the rule's)
     RECORD_FIELDS = ("time_s", "passes", "n_requests", "complete", "cpu", "work", "contended", "load", "cpu_share",

@@ -2,6 +2,7 @@
 gives after --remeasure (F2), each pass's CPU time beside its wall time (F5), and ratios without exponents (F9)."""
 
 import html
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -13,8 +14,10 @@ from report_synthetic import slow_down
 from ccp.cli import main
 from ccp.report import compare as comparing
 from ccp.report.stats import Sample
+from ccp.units import format_seconds
 
 KIB = 1024
+FIXTURES = Path(__file__).parents[1] / "store" / "fixtures"
 
 
 def _cli(*args):
@@ -90,6 +93,48 @@ def test_after_remeasure_each_load_is_said_by_its_source(make_run, monkeypatch):
     line = next(x for x in text.splitlines() if x.startswith("contention: "))
     assert "load A 0.4 vs B 7.9 as recorded, A 0.6 vs B 0.6 remeasured here on 2 CPUs" in line, line
     assert f"B measured {int((~j['remeasured']).sum())} cell(s) under contention (0 of them in the remeasure)" in line
+
+
+def _median_cpu(run: Path, cell_id: str) -> float:
+    req = pd.read_parquet(run / "requests.parquet" / f"{cell_id}.parquet")
+    return float(np.median(req.loc[(req["phase"] == "open") & (req["pass"] >= 0), "pass_cpu_s"]))
+
+
+def test_compare_shows_each_sides_cpu_time_per_pass(make_run, tmp_path):
+    """audit22 F5 (issue 22: the report and compare show each pass's wall time and the process's CPU time): a
+    CPU/pass column for A and B beside the times, "n/a" where a run did not record it (an extrapolated cell)."""
+    a = make_run("a", tables=False)
+    b = slow_down(make_run("b", tables=False), 2.0)
+    page = tmp_path / "cmp.html"
+    r = _cli(a, b, "--html", page)
+    assert r.exit_code == 0, r.output
+    header = next(x for x in r.output.splitlines() if x.startswith("cell "))
+    assert header.split().index("B") < header.index("CPU/pass A") < header.index("CPU/pass B") < header.index("verdict")
+    j = comparing.compare(a, b, None).joined
+    for row in j.itertuples():
+        line = next(x for x in r.output.splitlines() if x.startswith(row.label + " "))
+        if row.status_a == "extrapolated":       # its CPU time is a prefix's: no figure for the whole pass
+            assert line.count("n/a") == 2, line
+            continue
+        assert "n/a" not in line, line
+        cpu_a, cpu_b = _median_cpu(a, row.cell_id_a), _median_cpu(b, row.cell_id_b)
+        assert f"{format_seconds(cpu_a)}  " in line and format_seconds(cpu_b) in line, line
+        assert cpu_b == pytest.approx(2 * cpu_a)
+    assert "<th>CPU/pass A</th><th>CPU/pass B</th>" in page.read_text()
+
+
+def test_a_run_without_cpu_times_says_not_recorded(tmp_path):
+    """A schema-3 run (no CPU time recorded) against itself: its CPU/pass is "n/a", never 0 or a blank."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    shutil.copytree(FIXTURES / "schema3", a)
+    shutil.copytree(FIXTURES / "schema3", b)
+    r = _cli(a, b)
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    at = next(i for i, x in enumerate(lines) if x.startswith("cell "))
+    assert "CPU/pass A" in lines[at] and "CPU/pass B" in lines[at]
+    rows = [x for x in lines[at + 2:] if x.strip()]
+    assert rows and all(x.split().count("n/a") == 2 for x in rows), r.output
 
 
 def test_a_large_ratio_has_no_exponent(make_run):

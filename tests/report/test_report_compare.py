@@ -35,10 +35,12 @@ def test_terminal_text(two_runs):
     # the extrapolated cell's time and counts are estimates (breaker9 G21): undecided, never "slower" by them
     assert "geometric mean 7x" in text and "B slower in 10 cells, faster in 0, a tie in 0" in text
     header = next(line for line in text.splitlines() if line.startswith("cell "))
-    assert re.search(r"time A\s+time B\s+B / A\s+verdict\s+work\s+raw reads A\s+raw reads B\s+raw writes A\s+raw writes B", header)
+    assert re.search(r"time A\s+time B\s+B / A\s+CPU/pass A\s+CPU/pass B\s+verdict\s+work\s+raw reads A\s+raw reads B\s+"
+                     r"raw writes A\s+raw writes B", header)
     rows = [line for line in text.splitlines() if " | " in line]
-    assert len(rows) == 11 and all(re.search(r"\s7x\s+(slower|undecided)\s", r) for r in rows)
-    assert all(("extrapolated" in r) == bool(re.search(r"\s7x\s+undecided\s", r)) for r in rows)
+    cpu = r"(?:[\d.]+ [mun]?s|n/a)\s+(?:[\d.]+ [mun]?s|n/a)"          # CPU/pass A and B (audit22 F5)
+    assert len(rows) == 11 and all(re.search(rf"\s7x\s+{cpu}\s+(slower|undecided)\s", r) for r in rows)
+    assert all(("extrapolated" in r) == bool(re.search(rf"\s7x\s+{cpu}\s+undecided\s", r)) for r in rows)
     assert "(extrapolated)" in text                          # how a number was measured, where it is read
 
 

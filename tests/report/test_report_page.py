@@ -226,3 +226,21 @@ def test_scaled_run_says_so_beside_every_time(tmp_path, sweep_name, scale):
     assert f"This sweep was scaled by {scale}" in text
     assert f"(scaled x{scale})" in text                                  # in the headline and tables
     assert f"one change at a time from the slowest configuration (scaled x{scale})" in text
+
+
+def test_all_cells_shows_each_cells_cpu_time_per_pass_beside_its_wall_time(synthetic_report):
+    """audit22 F5 (issue 22: the report shows each pass's wall time and the process's CPU time): a CPU/pass column
+    right after the time, the median timed pass's CPU time; "n/a" where the run did not record it."""
+    from ccp.units import format_seconds
+
+    run, page = synthetic_report
+    table = page.split('id="cells"')[1].split("</table>")[0]
+    assert "<th>time</th><th>CPU/pass</th>" in table
+    cells = pd.read_parquet(run / "cells.parquet")
+    cell = cells[(cells["status"] == "ok") & (cells["op"] == "write")].iloc[0]
+    req = pd.read_parquet(run / "requests.parquet" / f"{cell['cell_id']}.parquet")
+    cpu = req.loc[(req["phase"] == "open") & (req["pass"] >= 0), "pass_cpu_s"].median()
+    row = next(r for r in table.split("<tr>") if "write 1x30x9x100" in r)
+    assert f"<td>{format_seconds(cpu)}</td>" in row, row
+    extrapolated = next(r for r in table.split("<tr>") if "extrapolated" in r and "write" not in r)
+    assert "<td>n/a</td>" in extrapolated, extrapolated
