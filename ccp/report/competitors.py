@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ccp.report.sample import REMEASURED, Sample
+from ccp.units import format_ratio
 
 CONTENTION_SLOWDOWN = 1.5      # how much more than load / CPUs a contended pass may be slowed (shared caches, SMT)
 # what competitors may raise a pass's own CPU time by: 1.57x under three busy loops (breaker10 B1), 1.9-1.94x under
@@ -122,7 +123,7 @@ def load_explains(fast: Sample, slow: Sample, ratio: float) -> str:
     room = load_room(fast, slow)
     if ratio > room:
         return ""
-    return f"the slower side was measured under more load, which explains up to {room:.3g}x: the machine's"
+    return f"the slower side was measured under more load, which explains up to {format_ratio(room)}: the machine's"
 
 
 def run_queue_explains(fast: Sample, slow: Sample, threshold: float) -> str:
@@ -142,7 +143,7 @@ def run_queue_explains(fast: Sample, slow: Sample, threshold: float) -> str:
         return ""
     df, ds = float(np.median(fast.run_delay)), float(np.median(slow.run_delay))
     return (f"the slower side's passes waited {_ms(ds)} a pass for a CPU (runnable, not running), the faster's "
-            f"{_ms(df)}; less that wait they are {own_s / own_f:.3g}x the faster's: the machine's")
+            f"{_ms(df)}; less that wait they are {format_ratio(own_s / own_f)} the faster's: the machine's")
 
 
 def separate_runs(a: Sample, b: Sample) -> bool:
@@ -192,7 +193,7 @@ def why_no_excuse(fast: Sample, slow: Sample, ratio: float) -> str:
         return "the load is not known on both sides"
     if not more_loaded(fast, slow):
         return "the slower side's load per CPU was not really higher"
-    return f"its higher load explains only up to {load_room(fast, slow):.3g}x"
+    return f"its higher load explains only up to {format_ratio(load_room(fast, slow))}"
 
 
 

@@ -60,6 +60,7 @@ from ccp.report.significance import (
     signed_rank_p,
     too_few_passes,
 )
+from ccp.units import format_ratio
 
 __all__ = ["ALPHA", "CONTENTION_SLOWDOWN", "exact_u_p", "fmt_p", "least_p", "mann_whitney", "pass_p", "passes_needed",
            "signed_rank_p", "too_few_passes", "MAX_REQUEST_SAMPLES", "WAIT_COLUMNS", "WORK_COLUMNS", "Sample", "cpu_share_cut",
@@ -216,7 +217,7 @@ def endpoint_slower(fast: Sample, slow: Sample, threshold: float = THRESHOLD) ->
         cpu = float(np.median(slow.cpu)) / max(float(np.median(fast.cpu)), 1e-12)
         if cpu >= threshold:
             return None
-        return f"CPU time per pass within {cpu:.3g}x"
+        return f"CPU time per pass within {format_ratio(cpu)}"
     return "CPU time not recorded"
 
 
@@ -281,13 +282,13 @@ def _cpu_against_wall(a: Sample, b: Sample, v: Verdict, threshold: float) -> Ver
     wall = v.ratio if b_heavy else 1 / v.ratio
     ls, hs = light.cpu_share, heavy.cpu_share
     shares = f"{lo}'s passes got {ls:.2f} of a CPU, {hi}'s {hs:.2f}"
-    moved = f"{hi}'s CPU time per pass {r:.3g}x {lo}'s"
+    moved = f"{hi}'s CPU time per pass {format_ratio(r)} {lo}'s"
     cpu_b = r if b_heavy else 1 / r
     if r >= band and cpu_share_cut(heavy, light):
         return Verdict("slower" if b_heavy else "faster", v.ratio, v.p,
-                       f"the same work; {moved}, every pass apart, while its wall time is {wall:.3g}x: {shares}: "
+                       f"the same work; {moved}, every pass apart, while its wall time is {format_ratio(wall)}: {shares}: "
                        f"{lo}'s wall time was kept up by its cut share of a CPU, and {hi}'s extra CPU time, beyond the "
-                       f"{band:.3g}x competitors can cost, is its own work" + load_note(a, b), basis=PASSES,
+                       f"{format_ratio(band)} competitors can cost, is its own work" + load_note(a, b), basis=PASSES,
                        cpu_ratio=cpu_b)
     if not b_heavy or v.word == "undecided" and v.ratio >= 1:
         return None       # B used less CPU (never a regression), or the wall time already leaves B undecided slower
@@ -299,12 +300,12 @@ def _cpu_against_wall(a: Sample, b: Sample, v: Verdict, threshold: float) -> Ver
         reason = (f"{shares}: no cut share of a CPU explains why the wall time does not follow it, and competitors the "
                   "share does not show (a memory-bound one) raised identical work's 1.9x")
     elif band == ceiling:
-        reason = f"{shares}: the CPU time alone decides only beyond {band:.3g}x {ceiling_text(light, heavy)}"
+        reason = f"{shares}: the CPU time alone decides only beyond {format_ratio(band)} {ceiling_text(light, heavy)}"
     else:
-        reason = (f"{shares}: the CPU time alone decides only beyond {band:.3g}x (competitors the share does not show "
+        reason = (f"{shares}: the CPU time alone decides only beyond {format_ratio(band)} (competitors the share does not show "
                   "raised identical work's 1.9x)")
-    return Verdict("undecided", v.ratio, v.p, f"the same work; {moved} (every pass apart, beyond {bar:.3g}x) while its "
-                   f"wall time is {wall:.3g}x: {reason}: the rule cannot clear it (measure A and B again on a quiet "
+    return Verdict("undecided", v.ratio, v.p, f"the same work; {moved} (every pass apart, beyond {format_ratio(bar)}) while its "
+                   f"wall time is {format_ratio(wall)}: {reason}: the rule cannot clear it (measure A and B again on a quiet "
                    "machine)" + load_note(a, b), basis=LOAD, cpu_ratio=cpu_b)
 
 
@@ -376,7 +377,7 @@ def _by_passes(a: Sample, b: Sample, fast: Sample, slow: Sample, ratio: float, w
     cpu_ratio = float(np.median(sc)) / max(float(np.median(fc)), 1e-12) if has_cpu else float("nan")
     counted = f"{n_a} vs {n_b} passes" + quiet
     if has_cpu and cpu_ratio >= bar:
-        moved = f"CPU time per pass {cpu_ratio:.3g}x (beyond {bar:.3g}x)"
+        moved = f"CPU time per pass {format_ratio(cpu_ratio)} (beyond {format_ratio(bar)})"
         if not decided:
             return Verdict("undecided", ratio, p, f"{same}; {moved} but the passes are not apart ({counted}, "
                            f"{fmt_p(p)})" + _short(n_a, n_b, alpha) + load_note(a, b), basis=PASSES)
@@ -388,12 +389,12 @@ def _by_passes(a: Sample, b: Sample, fast: Sample, slow: Sample, ratio: float, w
             # was undecided)
             return Verdict("undecided", ratio, p, f"{same}; {moved}, but measured under competitors"
                            + share_note(fast, slow) + f", which raise a pass's own CPU time too (identical work's "
-                           f"rose 5.3x so; a regression only beyond {cut_room:.3g}x): the rule cannot clear it (measure both again on a "
+                           f"rose 5.3x so; a regression only beyond {format_ratio(cut_room)}): the rule cannot clear it (measure both again on a "
                            "quiet machine, or ccp compare --remeasure)" + load_note(a, b), basis=LOAD)
         if slow_crowded and cpu_ratio < bar * CONTENTION_SLOWDOWN:
             # a few-ms pass's own CPU time rose up to 1.9x under two busy loops the load average had not caught up
             # with yet (benchmarks/noisy_compare.py): a regression or the competitors, the rule cannot tell
-            return Verdict("undecided", ratio, p, f"{same}; {moved}, within the {bar * CONTENTION_SLOWDOWN:.3g}x "
+            return Verdict("undecided", ratio, p, f"{same}; {moved}, within the {format_ratio(bar * CONTENTION_SLOWDOWN)} "
                            "competitors can cost a pass measured under contention" + share_note(fast, slow)
                            + ": the rule cannot clear it (measure both again on a quiet machine)" + load_note(a, b),
                            basis=LOAD)
@@ -415,7 +416,7 @@ def _by_passes(a: Sample, b: Sample, fast: Sample, slow: Sample, ratio: float, w
             runs = separate_runs(fast, slow)
             remedy = ("ccp compare --remeasure measures both again alternating in one process" if runs else
                       "a run replicates a cell's passes in one worker, not the worker: more passes cannot clear it")
-            return Verdict("undecided", ratio, p, f"{same}; {moved}, every pass apart, but within the {ceiling:.3g}x "
+            return Verdict("undecided", ratio, p, f"{same}; {moved}, every pass apart, but within the {format_ratio(ceiling)} "
                            f"the same work's CPU time per pass moves {ceiling_text(fast, slow)}: the rule cannot "
                            f"clear it ({remedy})" + load_note(a, b), basis=LOAD if runs else PASSES)
         how = "every pass apart in wall and CPU time" if apart and not p < alpha else f"Mann-Whitney on passes, {fmt_p(p)}"
@@ -437,13 +438,13 @@ def _by_passes(a: Sample, b: Sample, fast: Sample, slow: Sample, ratio: float, w
         # one slow pass on the faster side (a load spike, a warm run's first pass) makes the test fail while every
         # pass of the other side is 8-17x its median (breaker10 B8: a 14.8x CPU regression passed as the machine's)
         return Verdict("undecided", ratio, p, f"{same}; passes not apart (Mann-Whitney on {counted}, {fmt_p(p)}) but "
-                       f"their medians {pass_ratio:.3g}x apart and no CPU time per pass on both sides to show the work "
+                       f"their medians {format_ratio(pass_ratio)} apart and no CPU time per pass on both sides to show the work "
                        "the same: the load cannot be ruled out" + load_note(a, b), basis=LOAD)
     if not decided:
         # enough passes and they overlap, or the passes themselves within the threshold (the row's median moved,
         # the passes did not): no difference to explain
         return Verdict("noise", ratio, p, f"{same}; passes not apart (Mann-Whitney on {counted}, {fmt_p(p)}"
-                       + (f"; the passes within {pass_ratio:.3g}x" if pass_ratio < threshold else "") + ")"
+                       + (f"; the passes within {format_ratio(pass_ratio)}" if pass_ratio < threshold else "") + ")"
                        + load_note(a, b), basis=PASSES)
     if not has_cpu:
         # passes apart in wall time alone: load shifts whole passes, and without the CPU time (a run before schema 4,
@@ -453,7 +454,7 @@ def _by_passes(a: Sample, b: Sample, fast: Sample, slow: Sample, ratio: float, w
                        f"{passes_needed(alpha)} decides, for local cells)" + load_note(a, b), basis=LOAD)
     # less CPU time on the slower side is waiting (competitors, I/O), not a small rise (breaker11 C6)
     # within 1.25x either way it is no more a fall than a rise (breaker12 D3: "fell (0.99x)" on identical work)
-    moved = f"moved only {cpu_ratio:.3g}x" if cpu_ratio >= 1 / THRESHOLD else \
+    moved = f"moved only {format_ratio(cpu_ratio)}" if cpu_ratio >= 1 / THRESHOLD else \
         f"fell ({cpu_ratio:.2g}x): the slower side waited, not worked"
     # judged on the slower side's quiet passes: its load (the busiest pass's) excuses nothing of them. Where both runs
     # recorded each pass's wait for a CPU (schema 7) that decides, not the 1-minute load average: a pass that slept or
