@@ -160,7 +160,7 @@ THREE = np.array([1.0, 1.02, 0.99])
     # the same GETs, a real 20 ms added to each by a proxy: the wait grew, the CPU did not
     (_cell(THREE * 0.158, "s3", cpu=THREE * 0.05, wait=THREE * 0.135, work=GETS, load=5.8, contended=True),
      _cell(THREE * 0.345, "s3", cpu=THREE * 0.05, wait=THREE * 0.298, work=GETS, load=6.5, contended=True), "slower",
-     "the endpoint/network is slower (GET wait 135 ms -> 298 ms a pass, the same GETs, CPU time per pass within 1x)"),
+     "the endpoint/network is slower (GET wait 135 ms -> 298 ms a pass, the same GETs, CPU time per pass within 1.0x)"),
     (_cell(TWO * 0.3, "s3", cpu=TWO * 0.05, wait=TWO * 0.2, work=GETS),
      _cell(TWO * 0.1, "s3", cpu=TWO * 0.05, wait=TWO * 0.05, work=GETS), "faster",
      "the endpoint/network is faster (GET wait 202 ms -> 50.5 ms a pass"),

@@ -84,7 +84,7 @@ def test_an_endpoint_that_got_slower_fails_the_gate(tmp_path):
     assert r.exit_code == 1, r.output
     assert "FAIL: 1 cell(s) slower in B by more than 1.3x" in r.output
     assert re.search(r"2\.2x +\S+ ms +\S+ ms +slower +same .* the endpoint/network is slower \(GET wait 1[45]\d ms -> 3[0-9]\d ms a pass, "
-                     r"the same GETs, CPU time per pass within 1x\): not this machine's load", r.output), r.output
+                     r"the same GETs, CPU time per pass within 1.0x\): not this machine's load", r.output), r.output
     assert "machine's" not in r.output.split("FAIL")[0].split("where a difference")[0]
 
 

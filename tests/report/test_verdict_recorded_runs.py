@@ -189,7 +189,7 @@ def _s(wall_ms: float, cpu_ms: float, delay_ms: float | None, share: float = 0.5
 
 @pytest.mark.parametrize("wall_b, delay_a, delay_b, word, words", [
     (33.8, 0.5, 14.0, "noise", "the slower side's passes waited 14 ms a pass for a CPU (runnable, not running), the "
-                               "faster's 0.5 ms; less that wait they are 1x the faster's: the machine's"),
+                               "faster's 0.5 ms; less that wait they are 1.0x the faster's: the machine's"),
     (33.8, 0.5, 2.0, "undecided", "less the time they waited for a CPU (runnable, not running) its passes are still "
                                   "beyond the threshold: they waited for something else"),
     (33.8, None, None, "undecided", "the rule cannot clear it"),
