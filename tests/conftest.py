@@ -1,7 +1,10 @@
+import fcntl
 import os
 import re
 import shutil
 import subprocess
+import sys
+import tempfile
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +21,54 @@ from ccp.cli import main
 settings.register_profile("suite", derandomize=True)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("CCP_HYPOTHESIS", "suite"))
+
+# The model's numba kernels compiled once for the whole run (tests/warm_model.py): on a fresh clone each xdist
+# worker compiled the same 14 signatures itself (~30 s of one core each; 19 and ~55 s before call_kernel's fix).
+# The controller starts the compiling process, which holds an exclusive lock on a file until it exits; a worker's first numba
+# compile waits for that lock, then finds the kernel in the on-disk cache. Workers run other tests meanwhile.
+_WARM_LOCK = "CCP_TEST_MODEL_WARM_LOCK"
+
+
+def pytest_configure(config):
+    if hasattr(config, "workerinput"):
+        if os.environ.get(_WARM_LOCK):
+            _compile_after_the_warm_up(os.environ[_WARM_LOCK])
+        return
+    if not getattr(config.option, "numprocesses", None):
+        return                                   # no workers (-n 0, or no xdist): compiled where first used
+    lock = Path(tempfile.mkdtemp(prefix="ccp-warm-model-")) / "lock"
+    fd = os.open(lock, os.O_CREAT | os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)               # held by the child (same open file), released when it exits
+    config._ccp_warm_model = subprocess.Popen([sys.executable, str(Path(__file__).with_name("warm_model.py"))],
+                                              pass_fds=(fd,), stdout=subprocess.DEVNULL)
+    os.close(fd)
+    os.environ[_WARM_LOCK] = str(lock)           # the workers inherit it
+
+
+def pytest_unconfigure(config):
+    proc = getattr(config, "_ccp_warm_model", None)
+    if proc is not None:
+        proc.wait()
+        shutil.rmtree(Path(os.environ.pop(_WARM_LOCK)).parent, ignore_errors=True)
+
+
+def _compile_after_the_warm_up(lock: str) -> None:
+    from numba.core.dispatcher import Dispatcher
+
+    compile_here = Dispatcher.compile
+    waited = []
+
+    def compile_after_the_warm_up(self, sig):
+        if not waited:
+            fd = os.open(lock, os.O_RDONLY)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH)   # returns once warm_model.py has exited
+            finally:
+                os.close(fd)
+            waited.append(True)
+        return compile_here(self, sig)            # loads the kernel from the cache if warm_model.py wrote it
+
+    Dispatcher.compile = compile_after_the_warm_up
 
 _PROBE = """<script>
 window.addEventListener('load', () => {
