@@ -68,13 +68,16 @@ PROGRAM = textwrap.dedent("""
 """)
 
 
+# make test keeps each start method and each ending once (fork-with, fork-close, forkserver-terminate,
+# spawn-terminate-late-start, fork-kill9-child); the other pairings run in make test-slow (CI)
 @pytest.mark.parametrize("method,ending,complete", [
     ("fork", "with", True),
-    ("fork", "terminate", True),
+    pytest.param("fork", "terminate", True, marks=pytest.mark.slow),   # forkserver-terminate in make test
     ("fork", "close", True),
     ("forkserver", "terminate", True),
-    ("spawn", "with", True),
-    ("forkserver", "terminate-late-start", True),   # a worker terminated before it could run a task lost nothing
+    pytest.param("spawn", "with", True, marks=pytest.mark.slow),       # fork-with; spawn-terminate-late-start
+    pytest.param("forkserver", "terminate-late-start", True,           # a worker terminated before it could run a
+                 marks=pytest.mark.slow),                              # task lost nothing: spawn's in make test
     ("spawn", "terminate-late-start", True),
     ("fork", "kill9-child", False),
 ], ids=lambda v: str(v))
