@@ -62,7 +62,8 @@ def test_diagnosis_is_the_same_read_in_batches(traced, batch_rows):
 
 
 # one-row batches stream the same as the others but cost minutes on a busy machine (205 s at load 12): slow
-@pytest.mark.parametrize("batch_rows", [pytest.param(1, marks=pytest.mark.slow), 7, 50, 200_000],
+@pytest.mark.parametrize("batch_rows", [pytest.param(1, marks=pytest.mark.slow), pytest.param(7, marks=pytest.mark.slow),
+                                        50, 200_000],   # 50-row batches: still more than one over the ~90-row trace
                          ids=["1-row", "7-rows", "50-rows", "one-batch"])
 def test_streamed_diagnosis_is_the_whole_table_diagnosis(traced, batch_rows):
     """ccp diagnose reads the trace in batches and keeps only light columns and replayed boxes per dataset:
@@ -130,7 +131,8 @@ def _without_timings(diag: dict) -> str:
     return json.dumps(out, sort_keys=True)
 
 
-@pytest.mark.parametrize("batch_rows", [7, 50, 200_000], ids=["7-rows", "50-rows", "one-batch"])
+@pytest.mark.parametrize("batch_rows", [pytest.param(7, marks=pytest.mark.slow), 50, 200_000],   # 50: more than one
+                         ids=["7-rows", "50-rows", "one-batch"])                                  # batch, in make test
 def test_verify_streams_and_measures_what_the_whole_table_does(traced, batch_rows, monkeypatch):
     """--verify replays the read sequence the streamed diagnosis built: the table is never loaded whole, and the
     verdict (the cure measured, how) is the whole-table one."""

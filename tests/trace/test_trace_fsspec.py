@@ -171,7 +171,8 @@ def none_trace(tmp_path_factory, data):
     return out
 
 
-@pytest.mark.parametrize("batch_rows", [3, 17, 200_000], ids=["3-rows", "17-rows", "one-batch"])
+@pytest.mark.parametrize("batch_rows", [pytest.param(3, marks=pytest.mark.slow), 17, 200_000],   # 17 rows: two batches
+                         ids=["3-rows", "17-rows", "one-batch"])      # of the 20-call trace in make test
 def test_an_fsspec_trace_streams_to_the_whole_table_diagnosis(none_trace, batch_rows, monkeypatch):
     """The GETs and reads of a file read through fsspec are kept while the batches go by (not the whole table):
     the same diagnosis, GET counts and fsspec cures as the table loaded whole."""
