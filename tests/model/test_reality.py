@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from model_strategies import (
     DTYPES,
+    REALITY,
     SETTINGS,
     caches,
     layouts,
@@ -45,7 +46,7 @@ class _Files:
 
 
 # --------------------------------------------------------------------------------------- reads
-@SETTINGS
+@REALITY
 @given(data=st.data(), layout=layouts(contiguous_ok=True), filtered=st.booleans())
 def test_reads_match_hdf5(h5trace, tmp_path, data, layout, filtered):
     shape, chunks, dtype = layout

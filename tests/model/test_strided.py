@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from model_strategies import DTYPES, SETTINGS, caches, layouts, sieve_sizes, slabs
+from model_strategies import DTYPES, REALITY, SETTINGS, caches, layouts, sieve_sizes, slabs
 from test_reality import _cmp, _Files
 
 from ccp.chunkcache import ChunkCache
@@ -51,7 +51,7 @@ def strided_requests(draw, shape, ops=("read",)):
 
 
 @pytest.mark.thorough       # make test-slow runs it again with CCP_MODEL_EXAMPLES=150
-@SETTINGS
+@REALITY
 @given(data=st.data(), layout=layouts(contiguous_ok=True), filtered=st.booleans(),
        pre=st.sampled_from(["all", "none"]), writes=st.booleans())
 def test_strided_calls_match_hdf5(h5trace, tmp_path, data, layout, filtered, pre, writes):

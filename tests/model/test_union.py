@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from model_strategies import DTYPES, SETTINGS, caches, layouts, slabs
+from model_strategies import DTYPES, REALITY, SETTINGS, caches, layouts, slabs
 from test_reality import _cmp, _Files
 
 from ccp.chunkcache import ChunkCache
@@ -134,7 +134,7 @@ def call_lists(draw, shape, ops=("read",)):
 
 
 @pytest.mark.thorough       # make test-slow runs it again with CCP_MODEL_EXAMPLES=150
-@SETTINGS
+@REALITY
 @given(data=st.data(), layout=layouts(), filtered=st.booleans(), pre=st.sampled_from(["all", "none"]),
        writes=st.booleans())
 def test_many_box_calls_match_hdf5(h5trace, tmp_path, data, layout, filtered, pre, writes):
