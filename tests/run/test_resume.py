@@ -28,8 +28,11 @@ def ccp(*args):
                             stderr=subprocess.DEVNULL, start_new_session=True)
 
 
-@pytest.mark.parametrize("kill_after_s", [pytest.param(0.6, marks=pytest.mark.slow), 1.3, pytest.param(2.1, marks=pytest.mark.slow)],
-                         ids=["early", "middle", "late"])   # middle in make test, all three in make test-slow (CI)
+# a long fault run (a 24-cell sweep killed, then run again whole): all three in make test-slow (CI). make test keeps
+# a kill and a rerun in tests/reliability/test_faults.py (kill-worker: each cell once, request parts = finished
+# rows) and tests/reliability/test_processes.py::test_interrupt_leaves_no_temp_and_resumes (Ctrl-C mid-sweep)
+@pytest.mark.slow
+@pytest.mark.parametrize("kill_after_s", [0.6, 1.3, 2.1], ids=["early", "middle", "late"])
 def test_sigkill_then_rerun_gives_every_cell_once(tmp_path, kill_after_s):
     sweep = tmp_path / "s.yaml"
     sweep.write_text(SWEEP)
