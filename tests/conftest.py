@@ -24,8 +24,9 @@ settings.load_profile(os.environ.get("CCP_HYPOTHESIS", "suite"))
 
 # The model's numba kernels compiled once for the whole run (tests/warm_model.py): on a fresh clone each xdist
 # worker compiled the same 14 signatures itself (~30 s of one core each; 19 and ~55 s before call_kernel's fix).
-# The controller starts the compiling process, which holds an exclusive lock on a file until it exits; a worker's first numba
-# compile waits for that lock, then finds the kernel in the on-disk cache. Workers run other tests meanwhile.
+# The controller starts the compiling process, which holds an exclusive lock on a file until it exits; a worker's
+# first numba compile waits for that lock, then finds the kernel in the on-disk cache. Workers run other tests
+# meanwhile.
 _WARM_LOCK = "CCP_TEST_MODEL_WARM_LOCK"
 
 
@@ -48,6 +49,7 @@ def pytest_configure(config):
 def pytest_unconfigure(config):
     proc = getattr(config, "_ccp_warm_model", None)
     if proc is not None:
+        proc.terminate()                         # still compiling only if the run ended early (Ctrl-C, -x)
         proc.wait()
         shutil.rmtree(Path(os.environ.pop(_WARM_LOCK)).parent, ignore_errors=True)
 
@@ -69,6 +71,7 @@ def _compile_after_the_warm_up(lock: str) -> None:
         return compile_here(self, sig)            # loads the kernel from the cache if warm_model.py wrote it
 
     Dispatcher.compile = compile_after_the_warm_up
+
 
 _PROBE = """<script>
 window.addEventListener('load', () => {
