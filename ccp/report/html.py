@@ -191,7 +191,17 @@ def explain_fastest(cells: pd.DataFrame, samples: dict | None = None, run: RunKi
 
 # ---------------------------------------------------------------------------------------------- sections
 
-def stability_html(cells: pd.DataFrame) -> str:
+def _busy_passes(s) -> str:
+    """How many of a cell's timed passes ran with the 1-minute load above its CPUs (each pass's load, schema 4), the
+    passes a verdict sets aside when enough quiet ones are left; "" where the passes' loads were not recorded."""
+    busy = getattr(s, "pass_busy", None)
+    if busy is None or len(busy) == 0 or len(busy) != len(s.passes):
+        return ""
+    return f", {int(np.sum(busy))} of {len(busy)} timed passes with the load above the CPUs"
+
+
+def stability_html(cells: pd.DataFrame, samples: dict | None = None) -> str:
+    samples = samples or {}
     out = []
     failed = cells[~is_ok(cells)]
     if len(failed):
@@ -220,7 +230,9 @@ def stability_html(cells: pd.DataFrame) -> str:
     busy = cells[contended_cells(cells)]
     if len(busy):      # schema 4: measured under contention (ccp.store.schema.contended)
         items = "".join(f"<li>{esc(c['label'])} (load up to {float(c['load_max']):.1f} on {int(c['cpus'])} CPUs, "
-                        f"CPU/wall {float(c['cpu_ratio']):.2f})</li>" if finite(c.get("load_max")) and finite(c.get("cpus"))
+                        f"CPU/wall {float(c['cpu_ratio']):.2f}"
+                        f"{_busy_passes(samples[str(c['cell_id'])]) if str(c['cell_id']) in samples else ''})</li>"
+                        if finite(c.get("load_max")) and finite(c.get("cpus"))
                         and finite(c.get("cpu_ratio")) else f"<li>{esc(c['label'])}</li>" for _, c in busy.iterrows())
         out.append(f'<div class="box warn"><p><b>contended</b>: measured under contention (the 1-minute load above the '
                    f"CPUs ccp may use, or a warm local pass under {CONTENDED_CPU_RATIO:g} of its wall time on a CPU): "
@@ -482,7 +494,7 @@ def build(run_dir: Path, self_contained: bool = False) -> Path:
         _storage_table(lay), img(figs["storage"], "storage"), errors["storage"],
         '<h2 id="traps">Traps</h2>', note("Known ways a layout, cache and access pattern are slow, found by ccp in each cell."),
         traps_html(cells),
-        '<h2 id="stability">Stability and failures</h2>', stability_html(cells),
+        '<h2 id="stability">Stability and failures</h2>', stability_html(cells, samples),
         '<h2 id="cells">All cells</h2>', note("Every cell, fastest first; columns that are empty or zero for the whole run are left "
                                               "out. CPU/pass is the median timed pass's process CPU time, beside its "
                                               "wall time (n/a where the run did not record it). The 95% interval is "
