@@ -243,6 +243,22 @@ def make_run(tmp_path):
     return _make
 
 
+@pytest.fixture
+def undrawn_figures(monkeypatch):
+    """The report's figures built (their data and plotting code run) but not drawn into PNG files: drawing is most of
+    a report's time (8 figures, ~2 s each), and a test of the page's words reads none of them (the page's images
+    are test_report_page.py's, on a report drawn whole)."""
+    import matplotlib.pyplot as plt
+
+    from ccp.report import plots
+
+    def undrawn(fig, out, name):
+        plt.close(fig)
+        return name
+
+    monkeypatch.setattr(plots, "_save", undrawn)
+
+
 @pytest.fixture(scope="session")
 def synthetic_report(tmp_path_factory):
     """One synthetic run with its report written (module-wide: the report is read by many tests)."""

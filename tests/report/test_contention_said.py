@@ -10,7 +10,7 @@ from ccp.report.data import contention_line
 
 
 @pytest.mark.parametrize("busy", [True, False], ids=["contended", "quiet"])
-def test_the_report_says_a_run_was_measured_under_contention(make_run, busy):
+def test_the_report_says_a_run_was_measured_under_contention(make_run, busy, undrawn_figures):
     run = make_run("r", tables=False)
     if busy:
         slow_down(run, 2.0, cpu=False)         # every cell flagged contended, load 7.9 on 2 CPUs

@@ -59,7 +59,7 @@ def test_runs_with_no_cells_compare_to_nothing_in_common(good, tmp_path):
     assert "no cells in common" in r.output
 
 
-def test_a_run_before_the_pass_columns_is_read_not_called_damaged(make_run):
+def test_a_run_before_the_pass_columns_is_read_not_called_damaged(make_run, undrawn_figures):
     """breaker8 F4: a schema-3 run's requests.parquet has no per-pass CPU, wall, load or GET-wait columns; it is intact:
     `ccp report` and `ccp compare` read it (the passes without their CPU times), never "requests.parquet is damaged"."""
     a = make_run("a")
