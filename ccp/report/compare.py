@@ -83,7 +83,7 @@ def _ratio(b, a) -> float:
 
 def _fmt_ratio(r) -> str:
     """B / A: 2.81x, 0.643x, 1,006x (never "1e+03x": audit22 F9)."""
-    return format_ratio(r) if finite(r) else "-"
+    return format_ratio(r)
 
 
 def _cpu_text(seconds: float) -> str:

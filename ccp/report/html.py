@@ -194,8 +194,8 @@ def explain_fastest(cells: pd.DataFrame, samples: dict | None = None, run: RunKi
 def _busy_passes(s) -> str:
     """How many of a cell's timed passes ran with the 1-minute load above its CPUs (each pass's load, schema 4), the
     passes a verdict sets aside when enough quiet ones are left; "" where the passes' loads were not recorded."""
-    busy = getattr(s, "pass_busy", None)
-    if busy is None or len(busy) == 0 or len(busy) != len(s.passes):
+    busy = s.pass_busy if s is not None else ()
+    if len(busy) == 0 or len(busy) != len(s.passes):
         return ""
     return f", {int(np.sum(busy))} of {len(busy)} timed passes with the load above the CPUs"
 
@@ -231,7 +231,7 @@ def stability_html(cells: pd.DataFrame, samples: dict | None = None) -> str:
     if len(busy):      # schema 4: measured under contention (ccp.store.schema.contended)
         items = "".join(f"<li>{esc(c['label'])} (load up to {float(c['load_max']):.1f} on {int(c['cpus'])} CPUs, "
                         f"CPU/wall {float(c['cpu_ratio']):.2f}"
-                        f"{_busy_passes(samples[str(c['cell_id'])]) if str(c['cell_id']) in samples else ''})</li>"
+                        f"{_busy_passes(samples.get(str(c['cell_id'])))})</li>"
                         if finite(c.get("load_max")) and finite(c.get("cpus"))
                         and finite(c.get("cpu_ratio")) else f"<li>{esc(c['label'])}</li>" for _, c in busy.iterrows())
         out.append(f'<div class="box warn"><p><b>contended</b>: measured under contention (the 1-minute load above the '

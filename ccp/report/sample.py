@@ -48,7 +48,6 @@ class Sample:
     pace: np.ndarray = field(default_factory=lambda: np.zeros(0))        # the machine's pace just after each timed
     #                                    pass (schema 8: a reference copy's CPU seconds): empty when not recorded
 
-
     def cpu_per_pass(self) -> float:
         """The median timed pass's process CPU seconds (``cpu``, what the rule reads), shown beside the wall time in
         the report and compare (issue 22, audit22 F5); NaN when the run did not record it for every pass (before

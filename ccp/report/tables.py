@@ -41,7 +41,7 @@ def fmt_ratio(v) -> str:
 
 def fmt_times(v) -> str:
     """A speed-up or slow-down factor: 1.5x, 37x, 12,670x (never 1.3e+04x), 1.0x (never 1x)."""
-    return format_ratio(v, 2) if finite(v) else "-"
+    return format_ratio(v, 2)
 
 
 def fmt_ppm(v) -> str:
